@@ -1,0 +1,83 @@
+"""Errors raised by trails.
+
+Every error the engine raises on purpose derives from :class:`TrailsError`, and every message
+says what was wrong and what to do next. The tree::
+
+    TrailsError
+    ├── ConfigurationError            a setting, path or argument combination cannot work
+    │   └── ContextLockedError        another process is writing to the context directory
+    ├── MissingExtraError (+ImportError)  an optional package is not installed; names the pip command
+    ├── SparqlError                   a SPARQL query or filter is malformed or not allowed
+    │   └── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
+    ├── VectorError                   a vector cannot be stored or compared
+    │   ├── DimensionMismatchError    a vector or store has another dimension than expected
+    │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
+    └── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
+
+Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
+with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
+caller is talking to the graph directly.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "ContextLockedError",
+    "DimensionMismatchError",
+    "EmbeddingModelMismatchError",
+    "InvalidVectorError",
+    "MissingExtraError",
+    "SparqlError",
+    "TrailsError",
+    "UnsafeFilterError",
+    "VectorError",
+]
+
+
+class TrailsError(Exception):
+    """Base class of every error trails raises on purpose."""
+
+
+class ConfigurationError(TrailsError):
+    """A setting, path or combination of arguments cannot work."""
+
+
+class ContextLockedError(ConfigurationError):
+    """Another process holds the context directory open for writing."""
+
+
+class MissingExtraError(TrailsError, ImportError):
+    """An optional dependency is missing; the message names the ``pip install`` command."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the '{package}' package, which is not installed. "
+            f'Install it with: pip install "trails[{extra}]"'
+        )
+
+
+class SparqlError(TrailsError):
+    """A SPARQL query or update is malformed or failed to evaluate."""
+
+
+class UnsafeFilterError(SparqlError):
+    """A retrieval filter is not a read-only SELECT projecting exactly one variable."""
+
+
+class VectorError(TrailsError):
+    """A vector cannot be stored, loaded or compared."""
+
+
+class DimensionMismatchError(VectorError):
+    """A vector or a persisted store has a different dimension than the one expected."""
+
+
+class InvalidVectorError(VectorError):
+    """A vector contains NaN or infinity, or has zero length (cosine is undefined)."""
+
+
+class EmbeddingModelMismatchError(TrailsError):
+    """Vectors were made by one embedder and are being queried or extended with another."""

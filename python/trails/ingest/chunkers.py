@@ -1,0 +1,383 @@
+"""Chunkers: split a document into spans of its own text.
+
+Every chunker here returns chunks with ``chunk.text == document.text[chunk.start:chunk.end]``,
+positions ``0..n-1``, no empty or whitespace-only chunk, and together they cover every
+non-whitespace character of the document::
+
+    >>> from trails.ingest.document import Document
+    >>> doc = Document("d", "mem", "Dr. Smith arrived. He sat down. Then he left.")
+    >>> [c.text for c in SentenceChunker(max_chars=32, overlap=0).chunk(doc)]
+    ['Dr. Smith arrived. He sat down.', 'Then he left.']
+
+Which one to use: :func:`default_chunker` (sentences, capped by the embedder's token limit),
+:class:`TokenChunker` (fixed token windows) or :class:`SentenceChunker` (sentences by size).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trails.ingest.document import Chunk, Document
+
+__all__ = [
+    "SentenceChunker",
+    "TokenChunker",
+    "default_chunker",
+    "split_sentences",
+    "token_chunker_for",
+]
+
+# Words that end in a period without ending a sentence ("Dr. Smith", "e.g. this").
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms mx dr prof sr jr st mt ft vs cf al eg ie fig figs no nos vol vols pp approx "
+    "dept est inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec ca resp "
+    "op ed eds rev gen col lt sgt capt hon".split())
+_CANDIDATES = re.compile(
+    r"(?P<para>\n[^\S\n]*\n\s*)"                       # a blank line: always a break
+    r"|(?P<nl>\n)"                                      # one newline: a break before a block
+    r"|(?P<cjk>[。！？]+[」』）)\"'”’]*)"               # CJK stops need no space after them
+    r"|(?P<stop>[.!?…]+[)\]\"'”’»]*(?=\s|\Z))")         # . ! ? then space or the end
+_BLOCK_START = re.compile(r"[^\S\n]*(?:#{1,6}\s|[-*+>|]\s|\d{1,3}[.)]\s|```)")
+_NEXT_CHAR = re.compile(r"\s*(\S)")
+_WORD_BEFORE = re.compile(r"(\w[\w.]*)$")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of the sentences in ``text``, trimmed of whitespace.
+
+    A sentence ends at ``.``/``!``/``?`` followed by space and a word that is not lower case,
+    unless the word before the period is a known abbreviation or an initial; at a blank line;
+    at a newline before a Markdown block (heading, list item, quote, table, fence) or after a
+    heading; and at CJK full stops. Wrapped lines inside a paragraph stay together.
+
+    >>> text = "See e.g. Fig. 2. It works!\\nYes."
+    >>> [text[a:b] for a, b in split_sentences(text)]
+    ['See e.g. Fig. 2.', 'It works!', 'Yes.']
+    """
+    cuts = [0]
+    cuts += [m.end() for m in _CANDIDATES.finditer(text) if _is_break(text, m)]
+    cuts.append(len(text))
+    spans = (_trim(text, a, b) for a, b in zip(cuts, cuts[1:]))
+    return [(a, b) for a, b in spans if a < b]
+
+
+def _is_break(text: str, m: re.Match[str]) -> bool:
+    kind = m.lastgroup
+    if kind in ("para", "cjk"):
+        return True
+    if kind == "nl":
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        return bool(_BLOCK_START.match(text, m.end())
+                    or re.match(r" {0,3}#{1,6}\s", text[line_start:m.start() + 1]))
+    following = _NEXT_CHAR.match(text, m.end())
+    if following and following.group(1).islower():
+        return False  # "approx. three", "he asked? she said": the sentence goes on
+    return "." not in m.group() or not _is_abbreviation(text, m.start())
+
+
+def _is_abbreviation(text: str, stop: int) -> bool:
+    line_start = text.rfind("\n", 0, stop) + 1
+    before = text[max(line_start, stop - 40):stop]
+    word = _WORD_BEFORE.search(before)
+    if word is None:
+        return False
+    token = word.group(1)
+    if token.isdigit():
+        return before.strip() == token  # "1. First" opens a numbered list item
+    return len(token) == 1 or token.replace(".", "").lower() in _ABBREVIATIONS
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+@dataclass(frozen=True)
+class SentenceChunker:
+    """Packs whole sentences into chunks of at most ``max_chars`` characters.
+
+    Args:
+        max_chars: the longest chunk, in characters. A sentence longer than that is cut at
+            whitespace (or, in one long word, anywhere).
+        overlap: sentences repeated at the start of the next chunk, for context.
+        max_tokens, count_tokens: also keep every chunk at ``count_tokens(text) <= max_tokens``
+            (see :func:`default_chunker`). Give both or neither.
+
+    Raises:
+        ValueError: a limit is below 1, ``overlap`` is negative, or only one of
+            ``max_tokens``/``count_tokens`` is given.
+
+    >>> doc = Document("d", "mem", "One. Two. Three.")
+    >>> [c.text for c in SentenceChunker(max_chars=10, overlap=1).chunk(doc)]
+    ['One. Two.', 'Two.', 'Three.']
+    """
+
+    max_chars: int = 1000
+    overlap: int = 1
+    max_tokens: int | None = None
+    count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_chars < 1 or self.overlap < 0:
+            raise ValueError(f"need max_chars >= 1 and overlap >= 0, got max_chars="
+                             f"{self.max_chars}, overlap={self.overlap}")
+        if (self.max_tokens is None) != (self.count_tokens is None):
+            raise ValueError("give both max_tokens and count_tokens, or neither")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"need max_tokens >= 1, got {self.max_tokens}")
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        text = document.text
+        units = [piece for span in split_sentences(text) for piece in self._fit(text, *span)]
+        ranges = self._pack(text, units)
+        return [Chunk(text[units[a][0]:units[b - 1][1]], units[a][0], units[b - 1][1], pos)
+                for pos, (a, b) in enumerate(ranges)]
+
+    def _fits(self, text: str, start: int, end: int) -> bool:
+        if end - start > self.max_chars:
+            return False
+        return self.count_tokens is None or self.count_tokens(text[start:end]) <= self.max_tokens
+
+    def _fit(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """Cut one over-long sentence into pieces that fit, preferring whitespace."""
+        pieces = []
+        while start < end and not self._fits(text, start, end):
+            cut = _longest_fit(lambda e: self._fits(text, start, e), start,
+                               min(end, start + self.max_chars))
+            soft = _soft_cut(text, start, cut)
+            cut = soft if self._fits(text, start, soft) else cut
+            pieces.append(_trim(text, start, cut))  # start is never whitespace: not empty
+            start = _trim(text, cut, end)[0]
+        return [*pieces, (start, end)] if start < end else pieces
+
+    def _pack(self, text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Greedy packing: ``[a, b)`` ranges of units, ``overlap`` units shared between them."""
+        ranges, a = [], 0
+        while a < len(units):
+            b = a + 1
+            while b < len(units) and self._fits(text, units[a][0], units[b][1]):
+                b += 1
+            ranges.append((a, b))
+            if b == len(units):
+                break
+            a = max(a + 1, b - self.overlap)
+            while a < b and not self._fits(text, units[a][0], units[b][1]):
+                a += 1  # less overlap when the overlap and the next unit do not fit together
+        return ranges
+
+
+def _longest_fit(fits: Callable[[int], bool], start: int, end: int) -> int:
+    """The largest ``e`` in ``(start, end]`` with ``fits(e)``; at least ``start + 1``."""
+    lo, hi = start + 1, end
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _soft_cut(text: str, start: int, cut: int) -> int:
+    """Move a cut back to whitespace in the piece's second half, so words stay whole."""
+    if text[cut].isspace() or text[cut - 1].isspace():
+        return cut
+    for i in range(cut - 1, start + (cut - start) // 2, -1):
+        if text[i].isspace():
+            return i
+    return cut
+
+
+# --------------------------------------------------------------------------- tokens
+
+class _HFTokens:
+    """A Hugging Face (fast) tokenizer: spans from ``return_offsets_mapping``."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        # Tokenising a whole document is deliberate here; silence "sequence is too long".
+        params = inspect.signature(tokenizer.__call__).parameters
+        self.options = {"add_special_tokens": False, **({"verbose": False}
+                                                       if "verbose" in params else {})}
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        try:
+            encoded = self.tokenizer(text, return_offsets_mapping=True, **self.options)
+        except NotImplementedError as exc:  # slow (Python) tokenizers have no offsets
+            raise ValueError("TokenChunker needs a fast tokenizer with offsets: load it with "
+                             "AutoTokenizer.from_pretrained(..., use_fast=True)") from exc
+        return sorted((int(a), int(b)) for a, b in encoded["offset_mapping"] if b > a)
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer(text, **self.options)["input_ids"])
+
+
+class _TiktokenTokens:
+    """A tiktoken Encoding: each token starts where ``decode_with_offsets`` says."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        tokens = self.encode(text)
+        decoded, starts = self.encoding.decode_with_offsets(tokens)
+        if decoded != text:  # lone surrogates are replaced by encode(): offsets would drift
+            raise ValueError("the tiktoken encoding does not round-trip this text "
+                             "(does it hold lone surrogates?)")
+        return list(zip(starts, [*starts[1:], len(text)]))
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def encode(self, text: str) -> list[int]:
+        # Text that looks like "<|endoftext|>" is ordinary document text, not a control token.
+        return self.encoding.encode(text, disallowed_special=())
+
+
+def _tokens_of(tokenizer: Any) -> _HFTokens | _TiktokenTokens:
+    if hasattr(tokenizer, "decode_with_offsets") and hasattr(tokenizer, "encode"):
+        return _TiktokenTokens(tokenizer)
+    if callable(tokenizer):
+        return _HFTokens(tokenizer)
+    raise ValueError(f"unsupported tokenizer {type(tokenizer).__name__}: pass a Hugging Face "
+                     "tokenizer (callable with return_offsets_mapping=True) or a tiktoken "
+                     "Encoding (encode and decode_with_offsets)")
+
+
+class TokenChunker:
+    """Windows of at most ``max_tokens`` tokens, mapped back to character spans.
+
+    Windows end at whitespace when one is in their second half, so words stay whole. Each
+    chunk is re-tokenised and shrunk until it fits: no chunk is longer than ``max_tokens``
+    tokens when tokenised on its own (without special tokens).
+
+    Args:
+        tokenizer: a Hugging Face fast tokenizer or a tiktoken ``Encoding``.
+        max_tokens: the longest chunk, in tokens (a model's limit less its special tokens).
+        overlap_tokens: tokens repeated at the start of the next chunk.
+
+    Raises:
+        ValueError: ``max_tokens < 1``, ``overlap_tokens`` not in ``[0, max_tokens)``, or a
+            tokenizer of another kind.
+
+    >>> import tiktoken  # doctest: +SKIP
+    >>> TokenChunker(tiktoken.get_encoding("cl100k_base"), 512).chunk(doc)  # doctest: +SKIP
+    """
+
+    def __init__(self, tokenizer: Any, max_tokens: int, overlap_tokens: int = 0) -> None:
+        if max_tokens < 1 or not 0 <= overlap_tokens < max_tokens:
+            raise ValueError(f"need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens, got "
+                             f"max_tokens={max_tokens}, overlap_tokens={overlap_tokens}")
+        self.tokens = _tokens_of(tokenizer)
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+
+    def __repr__(self) -> str:
+        return (f"TokenChunker(max_tokens={self.max_tokens}, "
+                f"overlap_tokens={self.overlap_tokens})")
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        text = document.text
+        spans = self.tokens.spans(text)
+        if not spans:  # nothing tokenises (control characters only): keep it whole
+            start, end = _trim(text, 0, len(text))
+            return [Chunk(text[start:end], start, end, 0)] if start < end else []
+        chunks: list[Chunk] = []
+        i, floor = 0, 0  # floor: where the next chunk may start after a cut inside a token
+        while True:
+            start = max(0 if i == 0 else spans[i][0], floor)
+            j, end = self._window(text, spans, i, start)
+            start, end = _trim(text, start, end)
+            if start < end:
+                chunks.append(Chunk(text[start:end], start, end, len(chunks)))
+            if j is None:  # one token did not fit alone: the window was cut by characters
+                floor = end
+            elif j >= len(spans):
+                return chunks
+            else:
+                i = max(i + 1, j - self.overlap_tokens)
+
+    def _window(self, text: str, spans: list[tuple[int, int]], i: int,
+                start: int) -> tuple[int | None, int]:
+        """``(j, end)``: tokens ``[i, j)`` fit, ending at ``end``; j None if cut by characters."""
+        j = _soft_end(text, spans, i, min(i + self.max_tokens, len(spans)))
+        while True:
+            # Up to the next token's start, so characters no token covers are kept.
+            end = spans[j][0] if j < len(spans) else len(text)
+            if self.tokens.count(text[start:_trim(text, start, end)[1]]) <= self.max_tokens:
+                return j, end
+            if j == i + 1:
+                fits = lambda e: self.tokens.count(text[start:e]) <= self.max_tokens  # noqa: E731
+                return None, _longest_fit(fits, start, end)
+            j -= 1
+
+
+def _soft_end(text: str, spans: list[tuple[int, int]], i: int, j: int) -> int:
+    """Move a window's end back to a token that starts a word, if one is in its second half."""
+    if j >= len(spans):
+        return j
+    for k in range(j, i + (j - i) // 2, -1):
+        a = spans[k][0]
+        if a > spans[k - 1][1] or text[a].isspace() or (a > 0 and text[a - 1].isspace()):
+            return k
+    return j
+
+
+def _model_tokenizer(embedder: Any) -> tuple[Any, int] | None:
+    """(tokenizer, max tokens per chunk) that an embedder exposes, or None."""
+    tokenizer = getattr(embedder, "tokenizer", None)
+    max_tokens = getattr(embedder, "max_tokens", None)
+    if tokenizer is not None and max_tokens:
+        # max_seq_length counts [CLS] and [SEP] (or the model's own specials): leave room.
+        special = getattr(tokenizer, "num_special_tokens_to_add", lambda pair=False: 2)()
+        return tokenizer, int(max_tokens) - int(special)
+    encoding = getattr(embedder, "encoding", None)
+    if encoding is not None:
+        return encoding, int(max_tokens or OPENAI_MAX_TOKENS)
+    return None
+
+
+# OpenAI's embedding models take at most 8191 tokens per input.
+OPENAI_MAX_TOKENS = 8191
+
+
+def token_chunker_for(embedder: Any, overlap_tokens: int = 0) -> TokenChunker | SentenceChunker:
+    """A :class:`TokenChunker` at the embedder's own token limit.
+
+    Uses ``embedder.tokenizer`` and ``embedder.max_tokens`` (a sentence-transformers model;
+    the special tokens are reserved), else ``embedder.encoding`` (tiktoken; ``max_tokens`` or
+    8191), else falls back to a :class:`SentenceChunker`. Reading ``tokenizer`` may load the
+    model.
+
+    >>> token_chunker_for(object())
+    SentenceChunker(max_chars=1000, overlap=1, max_tokens=None)
+    """
+    found = _model_tokenizer(embedder)
+    if found is None:
+        return SentenceChunker()
+    return TokenChunker(found[0], found[1], overlap_tokens)
+
+
+def default_chunker(embedder: Any = None, *, max_chars: int = 1000,
+                    overlap: int = 1) -> SentenceChunker:
+    """Sentences packed up to ``max_chars``, and never past the embedder's token limit.
+
+    Chunks keep whole sentences (the best unit for retrieval) while the model still sees all
+    of each chunk: with a tokenizer (see :func:`token_chunker_for`) packing counts tokens, so
+    nothing is truncated by the model. Without one, it is a plain :class:`SentenceChunker`.
+
+    >>> default_chunker(None)
+    SentenceChunker(max_chars=1000, overlap=1, max_tokens=None)
+    """
+    found = _model_tokenizer(embedder) if embedder is not None else None
+    if found is None:
+        return SentenceChunker(max_chars, overlap)
+    tokenizer, max_tokens = found
+    return SentenceChunker(max_chars, overlap, max_tokens, _tokens_of(tokenizer).count)

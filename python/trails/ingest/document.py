@@ -1,0 +1,77 @@
+"""The records ingestion passes along: documents from loaders, chunks from chunkers."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Chunk", "Chunker", "Document", "LoadFailure", "Loader", "Sanitizer", "content_hash"]
+
+
+def content_hash(text: str) -> str:
+    """The SHA-256 of the text (UTF-8), hex: what makes a document version."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document, as a loader yields it.
+
+    ``id`` is deterministic from the source (a file's path relative to the ingested root, a
+    record's id field), so the same source is the same document in every process. ``metadata``
+    holds user fields (front matter, record fields); ``date``/``created`` there become
+    ``schema:dateCreated``.
+    """
+
+    id: str
+    source: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    media_type: str = "text/plain"
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of a document's text: ``text == document.text[start:end]``."""
+
+    text: str
+    start: int
+    end: int
+    position: int
+
+
+@runtime_checkable
+class Loader(Protocol):
+    """Yields documents; a failed source is reported as ``LoadFailure`` and loading goes on."""
+
+    def load(self) -> Iterator[Document | LoadFailure]: ...
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    """A source that could not be read or decoded, and why."""
+
+    source: str
+    reason: str
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Splits a document into chunks whose offsets point into ``document.text``."""
+
+    def chunk(self, document: Document) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class Sanitizer(Protocol):
+    """Rewrites a document before chunking (PII redaction...). May be sync or ``async def``;
+    an exception fails that document only."""
+
+    def __call__(self, document: Document) -> Document: ...

@@ -1,0 +1,104 @@
+"""What ingestion reports as it goes, and the totals it ends with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BatchEmbedded",
+    "DocumentFailed",
+    "DocumentIngested",
+    "DocumentSkipped",
+    "DocumentStarted",
+    "EmbeddingFailed",
+    "IngestEvent",
+    "IngestionStats",
+]
+
+
+@dataclass(frozen=True)
+class DocumentStarted:
+    doc_iri: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DocumentSkipped:
+    """Unchanged: same version already current, with every chunk and vector present."""
+
+    doc_iri: str
+    source: str
+    reason: str = "unchanged"
+
+
+@dataclass(frozen=True)
+class DocumentFailed:
+    """The source could not be loaded, sanitised or chunked; previous versions are untouched."""
+
+    source: str
+    reason: str
+    doc_iri: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchEmbedded:
+    chunks: int
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class EmbeddingFailed:
+    """The embedder failed for these documents; each keeps its previous version."""
+
+    doc_iris: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class DocumentIngested:
+    doc_iri: str
+    source: str
+    chunks: int
+    version: str
+    replaced: bool
+
+
+IngestEvent = (
+    DocumentStarted | DocumentSkipped | DocumentFailed | BatchEmbedded | EmbeddingFailed
+    | DocumentIngested
+)
+
+
+@dataclass
+class IngestionStats:
+    """Totals of one ingest run (``ingest_all`` returns it)."""
+
+    ingested: int = 0
+    skipped: int = 0
+    failed: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    def record(self, event: IngestEvent) -> None:
+        if isinstance(event, DocumentIngested):
+            self.ingested += 1
+            self.chunks += event.chunks
+        elif isinstance(event, DocumentSkipped):
+            self.skipped += 1
+        elif isinstance(event, DocumentFailed):
+            self.failed += 1
+            self.failures.append((event.source, event.reason))
+        elif isinstance(event, EmbeddingFailed):
+            self.failed += len(event.doc_iris)
+            self.failures.extend((iri, event.reason) for iri in event.doc_iris)
+        elif isinstance(event, BatchEmbedded):
+            self.tokens += event.tokens
+            self.embed_seconds += event.seconds
+
+    def summary(self) -> str:
+        return (f"{self.ingested} documents ingested, {self.skipped} skipped, {self.failed} "
+                f"failed, {self.chunks} chunks in {self.seconds:.1f}s")

@@ -1,0 +1,145 @@
+"""Checking and repairing the agreement between the graph and the vector store."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from trails.ingest.writer import graph_block
+from trails.kg.terms import IRI
+from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
+
+__all__ = ["VerifyReport", "delete_document", "verify"]
+
+_CHUNKS = "?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v ."
+
+
+@dataclass
+class VerifyReport:
+    """What ``ctx.verify()`` found. ``ok`` is True when the two stores agree completely.
+
+    - ``chunks_without_vectors``: chunks of a current version with no live vector.
+    - ``vectors_without_chunks``: live vectors of ingested documents with no chunk triples.
+    - ``stale_chunks``: chunk triples of versions that are not current (an interrupted
+      ingest, before or after its commit point).
+    - ``uncommitted_vectors``: staged vectors of versions that were never published.
+    - ``count_mismatches``: documents whose recorded chunk count differs from their live
+      vectors or graph chunks, as ``(doc_iri, recorded, vectors, chunks)``.
+    - ``graph_behind``: documents whose graph triples still describe a previous version.
+    """
+
+    chunks_without_vectors: list[str] = field(default_factory=list)
+    vectors_without_chunks: list[str] = field(default_factory=list)
+    stale_chunks: list[str] = field(default_factory=list)
+    uncommitted_vectors: list[str] = field(default_factory=list)
+    count_mismatches: list[tuple[str, int, int, int]] = field(default_factory=list)
+    graph_behind: list[str] = field(default_factory=list)
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not any((self.chunks_without_vectors, self.vectors_without_chunks, self.stale_chunks,
+                        self.uncommitted_vectors, self.count_mismatches, self.graph_behind))
+
+    def summary(self) -> str:
+        parts = [f"{name.replace('_', ' ')}: {len(value)}" for name, value in vars(self).items()
+                 if isinstance(value, list) and value]
+        state = "consistent" if self.ok else "; ".join(parts)
+        return f"{state}{' (repaired)' if self.repaired else ''}"
+
+
+def _graph_chunks(kg: Any, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
+    """chunk IRI -> (doc IRI, version, scope) for every chunk (of ``doc``) in every scope."""
+    found = {}
+    bindings = None if doc is None else {"doc": IRI(doc)}
+    for row in kg.query(f"SELECT ?c ?doc ?v WHERE {{ {_CHUNKS} }}", bindings,
+                        scopes=[DEFAULT_SCOPE]):
+        found[row["c"]] = (row["doc"], row["v"], DEFAULT_SCOPE)
+    for row in kg.query(f"SELECT ?c ?doc ?v ?g WHERE {{ GRAPH ?g {{ {_CHUNKS} }} }}", bindings):
+        if row["g"].startswith(SCOPE_BASE):
+            found[row["c"]] = (row["doc"], row["v"], row["g"][len(SCOPE_BASE):])
+    return found
+
+
+def _graph_versions(kg: Any) -> dict[str, str]:
+    rows = kg.query("SELECT ?doc ?cv WHERE { ?doc trails:currentVersion ?cv }")
+    return {row["doc"]: row["cv"] for row in rows}
+
+
+def verify(ctx: Any, repair: bool = False) -> VerifyReport:
+    """Compare graph and vectors; with ``repair=True`` remove what an interrupted ingest left.
+
+    Repair never invents data: it deletes stale and uncommitted parts, and removes documents
+    that cannot be made whole (the next ingest of their source writes them again).
+    """
+    store, kg = ctx.vectors, ctx.kg
+    versions = store.current_versions()
+    chunks = _graph_chunks(kg)
+    rows = store.managed_rows()  # (id, doc_iri, version, pending)
+    live = {r[0] for r in rows if not r[3]}
+    report = VerifyReport(uncommitted_vectors=sorted(r[0] for r in rows if r[3]))
+    current = {c for c, (doc, v, _) in chunks.items() if doc in versions and versions[doc].version == v}
+    report.stale_chunks = sorted(set(chunks) - current)
+    report.chunks_without_vectors = sorted(current - live)
+    report.vectors_without_chunks = sorted(live - current)
+    live_per_doc = Counter(r[1] for r in rows if not r[3])
+    chunks_per_doc = Counter(chunks[c][0] for c in current)
+    graph_versions = _graph_versions(kg)
+    for doc, record in sorted(versions.items()):
+        if record.chunks != live_per_doc[doc] or record.chunks != chunks_per_doc[doc]:
+            report.count_mismatches.append((doc, record.chunks, live_per_doc[doc], chunks_per_doc[doc]))
+        if graph_versions.get(doc) != record.version:
+            report.graph_behind.append(doc)
+    if repair and not report.ok:
+        _repair(ctx, report, chunks, versions)
+        report.repaired = True
+    return report
+
+
+def _repair(ctx: Any, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
+            versions: dict[str, Any]) -> None:
+    store = ctx.vectors
+    store.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
+    _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
+    broken = {c_doc for c_doc, *_ in report.count_mismatches}
+    broken |= {chunks[c][0] for c in report.chunks_without_vectors}
+    for doc in sorted(broken):
+        delete_document(ctx, doc)
+    for doc in report.graph_behind:
+        if doc not in broken and doc in versions:
+            _rewrite_version(ctx, doc, versions[doc])
+
+
+def _delete_subjects(ctx: Any, subjects: list[tuple[str, str]]) -> None:
+    operations = [f"DELETE WHERE {{ {graph_block(scope, f'{ox.NamedNode(s)} ?p ?o')} }}"
+                  for s, scope in subjects]
+    for start in range(0, len(operations), 500):  # bounded updates for remote endpoints too
+        ctx.kg.update(" ;\n".join(operations[start : start + 500]))
+
+
+def _rewrite_version(ctx: Any, doc: str, record: Any) -> None:
+    """The graph missed step 4: bring its version, hash and count in line with the record."""
+    d = ox.NamedNode(doc)
+    block = graph_block(record.scope, f"{d} trails:currentVersion ?cv ; trails:chunkCount ?n ;"
+                                      " trails:contentHash ?h")
+    insert = graph_block(record.scope, f"{d} trails:currentVersion {ox.Literal(record.version)} ;"
+                                       f" trails:chunkCount {record.chunks} ;"
+                                       f" trails:contentHash {ox.Literal(record.content_hash)}")
+    ctx.kg.update(f"DELETE WHERE {{ {block} }} ; INSERT DATA {{ {insert} }}")
+
+
+def delete_document(ctx: Any, doc_iri: str) -> bool:
+    """Remove every trace of a document: vectors first (retrieval stops seeing it), then its
+    chunk and document triples in its scope. Returns False if nothing was found."""
+    store = ctx.vectors
+    record = store.current_versions([doc_iri]).get(doc_iri)
+    scopes = {record.scope} if record else set()
+    scopes |= set(ctx.kg.query("SELECT ?s WHERE { ?doc trails:scope ?s }",
+                               {"doc": IRI(doc_iri)}).column("s"))
+    chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
+    removed = store.delete_document(doc_iri)
+    _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])
+    return bool(record or removed or chunk_scopes or scopes)

@@ -1,0 +1,258 @@
+"""``ingest()``: sources -> documents -> chunks -> batched embeddings -> committed versions."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import is_dataclass
+from typing import Any
+
+import numpy as np
+
+from trails.errors import ConfigurationError
+from trails.ingest.document import Chunk, Chunker, Document, LoadFailure
+from trails.ingest.events import (
+    BatchEmbedded,
+    DocumentFailed,
+    DocumentIngested,
+    DocumentSkipped,
+    DocumentStarted,
+    EmbeddingFailed,
+    IngestEvent,
+    IngestionStats,
+)
+from trails.ingest.minting import doc_iri, version_of
+from trails.ingest.writer import PendingDocument, VersionWriter
+from trails.scopes import DEFAULT_SCOPE, check_scope
+
+__all__ = ["aingest", "ingest", "ingest_all"]
+
+# A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
+# so one batch of long chunks cannot exhaust memory or an API's per-request limit.
+DEFAULT_BATCH_TOKENS = 32_768
+
+
+def ingest(
+    source: Any,
+    *,
+    ctx: Any,
+    scope: str | None = None,
+    chunker: Chunker | None = None,
+    sanitizer: Any = None,
+    batch_size: int = 64,
+    max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    base_iri: str | None = None,
+    **loader_options: Any,
+) -> Iterator[IngestEvent]:
+    """Ingest documents into ``ctx`` and yield events as work happens.
+
+    Args:
+        source: a path, a list of paths, a Loader, or an iterable of Documents.
+        ctx: the writable Context to ingest into.
+        scope: the scope (named graph and vector field) to write to; default scope if None.
+        chunker: how to split documents; by default sentence-aware, capped by the embedder's
+            token limit where it has a tokenizer.
+        sanitizer: a callable (sync or async) applied to each Document before chunking.
+        batch_size, max_batch_tokens: embedding batches are cut at whichever comes first.
+        base_iri: the base of minted IRIs (default: the context's).
+        loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
+
+    Raises (before anything is written):
+        ConfigurationError: the context is read-only.
+        EmbeddingModelMismatchError: the context's vectors were made by another embedder.
+    """
+    if ctx.read_only:
+        raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
+    ctx.vectors.bind_embedder(ctx.embedder.identity)
+    if batch_size < 1 or max_batch_tokens < 1:
+        raise ValueError("batch_size and max_batch_tokens must be positive")
+    run = _Run(ctx, check_scope(scope or DEFAULT_SCOPE), chunker, batch_size, max_batch_tokens)
+    from trails.ingest.loaders import load
+
+    for item in load(source, **loader_options):
+        yield from run.take(item, sanitizer, base_iri or ctx.base_iri)
+    yield from run.drain(force=True)
+
+
+def ingest_all(source: Any, **kwargs: Any) -> IngestionStats:
+    """Run :func:`ingest` to the end and return its totals."""
+    stats = IngestionStats()
+    started = time.perf_counter()
+    for event in ingest(source, **kwargs):
+        stats.record(event)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+async def aingest(source: Any, **kwargs: Any) -> AsyncIterator[IngestEvent]:
+    """The async twin of :func:`ingest`: the work runs in a thread, events arrive here."""
+    events = ingest(source, **kwargs)
+    done = object()
+    while (event := await asyncio.to_thread(next, events, done)) is not done:
+        yield event  # type: ignore[misc]
+
+
+class _Run:
+    """One ingest run: the queue of chunks waiting for the embedder, and the commits."""
+
+    def __init__(self, ctx: Any, scope: str, chunker: Chunker | None, batch_size: int,
+                 max_tokens: int) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        if chunker is None:
+            from trails.ingest.chunkers import default_chunker
+
+            chunker = default_chunker(ctx.embedder)
+        self.chunker = chunker
+        self.chunker_id = _describe(self.chunker)
+        self.embedder_id = ctx.embedder.identity.model_dump_json()
+        self.writer = VersionWriter(ctx, scope)
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.queue: deque[tuple[PendingDocument, int, int]] = deque()  # (doc, chunk idx, tokens)
+        self.queued_tokens = 0
+        self.open: list[PendingDocument] = []
+
+    def take(self, item: Document | LoadFailure, sanitizer: Any, base: str) -> Iterator[IngestEvent]:
+        if isinstance(item, LoadFailure):
+            yield DocumentFailed(item.source, item.reason)
+            return
+        try:
+            document = _sanitize(sanitizer, item)
+        except Exception as exc:  # a sanitizer's failure is that document's failure
+            yield DocumentFailed(item.source, f"sanitizer failed: {type(exc).__name__}: {exc}")
+            return
+        iri = doc_iri(base, document.id, self.scope)
+        yield DocumentStarted(iri, document.source)
+        version = version_of(document, self.chunker_id, self.embedder_id)
+        state = self.writer.state(iri, version)
+        if state == "current":
+            yield DocumentSkipped(iri, document.source)
+            return
+        try:
+            chunks = self.chunker.chunk(document)
+        except Exception as exc:
+            yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
+            return
+        replaced = bool(self.ctx.vectors.current_versions([iri]))
+        pending = PendingDocument(document, iri, version, chunks, replaced)
+        if state == "graph-behind":
+            self.writer.finish_graph([pending])
+            yield self._ingested(pending)
+            return
+        self.open.append(pending)
+        for index, chunk in enumerate(chunks):
+            tokens = _estimate_tokens(self.ctx.embedder, chunk)
+            self.queue.append((pending, index, tokens))
+            self.queued_tokens += tokens
+        yield from self.drain(force=not chunks)
+
+    def drain(self, force: bool) -> Iterator[IngestEvent]:
+        """Embed full batches (all queued chunks when ``force``), then commit finished docs."""
+        while self.queue and (force or len(self.queue) >= self.batch_size
+                              or self.queued_tokens >= self.max_tokens):
+            yield from self._embed_one_batch()
+        yield from self._commit_complete()
+
+    def _embed_one_batch(self) -> Iterator[IngestEvent]:
+        batch: list[tuple[PendingDocument, int, int]] = []
+        tokens = 0
+        while self.queue and len(batch) < self.batch_size and (
+                not batch or tokens + self.queue[0][2] <= self.max_tokens):
+            item = self.queue.popleft()
+            batch.append(item)
+            tokens += item[2]
+        self.queued_tokens -= tokens
+        started = time.perf_counter()
+        try:
+            vectors = self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch])
+            if len(vectors) != len(batch):
+                raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+        except Exception as exc:
+            yield from self._fail({id(d): d for d, _, _ in batch}.values(), exc)
+            return
+        for (document, index, _), vector in zip(batch, vectors):
+            document.vectors[index] = np.asarray(vector, dtype=np.float32)
+        yield BatchEmbedded(len(batch), tokens, time.perf_counter() - started)
+        yield from self._commit_complete()
+
+    def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:
+        failed = {id(d) for d in documents}
+        self.queue = deque(item for item in self.queue if id(item[0]) not in failed)
+        self.queued_tokens = sum(item[2] for item in self.queue)
+        lost = [d for d in self.open if id(d) in failed]
+        self.open = [d for d in self.open if id(d) not in failed]
+        yield EmbeddingFailed(tuple(d.iri for d in lost), f"{type(exc).__name__}: {exc}")
+
+    def _commit_complete(self) -> Iterator[IngestEvent]:
+        done = [d for d in self.open if d.complete]
+        if not done:
+            return
+        self.open = [d for d in self.open if not d.complete]
+        self.writer.commit(done)
+        for pending in done:
+            yield self._ingested(pending)
+
+    @staticmethod
+    def _ingested(pending: PendingDocument) -> DocumentIngested:
+        return DocumentIngested(pending.iri, pending.document.source, len(pending.chunks),
+                                pending.version, pending.replaced)
+
+
+def _sanitize(sanitizer: Any, document: Document) -> Document:
+    if sanitizer is None:
+        return document
+    result = sanitizer(document)
+    if inspect.isawaitable(result):
+        result = _run_coroutine(result)
+    if not isinstance(result, Document):
+        raise TypeError(f"a sanitizer must return a Document, got {type(result).__name__}")
+    return result
+
+
+def _run_coroutine(awaitable: Any) -> Any:
+    """Await from sync code, also when this thread already runs an event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_wrap(awaitable))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(_wrap(awaitable))
+        except BaseException as exc:  # re-raised in the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+async def _wrap(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _estimate_tokens(embedder: Any, chunk: Chunk) -> int:
+    counter = getattr(embedder, "count_tokens", None)
+    if counter is not None:
+        return int(counter(chunk.text))
+    return len(chunk.text) // 4 + 1  # ~4 characters per token for English text
+
+
+def _describe(chunker: Any) -> str:
+    """A stable description of a chunker's settings: part of every document version."""
+    fingerprint = getattr(chunker, "fingerprint", None)
+    if isinstance(fingerprint, str):
+        return fingerprint
+    if is_dataclass(chunker):
+        return repr(chunker)
+    settings = {k: v for k, v in sorted(vars(chunker).items()) if isinstance(v, (int, float, str, bool))}
+    return f"{type(chunker).__qualname__}{settings}"

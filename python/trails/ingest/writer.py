@@ -1,0 +1,139 @@
+"""Writing document versions to the two stores so that a crash never exposes half of one.
+
+The vector store's ``versions`` table is the store of record (ADR 0005). For a batch of
+documents, in order:
+
+1. stage the new version's vectors (``pending``: durable, invisible to search);
+2. add the new version's chunk triples to the graph (chunk IRIs carry the version, so they
+   never collide with the current version's);
+3. **publish**: one SQLite transaction makes the staged vectors live, deletes the previous
+   version's vectors and records the version — the commit point;
+4. clean the graph: drop the previous version's chunk triples, rewrite the document's triples.
+
+Retrieval ranks only live vectors and graph mode drops chunk IRIs that are not live, so a
+crash between any two steps shows either the whole previous version or the whole new one.
+``ctx.verify(repair=True)`` or the next ingest finishes or removes what a crash left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyoxigraph as ox
+
+from trails.ingest.document import Chunk, Document
+from trails.ingest.minting import chunk_iri, chunk_quads, document_quads, vector_metadata
+from trails.kg.terms import IRI
+from trails.scopes import DEFAULT_SCOPE, scope_graph
+from trails.vector.sqlite_vec import DocumentVersion
+
+__all__ = ["PendingDocument", "VersionWriter", "graph_block"]
+
+
+@dataclass
+class PendingDocument:
+    """A document version on its way in: chunks known, vectors filled in as batches finish."""
+
+    document: Document
+    iri: str
+    version: str
+    chunks: list[Chunk]
+    replaced: bool = False
+    vectors: list[np.ndarray | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.vectors = [None] * len(self.chunks)
+
+    @property
+    def complete(self) -> bool:
+        return all(v is not None for v in self.vectors)
+
+
+def graph_block(scope: str, body: str) -> str:
+    """``body`` wrapped in the scope's GRAPH clause (the default scope is the default graph)."""
+    graph = scope_graph(scope)
+    return body if isinstance(graph, ox.DefaultGraph) else f"GRAPH {graph} {{ {body} }}"
+
+
+def _triples(quads: Sequence[ox.Quad]) -> str:
+    return " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+
+
+class VersionWriter:
+    """Commits document versions for one context and scope, in the four steps above."""
+
+    def __init__(self, ctx, scope: str = DEFAULT_SCOPE) -> None:  # noqa: ANN001
+        self.ctx = ctx
+        self.scope = scope
+
+    # -- what is there already --------------------------------------------------------------
+
+    def state(self, iri: str, version: str) -> str:
+        """``current`` (skip), ``graph-behind`` (vectors done, graph not cleaned) or ``new``."""
+        store = self.ctx.vectors
+        recorded = store.current_versions([iri]).get(iri)
+        if recorded is None or recorded.version != version or recorded.scope != self.scope:
+            return "new"
+        rows = store.document_rows(iri)
+        if len(rows) != recorded.chunks or any(v != version or p for _, v, p in rows):
+            return "new"
+        return "current" if self._graph_is_current(iri, version, recorded.chunks) else "graph-behind"
+
+    def _graph_is_current(self, iri: str, version: str, chunks: int) -> bool:
+        kg, scopes = self.ctx.kg, [self.scope]
+        counts = kg.query(
+            "SELECT ?v (COUNT(?c) AS ?n) WHERE { ?c schema:isPartOf ?doc ; trails:version ?v } "
+            "GROUP BY ?v", {"doc": IRI(iri)}, scopes=scopes)
+        current = kg.query("SELECT ?cv WHERE { ?doc trails:currentVersion ?cv }",
+                           {"doc": IRI(iri)}, scopes=scopes)
+        found = {row["v"]: row["n"] for row in counts}
+        expected = {version: chunks} if chunks else {}
+        return found == expected and current.column("cv") == [version]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def commit(self, documents: Sequence[PendingDocument]) -> None:
+        """Steps 1-4 for documents whose vectors are all known."""
+        if not documents:
+            return
+        self._stage_vectors(documents)
+        self.ctx.kg.extend(
+            q for d in documents for q in chunk_quads(d.chunks, d.iri, d.version, self.scope))
+        self.ctx.vectors.publish([
+            DocumentVersion(d.iri, d.version, self.scope, d.document.hash, len(d.chunks))
+            for d in documents])
+        self.clean_graph(documents)
+
+    def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:
+        ids, vectors, metadata = [], [], []
+        for d in documents:
+            for chunk, vector in zip(d.chunks, d.vectors):
+                ids.append(chunk_iri(d.iri, d.version, chunk.position))
+                vectors.append(vector)
+                metadata.append(vector_metadata(chunk, d.iri, d.version, self.scope))
+        if ids:
+            self.ctx.vectors.add_many(ids, np.vstack(vectors), metadata, pending=True)
+
+    def finish_graph(self, documents: Sequence[PendingDocument]) -> None:
+        """Steps 2 and 4 only: the vectors of these versions are already live."""
+        self.ctx.kg.extend(
+            q for d in documents for q in chunk_quads(d.chunks, d.iri, d.version, self.scope))
+        self.clean_graph(documents)
+
+    def clean_graph(self, documents: Sequence[PendingDocument]) -> None:
+        """Step 4: remove other versions' chunk triples and rewrite each document's triples."""
+        operations = []
+        for d in documents:
+            doc = ox.NamedNode(d.iri)
+            version = ox.Literal(d.version)
+            stale = graph_block(self.scope,
+                                f"?c schema:isPartOf {doc} ; trails:version ?v . "
+                                f"FILTER(?v != {version}) ?c ?p ?o")
+            operations.append(f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
+                              f"WHERE {{ {stale} }}")
+            operations.append(f"DELETE WHERE {{ {graph_block(self.scope, f'{doc} ?p ?o')} }}")
+            quads = document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope)
+            operations.append(f"INSERT DATA {{ {graph_block(self.scope, _triples(quads))} }}")
+        self.ctx.kg.update(" ;\n".join(operations))

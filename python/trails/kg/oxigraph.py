@@ -1,0 +1,170 @@
+"""The embedded knowledge graph: a thin wrapper over ``pyoxigraph.Store``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyoxigraph as ox
+
+from trails.errors import ConfigurationError, ContextLockedError, SparqlError
+from trails.kg.bindings import apply_bindings
+from trails.kg.result import QueryResult
+from trails.kg.sparql import PREFIXES, check_filter
+from trails.scopes import scope_graph
+
+__all__ = ["OxigraphGraph"]
+
+
+class OxigraphGraph:
+    """A knowledge graph in memory (``path=None``) or in a directory, queried with SPARQL 1.1.
+
+    Queries see the union of all graphs unless ``scopes`` confines them: then the scopes'
+    named graphs are both the default graph and the only graphs ``GRAPH``/``FROM NAMED`` can
+    reach, whatever the query text says.
+
+    >>> kg = OxigraphGraph()
+    >>> kg.update('INSERT DATA { <https://x/a> schema:name "A" }')
+    >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }").rows
+    [{'n': 'A'}]
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> None:
+        self.path = None if path is None else str(path)
+        self.read_only = read_only
+        self.prefixes = dict(PREFIXES)
+        self._store = self._open()
+
+    def _open(self) -> ox.Store:
+        if self.path is None:
+            if self.read_only:
+                raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
+            return ox.Store()
+        try:
+            return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
+        except OSError as exc:
+            if "lock" in str(exc).lower():
+                raise ContextLockedError(
+                    f"the knowledge graph in {self.path!r} is open for writing in another "
+                    "process (Oxigraph allows one writer). Close that process, or open this "
+                    "one with read_only=True to read alongside it."
+                ) from exc
+            raise
+
+    @property
+    def store(self) -> ox.Store:
+        """The underlying pyoxigraph store, for anything this wrapper does not cover."""
+        return self._store
+
+    def _graphs(self, scopes: Sequence[str] | None) -> dict[str, Any]:
+        if scopes is None:
+            return {"use_default_graph_as_union": True}
+        graphs = [scope_graph(s) for s in scopes]
+        named = [g for g in graphs if isinstance(g, ox.NamedNode)]
+        return {"default_graph": graphs, "named_graphs": named}
+
+    def query(
+        self,
+        sparql: str,
+        bindings: Mapping[str, Any] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> QueryResult | bool | list[ox.Triple]:
+        """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
+
+        ``bindings`` maps variable names to Python values or RDF terms; they are bound as
+        terms, never pasted into the text.
+
+        Raises:
+            SparqlError: the query does not parse or fails to evaluate.
+        """
+        text = apply_bindings(sparql, bindings)
+        try:
+            result = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes))
+            if isinstance(result, ox.QuerySolutions):
+                variables = [v.value for v in result.variables]
+                raw = [{name: solution[name] for name in variables} for solution in result]
+                return QueryResult(variables, raw)
+            if isinstance(result, ox.QueryBoolean):
+                return bool(result)
+            return list(result)
+        except SyntaxError as exc:
+            raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
+        except (RuntimeError, ValueError) as exc:
+            raise SparqlError(f"SPARQL query failed: {exc}") from exc
+
+    def select_iris(
+        self,
+        sparql: str,
+        bindings: Mapping[str, Any] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Run a retrieval filter (checked with ``check_filter``) and return its IRIs in order.
+
+        Non-IRI values of the projected variable are skipped; duplicates keep the first place.
+        """
+        variable = check_filter(sparql, self.prefixes)
+        text = apply_bindings(sparql, bindings)
+        try:
+            solutions = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes))
+            seen: dict[str, None] = {}
+            for solution in solutions:
+                term = solution[variable]
+                if isinstance(term, ox.NamedNode):
+                    seen.setdefault(term.value, None)
+        except (RuntimeError, ValueError, SyntaxError) as exc:
+            raise SparqlError(f"SPARQL filter failed: {exc}") from exc
+        return list(seen)
+
+    def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None:
+        """Run a SPARQL 1.1 update (INSERT DATA, DELETE WHERE, ...)."""
+        self._check_writable()
+        text = apply_bindings(sparql, bindings) if bindings else sparql
+        try:
+            self._store.update(text, prefixes=self.prefixes)
+        except SyntaxError as exc:
+            raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
+        except (RuntimeError, ValueError) as exc:
+            raise SparqlError(f"SPARQL update failed: {exc}") from exc
+
+    def add(self, quad: ox.Quad) -> None:
+        self._check_writable()
+        self._store.add(quad)
+
+    def extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Add quads in one transaction: all or none."""
+        self._check_writable()
+        self._store.extend(quads)
+
+    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
+        self._check_writable()
+        self._store.bulk_extend(quads)
+
+    def remove_graph(self, graph: ox.NamedNode) -> None:
+        self._check_writable()
+        self._store.remove_graph(graph)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def flush(self) -> None:
+        if self.path is not None and not self.read_only:
+            self._store.flush()
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ConfigurationError(
+                f"the knowledge graph in {self.path!r} was opened read-only; reopen it "
+                "without read_only=True (only one process may write) to change it"
+            )
+
+    def close(self) -> None:
+        self.flush()
+        self._store = None  # type: ignore[assignment]  # pyoxigraph closes on drop
+
+    def __repr__(self) -> str:
+        where = "memory" if self.path is None else self.path
+        return f"<OxigraphGraph {where} quads={len(self._store)}>"

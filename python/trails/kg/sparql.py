@@ -1,0 +1,89 @@
+"""SPARQL text handling: predeclared prefixes and the check that a retrieval filter is safe."""
+
+from __future__ import annotations
+
+import re
+
+import pyoxigraph as ox
+
+from trails.errors import SparqlError, UnsafeFilterError
+
+__all__ = ["META", "PREFIXES", "TRAILS", "check_filter", "code_only"]
+
+TRAILS = "https://trails.dev/ns#"
+# User metadata keys become predicates in this namespace: front matter `author` -> meta:author.
+META = "https://trails.dev/meta#"
+
+PREFIXES: dict[str, str] = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "schema": "https://schema.org/",
+    "prov": "http://www.w3.org/ns/prov#",
+    "dcterms": "http://purl.org/dc/terms/",
+    "trails": TRAILS,
+    "meta": META,
+}
+
+# Strings, IRIs and comments can contain any word; blank them before looking for keywords.
+_OPAQUE = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>|#[^\n]*'
+)
+# Keywords only: not ``?add``, ``$copy``, ``schema:copy`` or a prefix ``move:`` (those are a
+# malformed query's names, and the error must then say "does not parse", not "update").
+_UPDATE_WORDS = re.compile(
+    r"(?<![?$:\w-])(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)(?![\w:-])",
+    re.IGNORECASE,
+)
+_SERVICE = re.compile(r"\bSERVICE\b", re.IGNORECASE)
+_EMPTY = ox.Store()
+
+
+def code_only(query: str) -> str:
+    """``query`` with strings, IRIs and comments blanked (same length, same positions)."""
+    return _OPAQUE.sub(lambda m: " " * len(m.group()), query)
+
+
+def check_filter(query: str, prefixes: dict[str, str] | None = None) -> str:
+    """Check that ``query`` is a read-only SELECT projecting one variable; return its name.
+
+    Nothing is evaluated: the query is parsed against an empty store.
+
+    Raises:
+        UnsafeFilterError: an update, a SERVICE clause (it would reach another endpoint), a
+            query form other than SELECT, or a projection of zero or several variables.
+        SparqlError: the text does not parse (the message carries line and column).
+
+    >>> check_filter("SELECT ?iri WHERE { ?iri a schema:CreativeWork }")
+    'iri'
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise UnsafeFilterError("the SPARQL filter is empty; pass a SELECT query projecting ?iri")
+    code = code_only(query)
+    if _SERVICE.search(code):
+        raise UnsafeFilterError(
+            "the SPARQL filter uses SERVICE, which would send the query to another endpoint; "
+            "retrieval filters must be evaluated locally only. Remove the SERVICE clause."
+        )
+    try:
+        parsed = _EMPTY.query(query, prefixes=prefixes or PREFIXES)
+    except SyntaxError as exc:
+        if _UPDATE_WORDS.search(code):
+            raise UnsafeFilterError(
+                "the SPARQL filter looks like an update (INSERT/DELETE/LOAD/CLEAR/...); "
+                "retrieval filters must be read-only SELECT queries"
+            ) from exc
+        raise SparqlError(f"the SPARQL filter does not parse: {exc}") from exc
+    if not isinstance(parsed, ox.QuerySolutions):
+        kind = "an ASK" if isinstance(parsed, ox.QueryBoolean) else "a CONSTRUCT/DESCRIBE"
+        raise UnsafeFilterError(
+            f"the SPARQL filter is {kind} query; it must be a SELECT projecting one variable, "
+            "e.g. SELECT ?iri WHERE { ... }"
+        )
+    names = [v.value for v in parsed.variables]
+    if len(names) != 1:
+        raise UnsafeFilterError(
+            f"the SPARQL filter projects {len(names)} variables ({', '.join('?' + n for n in names) or 'none'}); "
+            "it must project exactly one, the candidate IRI, e.g. SELECT ?iri WHERE { ... }"
+        )
+    return names[0]

@@ -1,0 +1,262 @@
+"""``retrieve()``: filter with SPARQL first, then rank the candidates exactly."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import numpy as np
+import pyoxigraph as ox
+
+from trails.errors import ConfigurationError, DimensionMismatchError
+from trails.rank.fusion import FusionFn, Ranking, rrf
+from trails.scopes import normalize_scopes
+
+if TYPE_CHECKING:
+    from trails.context import Context
+    from trails.vector.embedder import Embedder
+    from trails.vector.store import VectorStore
+
+__all__ = ["MODES", "Mode", "RetrievalHit", "RetrievalResult", "retrieve"]
+
+Mode = Literal["vector", "graph", "hybrid"]
+MODES: tuple[str, ...] = get_args(Mode)
+FUSIONS: tuple[str, ...] = ("rrf",)
+# Each ranking feeds fusion this many hits (at least k): RRF needs ranks beyond the top-k.
+FUSION_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class RetrievalHit:
+    """One result: the chunk IRI, its score (None in graph mode), snippet, metadata, and the
+    score components that produced the score (``vector``, ``vector_rank``, ``rrf``...)."""
+
+    iri: str
+    score: float | None
+    snippet: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, float] = field(default_factory=dict)
+
+
+class RetrievalResult(list[RetrievalHit]):
+    """The hits, plus how they were found, so a short list is never ambiguous.
+
+    Attributes:
+        mode: the retrieval mode that ran.
+        plan: the ranking plan (``full-scan``, ``gather``, ``masked-scan``, ``graph-order``...).
+        candidates: how many vectors the filter admitted (None when there was no filter).
+        exhaustive: True when every admitted vector was scored exactly.
+    """
+
+    def __init__(
+        self,
+        hits: Sequence[RetrievalHit],
+        *,
+        mode: str,
+        plan: str,
+        candidates: int | None,
+        exhaustive: bool,
+    ) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.plan = plan
+        self.candidates = candidates
+        self.exhaustive = exhaustive
+
+    def explain(self) -> str:
+        admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
+        scan = "exhaustive" if self.exhaustive else "not exhaustive"
+        return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}"
+
+    def __repr__(self) -> str:
+        return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{'' if h.score is None else f'{h.score:.4f}'}</td>"
+            f"<td><code>{html.escape(h.iri)}</code></td><td>{html.escape(h.snippet[:200])}</td></tr>"
+            for i, h in enumerate(self, start=1)
+        )
+        return (
+            f"<p>{html.escape(self.explain())}</p><table><thead><tr><th>#</th><th>score</th>"
+            f"<th>iri</th><th>snippet</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def retrieve(
+    query: str,
+    ctx: Context | None = None,
+    *,
+    mode: Mode = "hybrid",
+    k: int = 10,
+    sparql_filter: str | None = None,
+    bindings: Mapping[str, Any] | None = None,
+    vector_store: VectorStore | None = None,
+    embedder: Embedder | None = None,
+    fusion: str | FusionFn | None = None,
+    scope: str | Sequence[str] | None = None,
+) -> RetrievalResult:
+    """Find the ``k`` best chunks for ``query``.
+
+    - ``vector``: embed the query, return the store's exact top-k.
+    - ``graph``: run ``sparql_filter`` and return its IRIs in query order (no score).
+    - ``hybrid``: run ``sparql_filter`` to get candidate IRIs (chunk IRIs, or document IRIs
+      whose chunks become candidates), then rank only the candidates, exactly. Without a
+      filter every vector is a candidate.
+
+    Args:
+        query: the question, in natural language.
+        ctx: the Context whose graph, store and embedder to use (or the default context).
+        k: how many hits at most; the result holds ``min(k, candidates with a vector)``.
+        sparql_filter: a read-only SELECT projecting one variable (e.g. ``?iri``).
+        bindings: values for variables of the filter, bound as RDF terms.
+        vector_store, embedder: override the context's.
+        fusion: ``None`` ranks by vector score; ``"rrf"`` or a callable fuses the rankings.
+        scope: a scope name or a list of them (default: the default scope). The filter sees
+            only those scopes' graphs and only those scopes' vectors are ranked.
+
+    Raises:
+        ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
+        UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
+        ConfigurationError: a needed part (graph, store, embedder) is missing.
+        DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
+
+    >>> from trails.testing import fresh_context
+    >>> ctx = fresh_context()
+    >>> retrieve("anything", ctx, mode="vector")
+    <RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
+    if isinstance(fusion, str) and fusion not in FUSIONS:
+        raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; got {fusion!r}")
+    if not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if ctx is None and vector_store is None:
+        from trails.context import default_context
+
+        ctx = default_context()
+    scopes = normalize_scopes(scope)
+
+    iris: list[str] | None = None
+    if mode in ("graph", "hybrid") and sparql_filter is not None:
+        if ctx is None:
+            raise ConfigurationError(
+                f"mode={mode!r} with a sparql_filter needs a knowledge graph: pass ctx=..."
+            )
+        iris = ctx.kg.select_iris(sparql_filter, bindings, scopes=scopes)
+    elif mode == "graph":
+        raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
+    elif bindings:
+        raise ValueError("bindings were given without a sparql_filter to bind them in")
+
+    store = vector_store if vector_store is not None else _need(ctx, "vectors", "vector_store")
+    if mode == "graph":
+        return _graph_hits(iris or [], store, k, ctx)
+    model = embedder if embedder is not None else _need(ctx, "embedder", "embedder")
+    _check_compatible(model, store)
+    return _ranked_hits(query, store, model, k, iris, fusion, mode, scopes)
+
+
+def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
+    if ctx is None:
+        raise ConfigurationError(f"no {argument} given and no context: pass {argument}=... or ctx=...")
+    return getattr(ctx, attribute)
+
+
+def _check_compatible(embedder: Embedder, store: VectorStore) -> None:
+    if embedder.dim != store.dim:
+        raise DimensionMismatchError(
+            f"the embedder makes {embedder.dim}-d vectors but the store holds {store.dim}-d "
+            "vectors; use the embedder the store was built with"
+        )
+    if store.embedder_identity is not None:  # only check: retrieval never writes
+        store.bind_embedder(embedder.identity)
+
+
+def _graph_hits(iris: list[str], store: VectorStore, k: int, ctx: Context | None) -> RetrievalResult:
+    chosen = _without_dead_chunks(iris, k, store, ctx)
+    stored = {s.id: s.metadata for s in store.get(chosen)}
+    hits = [RetrievalHit(i, None, _snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
+    return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
+
+
+def _without_dead_chunks(
+    iris: list[str], k: int, store: VectorStore, ctx: Context | None
+) -> list[str]:
+    """The first ``k`` IRIs, skipping chunks whose version is not live (ADR 0005).
+
+    A chunk IRI in the graph without a live vector belongs to a version being written or
+    being replaced; graph mode must not show it any more than vector mode would.
+    """
+    if ctx is None:
+        return iris[:k]
+    chosen: list[str] = []
+    window = max(k, 64)
+    for start in range(0, len(iris), window):
+        part = iris[start : start + window]
+        chunks = set(ctx.kg.query(
+            "SELECT ?c WHERE { VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part)
+            + " } ?c a trails:Chunk }").column("c"))
+        live = set(store.expand_ids(i for i in part if i in chunks))
+        chosen += [i for i in part if i not in chunks or i in live]
+        if len(chosen) >= k:
+            break
+    return chosen[:k]
+
+
+def _ranked_hits(
+    query: str,
+    store: VectorStore,
+    embedder: Embedder,
+    k: int,
+    iris: list[str] | None,
+    fusion: str | FusionFn | None,
+    mode: str,
+    scopes: list[str],
+) -> RetrievalResult:
+    if iris is not None and not iris:
+        return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
+    vector = np.asarray(embedder.embed(query), dtype=np.float64)
+    depth = k if fusion is None else max(k, FUSION_DEPTH)
+    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes)
+    metadata = {h.id: h.metadata for h in found}
+    rankings = [Ranking("vector", [(h.id, h.score) for h in found])]
+    candidates = None if iris is None else plan.candidates
+    if fusion is None:
+        fused = rankings[0].hits
+    else:
+        fuse = rrf if fusion == "rrf" else fusion
+        fused = fuse(rankings)  # type: ignore[operator]
+    positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
+                 for r in rankings}
+    hits = [
+        RetrievalHit(id, score, _snippet(metadata.get(id, {})), metadata.get(id, {}),
+                     _components(id, score, positions, fusion))
+        for id, score in fused[:k]
+    ]
+    return RetrievalResult(hits, mode=mode, plan=plan.name, candidates=candidates,
+                           exhaustive=plan.exhaustive)
+
+
+def _components(
+    id: str,
+    score: float,
+    positions: dict[str, dict[str, tuple[int, float]]],
+    fusion: str | FusionFn | None,
+) -> dict[str, float]:
+    parts: dict[str, float] = {}
+    for name, by_id in positions.items():
+        if id in by_id:
+            rank, value = by_id[id]
+            parts[name] = value
+            parts[f"{name}_rank"] = rank
+    if fusion is not None:
+        parts["rrf" if fusion == "rrf" else "fused"] = score
+    return parts
+
+
+def _snippet(metadata: Mapping[str, Any]) -> str:
+    return str(metadata.get("snippet") or metadata.get("text") or "")

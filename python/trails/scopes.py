@@ -1,0 +1,44 @@
+"""Scopes: a tenant, security tier or namespace. Each is a named graph and a field on vectors.
+
+The default scope is the graph store's default graph, so triples a user inserts without a
+``GRAPH`` clause belong to it, and vectors without a ``scope`` field do too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pyoxigraph as ox
+
+__all__ = ["DEFAULT_SCOPE", "SCOPE_BASE", "normalize_scopes", "scope_graph"]
+
+DEFAULT_SCOPE = "default"
+SCOPE_BASE = "urn:trails:scope:"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+def check_scope(scope: str) -> str:
+    if not isinstance(scope, str) or not _NAME.match(scope):
+        raise ValueError(
+            f"scope names are 1-128 characters of letters, digits, '_', '.', '-', starting "
+            f"with a letter or digit; got {scope!r}"
+        )
+    return scope
+
+
+def normalize_scopes(scope: str | Sequence[str] | None) -> list[str]:
+    """``None`` -> the default scope; a name or a list of names -> the checked list."""
+    if scope is None:
+        return [DEFAULT_SCOPE]
+    names = [scope] if isinstance(scope, str) else list(scope)
+    if not names:
+        raise ValueError("scope=[] names no scope; pass None for the default scope")
+    return [check_scope(s) for s in names]
+
+
+def scope_graph(scope: str) -> ox.NamedNode | ox.DefaultGraph:
+    """The graph that holds a scope's triples."""
+    if scope == DEFAULT_SCOPE:
+        return ox.DefaultGraph()
+    return ox.NamedNode(SCOPE_BASE + check_scope(scope))

@@ -1,0 +1,63 @@
+"""Hermetic, deterministic engines for tests: ``fresh_context()`` and ``isolated_kernel()``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+from trails import _state
+from trails.context import Context, set_default_context
+from trails.vector.mock import MockEmbedder
+
+__all__ = ["MockEmbedder", "fresh_context", "isolated_kernel"]
+
+
+def fresh_context(*, dim: int = 64, seed: int = 0, embedder=None) -> Context:  # noqa: ANN001
+    """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network)."""
+    return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
+
+
+@contextlib.contextmanager
+def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[Context]:  # noqa: ANN001
+    """Isolate all process-wide engine state for the duration of a ``with`` block.
+
+    Inside: a fresh in-memory context is the default context; the model cache is empty;
+    API keys and trails settings are removed from the environment; ``TRAILS_HOME`` and
+    ``tempfile`` point at a private temporary directory. Everything is restored on exit and
+    the directory removed, so nothing leaks between tests.
+
+    >>> from trails import retrieve
+    >>> with isolated_kernel() as ctx:
+    ...     len(retrieve("anything", mode="vector"))
+    0
+    """
+    saved_default, saved_cache = _state.default_context, dict(_state.model_cache)
+    saved_env = {name: os.environ.get(name) for name in _state.ENV_VARS}
+    saved_tempdir = tempfile.tempdir
+    home = tempfile.mkdtemp(prefix="trails-kernel-")
+    ctx = None
+    try:
+        for name in _state.ENV_VARS:
+            os.environ.pop(name, None)
+        os.environ["TRAILS_HOME"] = home
+        tempfile.tempdir = home
+        _state.model_cache.clear()
+        ctx = fresh_context(dim=dim, seed=seed, embedder=embedder)
+        set_default_context(ctx)
+        yield ctx
+    finally:
+        if ctx is not None:
+            ctx.close()
+        _state.default_context = saved_default
+        _state.model_cache.clear()
+        _state.model_cache.update(saved_cache)
+        tempfile.tempdir = saved_tempdir
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,224 @@
+"""An exact in-memory cosine index: one contiguous float32 matrix, kept in step with writes.
+
+Exact search is bounded by memory bandwidth, so the index keeps every unit vector in one
+C-contiguous float32 matrix and scores with a single BLAS matrix-vector product. A small
+candidate set is a gather of its rows; a large one is a full product masked to the candidates.
+Either way the top-k is then re-scored in float64 with a provable error margin, so the ranking
+(ties broken by id) does not depend on which path or which BLAS produced the float32 scores.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["VectorMatrix"]
+
+# Below this fraction of the rows a gather (copy candidate rows, then multiply) beats a full
+# masked product; measured in benchmarks/hybrid.py and recorded in docs/benchmarks.md.
+GATHER_FRACTION = 0.25
+
+
+class VectorMatrix:
+    """Rows of unit float32 vectors addressed by string id, with an optional group per row.
+
+    Groups (a chunk's document IRI) let a caller name a document and get its chunks.
+    Deleting swaps the last row into the hole so the matrix stays contiguous.
+    """
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._data = np.empty((max(capacity, 1), dim), dtype=np.float32)
+        self._n = 0
+        self._ids: list[str] = []
+        self._groups: list[str | None] = []
+        self._row: dict[str, int] = {}
+        self._members: dict[str, set[str]] = {}
+        # Each row's scope as a small integer, so scope masks are one vectorised comparison.
+        self._scope = np.zeros(max(capacity, 1), dtype=np.int32)
+        self._scope_codes: dict[str | None, int] = {None: 0}
+        self.lock = threading.RLock()
+        # Worst-case error of a float32 dot product of two unit vectors (d products summed,
+        # plus the query's rounding): scores closer than this to the k-th are re-scored.
+        self._eps = (dim + 2) * 2.0**-23
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, id: str) -> bool:
+        return id in self._row
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """A read-only view of the live rows (for benchmarks and brute-force checks)."""
+        view = self._data[: self._n]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._ids)
+
+    def vector(self, id: str) -> np.ndarray | None:
+        row = self._row.get(id)
+        return None if row is None else self._data[row].copy()
+
+    def group(self, id: str) -> str | None:
+        row = self._row.get(id)
+        return None if row is None else self._groups[row]
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        unit: np.ndarray,
+        groups: Sequence[str | None],
+        scopes: Sequence[str | None] | None = None,
+    ) -> None:
+        with self.lock:
+            self._reserve(self._n + len(ids))
+            codes = [self._scope_code(s) for s in (scopes or [None] * len(ids))]
+            for id, vector, group, code in zip(ids, unit, groups, codes):
+                row = self._row.get(id)
+                if row is None:
+                    row = self._n
+                    self._n += 1
+                    self._ids.append(id)
+                    self._groups.append(group)
+                    self._row[id] = row
+                else:
+                    self._leave_group(id, self._groups[row])
+                    self._groups[row] = group
+                self._data[row] = vector
+                self._scope[row] = code
+                if group is not None:
+                    self._members.setdefault(group, set()).add(id)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        removed = 0
+        with self.lock:
+            for id in ids:
+                row = self._row.pop(id, None)
+                if row is None:
+                    continue
+                removed += 1
+                self._leave_group(id, self._groups[row])
+                last = self._n - 1
+                if row != last:
+                    moved = self._ids[last]
+                    self._data[row] = self._data[last]
+                    self._scope[row] = self._scope[last]
+                    self._ids[row] = moved
+                    self._groups[row] = self._groups[last]
+                    self._row[moved] = row
+                self._ids.pop()
+                self._groups.pop()
+                self._n -= 1
+        return removed
+
+    def clear(self) -> None:
+        with self.lock:
+            self._n = 0
+            self._ids.clear()
+            self._groups.clear()
+            self._row.clear()
+            self._members.clear()
+
+    def _leave_group(self, id: str, group: str | None) -> None:
+        if group is not None and group in self._members:
+            self._members[group].discard(id)
+            if not self._members[group]:
+                del self._members[group]
+
+    def _reserve(self, needed: int) -> None:
+        if needed > len(self._data):
+            grown = np.empty((max(needed, 2 * len(self._data)), self.dim), dtype=np.float32)
+            grown[: self._n] = self._data[: self._n]
+            self._data = grown
+            scope = np.zeros(len(grown), dtype=np.int32)
+            scope[: self._n] = self._scope[: self._n]
+            self._scope = scope
+
+    def _scope_code(self, scope: str | None) -> int:
+        return self._scope_codes.setdefault(scope, len(self._scope_codes))
+
+    def in_scopes(self, scopes: Sequence[str | None], rows: np.ndarray | None = None) -> np.ndarray:
+        """The rows (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
+        codes = [self._scope_codes[s] for s in scopes if s in self._scope_codes]
+        if rows is None:
+            return np.flatnonzero(np.isin(self._scope[: self._n], codes))
+        return rows[np.isin(self._scope[rows], codes)]
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def rows_for(self, iris: Iterable[str]) -> np.ndarray:
+        """Rows of the given ids or group names (a document IRI names all its chunks).
+
+        Unknown IRIs are ignored; the result is sorted and unique.
+        """
+        row, members = self._row, self._members
+        found: list[int] = []
+        for iri in iris:
+            r = row.get(iri)
+            if r is not None:
+                found.append(r)
+            elif iri in members:
+                found.extend(row[m] for m in members[iri])
+        return np.unique(np.asarray(found, dtype=np.int64))
+
+    def search(
+        self, query: np.ndarray, k: int, rows: np.ndarray | None = None
+    ) -> tuple[list[tuple[str, float]], str, int]:
+        """Exact top-k by cosine. ``query`` is a unit float64 vector.
+
+        Returns ``([(id, score), ...], plan_name, candidate_count)``.
+        """
+        with self.lock:
+            n = self._n
+            if rows is None:
+                plan, candidates = "full-scan", n
+                rows = None
+            else:
+                candidates = len(rows)
+                plan = "gather" if candidates <= GATHER_FRACTION * n else "masked-scan"
+            if candidates == 0 or k <= 0:
+                return [], plan, candidates
+            q32 = query.astype(np.float32)
+            if plan == "gather":
+                scores = self._data[rows] @ q32
+            elif plan == "masked-scan":
+                scores = (self._data[:n] @ q32)[rows]
+            else:
+                scores = self._data[:n] @ q32
+            chosen = self._shortlist(scores, k)
+            chosen_rows = chosen if rows is None else rows[chosen]
+            exact = _exact_cosine(self._data[chosen_rows], query)
+            ids = [self._ids[r] for r in chosen_rows]
+        ranked = sorted(zip(ids, exact.tolist()), key=lambda pair: (-pair[1], pair[0]))
+        return ranked[:k], plan, candidates
+
+    def _shortlist(self, scores: np.ndarray, k: int) -> np.ndarray:
+        """Indices whose float32 score may belong to the exact top-k (never fewer than k)."""
+        if len(scores) <= k:
+            return np.arange(len(scores))
+        top = np.argpartition(scores, len(scores) - k)[len(scores) - k :]
+        threshold = scores[top].min() - self._eps
+        return np.flatnonzero(scores >= threshold)
+
+
+def _exact_cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Float64 cosine of float32 ``rows`` with the unit float64 ``query``, row by row.
+
+    Rounding to float32 leaves a stored row's norm off 1 by up to ~6e-8, so the row's own norm
+    is divided out (a vector scores exactly 1.0 against itself, never 1.0000001). Each row is
+    reduced on its own rather than by a BLAS matrix-vector product, whose summation order
+    depends on the row's position: identical vectors get bit-identical scores, so exact ties
+    are broken by id as documented.
+    """
+    wide = rows.astype(np.float64)
+    dots = (wide * query).sum(axis=1)
+    norms = np.sqrt((wide * wide).sum(axis=1))
+    return np.clip(dots / norms, -1.0, 1.0)

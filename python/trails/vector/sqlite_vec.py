@@ -1,0 +1,556 @@
+"""SqliteVecStore: vectors durable in one SQLite file (sqlite-vec), scored exactly in memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from trails.scopes import DEFAULT_SCOPE
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+)
+from trails.vector._sqlite import Database, open_database
+from trails.vector.embedder import EmbedderIdentity
+from trails.vector.matrix import VectorMatrix
+from trails.vector.store import (
+    SearchPlan,
+    StoredVector,
+    VectorHit,
+    VectorLike,
+    as_matrix,
+    decode,
+    encode,
+    normalize_rows,
+    unit_rows,
+)
+
+__all__ = ["DocumentVersion", "SqliteVecStore"]
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Columns promoted out of the JSON metadata so filters on them use an index.
+_COLUMNS = ("doc_iri", "scope")
+
+
+def m001_create_tables(db: Database, dim: int) -> None:
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute(
+        "CREATE TABLE items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+        " metadata TEXT NOT NULL, doc_iri TEXT, scope TEXT)"
+    )
+    db.execute("CREATE INDEX items_doc_iri ON items(doc_iri)")
+    db.execute("CREATE INDEX items_scope ON items(scope)")
+    db.execute(
+        f"CREATE VIRTUAL TABLE vec_items USING vec0(embedding float[{dim}] distance_metric=cosine)"
+    )
+    db.execute("INSERT INTO meta VALUES ('dim', ?)", (str(dim),))
+
+
+def m002_document_versions(db: Database, dim: int) -> None:
+    """Staged (pending) vectors and the table of current document versions.
+
+    A document version's vectors are written ``pending``; publishing flips them live and drops
+    the previous version's in one transaction: the commit point of an ingest (ADR 0005).
+    """
+    db.execute("ALTER TABLE items ADD COLUMN version TEXT")
+    db.execute("ALTER TABLE items ADD COLUMN pending INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX items_pending ON items(pending) WHERE pending = 1")
+    db.execute(
+        "CREATE TABLE versions (doc_iri TEXT PRIMARY KEY, version TEXT NOT NULL, scope TEXT,"
+        " content_hash TEXT, chunks INTEGER NOT NULL)"
+    )
+
+
+MIGRATIONS = [m001_create_tables, m002_document_versions]
+
+
+class DocumentVersion(NamedTuple):
+    """The current version of one ingested document, as the vector store records it."""
+
+    doc_iri: str
+    version: str
+    scope: str
+    content_hash: str
+    chunks: int
+
+
+class SqliteVecStore:
+    """The embedded vector store: one SQLite file holding a sqlite-vec ``vec0`` table.
+
+    The file is the durable record (readable by any sqlite-vec client). Search is served from
+    an exact in-memory float32 matrix loaded at open and kept in step with every write, and
+    reloaded when another process commits; see ``adr/0002-exact-scoring-matrix.md``.
+
+    Args:
+        path: a file path, or ``":memory:"`` for a store that lives as long as the object.
+        dim: vector dimension; required for a new store, checked against a persisted one.
+        embedder: optional identity to record (new store) or check (persisted store).
+        read_only: open an existing file without writing to it.
+
+    Raises:
+        DimensionMismatchError: ``dim`` differs from the persisted dimension.
+        EmbeddingModelMismatchError: ``embedder`` differs from the recorded identity.
+        MissingExtraError: sqlite-vec (or a SQLite that can load it) is not installed.
+
+    >>> store = SqliteVecStore(dim=3)
+    >>> store.add("a", [1.0, 0.0, 0.0], {"snippet": "x"})
+    >>> [hit.id for hit in store.search([1.0, 0.1, 0.0], k=1)]
+    ['a']
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        dim: int | None = None,
+        *,
+        embedder: EmbedderIdentity | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.read_only = read_only
+        if read_only and (self.path == ":memory:" or not os.path.exists(self.path)):
+            raise ConfigurationError(
+                f"cannot open vector store {self.path!r} read-only: it does not exist yet; "
+                "open it once without read_only=True to create it"
+            )
+        self._db = open_database(self.path, read_only=read_only)
+        self._dim = self._prepare_schema(dim)
+        self._index = VectorMatrix(self._dim)
+        self._version = -1
+        self._load()
+        if embedder is not None:
+            self.bind_embedder(embedder)
+
+    # -- schema and identity --------------------------------------------------------------
+
+    def _prepare_schema(self, dim: int | None) -> int:
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        )
+        if not exists:
+            if dim is None or dim < 1:
+                raise ConfigurationError(
+                    f"a new vector store needs its dimension: pass dim=... (got {dim!r})"
+                )
+            if self.read_only:
+                raise ConfigurationError(f"{self.path!r} is not a trails vector store")
+            if self.path != ":memory:":  # the journal suited to one writer and many readers
+                self._db.execute("PRAGMA journal_mode = WAL")
+            self._migrate(0, dim)
+            return dim
+        stored = int(self._meta("dim"))
+        if dim is not None and dim != stored:
+            raise DimensionMismatchError(
+                f"vector store {self.path!r} holds {stored}-dimensional vectors but dim={dim} "
+                f"was requested; use an embedder of dimension {stored} or a new store path"
+            )
+        applied = int(self._meta("schema") or 1)
+        if applied < len(MIGRATIONS):
+            if self.read_only:
+                raise ConfigurationError(
+                    f"vector store {self.path!r} uses an older schema; open it once without "
+                    "read_only=True to upgrade it"
+                )
+            self._migrate(applied, stored)
+        return stored
+
+    def _migrate(self, applied: int, dim: int) -> None:
+        with self._db.transaction():
+            for migration in MIGRATIONS[applied:]:
+                migration(self._db, dim)
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(len(MIGRATIONS)),)
+            )
+
+    def _meta(self, key: str) -> str | None:
+        rows = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        raw = self._meta("embedder")
+        return None if raw is None else EmbedderIdentity.model_validate_json(raw)
+
+    def bind_embedder(self, identity: EmbedderIdentity) -> None:
+        """Record the embedder that makes this store's vectors, or check it is the same one."""
+        if identity.dim != self._dim:
+            raise DimensionMismatchError(
+                f"embedder {identity.describe()} makes {identity.dim}-d vectors but store "
+                f"{self.path!r} holds {self._dim}-d vectors; use a matching embedder or store"
+            )
+        recorded = self.embedder_identity
+        if recorded is None:
+            if not self.read_only:
+                with self._db.transaction():
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)",
+                        (identity.model_dump_json(),),
+                    )
+            return
+        if not recorded.compatible_with(identity):
+            raise EmbeddingModelMismatchError(
+                f"vector store {self.path!r} was built with {recorded.describe()} but "
+                f"{identity.describe()} is in use; scores across models are meaningless. "
+                f"Use the original embedder, or re-ingest into a new store."
+            )
+
+    # -- loading and freshness ------------------------------------------------------------
+
+    def _load(self) -> None:
+        self._index.clear()
+        self._index_rows("WHERE i.pending = 0")
+        self._version = self._db.data_version()
+
+    def _index_rows(self, where: str, params: Sequence[Any] = ()) -> None:
+        """Put live rows matching ``where`` into the in-memory index."""
+        rows = self._db.execute(
+            "SELECT i.id, i.doc_iri, i.scope, v.embedding FROM items i"
+            f" JOIN vec_items v ON v.rowid = i.rowid {where}",
+            params,
+        )
+        if rows:
+            unit = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(-1, self._dim)
+            self._index.upsert([r[0] for r in rows], unit, [r[1] for r in rows],
+                               [r[2] for r in rows])
+
+    def _refresh(self) -> None:
+        """Reload if another process committed since we last looked (cheap pragma check)."""
+        if self.path != ":memory:" and self._db.data_version() != self._version:
+            self._load()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None:
+        """Insert or replace one vector."""
+        self.add_many([id], [vector], [metadata])
+
+    def add_many(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[VectorLike] | np.ndarray,
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        pending: bool = False,
+    ) -> None:
+        """Insert or replace vectors in one transaction: all are stored, or none.
+
+        ``pending=True`` stages them: stored durably but invisible to search until
+        :meth:`publish` makes their document version current."""
+        self._check_writable()
+        ids = [self._check_id(i) for i in ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("ids passed to add_many must be unique within the call")
+        metas = [dict(m or {}) for m in (metadata or [None] * len(ids))]
+        if len(metas) != len(ids):
+            raise ValueError(f"got {len(ids)} ids but {len(metas)} metadata entries")
+        if not ids:
+            return
+        unit = normalize_rows(as_matrix(vectors, self._dim))
+        if len(unit) != len(ids):
+            raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
+        payload = [json.dumps(m, default=str, sort_keys=True) for m in metas]
+        with self._index.lock:
+            with self._db.transaction():
+                # Inside BEGIN IMMEDIATE no other connection can commit, so the version read
+                # here and the one recorded after COMMIT describe the same, loaded state.
+                self._refresh()
+                rowids = self._assign_rowids(ids)
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO items(rowid, id, metadata, doc_iri, scope, version,"
+                    " pending) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (r, i, p, _text(m.get("doc_iri")), _scope(m), _text(m.get("version")),
+                         int(pending))
+                        for r, i, p, m in zip(rowids, ids, payload, metas)
+                    ],
+                )
+                self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r,) for r in rowids])
+                self._db.executemany(
+                    "INSERT INTO vec_items(rowid, embedding) VALUES (?, ?)",
+                    [(r, encode(v)) for r, v in zip(rowids, unit)],
+                )
+            if pending:
+                self._index.remove(ids)  # a staged id replaces any live row of the same id
+            else:
+                self._index.upsert(ids, unit, [_text(m.get("doc_iri")) for m in metas],
+                                   [_scope(m) for m in metas])
+            self._version = self._db.data_version()
+
+    def _assign_rowids(self, ids: list[str]) -> list[int]:
+        existing = dict(
+            self._db.execute(
+                "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            )
+        )
+        next_rowid = int(self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items")[0][0]) + 1
+        rowids = []
+        for id in ids:
+            if id not in existing:
+                existing[id] = next_rowid
+                next_rowid += 1
+            rowids.append(existing[id])
+        return rowids
+
+    def publish(self, versions: Sequence[DocumentVersion]) -> None:
+        """Make staged document versions current, in one transaction (the commit point).
+
+        For each document: its staged rows of ``version`` go live, every other row of the
+        document (the previous version, abandoned stagings) is deleted, and the version is
+        recorded. A crash before the commit leaves the previous version fully live; after it,
+        the new one.
+        """
+        self._check_writable()
+        if not versions:
+            return
+        pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
+        with self._index.lock:
+            self._refresh()
+            with self._db.transaction():
+                gone = self._db.execute(
+                    "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
+                    " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
+                    (pairs,),
+                )
+                self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
+                self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
+                self._db.executemany(
+                    "UPDATE items SET pending = 0 WHERE doc_iri = ? AND version = ? AND pending = 1",
+                    [(v.doc_iri, v.version) for v in versions],
+                )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
+                    [tuple(v) for v in versions],
+                )
+            self._index.remove(r[0] for r in gone)
+            self._index_rows(
+                "JOIN json_each(?) j ON i.doc_iri = j.value ->> 0 AND i.version = j.value ->> 1",
+                (pairs,),
+            )
+            self._version = self._db.data_version()
+
+    def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
+        """The recorded current version of each document (all documents when ``None``)."""
+        if doc_iris is None:
+            rows = self._db.execute("SELECT * FROM versions")
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM versions WHERE doc_iri IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(doc_iris)),),
+            )
+        return {r[0]: DocumentVersion(*r) for r in rows}
+
+    def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
+        """Every row of a document: ``(id, version, pending)``."""
+        rows = self._db.execute(
+            "SELECT id, version, pending FROM items WHERE doc_iri = ? ORDER BY id", (doc_iri,)
+        )
+        return [(r[0], r[1], bool(r[2])) for r in rows]
+
+    def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
+        """``(id, doc_iri, version, pending)`` of every row that belongs to a document."""
+        rows = self._db.execute(
+            "SELECT id, doc_iri, version, pending FROM items WHERE doc_iri IS NOT NULL")
+        return [(r[0], r[1], r[2], bool(r[3])) for r in rows]
+
+    def pending_ids(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 1 ORDER BY id")]
+
+    def delete_document(self, doc_iri: str) -> int:
+        """Remove every vector of a document and its version record; returns vectors removed."""
+        self._check_writable()
+        with self._index.lock:
+            removed = self._delete_ids([r[0] for r in self.document_rows(doc_iri)])
+            with self._db.transaction():
+                self._db.execute("DELETE FROM versions WHERE doc_iri = ?", (doc_iri,))
+            self._version = self._db.data_version()
+        return removed
+
+    def delete(self, id: str) -> bool:
+        """Remove one vector; True if it existed."""
+        return self._delete_ids([id]) == 1
+
+    def delete_many(self, ids: Iterable[str]) -> int:
+        return self._delete_ids(list(ids))
+
+    def delete_where(self, filters: Mapping[str, Any]) -> int:
+        """Remove every vector whose metadata equals all of ``filters``; returns how many.
+
+        >>> store = SqliteVecStore(dim=2)
+        >>> store.add_many(["a", "b"], [[1, 0], [0, 1]], [{"doc_iri": "d1"}, {"doc_iri": "d2"}])
+        >>> store.delete_where({"doc_iri": "d1"}), store.count()
+        (1, 1)
+        """
+        if not filters:
+            raise ValueError("delete_where needs at least one filter; to empty a store use a new one")
+        clauses, params = [], []
+        for key, value in filters.items():
+            if not _KEY.match(key):
+                raise ValueError(f"metadata key {key!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+            if key in _COLUMNS:
+                clauses.append(f"{key} = ?")
+                params.append(_text(value))
+            else:
+                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
+                params.append(value)
+        rows = self._db.execute(f"SELECT id FROM items WHERE {' AND '.join(clauses)}", params)
+        return self._delete_ids([r[0] for r in rows])
+
+    def _delete_ids(self, ids: list[str]) -> int:
+        self._check_writable()
+        if not ids:
+            return 0
+        with self._index.lock:
+            with self._db.transaction():
+                self._refresh()  # under the write lock: see add_many
+                found = self._db.execute(
+                    "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(ids),),
+                )
+                rowids = [(r[1],) for r in found]
+                self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", rowids)
+                self._db.executemany("DELETE FROM items WHERE rowid = ?", rowids)
+            self._index.remove(r[0] for r in found)
+            self._version = self._db.data_version()
+        return len(found)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        vector: VectorLike,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """Exact top-``k`` by cosine similarity, optionally over ``ids`` only.
+
+        ``ids`` may name vector ids or document IRIs (every chunk of the document is then a
+        candidate). ``scopes`` keeps only vectors of those scopes (a vector without a ``scope``
+        field is in the default scope). Sorted by score descending, ties by id.
+        """
+        return self.search_with_plan(vector, k, ids, scopes=scopes)[0]
+
+    def search_with_plan(
+        self,
+        vector: VectorLike,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[list[VectorHit], SearchPlan]:
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        query = unit_rows(as_matrix(vector, self._dim))[0]
+        with self._index.lock:
+            self._refresh()
+            rows = None if ids is None else self._index.rows_for(ids)
+            if scopes is not None:
+                rows = self._index.in_scopes(list(scopes), rows)
+            ranked, plan, candidates = self._index.search(query, k, rows)
+        metadata = self._metadata([id for id, _ in ranked])
+        hits = [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
+        return hits, SearchPlan(plan, candidates, exhaustive=True)
+
+    def expand_ids(self, iris: Iterable[str]) -> list[str]:
+        """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
+        with self._index.lock:
+            self._refresh()
+            ids = self._index.ids
+            return [ids[r] for r in self._index.rows_for(iris)]
+
+    def _metadata(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        rows = self._db.execute(
+            "SELECT id, metadata FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    def get(self, ids: Iterable[str]) -> list[StoredVector]:
+        """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
+        wanted = list(ids)
+        rows = self._db.execute(
+            "SELECT i.id, i.metadata, v.embedding FROM items i JOIN vec_items v ON v.rowid = i.rowid"
+            " WHERE i.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(wanted),),
+        )
+        found = {r[0]: StoredVector(r[0], decode(r[2]).tolist(), json.loads(r[1])) for r in rows}
+        return [found[i] for i in wanted if i in found]
+
+    def all_ids(self) -> list[str]:
+        """Ids of live vectors, sorted."""
+        return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 0 ORDER BY id")]
+
+    def count(self) -> int:
+        """Live vectors (staged ones are not counted until published)."""
+        return int(self._db.execute("SELECT COUNT(*) FROM items WHERE pending = 0")[0][0])
+
+    def knn_sqlite_vec(self, vector: VectorLike, k: int = 10) -> list[tuple[str, float]]:
+        """sqlite-vec's own ``vec0`` KNN (approximately the same ranking, computed in SQL).
+
+        Kept for comparison and for SQL users; ``search`` is the exact, faster path.
+        """
+        query = encode(normalize_rows(as_matrix(vector, self._dim))[0])
+        rows = self._db.execute(
+            "SELECT i.id, v.distance FROM vec_items v JOIN items i ON i.rowid = v.rowid"
+            " WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
+            (query, k),
+        )
+        return [(r[0], 1.0 - float(r[1])) for r in rows]
+
+    @property
+    def matrix(self) -> VectorMatrix:
+        """The in-memory scoring index (read it, never write it)."""
+        self._refresh()
+        return self._index
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ConfigurationError(
+                f"vector store {self.path!r} was opened read-only; reopen it without "
+                "read_only=True to change it"
+            )
+
+    @staticmethod
+    def _check_id(id: str) -> str:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"vector ids must be non-empty strings, got {id!r}")
+        return id
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqliteVecStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __repr__(self) -> str:
+        return f"<SqliteVecStore path={self.path!r} dim={self._dim} count={len(self._index)}>"
+
+
+def _scope(metadata: Mapping[str, Any]) -> str:
+    return str(metadata.get("scope") or DEFAULT_SCOPE)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

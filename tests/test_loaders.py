@@ -1,0 +1,358 @@
+"""Loaders: the pure format parsers on strings, and FileLoader on real files in tmp_path."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from trails._extras import OPTIONAL_MODULES
+from trails.errors import MissingExtraError
+from trails.ingest.document import Document, LoadFailure
+from trails.ingest.loaders import (
+    FileLoader,
+    load,
+    parse_html,
+    parse_jsonl_record,
+    parse_markdown,
+    parse_pdf,
+    parse_text,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_pdf(lines: list[str], title: str = "Hand made", author: str = "Ann") -> bytes:
+    """A minimal one-page PDF with a real text layer, written by hand (no PDF library)."""
+    ops = [b"BT /F1 12 Tf 72 720 Td"]
+    for i, line in enumerate(lines):
+        ops.append((b"" if i == 0 else b"0 -16 Td ") + b"(" + line.encode("latin-1") + b") Tj")
+    content = b"\n".join([*ops, b"ET"])
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Title (%s) /Author (%s) /CreationDate (D:20240501120000Z) >>"
+        % (title.encode(), author.encode()),
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\n" % (len(objects) + 1)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- parsers
+
+def test_parse_text_keeps_text():
+    parsed = parse_text("  hello\nworld ")
+    assert parsed.text == "  hello\nworld "
+    assert (parsed.title, parsed.metadata, parsed.media_type) == (None, {}, "text/plain")
+
+
+def test_markdown_front_matter_becomes_metadata_with_dates():
+    text = ("---\ntitle: The Guide\ndate: 2024-05-01\ncreated: 2024-05-01 10:30:00\n"
+            "updated: '2024-06-01'\ntags: [a, b]\n---\n# Heading\n\nBody text.\n")
+    parsed = parse_markdown(text)
+    assert parsed.title == "The Guide"
+    assert parsed.metadata["date"] == dt.date(2024, 5, 1)
+    assert isinstance(parsed.metadata["created"], dt.datetime)
+    assert parsed.metadata["updated"] == "2024-06-01"  # quoted in YAML: kept as a string
+    assert parsed.metadata["tags"] == ["a", "b"]
+    assert parsed.text == "# Heading\n\nBody text.\n"
+    assert parsed.media_type == "text/markdown"
+
+
+def test_markdown_title_from_first_h1_outside_code_fences():
+    text = "Intro line\n\n```bash\n# not a title\n```\n## Sub\n# Real Title #\n"
+    parsed = parse_markdown(text)
+    assert parsed.title == "Real Title"
+    assert parsed.metadata == {}
+    assert parsed.text == text
+
+
+def test_markdown_without_title():
+    assert parse_markdown("just text").title is None
+    assert parse_markdown("---\n---\nbody").text == "body"
+
+
+def test_markdown_rule_later_in_text_is_not_front_matter():
+    text = "Para\n\n---\n\nkey: value\n---\n"
+    assert parse_markdown(text).text == text
+
+
+@pytest.mark.parametrize("front", ["---\nkey: [unclosed\n---\nx", "---\n- a list\n---\nx"])
+def test_markdown_bad_front_matter_is_a_value_error(front):
+    with pytest.raises(ValueError, match="front matter"):
+        parse_markdown(front)
+
+
+def test_html_visible_text_title_and_meta():
+    html = """<!doctype html><html><head><title> My  Page </title>
+      <meta name="author" content="Ann"><meta property="article:published_time"
+      content="2024-01-02"><style>body {color: red}</style>
+      <script>var secret = "x";</script></head>
+      <body><!-- hidden comment --><h1>Welcome</h1><p>Hello <b>bold</b> and
+      <a href="#">link</a> &amp; more.</p><noscript>enable js</noscript>
+      <ul><li>one</li><li>two</li></ul><script>alert(1)</script>
+      <div>a<br>b</div><pre>keep
+  this</pre></body></html>"""
+    parsed = parse_html(html)
+    assert parsed.title == "My Page"
+    assert parsed.metadata == {"author": "Ann", "date": "2024-01-02"}
+    assert parsed.text == "Welcome\n\nHello bold and link & more.\n\none\ntwo\n\na\nb\n\nkeep\nthis"
+    for hidden in ("secret", "color", "alert", "comment", "enable js"):
+        assert hidden not in parsed.text
+    assert parsed.media_type == "text/html"
+
+
+def test_html_without_title():
+    assert parse_html("<p>x</p>").title is None
+
+
+def test_jsonl_record_fields():
+    parsed = parse_jsonl_record({"id": 7, "text": "Body", "title": "T", "lang": "en"})
+    assert (parsed.key, parsed.text, parsed.title) == ("7", "Body", "T")
+    assert parsed.metadata == {"id": 7, "title": "T", "lang": "en"}
+
+
+def test_jsonl_record_custom_fields_and_errors():
+    parsed = parse_jsonl_record({"doc": "x", "body": "B"}, text_field="body", id_field="doc")
+    assert (parsed.key, parsed.text, parsed.title) == ("x", "B", None)
+    with pytest.raises(ValueError, match=r"'text'.*\['body', 'doc'\]"):
+        parse_jsonl_record({"doc": "x", "body": "B"})
+    with pytest.raises(ValueError, match="object"):
+        parse_jsonl_record(["not", "a", "dict"])
+
+
+def test_parse_pdf_reads_text_layer_and_info():
+    pytest.importorskip("pypdf")
+    parsed = parse_pdf(make_pdf(["Hello PDF world.", "Second line."]))
+    assert "Hello PDF world." in parsed.text and "Second line." in parsed.text
+    assert parsed.title == "Hand made"
+    assert parsed.metadata["author"] == "Ann"
+    assert parsed.metadata["pages"] == 1
+    assert parsed.metadata["created"].year == 2024
+    assert parsed.media_type == "application/pdf"
+
+
+def test_parse_pdf_without_text_is_a_value_error():
+    pypdf = pytest.importorskip("pypdf")
+    import io
+
+    writer = pypdf.PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    with pytest.raises(ValueError, match="no extractable text"):
+        parse_pdf(buffer.getvalue())
+
+
+def test_parse_pdf_without_pypdf_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # makes `import pypdf` fail
+    with pytest.raises(MissingExtraError, match=r'pip install "trails\[pdf\]"'):
+        parse_pdf(b"%PDF-1.4")
+
+
+def test_pdf_extra_is_declared():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert OPTIONAL_MODULES["pypdf"] == ("pypdf", "pdf")
+    assert any(dep.startswith("pypdf") for dep in extras["pdf"])
+    assert "pdf" in extras["all"][0]
+
+
+# --------------------------------------------------------------------------- FileLoader
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """A small knowledge base with one file of every kind."""
+    root = tmp_path / "kb"
+    (root / "docs" / "deep").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (root / "node_modules").mkdir()
+    (root / "notes.txt").write_text("Plain notes.\n")
+    (root / "docs" / "guide.md").write_text("---\ntitle: Guide\ndate: 2024-05-01\n---\nHi.\n")
+    (root / "docs" / "deep" / "page.html").write_text(
+        "<title>Page</title><script>x()</script><p>Visible.</p>")
+    (root / "records.jsonl").write_text(
+        '{"id": "a", "text": "First."}\n\n{"text": "No id."}\n{bad json\n'
+        '{"id": "a", "text": "Dup."}\n{"id": 3, "text": "Third.", "title": "T3"}\n')
+    (root / "data.csv").write_text("a,b\n1,2\n")
+    (root / ".hidden" / "secret.txt").write_text("hidden")
+    (root / ".dotfile.txt").write_text("hidden")
+    (root / "node_modules" / "junk.md").write_text("junk")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    return root
+
+
+def by_id(items):
+    return {item.id: item for item in items if isinstance(item, Document)}
+
+
+def failures(items):
+    return [item for item in items if isinstance(item, LoadFailure)]
+
+
+def test_folder_ids_are_relative_posix_paths_sorted(kb):
+    items = list(FileLoader(kb, exclude=["node_modules"]).load())
+    docs = by_id(items)
+    # Files in sorted order; a JSONL file's records in line order.
+    assert list(docs) == ["docs/deep/page.html", "docs/guide.md", "notes.txt",
+                          "records.jsonl#a", "records.jsonl#L3", "records.jsonl#3"]
+    guide = docs["docs/guide.md"]
+    assert guide.source == str(kb / "docs" / "guide.md")
+    assert (guide.title, guide.text, guide.media_type) == ("Guide", "Hi.\n", "text/markdown")
+    assert guide.metadata["date"] == __import__("datetime").date(2024, 5, 1)
+    assert docs["docs/deep/page.html"].text == "Visible."
+    assert docs["records.jsonl#3"].title == "T3"
+    assert docs["records.jsonl#a"].text == "First."  # the duplicate did not replace it
+
+
+def test_failures_are_reported_and_loading_goes_on(kb):
+    reasons = {f.source: f.reason for f in failures(FileLoader(kb).load())}
+    jsonl = str(kb / "records.jsonl")
+    assert "not UTF-8" in reasons[str(kb / "latin1.txt")]
+    assert "0xe9" in reasons[str(kb / "latin1.txt")]
+    assert reasons[f"{jsonl}:4"].startswith("line 4:")
+    assert "duplicate id 'records.jsonl#a'" in reasons[f"{jsonl}:5"]
+
+
+def test_hidden_unknown_and_excluded_files_are_skipped(kb):
+    ids = set(by_id(FileLoader(kb, exclude=["node_modules", "*.jsonl"]).load()))
+    assert ids == {"docs/deep/page.html", "docs/guide.md", "notes.txt"}
+    assert "node_modules/junk.md" in by_id(FileLoader(kb).load())
+
+
+def test_include_limits_files_and_reads_unknown_suffixes_as_text(kb):
+    docs = by_id(FileLoader(kb, include=["*.csv", "docs/*"]).load())
+    assert set(docs) == {"data.csv", "docs/deep/page.html", "docs/guide.md"}
+    assert docs["data.csv"].text == "a,b\n1,2\n"
+    assert docs["docs/deep/page.html"].text == "Visible."  # parsed by suffix all the same
+    assert set(by_id(FileLoader(kb, include="**/guide.md").load())) == {"docs/guide.md"}
+
+
+def test_single_file_id_is_its_name_or_relative_to_root(kb):
+    guide = kb / "docs" / "guide.md"
+    assert [d.id for d in FileLoader(guide).load()] == ["guide.md"]
+    assert [d.id for d in FileLoader(str(guide), root=kb).load()] == ["docs/guide.md"]
+    assert set(by_id(FileLoader(kb / "docs", root=kb).load())) == {
+        "docs/deep/page.html", "docs/guide.md"}
+
+
+def test_ids_and_hashes_do_not_depend_on_the_working_directory(kb, monkeypatch):
+    first = [(d.id, d.hash) for d in by_id(FileLoader(kb).load()).values()]
+    monkeypatch.chdir(kb.parent)
+    second = [(d.id, d.hash) for d in by_id(FileLoader("kb").load()).values()]
+    assert first == second
+
+
+def test_crlf_and_bom_are_normalised(tmp_path):
+    (tmp_path / "win.txt").write_bytes(b"\xef\xbb\xbfline one\r\nline two\rend")
+    (doc,) = FileLoader(tmp_path / "win.txt").load()
+    assert doc.text == "line one\nline two\nend"
+
+
+def test_explicit_file_with_unknown_suffix_is_read_as_text(tmp_path):
+    (tmp_path / "notes.rst").write_text("Title\n=====\n")
+    assert [d.text for d in FileLoader(tmp_path / "notes.rst").load()] == ["Title\n=====\n"]
+
+
+def test_same_id_from_two_folders_is_a_failure(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "README.md").write_text(name)
+    items = list(FileLoader([tmp_path / "a", tmp_path / "b"]).load())
+    assert [d.text for d in items if isinstance(d, Document)] == ["a"]
+    assert "pass root=" in failures(items)[0].reason
+    ids = set(by_id(FileLoader([tmp_path / "a", tmp_path / "b"], root=tmp_path).load()))
+    assert ids == {"a/README.md", "b/README.md"}
+
+
+def test_missing_path_broken_link_and_fifo_are_failures(tmp_path):
+    (tmp_path / "ok.txt").write_text("fine")
+    (tmp_path / "broken.txt").symlink_to(tmp_path / "nowhere.txt")
+    os.mkfifo(tmp_path / "pipe.txt")  # reading it would block forever: must be refused
+    items = list(FileLoader([tmp_path, tmp_path / "missing.md"]).load())
+    assert [d.id for d in items if isinstance(d, Document)] == ["ok.txt"]
+    reasons = {Path(f.source).name: f.reason for f in failures(items)}
+    assert "broken link" in reasons["broken.txt"]
+    assert "not a regular file" in reasons["pipe.txt"]
+    assert "no such file" in reasons["missing.md"]
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root reads files whatever their mode; the FIFO test covers this path")
+def test_unreadable_file_is_a_failure(tmp_path):
+    path = tmp_path / "locked.txt"
+    path.write_text("secret")
+    path.chmod(0)
+    try:
+        (failure,) = FileLoader(path).load()
+    finally:
+        path.chmod(0o644)
+    assert failure == LoadFailure(str(path), "permission denied")
+
+
+def test_pdf_files_load_and_bad_pdfs_fail(tmp_path):
+    pytest.importorskip("pypdf")
+    (tmp_path / "good.pdf").write_bytes(make_pdf(["Quarterly report text."]))
+    (tmp_path / "bad.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    items = list(FileLoader(tmp_path).load())
+    (doc,) = [d for d in items if isinstance(d, Document)]
+    assert (doc.id, doc.title, doc.media_type) == ("good.pdf", "Hand made", "application/pdf")
+    assert "Quarterly report text." in doc.text
+    (failure,) = failures(items)
+    assert failure.source == str(tmp_path / "bad.pdf")
+
+
+def test_pdf_without_pypdf_fails_that_file_only(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdf", None)
+    (tmp_path / "a.pdf").write_bytes(make_pdf(["x"]))
+    (tmp_path / "b.txt").write_text("still loaded")
+    items = list(FileLoader(tmp_path).load())
+    assert [d.id for d in items if isinstance(d, Document)] == ["b.txt"]
+    assert 'pip install "trails[pdf]"' in failures(items)[0].reason
+
+
+def test_jsonl_custom_fields(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"key": "k1", "body": "B"}\n')
+    (doc,) = FileLoader(tmp_path / "r.jsonl", jsonl_text_field="body",
+                        jsonl_id_field="key").load()
+    assert (doc.id, doc.text, doc.source) == ("r.jsonl#k1", "B", str(tmp_path / "r.jsonl"))
+
+
+# --------------------------------------------------------------------------- load()
+
+def test_load_accepts_paths_loaders_and_documents(kb):
+    guide = kb / "docs" / "guide.md"
+    assert [d.id for d in load(guide)] == ["guide.md"]
+    assert [d.id for d in load(str(guide))] == ["guide.md"]
+    assert [d.id for d in load([guide, kb / "notes.txt"])] == ["guide.md", "notes.txt"]
+    assert [d.id for d in load(kb / "docs", include=["*.md"])] == ["guide.md"]
+    assert [d.id for d in load(FileLoader(guide))] == ["guide.md"]
+    doc = Document("x", "memory", "text")
+    assert list(load(doc)) == [doc]
+    assert list(load(iter([doc]))) == [doc]
+    assert list(load([])) == []
+
+
+def test_load_rejects_bad_sources():
+    with pytest.raises(ValueError, match="a path, a list of paths, a Loader"):
+        load(42)
+    with pytest.raises(ValueError, match="apply to paths only"):
+        load([Document("x", "m", "t")], include=["*.md"])
+    with pytest.raises(ValueError, match="iterable holding int"):
+        list(load([Document("x", "m", "t"), 3]))

@@ -1,0 +1,424 @@
+"""The VectorStore contract, run against every backend in tests/stores.py.
+
+Expected scores come from an independent reference: exactly rounded float64 dot products
+(``math.fsum``) of the vectors the test itself built or the store returned.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+    InvalidVectorError,
+    TrailsError,
+)
+from trails.vector.embedder import EmbedderIdentity
+from trails.vector.store import VectorHit, VectorStore
+
+DIM = 8
+
+
+def cosine(a, b) -> float:
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    dot = math.fsum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b)))
+
+
+def basis(i: int, dim: int = DIM) -> list[float]:
+    v = [0.0] * dim
+    v[i] = 1.0
+    return v
+
+
+def random_vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, dim))
+
+
+def ids_of(hits) -> list[str]:
+    return [h.id for h in hits]
+
+
+def filled(factory, n: int = 20, seed: int = 0):
+    """A store with ``n`` random vectors ``v00..``; returns (store, {id: input vector})."""
+    store = factory.new(DIM)
+    vectors = random_vectors(n, seed)
+    ids = [f"v{i:02d}" for i in range(n)]
+    store.add_many(ids, vectors, [{"n": i} for i in range(n)])
+    return store, dict(zip(ids, vectors))
+
+
+def brute_force(store, query, k: int, ids=None) -> list[tuple[str, float]]:
+    """Top-k by cosine over the store's own stored vectors, ties by id."""
+    stored = store.get(ids if ids is not None else [f"v{i:02d}" for i in range(store.count())])
+    scored = sorted(((s.id, cosine(s.vector, query)) for s in stored), key=lambda p: (-p[1], p[0]))
+    return scored[:k]
+
+
+# -- shape of the API --------------------------------------------------------------------
+
+
+def test_store_satisfies_the_protocol_and_reports_dim(store_factory):
+    store = store_factory.new(DIM)
+    assert isinstance(store, VectorStore)
+    assert store.dim == DIM
+    assert store.count() == 0
+    assert store.search(basis(0), k=5) == []
+
+
+def test_add_then_get_returns_the_unit_vector_and_metadata(store_factory):
+    store = store_factory.new(3)
+    store.add("a", [3.0, 4.0, 0.0], {"doc_iri": "d", "snippet": "hello", "n": 2})
+    assert store.count() == 1
+    (got,) = store.get(["a"])
+    assert got.id == "a"
+    assert got.vector == pytest.approx([0.6, 0.8, 0.0], abs=1e-7)
+    assert got.metadata == {"doc_iri": "d", "snippet": "hello", "n": 2}
+
+
+def test_add_without_metadata_stores_empty_metadata(store_factory):
+    store = store_factory.new(DIM)
+    store.add("a", basis(1))
+    (hit,) = store.search(basis(1), k=1)
+    assert hit == VectorHit("a", pytest.approx(1.0, abs=1e-12), {})
+
+
+def test_add_upserts_vector_and_metadata(store_factory):
+    store = store_factory.new(DIM)
+    store.add("a", basis(0), {"version": 1})
+    store.add("b", basis(2), {"version": 1})
+    store.add("a", basis(1), {"version": 2})
+    assert store.count() == 2
+    (got,) = store.get(["a"])
+    assert got.vector == pytest.approx(basis(1))
+    assert got.metadata == {"version": 2}
+    assert ids_of(store.search(basis(1), k=1)) == ["a"]
+    assert store.search(basis(0), k=3)[0].score == pytest.approx(0.0, abs=1e-12)
+
+
+def test_upsert_moves_a_chunk_to_its_new_document(store_factory):
+    store = store_factory.new(DIM)
+    store.add("c1", basis(0), {"doc_iri": "doc:1"})
+    store.add("c1", basis(0), {"doc_iri": "doc:2"})
+    assert store.search(basis(0), k=5, ids=["doc:1"]) == []
+    assert ids_of(store.search(basis(0), k=5, ids=["doc:2"])) == ["c1"]
+    assert store.delete_where({"doc_iri": "doc:1"}) == 0
+    assert store.count() == 1
+
+
+def test_add_many_lengths_must_agree(store_factory):
+    store = store_factory.new(DIM)
+    with pytest.raises(ValueError, match="metadata"):
+        store.add_many(["a", "b"], [basis(0), basis(1)], [{}])
+    with pytest.raises(ValueError, match="vectors"):
+        store.add_many(["a", "b"], [basis(0)])
+    with pytest.raises(ValueError, match="unique"):
+        store.add_many(["a", "a"], [basis(0), basis(1)])
+    assert store.count() == 0
+
+
+BAD_VECTORS = [
+    pytest.param([float("nan")] + [1.0] * (DIM - 1), InvalidVectorError, id="nan"),
+    pytest.param([float("inf")] + [1.0] * (DIM - 1), InvalidVectorError, id="inf"),
+    pytest.param([-float("inf")] + [0.0] * (DIM - 1), InvalidVectorError, id="-inf"),
+    pytest.param([0.0] * DIM, InvalidVectorError, id="zero"),
+    pytest.param([1.0] * (DIM + 1), DimensionMismatchError, id="too-long"),
+    pytest.param([1.0] * (DIM - 1), DimensionMismatchError, id="too-short"),
+]
+
+
+@pytest.mark.parametrize("bad, error", BAD_VECTORS)
+def test_add_many_with_one_bad_vector_stores_nothing(store_factory, bad, error):
+    store = store_factory.new(DIM)
+    store.add_many(["old1", "old2"], [basis(0), basis(1)], [{"v": 1}, {"v": 1}])
+    good = random_vectors(3, seed=1)
+    with pytest.raises(error):
+        store.add_many(
+            ["new1", "old1", "new2", "new3"],
+            [good[0], basis(5), bad, good[2]],
+            [{"v": 2}] * 4,
+        )
+    assert store.count() == 2
+    assert store.get(["new1", "new2", "new3"]) == []
+    old1, old2 = store.get(["old1", "old2"])
+    assert old1.vector == pytest.approx(basis(0)) and old1.metadata == {"v": 1}
+    assert old2.vector == pytest.approx(basis(1)) and old2.metadata == {"v": 1}
+    assert ids_of(store.search(basis(0), k=5)) == ["old1", "old2"]
+
+
+@pytest.mark.parametrize("bad, error", BAD_VECTORS)
+def test_bad_vectors_raise_the_specific_trails_error(store_factory, bad, error):
+    store = store_factory.new(DIM)
+    store.add("a", basis(0))
+    with pytest.raises(error) as add_error:
+        store.add("b", bad)
+    with pytest.raises(error) as search_error:
+        store.search(bad, k=3)
+    for exc in (add_error.value, search_error.value):
+        assert isinstance(exc, TrailsError)
+        assert str(exc)
+    assert store.count() == 1
+
+
+def test_dimension_error_names_both_dimensions(store_factory):
+    store = store_factory.new(DIM)
+    with pytest.raises(DimensionMismatchError, match=rf"\b{DIM}\b.*\b3\b"):
+        store.add("a", [1.0, 2.0, 3.0])
+
+
+def test_ragged_batches_and_non_numbers(store_factory):
+    store = store_factory.new(2)
+    with pytest.raises(DimensionMismatchError, match="vector 1 has dimension 3"):
+        store.add_many(["a", "b"], [[1.0, 2.0], [1.0, 2.0, 3.0]])
+    with pytest.raises(InvalidVectorError):
+        store.add_many(["a", "b"], [[1.0, 2.0], [1.0, [2.0]]])
+    with pytest.raises(InvalidVectorError):
+        store.add("a", ["x", "y"])
+    assert store.count() == 0
+
+
+def test_huge_and_tiny_finite_vectors_are_stored_as_unit_vectors(store_factory):
+    store = store_factory.new(3)
+    store.add("huge", [1e300, 1e300, 0.0])
+    store.add("tiny", [0.0, 1e-300, 1e-300])
+    huge, tiny = store.get(["huge", "tiny"])
+    s = 1 / math.sqrt(2)
+    assert huge.vector == pytest.approx([s, s, 0.0], abs=1e-7)
+    assert tiny.vector == pytest.approx([0.0, s, s], abs=1e-7)
+    (hit,) = store.search([1e308, 1e308, 0.0], k=1)
+    assert hit.id == "huge" and hit.score == pytest.approx(1.0, abs=1e-9)
+
+
+# -- search ------------------------------------------------------------------------------
+
+
+def test_search_scores_are_cosine_similarities(store_factory):
+    store, inputs = filled(store_factory, n=25, seed=3)
+    query = random_vectors(1, seed=99)[0] * 7.5  # not unit: the store must normalise it
+    hits = store.search(query, k=25)
+    assert len(hits) == 25
+    stored = {s.id: s.vector for s in store.get(list(inputs))}
+    for hit in hits:
+        # The stored float32 unit vector: float64 cosine to well within 1e-9 ...
+        assert hit.score == pytest.approx(cosine(stored[hit.id], query), abs=1e-9)
+        # ... and the input vector's cosine up to float32 rounding.
+        assert hit.score == pytest.approx(cosine(inputs[hit.id], query), abs=1e-6)
+        assert hit.metadata == {"n": int(hit.id[1:])}
+
+
+def test_search_is_sorted_descending_with_top_k_of_brute_force(store_factory):
+    store, _ = filled(store_factory, n=30, seed=4)
+    query = random_vectors(1, seed=5)[0]
+    for k in (1, 3, 10, 30, 100):
+        hits = store.search(query, k=k)
+        expected = brute_force(store, query, k)
+        assert ids_of(hits) == [i for i, _ in expected]
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_search_k_zero_and_default(store_factory):
+    store, _ = filled(store_factory, n=15)
+    assert store.search(basis(0), k=0) == []
+    assert len(store.search(basis(0))) == 10
+    with pytest.raises(ValueError):
+        store.search(basis(0), k=-1)
+
+
+def test_exact_ties_are_broken_by_id(store_factory):
+    store = store_factory.new(DIM)
+    shared = random_vectors(1, seed=7)[0]
+    # Inserted out of id order, between other vectors, and at different scales.
+    store.add_many(["other1", "t-c"], [random_vectors(1, seed=8)[0], shared])
+    store.add_many(["t-a", "other2", "t-d", "t-b"],
+                   [shared * 3.0, random_vectors(1, seed=9)[0], shared * 0.5, shared])
+    query = shared + 0.3 * random_vectors(1, seed=10)[0]
+    hits = store.search(query, k=6)
+    tied = [h for h in hits if h.id.startswith("t-")]
+    assert [h.id for h in tied] == ["t-a", "t-b", "t-c", "t-d"]
+    assert len({h.score for h in tied}) == 1
+    # With k cutting through the tie, the lowest ids win.
+    assert [h.id for h in store.search(shared, k=2)] == ["t-a", "t-b"]
+
+
+def test_search_with_ids_restricts_exactly(store_factory):
+    store, inputs = filled(store_factory, n=30, seed=11)
+    query = random_vectors(1, seed=12)[0]
+    allowed = ["v03", "v17", "v29", "v08", "v03"]  # a duplicate
+    hits = store.search(query, k=10, ids=allowed + ["unknown", "v99"])
+    expected = brute_force(store, query, 10, ids=sorted(set(allowed)))
+    assert ids_of(hits) == [i for i, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-9)
+    assert set(ids_of(store.search(query, k=2, ids=allowed))) <= set(allowed)
+    assert store.search(query, k=10, ids=[]) == []
+    assert store.search(query, k=10, ids=["nobody"]) == []
+
+
+def test_ids_may_name_documents_whose_chunks_become_candidates(store_factory):
+    store = store_factory.new(DIM)
+    vectors = random_vectors(9, seed=13)
+    ids = [f"doc{d}/c{c}" for d in range(3) for c in range(3)]
+    store.add_many(ids, vectors, [{"doc_iri": f"doc{d}"} for d in range(3) for _ in range(3)])
+    query = random_vectors(1, seed=14)[0]
+    assert sorted(ids_of(store.search(query, k=10, ids=["doc1"]))) == [
+        "doc1/c0", "doc1/c1", "doc1/c2"
+    ]
+    mixed = store.search(query, k=10, ids=["doc2", "doc0/c1", "doc2/c0", "nodoc"])
+    assert sorted(ids_of(mixed)) == ["doc0/c1", "doc2/c0", "doc2/c1", "doc2/c2"]
+    expected = brute_force(store, query, 10, ids=["doc0/c1", "doc2/c0", "doc2/c1", "doc2/c2"])
+    assert ids_of(mixed) == [i for i, _ in expected]
+    assert sorted(store.expand_ids(["doc0", "doc1/c2", "missing"])) == [
+        "doc0/c0", "doc0/c1", "doc0/c2", "doc1/c2"
+    ]
+
+
+# -- delete, get, count ------------------------------------------------------------------
+
+
+def test_delete_returns_whether_it_existed(store_factory):
+    store, _ = filled(store_factory, n=5)
+    assert store.delete("v02") is True
+    assert store.delete("v02") is False
+    assert store.delete("never") is False
+    assert store.count() == 4
+    assert store.get(["v02"]) == []
+    assert "v02" not in ids_of(store.search(basis(0), k=10))
+    assert "v02" not in ids_of(store.search(basis(0), k=10, ids=["v02", "v01"]))
+
+
+def test_delete_where_on_doc_iri_and_on_another_key(store_factory):
+    store = store_factory.new(DIM)
+    vectors = random_vectors(6, seed=15)
+    metadata = [
+        {"doc_iri": "d1", "lang": "en"},
+        {"doc_iri": "d1", "lang": "fr"},
+        {"doc_iri": "d2", "lang": "en"},
+        {"doc_iri": "d2", "lang": "fr"},
+        {"doc_iri": "d3", "lang": "en", "n": 1},
+        {"lang": "de"},
+    ]
+    store.add_many([f"c{i}" for i in range(6)], vectors, metadata)
+    assert store.delete_where({"doc_iri": "d1"}) == 2
+    assert store.count() == 4
+    assert store.search(vectors[0], k=10, ids=["d1"]) == []
+    assert store.delete_where({"lang": "en", "doc_iri": "d2"}) == 1
+    assert store.delete_where({"lang": "en"}) == 1  # c4
+    assert store.delete_where({"n": 1}) == 0
+    assert store.delete_where({"lang": "xx"}) == 0
+    assert sorted(ids_of(store.search(vectors[0], k=10))) == ["c3", "c5"]
+    with pytest.raises(ValueError):
+        store.delete_where({})
+    with pytest.raises(ValueError):
+        store.delete_where({"lang') OR 1=1 --": "x"})
+    assert store.count() == 2
+
+
+def test_get_keeps_input_order_and_skips_missing(store_factory):
+    store, inputs = filled(store_factory, n=6)
+    got = store.get(["v04", "missing", "v01", "v05"])
+    assert [g.id for g in got] == ["v04", "v01", "v05"]
+    for g in got:
+        assert g.vector == pytest.approx(list(inputs[g.id] / np.linalg.norm(inputs[g.id])),
+                                         abs=1e-7)
+    assert store.get([]) == []
+
+
+def test_count_follows_adds_upserts_and_deletes(store_factory):
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b", "c"], [basis(0), basis(1), basis(2)])
+    store.add("a", basis(3))
+    assert store.count() == 3
+    store.delete("b")
+    assert store.count() == 2
+    assert len(store) == 2
+
+
+# -- persistence -------------------------------------------------------------------------
+
+
+def test_reopen_gives_the_same_state(persistent_store_factory):
+    factory = persistent_store_factory
+    store, inputs = filled(factory, n=12, seed=16)
+    store.delete("v03")
+    store.add("v04", basis(2), {"doc_iri": "dX"})
+    query = random_vectors(1, seed=17)[0]
+    before = store.search(query, k=12)
+    before_get = store.get(list(inputs))
+    store.close()
+    again = factory.reopen()
+    assert again.dim == DIM
+    assert again.count() == 11
+    assert again.search(query, k=12) == before
+    assert again.get(list(inputs)) == before_get
+    assert ids_of(again.search(query, k=5, ids=["dX"])) == ["v04"]
+
+
+def test_reopen_with_another_dim_raises(persistent_store_factory):
+    persistent_store_factory.new(DIM).close()
+    with pytest.raises(DimensionMismatchError, match=str(DIM)):
+        persistent_store_factory.reopen(dim=DIM + 1)
+    assert persistent_store_factory.reopen(dim=DIM).dim == DIM
+
+
+def test_embedder_identity_is_recorded_and_checked(persistent_store_factory):
+    mini = EmbedderIdentity(model="m/mini", dim=DIM, revision="r1")
+    store = persistent_store_factory.new(DIM, embedder=mini)
+    assert store.embedder_identity == mini
+    store.bind_embedder(mini.model_copy(update={"revision": "r2"}))  # a revision is informative
+    with pytest.raises(EmbeddingModelMismatchError, match="m/mini"):
+        store.bind_embedder(EmbedderIdentity(model="m/other", dim=DIM))
+    with pytest.raises(EmbeddingModelMismatchError):
+        store.bind_embedder(EmbedderIdentity(model="m/mini", dim=DIM, normalized=False))
+    with pytest.raises(DimensionMismatchError):
+        store.bind_embedder(EmbedderIdentity(model="m/mini", dim=DIM * 2))
+    store.close()
+    again = persistent_store_factory.reopen()
+    assert again.embedder_identity == mini
+    with pytest.raises(EmbeddingModelMismatchError):
+        persistent_store_factory.reopen(embedder=EmbedderIdentity(model="m/other", dim=DIM))
+
+
+def test_bind_embedder_records_on_an_unbound_store(store_factory):
+    store = store_factory.new(DIM)
+    assert store.embedder_identity is None
+    identity = EmbedderIdentity(model="m/x", dim=DIM)
+    store.bind_embedder(identity)
+    assert store.embedder_identity == identity
+    with pytest.raises(EmbeddingModelMismatchError):
+        store.bind_embedder(EmbedderIdentity(model="m/y", dim=DIM))
+
+
+def test_read_only_open_refuses_writes(persistent_store_factory):
+    store, inputs = filled(persistent_store_factory, n=4)
+    store.close()
+    reader = persistent_store_factory.reopen(read_only=True)
+    for write in (
+        lambda: reader.add("z", basis(0)),
+        lambda: reader.add_many(["z"], [basis(0)]),
+        lambda: reader.delete("v01"),
+        lambda: reader.delete_where({"n": 1}),
+    ):
+        with pytest.raises(ConfigurationError, match="read-only"):
+            write()
+    assert reader.count() == 4
+    assert ids_of(reader.search(inputs["v02"], k=1)) == ["v02"]
+
+
+def test_second_connection_sees_the_first_ones_writes(persistent_store_factory):
+    first = persistent_store_factory.new(DIM)
+    second = persistent_store_factory.reopen()
+    first.add_many(["a", "b"], [basis(0), basis(1)], [{"doc_iri": "d"}, {}])
+    assert ids_of(second.search(basis(0), k=1)) == ["a"]
+    assert ids_of(second.search(basis(1), k=5, ids=["d", "b"])) == ["b", "a"]
+    second.add("a", basis(2))
+    second.delete("b")
+    assert first.count() == 1
+    (hit,) = first.search(basis(2), k=5)
+    assert hit.id == "a" and hit.score == pytest.approx(1.0, abs=1e-9)
+    assert first.search(basis(1), k=5, ids=["b"]) == []
+    assert first.search(basis(2), k=5, ids=["d"]) == []  # the upsert dropped its doc_iri
