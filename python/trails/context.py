@@ -70,8 +70,14 @@ class Context:
         embedder: Embedder | None = None,
         read_only: bool = False,
         base_iri: str | None = None,
+        kg: KnowledgeGraph | None = None,
+        vectors: Any = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
+
+        ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
+        Qdrant collection); the directory then keeps the configuration and whatever part is
+        still embedded.
 
         A new directory records the embedder's identity and the base IRI; reopening restores
         them, so ``Context.open(dir)`` alone gets the same embedder back. Opening with another
@@ -99,18 +105,18 @@ class Context:
         else:
             model = embedder if embedder is not None else embedder_for(
                 EmbedderIdentity.model_validate(config["embedder"]))
-        kg = OxigraphGraph(root / GRAPH_DIR, read_only=read_only)
+        graph = kg if kg is not None else OxigraphGraph(root / GRAPH_DIR, read_only=read_only)
         try:
-            store = SqliteVecStore(root / VECTORS_FILE, dim=None if read_only else model.dim,
-                                   read_only=read_only)
+            store = vectors if vectors is not None else SqliteVecStore(
+                root / VECTORS_FILE, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(EmbedderIdentity.model_validate(config["embedder"]))
         except BaseException:
-            kg.close()
+            graph.close()
             raise
         if not (root / CONFIG_FILE).exists():
             _write_config(root, config)
-        return cls(kg, store, model, base_iri=base_iri or config["base_iri"], directory=root,
+        return cls(graph, store, model, base_iri=base_iri or config["base_iri"], directory=root,
                    read_only=read_only)
 
     def verify(self, repair: bool = False):  # noqa: ANN201 - VerifyReport, imported lazily

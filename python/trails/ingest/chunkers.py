@@ -115,8 +115,8 @@ class SentenceChunker:
             ``max_tokens``/``count_tokens`` is given.
 
     >>> doc = Document("d", "mem", "One. Two. Three.")
-    >>> [c.text for c in SentenceChunker(max_chars=10, overlap=1).chunk(doc)]
-    ['One. Two.', 'Two.', 'Three.']
+    >>> [c.text for c in SentenceChunker(max_chars=15, overlap=1).chunk(doc)]
+    ['One. Two.', 'Two. Three.']
     """
 
     max_chars: int = 1000
