@@ -196,6 +196,11 @@ def embedder_for(identity: EmbedderIdentity) -> Embedder:
         from trails.vector.sentence_transformer import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(identity.model.split("/", 1)[1])
+    if identity.model.startswith("openai/"):
+        # The key and endpoint are not recorded: $OPENAI_API_KEY / $OPENAI_BASE_URL on use.
+        from trails.vector.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder.from_identity(identity)
     raise ConfigurationError(
         f"this context was built with {identity.describe()}, which cannot be recreated "
         "automatically; pass embedder=... to Context.open"

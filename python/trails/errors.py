@@ -12,7 +12,8 @@ says what was wrong and what to do next. The tree::
     ├── VectorError                   a vector cannot be stored or compared
     │   ├── DimensionMismatchError    a vector or store has another dimension than expected
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
-    └── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
+    ├── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
+    └── EmbeddingError                an embedding service refused a text or kept failing
 
 Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
 with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigurationError",
     "ContextLockedError",
     "DimensionMismatchError",
+    "EmbeddingError",
     "EmbeddingModelMismatchError",
     "InvalidVectorError",
     "MissingExtraError",
@@ -81,3 +83,10 @@ class InvalidVectorError(VectorError):
 
 class EmbeddingModelMismatchError(TrailsError):
     """Vectors were made by one embedder and are being queried or extended with another."""
+
+
+class EmbeddingError(TrailsError):
+    """An embedding service rejected a request, or kept failing after every retry.
+
+    The message carries the service's own explanation (or the last failure) and what to do.
+    """

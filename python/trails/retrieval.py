@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.rank.fusion import FusionFn, Ranking, rrf
-from trails.scopes import normalize_scopes
+from trails.scopes import DEFAULT_SCOPE, normalize_scopes
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -154,7 +154,7 @@ def retrieve(
 
     store = vector_store if vector_store is not None else _need(ctx, "vectors", "vector_store")
     if mode == "graph":
-        return _graph_hits(iris or [], store, k, ctx)
+        return _graph_hits(iris or [], store, k, ctx, scopes)
     model = embedder if embedder is not None else _need(ctx, "embedder", "embedder")
     _check_compatible(model, store)
     return _ranked_hits(query, store, model, k, iris, fusion, mode, scopes)
@@ -176,20 +176,26 @@ def _check_compatible(embedder: Embedder, store: VectorStore) -> None:
         store.bind_embedder(embedder.identity)
 
 
-def _graph_hits(iris: list[str], store: VectorStore, k: int, ctx: Context | None) -> RetrievalResult:
-    chosen = _without_dead_chunks(iris, k, store, ctx)
+def _graph_hits(
+    iris: list[str], store: VectorStore, k: int, ctx: Context | None, scopes: list[str]
+) -> RetrievalResult:
+    chosen = _without_dead_chunks(iris, k, store, ctx, scopes)
     stored = {s.id: s.metadata for s in store.get(chosen)}
     hits = [RetrievalHit(i, None, _snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
     return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
 
 
 def _without_dead_chunks(
-    iris: list[str], k: int, store: VectorStore, ctx: Context | None
+    iris: list[str], k: int, store: VectorStore, ctx: Context | None, scopes: list[str]
 ) -> list[str]:
-    """The first ``k`` IRIs, skipping chunks whose version is not live (ADR 0005).
+    """The first ``k`` IRIs, skipping chunks whose version is not live (ADR 0005) and the
+    chunks and documents of other scopes (ADR 0006).
 
     A chunk IRI in the graph without a live vector belongs to a version being written or
-    being replaced; graph mode must not show it any more than vector mode would.
+    being replaced; graph mode must not show it any more than vector mode would. The filter
+    ran on the scopes' graphs only, but ``VALUES ?iri { <...> }`` can still name another
+    scope's chunk or document: a chunk counts only with a live vector of these scopes, a
+    document only if it is a document in these scopes' graphs.
     """
     if ctx is None:
         return iris[:k]
@@ -197,11 +203,19 @@ def _without_dead_chunks(
     window = max(k, 64)
     for start in range(0, len(iris), window):
         part = iris[start : start + window]
-        chunks = set(ctx.kg.query(
-            "SELECT ?c WHERE { VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part)
-            + " } ?c a trails:Chunk }").column("c"))
+        values = "VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part) + " }"
+        kinds = ctx.kg.query(
+            f"SELECT ?c ?t WHERE {{ {values} VALUES ?t {{ trails:Chunk trails:Document }} "
+            "?c a ?t }")
+        chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
+        documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
         live = set(store.expand_ids(i for i in part if i in chunks))
-        chosen += [i for i in part if i not in chunks or i in live]
+        visible = {s.id for s in store.get(live)
+                   if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
+        if documents:
+            visible |= set(ctx.kg.query(
+                f"SELECT ?c WHERE {{ {values} ?c a trails:Document }}", scopes=scopes).column("c"))
+        chosen += [i for i in part if i in visible or (i not in chunks and i not in documents)]
         if len(chosen) >= k:
             break
     return chosen[:k]

@@ -31,6 +31,9 @@ __all__ = [
     "token_chunker_for",
 ]
 
+# Bump when splitting or packing changes, so stored documents are chunked again.
+SPLITTER_VERSION = 1
+
 # Words that end in a period without ending a sentence ("Dr. Smith", "e.g. this").
 _ABBREVIATIONS = frozenset(
     "mr mrs ms mx dr prof sr jr st mt ft vs cf al eg ie fig figs no nos vol vols pp approx "
@@ -133,6 +136,13 @@ class SentenceChunker:
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"need max_tokens >= 1, got {self.max_tokens}")
 
+    @property
+    def fingerprint(self) -> str:
+        """The settings that decide the chunks, stable across machines (kept per version)."""
+        tokens = _token_name(self.count_tokens) if self.count_tokens else None
+        return (f"SentenceChunker/{SPLITTER_VERSION}(max_chars={self.max_chars}, "
+                f"overlap={self.overlap}, max_tokens={self.max_tokens}, tokens={tokens})")
+
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
         units = [piece for span in split_sentences(text) for piece in self._fit(text, *span)]
@@ -161,9 +171,7 @@ class SentenceChunker:
         """Greedy packing: ``[a, b)`` ranges of units, ``overlap`` units shared between them."""
         ranges, a = [], 0
         while a < len(units):
-            b = a + 1
-            while b < len(units) and self._fits(text, units[a][0], units[b][1]):
-                b += 1
+            b = self._last_fitting(text, units, a)
             ranges.append((a, b))
             if b == len(units):
                 break
@@ -171,6 +179,15 @@ class SentenceChunker:
             while a < b and not self._fits(text, units[a][0], units[b][1]):
                 a += 1  # less overlap when the overlap and the next unit do not fit together
         return ranges
+
+    def _last_fitting(self, text: str, units: list[tuple[int, int]], a: int) -> int:
+        """The largest ``b`` such that units ``[a, b)`` fit in one chunk."""
+        hi = a + 1
+        while hi < len(units) and units[hi][1] - units[a][0] <= self.max_chars:
+            hi += 1
+        # Bisect rather than grow one unit at a time: a few token counts per chunk, not one
+        # per sentence (a list of short lines has hundreds).
+        return _longest_fit(lambda b: self._fits(text, units[a][0], units[b - 1][1]), a, hi)
 
 
 def _longest_fit(fits: Callable[[int], bool], start: int, end: int) -> int:
@@ -207,6 +224,11 @@ class _HFTokens:
         self.options = {"add_special_tokens": False, **({"verbose": False}
                                                        if "verbose" in params else {})}
 
+    @property
+    def name(self) -> str:
+        # Class and vocabulary size, not name_or_path: that is a local path for packaged models.
+        return f"{type(self.tokenizer).__name__}:{getattr(self.tokenizer, 'vocab_size', '?')}"
+
     def spans(self, text: str) -> list[tuple[int, int]]:
         try:
             encoded = self.tokenizer(text, return_offsets_mapping=True, **self.options)
@@ -225,6 +247,10 @@ class _TiktokenTokens:
     def __init__(self, encoding: Any) -> None:
         self.encoding = encoding
 
+    @property
+    def name(self) -> str:
+        return f"tiktoken:{self.encoding.name}"
+
     def spans(self, text: str) -> list[tuple[int, int]]:
         tokens = self.encode(text)
         decoded, starts = self.encoding.decode_with_offsets(tokens)
@@ -241,6 +267,11 @@ class _TiktokenTokens:
         return self.encoding.encode(text, disallowed_special=())
 
 
+def _token_name(count: Callable[[str], int]) -> str:
+    owner = getattr(count, "__self__", None)
+    return owner.name if isinstance(owner, (_HFTokens, _TiktokenTokens)) else count.__qualname__
+
+
 def _tokens_of(tokenizer: Any) -> _HFTokens | _TiktokenTokens:
     if hasattr(tokenizer, "decode_with_offsets") and hasattr(tokenizer, "encode"):
         return _TiktokenTokens(tokenizer)
@@ -254,9 +285,11 @@ def _tokens_of(tokenizer: Any) -> _HFTokens | _TiktokenTokens:
 class TokenChunker:
     """Windows of at most ``max_tokens`` tokens, mapped back to character spans.
 
-    Windows end at whitespace when one is in their second half, so words stay whole. Each
-    chunk is re-tokenised and shrunk until it fits: no chunk is longer than ``max_tokens``
-    tokens when tokenised on its own (without special tokens).
+    Windows end before a word when one starts in their second half, and overlaps start at a
+    word, so words stay whole. Each chunk is re-tokenised and shrunk until it fits: no chunk is
+    longer than ``max_tokens`` tokens when tokenised on its own (without special tokens). The
+    one exception: a single character that alone takes more tokens (an emoji is 2-3 tiktoken
+    tokens) is a chunk of its own, which only happens for ``max_tokens`` below 4.
 
     Args:
         tokenizer: a Hugging Face fast tokenizer or a tiktoken ``Encoding``.
@@ -283,6 +316,12 @@ class TokenChunker:
         return (f"TokenChunker(max_tokens={self.max_tokens}, "
                 f"overlap_tokens={self.overlap_tokens})")
 
+    @property
+    def fingerprint(self) -> str:
+        """The settings that decide the chunks, stable across machines (kept per version)."""
+        return (f"TokenChunker/{SPLITTER_VERSION}(max_tokens={self.max_tokens}, "
+                f"overlap_tokens={self.overlap_tokens}, tokens={self.tokens.name})")
+
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
         spans = self.tokens.spans(text)
@@ -292,9 +331,8 @@ class TokenChunker:
         chunks: list[Chunk] = []
         i, floor = 0, 0  # floor: where the next chunk may start after a cut inside a token
         while True:
-            start = max(0 if i == 0 else spans[i][0], floor)
+            start = _skip_space(text, max(0 if i == 0 else spans[i][0], floor))
             j, end = self._window(text, spans, i, start)
-            start, end = _trim(text, start, end)
             if start < end:
                 chunks.append(Chunk(text[start:end], start, end, len(chunks)))
             if j is None:  # one token did not fit alone: the window was cut by characters
@@ -302,32 +340,51 @@ class TokenChunker:
             elif j >= len(spans):
                 return chunks
             else:
-                i = max(i + 1, j - self.overlap_tokens)
+                i = _soft_start(text, spans, max(i + 1, j - self.overlap_tokens), j)
 
     def _window(self, text: str, spans: list[tuple[int, int]], i: int,
                 start: int) -> tuple[int | None, int]:
-        """``(j, end)``: tokens ``[i, j)`` fit, ending at ``end``; j None if cut by characters."""
+        """``(j, end)``: tokens ``[i, j)`` fit, ending at ``end``; j None if cut by characters.
+
+        ``end`` is trimmed of whitespace, so the text counted is exactly the chunk's text.
+        """
         j = _soft_end(text, spans, i, min(i + self.max_tokens, len(spans)))
         while True:
             # Up to the next token's start, so characters no token covers are kept.
-            end = spans[j][0] if j < len(spans) else len(text)
-            if self.tokens.count(text[start:_trim(text, start, end)[1]]) <= self.max_tokens:
+            end = _trim(text, start, spans[j][0] if j < len(spans) else len(text))[1]
+            if self._fits(text, start, end):
                 return j, end
             if j == i + 1:
-                fits = lambda e: self.tokens.count(text[start:e]) <= self.max_tokens  # noqa: E731
-                return None, _longest_fit(fits, start, end)
+                cut = _longest_fit(lambda e: self._fits(text, start, _trim(text, start, e)[1]),
+                                   start, end)
+                return None, max(_trim(text, start, cut)[1], start + 1)
             j -= 1
+
+    def _fits(self, text: str, start: int, end: int) -> bool:
+        return self.tokens.count(text[start:end]) <= self.max_tokens
+
+
+def _skip_space(text: str, start: int) -> int:
+    while start < len(text) and text[start].isspace():
+        start += 1
+    return start
 
 
 def _soft_end(text: str, spans: list[tuple[int, int]], i: int, j: int) -> int:
     """Move a window's end back to a token that starts a word, if one is in its second half."""
     if j >= len(spans):
         return j
-    for k in range(j, i + (j - i) // 2, -1):
-        a = spans[k][0]
-        if a > spans[k - 1][1] or text[a].isspace() or (a > 0 and text[a - 1].isspace()):
-            return k
-    return j
+    return next((k for k in range(j, i + (j - i) // 2, -1) if _starts_word(text, spans, k)), j)
+
+
+def _soft_start(text: str, spans: list[tuple[int, int]], i: int, j: int) -> int:
+    """Move an overlapping window's start forward to a word start before ``j``, if any."""
+    return next((k for k in range(i, j) if _starts_word(text, spans, k)), i)
+
+
+def _starts_word(text: str, spans: list[tuple[int, int]], k: int) -> bool:
+    a = spans[k][0]
+    return k == 0 or a > spans[k - 1][1] or text[a].isspace() or text[a - 1].isspace()
 
 
 def _model_tokenizer(embedder: Any) -> tuple[Any, int] | None:

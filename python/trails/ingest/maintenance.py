@@ -104,13 +104,13 @@ def _repair(ctx: Any, report: VerifyReport, chunks: dict[str, tuple[str, str, st
     store = ctx.vectors
     store.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
     _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
+    # Documents that cannot be made whole from what is stored (a graph that missed its last
+    # step lacks the document's own triples) are removed; the next ingest writes them again.
     broken = {c_doc for c_doc, *_ in report.count_mismatches}
     broken |= {chunks[c][0] for c in report.chunks_without_vectors}
+    broken |= set(report.graph_behind)
     for doc in sorted(broken):
         delete_document(ctx, doc)
-    for doc in report.graph_behind:
-        if doc not in broken and doc in versions:
-            _rewrite_version(ctx, doc, versions[doc])
 
 
 def _delete_subjects(ctx: Any, subjects: list[tuple[str, str]]) -> None:
@@ -118,17 +118,6 @@ def _delete_subjects(ctx: Any, subjects: list[tuple[str, str]]) -> None:
                   for s, scope in subjects]
     for start in range(0, len(operations), 500):  # bounded updates for remote endpoints too
         ctx.kg.update(" ;\n".join(operations[start : start + 500]))
-
-
-def _rewrite_version(ctx: Any, doc: str, record: Any) -> None:
-    """The graph missed step 4: bring its version, hash and count in line with the record."""
-    d = ox.NamedNode(doc)
-    block = graph_block(record.scope, f"{d} trails:currentVersion ?cv ; trails:chunkCount ?n ;"
-                                      " trails:contentHash ?h")
-    insert = graph_block(record.scope, f"{d} trails:currentVersion {ox.Literal(record.version)} ;"
-                                       f" trails:chunkCount {record.chunks} ;"
-                                       f" trails:contentHash {ox.Literal(record.content_hash)}")
-    ctx.kg.update(f"DELETE WHERE {{ {block} }} ; INSERT DATA {{ {insert} }}")
 
 
 def delete_document(ctx: Any, doc_iri: str) -> bool:

@@ -129,7 +129,7 @@ class _Run:
         iri = doc_iri(base, document.id, self.scope)
         yield DocumentStarted(iri, document.source)
         version = version_of(document, self.chunker_id, self.embedder_id)
-        state = self.writer.state(iri, version)
+        state, replaced = self.writer.state(iri, version)
         if state == "current":
             yield DocumentSkipped(iri, document.source)
             return
@@ -138,7 +138,6 @@ class _Run:
         except Exception as exc:
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
             return
-        replaced = bool(self.ctx.vectors.current_versions([iri]))
         pending = PendingDocument(document, iri, version, chunks, replaced)
         if state == "graph-behind":
             self.writer.finish_graph([pending])
@@ -167,18 +166,29 @@ class _Run:
             batch.append(item)
             tokens += item[2]
         self.queued_tokens -= tokens
+        yield from self._embed(batch, retry_per_document=True)
+        yield from self._commit_complete()
+
+    def _embed(self, batch: list[tuple[PendingDocument, int, int]],
+               retry_per_document: bool) -> Iterator[IngestEvent]:
         started = time.perf_counter()
         try:
             vectors = self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch])
             if len(vectors) != len(batch):
                 raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
         except Exception as exc:
-            yield from self._fail({id(d): d for d, _, _ in batch}.values(), exc)
+            documents = {id(d): d for d, _, _ in batch}
+            if not retry_per_document or len(documents) == 1:
+                yield from self._fail(documents.values(), exc)
+                return
+            # One document's text must not fail the others that share its batch: embed each
+            # document's part of the batch on its own, and fail only those that fail again.
+            for key in documents:
+                yield from self._embed([item for item in batch if id(item[0]) == key], False)
             return
         for (document, index, _), vector in zip(batch, vectors):
-            document.vectors[index] = np.asarray(vector, dtype=np.float32)
-        yield BatchEmbedded(len(batch), tokens, time.perf_counter() - started)
-        yield from self._commit_complete()
+            document.fill(index, np.asarray(vector, dtype=np.float32))
+        yield BatchEmbedded(len(batch), sum(t for _, _, t in batch), time.perf_counter() - started)
 
     def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:
         failed = {id(d) for d in documents}

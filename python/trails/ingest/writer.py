@@ -43,22 +43,26 @@ class PendingDocument:
     replaced: bool = False
     vectors: list[np.ndarray | None] = field(default_factory=list)
 
+    missing: int = 0
+
     def __post_init__(self) -> None:
         self.vectors = [None] * len(self.chunks)
+        self.missing = len(self.chunks)
+
+    def fill(self, index: int, vector: np.ndarray) -> None:
+        if self.vectors[index] is None:
+            self.missing -= 1
+        self.vectors[index] = vector
 
     @property
     def complete(self) -> bool:
-        return all(v is not None for v in self.vectors)
+        return self.missing == 0
 
 
 def graph_block(scope: str, body: str) -> str:
     """``body`` wrapped in the scope's GRAPH clause (the default scope is the default graph)."""
     graph = scope_graph(scope)
     return body if isinstance(graph, ox.DefaultGraph) else f"GRAPH {graph} {{ {body} }}"
-
-
-def _triples(quads: Sequence[ox.Quad]) -> str:
-    return " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
 
 
 class VersionWriter:
@@ -70,16 +74,23 @@ class VersionWriter:
 
     # -- what is there already --------------------------------------------------------------
 
-    def state(self, iri: str, version: str) -> str:
-        """``current`` (skip), ``graph-behind`` (vectors done, graph not cleaned) or ``new``."""
+    def state(self, iri: str, version: str) -> tuple[str, bool]:
+        """(``current`` | ``graph-behind`` | ``new``, whether a version is recorded).
+
+        ``current``: skip; ``graph-behind``: vectors done, graph not cleaned; ``new``: write.
+        """
         store = self.ctx.vectors
         recorded = store.current_versions([iri]).get(iri)
-        if recorded is None or recorded.version != version or recorded.scope != self.scope:
-            return "new"
+        if recorded is None:
+            return "new", False
+        if recorded.version != version or recorded.scope != self.scope:
+            return "new", True
         rows = store.document_rows(iri)
         if len(rows) != recorded.chunks or any(v != version or p for _, v, p in rows):
-            return "new"
-        return "current" if self._graph_is_current(iri, version, recorded.chunks) else "graph-behind"
+            return "new", True
+        if self._graph_is_current(iri, version, recorded.chunks):
+            return "current", True
+        return "graph-behind", True
 
     def _graph_is_current(self, iri: str, version: str, chunks: int) -> bool:
         kg, scopes = self.ctx.kg, [self.scope]
@@ -123,17 +134,20 @@ class VersionWriter:
         self.clean_graph(documents)
 
     def clean_graph(self, documents: Sequence[PendingDocument]) -> None:
-        """Step 4: remove other versions' chunk triples and rewrite each document's triples."""
-        operations = []
-        for d in documents:
-            doc = ox.NamedNode(d.iri)
-            version = ox.Literal(d.version)
-            stale = graph_block(self.scope,
-                                f"?c schema:isPartOf {doc} ; trails:version ?v . "
-                                f"FILTER(?v != {version}) ?c ?p ?o")
-            operations.append(f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
-                              f"WHERE {{ {stale} }}")
-            operations.append(f"DELETE WHERE {{ {graph_block(self.scope, f'{doc} ?p ?o')} }}")
-            quads = document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope)
-            operations.append(f"INSERT DATA {{ {graph_block(self.scope, _triples(quads))} }}")
-        self.ctx.kg.update(" ;\n".join(operations))
+        """Step 4: remove other versions' chunk triples and rewrite each document's triples.
+
+        One update for the whole batch (a VALUES table of documents and their versions), then
+        the new document triples. A crash between the two leaves a document without its own
+        triples: the next ingest sees the graph behind and rewrites them.
+        """
+        values = " ".join(f"({ox.NamedNode(d.iri)} {ox.Literal(d.version)})" for d in documents)
+        stale = graph_block(self.scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
+                                        "FILTER(?v != ?keep) ?c ?p ?o")
+        own = graph_block(self.scope, "?doc ?p ?o")
+        self.ctx.kg.update(
+            f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
+            f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }} ;\n"
+            f"DELETE {{ {own} }} WHERE {{ VALUES (?doc ?keep) {{ {values} }} {own} }}")
+        self.ctx.kg.extend(
+            q for d in documents
+            for q in document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope))

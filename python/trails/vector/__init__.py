@@ -11,6 +11,7 @@ from trails.vector.mock import MockEmbedder
 from trails.vector.store import SearchPlan, StoredVector, VectorHit, VectorStore
 
 if TYPE_CHECKING:
+    from trails.vector.openai import OpenAIEmbedder
     from trails.vector.sentence_transformer import SentenceTransformerEmbedder
     from trails.vector.sqlite_vec import SqliteVecStore
 
@@ -19,6 +20,7 @@ __all__ = [
     "Embedder",
     "EmbedderIdentity",
     "MockEmbedder",
+    "OpenAIEmbedder",
     "RetrievalHit",
     "RetrievalResult",
     "SearchPlan",
@@ -34,6 +36,7 @@ __all__ = [
 _LAZY = {
     "SqliteVecStore": "trails.vector.sqlite_vec",
     "SentenceTransformerEmbedder": "trails.vector.sentence_transformer",
+    "OpenAIEmbedder": "trails.vector.openai",
 }
 
 

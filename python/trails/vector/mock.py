@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -23,11 +22,16 @@ _STOPWORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=65536)
 def _token_vector(token: str, seed: int, dim: int) -> np.ndarray:
-    digest = hashlib.blake2b(f"{seed}\x00{token}".encode(), digest_size=8).digest()
-    rng = np.random.default_rng(int.from_bytes(digest, "little"))
-    vector = rng.standard_normal(dim)
+    """A fixed Gaussian direction for ``(seed, token)``: SHAKE-256 bits through Box-Muller.
+
+    Hashing instead of seeding a generator per token keeps the first sight of a word cheap
+    (large vocabularies are the common case in benchmarks).
+    """
+    bits = hashlib.shake_256(f"{seed}\x00{token}".encode()).digest(8 * dim)
+    uniform = (np.frombuffer(bits, dtype="<u4").astype(np.float64) + 0.5) / 2.0**32
+    u1, u2 = uniform[:dim], uniform[dim:]
+    vector = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
     vector.flags.writeable = False
     return vector
 
@@ -73,24 +77,57 @@ class MockEmbedder(BaseEmbedder):
     def identity(self) -> EmbedderIdentity:
         return EmbedderIdentity(model=f"{self.model_id}:seed={self.seed}", dim=self._dim)
 
-    def _one(self, text: str) -> np.ndarray:
-        counts: dict[str, int] = {}
-        for token in tokens(text):
-            counts[token] = counts.get(token, 0) + 1
-        vector = np.zeros(self._dim)
-        for token, count in counts.items():
-            vector += (1.0 + np.log(count)) * _token_vector(token, self.seed, self._dim)
-        norm = float(np.linalg.norm(vector))
-        if norm == 0.0:
-            # The empty text (or words cancelling exactly) still needs a direction: cosine is
-            # undefined for the zero vector.
-            vector = _token_vector("\x00empty", self.seed, self._dim)
-            norm = float(np.linalg.norm(vector))
-        return vector / norm
-
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.batches += 1
+        vocabulary = _vocabulary(self.seed, self._dim)
         out = np.empty((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            out[i] = self._one(text)
+            counts: dict[str, int] = {}
+            for token in tokens(text):
+                counts[token] = counts.get(token, 0) + 1
+            vector = None
+            if counts:
+                weights = 1.0 + np.log(np.fromiter(counts.values(), np.float64, len(counts)))
+                rows = vocabulary.rows(counts)  # may grow the matrix: look it up after
+                vector = weights @ vocabulary.vectors[rows]
+                norm = float(np.linalg.norm(vector))
+                vector = vector / norm if norm > 0.0 else None
+            if vector is None:
+                # The empty text (or words cancelling exactly) still needs a direction:
+                # cosine is undefined for the zero vector.
+                vector = _token_vector("\x00empty", self.seed, self._dim)
+                vector = vector / float(np.linalg.norm(vector))
+            out[i] = vector
         return out
+
+
+class _Vocabulary:
+    """Word -> row of a growing matrix of word directions (shared per seed and dim)."""
+
+    def __init__(self, seed: int, dim: int) -> None:
+        self.seed, self.dim = seed, dim
+        self.index: dict[str, int] = {}
+        self.vectors = np.empty((1024, dim))
+
+    def rows(self, words: Iterable[str]) -> list[int]:
+        out = []
+        for word in words:
+            row = self.index.get(word)
+            if row is None:
+                row = len(self.index)
+                if row == len(self.vectors):
+                    self.vectors = np.concatenate([self.vectors, np.empty_like(self.vectors)])
+                self.vectors[row] = _token_vector(word, self.seed, self.dim)
+                self.index[word] = row
+            out.append(row)
+        return out
+
+
+_VOCABULARIES: dict[tuple[int, int], _Vocabulary] = {}
+
+
+def _vocabulary(seed: int, dim: int) -> _Vocabulary:
+    key = (seed, dim)
+    if key not in _VOCABULARIES:
+        _VOCABULARIES[key] = _Vocabulary(seed, dim)
+    return _VOCABULARIES[key]

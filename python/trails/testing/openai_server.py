@@ -1,0 +1,348 @@
+"""A local OpenAI-compatible embeddings server, so tests run the real ``openai`` client offline.
+
+>>> from trails.vector.openai import OpenAIEmbedder
+>>> with OpenAICompatibleServer() as server:  # doctest: +SKIP
+...     embedder = OpenAIEmbedder(base_url=server.base_url, api_key="test", dim=64)
+...     server.fail_next(429, retry_after=0.01)
+...     embedder.embed_array(["Rails is a web framework."]).shape, len(server.requests)
+((1, 64), 2)
+
+``POST /v1/embeddings`` answers like the API: ``data[i].embedding`` (a float list, or base64
+little-endian float32 with ``encoding_format="base64"``, which the ``openai`` client asks for
+by default), ``index``, ``model`` and ``usage``. Vectors come from :class:`MockEmbedder` (so
+texts sharing words land close), shortened with ``dimensions``. It checks the bearer key and
+the API's limits (2048 inputs, 8191 tokens per input, 300,000 per request). Scripted failures
+(``fail_next``, ``delay_next``) are served first, one per request, and every request is recorded
+in ``requests`` so tests can count retries and batch sizes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import numpy as np
+
+from trails.vector.mock import MockEmbedder
+
+__all__ = ["OpenAICompatibleServer", "RecordedRequest"]
+
+MODELS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+          "text-embedding-ada-002": 1536}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it, and the status it was answered with."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    status: int
+
+    @property
+    def inputs(self) -> list[Any]:
+        """The ``input`` texts of an embeddings request (always a list)."""
+        value = self.body.get("input") if isinstance(self.body, dict) else None
+        return value if isinstance(value, list) else [value]
+
+
+@dataclass
+class _Action:
+    status: int = 200
+    delay: float = 0.0
+    message: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, message: str, code: str | None = None,
+                 type_: str = "invalid_request_error", param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.type = status, message, code, type_
+        self.param = param
+
+
+class OpenAICompatibleServer:
+    """An embeddings endpoint on ``127.0.0.1`` (ephemeral port) in a background thread.
+
+    Args:
+        api_key: the only key accepted (``Authorization: Bearer <key>``); others get 401.
+        models: model name -> native dimension (default: the three OpenAI embedding models).
+        seed: the MockEmbedder seed behind the vectors.
+        scale: vectors are multiplied by this, to check that clients re-normalise.
+    """
+
+    def __init__(self, api_key: str = "test", *, models: dict[str, int] | None = None,
+                 seed: int = 0, scale: float = 1.0) -> None:
+        self.api_key = api_key
+        self.models = dict(MODELS if models is None else models)
+        self.seed = seed
+        self.scale = scale
+        self.requests: list[RecordedRequest] = []
+        self.errors: list[BaseException] = []  # unexpected handler errors, for debugging
+        self._script: deque[_Action] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._embedders: dict[int, MockEmbedder] = {}
+        self._count: Callable[[str], int] | None = None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> OpenAICompatibleServer:
+        if self._httpd is None:
+            self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, self)
+            self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                            name="openai-compatible-server", daemon=True)
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._httpd is None:
+            return
+        self._stopping.set()  # wakes delayed responses
+        self._httpd.shutdown()
+        self._httpd.close_connections()
+        self._httpd.server_close()
+        assert self._thread is not None
+        self._thread.join(5)
+        self._httpd = None
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, for ``OpenAI(base_url=...)``."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not running: use it as a context manager")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # -- scripting ----------------------------------------------------------------------------
+
+    def fail_next(self, status: int = 500, *, retry_after: float | str | None = None,
+                  retry_after_ms: float | None = None, message: str | None = None,
+                  times: int = 1, headers: dict[str, str] | None = None) -> None:
+        """Answer the next ``times`` requests with ``status`` (and a ``Retry-After`` header)."""
+        extra = dict(headers or {})
+        if retry_after is not None:
+            extra["retry-after"] = str(retry_after)
+        if retry_after_ms is not None:
+            extra["retry-after-ms"] = str(retry_after_ms)
+        with self._lock:
+            self._script.extend(_Action(status, 0.0, message, extra) for _ in range(times))
+
+    def delay_next(self, seconds: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` requests normally, but only after ``seconds``."""
+        with self._lock:
+            self._script.extend(_Action(200, seconds) for _ in range(times))
+
+    def reset(self) -> None:
+        """Forget recorded requests and scripted responses."""
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/embeddings")]
+
+    def count_tokens(self, text: str) -> int:
+        """cl100k_base tokens (tiktoken), or ~4 characters a token when it is unavailable."""
+        if self._count is None:
+            try:
+                from trails.vector.openai import load_cl100k
+
+                self._count = lambda t, enc=load_cl100k(): len(enc.encode_ordinary(t))
+            except Exception:  # noqa: BLE001 - no tiktoken or no BPE file: approximate
+                self._count = lambda t: len(t) // 4 + 1
+        return self._count(text)
+
+    # -- serving ------------------------------------------------------------------------------
+
+    def _next_action(self) -> _Action:
+        with self._lock:
+            return self._script.popleft() if self._script else _Action()
+
+    def _record(self, handler: BaseHTTPRequestHandler, body: Any, status: int) -> None:
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._lock:
+            self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
+                                                 status))
+
+    def _respond(self, handler: BaseHTTPRequestHandler, body: Any) -> tuple[int, Any, dict]:
+        """``(status, JSON body, headers)`` for one request."""
+        if not handler.path.rstrip("/").endswith("/embeddings"):
+            return _error(_ApiError(404, f"Unknown request URL: POST {handler.path}",
+                                    "unknown_url"))
+        if handler.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _error(_ApiError(401, "Incorrect API key provided.", "invalid_api_key"))
+        try:
+            return 200, self._embeddings(body), {}
+        except _ApiError as exc:
+            return _error(exc)
+
+    def _embeddings(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _ApiError(400, "We could not parse the JSON body of your request.")
+        model = body.get("model")
+        if model not in self.models:
+            raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
+                            "access to it.", "model_not_found")
+        texts = _inputs(body.get("input"))
+        dim = self._dimensions(model, body.get("dimensions"))
+        fmt = body.get("encoding_format", "float")
+        if fmt not in ("float", "base64"):
+            raise _ApiError(400, f"'{fmt}' is not one of ['float', 'base64'] - "
+                            "'encoding_format'", param="encoding_format")
+        counts = [self.count_tokens(t) for t in texts]
+        for n in counts:
+            if n > 8191:
+                raise _ApiError(400, f"This model's maximum context length is 8192 tokens, "
+                                f"however you requested {n} tokens in the input.")
+        if sum(counts) > 300_000:
+            raise _ApiError(400, f"Requested {sum(counts)} tokens, max 300000 tokens per "
+                            "request", "max_tokens_per_request")
+        vectors = self._embedder(dim).embed_batch(texts) * np.float32(self.scale)
+        data = [{"object": "embedding", "index": i, "embedding": _encode(v, fmt)}
+                for i, v in enumerate(vectors)]
+        return {"object": "list", "data": data, "model": model,
+                "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)}}
+
+    def _dimensions(self, model: str, requested: Any) -> int:
+        native = self.models[model]
+        if requested is None:
+            return native
+        if not model.startswith("text-embedding-3"):
+            raise _ApiError(400, "This model does not support specifying dimensions.",
+                            param="dimensions")
+        if not isinstance(requested, int) or not 1 <= requested <= native:
+            raise _ApiError(400, f"Invalid value for 'dimensions' = {requested}. Must be "
+                            f"between 1 and {native}.", param="dimensions")
+        return requested
+
+    def _embedder(self, dim: int) -> MockEmbedder:
+        with self._lock:
+            if dim not in self._embedders:
+                self._embedders[dim] = MockEmbedder(dim=dim, seed=self.seed)
+            return self._embedders[dim]
+
+
+def _inputs(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise _ApiError(400, "'input' must be a non-empty string or array", param="input")
+    if len(value) > 2048:
+        raise _ApiError(400, f"'input' has {len(value)} items, the maximum is 2048",
+                        param="input")
+    if all(isinstance(v, int) for v in value):  # one pre-tokenised text
+        value = [value]
+    texts = []
+    for item in value:
+        if isinstance(item, list):  # token ids: hash them as text
+            item = " ".join(f"t{int(t)}" for t in item)
+        if not isinstance(item, str) or not item:
+            raise _ApiError(400, "'$.input' is invalid: every input must be a non-empty "
+                            "string", param="input")
+        texts.append(item)
+    return texts
+
+
+def _encode(vector: np.ndarray, fmt: str) -> Any:
+    if fmt == "base64":
+        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+    return [float(x) for x in vector]
+
+
+def _error(exc: _ApiError) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return exc.status, {"error": {"message": exc.message, "type": exc.type,
+                                  "param": exc.param, "code": exc.code}}, {}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type, owner: OpenAICompatibleServer):
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        super().__init__(address, handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        self.connections.add(sock)
+        return sock, address
+
+    def shutdown_request(self, request: Any) -> None:
+        self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Unblock handler threads waiting on idle keep-alive connections."""
+        for sock in list(self.connections):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, (ConnectionError, TimeoutError)) and exc is not None:
+            self.owner.errors.append(exc)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
+    server: _HTTPServer
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        action = owner._next_action()
+        owner._record(self, body, action.status)
+        if action.delay and owner._stopping.wait(action.delay):
+            return
+        if action.status != 200:
+            status, payload, headers = _error(_ApiError(
+                action.status, action.message or f"scripted failure ({action.status})",
+                type_="rate_limit_error" if action.status == 429 else "server_error"))
+            headers = action.headers
+        else:
+            status, payload, headers = owner._respond(self, body)
+        self._send(status, payload, headers)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._send(404, {"error": {"message": f"Unknown request URL: GET {self.path}"}}, {})
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{len(self.server.owner.requests)}")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass

