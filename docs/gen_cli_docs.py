@@ -5,7 +5,8 @@
 
 Each help text is rendered in a subprocess with a fixed width and colour switched off, so the
 output does not depend on the terminal (or CI variables such as FORCE_COLOR) of whoever runs
-it; trailing spaces and repeated blank lines are dropped. tests/test_cli.py checks that the checked-in file equals :func:`render`.
+it; trailing spaces and repeated blank lines are dropped. tests/test_cli.py checks that the
+checked-in file equals :func:`render`.
 """
 
 from __future__ import annotations

@@ -76,3 +76,42 @@ class SqliteVecFile(_Factory):
 
 FACTORIES: list[type[_Factory]] = [SqliteVecMemory, SqliteVecFile]
 PERSISTENT: list[type[_Factory]] = [f for f in FACTORIES if f.persistent]
+
+
+class QdrantMemory(_Factory):
+    name = "qdrant-memory"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
+        from trails.vector.qdrant import QdrantStore
+
+        return self._keep(QdrantStore(dim=dim, embedder=embedder))
+
+
+class QdrantLocalFolder(_Factory):
+    name = "qdrant-path"
+    persistent = True
+
+    @property
+    def path(self) -> Path:
+        return self.tmp_path / "qdrant"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
+        from trails.vector.qdrant import QdrantStore
+
+        return self._keep(QdrantStore(dim=dim, path=self.path, embedder=embedder))
+
+    def reopen(
+        self,
+        dim: int | None = None,
+        embedder: EmbedderIdentity | None = None,
+        read_only: bool = False,
+    ) -> Any:
+        from trails.vector.qdrant import QdrantStore
+
+        return self._keep(
+            QdrantStore(dim=dim, path=self.path, embedder=embedder, read_only=read_only)
+        )
+
+
+FACTORIES += [QdrantMemory, QdrantLocalFolder]
+PERSISTENT[:] = [f for f in FACTORIES if f.persistent]

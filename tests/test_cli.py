@@ -340,6 +340,12 @@ def test_sparql_from_a_file_or_stdin_and_construct(kb, tmp_path):
     assert trails("--db", kb, "sparql", "-", input="ASK { ?s ?p ?o }").stdout == "true\n"
 
 
+def test_a_missing_query_file_is_named(kb, tmp_path):
+    result = trails("--db", kb, "sparql", tmp_path / "missing.rq")
+    assert result.exit_code == 1
+    assert "no such query file" in one_line_error(result.stderr)
+
+
 def test_malformed_sparql_is_one_line_and_exit_1(kb):
     result = trails("--db", kb, "sparql", "SELEC ?x WHERE { ?x ?p ?o }")
     assert result.exit_code == 1
@@ -472,3 +478,10 @@ def test_docs_cli_md_is_the_current_help_output():
     for command in ("init", "ingest", "query", "sparql", "stats", "verify"):
         assert f"$ trails {command} --help" in checked_in
     assert "\x1b[" not in checked_in and "\r" not in checked_in
+
+
+def test_the_cli_imports_no_heavy_package():
+    code = ("import sys, trails.cli; heavy = ['torch', 'sentence_transformers', 'transformers', "
+            "'openai', 'qdrant_client']; print([m for m in heavy if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

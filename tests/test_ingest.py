@@ -252,6 +252,22 @@ def test_aingest_yields_the_same_events_as_ingest(tmp_path):
         assert sum(isinstance(e, DocumentSkipped) for e in again) == 3
 
 
+def test_a_repeated_document_id_in_one_run_fails_the_repeat(mem):
+    first = Document(id="x", source="mem:1", text="The first text of x.")
+    second = Document(id="x", source="mem:2", text="A second, different text of x.")
+    events = list(ingest([first, second], ctx=mem))
+    failed = [e for e in events if isinstance(e, DocumentFailed)]
+    assert [(e.source, e.doc_iri) for e in failed] == [("mem:2", _iri("x"))]
+    assert "same document id" in failed[0].reason
+    assert [e.source for e in events if isinstance(e, DocumentIngested)] == ["mem:1"]
+    assert mem.verify().ok
+    assert [h.snippet for h in retrieve("text", mem, mode="vector")] == [first.text]
+    stats = ingest_all([second], ctx=mem)  # in its own run it replaces the first
+    assert stats.ingested == 1
+    assert [h.snippet for h in retrieve("text", mem, mode="vector")] == [second.text]
+    assert mem.verify().ok
+
+
 def test_empty_document_is_ingested_with_no_chunks(mem):
     events = list(ingest([Document(id="empty", source="mem:empty", text="")], ctx=mem))
     done = [e for e in events if isinstance(e, DocumentIngested)]
@@ -475,7 +491,7 @@ def test_failed_embedding_keeps_the_previous_version_and_others_ingest(tmp_path)
         assert _typed(_one(ctx, _iri("b.txt"), TRAILS + "contentHash"), "string") == \
             hashlib.sha256(b"Bananas are yellow.").hexdigest()
         assert _mentions(ctx, {_iri("d.txt")}) == []
-        assert [h.snippet for h in retrieve("bananas", ctx, mode="vector", k=1)] == ["Bananas are yellow."]
+        assert [h.snippet for h in retrieve("Bananas are yellow.", ctx, mode="vector", k=1)] == ["Bananas are yellow."]
         assert ctx.verify().ok
 
         stats = ingest_all(folder, ctx=ctx)  # the same run again: b and d fail again only
@@ -517,6 +533,18 @@ def test_async_sanitizer_under_aingest(mem, tmp_path):
 
     events = asyncio.run(run())
     assert sum(isinstance(e, DocumentIngested) for e in events) == 1
+    assert [v.metadata["snippet"] for v in mem.vectors.get(mem.vectors.all_ids())] == \
+        ["Mail [EMAIL] today."]
+
+
+def test_async_sanitizer_from_sync_code_inside_a_running_event_loop(mem, tmp_path):
+    """As in a notebook: plain ingest_all called where an event loop is already running."""
+    (tmp_path / "mail.txt").write_text("Mail bob@example.com today.")
+
+    async def notebook_cell() -> IngestionStats:
+        return ingest_all(tmp_path / "mail.txt", ctx=mem, sanitizer=_redact_emails_async)
+
+    assert asyncio.run(notebook_cell()).ingested == 1
     assert [v.metadata["snippet"] for v in mem.vectors.get(mem.vectors.all_ids())] == \
         ["Mail [EMAIL] today."]
 
@@ -593,7 +621,8 @@ def test_another_embedder_can_open_and_query_but_not_retrieve_or_ingest(seeded):
 
     with Context.open(directory) as ctx:  # the recorded embedder comes back by itself
         assert ctx.embedder.identity == MockEmbedder(dim=32, seed=1).identity
-        assert retrieve("alpha letter", ctx, mode="vector", k=1)[0].metadata["doc_iri"] == _iri("a.md")
+        best = retrieve(ALPHA_BODY.strip(), ctx, mode="vector", k=1)[0]  # its own text: cosine 1
+        assert best.metadata["doc_iri"] == _iri("a.md") and best.score == pytest.approx(1.0)
 
 
 def test_another_dimension_is_refused_with_a_way_out(seeded):
@@ -610,12 +639,15 @@ def test_another_dimension_is_refused_with_a_way_out(seeded):
 # ------------------------------------------------------------------------------- verify()
 
 
+WALRUS = "Walruses rest on the ice. They dive for clams."
+
+
 @pytest.fixture
 def verified(mem, tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "one.txt").write_text(_long_body(40))
-    (folder / "two.txt").write_text("Walruses rest on the ice. They dive for clams.")
+    (folder / "two.txt").write_text(WALRUS)
     ingest_all(folder, ctx=mem)
     report = mem.verify()
     assert report.ok and report.summary() == "consistent"
@@ -628,7 +660,8 @@ def _restored(ctx: Context, folder: Path) -> None:
     assert ctx.verify().ok, ctx.verify().summary()
     ingest_all(folder, ctx=ctx)
     assert ctx.verify().ok
-    assert retrieve("walruses clams", ctx, mode="vector", k=1)[0].metadata["doc_iri"] == _iri("two.txt")
+    best = retrieve(WALRUS, ctx, mode="vector", k=1)[0]
+    assert best.metadata["doc_iri"] == _iri("two.txt") and best.score == pytest.approx(1.0)
     assert {h.metadata["doc_iri"] for h in retrieve("topic3", ctx, mode="vector", k=200)} == \
         {_iri("one.txt"), _iri("two.txt")}
     assert ctx.vectors.count() == len(ctx.kg.query("SELECT ?c WHERE { ?c a trails:Chunk }"))

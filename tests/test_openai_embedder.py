@@ -303,7 +303,7 @@ def test_batch_size_is_validated():
 
 def test_an_over_long_text_names_its_length_and_a_chunker(server, make):
     embedder = make()
-    text = "word " * 9000
+    text = " word" * 9000  # 9000 tokens
     with pytest.raises(EmbeddingError, match=r"text 1 is 9000 tokens.*8191.*token_chunker_for"):
         embedder.embed_array(["fine", text])
     assert server.requests == []
@@ -373,6 +373,7 @@ def test_embedder_for_rebuilds_openai_identities(make):
 def test_ingest_end_to_end_reports_api_tokens(server, make):
     docs = [Document(id="rails", source="rails.md",
                      text="Rails is a web framework. It is written in Ruby."),
+            Document(id="gems", source="gems.md", text="Ruby gems are packages."),
             Document(id="zoo", source="zoo.md", text="Elephants are grey. They live long.")]
     embedder = make()
     with fresh_context(embedder=embedder) as ctx:
@@ -382,9 +383,9 @@ def test_ingest_end_to_end_reports_api_tokens(server, make):
             if isinstance(event, BatchEmbedded):  # the usage the API reported for this batch
                 reported.append(embedder.last_usage.prompt_tokens)
         batches = [e for e in events if isinstance(e, BatchEmbedded)]
-        assert len([e for e in events if isinstance(e, DocumentIngested)]) == 2
-        assert sum(b.chunks for b in batches) == ctx.vectors.count() == 4
-        assert [len(r.inputs) for r in server.embedding_requests] == [2, 2]
+        assert len([e for e in events if isinstance(e, DocumentIngested)]) == 3
+        assert [b.chunks for b in batches] == [2, 1] and ctx.vectors.count() == 3
+        assert [len(r.inputs) for r in server.embedding_requests] == [2, 1]
         # The events count with tiktoken before sending; the API's usage agrees exactly.
         assert [b.tokens for b in batches] == reported
         assert sum(reported) == embedder.total_tokens > 0

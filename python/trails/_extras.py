@@ -17,6 +17,7 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "tiktoken": ("tiktoken", "vector-openai"),
     "qdrant_client": ("qdrant-client", "vector-qdrant"),
     "pypdf": ("pypdf", "pdf"),
+    "httpx": ("httpx", "remote"),
 }
 
 

@@ -49,8 +49,8 @@ def _click_class(name: str) -> type[Exception]:
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
 
 
-_UsageError = _click_class("UsageError")
-_ClickException = _click_class("ClickException")
+_UsageError: Any = _click_class("UsageError")
+_ClickException: Any = _click_class("ClickException")
 
 
 class _Group(TyperGroup):
@@ -62,10 +62,10 @@ class _Group(TyperGroup):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "trails"  # type: ignore[attr-defined]
-            code = _fail(f"{exc.format_message()} (see '{where} --help')")  # type: ignore[attr-defined]
+            where = exc.ctx.command_path if exc.ctx is not None else "trails"
+            code = _fail(f"{exc.format_message()} (see '{where} --help')")
         except _ClickException as exc:
-            code = _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+            code = _fail(exc.format_message(), exc.exit_code)
         except typer.Abort:
             code = _fail("aborted")
         except (TrailsError, ValueError, SyntaxError, OSError) as exc:
@@ -167,7 +167,9 @@ def make_embedder(spec: str) -> Embedder:
     if spec == "mock" or spec.startswith("mock:"):
         from trails.vector.mock import MockEmbedder
 
-        dim = spec.partition(":")[2] or "384"
+        dim = spec.partition(":")[2]
+        if not dim:
+            return MockEmbedder()
         if not dim.isdigit() or int(dim) < 1:
             raise ValueError(f"--model mock:DIM needs a positive integer DIM, got {spec!r}")
         return MockEmbedder(dim=int(dim))
@@ -250,7 +252,9 @@ def _table(*columns: str) -> Table:
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None else _jsonable(value) if not isinstance(value, str) else value
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else _jsonable(value)
 
 
 # ------------------------------------------------------------------------------------ commands
@@ -281,7 +285,8 @@ def init(
     if _has_context(db):
         with _context(db, read_only=True) as opened:
             _check_same(db, opened, model, base_iri)
-            typer.echo(f"{db} already holds a trails context ({opened.embedder.identity.describe()})")
+            described = opened.embedder.identity.describe()
+            typer.echo(f"{db} already holds a trails context ({described})")
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -427,7 +432,8 @@ def sparql(
     bind: list[str] = typer.Option([], "--bind", metavar="NAME=VALUE",
                                    help="Bind ?NAME (repeatable; typed as in `trails query`)."),
     scope: list[str] = typer.Option(
-        [], "--scope", metavar="SCOPE", help="Query only these scopes (repeatable; default: all, as one graph)."),
+        [], "--scope", metavar="SCOPE",
+        help="Query only these scopes (repeatable; default: all, as one graph)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON only."),
 ) -> None:
     """Run a read-only SPARQL query: SELECT prints rows, ASK true/false, CONSTRUCT N-Triples.
@@ -460,13 +466,19 @@ def sparql(
 
 
 def _read_query(argument: str) -> str:
+    """The query itself, the text of the file it names, or stdin for ``-``."""
     if argument == "-":
         return sys.stdin.read()
+    path = Path(argument)
     try:
-        is_file = "{" not in argument and Path(argument).is_file()
+        is_file = "{" not in argument and path.is_file()
     except (OSError, ValueError):  # a long query is not a valid path
         is_file = False
-    return Path(argument).read_text(encoding="utf-8") if is_file else argument
+    if is_file:
+        return path.read_text(encoding="utf-8")
+    if path.suffix in (".rq", ".sparql") and " " not in argument:
+        raise ConfigurationError(f"no such query file: {argument}")
+    return argument
 
 
 def _print_triples(triples: list[Any], as_json: bool) -> None:

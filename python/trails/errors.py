@@ -13,7 +13,8 @@ says what was wrong and what to do next. The tree::
     │   ├── DimensionMismatchError    a vector or store has another dimension than expected
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
     ├── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
-    └── EmbeddingError                an embedding service refused a text or kept failing
+    ├── EmbeddingError                an embedding service refused a text or kept failing
+    └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
 
 Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
 with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
@@ -28,6 +29,7 @@ __all__ = [
     "DimensionMismatchError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "EndpointUnavailableError",
     "InvalidVectorError",
     "MissingExtraError",
     "SparqlError",
@@ -89,4 +91,13 @@ class EmbeddingError(TrailsError):
     """An embedding service rejected a request, or kept failing after every retry.
 
     The message carries the service's own explanation (or the last failure) and what to do.
+    """
+
+
+class EndpointUnavailableError(TrailsError):
+    """A remote endpoint (a SPARQL server) refused the connection, timed out or failed (5xx).
+
+    The message names the URL and what happened. The request that failed was applied whole or
+    not at all (a SPARQL endpoint applies each request atomically), so nothing partial was
+    committed by it; retry the operation once the endpoint is back (ingestion is idempotent).
     """

@@ -19,7 +19,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 def check_scope(scope: str) -> str:
-    if not isinstance(scope, str) or not _NAME.match(scope):
+    if not isinstance(scope, str) or not _NAME.fullmatch(scope):  # "$" would allow "a\n"
         raise ValueError(
             f"scope names are 1-128 characters of letters, digits, '_', '.', '-', starting "
             f"with a letter or digit; got {scope!r}"

@@ -145,15 +145,30 @@ class SentenceChunker:
 
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
-        units = [piece for span in split_sentences(text) for piece in self._fit(text, *span)]
-        ranges = self._pack(text, units)
-        return [Chunk(text[units[a][0]:units[b - 1][1]], units[a][0], units[b - 1][1], pos)
-                for pos, (a, b) in enumerate(ranges)]
+        spans = self._pack(text, split_sentences(text))
+        return [Chunk(text[a:b], a, b, position) for position, (a, b) in enumerate(spans)]
 
     def _fits(self, text: str, start: int, end: int) -> bool:
         if end - start > self.max_chars:
             return False
         return self.count_tokens is None or self.count_tokens(text[start:end]) <= self.max_tokens
+
+    def _pack(self, text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Greedy packing of sentences into chunk spans, ``overlap`` sentences shared."""
+        spans, a = [], 0
+        while a < len(units):
+            if not self._fits(text, *units[a]):
+                # Split a too-long sentence only when met, so the other sentences need no
+                # token count of their own (packing already counts them).
+                units[a:a + 1] = self._fit(text, *units[a])
+            b = self._last_fitting(text, units, a)
+            spans.append((units[a][0], units[b - 1][1]))
+            if b == len(units):
+                break
+            a = max(a + 1, b - self.overlap)
+            while a < b and not self._fits(text, units[a][0], units[b][1]):
+                a += 1  # less overlap when the overlap and the next unit do not fit together
+        return spans
 
     def _fit(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         """Cut one over-long sentence into pieces that fit, preferring whitespace."""
@@ -166,19 +181,6 @@ class SentenceChunker:
             pieces.append(_trim(text, start, cut))  # start is never whitespace: not empty
             start = _trim(text, cut, end)[0]
         return [*pieces, (start, end)] if start < end else pieces
-
-    def _pack(self, text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Greedy packing: ``[a, b)`` ranges of units, ``overlap`` units shared between them."""
-        ranges, a = [], 0
-        while a < len(units):
-            b = self._last_fitting(text, units, a)
-            ranges.append((a, b))
-            if b == len(units):
-                break
-            a = max(a + 1, b - self.overlap)
-            while a < b and not self._fits(text, units[a][0], units[b][1]):
-                a += 1  # less overlap when the overlap and the next unit do not fit together
-        return ranges
 
     def _last_fitting(self, text: str, units: list[tuple[int, int]], a: int) -> int:
         """The largest ``b`` such that units ``[a, b)`` fit in one chunk."""
@@ -289,7 +291,8 @@ class TokenChunker:
     word, so words stay whole. Each chunk is re-tokenised and shrunk until it fits: no chunk is
     longer than ``max_tokens`` tokens when tokenised on its own (without special tokens). The
     one exception: a single character that alone takes more tokens (an emoji is 2-3 tiktoken
-    tokens) is a chunk of its own, which only happens for ``max_tokens`` below 4.
+    tokens, a Hangul syllable 3 word pieces) is a chunk of its own, which only happens for
+    ``max_tokens`` below 4.
 
     Args:
         tokenizer: a Hugging Face fast tokenizer or a tiktoken ``Encoding``.

@@ -70,7 +70,8 @@ def ingest(
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     if batch_size < 1 or max_batch_tokens < 1:
         raise ValueError("batch_size and max_batch_tokens must be positive")
-    run = _Run(ctx, check_scope(scope or DEFAULT_SCOPE), chunker, batch_size, max_batch_tokens)
+    scope = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
+    run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     from trails.ingest.loaders import load
 
     for item in load(source, **loader_options):
@@ -116,6 +117,7 @@ class _Run:
         self.queue: deque[tuple[PendingDocument, int, int]] = deque()  # (doc, chunk idx, tokens)
         self.queued_tokens = 0
         self.open: list[PendingDocument] = []
+        self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
 
     def take(self, item: Document | LoadFailure, sanitizer: Any, base: str) -> Iterator[IngestEvent]:
         if isinstance(item, LoadFailure):
@@ -127,6 +129,11 @@ class _Run:
             yield DocumentFailed(item.source, f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
         iri = doc_iri(base, document.id, self.scope)
+        if iri in self.seen:  # two versions of one document in a batch would erase each other
+            yield DocumentFailed(document.source, f"same document id {document.id!r} as "
+                                 f"{self.seen[iri]} earlier in this run; ids must be unique", iri)
+            return
+        self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
         version = version_of(document, self.chunker_id, self.embedder_id)
         state, replaced = self.writer.state(iri, version)

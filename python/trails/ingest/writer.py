@@ -141,8 +141,10 @@ class VersionWriter:
         triples: the next ingest sees the graph behind and rewrites them.
         """
         values = " ".join(f"({ox.NamedNode(d.iri)} {ox.Literal(d.version)})" for d in documents)
+        # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
+        # here) would be unbound and no stale chunk of a named scope would ever match.
         stale = graph_block(self.scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
-                                        "FILTER(?v != ?keep) ?c ?p ?o")
+                                        "?c ?p ?o") + " FILTER(?v != ?keep)"
         own = graph_block(self.scope, "?doc ?p ?o")
         self.ctx.kg.update(
             f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "

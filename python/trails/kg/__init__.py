@@ -17,10 +17,20 @@ __all__ = [
     "KnowledgeGraph",
     "OxigraphGraph",
     "QueryResult",
+    "SparqlEndpointGraph",
     "check_filter",
     "to_python",
     "to_term",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazily, so that ``import trails.kg`` does not import httpx (the ``remote`` extra).
+    if name == "SparqlEndpointGraph":
+        from trails.kg.remote import SparqlEndpointGraph
+
+        return SparqlEndpointGraph
+    raise AttributeError(f"module 'trails.kg' has no attribute {name!r}")
 
 
 @runtime_checkable

@@ -101,7 +101,7 @@ class OpenAICompatibleServer:
     def start(self) -> OpenAICompatibleServer:
         if self._httpd is None:
             self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, self)
-            self._thread = threading.Thread(target=self._httpd.serve_forever,
+            self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
                                             name="openai-compatible-server", daemon=True)
             self._thread.start()
         return self
@@ -307,6 +307,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
+    disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms ACK stalls
     server: _HTTPServer
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
@@ -318,16 +319,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         action = owner._next_action()
-        owner._record(self, body, action.status)
-        if action.delay and owner._stopping.wait(action.delay):
-            return
         if action.status != 200:
-            status, payload, headers = _error(_ApiError(
+            status, payload, _ = _error(_ApiError(
                 action.status, action.message or f"scripted failure ({action.status})",
                 type_="rate_limit_error" if action.status == 429 else "server_error"))
             headers = action.headers
         else:
             status, payload, headers = owner._respond(self, body)
+        owner._record(self, body, status)  # on arrival, so a delayed request counts at once
+        if action.delay and owner._stopping.wait(action.delay):
+            return
         self._send(status, payload, headers)
 
     def do_GET(self) -> None:  # noqa: N802

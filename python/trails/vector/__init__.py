@@ -12,6 +12,7 @@ from trails.vector.store import SearchPlan, StoredVector, VectorHit, VectorStore
 
 if TYPE_CHECKING:
     from trails.vector.openai import OpenAIEmbedder
+    from trails.vector.qdrant import QdrantStore
     from trails.vector.sentence_transformer import SentenceTransformerEmbedder
     from trails.vector.sqlite_vec import SqliteVecStore
 
@@ -21,6 +22,7 @@ __all__ = [
     "EmbedderIdentity",
     "MockEmbedder",
     "OpenAIEmbedder",
+    "QdrantStore",
     "RetrievalHit",
     "RetrievalResult",
     "SearchPlan",
@@ -34,6 +36,7 @@ __all__ = [
 
 # name -> module; imported on first access so `import trails.vector` stays light.
 _LAZY = {
+    "QdrantStore": "trails.vector.qdrant",
     "SqliteVecStore": "trails.vector.sqlite_vec",
     "SentenceTransformerEmbedder": "trails.vector.sentence_transformer",
     "OpenAIEmbedder": "trails.vector.openai",

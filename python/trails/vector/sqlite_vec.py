@@ -458,6 +458,8 @@ class SqliteVecStore:
             rows = None if ids is None else self._index.rows_for(ids)
             if scopes is not None:
                 rows = self._index.in_scopes(list(scopes), rows)
+                if ids is None and len(rows) == len(self._index):
+                    rows = None  # every vector is in scope: a plain full scan
             ranked, plan, candidates = self._index.search(query, k, rows)
         metadata = self._metadata([id for id, _ in ranked])
         hits = [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]

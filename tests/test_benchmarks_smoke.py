@@ -1,0 +1,28 @@
+"""benchmarks/hybrid.py --quick runs to the end and trails hybrid is exact at every selectivity.
+
+Timings on a shared machine are not asserted here: the full run records them in
+docs/benchmarks.md. Recall is deterministic, so it is.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+
+SELECTIVITIES = ["0.01%", "0.1%", "1%", "10%", "50%", "100%"]
+
+
+def test_hybrid_benchmark_quick_run_has_recall_one_at_every_selectivity():
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "hybrid.py"), "--quick", "--no-write"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    line = re.search(r"^recall@10 trails hybrid: (.*)$", run.stdout, flags=re.MULTILINE)
+    assert line, run.stdout[-3000:]
+    recalls = dict(item.split("=") for item in line.group(1).split())
+    assert list(recalls) == SELECTIVITIES
+    assert all(float(value) == 1.0 for value in recalls.values()), recalls
