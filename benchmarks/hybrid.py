@@ -1,17 +1,10 @@
 """Hybrid retrieval benchmark: SPARQL filter, then exact ranking, at every selectivity.
 
-100,000 synthetic, clustered 384-d chunk vectors in a file-backed SqliteVecStore, with an
-Oxigraph graph around them (chunks ``schema:isPartOf`` documents that carry a date and a genre).
-Each chunk has an integer ``trails:bucket`` in 0..9,999, so ``FILTER(?b < ?limit)`` selects an
-exact fraction of the chunks. For each selectivity, on the same queries, it compares
-
-  (a) trails hybrid: ``retrieve(mode="hybrid")`` end to end, and its parts (SPARQL, ranking);
-  (b) the naive plan: vector top-10·k over the whole store, then intersect with the candidates;
-  (c) numpy exact brute force over precomputed candidate row indices, and (c') the same plus
-      mapping the SPARQL IRIs to rows through a dict.
-
-Then vector mode over all vectors against numpy brute force and sqlite-vec's own vec0 KNN, and
-a sweep of candidate fractions that locates where ``gather`` stops beating ``masked-scan``.
+100,000 synthetic clustered 384-d chunk vectors in a file-backed SqliteVecStore and an Oxigraph
+graph around them; a ``trails:bucket`` per chunk makes ``FILTER(?b < ?limit)`` select an exact
+fraction. Compares, on the same queries: (a) trails hybrid ``retrieve()`` and its parts, (b) the
+naive "vector top-10k, then intersect" plan, (c) numpy brute force over the candidate rows; then
+vector mode against numpy and sqlite-vec's vec0 KNN, and a gather / masked-scan sweep.
 
     .venv/bin/python benchmarks/hybrid.py                      # full run, writes docs/benchmarks.md
     .venv/bin/python benchmarks/hybrid.py --quick --no-write   # smoke run in seconds
@@ -284,12 +277,9 @@ def markdown_table(headers, rows) -> str:
 
 
 def show(title, headers, rows) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(f"\n{title}\n{markdown_table(headers, rows)}")
-        return
+    from rich.console import Console  # rich is a dependency of trails
+    from rich.table import Table
+
     table = Table(*headers, title=title)
     for row in rows:
         table.add_row(*row)
@@ -303,15 +293,16 @@ def machine_facts() -> str:
     try:
         from threadpoolctl import threadpool_info
 
-        blas = "; ".join(f"{i['internal_api']} {i['version']} {i.get('architecture', '')} "
+        blas = ", ".join(f"{i['internal_api']} {i['version']} {i.get('architecture', '')} "
                          f"{i['num_threads']} threads" for i in threadpool_info())
     except ImportError:
-        blas = "see numpy.show_config()"
-    cpu = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")] \
-        if os.path.exists("/proc/cpuinfo") else [platform.processor()]
-    return (f"nproc {os.cpu_count()} ({cpu[0]}), Python {platform.python_version()}, numpy "
-            f"{np.__version__} with {blas} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), "
-            f"pyoxigraph {pyoxigraph.__version__}, sqlite-vec {sqlite_vec.__version__}")
+        blas = "BLAS: see numpy.show_config()"
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), "") if os.path.exists("/proc/cpuinfo") else ""
+    return (f"nproc {os.cpu_count()} ({cpu or platform.machine()}), Python {platform.python_version()}, "
+            f"numpy {np.__version__} with {blas}, OPENBLAS_CORETYPE="
+            f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}, pyoxigraph {pyoxigraph.__version__}, "
+            f"sqlite-vec {sqlite_vec.__version__}")
 
 
 def render(parts, met: bool, vector: dict, cross: float, n: int, queries: int, load: str) -> str:

@@ -226,6 +226,21 @@ def test_tiktoken_special_token_text_is_ordinary_text(cl100k):
     assert chunk.text == text
 
 
+def test_one_character_over_the_limit_is_a_chunk_of_its_own(minilm):
+    chunks = TokenChunker(minilm, 1).chunk(doc("a 킨 b"))  # 킨 is three word pieces
+    assert [c.text for c in chunks] == ["a", "킨", "b"]
+
+
+def test_fingerprints_name_settings_and_tokenizer(minilm, cl100k):
+    assert TokenChunker(minilm, 100, 5).fingerprint == (
+        "TokenChunker/1(max_tokens=100, overlap_tokens=5, tokens=BertTokenizer:30522)")
+    assert "tokens=tiktoken:cl100k_base" in TokenChunker(cl100k, 100).fingerprint
+    assert default_chunker(TokenizedEmbedder(minilm)).fingerprint == (
+        "SentenceChunker/1(max_chars=1000, overlap=1, max_tokens=254, "
+        "tokens=BertTokenizer:30522)")
+    assert SentenceChunker().fingerprint.endswith("max_tokens=None, tokens=None)")
+
+
 def test_token_chunker_empty_document(minilm):
     assert TokenChunker(minilm, 10).chunk(doc("")) == []
     assert TokenChunker(minilm, 10).chunk(doc("   \n")) == []

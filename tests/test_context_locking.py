@@ -12,7 +12,12 @@ import pytest
 
 from trails import retrieve
 from trails.context import Context
-from trails.errors import ConfigurationError, ContextLockedError, DimensionMismatchError, TrailsError
+from trails.errors import (
+    ConfigurationError,
+    ContextLockedError,
+    DimensionMismatchError,
+    TrailsError,
+)
 from trails.ingest import Document, ingest, ingest_all
 from trails.testing import MockEmbedder
 
@@ -135,9 +140,8 @@ def test_the_with_block_releases_the_lock(tmp_path):
 def test_the_with_block_releases_the_lock_after_an_error(tmp_path):
     directory = tmp_path / "ctx"
     _make(directory)
-    with pytest.raises(RuntimeError):
-        with Context.open(directory):
-            raise RuntimeError("the caller failed")
+    with pytest.raises(RuntimeError), Context.open(directory):
+        raise RuntimeError("the caller failed")
     Context.open(directory).close()
 
 

@@ -308,23 +308,30 @@ def _same(result, expected) -> None:
         assert result is expected
 
 
-@pytest.mark.parametrize(("scopes", "query"), SCOPE_CASES)
-def test_scopes_select_their_graphs(kg, scopes, query):
+def test_scopes_select_their_graphs(kg):
     kg.extend(SCOPED)
-    _same(kg.query(_x(query), scopes=scopes), reference(SCOPED).query(_x(query), scopes=scopes))
+    ref = reference(SCOPED)
+    for scopes, query in SCOPE_CASES:
+        try:
+            _same(kg.query(_x(query), scopes=scopes), ref.query(_x(query), scopes=scopes))
+        except AssertionError as exc:
+            raise AssertionError(f"scopes={scopes} {query}: {exc}") from exc
 
 
 @pytest.mark.parametrize("scope", ["default", "a"])
-@pytest.mark.parametrize("query", ESCAPES)
-def test_graph_from_and_values_cannot_leave_the_scope(kg, scope, query):
+def test_graph_from_and_values_cannot_leave_the_scope(kg, scope):
     kg.extend(SCOPED)
-    result = kg.query(_x(query), scopes=[scope])
-    expected = reference(SCOPED).query(_x(query), scopes=[scope])
-    _same(result, expected)
-    seen = str(result.raw if isinstance(result, QueryResult) else result)
-    assert "two" not in seen and "three" not in seen  # nothing of scope b
-    if scope == "a":
-        assert "zero" not in seen  # nor of the default scope
+    ref = reference(SCOPED)
+    for query in ESCAPES:
+        result = kg.query(_x(query), scopes=[scope])
+        try:
+            _same(result, ref.query(_x(query), scopes=[scope]))
+            seen = str(result.raw if isinstance(result, QueryResult) else result)
+            assert "two" not in seen and "three" not in seen  # nothing of scope b
+            if scope == "a":
+                assert "zero" not in seen  # nor of the default scope
+        except AssertionError as exc:
+            raise AssertionError(f"scope {scope}: {query}: {exc}") from exc
 
 
 def test_union_view_sees_every_graph(kg):
@@ -342,6 +349,7 @@ def test_default_scope_with_named_scopes(backend):
         assert kg.query(query, scopes=["default", "a"]).column("n") == ["one", "zero"]
         return
     # oxigraph serve cannot name its default graph in the protocol: refused, not unconfined.
+    requests.sent.clear()
     with pytest.raises(ConfigurationError, match="default graph"):
         kg.query(query, scopes=["default", "a"])
     assert requests.sent == []
@@ -394,10 +402,12 @@ UNSAFE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "error"), UNSAFE)
-def test_select_iris_rejects_unsafe_filters_before_any_request(backend, text, error):
+def test_select_iris_rejects_unsafe_filters_before_any_request(backend):
     name, kg, requests = backend
-    with pytest.raises(error):
-        kg.select_iris(text, scopes=["a"])
+    for text, error in UNSAFE:
+        with pytest.raises(error):
+            kg.select_iris(text, scopes=["a"])
+        with pytest.raises(error):
+            kg.select_iris(text, scopes=["default"])
     assert requests.sent == []
     assert len(kg) == 0

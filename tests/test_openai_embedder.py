@@ -18,18 +18,18 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("tiktoken")
 
-from trails import retrieve  # noqa: E402
-from trails.context import Context, embedder_for  # noqa: E402
-from trails.errors import (  # noqa: E402
+from trails import retrieve
+from trails.context import Context, embedder_for
+from trails.errors import (
     ConfigurationError,
     EmbeddingError,
     EmbeddingModelMismatchError,
     TrailsError,
 )
-from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest  # noqa: E402
-from trails.testing import fresh_context  # noqa: E402
-from trails.testing.openai_server import OpenAICompatibleServer  # noqa: E402
-from trails.vector.openai import OpenAIEmbedder, load_cl100k  # noqa: E402
+from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
+from trails.testing import fresh_context
+from trails.testing.openai_server import OpenAICompatibleServer
+from trails.vector.openai import OpenAIEmbedder, load_cl100k
 
 try:
     load_cl100k()

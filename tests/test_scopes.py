@@ -65,7 +65,7 @@ def _default(ctx: Context) -> set[str]:
     return _chunks_of(ctx, f"{BASE}doc/")
 
 
-def _found(ctx: Context, mode: str, scope, sparql_filter: str | None = None) -> list:  # noqa: ANN001
+def _found(ctx: Context, mode: str, scope, sparql_filter: str | None = None) -> list:
     if mode == "graph" and sparql_filter is None:
         sparql_filter = ALL_CHUNKS
     return retrieve("apples boats camels", ctx, mode=mode, k=1000, scope=scope,
@@ -110,7 +110,7 @@ def test_hybrid_filter_on_metadata_stays_in_scope(scoped):
 
 
 def _escapes(ctx: Context) -> dict[str, str]:
-    b_chunk = sorted(_b(ctx))[0]
+    b_chunk = min(_b(ctx))
     b_doc = f"{BASE}scope/b/doc/orchard.txt"
     return {
         "GRAPH <b>": "SELECT ?iri WHERE { GRAPH <urn:trails:scope:b> { ?iri a trails:Chunk } }",
@@ -154,7 +154,7 @@ def test_filters_cannot_reach_another_scope(scoped, mode, escape):
 def test_explicit_iris_work_within_their_own_scope(scoped, mode):
     """The control for the escape tests: the same VALUES filter in scope b finds b's chunk."""
     ctx, _ = scoped
-    b_chunk = sorted(_b(ctx))[0]
+    b_chunk = min(_b(ctx))
     hits = _found(ctx, mode, "b", f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{b_chunk}> }} }}")
     assert [h.iri for h in hits] == [b_chunk]
     hits = _found(ctx, mode, ["a", "b"], f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{b_chunk}> }} }}")
@@ -260,7 +260,7 @@ def test_good_scope_names_work(good):
 def test_verify_and_repair_in_a_named_scope(scoped):
     ctx, folder = scoped
     b_before = _b(ctx)
-    lost = sorted(_a(ctx))[0]
+    lost = min(_a(ctx))
     ctx.vectors.delete(lost)
     stray = f"{BASE}scope/a/doc/orchard.txt/v/0000000000000000/c/0"
     ctx.kg.update(f"INSERT DATA {{ GRAPH <urn:trails:scope:a> {{ <{stray}> a trails:Chunk ; "

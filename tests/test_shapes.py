@@ -95,72 +95,72 @@ def test_every_ingested_graph_conforms(exported, shapes):
                                                      ("2024-05-01T10:20:30", XSD.dateTime)}
 
 
-def _valid_default(exported) -> rdflib.Graph:  # noqa: ANN001
+def _valid_default(exported) -> rdflib.Graph:
     return _graph(exported["default"])
 
 
 def _a_chunk(graph: rdflib.Graph) -> rdflib.URIRef:
-    return sorted(graph.subjects(RDF.type, TRAILS.Chunk))[0]
+    return min(graph.subjects(RDF.type, TRAILS.Chunk))
 
 
 def _a_document(graph: rdflib.Graph) -> rdflib.URIRef:
-    return sorted(graph.subjects(RDF.type, TRAILS.Document))[0]
+    return min(graph.subjects(RDF.type, TRAILS.Document))
 
 
-def _set(graph: rdflib.Graph, subject, predicate, value) -> rdflib.URIRef:  # noqa: ANN001
+def _set(graph: rdflib.Graph, subject, predicate, value) -> rdflib.URIRef:
     graph.remove((subject, predicate, None))
     graph.add((subject, predicate, value))
     return subject
 
 
-def _break_is_part_of(g: rdflib.Graph):  # noqa: ANN202
+def _break_is_part_of(g: rdflib.Graph):
     chunk = _a_chunk(g)
     g.remove((chunk, SCHEMA.isPartOf, None))
     return chunk, SCHEMA.isPartOf
 
 
-def _break_hash(g: rdflib.Graph):  # noqa: ANN202
+def _break_hash(g: rdflib.Graph):
     return _set(g, _a_document(g), TRAILS.contentHash, rdflib.Literal("not-a-sha256")), TRAILS.contentHash
 
 
-def _break_hash_case(g: rdflib.Graph):  # noqa: ANN202
+def _break_hash_case(g: rdflib.Graph):
     doc = _a_document(g)
     upper = str(g.value(doc, TRAILS.contentHash)).upper()
     assert len(upper) == 64
     return _set(g, doc, TRAILS.contentHash, rdflib.Literal(upper)), TRAILS.contentHash
 
 
-def _break_count_type(g: rdflib.Graph):  # noqa: ANN202
+def _break_count_type(g: rdflib.Graph):
     return _set(g, _a_document(g), TRAILS.chunkCount, rdflib.Literal("1")), TRAILS.chunkCount
 
 
-def _break_date_type(g: rdflib.Graph):  # noqa: ANN202
+def _break_date_type(g: rdflib.Graph):
     return _set(g, _a_document(g), SCHEMA.dateCreated, rdflib.Literal("2024-05-01")), SCHEMA.dateCreated
 
 
-def _break_two_names(g: rdflib.Graph):  # noqa: ANN202
+def _break_two_names(g: rdflib.Graph):
     doc = _a_document(g)
     g.add((doc, SCHEMA.name, rdflib.Literal("A second name")))
     return doc, SCHEMA.name
 
 
-def _break_parent_class(g: rdflib.Graph):  # noqa: ANN202
+def _break_parent_class(g: rdflib.Graph):
     orphan = rdflib.URIRef("trails://local/doc/not-a-document")
     return _set(g, _a_chunk(g), SCHEMA.isPartOf, orphan), SCHEMA.isPartOf
 
 
-def _break_position(g: rdflib.Graph):  # noqa: ANN202
+def _break_position(g: rdflib.Graph):
     minus = rdflib.Literal("-1", datatype=XSD.integer)
     return _set(g, _a_chunk(g), SCHEMA.position, minus), SCHEMA.position
 
 
-def _break_version(g: rdflib.Graph):  # noqa: ANN202
+def _break_version(g: rdflib.Graph):
     chunk = _a_chunk(g)
     g.remove((chunk, TRAILS.version, None))
     return chunk, TRAILS.version
 
 
-def _break_offset(g: rdflib.Graph):  # noqa: ANN202
+def _break_offset(g: rdflib.Graph):
     return _set(g, _a_chunk(g), TRAILS.startOffset, rdflib.Literal("0")), TRAILS.startOffset
 
 

