@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import doctest
+import itertools
 from pathlib import Path
 
 import pytest
@@ -210,7 +211,7 @@ def test_token_chunker_minilm_on_a_real_document(minilm):
     assert max(counts) <= 254 and len(chunks) > 1
     assert min(counts[:-1]) > 127  # windows are filled, not cut short
     # Consecutive chunks overlap (by about 16 tokens) and no chunk starts inside a word.
-    assert all(b.start < a.end for a, b in zip(chunks, chunks[1:]))
+    assert all(b.start < a.end for a, b in itertools.pairwise(chunks))
     assert all(c.start == 0 or not README[c.start - 1].isalnum() for c in chunks)
 
 

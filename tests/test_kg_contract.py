@@ -19,8 +19,8 @@ from trails.errors import ConfigurationError, SparqlError, UnsafeFilterError
 from trails.kg import IRI, KnowledgeGraph, OxigraphGraph, QueryResult
 
 pytest.importorskip("httpx")
-from trails.kg import SparqlEndpointGraph  # noqa: E402
-from trails.testing.oxigraph_server import OxigraphServer  # noqa: E402
+from trails.kg import SparqlEndpointGraph
+from trails.testing.oxigraph_server import OxigraphServer
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 X = "https://example.org/"
@@ -277,8 +277,8 @@ ESCAPES = [
     "SELECT ?g ?s ?n WHERE { GRAPH ?g { ?s <X:name> ?n } }",
     "SELECT ?s ?n FROM <urn:trails:scope:b> WHERE { ?s <X:name> ?n }",
     "SELECT ?g ?s ?n FROM NAMED <urn:trails:scope:b> WHERE { GRAPH ?g { ?s <X:name> ?n } }",
-    "SELECT ?s ?n FROM <urn:trails:scope:b> FROM NAMED <urn:trails:scope:b> WHERE "
-    "{ { ?s <X:name> ?n } UNION { GRAPH <urn:trails:scope:b> { ?s <X:name> ?n } } }",
+    ("SELECT ?s ?n FROM <urn:trails:scope:b> FROM NAMED <urn:trails:scope:b> WHERE "
+     "{ { ?s <X:name> ?n } UNION { GRAPH <urn:trails:scope:b> { ?s <X:name> ?n } } }"),
     "SELECT ?s ?n WHERE { ?s <X:kind> ?k OPTIONAL { GRAPH ?g { ?s <X:name> ?n } } }",
     "SELECT ?s WHERE { ?s <X:kind> ?k FILTER EXISTS { GRAPH ?g { ?x ?p ?o } } }",
     "SELECT ?s WHERE { ?s <X:kind> ?k FILTER NOT EXISTS { GRAPH ?g { ?x ?p ?o } } }",
@@ -403,7 +403,7 @@ UNSAFE = [
 
 
 def test_select_iris_rejects_unsafe_filters_before_any_request(backend):
-    name, kg, requests = backend
+    _, kg, requests = backend
     for text, error in UNSAFE:
         with pytest.raises(error):
             kg.select_iris(text, scopes=["a"])

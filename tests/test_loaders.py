@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,8 +34,8 @@ def make_pdf(lines: list[str], title: str = "Hand made", author: str = "Ann") ->
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+         b"/Resources << /Font << /F1 5 0 R >> >> >>"),
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Title (%s) /Author (%s) /CreationDate (D:20240501120000Z) >>"
@@ -167,6 +166,7 @@ def test_parse_pdf_without_pypdf_names_the_extra(monkeypatch):
 
 
 def test_pdf_extra_is_declared():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
     assert OPTIONAL_MODULES["pypdf"] == ("pypdf", "pdf")
@@ -281,6 +281,16 @@ def test_same_id_from_two_folders_is_a_failure(tmp_path):
     assert ids == {"a/README.md", "b/README.md"}
 
 
+def test_a_file_named_twice_loads_once(kb):
+    items = list(FileLoader([kb / "docs", kb / "docs" / "guide.md"], root=kb).load())
+    assert [d.id for d in items] == ["docs/deep/page.html", "docs/guide.md"]
+
+
+def test_paths_outside_root_are_rejected(kb, tmp_path):
+    with pytest.raises(ValueError, match="not inside root"):
+        FileLoader(tmp_path, root=kb)
+
+
 def test_missing_path_broken_link_and_fifo_are_failures(tmp_path):
     (tmp_path / "ok.txt").write_text("fine")
     (tmp_path / "broken.txt").symlink_to(tmp_path / "nowhere.txt")
@@ -304,6 +314,21 @@ def test_unreadable_file_is_a_failure(tmp_path):
     finally:
         path.chmod(0o644)
     assert failure == LoadFailure(str(path), "permission denied")
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root lists folders whatever their mode")
+def test_unlistable_folder_is_a_failure(tmp_path):
+    (tmp_path / "open.txt").write_text("fine")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        items = list(FileLoader(tmp_path).load())
+    finally:
+        locked.chmod(0o755)
+    assert [d.id for d in items if isinstance(d, Document)] == ["open.txt"]
+    assert failures(items) == [LoadFailure(str(locked), "permission denied")]
 
 
 def test_pdf_files_load_and_bad_pdfs_fail(tmp_path):
@@ -356,3 +381,11 @@ def test_load_rejects_bad_sources():
         load([Document("x", "m", "t")], include=["*.md"])
     with pytest.raises(ValueError, match="iterable holding int"):
         list(load([Document("x", "m", "t"), 3]))
+
+
+def test_docstring_examples():
+    import doctest
+
+    from trails.ingest import loaders
+
+    assert doctest.testmod(loaders).failed == 0

@@ -24,8 +24,9 @@ pytest.importorskip("qdrant_client")
 from trails import retrieve  # noqa: E402
 from trails.context import Context  # noqa: E402
 from trails.errors import ConfigurationError, MissingExtraError  # noqa: E402
-from trails.ingest import Document, ingest_all  # noqa: E402
+from trails.ingest import Document, SentenceChunker, ingest_all  # noqa: E402
 from trails.kg import OxigraphGraph  # noqa: E402
+from trails.scopes import scope_graph  # noqa: E402
 from trails.vector import qdrant as qdrant_module  # noqa: E402
 from trails.vector.mock import MockEmbedder  # noqa: E402
 from trails.vector.qdrant import POINT_NAMESPACE, QdrantStore, point_id  # noqa: E402
@@ -37,6 +38,7 @@ TRAILS = "https://trails.dev/ns#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 FILTER = "SELECT ?iri WHERE { ?iri trails:bucket ?b FILTER(?b < ?limit) }"
 EMBEDDER = MockEmbedder(dim=DIM, seed=0)
+SCOPES = ["default", "legal"]
 
 
 def cosine(a, b) -> float:
@@ -134,7 +136,7 @@ def test_repr_and_context_manager():
 chunk_specs = st.lists(
     st.fixed_dictionaries({
         "doc": st.integers(0, 4),
-        "scope": st.sampled_from(["default", "default", "legal"]),
+        "scope": st.sampled_from(["default", "default", "legal"]),  # see SCOPES
         "vector": st.sampled_from([True, True, True, False]),
         "buckets": st.lists(st.integers(0, BUCKETS - 1), min_size=1, max_size=2),
         "copy": st.none() | st.integers(0, 200),  # reuse an earlier chunk's vector: exact tie
@@ -160,18 +162,21 @@ def build_corpus(ctx, specs, doc_buckets, seed):
             where[iri] = (doc, spec["scope"])
     if ids:
         ctx.vectors.add_many(ids, np.array(vectors), metadata)
-    buckets = {f"trails://t/chunk/{i}": s["buckets"] for i, s in enumerate(specs)}
-    buckets.update({f"trails://t/doc/{d}": [b] for d, b in doc_buckets.items()})
+    # A chunk's triples live in its scope's graph; a document's in every scope's.
+    buckets = {f"trails://t/chunk/{i}": (s["buckets"], [s["scope"]]) for i, s in enumerate(specs)}
+    buckets.update({f"trails://t/doc/{d}": ([b], SCOPES) for d, b in doc_buckets.items()})
     bucket = ox.NamedNode(TRAILS + "bucket")
     ctx.kg.extend(
-        ox.Quad(ox.NamedNode(iri), bucket, ox.Literal(str(b), datatype=ox.NamedNode(XSD + "integer")))
-        for iri, values in buckets.items() for b in values)
+        ox.Quad(ox.NamedNode(iri), bucket, ox.Literal(str(b), datatype=ox.NamedNode(XSD + "integer")),
+                scope_graph(scope))
+        for iri, (values, scopes) in buckets.items() for b in values for scope in scopes)
     return where, buckets
 
 
 def check_hybrid_exact(ctx, where, buckets, limit, k, query, scope):
     scopes = ["default"] if scope is None else [scope] if isinstance(scope, str) else scope
-    selected = {iri for iri, values in buckets.items() if min(values) < limit}
+    selected = {iri for iri, (values, graphs) in buckets.items()
+                if min(values) < limit and set(graphs) & set(scopes)}
     candidates = {c for c, (doc, s) in where.items() if (c in selected or doc in selected)
                   and s in scopes}
     stored = {s.id: s.vector for s in ctx.vectors.get(sorted(candidates))}
@@ -404,13 +409,14 @@ DOCS = [
     Document(id="elephants.md", source="elephants.md", text="Elephants are the largest land "
              "animals. They live in herds.", metadata={"topic": "animals"}),
 ]
+CHUNKER = SentenceChunker(max_chars=60, overlap=0)  # a few chunks per document
 TOPIC = "SELECT ?doc WHERE { ?doc a trails:Document ; meta:topic ?topic }"
 
 
 def test_ingest_into_a_qdrant_context_matches_sqlite_vec():
     with qdrant_context(32) as ctx, Context.memory(MockEmbedder(dim=32, seed=0)) as twin:
         for target in (ctx, twin):
-            assert ingest_all(DOCS, ctx=target).ingested == 3
+            assert ingest_all(DOCS, ctx=target, chunker=CHUNKER).ingested == 3
         assert ctx.verify().ok
         assert ctx.vectors.count() == twin.vectors.count() > 3
         assert ctx.vectors.current_versions() == twin.vectors.current_versions()
@@ -427,14 +433,14 @@ def test_ingest_into_a_qdrant_context_matches_sqlite_vec():
 
 def test_reingest_skips_and_a_change_replaces_the_version():
     with qdrant_context(32) as ctx:
-        ingest_all(DOCS, ctx=ctx)
-        again = ingest_all(DOCS, ctx=ctx)
+        ingest_all(DOCS, ctx=ctx, chunker=CHUNKER)
+        again = ingest_all(DOCS, ctx=ctx, chunker=CHUNKER)
         assert (again.ingested, again.skipped) == (0, 3)
         doc = "trails://local/doc/rails.md"
         old = ctx.vectors.current_versions([doc])[doc]
         changed = [Document(id="rails.md", source="rails.md", text="Rails now ships Hotwire.",
                             metadata={"topic": "rails"})]
-        assert ingest_all(changed, ctx=ctx).ingested == 1
+        assert ingest_all(changed, ctx=ctx, chunker=CHUNKER).ingested == 1
         new = ctx.vectors.current_versions([doc])[doc]
         assert new.version != old.version
         rows = ctx.vectors.document_rows(doc)
@@ -448,8 +454,8 @@ def test_reingest_skips_and_a_change_replaces_the_version():
 
 def test_scopes_are_isolated_in_a_qdrant_context():
     with qdrant_context(32) as ctx:
-        ingest_all(DOCS[:2], ctx=ctx)
-        ingest_all(DOCS[2:], ctx=ctx, scope="zoo")
+        ingest_all(DOCS[:2], ctx=ctx, chunker=CHUNKER)
+        ingest_all(DOCS[2:], ctx=ctx, scope="zoo", chunker=CHUNKER)
         default = retrieve("elephants herds", ctx, k=10)
         zoo = retrieve("elephants herds", ctx, k=10, scope="zoo")
         both = retrieve("elephants herds", ctx, k=10, scope=["default", "zoo"])
@@ -467,7 +473,7 @@ def test_context_open_with_a_qdrant_folder_persists(tmp_path):
     embedder = MockEmbedder(dim=32, seed=0)
     with Context.open(tmp_path / "ctx", embedder=embedder,
                       vectors=QdrantStore(path=tmp_path / "qdrant", dim=32)) as ctx:
-        ingest_all(DOCS, ctx=ctx)
+        ingest_all(DOCS, ctx=ctx, chunker=CHUNKER)
         before = retrieve("knowledge graph", ctx, k=3)
     store = QdrantStore(path=tmp_path / "qdrant")
     assert store.embedder_identity == embedder.identity and store.dim == 32
@@ -475,4 +481,4 @@ def test_context_open_with_a_qdrant_folder_persists(tmp_path):
         after = retrieve("knowledge graph", ctx, k=3)
         assert [(h.iri, h.score) for h in after] == [(h.iri, h.score) for h in before]
         assert ctx.verify().ok
-        assert ingest_all(DOCS, ctx=ctx).skipped == 3
+        assert ingest_all(DOCS, ctx=ctx, chunker=CHUNKER).skipped == 3

@@ -26,8 +26,8 @@ from trails.kg import IRI
 from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
 pytest.importorskip("httpx")
-from trails.kg import SparqlEndpointGraph  # noqa: E402
-from trails.testing.oxigraph_server import OxigraphServer  # noqa: E402
+from trails.kg import SparqlEndpointGraph
+from trails.testing.oxigraph_server import OxigraphServer
 
 DIM = 32
 TOPICS = ["rails routing", "graph databases", "vector search", "tax law", "sparql filters",
@@ -73,7 +73,8 @@ def test_hybrid_retrieval_with_a_date_filter_matches_the_embedded_graph(server):
                                     ("tax law rulings", dt.date(2024, 6, 1), None),
                                     ("rails", dt.date(2023, 1, 1), "legal"),
                                     ("anything", dt.date(2030, 1, 1), None)]:
-            args = dict(mode="hybrid", k=5, sparql_filter=SINCE, bindings={"since": since}, scope=scope)
+            args = {"mode": "hybrid", "k": 5, "sparql_filter": SINCE, "bindings": {"since": since},
+                    "scope": scope}
             found = retrieve(query, ctx=remote, **args)
             assert hits(found) == hits(retrieve(query, ctx=embedded, **args))
             assert found.candidates == retrieve(query, ctx=embedded, **args).candidates
@@ -193,7 +194,7 @@ class _Canned(http.server.BaseHTTPRequestHandler):
     status = 503
     body = b"the store is overloaded"
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(self.status)
         self.send_header("Content-Type", "text/plain")
@@ -201,7 +202,7 @@ class _Canned(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(self.body)
 
-    do_GET = do_POST  # noqa: N815
+    do_GET = do_POST
 
     def log_message(self, *args):
         pass
@@ -217,7 +218,7 @@ class _Canned(http.server.BaseHTTPRequestHandler):
 def test_http_errors(status, error, words):
     handler = type("Handler", (_Canned,), {"status": status})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)

@@ -141,6 +141,10 @@ def retrieve(
     scopes = normalize_scopes(scope)
 
     iris: list[str] | None = None
+    if mode == "vector" and sparql_filter is not None:
+        # Silently ignoring the filter could return what the caller meant to exclude.
+        raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
+                         "mode='hybrid' to rank only the filter's candidates")
     if mode in ("graph", "hybrid") and sparql_filter is not None:
         if ctx is None:
             raise ConfigurationError(

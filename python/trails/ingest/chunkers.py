@@ -16,6 +16,7 @@ Which one to use: :func:`default_chunker` (sentences, capped by the embedder's t
 from __future__ import annotations
 
 import inspect
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,10 +36,12 @@ __all__ = [
 SPLITTER_VERSION = 1
 
 # Words that end in a period without ending a sentence ("Dr. Smith", "e.g. this").
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms mx dr prof sr jr st mt ft vs cf al eg ie fig figs no nos vol vols pp approx "
-    "dept est inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec ca resp "
-    "op ed eds rev gen col lt sgt capt hon".split())
+_ABBREVIATIONS = frozenset({
+    "mr", "mrs", "ms", "mx", "dr", "prof", "sr", "jr", "st", "mt", "ft", "vs", "cf", "al", "eg",
+    "ie", "fig", "figs", "no", "nos", "vol", "vols", "pp", "approx", "dept", "est", "inc", "ltd",
+    "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
+    "dec", "ca", "resp", "op", "ed", "eds", "rev", "gen", "col", "lt", "sgt", "capt", "hon",
+})
 _CANDIDATES = re.compile(
     r"(?P<para>\n[^\S\n]*\n\s*)"                       # a blank line: always a break
     r"|(?P<nl>\n)"                                      # one newline: a break before a block
@@ -64,7 +67,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     cuts = [0]
     cuts += [m.end() for m in _CANDIDATES.finditer(text) if _is_break(text, m)]
     cuts.append(len(text))
-    spans = (_trim(text, a, b) for a, b in zip(cuts, cuts[1:]))
+    spans = (_trim(text, a, b) for a, b in itertools.pairwise(cuts))
     return [(a, b) for a, b in spans if a < b]
 
 
@@ -174,7 +177,7 @@ class SentenceChunker:
         """Cut one over-long sentence into pieces that fit, preferring whitespace."""
         pieces = []
         while start < end and not self._fits(text, start, end):
-            cut = _longest_fit(lambda e: self._fits(text, start, e), start,
+            cut = _longest_fit(lambda e, s=start: self._fits(text, s, e), start,
                                min(end, start + self.max_chars))
             soft = _soft_cut(text, start, cut)
             cut = soft if self._fits(text, start, soft) else cut

@@ -17,16 +17,16 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import yaml
 
 from trails._extras import require
 from trails.errors import MissingExtraError
-from trails.ingest.document import Document, LoadFailure, Loader
+from trails.ingest.document import Document, Loader, LoadFailure
 
 __all__ = [
     "FileLoader",
@@ -39,7 +39,7 @@ __all__ = [
     "parse_text",
 ]
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 class Parsed(NamedTuple):
@@ -194,11 +194,12 @@ def parse_jsonl_record(obj: Any, text_field: str = "text", id_field: str = "id",
     >>> parse_jsonl_record({"id": 7, "text": "Hi", "lang": "en"}).key
     '7'
     """
+    # Bad data in a file, not a programming error: ValueError, which the loader reports.
     if not isinstance(obj, dict):
-        raise ValueError(f"a JSONL record must be an object, got {type(obj).__name__}")
+        raise ValueError(f"a JSONL record must be an object, got {type(obj).__name__}")  # noqa: TRY004
     text = obj.get(text_field)
     if not isinstance(text, str):
-        raise ValueError(f"record has no string field {text_field!r} (fields: {sorted(obj)}); "
+        raise ValueError(f"record has no string field {text_field!r} (fields: {sorted(obj)}); "  # noqa: TRY004
                          "pass text_field= to name the field that holds the text")
     title = obj.get(title_field)
     key = obj.get(id_field)
@@ -268,6 +269,7 @@ class FileLoader:
     """
 
     paths: PathLike | Sequence[PathLike]
+    _: KW_ONLY
     root: PathLike | None = None
     include: str | Sequence[str] | None = None
     exclude: str | Sequence[str] | None = None
@@ -277,18 +279,23 @@ class FileLoader:
 
     def __post_init__(self) -> None:
         self._patterns = (_as_tuple(self.include), _as_tuple(self.exclude))
+        for path in _as_paths(self.paths) if self.root is not None else []:
+            rel = _rel_id(Path(path), Path(self.root))
+            if rel == ".." or rel.startswith("../"):
+                raise ValueError(f"{path} is not inside root {self.root}: ids are paths "
+                                 "relative to root, so pass a root that holds every path")
 
     def load(self) -> Iterator[Document | LoadFailure]:
-        seen: dict[str, str] = {}
+        seen: dict[str, Path] = {}
         for doc_id, path in self._files():
             if isinstance(path, LoadFailure):
                 yield path
-            elif doc_id in seen:
+            elif doc_id not in seen:
+                seen[doc_id] = path
+                yield from self._load_file(doc_id, path)
+            elif not _same_file(seen[doc_id], path):  # the same file named twice is no error
                 yield LoadFailure(str(path), f"same id {doc_id!r} as {seen[doc_id]}; pass root= "
                                   "(a common parent folder) so ids keep the folder names")
-            else:
-                seen[doc_id] = str(path)
-                yield from self._load_file(doc_id, path)
 
     def _files(self) -> list[tuple[str, Path | LoadFailure]]:
         """(id, path) for every file to load, sorted by id, so runs are reproducible."""
@@ -297,16 +304,18 @@ class FileLoader:
             base = Path(self.root) if self.root is not None else given.parent
             if given.is_dir():
                 base = Path(self.root) if self.root is not None else given
-                found += [(_rel_id(p, base), p) for p in self._walk(given, base)]
+                found += [(_rel_id(p, base), p) if isinstance(p, Path) else ("", p)
+                          for p in self._walk(given, base)]
             elif given.exists() or given.is_symlink():
                 found.append((_rel_id(given, base), given))
             else:
                 found.append(("", LoadFailure(str(given), "no such file or directory")))
         return sorted(found, key=lambda item: (item[0], str(item[1])))
 
-    def _walk(self, folder: Path, base: Path) -> Iterator[Path]:
+    def _walk(self, folder: Path, base: Path) -> Iterator[Path | LoadFailure]:
         include, exclude = self._patterns
-        for dirpath, dirnames, filenames in os.walk(folder):
+        errors: list[OSError] = []  # folders that cannot be listed: reported, not skipped
+        for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
             here = Path(dirpath)
             # Prune in place so excluded and hidden folders are never descended into.
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
@@ -319,6 +328,7 @@ class FileLoader:
                     continue
                 if include or Path(name).suffix.lower() in KNOWN_SUFFIXES:
                     yield here / name
+        yield from (LoadFailure(str(e.filename), _reason(e)) for e in errors)
 
     def _load_file(self, doc_id: str, path: Path) -> Iterator[Document | LoadFailure]:
         source = str(path)
@@ -377,6 +387,13 @@ def _rel_id(path: Path, base: Path) -> str:
         return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base))).as_posix()
     except ValueError:  # another drive on Windows: fall back to the name
         return path.name
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # a broken link: compare the paths themselves
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _read_regular(path: Path) -> bytes:
@@ -453,5 +470,6 @@ def _is_path_list(source: Any) -> bool:
 def _checked(items: Iterable[Any]) -> Iterator[Document | LoadFailure]:
     for item in items:
         if not isinstance(item, (Document, LoadFailure)):
-            raise ValueError(_BAD_SOURCE.format(f"an iterable holding {type(item).__name__}"))
+            msg = _BAD_SOURCE.format(f"an iterable holding {type(item).__name__}")
+            raise ValueError(msg)  # noqa: TRY004 - bad arguments are ValueErrors here
         yield item

@@ -302,7 +302,7 @@ class SparqlEndpointGraph:
                               f"{url}): {message}")
         if status in (401, 403, 404, 405, 406, 415):
             raise ConfigurationError(
-                f"the SPARQL endpoint {url} answered HTTP {status} to a {kind}: {message}. Check "
+                f"the SPARQL endpoint {url} answered HTTP {status} to {_a(kind)}: {message}. Check "
                 "the URL (query_url/update_url) and the credentials (headers=/auth=).")
         raise EndpointUnavailableError(
             f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
@@ -314,13 +314,13 @@ class SparqlEndpointGraph:
         except httpx.TimeoutException as exc:
             self._plain_default_graph = None  # the server may come back with other options
             raise EndpointUnavailableError(
-                f"the SPARQL endpoint {url} did not answer a {kind} within {self.timeout:g} s "
+                f"the SPARQL endpoint {url} did not answer {_a(kind)} within {self.timeout:g} s "
                 f"({type(exc).__name__}). {_ATOMIC}") from exc
         except httpx.TransportError as exc:
             self._plain_default_graph = None
             what = "refused the connection" if isinstance(exc, httpx.ConnectError) else "failed"
             raise EndpointUnavailableError(
-                f"the SPARQL endpoint {url} {what} for a {kind} ({type(exc).__name__}: {exc}). "
+                f"the SPARQL endpoint {url} {what} for {_a(kind)} ({type(exc).__name__}: {exc}). "
                 f"{_ATOMIC}") from exc
 
 
@@ -345,6 +345,10 @@ def _ssl_context(httpx: Any) -> Any:
     if not _SSL:
         _SSL.append(httpx.create_ssl_context(trust_env=True))
     return _SSL[0]
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def _server_message(response: Any) -> str:
@@ -396,8 +400,8 @@ def _insert_data(quads: list[ox.Quad]) -> str:
         elif isinstance(graph, ox.NamedNode):
             key = str(graph)
         else:
-            raise ValueError(f"a SPARQL update cannot name the blank-node graph {graph}; "
-                             "use an IRI for the graph")
+            raise TypeError(f"a SPARQL update cannot name the blank-node graph {graph}; "
+                            "use an IRI for the graph")
         by_graph.setdefault(key, []).append(f"{q.subject} {q.predicate} {q.object} .")
     parts = [" ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
              for key, triples in by_graph.items()]

@@ -166,7 +166,7 @@ class OxigraphServer:
         except OSError:
             return ""
 
-    def __enter__(self) -> OxigraphServer:
+    def __enter__(self) -> OxigraphServer:  # noqa: PYI034 - Self needs Python 3.11
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

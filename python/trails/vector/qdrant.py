@@ -415,12 +415,12 @@ class QdrantStore:
 
     @_locked
     def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
-        """``(id, doc_iri, version, pending)`` of every point that belongs to a document."""
+        """``(id, doc_iri, version, pending)`` of every point that belongs to a document, by id."""
         m = self._m
         records = self._scroll(self.collection, m.Filter(
             must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="doc_iri"))]))
-        return [(r.payload["id"], r.payload["doc_iri"], r.payload.get("version"),
-                 bool(r.payload.get("pending"))) for r in records]
+        return sorted((r.payload["id"], r.payload["doc_iri"], r.payload.get("version"),
+                       bool(r.payload.get("pending"))) for r in records)
 
     @_locked
     def pending_ids(self) -> list[str]:
