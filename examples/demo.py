@@ -18,10 +18,13 @@ from rich.table import Table
 from trails import retrieve
 from trails.context import Context
 from trails.ingest import ingest_all
+from trails.kg import IRI
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = sys.argv[1] if len(sys.argv) > 1 else "how are results kept exact when filtering?"
 SINCE = dt.date(2024, 1, 1)
+# Every hit traces back to its document, its date and its scope through the graph.
+DOCUMENT = "SELECT ?name ?created WHERE { ?doc schema:name ?name ; schema:dateCreated ?created }"
 FILTER = """
 SELECT ?iri WHERE {
   ?iri schema:isPartOf ?doc .
@@ -40,11 +43,12 @@ def main() -> None:
         hits = retrieve(QUESTION, ctx, mode="hybrid", k=5, sparql_filter=FILTER,
                         bindings={"since": SINCE})
         table = Table(title=f"{QUESTION!r} — documents created since {SINCE}")
-        for column in ("#", "score", "chunk", "snippet"):
+        for column in ("#", "score", "document", "created", "passage"):
             table.add_column(column)
         for rank, hit in enumerate(hits, start=1):
-            table.add_row(str(rank), f"{hit.score:.3f}", hit.iri.removeprefix(ctx.base_iri),
-                          hit.snippet[:110].replace("\n", " "))
+            doc = ctx.kg.query(DOCUMENT, {"doc": IRI(hit.metadata["doc_iri"])}).rows[0]
+            table.add_row(str(rank), f"{hit.score:.3f}", doc["name"], str(doc["created"]),
+                          hit.snippet[:160].replace("\n", " "))
         console.print(table)
         console.print(hits.explain())
 

@@ -316,6 +316,24 @@ def test_unreadable_file_is_a_failure(tmp_path):
     assert failure == LoadFailure(str(path), "permission denied")
 
 
+def test_permission_error_is_a_failure_even_when_running_as_root(tmp_path, monkeypatch):
+    """Root reads files whatever their mode, so the chmod tests below skip there; this one
+    raises the same PermissionError that a real read would."""
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "b.txt").write_text("y")
+
+    def refuse(path: Path) -> bytes:
+        if path.name == "a.txt":
+            raise PermissionError(13, "Permission denied", str(path))
+        return original(path)
+
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    items = list(FileLoader(tmp_path).load())
+    assert items[0] == LoadFailure(str(tmp_path / "a.txt"), "permission denied")
+    assert items[1].text == "y"
+
+
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
                     reason="root lists folders whatever their mode")
 def test_unlistable_folder_is_a_failure(tmp_path):

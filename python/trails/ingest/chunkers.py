@@ -49,7 +49,6 @@ _CANDIDATES = re.compile(
     r"|(?P<stop>[.!?…]+[)\]\"'”’»]*(?=\s|\Z))")         # . ! ? then space or the end
 _BLOCK_START = re.compile(r"[^\S\n]*(?:#{1,6}\s|[-*+>|]\s|\d{1,3}[.)]\s|```)")
 _NEXT_CHAR = re.compile(r"\s*(\S)")
-_WORD_BEFORE = re.compile(r"(\w[\w.]*)$")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -86,15 +85,14 @@ def _is_break(text: str, m: re.Match[str]) -> bool:
 
 
 def _is_abbreviation(text: str, stop: int) -> bool:
-    line_start = text.rfind("\n", 0, stop) + 1
-    before = text[max(line_start, stop - 40):stop]
-    word = _WORD_BEFORE.search(before)
-    if word is None:
+    # The end of this line only, in a bounded window: a long line must not make it quadratic.
+    words = text[max(0, stop - 40):stop].rsplit("\n", 1)[-1].split()
+    if not words:
         return False
-    token = word.group(1)
-    if token.isdigit():
-        return before.strip() == token  # "1. First" opens a numbered list item
-    return len(token) == 1 or token.replace(".", "").lower() in _ABBREVIATIONS
+    word = words[-1].lstrip("([{\"'“‘«")
+    if word.isdigit():
+        return len(words) == 1  # "1. First" opens a numbered list item
+    return (len(word) == 1 and word.isalpha()) or word.replace(".", "").lower() in _ABBREVIATIONS
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -64,7 +64,7 @@ def parse_text(text: str) -> Parsed:
     >>> parse_text("hello").text
     'hello'
     """
-    return Parsed(text)
+    return Parsed(text, None, {})
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
