@@ -23,7 +23,7 @@ pytest.importorskip("qdrant_client")
 
 from trails import retrieve  # noqa: E402
 from trails.context import Context  # noqa: E402
-from trails.errors import ConfigurationError, MissingExtraError  # noqa: E402
+from trails.errors import ConfigurationError, ContextLockedError, MissingExtraError  # noqa: E402
 from trails.ingest import Document, SentenceChunker, ingest_all  # noqa: E402
 from trails.kg import OxigraphGraph  # noqa: E402
 from trails.scopes import scope_graph  # noqa: E402
@@ -106,6 +106,35 @@ def test_constructor_arguments_pick_one_location(tmp_path):
         QdrantStore(dim=3, read_only=True)
     with pytest.raises(ConfigurationError, match="read-only"):
         QdrantStore(path=tmp_path / "nothing", read_only=True)
+
+
+def test_a_folder_open_in_another_process_is_a_clear_error(tmp_path):
+    folder = tmp_path / "qdrant"
+    QdrantStore(path=folder, dim=3).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from trails.vector.qdrant import QdrantStore; "
+         f"s = QdrantStore(path={str(folder)!r}); print('open', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(ContextLockedError, match="another process"):
+            QdrantStore(path=folder)
+    finally:
+        holder.communicate("")
+    with QdrantStore(path=folder) as store:  # and usable again once it is closed there
+        assert store.dim == 3
+
+
+def test_stores_on_one_folder_in_one_process_share_a_client(tmp_path):
+    first = QdrantStore(path=tmp_path, dim=3)
+    second = QdrantStore(path=tmp_path, read_only=True)
+    assert second._client is first._client
+    first.add("a", [1.0, 0.0, 0.0])
+    assert second.count() == 1
+    first.close()
+    assert second.count() == 1  # the client stays open while a store uses it
+    second.close()
+    assert second._client._client.closed
 
 
 def test_a_collection_trails_did_not_make_is_refused():

@@ -12,5 +12,6 @@ default_context: Any = None
 # Loaded models shared by every context in the process, keyed by (path, device).
 model_cache: dict[tuple[str, str | None], Any] = {}
 # Environment variables that change what the engine talks to; isolated in tests.
-ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "TRAILS_HOME", "TRAILS_DB",
+ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+            "OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS", "TRAILS_HOME", "TRAILS_DB",
             "TRAILS_MODEL", "QDRANT_URL", "QDRANT_API_KEY")

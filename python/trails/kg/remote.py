@@ -20,13 +20,16 @@ How scopes are confined on the server
   default graph) after the client has removed every way out of it from the text: ``FROM`` and
   ``FROM NAMED`` clauses are deleted (embedded, the scope's dataset overrides them) and each
   ``GRAPH t { ... }`` becomes an empty group binding no solution (embedded, the default scope
-  has no named graphs, so ``GRAPH`` matches nothing). The rewrite is then *proved* by the
-  SPARQL parser itself: every ``graph``/``from``/``service`` in the final text has one letter
-  changed and the result must still parse, which it only does if none of them is a keyword.
-  A text the rewrite cannot handle is refused (:class:`UnsafeFilterError`), never sent.
+  has no named graphs, so ``GRAPH`` matches nothing). The rewrite does not rely on its own
+  reading of the text: the SPARQL parser (pyoxigraph's, the parser of ``oxigraph serve``)
+  checks it. Every ``graph``/``from``/``service`` in the final text, wherever it stands, has
+  one letter changed (a letter for a letter, so strings, IRIs and comments keep their extent)
+  and the result must still parse, which it does only if none of them was a keyword. A text
+  the rewrite cannot handle is refused (:class:`UnsafeFilterError`), never sent.
   This needs a server whose default graph is not the union of all graphs; the client reads the
   server's service description once and refuses to confine the default scope on a server that
-  announces ``sd:UnionDefaultGraph`` (``oxigraph serve --union-default-graph``).
+  announces ``sd:UnionDefaultGraph`` (``oxigraph serve --union-default-graph``). A server that
+  publishes no service description is taken to query its own default graph.
 - The default scope together with named scopes needs a dataset whose default graph merges the
   store's default graph with named graphs: without ``default_graph_uri`` no protocol request
   can say that, and such a query raises :class:`ConfigurationError` instead of running

@@ -40,7 +40,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails._extras import require
-from trails.errors import ConfigurationError, DimensionMismatchError, EmbeddingModelMismatchError
+from trails.errors import (
+    ConfigurationError,
+    ContextLockedError,
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+)
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedder import EmbedderIdentity
 from trails.vector.matrix import _exact_cosine
@@ -106,9 +111,21 @@ class _LocalClients:
         with cls._guard:
             entry = cls._open.get(key)
             if entry is None:
-                entry = cls._open[key] = [qdrant.QdrantClient(path=key), 0, threading.RLock()]
+                entry = cls._open[key] = [cls._open_folder(qdrant, key), 0, threading.RLock()]
             entry[1] += 1
             return entry[0], entry[2], key
+
+    @staticmethod
+    def _open_folder(qdrant: Any, path: str) -> Any:
+        try:
+            return qdrant.QdrantClient(path=path)
+        except RuntimeError as exc:
+            if "already accessed" not in str(exc):
+                raise
+            raise ContextLockedError(
+                f"Qdrant folder {path!r} is open in another process, and qdrant-client's local "
+                "mode allows one process per folder; close it there, or serve the data from a "
+                "Qdrant server (url=...)") from exc
 
     @classmethod
     def release(cls, key: str) -> None:
@@ -143,6 +160,7 @@ class QdrantStore:
         DimensionMismatchError: ``dim`` differs from the store's dimension.
         EmbeddingModelMismatchError: ``embedder`` differs from the recorded identity.
         ConfigurationError: a missing store opened read-only, or a collection trails did not make.
+        ContextLockedError: ``path=`` is open in another process (local mode's folder lock).
         MissingExtraError: qdrant-client is not installed (``pip install "trails[vector-qdrant]"``).
 
     >>> store = QdrantStore(dim=3)
