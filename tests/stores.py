@@ -78,6 +78,9 @@ FACTORIES: list[type[_Factory]] = [SqliteVecMemory, SqliteVecFile]
 PERSISTENT: list[type[_Factory]] = [f for f in FACTORIES if f.persistent]
 
 
+import importlib.util  # kept with the Qdrant factories appended below
+
+
 class QdrantMemory(_Factory):
     name = "qdrant-memory"
 
@@ -113,5 +116,7 @@ class QdrantLocalFolder(_Factory):
         )
 
 
-FACTORIES += [QdrantMemory, QdrantLocalFolder]
-PERSISTENT[:] = [f for f in FACTORIES if f.persistent]
+# qdrant-client is an optional extra (trails[vector-qdrant]): its backends join when installed.
+if importlib.util.find_spec("qdrant_client") is not None:
+    FACTORIES += [QdrantMemory, QdrantLocalFolder]
+    PERSISTENT[:] = [f for f in FACTORIES if f.persistent]

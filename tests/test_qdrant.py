@@ -19,18 +19,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("qdrant_client")
+from trails import retrieve
+from trails.context import Context
+from trails.errors import ConfigurationError, ContextLockedError, MissingExtraError
+from trails.ingest import Document, SentenceChunker, ingest_all
+from trails.kg import OxigraphGraph
+from trails.scopes import scope_graph
+from trails.vector import qdrant as qdrant_module
+from trails.vector.mock import MockEmbedder
+from trails.vector.qdrant import POINT_NAMESPACE, QdrantStore, point_id
+from trails.vector.sqlite_vec import DocumentVersion, SqliteVecStore
 
-from trails import retrieve  # noqa: E402
-from trails.context import Context  # noqa: E402
-from trails.errors import ConfigurationError, ContextLockedError, MissingExtraError  # noqa: E402
-from trails.ingest import Document, SentenceChunker, ingest_all  # noqa: E402
-from trails.kg import OxigraphGraph  # noqa: E402
-from trails.scopes import scope_graph  # noqa: E402
-from trails.vector import qdrant as qdrant_module  # noqa: E402
-from trails.vector.mock import MockEmbedder  # noqa: E402
-from trails.vector.qdrant import POINT_NAMESPACE, QdrantStore, point_id  # noqa: E402
-from trails.vector.sqlite_vec import DocumentVersion, SqliteVecStore  # noqa: E402
+pytest.importorskip("qdrant_client")
 
 DIM = 12
 BUCKETS = 8
@@ -112,8 +112,9 @@ def test_a_folder_open_in_another_process_is_a_clear_error(tmp_path):
     folder = tmp_path / "qdrant"
     QdrantStore(path=folder, dim=3).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from trails.vector.qdrant import QdrantStore; "
-         f"s = QdrantStore(path={str(folder)!r}); print('open', flush=True); sys.stdin.read()"],
+        [sys.executable, "-c", ("import sys; from trails.vector.qdrant import QdrantStore; "
+                                f"s = QdrantStore(path={str(folder)!r}); print('open', flush=True);"
+                                " sys.stdin.read()")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"
@@ -493,7 +494,7 @@ def test_scopes_are_isolated_in_a_qdrant_context():
         assert len(both) == len(default) + len(zoo)
         # a chunk IRI of another scope named in the filter finds nothing
         other = zoo[0].iri
-        leak = retrieve("x", ctx, k=5, sparql_filter="SELECT ?c WHERE { VALUES ?c { <%s> } }" % other)
+        leak = retrieve("x", ctx, k=5, sparql_filter=f"SELECT ?c WHERE {{ VALUES ?c {{ <{other}> }} }}")
         assert list(leak) == []
         assert ctx.verify().ok and ctx.stats()["scopes"] == ["default", "zoo"]
 

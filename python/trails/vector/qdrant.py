@@ -35,7 +35,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -102,7 +102,7 @@ class _LocalClients:
     """qdrant-client's local mode locks its folder for one client, even within a process, so
     stores opened on the same path in one process share one client (and one lock)."""
 
-    _open: dict[str, list[Any]] = {}  # realpath -> [client, users, lock]
+    _open: ClassVar[dict[str, list[Any]]] = {}  # realpath -> [client, users, lock]
     _guard = threading.Lock()
 
     @classmethod
@@ -115,17 +115,30 @@ class _LocalClients:
             entry[1] += 1
             return entry[0], entry[2], key
 
-    @staticmethod
-    def _open_folder(qdrant: Any, path: str) -> Any:
+    @classmethod
+    def _open_folder(cls, qdrant: Any, path: str) -> Any:
+        cls._check_unlocked(path)  # qdrant-client leaks the lock file when it finds it locked
         try:
             return qdrant.QdrantClient(path=path)
         except RuntimeError as exc:
             if "already accessed" not in str(exc):
                 raise
-            raise ContextLockedError(
-                f"Qdrant folder {path!r} is open in another process, and qdrant-client's local "
-                "mode allows one process per folder; close it there, or serve the data from a "
-                "Qdrant server (url=...)") from exc
+            raise _locked_folder(path) from exc
+
+    @staticmethod
+    def _check_unlocked(path: str) -> None:
+        lock = os.path.join(path, ".lock")
+        if not os.path.exists(lock):
+            return
+        import portalocker  # qdrant-client's own dependency for this very lock
+
+        with open(lock, "r+") as handle:
+            try:
+                portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE
+                                 | portalocker.LockFlags.NON_BLOCKING)
+            except portalocker.exceptions.LockException as exc:
+                raise _locked_folder(path) from exc
+            portalocker.unlock(handle)
 
     @classmethod
     def release(cls, key: str) -> None:
@@ -704,6 +717,13 @@ class QdrantStore:
         state = "closed" if self._closed else f"count={self.count()}"
         return (f"<QdrantStore collection={self.collection!r} location={self.location!r} "
                 f"dim={self._dim} {state}>")
+
+
+def _locked_folder(path: str) -> ContextLockedError:
+    return ContextLockedError(
+        f"Qdrant folder {path!r} is open in another process, and qdrant-client's local mode "
+        "allows one process per folder; close it there, or serve the data from a Qdrant "
+        "server (url=...)")
 
 
 def _eq(m: Any, key: str, value: Any) -> Any:
