@@ -92,24 +92,23 @@ def build_store(path: str, vectors: np.ndarray) -> SqliteVecStore:
 
 
 def build_graph(bucket: np.ndarray) -> OxigraphGraph:
-    """Documents (type, xsd:date, genre) and their chunks (type, isPartOf, position, bucket)."""
+    """trails:Document (xsd:date, genre) and their trails:Chunk (isPartOf, position, bucket)."""
     iri, g = ox.NamedNode, ox.DefaultGraph()
-    a, part_of, position = iri(PREFIXES["rdf"] + "type"), iri(SCHEMA + "isPartOf"), iri(SCHEMA + "position")
-    created, genre, bkt = iri(SCHEMA + "dateCreated"), iri(SCHEMA + "genre"), iri(TRAILS + "bucket")
-    work, chunk_type, date = iri(SCHEMA + "CreativeWork"), iri(TRAILS + "Chunk"), iri(PREFIXES["xsd"] + "date")
+    rdf_type, date = iri(PREFIXES["rdf"] + "type"), iri(PREFIXES["xsd"] + "date")
+    doc_type, chunk_type, bkt = iri(TRAILS + "Document"), iri(TRAILS + "Chunk"), iri(TRAILS + "bucket")
+    part_of, position = iri(SCHEMA + "isPartOf"), iri(SCHEMA + "position")
+    created, genre = iri(SCHEMA + "dateCreated"), iri(SCHEMA + "genre")
 
     def quads():
         for d in range(len(bucket) // PER_DOC):
-            doc = iri(doc_iri(d))
-            yield ox.Quad(doc, a, work, g)
-            yield ox.Quad(doc, created, ox.Literal(f"{2015 + d % 10}-{d % 12 + 1:02d}-{d % 28 + 1:02d}",
-                                                   datatype=date), g)
-            yield ox.Quad(doc, genre, ox.Literal(f"genre-{d % 7}"), g)
-            for c in range(PER_DOC):
-                i = d * PER_DOC + c
+            doc, day = iri(doc_iri(d)), f"{2015 + d % 10}-{d % 12 + 1:02d}-{d % 28 + 1:02d}"
+            yield from (ox.Quad(doc, rdf_type, doc_type, g),
+                        ox.Quad(doc, created, ox.Literal(day, datatype=date), g),
+                        ox.Quad(doc, genre, ox.Literal(f"genre-{d % 7}"), g))
+            for i in range(d * PER_DOC, (d + 1) * PER_DOC):
                 chunk = iri(chunk_iri(i))
-                yield from (ox.Quad(chunk, a, chunk_type, g), ox.Quad(chunk, part_of, doc, g),
-                            ox.Quad(chunk, position, ox.Literal(c), g),
+                yield from (ox.Quad(chunk, rdf_type, chunk_type, g), ox.Quad(chunk, part_of, doc, g),
+                            ox.Quad(chunk, position, ox.Literal(i % PER_DOC), g),
                             ox.Quad(chunk, bkt, ox.Literal(int(bucket[i])), g))
 
     kg = OxigraphGraph()
@@ -117,9 +116,10 @@ def build_graph(bucket: np.ndarray) -> OxigraphGraph:
     return kg
 
 
-def timed(fn):
+def timed(fn, *args, **kwargs):
+    """(milliseconds, result) of one call."""
     start = time.perf_counter()
-    result = fn()
+    result = fn(*args, **kwargs)
     return (time.perf_counter() - start) * 1e3, result
 
 
@@ -140,6 +140,16 @@ def numpy_topk(m: np.ndarray, rows: np.ndarray | None, q32: np.ndarray) -> np.nd
     return top if rows is None else rows[top]
 
 
+def numpy_with_map(m: np.ndarray, row_of: dict, iris: list[str], q32: np.ndarray) -> np.ndarray:
+    """(c'): the same, starting from the SPARQL IRIs as the store must."""
+    return numpy_topk(m, np.fromiter(map(row_of.__getitem__, iris), np.int64, len(iris)), q32)
+
+
+def naive_plan(store: SqliteVecStore, q64: np.ndarray, cands: set[str]) -> list[str]:
+    """(b): vector top-10k over everything, then keep the candidates (recall is lost here)."""
+    return [h.id for h in store.search(q64, 10 * K) if h.id in cands][:K]
+
+
 def recall(found, truth: set[str]) -> float:
     return len(set(found) & truth) / len(truth) if truth else 1.0
 
@@ -150,40 +160,52 @@ def summary(times: dict, recalls: dict, **extra) -> dict:
             **{f"r_{k}": min(v) for k, v in recalls.items()}}
 
 
+def clock_sparql(kg: OxigraphGraph) -> list:
+    """Time the SPARQL step inside each retrieve() call: (ms, iris) per call, in order."""
+    calls, inner = [], kg.select_iris
+
+    def select_iris(*args, **kwargs):
+        calls.append(timed(inner, *args, **kwargs))
+        return calls[-1][1]
+
+    kg.select_iris = select_iris  # an instance attribute shadows the method
+    return calls
+
+
 def run_hybrid(ctx: Context, qs: np.ndarray, bucket: np.ndarray, truth64: np.ndarray) -> list[dict]:
     store, kg = ctx.vectors, ctx.kg
     m, ids = store.matrix.matrix, store.matrix.ids
     row_of = {id: r for r, id in enumerate(ids)}
     chunk_row = np.array([row_of[chunk_iri(i)] for i in range(len(bucket))])
-    out = []
+    sparql_calls, out = clock_sparql(kg), []
     for sel in SELECTIVITIES:
         bind = {"limit": max(1, round(sel * BUCKETS))}
         rows = np.sort(chunk_row[bucket < bind["limit"]])  # plan (c)'s input: not timed
         cands = set(kg.select_iris(FILTER, bind))
         assert cands == {ids[r] for r in rows}, "the SPARQL filter must select exactly"
-        times = {k: [] for k in ("sparql", "rank", "e2e", "naive", "np", "np_map")}
+        times = {k: [] for k in ("sparql", "e2e", "beyond", "rank", "naive", "np", "np_map")}
         recalls = {k: [] for k in ("a", "b", "c")}
         for qi, q32 in enumerate(qs):
             q64 = q32.astype(np.float64) / np.linalg.norm(q32.astype(np.float64))
             truth = exact_top(truth64[rows, qi], rows, ids)
             # All plans run back to back on each query, so machine noise hits them alike.
-            ms, iris = timed(lambda: kg.select_iris(FILTER, bind))
-            times["sparql"].append(ms)
-            ms, (hits, plan) = timed(lambda: store.search_with_plan(q64, K, ids=iris))
-            times["rank"].append(ms)
-            ms, res = timed(lambda: retrieve(f"q{qi}", ctx, mode="hybrid", k=K,
-                                             sparql_filter=FILTER, bindings=bind))
+            ms, res = timed(retrieve, f"q{qi}", ctx, mode="hybrid", k=K, sparql_filter=FILTER,
+                            bindings=bind)
+            sparql_ms, iris = sparql_calls[-1]
             times["e2e"].append(ms)
-            assert [h.iri for h in res] == [h.id for h in hits]
+            times["sparql"].append(sparql_ms)
+            times["beyond"].append(ms - sparql_ms)  # embed + map IRIs + rank + hits
             recalls["a"].append(recall((h.iri for h in res), truth))
-            ms, naive = timed(lambda: [h.id for h in store.search(q64, 10 * K) if h.id in cands][:K])
+            ms, (hits, plan) = timed(store.search_with_plan, q64, K, ids=iris)
+            times["rank"].append(ms)
+            assert [h.iri for h in res] == [h.id for h in hits]
+            ms, naive = timed(naive_plan, store, q64, cands)
             times["naive"].append(ms)
             recalls["b"].append(recall(naive, truth))
-            ms, top = timed(lambda: numpy_topk(m, rows, q32))
+            ms, top = timed(numpy_topk, m, rows, q32)
             times["np"].append(ms)
             recalls["c"].append(recall((ids[r] for r in top), truth))
-            times["np_map"].append(timed(lambda: numpy_topk(
-                m, np.fromiter(map(row_of.__getitem__, iris), np.int64, len(iris)), q32))[0])
+            times["np_map"].append(timed(numpy_with_map, m, row_of, iris, q32)[0])
         out.append(summary(times, recalls, sel=sel, cands=len(rows), plan=plan.name))
     return out
 
@@ -196,14 +218,14 @@ def run_vector(ctx: Context, qs: np.ndarray, truth64: np.ndarray) -> dict:
     for qi, q32 in enumerate(qs):
         q64 = q32.astype(np.float64) / np.linalg.norm(q32.astype(np.float64))
         truth = exact_top(truth64[:, qi], np.arange(len(ids)), ids)
-        ms, hits = timed(lambda: store.search(q64, K))
+        ms, hits = timed(store.search, q64, K)
         times["trails"].append(ms)
         recalls["trails"].append(recall((h.id for h in hits), truth))
-        times["e2e"].append(timed(lambda: retrieve(f"q{qi}", ctx, mode="vector", k=K))[0])
-        ms, top = timed(lambda: numpy_topk(m, None, q32))
+        times["e2e"].append(timed(retrieve, f"q{qi}", ctx, mode="vector", k=K)[0])
+        ms, top = timed(numpy_topk, m, None, q32)
         times["np"].append(ms)
         recalls["np"].append(recall((ids[r] for r in top), truth))
-        ms, knn = timed(lambda: store.knn_sqlite_vec(q64, K))
+        ms, knn = timed(store.knn_sqlite_vec, q64, K)
         times["vec0"].append(ms)
         recalls["vec0"].append(recall((id for id, _ in knn), truth))
     return summary(times, recalls)
@@ -220,7 +242,7 @@ def run_sweep(store: SqliteVecStore, qs: np.ndarray, rng: np.random.Generator) -
                 q64 = q32.astype(np.float64) / np.linalg.norm(q32.astype(np.float64))
                 for plan, pin in (("gather", 1.0), ("masked-scan", 0.0)):
                     matrix_module.GATHER_FRACTION = pin
-                    ms, (_, used, _) = timed(lambda: index.search(q64, K, rows))
+                    ms, (_, used, _) = timed(index.search, q64, K, rows)
                     assert used == plan
                     times[plan].append(ms)
             out.append(summary(times, {}, f=f, cands=len(rows)))
@@ -246,29 +268,32 @@ def tables(hybrid: list[dict], vector: dict, sweep: list[dict], n: int):
     """(title, headers, rows) for each table, and whether the hybrid target was met."""
     h_rows, met = [], True
     for r in hybrid:
-        budget = 1.5 * r["np"] + r["sparql"]
-        ok = r["r_a"] == 1.0 and r["e2e"] <= budget
+        ok = r["r_a"] == 1.0 and r["beyond"] <= 1.5 * r["np"]
         met &= ok
+        times = ("sparql", "e2e", "beyond", "rank", "naive", "np", "np_map")
         h_rows.append([pct(r["sel"]), f"{r['cands']:,}", r["plan"],
                        f"{r['r_a']:.3f} / {r['r_b']:.3f} / {r['r_c']:.3f}",
-                       *(f"{r[key]:.2f}" for key in ("sparql", "rank", "e2e", "naive", "np", "np_map")),
-                       f"{r['rank'] / r['np']:.2f} / {r['rank'] / r['np_map']:.2f}",
-                       f"{r['e2e']:.1f} <= {budget:.1f}: {'met' if ok else 'MISSED'}"])
+                       *(f"{r[key]:.2f}" for key in times),
+                       f"{r['beyond'] / r['np']:.2f} / {r['beyond'] / r['np_map']:.2f}",
+                       "met" if ok else f"missed by {r['beyond'] - 1.5 * r['np']:.2f} ms"])
     h_head = ["selectivity", "candidates", "plan", "recall@10 (a) / (b) / (c)", "SPARQL ms",
-              "(a) rank ms", "(a) end-to-end ms", "(b) naive ms", "(c) numpy ms",
-              "(c') numpy + IRI map ms", "(a) rank / (c) / (c')", "(a) e2e <= 1.5 (c) + SPARQL"]
+              "(a) end-to-end ms", "(a) beyond SPARQL ms", "(a) rank ms", "(b) naive ms",
+              "(c) numpy ms", "(c') numpy + IRI map ms", "(a) beyond SPARQL / (c) / (c')",
+              "(a) <= 1.5 (c) + SPARQL"]
     plans = [("trails `store.search`", "trails", "r_trails"),
-             ("trails `retrieve(mode=\"vector\")`", "e2e", None),
-             ("numpy `M @ q` + argpartition", "np", "r_np"), ("sqlite-vec vec0 KNN", "vec0", "r_vec0")]
+             ('trails `retrieve(mode="vector")`', "e2e", None),
+             ("numpy `M @ q` + argpartition", "np", "r_np"),
+             ("sqlite-vec vec0 KNN", "vec0", "r_vec0")]
     v_rows = [[name, f"{vector[key]:.2f}", f"{vector[r]:.3f}" if r else "as above",
                f"{vector[key] / vector['np']:.2f}"] for name, key, r in plans]
     s_rows = [[pct(s["f"]), f"{s['cands']:,}", f"{s['gather']:.2f}", f"{s['masked-scan']:.2f}",
                "gather" if s["gather"] <= s["masked-scan"] else "masked-scan"] for s in sweep]
     return [("Hybrid: SPARQL filter, then exact top-10", h_head, h_rows),
-            (f"Vector mode over all {n:,} vectors", ["plan", "median ms", "recall@10", "time / numpy"],
-             v_rows),
+            (f"Vector mode over all {n:,} vectors",
+             ["plan", "median ms", "recall@10", "time / numpy"], v_rows),
             ("Candidate plans (VectorMatrix.search on random row subsets)",
-             ["candidate fraction", "candidates", "gather ms", "masked-scan ms", "faster"], s_rows)], met
+             ["candidate fraction", "candidates", "gather ms", "masked-scan ms", "faster"],
+             s_rows)], met
 
 
 def markdown_table(headers, rows) -> str:
@@ -297,48 +322,59 @@ def machine_facts() -> str:
                          f"{i['num_threads']} threads" for i in threadpool_info())
     except ImportError:
         blas = "BLAS: see numpy.show_config()"
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), "") if os.path.exists("/proc/cpuinfo") else ""
-    return (f"nproc {os.cpu_count()} ({cpu or platform.machine()}), Python {platform.python_version()}, "
-            f"numpy {np.__version__} with {blas}, OPENBLAS_CORETYPE="
+    info = Path("/proc/cpuinfo")
+    cpu = next((line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
+                if line.startswith("model name")), "") if info.exists() else ""
+    return (f"nproc {os.cpu_count()} ({cpu or platform.machine()}), Python "
+            f"{platform.python_version()}, numpy {np.__version__} with {blas}, OPENBLAS_CORETYPE="
             f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}, pyoxigraph {pyoxigraph.__version__}, "
             f"sqlite-vec {sqlite_vec.__version__}")
 
 
 def render(parts, met: bool, vector: dict, cross: float, n: int, queries: int, load: str) -> str:
     (h_title, h_head, h_rows), (v_title, v_head, v_rows), (s_title, s_head, s_rows) = parts
+    exact = all(row[3].startswith("1.000") for row in h_rows)
     fast = vector["trails"] <= vector["np"]
     return f"""## Hybrid retrieval (`benchmarks/hybrid.py`)
 
 Reproduce: `.venv/bin/python benchmarks/hybrid.py` (a few minutes; `--quick` for a smoke run).
-Measured {datetime.date.today().isoformat()}: {machine_facts()}. Load average {load}: the machine is
-shared and noisy, so every time is the median over {queries} random queries, plans interleaved per query.
+Measured {datetime.date.today().isoformat()}: {machine_facts()}. Load average {load}: the
+machine is shared and noisy, so every time is the median over {queries} random queries, with
+the plans interleaved per query.
 
-Data: {n:,} chunks of {DIM}-d unit float32 vectors, clustered (a document's {PER_DOC} chunks share a
-topic), in a file-backed `SqliteVecStore`; an in-memory Oxigraph graph around them (chunks
-`schema:isPartOf` documents with `schema:dateCreated` xsd:date and `schema:genre`; each chunk has a
-`trails:bucket` 0..9,999) filtered by `{FILTER}` with `limit` bound, so each selectivity is exact. k = {K}.
+Data: {n:,} chunks of {DIM}-d unit float32 vectors, clustered (a document's {PER_DOC} chunks
+share a topic), in a file-backed `SqliteVecStore`, and an in-memory Oxigraph graph around them:
+`trails:Chunk`s `schema:isPartOf` `trails:Document`s that have a `schema:dateCreated` (xsd:date)
+and a `schema:genre`; each chunk has a `trails:bucket` in 0..9,999, and the filter
+`{FILTER}` (with `limit` bound) selects an exact fraction. k = {K}.
 
-- (a) trails hybrid: `retrieve(mode="hybrid", sparql_filter=..., bindings=...)` end to end; its parts
-  are SPARQL (`kg.select_iris`) and rank (`store.search_with_plan(q, k, ids=iris)`, IRI-to-row mapping included).
+- (a) trails hybrid: `retrieve(mode="hybrid", sparql_filter=..., bindings=...)` end to end.
+  "SPARQL" is the `kg.select_iris` time inside that same call, "beyond SPARQL" the rest (query
+  embedding lookup, IRI-to-row mapping, ranking, metadata, hits). "Rank" times
+  `store.search_with_plan(q, k, ids=iris)` alone (IRI-to-row mapping included).
 - (b) naive: `store.search(q, k={10 * K})` over all vectors, then intersect with the candidates.
 - (c) numpy brute force from precomputed candidate rows: `M[rows] @ q` + argpartition; (c') adds
-  mapping the SPARQL IRIs to rows through a dict. The target is stated against (c), the stricter one.
+  mapping the SPARQL IRIs to rows through a dict, which (a) must do and (c) skips. `M[rows]`
+  copies the rows, so above ~{pct(round(cross, 2))} of the rows a full product is the cheaper brute force.
 - Recall@{K} against exact float64 ground truth (ties by id); the worst query is shown.
+- The target is checked against (c), the stricter baseline: end-to-end <= 1.5 x (c) + SPARQL,
+  that is "beyond SPARQL" <= 1.5 x (c).
 
 ### {h_title}
 
 {markdown_table(h_head, h_rows)}
 
-Target "recall 1.0 everywhere, end-to-end latency within 1.5 x (c) plus the SPARQL time":
-**{'met' if met else 'missed'}**.
+Target "hybrid recall 1.0 everywhere, latency within 1.5 x (c) plus the SPARQL time": recall
+**{"1.0 at every selectivity" if exact else "below 1.0 somewhere"}**; latency
+**{"met at every selectivity" if met else "missed where marked"}**.
 
 ### {v_title}
 
 {markdown_table(v_head, v_rows)}
 
-Target "vector mode no slower than numpy brute force": **{'met' if fast else 'missed'}**
-(trails / numpy {vector['trails'] / vector['np']:.2f}; sqlite-vec / trails {vector['vec0'] / vector['trails']:.1f}).
+Target "vector mode no slower than numpy brute force": **{"met" if fast else "missed"}**
+(trails / numpy {vector["trails"] / vector["np"]:.2f}, sqlite-vec / trails
+{vector["vec0"] / vector["trails"]:.1f}).
 
 ### {s_title}
 
@@ -364,21 +400,20 @@ def write_doc(body: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 vectors, 5 queries (smoke run)")
+    parser.add_argument("--quick", action="store_true", help="10,000 vectors, 5 queries")
     parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md alone")
     parser.add_argument("--queries", type=int, help="queries per selectivity (default 30)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    n, queries = (10_000, 5) if args.quick else (100_000, 30)
-    queries = args.queries or queries
+    n, queries = (10_000, args.queries or 5) if args.quick else (100_000, args.queries or 30)
     rng = np.random.default_rng(args.seed)
-    started, load = time.perf_counter(), "%.1f" % os.getloadavg()[0]
+    started, load = time.perf_counter(), f"{os.getloadavg()[0]:.1f}"
 
     vectors, bucket, qs = make_corpus(n, queries, rng)
     with tempfile.TemporaryDirectory() as tmp:
         store = build_store(os.path.join(tmp, "vectors.db"), vectors)
         ctx = Context(build_graph(bucket), store, LookupEmbedder(qs))
-        print(f"built {n:,} vectors and {len(ctx.kg):,} triples in {time.perf_counter() - started:.0f} s")
+        print(f"built {n:,} vectors, {len(ctx.kg):,} triples: {time.perf_counter() - started:.0f} s")
         # Ground-truth scores in float64 for every row and query, computed once.
         q64 = qs.astype(np.float64) / np.linalg.norm(qs.astype(np.float64), axis=1, keepdims=True)
         truth64 = store.matrix.matrix.astype(np.float64) @ q64.T
@@ -386,16 +421,16 @@ def main() -> int:
         vector = run_vector(ctx, qs, truth64)
         sweep = run_sweep(store, qs[: max(3, queries // 2)], rng)
         store.close()
-    load += " -> %.1f" % os.getloadavg()[0]
+    load += f" -> {os.getloadavg()[0]:.1f}"
 
     parts, met = tables(hybrid, vector, sweep, n)
     for part in parts:
         show(*part)
     cross = crossover(sweep)
     print("recall@10 trails hybrid: " + " ".join(f"{pct(r['sel'])}={r['r_a']:.3f}" for r in hybrid))
-    print(f"targets: hybrid {'met' if met else 'MISSED'}; vector mode trails {vector['trails']:.2f} ms "
-          f"vs numpy {vector['np']:.2f} ms; gather/masked-scan crossover ~{pct(cross)} "
-          f"(GATHER_FRACTION = {matrix_module.GATHER_FRACTION}); load {load}; "
+    print(f"targets: hybrid latency {'met' if met else 'MISSED'}; vector mode trails "
+          f"{vector['trails']:.2f} ms vs numpy {vector['np']:.2f} ms; gather/masked-scan crossover "
+          f"~{pct(cross)} (GATHER_FRACTION = {matrix_module.GATHER_FRACTION}); load {load}; "
           f"{time.perf_counter() - started:.0f} s")
     if not args.no_write:
         write_doc(render(parts, met, vector, cross, n, queries, load))

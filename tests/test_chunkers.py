@@ -294,6 +294,18 @@ def test_default_chunker_caps_sentence_packing_by_tokens(minilm):
     assert default_chunker(None, max_chars=50, overlap=0) == SentenceChunker(50, 0)
 
 
+def test_chunkers_for_the_openai_embedder(cl100k):
+    from trails.vector.openai import OpenAIEmbedder
+
+    embedder = OpenAIEmbedder(api_key="sk-test")  # no request is made: only its tokenizer
+    chunker = token_chunker_for(embedder, overlap_tokens=10)
+    assert isinstance(chunker, TokenChunker)
+    assert (chunker.max_tokens, chunker.overlap_tokens) == (embedder.max_tokens, 10)
+    capped = default_chunker(embedder)
+    assert capped.max_tokens == embedder.max_tokens
+    assert capped.count_tokens("hello world") == embedder.count_tokens("hello world") == 2
+
+
 @pytest.mark.slow
 def test_default_chunker_with_the_real_embedder():
     pytest.importorskip("sentence_transformers")

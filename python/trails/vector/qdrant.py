@@ -206,9 +206,10 @@ class QdrantStore:
         self._identity: EmbedderIdentity | None = None
         self._connect(qdrant, url, host, port, path, api_key, client)
         try:
-            self._dim = self._prepare(dim)
-            if embedder is not None:
-                self.bind_embedder(embedder)
+            with self._lock:
+                self._dim = self._prepare(dim)
+                if embedder is not None:
+                    self.bind_embedder(embedder)
         except BaseException:
             self.close()
             raise
