@@ -26,6 +26,8 @@ MODES: tuple[str, ...] = get_args(Mode)
 FUSIONS: tuple[str, ...] = ("rrf",)
 # Each ranking feeds fusion this many hits (at least k): RRF needs ranks beyond the top-k.
 FUSION_DEPTH = 100
+# Post-ranking steps (rerankers, MMR) see this many hits (at least k) to choose from.
+STEP_DEPTH = 50
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ def retrieve(
     embedder: Embedder | None = None,
     fusion: str | FusionFn | None = None,
     scope: str | Sequence[str] | None = None,
+    messages: Sequence[Mapping[str, str]] | None = None,
+    rewriter: Any = None,
+    steps: Sequence[Any] = (),
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -116,6 +121,12 @@ def retrieve(
         fusion: ``None`` ranks by vector score; ``"rrf"`` or a callable fuses the rankings.
         scope: a scope name or a list of them (default: the default scope). The filter sees
             only those scopes' graphs and only those scopes' vectors are ranked.
+        messages: prior conversation turns (``{"role": ..., "content": ...}``) as context for
+            the query; ``rewriter`` (a QueryRewriter) turns query + messages into a standalone
+            query. Without a rewriter, messages do not change the query.
+        steps: post-ranking steps applied in order to the fused list before it is cut to
+            ``k`` (rerankers, MMR, recency, graph expansion): each is called as
+            ``step(query, hits, ctx)`` and returns hits.
 
     Raises:
         ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
@@ -130,6 +141,8 @@ def retrieve(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
+    if rewriter is not None and messages:
+        query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:
         raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; got {fusion!r}")
     if not isinstance(k, int) or k < 0:
@@ -161,7 +174,16 @@ def retrieve(
         return _graph_hits(iris or [], store, k, ctx, scopes)
     model = embedder if embedder is not None else _need(ctx, "embedder", "embedder")
     _check_compatible(model, store)
-    return _ranked_hits(query, store, model, k, iris, fusion, mode, scopes)
+    result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH), iris,
+                          fusion, mode, scopes)
+    for step in steps:
+        result = _same_result(result, step(query, list(result), ctx))
+    return _same_result(result, list(result)[:k])
+
+
+def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> RetrievalResult:
+    return RetrievalResult(hits, mode=result.mode, plan=result.plan, candidates=result.candidates,
+                           exhaustive=result.exhaustive)
 
 
 def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
