@@ -11,6 +11,7 @@ from typing import Any
 from trails import _state
 from trails.errors import ConfigurationError
 from trails.kg import KnowledgeGraph, OxigraphGraph
+from trails.kg.similarity import register_similarity
 from trails.vector.embedder import Embedder, EmbedderIdentity
 
 __all__ = ["DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for", "set_default_context"]
@@ -52,6 +53,7 @@ class Context:
         self.directory = directory
         self.read_only = read_only
         self._closed = False
+        register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:

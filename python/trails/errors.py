@@ -14,6 +14,7 @@ says what was wrong and what to do next. The tree::
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
     ├── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
     ├── EmbeddingError                an embedding service refused a text or kept failing
+    ├── RewriteError                  a query-rewriting model refused a request or kept failing
     └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
 
 Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
@@ -32,6 +33,7 @@ __all__ = [
     "EndpointUnavailableError",
     "InvalidVectorError",
     "MissingExtraError",
+    "RewriteError",
     "SparqlError",
     "TrailsError",
     "UnsafeFilterError",
@@ -100,4 +102,12 @@ class EndpointUnavailableError(TrailsError):
     The message names the URL and what happened. The request that failed was applied whole or
     not at all (a SPARQL endpoint applies each request atomically), so nothing partial was
     committed by it; retry the operation once the endpoint is back (ingestion is idempotent).
+    """
+
+
+class RewriteError(TrailsError):
+    """A query-rewriting model (a chat completions API) rejected a request, kept failing after
+    every retry, or answered with no usable query.
+
+    The message carries the service's own explanation (or the last failure) and what to do.
     """

@@ -149,6 +149,7 @@ class SparqlEndpointGraph:
                 name its default graph, or the endpoint rejects the credentials or the URL.
             EndpointUnavailableError: refused, timed out, or HTTP 5xx.
         """
+        _refuse_similarity(sparql, self.prefixes)
         text = self._with_prefixes(apply_bindings(sparql, bindings))
         text, params = self._confine(text, scopes)
         response = self._post(self.query_url, "query", text, "application/sparql-query", params,
@@ -164,6 +165,7 @@ class SparqlEndpointGraph:
     ) -> list[str]:
         """Run a retrieval filter (checked with ``check_filter`` before any request) and
         return its IRIs in order; non-IRI values are skipped, duplicates keep the first place."""
+        _refuse_similarity(sparql, self.prefixes)
         variable = check_filter(sparql, self.prefixes)
         result = self.query(sparql, bindings, scopes=scopes)
         if not isinstance(result, QueryResult):  # pragma: no cover - check_filter ensures SELECT
@@ -472,6 +474,18 @@ def _parses(text: str) -> SyntaxError | None:
     except (RuntimeError, ValueError, OSError):  # parsed; evaluation on nothing failed
         return None
     return None
+
+
+def _refuse_similarity(text: str, prefixes: dict[str, str]) -> None:
+    """Raise if ``text`` calls ``trails:similarity``, which only the embedded graph provides."""
+    from trails.kg.similarity import uses_similarity
+
+    if uses_similarity(text, prefixes):
+        raise SparqlError(
+            "trails:similarity is evaluated in this Python process and is only available on the "
+            "embedded graph (OxigraphGraph): a SPARQL endpoint cannot call it. Rank by meaning "
+            "with retrieve(..., mode='hybrid', sparql_filter=...) instead: the endpoint filters, "
+            "trails ranks the candidates")
 
 
 def _refuse_service(text: str) -> None:

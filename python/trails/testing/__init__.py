@@ -61,3 +61,11 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[
             else:
                 os.environ[name] = value
         shutil.rmtree(home, ignore_errors=True)
+
+
+def __getattr__(name: str):  # noqa: ANN202 - lazily: building a model imports torch
+    if name == "tiny_cross_encoder":
+        from trails.testing.cross_encoder import tiny_cross_encoder
+
+        return tiny_cross_encoder
+    raise AttributeError(f"module 'trails.testing' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible embeddings server, so tests run the real ``openai`` client offline.
+"""A local OpenAI-compatible server (embeddings, chat completions), so tests run the real
+``openai`` client offline.
 
 >>> from trails.vector.openai import OpenAIEmbedder
 >>> with OpenAICompatibleServer() as server:  # doctest: +SKIP
@@ -14,6 +15,11 @@ texts sharing words land close), shortened with ``dimensions``. It checks the be
 the API's limits (2048 inputs, 8191 tokens per input, 300,000 per request). Scripted failures
 (``fail_next``, ``delay_next``) are served first, one per request, and every request is recorded
 in ``requests`` so tests can count retries and batch sizes.
+
+``POST /v1/chat/completions`` answers ``choices[0].message.content`` with the next scripted
+reply (``reply_next``), or else, deterministically, the content of the last user message (an
+echo). It checks the key, the model (``chat_models``) and that ``messages`` is a non-empty list
+of ``{"role", "content"}`` objects.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = ["OpenAICompatibleServer", "RecordedRequest"]
 
 MODELS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
           "text-embedding-ada-002": 1536}
+CHAT_MODELS = frozenset({"gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1-nano"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,12 @@ class RecordedRequest:
         """The ``input`` texts of an embeddings request (always a list)."""
         value = self.body.get("input") if isinstance(self.body, dict) else None
         return value if isinstance(value, list) else [value]
+
+    @property
+    def messages(self) -> list[Any]:
+        """The ``messages`` of a chat completions request (empty for other requests)."""
+        value = self.body.get("messages") if isinstance(self.body, dict) else None
+        return value if isinstance(value, list) else []
 
 
 @dataclass
@@ -79,12 +92,16 @@ class OpenAICompatibleServer:
         models: model name -> native dimension (default: the three OpenAI embedding models).
         seed: the MockEmbedder seed behind the vectors.
         scale: vectors are multiplied by this, to check that clients re-normalise.
+        chat_models: the models chat completions accept (others get 404).
     """
 
     def __init__(self, api_key: str = "test", *, models: dict[str, int] | None = None,
-                 seed: int = 0, scale: float = 1.0) -> None:
+                 seed: int = 0, scale: float = 1.0,
+                 chat_models: frozenset[str] | set[str] | None = None) -> None:
         self.api_key = api_key
         self.models = dict(MODELS if models is None else models)
+        self.chat_models = frozenset(CHAT_MODELS if chat_models is None else chat_models)
+        self._replies: deque[str] = deque()
         self.seed = seed
         self.scale = scale
         self.requests: list[RecordedRequest] = []
@@ -150,15 +167,25 @@ class OpenAICompatibleServer:
         with self._lock:
             self._script.extend(_Action(200, seconds) for _ in range(times))
 
+    def reply_next(self, content: str, *, times: int = 1) -> None:
+        """Answer the next ``times`` successful chat completions with ``content``."""
+        with self._lock:
+            self._replies.extend(content for _ in range(times))
+
     def reset(self) -> None:
-        """Forget recorded requests and scripted responses."""
+        """Forget recorded requests and scripted responses and replies."""
         with self._lock:
             self.requests.clear()
             self._script.clear()
+            self._replies.clear()
 
     @property
     def embedding_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.rstrip("/").endswith("/embeddings")]
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
 
     def count_tokens(self, text: str) -> int:
         """cl100k_base tokens (tiktoken), or ~4 characters a token when it is unavailable."""
@@ -185,15 +212,41 @@ class OpenAICompatibleServer:
 
     def _respond(self, handler: BaseHTTPRequestHandler, body: Any) -> tuple[int, Any, dict]:
         """``(status, JSON body, headers)`` for one request."""
-        if not handler.path.rstrip("/").endswith("/embeddings"):
+        path = handler.path.rstrip("/")
+        routes = {"/embeddings": self._embeddings, "/chat/completions": self._chat}
+        route = next((fn for suffix, fn in routes.items() if path.endswith(suffix)), None)
+        if route is None:
             return _error(_ApiError(404, f"Unknown request URL: POST {handler.path}",
                                     "unknown_url"))
         if handler.headers.get("Authorization") != f"Bearer {self.api_key}":
             return _error(_ApiError(401, "Incorrect API key provided.", "invalid_api_key"))
         try:
-            return 200, self._embeddings(body), {}
+            return 200, route(body), {}
         except _ApiError as exc:
             return _error(exc)
+
+    def _chat(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _ApiError(400, "We could not parse the JSON body of your request.")
+        model = body.get("model")
+        if model not in self.chat_models:
+            raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
+                            "access to it.", "model_not_found")
+        messages = _chat_messages(body.get("messages"))
+        with self._lock:
+            scripted = self._replies.popleft() if self._replies else None
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        reply = scripted if scripted is not None else (users[-1] if users else "")
+        prompt = sum(self.count_tokens(m["content"]) for m in messages)
+        completion = self.count_tokens(reply)
+        with self._lock:
+            number = len(self.requests)
+        return {"id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
+                "model": model, "choices": [{
+                    "index": 0, "finish_reason": "stop", "logprobs": None,
+                    "message": {"role": "assistant", "content": reply, "refusal": None}}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion}}
 
     def _embeddings(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
@@ -268,6 +321,17 @@ def _inputs(value: Any) -> list[str]:
                             "string", param="input")
         texts.append(item)
     return texts
+
+
+def _chat_messages(value: Any) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not value:
+        raise _ApiError(400, "'messages' must be a non-empty array", param="messages")
+    for i, message in enumerate(value):
+        if (not isinstance(message, dict) or not isinstance(message.get("role"), str)
+                or not isinstance(message.get("content"), str)):
+            raise _ApiError(400, f"Invalid value for 'messages[{i}]': each message needs a "
+                            "string 'role' and 'content'.", param=f"messages[{i}]")
+    return value
 
 
 def _encode(vector: np.ndarray, fmt: str) -> Any:

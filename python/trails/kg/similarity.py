@@ -1,0 +1,134 @@
+"""``trails:similarity(?chunk, "query text")``: vector similarity inside SPARQL.
+
+A Context registers the function on its embedded graph (:class:`~trails.kg.OxigraphGraph`), so
+one query can filter, join and order by meaning::
+
+    SELECT ?c WHERE { ?c schema:isPartOf ?doc . ?doc schema:dateCreated ?d
+                      FILTER(?d >= "2024-01-01"^^xsd:date) }
+    ORDER BY DESC(trails:similarity(?c, "rails routing")) LIMIT 10
+
+The value is an ``xsd:double``: the cosine similarity of the chunk's stored vector with the
+embedded text, computed exactly as ``retrieve()`` scores it. It is unbound for anything that is
+not a live vector of the query's scopes (a document IRI, a chunk still being written, another
+scope's chunk). Each distinct text is embedded once per query, each chunk's vector read once.
+A remote SPARQL endpoint cannot call back into Python: there the function is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyoxigraph as ox
+
+from trails.errors import SparqlError
+from trails.kg.sparql import TRAILS, code_only
+from trails.scopes import DEFAULT_SCOPE
+from trails.vector.store import as_matrix, unit_rows
+
+if TYPE_CHECKING:
+    from trails.context import Context
+
+__all__ = ["SIMILARITY", "register_similarity", "uses_similarity"]
+
+SIMILARITY = TRAILS + "similarity"
+_PREFIX_DECLARATION = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
+
+
+def register_similarity(ctx: Context) -> None:
+    """Register ``trails:similarity`` on ``ctx.kg`` if the graph takes custom functions.
+
+    The function reads ``ctx.vectors`` and ``ctx.embedder`` when a query runs (the context is
+    held weakly: a graph does not keep its context alive).
+    """
+    register = getattr(ctx.kg, "register_function", None)
+    if register is None:
+        return
+    owner = weakref.ref(ctx)
+    register(SIMILARITY, lambda scopes: _Similarity(owner, scopes), per_query=True)
+
+
+def uses_similarity(sparql: str, prefixes: dict[str, str] | None = None) -> bool:
+    """Whether ``sparql`` calls ``trails:similarity`` (a lexical check: under any prefix bound
+    to the trails namespace, or as the full IRI).
+
+    >>> uses_similarity('SELECT ?c WHERE { ?c ?p ?o } ORDER BY trails:similarity(?c, "x")')
+    True
+    >>> uses_similarity('SELECT ?c WHERE { ?c ?p "trails:similarity(" }')
+    False
+    """
+    if f"<{SIMILARITY}>" in sparql:
+        return True
+    names = {name for name, iri in (prefixes or {"trails": TRAILS}).items() if iri == TRAILS}
+    names |= {m.group(1) or "" for m in _PREFIX_DECLARATION.finditer(sparql) if m.group(2) == TRAILS}
+    if not names:
+        return False
+    alternatives = "|".join(re.escape(n) for n in sorted(names))
+    return re.search(rf"(?<![\w:.-])(?:{alternatives}):similarity\b", code_only(sparql)) is not None
+
+
+class _Similarity:
+    """The function for one query: caches text embeddings and chunk vectors for its duration."""
+
+    def __init__(self, owner: Callable[[], Context | None], scopes: Sequence[str] | None) -> None:
+        self._owner = owner
+        self._scopes = None if scopes is None else set(scopes)
+        self._queries: dict[str, np.ndarray] = {}
+        self._vectors: dict[str, np.ndarray | None] = {}
+
+    def __call__(self, *terms: Any) -> ox.Literal | None:
+        if len(terms) != 2:
+            raise SparqlError(
+                f"trails:similarity takes 2 arguments (?chunk, \"query text\"), got {len(terms)}")
+        chunk, text = terms
+        if not isinstance(text, ox.Literal):
+            raise SparqlError(
+                f"the second argument of trails:similarity must be the query text (a string "
+                f"literal, or a variable bound to one), got {text}")
+        if not isinstance(chunk, ox.NamedNode):
+            return None
+        vector = self._vector(chunk.value)
+        if vector is None:
+            return None
+        query = self._query(text.value)
+        # As VectorMatrix scores: float64 cosine of the float32 row with the unit query.
+        score = float(np.dot(vector, query) / np.linalg.norm(vector))
+        return ox.Literal(min(1.0, max(-1.0, score)))
+
+    def _context(self) -> Context:
+        ctx = self._owner()
+        if ctx is None:
+            raise SparqlError("trails:similarity needs the Context it was registered by, which no "
+                              "longer exists; keep the Context (not only ctx.kg) alive")
+        return ctx
+
+    def _query(self, text: str) -> np.ndarray:
+        if text not in self._queries:
+            from trails.retrieval import _check_compatible
+
+            ctx = self._context()
+            embedder = ctx.embedder
+            _check_compatible(embedder, ctx.vectors)  # the same checks as retrieve()
+            vector = as_matrix([embedder.embed(text)], embedder.dim).astype(np.float64)
+            self._queries[text] = unit_rows(vector)[0]
+        return self._queries[text]
+
+    def _vector(self, iri: str) -> np.ndarray | None:
+        if iri not in self._vectors:
+            self._vectors[iri] = self._live_vector(iri)
+        return self._vectors[iri]
+
+    def _live_vector(self, iri: str) -> np.ndarray | None:
+        store = self._context().vectors
+        if store.expand_ids([iri]) != [iri]:
+            return None  # not a vector id (a document, say) or not live
+        stored = store.get([iri])
+        if not stored:
+            return None
+        scope = str(stored[0].metadata.get("scope") or DEFAULT_SCOPE)
+        if self._scopes is not None and scope not in self._scopes:
+            return None
+        return np.asarray(stored[0].vector, dtype=np.float32).astype(np.float64)

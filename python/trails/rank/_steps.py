@@ -1,0 +1,124 @@
+"""What the post-ranking steps share: graph look-ups per scope and copies of frozen hits.
+
+Hits are frozen dataclasses (``RetrievalHit``); a step returns changed copies and never
+touches the stores. Nothing here imports ``trails.retrieval`` (which imports this package).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pyoxigraph as ox
+
+from trails.errors import ConfigurationError
+from trails.kg.sparql import PREFIXES
+from trails.kg.terms import IRI, to_python
+from trails.scopes import DEFAULT_SCOPE, check_scope
+
+if TYPE_CHECKING:
+    from trails.context import Context
+
+H = TypeVar("H")
+_PREFIXED = re.compile(r"^([A-Za-z][\w\-.]*):([\w\-.]+)$")
+
+
+def need_ctx(ctx: Context | None, step: str) -> Context:
+    """The context, or a ConfigurationError saying how to give one."""
+    if ctx is None:
+        raise ConfigurationError(
+            f"{step} reads the knowledge graph: run it as a step of retrieve(..., ctx=ctx, "
+            f"steps=[...]) or call it as step(query, hits, ctx)"
+        )
+    return ctx
+
+
+def scope_of(hit: Any) -> str:
+    """The scope a hit's vector belongs to (``metadata["scope"]``), default if absent."""
+    return check_scope(str(hit.metadata.get("scope") or DEFAULT_SCOPE))
+
+
+def by_scope(hits: Iterable[H]) -> dict[str, list[H]]:
+    """Hits grouped by scope, first-seen order; each group is queried in its own scope only."""
+    groups: dict[str, list[H]] = {}
+    for hit in hits:
+        groups.setdefault(scope_of(hit), []).append(hit)
+    return groups
+
+
+def values(variable: str, iris: Iterable[str]) -> str:
+    """``VALUES ?variable { <a> <b> }``; each IRI is serialised (and checked) by pyoxigraph."""
+    terms = " ".join(dict.fromkeys(str(ox.NamedNode(i)) for i in iris))
+    return f"VALUES ?{variable} {{ {terms} }}"
+
+
+def predicate_node(name: str) -> ox.NamedNode:
+    """A predicate from ``prefix:local`` (a predeclared prefix) or a full IRI.
+
+    Raises:
+        ValueError: an unknown prefix or a string that is not an IRI.
+    """
+    match = _PREFIXED.match(name)
+    if match and "://" not in name:
+        prefix, local = match.groups()
+        if prefix not in PREFIXES:
+            raise ValueError(f"unknown prefix {prefix!r} in {name!r}; use one of "
+                             f"{sorted(PREFIXES)} or a full IRI")
+        return ox.NamedNode(PREFIXES[prefix] + local)
+    try:
+        return ox.NamedNode(name.removeprefix("<").removesuffix(">"))
+    except ValueError as exc:
+        raise ValueError(f"{name!r} is neither prefix:name nor an IRI") from exc
+
+
+def scoped_rows(
+    ctx: Context, hits: Sequence[Any], build: Callable[[list[Any]], str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Run ``build(group)`` once per scope of ``hits``, confined to that scope: ``(scope, raw
+    row)`` pairs.
+
+    A hit is only ever looked up in its own scope's graph, so a step cannot show another
+    scope's triples even when the IRIs are shared; key what you find by ``(scope, iri)``.
+    """
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for scope, group in by_scope(hits).items():
+        rows += [(scope, row) for row in ctx.kg.query(build(group), scopes=[scope]).raw]
+    return rows
+
+
+def key(hit: Any) -> tuple[str, str]:
+    """What a step's look-ups are keyed by: the same IRI in two scopes is two things."""
+    return scope_of(hit), hit.iri
+
+
+def value(term: Any) -> Any:
+    """A Python value for a raw term; IRIs become :class:`trails.kg.IRI` (a ``str``)."""
+    if isinstance(term, ox.NamedNode):
+        return IRI(term.value)
+    return to_python(term)
+
+
+def rescored(hit: H, score: float, **components: float) -> H:
+    """A copy of ``hit`` with a new score and more score components."""
+    merged = {**hit.components, **components}  # type: ignore[attr-defined]
+    return dataclasses.replace(hit, score=score, components=merged)  # type: ignore[type-var]
+
+
+def annotated(hit: H, **metadata: Any) -> H:
+    """A copy of ``hit`` with more metadata (the original dict is left alone)."""
+    merged = {**hit.metadata, **metadata}  # type: ignore[attr-defined]
+    return dataclasses.replace(hit, metadata=merged)  # type: ignore[type-var]
+
+
+def check_scored(hits: Sequence[Any], step: str) -> None:
+    """Scoring steps need scores: graph-mode hits (score None) cannot be re-weighted."""
+    if any(h.score is None for h in hits):
+        raise ValueError(f"{step} re-weights scores, but some hits have score=None (graph "
+                         "mode); use mode='vector' or 'hybrid'")
+
+
+def by_score(hits: Sequence[H]) -> list[H]:
+    """Stable sort by score, best first (equal scores keep their order)."""
+    return sorted(hits, key=lambda h: -h.score)  # type: ignore[attr-defined]

@@ -1,0 +1,205 @@
+"""Graph expansion after ranking: a hit's surrounding text and its document's facts.
+
+Both steps only add metadata: the hits, their order and their scores stay as they were, and
+every look-up is confined to the hit's own scope (``metadata["scope"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+
+from trails.kg.sparql import TRAILS
+from trails.kg.terms import IRI
+from trails.rank._steps import annotated, by_scope, key, need_ctx, predicate_node, value, values
+
+if TYPE_CHECKING:
+    from trails.context import Context
+
+__all__ = ["Edge", "Neighbourhood", "ParentDocument", "assemble"]
+
+H = TypeVar("H")
+Mode = Literal["document", "neighbours"]
+
+
+class ParentDocument:
+    """Attach the text around each hit, read from the graph.
+
+    - ``mode="document"``: ``metadata["document_text"]``, the whole document rebuilt from
+      the chunks of the hit's version (see :func:`assemble`).
+    - ``mode="neighbours"``: ``metadata["neighbours"]``, the chunks at most ``window``
+      positions away, the hit itself included, as ``{"iri", "text", "position"}`` dicts in
+      position order.
+
+    A hit that is not a chunk in the graph gets ``None`` or ``[]``.
+
+    >>> ParentDocument("neighbours", window=2)
+    ParentDocument(mode='neighbours', window=2)
+    """
+
+    def __init__(self, mode: Mode = "document", window: int = 1) -> None:
+        if mode not in ("document", "neighbours"):
+            raise ValueError(f"mode must be 'document' or 'neighbours', got {mode!r}")
+        if not isinstance(window, int) or window < 0:
+            raise ValueError(f"window must be a non-negative integer, got {window!r}")
+        self.mode, self.window = mode, window
+
+    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+        ctx = need_ctx(ctx, "ParentDocument")
+        found: dict[tuple[str, str], Any] = {}
+        for scope, group in by_scope(hits).items():
+            fetch = self._documents if self.mode == "document" else self._neighbours
+            found.update({(scope, iri): got for iri, got in
+                          fetch(ctx, scope, [h.iri for h in group]).items()})  # type: ignore[attr-defined]
+        name, missing = ("document_text", None) if self.mode == "document" else ("neighbours", [])
+        return [annotated(h, **{name: found.get(key(h), missing)}) for h in hits]
+
+    def _documents(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, str]:
+        located = ctx.kg.query(
+            f"SELECT ?c ?doc ?v WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc . "
+            "OPTIONAL { ?c trails:version ?v } }", scopes=[scope]).rows
+        if not located:
+            return {}
+        chunks = ctx.kg.query(
+            f"SELECT ?doc ?v ?p ?s ?e ?t WHERE {{ {values('doc', (r['doc'] for r in located))} "
+            "?n schema:isPartOf ?doc ; schema:text ?t . OPTIONAL { ?n trails:version ?v } "
+            "OPTIONAL { ?n schema:position ?p } OPTIONAL { ?n trails:startOffset ?s ; "
+            "trails:endOffset ?e } }", scopes=[scope]).rows
+        texts: dict[str, str] = {}
+        for row in located:
+            own = [c for c in chunks if c["doc"] == row["doc"] and c["v"] == row["v"]]
+            texts[row["c"]] = assemble(own)
+        return texts
+
+    def _neighbours(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, list[dict]]:
+        rows = ctx.kg.query(
+            f"SELECT ?c ?n ?p ?t WHERE {{ {values('c', iris)} "
+            "?c schema:isPartOf ?doc ; schema:position ?cp . OPTIONAL { ?c trails:version ?v } "
+            "?n schema:isPartOf ?doc ; schema:position ?p ; schema:text ?t . "
+            "OPTIONAL { ?n trails:version ?nv } "
+            f"FILTER(ABS(?p - ?cp) <= {int(self.window)} && (!BOUND(?v) || ?nv = ?v)) }}",
+            scopes=[scope]).rows
+        found: dict[str, list[dict]] = {}
+        for row in sorted(rows, key=lambda r: (r["p"], r["n"])):
+            found.setdefault(row["c"], []).append(
+                {"iri": row["n"], "text": row["t"], "position": row["p"]})
+        return found
+
+    def __repr__(self) -> str:
+        return f"ParentDocument(mode={self.mode!r}, window={self.window})"
+
+
+def assemble(chunks: Sequence[dict[str, Any]]) -> str:
+    """A document's text from its chunks (dicts with ``t`` text, ``s``/``e`` offsets, ``p``
+    position).
+
+    With offsets, overlaps are merged and the gaps between chunks (whitespace: chunkers skip
+    only whitespace) become spaces, so ``text[s:e]`` is each chunk's text. Without offsets,
+    the texts are joined by newlines in position order.
+
+    >>> assemble([{"t": "One. Two.", "s": 0, "e": 9}, {"t": "Two. Three.", "s": 5, "e": 16},
+    ...           {"t": "Four.", "s": 18, "e": 23}])
+    'One. Two. Three.  Four.'
+    """
+    if any(c.get("s") is None or c.get("e") is None for c in chunks):
+        ordered = sorted(chunks, key=lambda c: (c.get("p") is None, c.get("p") or 0))
+        return "\n".join(c["t"] for c in ordered)
+    text = ""
+    for chunk in sorted(chunks, key=lambda c: (c["s"], c["e"])):
+        start, body = chunk["s"], chunk["t"]
+        if start > len(text):
+            text += " " * (start - len(text))
+        text += body[len(text) - start:]
+    return text
+
+
+class Edge(NamedTuple):
+    """One triple around a hit's document; IRIs are :class:`trails.kg.IRI` strings."""
+
+    subject: str
+    predicate: str
+    object: Any
+
+
+class Neighbourhood:
+    """Attach ``metadata["neighbourhood"]``: the triples around each hit's document.
+
+    Depth 1 is the document's own triples (``Edge(document, predicate, object)``: author,
+    date, citations...); each further level adds the triples of the IRIs reached, through
+    the same predicates. ``predicates=None`` takes every predicate but ``rdf:type`` and the
+    ``trails:`` bookkeeping (content hash, version, chunk count...). Edges come document
+    first, then level by level, each level sorted.
+
+    Args:
+        predicates: ``prefix:name`` or full IRIs to follow, or None.
+        depth: how many hops from the document (at least 1).
+
+    >>> Neighbourhood(["meta:author", "meta:cites"], depth=2)
+    Neighbourhood(predicates=['meta:author', 'meta:cites'], depth=2)
+    """
+
+    def __init__(self, predicates: Sequence[str] | None = None, depth: int = 1) -> None:
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+        if isinstance(predicates, str):
+            predicates = [predicates]
+        self.predicates = None if predicates is None else list(predicates)
+        self.depth = depth
+        if self.predicates is None:
+            self._filter = (f'FILTER(?p != rdf:type && !STRSTARTS(STR(?p), "{TRAILS}"))')
+        else:
+            self._filter = values("p", (predicate_node(p).value for p in self.predicates))
+
+    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+        ctx = need_ctx(ctx, "Neighbourhood")
+        found: dict[tuple[str, str], list[Edge]] = {}
+        for scope, group in by_scope(hits).items():
+            found.update({(scope, iri): edges for iri, edges in
+                          self._edges(ctx, scope, [h.iri for h in group]).items()})  # type: ignore[attr-defined]
+        return [annotated(h, neighbourhood=found.get(key(h), [])) for h in hits]
+
+    def _edges(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, list[Edge]]:
+        rows = ctx.kg.query(f"SELECT ?c ?doc WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc }}",
+                            scopes=[scope]).rows
+        documents = {row["c"]: row["doc"] for row in rows}
+        out: dict[str, list[Edge]] = {}
+        known: dict[str, list[Edge]] = {}
+        frontier = set(documents.values())
+        for _ in range(self.depth):
+            frontier -= known.keys()
+            known.update(self._out_of(ctx, scope, frontier))
+            frontier = {e.object for s in frontier for e in known[s] if isinstance(e.object, IRI)}
+        for chunk, document in documents.items():
+            out[chunk] = _walk(document, known, self.depth)
+        return out
+
+    def _out_of(self, ctx: Context, scope: str, subjects: set[str]) -> dict[str, list[Edge]]:
+        edges: dict[str, list[Edge]] = {s: [] for s in subjects}
+        if not subjects:
+            return edges
+        rows = ctx.kg.query(f"SELECT ?s ?p ?o WHERE {{ {values('s', sorted(subjects))} ?s ?p ?o "
+                            f"{self._filter} }}", scopes=[scope]).raw
+        for row in rows:
+            edges[row["s"].value].append(Edge(value(row["s"]), row["p"].value, value(row["o"])))
+        for found in edges.values():
+            found.sort(key=lambda e: (e.predicate, str(e.object)))
+        return edges
+
+    def __repr__(self) -> str:
+        return f"Neighbourhood(predicates={self.predicates!r}, depth={self.depth})"
+
+
+def _walk(start: str, known: dict[str, list[Edge]], depth: int) -> list[Edge]:
+    """The edges reachable from ``start`` in ``depth`` hops, level by level, each subject once."""
+    edges: list[Edge] = []
+    seen, level = {start}, [start]
+    for _ in range(depth):
+        reached: list[str] = []
+        for subject in level:
+            for edge in known.get(subject, []):
+                edges.append(edge)
+                if isinstance(edge.object, IRI) and edge.object not in seen:
+                    seen.add(edge.object)
+                    reached.append(edge.object)
+        level = reached
+    return edges

@@ -1,0 +1,229 @@
+"""Query rewriting: a follow-up question and the conversation so far -> one standalone query.
+
+"And how do I install them?" retrieves nothing useful on its own; after a turn about Ruby gems
+it means "How do I install Ruby gems?". A :class:`QueryRewriter` makes that standalone query;
+``retrieve(query, ctx, messages=..., rewriter=...)`` and the retrievers of
+:mod:`trails.retrievers` rank by it. Without a rewriter (or with :class:`IdentityRewriter`)
+messages never change the query.
+
+:class:`OpenAIQueryRewriter` asks a chat model through the ``openai`` client (OpenAI or any
+compatible server: vLLM, Ollama, LiteLLM...). Unlike :class:`~trails.vector.openai.OpenAIEmbedder`,
+which runs its own retry loop, it uses the client's retries (``max_retries``: exponential backoff
+that honours ``Retry-After``), since one short request per query needs no batching.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from trails._extras import require
+from trails.errors import ConfigurationError, RewriteError
+
+__all__ = ["SYSTEM_PROMPT", "IdentityRewriter", "OpenAIQueryRewriter", "QueryRewriter",
+           "check_messages"]
+
+KEY_ENV = "OPENAI_API_KEY"
+SYSTEM_PROMPT = (
+    "You rewrite the user's latest question into a standalone search query. Resolve pronouns "
+    "and references using the conversation, keep every name, number and constraint, add nothing "
+    "else, and do not answer the question. Reply with the query only, on one line."
+)
+
+
+@runtime_checkable
+class QueryRewriter(Protocol):
+    """Turns ``query`` plus prior ``messages`` (``{"role": ..., "content": ...}``, oldest first)
+    into one standalone query."""
+
+    def rewrite(self, query: str, messages: Sequence[Mapping[str, str]]) -> str: ...
+
+
+class IdentityRewriter:
+    """The default: the query as it is, whatever the conversation.
+
+    >>> IdentityRewriter().rewrite("and them?", [{"role": "user", "content": "Ruby gems"}])
+    'and them?'
+    """
+
+    def rewrite(self, query: str, messages: Sequence[Mapping[str, str]]) -> str:
+        check_messages(messages)
+        return query
+
+    def __repr__(self) -> str:
+        return "IdentityRewriter()"
+
+
+def check_messages(messages: Sequence[Mapping[str, str]] | None) -> list[dict[str, str]]:
+    """``messages`` as a list of ``{"role", "content"}`` dicts, or a clear error.
+
+    Raises:
+        TypeError: not a list of mappings, or a ``role``/``content`` that is not a string.
+        ValueError: a message without ``role`` or ``content``.
+
+    >>> check_messages([{"role": "user", "content": "hi"}])
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    if messages is None:
+        return []
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts, oldest "
+                        f"first; got {type(messages).__name__}")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(f"message {i} must be a {{'role': ..., 'content': ...}} dict, "
+                            f"got {type(message).__name__}")
+        role, content = message.get("role"), message.get("content")
+        if role is None or content is None:
+            raise ValueError(f"message {i} needs 'role' and 'content' fields, got "
+                             f"{dict(message)!r}")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise TypeError(f"message {i} needs string 'role' and 'content' fields, got "
+                            f"{dict(message)!r}")
+        out.append({"role": role, "content": content})
+    return out
+
+
+class OpenAIQueryRewriter:
+    """A chat model rewrites the query (OpenAI, or any OpenAI-compatible chat completions API).
+
+    The request holds a short system prompt and one user message: the last ``max_messages``
+    turns as a transcript, then the follow-up question. The model's reply, stripped, is the
+    query. Without messages nothing is sent and the query is returned as it is.
+
+    Args:
+        model: the chat model.
+        api_key: the key; default ``$OPENAI_API_KEY``, read on the first request.
+        base_url: another OpenAI-compatible endpoint; default ``$OPENAI_BASE_URL`` or OpenAI.
+        max_retries: the client's retries after a timeout, connection error, 408, 409, 429
+            or 5xx (exponential backoff, ``Retry-After`` honoured).
+        timeout: seconds one request may take.
+        max_messages: only the latest turns are sent (the prompt stays short).
+        temperature: sampling temperature (0: as repeatable as the model allows); None omits it
+            (for models that refuse the parameter).
+        system_prompt: the instructions sent first.
+        organization: the OpenAI organisation id; default ``$OPENAI_ORG_ID``.
+
+    >>> rewriter = OpenAIQueryRewriter(api_key="sk-...")
+    >>> rewriter.rewrite("what is Rails?", [])  # no conversation: no request
+    'what is Rails?'
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+        max_messages: int = 10,
+        temperature: float | None = 0.0,
+        system_prompt: str = SYSTEM_PROMPT,
+        organization: str | None = None,
+    ) -> None:
+        if max_retries < 0 or timeout <= 0 or max_messages < 1:
+            raise ValueError("need max_retries >= 0, timeout > 0 and max_messages >= 1")
+        self.model = model
+        self.api_key = api_key
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_messages = max_messages
+        self.temperature = temperature
+        self.system_prompt = system_prompt
+        self.organization = organization
+        self._client: Any = None
+
+    def rewrite(self, query: str, messages: Sequence[Mapping[str, str]]) -> str:
+        """The standalone query for ``query`` after ``messages``.
+
+        Raises:
+            ConfigurationError: no API key (before any request).
+            RewriteError: the API rejected the request (4xx other than 408/409/429), kept
+                failing past ``max_retries``, or replied with no text.
+            TypeError, ValueError: malformed ``messages``.
+        """
+        turns = check_messages(messages)
+        if not turns:
+            return query
+        client = self._get_client()
+        response = self._create(client, self.request(query, turns))
+        return self._reply(response)
+
+    def request(self, query: str, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """The chat completions request body for ``query`` after ``messages``."""
+        turns = check_messages(messages)[-self.max_messages :]
+        transcript = "\n".join(f"{t['role']}: {t['content']}" for t in turns)
+        body: dict[str, Any] = {"model": self.model, "messages": [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": f"Conversation:\n{transcript}\n\n"
+                                        f"Latest question: {query}\n\nStandalone query:"},
+        ]}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return body
+
+    def _create(self, client: Any, body: dict[str, Any]) -> Any:
+        openai = require("openai", "OpenAIQueryRewriter")
+        try:
+            return client.chat.completions.create(**body)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in (408, 409, 429) or status >= 500:
+                hint = (f" (after {self.max_retries} retries); try again later, or raise "
+                        "max_retries")
+            else:
+                hint = f" (check {KEY_ENV} or api_key=)" if status == 401 else ""
+            raise RewriteError(
+                f"the chat completions request to rewrite the query failed: "
+                f"{_describe(exc)}{hint}") from exc
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            raise RewriteError(
+                f"cannot reach the chat completions API at {self._endpoint()} "
+                f"({exc.message}, after {self.max_retries} retries); try again later, or raise "
+                "max_retries / timeout") from exc
+
+    def _reply(self, response: Any) -> str:
+        choices = getattr(response, "choices", None) or []
+        content = choices[0].message.content if choices else None
+        text = (content or "").strip()
+        if not text:
+            raise RewriteError(f"{self.model} returned no rewritten query (finish_reason="
+                               f"{getattr(choices[0], 'finish_reason', None) if choices else None!r})")
+        return text
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            key = self.api_key if self.api_key is not None else os.environ.get(KEY_ENV)
+            if not key:
+                raise ConfigurationError(
+                    f"OpenAIQueryRewriter needs an API key: set the {KEY_ENV} environment "
+                    "variable or pass api_key=...")
+            openai = require("openai", "OpenAIQueryRewriter")
+            self._client = openai.OpenAI(api_key=key, base_url=self.base_url,
+                                         organization=self.organization, timeout=self.timeout,
+                                         max_retries=self.max_retries)
+        return self._client
+
+    def _endpoint(self) -> str:
+        return str(getattr(self._client, "base_url", self.base_url or "the API"))
+
+    def close(self) -> None:
+        """Close the HTTP client (a new one is made if the rewriter is used again)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIQueryRewriter(model={self.model!r})"
+
+
+def _describe(exc: Any) -> str:
+    """``404 model_not_found: <the API's message>`` from an APIStatusError."""
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    code = f" {exc.code}" if getattr(exc, "code", None) else ""
+    return f"{exc.status_code}{code}: {message or exc.message}"

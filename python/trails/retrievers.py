@@ -1,0 +1,380 @@
+"""Retrievers: ``retrieve()`` with every option fixed at construction, behind one protocol.
+
+A :class:`Retriever` has one method, ``retrieve(query, messages=None) -> list[hit]``, and keeps
+these promises (``tests/test_retriever_contract.py`` checks each for every retriever here):
+
+- read-only: retrieving never changes the graph or the vector store;
+- the query is the question; ``messages`` (prior turns) are context, and change the results
+  only through the retriever's query rewriter;
+- an empty list is a valid result; errors raise (no sentinel values);
+- the same query gives the same ids (and scores) on every call;
+- scores, when present, are sorted descending and keep one scale per retriever (cosine in
+  [-1, 1], RRF in (0, n/61], or None for graph order);
+- no per-call options: ``k``, filters, scopes, fusion and steps are given at construction,
+  checked there (a bad filter fails when the retriever is built), and cannot be changed;
+- a composite of retrievers is a retriever and keeps the same promises.
+
+>>> from trails.testing import fresh_context
+>>> ctx = fresh_context()
+>>> VectorRetriever(ctx, k=3).retrieve("anything")
+<RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from trails.kg.bindings import apply_bindings
+from trails.kg.sparql import check_filter
+from trails.rank.fusion import FusionFn, Ranking, rrf
+from trails.rank.rewrite import QueryRewriter, check_messages
+from trails.retrieval import FUSIONS, RetrievalHit, RetrievalResult, _check_compatible, retrieve
+from trails.scopes import normalize_scopes
+
+if TYPE_CHECKING:
+    from trails.context import Context
+
+__all__ = [
+    "CompositeRetriever",
+    "GraphRetriever",
+    "HybridRetriever",
+    "RerankedRetriever",
+    "Retriever",
+    "Step",
+    "VectorRetriever",
+]
+
+Messages = Sequence[Mapping[str, str]]
+# A post-ranking step (reranker, MMR, recency...): step(query, hits, ctx) -> hits.
+Step = Callable[[str, list[RetrievalHit], Any], Sequence[RetrievalHit]]
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything that turns a question (and optional prior turns) into ranked hits."""
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> list[RetrievalHit]: ...
+
+
+# -- the retrievers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class VectorRetriever:
+    """Exact top-``k`` by cosine over every live vector of the scope (``mode="vector"``).
+
+    Scores are cosine similarities in [-1, 1].
+
+    Raises (at construction):
+        ValueError: ``k`` is negative or a scope name is malformed.
+        DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
+    """
+
+    ctx: Context
+    k: int = 10
+    scope: str | Sequence[str] | None = None
+    rewriter: QueryRewriter | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _init_common(self)
+        _check_compatible(self.ctx.embedder, self.ctx.vectors)
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
+        question = _standalone(query, messages, self.rewriter)
+        return retrieve(question, self.ctx, mode="vector", k=self.k, scope=list(self.scope))
+
+
+@dataclass(frozen=True, eq=False)
+class HybridRetriever:
+    """Filter with SPARQL, then rank the candidates exactly (``mode="hybrid"``).
+
+    Args:
+        ctx: the context to read.
+        k: hits at most.
+        sparql_filter: a SELECT of one variable choosing candidate chunks or documents;
+            checked here (``check_filter``), so a bad filter fails at construction.
+        bindings: values for the filter's variables (copied: later changes to the mapping
+            do not reach the retriever).
+        fusion: None (cosine scores), ``"rrf"`` or a fusion function.
+        scope: a scope name or names (default: the default scope).
+        steps: post-ranking steps, each ``step(query, hits, ctx) -> hits``, applied in order
+            to the best ``STEP_DEPTH`` hits before the cut to ``k``. A step that reorders hits
+            must give each the score it is ranked by: a result out of score order raises.
+        rewriter: turns the question and ``messages`` into a standalone query.
+        query_variable: a variable of the filter bound to the (standalone) question on each
+            call, e.g. ``"q"`` for ``FILTER(trails:similarity(?iri, ?q) > 0.3)``.
+    """
+
+    ctx: Context
+    k: int = field(default=10, kw_only=True)
+    sparql_filter: str | None = field(default=None, kw_only=True)
+    bindings: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    fusion: str | FusionFn | None = field(default=None, kw_only=True)
+    scope: str | Sequence[str] | None = field(default=None, kw_only=True)
+    steps: Sequence[Step] = field(default=(), kw_only=True)
+    rewriter: QueryRewriter | None = field(default=None, kw_only=True)
+    query_variable: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _init_common(self)
+        _init_filter(self)
+        if isinstance(self.fusion, str) and self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; "
+                             f"got {self.fusion!r}")
+        if self.fusion is not None and not isinstance(self.fusion, str) and not callable(self.fusion):
+            raise TypeError(f"fusion must be None, 'rrf' or a callable, got {self.fusion!r}")
+        object.__setattr__(self, "steps", _checked_steps(self.steps))
+        _check_compatible(self.ctx.embedder, self.ctx.vectors)
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
+        question = _standalone(query, messages, self.rewriter)
+        result = retrieve(question, self.ctx, mode="hybrid", k=self.k,
+                          sparql_filter=self.sparql_filter,
+                          bindings=_call_bindings(self, question), fusion=self.fusion,
+                          scope=list(self.scope), steps=self.steps)
+        if self.steps:
+            _check_ranked(result, "a step of this HybridRetriever")
+        return result
+
+
+@dataclass(frozen=True, eq=False)
+class GraphRetriever:
+    """The filter's IRIs in the filter's own order (``mode="graph"``); scores are None.
+
+    With ``query_variable`` the question is bound into the filter, so the filter itself can
+    order by meaning: ``ORDER BY DESC(trails:similarity(?iri, ?q))`` with
+    ``query_variable="q"`` (the scores stay None: the order is the filter's).
+    """
+
+    ctx: Context
+    sparql_filter: str
+    bindings: Mapping[str, Any] | None = None
+    k: int = 10
+    scope: str | Sequence[str] | None = None
+    rewriter: QueryRewriter | None = field(default=None, kw_only=True)
+    query_variable: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _init_common(self)
+        if self.sparql_filter is None:
+            raise ValueError("GraphRetriever needs a sparql_filter selecting the IRIs to return")
+        _init_filter(self)
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
+        question = _standalone(query, messages, self.rewriter)
+        return retrieve(question, self.ctx, mode="graph", k=self.k,
+                        sparql_filter=self.sparql_filter,
+                        bindings=_call_bindings(self, question), scope=list(self.scope))
+
+
+@dataclass(frozen=True, eq=False)
+class RerankedRetriever:
+    """Another retriever's hits passed through post-ranking steps (``step(query, hits, ctx)``).
+
+    The steps see only the inner retriever's hits: give it a larger ``k`` than this one's so
+    there is something to choose from. ``ctx`` (given to the steps) defaults to the inner
+    retriever's. The scale of the scores is the last step's; hits out of score order raise.
+
+    Args:
+        inner: the retriever whose hits are reranked.
+        steps: one step or a sequence of them, applied in order.
+        k: hits at most after the steps (None: as many as the steps return).
+        ctx: passed to each step.
+    """
+
+    inner: Retriever
+    steps: Step | Sequence[Step]
+    k: int | None = None
+    ctx: Any = None
+
+    def __post_init__(self) -> None:
+        _check_retriever(self.inner, "inner")
+        steps = (self.steps,) if callable(self.steps) else self.steps
+        object.__setattr__(self, "steps", _checked_steps(steps))
+        if not self.steps:
+            raise ValueError("RerankedRetriever needs at least one step")
+        if self.k is not None:
+            _check_k(self.k)
+        if self.ctx is None:
+            object.__setattr__(self, "ctx", getattr(self.inner, "ctx", None))
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
+        _check_query(query)
+        inner = self.inner.retrieve(query, messages)
+        hits: list[RetrievalHit] = list(inner)
+        for step in self.steps:
+            hits = list(step(query, hits, self.ctx))
+        if self.k is not None:
+            hits = hits[: self.k]
+        _check_ranked(hits, "a step of this RerankedRetriever")
+        return RetrievalResult(hits, mode=getattr(inner, "mode", "reranked"), plan="reranked",
+                               candidates=getattr(inner, "candidates", None),
+                               exhaustive=getattr(inner, "exhaustive", False))
+
+
+@dataclass(frozen=True, eq=False)
+class CompositeRetriever:
+    """Several retrievers' lists fused into one (RRF by default), cut to ``k``.
+
+    Every retriever gets the same query and messages. A hit keeps the snippet and metadata
+    of its first appearance; ``components`` holds its fused score (``rrf``, or ``fused`` for
+    another fusion) and, per retriever ``i`` that found it, ``r{i}_rank`` and ``r{i}`` (its
+    score there, when it had one). With RRF the scores lie in (0, n/61] for n retrievers,
+    whatever the retrievers' own scales. For a good fusion give the retrievers a ``k`` at
+    least as large as this one's. Composites nest.
+    """
+
+    retrievers: Sequence[Retriever]
+    fusion: FusionFn = rrf
+    k: int = 10
+
+    def __post_init__(self) -> None:
+        retrievers = tuple(self.retrievers)
+        if not retrievers:
+            raise ValueError("CompositeRetriever needs at least one retriever")
+        for i, retriever in enumerate(retrievers):
+            _check_retriever(retriever, f"retrievers[{i}]")
+        object.__setattr__(self, "retrievers", retrievers)
+        if not callable(self.fusion):
+            raise TypeError(f"fusion must be a fusion function (like rrf), got {self.fusion!r}")
+        _check_k(self.k)
+
+    def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
+        _check_query(query)
+        check_messages(messages)
+        results = [r.retrieve(query, messages) for r in self.retrievers]
+        rankings = [Ranking(f"r{i}", [(h.iri, h.score) for h in hits])  # type: ignore[misc]
+                    for i, hits in enumerate(results)]
+        fused = self.fusion(rankings)[: self.k]
+        name = "rrf" if self.fusion is rrf else "fused"
+        found: list[dict[str, tuple[int, RetrievalHit]]] = [{} for _ in results]
+        for by_iri, hits in zip(found, results):
+            for rank, hit in enumerate(hits, start=1):
+                by_iri.setdefault(hit.iri, (rank, hit))
+        hits = [_fused_hit(iri, score, name, found) for iri, score in fused]
+        return RetrievalResult(hits, mode="composite", plan=name, candidates=None,
+                               exhaustive=all(getattr(r, "exhaustive", False) for r in results))
+
+
+# -- construction checks ------------------------------------------------------------------
+
+
+def _init_common(retriever: Any) -> None:
+    if retriever.ctx is None:
+        from trails.context import default_context
+
+        object.__setattr__(retriever, "ctx", default_context())
+    _check_k(retriever.k)
+    object.__setattr__(retriever, "scope", tuple(normalize_scopes(retriever.scope)))
+    rewriter = retriever.rewriter
+    if rewriter is not None and not callable(getattr(rewriter, "rewrite", None)):
+        raise TypeError(f"rewriter must have a rewrite(query, messages) method, got {rewriter!r}")
+
+
+def _init_filter(retriever: Any) -> None:
+    """Check the filter, its bindings and the query variable now, not on the first call."""
+    kg, text = retriever.ctx.kg, retriever.sparql_filter
+    bindings = dict(retriever.bindings or {})
+    if text is None:
+        if bindings or retriever.query_variable is not None:
+            raise ValueError("bindings and query_variable need a sparql_filter to bind them in")
+    else:
+        check_filter(text, kg.prefixes, functions=getattr(kg, "functions", ()))
+        variable = retriever.query_variable
+        if variable is not None:
+            if variable in bindings:
+                raise ValueError(f"query_variable {variable!r} is also given in bindings")
+            bindings_to_check = {**bindings, variable: ""}
+        else:
+            bindings_to_check = bindings
+        apply_bindings(text, bindings_to_check)  # names that are no variable raise ValueError
+    object.__setattr__(retriever, "bindings", MappingProxyType(bindings))
+
+
+def _checked_steps(steps: Sequence[Any]) -> tuple[Step, ...]:
+    steps = tuple(steps)
+    for i, step in enumerate(steps):
+        if not callable(step):
+            raise TypeError(f"steps[{i}] must be callable as step(query, hits, ctx), got {step!r}")
+    return steps
+
+
+def _check_k(k: Any) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+
+
+def _check_retriever(retriever: Any, name: str) -> None:
+    if not callable(getattr(retriever, "retrieve", None)):
+        raise TypeError(f"{name} must be a Retriever (with retrieve(query, messages=None)), "
+                        f"got {retriever!r}")
+
+
+# -- per call ------------------------------------------------------------------------------
+
+
+def _check_query(query: Any) -> None:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str (the question), got {type(query).__name__}")
+
+
+def _standalone(query: str, messages: Messages | None, rewriter: QueryRewriter | None) -> str:
+    """The question to rank by: ``query``, or the rewriter's standalone form of it."""
+    _check_query(query)
+    turns = check_messages(messages)
+    if rewriter is None or not turns:
+        return query
+    rewritten = rewriter.rewrite(query, turns)
+    if not isinstance(rewritten, str):
+        raise TypeError(f"{rewriter!r}.rewrite returned {type(rewritten).__name__}, not a str")
+    return rewritten
+
+
+def _call_bindings(retriever: Any, question: str) -> dict[str, Any] | None:
+    bindings = dict(retriever.bindings)
+    if retriever.query_variable is not None:
+        bindings[retriever.query_variable] = question
+    return bindings or None
+
+
+def _check_ranked(hits: Sequence[RetrievalHit], source: str) -> None:
+    """Raise unless ``hits`` have distinct ids and are all unscored or sorted by score."""
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.iri in seen:
+            raise ValueError(f"{source} returned {hit.iri} twice; steps must not duplicate hits")
+        seen.add(hit.iri)
+    scores = [hit.score for hit in hits]
+    if all(s is None for s in scores):
+        return
+    if any(s is None or not math.isfinite(s) for s in scores):
+        raise ValueError(f"{source} returned scores {scores!r}: every hit needs a finite score, "
+                         "or none may have one")
+    for before, after in itertools.pairwise(hits):
+        if after.score > before.score:  # type: ignore[operator]
+            raise ValueError(
+                f"{source} returned hits out of score order ({before.iri}: {before.score} before "
+                f"{after.iri}: {after.score}); a step that reorders hits must give each the score "
+                "it is ranked by")
+
+
+def _fused_hit(iri: str, score: float, name: str,
+               found: Sequence[Mapping[str, tuple[int, RetrievalHit]]]) -> RetrievalHit:
+    first: RetrievalHit | None = None
+    components: dict[str, float] = {name: score}
+    for i, by_iri in enumerate(found):
+        if iri in by_iri:
+            rank, hit = by_iri[iri]
+            first = first or hit
+            components[f"r{i}_rank"] = rank
+            if hit.score is not None:
+                components[f"r{i}"] = hit.score
+    if first is None:
+        raise ValueError(f"the fusion returned {iri}, which no retriever found")
+    return RetrievalHit(iri, score, first.snippet, first.metadata, components)
+
