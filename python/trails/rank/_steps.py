@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyoxigraph as ox
 
@@ -21,7 +21,24 @@ from trails.scopes import DEFAULT_SCOPE, check_scope
 if TYPE_CHECKING:
     from trails.context import Context
 
-H = TypeVar("H")
+
+
+class HitLike(Protocol):
+    """What steps read of a hit (``trails.retrieval.RetrievalHit`` is one)."""
+
+    @property
+    def iri(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def snippet(self) -> str: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def components(self) -> dict[str, float]: ...
+
+
+H = TypeVar("H", bound=HitLike)
 _PREFIXED = re.compile(r"^([A-Za-z][\w\-.]*):([\w\-.]+)$")
 
 
@@ -102,13 +119,13 @@ def value(term: Any) -> Any:
 
 def rescored(hit: H, score: float, **components: float) -> H:
     """A copy of ``hit`` with a new score and more score components."""
-    merged = {**hit.components, **components}  # type: ignore[attr-defined]
+    merged = {**hit.components, **components}
     return dataclasses.replace(hit, score=score, components=merged)  # type: ignore[type-var]
 
 
 def annotated(hit: H, **metadata: Any) -> H:
     """A copy of ``hit`` with more metadata (the original dict is left alone)."""
-    merged = {**hit.metadata, **metadata}  # type: ignore[attr-defined]
+    merged = {**hit.metadata, **metadata}
     return dataclasses.replace(hit, metadata=merged)  # type: ignore[type-var]
 
 
@@ -121,4 +138,4 @@ def check_scored(hits: Sequence[Any], step: str) -> None:
 
 def by_score(hits: Sequence[H]) -> list[H]:
     """Stable sort by score, best first (equal scores keep their order)."""
-    return sorted(hits, key=lambda h: -h.score)  # type: ignore[attr-defined]
+    return sorted(hits, key=lambda h: -(h.score or 0.0))

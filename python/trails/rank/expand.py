@@ -7,18 +7,16 @@ every look-up is confined to the hit's own scope (``metadata["scope"]``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from trails.kg.sparql import TRAILS
 from trails.kg.terms import IRI
-from trails.rank._steps import annotated, by_scope, key, need_ctx, predicate_node, value, values
+from trails.rank._steps import H, annotated, by_scope, key, need_ctx, predicate_node, value, values
 
 if TYPE_CHECKING:
     from trails.context import Context
 
 __all__ = ["Edge", "Neighbourhood", "ParentDocument", "assemble"]
-
-H = TypeVar("H")
 Mode = Literal["document", "neighbours"]
 
 
@@ -46,11 +44,11 @@ class ParentDocument:
 
     def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
         ctx = need_ctx(ctx, "ParentDocument")
+        fetch = self._documents if self.mode == "document" else self._neighbours
         found: dict[tuple[str, str], Any] = {}
         for scope, group in by_scope(hits).items():
-            fetch = self._documents if self.mode == "document" else self._neighbours
-            found.update({(scope, iri): got for iri, got in
-                          fetch(ctx, scope, [h.iri for h in group]).items()})  # type: ignore[attr-defined]
+            got = fetch(ctx, scope, [h.iri for h in group])
+            found.update({(scope, iri): item for iri, item in got.items()})
         name, missing = ("document_text", None) if self.mode == "document" else ("neighbours", [])
         return [annotated(h, **{name: found.get(key(h), missing)}) for h in hits]
 
@@ -154,13 +152,14 @@ class Neighbourhood:
         ctx = need_ctx(ctx, "Neighbourhood")
         found: dict[tuple[str, str], list[Edge]] = {}
         for scope, group in by_scope(hits).items():
-            found.update({(scope, iri): edges for iri, edges in
-                          self._edges(ctx, scope, [h.iri for h in group]).items()})  # type: ignore[attr-defined]
+            got = self._edges(ctx, scope, [h.iri for h in group])
+            found.update({(scope, iri): edges for iri, edges in got.items()})
         return [annotated(h, neighbourhood=found.get(key(h), [])) for h in hits]
 
     def _edges(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, list[Edge]]:
-        rows = ctx.kg.query(f"SELECT ?c ?doc WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc }}",
-                            scopes=[scope]).rows
+        rows = ctx.kg.query(
+            f"SELECT ?c ?doc WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc }}",
+            scopes=[scope]).rows
         documents = {row["c"]: row["doc"] for row in rows}
         out: dict[str, list[Edge]] = {}
         known: dict[str, list[Edge]] = {}

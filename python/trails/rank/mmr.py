@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from trails.rank._steps import check_scored, need_ctx, rescored
+from trails.rank._steps import H, check_scored, need_ctx, rescored
 
 if TYPE_CHECKING:
     from trails.context import Context
 
 __all__ = ["MMR", "Selection", "mmr"]
-
-H = TypeVar("H")
 Relevance = Literal["cosine", "score"]
 
 
@@ -39,7 +37,7 @@ def mmr(
     is not more diverse than unrelated), so values never increase along the order. Ties go
     to the lower index. ``λ = 1`` is plain relevance order, ``λ = 0`` pure diversity.
 
-    >>> mmr([1, 0], [[1, 0], [1, 0], [0, 1]], lambda_=0.5, k=2).order
+    >>> mmr([1, 0], [[1, 0], [1, 0], [0, 1]], lambda_=0.3, k=2).order
     [0, 2]
     """
     if not 0.0 <= lambda_ <= 1.0:
@@ -104,15 +102,15 @@ class MMR:
         ctx = need_ctx(ctx, "MMR")
         check_scored(hits, "MMR")
         n = len(hits) if self.top_n is None else min(self.top_n, len(hits))
-        stored = {s.id: s.vector for s in ctx.vectors.get(h.iri for h in hits[:n])}  # type: ignore[attr-defined]
-        moving = [i for i in range(n) if hits[i].iri in stored]  # type: ignore[attr-defined]
+        stored = {s.id: s.vector for s in ctx.vectors.get(h.iri for h in hits[:n])}
+        moving = [i for i in range(n) if hits[i].iri in stored]
         if not moving:
             return list(hits)
         movable = [hits[i] for i in moving]
         moved = set(moving)
         rest = [h for i, h in enumerate(hits) if i not in moved]
-        vectors = [stored[h.iri] for h in movable]  # type: ignore[attr-defined]
-        scores = None if self.relevance == "cosine" else _scaled([h.score for h in movable])  # type: ignore[attr-defined]
+        vectors = [stored[h.iri] for h in movable]
+        scores = _scaled([h.score for h in movable]) if self.relevance == "score" else None
         chosen = mmr(ctx.embedder.embed(query), vectors, scores, self.lambda_)
         ranked = [rescored(movable[i], value, mmr=value, mmr_rank=rank)
                   for rank, (i, value) in enumerate(zip(chosen.order, chosen.values), 1)]

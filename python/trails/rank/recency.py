@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from trails.rank._steps import (by_score, check_scored, key, need_ctx, predicate_node,
-                                rescored, scoped_rows, value, values)
+from trails.rank._steps import (
+    H,
+    by_score,
+    check_scored,
+    key,
+    need_ctx,
+    predicate_node,
+    rescored,
+    scoped_rows,
+    value,
+    values,
+)
 
 if TYPE_CHECKING:
     from trails.context import Context
 
 __all__ = ["RecencyDecay", "decay_factor", "decayed"]
-
-H = TypeVar("H")
 DAY = 86_400.0
 
 
@@ -82,7 +90,7 @@ class RecencyDecay:
             when = dates.get(key(hit))
             age = None if when is None else (now - when).total_seconds() / DAY
             factor = decay_factor(age, self.horizon_days, self.floor)
-            out.append(rescored(hit, decayed(hit.score, factor), recency=factor))  # type: ignore[attr-defined]
+            out.append(rescored(hit, decayed(hit.score, factor), recency=factor))
         return by_score(out)
 
     def dates(self, ctx: Context, hits: Sequence[Any]) -> dict[tuple[str, str], dt.datetime]:

@@ -11,22 +11,20 @@ import importlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from trails import _state
 from trails._extras import require
 from trails.errors import ConfigurationError
-from trails.rank._steps import by_score, key, rescored, scoped_rows, values
+from trails.rank._steps import H, by_score, key, rescored, scoped_rows, values
 
 if TYPE_CHECKING:
     from trails.context import Context
     from trails.retrieval import RetrievalHit
 
 __all__ = ["BaseReranker", "CrossEncoderReranker", "Reranker"]
-
-H = TypeVar("H", bound="RetrievalHit")
 
 
 @runtime_checkable
@@ -170,4 +168,4 @@ def _text(hit: Any, graph: dict[tuple[str, str], str]) -> str:
     """``metadata["text"]``, else the graph's text, else the (truncated) snippet."""
     if hit.metadata.get("text"):
         return str(hit.metadata["text"])
-    return str(hit.snippet or "")
+    return graph.get(key(hit)) or str(hit.snippet or "")

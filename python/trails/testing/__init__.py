@@ -63,7 +63,7 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[
         shutil.rmtree(home, ignore_errors=True)
 
 
-def __getattr__(name: str):  # noqa: ANN202 - lazily: building a model imports torch
+def __getattr__(name: str):  # lazily: building a model imports torch
     if name == "tiny_cross_encoder":
         from trails.testing.cross_encoder import tiny_cross_encoder
 

@@ -11,7 +11,8 @@ from trails._extras import require
 
 __all__ = ["tiny_cross_encoder"]
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                   "special_tokens_map.json")
 
 
 def tiny_cross_encoder(path: str | os.PathLike[str], *, seed: int = 0) -> Path:

@@ -1,0 +1,234 @@
+"""trails.evaluation and ``trails eval``: BEIR loading, max-pooling, metric plumbing, the CLI.
+
+Every number here is checked against nDCG and recall computed by hand (linear gains, log2
+discounts, as trec_eval's ndcg_cut and BEIR use), on a tiny BEIR-layout data set written to
+tmp_path and a MockEmbedder, so nothing loads a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trails.cli import app
+from trails.evaluation import (
+    CachedEmbedder,
+    documents,
+    evaluate,
+    format_table,
+    ingest_dataset,
+    load_beir,
+    max_pool,
+    score_run,
+)
+from trails.testing import fresh_context
+from trails.vector.mock import MockEmbedder
+
+pytest.importorskip("ir_measures")
+
+CORPUS = [
+    {"_id": "ruby", "title": "Rails", "text": "Rails is a web framework for Ruby programmers."},
+    {"_id": "python", "title": "Django", "text": "Django is a web framework for Python."},
+    {"_id": "pg", "title": "PostgreSQL", "text": "PostgreSQL is a relational database server."},
+    {"_id": "tea", "title": "", "text": "Green tea contains caffeine and catechins."},
+]
+QUERIES = [
+    {"_id": "q1", "text": "Ruby Rails framework"},
+    {"_id": "q2", "text": "relational database server PostgreSQL"},
+    {"_id": "q3", "text": "caffeine in green tea"},
+    {"_id": "q4", "text": "unanswered question"},
+]
+# Graded, with a CRLF header as in the BEIR files; q4 is in train only.
+TEST_QRELS = [("q1", "ruby", 2), ("q1", "python", 1), ("q2", "pg", 1), ("q3", "tea", 1),
+              ("q3", "ruby", 1)]
+
+
+def _ndcg10(ranking: list[str], relevant: dict[str, int]) -> float:
+    """nDCG@10 by hand: gain = relevance, discount log2(rank + 1)."""
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranking[:10]))
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    return dcg / sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+
+
+@pytest.fixture
+def beir(tmp_path: Path) -> Path:
+    root = tmp_path / "tiny"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps({**d, "metadata": {}}) + "\n" for d in CORPUS))
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps({**q, "metadata": {}}) + "\n" for q in QUERIES))
+    with (root / "qrels" / "test.tsv").open("w", newline="") as f:
+        f.write("query-id\tcorpus-id\tscore\r\n")
+        f.writelines(f"{q}\t{d}\t{s}\r\n" for q, d, s in TEST_QRELS)
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq4\tpg\t1\n")
+    return root
+
+
+def test_load_beir_reads_corpus_queries_and_every_split(beir):
+    data = load_beir(beir)
+    assert data.name == "tiny"
+    assert list(data.corpus) == ["ruby", "python", "pg", "tea"]
+    assert data.queries["q2"] == "relational database server PostgreSQL"
+    assert data.splits == ["test", "train"]
+    assert data.split("test")["q1"] == {"ruby": 2, "python": 1}
+    assert data.split("train") == {"q4": {"pg": 1}}
+    with pytest.raises(ValueError, match="no 'dev' split; it has test, train"):
+        data.split("dev")
+
+
+def test_load_beir_refuses_a_folder_that_is_not_beir(tmp_path):
+    with pytest.raises(ValueError, match="not a BEIR data set"):
+        load_beir(tmp_path)
+
+
+def test_documents_are_title_blank_line_text_with_the_beir_id(beir):
+    docs = list(documents(load_beir(beir)))
+    assert [d.id for d in docs] == ["ruby", "python", "pg", "tea"]
+    assert docs[0].text == "Rails\n\nRails is a web framework for Ruby programmers."
+    assert docs[0].title == "Rails"
+    assert docs[3].text == "Green tea contains caffeine and catechins." and docs[3].title is None
+
+
+def test_score_run_matches_hand_computed_ndcg_and_recall():
+    qrels = {"a": {"d1": 1, "d2": 2}, "b": {"d9": 1, "d8": 1}, "c": {"d5": 1}}
+    run = {"a": ["d3", "d1", "d2"], "b": ["d8"] + [f"x{i}" for i in range(200)]}
+    means, per_query = score_run(run, qrels)
+    # a: DCG = 1/log2(3) + 2/log2(4) = 1.6309; IDCG = 2 + 1/log2(3) = 2.6309 -> 0.6199.
+    assert per_query["a"]["nDCG@10"] == pytest.approx(1.6309298 / 2.6309298)
+    assert per_query["a"]["R@100"] == 1.0
+    # b: d8 first of two relevant: DCG 1, IDCG 1 + 1/log2(3) -> 0.6131; recall 1/2.
+    assert per_query["b"]["nDCG@10"] == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert per_query["b"]["R@100"] == 0.5
+    # c: no run at all scores 0 and still counts in the mean.
+    assert per_query["c"] == {"nDCG@10": 0.0, "R@100": 0.0}
+    assert means["nDCG@10"] == pytest.approx((0.6199062 + 0.6131472) / 3)
+    assert means["R@100"] == pytest.approx(0.5)
+
+
+def test_score_run_keeps_the_given_order_when_trec_eval_would_reorder_ties():
+    # With equal scores trec_eval sorts by document id; ranks are what is scored here.
+    means, _ = score_run({"q": ["b", "a"]}, {"q": {"a": 1}})
+    assert means["nDCG@10"] == pytest.approx(1 / math.log2(3))
+
+
+def test_recall_at_100_counts_only_the_first_100_documents():
+    run = {"q": [f"x{i}" for i in range(100)] + ["rel"]}
+    assert score_run(run, {"q": {"rel": 1}})[0]["R@100"] == 0.0
+    assert score_run({"q": run["q"][1:]}, {"q": {"rel": 1}})[0]["R@100"] == 1.0
+
+
+def test_max_pool_ranks_a_document_by_its_best_chunk():
+    doc_of = {"t:doc/a": "a", "t:doc/b": "b", "t:doc/c": "c"}
+    hits = [("t:doc/b/v/1/c/3", 0.9), ("t:doc/a/v/1/c/0", 0.8), ("t:doc/b/v/1/c/0", 0.7),
+            ("t:doc/zzz/v/1/c/0", 0.6), ("t:doc/c/v/1/c/1", 0.5)]
+    assert max_pool(hits, doc_of) == ["b", "a", "c"]
+    assert max_pool(hits, doc_of, depth=2) == ["b", "a"]
+
+
+def test_evaluate_end_to_end_agrees_with_hand_computed_scores(beir):
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        stats = ingest_dataset(data, ctx)
+        assert stats.ingested == 4
+        assert ingest_dataset(data, ctx).skipped == 4  # unchanged: nothing re-embedded
+        rankings: dict[str, list[str]] = {}
+
+        def spy(system, done, total):
+            assert total == 3 and 1 <= done <= 3
+
+        results = evaluate(data, "test", ctx, systems=["vector"], progress=spy)
+        from trails import retrieve
+
+        for qid in data.split("test"):
+            hits = retrieve(data.queries[qid], ctx, mode="vector", k=10)
+            rankings[qid] = max_pool(hits, {h.metadata["doc_iri"]: h.metadata["doc_iri"]
+                                            .rsplit("/", 1)[-1] for h in hits})
+    (result,) = results
+    assert result.system == "vector" and result.queries == 3
+    # The bag-of-words mock puts each query's matching document first.
+    assert rankings["q1"][0] == "ruby" and rankings["q2"][0] == "pg"
+    assert rankings["q3"][0] == "tea"
+    qrels = data.split("test")
+    expected = {q: _ndcg10(rankings[q], qrels[q]) for q in qrels}
+    assert expected["q2"] == 1.0
+    for q in qrels:
+        assert result.per_query[q]["nDCG@10"] == pytest.approx(expected[q])
+        assert result.per_query[q]["R@100"] == 1.0  # 4 documents: all retrieved
+    assert result["nDCG@10"] == pytest.approx(sum(expected.values()) / 3)
+    assert result["R@100"] == 1.0
+
+
+def test_evaluate_limit_scores_only_the_first_queries(beir):
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        (result,) = evaluate(data, "test", ctx, systems=["vector"], limit=1)
+    assert result.queries == 1 and list(result.per_query) == ["q1"]
+
+
+def test_cached_embedder_is_the_inner_embedder_and_embeds_a_text_once(tmp_path):
+    inner = MockEmbedder(dim=16)
+    cached = CachedEmbedder(inner, tmp_path / "cache.sqlite")
+    assert cached.identity == inner.identity and cached.dim == 16
+    first = cached.embed_array(["alpha", "beta", "alpha"])
+    assert cached.misses == 2 and cached.hits == 1
+    again = CachedEmbedder(MockEmbedder(dim=16), tmp_path / "cache.sqlite")
+    assert (again.embed_array(["beta", "alpha"]) == first[[1, 0]]).all()
+    assert again.misses == 0 and again.hits == 2
+    assert cached.embed("alpha") == inner.embed("alpha")
+
+
+def test_format_table_puts_published_figures_beside_the_same_system(beir):
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        results = evaluate(data, "test", ctx, systems=["vector"])
+    results[0].dataset = "scifact"
+    table = format_table(results, extra_rows=[("rerank", {"scifact": "n/a"})])
+    lines = table.splitlines()
+    assert lines[0] == "| system | SciFact nDCG@10 | published | SciFact R@100 |"
+    assert lines[2].startswith(f"| vector | {results[0]['nDCG@10']:.3f} | 0.645 | ")
+    assert lines[3] == "| rerank | n/a |  |  |"
+    assert "| *published: bge-small-en-v1.5 (MTEB)* |  | 0.713 |  |" in lines
+
+
+runner = CliRunner()
+
+
+def test_cli_eval_prints_the_table_and_exits_0(beir, tmp_path):
+    db = tmp_path / "ctx"
+    result = runner.invoke(app, ["--db", str(db), "eval", str(beir), "--model", "mock:256",
+                                 "--mode", "vector", "--split", "test"])
+    assert result.exit_code == 0, result.output
+    assert "tiny, split test, 3 queries" in result.output
+    assert "| system | tiny nDCG@10 | published | tiny R@100 |" in result.output
+    assert "| vector | " in result.output
+    # The second run reuses the context (recorded embedder) and prints JSON only.
+    again = runner.invoke(app, ["--db", str(db), "eval", str(beir), "--mode", "vector",
+                                "--json"])
+    assert again.exit_code == 0, again.output
+    (row,) = json.loads(again.stdout)
+    assert row["system"] == "vector" and row["queries"] == 3 and row["R@100"] == 1.0
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        (expected,) = evaluate(data, "test", ctx, systems=["vector"])
+    assert row["nDCG@10"] == pytest.approx(expected["nDCG@10"])
+    assert f"| vector | {expected['nDCG@10']:.3f} |" in result.output
+
+
+def test_cli_eval_reports_a_missing_split_or_reranker_in_one_line(beir, tmp_path):
+    missing = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                  "mock:8", "--split", "dev"])
+    assert missing.exit_code == 1
+    assert "no 'dev' split" in missing.stderr
+    rerank = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:8", "--mode", "rerank"])
+    assert rerank.exit_code == 1 and "--reranker" in rerank.stderr
+    nothing = runner.invoke(app, ["eval", str(tmp_path / "nowhere")])
+    assert nothing.exit_code == 1 and "no BEIR data set" in nothing.stderr
