@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from trails.cli import app
 from trails.evaluation import (
     CachedEmbedder,
+    corrupt,
+    derived_store,
     documents,
     evaluate,
     format_table,
@@ -232,3 +234,33 @@ def test_cli_eval_reports_a_missing_split_or_reranker_in_one_line(beir, tmp_path
     assert rerank.exit_code == 1 and "--reranker" in rerank.stderr
     nothing = runner.invoke(app, ["eval", str(tmp_path / "nowhere")])
     assert nothing.exit_code == 1 and "no BEIR data set" in nothing.stderr
+
+
+def test_corrupt_is_deterministic_and_replaces_about_the_given_share_of_letters():
+    text = "Keyword ranking over noisy text. " * 40
+    once, again = corrupt(text, 0.3, seed=1), corrupt(text, 0.3, seed=1)
+    assert once == again and len(once) == len(text)
+    changed = sum(a != b for a, b in zip(text, once))
+    letters = sum(c.isalpha() for c in text)
+    assert 0.2 * letters < changed < 0.3 * letters  # 30% drawn, ~1/26 redrawn the same
+    assert all(a == b for a, b in zip(text, once) if not a.isalpha())
+    assert corrupt(text, 0.0) == text
+
+
+def test_derived_store_damages_one_signal_and_keeps_the_other(beir):
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        clean = {s.id: s for s in ctx.vectors.get(ctx.vectors.all_ids())}
+        noisy_text = derived_store(ctx.vectors, text=lambda t: corrupt(t, 1.0))
+        noisy_vectors = derived_store(ctx.vectors, vector_noise=4.0)
+        for row in noisy_text.get(list(clean)):
+            assert row.vector == pytest.approx(clean[row.id].vector, abs=1e-6)
+            assert row.metadata["text"] != clean[row.id].metadata["text"]
+            assert row.metadata["doc_iri"] == clean[row.id].metadata["doc_iri"]
+        assert noisy_text.keyword_search("PostgreSQL relational database", 5) == []
+        assert [h.id for h in noisy_vectors.keyword_search("PostgreSQL", 5)] == [
+            h.id for h in ctx.vectors.keyword_search("PostgreSQL", 5)]
+        moved = [row.vector != pytest.approx(clean[row.id].vector, abs=1e-3)
+                 for row in noisy_vectors.get(list(clean))]
+        assert all(moved)

@@ -562,7 +562,7 @@ def eval_(
     modes: list[EvalMode] = typer.Option(
         [], "--mode", help="System to score (repeatable; default keyword, vector, rrf, "
         "hybrid): keyword = BM25 only, vector = cosine only, rrf = plain RRF k=60, hybrid = "
-        "retrieve()'s default hybrid, rerank = hybrid + --reranker."),
+        "retrieve(fusion='auto'), rerank = hybrid + --reranker."),
     model: Optional[str] = typer.Option(  # noqa: UP045
         None, "--model", envvar="TRAILS_MODEL", metavar="MODEL",
         help=f"Embedder of a new context: {DEFAULT_MODEL} (default), a model directory, or "
@@ -595,8 +595,14 @@ def eval_(
     trails eval ../shared/data/beir/nfcorpus --mode vector --mode hybrid --limit 50
     ```
     """
-    from trails.evaluation import (chunker_for, evaluate, find_dataset, format_table,
-                                   ingest_dataset, load_beir)
+    from trails.evaluation import (
+        chunker_for,
+        evaluate,
+        find_dataset,
+        format_table,
+        ingest_dataset,
+        load_beir,
+    )
 
     data = load_beir(find_dataset(dataset))
     data.split(split)  # an unknown split fails before any ingestion

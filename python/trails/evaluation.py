@@ -40,16 +40,30 @@ if TYPE_CHECKING:
     from trails.vector.embedder import Embedder, EmbedderIdentity
 
 __all__ = [
+    "CHUNKINGS",
+    "MEASURES",
+    "PUBLISHED",
+    "SYSTEMS",
     "BeirDataset",
     "CachedEmbedder",
     "EvalResult",
-    "MEASURES",
+    "chunker_for",
+    "collect_rankings",
+    "corrupt",
+    "derived_store",
+    "doc_ids_by_iri",
     "documents",
     "evaluate",
+    "evaluate_searcher",
+    "find_dataset",
     "format_table",
+    "fused_run",
+    "hybrid_fusion",
     "ingest_dataset",
     "load_beir",
+    "make_searcher",
     "max_pool",
+    "run_system",
     "score_run",
 ]
 
@@ -310,8 +324,7 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
     >>> score_run({"q": ["d3", "d1"]}, {"q": {"d1": 1}})[0]
     {'nDCG@10': 0.6309297535714575, 'R@100': 1.0}
     """
-    import ir_measures
-
+    ir_measures = _ir_measures()
     parsed = [ir_measures.parse_measure(m) for m in measures]
     trec_run = {q: {d: float(len(docs) - i) for i, d in enumerate(docs)}
                 for q, docs in run.items() if q in qrels and docs}
@@ -324,6 +337,18 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
     count = max(len(per_query), 1)
     means = {m: sum(v[m] for v in per_query.values()) / count for m in measures}
     return means, per_query
+
+
+def _ir_measures() -> Any:
+    try:
+        import ir_measures
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("ir_measures", "pytrec_eval"):
+            raise
+        from trails.errors import MissingExtraError
+
+        raise MissingExtraError("ir-measures", "eval", "scoring retrieval runs") from exc
+    return ir_measures
 
 
 def doc_ids_by_iri(dataset: BeirDataset, ctx: Context, scope: str | None = None) -> dict[str, str]:
@@ -362,7 +387,7 @@ SYSTEMS = {
     "keyword": "keyword only: BM25 over chunk text (SQLite FTS5)",
     "vector": "vector only: exact cosine over chunk vectors",
     "rrf": "plain reciprocal-rank fusion (k=60) of the vector and keyword rankings",
-    "hybrid": "trails' default hybrid: retrieve(mode='hybrid') with its default fusion",
+    "hybrid": "the recommended hybrid: retrieve(mode='hybrid', fusion='auto')",
     "rerank": "the default hybrid, then a cross-encoder over its top hits",
 }
 
@@ -371,7 +396,8 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
                   reranker: Any = None, fusion: Any = None) -> Searcher:
     """A function from a query to ranked chunk hits, for one system of :data:`SYSTEMS`.
 
-    ``fusion`` overrides the fusion of ``hybrid`` (a name ``retrieve`` accepts or a callable).
+    ``fusion`` overrides the fusion of ``hybrid`` (a name ``retrieve`` accepts or a callable);
+    by default it is :func:`hybrid_fusion`.
     """
     from trails.retrieval import retrieve
 
@@ -388,7 +414,7 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
     if system == "rrf":
         return lambda q: retrieve(q, ctx, mode="hybrid", k=depth, fusion="rrf")
     if system in ("hybrid", "rerank"):
-        options: dict[str, Any] = {} if fusion is None else {"fusion": fusion}
+        options: dict[str, Any] = {"fusion": hybrid_fusion() if fusion is None else fusion}
         if system == "rerank":
             if reranker is None:
                 from trails.errors import ConfigurationError
@@ -398,6 +424,14 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
             options["steps"] = [reranker]
         return lambda q: retrieve(q, ctx, mode="hybrid", k=depth, **options)
     raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
+
+
+def hybrid_fusion() -> str:
+    """The fusion the ``hybrid`` system uses: ``"auto"`` (trails' recommended hybrid) where
+    ``retrieve`` has it, else plain ``"rrf"``."""
+    from trails.retrieval import FUSIONS
+
+    return "auto" if "auto" in FUSIONS else "rrf"
 
 
 def evaluate(dataset: BeirDataset, split: str, ctx: Context, *,
@@ -413,20 +447,28 @@ def evaluate(dataset: BeirDataset, split: str, ctx: Context, *,
         limit: score only the split's first ``limit`` queries (a quick look, not a result).
         progress: called as ``progress(system, done, total)`` after each query.
     """
-    if limit is not None:
-        qrels = dataset.split(split)
-        dataset = BeirDataset(dataset.name, dataset.path, dataset.corpus, dataset.queries,
-                              {**dataset.qrels, split: dict(list(qrels.items())[:limit])})
-    doc_of = doc_ids_by_iri(dataset, ctx)
     results = []
     for system in systems:
         searcher = make_searcher(system, ctx, depth=depth, reranker=reranker)
         report = None if progress is None else (
             lambda done, total, s=system: progress(s, done, total))
-        name = f"{system} ({label})" if label else system
-        results.append(run_system(searcher, dataset, split, doc_of, system=name,
-                                  progress=report))
+        results.append(evaluate_searcher(searcher, dataset, split, ctx,
+                                         system=f"{system} ({label})" if label else system,
+                                         limit=limit, progress=report))
     return results
+
+
+def evaluate_searcher(searcher: Searcher, dataset: BeirDataset, split: str, ctx: Context, *,
+                      system: str, limit: int | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> EvalResult:
+    """:func:`run_system` for a searcher over ``ctx``'s documents, on the first ``limit``
+    queries of ``split`` (all when None)."""
+    if limit is not None:
+        qrels = dataset.split(split)
+        dataset = BeirDataset(dataset.name, dataset.path, dataset.corpus, dataset.queries,
+                              {**dataset.qrels, split: dict(list(qrels.items())[:limit])})
+    return run_system(searcher, dataset, split, doc_ids_by_iri(dataset, ctx), system=system,
+                      progress=progress)
 
 
 # ------------------------------------------------------------------------------- tables
@@ -540,3 +582,96 @@ def chunker_for(chunking: str) -> Any:
 
         return SentenceChunker(max_chars=10**9, overlap=0)
     raise ValueError(f"unknown chunking {chunking!r}; choose from {', '.join(CHUNKINGS)}")
+
+
+# ------------------------------------------------------------------------------- fusion studies
+
+def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: Any = None,
+                     depth: int = CHUNK_DEPTH, limit: int | None = None
+                     ) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """Each query's vector and keyword chunk rankings, as ``retrieve`` fuses them.
+
+    Returns ``{query id: {"vector": [(chunk id, score)...], "keyword": [...]}}`` with
+    ``depth`` hits each. Fusing these with a fusion function is what
+    ``retrieve(mode="hybrid", k=depth, fusion=...)`` does, without searching again per
+    fusion setting (see :func:`fused_run`).
+    """
+    from trails.retrieval import retrieve
+
+    vectors = store if store is not None else ctx.vectors
+    qrels = dataset.split(split)
+    out: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for query_id in list(qrels)[:limit]:
+        text = dataset.queries[query_id]
+        found = retrieve(text, ctx, mode="vector", k=depth, vector_store=vectors)
+        out[query_id] = {
+            "vector": [(h.iri, float(h.score)) for h in found],
+            "keyword": [(h.id, float(h.score)) for h in vectors.keyword_search(text, depth)],
+        }
+    return out
+
+
+def fused_run(rankings: Mapping[str, Mapping[str, list[tuple[str, float]]]],
+              fusion: Callable[[Sequence[Any]], list[tuple[str, float]]] | None,
+              doc_of: Mapping[str, str], *, only: str | None = None,
+              depth: int = DOC_DEPTH) -> dict[str, list[str]]:
+    """Document runs from collected rankings: one ranking (``only``) or their fusion."""
+    from trails.rank.fusion import Ranking
+
+    run = {}
+    for query_id, lists in rankings.items():
+        if only is not None:
+            hits = lists[only]
+        else:
+            assert fusion is not None
+            hits = fusion([Ranking(name, hits) for name, hits in lists.items()])
+        run[query_id] = max_pool(hits, doc_of, depth)
+    return run
+
+
+def corrupt(text: str, rate: float, seed: int = 0) -> str:
+    """``text`` with each letter replaced, with probability ``rate``, by a random letter.
+
+    Deterministic for a given text, rate and seed (a typo/OCR-noise model).
+
+    >>> corrupt("keyword ranking", 0.0)
+    'keyword ranking'
+    >>> corrupt("keyword ranking", 1.0) != "keyword ranking"
+    True
+    """
+    if rate <= 0:
+        return text
+    digest = hashlib.sha256(f"{seed}\0{text}".encode("utf-8", "surrogatepass")).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    flips = rng.random(len(text)) < rate
+    letters = rng.integers(0, 26, len(text))
+    return "".join(chr(97 + int(letters[i])) if flips[i] and c.isalpha() else c
+                   for i, c in enumerate(text))
+
+
+def derived_store(store: Any, *, text: Callable[[str], str] | None = None,
+                  vector_noise: float = 0.0, seed: int = 0) -> Any:
+    """An in-memory copy of ``store``'s live rows with their keyword text rewritten by
+    ``text`` and/or Gaussian noise of norm ~``vector_noise`` added to their vectors.
+
+    For "one poor ranking" experiments: the other ranking stays exactly as it was.
+    """
+    from trails.vector.sqlite_vec import SqliteVecStore
+
+    copy = SqliteVecStore(":memory:", dim=store.dim, embedder=store.embedder_identity)
+    rng = np.random.default_rng(seed)
+    ids = store.all_ids()
+    for start in range(0, len(ids), 2000):
+        rows = store.get(ids[start:start + 2000])
+        matrix = np.asarray([r.vector for r in rows], dtype=np.float32)
+        if vector_noise:
+            noise = rng.standard_normal(matrix.shape).astype(np.float32)
+            matrix = matrix + vector_noise * noise / np.sqrt(matrix.shape[1])
+        metas = []
+        for r in rows:
+            meta = dict(r.metadata)
+            if text is not None:
+                meta["text"] = text(str(meta.get("text") or meta.get("snippet") or ""))
+            metas.append(meta)
+        copy.add_many([r.id for r in rows], matrix, metas)
+    return copy

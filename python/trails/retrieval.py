@@ -11,7 +11,7 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, DimensionMismatchError
-from trails.rank.fusion import FusionFn, Ranking, rrf
+from trails.rank.fusion import FusionFn, Ranking, auto, rrf, weighted
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
 
 if TYPE_CHECKING:
@@ -23,7 +23,10 @@ __all__ = ["MODES", "Mode", "RetrievalHit", "RetrievalResult", "retrieve"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
-FUSIONS: tuple[str, ...] = ("rrf",)
+# fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
+# "auto" (the recommended hybrid, tuned on training qrels: trails.rank.fusion.AUTO_WEIGHTS).
+_FUSERS: dict[str, FusionFn] = {"rrf": rrf, "weighted": weighted, "auto": auto}
+FUSIONS: tuple[str, ...] = tuple(_FUSERS)
 # Each ranking feeds fusion this many hits (at least k): RRF needs ranks beyond the top-k.
 FUSION_DEPTH = 100
 # Post-ranking steps (rerankers, MMR) see this many hits (at least k) to choose from.
@@ -50,6 +53,9 @@ class RetrievalResult(list[RetrievalHit]):
         plan: the ranking plan (``full-scan``, ``gather``, ``masked-scan``, ``graph-order``...).
         candidates: how many vectors the filter admitted (None when there was no filter).
         exhaustive: True when every admitted vector was scored exactly.
+        rankings: the rankings that were fused (``("vector", "keyword")``), empty when the
+            hits are one ranking's order.
+        notes: why a ranking the call asked for is missing (e.g. a store without keywords).
     """
 
     def __init__(
@@ -60,17 +66,23 @@ class RetrievalResult(list[RetrievalHit]):
         plan: str,
         candidates: int | None,
         exhaustive: bool,
+        rankings: Sequence[str] = (),
+        notes: Sequence[str] = (),
     ) -> None:
         super().__init__(hits)
         self.mode = mode
         self.plan = plan
         self.candidates = candidates
         self.exhaustive = exhaustive
+        self.rankings = tuple(rankings)
+        self.notes = tuple(notes)
 
     def explain(self) -> str:
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
         scan = "exhaustive" if self.exhaustive else "not exhaustive"
-        return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}"
+        fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
+        notes = "".join(f"; {note}" for note in self.notes)
+        return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
 
     def __repr__(self) -> str:
         return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
@@ -118,7 +130,13 @@ def retrieve(
         sparql_filter: a read-only SELECT projecting one variable (e.g. ``?iri``).
         bindings: values for variables of the filter, bound as RDF terms.
         vector_store, embedder: override the context's.
-        fusion: ``None`` ranks by vector score; ``"rrf"`` or a callable fuses the rankings.
+        fusion: ``None`` ranks by vector score. Otherwise the rankings are fused: in
+            ``hybrid`` mode the vector ranking and the store's BM25 keyword ranking over the
+            same candidates and scopes (``FUSION_DEPTH`` hits each), in ``vector`` mode the
+            vector ranking alone. ``"rrf"`` (reciprocal rank, constant 60), ``"weighted"``
+            (min-max normalised scores), ``"auto"`` (the recommended hybrid; ADR 0009) or a
+            callable from a list of :class:`~trails.rank.fusion.Ranking` to ``(id, score)``
+            pairs, e.g. ``functools.partial(rrf, constant=20)``.
         scope: a scope name or a list of them (default: the default scope). The filter sees
             only those scopes' graphs and only those scopes' vectors are ranked.
         messages: prior conversation turns (``{"role": ..., "content": ...}``) as context for
@@ -183,7 +201,8 @@ def retrieve(
 
 def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> RetrievalResult:
     return RetrievalResult(hits, mode=result.mode, plan=result.plan, candidates=result.candidates,
-                           exhaustive=result.exhaustive)
+                           exhaustive=result.exhaustive, rankings=result.rankings,
+                           notes=result.notes)
 
 
 def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
@@ -265,11 +284,17 @@ def _ranked_hits(
     metadata = {h.id: h.metadata for h in found}
     rankings = [Ranking("vector", [(h.id, h.score) for h in found])]
     candidates = None if iris is None else plan.candidates
+    notes: list[str] = []
+    if fusion is not None and mode == "hybrid":
+        keyword = _keyword_hits(query, store, depth, iris, scopes, notes)
+        if keyword is not None:
+            rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword]))
+            metadata.update((h.id, h.metadata) for h in keyword if h.id not in metadata)
     if fusion is None:
         fused = rankings[0].hits
     else:
-        fuse = rrf if fusion == "rrf" else fusion
-        fused = fuse(rankings)  # type: ignore[operator]
+        fuse = _FUSERS[fusion] if isinstance(fusion, str) else fusion
+        fused = fuse(rankings)
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
@@ -278,7 +303,26 @@ def _ranked_hits(
         for id, score in fused[:k]
     ]
     return RetrievalResult(hits, mode=mode, plan=plan.name, candidates=candidates,
-                           exhaustive=plan.exhaustive)
+                           exhaustive=plan.exhaustive,
+                           rankings=[r.name for r in rankings] if fusion is not None else (),
+                           notes=notes)
+
+
+def _keyword_hits(
+    query: str, store: VectorStore, depth: int, iris: list[str] | None, scopes: list[str],
+    notes: list[str],
+) -> list[Any] | None:
+    """The store's BM25 ranking of the same candidates and scopes, or None (with a note) when
+    the store has no keyword index."""
+    search = getattr(store, "keyword_search", None)
+    if search is None:
+        notes.append(f"keyword ranking skipped: {type(store).__name__} has no keyword_search")
+        return None
+    try:
+        return search(query, depth, iris, scopes=scopes)
+    except ConfigurationError as exc:
+        notes.append(f"keyword ranking skipped: {exc}")
+        return None
 
 
 def _components(
@@ -294,7 +338,7 @@ def _components(
             parts[name] = value
             parts[f"{name}_rank"] = rank
     if fusion is not None:
-        parts["rrf" if fusion == "rrf" else "fused"] = score
+        parts[fusion if isinstance(fusion, str) else "fused"] = score
     return parts
 
 

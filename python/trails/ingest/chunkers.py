@@ -169,8 +169,9 @@ class _Packer:
         self.known: dict[tuple[int, int], int] = {}  # (start, end) -> exact token count
         owner = getattr(self.count, "__self__", None)
         tokens = owner if isinstance(owner, (_HFTokens, _TiktokenTokens)) else None
+        # Other tokenizers count each range whole, as asked: no sentence counts up front.
         self.additive = tokens is not None and tokens.additive
-        if tokens is not None and self.count == tokens.count:
+        if self.additive and self.count == tokens.count:  # type: ignore[union-attr]
             short = [(a, b) for a, b in units if b - a <= self.max_chars]
             counts = tokens.count_many([text[a:b] for a, b in short]) if short else []
             self.known.update(zip(short, counts))
@@ -266,7 +267,7 @@ def _longest_fit(fits: Callable[[int], bool], start: int, end: int) -> int:
 
 def _soft_cut(text: str, start: int, cut: int) -> int:
     """Move a cut back to whitespace in the piece's second half, so words stay whole."""
-    if text[cut].isspace() or text[cut - 1].isspace():
+    if cut == len(text) or text[cut].isspace() or text[cut - 1].isspace():
         return cut
     for i in range(cut - 1, start + (cut - start) // 2, -1):
         if text[i].isspace():

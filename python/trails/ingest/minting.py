@@ -137,11 +137,15 @@ def chunk_quads(
 def vector_metadata(
     chunk: Chunk, iri: str, version: str, scope: str
 ) -> dict[str, Any]:
-    """What each vector carries: enough to show a hit without touching the graph."""
+    """What each vector carries: enough to show a hit without touching the graph.
+
+    ``text`` (the whole chunk) feeds the store's keyword index; a store keeps it once, out of
+    the rest of the metadata (SqliteVecStore: its own column)."""
     return {
         "iri": chunk_iri(iri, version, chunk.position),
         "doc_iri": iri,
         "snippet": chunk.text[:SNIPPET_CHARS],
+        "text": chunk.text,
         "scope": scope,
         "version": version,
         "position": chunk.position,

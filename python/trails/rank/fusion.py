@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
-__all__ = ["AUTO_WEIGHTS", "FusionFn", "RRF_CONSTANT", "Ranking", "auto", "rrf", "weighted"]
+__all__ = ["AUTO_WEIGHTS", "RRF_CONSTANT", "FusionFn", "Ranking", "auto", "rrf", "weighted"]
 
 # Cormack, Clarke & Buettcher (SIGIR 2009). Note qdrant-client defaults to 2; we do not.
 RRF_CONSTANT = 60
@@ -54,12 +54,13 @@ def weighted(
     weights: Mapping[str, float] | None = None,
     normalize: Literal["minmax", "zscore"] = "minmax",
 ) -> list[tuple[str, float]]:
-    """Score fusion: ``score(d) = sum_r w_r * norm_r(d)``, each ranking's scores normalised.
+    """Score fusion: ``score(d) = sum_r w_r * norm_r(d)``, each ranking's scores mapped to [0, 1].
 
-    ``minmax`` maps a ranking's best listed score to 1 and its worst to 0 (all equal: all 1);
-    ``zscore`` subtracts the mean and divides by the standard deviation (0 when all equal). A
-    document a ranking did not list counts as that ranking's worst listed hit (0 for minmax,
-    the lowest z-score for zscore). Ties are broken by id.
+    ``minmax`` maps a ranking's best listed score to 1 and its worst to 0; ``zscore`` maps
+    ``mean - 3 sd`` to 0 and ``mean + 3 sd`` to 1, clipped (the distribution-based score fusion
+    of Qdrant's ``dbsf``), so one outlier does not squash the rest. A ranking whose scores are
+    all equal gives each listed hit 1. A document a ranking did not list gets 0 from it.
+    Ties are broken by id.
 
     >>> a = Ranking("vector", [("x", 0.9), ("y", 0.5), ("z", 0.1)])
     >>> b = Ranking("keyword", [("z", 12.0), ("y", 2.0)])
@@ -69,19 +70,13 @@ def weighted(
     if normalize not in ("minmax", "zscore"):
         raise ValueError(f"normalize must be 'minmax' or 'zscore', got {normalize!r}")
     fused: dict[str, float] = {}
-    floors: list[float] = []
     for ranking in rankings:
         weight = 1.0 if weights is None else float(weights.get(ranking.name, 1.0))
         scores = [float(score) for _doc, score in ranking.hits]
         normed = _minmax(scores) if normalize == "minmax" else _zscore(scores)
-        floor = min(normed, default=0.0)
-        floors.append(weight * floor)
         for (doc, _score), value in zip(ranking.hits, normed):
-            # Start each document at every ranking's floor; add what this one lifts it by.
-            fused[doc] = fused.get(doc, 0.0) + weight * (value - floor)
-    base = math.fsum(floors)
-    return sorted(((doc, base + value) for doc, value in fused.items()),
-                  key=lambda pair: (-pair[1], pair[0]))
+            fused[doc] = fused.get(doc, 0.0) + weight * value
+    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def _minmax(scores: list[float]) -> list[float]:
@@ -95,8 +90,10 @@ def _zscore(scores: list[float]) -> list[float]:
     if not scores:
         return []
     mean = math.fsum(scores) / len(scores)
-    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
-    return [0.0 if std == 0 else (s - mean) / std for s in scores]
+    sd = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    if sd == 0:
+        return [1.0] * len(scores)
+    return [min(1.0, max(0.0, (s - mean + 3 * sd) / (6 * sd))) for s in scores]
 
 
 # The weights of ``fusion="auto"``, the recommended hybrid: RRF (constant RRF_CONSTANT) with a

@@ -17,10 +17,11 @@ __all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_terms"]
 
 # Lucene's English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET), which the Anserini /
 # Pyserini BM25 baselines use. Dropped from queries only: the index keeps every word.
-STOPWORDS: frozenset[str] = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
-)
+STOPWORDS: frozenset[str] = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+})
 # A longer query keeps its first MAX_TERMS distinct terms (each term costs a doclist scan).
 MAX_TERMS = 256
 # Letters and digits (FTS5 unicode61 token characters); "_" and everything else separate.
@@ -52,8 +53,8 @@ def keyword_terms(query: str, stopwords: Iterable[str] | None = None) -> list[st
 def fts5_match(terms: Iterable[str]) -> str | None:
     """An FTS5 MATCH expression ORing each term as a quoted string (None when no terms).
 
-    >>> fts5_match(["bm25", 'say "hi"'])
-    '"bm25" OR "say ""hi"""'
+    >>> print(fts5_match(["bm25", 'a"b']))
+    "bm25" OR "a""b"
     """
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t]
     return " OR ".join(quoted) if quoted else None

@@ -16,9 +16,11 @@ import numpy as np
 
 __all__ = ["VectorMatrix"]
 
-# Below this fraction of the rows a gather (copy candidate rows, then multiply) beats a full
-# masked product; measured in benchmarks/hybrid.py and recorded in docs/benchmarks.md.
-GATHER_FRACTION = 0.25
+# Up to this fraction of the rows a gather (copy candidate rows, then multiply) beats a full
+# masked product. Measured with benchmarks/hybrid.py (100,000 x 384, 2 cores; table in
+# docs/benchmarks.md): gather wins below ~15%, and its cost climbs steeply past it (the copy
+# grows with the candidates while the full product stays one pass over memory, ~7 ms).
+GATHER_FRACTION = 0.15
 
 
 class VectorMatrix:

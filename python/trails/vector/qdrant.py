@@ -46,6 +46,7 @@ from trails.errors import (
     DimensionMismatchError,
     EmbeddingModelMismatchError,
 )
+from trails.rank.keyword import keyword_terms
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedder import EmbedderIdentity
 from trails.vector.matrix import _exact_cosine
@@ -60,7 +61,8 @@ from trails.vector.store import (
     unit_rows,
 )
 
-__all__ = ["EXACT_THRESHOLD", "OVERFETCH", "POINT_NAMESPACE", "QdrantStore", "point_id"]
+__all__ = ["EXACT_THRESHOLD", "KEYWORD_FIELD", "OVERFETCH", "POINT_NAMESPACE", "QdrantStore",
+           "point_id"]
 
 # uuid5(NAMESPACE_URL, "https://trails.dev/ns#qdrant-point-id"); fixed forever: it names every point.
 POINT_NAMESPACE = uuid.UUID("bbf8736e-dca4-5306-b713-ba6fa5f3392c")
@@ -72,6 +74,9 @@ _PAGE = 1_000  # scroll page and write batch size
 _FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROMOTED = ("doc_iri", "scope")  # delete_where compares these fields directly
+# The payload field holding a point's text (its metadata "text", else its snippet), indexed
+# for BM25 (keyword_search).
+KEYWORD_FIELD = "keyword_text"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -286,11 +291,14 @@ class QdrantStore:
             raise DimensionMismatchError(
                 f"vector store {self.name!r} holds {stored}-dimensional vectors but dim={dim} "
                 f"was requested; use an embedder of dimension {stored} or a new collection")
-        vectors = self._c.get_collection(self.collection).config.params.vectors
+        info = self._c.get_collection(self.collection)
+        vectors = info.config.params.vectors
         if getattr(vectors, "size", None) != stored or vectors.distance != self._m.Distance.DOT:
             raise ConfigurationError(
                 f"Qdrant collection {self.collection!r} is not configured as trails made it "
                 f"(one unnamed {stored}-d Dot vector); choose another collection name")
+        if KEYWORD_FIELD not in (info.payload_schema or {}) and not self.read_only:
+            self._create_keyword_index()  # a collection from before keyword search
         return stored
 
     def _create(self, dim: int) -> None:
@@ -311,6 +319,18 @@ class QdrantStore:
                                              getattr(m.PayloadSchemaType, schema))
             self._c.create_payload_index(self.versions_collection, "kind",
                                          m.PayloadSchemaType.KEYWORD)
+        self._create_keyword_index()
+
+    def _create_keyword_index(self) -> None:
+        """A BM25-scored text index on ``KEYWORD_FIELD`` (qdrant-client and server 1.20+).
+
+        Default tokenization (words, lower-cased, no stemming): the only one qdrant-client's
+        local mode ranks, so local and server collections rank alike."""
+        m = self._m
+        if not hasattr(m, "TextQuery"):
+            return  # an older qdrant-client: keyword_search explains what to upgrade
+        self._c.create_payload_index(self.collection, KEYWORD_FIELD, m.TextIndexParams(
+            type=m.TextIndexType.TEXT, scoring=m.TextScoringParams(type=m.TextScoringType.BM25)))
 
     def _read_meta(self) -> dict[str, Any] | None:
         found = self._c.retrieve(self.versions_collection, [_META_ID], with_payload=True)
@@ -494,11 +514,15 @@ class QdrantStore:
         """
         if not filters:
             raise ValueError("delete_where needs at least one filter; to empty a store use a new one")
-        conditions = [self._condition(key, value) for key, value in filters.items()]
+        conditions = [self._condition(key, value) for key, value in filters.items() if key != "text"]
         self._check_writable()
         if any(c is None for c in conditions):
             return 0
-        records = self._scroll(self.collection, self._m.Filter(must=conditions), payload=["id"])
+        records = self._scroll(self.collection, self._m.Filter(must=conditions or None),
+                               payload=["id", KEYWORD_FIELD, "text_given"])
+        if "text" in filters:  # stored as the keyword field (see _payload): compared here
+            records = (r for r in records if r.payload.get("text_given")
+                       and r.payload.get(KEYWORD_FIELD) == filters["text"])
         return self._delete_ids([r.payload["id"] for r in records])
 
     def _condition(self, key: str, value: Any) -> Any:
@@ -571,7 +595,7 @@ class QdrantStore:
         if k == 0 or candidates == 0:
             return [], SearchPlan(name, candidates, exact)
         ranked, exact = self._top_k(query, k, flt, candidates, exact)
-        hits = [VectorHit(p.payload["id"], score, p.payload.get("metadata") or {})
+        hits = [VectorHit(p.payload["id"], score, _metadata_of(p.payload))
                 for p, score in ranked]
         return hits, SearchPlan(name, candidates, exhaustive=exact)
 
@@ -642,6 +666,57 @@ class QdrantStore:
         return stale
 
     @_locked
+    def keyword_search(
+        self,
+        query: str,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+        stopwords: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        """Top-``k`` live points by BM25 over their text (Qdrant's text index), optionally
+        over ``ids``; ``ids``, ``scopes`` and ``stopwords`` as in ``SqliteVecStore``.
+
+        The candidates, scopes and liveness go into the query's filter exactly as in
+        :meth:`search`; scores are Qdrant's BM25 (default tokenization, no stemming; statistics
+        of every point holding text, staged ones included), sorted descending, ties by id.
+
+        Raises:
+            ConfigurationError: qdrant-client (or the server) predates text-index scoring.
+        """
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        m = self._m
+        if not hasattr(m, "TextQuery"):
+            raise ConfigurationError(
+                "keyword_search on Qdrant needs qdrant-client 1.20 or later (and a 1.20+ server):"
+                ' pip install -U "trails[vector-qdrant]"')
+        terms = keyword_terms(query, stopwords)
+        iris = None if ids is None else list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        scope_list = None if scopes is None else list(scopes)
+        if not terms or k == 0 or iris == [] or scope_list == []:
+            return []
+        flt, text = self._live_filter(iris, scope_list), m.TextQuery(text=" ".join(terms))
+        limit, hidden = k + OVERFETCH, set()
+        while True:
+            admit = flt if not hidden else m.Filter(
+                must=flt.must, must_not=[*flt.must_not, m.HasIdCondition(has_id=sorted(hidden))])
+            points = self._c.query_points(self.collection, query=text, using=KEYWORD_FIELD,
+                                          query_filter=admit, limit=limit, with_payload=True).points
+            stale = self._superseded(points)
+            if stale:
+                hidden |= stale
+                continue
+            ranked = sorted(((p.payload["id"], float(p.score), p) for p in points),
+                            key=lambda r: (-r[1], r[0]))
+            # Done when every match is here, or the k-th score beats the last one returned (a
+            # point left out cannot tie with it, so the order by id is settled).
+            if len(points) < limit or ranked[min(k, len(ranked)) - 1][1] > ranked[-1][1]:
+                return [VectorHit(id, score, _metadata_of(p.payload)) for id, score, p in ranked[:k]]
+            limit *= 2
+
+    @_locked
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
         wanted = list(dict.fromkeys(i for i in iris if isinstance(i, str)))
@@ -663,7 +738,7 @@ class QdrantStore:
                                       with_payload=True, with_vectors=True):
                 vector = np.asarray(r.vector, dtype=np.float32).tolist()
                 found[r.payload["id"]] = StoredVector(r.payload["id"], vector,
-                                                      r.payload.get("metadata") or {})
+                                                      _metadata_of(r.payload))
         return [found[i] for i in wanted if i in found]
 
     @_locked
@@ -733,16 +808,35 @@ def _eq(m: Any, key: str, value: Any) -> Any:
 
 def _payload(id: str, metadata: dict[str, Any], pending: bool) -> dict[str, Any]:
     """The point payload: the id, the metadata (through JSON, as SqliteVecStore stores it) and
-    the promoted fields that filters use."""
+    the promoted fields that filters use.
+
+    A string ``text`` in the metadata is stored once, as ``KEYWORD_FIELD`` (the BM25-indexed
+    text), and put back into the metadata when read; without one the snippet is indexed."""
+    text = metadata.get("text")
+    given = isinstance(text, str)
+    if given:
+        metadata = {key: value for key, value in metadata.items() if key != "text"}
+    else:
+        text = metadata.get("snippet")
     return {
         "id": id,
         "metadata": json.loads(json.dumps(metadata, default=str)),
+        KEYWORD_FIELD: text if isinstance(text, str) else None,
+        "text_given": given,
         "doc_iri": _text(metadata.get("doc_iri")),
         "scope": str(metadata.get("scope") or DEFAULT_SCOPE),
         "version": _text(metadata.get("version")),
         "pending": pending,
         "versioned": pending,  # written through staging: shown only while its version is current
     }
+
+
+def _metadata_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A point's metadata as the caller gave it (``text`` back from the keyword field)."""
+    metadata = dict(payload.get("metadata") or {})
+    if payload.get("text_given"):
+        metadata["text"] = payload.get(KEYWORD_FIELD)
+    return metadata
 
 
 def _check_id(id: str) -> str:

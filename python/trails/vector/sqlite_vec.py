@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -10,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from trails.rank.keyword import fts5_match, keyword_terms
 from trails.scopes import DEFAULT_SCOPE
 from trails.errors import (
     ConfigurationError,
@@ -36,6 +38,11 @@ __all__ = ["DocumentVersion", "SqliteVecStore"]
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Columns promoted out of the JSON metadata so filters on them use an index.
 _COLUMNS = ("doc_iri", "scope")
+# The keyword index's tokenizer: Porter stemming over unicode61 words with diacritics removed
+# (the Anserini/Pyserini BM25 baselines stem too).
+KEYWORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# What a row's keyword index entry holds: its full text, else its snippet.
+_INDEXED = "COALESCE(text, metadata ->> '$.text', metadata ->> '$.snippet', '')"
 
 
 def m001_create_tables(db: Database, dim: int) -> None:
@@ -67,7 +74,36 @@ def m002_document_versions(db: Database, dim: int) -> None:
     )
 
 
-MIGRATIONS = [m001_create_tables, m002_document_versions]
+def m003_keyword_index(db: Database, dim: int) -> None:
+    """Keyword (BM25) ranking over chunk text: an FTS5 index of every live row (ADR 0009).
+
+    ``items.text`` holds the full text a caller passes as metadata ``text`` (once: it is taken
+    out of the JSON); a row without it is indexed by its ``snippet``. ``keyword_index`` is a
+    *contentless* FTS5 table keyed by ``items.rowid``: the index alone, the text staying in
+    ``items``. Not external-content (``content='items'``): such an index must be told the exact
+    old text of every row it forgets, and a wrong text corrupts it silently, while a
+    contentless table with ``contentless_delete=1`` (SQLite 3.43+) forgets a row by rowid. An
+    older SQLite gets a plain FTS5 table (its own copy of the text) driven by the same
+    statements. Only live rows are indexed; ``publish`` indexes staged rows as they go live,
+    so BM25 statistics never count a row that search cannot show.
+    """
+    db.execute("ALTER TABLE items ADD COLUMN text TEXT")
+    version = tuple(int(p) for p in db.execute("SELECT sqlite_version()")[0][0].split(".")[:2])
+    content = "content = '', contentless_delete = 1, " if version >= (3, 43) else ""
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE keyword_index USING fts5(text, {content}"
+                   f"tokenize = '{KEYWORD_TOKENIZER}')")
+    except Exception as exc:
+        if "fts5" not in str(exc).lower():
+            raise
+        raise ConfigurationError(
+            "this SQLite has no FTS5, which the vector store's keyword index needs; install "
+            'apsw, whose SQLite has it: pip install "trails[vector]"') from exc
+    db.execute(f"INSERT INTO keyword_index(rowid, text) SELECT rowid, {_INDEXED} AS t"
+               " FROM items WHERE pending = 0 AND t != ''")
+
+
+MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index]
 
 
 class DocumentVersion(NamedTuple):
@@ -258,6 +294,7 @@ class SqliteVecStore:
         unit = normalize_rows(as_matrix(vectors, self._dim))
         if len(unit) != len(ids):
             raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
+        texts = _take_texts(metas)  # stored once, in items.text (see m003)
         payload = [json.dumps(m, default=str, sort_keys=True) for m in metas]
         with self._index.lock:
             with self._db.transaction():
@@ -279,6 +316,7 @@ class SqliteVecStore:
                     "INSERT INTO vec_items(rowid, embedding) VALUES (?, ?)",
                     [(r, encode(v)) for r, v in zip(rowids, unit)],
                 )
+                self._keyword_write(rowids, texts, pending)
             if pending:
                 self._index.remove(ids)  # a staged id replaces any live row of the same id
             else:
@@ -322,6 +360,7 @@ class SqliteVecStore:
                     " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
                     (pairs,),
                 )
+                self._keyword_publish([r[1] for r in gone], pairs)
                 self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
                 self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
                 self._db.executemany(
@@ -400,6 +439,9 @@ class SqliteVecStore:
             if key in _COLUMNS:
                 clauses.append(f"{key} = ?")
                 params.append(_text(value))
+            elif key == "text":  # kept in its own column (m003), or in older rows' JSON
+                clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
+                params.append(value)
             else:
                 clauses.append(f"json_extract(metadata, '$.{key}') = ?")
                 params.append(value)
@@ -418,6 +460,7 @@ class SqliteVecStore:
                     (json.dumps(ids),),
                 )
                 rowids = [(r[1],) for r in found]
+                self._keyword_forget([r[1] for r in found])
                 self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", rowids)
                 self._db.executemany("DELETE FROM items WHERE rowid = ?", rowids)
             self._index.remove(r[0] for r in found)
@@ -476,20 +519,21 @@ class SqliteVecStore:
         if not ids:
             return {}
         rows = self._db.execute(
-            "SELECT id, metadata FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            "SELECT id, metadata, text FROM items WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         )
-        return {r[0]: json.loads(r[1]) for r in rows}
+        return {r[0]: _with_text(r[1], r[2]) for r in rows}
 
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
         wanted = list(ids)
         rows = self._db.execute(
-            "SELECT i.id, i.metadata, v.embedding FROM items i JOIN vec_items v ON v.rowid = i.rowid"
+            "SELECT i.id, i.metadata, v.embedding, i.text FROM items i"
+            " JOIN vec_items v ON v.rowid = i.rowid"
             " WHERE i.id IN (SELECT value FROM json_each(?))",
             (json.dumps(wanted),),
         )
-        found = {r[0]: StoredVector(r[0], decode(r[2]).tolist(), json.loads(r[1])) for r in rows}
+        found = {r[0]: StoredVector(r[0], decode(r[2]).tolist(), _with_text(r[1], r[3])) for r in rows}
         return [found[i] for i in wanted if i in found]
 
     def all_ids(self) -> list[str]:
@@ -518,6 +562,123 @@ class SqliteVecStore:
         """The in-memory scoring index (read it, never write it)."""
         self._refresh()
         return self._index
+
+    # -- keyword index (ADR 0009) ---------------------------------------------------------
+
+    def keyword_search(
+        self,
+        query: str,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+        stopwords: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        """Top-``k`` live rows by BM25 over their text (SQLite FTS5), optionally over ``ids``.
+
+        ``ids`` and ``scopes`` restrict exactly as in :meth:`search`: the result is the full
+        ranking filtered to the admitted rows, cut to ``k`` (BM25 statistics are those of every
+        live row of the store). The query is a bag of words (see
+        :func:`trails.rank.keyword.keyword_terms`; ``stopwords`` as there), never FTS5 syntax;
+        a query without words gives ``[]``. Scores are positive, higher is better (FTS5's
+        ``bm25()`` negated), sorted by score descending, ties by id.
+
+        >>> store = SqliteVecStore(dim=2)
+        >>> store.add_many(["a", "b"], [[1, 0], [0, 1]],
+        ...                [{"text": "Rails routing"}, {"text": "Ruby on Rails: a web framework"}])
+        >>> [hit.id for hit in store.keyword_search("routes in rails", k=2)]
+        ['a', 'b']
+        """
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        match = fts5_match(keyword_terms(query, stopwords))
+        if match is None or k == 0:
+            return []
+        with self._index.lock:
+            self._refresh()
+            rows = None if ids is None else self._index.rows_for(ids)
+            if scopes is not None:
+                rows = self._index.in_scopes(list(scopes), rows)
+                if ids is None and len(rows) == len(self._index):
+                    rows = None  # every row is in scope: rank them all
+            if rows is None:
+                ranked = self._keyword_top(match, k)
+            elif not len(rows):
+                ranked = []
+            elif ids is None:  # scopes only: items.scope is the scope the index's rows carry
+                ranked = self._keyword_in_scopes(match, k, list(scopes or ()))
+            else:
+                names = self._index.ids
+                ranked = self._keyword_among(match, k, [names[r] for r in rows.tolist()])
+        metadata = self._metadata([id for id, _ in ranked])
+        return [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
+
+    def _keyword_top(self, match: str, k: int) -> list[tuple[str, float]]:
+        """The top k of every live row: FTS5 sorts, we only break a tie at the k-th place."""
+        rows = self._db.execute(
+            "SELECT i.id, f.s FROM (SELECT rowid, bm25(keyword_index) AS s FROM keyword_index"
+            " WHERE keyword_index MATCH ? ORDER BY s LIMIT ?) f JOIN items i ON i.rowid = f.rowid",
+            (match, k + 1))
+        rows.sort(key=lambda r: (r[1], r[0]))
+        if len(rows) > k and rows[k][1] == rows[k - 1][1]:
+            return self._keyword_among(match, k, None)  # a tie crosses the cut: order them all
+        return [(id, -s) for id, s in rows[:k]]
+
+    def _keyword_in_scopes(self, match: str, k: int, scopes: list[str]) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT i.id, f.s FROM (SELECT rowid, bm25(keyword_index) AS s FROM keyword_index"
+            " WHERE keyword_index MATCH ?) f JOIN items i ON i.rowid = f.rowid"
+            " WHERE i.scope IN (SELECT value FROM json_each(?)) ORDER BY f.s, i.id LIMIT ?",
+            (match, json.dumps(scopes), k))
+        return [(id, -s) for id, s in rows]
+
+    def _keyword_among(self, match: str, k: int, allowed: list[str] | None) -> list[tuple[str, float]]:
+        """The top k of the matching rows whose ids are ``allowed`` (all when None).
+
+        FTS5 scores every match (its cost: the bm25() call per row); we keep the allowed
+        rowids, take the k best scores and any ties with the k-th, and only then look up ids."""
+        rows = self._db.execute(
+            "SELECT rowid, bm25(keyword_index) FROM keyword_index WHERE keyword_index MATCH ?",
+            (match,))
+        if allowed is not None:
+            wanted = {r[0] for r in self._db.execute(
+                "SELECT rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(allowed),))}
+            rows = [r for r in rows if r[0] in wanted]
+        top = heapq.nsmallest(k, rows, key=lambda r: r[1])
+        if not top:
+            return []
+        tied = [r for r in rows if r[1] <= top[-1][1]]  # the k best, and any tie with the k-th
+        names = dict(self._db.execute(
+            "SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([r[0] for r in tied]),)))
+        ranked = sorted(((names[r], s) for r, s in tied), key=lambda p: (p[1], p[0]))
+        return [(id, -s) for id, s in ranked[:k]]
+
+    def _keyword_write(self, rowids: list[int], texts: list[str | None], pending: bool) -> None:
+        """In add_many's transaction: record the rows' texts and re-index the live ones."""
+        self._db.executemany("UPDATE items SET text = ? WHERE rowid = ?", list(zip(texts, rowids)))
+        self._keyword_forget(rowids)
+        if not pending:
+            self._keyword_index("SELECT value FROM json_each(?)", (json.dumps(rowids),))
+
+    def _keyword_publish(self, gone: list[int], pairs: str) -> None:
+        """In publish's transaction: forget the rows it deletes, index the staged rows it makes
+        live (a staged row is never indexed, so none is indexed twice)."""
+        self._keyword_forget(gone)
+        self._keyword_index(
+            # CROSS JOIN keeps json_each outside: one doc_iri index probe per pair, instead of
+            # re-reading the whole list for every pending row.
+            "SELECT i.rowid FROM json_each(?) j CROSS JOIN items i ON i.doc_iri = j.value ->> 0"
+            " AND i.version = j.value ->> 1 WHERE +i.pending = 1", (pairs,))
+
+    def _keyword_forget(self, rowids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM keyword_index WHERE rowid = ?", [(r,) for r in rowids])
+
+    def _keyword_index(self, rows_sql: str, params: Sequence[Any]) -> None:
+        self._db.execute(
+            f"INSERT INTO keyword_index(rowid, text) SELECT rowid, {_INDEXED} AS t FROM items"
+            f" WHERE rowid IN ({rows_sql}) AND t != ''", params)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -548,6 +709,19 @@ class SqliteVecStore:
 
     def __repr__(self) -> str:
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} count={len(self._index)}>"
+
+
+def _take_texts(metas: list[dict[str, Any]]) -> list[str | None]:
+    """Pop each metadata's ``text`` (when a string): stored in its own column, not the JSON."""
+    return [m.pop("text") if isinstance(m.get("text"), str) else None for m in metas]
+
+
+def _with_text(metadata: str, text: str | None) -> dict[str, Any]:
+    """The metadata as the caller gave it: the JSON, plus ``text`` from its column."""
+    loaded = json.loads(metadata)
+    if text is not None:
+        loaded["text"] = text
+    return loaded
 
 
 def _scope(metadata: Mapping[str, Any]) -> str:

@@ -1,0 +1,369 @@
+"""Keyword (BM25) ranking: the index kept in step with writes, exact restriction to candidates
+and scopes, BM25 as documented, safe queries, and the schema-2 -> 3 upgrade."""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trails.errors import ConfigurationError
+from trails.rank.keyword import STOPWORDS, fts5_match, keyword_terms
+from trails.vector import sqlite_vec
+from trails.vector.sqlite_vec import DocumentVersion, SqliteVecStore
+
+BACKENDS = ["sqlite-vec", "qdrant"]
+
+
+def make_store(backend: str, dim: int = 2):
+    if backend == "qdrant":
+        pytest.importorskip("qdrant_client")
+        from trails.vector.qdrant import QdrantStore
+
+        return QdrantStore(dim=dim)
+    return SqliteVecStore(dim=dim)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request):
+    made = make_store(request.param)
+    yield made
+    made.close()
+
+
+def ids(hits):
+    return [h.id for h in hits]
+
+
+def unit(i: int) -> list[float]:
+    return [1.0, float(i % 7) / 7]
+
+
+def add_texts(store, texts: dict[str, str], **kwargs) -> None:
+    names = list(texts)
+    store.add_many(names, [unit(i) for i in range(len(names))],
+                   [{"text": texts[n]} for n in names], **kwargs)
+
+
+# -- the index follows every write -------------------------------------------------------
+
+
+def test_upsert_replaces_the_indexed_text(store):
+    add_texts(store, {"a": "rails routing maps urls", "b": "ruby gems"})
+    assert ids(store.keyword_search("rails", 5)) == ["a"]
+    store.add("a", unit(0), {"text": "elephants are grey"})
+    assert store.keyword_search("rails", 5) == []
+    assert ids(store.keyword_search("grey", 5)) == ["a"]
+    store.add("a", unit(0), {"snippet": "snippet only"})  # no text: the snippet is indexed
+    assert store.keyword_search("grey", 5) == []
+    assert ids(store.keyword_search("snippet", 5)) == ["a"]
+
+
+def test_metadata_text_round_trips_and_is_indexed(store):
+    store.add("a", unit(0), {"text": "full chunk text", "snippet": "full", "n": 1})
+    assert store.get(["a"])[0].metadata == {"text": "full chunk text", "snippet": "full", "n": 1}
+    (hit,) = store.keyword_search("chunk", 5)
+    assert hit.metadata == {"text": "full chunk text", "snippet": "full", "n": 1}
+
+
+def test_deletes_leave_the_index(store):
+    store.add_many(["a", "b", "c"], [unit(0), unit(1), unit(2)], [
+        {"text": "rails one", "doc_iri": "d1"}, {"text": "rails two", "doc_iri": "d2"},
+        {"text": "rails three", "doc_iri": "d3"}])
+    assert ids(store.keyword_search("rails", 5)) == ["a", "b", "c"]
+    store.delete("a")
+    assert store.delete_where({"doc_iri": "d2"}) == 1
+    assert ids(store.keyword_search("rails", 5)) == ["c"]
+    store.delete_document("d3")
+    assert store.keyword_search("rails", 5) == []
+    store.add("z", unit(0), {"text": "rails again"})  # may reuse a freed rowid
+    assert ids(store.keyword_search("rails", 5)) == ["z"]
+
+
+def test_delete_where_text_matches_the_stored_text(store):
+    add_texts(store, {"a": "rails", "b": "ruby"})
+    assert store.delete_where({"text": "rails"}) == 1
+    assert ids(store.keyword_search("rails ruby", 5)) == ["b"]
+
+
+def test_staged_rows_are_invisible_until_published(store):
+    add_texts(store, {"live": "graph databases store triples"})
+    store.add_many(["d/v1/0", "d/v1/1"], [unit(0), unit(1)], [
+        {"text": "staged rails text", "doc_iri": "d", "version": "v1"},
+        {"text": "more staged words", "doc_iri": "d", "version": "v1"}], pending=True)
+    assert store.keyword_search("staged rails", 5) == []
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 2)])
+    assert ids(store.keyword_search("staged rails", 5)) == ["d/v1/0", "d/v1/1"]
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 2)])  # idempotent
+    assert ids(store.keyword_search("staged rails", 5)) == ["d/v1/0", "d/v1/1"]
+    # A new version: staged (old one still the live one), then published (old one gone).
+    store.add_many(["d/v2/0"], [unit(2)], [{"text": "version two elephants", "doc_iri": "d",
+                                            "version": "v2"}], pending=True)
+    assert store.keyword_search("elephants", 5) == []
+    assert ids(store.keyword_search("rails", 5)) == ["d/v1/0"]
+    store.publish([DocumentVersion("d", "v2", "default", "h2", 1)])
+    assert ids(store.keyword_search("elephants", 5)) == ["d/v2/0"]
+    assert store.keyword_search("rails staged", 5) == []
+    assert ids(store.keyword_search("graph", 5)) == ["live"]
+
+
+def test_staging_a_live_id_hides_it_until_published():
+    store = SqliteVecStore(dim=2)
+    store.add("a", unit(0), {"text": "rails", "doc_iri": "d", "version": "v1"})
+    store.add_many(["a"], [unit(0)], [{"text": "ruby", "doc_iri": "d", "version": "v1"}],
+                   pending=True)
+    assert store.keyword_search("rails ruby", 5) == []
+    store.publish([DocumentVersion("d", "v1", "default", "h", 1)])
+    assert ids(store.keyword_search("rails ruby", 5)) == ["a"]
+    assert store.keyword_search("rails", 5) == []
+
+
+def indexed_rowids(store: SqliteVecStore) -> set[int]:
+    return {r[0] for r in store._db.execute("SELECT rowid FROM keyword_index")}
+
+
+def live_rowids(store: SqliteVecStore) -> set[int]:
+    return {r[0] for r in store._db.execute("SELECT rowid FROM items WHERE pending = 0")}
+
+
+def test_the_index_holds_exactly_the_live_rows_after_any_writes():
+    store = SqliteVecStore(dim=2)
+    add_texts(store, {f"x{i}": f"word{i} common" for i in range(6)})
+    store.add_many(["x1", "p"], [unit(1), unit(2)], [
+        {"text": "t", "doc_iri": "d", "version": "v"}, {"text": "u", "doc_iri": "d", "version": "v"}],
+        pending=True)
+    assert indexed_rowids(store) == live_rowids(store)
+    store.publish([DocumentVersion("d", "v", "default", "h", 2)])
+    store.delete_many(["x0", "x5"])
+    assert indexed_rowids(store) == live_rowids(store)
+    assert len(indexed_rowids(store)) == 5  # 6 - x0 - x5 + p
+
+
+# -- BM25 as documented ------------------------------------------------------------------
+
+# Words the Porter stemmer leaves unchanged, so the reference needs no stemmer.
+VOCAB = ["cat", "dog", "red", "sun", "map", "tree", "fox", "jazz"]
+
+
+def fts5_bm25(docs: dict[str, list[str]], terms: list[str], k1=1.2, b=0.75) -> dict[str, float]:
+    """SQLite FTS5's bm25() (negated), over every live document that has text."""
+    n = len(docs)
+    avgdl = sum(len(t) for t in docs.values()) / n
+    scores = {}
+    for doc, tokens in docs.items():
+        tf, score = Counter(tokens), 0.0
+        for term in terms:
+            df = sum(term in t for t in docs.values())
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6
+            score += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(tokens) / avgdl))
+        if tf.keys() & set(terms):
+            scores[doc] = score
+    return scores
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=12), min_size=1,
+                max_size=25),
+       st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+       st.lists(st.booleans(), max_size=25))
+def test_scores_are_fts5_bm25_over_live_rows_only(texts, query, staged):
+    store = SqliteVecStore(dim=2)
+    live = {f"d{i:02}": t for i, t in enumerate(texts)}
+    add_texts(store, {d: " ".join(t) for d, t in live.items()})
+    pending = {f"p{i}": ["cat"] * 3 for i, s in enumerate(staged) if s}  # must not count
+    if pending:
+        store.add_many(list(pending), [unit(0)] * len(pending),
+                       [{"text": " ".join(t), "doc_iri": "x", "version": "v"} for t in pending.values()],
+                       pending=True)
+    expected = fts5_bm25(live, list(dict.fromkeys(query)))
+    hits = store.keyword_search(" ".join(query), k=len(live))
+    assert ids(hits) == sorted(expected, key=lambda d: (-expected[d], d))
+    for hit in hits:
+        assert hit.score == pytest.approx(expected[hit.id], rel=1e-9)
+        assert hit.score > 0
+
+
+def test_ties_are_ordered_by_id_across_the_cut(store):
+    add_texts(store, {f"t{i}": "same words here" for i in (5, 3, 9, 1, 7)} | {"z": "other"})
+    assert ids(store.keyword_search("words", 2)) == ["t1", "t3"]
+    assert ids(store.keyword_search("words", 10)) == ["t1", "t3", "t5", "t7", "t9"]
+
+
+def test_stemming_and_diacritics_in_sqlite():
+    store = SqliteVecStore(dim=2)
+    add_texts(store, {"a": "Running elephants in the café", "b": "nothing relevant"})
+    assert ids(store.keyword_search("run elephant", 5)) == ["a"]
+    assert ids(store.keyword_search("CAFE", 5)) == ["a"]
+
+
+# -- exact restriction to candidates and scopes ------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_restriction_equals_the_full_ranking_filtered(backend, data):
+    n = data.draw(st.integers(1, 30))
+    texts = data.draw(st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8),
+                               min_size=n, max_size=n))
+    scopes = data.draw(st.lists(st.sampled_from(["default", "legal", "hr"]), min_size=n, max_size=n))
+    docs = [f"doc{i % 5}" for i in range(n)]
+    names = [f"c{i:02}" for i in range(n)]
+    store = make_store(backend)
+    try:
+        store.add_many(names, [unit(i) for i in range(n)], [
+            {"text": " ".join(t), "scope": s, "doc_iri": d} for t, s, d in zip(texts, scopes, docs)])
+        query = " ".join(data.draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3)))
+        k = data.draw(st.integers(1, n + 2))
+        chosen = data.draw(st.lists(st.sampled_from(names + sorted(set(docs)) + ["unknown"]),
+                                    max_size=n, unique=True))
+        use_ids = data.draw(st.booleans())
+        wanted_scopes = data.draw(st.one_of(st.none(), st.lists(
+            st.sampled_from(["default", "legal", "hr"]), min_size=1, max_size=2, unique=True)))
+        full = store.keyword_search(query, k=n)
+        admitted = {c for i, c in enumerate(names)
+                    if (not use_ids or c in chosen or docs[i] in chosen)
+                    and (wanted_scopes is None or scopes[i] in wanted_scopes)}
+        got = store.keyword_search(query, k, chosen if use_ids else None, scopes=wanted_scopes)
+        assert got == [h for h in full if h.id in admitted][:k]
+    finally:
+        store.close()
+
+
+def test_an_empty_candidate_list_or_scope_list_finds_nothing(store):
+    add_texts(store, {"a": "rails"})
+    assert store.keyword_search("rails", 5, []) == []
+    assert store.keyword_search("rails", 5, ["unknown"]) == []
+    assert store.keyword_search("rails", 5, scopes=[]) == []
+    assert store.keyword_search("rails", 5, scopes=["other"]) == []
+    assert store.keyword_search("rails", 0) == []
+    with pytest.raises(ValueError, match="k"):
+        store.keyword_search("rails", -1)
+
+
+# -- queries are words, never syntax -----------------------------------------------------
+
+HOSTILE = ['"', '""', "'", "rails\"", 'rails" OR "ruby', "NEAR(rails ruby)", "NEAR", "rails*",
+           "*", "(", ")", "rails)", "(rails", "rails AND", "NOT rails", "-rails", "+rails",
+           "^rails", "text:rails", "{text}: rails", "rails:", "a OR", "OR", "AND NOT", ":",
+           "\x00", "rails\x00ruby", "\\", "%", "_", "'; DROP TABLE items; --", "  ", "",
+           "\u200b", "🚂 rails", "ǅ", "e\u0301"]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_are_words_or_nothing(store, query):
+    add_texts(store, {"a": "rails near ruby and text", "b": "or not"})
+    hits = store.keyword_search(query, 5)
+    assert set(ids(hits)) <= {"a", "b"}
+    if "rails" in query.lower():
+        assert "a" in ids(hits)
+    assert store.count() == 2
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!!", "()", '""', "*", "_"])
+def test_queries_without_words_give_no_hits(store, query):
+    add_texts(store, {"a": "rails"})
+    assert store.keyword_search(query, 5) == []
+
+
+@functools.cache
+def shared_store() -> SqliteVecStore:
+    store = SqliteVecStore(dim=2)
+    store.add_many(["a", "b"], [[1, 0], [0, 1]],
+                   [{"text": "NEAR rails ruby AND OR NOT ünïcödé 東京"}, {"text": "x y z"}])
+    return store
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_any_text_is_a_valid_query(query):
+    hits = shared_store().keyword_search(query, 3)
+    assert all(h.score > 0 for h in hits)
+
+
+def test_terms_and_match_expression():
+    assert keyword_terms('rails" OR "ruby') == ["rails", "ruby"]  # "or" is a stopword
+    assert keyword_terms("NEAR(rails* ruby)") == ["near", "rails", "ruby"]
+    assert keyword_terms("The THE the") == ["the"]  # only stopwords: keep them
+    assert keyword_terms("the rails", stopwords=()) == ["the", "rails"]
+    assert keyword_terms("rails gem", stopwords=["GEM"]) == ["rails"]
+    assert keyword_terms("snake_case") == ["snake", "case"]
+    assert fts5_match([]) is None
+    assert fts5_match(["a", "b"]) == '"a" OR "b"'
+    assert "the" in STOPWORDS and "what" not in STOPWORDS
+
+
+def test_the_stopword_knob_changes_the_ranking():
+    store = SqliteVecStore(dim=2)
+    add_texts(store, {"a": "the the the the cat dog", "b": "cat", "c": "sun", "d": "tree"})
+    assert ids(store.keyword_search("the cat", 1)) == ["b"]  # "cat" alone: the shorter text
+    assert ids(store.keyword_search("the cat", 1, stopwords=())) == ["a"]
+
+
+# -- upgrading a schema-2 store ----------------------------------------------------------
+
+
+def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(sqlite_vec, "MIGRATIONS", sqlite_vec.MIGRATIONS[:2])
+    monkeypatch.setattr(sqlite_vec, "_take_texts", lambda metas: [None] * len(metas))
+    monkeypatch.setattr(SqliteVecStore, "_keyword_write", lambda *a: None)
+    monkeypatch.setattr(SqliteVecStore, "_keyword_publish", lambda *a: None)
+    monkeypatch.setattr(SqliteVecStore, "_keyword_forget", lambda *a: None)
+    old = SqliteVecStore(path, dim=2)
+    old.add_many(["a", "b", "c"], [unit(0), unit(1), unit(2)], [
+        {"text": "rails in json text"}, {"snippet": "ruby snippet"}, {"n": 1}])
+    old.add_many(["p"], [unit(3)], [{"text": "rails staged", "doc_iri": "d", "version": "v"}],
+                 pending=True)
+    assert old._meta("schema") == "2"
+    old.close()
+    monkeypatch.undo()
+
+    with pytest.raises(ConfigurationError, match="upgrade"):
+        SqliteVecStore(path, read_only=True)
+    store = SqliteVecStore(path)
+    assert store._meta("schema") == str(len(sqlite_vec.MIGRATIONS)) == "3"
+    assert sorted(ids(store.keyword_search("rails ruby", 5))) == ["a", "b"]
+    assert store.get(["a"])[0].metadata == {"text": "rails in json text"}
+    store.publish([DocumentVersion("d", "v", "default", "h", 1)])
+    assert ids(store.keyword_search("staged", 5)) == ["p"]
+    assert indexed_rowids(store) == live_rowids(store) - {3}  # "c" has no text to index
+    store.close()
+    reopened = SqliteVecStore(path, read_only=True)
+    assert sorted(ids(reopened.keyword_search("rails", 5))) == ["a", "p"]
+    reopened.close()
+
+
+def test_another_connection_sees_keyword_writes(tmp_path):
+    path = tmp_path / "v.db"
+    writer, reader = SqliteVecStore(path, dim=2), None
+    try:
+        add_texts(writer, {"a": "rails", "b": "ruby"})
+        reader = SqliteVecStore(path, read_only=True)
+        assert ids(reader.keyword_search("rails ruby", 5, ["a", "b"])) == ["a", "b"]
+        writer.delete("a")
+        add_texts(writer, {"c": "rails"})
+        assert ids(reader.keyword_search("rails ruby", 5, ["a", "b", "c"])) == ["b", "c"]
+    finally:
+        writer.close()
+        if reader is not None:
+            reader.close()
+
+
+def test_qdrant_keyword_search_on_an_old_client_is_a_configuration_error(monkeypatch):
+    pytest.importorskip("qdrant_client")
+    from trails.vector.qdrant import QdrantStore
+
+    store = QdrantStore(dim=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        monkeypatch.delattr(store._m, "TextQuery")
+    with pytest.raises(ConfigurationError, match="1.20"):
+        store.keyword_search("rails", 5)
