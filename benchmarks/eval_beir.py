@@ -106,6 +106,8 @@ def main() -> int:
     parser.add_argument("--datasets", nargs="+", default=["scifact", "nfcorpus"])
     parser.add_argument("--limit", type=int, help="score only the first N queries per split")
     parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md alone")
+    parser.add_argument("--chunkings", nargs="+", default=list(ev.CHUNKINGS),
+                        choices=ev.CHUNKINGS)
     parser.add_argument("--skip-noise", action="store_true")
     args = parser.parse_args()
     started, load = time.perf_counter(), os.getloadavg()[0]
@@ -116,7 +118,7 @@ def main() -> int:
     timings: list[str] = []
     for name in args.datasets:
         data = ev.load_beir(args.data / name)
-        for chunking in ("default", "whole"):
+        for chunking in args.chunkings:
             phase = time.perf_counter()
             with open_context(data, chunking, model) as ctx:
                 doc_of = ev.doc_ids_by_iri(data, ctx)

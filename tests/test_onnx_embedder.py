@@ -212,7 +212,7 @@ class _network_blocked:
     def __enter__(self) -> None:
         self.saved = socket.socket.connect
 
-        def refuse(sock, address):  # noqa: ANN001
+        def refuse(sock, address):
             if sock.family in (socket.AF_INET, socket.AF_INET6):
                 raise AssertionError(f"network access during export: {address}")
             return self.saved(sock, address)

@@ -197,7 +197,9 @@ def embedder_for(identity: EmbedderIdentity) -> Embedder:
     if identity.model.startswith("sentence-transformers/"):
         from trails.vector.sentence_transformer import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(identity.model.split("/", 1)[1])
+        # The revision names the backend that made the vectors (torch, onnx, onnx-int8):
+        # rebuild that one, so queries are embedded as the documents were (ADR 0007).
+        return SentenceTransformerEmbedder.from_identity(identity)
     if identity.model.startswith("openai/"):
         # The key and endpoint are not recorded: $OPENAI_API_KEY / $OPENAI_BASE_URL on use.
         from trails.vector.openai import OpenAIEmbedder

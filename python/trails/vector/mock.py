@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import filterfalse
 
 import numpy as np
 
@@ -59,7 +61,7 @@ def tokens(text: str) -> list[str]:
         words = text.translate(_ASCII_WORDS).split()
     else:
         words = [w.lower() for w in _TOKEN.findall(text)]
-    content = [w for w in words if w not in _STOPWORDS]
+    content = list(filterfalse(_STOPWORDS.__contains__, words))
     return content or words
 
 
@@ -106,9 +108,10 @@ class MockEmbedder(BaseEmbedder):
         for i, counts in enumerate(words):
             vector = None
             if counts:
-                weights = 1.0 + np.log(np.fromiter(counts.values(), np.float64, len(counts)))
-                vector = weights @ vectors[[index[w] for w in counts]]
-                norm = float(np.linalg.norm(vector))
+                n = len(counts)
+                weights = 1.0 + np.log(np.fromiter(counts.values(), np.float64, n))
+                vector = weights @ vectors[np.fromiter(map(index.__getitem__, counts), np.intp, n)]
+                norm = math.sqrt(vector.dot(vector))  # what np.linalg.norm computes, bit for bit
                 vector = vector / norm if norm > 0.0 else None
             if vector is None:
                 # The empty text (or words cancelling exactly) still needs a direction:
@@ -128,14 +131,16 @@ class _Vocabulary:
         self.vectors = np.empty((1024, dim))
         self.lock = threading.Lock()
 
-    def learn(self, texts: Iterable[Iterable[str]]) -> tuple[dict[str, int], np.ndarray]:
+    def learn(self, texts: Iterable[Mapping[str, int]]) -> tuple[dict[str, int], np.ndarray]:
         """Give every word of ``texts`` a row (new words' directions made in one go).
 
         Returns the index and the matrix that hold them all (threads may share a vocabulary).
         """
         with self.lock:
             index = self.index
-            new = list(dict.fromkeys(w for words in texts for w in words if w not in index))
+            known = index.keys()
+            new = list(dict.fromkeys(w for words in texts if not known >= words.keys()
+                                     for w in words if w not in index))
             if new:
                 first = len(index)
                 if first + len(new) > len(self.vectors):
