@@ -223,12 +223,14 @@ def run_hybrid(ctx: Context, qs: list, bucket: np.ndarray, truth64: np.ndarray) 
     return out
 
 
-def run_vector(ctx: Context, qs: list, truth64: np.ndarray) -> dict:
+def run_vector(ctx: Context, qs: list, truth64: np.ndarray, rounds: int = 3) -> dict:
+    """Each query `rounds` times: these plans are quick, and close, so more samples help."""
     store, s = ctx.vectors, Samples()
     m, ids = store.matrix.matrix, store.matrix.ids
-    for qi, (q32, q64) in enumerate(qs):
+    for i in range(rounds * len(qs)):
+        qi, (q32, q64) = i % len(qs), qs[i % len(qs)]
         truth = exact_top(truth64[:, qi], np.arange(len(ids)), ids)
-        got = run_rotated(s, qi, [
+        got = run_rotated(s, i, [
             ("trails", store.search, q64, K),
             ("e2e", partial(retrieve, mode="vector", k=K), f"q{qi}", ctx),
             ("np", numpy_topk, m, None, q32),
@@ -347,8 +349,8 @@ def render(parts, met: bool, hybrid: list[dict], vector: dict, cross: float, n: 
 
 Reproduce: `.venv/bin/python benchmarks/hybrid.py` (a few minutes; `--quick` for a smoke run).
 Measured {datetime.date.today().isoformat()}: {machine_facts()}. Load average {load}: the
-machine is shared and noisy; each time is the median over {queries} random queries, with the
-plans interleaved per query.
+machine is shared and noisy; each time is the median over {queries} random queries (in vector
+mode each query runs three times), the plans interleaved per query in rotating order.
 
 {n:,} chunks of {DIM}-d unit float32 vectors, clustered (a document's {PER_DOC} chunks share a
 topic), in a file-backed `SqliteVecStore`; an in-memory Oxigraph graph of `trails:Chunk`s

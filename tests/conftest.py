@@ -21,7 +21,11 @@ def _pytest_basetemp_outside_kernels(tmp_path_factory):
     ``isolated_kernel()`` points at its own directory and deletes on exit: without this, the
     first ``tmp_path`` would live inside one test's kernel and vanish for every later test.
     """
-    return tmp_path_factory.getbasetemp()
+    base = tmp_path_factory.getbasetemp()
+    # One ONNX export for the whole run (both xdist workers; the export is locked and
+    # atomic), instead of one per test's private TRAILS_HOME.
+    os.environ.setdefault("TRAILS_ONNX_CACHE", str(base.parent / "onnx-cache"))
+    return base
 
 
 @pytest.fixture(autouse=True)

@@ -177,6 +177,7 @@ class CachedEmbedder:
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, v BLOB)")
         self._lock = threading.Lock()
         self._prefix: bytes | None = None
+        self._identity: EmbedderIdentity | None = None
         self.hits = 0
         self.misses = 0
 
@@ -191,12 +192,14 @@ class CachedEmbedder:
 
     @property
     def identity(self) -> EmbedderIdentity:
-        return self.inner.identity
+        if self._identity is None:  # asked per query by retrieve(); fixed for an embedder
+            self._identity = self.inner.identity
+        return self._identity
 
     def _key(self, text: str) -> bytes:
         if self._prefix is None:
             # The whole identity: the revision names the weights and the backend that ran them.
-            self._prefix = self.inner.identity.model_dump_json().encode() + b"\0"
+            self._prefix = self.identity.model_dump_json().encode() + b"\0"
         return hashlib.sha256(self._prefix + text.encode("utf-8", "surrogatepass")).digest()
 
     def embed_array(self, texts: Iterable[str]) -> np.ndarray:

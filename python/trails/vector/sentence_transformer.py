@@ -93,7 +93,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         model: a packaged model name or a path to a sentence-transformers model directory.
         device: ``"cpu"``, ``"cuda"``...; None lets sentence-transformers choose. The ONNX
             backends run on the CPU only.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass on torch; texts handed to the thread pool per call
+            on ONNX (which runs each text on its own: see :class:`_OnnxEncoder`).
         backend: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` or ``"auto"`` (see the module doc).
         cache_dir: where ONNX exports are kept; default :func:`default_onnx_cache_dir`.
 
@@ -416,7 +417,14 @@ def _import_onnx_module(name: str):
 
 
 def default_onnx_cache_dir() -> Path:
-    """``$TRAILS_HOME/onnx`` when set (tests isolate it), else ``~/.cache/trails/onnx``."""
+    """``$TRAILS_ONNX_CACHE``; else ``$TRAILS_HOME/onnx``; else ``~/.cache/trails/onnx``.
+
+    ``TRAILS_ONNX_CACHE`` lets a test session share one export across isolated kernels (an
+    export is a pure function of the weights, so sharing it cannot leak state).
+    """
+    shared = os.environ.get("TRAILS_ONNX_CACHE")
+    if shared:
+        return Path(shared).expanduser()
     home = os.environ.get("TRAILS_HOME")
     if home:
         return Path(home).expanduser() / "onnx"
@@ -499,6 +507,7 @@ def _atomic_output(target: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        tmp.chmod(0o644)  # mkstemp makes files private; an export is readable like any cache
         os.replace(tmp, target)  # atomic on one file system: readers see all or nothing
     finally:
         tmp.unlink(missing_ok=True)
