@@ -134,8 +134,12 @@ def test_kill_at_random_moments_never_exposes_half_a_version(editions):
     _run_worker(timing, v2, None)
     duration = time.perf_counter() - started
     rng = random.Random(20261121)
-    interrupted = dirty = 0
-    for kill in range(KILLS):
+    interrupted = dirty = attempts = 0
+    # Kill times are drawn over the measured duration; a loaded machine can make a run finish
+    # early, so keep going (bounded) until enough kills have landed mid-ingest.
+    while (attempts < KILLS or interrupted < KILLS // 2) and attempts < 3 * KILLS:
+        kill = attempts
+        attempts += 1
         state = root / f"kill{kill}"
         shutil.copytree(base, state)
         finished = _run_worker(state, v2, rng.uniform(0.0, duration))
@@ -159,5 +163,5 @@ def test_kill_at_random_moments_never_exposes_half_a_version(editions):
             assert ingest_all(v2, ctx=ctx, batch_size=8).failed == 0
             assert ctx.verify().ok, ctx.verify().summary()
             _all_current(ctx, wholes)
-    print(f"{interrupted}/{KILLS} kills interrupted the ingest, {dirty} left repairs to do")
-    assert interrupted >= KILLS // 2, "most kills should land while the ingest is running"
+    print(f"{interrupted}/{attempts} kills interrupted the ingest, {dirty} left repairs to do")
+    assert interrupted >= KILLS // 2, "kills should land while the ingest is running"

@@ -264,3 +264,13 @@ def test_derived_store_damages_one_signal_and_keeps_the_other(beir):
         moved = [row.vector != pytest.approx(clean[row.id].vector, abs=1e-3)
                  for row in noisy_vectors.get(list(clean))]
         assert all(moved)
+
+
+def test_cli_eval_refuses_to_rechunk_a_context_built_with_other_settings(beir, tmp_path):
+    db = str(tmp_path / "ctx")
+    whole = runner.invoke(app, ["--db", db, "eval", str(beir), "--model", "mock:32",
+                                "--chunking", "whole", "--mode", "vector"])
+    assert whole.exit_code == 0, whole.output
+    other = runner.invoke(app, ["--db", db, "eval", str(beir), "--mode", "vector"])
+    assert other.exit_code == 1
+    assert "other settings" in other.stderr and "Traceback" not in other.stderr

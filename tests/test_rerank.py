@@ -7,6 +7,8 @@ mean nothing, so the tests check plumbing against logits computed here with plai
 
 from __future__ import annotations
 
+import dataclasses
+
 import asyncio
 import itertools
 import sys
@@ -122,7 +124,10 @@ def corpus(ctx):
 
 
 def test_as_a_step_the_full_text_comes_from_the_graph(corpus, model_dir, logit, monkeypatch):
-    hits = list(retrieve("rails ruby", corpus, mode="vector", k=3))
+    # Hits of ingested chunks carry their full text; drop it to exercise the graph look-up
+    # (hits from stores written by other code have only the 280-character snippet).
+    hits = [dataclasses.replace(h, metadata={k: v for k, v in h.metadata.items() if k != "text"})
+            for h in retrieve("rails ruby", corpus, mode="vector", k=3)]
     (long,) = [h for h in hits if h.metadata["doc_iri"].endswith("/long")]
     assert len(long.snippet) == 280 and len(LONG) > 280
     calls = []
@@ -138,6 +143,18 @@ def test_as_a_step_the_full_text_comes_from_the_graph(corpus, model_dir, logit, 
     ranked = CrossEncoderReranker(model_dir).rank("rails ruby", hits)
     (alone,) = [h for h in ranked if h.iri == long.iri]
     assert alone.score == pytest.approx(logit("rails ruby", long.snippet), abs=1e-4)
+
+
+def test_full_text_in_the_hit_metadata_needs_no_graph_query(corpus, model_dir, logit, monkeypatch):
+    hits = list(retrieve("rails ruby", corpus, mode="vector", k=3))
+    (long,) = [h for h in hits if h.metadata["doc_iri"].endswith("/long")]
+    assert long.metadata["text"] == LONG
+    calls = []
+    monkeypatch.setattr(corpus.kg, "query", lambda *a, **kw: calls.append(kw) or [])
+    out = CrossEncoderReranker(model_dir)("rails ruby", hits, corpus)
+    assert calls == []
+    (scored,) = [h for h in out if h.iri == long.iri]
+    assert scored.score == pytest.approx(logit("rails ruby", LONG), abs=1e-4)
 
 
 def test_texts_are_read_in_each_hits_own_scope(corpus, model_dir, logit):

@@ -138,7 +138,7 @@ SPECS = [
     Spec("hybrid-unfiltered", lambda ctx: HybridRetriever(ctx, k=4), "cosine"),
     Spec("hybrid-similarity-filter",
          lambda ctx: HybridRetriever(ctx, k=5, sparql_filter=CLOSE, query_variable="q"), "cosine"),
-    Spec("hybrid-rrf", hybrid_rrf, "rrf", 1),
+    Spec("hybrid-rrf", hybrid_rrf, "rrf", 2),  # hybrid fuses the vector and keyword rankings
     Spec("hybrid-steps", lambda ctx: HybridRetriever(ctx, k=5, steps=(drop_short, keyword_boost)),
          "boosted"),
     Spec("hybrid-rewriter", lambda ctx: HybridRetriever(ctx, k=5, rewriter=LastUserTurn()),

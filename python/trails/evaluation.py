@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -251,15 +252,45 @@ class CachedEmbedder:
 def ingest_dataset(dataset: BeirDataset, ctx: Context, *, chunker: Any = None,
                    transform: Callable[[str], str] | None = None,
                    batch_size: int = 64) -> IngestionStats:
-    """Ingest the corpus into ``ctx`` (documents already there unchanged are skipped)."""
+    """Ingest the corpus into ``ctx`` (documents already there unchanged are skipped).
+
+    Raises:
+        ConfigurationError: ``ctx`` already holds these documents chunked or embedded
+            otherwise (another ``chunker``): ingesting would replace every one of them.
+    """
     from trails.ingest import ingest_all
 
+    _check_same_settings(dataset, ctx, chunker, transform)
     stats = ingest_all(documents(dataset, transform), ctx=ctx, chunker=chunker,
                        batch_size=batch_size)
     if stats.failed:
         raise RuntimeError(f"{stats.failed} documents of {dataset.name} failed to ingest: "
                            f"{stats.failures[:3]}")
     return stats
+
+
+def _check_same_settings(dataset: BeirDataset, ctx: Context, chunker: Any,
+                         transform: Callable[[str], str] | None) -> None:
+    """Refuse to re-ingest a corpus that ``ctx`` holds with other chunking or embedding."""
+    from trails.ingest.chunkers import default_chunker
+    from trails.ingest.minting import version_of
+    from trails.ingest.pipeline import _describe
+    from trails.scopes import DEFAULT_SCOPE
+
+    sample = list(itertools.islice(documents(dataset, transform), 3))
+    iris = {doc_iri(ctx.base_iri, d.id, DEFAULT_SCOPE): d for d in sample}
+    stored = ctx.vectors.current_versions(list(iris))
+    if not stored:
+        return
+    chunker_id = _describe(chunker if chunker is not None else default_chunker(ctx.embedder))
+    embedder_id = ctx.embedder.identity.model_dump_json()
+    if all(stored[i].version != version_of(iris[i], chunker_id, embedder_id) for i in stored):
+        from trails.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"this context holds {dataset.name} chunked or embedded with other settings "
+            "(another --chunking or model?); ingesting would replace every document: use the "
+            "settings it was built with, or another context directory")
 
 
 # ------------------------------------------------------------------------------- runs

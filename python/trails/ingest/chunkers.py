@@ -228,11 +228,15 @@ class _Packer:
         if self.count is None:
             return True
         if self.additive and (start, end) not in self.known:
-            known, total, previous = self.known, 0, start
+            known, total, previous = self.known, 0, None
             for unit in units[a:b]:
-                gap = text[previous:unit[0]]  # empty before the first unit
-                if gap and not (" " in gap or "\n" in gap or "\t" in gap or "\r" in gap):
-                    break  # not a word break for every tokenizer: count the range whole
+                if previous is not None:
+                    # Only a space, tab or newline breaks words for every tokenizer (other
+                    # spaces may be dropped as control characters; a piece of a long sentence
+                    # cut inside a word has no gap at all): else count the range whole.
+                    gap = text[previous:unit[0]]
+                    if not (" " in gap or "\n" in gap or "\t" in gap or "\r" in gap):
+                        break
                 count = known.get(unit)
                 total += self.tokens(*unit) if count is None else count
                 previous = unit[1]
