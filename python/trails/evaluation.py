@@ -11,7 +11,7 @@ nDCG and recall, as BEIR and MTEB use).
 
     >>> from trails.evaluation import load_beir, evaluate  # doctest: +SKIP
     >>> dataset = load_beir("shared/data/beir/scifact")  # doctest: +SKIP
-    >>> evaluate(dataset, "test", ctx, modes=["vector", "keyword", "hybrid"])  # doctest: +SKIP
+    >>> evaluate(dataset, "test", ctx, systems=["keyword", "vector", "hybrid"])  # doctest: +SKIP
 
 The ``trails eval`` command and ``benchmarks/eval_beir.py`` call this module.
 """
