@@ -102,6 +102,20 @@ def hybrid_name() -> str:
     return ev.hybrid_fusion()
 
 
+def default_fusion_note() -> list[str]:
+    """A warning when retrieve()'s own default fusion ranks hybrid by vector score only."""
+    import inspect
+
+    from trails.retrieval import retrieve
+
+    if inspect.signature(retrieve).parameters["fusion"].default is not None:
+        return []
+    return [("Note: `retrieve()` defaults to `fusion=None`, which ranks `mode=\"hybrid\"` by "
+             "vector score alone (no keyword ranking): called without `fusion=`, trails' "
+             "hybrid scores as the *vector* rows. The hybrid rows pass "
+             f"`fusion=\"{hybrid_name()}\"`."), ""]
+
+
 def describe_auto() -> str:
     """What fusion="auto" is at the time of the run (its settings live in trails.rank.fusion)."""
     if hybrid_name() != "auto":
@@ -364,6 +378,7 @@ def render(results, tuning_rows, noise_rows, timings, seconds, load, limit, tune
         "",
         ev.format_table(main_rows, extra_rows=cross),
         "",
+        *default_fusion_note(),
         ("No cross-encoder model can be loaded here (none ships in a package and nothing is "
          "downloaded), so the rerank row has no figure; `trails eval --mode rerank "
          "--reranker DIR` scores one where a model exists."),
