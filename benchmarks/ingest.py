@@ -386,7 +386,7 @@ def main() -> None:
     if not args.no_write:
         body = (
             f"## Ingestion throughput (`benchmarks/ingest.py`)\n\n"
-            f"Reproduce: `.venv/bin/python benchmarks/ingest.py` (~15 minutes; `--quick` for a "
+            f"Reproduce: `.venv/bin/python benchmarks/ingest.py` (a few minutes; `--quick` for a "
             f"smoke run). Measured {dt.date.today()} on {os.cpu_count()} cores "
             f"({platform.machine()}, Python {platform.python_version()}); load average "
             f"{load_before:.1f} -> {load_after:.1f}: the machine is shared and noisy.\n\n"
