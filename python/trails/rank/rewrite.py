@@ -14,17 +14,16 @@ that honours ``Retry-After``), since one short request per query needs no batchi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from trails._extras import require
-from trails.errors import ConfigurationError, RewriteError
+from trails._openai import KEY_ENV, OpenAIClient, status_message
+from trails.errors import RewriteError
 
 __all__ = ["SYSTEM_PROMPT", "IdentityRewriter", "OpenAIQueryRewriter", "QueryRewriter",
            "check_messages"]
 
-KEY_ENV = "OPENAI_API_KEY"
 SYSTEM_PROMPT = (
     "You rewrite the user's latest question into a standalone search query. Resolve pronouns "
     "and references using the conversation, keep every name, number and constraint, add nothing "
@@ -86,7 +85,7 @@ def check_messages(messages: Sequence[Mapping[str, str]] | None) -> list[dict[st
     return out
 
 
-class OpenAIQueryRewriter:
+class OpenAIQueryRewriter(OpenAIClient):
     """A chat model rewrites the query (OpenAI, or any OpenAI-compatible chat completions API).
 
     The request holds a short system prompt and one user message: the last ``max_messages``
@@ -135,7 +134,6 @@ class OpenAIQueryRewriter:
         self.temperature = temperature
         self.system_prompt = system_prompt
         self.organization = organization
-        self._client: Any = None
 
     def rewrite(self, query: str, messages: Sequence[Mapping[str, str]]) -> str:
         """The standalone query for ``query`` after ``messages``.
@@ -179,7 +177,7 @@ class OpenAIQueryRewriter:
                 hint = f" (check {KEY_ENV} or api_key=)" if status == 401 else ""
             raise RewriteError(
                 f"the chat completions request to rewrite the query failed: "
-                f"{_describe(exc)}{hint}") from exc
+                f"{status_message(exc)}{hint}") from exc
         except openai.APIConnectionError as exc:  # APITimeoutError included
             raise RewriteError(
                 f"cannot reach the chat completions API at {self._endpoint()} "
@@ -195,35 +193,5 @@ class OpenAIQueryRewriter:
                                f"{getattr(choices[0], 'finish_reason', None) if choices else None!r})")
         return text
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            key = self.api_key if self.api_key is not None else os.environ.get(KEY_ENV)
-            if not key:
-                raise ConfigurationError(
-                    f"OpenAIQueryRewriter needs an API key: set the {KEY_ENV} environment "
-                    "variable or pass api_key=...")
-            openai = require("openai", "OpenAIQueryRewriter")
-            self._client = openai.OpenAI(api_key=key, base_url=self.base_url,
-                                         organization=self.organization, timeout=self.timeout,
-                                         max_retries=self.max_retries)
-        return self._client
-
-    def _endpoint(self) -> str:
-        return str(getattr(self._client, "base_url", self.base_url or "the API"))
-
-    def close(self) -> None:
-        """Close the HTTP client (a new one is made if the rewriter is used again)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
     def __repr__(self) -> str:
         return f"OpenAIQueryRewriter(model={self.model!r})"
-
-
-def _describe(exc: Any) -> str:
-    """``404 model_not_found: <the API's message>`` from an APIStatusError."""
-    body = exc.body
-    message = body.get("message") if isinstance(body, dict) else None
-    code = f" {exc.code}" if getattr(exc, "code", None) else ""
-    return f"{exc.status_code}{code}: {message or exc.message}"

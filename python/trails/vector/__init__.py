@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from trails.retrieval import RetrievalHit, RetrievalResult, retrieve
 from trails.vector.embedder import BaseEmbedder, Embedder, EmbedderIdentity
 from trails.vector.mock import MockEmbedder
-from trails.vector.store import SearchPlan, StoredVector, VectorHit, VectorStore
+from trails.vector.store import BaseVectorStore, SearchPlan, StoredVector, VectorHit, VectorStore
 
 if TYPE_CHECKING:
     from trails.vector.openai import OpenAIEmbedder
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BaseEmbedder",
+    "BaseVectorStore",
     "Embedder",
     "EmbedderIdentity",
     "MockEmbedder",

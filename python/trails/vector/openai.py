@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import email.utils
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from trails._extras import require
+from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import ConfigurationError, EmbeddingError
 from trails.vector.embedder import BaseEmbedder, EmbedderIdentity
 
@@ -35,7 +35,6 @@ KNOWN_MODELS: dict[str, int] = {
 MAX_INPUT_TOKENS = 8191          # per input text, every OpenAI embedding model
 MAX_INPUTS_PER_REQUEST = 2048    # array inputs per request
 MAX_REQUEST_TOKENS = 300_000     # summed over one request's inputs
-KEY_ENV = "OPENAI_API_KEY"
 # Status codes worth another try: request timeout, lock conflict, rate limit, server errors.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -72,7 +71,7 @@ def load_cl100k() -> Any:
         ) from exc
 
 
-class OpenAIEmbedder(BaseEmbedder):
+class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
     """Embeddings from OpenAI's API (``openai/<model>``), re-normalised to unit float32 vectors.
 
     Args:
@@ -101,6 +100,7 @@ class OpenAIEmbedder(BaseEmbedder):
     """
 
     max_tokens: int = MAX_INPUT_TOKENS
+    _own_retries = True  # see _with_retries
 
     def __init__(
         self,
@@ -139,7 +139,6 @@ class OpenAIEmbedder(BaseEmbedder):
         self.max_retry_after = max_retry_after
         self._sleep = sleep
         self._clock = clock
-        self._client: Any = None
         self._encoding: Any = None
         self.last_usage: Usage | None = None
         self.total_tokens = 0
@@ -263,7 +262,7 @@ class OpenAIEmbedder(BaseEmbedder):
             try:
                 return call()
             except openai.APIStatusError as exc:
-                failures.append(_describe(exc))
+                failures.append(status_message(exc))
                 delay = self._status_delay(exc, attempt)
             except openai.APIConnectionError as exc:  # APITimeoutError included
                 failures.append(f"{exc.message} ({self._endpoint()})")
@@ -284,13 +283,14 @@ class OpenAIEmbedder(BaseEmbedder):
                      if should not in ("true", "false") else should == "true")
         if not retryable:
             hint = f" (check {KEY_ENV} or api_key=)" if exc.status_code == 401 else ""
-            raise EmbeddingError(f"OpenAI rejected the embeddings request: {_describe(exc)}{hint}")
+            raise EmbeddingError(
+                f"OpenAI rejected the embeddings request: {status_message(exc)}{hint}")
         wait = _retry_after(headers, self._clock)
         if wait is None or wait <= 0:
             return self._backoff(attempt)
         if wait > self.max_retry_after:
             raise EmbeddingError(
-                f"OpenAI asked to wait {wait:.0f} s before retrying ({_describe(exc)}), more "
+                f"OpenAI asked to wait {wait:.0f} s before retrying ({status_message(exc)}), more "
                 f"than max_retry_after={self.max_retry_after:g} s; try again later"
             )
         return wait
@@ -299,31 +299,6 @@ class OpenAIEmbedder(BaseEmbedder):
         """Exponential backoff with jitter: the base delay less a random 0-25%."""
         delay = min(self.initial_backoff * 2.0 ** min(attempt, 60), self.max_backoff)
         return delay * (1.0 - 0.25 * random.random())
-
-    # -- client -------------------------------------------------------------------------------
-
-    def _get_client(self) -> Any:
-        if self._client is None:
-            key = self.api_key if self.api_key is not None else os.environ.get(KEY_ENV)
-            if not key:
-                raise ConfigurationError(
-                    f"OpenAIEmbedder needs an API key: set the {KEY_ENV} environment variable "
-                    "or pass api_key=..."
-                )
-            openai = require("openai", "OpenAIEmbedder")
-            self._client = openai.OpenAI(api_key=key, base_url=self.base_url,
-                                         organization=self.organization, timeout=self.timeout,
-                                         max_retries=0)
-        return self._client
-
-    def _endpoint(self) -> str:
-        return str(getattr(self._client, "base_url", self.base_url or "the API"))
-
-    def close(self) -> None:
-        """Close the HTTP client (a new one is made if the embedder is used again)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
 
 
 def _resolve_dim(model: str, dim: int | None) -> tuple[int, int | None]:
@@ -377,11 +352,3 @@ def _retry_after(headers: Any, clock: Callable[[], float]) -> float | None:
         return email.utils.parsedate_to_datetime(value).timestamp() - clock()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-
-
-def _describe(exc: Any) -> str:
-    """``429 rate_limit_exceeded: <the API's message>`` from an APIStatusError."""
-    body = exc.body
-    message = body.get("message") if isinstance(body, dict) else None
-    code = f" {exc.code}" if getattr(exc, "code", None) else ""
-    return f"{exc.status_code}{code}: {message or exc.message}"

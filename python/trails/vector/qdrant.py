@@ -40,25 +40,19 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from trails._extras import require
-from trails.errors import (
-    ConfigurationError,
-    ContextLockedError,
-    DimensionMismatchError,
-    EmbeddingModelMismatchError,
-)
+from trails.errors import ConfigurationError, ContextLockedError, DimensionMismatchError
 from trails.rank.keyword import keyword_terms
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedder import EmbedderIdentity
 from trails.vector.matrix import _exact_cosine
-from trails.vector.sqlite_vec import DocumentVersion
 from trails.vector.store import (
+    BaseVectorStore,
+    DocumentVersion,
     SearchPlan,
     StoredVector,
     VectorHit,
     VectorLike,
-    as_matrix,
-    normalize_rows,
-    unit_rows,
+    optional_str,
 )
 
 __all__ = ["EXACT_THRESHOLD", "KEYWORD_FIELD", "OVERFETCH", "POINT_NAMESPACE", "QdrantStore",
@@ -156,7 +150,7 @@ class _LocalClients:
                     entry[0].close()
 
 
-class QdrantStore:
+class QdrantStore(BaseVectorStore):
     """Vectors in a Qdrant collection, searched exactly over SPARQL candidate sets.
 
     One constructor argument picks where the data lives: nothing for qdrant-client's in-process
@@ -186,6 +180,8 @@ class QdrantStore:
     >>> [hit.id for hit in store.search([1.0, 0.1, 0.0], k=1)]
     ['a']
     """
+
+    _new_home = "a new collection"
 
     def __init__(
         self,
@@ -258,6 +254,10 @@ class QdrantStore:
     @property
     def name(self) -> str:
         return f"qdrant:{self.collection}@{self.location}"
+
+    @property
+    def _label(self) -> str:
+        return self.name
 
     @property
     def _c(self) -> Any:
@@ -337,10 +337,6 @@ class QdrantStore:
         return dict(found[0].payload) if found else None
 
     @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
     @_locked
     def embedder_identity(self) -> EmbedderIdentity | None:
         if self._identity is None:  # once recorded, an identity never changes
@@ -348,31 +344,14 @@ class QdrantStore:
             self._identity = None if raw is None else EmbedderIdentity.model_validate(raw)
         return self._identity
 
-    @_locked
-    def bind_embedder(self, identity: EmbedderIdentity) -> None:
-        """Record the embedder that makes this store's vectors, or check it is the same one."""
-        if identity.dim != self._dim:
-            raise DimensionMismatchError(
-                f"embedder {identity.describe()} makes {identity.dim}-d vectors but store "
-                f"{self.name!r} holds {self._dim}-d vectors; use a matching embedder or store")
-        recorded = self.embedder_identity
-        if recorded is None:
-            if not self.read_only:
-                self._c.set_payload(self.versions_collection, wait=True, points=[_META_ID],
-                                    payload={"embedder": identity.model_dump(mode="json")})
-                self._identity = identity
-            return
-        if not recorded.compatible_with(identity):
-            raise EmbeddingModelMismatchError(
-                f"vector store {self.name!r} was built with {recorded.describe()} but "
-                f"{identity.describe()} is in use; scores across models are meaningless. "
-                f"Use the original embedder, or re-ingest into a new collection.")
+    bind_embedder = _locked(BaseVectorStore.bind_embedder)
+
+    def _record_embedder(self, identity: EmbedderIdentity) -> None:
+        self._c.set_payload(self.versions_collection, wait=True, points=[_META_ID],
+                            payload={"embedder": identity.model_dump(mode="json")})
+        self._identity = identity
 
     # -- writes ---------------------------------------------------------------------------
-
-    def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None:
-        """Insert or replace one vector."""
-        self.add_many([id], [vector], [metadata])
 
     @_locked
     def add_many(
@@ -387,18 +366,9 @@ class QdrantStore:
         write is one Qdrant request per 1,000 points (each as atomic as Qdrant makes it).
 
         ``pending=True`` stages them: stored, invisible to search until :meth:`publish`."""
-        self._check_writable()
-        ids = [_check_id(i) for i in ids]
-        if len(set(ids)) != len(ids):
-            raise ValueError("ids passed to add_many must be unique within the call")
-        metas = [dict(m or {}) for m in (metadata or [None] * len(ids))]
-        if len(metas) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(metas)} metadata entries")
+        ids, unit, metas = self._checked_batch(ids, vectors, metadata)
         if not ids:
             return
-        unit = normalize_rows(as_matrix(vectors, self._dim))
-        if len(unit) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
         points = [self._m.PointStruct(id=point_id(i), vector=v.tolist(), payload=_payload(i, m, pending))
                   for i, v, m in zip(ids, unit, metas)]
         for start in range(0, len(points), _PAGE):
@@ -491,15 +461,6 @@ class QdrantStore:
                        points_selector=self._m.PointIdsList(points=[point_id(doc_iri)]))
         return self._delete_ids(ids)
 
-    def delete(self, id: str) -> bool:
-        """Remove one vector; True if it existed."""
-        return self.delete_many([id]) == 1
-
-    @_locked
-    def delete_many(self, ids: Iterable[str]) -> int:
-        self._check_writable()
-        return self._delete_ids(list(ids))
-
     @_locked
     def delete_where(self, filters: Mapping[str, Any]) -> int:
         """Remove every vector whose metadata equals all of ``filters``; returns how many.
@@ -539,6 +500,7 @@ class QdrantStore:
             return m.FieldCondition(key=f"metadata.{key}", range=m.Range(gte=value, lte=value))
         raise ValueError(f"delete_where compares strings, numbers and booleans; got {value!r}")
 
+    @_locked
     def _delete_ids(self, ids: list[str]) -> int:
         self._check_writable()
         wanted = list(dict.fromkeys(point_id(i) for i in ids))
@@ -552,34 +514,9 @@ class QdrantStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def search(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> list[VectorHit]:
-        """Exact top-``k`` by cosine similarity, optionally over ``ids`` only.
-
-        ``ids`` may name vector ids or document IRIs (every chunk of the document is then a
-        candidate). ``scopes`` keeps only vectors of those scopes (a vector without a ``scope``
-        field is in the default scope). Sorted by score descending, ties by id.
-        """
-        return self.search_with_plan(vector, k, ids, scopes=scopes)[0]
-
     @_locked
-    def search_with_plan(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> tuple[list[VectorHit], SearchPlan]:
-        if k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        query = unit_rows(as_matrix(vector, self._dim))[0]
+    def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
+                     scopes: Sequence[str] | None) -> tuple[list[VectorHit], SearchPlan]:
         iris = None if ids is None else list(dict.fromkeys(i for i in ids if isinstance(i, str)))
         scope_list = None if scopes is None else list(scopes)
         if iris == [] or scope_list == []:
@@ -764,12 +701,6 @@ class QdrantStore:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ConfigurationError(
-                f"vector store {self.name!r} was opened read-only; reopen it without "
-                "read_only=True to change it")
-
     def close(self) -> None:
         """Release the client (a shared local folder's client when its last store closes)."""
         if self._closed or not hasattr(self, "_client"):
@@ -779,15 +710,6 @@ class QdrantStore:
             _LocalClients.release(self._shared)
         elif self._owns_client:
             self._client.close()
-
-    def __enter__(self) -> QdrantStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __len__(self) -> int:
-        return self.count()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"count={self.count()}"
@@ -823,9 +745,9 @@ def _payload(id: str, metadata: dict[str, Any], pending: bool) -> dict[str, Any]
         "metadata": json.loads(json.dumps(metadata, default=str)),
         KEYWORD_FIELD: text if isinstance(text, str) else None,
         "text_given": given,
-        "doc_iri": _text(metadata.get("doc_iri")),
+        "doc_iri": optional_str(metadata.get("doc_iri")),
         "scope": str(metadata.get("scope") or DEFAULT_SCOPE),
-        "version": _text(metadata.get("version")),
+        "version": optional_str(metadata.get("version")),
         "pending": pending,
         "versioned": pending,  # written through staging: shown only while its version is current
     }
@@ -837,13 +759,3 @@ def _metadata_of(payload: Mapping[str, Any]) -> dict[str, Any]:
     if payload.get("text_given"):
         metadata["text"] = payload.get(KEYWORD_FIELD)
     return metadata
-
-
-def _check_id(id: str) -> str:
-    if not isinstance(id, str) or not id:
-        raise ValueError(f"vector ids must be non-empty strings, got {id!r}")
-    return id
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

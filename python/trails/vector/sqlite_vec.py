@@ -7,21 +7,19 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.rank.keyword import fts5_match, keyword_terms
 from trails.scopes import DEFAULT_SCOPE
-from trails.errors import (
-    ConfigurationError,
-    DimensionMismatchError,
-    EmbeddingModelMismatchError,
-)
 from trails.vector._sqlite import Database, open_database
 from trails.vector.embedder import EmbedderIdentity
 from trails.vector.matrix import VectorMatrix
 from trails.vector.store import (
+    BaseVectorStore,
+    DocumentVersion,
     SearchPlan,
     StoredVector,
     VectorHit,
@@ -30,7 +28,7 @@ from trails.vector.store import (
     decode,
     encode,
     normalize_rows,
-    unit_rows,
+    optional_str,
 )
 
 __all__ = ["DocumentVersion", "SqliteVecStore"]
@@ -109,17 +107,7 @@ def m003_keyword_index(db: Database, dim: int) -> None:
 MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index]
 
 
-class DocumentVersion(NamedTuple):
-    """The current version of one ingested document, as the vector store records it."""
-
-    doc_iri: str
-    version: str
-    scope: str
-    content_hash: str
-    chunks: int
-
-
-class SqliteVecStore:
+class SqliteVecStore(BaseVectorStore):
     """The embedded vector store: one SQLite file holding a sqlite-vec ``vec0`` table.
 
     The file is the durable record (readable by any sqlite-vec client). Search is served from
@@ -212,35 +200,18 @@ class SqliteVecStore:
         return rows[0][0] if rows else None
 
     @property
-    def dim(self) -> int:
-        return self._dim
+    def _label(self) -> str:
+        return self.path
 
     @property
     def embedder_identity(self) -> EmbedderIdentity | None:
         raw = self._meta("embedder")
         return None if raw is None else EmbedderIdentity.model_validate_json(raw)
 
-    def bind_embedder(self, identity: EmbedderIdentity) -> None:
-        """Record the embedder that makes this store's vectors, or check it is the same one."""
-        if identity.dim != self._dim:
-            raise DimensionMismatchError(
-                f"embedder {identity.describe()} makes {identity.dim}-d vectors but store "
-                f"{self.path!r} holds {self._dim}-d vectors; use a matching embedder or store"
-            )
-        recorded = self.embedder_identity
-        if recorded is None:
-            if not self.read_only:
-                with self._db.transaction():
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)",
-                        (identity.model_dump_json(),),
-                    )
-            return
-        if not recorded.compatible_with(identity):
-            raise EmbeddingModelMismatchError(
-                f"vector store {self.path!r} was built with {recorded.describe()} but "
-                f"{identity.describe()} is in use; scores across models are meaningless. "
-                f"Use the original embedder, or re-ingest into a new store."
+    def _record_embedder(self, identity: EmbedderIdentity) -> None:
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (identity.model_dump_json(),)
             )
 
     # -- loading and freshness ------------------------------------------------------------
@@ -269,10 +240,6 @@ class SqliteVecStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None:
-        """Insert or replace one vector."""
-        self.add_many([id], [vector], [metadata])
-
     def add_many(
         self,
         ids: Sequence[str],
@@ -285,18 +252,9 @@ class SqliteVecStore:
 
         ``pending=True`` stages them: stored durably but invisible to search until
         :meth:`publish` makes their document version current."""
-        self._check_writable()
-        ids = [self._check_id(i) for i in ids]
-        if len(set(ids)) != len(ids):
-            raise ValueError("ids passed to add_many must be unique within the call")
-        metas = [dict(m or {}) for m in (metadata or [None] * len(ids))]
-        if len(metas) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(metas)} metadata entries")
+        ids, unit, metas = self._checked_batch(ids, vectors, metadata)
         if not ids:
             return
-        unit = normalize_rows(as_matrix(vectors, self._dim))
-        if len(unit) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
         texts = _take_texts(metas)  # stored once, in items.text (see m003)
         payload = [_METADATA_JSON(m) for m in metas]
         with self._index.lock:
@@ -309,8 +267,8 @@ class SqliteVecStore:
                     "INSERT OR REPLACE INTO items(rowid, id, metadata, doc_iri, scope, version,"
                     " pending) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (r, i, p, _text(m.get("doc_iri")), _scope(m), _text(m.get("version")),
-                         int(pending))
+                        (r, i, p, optional_str(m.get("doc_iri")), _scope(m),
+                         optional_str(m.get("version")), int(pending))
                         for r, i, p, m in zip(rowids, ids, payload, metas)
                     ],
                 )
@@ -323,7 +281,7 @@ class SqliteVecStore:
             if pending:
                 self._index.remove(ids)  # a staged id replaces any live row of the same id
             else:
-                self._index.upsert(ids, unit, [_text(m.get("doc_iri")) for m in metas],
+                self._index.upsert(ids, unit, [optional_str(m.get("doc_iri")) for m in metas],
                                    [_scope(m) for m in metas])
             self._version = self._db.data_version()
 
@@ -421,13 +379,6 @@ class SqliteVecStore:
             self._version = self._db.data_version()
         return removed
 
-    def delete(self, id: str) -> bool:
-        """Remove one vector; True if it existed."""
-        return self._delete_ids([id]) == 1
-
-    def delete_many(self, ids: Iterable[str]) -> int:
-        return self._delete_ids(list(ids))
-
     def delete_where(self, filters: Mapping[str, Any]) -> int:
         """Remove every vector whose metadata equals all of ``filters``; returns how many.
 
@@ -444,7 +395,7 @@ class SqliteVecStore:
                 raise ValueError(f"metadata key {key!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
             if key in _COLUMNS:
                 clauses.append(f"{key} = ?")
-                params.append(_text(value))
+                params.append(optional_str(value))
             elif key == "text":  # kept in its own column (m003), or in older rows' JSON
                 clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
                 params.append(value)
@@ -475,44 +426,24 @@ class SqliteVecStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def search(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> list[VectorHit]:
-        """Exact top-``k`` by cosine similarity, optionally over ``ids`` only.
-
-        ``ids`` may name vector ids or document IRIs (every chunk of the document is then a
-        candidate). ``scopes`` keeps only vectors of those scopes (a vector without a ``scope``
-        field is in the default scope). Sorted by score descending, ties by id.
-        """
-        return self.search_with_plan(vector, k, ids, scopes=scopes)[0]
-
-    def search_with_plan(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> tuple[list[VectorHit], SearchPlan]:
-        if k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        query = unit_rows(as_matrix(vector, self._dim))[0]
+    def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
+                     scopes: Sequence[str] | None) -> tuple[list[VectorHit], SearchPlan]:
         with self._index.lock:
-            self._refresh()
-            rows = None if ids is None else self._index.rows_for(ids)
-            if scopes is not None:
-                rows = self._index.in_scopes(list(scopes), rows)
-                if ids is None and len(rows) == len(self._index):
-                    rows = None  # every vector is in scope: a plain full scan
-            ranked, plan, candidates = self._index.search(query, k, rows)
+            ranked, plan, candidates = self._index.search(query, k, self._rows(ids, scopes))
         metadata = self._metadata([id for id, _ in ranked])
         hits = [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
         return hits, SearchPlan(plan, candidates, exhaustive=True)
+
+    def _rows(self, ids: Iterable[str] | None, scopes: Sequence[str] | None) -> np.ndarray | None:
+        """Under the index lock, after a refresh: the index rows named by ``ids`` (vector ids or
+        document IRIs) and in ``scopes``; None when that is every row."""
+        self._refresh()
+        rows = None if ids is None else self._index.rows_for(ids)
+        if scopes is not None:
+            rows = self._index.in_scopes(list(scopes), rows)
+            if ids is None and len(rows) == len(self._index):
+                rows = None  # every row is in scope: a plain full scan
+        return rows
 
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
@@ -601,13 +532,8 @@ class SqliteVecStore:
         if match is None or k == 0:
             return []
         with self._index.lock:
-            self._refresh()
-            rows = None if ids is None else self._index.rows_for(ids)
-            if scopes is not None:
-                rows = self._index.in_scopes(list(scopes), rows)
-                if ids is None and len(rows) == len(self._index):
-                    rows = None  # every row is in scope: rank them all
-            if rows is None:
+            rows = self._rows(ids, scopes)
+            if rows is None:  # rank every row
                 ranked = self._keyword_top(match, k)
             elif not len(rows):
                 ranked = []
@@ -688,30 +614,8 @@ class SqliteVecStore:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ConfigurationError(
-                f"vector store {self.path!r} was opened read-only; reopen it without "
-                "read_only=True to change it"
-            )
-
-    @staticmethod
-    def _check_id(id: str) -> str:
-        if not isinstance(id, str) or not id:
-            raise ValueError(f"vector ids must be non-empty strings, got {id!r}")
-        return id
-
     def close(self) -> None:
         self._db.close()
-
-    def __enter__(self) -> SqliteVecStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __len__(self) -> int:
-        return self.count()
 
     def __repr__(self) -> str:
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} count={len(self._index)}>"
@@ -732,7 +636,3 @@ def _with_text(metadata: str, text: str | None) -> dict[str, Any]:
 
 def _scope(metadata: Mapping[str, Any]) -> str:
     return str(metadata.get("scope") or DEFAULT_SCOPE)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

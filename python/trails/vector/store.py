@@ -1,16 +1,27 @@
-"""The VectorStore protocol, its record types, and the checks every store applies to input."""
+"""The VectorStore protocol, its record types, the checks every store applies to input, and
+``BaseVectorStore``, which derives the rest of a store from the few methods a backend writes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from trails.errors import DimensionMismatchError, InvalidVectorError
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+    InvalidVectorError,
+)
 from trails.vector.embedder import EmbedderIdentity
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = [
+    "BaseVectorStore",
+    "DocumentVersion",
     "SearchPlan",
     "StoredVector",
     "VectorHit",
@@ -20,6 +31,7 @@ __all__ = [
     "decode",
     "encode",
     "normalize_rows",
+    "optional_str",
     "unit_rows",
 ]
 
@@ -51,6 +63,16 @@ class SearchPlan(NamedTuple):
     name: str
     candidates: int
     exhaustive: bool
+
+
+class DocumentVersion(NamedTuple):
+    """The current version of one ingested document, as the vector store records it."""
+
+    doc_iri: str
+    version: str
+    scope: str
+    content_hash: str
+    chunks: int
 
 
 @runtime_checkable
@@ -97,6 +119,141 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+class BaseVectorStore:
+    """Derives ``add``, ``search``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and
+    ``len()`` from the few methods a backend writes: those declared below, and the properties
+    ``embedder_identity`` and ``_label`` (the store's name in messages).
+    """
+
+    _dim: int
+    read_only: bool
+    add_many: Callable[..., None]  # (ids, vectors, metadata=None, *, pending=False)
+    # (unit query, k >= 0, ids, scopes) -> search_with_plan's answer
+    _search_unit: Callable[..., tuple[list[VectorHit], SearchPlan]]
+    count: Callable[[], int]
+    close: Callable[[], None]
+    _delete_ids: Callable[[list[str]], int]  # returns how many existed
+    _record_embedder: Callable[[EmbedderIdentity], None]
+    # Where to re-ingest when the recorded embedder differs.
+    _new_home: ClassVar[str] = "a new store"
+
+    @property
+    def _label(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        raise NotImplementedError
+
+    def bind_embedder(self, identity: EmbedderIdentity) -> None:
+        """Record the embedder that makes this store's vectors, or check it is the same one."""
+        if identity.dim != self._dim:
+            raise DimensionMismatchError(
+                f"embedder {identity.describe()} makes {identity.dim}-d vectors but store "
+                f"{self._label!r} holds {self._dim}-d vectors; use a matching embedder or store"
+            )
+        recorded = self.embedder_identity
+        if recorded is None:
+            if not self.read_only:
+                self._record_embedder(identity)
+            return
+        if not recorded.compatible_with(identity):
+            raise EmbeddingModelMismatchError(
+                f"vector store {self._label!r} was built with {recorded.describe()} but "
+                f"{identity.describe()} is in use; scores across models are meaningless. "
+                f"Use the original embedder, or re-ingest into {self._new_home}."
+            )
+
+    def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None:
+        """Insert or replace one vector."""
+        self.add_many([id], [vector], [metadata])
+
+    def _checked_batch(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[VectorLike] | np.ndarray,
+        metadata: Sequence[Mapping[str, Any] | None] | None,
+    ) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+        """``add_many``'s arguments, checked before anything is written: the ids, the vectors
+        as unit float32 rows, and a copy of each metadata. No ids: no vectors are checked."""
+        self._check_writable()
+        ids = [self._check_id(i) for i in ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("ids passed to add_many must be unique within the call")
+        metas = [dict(m or {}) for m in (metadata or [None] * len(ids))]
+        if len(metas) != len(ids):
+            raise ValueError(f"got {len(ids)} ids but {len(metas)} metadata entries")
+        if not ids:
+            return ids, np.empty((0, self._dim), dtype=np.float32), metas
+        unit = normalize_rows(as_matrix(vectors, self._dim))
+        if len(unit) != len(ids):
+            raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
+        return ids, unit, metas
+
+    def search(
+        self,
+        vector: VectorLike,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """Exact top-``k`` by cosine similarity, optionally over ``ids`` only.
+
+        ``ids`` may name vector ids or document IRIs (every chunk of the document is then a
+        candidate). ``scopes`` keeps only vectors of those scopes (a vector without a ``scope``
+        field is in the default scope). Sorted by score descending, ties by id.
+        """
+        return self.search_with_plan(vector, k, ids, scopes=scopes)[0]
+
+    def search_with_plan(
+        self,
+        vector: VectorLike,
+        k: int = 10,
+        ids: Iterable[str] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[list[VectorHit], SearchPlan]:
+        """:meth:`search`'s hits, and the :class:`SearchPlan` that says how they were found."""
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        return self._search_unit(unit_rows(as_matrix(vector, self._dim))[0], k, ids, scopes)
+
+    def delete(self, id: str) -> bool:
+        """Remove one vector; True if it existed."""
+        return self.delete_many([id]) == 1
+
+    def delete_many(self, ids: Iterable[str]) -> int:
+        """Remove vectors by id; returns how many existed."""
+        return self._delete_ids(list(ids))
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ConfigurationError(
+                f"vector store {self._label!r} was opened read-only; reopen it without "
+                "read_only=True to change it"
+            )
+
+    @staticmethod
+    def _check_id(id: str) -> str:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"vector ids must be non-empty strings, got {id!r}")
+        return id
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self.count()
 
 
 def as_matrix(vectors: Sequence[VectorLike] | np.ndarray, dim: int) -> np.ndarray:
@@ -171,3 +328,8 @@ def encode(vector: np.ndarray) -> bytes:
 
 def decode(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4")
+
+
+def optional_str(value: Any) -> str | None:
+    """A metadata field promoted to a column or payload field: ``None`` stays ``None``."""
+    return None if value is None else str(value)
