@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 SELECTIVITIES = ["0.01%", "0.1%", "1%", "10%", "50%", "100%"]
@@ -26,3 +28,23 @@ def test_hybrid_benchmark_quick_run_has_recall_one_at_every_selectivity():
     recalls = dict(item.split("=") for item in line.group(1).split())
     assert list(recalls) == SELECTIVITIES
     assert all(float(value) == 1.0 for value in recalls.values()), recalls
+
+
+def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
+    """benchmarks/stores.py --quick: SqliteVecStore and QdrantStore (local mode) both exact at
+    every selectivity, and QdrantStore's hits (ids and scores) the same as SqliteVecStore's."""
+    pytest.importorskip("qdrant_client")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "stores.py"), "--quick", "--no-write"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    for store in ("sqlite-vec", "qdrant"):
+        line = re.search(rf"^recall@10 {store} hybrid: (.*)$", run.stdout, flags=re.MULTILINE)
+        assert line, run.stdout[-3000:]
+        recalls = dict(item.split("=") for item in line.group(1).split())
+        assert list(recalls) == SELECTIVITIES
+        assert all(value == "1.000" for value in recalls.values()), (store, recalls)
+    same = re.search(r"^identical hits qdrant = sqlite-vec: (\d+)/(\d+)$", run.stdout,
+                     flags=re.MULTILINE)
+    assert same and same.group(1) == same.group(2) != "0", run.stdout[-3000:]
