@@ -205,7 +205,7 @@ def run_hybrid(ctx: Context, qs: list, bucket: np.ndarray, truth64: np.ndarray) 
         s = Samples()
         for qi, (q32, q64) in enumerate(qs):
             truth = exact_top(truth64[rows, qi], rows, ids)
-            res = s.time("e2e", retrieve, f"q{qi}", ctx, mode="hybrid", k=K,
+            res = s.time("e2e", retrieve, f"q{qi}", ctx, mode="hybrid", k=K, fusion=None,
                          sparql_filter=FILTER, bindings=bind)
             sparql_ms, iris = sparql_calls[-1]
             s.add("sparql", sparql_ms)
@@ -369,7 +369,7 @@ topic), in a file-backed `SqliteVecStore`; an in-memory Oxigraph graph of `trail
 Each chunk has a `trails:bucket` in 0..9,999, so `{FILTER}` (with `limit` bound) selects an
 exact fraction. k = {K}. Recall@{K} is against exact float64 ground truth, worst query shown.
 
-- (a) trails: `retrieve(mode="hybrid", sparql_filter=..., bindings=...)` end to end; "SPARQL" is
+- (a) trails: `retrieve(mode="hybrid", sparql_filter=..., bindings=..., fusion=None)` (exact vector ranking of the candidates) end to end; "SPARQL" is
   the `kg.select_iris` time inside that call, "beyond SPARQL" the rest (query lookup, IRI-to-row
   mapping, ranking, metadata, hits); "rank" is `store.search_with_plan(q, k, ids=iris)` alone.
 - (b) naive: `store.search(q, k={10 * K})` over all vectors, then intersect with the candidates.

@@ -43,12 +43,16 @@ def main() -> None:
         hits = retrieve(QUESTION, ctx, mode="hybrid", k=5, sparql_filter=FILTER,
                         bindings={"since": SINCE})
         table = Table(title=f"{QUESTION!r} — documents created since {SINCE}")
-        for column in ("#", "score", "document", "created", "passage"):
+        for column in ("#", "score", "vector rank", "keyword rank", "document", "created",
+                       "passage"):
             table.add_column(column)
         for rank, hit in enumerate(hits, start=1):
             doc = ctx.kg.query(DOCUMENT, {"doc": IRI(hit.metadata["doc_iri"])}).rows[0]
-            table.add_row(str(rank), f"{hit.score:.3f}", doc["name"], str(doc["created"]),
-                          hit.snippet[:160].replace("\n", " "))
+            # The score components say why a hit ranks here: its place in each ranking.
+            places = [str(hit.components.get(f"{name}_rank", "-"))
+                      for name in ("vector", "keyword")]
+            table.add_row(str(rank), f"{hit.score:.3f}", *places, doc["name"],
+                          str(doc["created"]), hit.snippet[:160].replace("\n", " "))
         console.print(table)
         console.print(hits.explain())
 

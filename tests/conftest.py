@@ -43,7 +43,7 @@ def ctx(_isolated):
 
 
 # Vector store backends for the contract suite; a new backend is one more class in stores.py.
-from stores import FACTORIES, PERSISTENT  # noqa: E402
+from stores import FACTORIES, PERSISTENT
 
 
 @pytest.fixture(params=FACTORIES, ids=lambda factory: factory.name)

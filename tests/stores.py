@@ -12,6 +12,7 @@ directory and closes everything it made when the test ends:
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,8 @@ class _Factory:
 
     def close_all(self) -> None:
         for store in reversed(self._made):
-            try:
+            with contextlib.suppress(Exception):  # a test may have closed it already
                 store.close()
-            except Exception:  # noqa: BLE001 - a test may have closed it already
-                pass
         self._made.clear()
 
 

@@ -42,7 +42,7 @@ def trails(*args: str, input: str | None = None, env: dict[str, str] | None = No
 def run_trails(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``trails ARGS`` as a real process, the way a shell would."""
     return subprocess.run([sys.executable, "-m", "trails.cli", *map(str, args)], input=input,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
 
 
 def one_line_error(stderr: str) -> str:

@@ -28,7 +28,7 @@ from trails.ingest import ingest_all
 from trails.vector import MockEmbedder
 
 KILLS = int(os.environ.get("TRAILS_CRASH_KILLS", "10"))
-WORDS = "alpha beta gamma delta epsilon zeta theta iota kappa lambda sigma omega".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "iota", "kappa", "lambda", "sigma", "omega"]
 
 WORKER = """
 import sys
@@ -110,7 +110,7 @@ def _run_worker(context: Path, corpus: Path, kill_after: float | None) -> bool:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert worker.stdout.readline().strip() == "ready"
     if kill_after is None:
-        out, err = worker.communicate(timeout=120)
+        _out, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err
         return True
     time.sleep(kill_after)

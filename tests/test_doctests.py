@@ -34,12 +34,12 @@ class _Runner(doctest.DocTestRunner):
         self.missing_extras: list[str] = []
         self.reports: list[str] = []
 
-    def report_failure(self, out, test, example, got):  # noqa: ANN001
+    def report_failure(self, out, test, example, got):
         self.reports.append(f"{test.name} (line {_line(test, example)}):\n"
                             f"  {example.source.strip()}\n  expected: {example.want.strip()}\n"
                             f"  got:      {got.strip()}")
 
-    def report_unexpected_exception(self, out, test, example, exc_info):  # noqa: ANN001
+    def report_unexpected_exception(self, out, test, example, exc_info):
         if issubclass(exc_info[0], MissingExtraError):
             self.missing_extras.append(str(exc_info[1]))
             return
@@ -66,7 +66,7 @@ def test_docstring_examples_run(name):
         module = importlib.import_module(name)
     except MissingExtraError as exc:
         pytest.skip(f"{name} needs an optional package: {exc}")
-    tries, runner = run_doctests(module)
+    _tries, runner = run_doctests(module)
     if runner.reports:
         pytest.fail(f"{len(runner.reports)} doctest failure(s) in {name}:\n\n"
                     + "\n\n".join(runner.reports), pytrace=False)

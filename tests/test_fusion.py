@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trails import retrieve
-from trails.rank.fusion import AUTO_WEIGHTS, Ranking, auto, rrf, weighted
+from trails.rank.fusion import AutoFusion, Ranking, auto, rrf, weighted
 from trails.vector.sqlite_vec import SqliteVecStore
 
 VECTOR = Ranking("vector", [("x", 0.9), ("y", 0.8), ("z", 0.1)])
@@ -36,8 +40,102 @@ def test_rrf_weights_and_constant_by_hand():
         rrf([VECTOR], constant=-1)
 
 
-def test_auto_is_weighted_rrf():
-    assert auto([VECTOR, KEYWORD]) == rrf([VECTOR, KEYWORD], weights=AUTO_WEIGHTS)
+# -- auto ------------------------------------------------------------------------------
+
+# Settings fixed here, so the arithmetic below does not move when `auto` is re-tuned.
+HAND = AutoFusion(weights={"vector": 0.6, "keyword": 0.4},
+                  quality_ramps={"vector": (0.25, 0.45), "keyword": (0.2, 0.8)},
+                  agreement_depth=20, agreement_floor=0.3, sharpen=2.0)
+
+
+def test_auto_by_hand_when_both_rankings_are_confident_and_agree():
+    vector = Ranking("vector", [("x", 0.8), ("y", 0.6), ("z", 0.4)], quality=0.8)
+    keyword = Ranking("keyword", [("y", 10.0), ("x", 5.0)], quality=1.0)
+    why = HAND.explain([vector, keyword])
+    # Both above their ramps: confidence 1 each, shares 1/2; {x, y} shared of min(3, 2): 1.0.
+    assert why["confidence"] == {"vector": 1.0, "keyword": 1.0}
+    assert why["agreement"] == 1.0 and why["power"] == 1.0
+    assert why["weights"] == pytest.approx({"vector": 0.3, "keyword": 0.2})
+    # score / best score, weighted: x 0.3 + 0.2 * 0.5, y 0.3 * 0.75 + 0.2, z 0.3 * 0.5.
+    fused = HAND([vector, keyword])
+    assert [d for d, _ in fused] == ["y", "x", "z"]
+    assert dict(fused) == pytest.approx({"x": 0.4, "y": 0.425, "z": 0.15}, rel=1e-12)
+
+
+def test_auto_ramps_and_sharpening_by_hand():
+    # keyword quality 0.35 on the ramp (0.2, 0.8): confidence 0.25; vector 0.45: 1.
+    vector = Ranking("vector", [(f"v{i}", 0.45 - i / 100) for i in range(20)], quality=0.45)
+    keyword = Ranking("keyword", [(f"k{i}", 9.0 - i / 10) for i in range(20)], quality=0.35)
+    why = HAND.explain([vector, keyword])
+    assert why["confidence"] == pytest.approx({"vector": 1.0, "keyword": 0.25})
+    # No id in common: agreement 0, so weight x share (0.6 x 0.8, 0.4 x 0.2) is raised to
+    # the power 1 + 2 = 3.
+    assert why["agreement"] == 0.0 and why["power"] == pytest.approx(3.0)
+    assert why["weights"] == pytest.approx({"vector": 0.48**3, "keyword": 0.08**3})
+
+
+def test_auto_passes_a_single_ranking_through():
+    assert auto([VECTOR]) == VECTOR.hits
+    assert auto([Ranking("keyword", [])]) == []
+
+
+def test_auto_without_qualities_is_a_fixed_weighted_fusion():
+    # No quality: confidence 1 each; agreement: {x, z} of min(3, 3) = 2/3 > floor, power 1.
+    fused = HAND([VECTOR, KEYWORD])
+    expected = {"x": 0.3 + 0.2 * 0.2, "y": 0.3 * 0.8 / 0.9, "z": 0.3 / 9 + 0.2,
+                "w": 0.2 * 0.6}
+    assert dict(fused) == pytest.approx(expected, rel=1e-12)
+    assert [d for d, _ in fused] == sorted(expected, key=lambda d: -expected[d])
+
+
+ids = st.sampled_from([f"d{i}" for i in range(30)])
+scores = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_subnormal=False)
+
+
+ANY_QUALITY = st.none() | st.floats(0, 2)
+
+
+@st.composite
+def rankings(draw, name: str, quality=ANY_QUALITY):
+    chosen = draw(st.lists(ids, unique=True, max_size=25))
+    values = sorted(draw(st.lists(scores, min_size=len(chosen), max_size=len(chosen))),
+                    reverse=True)
+    return Ranking(name, list(zip(chosen, values)), quality=draw(quality))
+
+
+@settings(max_examples=200, deadline=None)
+@given(rankings("vector"), rankings("keyword"))
+def test_auto_is_ordered_deterministic_and_order_free(vector, keyword):
+    fused = auto([vector, keyword])
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    assert fused == auto([keyword, vector]) == auto([vector, keyword])
+    assert {d for d, _ in fused} == {d for d, _ in vector.hits} | {d for d, _ in keyword.hits}
+    for (a, sa), (b, sb) in itertools.pairwise(fused):
+        assert sa > sb or a < b  # ties by id
+
+
+@settings(max_examples=200, deadline=None)
+@given(rankings("vector", quality=st.floats(0.5, 1.0)),
+       rankings("keyword", quality=st.floats(0.0, 0.2)))
+def test_a_ranking_with_no_confidence_cannot_change_the_order(vector, keyword):
+    """Keyword quality at or under its ramp's low end: the fused order is the vector order
+    (ties by id), and documents only the keyword ranking lists come after, at 0."""
+    fused = HAND([vector, keyword])
+    if not vector.hits or vector.hits[0][1] <= 0:
+        return  # nothing for the vector ranking to order
+    positive = [d for d, s in sorted(vector.hits, key=lambda p: (-p[1], p[0])) if s > 0]
+    assert [d for d, _ in fused[: len(positive)]] == positive
+    assert all(s == 0 for d, s in fused[len(positive):])
+
+
+def test_auto_settings_are_configurable():
+    keyword_only = AutoFusion(weights={"vector": 0.0, "keyword": 1.0})
+    assert [d for d, _ in keyword_only([VECTOR, KEYWORD])][:2] == ["z", "w"]
+    with pytest.raises(TypeError):
+        auto.weights["vector"] = 1.0  # the shared default cannot be changed by accident
+    tuned = AutoFusion(quality_ramps={"vector": (0.5, 0.9)}, sharpen=4.0)
+    assert pickle.loads(pickle.dumps(tuned)) == tuned  # e.g. for a process pool
+    assert pickle.loads(pickle.dumps(auto)) == auto
 
 
 # -- weighted ----------------------------------------------------------------------------
@@ -137,6 +235,25 @@ def test_hybrid_rrf_fuses_vector_and_keyword_with_components(corpus):
                                                            "trails://k/3"}
 
 
+@pytest.mark.parametrize("ids", [None, ["trails://k/1", "trails://k/3", "trails://k/4",
+                                         "trails://k/5"]])
+def test_default_hybrid_is_auto_over_the_exact_rankings(corpus, ids):
+    """retrieve()'s default fusion is auto over the exact vector and keyword rankings of the
+    candidates, with the qualities it documents: the best cosine, and the best BM25 score
+    over the query's IDF sum."""
+    values = " ".join(f"<{i}>" for i in ids or ())
+    flt = None if ids is None else f"SELECT ?c WHERE {{ VALUES ?c {{ {values} }} }}"
+    result = retrieve(QUERY, corpus, k=4, sparql_filter=flt)
+    vector = corpus.vectors.search(corpus.embedder.embed(QUERY), 300, ids, scopes=["default"])
+    keyword = corpus.vectors.keyword_search(QUERY, 300, ids, scopes=["default"])
+    rankings = [Ranking("vector", [(h.id, h.score) for h in vector], quality=vector[0].score),
+                Ranking("keyword", [(h.id, h.score) for h in keyword],
+                        quality=keyword[0].score / corpus.vectors.keyword_idf_sum(QUERY))]
+    assert [(h.iri, h.score) for h in result] == auto(rankings)[:4]
+    assert result.fusion_weights == auto.explain(rankings)["weights"]
+    assert all(ids is None or h.iri in ids for h in result)
+
+
 def test_keyword_ranking_is_restricted_to_the_filter_candidates(corpus):
     flt = "SELECT ?c WHERE { ?c a trails:Chunk ; trails:position ?p FILTER(?p >= 2) }"
     result = retrieve(QUERY, corpus, mode="hybrid", k=6, fusion="rrf", sparql_filter=flt)
@@ -156,8 +273,20 @@ def test_other_fusions_name_their_score(corpus, fusion, key):
     assert all("keyword_rank" in h.components or "vector_rank" in h.components for h in result)
 
 
+def test_hybrid_fuses_by_default_with_auto(corpus):
+    default = retrieve(QUERY, corpus, k=6)
+    explicit = retrieve(QUERY, corpus, mode="hybrid", k=6, fusion="auto")
+    assert default.rankings == ("vector", "keyword") and default == explicit
+    assert all(h.components["auto"] == h.score for h in default)
+    assert set(default.fusion_weights) == {"vector", "keyword"}
+    assert "weights vector" in default.explain()
+    # vector mode: one ranking, cosine scores, no fusion weights
+    plain = retrieve(QUERY, corpus, mode="vector", k=6)
+    assert plain.rankings == () and not plain.fusion_weights and result_has_no_keyword(plain)
+
+
 def test_vector_mode_and_no_fusion_never_rank_keywords(corpus):
-    plain = retrieve(QUERY, corpus, mode="hybrid", k=6)
+    plain = retrieve(QUERY, corpus, mode="hybrid", k=6, fusion=None)
     assert result_has_no_keyword(plain) and plain.rankings == ()
     assert [h.score for h in plain] == sorted((h.score for h in plain), reverse=True)
     fused = retrieve(QUERY, corpus, mode="vector", k=6, fusion="rrf")
@@ -186,28 +315,33 @@ def test_a_store_without_keywords_fuses_the_vector_ranking_alone_with_a_note(ctx
 # -- one poor ranking: keyword text that is noise ----------------------------------------
 
 
+def add_chunks(ctx, chunks: dict[str, tuple[str, str]]) -> None:
+    """Chunks whose vector is embedded from one text and whose keyword text is another."""
+    ids = list(chunks)
+    ctx.vectors.add_many(ids, ctx.embedder.embed_many([chunks[i][0] for i in ids]),
+                         [{"text": chunks[i][1]} for i in ids])
+
+
 def test_fusion_with_a_noisy_keyword_ranking(ctx):
     """The vector ranking is right and the keyword text is noise: the relevant chunk's
     indexed text lacks the query words, three irrelevant chunks' texts are stuffed with them.
 
     Recorded behaviour: ``fusion=None`` (vector only) keeps the relevant chunk first; plain
-    RRF (and ``auto`` while its weights are equal) lets every irrelevant chunk that both
-    rankings list high enough overtake it, exactly as the RRF arithmetic says; it stays in the
-    top 5. A fused list can fall below the stronger single signal: tuning ``auto`` on training
-    qrels (ADR 0009) is what guards the default hybrid against that.
+    RRF lets every irrelevant chunk that both rankings list high enough overtake it, exactly
+    as the RRF arithmetic says; it stays in the top 5. Text stuffed with the query's words
+    looks like a perfect keyword match, so no fusion can tell it from one (``auto`` included):
+    the guard below is for keyword text that matches little of the query.
     """
     relevant = "trails://n/good"
-    chunks = {relevant: ("rails ruby web framework", "lorem ipsum dolor sit amet")}
-    for i in range(3):
-        chunks[f"trails://n/spam{i}"] = (f"elephant zoo animal {i}", "rails ruby framework " * 3)
-    for i in range(20):
-        chunks[f"trails://n/other{i:02}"] = (f"graph triple store {i}", f"unrelated words {i}")
-    ids = list(chunks)
-    ctx.vectors.add_many(ids, ctx.embedder.embed_many([chunks[i][0] for i in ids]),
-                         [{"text": chunks[i][1]} for i in ids])
+    add_chunks(ctx, {
+        relevant: ("rails ruby web framework", "lorem ipsum dolor sit amet"),
+        **{f"trails://n/spam{i}": (f"elephant zoo animal {i}", "rails ruby framework " * 3)
+           for i in range(3)},
+        **{f"trails://n/other{i:02}": (f"graph triple store {i}", f"unrelated words {i}")
+           for i in range(20)}})
     query = "rails ruby framework"
 
-    vector_only = retrieve(query, ctx, k=5)
+    vector_only = retrieve(query, ctx, k=5, fusion=None)
     assert vector_only[0].iri == relevant
     fused = retrieve(query, ctx, k=5, fusion="rrf")
     position = [h.iri for h in fused].index(relevant) + 1
@@ -216,5 +350,28 @@ def test_fusion_with_a_noisy_keyword_ranking(ctx):
     assert position == len(overtaking) + 1 and position > 1
     assert all(i.startswith("trails://n/spam") for i in overtaking)
     assert ranks[relevant] == {"vector": vector_only[0].score, "vector_rank": 1, "rrf": 1 / 61}
-    assert [h.iri for h in retrieve(query, ctx, k=5, fusion="auto")] == [h.iri for h in fused] \
-        or AUTO_WEIGHTS != {"vector": 1.0, "keyword": 1.0}
+
+
+def test_auto_keeps_the_vector_order_when_the_keyword_text_matches_little(ctx):
+    """The keyword index holds noise (as OCR or typos make it): the relevant chunk's text lost
+    the query's words, and two irrelevant chunks keep one of them. RRF lets both overtake the
+    relevant chunk; ``auto`` sees that the best keyword match covers a third of the query's
+    BM25 weight, gives the keyword ranking little weight and keeps the vector order on top."""
+    relevant = "trails://n/good"
+    add_chunks(ctx, {
+        relevant: ("rails ruby web framework", "lorem ipsum dolor sit amet"),
+        **{f"trails://n/junk{i}": (f"elephant zoo animal {i}", f"rails qwzx vbnm {i}")
+           for i in range(2)},
+        **{f"trails://n/other{i:02}": (f"graph triple store {i}", f"plkj hgfd {i}")
+           for i in range(25)}})
+    query = "rails ruby framework"
+    vector_only = [h.iri for h in retrieve(query, ctx, k=3, fusion=None)]
+    assert vector_only[0] == relevant
+    by_rrf = [h.iri for h in retrieve(query, ctx, k=3, fusion="rrf")]
+    assert by_rrf[:2] == ["trails://n/junk0", "trails://n/junk1"] or \
+        by_rrf[:2] == ["trails://n/junk1", "trails://n/junk0"]
+    fused = retrieve(query, ctx, k=3)
+    assert [h.iri for h in fused] == vector_only
+    quality = ctx.vectors.keyword_search(query, 1)[0].score / ctx.vectors.keyword_idf_sum(query)
+    assert 0.2 < quality < 0.5
+    assert fused.fusion_weights["keyword"] < fused.fusion_weights["vector"] / 4

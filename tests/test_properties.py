@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from trails import retrieve
 from trails.kg import IRI, OxigraphGraph, to_python, to_term
 from trails.kg.bindings import apply_bindings
-from trails import retrieve
 from trails.testing import fresh_context
 from trails.vector.matrix import VectorMatrix
 from trails.vector.mock import MockEmbedder
@@ -192,7 +192,7 @@ def check_hybrid_exact(ctx, doc_of, buckets, limit, k, query):
     q = QUERY_EMBEDDER.embed(query)
     expected = top_k({c: cosine(v, q) for c, v in stored.items()}, k)
 
-    result = retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER,
+    result = retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER, fusion=None,
                       bindings={"limit": limit})
 
     assert [h.iri for h in result] == [c for c, _ in expected]

@@ -214,7 +214,7 @@ def check_hybrid_exact(ctx, where, buckets, limit, k, query, scope):
     q = EMBEDDER.embed(query)
     expected = top_k({c: cosine(v, q) for c, v in stored.items()}, k)
 
-    result = retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER,
+    result = retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER, fusion=None,
                       bindings={"limit": limit}, scope=scope)
 
     assert [h.iri for h in result] == [c for c, _ in expected]

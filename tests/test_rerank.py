@@ -7,9 +7,8 @@ mean nothing, so the tests check plumbing against logits computed here with plai
 
 from __future__ import annotations
 
-import dataclasses
-
 import asyncio
+import dataclasses
 import itertools
 import sys
 

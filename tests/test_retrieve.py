@@ -123,7 +123,7 @@ def test_hybrid_ranks_only_the_candidates_exactly(corpus, sparql_filter, k):
     since = dt.date(2024, 1, 1)
     candidates = [i for i, (_, doc, _) in CHUNKS.items() if CREATED[doc] >= since.isoformat()]
     assert len(candidates) == 4  # docs a and c
-    result = retrieve(QUERY, corpus, mode="hybrid", k=k, sparql_filter=sparql_filter,
+    result = retrieve(QUERY, corpus, mode="hybrid", k=k, sparql_filter=sparql_filter, fusion=None,
                       bindings={"since": since})
     assert_matches(result, brute_force(corpus, candidates, k))
     assert len(result) == min(k, 4)
@@ -138,11 +138,13 @@ def test_hybrid_with_an_iri_binding(corpus):
     assert sorted(h.iri for h in result) == ["trails://app/Chunk/3", "trails://app/Chunk/6"]
 
 
-def test_hybrid_without_a_filter_is_vector_mode(corpus):
-    hybrid = retrieve(QUERY, corpus, k=5)
+def test_hybrid_without_a_filter_or_fusion_is_vector_mode(corpus):
+    hybrid = retrieve(QUERY, corpus, k=5, fusion=None)
     vector = retrieve(QUERY, corpus, mode="vector", k=5)
     assert [(h.iri, h.score) for h in hybrid] == [(h.iri, h.score) for h in vector]
     assert hybrid.candidates is None and hybrid.mode == "hybrid"
+    fused = retrieve(QUERY, corpus, k=5)  # the default: vector and keyword, fused by auto
+    assert fused.rankings == ("vector", "keyword") and fused.candidates is None
 
 
 # -- bad arguments -----------------------------------------------------------------------
@@ -255,8 +257,7 @@ def test_retrieve_never_writes_to_an_unbound_store_file(tmp_path):
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     store = SqliteVecStore(path)
     for kwargs in ({"mode": "vector"}, {"mode": "hybrid"}, {"fusion": "rrf"}):
-        assert [h.iri for h in retrieve("rails", vector_store=store, embedder=embedder,
-                                        **kwargs)][0] == "a"
+        assert retrieve("rails", vector_store=store, embedder=embedder, **kwargs)[0].iri == "a"
     assert store.embedder_identity is None  # checked, never recorded
     assert store.count() == 2
     store.close()

@@ -83,7 +83,7 @@ def test_order_by_similarity_is_vector_retrieval(corpus, query, k):
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("since", [dt.date(2023, 6, 1), dt.date(2024, 6, 1), dt.date(2030, 1, 1)])
 def test_a_date_filter_in_the_same_query_is_hybrid_retrieval(corpus, query, since):
-    expected = pairs(retrieve(query, corpus, k=5, sparql_filter=CHUNKS_SINCE,
+    expected = pairs(retrieve(query, corpus, k=5, sparql_filter=CHUNKS_SINCE, fusion=None,
                               bindings={"since": since}))
     where = "?c schema:isPartOf ?doc . ?doc schema:dateCreated ?d FILTER(?d >= ?since)"
     got = ranked(corpus, "?q", 5, where, bindings={"q": query, "since": since})

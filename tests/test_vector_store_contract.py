@@ -247,7 +247,7 @@ def test_exact_ties_are_broken_by_id(store_factory):
 
 
 def test_search_with_ids_restricts_exactly(store_factory):
-    store, inputs = filled(store_factory, n=30, seed=11)
+    store, _inputs = filled(store_factory, n=30, seed=11)
     query = random_vectors(1, seed=12)[0]
     allowed = ["v03", "v17", "v29", "v08", "v03"]  # a duplicate
     hits = store.search(query, k=10, ids=allowed + ["unknown", "v99"])

@@ -342,8 +342,14 @@ def ingest(
 
 
 def _run_ingest(opened: Context, paths: list[Path], quiet: bool, **options: Any) -> IngestionStats:
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
-                               TextColumn, TimeElapsedColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from trails.ingest import BatchEmbedded, IngestionStats, ingest
 
@@ -369,7 +375,7 @@ def _run_ingest(opened: Context, paths: list[Path], quiet: bool, **options: Any)
 def query(
     ctx: typer.Context,
     text: str = typer.Argument(..., metavar="TEXT", help="The question, in natural language."),
-    mode: Mode = typer.Option(Mode("hybrid"), "--mode", help="vector: nearest chunks; hybrid: rank "
+    mode: Mode = typer.Option(Mode["hybrid"], "--mode", help="vector: nearest chunks; hybrid: rank "
                               "the --sparql filter's candidates; graph: the filter's IRIs."),
     k: int = typer.Option(10, "--k", "-k", min=0, help="At most this many hits."),
     sparql: Optional[typer.FileText] = typer.Option(  # noqa: UP045
@@ -568,7 +574,7 @@ def eval_(
         help=f"Embedder of a new context: {DEFAULT_MODEL} (default), a model directory, or "
              "mock / mock:DIM."),
     chunking: Chunking = typer.Option(
-        Chunking("default"), "--chunking",
+        Chunking["default"], "--chunking",
         help="default: ingestion's default chunker; whole: one chunk per document, "
              "truncated by the model (as MTEB embeds BEIR)."),
     reranker: Optional[Path] = typer.Option(  # noqa: UP045

@@ -6,7 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from trails import _state
 from trails.errors import ConfigurationError
@@ -121,7 +121,7 @@ class Context:
         return cls(graph, store, model, base_iri=base_iri or config["base_iri"], directory=root,
                    read_only=read_only)
 
-    def verify(self, repair: bool = False):  # noqa: ANN201 - VerifyReport, imported lazily
+    def verify(self, repair: bool = False):
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left.
 
         Returns a :class:`trails.ingest.maintenance.VerifyReport`.
@@ -167,7 +167,7 @@ class Context:
         if _state.default_context is self:
             _state.default_context = None
 
-    def __enter__(self) -> Context:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -622,43 +622,46 @@ def chunker_for(chunking: str) -> Any:
 
 def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: Any = None,
                      depth: int = CHUNK_DEPTH, limit: int | None = None
-                     ) -> dict[str, dict[str, list[tuple[str, float]]]]:
+                     ) -> dict[str, dict[str, Any]]:
     """Each query's vector and keyword chunk rankings, as ``retrieve`` fuses them.
 
-    Returns ``{query id: {"vector": [(chunk id, score)...], "keyword": [...]}}`` with
-    ``depth`` hits each. Fusing these with a fusion function is what
-    ``retrieve(mode="hybrid", k=depth, fusion=...)`` does, without searching again per
+    Returns ``{query id: {"vector": Ranking, "keyword": Ranking}}`` with ``depth`` hits each
+    and each ranking's quality set as ``retrieve`` sets it. Fusing these with a fusion function
+    is what ``retrieve(mode="hybrid", k=depth, fusion=...)`` does, without searching again per
     fusion setting (see :func:`fused_run`).
     """
+    from trails.rank.fusion import Ranking
+    from trails.rank.keyword import keyword_quality
     from trails.retrieval import retrieve
 
     vectors = store if store is not None else ctx.vectors
     qrels = dataset.split(split)
-    out: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for query_id in list(qrels)[:limit]:
         text = dataset.queries[query_id]
         found = retrieve(text, ctx, mode="vector", k=depth, vector_store=vectors)
+        keyword = vectors.keyword_search(text, depth)
         out[query_id] = {
-            "vector": [(h.iri, float(h.score)) for h in found],
-            "keyword": [(h.id, float(h.score)) for h in vectors.keyword_search(text, depth)],
+            "vector": Ranking("vector", [(h.iri, float(h.score)) for h in found],
+                              quality=float(found[0].score) if found else None),
+            "keyword": Ranking("keyword", [(h.id, float(h.score)) for h in keyword],
+                               quality=keyword_quality(text, vectors, keyword)),
         }
     return out
 
 
-def fused_run(rankings: Mapping[str, Mapping[str, list[tuple[str, float]]]],
+def fused_run(rankings: Mapping[str, Mapping[str, Any]],
               fusion: Callable[[Sequence[Any]], list[tuple[str, float]]] | None,
               doc_of: Mapping[str, str], *, only: str | None = None,
               depth: int = DOC_DEPTH) -> dict[str, list[str]]:
     """Document runs from collected rankings: one ranking (``only``) or their fusion."""
-    from trails.rank.fusion import Ranking
-
     run = {}
     for query_id, lists in rankings.items():
         if only is not None:
-            hits = lists[only]
+            hits = lists[only].hits
         else:
             assert fusion is not None
-            hits = fusion([Ranking(name, hits) for name, hits in lists.items()])
+            hits = fusion(list(lists.values()))
         run[query_id] = max_pool(hits, doc_of, depth)
     return run
 

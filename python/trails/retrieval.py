@@ -11,7 +11,8 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, DimensionMismatchError
-from trails.rank.fusion import FusionFn, Ranking, auto, rrf, weighted
+from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
+from trails.rank.keyword import keyword_quality
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
 
 if TYPE_CHECKING:
@@ -24,11 +25,12 @@ __all__ = ["MODES", "Mode", "RetrievalHit", "RetrievalResult", "retrieve"]
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
 # fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
-# "auto" (the recommended hybrid, tuned on training qrels: trails.rank.fusion.AUTO_WEIGHTS).
+# "auto" (the default: quality-guarded score fusion, tuned on training qrels; ADR 0010).
 _FUSERS: dict[str, FusionFn] = {"rrf": rrf, "weighted": weighted, "auto": auto}
 FUSIONS: tuple[str, ...] = tuple(_FUSERS)
-# Each ranking feeds fusion this many hits (at least k): RRF needs ranks beyond the top-k.
-FUSION_DEPTH = 100
+# Each ranking feeds fusion this many hits (at least k): fusion needs hits beyond the top-k, and
+# on BEIR 300 beat 100 for every fusion (docs/benchmarks.md).
+FUSION_DEPTH = 300
 # Post-ranking steps (rerankers, MMR) see this many hits (at least k) to choose from.
 STEP_DEPTH = 50
 
@@ -56,6 +58,8 @@ class RetrievalResult(list[RetrievalHit]):
         rankings: the rankings that were fused (``("vector", "keyword")``), empty when the
             hits are one ranking's order.
         notes: why a ranking the call asked for is missing (e.g. a store without keywords).
+        fusion_weights: the weight ``fusion="auto"`` gave each ranking for this query (empty
+            for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class RetrievalResult(list[RetrievalHit]):
         exhaustive: bool,
         rankings: Sequence[str] = (),
         notes: Sequence[str] = (),
+        fusion_weights: Mapping[str, float] | None = None,
     ) -> None:
         super().__init__(hits)
         self.mode = mode
@@ -76,11 +81,15 @@ class RetrievalResult(list[RetrievalHit]):
         self.exhaustive = exhaustive
         self.rankings = tuple(rankings)
         self.notes = tuple(notes)
+        self.fusion_weights = dict(fusion_weights or {})
 
     def explain(self) -> str:
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
         scan = "exhaustive" if self.exhaustive else "not exhaustive"
         fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
+        if self.fusion_weights:
+            fused += " (weights " + ", ".join(
+                f"{name} {weight:.3f}" for name, weight in self.fusion_weights.items()) + ")"
         notes = "".join(f"; {note}" for note in self.notes)
         return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
 
@@ -109,7 +118,7 @@ def retrieve(
     bindings: Mapping[str, Any] | None = None,
     vector_store: VectorStore | None = None,
     embedder: Embedder | None = None,
-    fusion: str | FusionFn | None = None,
+    fusion: str | FusionFn | None = "auto",
     scope: str | Sequence[str] | None = None,
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: Any = None,
@@ -130,13 +139,16 @@ def retrieve(
         sparql_filter: a read-only SELECT projecting one variable (e.g. ``?iri``).
         bindings: values for variables of the filter, bound as RDF terms.
         vector_store, embedder: override the context's.
-        fusion: ``None`` ranks by vector score. Otherwise the rankings are fused: in
-            ``hybrid`` mode the vector ranking and the store's BM25 keyword ranking over the
-            same candidates and scopes (``FUSION_DEPTH`` hits each), in ``vector`` mode the
-            vector ranking alone. ``"rrf"`` (reciprocal rank, constant 60), ``"weighted"``
-            (min-max normalised scores), ``"auto"`` (the recommended hybrid; ADR 0009) or a
+        fusion: how ``hybrid`` mode ranks. The default ``"auto"`` fuses the vector ranking
+            and the store's BM25 keyword ranking over the same candidates and scopes
+            (``FUSION_DEPTH`` hits each), weighing each by its own evidence of quality so a
+            poor ranking cannot drag down a good one (:class:`~trails.rank.fusion.AutoFusion`,
+            ADR 0010); in ``vector`` mode, or with a store that has no keyword index, it ranks
+            by vector score. ``None`` ranks by vector score (cosine) alone. ``"rrf"``
+            (reciprocal rank, constant 60), ``"weighted"`` (min-max normalised scores) or a
             callable from a list of :class:`~trails.rank.fusion.Ranking` to ``(id, score)``
-            pairs, e.g. ``functools.partial(rrf, constant=20)``.
+            pairs (e.g. ``functools.partial(rrf, constant=20)``) fuse whatever rankings
+            exist: in ``vector`` mode the vector ranking alone.
         scope: a scope name or a list of them (default: the default scope). The filter sees
             only those scopes' graphs and only those scopes' vectors are ranked.
         messages: prior conversation turns (``{"role": ..., "content": ...}``) as context for
@@ -163,6 +175,8 @@ def retrieve(
         query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:
         raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; got {fusion!r}")
+    if fusion == "auto" and mode != "hybrid":
+        fusion = None  # one ranking: auto passes it through, so skip fusion's deeper search
     if not isinstance(k, int) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if ctx is None and vector_store is None:
@@ -202,7 +216,7 @@ def retrieve(
 def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> RetrievalResult:
     return RetrievalResult(hits, mode=result.mode, plan=result.plan, candidates=result.candidates,
                            exhaustive=result.exhaustive, rankings=result.rankings,
-                           notes=result.notes)
+                           notes=result.notes, fusion_weights=result.fusion_weights)
 
 
 def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
@@ -282,19 +296,24 @@ def _ranked_hits(
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes)
     metadata = {h.id: h.metadata for h in found}
-    rankings = [Ranking("vector", [(h.id, h.score) for h in found])]
+    rankings = [Ranking("vector", [(h.id, h.score) for h in found],
+                        quality=float(found[0].score) if found else None)]
     candidates = None if iris is None else plan.candidates
     notes: list[str] = []
+    weights: dict[str, float] = {}
     if fusion is not None and mode == "hybrid":
         keyword = _keyword_hits(query, store, depth, iris, scopes, notes)
         if keyword is not None:
-            rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword]))
+            rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword],
+                                    quality=keyword_quality(query, store, keyword)))
             metadata.update((h.id, h.metadata) for h in keyword if h.id not in metadata)
     if fusion is None:
         fused = rankings[0].hits
     else:
         fuse = _FUSERS[fusion] if isinstance(fusion, str) else fusion
         fused = fuse(rankings)
+        if isinstance(fuse, AutoFusion) and len(rankings) > 1:
+            weights = fuse.explain(rankings)["weights"]
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
@@ -305,7 +324,7 @@ def _ranked_hits(
     return RetrievalResult(hits, mode=mode, plan=plan.name, candidates=candidates,
                            exhaustive=plan.exhaustive,
                            rankings=[r.name for r in rankings] if fusion is not None else (),
-                           notes=notes)
+                           notes=notes, fusion_weights=weights)
 
 
 def _keyword_hits(

@@ -100,7 +100,8 @@ class HybridRetriever:
             checked here (``check_filter``), so a bad filter fails at construction.
         bindings: values for the filter's variables (copied: later changes to the mapping
             do not reach the retriever).
-        fusion: None (cosine scores), ``"rrf"`` or a fusion function.
+        fusion: ``"auto"`` (the default, as ``retrieve``), None (cosine scores), ``"rrf"``,
+            ``"weighted"`` or a fusion function.
         scope: a scope name or names (default: the default scope).
         steps: post-ranking steps, each ``step(query, hits, ctx) -> hits``, applied in order
             to the best ``STEP_DEPTH`` hits before the cut to ``k``. A step that reorders hits
@@ -114,7 +115,7 @@ class HybridRetriever:
     k: int = field(default=10, kw_only=True)
     sparql_filter: str | None = field(default=None, kw_only=True)
     bindings: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    fusion: str | FusionFn | None = field(default=None, kw_only=True)
+    fusion: str | FusionFn | None = field(default="auto", kw_only=True)
     scope: str | Sequence[str] | None = field(default=None, kw_only=True)
     steps: Sequence[Step] = field(default=(), kw_only=True)
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trails.ingest.document import Chunk, Chunker, Document, LoadFailure, Loader, Sanitizer
+from trails.ingest.document import Chunk, Chunker, Document, Loader, LoadFailure, Sanitizer
 from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,

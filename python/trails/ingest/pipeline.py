@@ -151,7 +151,7 @@ class _Run:
             return
         try:
             document = _sanitize(sanitizer, item)
-        except Exception as exc:  # a sanitizer's failure is that document's failure
+        except Exception as exc:  # noqa: BLE001 - a sanitizer's failure is that document's failure
             yield DocumentFailed(item.source, f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
         iri = doc_iri(base, document.id, self.scope)
@@ -168,7 +168,7 @@ class _Run:
             return
         try:
             chunks = self.chunker.chunk(document)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
             return
         pending = PendingDocument(document, iri, version, chunks, replaced)
@@ -213,7 +213,7 @@ class _Run:
             vectors = self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch])
             if len(vectors) != len(batch):
                 raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an embedding failure fails the batch's documents
             documents = {id(d): d for d, _, _ in batch}
             if not retry_per_document or len(documents) == 1:
                 yield from self._fail(documents.values(), exc)
@@ -277,7 +277,7 @@ def _run_coroutine(awaitable: Any) -> Any:
     def target() -> None:
         try:
             box["value"] = asyncio.run(_wrap(awaitable))
-        except BaseException as exc:  # re-raised in the calling thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
             box["error"] = exc
 
     thread = threading.Thread(target=target)

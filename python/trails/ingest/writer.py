@@ -76,7 +76,7 @@ def graph_block(scope: str, body: str) -> str:
 class VersionWriter:
     """Commits document versions for one context and scope, in the four steps above."""
 
-    def __init__(self, ctx, scope: str = DEFAULT_SCOPE) -> None:  # noqa: ANN001
+    def __init__(self, ctx, scope: str = DEFAULT_SCOPE) -> None:
         self.ctx = ctx
         self.scope = scope
         self._recorded: dict[str, DocumentVersion | None] = {}  # prefetched version records

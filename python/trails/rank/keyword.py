@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_terms"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_quality", "keyword_terms"]
 
 # Lucene's English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET), which the Anserini /
 # Pyserini BM25 baselines use. Dropped from queries only: the index keeps every word.
@@ -58,3 +59,20 @@ def fts5_match(terms: Iterable[str]) -> str | None:
     """
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t]
     return " OR ".join(quoted) if quoted else None
+
+
+def keyword_quality(query: str, store: Any, hits: Sequence[Any]) -> float | None:
+    """How much of ``query`` the best keyword hit covers: its BM25 score over the query's
+    BM25 weight in ``store`` (``store.keyword_idf_sum``; about 1.0 for a hit holding every
+    query term once). 0.0 when nothing matched; None when the store cannot weigh a query
+    (it has no ``keyword_idf_sum``) or the query has no weight.
+
+    Fusion reads it as the keyword ranking's :attr:`~trails.rank.fusion.Ranking.quality`.
+    """
+    weigh = getattr(store, "keyword_idf_sum", None)
+    if weigh is None:
+        return None
+    if not hits:
+        return 0.0
+    total = weigh(query)
+    return float(hits[0].score) / total if total > 0 else None

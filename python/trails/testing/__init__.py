@@ -15,13 +15,13 @@ from trails.vector.mock import MockEmbedder
 __all__ = ["MockEmbedder", "fresh_context", "isolated_kernel"]
 
 
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder=None) -> Context:  # noqa: ANN001
+def fresh_context(*, dim: int = 64, seed: int = 0, embedder=None) -> Context:
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network)."""
     return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
 
 
 @contextlib.contextmanager
-def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[Context]:  # noqa: ANN001
+def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
     Inside: a fresh in-memory context is the default context; the model cache is empty;

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -135,7 +135,7 @@ class OpenAICompatibleServer:
         self._thread.join(5)
         self._httpd = None
 
-    def __enter__(self) -> OpenAICompatibleServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

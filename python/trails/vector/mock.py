@@ -20,9 +20,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words carry no topic: dropping them is what lets "what is Rails" land near
 # "Rails is a web framework" rather than near every sentence containing "is".
 _STOPWORDS = frozenset(
-    "a an and are as at be been but by did do does for from had has have he her his how i if in "
-    "into is it its me my no not of on or our she so than that the their them then there these "
-    "they this those to was we were what when where which who whom why will with you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "you", "your"]
 )
 
 

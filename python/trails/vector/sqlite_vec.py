@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -141,6 +142,7 @@ class SqliteVecStore(BaseVectorStore):
     ) -> None:
         self.path = str(path)
         self.read_only = read_only
+        self._stemmer_ready = False  # the temp tables keyword_idf_sum reads stems through
         if read_only and (self.path == ":memory:" or not os.path.exists(self.path)):
             raise ConfigurationError(
                 f"cannot open vector store {self.path!r} read-only: it does not exist yet; "
@@ -545,6 +547,56 @@ class SqliteVecStore(BaseVectorStore):
         metadata = self._metadata([id for id, _ in ranked])
         return [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
 
+    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None) -> float:
+        """The BM25 weight of ``query`` here: the sum, over its distinct terms as the keyword
+        index holds them (Porter stems), of the IDF that FTS5's ``bm25()`` gives each term.
+
+        It is about what a document holding each query term once, at average length, scores
+        (BM25's term-frequency part is 1 there), so the best keyword score over it says how
+        much of the query the best match covers: ``retrieve`` passes that ratio to fusion as
+        the keyword ranking's quality (:class:`trails.rank.fusion.AutoFusion`). A term no row
+        holds counts in full. 0.0 for a query without words.
+
+        >>> store = SqliteVecStore(dim=2)
+        >>> store.add_many(["a", "b", "c"], [[1, 0], [0, 1], [1, 1]],
+        ...                [{"text": "rails routing"}, {"text": "ruby"}, {"text": "go"}])
+        >>> round(store.keyword_idf_sum("routes"), 4)  # "rout": 1 of 3 rows
+        0.5108
+        """
+        terms = keyword_terms(query, stopwords)
+        if not terms:
+            return 0.0
+        with self._index.lock:
+            self._refresh()
+            rows = len(self._index)
+            stems = self._stems(" ".join(terms))
+            total = 0.0
+            for stem in stems:
+                found = self._db.execute(
+                    "SELECT doc FROM temp.trails_keyword_vocab WHERE term = ?", (stem,))
+                total += _bm25_idf(rows, found[0][0] if found else 0)
+        return total
+
+    def _stems(self, text: str) -> list[str]:
+        """Under the index lock: the distinct terms the keyword index's tokenizer makes of
+        ``text``, read back through a scratch FTS5 table in this connection's temp schema."""
+        if not self._stemmer_ready:
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_keyword_vocab"
+                " USING fts5vocab(main, keyword_index, row)")
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_query_terms"
+                f" USING fts5(text, tokenize = '{KEYWORD_TOKENIZER}')")
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_query_vocab"
+                " USING fts5vocab(temp, trails_query_terms, row)")
+            self._stemmer_ready = True
+        self._db.execute("INSERT INTO temp.trails_query_terms(text) VALUES (?)", (text,))
+        try:
+            return [row[0] for row in self._db.execute("SELECT term FROM temp.trails_query_vocab")]
+        finally:
+            self._db.execute("DELETE FROM temp.trails_query_terms")
+
     def _keyword_top(self, match: str, k: int) -> list[tuple[str, float]]:
         """The top k of every live row: FTS5 sorts, we only break a tie at the k-th place."""
         rows = self._db.execute(
@@ -636,3 +688,9 @@ def _with_text(metadata: str, text: str | None) -> dict[str, Any]:
 
 def _scope(metadata: Mapping[str, Any]) -> str:
     return str(metadata.get("scope") or DEFAULT_SCOPE)
+
+
+def _bm25_idf(rows: int, holding: int) -> float:
+    """The IDF FTS5's bm25() gives a term that ``holding`` of ``rows`` rows contain."""
+    idf = math.log((rows - holding + 0.5) / (holding + 0.5)) if rows else 0.0
+    return idf if idf > 0 else 1e-6
