@@ -108,6 +108,7 @@ def rankings(draw, name: str, quality=ANY_QUALITY):
 def test_auto_is_ordered_deterministic_and_order_free(vector, keyword):
     fused = auto([vector, keyword])
     assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    assert all(0.0 <= s <= 1.0 for _, s in fused)  # one scale: weights sum to <= 1
     assert fused == auto([keyword, vector]) == auto([vector, keyword])
     assert {d for d, _ in fused} == {d for d, _ in vector.hits} | {d for d, _ in keyword.hits}
     for (a, sa), (b, sb) in itertools.pairwise(fused):

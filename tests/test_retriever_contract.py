@@ -105,7 +105,7 @@ class LastUserTurn:
 class Spec(NamedTuple):
     name: str
     make: Callable[[Any], Retriever]
-    scale: str            # "cosine", "rrf", "boosted" or "none"
+    scale: str            # "cosine", "fused" (auto, in [0, 1]), "rrf", "boosted" or "none"
     rankings: int = 1     # for "rrf": how many lists were fused
     rewriter: Any = None  # the rewriter the retriever applies to messages, if any
 
@@ -134,15 +134,16 @@ def reranked(ctx, k=5):
 SPECS = [
     Spec("vector", vector, "cosine"),
     Spec("vector-scopes", lambda ctx: VectorRetriever(ctx, 5, ["default", "legal"]), "cosine"),
-    Spec("hybrid", hybrid, "cosine"),
-    Spec("hybrid-unfiltered", lambda ctx: HybridRetriever(ctx, k=4), "cosine"),
+    Spec("hybrid", hybrid, "fused"),  # the default fusion, auto
+    Spec("hybrid-unfiltered", lambda ctx: HybridRetriever(ctx, k=4), "fused"),
+    Spec("hybrid-vector-only", lambda ctx: HybridRetriever(ctx, k=4, fusion=None), "cosine"),
     Spec("hybrid-similarity-filter",
-         lambda ctx: HybridRetriever(ctx, k=5, sparql_filter=CLOSE, query_variable="q"), "cosine"),
+         lambda ctx: HybridRetriever(ctx, k=5, sparql_filter=CLOSE, query_variable="q"), "fused"),
     Spec("hybrid-rrf", hybrid_rrf, "rrf", 2),  # hybrid fuses the vector and keyword rankings
     Spec("hybrid-steps", lambda ctx: HybridRetriever(ctx, k=5, steps=(drop_short, keyword_boost)),
          "boosted"),
     Spec("hybrid-rewriter", lambda ctx: HybridRetriever(ctx, k=5, rewriter=LastUserTurn()),
-         "cosine", rewriter=LastUserTurn()),
+         "fused", rewriter=LastUserTurn()),
     Spec("graph", lambda ctx: GraphRetriever(ctx, BY_POSITION, k=5), "none"),
     Spec("graph-by-meaning", by_meaning, "none"),
     Spec("reranked", reranked, "boosted"),
@@ -263,6 +264,8 @@ def test_one_score_scale(spec, retriever, corpus):
         if spec.scale == "cosine":
             assert all(-1.0 <= s <= 1.0 for s in scores)
             assert_true_cosines(corpus, query, hits)
+        elif spec.scale == "fused":  # sum of weights x best-normalised scores, weights sum <= 1
+            assert all(0.0 <= s <= 1.0 for s in scores)
         elif spec.scale == "rrf":
             assert all(0.0 < s <= spec.rankings * RRF_TOP + 1e-15 for s in scores)
         else:  # boosted: cosine plus at most 0.5
