@@ -7,10 +7,11 @@ search over all vectors (k=10) and hybrid ``retrieve()`` at every selectivity, e
 ``search_with_plan`` step timed inside the call, recall@10 against exact float64 brute force;
 then ``QdrantStore(path=...)`` against ``":memory:"`` on a sample of the vectors.
 
-qdrant-client's local mode is Python and numpy and checks a filter point by point, so its
-filtered searches take seconds. It runs on as many queries as fit ``--qdrant-budget`` seconds
-per plan, and not at all where a straight-line fit of the plans already measured predicts one
-query longer than ``--qdrant-cap`` seconds.
+In local mode QdrantStore applies the candidate filter to qdrant-client's in-process arrays and
+scores with numpy (qdrant-client would check the filter point by point in Python: seconds to
+minutes per query); a server gets the filter. QdrantStore runs on as many queries as fit
+``--qdrant-budget`` seconds per plan, and not at all where a straight-line fit of the plans
+already measured predicts one query longer than ``--qdrant-cap`` seconds.
 
     .venv/bin/python benchmarks/stores.py                      # full run, writes docs/benchmarks.md
     .venv/bin/python benchmarks/stores.py --quick --no-write   # smoke run in seconds
@@ -51,7 +52,7 @@ from hybrid import (
 
 from trails.context import Context
 from trails.vector import retrieve
-from trails.vector.qdrant import OVERFETCH, QdrantStore
+from trails.vector.qdrant import QdrantStore
 from trails.vector.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -279,17 +280,15 @@ def render(parts, vector: dict, hybrid: list[dict], n: int, queries: int, args, 
         r["r_sqlite-vec"] == 1.0 for r in [vector, *hybrid])
     same = all(r["same_n"] == r["q_qdrant"] for r in [vector, *ran])
     skipped = [pct(r["sel"]) for r in hybrid if not r["q_qdrant"]]
-    small = [(r["cands"], r["e2e_qdrant"]) for r in ran if r["cands"] <= n / 10]
-    fit = predict_ms(small, 0), predict_ms(small, 1000)  # where (n - c) * c is about n * c
-    per_1000 = (fit[1] - fit[0]) / 1e3 if fit[0] is not None else float("nan")
     not_run = f": {', '.join(skipped)}" if skipped else " (none was)"
     longer = ("; the estimates for the plans not run are a line in (points - candidates) x "
-              "candidates through the plans measured, which leaves out HasId's share (and so "
-              "gives none at 100%)") if skipped else ""
+              "candidates through the plans measured") if skipped else ""
     recall = ("1.0 on both stores, in every plan either ran" if exact
               else "below 1.0 somewhere (see the tables)")
     alike = ("which is why its hits and scores are those of SqliteVecStore, bit for bit" if same
              else "yet some of its hits differ from SqliteVecStore's (see the tables)")
+    ranks = [r["rank_qdrant"] for r in ran] or [float("nan")]
+    ratios = [r["x_rank"] for r in ran] or [float("nan")]
     return f"""## Vector stores side by side (`benchmarks/stores.py`)
 
 Reproduce: `.venv/bin/python benchmarks/stores.py` ({minutes:.1f} minutes for this run;
@@ -328,28 +327,32 @@ predicts more than {args.qdrant_cap:g} s per query{not_run}.
 
 Recall: **{recall}**.
 
-### Why QdrantStore is slow in local mode
+### How QdrantStore searches in local mode
 
-qdrant-client itself warns that local mode is not meant for more than 20,000 points. It scores
-points with numpy but evaluates a query's filter in Python, one point at a time
-(`qdrant_client/local/payload_filters.py`, `calculate_payload_mask`), and
-`QdrantStore.search_with_plan` evaluates the filter at least twice per query: in `count` (the
-candidate count that picks the plan and bounds the fetch) and in `query_points` (once more each
-time the k + {OVERFETCH} points fetched do not settle the top k in float64). Without candidates
-the filter is only `must_not pending`: that is the whole-store time above. With candidates it
-is `should = [HasId(point ids), MatchAny(doc_iri, any=iris)]` (`QdrantStore._live_filter`),
-and local mode checks `MatchAny` by walking the whole list of IRIs for each point that is not
-a candidate (`any(values_match(value, v) for v in condition.any)`): (points - candidates) x
-candidates Python comparisons per pass, the most at 50%. Where every point is a candidate,
-`HasId` still copies and hashes the list of candidate ids for each point
-(`normalize_point_ids(tuple(condition.has_id))`): in C, but again points x candidates. On the
-plans measured here each 1,000 candidates add about {per_1000:,.1f} s per query at {n:,}
-points{longer}. A Qdrant server answers the same filter from its id and payload indexes: these
-numbers say nothing about it.
+qdrant-client's local mode evaluates a query's filter in Python, one point at a time
+(`qdrant_client/local/payload_filters.py`, `calculate_payload_mask`), and its `MatchAny` and
+`HasId` conditions walk the whole list of candidates for each point. Pushed into Qdrant as it
+is for a server, QdrantStore's filter (`should = [HasId(point ids), MatchAny(doc_iri,
+any=iris)]`, minus `pending`, `MatchAny` on `scope`) costs about points x candidates
+comparisons per pass, and a search made at least two passes (`count`, then `query_points`):
+at 100,000 points this benchmark measured 6.9 s for a vector search and 74 s per query at 1,000
+candidates, and estimated 29 minutes at 50,000 (ADR 0008, amendment).
 
-Exactness does not depend on speed: local mode is always exhaustive, and QdrantStore re-scores
-the points it fetches in float64 with `VectorMatrix`'s function and sorts them by (-score, id)
-(ADR 0008), {alike}.
+So in local mode QdrantStore does not hand the filter to qdrant-client. Under its lock it
+reads the in-process collection's payloads and float32 vectors, applies the same rules in one
+Python pass over the payloads (candidate ids or document IRIs, scopes, not pending, not
+deleted), scores every eligible point with one BLAS product, re-scores in float64 the points
+within twice the float32 error bound of the k-th and drops superseded versions among them
+(`QdrantStore._local_search`). The answer is the filter path's (`tests/test_qdrant_local.py`
+checks the two against each other and against brute force). The pass over {n:,} payloads is
+most of what is left: {ms(vector["rank_qdrant"])} ms for a vector search and
+{ms(min(ranks))}-{ms(max(ranks))} ms across the hybrid plans, {times(min(ratios))}-{times(max(ratios))}x
+SqliteVecStore's rank step{longer}. A Qdrant server still gets the filter and answers it from
+its id and payload indexes: these numbers say nothing about a server.
+
+Exactness does not depend on the path: in local mode both score every eligible point, and QdrantStore
+re-scores the possible top k in float64 with `VectorMatrix`'s function and sorts them by
+(-score, id) (ADR 0008), {alike}.
 
 ### {p_title}
 

@@ -2,8 +2,10 @@
 with SqliteVecStore, the version protocol (including interrupted publishes), ingestion end to
 end, deterministic point ids, and the missing-extra message.
 
-Runs on qdrant-client's local mode (no server here). The reference for every score is an exactly
-rounded float64 cosine (``math.fsum``) of the stored float32 vectors.
+Runs on qdrant-client's local mode (no server here), where the store filters and scores with
+numpy; tests/test_qdrant_local.py checks that path against the filter path a server takes. The
+reference for every score is an exactly rounded float64 cosine (``math.fsum``) of the stored
+float32 vectors.
 """
 
 from __future__ import annotations
@@ -321,8 +323,13 @@ def test_qdrant_and_sqlite_vec_give_the_same_hits_and_scores():
 
 def test_near_ties_beyond_the_overfetch_are_ordered_exactly(monkeypatch):
     """60 rows whose float32 scores are indistinguishable: the store must keep fetching until
-    the k-th float64 score is clear of everything Qdrant left out."""
-    (sqlite, qdrant), _, u, _ = twin_stores()
+    the k-th float64 score is clear of everything Qdrant left out (the filter path, as on a
+    server), and local mode's numpy path must re-score every one that may be in the top k."""
+    (sqlite, qdrant), ids, u, _ = twin_stores()
+    for k in (1, 3, 10, 40):
+        assert qdrant.search(u, k) == sqlite.search(u, k)  # local mode's own path
+        assert qdrant.search(u, k, ids[::2]) == sqlite.search(u, k, ids[::2])
+    monkeypatch.setattr(qdrant, "_local_points", lambda: None)
     calls = []
     real_query = qdrant._query
     monkeypatch.setattr(qdrant, "_query", lambda *a: calls.append(a[2]) or real_query(*a))

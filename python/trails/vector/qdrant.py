@@ -21,12 +21,19 @@ How it keeps the promises of ``SqliteVecStore`` (ADR 0001, 0002, 0005):
   query runs with ``SearchParams(exact=True)`` (exhaustive); above it a server uses its HNSW
   index (``exhaustive=False``) and falls back to exact search when the index returns a short
   list. qdrant-client's local mode always searches by brute force, so it is always exhaustive.
+- **Local mode filters in numpy.** qdrant-client's local mode checks a filter in Python, point
+  by point, walking the candidate lists for each point (seconds per pass at 100,000 points).
+  There the store reads the in-process collection's payloads and float32 vectors itself,
+  applies the same rules, scores every eligible point with one BLAS product and re-scores the
+  possible top k in float64: the same hits, scores and plans as the filter path
+  (tests/test_qdrant_local.py), in milliseconds. A server still gets the filter.
 - **Versions.** ``<collection>__versions`` holds one point per document (its current version)
   and one for the store itself (dimension, embedder identity). See :meth:`QdrantStore.publish`.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -517,7 +524,11 @@ class QdrantStore(BaseVectorStore):
     @_locked
     def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
                      scopes: Sequence[str] | None) -> tuple[list[VectorHit], SearchPlan]:
-        iris = None if ids is None else list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        named = None if ids is None else (i for i in ids if isinstance(i, str))
+        points = self._local_points()
+        if points is not None:
+            return self._local_search(points, query, k, named, scopes)
+        iris = None if named is None else list(dict.fromkeys(named))
         scope_list = None if scopes is None else list(scopes)
         if iris == [] or scope_list == []:
             return [], SearchPlan("qdrant-filtered-exact" if iris is not None else "qdrant-full",
@@ -571,7 +582,8 @@ class QdrantStore(BaseVectorStore):
             if stale:
                 hidden |= stale
                 continue
-            scores = _exact_cosine(np.array([p.vector for p in points], dtype=np.float32), query)
+            rows = np.array([p.vector for p in points], dtype=np.float32).reshape(-1, self._dim)
+            scores = _exact_cosine(rows, query)  # no rows: every candidate was superseded
             ranked = sorted(zip(points, scores.tolist()), key=lambda ps: (-ps[1], ps[0].payload["id"]))
             done = len(points) < limit or limit >= available
             if done or (len(ranked) >= k and ranked[k - 1][1] > ranked[-1][1] + 2 * err):
@@ -590,17 +602,82 @@ class QdrantStore(BaseVectorStore):
 
     def _superseded(self, records: Sequence[Any]) -> set[str]:
         """Point ids among ``records`` of versions that are not (or no longer) current."""
-        docs = {r.payload.get("doc_iri") for r in records if r.payload.get("versioned")}
-        if not docs:
-            return set()
-        current = self.current_versions(docs)
-        stale = set()
-        for r in records:
-            if r.payload.get("versioned"):
-                record = current.get(r.payload.get("doc_iri"))
-                if record is None or record.version != r.payload.get("version"):
-                    stale.add(str(r.id))
-        return stale
+        stale = self._stale([r.payload for r in records])
+        return {str(r.id) for r, old in zip(records, stale) if old}
+
+    def _stale(self, payloads: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """For each payload: is it a point of a version that is not (or no longer) current?"""
+        docs = {p.get("doc_iri") for p in payloads if p.get("versioned")}
+        current = self.current_versions(docs) if docs else {}
+        return [bool(p.get("versioned")) and (p.get("doc_iri") not in current or
+                                               current[p["doc_iri"]].version != p.get("version"))
+                for p in payloads]
+
+    # -- local mode: the filter and the scoring in numpy ----------------------------------
+
+    def _local_points(self) -> Any:
+        """The in-process collection behind qdrant-client's local mode, or None (a server, or a
+        qdrant-client that keeps its points otherwise).
+
+        Local mode checks a filter in Python, point by point, and ``MatchAny``/``HasId`` walk
+        their whole lists for each point: seconds per pass at 100,000 points. So local mode
+        reads the collection's own ``payload`` list, ``deleted`` mask and float32 ``vectors``
+        (under the store's lock) and applies :meth:`_live_filter`'s rules itself.
+        """
+        if not self.local:
+            return None
+        points = getattr(getattr(self._c, "_client", None), "collections", {}).get(self.collection)
+        if not (isinstance(getattr(points, "payload", None), list)
+                and isinstance(getattr(points, "deleted", None), np.ndarray)
+                and isinstance(getattr(points, "vectors", {}).get(""), np.ndarray)):
+            return None
+        return points
+
+    @staticmethod
+    def _local_rows(points: Any, iris: set[str] | None, scopes: set[str] | None) -> np.ndarray:
+        """Rows of the points :meth:`_live_filter` admits, ascending: not deleted, not pending,
+        named by id (as ``HasId`` on its point id) or by ``doc_iri``, in one of ``scopes``."""
+        rows = np.array([r for r, p in enumerate(points.payload)
+                         if (iris is None or p.get("id") in iris or p.get("doc_iri") in iris)
+                         and (scopes is None or p.get("scope") in scopes)
+                         and p.get("pending") is not True], dtype=np.intp)
+        return rows[points.deleted[rows] == 0]  # an int array once points are appended
+
+    def _local_search(self, points: Any, query: np.ndarray, k: int, iris: Iterable[str] | None,
+                      scopes: Iterable[str] | None) -> tuple[list[VectorHit], SearchPlan]:
+        """:meth:`_search_unit` on local mode's own arrays: the same hits, scores and plan.
+
+        Every eligible point is scored in float32 (one BLAS product), those that may belong to
+        the top k (within twice the float32 error bound of the k-th) are checked for superseded
+        versions and re-scored in float64 with ``VectorMatrix``'s function, ties by id."""
+        wanted = None if iris is None else set(iris)
+        scope_set = None if scopes is None else set(scopes)
+        name = "qdrant-full" if wanted is None else "qdrant-filtered-exact"
+        if wanted == set() or scope_set == set():
+            return [], SearchPlan(name, 0, True)
+        rows = self._local_rows(points, wanted, scope_set)
+        plan = SearchPlan(name, len(rows), True)
+        if k == 0 or not len(rows):
+            return [], plan
+        vectors, payloads = points.vectors[""], points.payload
+        q32 = query.astype(np.float32)
+        if 8 * len(rows) >= len(payloads):  # a gather copies the rows: slower beyond ~1/8
+            scores = (vectors[: len(payloads)] @ q32)[rows]
+        else:
+            scores = vectors[rows] @ q32
+        margin = 2 * (self._dim + 2) * 2.0**-23  # twice the float32 error bound (as _top_k)
+        while True:
+            short = rows[_shortlist(scores, k, margin)]
+            stale = self._stale([payloads[r] for r in short])
+            if not any(stale):
+                break
+            keep = ~np.isin(rows, short[np.array(stale)])
+            rows, scores = rows[keep], scores[keep]
+        exact = _exact_cosine(vectors[short], query).tolist()
+        ranked = sorted(zip((payloads[r]["id"] for r in short), exact, short.tolist()),
+                        key=lambda t: (-t[1], t[0]))[:k]
+        return [VectorHit(id, score, _metadata_of(copy.deepcopy(payloads[r])))
+                for id, score, r in ranked], plan
 
     @_locked
     def keyword_search(
@@ -634,8 +711,11 @@ class QdrantStore(BaseVectorStore):
         scope_list = None if scopes is None else list(scopes)
         if not terms or k == 0 or iris == [] or scope_list == []:
             return []
-        flt, text = self._live_filter(iris, scope_list), m.TextQuery(text=" ".join(terms))
-        limit, hidden = k + OVERFETCH, set()
+        text = m.TextQuery(text=" ".join(terms))
+        points = self._local_points()
+        if points is not None:
+            return self._local_keyword(points, text, k, iris, scope_list)
+        flt, limit, hidden = self._live_filter(iris, scope_list), k + OVERFETCH, set()
         while True:
             admit = flt if not hidden else m.Filter(
                 must=flt.must, must_not=[*flt.must_not, m.HasIdCondition(has_id=sorted(hidden))])
@@ -653,16 +733,46 @@ class QdrantStore(BaseVectorStore):
                 return [VectorHit(id, score, _metadata_of(p.payload)) for id, score, p in ranked[:k]]
             limit *= 2
 
+    def _local_keyword(self, points: Any, text: Any, k: int, iris: list[str] | None,
+                       scopes: list[str] | None) -> list[VectorHit]:
+        """:meth:`keyword_search` in local mode: the same hits and scores.
+
+        qdrant-client ranks every matching point in one query without a filter (with one, it
+        would check it point by point, and again for each larger ``limit``); the points
+        :meth:`_live_filter` admits are picked from that ranking, superseded ones dropped."""
+        ranking = self._c.query_points(self.collection, query=text, using=KEYWORD_FIELD,
+                                       limit=max(1, len(points.payload)),
+                                       with_payload=["id"]).points
+        rows = self._local_rows(points, None if iris is None else set(iris),
+                                None if scopes is None else set(scopes))
+        row_of = {points.payload[r]["id"]: r for r in rows}
+        ranked = sorted(((p.payload["id"], float(p.score)) for p in ranking
+                         if p.payload["id"] in row_of), key=lambda hit: (-hit[1], hit[0]))
+        hits: list[VectorHit] = []
+        for start in range(0, len(ranked), k + OVERFETCH):  # stale points only in this part
+            part = ranked[start : start + k + OVERFETCH]
+            payloads = [points.payload[row_of[id]] for id, _ in part]
+            hits += [VectorHit(id, score, _metadata_of(copy.deepcopy(p)))
+                     for (id, score), p, old in zip(part, payloads, self._stale(payloads))
+                     if not old]
+            if len(hits) >= k:
+                break
+        return hits[:k]
+
     @_locked
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
         wanted = list(dict.fromkeys(i for i in iris if isinstance(i, str)))
         if not wanted:
             return []
-        records = list(self._scroll(self.collection, self._live_filter(wanted, None),
-                                    payload=["id", "doc_iri", "version", "versioned"]))
-        stale = self._superseded(records)
-        return sorted(r.payload["id"] for r in records if str(r.id) not in stale)
+        points = self._local_points()
+        if points is not None:
+            payloads = [points.payload[r] for r in self._local_rows(points, set(wanted), None)]
+        else:
+            payloads = [r.payload for r in self._scroll(
+                self.collection, self._live_filter(wanted, None),
+                payload=["id", "doc_iri", "version", "versioned"])]
+        return sorted(p["id"] for p, old in zip(payloads, self._stale(payloads)) if not old)
 
     @_locked
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
@@ -681,12 +791,18 @@ class QdrantStore(BaseVectorStore):
     @_locked
     def all_ids(self) -> list[str]:
         """Ids of live (published) vectors, sorted."""
+        points = self._local_points()
+        if points is not None:
+            return sorted(points.payload[r]["id"] for r in self._local_rows(points, None, None))
         records = self._scroll(self.collection, self._live_filter(None, None), payload=["id"])
         return sorted(r.payload["id"] for r in records)
 
     @_locked
     def count(self) -> int:
         """Live vectors (staged ones are not counted until published)."""
+        points = self._local_points()
+        if points is not None:
+            return len(self._local_rows(points, None, None))
         return self._c.count(self.collection, count_filter=self._live_filter(None, None),
                              exact=True).count
 
@@ -722,6 +838,15 @@ def _locked_folder(path: str) -> ContextLockedError:
         f"Qdrant folder {path!r} is open in another process, and qdrant-client's local mode "
         "allows one process per folder; close it there, or serve the data from a Qdrant "
         "server (url=...)")
+
+
+def _shortlist(scores: np.ndarray, k: int, margin: float) -> np.ndarray:
+    """Indices of ``scores`` (float32) that may belong to the exact top ``k``: every score
+    within ``margin`` of the k-th largest (all of them when there are at most k)."""
+    if len(scores) <= k:
+        return np.arange(len(scores))
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.flatnonzero(scores >= kth - margin)
 
 
 def _eq(m: Any, key: str, value: Any) -> Any:
