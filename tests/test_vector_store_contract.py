@@ -259,6 +259,20 @@ def test_search_with_ids_restricts_exactly(store_factory):
     assert store.search(query, k=10, ids=["nobody"]) == []
 
 
+def test_search_without_metadata_ranks_the_same_and_metadata_fetches_it(store_factory):
+    store, _inputs = filled(store_factory, n=30, seed=21)
+    query = random_vectors(1, seed=22)[0]
+    full, plan = store.search_with_plan(query, 12, ids=["v01", "v05", "v09", "v22"])
+    lean, lean_plan = store.search_with_plan(query, 12, ids=["v01", "v05", "v09", "v22"],
+                                             with_metadata=False)
+    assert [(h.id, h.score) for h in lean] == [(h.id, h.score) for h in full]
+    assert lean_plan == plan
+    # A store may skip the metadata; what it returns must then be nothing or the truth.
+    assert all(h.metadata in ({}, f.metadata) for h, f in zip(lean, full))
+    assert store.metadata([h.id for h in full] + ["nobody"]) == {h.id: h.metadata for h in full}
+    assert all(h.metadata == {"n": int(h.id[1:])} for h in full)
+
+
 def test_ids_may_name_documents_whose_chunks_become_candidates(store_factory):
     store = store_factory.new(DIM)
     vectors = random_vectors(9, seed=13)

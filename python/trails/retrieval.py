@@ -14,6 +14,7 @@ from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
+from trails.vector.store import BaseVectorStore
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -294,7 +295,11 @@ def _ranked_hits(
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
     vector = np.asarray(embedder.embed(query), dtype=np.float64)
     depth = k if fusion is None else max(k, FUSION_DEPTH)
-    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes)
+    # Fusion ranks `depth` hits per ranking but keeps k: our stores then skip the metadata
+    # of the rest (most of a fused call's cost), and only the kept hits' is read below.
+    lean = {"with_metadata": False} if fusion is not None and isinstance(
+        store, BaseVectorStore) else {}
+    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes, **lean)
     metadata = {h.id: h.metadata for h in found}
     rankings = [Ranking("vector", [(h.id, h.score) for h in found],
                         quality=float(found[0].score) if found else None)]
@@ -302,7 +307,7 @@ def _ranked_hits(
     notes: list[str] = []
     weights: dict[str, float] = {}
     if fusion is not None and mode == "hybrid":
-        keyword = _keyword_hits(query, store, depth, iris, scopes, notes)
+        keyword = _keyword_hits(query, store, depth, iris, scopes, notes, lean)
         if keyword is not None:
             rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword],
                                     quality=keyword_quality(query, store, keyword)))
@@ -314,6 +319,8 @@ def _ranked_hits(
         fused = fuse(rankings)
         if isinstance(fuse, AutoFusion) and len(rankings) > 1:
             weights = fuse.explain(rankings)["weights"]
+    if lean:
+        metadata.update(store.metadata([id for id, _ in fused[:k]]))
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
@@ -329,7 +336,7 @@ def _ranked_hits(
 
 def _keyword_hits(
     query: str, store: VectorStore, depth: int, iris: list[str] | None, scopes: list[str],
-    notes: list[str],
+    notes: list[str], options: Mapping[str, Any],
 ) -> list[Any] | None:
     """The store's BM25 ranking of the same candidates and scopes, or None (with a note) when
     the store has no keyword index."""
@@ -338,7 +345,7 @@ def _keyword_hits(
         notes.append(f"keyword ranking skipped: {type(store).__name__} has no keyword_search")
         return None
     try:
-        return search(query, depth, iris, scopes=scopes)
+        return search(query, depth, iris, scopes=scopes, **options)
     except ConfigurationError as exc:
         notes.append(f"keyword ranking skipped: {exc}")
         return None

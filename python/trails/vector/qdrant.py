@@ -523,7 +523,9 @@ class QdrantStore(BaseVectorStore):
 
     @_locked
     def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
-                     scopes: Sequence[str] | None) -> tuple[list[VectorHit], SearchPlan]:
+                     scopes: Sequence[str] | None, *, with_metadata: bool = True,
+                     ) -> tuple[list[VectorHit], SearchPlan]:
+        # Payloads arrive with the points either way: with_metadata=False saves nothing here.
         named = None if ids is None else (i for i in ids if isinstance(i, str))
         points = self._local_points()
         if points is not None:
@@ -688,6 +690,7 @@ class QdrantStore(BaseVectorStore):
         *,
         scopes: Sequence[str] | None = None,
         stopwords: Iterable[str] | None = None,
+        with_metadata: bool = True,  # payloads come with the points: nothing to save
     ) -> list[VectorHit]:
         """Top-``k`` live points by BM25 over their text (Qdrant's text index), optionally
         over ``ids``; ``ids``, ``scopes`` and ``stopwords`` as in ``SqliteVecStore``.

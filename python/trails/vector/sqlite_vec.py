@@ -429,10 +429,11 @@ class SqliteVecStore(BaseVectorStore):
     # -- reads ----------------------------------------------------------------------------
 
     def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
-                     scopes: Sequence[str] | None) -> tuple[list[VectorHit], SearchPlan]:
+                     scopes: Sequence[str] | None, *, with_metadata: bool = True,
+                     ) -> tuple[list[VectorHit], SearchPlan]:
         with self._index.lock:
             ranked, plan, candidates = self._index.search(query, k, self._rows(ids, scopes))
-        metadata = self._metadata([id for id, _ in ranked])
+        metadata = self._metadata([id for id, _ in ranked]) if with_metadata else {}
         hits = [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
         return hits, SearchPlan(plan, candidates, exhaustive=True)
 
@@ -453,6 +454,10 @@ class SqliteVecStore(BaseVectorStore):
             self._refresh()
             ids = self._index.ids
             return [ids[r] for r in self._index.rows_for(iris)]
+
+    def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of the ids that exist, as search hits carry it (no vectors read)."""
+        return self._metadata(list(ids))
 
     def _metadata(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids:
@@ -512,6 +517,7 @@ class SqliteVecStore(BaseVectorStore):
         *,
         scopes: Sequence[str] | None = None,
         stopwords: Iterable[str] | None = None,
+        with_metadata: bool = True,
     ) -> list[VectorHit]:
         """Top-``k`` live rows by BM25 over their text (SQLite FTS5), optionally over ``ids``.
 
@@ -520,7 +526,8 @@ class SqliteVecStore(BaseVectorStore):
         live row of the store). The query is a bag of words (see
         :func:`trails.rank.keyword.keyword_terms`; ``stopwords`` as there), never FTS5 syntax;
         a query without words gives ``[]``. Scores are positive, higher is better (FTS5's
-        ``bm25()`` negated), sorted by score descending, ties by id.
+        ``bm25()`` negated), sorted by score descending, ties by id. ``with_metadata`` as in
+        :meth:`search_with_plan`.
 
         >>> store = SqliteVecStore(dim=2)
         >>> store.add_many(["a", "b"], [[1, 0], [0, 1]],
@@ -544,7 +551,7 @@ class SqliteVecStore(BaseVectorStore):
             else:
                 names = self._index.ids
                 ranked = self._keyword_among(match, k, [names[r] for r in rows.tolist()])
-        metadata = self._metadata([id for id, _ in ranked])
+        metadata = self._metadata([id for id, _ in ranked]) if with_metadata else {}
         return [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
 
     def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None) -> float:
