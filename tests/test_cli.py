@@ -208,11 +208,27 @@ def test_query_json_is_a_list_of_hits_and_nothing_else(kb):
     hits = json.loads(result.stdout)  # the whole of stdout is JSON
     assert len(hits) == 2
     for hit in hits:
-        assert set(hit) == {"iri", "score", "snippet", "metadata"}
+        assert set(hit) == {"iri", "score", "snippet", "metadata", "components"}
+        assert hit["components"]["vector"] == hit["score"]  # vector mode: the cosine
         assert isinstance(hit["score"], float)
         assert hit["metadata"]["iri"] == hit["iri"]
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert "Rails" in hits[0]["snippet"]
+
+
+def test_query_fusion_option(kb):
+    def run(*fusion: str) -> list[dict]:
+        result = trails("--db", kb, "query", "Rails routing", "--json", "--k", "3", *fusion)
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+    default, auto, none = run(), run("--fusion", "auto"), run("--fusion", "none")
+    assert default == auto
+    assert all("auto" in h["components"] for h in auto)
+    assert all("auto" not in h["components"] and h["components"]["vector"] == h["score"]
+               for h in none)
+    assert all("rrf" in h["components"] for h in run("--fusion", "rrf"))
+    assert trails("--db", kb, "query", "x", "--fusion", "magic").exit_code != 0
 
 
 def test_bind_a_date_restricts_the_hybrid_candidates(kb, tmp_path):

@@ -28,7 +28,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from trails.errors import ConfigurationError, TrailsError
-from trails.retrieval import MODES
+from trails.retrieval import FUSIONS, MODES
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -42,6 +42,7 @@ EXIT_USER_ERROR = 1
 EXIT_PARTIAL = 2
 
 Mode = enum.Enum("Mode", {m: m for m in MODES}, type=str)  # the library's list: cannot drift
+Fusion = enum.Enum("Fusion", {f: f for f in (*FUSIONS, "none")}, type=str)
 
 
 def _click_class(name: str) -> type[Exception]:
@@ -388,8 +389,14 @@ def query(
              "string; force a type with NAME:TYPE=VALUE (str int float bool date datetime iri)."),
     scope: list[str] = typer.Option([], "--scope", metavar="SCOPE",
                                     help="Scope to search (repeatable; default: default)."),
-    as_json: bool = typer.Option(False, "--json",
-                                 help="Print only a JSON list of {iri, score, snippet, metadata}."),
+    fusion: Fusion = typer.Option(
+        Fusion["auto"], "--fusion",
+        help="How hybrid ranks: auto fuses the vector and keyword rankings, each weighed by "
+             "its own evidence of quality; rrf and weighted fuse them plainly; none ranks by "
+             "vector score alone."),
+    as_json: bool = typer.Option(
+        False, "--json",
+        help="Print only a JSON list of {iri, score, snippet, metadata, components}."),
 ) -> None:
     """Retrieve the chunks that best answer TEXT (read-only).
 
@@ -416,10 +423,11 @@ def query(
     with _open(ctx) as opened:
         hits = retrieve(text, opened, mode=mode.value, k=k,
                         sparql_filter=None if sparql is None else sparql.read(),
-                        bindings=_bindings(bind), scope=scope or None)
+                        bindings=_bindings(bind), scope=scope or None,
+                        fusion=None if fusion.value == "none" else fusion.value)
     if as_json:
         _print_json([{"iri": h.iri, "score": h.score, "snippet": h.snippet,
-                      "metadata": h.metadata} for h in hits])
+                      "metadata": h.metadata, "components": h.components} for h in hits])
         return
     table = _table("#", "score", "iri", "snippet")
     for rank, hit in enumerate(hits, start=1):

@@ -14,7 +14,6 @@ from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
-from trails.vector.store import BaseVectorStore
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -294,6 +293,8 @@ def _ranked_hits(
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
     vector = np.asarray(embedder.embed(query), dtype=np.float64)
+    from trails.vector.store import BaseVectorStore  # here: trails.vector imports this module
+
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     # Fusion ranks `depth` hits per ranking but keeps k: our stores then skip the metadata
     # of the rest (most of a fused call's cost), and only the kept hits' is read below.
