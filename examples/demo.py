@@ -34,7 +34,7 @@ SELECT ?iri WHERE {
 
 
 def main() -> None:
-    console = Console()
+    console = Console() if sys.stdout.isatty() else Console(width=140)  # e.g. piped to a file
     target = ROOT / "demo-context"
     shutil.rmtree(target, ignore_errors=True)
     with Context.open(target) as ctx:
@@ -43,16 +43,17 @@ def main() -> None:
         hits = retrieve(QUESTION, ctx, mode="hybrid", k=5, sparql_filter=FILTER,
                         bindings={"since": SINCE})
         table = Table(title=f"{QUESTION!r} — documents created since {SINCE}")
-        for column in ("#", "score", "vector rank", "keyword rank", "document", "created",
-                       "passage"):
-            table.add_column(column)
+        # "vec" / "kw": the hit's place in the vector and keyword rankings that were fused.
+        for column in ("#", "score", "vec", "kw", "document", "created"):
+            table.add_column(column, no_wrap=column != "document", max_width=36)
+        table.add_column("passage", ratio=1)
         for rank, hit in enumerate(hits, start=1):
             doc = ctx.kg.query(DOCUMENT, {"doc": IRI(hit.metadata["doc_iri"])}).rows[0]
             # The score components say why a hit ranks here: its place in each ranking.
             places = [str(hit.components.get(f"{name}_rank", "-"))
                       for name in ("vector", "keyword")]
             table.add_row(str(rank), f"{hit.score:.3f}", *places, doc["name"],
-                          str(doc["created"]), hit.snippet[:160].replace("\n", " "))
+                          str(doc["created"]), " ".join(hit.snippet.split())[:200])
         console.print(table)
         console.print(hits.explain())
 
