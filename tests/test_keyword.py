@@ -367,3 +367,29 @@ def test_qdrant_keyword_search_on_an_old_client_is_a_configuration_error(monkeyp
         monkeypatch.delattr(store._m, "TextQuery")
     with pytest.raises(ConfigurationError, match="1.20"):
         store.keyword_search("rails", 5)
+
+
+# -- the query's BM25 weight (keyword_idf_sum) and the keyword quality ------------------------
+
+
+def test_keyword_idf_sum_by_hand_on_a_read_only_reopen(tmp_path):
+    from trails.rank.keyword import keyword_quality
+
+    path = str(tmp_path / "v.db")
+    with SqliteVecStore(path, dim=2) as writer:
+        add_texts(writer, {"a": "rails routing", "b": "ruby gems", "c": "go", "d": "ruby"})
+    with SqliteVecStore(path, read_only=True) as store:
+        # FTS5's bm25() IDF: ln((N - n + 0.5) / (n + 0.5)), N = 4 rows, floored at 1e-6.
+        # "routes" and "routing" share the Porter stem "rout" (n = 1); "zebra" is in no row;
+        # "ruby" is in two, so ln(2.5 / 2.5) = 0 and the floor applies.
+        rout, zebra = (math.log((4 - n + 0.5) / (n + 0.5)) for n in (1, 0))
+        ruby = 1e-6
+        assert store.keyword_idf_sum("routes") == pytest.approx(rout, rel=1e-12)
+        assert store.keyword_idf_sum("Routes, ruby and zebra?") == pytest.approx(
+            rout + ruby + zebra, rel=1e-12)  # "and" is a stopword
+        assert store.keyword_idf_sum("   ") == 0.0
+        hits = store.keyword_search("routes ruby", 4)
+        quality = keyword_quality("routes ruby", store, hits)
+        assert quality == pytest.approx(hits[0].score / (rout + ruby), rel=1e-12)
+        assert keyword_quality("zebra", store, store.keyword_search("zebra", 4)) == 0.0
+        assert keyword_quality("x", object(), []) is None  # a store that cannot weigh
