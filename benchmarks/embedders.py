@@ -36,10 +36,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- embedders:start -->", "<!-- embedders:end -->"
 MODEL_BACKENDS = ("torch", "onnx", "onnx-int8")
 PUBLISHED_NDCG = 0.645  # all-MiniLM-L6-v2 on SciFact, MTEB leaderboard
+
+from _docs import DOC, write_region
 
 from trails.vector import MockEmbedder
 from trails.vector.sentence_transformer import (
@@ -233,18 +233,6 @@ def report(speed_docs: dict, speed_queries: dict, batch_dep: dict, rows: dict, m
     return "\n".join(lines)
 
 
-def write_doc(body: str) -> None:
-    """Replace only this benchmark's region of docs/benchmarks.md (others own the rest)."""
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    block = f"{START}\n## Embedders\n\n{body}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -281,7 +269,7 @@ def main() -> None:
     body = report(speed_docs, speed_queries, batch_dep, rows, meta)
     print(body)
     if not args.no_write:
-        write_doc(body)
+        write_region("embedders", f"## Embedders\n\n{body}")
         print(f"wrote {DOC.relative_to(ROOT)}")
 
 

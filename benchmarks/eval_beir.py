@@ -33,13 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
+from _docs import write_region
+
 from trails import evaluation as ev
 from trails.context import Context
 from trails.rank import fusion as fusion_module
 from trails.retrieval import FUSIONS
 
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- beir:start -->", "<!-- beir:end -->"
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = CACHE / "eval_beir_results.pickle"  # the last run's numbers, for --render-only
 DATA = ROOT.parent / "shared" / "data" / "beir"
@@ -144,7 +144,7 @@ def main() -> int:
         body = render(*saved)
         print(body)
         if not args.no_write:
-            write_doc(body)
+            write_region("beir", body)
         return 0
     started, load = time.perf_counter(), os.getloadavg()[0]
     model = embedder()
@@ -184,7 +184,7 @@ def main() -> int:
     body = render(*saved)
     print(body)
     if not args.no_write:
-        write_doc(body)
+        write_region("beir", body)
     return 0
 
 
@@ -455,17 +455,6 @@ def timing_lines(results) -> list[str]:
     return [("Time per query, ms (default chunks, `retrieve(k=300)` plus pooling, on the "
              "shared 2-core machine): " + "; ".join(parts) + ". The fused systems run both "
              "rankings 300 deep."), ""]
-
-
-def write_doc(body: str, start: str = START, end: str = END) -> None:
-    """Replace only this benchmark's region of docs/benchmarks.md (others share the file)."""
-    block = f"{start}\n{body}{end}"
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(text)
 
 
 if __name__ == "__main__":

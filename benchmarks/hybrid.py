@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pyoxigraph as ox
+from _docs import DOC, write_region
 
 import trails.vector.matrix as matrix_module
 from trails.context import Context
@@ -33,8 +34,6 @@ from trails.vector import BaseEmbedder, retrieve
 from trails.vector.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- hybrid:start -->", "<!-- hybrid:end -->"
 DIM, K, BUCKETS, PER_DOC = 384, 10, 10_000, 10
 SELECTIVITIES = [0.0001, 0.001, 0.01, 0.1, 0.5, 1.0]
 FRACTIONS = [0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8]
@@ -411,18 +410,6 @@ candidates' scores. Gather stops winning at about
 {markdown_table(s_head, s_rows)}"""
 
 
-def write_doc(body: str) -> None:
-    """Replace only this benchmark's region of docs/benchmarks.md (other benchmarks share it)."""
-    block = f"{START}\n{body}\n{END}"
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10,000 vectors, 5 queries")
@@ -461,7 +448,7 @@ def main() -> int:
           f"~{pct(cross)} (GATHER_FRACTION = {matrix_module.GATHER_FRACTION}); load {load}; "
           f"{time.perf_counter() - started:.0f} s")
     if not args.no_write:
-        write_doc(render(parts, met, hybrid, vector, cross, n, queries, load))
+        write_region("hybrid", render(parts, met, hybrid, vector, cross, n, queries, load))
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 0
 

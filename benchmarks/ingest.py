@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "data" / "beir" / "scifact" / "corpus.jsonl"
 
+from _docs import write_region
+
 from trails.context import Context
 from trails.ingest import Document, chunkers, ingest_all, writer
 from trails.ingest.chunkers import default_chunker
@@ -357,18 +359,6 @@ def _slower(overhead: float) -> str:
     return f"{overhead:.1%} slower" if overhead >= 0 else f"{-overhead:.1%} faster"
 
 
-def write_doc(body: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    start, end = "<!-- ingest:start -->", "<!-- ingest:end -->"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{body}\n{end}"
-    if start in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small corpus, mock embedder only")
@@ -401,7 +391,7 @@ def main() -> None:
             f"{model['rounds'] if model else 0} rounds.\n\n{result}\n\n"
             f"### Where the time goes (best run, seconds per 1,000 chunks)\n\n{stages}\n\n"
             f"{summary(mock, model)}\n")
-        write_doc(body)
+        write_region("ingest", body)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+from _docs import DOC, write_region
 from hybrid import (
     BUCKETS,
     DIM,
@@ -56,8 +57,6 @@ from trails.vector.qdrant import QdrantStore
 from trails.vector.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END, AFTER = "<!-- stores:start -->", "<!-- stores:end -->", "<!-- hybrid:end -->"
 STORES = ("sqlite-vec", "qdrant")
 BATCH = 20_000  # vectors per add_many call, as hybrid.py builds its store
 
@@ -374,22 +373,6 @@ def reflow(text: str, width: int = 96) -> str:
         for block in blocks)
 
 
-def write_doc(body: str) -> None:
-    """Replace only this benchmark's region of docs/benchmarks.md; a new region goes right
-    after the hybrid benchmark's."""
-    block = f"{START}\n{body}\n{END}"
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
-    elif AFTER in text:
-        at = text.index(AFTER) + len(AFTER)
-        text = text[:at] + "\n\n" + block + text[at:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text)
-
-
 def build(tmp: str, vectors, ids, metas) -> tuple[dict, dict]:
     stores = {"sqlite-vec": SqliteVecStore(os.path.join(tmp, "vectors.db"), dim=DIM),
               "qdrant": QdrantStore(dim=DIM)}
@@ -461,7 +444,8 @@ def main() -> int:
           f"load {load}; {minutes:.1f} min")
     if not args.no_write:
         rate = persisted[1]["n"] / persisted[1]["add"]
-        write_doc(reflow(render(parts, vector, hybrid, n, queries, args, load, minutes, rate)))
+        body = reflow(render(parts, vector, hybrid, n, queries, args, load, minutes, rate))
+        write_region("stores", body, after="hybrid")
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 0
 

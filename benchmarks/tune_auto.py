@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import eval_beir as eb
+from _docs import write_region
 
 from trails import evaluation as ev
 from trails.rank.fusion import AutoFusion, auto
 
-START, END = "<!-- auto:start -->", "<!-- auto:end -->"
 CACHE = eb.CACHE / "tune_auto_rankings.pickle"
 SHORTFALL_LIMIT = 0.005
 SCORES = eb.CACHE / "tune_auto_scores.pickle"  # the last grid's scores, for --render-only
@@ -121,10 +121,14 @@ def judge(fusion: AutoFusion, names: list[str], split_of: dict[str, str]) -> dic
     return out
 
 
+def tuning_splits(names: list[str]) -> dict[str, str]:
+    """Each data set's tuning split: the collected split that is not "test"."""
+    return {n: next(s for s in _RANKINGS[(n, "qrels")] if s != "test") for n in names}
+
+
 def _judge_tuning(values: tuple) -> dict:
-    fusion = setting(*values)
     names = sorted({k[0] for k in _RANKINGS})
-    return judge(fusion, names, {n: eb.tuning_split(ev.load_beir(eb.DATA / n)) for n in names})
+    return judge(setting(*values), names, tuning_splits(names))
 
 
 def main() -> int:
@@ -149,11 +153,12 @@ def main() -> int:
     grid = [setting(*v) for v in values]
     saved = pickle.loads(SCORES.read_bytes()) if args.render_only else None
     if saved is not None and saved[0] == (key, values):
-        scores = saved[1]
+        scores, seconds, load = saved[1:]  # the grid run's own time and load
     else:
         with Pool(min(2, os.cpu_count() or 1)) as pool:
             scores = pool.map(_judge_tuning, values)
-        SCORES.write_bytes(pickle.dumps(((key, values), scores)))
+        seconds = time.perf_counter() - started
+        SCORES.write_bytes(pickle.dumps(((key, values), scores, seconds, load)))
     names = args.datasets
     admissible = [i for i, s in enumerate(scores)
                   if all(s[n]["shortfall"] >= -SHORTFALL_LIMIT for n in names)]
@@ -162,24 +167,24 @@ def main() -> int:
     met = bool(admissible)
     tests = {"chosen": judge(grid[chosen], names, dict.fromkeys(names, "test")),
              "shipped": judge(auto, names, dict.fromkeys(names, "test"))}
-    body = render(grid, scores, mean, chosen, met, tests, names, time.perf_counter() - started,
-                  load, args.limit)
+    body = render(grid, scores, mean, chosen, met, tests, names, seconds, load, args.limit)
     print(body)
     if not args.no_write:
-        eb.write_doc(body, START, END)
+        write_region("auto", body)
     return 0
 
 
 def render(grid, scores, mean, chosen, met, tests, names, seconds, load, limit) -> str:
     shown = {n: ev.DATASET_NAMES.get(n, n) for n in names}
-    splits = {n: eb.tuning_split(ev.load_beir(eb.DATA / n)) for n in names}
+    splits = tuning_splits(names)
     same = label(grid[chosen]) == label(auto)
     lines = [
         "## How `fusion=\"auto\"` was tuned (`benchmarks/tune_auto.py`)",
         "",
         (f"Measured {datetime.date.today().isoformat()}"
          + (f" on the first {limit} queries of each split" if limit else "")
-         + f"; {seconds / 60:.1f} min, load average {load:.1f} at the start. Rankings: the "
+         + f"; {seconds / 60:.1f} min (rankings read from benchmarks/.cache once collected), "
+         f"load average {load:.1f} at the start. Rankings: the "
          "default chunks of eval_beir.py, 300 chunks per ranking. Each setting is scored on "
          "the tuning splits only, clean and with each damage of the *one poor ranking* table; "
          "*shortfall* is its worst damaged run's nDCG@10 minus the stronger single ranking of "

@@ -226,12 +226,7 @@ class OpenAICompatibleServer:
             return _error(exc)
 
     def _chat(self, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise _ApiError(400, "We could not parse the JSON body of your request.")
-        model = body.get("model")
-        if model not in self.chat_models:
-            raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
-                            "access to it.", "model_not_found")
+        model = _requested_model(body, self.chat_models)
         messages = _chat_messages(body.get("messages"))
         with self._lock:
             scripted = self._replies.popleft() if self._replies else None
@@ -249,12 +244,7 @@ class OpenAICompatibleServer:
                           "total_tokens": prompt + completion}}
 
     def _embeddings(self, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise _ApiError(400, "We could not parse the JSON body of your request.")
-        model = body.get("model")
-        if model not in self.models:
-            raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
-                            "access to it.", "model_not_found")
+        model = _requested_model(body, self.models)
         texts = _inputs(body.get("input"))
         dim = self._dimensions(model, body.get("dimensions"))
         fmt = body.get("encoding_format", "float")
@@ -420,3 +410,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+def _requested_model(body: Any, served: Any) -> Any:
+    """The request's ``model``, which this server must serve (errors worded as the API's)."""
+    if not isinstance(body, dict):
+        raise _ApiError(400, "We could not parse the JSON body of your request.")
+    model = body.get("model")
+    if model not in served:
+        raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
+                        "access to it.", "model_not_found")
+    return model
