@@ -42,7 +42,7 @@ PUBLISHED_NDCG = 0.645  # all-MiniLM-L6-v2 on SciFact, MTEB leaderboard
 from _docs import DOC, write_region
 
 from trails.vector import MockEmbedder
-from trails.vector.sentence_transformer import (
+from trails.vector.embedders.sentence_transformer import (
     AUTO_CPU_BACKEND,
     SentenceTransformerEmbedder,
 )

@@ -38,7 +38,7 @@ from _docs import write_region
 from trails import evaluation as ev
 from trails.context import Context
 from trails.rank import fusion as fusion_module
-from trails.retrieval import FUSIONS
+from trails.retrieval.retrieve import FUSIONS
 
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = CACHE / "eval_beir_results.pickle"  # the last run's numbers, for --render-only
@@ -55,7 +55,7 @@ def log(message: str) -> None:
 
 
 def embedder() -> ev.CachedEmbedder:
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     try:
         model = SentenceTransformerEmbedder(backend="torch")
@@ -106,7 +106,7 @@ def default_fusion_note() -> list[str]:
     """A warning when retrieve()'s own default fusion ranks hybrid by vector score only."""
     import inspect
 
-    from trails.retrieval import retrieve
+    from trails.retrieval.retrieve import retrieve
 
     if inspect.signature(retrieve).parameters["fusion"].default is not None:
         return []

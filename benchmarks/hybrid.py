@@ -26,12 +26,12 @@ import numpy as np
 import pyoxigraph as ox
 from _docs import DOC, write_region
 
-import trails.vector.matrix as matrix_module
+import trails.vector.stores.matrix as matrix_module
 from trails.context import Context
 from trails.kg.oxigraph import OxigraphGraph
 from trails.kg.sparql import PREFIXES, TRAILS
 from trails.vector import BaseEmbedder, retrieve
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
 DIM, K, BUCKETS, PER_DOC = 384, 10, 10_000, 10

@@ -44,7 +44,7 @@ from trails.context import Context
 from trails.ingest import Document, chunkers, ingest_all, writer
 from trails.ingest.chunkers import default_chunker
 from trails.vector import MockEmbedder
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 MOCK_TARGET = 5_000  # chunks/s
 MODEL_TARGET = 0.10  # at most this much slower than the embedder alone

@@ -53,8 +53,8 @@ from hybrid import (
 
 from trails.context import Context
 from trails.vector import retrieve
-from trails.vector.qdrant import QdrantStore
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.vector.stores.qdrant import QdrantStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = ("sqlite-vec", "qdrant")

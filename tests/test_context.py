@@ -12,7 +12,7 @@ from trails import _state, retrieve
 from trails.context import Context, set_default_context
 from trails.errors import ConfigurationError, EmbeddingModelMismatchError
 from trails.testing import fresh_context, isolated_kernel
-from trails.vector.mock import MockEmbedder
+from trails.vector.embedders.mock import MockEmbedder
 
 TEXTS = {
     "trails://t/c1": "Rails is a web framework",

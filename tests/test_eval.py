@@ -28,7 +28,7 @@ from trails.evaluation import (
     score_run,
 )
 from trails.testing import fresh_context
-from trails.vector.mock import MockEmbedder
+from trails.vector.embedders.mock import MockEmbedder
 
 pytest.importorskip("ir_measures")
 

@@ -15,7 +15,7 @@ from trails.ingest.document import Document
 from trails.kg import IRI
 from trails.rank import Edge, Neighbourhood, ParentDocument
 from trails.rank.expand import assemble
-from trails.retrieval import RetrievalHit
+from trails.records import RetrievalHit
 
 LONG = ("Rails is a web framework. Ruby gems are installed with bundler. Routing maps URLs. "
         "Controllers render views. Models talk to the database.")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.rank.fusion import AutoFusion, Ranking, auto, rrf, weighted
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 VECTOR = Ranking("vector", [("x", 0.9), ("y", 0.8), ("z", 0.1)])
 KEYWORD = Ranking("keyword", [("z", 5.0), ("w", 3.0), ("x", 1.0)])

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from trails.errors import ConfigurationError
 from trails.rank.keyword import STOPWORDS, fts5_match, keyword_terms
-from trails.vector import sqlite_vec
-from trails.vector.sqlite_vec import DocumentVersion, SqliteVecStore
+from trails.vector.stores import sqlite_vec
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 BACKENDS = ["sqlite-vec", "qdrant"]
 
@@ -23,7 +23,7 @@ BACKENDS = ["sqlite-vec", "qdrant"]
 def make_store(backend: str, dim: int = 2):
     if backend == "qdrant":
         pytest.importorskip("qdrant_client")
-        from trails.vector.qdrant import QdrantStore
+        from trails.vector.stores.qdrant import QdrantStore
 
         return QdrantStore(dim=dim)
     return SqliteVecStore(dim=dim)
@@ -359,7 +359,7 @@ def test_another_connection_sees_keyword_writes(tmp_path):
 
 def test_qdrant_keyword_search_on_an_old_client_is_a_configuration_error(monkeypatch):
     pytest.importorskip("qdrant_client")
-    from trails.vector.qdrant import QdrantStore
+    from trails.vector.stores.qdrant import QdrantStore
 
     store = QdrantStore(dim=2)
     with warnings.catch_warnings():

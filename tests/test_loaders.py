@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trails._extras import OPTIONAL_MODULES
+from trails._lazy import OPTIONAL_MODULES
 from trails.errors import MissingExtraError
 from trails.ingest.document import Document, LoadFailure
 from trails.ingest.loaders import (

@@ -13,8 +13,8 @@ from trails import retrieve
 from trails.ingest import ingest_all
 from trails.ingest.document import Document
 from trails.rank import MMR, mmr
-from trails.retrieval import RetrievalHit
-from trails.vector.mock import MockEmbedder
+from trails.records import RetrievalHit
+from trails.vector.embedders.mock import MockEmbedder
 
 # Unit vectors: cos with the query (1, 0, 0) is the first coordinate.
 A, B, C, D = (1.0, 0.0, 0.0), (0.8, 0.6, 0.0), (0.6, 0.0, 0.8), (0.0, 1.0, 0.0)

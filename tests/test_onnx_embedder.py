@@ -16,9 +16,9 @@ import pytest
 
 from trails.context import embedder_for
 from trails.errors import ConfigurationError, MissingExtraError
-from trails.vector import sentence_transformer as st_module
-from trails.vector.embedder import EmbedderIdentity
-from trails.vector.sentence_transformer import (
+from trails.vector.embedders import sentence_transformer as st_module
+from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.embedders.sentence_transformer import (
     AUTO_CPU_BACKEND,
     SentenceTransformerEmbedder,
     backend_of_revision,
@@ -147,7 +147,7 @@ def test_export_dir_is_keyed_by_model_revision_and_format(tmp_path):
 _FAKE_EXPORT = textwrap.dedent("""
     import json, os, sys, time
     from pathlib import Path
-    import trails.vector.sentence_transformer as st
+    import trails.vector.embedders.sentence_transformer as st
 
     export_dir, log, start = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 
@@ -288,7 +288,7 @@ def test_onnx_vectors_do_not_depend_on_the_batch(exported):
 @pytest.mark.slow
 def test_onnx_embedder_ingests_and_retrieves(exported):
     from trails.ingest import Document, ingest_all
-    from trails.retrieval import retrieve
+    from trails.retrieval.retrieve import retrieve
     from trails.testing import fresh_context
 
     cache, _ = exported

@@ -29,7 +29,7 @@ from trails.errors import (
 from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
 from trails.testing import fresh_context
 from trails.testing.openai_server import OpenAICompatibleServer
-from trails.vector.openai import OpenAIEmbedder, load_cl100k
+from trails.vector.embedders.openai import OpenAIEmbedder, load_cl100k
 
 try:
     load_cl100k()
@@ -330,7 +330,7 @@ def test_tokenizer_is_cl100k_for_chunkers(make):
 
 
 def test_identity_is_recorded_and_another_model_refused(make):
-    from trails.vector.sqlite_vec import SqliteVecStore
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
     embedder = make()
     store = SqliteVecStore(":memory:", dim=64, embedder=embedder.identity)

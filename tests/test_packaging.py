@@ -14,7 +14,7 @@ import tomllib
 import trails
 import trails.vector
 from conftest import ROOT
-from trails import _extras
+from trails import _lazy as _extras
 from trails.errors import MissingExtraError, TrailsError
 
 HEAVY = ["torch", "openai", "qdrant_client", "sentence_transformers", "transformers", "tiktoken"]
@@ -80,8 +80,8 @@ def test_every_public_name_resolves(module):
 
 
 def test_the_lazy_names_are_the_real_objects():
-    from trails.retrieval import retrieve
-    from trails.vector.sqlite_vec import SqliteVecStore
+    from trails.retrieval.retrieve import retrieve
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
     assert trails.retrieve is retrieve and trails.vector.retrieve is retrieve
     assert trails.SqliteVecStore is SqliteVecStore and trails.vector.SqliteVecStore is SqliteVecStore

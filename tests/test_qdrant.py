@@ -27,10 +27,10 @@ from trails.errors import ConfigurationError, ContextLockedError, MissingExtraEr
 from trails.ingest import Document, SentenceChunker, ingest_all
 from trails.kg import OxigraphGraph
 from trails.scopes import scope_graph
-from trails.vector import qdrant as qdrant_module
-from trails.vector.mock import MockEmbedder
-from trails.vector.qdrant import POINT_NAMESPACE, QdrantStore, point_id
-from trails.vector.sqlite_vec import DocumentVersion, SqliteVecStore
+from trails.vector.stores import qdrant as qdrant_module
+from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.stores.qdrant import POINT_NAMESPACE, QdrantStore, point_id
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 pytest.importorskip("qdrant_client")
 
@@ -76,7 +76,7 @@ def test_point_ids_are_deterministic_uuid5_of_the_vector_id():
 
 
 def test_point_ids_are_the_same_in_another_process():
-    code = "from trails.vector.qdrant import point_id; print(point_id('trails://x/c/1'))"
+    code = "from trails.vector.stores.qdrant import point_id; print(point_id('trails://x/c/1'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == point_id("trails://x/c/1")
 
@@ -114,7 +114,7 @@ def test_a_folder_open_in_another_process_is_a_clear_error(tmp_path):
     folder = tmp_path / "qdrant"
     QdrantStore(path=folder, dim=3).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", ("import sys; from trails.vector.qdrant import QdrantStore; "
+        [sys.executable, "-c", ("import sys; from trails.vector.stores.qdrant import QdrantStore; "
                                 f"s = QdrantStore(path={str(folder)!r}); print('open', flush=True);"
                                 " sys.stdin.read()")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trails.vector.qdrant import QdrantStore
-from trails.vector.sqlite_vec import DocumentVersion
+from trails.vector.stores.qdrant import QdrantStore
+from trails.vector.stores.sqlite_vec import DocumentVersion
 
 pytest.importorskip("qdrant_client")
 

@@ -15,7 +15,7 @@ from trails.ingest.document import Document
 from trails.kg import IRI
 from trails.rank import RecencyDecay
 from trails.rank.recency import decay_factor, decayed
-from trails.retrieval import RetrievalHit
+from trails.records import RetrievalHit
 
 NOW = dt.date(2026, 3, 1)
 # document id -> (text, metadata); ages on NOW: 0, 15, 30, 45 days, undated, 10 days ahead

@@ -23,7 +23,7 @@ from trails.ingest.chunkers import SentenceChunker
 from trails.ingest.document import Document
 from trails.rank import BaseReranker, CrossEncoderReranker, Reranker
 from trails.rank.rerank import resolve_cross_encoder
-from trails.retrieval import RetrievalHit
+from trails.records import RetrievalHit
 
 pytest.importorskip("sentence_transformers")
 

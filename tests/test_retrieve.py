@@ -11,9 +11,9 @@ import pytest
 from trails import retrieve
 from trails.errors import DimensionMismatchError, EmbeddingModelMismatchError
 from trails.kg import IRI
-from trails.retrieval import RetrievalResult
-from trails.vector.mock import MockEmbedder
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.records import RetrievalResult
+from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 CHUNKS = {
     # iri: (text, document, position)

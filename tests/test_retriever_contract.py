@@ -24,8 +24,8 @@ from trails.errors import SparqlError, UnsafeFilterError
 from trails.ingest import Document, ingest_all
 from trails.ingest.chunkers import SentenceChunker
 from trails.rank.fusion import rrf
-from trails.retrieval import RetrievalHit
-from trails.retrievers import (
+from trails.records import RetrievalHit
+from trails.retrieval.retrievers import (
     CompositeRetriever,
     GraphRetriever,
     HybridRetriever,

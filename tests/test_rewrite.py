@@ -18,7 +18,7 @@ from trails.rank.rewrite import (
     QueryRewriter,
     check_messages,
 )
-from trails.retrievers import HybridRetriever, VectorRetriever
+from trails.retrieval.retrievers import HybridRetriever, VectorRetriever
 from trails.testing.openai_server import OpenAICompatibleServer
 
 MESSAGES = [

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from trails.ingest import Document, ingest_all
-from trails.retrieval import retrieve
+from trails.retrieval.retrieve import retrieve
 from trails.testing import MockEmbedder, fresh_context
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
@@ -129,7 +129,7 @@ def _iri_to_id(ctx, docs) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_scifact_vector_retrieval_matches_published_quality():
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     docs, queries, qrels = load_sample()
     assert len(queries) == QUERIES and len(docs) >= DISTRACTORS + QUERIES

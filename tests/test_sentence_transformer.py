@@ -8,8 +8,8 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from trails.vector.embedder import Embedder
-from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+from trails.vector.embedders.base import Embedder
+from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 # find_spec, not importorskip: importing torch at collection would slow every run.
 pytestmark = pytest.mark.skipif(

@@ -13,9 +13,9 @@ from trails.errors import DimensionMismatchError, EmbeddingError, SparqlError
 from trails.ingest import Document, ingest_all
 from trails.ingest.chunkers import SentenceChunker
 from trails.kg import OxigraphGraph
-from trails.kg.similarity import SIMILARITY, uses_similarity
-from trails.vector.mock import MockEmbedder
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.kg.sparql import SIMILARITY, uses_similarity
+from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 DOCS = [
     ("rails", "2024-05-01", ("Rails is a web framework written in Ruby. Rails routing maps URLs to "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from trails.errors import ConfigurationError
-from trails.vector.sqlite_vec import SqliteVecStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 
 def test_a_new_store_needs_its_dimension(tmp_path):

@@ -18,8 +18,8 @@ from trails.errors import (
     InvalidVectorError,
     TrailsError,
 )
-from trails.vector.embedder import EmbedderIdentity
-from trails.vector.store import VectorHit, VectorStore
+from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores.base import VectorHit, VectorStore
 
 DIM = 8
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import ConfigurationError
 
 __all__ = ["KEY_ENV", "OpenAIClient", "status_message"]

@@ -28,12 +28,12 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from trails.errors import ConfigurationError, TrailsError
-from trails.retrieval import FUSIONS, MODES
+from trails.retrieval.retrieve import FUSIONS, MODES
 
 if TYPE_CHECKING:
     from trails.context import Context
     from trails.ingest import IngestionStats
-    from trails.vector.embedder import Embedder
+    from trails.vector.embedders.base import Embedder
 
 __all__ = ["app", "main", "make_embedder", "parse_binding"]
 
@@ -166,7 +166,7 @@ def make_embedder(spec: str) -> Embedder:
     'trails-mock-bow:seed=0 (dim=8, normalized=True)'
     """
     if spec == "mock" or spec.startswith("mock:"):
-        from trails.vector.mock import MockEmbedder
+        from trails.vector.embedders.mock import MockEmbedder
 
         dim = spec.partition(":")[2]
         if not dim:
@@ -174,7 +174,7 @@ def make_embedder(spec: str) -> Embedder:
         if not dim.isdigit() or int(dim) < 1:
             raise ValueError(f"--model mock:DIM needs a positive integer DIM, got {spec!r}")
         return MockEmbedder(dim=int(dim))
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(spec)
 

@@ -11,8 +11,8 @@ from typing import Any, Self
 from trails import _state
 from trails.errors import ConfigurationError
 from trails.kg import KnowledgeGraph, OxigraphGraph
-from trails.kg.similarity import register_similarity
-from trails.vector.embedder import Embedder, EmbedderIdentity
+from trails.similarity import register_similarity
+from trails.vector.embedders.base import Embedder, EmbedderIdentity
 
 __all__ = ["DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for", "set_default_context"]
 
@@ -58,7 +58,7 @@ class Context:
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
-        from trails.vector.sqlite_vec import SqliteVecStore
+        from trails.vector.stores.sqlite_vec import SqliteVecStore
 
         model = embedder if embedder is not None else _default_embedder()
         store = SqliteVecStore(":memory:", dim=model.dim, embedder=model.identity)
@@ -90,7 +90,7 @@ class Context:
             ContextLockedError: another process has the directory open for writing.
             ConfigurationError: ``read_only`` on a directory that holds no context.
         """
-        from trails.vector.sqlite_vec import SqliteVecStore
+        from trails.vector.stores.sqlite_vec import SqliteVecStore
 
         root = Path(directory)
         config = _read_config(root)
@@ -179,7 +179,7 @@ class Context:
 
 
 def _default_embedder() -> Embedder:
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
@@ -189,20 +189,20 @@ _MOCK = re.compile(r"^trails-mock-bow:seed=(-?\d+)$")
 
 def embedder_for(identity: EmbedderIdentity) -> Embedder:
     """Rebuild the embedder a context recorded, from its identity."""
-    from trails.vector.mock import MockEmbedder
+    from trails.vector.embedders.mock import MockEmbedder
 
     match = _MOCK.match(identity.model)
     if match:
         return MockEmbedder(dim=identity.dim, seed=int(match.group(1)))
     if identity.model.startswith("sentence-transformers/"):
-        from trails.vector.sentence_transformer import SentenceTransformerEmbedder
+        from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
         # The revision names the backend that made the vectors (torch, onnx, onnx-int8):
         # rebuild that one, so queries are embedded as the documents were (ADR 0007).
         return SentenceTransformerEmbedder.from_identity(identity)
     if identity.model.startswith("openai/"):
         # The key and endpoint are not recorded: $OPENAI_API_KEY / $OPENAI_BASE_URL on use.
-        from trails.vector.openai import OpenAIEmbedder
+        from trails.vector.embedders.openai import OpenAIEmbedder
 
         return OpenAIEmbedder.from_identity(identity)
     raise ConfigurationError(

@@ -38,7 +38,7 @@ from trails.ingest.minting import doc_iri
 if TYPE_CHECKING:
     from trails.context import Context
     from trails.ingest import IngestionStats
-    from trails.vector.embedder import Embedder, EmbedderIdentity
+    from trails.vector.embedders.base import Embedder, EmbedderIdentity
 
 __all__ = [
     "CHUNKINGS",
@@ -433,7 +433,7 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
     ``fusion`` overrides the fusion of ``hybrid`` (a name ``retrieve`` accepts or a callable);
     by default it is :func:`hybrid_fusion`.
     """
-    from trails.retrieval import retrieve
+    from trails.retrieval.retrieve import retrieve
 
     if system == "vector":
         return lambda q: retrieve(q, ctx, mode="vector", k=depth)
@@ -463,7 +463,7 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
 def hybrid_fusion() -> str:
     """The fusion the ``hybrid`` system uses: ``"auto"`` (trails' recommended hybrid) where
     ``retrieve`` has it, else plain ``"rrf"``."""
-    from trails.retrieval import FUSIONS
+    from trails.retrieval.retrieve import FUSIONS
 
     return "auto" if "auto" in FUSIONS else "rrf"
 
@@ -632,7 +632,7 @@ def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: A
     """
     from trails.rank.fusion import Ranking
     from trails.rank.keyword import keyword_quality
-    from trails.retrieval import retrieve
+    from trails.retrieval.retrieve import retrieve
 
     vectors = store if store is not None else ctx.vectors
     qrels = dataset.split(split)
@@ -693,7 +693,7 @@ def derived_store(store: Any, *, text: Callable[[str], str] | None = None,
 
     For "one poor ranking" experiments: the other ranking stays exactly as it was.
     """
-    from trails.vector.sqlite_vec import SqliteVecStore
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
     copy = SqliteVecStore(":memory:", dim=store.dim, embedder=store.embedder_identity)
     rng = np.random.default_rng(seed)

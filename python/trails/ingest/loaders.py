@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import MissingExtraError
 from trails.ingest.document import Document, Loader, LoadFailure
 

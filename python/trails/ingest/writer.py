@@ -35,7 +35,7 @@ from trails.ingest.minting import (
 )
 from trails.kg.terms import IRI
 from trails.scopes import DEFAULT_SCOPE, scope_graph
-from trails.vector.sqlite_vec import DocumentVersion
+from trails.vector.stores.sqlite_vec import DocumentVersion
 
 __all__ = ["PendingDocument", "VersionWriter", "graph_block"]
 

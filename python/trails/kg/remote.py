@@ -55,7 +55,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import (
     ConfigurationError,
     EndpointUnavailableError,
@@ -64,7 +64,7 @@ from trails.errors import (
 )
 from trails.kg.bindings import apply_bindings
 from trails.kg.result import QueryResult
-from trails.kg.sparql import PREFIXES, check_filter
+from trails.kg.sparql import PREFIXES, check_filter, uses_similarity
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = ["SparqlEndpointGraph"]
@@ -478,8 +478,6 @@ def _parses(text: str) -> SyntaxError | None:
 
 def _refuse_similarity(text: str, prefixes: dict[str, str]) -> None:
     """Raise if ``text`` calls ``trails:similarity``, which only the embedded graph provides."""
-    from trails.kg.similarity import uses_similarity
-
     if uses_similarity(text, prefixes):
         raise SparqlError(
             "trails:similarity is evaluated in this Python process and is only available on the "

@@ -9,11 +9,14 @@ import pyoxigraph as ox
 
 from trails.errors import SparqlError, UnsafeFilterError
 
-__all__ = ["META", "PREFIXES", "TRAILS", "check_filter", "code_only"]
+__all__ = ["META", "PREFIXES", "SIMILARITY", "TRAILS", "check_filter", "code_only", "uses_similarity"]
 
 TRAILS = "https://trails.dev/ns#"
 # User metadata keys become predicates in this namespace: front matter `author` -> meta:author.
 META = "https://trails.dev/meta#"
+# trails:similarity(?chunk, "text"): vector similarity inside SPARQL (trails.similarity).
+SIMILARITY = TRAILS + "similarity"
+_PREFIX_DECLARATION = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
 
 PREFIXES: dict[str, str] = {
     "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
@@ -99,3 +102,22 @@ def check_filter(
 
 def _unbound(*terms: object) -> None:
     return None
+
+
+def uses_similarity(sparql: str, prefixes: dict[str, str] | None = None) -> bool:
+    """Whether ``sparql`` calls ``trails:similarity`` (a lexical check: under any prefix bound
+    to the trails namespace, or as the full IRI).
+
+    >>> uses_similarity('SELECT ?c WHERE { ?c ?p ?o } ORDER BY trails:similarity(?c, "x")')
+    True
+    >>> uses_similarity('SELECT ?c WHERE { ?c ?p "trails:similarity(" }')
+    False
+    """
+    if f"<{SIMILARITY}>" in sparql:
+        return True
+    names = {name for name, iri in (prefixes or {"trails": TRAILS}).items() if iri == TRAILS}
+    names |= {m.group(1) or "" for m in _PREFIX_DECLARATION.finditer(sparql) if m.group(2) == TRAILS}
+    if not names:
+        return False
+    alternatives = "|".join(re.escape(n) for n in sorted(names))
+    return re.search(rf"(?<![\w:.-])(?:{alternatives}):similarity\b", code_only(sparql)) is not None

@@ -1,7 +1,7 @@
 """What the post-ranking steps share: graph look-ups per scope and copies of frozen hits.
 
 Hits are frozen dataclasses (``RetrievalHit``); a step returns changed copies and never
-touches the stores. Nothing here imports ``trails.retrieval`` (which imports this package).
+touches the stores. Nothing here imports ``trails.retrieval.retrieve`` (which imports this package).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class HitLike(Protocol):
-    """What steps read of a hit (``trails.retrieval.RetrievalHit`` is one)."""
+    """What steps read of a hit (``trails.retrieval.retrieve.RetrievalHit`` is one)."""
 
     @property
     def iri(self) -> str: ...

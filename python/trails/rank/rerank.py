@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from trails import _state
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import ConfigurationError
 from trails.rank._steps import H, by_score, key, rescored, scoped_rows, values
 
 if TYPE_CHECKING:
     from trails.context import Context
-    from trails.retrieval import RetrievalHit
+    from trails.records import RetrievalHit
 
 __all__ = ["BaseReranker", "CrossEncoderReranker", "Reranker"]
 

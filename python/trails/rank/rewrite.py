@@ -3,11 +3,11 @@
 "And how do I install them?" retrieves nothing useful on its own; after a turn about Ruby gems
 it means "How do I install Ruby gems?". A :class:`QueryRewriter` makes that standalone query;
 ``retrieve(query, ctx, messages=..., rewriter=...)`` and the retrievers of
-:mod:`trails.retrievers` rank by it. Without a rewriter (or with :class:`IdentityRewriter`)
+:mod:`trails.retrieval.retrievers` rank by it. Without a rewriter (or with :class:`IdentityRewriter`)
 messages never change the query.
 
 :class:`OpenAIQueryRewriter` asks a chat model through the ``openai`` client (OpenAI or any
-compatible server: vLLM, Ollama, LiteLLM...). Unlike :class:`~trails.vector.openai.OpenAIEmbedder`,
+compatible server: vLLM, Ollama, LiteLLM...). Unlike :class:`~trails.vector.embedders.openai.OpenAIEmbedder`,
 which runs its own retry loop, it uses the client's retries (``max_retries``: exponential backoff
 that honours ``Retry-After``), since one short request per query needs no batching.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from trails._extras import require
+from trails._lazy import require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import RewriteError
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from trails import _state
 from trails.context import Context, set_default_context
-from trails.vector.mock import MockEmbedder
+from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["MockEmbedder", "fresh_context", "isolated_kernel"]
 

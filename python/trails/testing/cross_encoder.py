@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from trails._extras import require
+from trails._lazy import require
 
 __all__ = ["tiny_cross_encoder"]
 

@@ -1,7 +1,7 @@
 """A local OpenAI-compatible server (embeddings, chat completions), so tests run the real
 ``openai`` client offline.
 
->>> from trails.vector.openai import OpenAIEmbedder
+>>> from trails.vector.embedders.openai import OpenAIEmbedder
 >>> with OpenAICompatibleServer() as server:  # doctest: +SKIP
 ...     embedder = OpenAIEmbedder(base_url=server.base_url, api_key="test", dim=64)
 ...     server.fail_next(429, retry_after=0.01)
@@ -36,7 +36,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from trails.vector.mock import MockEmbedder
+from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["OpenAICompatibleServer", "RecordedRequest"]
 
@@ -191,7 +191,7 @@ class OpenAICompatibleServer:
         """cl100k_base tokens (tiktoken), or ~4 characters a token when it is unavailable."""
         if self._count is None:
             try:
-                from trails.vector.openai import load_cl100k
+                from trails.vector.embedders.openai import load_cl100k
 
                 self._count = _Counter(load_cl100k())
             except Exception:  # noqa: BLE001 - no tiktoken or no BPE file: approximate

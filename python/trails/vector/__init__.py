@@ -5,16 +5,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from trails.retrieval import RetrievalHit, RetrievalResult, retrieve
-from trails.vector.embedder import BaseEmbedder, Embedder, EmbedderIdentity
-from trails.vector.mock import MockEmbedder
-from trails.vector.store import BaseVectorStore, SearchPlan, StoredVector, VectorHit, VectorStore
+from trails.vector.embedders.base import BaseEmbedder, Embedder, EmbedderIdentity
+from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.stores.base import BaseVectorStore, SearchPlan, StoredVector, VectorHit, VectorStore
 
 if TYPE_CHECKING:
-    from trails.vector.openai import OpenAIEmbedder
-    from trails.vector.qdrant import QdrantStore
-    from trails.vector.sentence_transformer import SentenceTransformerEmbedder
-    from trails.vector.sqlite_vec import SqliteVecStore
+    from trails.records import RetrievalHit, RetrievalResult
+    from trails.retrieval import retrieve
+    from trails.vector.embedders.openai import OpenAIEmbedder
+    from trails.vector.stores.qdrant import QdrantStore
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 __all__ = [
     "BaseEmbedder",
@@ -37,10 +38,14 @@ __all__ = [
 
 # name -> module; imported on first access so `import trails.vector` stays light.
 _LAZY = {
-    "QdrantStore": "trails.vector.qdrant",
-    "SqliteVecStore": "trails.vector.sqlite_vec",
-    "SentenceTransformerEmbedder": "trails.vector.sentence_transformer",
-    "OpenAIEmbedder": "trails.vector.openai",
+    # Public paths users know; these live above trails.vector, so only resolved on access.
+    "RetrievalHit": "trails.records",
+    "RetrievalResult": "trails.records",
+    "retrieve": "trails.retrieval",
+    "QdrantStore": "trails.vector.stores.qdrant",
+    "SqliteVecStore": "trails.vector.stores.sqlite_vec",
+    "SentenceTransformerEmbedder": "trails.vector.embedders.sentence_transformer",
+    "OpenAIEmbedder": "trails.vector.embedders.openai",
 }
 
 

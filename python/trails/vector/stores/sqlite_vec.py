@@ -15,10 +15,10 @@ import numpy as np
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.rank.keyword import fts5_match, keyword_terms
 from trails.scopes import DEFAULT_SCOPE
-from trails.vector._sqlite import Database, open_database
-from trails.vector.embedder import EmbedderIdentity
-from trails.vector.matrix import VectorMatrix
-from trails.vector.store import (
+from trails.vector.stores._sqlite import Database, open_database
+from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores.matrix import VectorMatrix
+from trails.vector.stores.base import (
     BaseVectorStore,
     DocumentVersion,
     SearchPlan,

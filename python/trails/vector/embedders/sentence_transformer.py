@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from trails import _state
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import ConfigurationError, EmbeddingError, MissingExtraError
-from trails.vector.embedder import BaseEmbedder, EmbedderIdentity
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
 
 __all__ = [
     "AUTO_CPU_BACKEND",

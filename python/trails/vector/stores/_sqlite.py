@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import MissingExtraError
 
 __all__ = ["Database", "open_database"]

@@ -33,8 +33,10 @@ from trails.kg.bindings import apply_bindings
 from trails.kg.sparql import check_filter
 from trails.rank.fusion import FusionFn, Ranking, rrf
 from trails.rank.rewrite import QueryRewriter, check_messages
-from trails.retrieval import FUSIONS, RetrievalHit, RetrievalResult, _check_compatible, retrieve
+from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.scopes import normalize_scopes
+from trails.vector.stores.base import check_compatible
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -82,7 +84,7 @@ class VectorRetriever:
 
     def __post_init__(self) -> None:
         _init_common(self)
-        _check_compatible(self.ctx.embedder, self.ctx.vectors)
+        check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)
@@ -130,7 +132,7 @@ class HybridRetriever:
         if self.fusion is not None and not isinstance(self.fusion, str) and not callable(self.fusion):
             raise TypeError(f"fusion must be None, 'rrf' or a callable, got {self.fusion!r}")
         object.__setattr__(self, "steps", _checked_steps(self.steps))
-        _check_compatible(self.ctx.embedder, self.ctx.vectors)
+        check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)

@@ -46,13 +46,13 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from trails._extras import require
+from trails._lazy import require
 from trails.errors import ConfigurationError, ContextLockedError, DimensionMismatchError
 from trails.rank.keyword import keyword_terms
 from trails.scopes import DEFAULT_SCOPE
-from trails.vector.embedder import EmbedderIdentity
-from trails.vector.matrix import _exact_cosine
-from trails.vector.store import (
+from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores.matrix import _exact_cosine
+from trails.vector.stores.base import (
     BaseVectorStore,
     DocumentVersion,
     SearchPlan,

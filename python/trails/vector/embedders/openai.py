@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from trails._extras import require
+from trails._lazy import require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import ConfigurationError, EmbeddingError
-from trails.vector.embedder import BaseEmbedder, EmbedderIdentity
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, DimensionMismatchError
+from trails.records import RetrievalHit, RetrievalResult
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
+from trails.vector.stores.base import check_compatible
 
 if TYPE_CHECKING:
     from trails.context import Context
-    from trails.vector.embedder import Embedder
-    from trails.vector.store import VectorStore
+    from trails.vector.embedders.base import Embedder
+    from trails.vector.stores.base import VectorStore
 
-__all__ = ["MODES", "Mode", "RetrievalHit", "RetrievalResult", "retrieve"]
+__all__ = ["FUSIONS", "MODES", "Mode", "retrieve"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -33,79 +33,6 @@ FUSIONS: tuple[str, ...] = tuple(_FUSERS)
 FUSION_DEPTH = 300
 # Post-ranking steps (rerankers, MMR) see this many hits (at least k) to choose from.
 STEP_DEPTH = 50
-
-
-@dataclass(frozen=True)
-class RetrievalHit:
-    """One result: the chunk IRI, its score (None in graph mode), snippet, metadata, and the
-    score components that produced the score (``vector``, ``vector_rank``, ``rrf``...)."""
-
-    iri: str
-    score: float | None
-    snippet: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    components: dict[str, float] = field(default_factory=dict)
-
-
-class RetrievalResult(list[RetrievalHit]):
-    """The hits, plus how they were found, so a short list is never ambiguous.
-
-    Attributes:
-        mode: the retrieval mode that ran.
-        plan: the ranking plan (``full-scan``, ``gather``, ``masked-scan``, ``graph-order``...).
-        candidates: how many vectors the filter admitted (None when there was no filter).
-        exhaustive: True when every admitted vector was scored exactly.
-        rankings: the rankings that were fused (``("vector", "keyword")``), empty when the
-            hits are one ranking's order.
-        notes: why a ranking the call asked for is missing (e.g. a store without keywords).
-        fusion_weights: the weight ``fusion="auto"`` gave each ranking for this query (empty
-            for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
-    """
-
-    def __init__(
-        self,
-        hits: Sequence[RetrievalHit],
-        *,
-        mode: str,
-        plan: str,
-        candidates: int | None,
-        exhaustive: bool,
-        rankings: Sequence[str] = (),
-        notes: Sequence[str] = (),
-        fusion_weights: Mapping[str, float] | None = None,
-    ) -> None:
-        super().__init__(hits)
-        self.mode = mode
-        self.plan = plan
-        self.candidates = candidates
-        self.exhaustive = exhaustive
-        self.rankings = tuple(rankings)
-        self.notes = tuple(notes)
-        self.fusion_weights = dict(fusion_weights or {})
-
-    def explain(self) -> str:
-        admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
-        scan = "exhaustive" if self.exhaustive else "not exhaustive"
-        fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
-        if self.fusion_weights:
-            fused += " (weights " + ", ".join(
-                f"{name} {weight:.3f}" for name, weight in self.fusion_weights.items()) + ")"
-        notes = "".join(f"; {note}" for note in self.notes)
-        return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
-
-    def __repr__(self) -> str:
-        return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{i}</td><td>{'' if h.score is None else f'{h.score:.4f}'}</td>"
-            f"<td><code>{html.escape(h.iri)}</code></td><td>{html.escape(h.snippet[:200])}</td></tr>"
-            for i, h in enumerate(self, start=1)
-        )
-        return (
-            f"<p>{html.escape(self.explain())}</p><table><thead><tr><th>#</th><th>score</th>"
-            f"<th>iri</th><th>snippet</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
 
 
 def retrieve(
@@ -205,7 +132,7 @@ def retrieve(
     if mode == "graph":
         return _graph_hits(iris or [], store, k, ctx, scopes)
     model = embedder if embedder is not None else _need(ctx, "embedder", "embedder")
-    _check_compatible(model, store)
+    check_compatible(model, store)
     result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH), iris,
                           fusion, mode, scopes)
     for step in steps:
@@ -223,16 +150,6 @@ def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
     if ctx is None:
         raise ConfigurationError(f"no {argument} given and no context: pass {argument}=... or ctx=...")
     return getattr(ctx, attribute)
-
-
-def _check_compatible(embedder: Embedder, store: VectorStore) -> None:
-    if embedder.dim != store.dim:
-        raise DimensionMismatchError(
-            f"the embedder makes {embedder.dim}-d vectors but the store holds {store.dim}-d "
-            "vectors; use the embedder the store was built with"
-        )
-    if store.embedder_identity is not None:  # only check: retrieval never writes
-        store.bind_embedder(embedder.identity)
 
 
 def _graph_hits(
@@ -293,7 +210,7 @@ def _ranked_hits(
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
     vector = np.asarray(embedder.embed(query), dtype=np.float64)
-    from trails.vector.store import BaseVectorStore  # here: trails.vector imports this module
+    from trails.vector.stores.base import BaseVectorStore  # here: trails.vector imports this module
 
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     # Fusion ranks `depth` hits per ranking but keeps k: our stores then skip the metadata

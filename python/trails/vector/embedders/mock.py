@@ -12,7 +12,7 @@ from itertools import filterfalse
 
 import numpy as np
 
-from trails.vector.embedder import BaseEmbedder, EmbedderIdentity
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
 
 __all__ = ["MockEmbedder"]
 

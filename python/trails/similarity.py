@@ -16,7 +16,6 @@ A remote SPARQL endpoint cannot call back into Python: there the function is ref
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,17 +24,15 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import SparqlError
-from trails.kg.sparql import TRAILS, code_only
+from trails.kg.sparql import SIMILARITY
 from trails.scopes import DEFAULT_SCOPE
-from trails.vector.store import as_matrix, unit_rows
+from trails.vector.stores.base import as_matrix, check_compatible, unit_rows
 
 if TYPE_CHECKING:
     from trails.context import Context
 
 __all__ = ["SIMILARITY", "register_similarity", "uses_similarity"]
 
-SIMILARITY = TRAILS + "similarity"
-_PREFIX_DECLARATION = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
 
 
 def register_similarity(ctx: Context) -> None:
@@ -49,25 +46,6 @@ def register_similarity(ctx: Context) -> None:
         return
     owner = weakref.ref(ctx)
     register(SIMILARITY, lambda scopes: _Similarity(owner, scopes), per_query=True)
-
-
-def uses_similarity(sparql: str, prefixes: dict[str, str] | None = None) -> bool:
-    """Whether ``sparql`` calls ``trails:similarity`` (a lexical check: under any prefix bound
-    to the trails namespace, or as the full IRI).
-
-    >>> uses_similarity('SELECT ?c WHERE { ?c ?p ?o } ORDER BY trails:similarity(?c, "x")')
-    True
-    >>> uses_similarity('SELECT ?c WHERE { ?c ?p "trails:similarity(" }')
-    False
-    """
-    if f"<{SIMILARITY}>" in sparql:
-        return True
-    names = {name for name, iri in (prefixes or {"trails": TRAILS}).items() if iri == TRAILS}
-    names |= {m.group(1) or "" for m in _PREFIX_DECLARATION.finditer(sparql) if m.group(2) == TRAILS}
-    if not names:
-        return False
-    alternatives = "|".join(re.escape(n) for n in sorted(names))
-    return re.search(rf"(?<![\w:.-])(?:{alternatives}):similarity\b", code_only(sparql)) is not None
 
 
 class _Similarity:
@@ -107,11 +85,9 @@ class _Similarity:
 
     def _query(self, text: str) -> np.ndarray:
         if text not in self._queries:
-            from trails.retrieval import _check_compatible
-
             ctx = self._context()
             embedder = ctx.embedder
-            _check_compatible(embedder, ctx.vectors)  # the same checks as retrieve()
+            check_compatible(embedder, ctx.vectors)  # the same checks as retrieve()
             vector = as_matrix([embedder.embed(text)], embedder.dim).astype(np.float64)
             self._queries[text] = unit_rows(vector)[0]
         return self._queries[text]

@@ -14,7 +14,7 @@ from trails.errors import (
     EmbeddingModelMismatchError,
     InvalidVectorError,
 )
-from trails.vector.embedder import EmbedderIdentity
+from trails.vector.embedders.base import Embedder, EmbedderIdentity
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -28,6 +28,7 @@ __all__ = [
     "VectorLike",
     "VectorStore",
     "as_matrix",
+    "check_compatible",
     "decode",
     "encode",
     "normalize_rows",
@@ -343,3 +344,15 @@ def decode(blob: bytes) -> np.ndarray:
 def optional_str(value: Any) -> str | None:
     """A metadata field promoted to a column or payload field: ``None`` stays ``None``."""
     return None if value is None else str(value)
+
+
+def check_compatible(embedder: Embedder, store: VectorStore) -> None:
+    """Refuse an embedder whose vectors cannot be compared with ``store``'s (dimension or
+    recorded model differ); never records anything."""
+    if embedder.dim != store.dim:
+        raise DimensionMismatchError(
+            f"the embedder makes {embedder.dim}-d vectors but the store holds {store.dim}-d "
+            "vectors; use the embedder the store was built with"
+        )
+    if store.embedder_identity is not None:  # only check: retrieval never writes
+        store.bind_embedder(embedder.identity)

@@ -1,0 +1,82 @@
+"""The knowledge-graph contract: what the engine calls on a graph, and the optional extras.
+
+:class:`KnowledgeGraph` declares every call the engine makes on a graph; both backends
+(:class:`~trails.kg.oxigraph.OxigraphGraph`, :class:`~trails.kg.remote.SparqlEndpointGraph`)
+implement all of it. What only some graphs can do is a narrower protocol, checked with
+``isinstance``:
+
+- :class:`FunctionGraph`: custom SPARQL functions evaluated in this process
+  (``trails:similarity``); a remote endpoint cannot call back into Python.
+- :class:`NQuadsGraph`: loads N-Quads text in one transaction, the ingest writer's fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import pyoxigraph as ox
+
+from trails.kg.result import QueryResult
+
+__all__ = ["FunctionGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput"]
+
+# SELECT -> QueryResult, ASK -> bool, CONSTRUCT/DESCRIBE -> triples.
+QueryOutput = QueryResult | bool | list[ox.Triple]
+
+
+@runtime_checkable
+class KnowledgeGraph(Protocol):
+    """A SPARQL 1.1 graph the engine filters with, writes documents to and checks.
+
+    ``scopes`` confines a query to those scopes' named graphs whatever its text says
+    (None: every graph). ``bindings`` are bound as RDF terms, never pasted into the text.
+    """
+
+    prefixes: dict[str, str]
+    read_only: bool
+
+    def query(
+        self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
+        scopes: Sequence[str] | None = None,
+    ) -> QueryOutput: ...
+
+    def select_iris(
+        self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
+        scopes: Sequence[str] | None = None,
+    ) -> list[str]: ...
+
+    def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None: ...
+
+    def add(self, quad: ox.Quad) -> None: ...
+
+    def extend(self, quads: Iterable[ox.Quad]) -> None: ...
+
+    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None: ...
+
+    def remove_graph(self, graph: ox.NamedNode) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class FunctionGraph(KnowledgeGraph, Protocol):
+    """A graph whose queries can call Python functions by IRI."""
+
+    @property
+    def functions(self) -> frozenset[str]: ...
+
+    def register_function(
+        self, iri: str, fn: Callable[..., Any], *, per_query: bool = False
+    ) -> None: ...
+
+
+@runtime_checkable
+class NQuadsGraph(KnowledgeGraph, Protocol):
+    """A graph that loads N-Quads text in one transaction (all or nothing)."""
+
+    def load_nquads(self, text: str) -> None: ...

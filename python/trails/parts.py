@@ -1,0 +1,25 @@
+"""What ingestion, ranking steps and SPARQL functions need of a context: its three parts.
+
+:class:`trails.context.Context` is the one implementation; it sits above ingestion and
+ranking (it verifies and repairs through them), so they name this protocol instead of it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from trails.kg.base import KnowledgeGraph
+from trails.vector.embedders.base import Embedder
+from trails.vector.stores.base import VectorStore
+
+__all__ = ["ContextParts"]
+
+
+class ContextParts(Protocol):
+    """A graph, a vector store and the embedder that made the store's vectors."""
+
+    kg: KnowledgeGraph
+    vectors: VectorStore
+    embedder: Embedder
+    base_iri: str
+    read_only: bool

@@ -1,0 +1,87 @@
+"""The records a retrieval returns: :class:`RetrievalHit` and :class:`RetrievalResult`.
+
+They sit at the bottom of the package so that ranking steps, integrations and the CLI can
+name them without importing the retrieval machinery.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RetrievalHit", "RetrievalResult"]
+
+
+@dataclass(frozen=True)
+class RetrievalHit:
+    """One result: the chunk IRI, its score (None in graph mode), snippet, metadata, and the
+    score components that produced the score (``vector``, ``vector_rank``, ``rrf``...)."""
+
+    iri: str
+    score: float | None
+    snippet: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, float] = field(default_factory=dict)
+
+
+class RetrievalResult(list[RetrievalHit]):
+    """The hits, plus how they were found, so a short list is never ambiguous.
+
+    Attributes:
+        mode: the retrieval mode that ran.
+        plan: the ranking plan (``full-scan``, ``gather``, ``masked-scan``, ``graph-order``...).
+        candidates: how many vectors the filter admitted (None when there was no filter).
+        exhaustive: True when every admitted vector was scored exactly.
+        rankings: the rankings that were fused (``("vector", "keyword")``), empty when the
+            hits are one ranking's order.
+        notes: why a ranking the call asked for is missing (e.g. a store without keywords).
+        fusion_weights: the weight ``fusion="auto"`` gave each ranking for this query (empty
+            for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
+    """
+
+    def __init__(
+        self,
+        hits: Sequence[RetrievalHit],
+        *,
+        mode: str,
+        plan: str,
+        candidates: int | None,
+        exhaustive: bool,
+        rankings: Sequence[str] = (),
+        notes: Sequence[str] = (),
+        fusion_weights: Mapping[str, float] | None = None,
+    ) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.plan = plan
+        self.candidates = candidates
+        self.exhaustive = exhaustive
+        self.rankings = tuple(rankings)
+        self.notes = tuple(notes)
+        self.fusion_weights = dict(fusion_weights or {})
+
+    def explain(self) -> str:
+        admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
+        scan = "exhaustive" if self.exhaustive else "not exhaustive"
+        fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
+        if self.fusion_weights:
+            fused += " (weights " + ", ".join(
+                f"{name} {weight:.3f}" for name, weight in self.fusion_weights.items()) + ")"
+        notes = "".join(f"; {note}" for note in self.notes)
+        return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
+
+    def __repr__(self) -> str:
+        return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{'' if h.score is None else f'{h.score:.4f}'}</td>"
+            f"<td><code>{html.escape(h.iri)}</code></td><td>{html.escape(h.snippet[:200])}</td></tr>"
+            for i, h in enumerate(self, start=1)
+        )
+        return (
+            f"<p>{html.escape(self.explain())}</p><table><thead><tr><th>#</th><th>score</th>"
+            f"<th>iri</th><th>snippet</th></tr></thead><tbody>{rows}</tbody></table>"
+        )

@@ -1,0 +1,1 @@
+"""Embedders: the :class:`Embedder` protocol and its backends (mock, sentence-transformers, OpenAI)."""

@@ -1,0 +1,1 @@
+"""Vector stores: the :class:`VectorStore` protocol and its backends (sqlite-vec, Qdrant)."""
