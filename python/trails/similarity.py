@@ -24,34 +24,34 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import SparqlError
+from trails.kg.base import FunctionGraph
 from trails.kg.sparql import SIMILARITY
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import as_matrix, check_compatible, unit_rows
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from trails.parts import ContextParts
 
-__all__ = ["SIMILARITY", "register_similarity", "uses_similarity"]
+__all__ = ["register_similarity"]
 
 
 
-def register_similarity(ctx: Context) -> None:
+def register_similarity(ctx: ContextParts) -> None:
     """Register ``trails:similarity`` on ``ctx.kg`` if the graph takes custom functions.
 
     The function reads ``ctx.vectors`` and ``ctx.embedder`` when a query runs (the context is
     held weakly: a graph does not keep its context alive).
     """
-    register = getattr(ctx.kg, "register_function", None)
-    if register is None:
-        return
+    if not isinstance(ctx.kg, FunctionGraph):
+        return  # a remote endpoint cannot call back into this process
     owner = weakref.ref(ctx)
-    register(SIMILARITY, lambda scopes: _Similarity(owner, scopes), per_query=True)
+    ctx.kg.register_function(SIMILARITY, lambda scopes: _Similarity(owner, scopes), per_query=True)
 
 
 class _Similarity:
     """The function for one query: caches text embeddings and chunk vectors for its duration."""
 
-    def __init__(self, owner: Callable[[], Context | None], scopes: Sequence[str] | None) -> None:
+    def __init__(self, owner: Callable[[], ContextParts | None], scopes: Sequence[str] | None) -> None:
         self._owner = owner
         self._scopes = None if scopes is None else set(scopes)
         self._queries: dict[str, np.ndarray] = {}
@@ -76,7 +76,7 @@ class _Similarity:
         score = float(np.dot(vector, query) / np.linalg.norm(vector))
         return ox.Literal(min(1.0, max(-1.0, score)))
 
-    def _context(self) -> Context:
+    def _context(self) -> ContextParts:
         ctx = self._owner()
         if ctx is None:
             raise SparqlError("trails:similarity needs the Context it was registered by, which no "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from trails.kg.base import FunctionGraph, KnowledgeGraph, NQuadsGraph, QueryOutput, select
 from trails.kg.oxigraph import OxigraphGraph
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, TRAILS, check_filter
@@ -14,11 +14,15 @@ __all__ = [
     "IRI",
     "PREFIXES",
     "TRAILS",
+    "FunctionGraph",
     "KnowledgeGraph",
+    "NQuadsGraph",
     "OxigraphGraph",
+    "QueryOutput",
     "QueryResult",
     "SparqlEndpointGraph",
     "check_filter",
+    "select",
     "to_python",
     "to_term",
 ]
@@ -31,22 +35,3 @@ def __getattr__(name: str) -> Any:
 
         return SparqlEndpointGraph
     raise AttributeError(f"module 'trails.kg' has no attribute {name!r}")
-
-
-@runtime_checkable
-class KnowledgeGraph(Protocol):
-    """What the engine needs from a graph: queries, updates and the retrieval filter."""
-
-    def query(
-        self, sparql: str, bindings: Mapping[str, Any] | None = None, *, scopes: Sequence[str] | None = None
-    ) -> Any: ...
-
-    def select_iris(
-        self, sparql: str, bindings: Mapping[str, Any] | None = None, *, scopes: Sequence[str] | None = None
-    ) -> list[str]: ...
-
-    def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None: ...
-
-    def extend(self, quads: Any) -> None: ...
-
-    def close(self) -> None: ...

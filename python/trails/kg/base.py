@@ -17,9 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
+from trails.errors import SparqlError
 from trails.kg.result import QueryResult
 
-__all__ = ["FunctionGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput"]
+__all__ = ["FunctionGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput", "select"]
 
 # SELECT -> QueryResult, ASK -> bool, CONSTRUCT/DESCRIBE -> triples.
 QueryOutput = QueryResult | bool | list[ox.Triple]
@@ -80,3 +81,18 @@ class NQuadsGraph(KnowledgeGraph, Protocol):
     """A graph that loads N-Quads text in one transaction (all or nothing)."""
 
     def load_nquads(self, text: str) -> None: ...
+
+
+def select(
+    kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None = None, *,
+    scopes: Sequence[str] | None = None,
+) -> QueryResult:
+    """Run a SELECT query on ``kg`` and return its solutions.
+
+    Raises:
+        SparqlError: ``sparql`` is an ASK, CONSTRUCT or DESCRIBE query.
+    """
+    output = kg.query(sparql, bindings, scopes=scopes)
+    if not isinstance(output, QueryResult):
+        raise SparqlError(f"expected a SELECT query, but it returned {type(output).__name__}")
+    return output

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
+from trails.kg.base import select
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
 from trails.scopes import DEFAULT_SCOPE, check_scope
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from trails.parts import ContextParts
 
 
 
@@ -42,7 +43,7 @@ H = TypeVar("H", bound=HitLike)
 _PREFIXED = re.compile(r"^([A-Za-z][\w\-.]*):([\w\-.]+)$")
 
 
-def need_ctx(ctx: Context | None, step: str) -> Context:
+def need_ctx(ctx: ContextParts | None, step: str) -> ContextParts:
     """The context, or a ConfigurationError saying how to give one."""
     if ctx is None:
         raise ConfigurationError(
@@ -91,7 +92,7 @@ def predicate_node(name: str) -> ox.NamedNode:
 
 
 def scoped_rows(
-    ctx: Context, hits: Sequence[Any], build: Callable[[list[Any]], str]
+    ctx: ContextParts, hits: Sequence[Any], build: Callable[[list[Any]], str]
 ) -> list[tuple[str, dict[str, Any]]]:
     """Run ``build(group)`` once per scope of ``hits``, confined to that scope: ``(scope, raw
     row)`` pairs.
@@ -101,7 +102,7 @@ def scoped_rows(
     """
     rows: list[tuple[str, dict[str, Any]]] = []
     for scope, group in by_scope(hits).items():
-        rows += [(scope, row) for row in ctx.kg.query(build(group), scopes=[scope]).raw]
+        rows += [(scope, row) for row in select(ctx.kg, build(group), scopes=[scope]).raw]
     return rows
 
 

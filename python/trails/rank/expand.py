@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from trails.kg.base import select
 from trails.kg.sparql import TRAILS
 from trails.kg.terms import IRI
 from trails.rank._steps import H, annotated, by_scope, key, need_ctx, predicate_node, value, values
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from trails.parts import ContextParts
 
 __all__ = ["Edge", "Neighbourhood", "ParentDocument", "assemble"]
 Mode = Literal["document", "neighbours"]
@@ -42,23 +43,26 @@ class ParentDocument:
             raise ValueError(f"window must be a non-negative integer, got {window!r}")
         self.mode, self.window = mode, window
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         ctx = need_ctx(ctx, "ParentDocument")
         fetch = self._documents if self.mode == "document" else self._neighbours
         found: dict[tuple[str, str], Any] = {}
         for scope, group in by_scope(hits).items():
             got = fetch(ctx, scope, [h.iri for h in group])
             found.update({(scope, iri): item for iri, item in got.items()})
-        name, missing = ("document_text", None) if self.mode == "document" else ("neighbours", [])
+        missing: list[Any] | None = None if self.mode == "document" else []
+        name = "document_text" if self.mode == "document" else "neighbours"
         return [annotated(h, **{name: found.get(key(h), missing)}) for h in hits]
 
-    def _documents(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, str]:
-        located = ctx.kg.query(
+    def _documents(self, ctx: ContextParts, scope: str, iris: list[str]) -> dict[str, str]:
+        located = select(
+            ctx.kg,
             f"SELECT ?c ?doc ?v WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc . "
             "OPTIONAL { ?c trails:version ?v } }", scopes=[scope]).rows
         if not located:
             return {}
-        chunks = ctx.kg.query(
+        chunks = select(
+            ctx.kg,
             f"SELECT ?doc ?v ?p ?s ?e ?t WHERE {{ {values('doc', (r['doc'] for r in located))} "
             "?n schema:isPartOf ?doc ; schema:text ?t . OPTIONAL { ?n trails:version ?v } "
             "OPTIONAL { ?n schema:position ?p } OPTIONAL { ?n trails:startOffset ?s ; "
@@ -69,15 +73,16 @@ class ParentDocument:
             texts[row["c"]] = assemble(own)
         return texts
 
-    def _neighbours(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, list[dict]]:
-        rows = ctx.kg.query(
+    def _neighbours(self, ctx: ContextParts, scope: str, iris: list[str]) -> dict[str, list[dict[str, Any]]]:
+        rows = select(
+            ctx.kg,
             f"SELECT ?c ?n ?p ?t WHERE {{ {values('c', iris)} "
             "?c schema:isPartOf ?doc ; schema:position ?cp . OPTIONAL { ?c trails:version ?v } "
             "?n schema:isPartOf ?doc ; schema:position ?p ; schema:text ?t . "
             "OPTIONAL { ?n trails:version ?nv } "
             f"FILTER(ABS(?p - ?cp) <= {int(self.window)} && (!BOUND(?v) || ?nv = ?v)) }}",
             scopes=[scope]).rows
-        found: dict[str, list[dict]] = {}
+        found: dict[str, list[dict[str, Any]]] = {}
         for row in sorted(rows, key=lambda r: (r["p"], r["n"])):
             found.setdefault(row["c"], []).append(
                 {"iri": row["n"], "text": row["t"], "position": row["p"]})
@@ -148,7 +153,7 @@ class Neighbourhood:
         else:
             self._filter = values("p", (predicate_node(p).value for p in self.predicates))
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         ctx = need_ctx(ctx, "Neighbourhood")
         found: dict[tuple[str, str], list[Edge]] = {}
         for scope, group in by_scope(hits).items():
@@ -156,8 +161,9 @@ class Neighbourhood:
             found.update({(scope, iri): edges for iri, edges in got.items()})
         return [annotated(h, neighbourhood=found.get(key(h), [])) for h in hits]
 
-    def _edges(self, ctx: Context, scope: str, iris: list[str]) -> dict[str, list[Edge]]:
-        rows = ctx.kg.query(
+    def _edges(self, ctx: ContextParts, scope: str, iris: list[str]) -> dict[str, list[Edge]]:
+        rows = select(
+            ctx.kg,
             f"SELECT ?c ?doc WHERE {{ {values('c', iris)} ?c schema:isPartOf ?doc }}",
             scopes=[scope]).rows
         documents = {row["c"]: row["doc"] for row in rows}
@@ -172,11 +178,11 @@ class Neighbourhood:
             out[chunk] = _walk(document, known, self.depth)
         return out
 
-    def _out_of(self, ctx: Context, scope: str, subjects: set[str]) -> dict[str, list[Edge]]:
+    def _out_of(self, ctx: ContextParts, scope: str, subjects: set[str]) -> dict[str, list[Edge]]:
         edges: dict[str, list[Edge]] = {s: [] for s in subjects}
         if not subjects:
             return edges
-        rows = ctx.kg.query(f"SELECT ?s ?p ?o WHERE {{ {values('s', sorted(subjects))} ?s ?p ?o "
+        rows = select(ctx.kg, f"SELECT ?s ?p ?o WHERE {{ {values('s', sorted(subjects))} ?s ?p ?o "
                             f"{self._filter} }}", scopes=[scope]).raw
         for row in rows:
             edges[row["s"].value].append(Edge(value(row["s"]), row["p"].value, value(row["o"])))

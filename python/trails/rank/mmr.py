@@ -10,7 +10,7 @@ import numpy as np
 from trails.rank._steps import H, check_scored, need_ctx, rescored
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from trails.parts import ContextParts
 
 __all__ = ["MMR", "Selection", "mmr"]
 Relevance = Literal["cosine", "score"]
@@ -68,7 +68,8 @@ def mmr(
 
 def _unit(array: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(array, axis=-1, keepdims=True)
-    return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    unit: np.ndarray = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    return unit
 
 
 class MMR:
@@ -98,7 +99,7 @@ class MMR:
             raise ValueError(f"relevance must be 'cosine' or 'score', got {relevance!r}")
         self.lambda_, self.top_n, self.relevance = lambda_, top_n, relevance
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         ctx = need_ctx(ctx, "MMR")
         check_scored(hits, "MMR")
         n = len(hits) if self.top_n is None else min(self.top_n, len(hits))

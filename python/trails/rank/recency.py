@@ -20,7 +20,7 @@ from trails.rank._steps import (
 )
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from trails.parts import ContextParts
 
 __all__ = ["RecencyDecay", "decay_factor", "decayed"]
 DAY = 86_400.0
@@ -80,7 +80,7 @@ class RecencyDecay:
         self.predicate = predicate
         self._node = predicate_node(predicate)
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         ctx = need_ctx(ctx, "RecencyDecay")
         check_scored(hits, "RecencyDecay")
         dates = self.dates(ctx, hits)
@@ -90,10 +90,10 @@ class RecencyDecay:
             when = dates.get(key(hit))
             age = None if when is None else (now - when).total_seconds() / DAY
             factor = decay_factor(age, self.horizon_days, self.floor)
-            out.append(rescored(hit, decayed(hit.score, factor), recency=factor))
+            out.append(rescored(hit, decayed(hit.score or 0.0, factor), recency=factor))  # checked above
         return by_score(out)
 
-    def dates(self, ctx: Context, hits: Sequence[Any]) -> dict[tuple[str, str], dt.datetime]:
+    def dates(self, ctx: ContextParts, hits: Sequence[Any]) -> dict[tuple[str, str], dt.datetime]:
         """The newest date of each hit's document, as an aware UTC datetime, by (scope, iri)."""
         rows = scoped_rows(ctx, hits, lambda group: (
             f"SELECT ?c ?d WHERE {{ {values('c', (h.iri for h in group))} "

@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import numpy as np
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, DimensionMismatchError
-from trails.records import RetrievalHit, RetrievalResult
+from trails.context import Context, default_context
+from trails.errors import ConfigurationError
+from trails.kg.base import select
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
+from trails.records import RetrievalHit, RetrievalResult
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
 from trails.vector.stores.base import check_compatible
 
 if TYPE_CHECKING:
-    from trails.context import Context
     from trails.vector.embedders.base import Embedder
     from trails.vector.stores.base import VectorStore
 
@@ -107,8 +108,6 @@ def retrieve(
     if not isinstance(k, int) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if ctx is None and vector_store is None:
-        from trails.context import default_context
-
         ctx = default_context()
     scopes = normalize_scopes(scope)
 
@@ -180,7 +179,8 @@ def _without_dead_chunks(
     for start in range(0, len(iris), window):
         part = iris[start : start + window]
         values = "VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part) + " }"
-        kinds = ctx.kg.query(
+        kinds = select(
+            ctx.kg,
             f"SELECT ?c ?t WHERE {{ {values} VALUES ?t {{ trails:Chunk trails:Document }} "
             "?c a ?t }")
         chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
@@ -189,7 +189,8 @@ def _without_dead_chunks(
         visible = {s.id for s in store.get(live)
                    if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
         if documents:
-            visible |= set(ctx.kg.query(
+            visible |= set(select(
+            ctx.kg,
                 f"SELECT ?c WHERE {{ {values} ?c a trails:Document }}", scopes=scopes).column("c"))
         chosen += [i for i in part if i in visible or (i not in chunks and i not in documents)]
         if len(chosen) >= k:

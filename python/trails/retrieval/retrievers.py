@@ -27,8 +27,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from trails.context import Context, default_context
+from trails.kg.base import FunctionGraph
 from trails.kg.bindings import apply_bindings
 from trails.kg.sparql import check_filter
 from trails.rank.fusion import FusionFn, Ranking, rrf
@@ -37,9 +39,6 @@ from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.scopes import normalize_scopes
 from trails.vector.stores.base import check_compatible
-
-if TYPE_CHECKING:
-    from trails.context import Context
 
 __all__ = [
     "CompositeRetriever",
@@ -61,6 +60,13 @@ class Retriever(Protocol):
     """Anything that turns a question (and optional prior turns) into ranked hits."""
 
     def retrieve(self, query: str, messages: Messages | None = None) -> list[RetrievalHit]: ...
+
+
+@runtime_checkable
+class _HasContext(Protocol):
+    """A retriever that carries the context its steps should see."""
+
+    ctx: Context | None
 
 
 # -- the retrievers ------------------------------------------------------------------------
@@ -88,7 +94,7 @@ class VectorRetriever:
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)
-        return retrieve(question, self.ctx, mode="vector", k=self.k, scope=list(self.scope))
+        return retrieve(question, self.ctx, mode="vector", k=self.k, scope=self.scope)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +145,7 @@ class HybridRetriever:
         result = retrieve(question, self.ctx, mode="hybrid", k=self.k,
                           sparql_filter=self.sparql_filter,
                           bindings=_call_bindings(self, question), fusion=self.fusion,
-                          scope=list(self.scope), steps=self.steps)
+                          scope=self.scope, steps=self.steps)
         if self.steps:
             _check_ranked(result, "a step of this HybridRetriever")
         return result
@@ -172,7 +178,7 @@ class GraphRetriever:
         question = _standalone(query, messages, self.rewriter)
         return retrieve(question, self.ctx, mode="graph", k=self.k,
                         sparql_filter=self.sparql_filter,
-                        bindings=_call_bindings(self, question), scope=list(self.scope))
+                        bindings=_call_bindings(self, question), scope=self.scope)
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,27 +203,29 @@ class RerankedRetriever:
 
     def __post_init__(self) -> None:
         _check_retriever(self.inner, "inner")
-        steps = (self.steps,) if callable(self.steps) else self.steps
-        object.__setattr__(self, "steps", _checked_steps(steps))
+        object.__setattr__(self, "steps", _checked_steps(_as_steps(self.steps)))
         if not self.steps:
             raise ValueError("RerankedRetriever needs at least one step")
         if self.k is not None:
             _check_k(self.k)
         if self.ctx is None:
-            object.__setattr__(self, "ctx", getattr(self.inner, "ctx", None))
+            object.__setattr__(self, "ctx", self.inner.ctx if isinstance(self.inner, _HasContext)
+                               else None)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         _check_query(query)
         inner = self.inner.retrieve(query, messages)
         hits: list[RetrievalHit] = list(inner)
-        for step in self.steps:
+        for step in _as_steps(self.steps):
             hits = list(step(query, hits, self.ctx))
         if self.k is not None:
             hits = hits[: self.k]
         _check_ranked(hits, "a step of this RerankedRetriever")
-        return RetrievalResult(hits, mode=getattr(inner, "mode", "reranked"), plan="reranked",
-                               candidates=getattr(inner, "candidates", None),
-                               exhaustive=getattr(inner, "exhaustive", False))
+        if isinstance(inner, RetrievalResult):
+            return RetrievalResult(hits, mode=inner.mode, plan="reranked",
+                                   candidates=inner.candidates, exhaustive=inner.exhaustive)
+        return RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
+                               exhaustive=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,7 +269,8 @@ class CompositeRetriever:
                 by_iri.setdefault(hit.iri, (rank, hit))
         hits = [_fused_hit(iri, score, name, found) for iri, score in fused]
         return RetrievalResult(hits, mode="composite", plan=name, candidates=None,
-                               exhaustive=all(getattr(r, "exhaustive", False) for r in results))
+                               exhaustive=all(isinstance(r, RetrievalResult) and r.exhaustive
+                                              for r in results))
 
 
 # -- construction checks ------------------------------------------------------------------
@@ -269,13 +278,11 @@ class CompositeRetriever:
 
 def _init_common(retriever: Any) -> None:
     if retriever.ctx is None:
-        from trails.context import default_context
-
         object.__setattr__(retriever, "ctx", default_context())
     _check_k(retriever.k)
     object.__setattr__(retriever, "scope", tuple(normalize_scopes(retriever.scope)))
     rewriter = retriever.rewriter
-    if rewriter is not None and not callable(getattr(rewriter, "rewrite", None)):
+    if rewriter is not None and not isinstance(rewriter, QueryRewriter):
         raise TypeError(f"rewriter must have a rewrite(query, messages) method, got {rewriter!r}")
 
 
@@ -287,7 +294,8 @@ def _init_filter(retriever: Any) -> None:
         if bindings or retriever.query_variable is not None:
             raise ValueError("bindings and query_variable need a sparql_filter to bind them in")
     else:
-        check_filter(text, kg.prefixes, functions=getattr(kg, "functions", ()))
+        check_filter(text, kg.prefixes,
+                     functions=kg.functions if isinstance(kg, FunctionGraph) else ())
         variable = retriever.query_variable
         if variable is not None:
             if variable in bindings:
@@ -297,6 +305,10 @@ def _init_filter(retriever: Any) -> None:
             bindings_to_check = bindings
         apply_bindings(text, bindings_to_check)  # names that are no variable raise ValueError
     object.__setattr__(retriever, "bindings", MappingProxyType(bindings))
+
+
+def _as_steps(steps: Step | Sequence[Step]) -> Sequence[Step]:
+    return (steps,) if callable(steps) else steps
 
 
 def _checked_steps(steps: Sequence[Any]) -> tuple[Step, ...]:
@@ -312,8 +324,8 @@ def _check_k(k: Any) -> None:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
 
 
-def _check_retriever(retriever: Any, name: str) -> None:
-    if not callable(getattr(retriever, "retrieve", None)):
+def _check_retriever(retriever: object, name: str) -> None:
+    if not isinstance(retriever, Retriever):
         raise TypeError(f"{name} must be a Retriever (with retrieve(query, messages=None)), "
                         f"got {retriever!r}")
 

@@ -7,14 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 from trails.vector.embedders.base import BaseEmbedder, Embedder, EmbedderIdentity
 from trails.vector.embedders.mock import MockEmbedder
-from trails.vector.stores.base import BaseVectorStore, SearchPlan, StoredVector, VectorHit, VectorStore
+from trails.vector.stores.base import (
+    BaseVectorStore,
+    SearchPlan,
+    StoredVector,
+    VectorHit,
+    VectorStore,
+)
 
 if TYPE_CHECKING:
-    from trails.records import RetrievalHit, RetrievalResult
-    from trails.retrieval import retrieve
     from trails.vector.embedders.openai import OpenAIEmbedder
-    from trails.vector.stores.qdrant import QdrantStore
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.stores.qdrant import QdrantStore
     from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 __all__ = [

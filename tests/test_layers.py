@@ -1,0 +1,189 @@
+"""The package's import structure: layers point one way, no cycles, no hidden imports.
+
+Read from the source with ``ast`` (nothing is imported), so a new upward import, a cycle or a
+trails import tucked inside a function fails here with the file and line that did it.
+docs/architecture.md draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trails._lazy import OPTIONAL_MODULES
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "trails"
+
+# Bottom to top. A module may import from its own layer or below, never above. The most
+# specific prefix wins. docs/architecture.md explains each layer.
+LAYERS: list[tuple[str, ...]] = [
+    ("trails", "trails.errors", "trails.records", "trails._lazy", "trails._state",
+     "trails.scopes", "trails.registry", "trails.text", "trails._openai"),
+    ("trails.kg", "trails.vector"),
+    ("trails.parts", "trails.similarity"),
+    ("trails.ingest", "trails.rank"),
+    ("trails.context",),
+    ("trails.retrieval",),
+    ("trails.cli", "trails.testing", "trails.evaluation", "trails.integrations"),
+]
+
+# Optional third-party packages may be imported where they are used (so that `import trails`
+# and a light install never load them); everything else is imported at the top of a module.
+OPTIONAL_ROOTS = {name.split(".")[0] for name in OPTIONAL_MODULES} | {
+    # Installed with an optional package above, used only with it.
+    "torch", "transformers", "tokenizers", "onnx", "onnxruntime", "huggingface_hub",
+    "portalocker", "ir_measures", "uvicorn", "fastapi", "starlette", "langchain_core",
+    "llama_index", "IPython",
+    # A base dependency, but slow to import and needed only to load HTML.
+    "bs4",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    best, level = "", -1
+    for number, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, level = prefix, number
+    assert level >= 0, f"{module} is in no layer: add it to LAYERS and docs/architecture.md"
+    return level
+
+
+class Import:
+    def __init__(self, target: str, line: int, in_function: bool) -> None:
+        self.target, self.line, self.in_function = target, line, in_function
+
+
+def imports(path: Path, name: str) -> Iterator[Import]:
+    """Every import in the module, type-only ones included, with whether it sits in a function."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(node: ast.AST, in_function: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield Import(alias.name, child.lineno, in_function)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [base]
+                if base == "trails" or base.startswith("trails."):
+                    # `from trails.vector import stores` imports the submodule.
+                    targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                               for a in child.names]
+                for target in dict.fromkeys(targets):
+                    yield Import(target, child.lineno, in_function)
+            yield from visit(child, inside)
+
+    yield from visit(tree, False)
+
+
+MODULES = modules()
+
+
+def trails_imports() -> Iterator[tuple[str, Import]]:
+    for name, path in MODULES.items():
+        for found in imports(path, name):
+            if found.target == "trails" or found.target.startswith("trails."):
+                yield name, found
+
+
+def test_every_module_is_in_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_imports_point_down_the_layers():
+    upward = [
+        f"{MODULES[name].relative_to(PACKAGE.parent)}:{found.line}: {name} (layer "
+        f"{layer_of(name)}) imports {found.target} (layer {layer_of(found.target)})"
+        for name, found in trails_imports()
+        if layer_of(found.target) > layer_of(name)
+    ]
+    assert not upward, "imports that point up the layers:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle():
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name, found in trails_imports():
+        target = found.target
+        while target not in MODULES and "." in target:
+            target = target.rpartition(".")[0]  # `from pkg.mod import name`
+        if target != name and target in MODULES:
+            graph[name].add(target)
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the directed graph, as a path that returns to its start, or None.
+
+    A package importing its own submodules (``pkg/__init__`` re-exporting ``pkg.mod``) is not
+    a cycle unless the submodule imports the package back.
+    """
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_imports_inside_functions_are_only_of_optional_packages():
+    hidden = []
+    for name, path in MODULES.items():
+        for found in imports(path, name):
+            root = found.target.split(".")[0]
+            if found.in_function and root not in OPTIONAL_ROOTS:
+                hidden.append(f"{path.relative_to(PACKAGE.parent)}:{found.line}: {found.target}")
+    assert not hidden, ("imports inside functions (move them to the top of the module; only "
+                        "optional packages load late):\n" + "\n".join(hidden))
+
+
+def test_optional_roots_are_not_the_standard_library():
+    assert not OPTIONAL_ROOTS & set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("limit", [450])
+def test_no_module_is_a_grab_bag(limit):
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in MODULES.values()
+            if (n := len(p.read_text().splitlines())) > limit}
+    assert not long, f"modules over {limit} lines (split them by concern): {long}"
