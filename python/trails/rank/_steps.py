@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pyoxigraph as ox
 
@@ -17,15 +17,13 @@ from trails.errors import ConfigurationError
 from trails.kg.base import select
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
+from trails.parts import ContextParts
+from trails.records import RetrievalHit
 from trails.scopes import DEFAULT_SCOPE, check_scope
-
-if TYPE_CHECKING:
-    from trails.parts import ContextParts
-
 
 
 class HitLike(Protocol):
-    """What steps read of a hit (``trails.retrieval.retrieve.RetrievalHit`` is one)."""
+    """What steps read of a hit (:class:`trails.records.RetrievalHit` is one)."""
 
     @property
     def iri(self) -> str: ...
@@ -40,6 +38,8 @@ class HitLike(Protocol):
 
 
 H = TypeVar("H", bound=HitLike)
+# A post-ranking step (reranker, MMR, recency, expansion): step(query, hits, ctx) -> hits.
+Step = Callable[[str, list[RetrievalHit], ContextParts | None], Sequence[RetrievalHit]]
 _PREFIXED = re.compile(r"^([A-Za-z][\w\-.]*):([\w\-.]+)$")
 
 

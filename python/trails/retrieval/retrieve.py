@@ -11,8 +11,10 @@ import pyoxigraph as ox
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError
 from trails.kg.base import select
+from trails.rank._steps import Step
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
+from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
 from trails.vector.stores.base import check_compatible
@@ -49,8 +51,8 @@ def retrieve(
     fusion: str | FusionFn | None = "auto",
     scope: str | Sequence[str] | None = None,
     messages: Sequence[Mapping[str, str]] | None = None,
-    rewriter: Any = None,
-    steps: Sequence[Any] = (),
+    rewriter: QueryRewriter | None = None,
+    steps: Sequence[Step] = (),
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 

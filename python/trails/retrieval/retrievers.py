@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
@@ -33,6 +33,7 @@ from trails.context import Context, default_context
 from trails.kg.base import FunctionGraph
 from trails.kg.bindings import apply_bindings
 from trails.kg.sparql import check_filter
+from trails.rank._steps import Step
 from trails.rank.fusion import FusionFn, Ranking, rrf
 from trails.rank.rewrite import QueryRewriter, check_messages
 from trails.records import RetrievalHit, RetrievalResult
@@ -51,8 +52,6 @@ __all__ = [
 ]
 
 Messages = Sequence[Mapping[str, str]]
-# A post-ranking step (reranker, MMR, recency...): step(query, hits, ctx) -> hits.
-Step = Callable[[str, list[RetrievalHit], Any], Sequence[RetrievalHit]]
 
 
 @runtime_checkable
