@@ -7,15 +7,16 @@ import functools
 import math
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails.errors import ConfigurationError
-from trails.rank.keyword import STOPWORDS, fts5_match, keyword_terms
-from trails.vector.stores import sqlite_vec
-from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
+from trails.text import STOPWORDS, fts5_match, keyword_terms
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore, core, schema
+from trails.vector.stores.sqlite_vec.keyword import Fts5Index
 
 BACKENDS = ["sqlite-vec", "qdrant"]
 
@@ -300,6 +301,18 @@ def test_terms_and_match_expression():
     assert "the" in STOPWORDS and "what" not in STOPWORDS
 
 
+def test_the_tokeniser_lives_in_layer_0_and_stays_importable_from_rank():
+    import trails.rank
+    import trails.rank.keyword
+    import trails.text
+
+    assert trails.rank.keyword_terms is trails.rank.keyword.keyword_terms is keyword_terms
+    assert trails.rank.keyword.fts5_match is fts5_match
+    # trails.text imports nothing of trails: stores (below ranking) tokenise through it.
+    source = Path(trails.text.__file__).read_text(encoding="utf-8")
+    assert "from trails" not in source and "import trails" not in source
+
+
 def test_the_stopword_knob_changes_the_ranking():
     store = SqliteVecStore(dim=2)
     add_texts(store, {"a": "the the the the cat dog", "b": "cat", "c": "sun", "d": "tree"})
@@ -312,11 +325,11 @@ def test_the_stopword_knob_changes_the_ranking():
 
 def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path, monkeypatch):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(sqlite_vec, "MIGRATIONS", sqlite_vec.MIGRATIONS[:2])
-    monkeypatch.setattr(sqlite_vec, "_take_texts", lambda metas: [None] * len(metas))
-    monkeypatch.setattr(SqliteVecStore, "_keyword_write", lambda *a: None)
-    monkeypatch.setattr(SqliteVecStore, "_keyword_publish", lambda *a: None)
-    monkeypatch.setattr(SqliteVecStore, "_keyword_forget", lambda *a: None)
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    monkeypatch.setattr(core, "take_texts", lambda metas: [None] * len(metas))
+    monkeypatch.setattr(Fts5Index, "write", lambda *a: None)
+    monkeypatch.setattr(Fts5Index, "publish", lambda *a: None)
+    monkeypatch.setattr(Fts5Index, "forget", lambda *a: None)
     old = SqliteVecStore(path, dim=2)
     old.add_many(["a", "b", "c"], [unit(0), unit(1), unit(2)], [
         {"text": "rails in json text"}, {"snippet": "ruby snippet"}, {"n": 1}])
@@ -329,7 +342,7 @@ def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path, monkeypatch)
     with pytest.raises(ConfigurationError, match="upgrade"):
         SqliteVecStore(path, read_only=True)
     store = SqliteVecStore(path)
-    assert store._meta("schema") == str(len(sqlite_vec.MIGRATIONS)) == "3"
+    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "3"
     assert sorted(ids(store.keyword_search("rails ruby", 5))) == ["a", "b"]
     assert store.get(["a"])[0].metadata == {"text": "rails in json text"}
     store.publish([DocumentVersion("d", "v", "default", "h", 1)])

@@ -27,9 +27,9 @@ from trails.errors import ConfigurationError, ContextLockedError, MissingExtraEr
 from trails.ingest import Document, SentenceChunker, ingest_all
 from trails.kg import OxigraphGraph
 from trails.scopes import scope_graph
-from trails.vector.stores import qdrant as qdrant_module
 from trails.vector.embedders.mock import MockEmbedder
 from trails.vector.stores.qdrant import POINT_NAMESPACE, QdrantStore, point_id
+from trails.vector.stores.qdrant import search as qdrant_search
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 pytest.importorskip("qdrant_client")
@@ -334,7 +334,7 @@ def test_near_ties_beyond_the_overfetch_are_ordered_exactly(monkeypatch):
     real_query = qdrant._query
     monkeypatch.setattr(qdrant, "_query", lambda *a: calls.append(a[2]) or real_query(*a))
     for overfetch in (16, 0):
-        monkeypatch.setattr(qdrant_module, "OVERFETCH", overfetch)
+        monkeypatch.setattr(qdrant_search, "OVERFETCH", overfetch)
         for k in (1, 3, 10):
             calls.clear()
             assert qdrant.search(u, k) == sqlite.search(u, k)
@@ -345,7 +345,7 @@ def test_ann_answers_fall_back_to_exact_when_short(monkeypatch):
     """As on a server above EXACT_THRESHOLD: an HNSW answer that comes back short is redone
     exactly, and a full-length HNSW answer is reported as not exhaustive."""
     (sqlite, qdrant), ids, u, _ = twin_stores()
-    monkeypatch.setattr(qdrant_module, "EXACT_THRESHOLD", 10)
+    monkeypatch.setattr(qdrant_search, "EXACT_THRESHOLD", 10)
     monkeypatch.setattr(qdrant, "local", False)
     modes = []
 

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trails.vector.stores.qdrant import QdrantStore
+from trails.errors import ContextLockedError
+from trails.vector.stores.qdrant import QdrantStore, local
 from trails.vector.stores.sqlite_vec import DocumentVersion
 
 pytest.importorskip("qdrant_client")
@@ -228,6 +229,65 @@ def check_keyword(store, model, word, k, iris, scopes):
 
 
 # -- the path is taken, and reads nothing through the filter ------------------------------
+
+
+# -- qdrant-client's internals, which only trails.vector.stores.qdrant.local relies on ------
+
+
+@pytest.mark.parametrize("where", ["memory", "path"])
+def test_qdrant_client_local_internals_are_as_local_py_expects(tmp_path, where):
+    """Fails, naming the internal, when a qdrant-client release changes what local.py reads
+    (the store would still answer, exactly but slowly, through the filter path). Raise the
+    bound on qdrant-client in pyproject.toml only once this passes on the new release."""
+    store = QdrantStore(dim=3) if where == "memory" else QdrantStore(dim=3, path=tmp_path)
+    store.add("a", [1.0, 0.0, 0.0])
+    assert local.is_local(store._client), "qdrant-client's local mode is no longer a QdrantLocal"
+    problem = local.internals_problem(store._client, store.collection)
+    assert problem is None, f"qdrant-client {qdrant_client_version()} changed: {problem}"
+    assert store._local_points() is not None
+    store.close()
+
+
+def test_qdrant_client_folder_lock_is_as_local_py_expects(tmp_path):
+    """local.py checks qdrant-client's folder lock (``<path>/.lock``, held exclusively through
+    portalocker) before opening a folder, and reads its error text: both must still hold."""
+    import portalocker
+    import qdrant_client
+
+    client = qdrant_client.QdrantClient(path=str(tmp_path))
+    try:
+        lock = tmp_path / ".lock"
+        assert lock.exists(), "qdrant-client no longer locks <path>/.lock"
+        with open(lock, "r+") as handle, pytest.raises(portalocker.exceptions.LockException):
+            portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE
+                             | portalocker.LockFlags.NON_BLOCKING)
+        with pytest.raises(RuntimeError, match="already accessed"):
+            qdrant_client.QdrantClient(path=str(tmp_path))
+        with pytest.raises(ContextLockedError, match="another process"):
+            local.open_folder(qdrant_client, str(tmp_path))
+    finally:
+        client.close()
+
+
+def test_unexpected_internals_fall_back_to_the_filter_path(monkeypatch):
+    store = QdrantStore(dim=3)
+    store.add_many(["a", "b"], [[1, 0, 0], [0, 1, 0]], [{"snippet": "rails"}, {}])
+    expected = store.search_with_plan([1, 0.1, 0], 2)
+    collection = store._client._client.collections[store.collection]
+    monkeypatch.setattr(collection, "payload", tuple(collection.payload))  # kept otherwise
+    assert local.internals_problem(store._client, store.collection) == (
+        "LocalCollection.payload is not a list")
+    assert store._local_points() is None
+    with mock.patch.object(store, "_query", wraps=store._query) as query:
+        assert store.search_with_plan([1, 0.1, 0], 2) == expected
+        assert [h.id for h in store.keyword_search("rails", 2)] == ["a"]
+    assert query.called
+
+
+def qdrant_client_version() -> str:
+    from importlib.metadata import version
+
+    return version("qdrant-client")
 
 
 @pytest.mark.parametrize("where", ["memory", "path"])

@@ -19,7 +19,13 @@ from trails.errors import (
     TrailsError,
 )
 from trails.vector.embedders.base import EmbedderIdentity
-from trails.vector.stores.base import VectorHit, VectorStore
+from trails.vector.stores.base import (
+    KeywordIndex,
+    KeywordWeights,
+    VectorHit,
+    VectorStore,
+    VersionedStore,
+)
 
 DIM = 8
 
@@ -69,6 +75,14 @@ def test_store_satisfies_the_protocol_and_reports_dim(store_factory):
     assert store.dim == DIM
     assert store.count() == 0
     assert store.search(basis(0), k=5) == []
+
+
+def test_store_declares_its_capabilities(store_factory):
+    """Every backend has versioned commits and a keyword index; only SqliteVecStore weighs a
+    query (QdrantStore's BM25 statistics are its own)."""
+    store = store_factory.new(DIM)
+    assert isinstance(store, VersionedStore) and isinstance(store, KeywordIndex)
+    assert isinstance(store, KeywordWeights) is store_factory.name.startswith("sqlite-vec")
 
 
 def test_add_then_get_returns_the_unit_vector_and_metadata(store_factory):
@@ -436,3 +450,86 @@ def test_second_connection_sees_the_first_ones_writes(persistent_store_factory):
     assert hit.id == "a" and hit.score == pytest.approx(1.0, abs=1e-9)
     assert first.search(basis(1), k=5, ids=["b"]) == []
     assert first.search(basis(2), k=5, ids=["d"]) == []  # the upsert dropped its doc_iri
+
+
+# -- a store of one's own: the VectorStore protocol only ------------------------------------
+
+
+class OnlyVectors:
+    """A user's store that implements exactly :class:`VectorStore` (by delegation)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    dim = property(lambda self: self._inner.dim)
+    embedder_identity = property(lambda self: self._inner.embedder_identity)
+
+    def bind_embedder(self, identity):
+        self._inner.bind_embedder(identity)
+
+    def add(self, id, vector, metadata=None):
+        self._inner.add(id, vector, metadata)
+
+    def add_many(self, ids, vectors, metadata=None):
+        self._inner.add_many(ids, vectors, metadata)
+
+    def search(self, vector, k=10, ids=None, *, scopes=None):
+        return self._inner.search(vector, k, ids, scopes=scopes)
+
+    def search_with_plan(self, vector, k=10, ids=None, *, scopes=None, with_metadata=True):
+        return self._inner.search_with_plan(vector, k, ids, scopes=scopes,
+                                            with_metadata=with_metadata)
+
+    def expand_ids(self, iris):
+        return self._inner.expand_ids(iris)
+
+    def get(self, ids):
+        return self._inner.get(ids)
+
+    def metadata(self, ids):
+        return self._inner.metadata(ids)
+
+    def all_ids(self):
+        return self._inner.all_ids()
+
+    def delete(self, id):
+        return self._inner.delete(id)
+
+    def delete_many(self, ids):
+        return self._inner.delete_many(ids)
+
+    def delete_where(self, filters):
+        return self._inner.delete_where(filters)
+
+    def count(self):
+        return self._inner.count()
+
+    def close(self):
+        self._inner.close()
+
+
+def test_a_store_with_only_the_protocol_retrieves_and_refuses_to_ingest(tmp_path):
+    from trails import retrieve
+    from trails.context import Context
+    from trails.ingest import Document, ingest_all
+    from trails.kg import OxigraphGraph
+    from trails.vector.embedders.mock import MockEmbedder
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    embedder = MockEmbedder(dim=DIM)
+    store = OnlyVectors(SqliteVecStore(dim=DIM, embedder=embedder.identity))
+    assert isinstance(store, VectorStore)
+    assert not isinstance(store, (VersionedStore, KeywordIndex, KeywordWeights))
+    texts = {"a": "rails routing", "b": "ruby gems", "c": "graph queries"}
+    store.add_many(list(texts), embedder.embed_many(list(texts.values())),
+                   [{"snippet": t} for t in texts.values()])
+    with Context(OxigraphGraph(), store, embedder) as ctx:
+        result = retrieve("rails routing", ctx, k=2)
+        assert [h.iri for h in result][0] == "a" and result.rankings == ("vector",)
+        assert result.notes and "keyword ranking skipped" in result.notes[0]
+        assert ctx.stats()["documents"] == 0 and ctx.stats()["vectors"] == 3
+        with pytest.raises(ConfigurationError, match="versioned commits"):
+            ingest_all([Document(id="d", source="mem://d", text="new text")], ctx=ctx)
+        with pytest.raises(ConfigurationError, match="versioned commits"):
+            ctx.verify()
+        assert store.count() == 3  # nothing was written

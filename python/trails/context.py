@@ -13,6 +13,7 @@ from trails.errors import ConfigurationError
 from trails.kg import KnowledgeGraph, OxigraphGraph
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
+from trails.vector.stores.base import VectorStore, VersionedStore
 
 __all__ = ["DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for", "set_default_context"]
 
@@ -39,7 +40,7 @@ class Context:
     def __init__(
         self,
         kg: KnowledgeGraph,
-        vectors: Any,
+        vectors: VectorStore,
         embedder: Embedder,
         *,
         base_iri: str = DEFAULT_BASE_IRI,
@@ -73,7 +74,7 @@ class Context:
         read_only: bool = False,
         base_iri: str | None = None,
         kg: KnowledgeGraph | None = None,
-        vectors: Any = None,
+        vectors: VectorStore | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
 
@@ -109,7 +110,7 @@ class Context:
                 EmbedderIdentity.model_validate(config["embedder"]))
         graph = kg if kg is not None else OxigraphGraph(root / GRAPH_DIR, read_only=read_only)
         try:
-            store = vectors if vectors is not None else SqliteVecStore(
+            store: VectorStore = vectors if vectors is not None else SqliteVecStore(
                 root / VECTORS_FILE, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(EmbedderIdentity.model_validate(config["embedder"]))
@@ -141,7 +142,9 @@ class Context:
 
     def stats(self) -> dict[str, Any]:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""
-        versions = self.vectors.current_versions()
+        # A store without versioned commits (a user's own VectorStore) records no documents.
+        versions = (self.vectors.current_versions()
+                    if isinstance(self.vectors, VersionedStore) else {})
         return {
             "documents": len(versions),
             "vectors": self.vectors.count(),

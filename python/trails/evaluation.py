@@ -34,11 +34,13 @@ import numpy as np
 
 from trails.ingest.document import Document
 from trails.ingest.minting import doc_iri
+from trails.vector.stores.base import KeywordIndex, VectorStore, versioned
 
 if TYPE_CHECKING:
     from trails.context import Context
     from trails.ingest import IngestionStats
     from trails.vector.embedders.base import Embedder, EmbedderIdentity
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 __all__ = [
     "CHUNKINGS",
@@ -279,7 +281,7 @@ def _check_same_settings(dataset: BeirDataset, ctx: Context, chunker: Any,
 
     sample = list(itertools.islice(documents(dataset, transform), 3))
     iris = {doc_iri(ctx.base_iri, d.id, DEFAULT_SCOPE): d for d in sample}
-    stored = ctx.vectors.current_versions(list(iris))
+    stored = versioned(ctx.vectors, "ingesting a BEIR corpus").current_versions(list(iris))
     if not stored:
         return
     chunker_id = _describe(chunker if chunker is not None else default_chunker(ctx.embedder))
@@ -438,13 +440,8 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
     if system == "vector":
         return lambda q: retrieve(q, ctx, mode="vector", k=depth)
     if system == "keyword":
-        search = getattr(ctx.vectors, "keyword_search", None)
-        if search is None:
-            from trails.errors import ConfigurationError
-
-            raise ConfigurationError(f"{type(ctx.vectors).__name__} has no keyword_search: "
-                                     "keyword ranking needs a store with a full-text index")
-        return lambda q: search(q, depth)
+        index = _keyword_index(ctx.vectors)
+        return lambda q: index.keyword_search(q, depth)
     if system == "rrf":
         return lambda q: retrieve(q, ctx, mode="hybrid", k=depth, fusion="rrf")
     if system in ("hybrid", "rerank"):
@@ -640,7 +637,7 @@ def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: A
     for query_id in list(qrels)[:limit]:
         text = dataset.queries[query_id]
         found = retrieve(text, ctx, mode="vector", k=depth, vector_store=vectors)
-        keyword = vectors.keyword_search(text, depth)
+        keyword = _keyword_index(vectors).keyword_search(text, depth)
         out[query_id] = {
             "vector": Ranking("vector", [(h.iri, float(h.score)) for h in found],
                               quality=float(found[0].score) if found else None),
@@ -648,6 +645,15 @@ def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: A
                                quality=keyword_quality(text, vectors, keyword)),
         }
     return out
+
+
+def _keyword_index(store: object) -> KeywordIndex:
+    if not isinstance(store, KeywordIndex):
+        from trails.errors import ConfigurationError
+
+        raise ConfigurationError(f"{type(store).__name__} has no keyword_search: "
+                                 "keyword ranking needs a store with a full-text index")
+    return store
 
 
 def fused_run(rankings: Mapping[str, Mapping[str, Any]],
@@ -686,8 +692,8 @@ def corrupt(text: str, rate: float, seed: int = 0) -> str:
                    for i, c in enumerate(text))
 
 
-def derived_store(store: Any, *, text: Callable[[str], str] | None = None,
-                  vector_noise: float = 0.0, seed: int = 0) -> Any:
+def derived_store(store: VectorStore, *, text: Callable[[str], str] | None = None,
+                  vector_noise: float = 0.0, seed: int = 0) -> SqliteVecStore:
     """An in-memory copy of ``store``'s live rows with their keyword text rewritten by
     ``text`` and/or Gaussian noise of norm ~``vector_noise`` added to their vectors.
 

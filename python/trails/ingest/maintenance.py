@@ -11,6 +11,7 @@ import pyoxigraph as ox
 from trails.ingest.writer import graph_block
 from trails.kg.terms import IRI
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
+from trails.vector.stores.base import versioned
 
 __all__ = ["VerifyReport", "delete_document", "verify"]
 
@@ -75,7 +76,7 @@ def verify(ctx: Any, repair: bool = False) -> VerifyReport:
     Repair never invents data: it deletes stale and uncommitted parts, and removes documents
     that cannot be made whole (the next ingest of their source writes them again).
     """
-    store, kg = ctx.vectors, ctx.kg
+    store, kg = versioned(ctx.vectors, "verify"), ctx.kg
     versions = store.current_versions()
     chunks = _graph_chunks(kg)
     rows = store.managed_rows()  # (id, doc_iri, version, pending)
@@ -101,8 +102,7 @@ def verify(ctx: Any, repair: bool = False) -> VerifyReport:
 
 def _repair(ctx: Any, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
             versions: dict[str, Any]) -> None:
-    store = ctx.vectors
-    store.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
+    ctx.vectors.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
     _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
     # Documents that cannot be made whole from what is stored (a graph that missed its last
     # step lacks the document's own triples) are removed; the next ingest writes them again.
@@ -123,7 +123,7 @@ def _delete_subjects(ctx: Any, subjects: list[tuple[str, str]]) -> None:
 def delete_document(ctx: Any, doc_iri: str) -> bool:
     """Remove every trace of a document: vectors first (retrieval stops seeing it), then its
     chunk and document triples in its scope. Returns False if nothing was found."""
-    store = ctx.vectors
+    store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()
     scopes |= set(ctx.kg.query("SELECT ?s WHERE { ?doc trails:scope ?s }",

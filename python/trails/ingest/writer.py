@@ -35,7 +35,7 @@ from trails.ingest.minting import (
 )
 from trails.kg.terms import IRI
 from trails.scopes import DEFAULT_SCOPE, scope_graph
-from trails.vector.stores.sqlite_vec import DocumentVersion
+from trails.vector.stores.base import DocumentVersion, versioned
 
 __all__ = ["PendingDocument", "VersionWriter", "graph_block"]
 
@@ -78,6 +78,7 @@ class VersionWriter:
 
     def __init__(self, ctx, scope: str = DEFAULT_SCOPE) -> None:
         self.ctx = ctx
+        self.store = versioned(ctx.vectors, "ingestion")  # ADR 0005's commits: refused early
         self.scope = scope
         self._recorded: dict[str, DocumentVersion | None] = {}  # prefetched version records
 
@@ -88,7 +89,7 @@ class VersionWriter:
 
         :meth:`state` then uses each record once (a document is checked once per run); the
         records of the previous call are dropped."""
-        found = self.ctx.vectors.current_versions(iris) if iris else {}
+        found = self.store.current_versions(iris) if iris else {}
         self._recorded = {iri: found.get(iri) for iri in iris}
 
     def state(self, iri: str, version: str) -> tuple[str, bool]:
@@ -96,7 +97,7 @@ class VersionWriter:
 
         ``current``: skip; ``graph-behind``: vectors done, graph not cleaned; ``new``: write.
         """
-        store = self.ctx.vectors
+        store = self.store
         if iri in self._recorded:
             recorded = self._recorded.pop(iri)
         else:
@@ -131,7 +132,7 @@ class VersionWriter:
             return
         self._stage_vectors(documents)
         self._add_chunk_triples(documents)
-        self.ctx.vectors.publish([
+        self.store.publish([
             DocumentVersion(d.iri, d.version, self.scope, d.document.hash, len(d.chunks))
             for d in documents])
         self.clean_graph(documents)
@@ -144,7 +145,7 @@ class VersionWriter:
                 vectors.append(vector)
                 metadata.append(vector_metadata(chunk, d.iri, d.version, self.scope))
         if ids:
-            self.ctx.vectors.add_many(ids, np.vstack(vectors), metadata, pending=True)
+            self.store.add_many(ids, np.vstack(vectors), metadata, pending=True)
 
     def finish_graph(self, documents: Sequence[PendingDocument]) -> None:
         """Steps 2 and 4 only: the vectors of these versions are already live."""

@@ -1,78 +1,31 @@
-"""Keyword (BM25) queries: turn a user's text into a safe bag of terms.
+"""Keyword (BM25) ranking: the quality fusion reads off a keyword ranking.
 
-A store's ``keyword_search`` never passes user text to its query language. The text is split
-into words (runs of letters and digits, as SQLite FTS5's ``unicode61`` tokenizer splits it),
-stopwords are dropped, and each remaining word becomes one quoted term, ORed with the others:
-``What is "BM25"?`` becomes ``"bm25"``. Quotes, ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``^``,
-``:`` and parentheses are never operators, only separators (or, for the words, plain words).
+The tokeniser (``keyword_terms``, ``fts5_match``, ``STOPWORDS``) lives in :mod:`trails.text`,
+below the stores that use it; it is re-exported here, where it has always been importable.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from trails.text import MAX_TERMS, STOPWORDS, fts5_match, keyword_terms
+from trails.vector.stores.base import KeywordWeights
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_quality", "keyword_terms"]
 
-# Lucene's English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET), which the Anserini /
-# Pyserini BM25 baselines use. Dropped from queries only: the index keeps every word.
-STOPWORDS: frozenset[str] = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-    "they", "this", "to", "was", "will", "with",
-})
-# A longer query keeps its first MAX_TERMS distinct terms (each term costs a doclist scan).
-MAX_TERMS = 256
-# Letters and digits (FTS5 unicode61 token characters); "_" and everything else separate.
-_WORD = re.compile(r"[^\W_]+")
 
-
-def keyword_terms(query: str, stopwords: Iterable[str] | None = None) -> list[str]:
-    """The distinct, case-folded words of ``query`` that a keyword ranking scores.
-
-    ``stopwords=None`` drops :data:`STOPWORDS`; pass ``()`` to keep every word. A query made
-    only of stopwords keeps them (``"to be or not to be"`` still finds something).
-
-    >>> keyword_terms('What is "BM25" (NEAR the*)?')
-    ['what', 'bm25', 'near']
-    >>> keyword_terms("to be or not to be")
-    ['to', 'be', 'or', 'not']
-    >>> keyword_terms("  ")
-    []
-    """
-    if not isinstance(query, str):
-        raise TypeError(f"a keyword query must be a string, got {type(query).__name__}")
-    stop: Collection[str] = STOPWORDS if stopwords is None else frozenset(
-        s.casefold() for s in stopwords)
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", query))))
-    kept = [w for w in words if w not in stop]
-    return (kept or words)[:MAX_TERMS]
-
-
-def fts5_match(terms: Iterable[str]) -> str | None:
-    """An FTS5 MATCH expression ORing each term as a quoted string (None when no terms).
-
-    >>> print(fts5_match(["bm25", 'a"b']))
-    "bm25" OR "a""b"
-    """
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t]
-    return " OR ".join(quoted) if quoted else None
-
-
-def keyword_quality(query: str, store: Any, hits: Sequence[Any]) -> float | None:
+def keyword_quality(query: str, store: object, hits: Sequence[Any]) -> float | None:
     """How much of ``query`` the best keyword hit covers: its BM25 score over the query's
     BM25 weight in ``store`` (``store.keyword_idf_sum``; about 1.0 for a hit holding every
     query term once). 0.0 when nothing matched; None when the store cannot weigh a query
-    (it has no ``keyword_idf_sum``) or the query has no weight.
+    (it is no :class:`~trails.vector.stores.base.KeywordWeights`) or the query has no weight.
 
     Fusion reads it as the keyword ranking's :attr:`~trails.rank.fusion.Ranking.quality`.
     """
-    weigh = getattr(store, "keyword_idf_sum", None)
-    if weigh is None:
+    if not isinstance(store, KeywordWeights):
         return None
     if not hits:
         return 0.0
-    total = weigh(query)
+    total = store.keyword_idf_sum(query)
     return float(hits[0].score) / total if total > 0 else None

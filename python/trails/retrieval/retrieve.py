@@ -17,11 +17,11 @@ from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.scopes import DEFAULT_SCOPE, normalize_scopes
-from trails.vector.stores.base import check_compatible
+from trails.vector.stores.base import KeywordIndex, check_compatible
 
 if TYPE_CHECKING:
     from trails.vector.embedders.base import Embedder
-    from trails.vector.stores.base import VectorStore
+    from trails.vector.stores.base import VectorHit, VectorStore
 
 __all__ = ["FUSIONS", "MODES", "Mode", "retrieve"]
 
@@ -213,14 +213,12 @@ def _ranked_hits(
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
     vector = np.asarray(embedder.embed(query), dtype=np.float64)
-    from trails.vector.stores.base import BaseVectorStore  # here: trails.vector imports this module
-
     depth = k if fusion is None else max(k, FUSION_DEPTH)
-    # Fusion ranks `depth` hits per ranking but keeps k: our stores then skip the metadata
+    # Fusion ranks `depth` hits per ranking but keeps k: the store may then skip the metadata
     # of the rest (most of a fused call's cost), and only the kept hits' is read below.
-    lean = {"with_metadata": False} if fusion is not None and isinstance(
-        store, BaseVectorStore) else {}
-    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes, **lean)
+    lean = fusion is not None
+    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes,
+                                         with_metadata=not lean)
     metadata = {h.id: h.metadata for h in found}
     rankings = [Ranking("vector", [(h.id, h.score) for h in found],
                         quality=float(found[0].score) if found else None)]
@@ -228,7 +226,7 @@ def _ranked_hits(
     notes: list[str] = []
     weights: dict[str, float] = {}
     if fusion is not None and mode == "hybrid":
-        keyword = _keyword_hits(query, store, depth, iris, scopes, notes, lean)
+        keyword = _keyword_hits(query, store, depth, iris, scopes, notes, not lean)
         if keyword is not None:
             rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword],
                                     quality=keyword_quality(query, store, keyword)))
@@ -257,16 +255,15 @@ def _ranked_hits(
 
 def _keyword_hits(
     query: str, store: VectorStore, depth: int, iris: list[str] | None, scopes: list[str],
-    notes: list[str], options: Mapping[str, Any],
-) -> list[Any] | None:
+    notes: list[str], with_metadata: bool,
+) -> list[VectorHit] | None:
     """The store's BM25 ranking of the same candidates and scopes, or None (with a note) when
     the store has no keyword index."""
-    search = getattr(store, "keyword_search", None)
-    if search is None:
+    if not isinstance(store, KeywordIndex):
         notes.append(f"keyword ranking skipped: {type(store).__name__} has no keyword_search")
         return None
     try:
-        return search(query, depth, iris, scopes=scopes, **options)
+        return store.keyword_search(query, depth, iris, scopes=scopes, with_metadata=with_metadata)
     except ConfigurationError as exc:
         notes.append(f"keyword ranking skipped: {exc}")
         return None

@@ -1,79 +1,60 @@
-"""The VectorStore protocol, its record types, the checks every store applies to input, and
-``BaseVectorStore``, which derives the rest of a store from the few methods a backend writes."""
+"""What the engine asks of a vector store, and the base classes that derive most of it.
+
+- :class:`VectorStore`: every call retrieval, ranking steps and SPARQL similarity make. A
+  store of your own implements this (subclass :class:`BaseVectorStore` to write only a few
+  methods) and works with ``retrieve``.
+- Capabilities, each a narrow ``runtime_checkable`` protocol the engine checks with
+  ``isinstance`` before using it: :class:`VersionedStore` (ADR 0005's versioned commits: what
+  ingestion, ``verify``, repair and ``delete_document`` need), :class:`KeywordIndex` (a BM25
+  ranking that ``retrieve`` fuses; without it fusion runs on the vector ranking alone, with a
+  note) and :class:`KeywordWeights` (a query's BM25 weight, from which fusion reads the keyword
+  ranking's quality). ``SqliteVecStore`` has all three, ``QdrantStore`` the first two.
+- :class:`BaseVectorStore` and :class:`BaseKeywordIndex`: the checks and preambles every store
+  shares (input validation, scope and candidate normalisation), as template methods.
+
+The record types (:class:`VectorHit`, :class:`StoredVector`, :class:`SearchPlan`,
+:class:`DocumentVersion`) and the vector checks of :mod:`trails.vector.stores.arrays` are
+importable from here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+import abc
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from trails.errors import (
-    ConfigurationError,
-    DimensionMismatchError,
-    EmbeddingModelMismatchError,
-    InvalidVectorError,
-)
+from trails.errors import ConfigurationError, DimensionMismatchError, EmbeddingModelMismatchError
+from trails.text import keyword_terms
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
+
+# Re-exported: the checks every store applies to input vectors, and their encoding.
+from trails.vector.stores.arrays import (
+    VectorLike,
+    as_matrix,
+    decode,
+    encode,
+    normalize_rows,
+    optional_str,
+    unit_rows,
+)
+from trails.vector.stores.records import DocumentVersion, SearchPlan, StoredVector, VectorHit
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "BaseVectorStore",
-    "DocumentVersion",
-    "SearchPlan",
-    "StoredVector",
-    "VectorHit",
-    "VectorLike",
-    "VectorStore",
-    "as_matrix",
-    "check_compatible",
-    "decode",
-    "encode",
-    "normalize_rows",
-    "optional_str",
-    "unit_rows",
+    "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex", "KeywordWeights",
+    "SearchPlan", "StoredVector", "VectorHit", "VectorLike", "VectorStore", "VersionedStore",
+    "as_matrix", "check_compatible", "decode", "encode", "normalize_rows", "optional_str",
+    "unit_rows", "versioned",
 ]
 
-VectorLike = Sequence[float] | np.ndarray
-
-
-class VectorHit(NamedTuple):
-    """One search result: cosine similarity in [-1, 1], higher is better."""
-
-    id: str
-    score: float
-    metadata: dict[str, Any]
-
-
-class StoredVector(NamedTuple):
-    id: str
-    vector: list[float]
-    metadata: dict[str, Any]
-
-
-class SearchPlan(NamedTuple):
-    """How a store answered a search, so short results are never ambiguous.
-
-    ``name`` is the plan (``full-scan``, ``gather``, ``masked-scan``, ``ann+exact-fallback``...),
-    ``candidates`` how many vectors were eligible, ``exhaustive`` whether every eligible vector
-    was scored exactly.
-    """
-
-    name: str
-    candidates: int
-    exhaustive: bool
-
-
-class DocumentVersion(NamedTuple):
-    """The current version of one ingested document, as the vector store records it."""
-
-    doc_iri: str
-    version: str
-    scope: str
-    content_hash: str
-    chunks: int
+Batch = Sequence[VectorLike] | np.ndarray
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a metadata key delete_where accepts
+Metadatas = Sequence[Mapping[str, Any] | None] | None
 
 
 @runtime_checkable
@@ -81,7 +62,11 @@ class VectorStore(Protocol):
     """A collection of unit-normalised vectors keyed by string id, searched by cosine similarity.
 
     ``search`` returns hits sorted by score descending, ties broken by id ascending; with
-    ``ids`` it ranks exactly those ids (missing ones are ignored) and must be exact over them.
+    ``ids`` it ranks exactly those ids (vector ids, or document IRIs standing for all their
+    chunks; missing ones are ignored) and must be exact over them. ``scopes`` keeps only
+    vectors of those scopes (a vector without a ``scope`` field is in the default scope).
+    ``with_metadata=False`` lets a store leave hits' metadata empty when reading it costs
+    time; :meth:`metadata` then fetches it for the hits kept.
     """
 
     @property
@@ -94,26 +79,27 @@ class VectorStore(Protocol):
 
     def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None: ...
 
-    def add_many(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[VectorLike] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any] | None] | None = None,
-    ) -> None: ...
+    def add_many(self, ids: Sequence[str], vectors: Batch, metadata: Metadatas = None) -> None: ...
 
-    def search(
-        self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None
-    ) -> list[VectorHit]: ...
+    def search(self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None, *,
+               scopes: Sequence[str] | None = None) -> list[VectorHit]: ...
 
     def search_with_plan(
-        self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None
+        self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None, *,
+        scopes: Sequence[str] | None = None, with_metadata: bool = True,
     ) -> tuple[list[VectorHit], SearchPlan]: ...
 
     def expand_ids(self, iris: Iterable[str]) -> list[str]: ...
 
     def get(self, ids: Iterable[str]) -> list[StoredVector]: ...
 
+    def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]: ...
+
+    def all_ids(self) -> list[str]: ...
+
     def delete(self, id: str) -> bool: ...
+
+    def delete_many(self, ids: Iterable[str]) -> int: ...
 
     def delete_where(self, filters: Mapping[str, Any]) -> int: ...
 
@@ -122,35 +108,125 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
 
 
-class BaseVectorStore:
-    """Derives ``add``, ``search``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and
-    ``len()`` from the few methods a backend writes: those declared below, and the properties
-    ``embedder_identity`` and ``_label`` (the store's name in messages).
+@runtime_checkable
+class VersionedStore(Protocol):
+    """Versioned commits (ADR 0005): a document version's vectors are staged (``pending``,
+    invisible to search), then :meth:`publish` makes them current and drops the previous
+    version's in one commit point. Ingestion, ``verify``, repair and ``delete_document`` need
+    it; retrieval does not."""
+
+    def add_many(self, ids: Sequence[str], vectors: Batch, metadata: Metadatas = None, *,
+                 pending: bool = False) -> None: ...
+
+    def publish(self, versions: Sequence[DocumentVersion]) -> None: ...
+
+    def current_versions(self, doc_iris: Iterable[str] | None = None
+                         ) -> dict[str, DocumentVersion]: ...
+
+    def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
+        """Every row of a document: ``(id, version, pending)``, by id."""
+        ...
+
+    def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
+        """``(id, doc_iri, version, pending)`` of every row that belongs to a document."""
+        ...
+
+    def pending_ids(self) -> list[str]: ...
+
+    def delete_document(self, doc_iri: str) -> int: ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """A BM25 ranking over the stored text, restricted exactly as ``search`` is (ADR 0009)."""
+
+    def keyword_search(
+        self, query: str, k: int = 10, ids: Iterable[str] | None = None, *,
+        scopes: Sequence[str] | None = None, stopwords: Iterable[str] | None = None,
+        with_metadata: bool = True,
+    ) -> list[VectorHit]: ...
+
+
+@runtime_checkable
+class KeywordWeights(Protocol):
+    """A query's BM25 weight in the store: the sum of its terms' IDFs (ADR 0010)."""
+
+    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None) -> float: ...
+
+
+def versioned(store: object, purpose: str) -> VersionedStore:
+    """``store`` as a :class:`VersionedStore`, or a ConfigurationError saying what needs it."""
+    if not isinstance(store, VersionedStore):
+        raise ConfigurationError(
+            f"{purpose} needs a vector store with versioned commits (publish, current_versions,"
+            f" ...: trails.vector.stores.base.VersionedStore), and {type(store).__name__} has "
+            "none; use SqliteVecStore or QdrantStore")
+    return store
+
+
+class BaseVectorStore(abc.ABC):
+    """Derives ``add``, the checks of ``add_many`` and ``delete_where``, ``search``,
+    ``metadata``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and ``len()`` from
+    the abstract methods below (``_label`` is the store's name in messages).
     """
 
     _dim: int
     read_only: bool
-    add_many: Callable[..., None]  # (ids, vectors, metadata=None, *, pending=False)
-    # (unit query, k >= 0, ids, scopes) -> search_with_plan's answer
-    _search_unit: Callable[..., tuple[list[VectorHit], SearchPlan]]
-    count: Callable[[], int]
-    close: Callable[[], None]
-    _delete_ids: Callable[[list[str]], int]  # returns how many existed
-    _record_embedder: Callable[[EmbedderIdentity], None]
     # Where to re-ingest when the recorded embedder differs.
     _new_home: ClassVar[str] = "a new store"
 
+    # -- what a backend writes ------------------------------------------------------------
+
     @property
-    def _label(self) -> str:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _label(self) -> str: ...
+
+    @property
+    @abc.abstractmethod
+    def embedder_identity(self) -> EmbedderIdentity | None: ...
+
+    @abc.abstractmethod
+    def _record_embedder(self, identity: EmbedderIdentity) -> None: ...
+
+    @abc.abstractmethod
+    def _write(self, ids: list[str], unit: np.ndarray, metas: list[dict[str, Any]],
+               pending: bool) -> None:
+        """Store checked, non-empty rows: unit float32 vectors, each metadata a copy."""
+
+    @abc.abstractmethod
+    def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
+                     scopes: Sequence[str] | None, *, with_metadata: bool = True,
+                     ) -> tuple[list[VectorHit], SearchPlan]:
+        """``search_with_plan`` for a unit float64 ``query`` and ``k >= 0``."""
+
+    @abc.abstractmethod
+    def _delete_ids(self, ids: list[str]) -> int:
+        """Remove these ids; how many existed."""
+
+    @abc.abstractmethod
+    def expand_ids(self, iris: Iterable[str]) -> list[str]: ...
+
+    @abc.abstractmethod
+    def get(self, ids: Iterable[str]) -> list[StoredVector]: ...
+
+    @abc.abstractmethod
+    def all_ids(self) -> list[str]: ...
+
+    @abc.abstractmethod
+    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
+        """``delete_where`` for at least one filter, every key an identifier."""
+
+    @abc.abstractmethod
+    def count(self) -> int: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # -- derived --------------------------------------------------------------------------
 
     @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def embedder_identity(self) -> EmbedderIdentity | None:
-        raise NotImplementedError
 
     def bind_embedder(self, identity: EmbedderIdentity) -> None:
         """Record the embedder that makes this store's vectors, or check it is the same one."""
@@ -175,36 +251,36 @@ class BaseVectorStore:
         """Insert or replace one vector."""
         self.add_many([id], [vector], [metadata])
 
-    def _checked_batch(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[VectorLike] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any] | None] | None,
-    ) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+    def add_many(self, ids: Sequence[str], vectors: Batch, metadata: Metadatas = None, *,
+                 pending: bool = False) -> None:
+        """Insert or replace vectors. Every vector is checked before anything is written.
+
+        ``pending=True`` stages them: stored, invisible to search until ``publish`` makes
+        their document version current (stores with versioned commits)."""
+        checked, unit, metas = self._checked_batch(ids, vectors, metadata)
+        if checked:
+            self._write(checked, unit, metas, pending)
+
+    def _checked_batch(self, ids: Sequence[str], vectors: Batch, metadata: Metadatas,
+                       ) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
         """``add_many``'s arguments, checked before anything is written: the ids, the vectors
         as unit float32 rows, and a copy of each metadata. No ids: no vectors are checked."""
         self._check_writable()
-        ids = [self._check_id(i) for i in ids]
-        if len(set(ids)) != len(ids):
+        checked = [self._check_id(i) for i in ids]
+        if len(set(checked)) != len(checked):
             raise ValueError("ids passed to add_many must be unique within the call")
-        metas = [dict(m or {}) for m in (metadata or [None] * len(ids))]
-        if len(metas) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(metas)} metadata entries")
-        if not ids:
-            return ids, np.empty((0, self._dim), dtype=np.float32), metas
+        metas = [dict(m or {}) for m in (metadata or [None] * len(checked))]
+        if len(metas) != len(checked):
+            raise ValueError(f"got {len(checked)} ids but {len(metas)} metadata entries")
+        if not checked:
+            return checked, np.empty((0, self._dim), dtype=np.float32), metas
         unit = normalize_rows(as_matrix(vectors, self._dim))
-        if len(unit) != len(ids):
-            raise ValueError(f"got {len(ids)} ids but {len(unit)} vectors")
-        return ids, unit, metas
+        if len(unit) != len(checked):
+            raise ValueError(f"got {len(checked)} ids but {len(unit)} vectors")
+        return checked, unit, metas
 
-    def search(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> list[VectorHit]:
+    def search(self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None, *,
+               scopes: Sequence[str] | None = None) -> list[VectorHit]:
         """Exact top-``k`` by cosine similarity, optionally over ``ids`` only.
 
         ``ids`` may name vector ids or document IRIs (every chunk of the document is then a
@@ -214,13 +290,8 @@ class BaseVectorStore:
         return self.search_with_plan(vector, k, ids, scopes=scopes)[0]
 
     def search_with_plan(
-        self,
-        vector: VectorLike,
-        k: int = 10,
-        ids: Iterable[str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-        with_metadata: bool = True,
+        self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None, *,
+        scopes: Sequence[str] | None = None, with_metadata: bool = True,
     ) -> tuple[list[VectorHit], SearchPlan]:
         """:meth:`search`'s hits, and the :class:`SearchPlan` that says how they were found.
 
@@ -243,6 +314,26 @@ class BaseVectorStore:
     def delete_many(self, ids: Iterable[str]) -> int:
         """Remove vectors by id; returns how many existed."""
         return self._delete_ids(list(ids))
+
+    def delete_where(self, filters: Mapping[str, Any]) -> int:
+        """Remove every vector whose metadata equals all of ``filters``; returns how many.
+
+        Keys are identifiers (``[A-Za-z_][A-Za-z0-9_]*``); ``doc_iri`` and ``scope`` compare
+        the promoted fields, ``None`` matches nothing there.
+
+        >>> from trails.vector.stores.sqlite_vec import SqliteVecStore
+        >>> store = SqliteVecStore(dim=2)
+        >>> store.add_many(["a", "b"], [[1, 0], [0, 1]], [{"doc_iri": "d1"}, {"doc_iri": "d2"}])
+        >>> store.delete_where({"doc_iri": "d1"}), store.count()
+        (1, 1)
+        """
+        if not filters:
+            raise ValueError("delete_where needs at least one filter; to empty a store use a new one")
+        for key in filters:
+            if not isinstance(key, str) or not _KEY.match(key):
+                raise ValueError(
+                    f"metadata key {key!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        return self._delete_matching(filters)
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -267,83 +358,41 @@ class BaseVectorStore:
         return self.count()
 
 
-def as_matrix(vectors: Sequence[VectorLike] | np.ndarray, dim: int) -> np.ndarray:
-    """Validate vectors and return them as a float64 ``(n, dim)`` array.
+class BaseKeywordIndex(abc.ABC):
+    """Derives :class:`KeywordIndex`'s ``keyword_search`` (its checks, the query's terms, the
+    candidates and scopes normalised, the empty cases) from :meth:`_keyword_ranked`."""
 
-    Raises DimensionMismatchError for a wrong width and InvalidVectorError for NaN, inf or a
-    zero vector (whose cosine similarity is undefined).
-    """
-    try:
-        array = np.asarray(vectors, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        row, width = _first_wrong_width(vectors, dim)
-        if row is not None:
-            raise DimensionMismatchError(
-                f"expected vectors of dimension {dim}, but vector {row} has dimension {width}; "
-                "nothing was stored"
-            ) from exc
-        raise InvalidVectorError(
-            f"vectors must be sequences of {dim} numbers of equal length: {exc}"
-        ) from exc
-    if array.ndim == 1:
-        array = array.reshape(1, -1)
-    if array.ndim != 2 or array.shape[1] != dim:
-        width = array.shape[-1] if array.ndim >= 1 else 0
-        raise DimensionMismatchError(
-            f"expected vectors of dimension {dim}, got {width}; embed with a model of "
-            f"dimension {dim} or open a store created for dimension {width}"
-        )
-    finite = np.isfinite(array).all(axis=1)
-    if not finite.all():
-        row = int(np.argmin(finite))
-        raise InvalidVectorError(f"vector {row} contains NaN or infinity; nothing was stored")
-    nonzero = (array != 0).any(axis=1)
-    if not nonzero.all():
-        row = int(np.argmin(nonzero))
-        raise InvalidVectorError(
-            f"vector {row} is all zeros, so its cosine similarity is undefined; nothing was stored"
-        )
-    return array
+    def keyword_search(
+        self, query: str, k: int = 10, ids: Iterable[str] | None = None, *,
+        scopes: Sequence[str] | None = None, stopwords: Iterable[str] | None = None,
+        with_metadata: bool = True,
+    ) -> list[VectorHit]:
+        """Top-``k`` live rows by BM25 over their text, optionally over ``ids``.
 
+        ``ids`` and ``scopes`` restrict exactly as in ``search``: the result is the full
+        ranking filtered to the admitted rows, cut to ``k``. The query is a bag of words (see
+        :func:`trails.text.keyword_terms`; ``stopwords`` as there), never the index's query
+        syntax; a query without words gives ``[]``. Scores are positive, higher is better,
+        sorted by score descending, ties by id. ``with_metadata`` as in ``search_with_plan``.
+        """
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        self._check_keyword_support()
+        terms = keyword_terms(query, stopwords)
+        iris = None if ids is None else list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        scope_list = None if scopes is None else list(scopes)
+        if not terms or k == 0 or iris == [] or scope_list == []:
+            return []
+        return self._keyword_ranked(terms, k, iris, scope_list, with_metadata=with_metadata)
 
-def _first_wrong_width(vectors: object, dim: int) -> tuple[int | None, int]:
-    """In a ragged batch, the first row whose length is not ``dim`` (None if there is none)."""
-    try:
-        for row, vector in enumerate(vectors):  # type: ignore[arg-type]
-            if len(vector) != dim:
-                return row, len(vector)
-    except TypeError:
-        pass
-    return None, 0
+    def _check_keyword_support(self) -> None:
+        """Raise ConfigurationError when this store cannot rank keywords after all."""
 
-
-def unit_rows(array: np.ndarray) -> np.ndarray:
-    """Unit-normalise each (non-zero, finite) row in float64.
-
-    Rows are first scaled by their largest magnitude, so the norm neither overflows to inf for
-    huge components (which would store a zero vector) nor underflows to 0 for tiny ones.
-    """
-    scaled = array / np.abs(array).max(axis=1, keepdims=True)
-    return scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
-
-
-def normalize_rows(array: np.ndarray) -> np.ndarray:
-    """Unit-normalise each row in float64, returned as float32 (the stored precision)."""
-    return unit_rows(array).astype(np.float32)
-
-
-def encode(vector: np.ndarray) -> bytes:
-    """Little-endian float32 bytes, the layout sqlite-vec and numpy share."""
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def decode(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype="<f4")
-
-
-def optional_str(value: Any) -> str | None:
-    """A metadata field promoted to a column or payload field: ``None`` stays ``None``."""
-    return None if value is None else str(value)
+    @abc.abstractmethod
+    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
+                        scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
+        """``keyword_search`` for words, ``k >= 1``, non-empty unique ``iris`` and ``scopes``
+        (None: unrestricted)."""
 
 
 def check_compatible(embedder: Embedder, store: VectorStore) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from trails._lazy import require
@@ -82,7 +82,7 @@ def _open_stdlib_like(module_name: str, path: str, read_only: bool) -> Any:
 def open_database(path: str, *, read_only: bool = False) -> Database:
     """Connect to ``path`` (or ``":memory:"``) with sqlite-vec loaded."""
     sqlite_vec = require("sqlite_vec", "SqliteVecStore")
-    attempts = [
+    attempts: list[tuple[str, Callable[[], Any]]] = [
         ("apsw", lambda: _open_apsw(path, read_only)),
         ("sqlean", lambda: _open_stdlib_like("sqlean", path, read_only)),
         ("sqlite3", lambda: _open_stdlib_like("sqlite3", path, read_only)),

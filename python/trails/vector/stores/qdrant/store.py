@@ -1,0 +1,53 @@
+"""QdrantStore: the scale vector store, on a Qdrant server or cluster, or in qdrant-client's
+local mode (in-process, in memory or in a folder) for tests and small data."""
+
+from __future__ import annotations
+
+from trails.vector.stores.qdrant.keyword import QdrantKeywords
+
+__all__ = ["QdrantStore"]
+
+
+class QdrantStore(QdrantKeywords):
+    """Vectors in a Qdrant collection, searched exactly over SPARQL candidate sets.
+
+    One constructor argument picks where the data lives: nothing for qdrant-client's in-process
+    ``:memory:`` mode, ``path=`` for a local folder, ``url=`` (or ``host=``/``port=``) for a
+    server or cluster, or ``client=`` for a ``QdrantClient`` you configured yourself (it is not
+    closed by :meth:`close`). The store uses two collections: ``collection`` for the vectors and
+    ``<collection>__versions`` for the document versions and the store's own record. It is a
+    :class:`~trails.vector.stores.base.VectorStore` with versioned commits and a keyword index
+    (no :class:`~trails.vector.stores.base.KeywordWeights`: fusion then reads no keyword
+    quality).
+
+    Args:
+        collection: the Qdrant collection name.
+        dim: vector dimension; required for a new store, checked against an existing one.
+        url, host, port, api_key: a Qdrant server (``api_key`` for Qdrant Cloud).
+        path: a folder for qdrant-client's local mode (one process at a time).
+        embedder: optional identity to record (new store) or check (existing store).
+        read_only: open an existing store without writing to it.
+        client: an existing ``qdrant_client.QdrantClient``.
+
+    Raises:
+        DimensionMismatchError: ``dim`` differs from the store's dimension.
+        EmbeddingModelMismatchError: ``embedder`` differs from the recorded identity.
+        ConfigurationError: a missing store opened read-only, or a collection trails did not make.
+        ContextLockedError: ``path=`` is open in another process (local mode's folder lock).
+        MissingExtraError: qdrant-client is not installed (``pip install "trails[vector-qdrant]"``).
+
+    >>> store = QdrantStore(dim=3)
+    >>> store.add("a", [1.0, 0.0, 0.0], {"snippet": "x"})
+    >>> [hit.id for hit in store.search([1.0, 0.1, 0.0], k=1)]
+    ['a']
+    >>> store.add_many(["b", "c"], [[0, 1, 0], [0, 0, 1]], [{"doc_iri": "d1"}, {"doc_iri": "d2"}])
+    >>> store.delete_where({"doc_iri": "d1"}), store.count()
+    (1, 2)
+    """
+
+    _new_home = "a new collection"
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"count={self.count()}"
+        return (f"<QdrantStore collection={self.collection!r} location={self.location!r} "
+                f"dim={self._dim} {state}>")

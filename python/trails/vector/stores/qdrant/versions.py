@@ -1,0 +1,123 @@
+"""Versioned commits on Qdrant (ADR 0005, 0008): the version record is the commit point.
+
+Qdrant has no transaction across requests (nor, for readers, within a batch), so the commit
+point is the one thing it does write atomically: a single point, the document's record in
+``<collection>__versions``. A point written through staging (``versioned``) is shown only
+while its document's record names its version (:meth:`QdrantVersions._stale`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from trails.vector.stores.qdrant.core import QdrantCore
+from trails.vector.stores.qdrant.lock import locked
+from trails.vector.stores.qdrant.schema import eq, point_id
+from trails.vector.stores.records import DocumentVersion
+
+__all__ = ["QdrantVersions"]
+
+
+class QdrantVersions(QdrantCore):
+    """:class:`~trails.vector.stores.base.VersionedStore` on the two collections."""
+
+    @locked
+    def publish(self, versions: Sequence[DocumentVersion]) -> None:
+        """Make staged document versions current; the version record is the commit point.
+
+        For each document, in three requests:
+
+        1. its staged points of ``version`` are flipped to ``pending=false`` (still hidden:
+           a point written through staging is shown only while its document's record names
+           its version);
+        2. the version record is upserted in ``<collection>__versions`` — the commit point:
+           readers switch from the whole old version to the whole new one;
+        3. every other point of the document (the previous version, abandoned stagings) is
+           deleted.
+
+        A crash (or a reader) between any two requests sees the old version or the new one,
+        never part of one; superseded points left by a crash stay hidden and are removed by
+        the next ingest or ``verify(repair=True)``.
+        """
+        self._check_writable()
+        if not versions:
+            return
+        m = self._m
+        self._c.batch_update_points(self.collection, wait=True, update_operations=[
+            m.SetPayloadOperation(set_payload=m.SetPayload(payload={"pending": False}, filter=m.Filter(
+                must=[eq(m, "doc_iri", v.doc_iri), eq(m, "version", v.version),
+                      eq(m, "pending", True)])))
+            for v in versions])
+        self._c.upsert(self.versions_collection, wait=True, points=[
+            m.PointStruct(id=point_id(v.doc_iri), vector=[1.0],
+                          payload={"kind": "version", **v._asdict()})
+            for v in versions])
+        self._c.batch_update_points(self.collection, wait=True, update_operations=[
+            m.DeleteOperation(delete=m.FilterSelector(filter=m.Filter(
+                must=[eq(m, "doc_iri", v.doc_iri)], must_not=[eq(m, "version", v.version)])))
+            for v in versions])
+
+    @locked
+    def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
+        """The recorded current version of each document (all documents when ``None``)."""
+        if doc_iris is None:
+            records: Iterable[Any] = self._scroll(
+                self.versions_collection, self._m.Filter(must=[eq(self._m, "kind", "version")]))
+        else:
+            wanted = list(dict.fromkeys(point_id(d) for d in doc_iris))
+            records = self._c.retrieve(self.versions_collection, wanted, with_payload=True) if wanted else []
+        found = {}
+        for r in records:
+            if r.payload.get("kind") == "version":
+                found[r.payload["doc_iri"]] = DocumentVersion(
+                    *(r.payload.get(f) for f in DocumentVersion._fields))
+        return found
+
+    @locked
+    def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
+        """Every point of a document: ``(id, version, pending)``, sorted by id."""
+        records = self._scroll(self.collection, self._m.Filter(must=[eq(self._m, "doc_iri", doc_iri)]))
+        return sorted((r.payload["id"], r.payload.get("version"), bool(r.payload.get("pending")))
+                      for r in records)
+
+    @locked
+    def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
+        """``(id, doc_iri, version, pending)`` of every point that belongs to a document, by id."""
+        m = self._m
+        records = self._scroll(self.collection, m.Filter(
+            must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="doc_iri"))]))
+        return sorted((r.payload["id"], r.payload["doc_iri"], r.payload.get("version"),
+                       bool(r.payload.get("pending"))) for r in records)
+
+    @locked
+    def pending_ids(self) -> list[str]:
+        records = self._scroll(self.collection, self._m.Filter(must=[eq(self._m, "pending", True)]))
+        return sorted(r.payload["id"] for r in records)
+
+    @locked
+    def delete_document(self, doc_iri: str) -> int:
+        """Remove every vector of a document and its version record; returns vectors removed.
+
+        The record goes first: from that moment no staged-then-published point of the document
+        is shown, whatever happens to the deletes after it."""
+        self._check_writable()
+        ids = [r[0] for r in self.document_rows(doc_iri)]
+        self._c.delete(self.versions_collection, wait=True,
+                       points_selector=self._m.PointIdsList(points=[point_id(doc_iri)]))
+        return self._delete_ids(ids)
+
+    # -- what readers show ----------------------------------------------------------------
+
+    def _superseded(self, records: Sequence[Any]) -> set[str]:
+        """Point ids among ``records`` of versions that are not (or no longer) current."""
+        stale = self._stale([r.payload for r in records])
+        return {str(r.id) for r, old in zip(records, stale) if old}
+
+    def _stale(self, payloads: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """For each payload: is it a point of a version that is not (or no longer) current?"""
+        docs = {str(p.get("doc_iri")) for p in payloads if p.get("versioned")}
+        current = self.current_versions(docs) if docs else {}
+        return [bool(p.get("versioned")) and (p.get("doc_iri") not in current or
+                                               current[p["doc_iri"]].version != p.get("version"))
+                for p in payloads]

@@ -1,0 +1,9 @@
+"""SqliteVecStore, one concern per module: ``driver`` (the SQLite connection and sqlite-vec),
+``schema`` (numbered migrations), ``core`` (the file and the in-memory matrix: writes and
+reads), ``versions`` (versioned commits), ``keyword`` (the FTS5 BM25 index) and ``store``."""
+
+from trails.vector.stores.records import DocumentVersion
+from trails.vector.stores.sqlite_vec.schema import KEYWORD_TOKENIZER, MIGRATIONS
+from trails.vector.stores.sqlite_vec.store import SqliteVecStore
+
+__all__ = ["KEYWORD_TOKENIZER", "MIGRATIONS", "DocumentVersion", "SqliteVecStore"]

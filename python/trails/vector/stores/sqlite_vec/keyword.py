@@ -1,0 +1,163 @@
+"""The keyword (BM25) index of a store file: SQLite FTS5 over each live row's text (ADR 0009).
+
+:class:`Fts5Index` keeps ``keyword_index`` in step with ``items`` inside the store's write
+transactions and ranks rows by FTS5's ``bm25()``; the store restricts and sorts its answers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from trails.text import fts5_match
+from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.schema import INDEXED, KEYWORD_TOKENIZER
+
+__all__ = ["Fts5Index", "bm25_idf", "take_texts", "with_text"]
+
+Ranked = list[tuple[str, float]]
+
+
+class Fts5Index:
+    """The FTS5 table ``keyword_index`` of one connection: its upkeep and its rankings.
+
+    Rankings take FTS5 MATCH expressions (:func:`match`) and return ``[(id, score)]`` with
+    positive scores (``bm25()`` negated), best first, ties by id."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._stemmer_ready = False  # the temp tables idf_sum reads stems through
+
+    @staticmethod
+    def match(terms: Sequence[str]) -> str:
+        """The MATCH expression of a query's (non-empty) terms."""
+        expression = fts5_match(terms)
+        if expression is None:
+            raise ValueError("a keyword ranking needs at least one term")
+        return expression
+
+    # -- upkeep, inside the store's write transactions ------------------------------------
+
+    def write(self, rowids: list[int], texts: list[str | None], pending: bool) -> None:
+        """In add_many's transaction: record the rows' texts and re-index the live ones."""
+        self._db.executemany("UPDATE items SET text = ? WHERE rowid = ?", list(zip(texts, rowids)))
+        self.forget(rowids)
+        if not pending:
+            self._index("SELECT value FROM json_each(?)", (json.dumps(rowids),))
+
+    def publish(self, gone: list[int], pairs: str) -> None:
+        """In publish's transaction: forget the rows it deletes, index the staged rows it makes
+        live (a staged row is never indexed, so none is indexed twice)."""
+        self.forget(gone)
+        self._index(
+            # CROSS JOIN keeps json_each outside: one doc_iri index probe per pair, instead of
+            # re-reading the whole list for every pending row.
+            "SELECT i.rowid FROM json_each(?) j CROSS JOIN items i ON i.doc_iri = j.value ->> 0"
+            " AND i.version = j.value ->> 1 WHERE +i.pending = 1", (pairs,))
+
+    def forget(self, rowids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM keyword_index WHERE rowid = ?", [(r,) for r in rowids])
+
+    def _index(self, rows_sql: str, params: Sequence[Any]) -> None:
+        self._db.execute(
+            f"INSERT INTO keyword_index(rowid, text) SELECT rowid, {INDEXED} AS t FROM items"
+            f" WHERE rowid IN ({rows_sql}) AND t != ''", params)
+
+    # -- rankings -------------------------------------------------------------------------
+
+    def top(self, match: str, k: int) -> Ranked:
+        """The top k of every live row: FTS5 sorts, we only break a tie at the k-th place."""
+        rows = self._db.execute(
+            "SELECT i.id, f.s FROM (SELECT rowid, bm25(keyword_index) AS s FROM keyword_index"
+            " WHERE keyword_index MATCH ? ORDER BY s LIMIT ?) f JOIN items i ON i.rowid = f.rowid",
+            (match, k + 1))
+        rows.sort(key=lambda r: (r[1], r[0]))
+        if len(rows) > k and rows[k][1] == rows[k - 1][1]:
+            return self.among(match, k, None)  # a tie crosses the cut: order them all
+        return [(id, -s) for id, s in rows[:k]]
+
+    def in_scopes(self, match: str, k: int, scopes: list[str]) -> Ranked:
+        """The top k of the live rows in ``scopes`` (``items.scope``, as the index's rows)."""
+        rows = self._db.execute(
+            "SELECT i.id, f.s FROM (SELECT rowid, bm25(keyword_index) AS s FROM keyword_index"
+            " WHERE keyword_index MATCH ?) f JOIN items i ON i.rowid = f.rowid"
+            " WHERE i.scope IN (SELECT value FROM json_each(?)) ORDER BY f.s, i.id LIMIT ?",
+            (match, json.dumps(scopes), k))
+        return [(id, -s) for id, s in rows]
+
+    def among(self, match: str, k: int, allowed: list[str] | None) -> Ranked:
+        """The top k of the matching rows whose ids are ``allowed`` (all when None).
+
+        FTS5 scores every match (its cost: the bm25() call per row); we keep the allowed
+        rowids, take the k best scores and any ties with the k-th, and only then look up ids."""
+        rows = self._db.execute(
+            "SELECT rowid, bm25(keyword_index) FROM keyword_index WHERE keyword_index MATCH ?",
+            (match,))
+        if allowed is not None:
+            wanted = {r[0] for r in self._db.execute(
+                "SELECT rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(allowed),))}
+            rows = [r for r in rows if r[0] in wanted]
+        top = heapq.nsmallest(k, rows, key=lambda r: r[1])
+        if not top:
+            return []
+        tied = [r for r in rows if r[1] <= top[-1][1]]  # the k best, and any tie with the k-th
+        names = dict(self._db.execute(
+            "SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([r[0] for r in tied]),)))
+        ranked = sorted(((names[r], s) for r, s in tied), key=lambda p: (p[1], p[0]))
+        return [(id, -s) for id, s in ranked[:k]]
+
+    # -- a query's weight -----------------------------------------------------------------
+
+    def idf_sum(self, terms: Sequence[str], rows: int) -> float:
+        """The sum of ``bm25()``'s IDF over the index's stems of ``terms``, among ``rows``
+        live rows (a stem no row holds counts in full)."""
+        total = 0.0
+        for stem in self._stems(" ".join(terms)):
+            found = self._db.execute(
+                "SELECT doc FROM temp.trails_keyword_vocab WHERE term = ?", (stem,))
+            total += bm25_idf(rows, found[0][0] if found else 0)
+        return total
+
+    def _stems(self, text: str) -> list[str]:
+        """The distinct terms the keyword index's tokenizer makes of ``text``, read back
+        through a scratch FTS5 table in this connection's temp schema."""
+        if not self._stemmer_ready:
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_keyword_vocab"
+                " USING fts5vocab(main, keyword_index, row)")
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_query_terms"
+                f" USING fts5(text, tokenize = '{KEYWORD_TOKENIZER}')")
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trails_query_vocab"
+                " USING fts5vocab(temp, trails_query_terms, row)")
+            self._stemmer_ready = True
+        self._db.execute("INSERT INTO temp.trails_query_terms(text) VALUES (?)", (text,))
+        try:
+            return [row[0] for row in self._db.execute("SELECT term FROM temp.trails_query_vocab")]
+        finally:
+            self._db.execute("DELETE FROM temp.trails_query_terms")
+
+
+def take_texts(metas: list[dict[str, Any]]) -> list[str | None]:
+    """Pop each metadata's ``text`` (when a string): stored in its own column, not the JSON."""
+    return [m.pop("text") if isinstance(m.get("text"), str) else None for m in metas]
+
+
+def with_text(metadata: str, text: str | None) -> dict[str, Any]:
+    """The metadata as the caller gave it: the JSON, plus ``text`` from its column."""
+    loaded: dict[str, Any] = json.loads(metadata)
+    if text is not None:
+        loaded["text"] = text
+    return loaded
+
+
+def bm25_idf(rows: int, holding: int) -> float:
+    """The IDF FTS5's bm25() gives a term that ``holding`` of ``rows`` rows contain."""
+    idf = math.log((rows - holding + 0.5) / (holding + 0.5)) if rows else 0.0
+    return idf if idf > 0 else 1e-6

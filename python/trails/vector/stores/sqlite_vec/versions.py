@@ -1,0 +1,99 @@
+"""Versioned commits in the store file (ADR 0005): staged rows, ``publish``, version records.
+
+A document version's rows are written ``pending`` (``add_many(..., pending=True)``);
+:meth:`SqliteVersions.publish` makes them live, deletes the document's other rows and records
+the version in one transaction: the commit point of an ingest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from trails.vector.stores.records import DocumentVersion
+from trails.vector.stores.sqlite_vec.core import SqliteCore
+
+__all__ = ["SqliteVersions"]
+
+
+class SqliteVersions(SqliteCore):
+    """:class:`~trails.vector.stores.base.VersionedStore` on the ``items`` and ``versions``
+    tables."""
+
+    def publish(self, versions: Sequence[DocumentVersion]) -> None:
+        """Make staged document versions current, in one transaction (the commit point).
+
+        For each document: its staged rows of ``version`` go live, every other row of the
+        document (the previous version, abandoned stagings) is deleted, and the version is
+        recorded. A crash before the commit leaves the previous version fully live; after it,
+        the new one.
+        """
+        self._check_writable()
+        if not versions:
+            return
+        pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
+        with self._index.lock:
+            self._refresh()
+            with self._db.transaction():
+                gone = self._db.execute(
+                    "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
+                    " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
+                    (pairs,),
+                )
+                self._keywords.publish([r[1] for r in gone], pairs)
+                self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
+                self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
+                # "+pending": find the rows by doc_iri. On "pending = 1" SQLite picks the
+                # partial index items_pending and walks every staged row for each document:
+                # quadratic in the batch (0.18 s per 1,000 chunks in batches of 1,000).
+                self._db.executemany(
+                    "UPDATE items SET pending = 0 WHERE doc_iri = ? AND version = ? AND +pending = 1",
+                    [(v.doc_iri, v.version) for v in versions],
+                )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
+                    [tuple(v) for v in versions],
+                )
+            self._index.remove(r[0] for r in gone)
+            self._index_rows(
+                "JOIN json_each(?) j ON i.doc_iri = j.value ->> 0 AND i.version = j.value ->> 1",
+                (pairs,),
+            )
+            self._version = self._db.data_version()
+
+    def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
+        """The recorded current version of each document (all documents when ``None``)."""
+        if doc_iris is None:
+            rows = self._db.execute("SELECT * FROM versions")
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM versions WHERE doc_iri IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(doc_iris)),),
+            )
+        return {r[0]: DocumentVersion(*r) for r in rows}
+
+    def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
+        """Every row of a document: ``(id, version, pending)``."""
+        rows = self._db.execute(
+            "SELECT id, version, pending FROM items WHERE doc_iri = ? ORDER BY id", (doc_iri,)
+        )
+        return [(r[0], r[1], bool(r[2])) for r in rows]
+
+    def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
+        """``(id, doc_iri, version, pending)`` of every row that belongs to a document."""
+        rows = self._db.execute(
+            "SELECT id, doc_iri, version, pending FROM items WHERE doc_iri IS NOT NULL")
+        return [(r[0], r[1], r[2], bool(r[3])) for r in rows]
+
+    def pending_ids(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 1 ORDER BY id")]
+
+    def delete_document(self, doc_iri: str) -> int:
+        """Remove every vector of a document and its version record; returns vectors removed."""
+        self._check_writable()
+        with self._index.lock:
+            removed = self._delete_ids([r[0] for r in self.document_rows(doc_iri)])
+            with self._db.transaction():
+                self._db.execute("DELETE FROM versions WHERE doc_iri = ?", (doc_iri,))
+            self._version = self._db.data_version()
+        return removed
