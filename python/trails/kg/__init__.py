@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from trails._lazy import lazy_attributes
 from trails.kg.oxigraph import OxigraphGraph
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, TRAILS, check_filter
@@ -24,13 +25,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Lazily, so that ``import trails.kg`` does not import httpx (the ``remote`` extra).
-    if name == "SparqlEndpointGraph":
-        from trails.kg.remote import SparqlEndpointGraph
-
-        return SparqlEndpointGraph
-    raise AttributeError(f"module 'trails.kg' has no attribute {name!r}")
+# Lazily, so that ``import trails.kg`` loads no HTTP client.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "SparqlEndpointGraph": "trails.kg.remote:SparqlEndpointGraph",
+}, __all__)
 
 
 @runtime_checkable
