@@ -501,3 +501,22 @@ def test_the_cli_imports_no_heavy_package():
             "'openai', 'qdrant_client']; print([m for m in heavy if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_cli_is_a_package_of_small_modules_that_import_at_the_top():
+    import ast
+
+    import trails.cli
+
+    package = Path(trails.cli.__file__).parent
+    modules = sorted(package.glob("*.py"))
+    assert {m.stem for m in modules} >= {"app", "_common", "setup", "ingest", "query",
+                                         "maintenance", "eval"}
+    for module in modules:
+        text = module.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 400, module.name
+        tree = ast.parse(text)
+        inner = [node.lineno for function in ast.walk(tree)
+                 if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+                 for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
+        assert inner == [], f"{module.name} imports inside functions at lines {inner}"

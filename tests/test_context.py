@@ -164,3 +164,32 @@ def test_fresh_contexts_are_independent():
         assert two.vectors.count() == 0
         assert one.embedder.embed("rails") == two.embedder.embed("rails")
         assert one.directory is None
+
+
+# -- layering ------------------------------------------------------------------------------
+
+
+def test_the_context_imports_nothing_above_it():
+    import subprocess
+    import sys
+
+    code = ("import sys, trails.context; print(sorted({m.split('.')[1] for m in sys.modules "
+            "if m.startswith('trails.') and m.split('.')[1] in ('retrieval', 'cli', "
+            "'evaluation', 'testing')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_context_modules_import_only_at_the_top():
+    import ast
+    from pathlib import Path
+
+    import trails
+
+    package = Path(trails.__file__).parent
+    for name in ("context.py", "backends.py", "config.py", "registry.py", "_lazy.py"):
+        tree = ast.parse((package / name).read_text())
+        inner = [node.lineno for function in ast.walk(tree)
+                 if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+                 for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
+        assert inner == [], f"{name} imports inside functions at lines {inner}"

@@ -12,10 +12,12 @@ import pytest
 import tomllib
 
 import trails
+import trails.ingest
+import trails.kg
 import trails.vector
 from conftest import ROOT
 from trails import _lazy as _extras
-from trails.errors import MissingExtraError, TrailsError
+from trails.errors import ConfigurationError, MissingExtraError, TrailsError
 
 HEAVY = ["torch", "openai", "qdrant_client", "sentence_transformers", "transformers", "tiktoken"]
 
@@ -72,7 +74,8 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     assert result.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("module", [trails, trails.vector], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [trails, trails.vector, trails.kg, trails.ingest],
+                         ids=lambda m: m.__name__)
 def test_every_public_name_resolves(module):
     assert module.__all__
     for name in module.__all__:
@@ -87,6 +90,27 @@ def test_the_lazy_names_are_the_real_objects():
     assert trails.SqliteVecStore is SqliteVecStore and trails.vector.SqliteVecStore is SqliteVecStore
     with pytest.raises(AttributeError):
         trails.no_such_name  # noqa: B018
+
+
+def test_lazy_attributes_import_a_name_on_first_access_and_list_it():
+    getattr_, dir_ = _extras.lazy_attributes(
+        "some.module", {"Lazy": "trails.errors:ConfigurationError"}, ["Eager", "Lazy"])
+    assert getattr_("Lazy") is ConfigurationError
+    assert dir_() == ["Eager", "Lazy"]
+    with pytest.raises(AttributeError, match="'some.module' has no attribute 'Eager'"):
+        getattr_("Eager")  # an eager name is a module global, never looked up here
+
+
+@pytest.mark.parametrize("target", ["trails.errors", "trails.errors:", ":TrailsError"])
+def test_an_import_target_needs_a_module_and_an_attribute(target):
+    with pytest.raises(ValueError, match="module:attribute"):
+        _extras.import_target(target)
+
+
+@pytest.mark.parametrize("module", [trails, trails.vector, trails.kg, trails.ingest],
+                         ids=lambda m: m.__name__)
+def test_dir_lists_the_lazy_names(module):
+    assert set(module.__all__) <= set(dir(module))
 
 
 def _requirement_names(requirements: list[str]) -> set[str]:

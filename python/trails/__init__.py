@@ -7,8 +7,7 @@ True
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trails._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -44,42 +43,32 @@ __all__ = [
 ]
 
 # Every public name resolves on first use: `import trails` loads nothing heavy.
-_LAZY = {
-    "Context": "trails.context",
-    "set_default_context": "trails.context",
-    "Embedder": "trails.vector.embedders.base",
-    "EmbedderIdentity": "trails.vector.embedders.base",
-    "KnowledgeGraph": "trails.kg",
-    "OxigraphGraph": "trails.kg",
-    "MockEmbedder": "trails.vector.embedders.mock",
-    "RetrievalHit": "trails.records",
-    "RetrievalResult": "trails.records",
-    "retrieve": "trails.retrieval.retrieve",
-    "SqliteVecStore": "trails.vector.stores.sqlite_vec",
-    "TrailsError": "trails.errors",
-    "VectorHit": "trails.vector.stores.base",
-    "VectorStore": "trails.vector.stores.base",
-    "Retriever": "trails.retrieval.retrievers",
-    "VectorRetriever": "trails.retrieval.retrievers",
-    "HybridRetriever": "trails.retrieval.retrievers",
-    "GraphRetriever": "trails.retrieval.retrievers",
-    "CompositeRetriever": "trails.retrieval.retrievers",
-    "RerankedRetriever": "trails.retrieval.retrievers",
-    "Reranker": "trails.rank",
-    "QueryRewriter": "trails.rank.rewrite",
-    "Document": "trails.ingest",
-    "Chunk": "trails.ingest",
-    "IngestionStats": "trails.ingest",
-    "ingest": "trails.ingest",
-    "ingest_all": "trails.ingest",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'trails' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "Context": "trails.context:Context",
+    "set_default_context": "trails.context:set_default_context",
+    "Embedder": "trails.vector.embedders.base:Embedder",
+    "EmbedderIdentity": "trails.vector.embedders.base:EmbedderIdentity",
+    "KnowledgeGraph": "trails.kg:KnowledgeGraph",
+    "OxigraphGraph": "trails.kg.oxigraph:OxigraphGraph",
+    "MockEmbedder": "trails.vector.embedders.mock:MockEmbedder",
+    "RetrievalHit": "trails.records:RetrievalHit",
+    "RetrievalResult": "trails.records:RetrievalResult",
+    "retrieve": "trails.retrieval.retrieve:retrieve",
+    "SqliteVecStore": "trails.vector.stores.sqlite_vec:SqliteVecStore",
+    "TrailsError": "trails.errors:TrailsError",
+    "VectorHit": "trails.vector.stores.base:VectorHit",
+    "VectorStore": "trails.vector.stores.base:VectorStore",
+    "Retriever": "trails.retrieval.retrievers:Retriever",
+    "VectorRetriever": "trails.retrieval.retrievers:VectorRetriever",
+    "HybridRetriever": "trails.retrieval.retrievers:HybridRetriever",
+    "GraphRetriever": "trails.retrieval.retrievers:GraphRetriever",
+    "CompositeRetriever": "trails.retrieval.retrievers:CompositeRetriever",
+    "RerankedRetriever": "trails.retrieval.retrievers:RerankedRetriever",
+    "Reranker": "trails.rank:Reranker",
+    "QueryRewriter": "trails.rank.rewrite:QueryRewriter",
+    "Document": "trails.ingest:Document",
+    "Chunk": "trails.ingest:Chunk",
+    "IngestionStats": "trails.ingest:IngestionStats",
+    "ingest": "trails.ingest:ingest",
+    "ingest_all": "trails.ingest:ingest_all",
+}, __all__)

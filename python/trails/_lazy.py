@@ -1,11 +1,20 @@
-"""Lazy imports of optional packages, each mapped to the extra that installs it."""
+"""Lazy imports: optional packages mapped to the extra that installs them, and lazy module
+attributes (a public name that imports its module on first use).
+
+These are the only two ways the package defers an import. :func:`require` is the single entry
+point for optional third-party packages; :func:`lazy_attributes` builds a package's
+``__getattr__`` and ``__dir__`` from a ``name -> "module:attr"`` map.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
 from trails.errors import MissingExtraError
+
+__all__ = ["OPTIONAL_MODULES", "import_target", "lazy_attributes", "require"]
 
 # module name -> (pip distribution, trails extra). A test checks every extra exists in pyproject.
 OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
@@ -37,3 +46,43 @@ def require(module: str, purpose: str) -> ModuleType:
         if exc.name is not None and (exc.name == module or module.startswith(exc.name + ".")):
             raise MissingExtraError(package, extra, purpose) from exc
         raise
+
+
+def import_target(target: str) -> object:
+    """The object a ``"package.module:attribute"`` string names, importing its module.
+
+    >>> import_target("trails.errors:TrailsError").__name__
+    'TrailsError'
+    """
+    module, sep, attribute = target.partition(":")
+    if not module or not sep or not attribute:
+        raise ValueError(f"an import target is 'module:attribute', got {target!r}")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def lazy_attributes(
+    module: str, targets: Mapping[str, str], public: Iterable[str] = ()
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A module's ``__getattr__`` and ``__dir__`` that import each name on first access.
+
+    ``targets`` maps an attribute name to the ``"module:attribute"`` it stands for. Use it at
+    the bottom of a package ``__init__``, so that importing the package loads nothing heavy::
+
+        __getattr__, __dir__ = lazy_attributes(__name__, {"QdrantStore":
+            "trails.vector.stores.qdrant:QdrantStore"}, __all__)
+
+    ``__dir__`` lists ``public`` (usually ``__all__``) and the lazy names.
+    """
+    names = dict(targets)
+    listed = sorted(set(public) | set(names))
+
+    def __getattr__(name: str) -> object:
+        target = names.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return import_target(target)
+
+    def __dir__() -> list[str]:
+        return list(listed)
+
+    return __getattr__, __dir__

@@ -2,34 +2,54 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Self
 
 from trails import _state
+from trails.backends import (
+    build_embedder,
+    default_embedder,
+    describe_embedder,
+    describe_graph,
+    describe_vectors,
+    open_graph,
+    open_vectors,
+)
+from trails.config import (
+    CONFIG_FILE,
+    DEFAULT_BASE_IRI,
+    ContextConfig,
+    EmbedderConfig,
+    PartConfig,
+    read_config,
+    write_config,
+)
 from trails.errors import ConfigurationError
-from trails.kg import KnowledgeGraph, OxigraphGraph
+from trails.ingest import maintenance
+from trails.kg.base import KnowledgeGraph
+from trails.parts import ContextParts
+from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore, VersionedStore
 
-__all__ = ["DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for", "set_default_context"]
-
-DEFAULT_BASE_IRI = "trails://local/"
-CONFIG_FILE = "trails.json"
-GRAPH_DIR = "graph"
-VECTORS_FILE = "vectors.db"
-FORMAT = 1
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_BASE_IRI",
+    "Context",
+    "default_context",
+    "embedder_for",
+    "set_default_context",
+]
 
 
 class Context:
     """Everything one retrieval needs: ``kg`` (graph), ``vectors`` (store), ``embedder``.
 
-    Build one from parts, open a directory with :meth:`open` (everything persisted there), or
-    use ``trails.testing.fresh_context()`` for an in-memory one. Close it when done, or use it
-    as a context manager.
+    Build one from parts, open a directory with :meth:`open` (everything persisted there, or
+    recorded there when it lives elsewhere), or use ``trails.testing.fresh_context()`` for an
+    in-memory one. Close it when done, or use it as a context manager.
 
     >>> from trails.testing import fresh_context
     >>> with fresh_context() as ctx:
@@ -59,11 +79,11 @@ class Context:
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
-        from trails.vector.stores.sqlite_vec import SqliteVecStore
-
-        model = embedder if embedder is not None else _default_embedder()
-        store = SqliteVecStore(":memory:", dim=model.dim, embedder=model.identity)
-        return cls(OxigraphGraph(), store, model, base_iri=base_iri)
+        model = embedder if embedder is not None else default_embedder()
+        store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
+            ":memory:", dim=model.dim, embedder=model.identity)
+        graph: KnowledgeGraph = GRAPHS.load("oxigraph")()
+        return cls(graph, store, model, base_iri=base_iri)
 
     @classmethod
     def open(
@@ -82,63 +102,57 @@ class Context:
         Qdrant collection); the directory then keeps the configuration and whatever part is
         still embedded.
 
-        A new directory records the embedder's identity and the base IRI; reopening restores
-        them, so ``Context.open(dir)`` alone gets the same embedder back. Opening with another
-        embedder is allowed (graph queries still work), but retrieving or ingesting with it
-        raises EmbeddingModelMismatchError.
+        A new directory records in ``trails.json`` the graph, the vector store and the
+        embedder (their backends and settings, never a secret) and the base IRI; reopening
+        restores them, so ``Context.open(dir)`` alone gets the same parts back, embedded or
+        remote. Opening with another embedder is allowed (graph queries still work), but
+        retrieving or ingesting with it raises EmbeddingModelMismatchError.
 
         Raises:
             ContextLockedError: another process has the directory open for writing.
-            ConfigurationError: ``read_only`` on a directory that holds no context.
+            ConfigurationError: ``read_only`` on a directory that holds no context, or a
+                recorded part that cannot be reopened without being passed in.
+            MissingExtraError: a recorded backend's packages are not installed.
         """
-        from trails.vector.stores.sqlite_vec import SqliteVecStore
-
         root = Path(directory)
-        config = _read_config(root)
+        config = read_config(root)
         if config is None:
             if read_only:
                 raise ConfigurationError(
                     f"{str(root)!r} holds no trails context; create it first with "
                     f"Context.open({str(root)!r}) or `trails --db {root} init`"
                 )
-            model = embedder if embedder is not None else _default_embedder()
-            config = {"format": FORMAT, "base_iri": base_iri or DEFAULT_BASE_IRI,
-                      "embedder": model.identity.model_dump(mode="json")}
+            model = embedder if embedder is not None else default_embedder()
+            config = _new_config(root, model, kg, vectors, base_iri)
             root.mkdir(parents=True, exist_ok=True)
         else:
-            model = embedder if embedder is not None else embedder_for(
-                EmbedderIdentity.model_validate(config["embedder"]))
-        graph = kg if kg is not None else OxigraphGraph(root / GRAPH_DIR, read_only=read_only)
+            model = embedder if embedder is not None else build_embedder(config.embedder)
+        graph = kg if kg is not None else open_graph(config.graph, root, read_only=read_only)
         try:
-            store: VectorStore = vectors if vectors is not None else SqliteVecStore(
-                root / VECTORS_FILE, dim=None if read_only else model.dim, read_only=read_only)
+            store = vectors if vectors is not None else open_vectors(
+                config.vectors, root, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
-                store.bind_embedder(EmbedderIdentity.model_validate(config["embedder"]))
+                store.bind_embedder(config.embedder.identity)
         except BaseException:
             graph.close()
             raise
         if not (root / CONFIG_FILE).exists():
-            _write_config(root, config)
-        return cls(graph, store, model, base_iri=base_iri or config["base_iri"], directory=root,
+            write_config(root, config)
+        return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only)
 
-    def verify(self, repair: bool = False):
-        """Check that graph and vectors agree; ``repair=True`` removes what a crash left.
-
-        Returns a :class:`trails.ingest.maintenance.VerifyReport`.
-        """
-        from trails.ingest.maintenance import verify
-
+    def verify(self, repair: bool = False) -> maintenance.VerifyReport:
+        """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""
         if repair:
             self._check_writable()
-        return verify(self, repair=repair)
+        parts: ContextParts = self
+        return maintenance.verify(parts, repair=repair)
 
     def delete_document(self, iri: str) -> bool:
         """Remove every trace of a document (vectors, chunk and document triples)."""
-        from trails.ingest.maintenance import delete_document
-
         self._check_writable()
-        return delete_document(self, iri)
+        parts: ContextParts = self
+        return maintenance.delete_document(parts, iri)
 
     def stats(self) -> dict[str, Any]:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""
@@ -181,55 +195,24 @@ class Context:
         return f"<Context {where} embedder={self.embedder.identity.describe()}>"
 
 
-def _default_embedder() -> Embedder:
-    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder()
-
-
-_MOCK = re.compile(r"^trails-mock-bow:seed=(-?\d+)$")
+def _new_config(root: Path, embedder: Embedder, kg: KnowledgeGraph | None,
+                vectors: VectorStore | None, base_iri: str | None) -> ContextConfig:
+    """What a new directory records: the parts passed in as they are, the others embedded."""
+    return ContextConfig(
+        base_iri=base_iri or DEFAULT_BASE_IRI,
+        graph=describe_graph(kg, root) if kg is not None else PartConfig(backend="oxigraph"),
+        vectors=(describe_vectors(vectors, root) if vectors is not None
+                 else PartConfig(backend="sqlite-vec")),
+        embedder=describe_embedder(embedder))
 
 
 def embedder_for(identity: EmbedderIdentity) -> Embedder:
-    """Rebuild the embedder a context recorded, from its identity."""
-    from trails.vector.embedders.mock import MockEmbedder
+    """Rebuild the embedder an identity names (mock, sentence-transformers or OpenAI).
 
-    match = _MOCK.match(identity.model)
-    if match:
-        return MockEmbedder(dim=identity.dim, seed=int(match.group(1)))
-    if identity.model.startswith("sentence-transformers/"):
-        from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
-
-        # The revision names the backend that made the vectors (torch, onnx, onnx-int8):
-        # rebuild that one, so queries are embedded as the documents were (ADR 0007).
-        return SentenceTransformerEmbedder.from_identity(identity)
-    if identity.model.startswith("openai/"):
-        # The key and endpoint are not recorded: $OPENAI_API_KEY / $OPENAI_BASE_URL on use.
-        from trails.vector.embedders.openai import OpenAIEmbedder
-
-        return OpenAIEmbedder.from_identity(identity)
-    raise ConfigurationError(
-        f"this context was built with {identity.describe()}, which cannot be recreated "
-        "automatically; pass embedder=... to Context.open"
-    )
-
-
-def _read_config(root: Path) -> dict[str, Any] | None:
-    path = root / CONFIG_FILE
-    if not path.exists():
-        return None
-    config = json.loads(path.read_text())
-    if config.get("format") != FORMAT:
-        raise ConfigurationError(
-            f"{path} has format {config.get('format')!r}, this trails reads format {FORMAT}"
-        )
-    return config
-
-
-def _write_config(root: Path, config: dict[str, Any]) -> None:
-    tmp = root / (CONFIG_FILE + ".tmp")
-    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, root / CONFIG_FILE)  # atomic: a crash never leaves half a config
+    The OpenAI key and endpoint are not part of an identity: ``$OPENAI_API_KEY`` and
+    ``$OPENAI_BASE_URL`` are read on use.
+    """
+    return build_embedder(EmbedderConfig(backend=None, identity=identity))
 
 
 def default_context() -> Context:
@@ -239,8 +222,10 @@ def default_context() -> Context:
             "no context given and no default context set: pass ctx=..., or call "
             "trails.set_default_context(Context.open(...)) once"
         )
-    return _state.default_context
+    context: Context = _state.default_context
+    return context
 
 
 def set_default_context(ctx: Context | None) -> None:
+    """Make ``ctx`` the context ``retrieve()`` uses when given none (None: no default)."""
     _state.default_context = ctx

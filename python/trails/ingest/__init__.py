@@ -9,9 +9,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from trails._lazy import lazy_attributes
 from trails.ingest.document import Chunk, Chunker, Document, Loader, LoadFailure, Sanitizer
 from trails.ingest.events import (
     BatchEmbedded,
@@ -49,15 +47,9 @@ __all__ = [
     "ingest_all",
 ]
 
-_LAZY = {
-    "FileLoader": "trails.ingest.loaders",
-    "SentenceChunker": "trails.ingest.chunkers",
-    "TokenChunker": "trails.ingest.chunkers",
-    "RegexRedactor": "trails.ingest.sanitize",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'trails.ingest' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "FileLoader": "trails.ingest.loaders:FileLoader",
+    "SentenceChunker": "trails.ingest.chunkers:SentenceChunker",
+    "TokenChunker": "trails.ingest.chunkers:TokenChunker",
+    "RegexRedactor": "trails.ingest.sanitize:RegexRedactor",
+}, __all__)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from trails._lazy import lazy_attributes
 from trails.kg.base import FunctionGraph, KnowledgeGraph, NQuadsGraph, QueryOutput, select
 from trails.kg.oxigraph import OxigraphGraph
 from trails.kg.result import QueryResult
@@ -28,10 +27,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Lazily, so that ``import trails.kg`` does not import httpx (the ``remote`` extra).
-    if name == "SparqlEndpointGraph":
-        from trails.kg.remote import SparqlEndpointGraph
+# Lazily, so that ``import trails.kg`` loads no HTTP client.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "SparqlEndpointGraph": "trails.kg.remote:SparqlEndpointGraph",
+}, __all__)
 
-        return SparqlEndpointGraph
-    raise AttributeError(f"module 'trails.kg' has no attribute {name!r}")

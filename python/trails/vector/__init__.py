@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from trails._lazy import lazy_attributes
 from trails.vector.embedders.base import BaseEmbedder, Embedder, EmbedderIdentity
 from trails.vector.embedders.mock import MockEmbedder
 from trails.vector.stores.base import (
@@ -40,20 +40,16 @@ __all__ = [
     "retrieve",
 ]
 
-# name -> module; imported on first access so `import trails.vector` stays light.
-_LAZY = {
-    # Public paths users know; these live above trails.vector, so only resolved on access.
-    "RetrievalHit": "trails.records",
-    "RetrievalResult": "trails.records",
-    "retrieve": "trails.retrieval",
-    "QdrantStore": "trails.vector.stores.qdrant",
-    "SqliteVecStore": "trails.vector.stores.sqlite_vec",
-    "SentenceTransformerEmbedder": "trails.vector.embedders.sentence_transformer",
-    "OpenAIEmbedder": "trails.vector.embedders.openai",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'trails.vector' has no attribute {name!r}")
+# Imported on first access, so `import trails.vector` stays light. `retrieve` lives above this
+# package: it is here only because users know this path, and resolving it on access keeps
+# every import inside the package pointing down.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "RetrievalHit": "trails.records:RetrievalHit",
+    "RetrievalResult": "trails.records:RetrievalResult",
+    "retrieve": "trails.retrieval:retrieve",
+    "QdrantStore": "trails.vector.stores.qdrant:QdrantStore",
+    "SqliteVecStore": "trails.vector.stores.sqlite_vec:SqliteVecStore",
+    "SentenceTransformerEmbedder":
+        "trails.vector.embedders.sentence_transformer:SentenceTransformerEmbedder",
+    "OpenAIEmbedder": "trails.vector.embedders.openai:OpenAIEmbedder",
+}, __all__)

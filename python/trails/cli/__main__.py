@@ -1,0 +1,8 @@
+"""``python -m trails.cli``: the same as the ``trails`` console script."""
+
+from __future__ import annotations
+
+from trails.cli.app import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The typer application: the root options, the commands, and how errors become exit codes.
+
+Each command lives in the module of its group (``setup``, ``ingest``, ``query``,
+``maintenance``, ``eval``) and is registered here. Errors become one line on stderr at the
+edge (:meth:`_Group.main`), never a traceback. Exit codes:
+
+- ``0``: success.
+- ``1``: a user error (bad option or argument, malformed SPARQL, missing context, the
+  context is locked by another writer...). Click's usage errors exit 1 here too, not 2.
+- ``2``: partial failure (``ingest`` with failed documents, ``verify`` finding problems).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from trails.cli import eval as evaluation
+from trails.cli import ingest, maintenance, query, setup
+from trails.cli._common import EXIT_USER_ERROR
+from trails.errors import TrailsError
+
+__all__ = ["app", "main"]
+
+
+def _click_class(name: str) -> type[Exception]:
+    """One of the click exceptions typer raises (typer >= 0.20 vendors click, older uses it)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+_UsageError: Any = _click_class("UsageError")
+_ClickException: Any = _click_class("ClickException")
+
+
+class _Group(TyperGroup):
+    """Turns every expected error into one line on stderr and the documented exit code."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                windows_expand_args=windows_expand_args, **extra)
+        except _UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "trails"
+            code = _fail(f"{exc.format_message()} (see '{where} --help')")
+        except _ClickException as exc:
+            code = _fail(exc.format_message(), exc.exit_code)
+        except typer.Abort:
+            code = _fail("aborted")
+        except (TrailsError, ValueError, SyntaxError, OSError) as exc:
+            code = _fail(str(exc) or type(exc).__name__)
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
+    typer.echo("Error: " + " ".join(message.split()), err=True)
+    return code
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="trails",
+    add_completion=False,
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    db: Optional[Path] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
+        None, "--db", envvar="TRAILS_DB", metavar="DIR",
+        help="The context directory (made by `trails init`)."),
+) -> None:
+    """Knowledge-graph plus vector retrieval over a context directory.
+
+    Read-only commands (query, sparql, stats, verify without --repair) open the context
+    read-only: they run while another process writes to it (one writer, many readers), and
+    see the data as it was when they opened it. init, ingest and verify --repair need the
+    single writer's place; if another process holds it they exit 1.
+
+    Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure.
+
+    Example:
+
+    ```
+    trails --db ./kb init
+    trails --db ./kb ingest notes/
+    trails --db ./kb query "how do we deploy?"
+    ```
+    """
+    ctx.obj = db
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+
+
+# In the order `trails --help` lists them.
+app.command("init")(setup.init)
+app.command("ingest")(ingest.ingest)
+app.command("query")(query.query)
+app.command("sparql")(query.sparql)
+app.command("stats")(maintenance.stats)
+app.command("verify")(maintenance.verify)
+app.command("eval")(evaluation.eval_)
+
+
+def main() -> None:
+    """The console script: ``trails ...`` (exits with the command's code)."""
+    typer.main.get_command(app).main(prog_name="trails")

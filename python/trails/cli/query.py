@@ -1,0 +1,152 @@
+"""``trails query`` and ``trails sparql``: retrieve chunks, and query the graph (read-only)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pyoxigraph as ox
+import typer
+from rich.console import Console
+
+from trails.cli._common import bindings, cell, open_context, print_json, table
+from trails.errors import ConfigurationError
+from trails.retrieval.retrieve import FUSIONS, MODES, retrieve
+
+__all__ = ["Fusion", "Mode", "query", "sparql"]
+
+# The library's lists, so the choices cannot drift from what retrieve() accepts.
+Mode = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
+    "Mode", {m: m for m in MODES}, type=str)
+Fusion = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
+    "Fusion", {f: f for f in (*FUSIONS, "none")}, type=str)
+
+
+def query(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., metavar="TEXT", help="The question, in natural language."),
+    mode: Mode = typer.Option(Mode["hybrid"], "--mode", help="vector: nearest chunks; hybrid: rank "
+                              "the --sparql filter's candidates; graph: the filter's IRIs."),
+    k: int = typer.Option(10, "--k", "-k", min=0, help="At most this many hits."),
+    sparql: Optional[typer.FileText] = typer.Option(  # noqa: UP045 - typer reads it at runtime
+        None, "--sparql", metavar="FILE",
+        help="Filter: a SELECT of one variable (chunk or document IRIs); - reads stdin."),
+    bind: list[str] = typer.Option(
+        [], "--bind", metavar="NAME=VALUE",
+        help="Bind ?NAME in the filter (repeatable). VALUE is typed: 2024-01-01 date, "
+             "ISO datetime, 42 int, 1.5 float, true/false bool, `<http://...>` IRI, else "
+             "string; force a type with NAME:TYPE=VALUE (str int float bool date datetime iri)."),
+    scope: list[str] = typer.Option([], "--scope", metavar="SCOPE",
+                                    help="Scope to search (repeatable; default: default)."),
+    fusion: Fusion = typer.Option(
+        Fusion["auto"], "--fusion",
+        help="How hybrid ranks: auto fuses the vector and keyword rankings, each weighed by "
+             "its own evidence of quality; rrf and weighted fuse them plainly; none ranks by "
+             "vector score alone."),
+    as_json: bool = typer.Option(
+        False, "--json",
+        help="Print only a JSON list of {iri, score, snippet, metadata, components}."),
+) -> None:
+    """Retrieve the chunks that best answer TEXT (read-only).
+
+    The filter may select chunk IRIs or document IRIs (a document admits all its chunks);
+    without one, hybrid ranks every chunk of the scope.
+
+    Example:
+
+    ```
+    cat > since.rq <<'EOF'
+    SELECT ?iri WHERE {
+      ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?created .
+      FILTER(?created >= ?since)
+    }
+    EOF
+    trails --db ./kb query "release notes" --sparql since.rq --bind since=2024-01-01
+    trails --db ./kb query "release notes" --mode vector -k 3 --json
+    ```
+    """
+    if mode.value == "graph" and sparql is None:
+        raise ValueError("--mode graph needs --sparql FILE, a filter selecting the IRIs")
+    with open_context(ctx) as opened:
+        hits = retrieve(text, opened, mode=mode.value, k=k,
+                        sparql_filter=None if sparql is None else sparql.read(),
+                        bindings=bindings(bind), scope=scope or None,
+                        fusion=None if fusion.value == "none" else fusion.value)
+    if as_json:
+        print_json([{"iri": h.iri, "score": h.score, "snippet": h.snippet,
+                     "metadata": h.metadata, "components": h.components} for h in hits])
+        return
+    rows = table("#", "score", "iri", "snippet")
+    for rank, hit in enumerate(hits, start=1):
+        score = "" if hit.score is None else f"{hit.score:.4f}"
+        rows.add_row(str(rank), score, hit.iri, " ".join(hit.snippet.split())[:200])
+    console = Console()
+    console.print(rows)
+    console.print(hits.explain(), highlight=False)
+
+
+def sparql(
+    ctx: typer.Context,
+    query_or_file: str = typer.Argument(
+        ..., metavar="QUERY_OR_FILE", help="A SPARQL query, a file holding one, or - for stdin."),
+    bind: list[str] = typer.Option([], "--bind", metavar="NAME=VALUE",
+                                   help="Bind ?NAME (repeatable; typed as in `trails query`)."),
+    scope: list[str] = typer.Option(
+        [], "--scope", metavar="SCOPE",
+        help="Query only these scopes (repeatable; default: all, as one graph)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON only."),
+) -> None:
+    """Run a read-only SPARQL query: SELECT prints rows, ASK true/false, CONSTRUCT N-Triples.
+
+    The prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined.
+
+    Example:
+
+    ```
+    trails --db ./kb sparql "SELECT ?doc ?date WHERE { ?doc schema:dateCreated ?date }"
+    trails --db ./kb sparql "ASK { ?d schema:dateCreated ?c FILTER(?c >= ?since) }" \\
+        --bind since=2024-01-01
+    ```
+    """
+    text = _read_query(query_or_file)
+    with open_context(ctx) as opened:
+        result = opened.kg.query(text, bindings(bind), scopes=scope or None)
+    if isinstance(result, bool):
+        typer.echo(json.dumps(result))
+    elif isinstance(result, list):
+        _print_triples(result, as_json)
+    elif as_json:
+        print_json(list(result))
+    else:
+        rows = table(*result.variables)
+        for row in result:
+            rows.add_row(*(cell(row[v]) for v in result.variables))
+        Console().print(rows)
+        typer.echo(f"{len(result)} rows")
+
+
+def _read_query(argument: str) -> str:
+    """The query itself, the text of the file it names, or stdin for ``-``."""
+    if argument == "-":
+        return sys.stdin.read()
+    path = Path(argument)
+    try:
+        is_file = "{" not in argument and path.is_file()
+    except (OSError, ValueError):  # a long query is not a valid path
+        is_file = False
+    if is_file:
+        return path.read_text(encoding="utf-8")
+    if path.suffix in (".rq", ".sparql") and " " not in argument:
+        raise ConfigurationError(f"no such query file: {argument}")
+    return argument
+
+
+def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:
+    if as_json:
+        print_json([[str(t.subject), str(t.predicate), str(t.object)] for t in triples])
+    else:
+        for t in triples:
+            typer.echo(f"{t.subject} {t.predicate} {t.object} .")

@@ -1,0 +1,175 @@
+"""``trails init``: create a context directory and record what it is made of."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from trails.backends import QDRANT_DIR, QDRANT_KEY_ENV, SPARQL_AUTH_ENV, open_graph, open_vectors
+from trails.cli._common import DEFAULT_MODEL, context, db_option, has_context, make_embedder
+from trails.config import PartConfig, read_config
+from trails.context import Context
+from trails.errors import ConfigurationError
+from trails.kg.base import KnowledgeGraph
+from trails.registry import GRAPHS, VECTOR_STORES
+from trails.vector.embedders.base import Embedder
+from trails.vector.stores.base import VectorStore
+
+__all__ = ["GraphBackend", "VectorBackend", "init"]
+
+# The registry's names: a backend added there is a choice here.
+GraphBackend = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
+    "GraphBackend", {n: n for n in GRAPHS}, type=str)
+VectorBackend = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
+    "VectorBackend", {n: n for n in VECTOR_STORES}, type=str)
+
+
+def init(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
+        None, "--model", envvar="TRAILS_MODEL", metavar="MODEL",
+        help=f"Embedder of a new context: {DEFAULT_MODEL} (default), a sentence-transformers "
+             "model directory, openai:MODEL (OpenAI's API or a compatible server; key from "
+             "$OPENAI_API_KEY), or mock / mock:DIM (deterministic, for tests)."),
+    base_iri: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--base-iri", metavar="IRI", help="Base of minted IRIs (default trails://local/)."),
+    graph: Optional[GraphBackend] = typer.Option(  # noqa: UP045
+        None, "--graph", help="oxigraph: embedded in the directory (default); sparql: a SPARQL "
+        "1.1 endpoint given by --endpoint."),
+    endpoint: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--endpoint", metavar="URL", help="The endpoint's query URL (--graph sparql). "
+        f"Credentials: ${SPARQL_AUTH_ENV} holds an Authorization header value."),
+    update_endpoint: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--update-endpoint", metavar="URL",
+        help="Its update URL (default: the query URL with /query replaced by /update)."),
+    vectors: Optional[VectorBackend] = typer.Option(  # noqa: UP045
+        None, "--vectors", help="sqlite-vec: embedded in the directory (default); qdrant: a "
+        "Qdrant server (--qdrant-url) or a local Qdrant folder (--qdrant-path)."),
+    qdrant_url: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--qdrant-url", metavar="URL",
+        help=f"A Qdrant server (--vectors qdrant); its API key from ${QDRANT_KEY_ENV}."),
+    qdrant_path: Optional[Path] = typer.Option(  # noqa: UP045
+        None, "--qdrant-path", metavar="DIR",
+        help=f"A local Qdrant folder (--vectors qdrant; default: {QDRANT_DIR}/ in the context)."),
+    qdrant_collection: str = typer.Option(
+        "trails", "--qdrant-collection", metavar="NAME", help="The Qdrant collection."),
+    openai_base_url: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--openai-base-url", metavar="URL",
+        help="An OpenAI-compatible server for --model openai:MODEL (default: OpenAI)."),
+    openai_dim: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--openai-dim", min=1, metavar="N", help="Shorter text-embedding-3 vectors, or "
+        "the output size of a compatible server's own model."),
+) -> None:
+    """Create a context directory: the graph, the vector store and the embedder it records.
+
+    Reopening restores all three (remote ones included), so later commands need none of
+    these options. Running init on an existing context changes nothing (and fails if an
+    option names something else than what it records). Secrets are never recorded: they are
+    read from the environment each time.
+
+    Example:
+
+    ```
+    trails --db ./kb init                  # the local all-MiniLM-L6-v2
+    trails --db ./scratch init --model mock:32
+    trails --db ./kb init --vectors qdrant --qdrant-url http://localhost:6333 \\
+        --graph sparql --endpoint http://localhost:7878/query \\
+        --model openai:text-embedding-3-small
+    ```
+    """
+    db = db_option(ctx)
+    graph_part = _graph_part(graph, endpoint, update_endpoint)
+    vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
+    if has_context(db):
+        _check_same(db, model, base_iri, graph_part, vectors_part)
+        with context(db, read_only=True) as opened:
+            if model is not None:
+                _check_model(db, opened, make_embedder(
+                    model, openai_base_url=openai_base_url, openai_dim=openai_dim))
+            typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
+        return
+    if db.exists() and (not db.is_dir() or any(db.iterdir())):
+        raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
+    embedder = make_embedder(model or DEFAULT_MODEL, openai_base_url=openai_base_url,
+                             openai_dim=openai_dim)
+    with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
+        typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
+                   f"{made.base_iri}")
+
+
+def _graph_part(choice: GraphBackend | None, endpoint: str | None,
+                update_endpoint: str | None) -> PartConfig | None:
+    """The graph the options name; None for the embedded default."""
+    name = choice.value if choice is not None else ("sparql" if endpoint else "oxigraph")
+    if name != "sparql":
+        if endpoint or update_endpoint:
+            raise ConfigurationError("--endpoint and --update-endpoint apply to --graph sparql")
+        return None
+    if not endpoint:
+        raise ConfigurationError("--graph sparql needs --endpoint URL (the query URL)")
+    return PartConfig(backend="sparql",
+                      settings={"query_url": endpoint, "update_url": update_endpoint})
+
+
+def _vectors_part(choice: VectorBackend | None, url: str | None,
+                  path: Path | None, collection: str) -> PartConfig | None:
+    """The vector store the options name; None for the embedded default."""
+    given = url is not None or path is not None
+    name = choice.value if choice is not None else ("qdrant" if given else "sqlite-vec")
+    if name != "qdrant":
+        if given:
+            raise ConfigurationError("--qdrant-url and --qdrant-path apply to --vectors qdrant")
+        return None
+    if url is not None and path is not None:
+        raise ConfigurationError("pass one of --qdrant-url (a server) and --qdrant-path (a "
+                                 "local folder), not both")
+    where = {"url": url} if url is not None else {"path": str(path.resolve()) if path else None}
+    return PartConfig(backend="qdrant", settings={"collection": collection, **where})
+
+
+def _create(db: Path, embedder: Embedder, graph: PartConfig | None,
+            vectors: PartConfig | None, base_iri: str | None) -> Context:
+    """A new context; remote or relocated parts are opened here and recorded by the context."""
+    kg: KnowledgeGraph | None = None
+    store: VectorStore | None = None
+    try:
+        kg = None if graph is None else open_graph(graph, db)
+        store = None if vectors is None else open_vectors(vectors, db, dim=embedder.dim)
+        return context(db, embedder=embedder, base_iri=base_iri, kg=kg, vectors=store)
+    except BaseException:
+        for part in (store, kg):
+            if part is not None:
+                part.close()
+        raise
+
+
+def _check_same(db: Path, model: str | None, base_iri: str | None,
+                graph: PartConfig | None, vectors: PartConfig | None) -> None:
+    recorded = read_config(db)
+    if recorded is None:  # pragma: no cover - has_context checked the file exists
+        return
+    if base_iri is not None and base_iri != recorded.base_iri:
+        raise ConfigurationError(f"{db} was created with base IRI {recorded.base_iri}, not "
+                                 f"{base_iri}; drop --base-iri or choose another --db")
+    for kind, asked, made in (("graph", graph, recorded.graph),
+                              ("vectors", vectors, recorded.vectors)):
+        if asked is not None and asked.backend != made.backend:
+            raise ConfigurationError(f"{db} was created with --{kind} {made.backend}, not "
+                                     f"{asked.backend}; drop --{kind} or choose another --db")
+
+
+def _check_model(db: Path, opened: Context, asked: Embedder) -> None:
+    recorded = opened.embedder.identity
+    if not asked.identity.compatible_with(recorded):
+        raise ConfigurationError(f"{db} was created with {recorded.describe()}, not "
+                                 f"{asked.identity.describe()}; drop --model or choose "
+                                 "another --db")
+
+
+def _describe(opened: Context) -> str:
+    graph = GRAPHS.name_of(type(opened.kg)) or type(opened.kg).__name__
+    store = VECTOR_STORES.name_of(type(opened.vectors)) or type(opened.vectors).__name__
+    return f"graph {graph}, vectors {store}, embedder {opened.embedder.identity.describe()}"

@@ -1,0 +1,120 @@
+"""``trails.json``: what a context directory is made of, so that it reopens by itself.
+
+The file names the graph, the vector store and the embedder, each as a backend of
+:mod:`trails.registry` with its settings (constructor options such as a URL, a collection, a
+model). Settings never hold a secret: API keys and credentials come from the environment
+(``OPENAI_API_KEY``, ``QDRANT_API_KEY``, ``TRAILS_SPARQL_AUTH``) each time a context opens.
+
+A format-2 file::
+
+    {"format": 2, "base_iri": "trails://local/",
+     "graph":    {"backend": "sparql", "settings": {"query_url": "http://host:7878/query", ...}},
+     "vectors":  {"backend": "qdrant", "settings": {"collection": "trails", "path": "qdrant"}},
+     "embedder": {"backend": "openai", "settings": {"model": "text-embedding-3-small", ...},
+                  "identity": {"model": "openai/text-embedding-3-small", "dim": 1536, ...}}}
+
+Format 1 (the first release) recorded only ``base_iri`` and the embedder's identity; it reads
+as an embedded Oxigraph graph and sqlite-vec store, which is what it always meant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trails.errors import ConfigurationError
+from trails.vector.embedders.base import EmbedderIdentity
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_BASE_IRI",
+    "FORMAT",
+    "ContextConfig",
+    "EmbedderConfig",
+    "PartConfig",
+    "Setting",
+    "read_config",
+    "write_config",
+]
+
+CONFIG_FILE = "trails.json"
+DEFAULT_BASE_IRI = "trails://local/"
+FORMAT: Final = 2
+_READABLE = (1, FORMAT)
+
+# A setting is a JSON scalar: settings are constructor options, never objects or secrets.
+Setting = str | int | float | bool | None
+
+
+class PartConfig(BaseModel):
+    """A graph or vector store: its registry name and settings.
+
+    ``backend`` is None for a part trails cannot rebuild (a class outside the registry, an
+    in-memory store); ``settings["class"]`` then names it, and reopening the context needs
+    the part passed in again.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: str | None
+    settings: dict[str, Setting] = Field(default_factory=dict)
+
+
+class EmbedderConfig(PartConfig):
+    """The embedder: its registry name, settings, and the identity its vectors carry.
+
+    ``backend`` None means the identity alone says how to rebuild it (as format 1 did).
+    """
+
+    identity: EmbedderIdentity
+
+
+class ContextConfig(BaseModel):
+    """The whole of ``trails.json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[2] = FORMAT
+    base_iri: str = DEFAULT_BASE_IRI
+    graph: PartConfig = PartConfig(backend="oxigraph")
+    vectors: PartConfig = PartConfig(backend="sqlite-vec")
+    embedder: EmbedderConfig
+
+
+def read_config(root: Path) -> ContextConfig | None:
+    """The configuration in ``root``, or None when the directory holds no context.
+
+    Raises:
+        ConfigurationError: the file is of a format this version cannot read, or malformed.
+    """
+    path = root / CONFIG_FILE
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    version = raw.get("format") if isinstance(raw, dict) else None
+    if version not in _READABLE:
+        raise ConfigurationError(
+            f"{path} has format {version!r}, this trails reads formats "
+            f"{', '.join(map(str, _READABLE))}; upgrade trails to open it")
+    try:
+        return _from_format_1(raw) if version == 1 else ContextConfig.model_validate(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{path} is not a valid trails configuration: {exc}") from exc
+
+
+def _from_format_1(raw: dict[str, Any]) -> ContextConfig:
+    identity = EmbedderIdentity.model_validate(raw["embedder"])
+    return ContextConfig(base_iri=raw["base_iri"],
+                         embedder=EmbedderConfig(backend=None, identity=identity))
+
+
+def write_config(root: Path, config: ContextConfig) -> None:
+    """Write ``trails.json`` atomically: a crash never leaves half a configuration."""
+    text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    tmp = root / (CONFIG_FILE + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, root / CONFIG_FILE)

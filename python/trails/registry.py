@@ -1,0 +1,141 @@
+"""The backends trails can build by name: graphs, vector stores and embedders.
+
+Each entry maps a name (the one ``trails.json`` records and ``trails init`` accepts) to an
+import string and the extra that installs its optional packages. Nothing here imports a
+backend: :meth:`Backends.load` imports the one that is chosen, and only that one.
+
+>>> VECTOR_STORES["qdrant"].extra
+'vector-qdrant'
+>>> sorted(GRAPHS)
+['oxigraph', 'sparql']
+>>> EMBEDDERS.load("mock").__name__
+'MockEmbedder'
+
+Adding a backend: one entry here, and in :mod:`trails.backends` how to open it from its
+recorded settings and which settings describe an open one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trails._lazy import import_target, require
+from trails.errors import ConfigurationError
+
+__all__ = ["EMBEDDERS", "GRAPHS", "VECTOR_STORES", "Backend", "Backends"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a backend lives and what it needs installed.
+
+    Attributes:
+        target: ``"package.module:Class"``, imported when the backend is chosen.
+        extra: the ``trails[extra]`` that installs its optional packages (None: the base
+            install has everything).
+        requires: optional modules (keys of ``trails._lazy.OPTIONAL_MODULES``) checked when
+            the backend is loaded, so a missing one is reported before anything is built.
+            Packages the backend loads later on its own (a model) are not listed.
+        summary: one line for people.
+    """
+
+    target: str
+    extra: str | None = None
+    requires: tuple[str, ...] = ()
+    summary: str = ""
+
+
+class Backends(Mapping[str, Backend]):
+    """The backends of one kind, by name; a read-only mapping with loading on top."""
+
+    def __init__(self, kind: str, entries: Mapping[str, Backend]) -> None:
+        self.kind = kind
+        self._entries = dict(entries)
+
+    def __getitem__(self, name: str) -> Backend:
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def backend(self, name: str) -> Backend:
+        """The entry called ``name``.
+
+        Raises:
+            ConfigurationError: no such backend; the message lists the valid names.
+        """
+        entry = self._entries.get(name)
+        if entry is None:
+            raise ConfigurationError(
+                f"unknown {self.kind} {name!r}: choose one of {', '.join(sorted(self))}")
+        return entry
+
+    def load(self, name: str) -> type[Any]:
+        """The class of backend ``name``, importing its module and nothing else.
+
+        Raises:
+            ConfigurationError: no such backend.
+            MissingExtraError: a package it needs is not installed; the message names the
+                ``pip install "trails[extra]"`` command.
+        """
+        entry = self.backend(name)
+        for module in entry.requires:
+            require(module, f"The {name} {self.kind}")
+        loaded = import_target(entry.target)
+        if not isinstance(loaded, type):
+            raise ConfigurationError(f"{self.kind} {name!r} names {entry.target}, not a class")
+        return loaded
+
+    def name_of(self, cls: type) -> str | None:
+        """The name under which ``cls`` itself (not a subclass) is registered, if any.
+
+        Looks only at backends whose module is already imported: an instance of a class
+        means its module was imported, so nothing new is loaded.
+        """
+        for name, entry in self._entries.items():
+            module, _, attribute = entry.target.partition(":")
+            loaded = sys.modules.get(module)
+            if loaded is not None and getattr(loaded, attribute, None) is cls:
+                return name
+        return None
+
+
+GRAPHS = Backends("graph", {
+    "oxigraph": Backend(
+        "trails.kg.oxigraph:OxigraphGraph",
+        summary="embedded Oxigraph store in the context directory"),
+    "sparql": Backend(
+        "trails.kg.remote:SparqlEndpointGraph", extra="remote", requires=("httpx",),
+        summary="a SPARQL 1.1 endpoint (query and update URLs)"),
+})
+
+VECTOR_STORES = Backends("vector store", {
+    "sqlite-vec": Backend(
+        "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="vector",
+        requires=("sqlite_vec",),
+        summary="embedded SQLite file in the context directory"),
+    "qdrant": Backend(
+        "trails.vector.stores.qdrant:QdrantStore", extra="vector-qdrant",
+        requires=("qdrant_client",),
+        summary="a Qdrant server (url) or a local Qdrant folder (path)"),
+})
+
+EMBEDDERS = Backends("embedder", {
+    "mock": Backend(
+        "trails.vector.embedders.mock:MockEmbedder",
+        summary="deterministic bag-of-words vectors, for tests"),
+    "sentence-transformers": Backend(
+        # torch and the packaged model load on the first batch, not when chosen.
+        "trails.vector.embedders.sentence_transformer:SentenceTransformerEmbedder",
+        extra="vector", summary="a local sentence-transformers model (all-MiniLM-L6-v2)"),
+    "openai": Backend(
+        "trails.vector.embedders.openai:OpenAIEmbedder", extra="vector-openai",
+        requires=("openai", "tiktoken"),
+        summary="OpenAI's embeddings API or a compatible server"),
+})
