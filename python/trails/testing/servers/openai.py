@@ -27,16 +27,18 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
 from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.embedders.openai import load_cl100k
 
 __all__ = ["OpenAICompatibleServer", "RecordedRequest"]
 
@@ -111,7 +113,7 @@ class OpenAICompatibleServer:
         self._stopping = threading.Event()
         self._embedders: dict[int, MockEmbedder] = {}
         self._count: Callable[[str], int] | None = None
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -135,7 +137,7 @@ class OpenAICompatibleServer:
         self._thread.join(5)
         self._httpd = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> OpenAICompatibleServer:  # noqa: PYI034 - Self needs Python 3.11
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -191,8 +193,6 @@ class OpenAICompatibleServer:
         """cl100k_base tokens (tiktoken), or ~4 characters a token when it is unavailable."""
         if self._count is None:
             try:
-                from trails.vector.embedders.openai import load_cl100k
-
                 self._count = _Counter(load_cl100k())
             except Exception:  # noqa: BLE001 - no tiktoken or no BPE file: approximate
                 self._count = lambda t: len(t) // 4 + 1
@@ -210,7 +210,7 @@ class OpenAICompatibleServer:
             self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
                                                  status))
 
-    def _respond(self, handler: BaseHTTPRequestHandler, body: Any) -> tuple[int, Any, dict]:
+    def _respond(self, handler: BaseHTTPRequestHandler, body: Any) -> tuple[int, Any, dict[str, str]]:
         """``(status, JSON body, headers)`` for one request."""
         path = handler.path.rstrip("/")
         routes = {"/embeddings": self._embeddings, "/chat/completions": self._chat}
@@ -338,7 +338,8 @@ def _error(exc: _ApiError) -> tuple[int, dict[str, Any], dict[str, str]]:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: type, owner: OpenAICompatibleServer):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 owner: OpenAICompatibleServer) -> None:
         self.owner = owner
         self.connections: set[socket.socket] = set()
         super().__init__(address, handler)
@@ -361,8 +362,6 @@ class _HTTPServer(ThreadingHTTPServer):
                 pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
         exc = sys.exc_info()[1]
         if not isinstance(exc, (ConnectionError, TimeoutError)) and exc is not None:
             self.owner.errors.append(exc)
