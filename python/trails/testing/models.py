@@ -40,7 +40,7 @@ def tiny_cross_encoder(path: str | os.PathLike[str], *, seed: int = 0) -> Path:
     vocab_size = json.loads((packaged / "config.json").read_text())["vocab_size"]
     config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
-                        num_labels=1,  # type: ignore[call-arg]  # a PretrainedConfig keyword its signature omits
+                        num_labels=1,  # type: ignore[call-arg]  # a keyword its stubs omit
                         initializer_range=0.5)  # wide init: scores spread out
     state = torch.random.get_rng_state()
     try:
