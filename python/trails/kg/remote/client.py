@@ -98,6 +98,9 @@ class SparqlEndpointGraph:
         self.batch_size = batch_size
         self.default_graph_uri = default_graph_uri
         self.prefixes = dict(PREFIXES)
+        # As the embedded graph's attribute: whether writes are refused here. The server
+        # decides what it accepts (credentials, a read-only endpoint); this client refuses none.
+        self.read_only = False
         self._client: httpx.Client = self._httpx.Client(
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
             follow_redirects=False, verify=_ssl_context(self._httpx))
