@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# 1: `make test` first type-checks python/trails (strict mypy, [tool.mypy] in pyproject.toml)
+# and stops when that fails. 0 until every module passes; `make typecheck` runs it alone.
+TYPECHECK ?= 0
 
-.PHONY: demo test bench clean
+.PHONY: demo test typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +20,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# The cache stays inside the virtualenv, which `make clean` removes and git ignores.
+typecheck: $(STAMP)
+	$(PY) -m mypy --cache-dir $(VENV)/.mypy_cache
+
 # pytest exits 5 when it collects nothing: that is a broken suite, never a pass.
-test: $(STAMP)
+test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck)
 	$(PY) -m pytest -n 2 -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
+import _lab as lab
 from _docs import write_region
 
 from trails import evaluation as ev
@@ -54,17 +55,17 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def embedder() -> ev.CachedEmbedder:
+def embedder() -> lab.CachedEmbedder:
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     try:
         model = SentenceTransformerEmbedder(backend="torch")
     except TypeError:  # a trails without backends: torch is all there is
         model = SentenceTransformerEmbedder()
-    return ev.CachedEmbedder(model, CACHE / "embeddings.sqlite")
+    return lab.CachedEmbedder(model, CACHE / "embeddings.sqlite")
 
 
-def open_context(data: ev.BeirDataset, chunking: str, model: ev.CachedEmbedder) -> Context:
+def open_context(data: ev.BeirDataset, chunking: str, model: lab.CachedEmbedder) -> Context:
     """The dataset's persisted context, ingested (a stale one, e.g. from before the keyword
     index kept full chunk text, is rebuilt from the embedding cache)."""
     directory = CACHE / "beir" / f"{data.name}-{chunking}"
@@ -158,11 +159,11 @@ def main() -> int:
             phase = time.perf_counter()
             with open_context(data, chunking, model) as ctx:
                 doc_of = ev.doc_ids_by_iri(data, ctx)
-                test = ev.collect_rankings(data, "test", ctx, limit=args.limit)
+                test = lab.collect_rankings(data, "test", ctx, limit=args.limit)
                 results += end_to_end(data, ctx, chunking, args.limit)
                 results += from_rankings(data, test, doc_of, chunking)
                 if chunking == "default":
-                    tune = ev.collect_rankings(data, tuning_split(data), ctx, limit=args.limit)
+                    tune = lab.collect_rankings(data, tuning_split(data), ctx, limit=args.limit)
                     tuning_scores[name] = tuning(data, tune, test, doc_of)
             timings.append(f"{name} {CHUNK_LABEL[chunking]}: {time.perf_counter() - phase:.0f}s")
             log(timings[-1])
@@ -208,7 +209,7 @@ def from_rankings(data, rankings, doc_of, chunking) -> list[ev.EvalResult]:
     out = []
     qrels = data.split("test")
     for name, fuse in fusions().items():
-        run = ev.fused_run(rankings, fuse, doc_of)
+        run = lab.fused_run(rankings, fuse, doc_of)
         means, per_query = ev.score_run(run, {q: qrels[q] for q in rankings})
         out.append(ev.EvalResult(data.name, "test", f"fusion={name} ({CHUNK_LABEL[chunking]})",
                                  means, len(rankings), 0.0, per_query))
@@ -238,8 +239,8 @@ def tuning(data, tune, test, doc_of) -> dict[str, dict[str, float]]:
     test_qrels = {q: data.split("test")[q] for q in test}
     out = {}
     for name, fuse in fusion_grid().items():
-        on_tune = ev.score_run(ev.fused_run(tune, fuse, doc_of), tune_qrels)[0]
-        on_test = ev.score_run(ev.fused_run(test, fuse, doc_of), test_qrels)[0]
+        on_tune = ev.score_run(lab.fused_run(tune, fuse, doc_of), tune_qrels)[0]
+        on_test = ev.score_run(lab.fused_run(test, fuse, doc_of), test_qrels)[0]
         out[name] = {"tune": on_tune["nDCG@10"], "test": on_test["nDCG@10"],
                      "test_recall": on_test["R@100"]}
     return out
@@ -280,20 +281,20 @@ def noise(data, ctx, doc_of, limit, tuned: str | None) -> list[str]:
     if tuned is not None:
         fuses["tuned"] = fusion_grid()[tuned]
     cases = [("keyword", f"{rate:.0%} of letters",
-              functools.partial(ev.derived_store, text=functools.partial(ev.corrupt, rate=rate)))
+              functools.partial(lab.derived_store, text=functools.partial(lab.corrupt, rate=rate)))
              for rate in KEYWORD_NOISE]
     cases += [("vector", f"noise norm {sigma:g}",
-               functools.partial(ev.derived_store, vector_noise=sigma)) for sigma in VECTOR_NOISE]
+               functools.partial(lab.derived_store, vector_noise=sigma)) for sigma in VECTOR_NOISE]
     for damaged, how, make in cases:
         store = make(ctx.vectors)
-        rankings = ev.collect_rankings(data, "test", ctx, store=store, limit=limit)
+        rankings = lab.collect_rankings(data, "test", ctx, store=store, limit=limit)
         test_qrels = {q: qrels[q] for q in rankings}
-        single = {s: ev.score_run(ev.fused_run(rankings, None, doc_of, only=s), test_qrels)
+        single = {s: ev.score_run(lab.fused_run(rankings, None, doc_of, only=s), test_qrels)
                   for s in ("vector", "keyword")}
         stronger = max(single, key=lambda s: single[s][0]["nDCG@10"])
         cells = []
         for fuse in fuses.values():
-            means, per_query = ev.score_run(ev.fused_run(rankings, fuse, doc_of), test_qrels)
+            means, per_query = ev.score_run(lab.fused_run(rankings, fuse, doc_of), test_qrels)
             cells.append(f"{means['nDCG@10']:.3f}" + below(per_query, single[stronger][1]))
         rows.append(f"| {shown(data)} | {damaged}: {how} | {single['vector'][0]['nDCG@10']:.3f} | "
                     f"{single['keyword'][0]['nDCG@10']:.3f} | " + " | ".join(cells) + " |")

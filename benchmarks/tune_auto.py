@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _lab as lab
 import eval_beir as eb
 from _docs import write_region
 
@@ -51,9 +52,9 @@ _RANKINGS: dict = {}  # filled before the worker pool forks
 def variants() -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [("clean", None)]
     out += [(f"keyword {rate:.0%}", functools.partial(
-        ev.derived_store, text=functools.partial(ev.corrupt, rate=rate)))
+        lab.derived_store, text=functools.partial(lab.corrupt, rate=rate)))
         for rate in eb.KEYWORD_NOISE]
-    out += [(f"vector {sigma:g}", functools.partial(ev.derived_store, vector_noise=sigma))
+    out += [(f"vector {sigma:g}", functools.partial(lab.derived_store, vector_noise=sigma))
             for sigma in eb.VECTOR_NOISE]
     return out
 
@@ -69,7 +70,7 @@ def collect(names: list[str], limit: int | None) -> dict:
             for variant, make in variants():
                 store = make(ctx.vectors) if make else ctx.vectors
                 for split in (eb.tuning_split(data), "test"):
-                    out[(name, split, variant)] = ev.collect_rankings(
+                    out[(name, split, variant)] = lab.collect_rankings(
                         data, split, ctx, store=store, limit=limit)
                 if make:
                     store.close()
@@ -91,7 +92,7 @@ def label(fusion: AutoFusion) -> str:
 
 
 def ndcg(rankings: dict, fuse, doc_of, qrels, only: str | None = None) -> float:
-    run = ev.fused_run(rankings, fuse, doc_of, only=only)
+    run = lab.fused_run(rankings, fuse, doc_of, only=only)
     return ev.score_run(run, {q: qrels[q] for q in rankings})[0]["nDCG@10"]
 
 

@@ -1,4 +1,5 @@
-"""Every docstring example in python/trails runs, as a doctest per module.
+"""Every docstring example in python/trails (and in the benchmarks' helpers) runs, as a doctest
+per module.
 
 A module (or an example) that needs an optional package that is not installed is skipped:
 importing it, or running the example, raises MissingExtraError. Any other failure fails.
@@ -14,6 +15,7 @@ import types
 import pytest
 
 import trails
+from conftest import ROOT
 from trails.errors import MissingExtraError
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -72,6 +74,13 @@ def test_docstring_examples_run(name):
                     + "\n\n".join(runner.reports), pytrace=False)
     if runner.missing_extras:
         pytest.skip(f"{name}: examples need an optional package: {runner.missing_extras[0]}")
+
+
+def test_the_benchmark_helpers_examples_run(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    tries, runner = run_doctests(importlib.import_module("_lab"))
+    assert tries >= 2
+    assert runner.reports == [] and runner.missing_extras == []
 
 
 def test_the_package_has_doctests_to_run():

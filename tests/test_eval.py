@@ -1,4 +1,5 @@
-"""trails.evaluation and ``trails eval``: BEIR loading, max-pooling, metric plumbing, the CLI.
+"""trails.evaluation and ``trails eval``: BEIR loading, max-pooling, metric plumbing, the CLI;
+and the fusion studies' helpers in ``benchmarks/_lab.py``.
 
 Every number here is checked against nDCG and recall computed by hand (linear gains, log2
 discounts, as trec_eval's ndcg_cut and BEIR use), on a tiny BEIR-layout data set written to
@@ -9,16 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from trails.cli import app
 from trails.evaluation import (
-    CachedEmbedder,
-    corrupt,
-    derived_store,
+    doc_ids_by_iri,
     documents,
     evaluate,
     format_table,
@@ -29,6 +30,10 @@ from trails.evaluation import (
 )
 from trails.testing import fresh_context
 from trails.vector.embedders.mock import MockEmbedder
+
+# The fusion studies' helpers live beside the benchmark scripts that use them.
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _lab import CachedEmbedder, collect_rankings, corrupt, derived_store, fused_run
 
 pytest.importorskip("ir_measures")
 
@@ -274,3 +279,27 @@ def test_cli_eval_refuses_to_rechunk_a_context_built_with_other_settings(beir, t
     other = runner.invoke(app, ["--db", db, "eval", str(beir), "--mode", "vector"])
     assert other.exit_code == 1
     assert "other settings" in other.stderr and "Traceback" not in other.stderr
+
+
+def test_collected_rankings_fuse_to_the_documents_retrieve_ranks(beir):
+    from trails import retrieve
+    from trails.rank.fusion import rrf
+
+    data = load_beir(beir)
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        doc_of = doc_ids_by_iri(data, ctx)
+        rankings = collect_rankings(data, "test", ctx, depth=20)
+        assert list(rankings) == ["q1", "q2", "q3"]
+        assert {name for lists in rankings.values() for name in lists} == {"vector", "keyword"}
+        fused = fused_run(rankings, rrf, doc_of)
+        vector_only = fused_run(rankings, None, doc_of, only="vector")
+        for query_id, lists in rankings.items():
+            query = data.queries[query_id]
+            hybrid = retrieve(query, ctx, mode="hybrid", k=20, fusion="rrf")
+            assert fused[query_id] == max_pool(hybrid, doc_of)
+            vector = retrieve(query, ctx, mode="vector", k=20)
+            assert vector_only[query_id] == max_pool(vector, doc_of)
+            assert lists["vector"].quality == pytest.approx(vector[0].score)
+    with pytest.raises(ValueError, match="needs a fusion"):
+        fused_run(rankings, None, doc_of)

@@ -20,7 +20,7 @@ from trails.kg import IRI, KnowledgeGraph, OxigraphGraph, QueryResult
 
 pytest.importorskip("httpx")
 from trails.kg import SparqlEndpointGraph
-from trails.testing.oxigraph_server import OxigraphServer
+from trails.testing.servers.oxigraph import OxigraphServer
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 X = "https://example.org/"

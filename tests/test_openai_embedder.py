@@ -1,6 +1,6 @@
 """OpenAIEmbedder through the real ``openai`` client, against a local compatible server.
 
-Nothing reaches the internet: ``trails.testing.openai_server`` answers on 127.0.0.1. Retries
+Nothing reaches the internet: ``trails.testing.servers.openai`` answers on 127.0.0.1. Retries
 sleep through an injected ``sleep`` that records the delays (and does not wait), so backoff,
 jitter and Retry-After are checked exactly and the suite stays fast.
 """
@@ -28,7 +28,7 @@ from trails.errors import (
 )
 from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
 from trails.testing import fresh_context
-from trails.testing.openai_server import OpenAICompatibleServer
+from trails.testing.servers.openai import OpenAICompatibleServer
 from trails.vector.embedders.openai import OpenAIEmbedder, load_cl100k
 
 try:

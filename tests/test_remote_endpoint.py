@@ -27,7 +27,7 @@ from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
 pytest.importorskip("httpx")
 from trails.kg import SparqlEndpointGraph
-from trails.testing.oxigraph_server import OxigraphServer
+from trails.testing.servers.oxigraph import OxigraphServer
 
 DIM = 32
 TOPICS = ["rails routing", "graph databases", "vector search", "tax law", "sparql filters",

@@ -199,7 +199,7 @@ def test_model_path_resolution(model_dir, tmp_path):
 
 def test_missing_extra_names_the_pip_command(model_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(MissingExtraError, match=r'pip install "trails\[vector\]"'):
+    with pytest.raises(MissingExtraError, match=r'pip install "trails\[local-model\]"'):
         CrossEncoderReranker(model_dir).rank("q", [hit(0, "x")])
 
 

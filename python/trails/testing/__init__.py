@@ -1,4 +1,13 @@
-"""Hermetic, deterministic engines for tests: ``fresh_context()`` and ``isolated_kernel()``."""
+"""Hermetic, deterministic engines for tests: ``fresh_context()`` and ``isolated_kernel()``.
+
+The engine never imports this package. Its parts:
+
+- here: :func:`fresh_context`, :func:`isolated_kernel` and :class:`MockEmbedder`;
+- :mod:`trails.testing.models`: :func:`tiny_cross_encoder`, a random-weight reranker model
+  (building one imports torch; importing it does not);
+- :mod:`trails.testing.servers`: local stand-ins for an OpenAI-compatible API and a SPARQL
+  endpoint.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +19,24 @@ from collections.abc import Iterator
 
 from trails import _state
 from trails.context import Context, set_default_context
+from trails.testing.models import tiny_cross_encoder
+from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
-__all__ = ["MockEmbedder", "fresh_context", "isolated_kernel"]
+__all__ = ["MockEmbedder", "fresh_context", "isolated_kernel", "tiny_cross_encoder"]
 
 
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder=None) -> Context:
-    """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network)."""
+def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None) -> Context:
+    """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
+
+    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused).
+    """
     return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
 
 
 @contextlib.contextmanager
-def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[Context]:
+def isolated_kernel(*, dim: int = 64, seed: int = 0,
+                    embedder: Embedder | None = None) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
     Inside: a fresh in-memory context is the default context; the model cache is empty;
@@ -55,17 +70,13 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder=None) -> Iterator[
         _state.model_cache.clear()
         _state.model_cache.update(saved_cache)
         tempfile.tempdir = saved_tempdir
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _restore_environment(saved_env)
         shutil.rmtree(home, ignore_errors=True)
 
 
-def __getattr__(name: str):  # lazily: building a model imports torch
-    if name == "tiny_cross_encoder":
-        from trails.testing.cross_encoder import tiny_cross_encoder
-
-        return tiny_cross_encoder
-    raise AttributeError(f"module 'trails.testing' has no attribute {name!r}")
+def _restore_environment(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

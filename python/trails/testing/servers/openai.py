@@ -24,19 +24,21 @@ of ``{"role", "content"}`` objects.
 
 from __future__ import annotations
 
-import base64
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
+from trails.testing.servers import _openai_api as api
 from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.embedders.openai import load_cl100k
 
 __all__ = ["OpenAICompatibleServer", "RecordedRequest"]
 
@@ -76,14 +78,6 @@ class _Action:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class _ApiError(Exception):
-    def __init__(self, status: int, message: str, code: str | None = None,
-                 type_: str = "invalid_request_error", param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.code, self.type = status, message, code, type_
-        self.param = param
-
-
 class OpenAICompatibleServer:
     """An embeddings endpoint on ``127.0.0.1`` (ephemeral port) in a background thread.
 
@@ -111,7 +105,7 @@ class OpenAICompatibleServer:
         self._stopping = threading.Event()
         self._embedders: dict[int, MockEmbedder] = {}
         self._count: Callable[[str], int] | None = None
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -135,7 +129,7 @@ class OpenAICompatibleServer:
         self._thread.join(5)
         self._httpd = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> OpenAICompatibleServer:  # noqa: PYI034 - Self needs Python 3.11
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -191,8 +185,6 @@ class OpenAICompatibleServer:
         """cl100k_base tokens (tiktoken), or ~4 characters a token when it is unavailable."""
         if self._count is None:
             try:
-                from trails.vector.embedders.openai import load_cl100k
-
                 self._count = _Counter(load_cl100k())
             except Exception:  # noqa: BLE001 - no tiktoken or no BPE file: approximate
                 self._count = lambda t: len(t) // 4 + 1
@@ -210,24 +202,25 @@ class OpenAICompatibleServer:
             self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
                                                  status))
 
-    def _respond(self, handler: BaseHTTPRequestHandler, body: Any) -> tuple[int, Any, dict]:
+    def _respond(self, handler: BaseHTTPRequestHandler,
+                 body: Any) -> tuple[int, Any, dict[str, str]]:
         """``(status, JSON body, headers)`` for one request."""
         path = handler.path.rstrip("/")
         routes = {"/embeddings": self._embeddings, "/chat/completions": self._chat}
         route = next((fn for suffix, fn in routes.items() if path.endswith(suffix)), None)
         if route is None:
-            return _error(_ApiError(404, f"Unknown request URL: POST {handler.path}",
-                                    "unknown_url"))
+            return api.error(api.ApiError(404, f"Unknown request URL: POST {handler.path}",
+                                          "unknown_url"))
         if handler.headers.get("Authorization") != f"Bearer {self.api_key}":
-            return _error(_ApiError(401, "Incorrect API key provided.", "invalid_api_key"))
+            return api.error(api.ApiError(401, "Incorrect API key provided.", "invalid_api_key"))
         try:
             return 200, route(body), {}
-        except _ApiError as exc:
-            return _error(exc)
+        except api.ApiError as exc:
+            return api.error(exc)
 
     def _chat(self, body: Any) -> dict[str, Any]:
-        model = _requested_model(body, self.chat_models)
-        messages = _chat_messages(body.get("messages"))
+        model = api.requested_model(body, self.chat_models)
+        messages = api.chat_messages(body.get("messages"))
         with self._lock:
             scripted = self._replies.popleft() if self._replies else None
         users = [m["content"] for m in messages if m["role"] == "user"]
@@ -244,23 +237,23 @@ class OpenAICompatibleServer:
                           "total_tokens": prompt + completion}}
 
     def _embeddings(self, body: Any) -> dict[str, Any]:
-        model = _requested_model(body, self.models)
-        texts = _inputs(body.get("input"))
+        model = api.requested_model(body, self.models)
+        texts = api.inputs(body.get("input"))
         dim = self._dimensions(model, body.get("dimensions"))
         fmt = body.get("encoding_format", "float")
         if fmt not in ("float", "base64"):
-            raise _ApiError(400, f"'{fmt}' is not one of ['float', 'base64'] - "
-                            "'encoding_format'", param="encoding_format")
+            raise api.ApiError(400, f"'{fmt}' is not one of ['float', 'base64'] - "
+                               "'encoding_format'", param="encoding_format")
         counts = [self.count_tokens(t) for t in texts]
         for n in counts:
             if n > 8191:
-                raise _ApiError(400, f"This model's maximum context length is 8192 tokens, "
-                                f"however you requested {n} tokens in the input.")
+                raise api.ApiError(400, f"This model's maximum context length is 8192 tokens, "
+                                   f"however you requested {n} tokens in the input.")
         if sum(counts) > 300_000:
-            raise _ApiError(400, f"Requested {sum(counts)} tokens, max 300000 tokens per "
-                            "request", "max_tokens_per_request")
+            raise api.ApiError(400, f"Requested {sum(counts)} tokens, max 300000 tokens per "
+                               "request", "max_tokens_per_request")
         vectors = self._embedder(dim).embed_batch(texts) * np.float32(self.scale)
-        data = [{"object": "embedding", "index": i, "embedding": _encode(v, fmt)}
+        data = [{"object": "embedding", "index": i, "embedding": api.encode(v, fmt)}
                 for i, v in enumerate(vectors)]
         return {"object": "list", "data": data, "model": model,
                 "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)}}
@@ -270,11 +263,11 @@ class OpenAICompatibleServer:
         if requested is None:
             return native
         if not model.startswith("text-embedding-3"):
-            raise _ApiError(400, "This model does not support specifying dimensions.",
-                            param="dimensions")
+            raise api.ApiError(400, "This model does not support specifying dimensions.",
+                               param="dimensions")
         if not isinstance(requested, int) or not 1 <= requested <= native:
-            raise _ApiError(400, f"Invalid value for 'dimensions' = {requested}. Must be "
-                            f"between 1 and {native}.", param="dimensions")
+            raise api.ApiError(400, f"Invalid value for 'dimensions' = {requested}. Must be "
+                               f"between 1 and {native}.", param="dimensions")
         return requested
 
     def _embedder(self, dim: int) -> MockEmbedder:
@@ -292,53 +285,11 @@ class _Counter:
         return len(self.encoding.encode_ordinary(text))
 
 
-def _inputs(value: Any) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise _ApiError(400, "'input' must be a non-empty string or array", param="input")
-    if len(value) > 2048:
-        raise _ApiError(400, f"'input' has {len(value)} items, the maximum is 2048",
-                        param="input")
-    if all(isinstance(v, int) for v in value):  # one pre-tokenised text
-        value = [value]
-    texts = []
-    for item in value:
-        if isinstance(item, list):  # token ids: hash them as text
-            item = " ".join(f"t{int(t)}" for t in item)
-        if not isinstance(item, str) or not item:
-            raise _ApiError(400, "'$.input' is invalid: every input must be a non-empty "
-                            "string", param="input")
-        texts.append(item)
-    return texts
-
-
-def _chat_messages(value: Any) -> list[dict[str, str]]:
-    if not isinstance(value, list) or not value:
-        raise _ApiError(400, "'messages' must be a non-empty array", param="messages")
-    for i, message in enumerate(value):
-        if (not isinstance(message, dict) or not isinstance(message.get("role"), str)
-                or not isinstance(message.get("content"), str)):
-            raise _ApiError(400, f"Invalid value for 'messages[{i}]': each message needs a "
-                            "string 'role' and 'content'.", param=f"messages[{i}]")
-    return value
-
-
-def _encode(vector: np.ndarray, fmt: str) -> Any:
-    if fmt == "base64":
-        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-    return [float(x) for x in vector]
-
-
-def _error(exc: _ApiError) -> tuple[int, dict[str, Any], dict[str, str]]:
-    return exc.status, {"error": {"message": exc.message, "type": exc.type,
-                                  "param": exc.param, "code": exc.code}}, {}
-
-
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: type, owner: OpenAICompatibleServer):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 owner: OpenAICompatibleServer) -> None:
         self.owner = owner
         self.connections: set[socket.socket] = set()
         super().__init__(address, handler)
@@ -361,8 +312,6 @@ class _HTTPServer(ThreadingHTTPServer):
                 pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
         exc = sys.exc_info()[1]
         if not isinstance(exc, (ConnectionError, TimeoutError)) and exc is not None:
             self.owner.errors.append(exc)
@@ -383,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         action = owner._next_action()
         if action.status != 200:
-            status, payload, _ = _error(_ApiError(
+            status, payload, _ = api.error(api.ApiError(
                 action.status, action.message or f"scripted failure ({action.status})",
                 type_="rate_limit_error" if action.status == 429 else "server_error"))
             headers = action.headers
@@ -410,14 +359,3 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
-
-
-def _requested_model(body: Any, served: Any) -> Any:
-    """The request's ``model``, which this server must serve (errors worded as the API's)."""
-    if not isinstance(body, dict):
-        raise _ApiError(400, "We could not parse the JSON body of your request.")
-    model = body.get("model")
-    if model not in served:
-        raise _ApiError(404, f"The model `{model}` does not exist or you do not have "
-                        "access to it.", "model_not_found")
-    return model

@@ -1,0 +1,328 @@
+"""``SparqlEndpointGraph``: the embedded graph's surface over the SPARQL 1.1 Protocol (httpx).
+
+The query texts it sends are built in :mod:`trails.kg.remote.rewrite` and the responses read in
+:mod:`trails.kg.remote.results`; this module holds the requests, the protocol dataset that
+confines a query to scopes, and how failures are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from trails._lazy import require
+from trails.errors import (
+    ConfigurationError,
+    EndpointUnavailableError,
+    SparqlError,
+)
+from trails.kg.bindings import apply_bindings
+from trails.kg.remote.results import (
+    QueryAnswer,
+    batches,
+    insert_data,
+    parse_response,
+    server_message,
+)
+from trails.kg.remote.rewrite import (
+    PROLOGUE_MARK,
+    caller_positions,
+    default_scope_only,
+    refuse_service,
+    refuse_similarity,
+    with_prefixes,
+)
+from trails.kg.result import QueryResult
+from trails.kg.sparql import PREFIXES, check_filter
+from trails.scopes import DEFAULT_SCOPE, scope_graph
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+__all__ = ["SparqlEndpointGraph"]
+
+_RESULTS_JSON = "application/sparql-results+json"
+_N_TRIPLES = "application/n-triples"
+_ACCEPT = f"{_RESULTS_JSON}, {_N_TRIPLES};q=0.9"
+_UNION_DEFAULT_GRAPH = "http://www.w3.org/ns/sparql-service-description#UnionDefaultGraph"
+_ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
+           "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
+# Protocol parameters of one request: (name, value) pairs, a name may repeat.
+Params = list[tuple[str, str]]
+
+
+class SparqlEndpointGraph:
+    """A knowledge graph on a SPARQL 1.1 endpoint, with the surface of ``OxigraphGraph``.
+
+    Args:
+        query_url: the endpoint's query URL (``oxigraph serve``: ``http://host:7878/query``).
+        update_url: its update URL; by default ``.../update`` when ``query_url`` ends with
+            ``/query``, else ``query_url`` itself.
+        headers: sent with every request (an ``Authorization`` header, say).
+        auth: an httpx auth (``("user", "password")`` for basic auth).
+        timeout: seconds allowed to connect, and then for each read and write, per request.
+            There are no retries: an unavailable endpoint fails the call at once.
+        batch_size: at most this many quads per ``INSERT DATA`` request in :meth:`extend`.
+        default_graph_uri: an IRI the server accepts in ``default-graph-uri`` for its default
+            graph, if it has one (Jena Fuseki: ``urn:x-arq:DefaultGraph``); see
+            :mod:`trails.kg.remote` for how the default scope is confined without it.
+
+    >>> kg = SparqlEndpointGraph("http://127.0.0.1:7878/query")  # doctest: +SKIP
+    >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }", scopes=["legal"]).rows  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        query_url: str,
+        update_url: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | tuple[str, str] | None = None,
+        timeout: float = 10.0,
+        batch_size: int = 5000,
+        default_graph_uri: str | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        if not timeout or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self._httpx = require("httpx", "A knowledge graph on a SPARQL endpoint")
+        self.query_url = query_url
+        self.update_url = update_url if update_url is not None else _update_url(query_url)
+        self.timeout = float(timeout)
+        self.batch_size = batch_size
+        self.default_graph_uri = default_graph_uri
+        self.prefixes = dict(PREFIXES)
+        # As the embedded graph's attribute: whether writes are refused here. The server
+        # decides what it accepts (credentials, a read-only endpoint); this client refuses none.
+        self.read_only = False
+        self._client: httpx.Client = self._httpx.Client(
+            headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
+            follow_redirects=False, verify=_ssl_context(self._httpx))
+        self._plain_default_graph: bool | None = None  # None: not checked yet
+
+    @property
+    def client(self) -> httpx.Client:
+        """The underlying ``httpx.Client`` (to add event hooks, say)."""
+        return self._client
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        bindings: Mapping[str, Any] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> QueryAnswer:
+        """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
+
+        Raises:
+            SparqlError: the query does not parse (the server's message) or, with ``scopes``,
+                cannot be confined (UnsafeFilterError: it uses SERVICE, or GRAPH/FROM in a
+                form the default-scope rewrite cannot prove harmless).
+            ConfigurationError: the default scope with named scopes on a server that cannot
+                name its default graph, or the endpoint rejects the credentials or the URL.
+            EndpointUnavailableError: refused, timed out, or HTTP 5xx.
+        """
+        refuse_similarity(sparql, self.prefixes)
+        text = with_prefixes(apply_bindings(sparql, bindings), self.prefixes)
+        text, params = self._confine(text, scopes)
+        response = self._post(self.query_url, "query", text, "application/sparql-query", params,
+                              accept=_ACCEPT)
+        return parse_response(response, self.query_url)
+
+    def select_iris(
+        self,
+        sparql: str,
+        bindings: Mapping[str, Any] | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Run a retrieval filter (checked with ``check_filter`` before any request) and
+        return its IRIs in order; non-IRI values are skipped, duplicates keep the first place."""
+        refuse_similarity(sparql, self.prefixes)
+        variable = check_filter(sparql, self.prefixes)
+        result = self.query(sparql, bindings, scopes=scopes)
+        if not isinstance(result, QueryResult):  # pragma: no cover - check_filter ensures SELECT
+            raise SparqlError("the SPARQL filter did not return solutions")
+        seen: dict[str, None] = {}
+        for row in result.raw:
+            term = row.get(variable)
+            if isinstance(term, ox.NamedNode):
+                seen.setdefault(term.value, None)
+        return list(seen)
+
+    # -- updates -------------------------------------------------------------------------------
+
+    def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None:
+        """Run a SPARQL 1.1 update (one request: the server applies it whole or not at all)."""
+        text = apply_bindings(sparql, bindings) if bindings else sparql
+        self._post(self.update_url, "update", with_prefixes(text, self.prefixes),
+                   "application/sparql-update", [])
+
+    def add(self, quad: ox.Quad) -> None:
+        """Add one quad (one request)."""
+        self.extend([quad])
+
+    def extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Add quads with ``INSERT DATA`` requests of at most ``batch_size`` quads each.
+
+        Each request is atomic; if one fails, the earlier ones stay (adding quads is
+        idempotent, so re-running the whole call finishes the work).
+        """
+        for batch in batches(quads, self.batch_size):
+            self._post(self.update_url, "update", insert_data(batch),
+                       "application/sparql-update", [])
+
+    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
+        """Same as :meth:`extend` (the server has no separate bulk path over the protocol)."""
+        self.extend(quads)
+
+    def remove_graph(self, graph: ox.NamedNode | ox.DefaultGraph) -> None:
+        """Remove a named graph and its triples (the default graph: its triples)."""
+        if isinstance(graph, ox.DefaultGraph):
+            self.update("CLEAR SILENT DEFAULT")
+        else:
+            self.update(f"DROP SILENT GRAPH {graph}")
+
+    def __len__(self) -> int:
+        """The number of quads on the server (one COUNT query)."""
+        self._check_default_graph_mode("count the quads of the store")
+        response = self._post(
+            self.query_url, "query",
+            "SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
+            "application/sparql-query", [], accept=_RESULTS_JSON)
+        result = parse_response(response, self.query_url)
+        return int(result.rows[0]["n"]) if isinstance(result, QueryResult) and result.rows else 0
+
+    def flush(self) -> None:
+        """Nothing to do: the server has applied every request that returned."""
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return f"<SparqlEndpointGraph {self.query_url}>"
+
+    # -- scopes ------------------------------------------------------------------------------
+
+    def _confine(self, text: str, scopes: Sequence[str] | None) -> tuple[str, Params]:
+        """The text to send and the protocol parameters that confine it to ``scopes``."""
+        if scopes is None:
+            return text, [("union-default-graph", "")]
+        names = list(scopes)
+        if not names:
+            raise ValueError("scopes=[] names no scope; pass None for the union of all graphs")
+        refuse_service(text)
+        graphs = [scope_graph(s) for s in names]  # checks the names
+        named = [g.value for g in graphs if isinstance(g, ox.NamedNode)]
+        if len(named) == len(graphs):
+            return text, _dataset(named, named)
+        if self.default_graph_uri is not None:
+            # The default scope adds no named-graph-uri: it brings no named graph.
+            return text, _dataset(named + [self.default_graph_uri], named)
+        if named:
+            others = names[1:] if names[0] == DEFAULT_SCOPE else named
+            raise ConfigurationError(
+                f"the endpoint {self.query_url} cannot name its default graph in the SPARQL "
+                f"protocol (oxigraph serve cannot), so a query cannot be confined to the default "
+                f"scope together with {', '.join(map(repr, others))}: "
+                "query the scopes one at a time, or pass default_graph_uri=... if the server "
+                "names its default graph (Jena Fuseki: urn:x-arq:DefaultGraph)")
+        self._check_default_graph_mode("confine a query to the default scope")
+        return default_scope_only(text), []
+
+    def _check_default_graph_mode(self, purpose: str) -> None:
+        """Refuse a server whose default graph is the union of all graphs (read once)."""
+        if self._plain_default_graph is None:
+            response = self._send("GET", self.query_url, "service description request",
+                                  headers={"Accept": _N_TRIPLES})
+            if response.status_code >= 500:
+                raise EndpointUnavailableError(
+                    f"the SPARQL endpoint {self.query_url} failed with HTTP "
+                    f"{response.status_code}: {server_message(response)}. {_ATOMIC}")
+            # A server that describes no union default graph (or no service at all) is taken
+            # at its word: the package documentation states the requirement.
+            self._plain_default_graph = not (
+                response.status_code == 200 and _UNION_DEFAULT_GRAPH in response.text)
+        if not self._plain_default_graph:
+            raise ConfigurationError(
+                f"the endpoint {self.query_url} announces a union default graph "
+                "(oxigraph serve --union-default-graph), so a query without a dataset sees every "
+                f"graph and trails cannot {purpose}; restart the server without that option "
+                "(trails asks for the union itself where it wants it)")
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    def _post(self, url: str, kind: str, body: str, content_type: str, params: Params,
+              accept: str | None = None) -> httpx.Response:
+        headers = {"Content-Type": f"{content_type}; charset=utf-8"}
+        if accept:
+            headers["Accept"] = accept
+        response = self._send("POST", url, kind, content=body.encode("utf-8"), headers=headers,
+                              params=params)
+        status = response.status_code
+        if status < 300:
+            return response
+        message = server_message(response)
+        if body.startswith(PROLOGUE_MARK):
+            message = caller_positions(message)
+        if status == 400:
+            raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
+                              f"{url}): {message}")
+        if status in (401, 403, 404, 405, 406, 415):
+            raise ConfigurationError(
+                f"the SPARQL endpoint {url} answered HTTP {status} to {_a(kind)}: {message}. Check "
+                "the URL (query_url/update_url) and the credentials (headers=/auth=).")
+        raise EndpointUnavailableError(
+            f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
+
+    def _send(self, method: str, url: str, kind: str, **kwargs: Any) -> httpx.Response:
+        httpx = self._httpx
+        try:
+            return self._client.request(method, url, **kwargs)
+        except httpx.TimeoutException as exc:
+            self._plain_default_graph = None  # the server may come back with other options
+            raise EndpointUnavailableError(
+                f"the SPARQL endpoint {url} did not answer {_a(kind)} within {self.timeout:g} s "
+                f"({type(exc).__name__}). {_ATOMIC}") from exc
+        except httpx.TransportError as exc:
+            self._plain_default_graph = None
+            what = "refused the connection" if isinstance(exc, httpx.ConnectError) else "failed"
+            raise EndpointUnavailableError(
+                f"the SPARQL endpoint {url} {what} for {_a(kind)} ({type(exc).__name__}: {exc}). "
+                f"{_ATOMIC}") from exc
+
+
+def _update_url(query_url: str) -> str:
+    """``.../update`` beside a ``.../query`` URL, else the query URL itself."""
+    if query_url.endswith("/query"):
+        return query_url[: -len("/query")] + "/update"
+    return query_url
+
+
+def _dataset(default: list[str], named: list[str]) -> Params:
+    """The protocol parameters of a dataset: its default graph's parts and its named graphs."""
+    return ([("default-graph-uri", g) for g in default]
+            + [("named-graph-uri", g) for g in named])
+
+
+_SSL: list[ssl.SSLContext] = []
+
+
+def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
+    """One default TLS context per process: building one (the CA bundle) takes ~0.2 s."""
+    if not _SSL:
+        _SSL.append(httpx.create_ssl_context(trust_env=True))
+    return _SSL[0]
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind

@@ -1,0 +1,107 @@
+"""The test kit (``trails.testing``) stays out of the engine, and exports what tests use."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import trails.testing
+from conftest import ROOT
+
+PACKAGE = ROOT / "python" / "trails"
+KIT = PACKAGE / "testing"
+# A string naming the kit as a module, as a lazy-import table or import_module would.
+KIT_NAME = re.compile(r"trails\.testing(\.[\w.]+)?(:\w+)?")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module an ``from ... import`` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def kit_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Where ``source`` (the module ``module``) imports or names ``trails.testing``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(node, module, is_package)
+            names = [target] + [f"{target}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if KIT_NAME.fullmatch(node.value) else []
+        found += [f"line {node.lineno}: {name}" for name in names
+                  if name == "trails.testing" or name.startswith(("trails.testing.",
+                                                                  "trails.testing:"))]
+    return found
+
+
+def test_no_engine_module_imports_the_test_kit():
+    engine = [p for p in PACKAGE.rglob("*.py") if KIT not in p.parents]
+    assert len(engine) > 30
+    offenders = {}
+    for path in engine:
+        found = kit_imports(path.read_text(encoding="utf-8"), _module_name(path),
+                            path.name == "__init__.py")
+        if found:
+            offenders[str(path.relative_to(ROOT))] = found
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("source", [
+    "import trails.testing",
+    "import trails.testing.servers.openai as server",
+    "from trails.testing import fresh_context",
+    "from trails import testing",
+    "from .testing.models import tiny_cross_encoder",
+    "def f():\n    from trails.testing.servers import oxigraph\n",
+    "LAZY = {'fresh_context': 'trails.testing'}",
+    "importlib.import_module('trails.testing.models')",
+])
+def test_the_import_check_sees_every_way_to_reach_the_kit(source):
+    assert kit_imports(source, "trails.context") != []
+
+
+def test_the_import_check_ignores_a_docstring_example_and_other_modules():
+    source = ('"""Use it in tests.\n\n>>> from trails.testing import fresh_context\n"""\n'
+              "import trails.testing_helpers\nfrom trails import context\n")
+    assert kit_imports(source, "trails.context") == []
+
+
+def test_a_relative_import_inside_a_package_resolves_from_the_package():
+    # In trails/rank/__init__.py "." is trails.rank itself; in trails/rank/fusion.py too.
+    assert kit_imports("from .testing import models", "trails.rank", is_package=True) == []
+    assert kit_imports("from ..testing import models", "trails.rank", is_package=True) != []
+    assert kit_imports("from .testing import models", "trails.rank.fusion") == []
+    assert kit_imports("from .testing import models", "trails", is_package=True) != []
+
+
+def test_the_kit_exports_what_tests_use():
+    assert set(trails.testing.__all__) >= {"fresh_context", "isolated_kernel", "MockEmbedder",
+                                           "tiny_cross_encoder"}
+    for name in trails.testing.__all__:
+        assert callable(getattr(trails.testing, name)), name
+
+
+def test_fresh_context_takes_any_embedder():
+    from trails.vector.embedders.mock import MockEmbedder
+
+    embedder = MockEmbedder(dim=12, seed=3)
+    with trails.testing.fresh_context(embedder=embedder) as ctx:
+        assert ctx.embedder is embedder and ctx.vectors.dim == 12
+    with trails.testing.isolated_kernel(embedder=embedder) as ctx:
+        assert ctx.embedder is embedder
