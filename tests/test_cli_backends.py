@@ -70,7 +70,7 @@ def test_a_qdrant_folder_elsewhere_with_its_own_collection(tmp_path, notes):
 @pytest.fixture(scope="module")
 def sparql_server(tmp_path_factory):
     pytest.importorskip("httpx")
-    from trails.testing.oxigraph_server import OxigraphServer
+    from trails.testing.servers.oxigraph import OxigraphServer
 
     with OxigraphServer(tmp_path_factory.mktemp("oxigraph")) as running:
         yield running
@@ -94,7 +94,7 @@ def test_a_sparql_endpoint(tmp_path, notes, sparql_server):
 def test_an_openai_compatible_embedder(tmp_path, notes, monkeypatch):
     pytest.importorskip("openai")
     pytest.importorskip("tiktoken")
-    from trails.testing.openai_server import OpenAICompatibleServer
+    from trails.testing.servers.openai import OpenAICompatibleServer
 
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with OpenAICompatibleServer(api_key="test") as server:

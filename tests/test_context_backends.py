@@ -121,7 +121,7 @@ def test_a_qdrant_folder_context_reopens_by_itself_in_a_fresh_process(tmp_path):
 @pytest.fixture(scope="module")
 def sparql_server(tmp_path_factory):
     pytest.importorskip("httpx")
-    from trails.testing.oxigraph_server import OxigraphServer
+    from trails.testing.servers.oxigraph import OxigraphServer
 
     with OxigraphServer(tmp_path_factory.mktemp("oxigraph")) as running:
         yield running
@@ -149,7 +149,7 @@ def test_a_sparql_endpoint_context_reopens_by_itself_in_a_fresh_process(sparql_s
 def openai_server():
     pytest.importorskip("openai")
     pytest.importorskip("tiktoken")
-    from trails.testing.openai_server import OpenAICompatibleServer
+    from trails.testing.servers.openai import OpenAICompatibleServer
 
     with OpenAICompatibleServer(api_key="test") as running:
         yield running
