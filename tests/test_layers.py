@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trails", "trails.errors", "trails.records", "trails._lazy", "trails._state",
      "trails.scopes", "trails.registry", "trails.text", "trails._openai"),
     ("trails.kg", "trails.vector"),
-    ("trails.parts", "trails.similarity"),
+    ("trails.parts", "trails.similarity", "trails.config", "trails.backends"),
     ("trails.ingest", "trails.rank"),
     ("trails.context",),
     ("trails.retrieval",),
