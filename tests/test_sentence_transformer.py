@@ -8,7 +8,8 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from trails.vector.embedders.base import Embedder
+from offline import run_offline
+from trails.vector.embedders.base import Embedder, TokenAwareEmbedder, TokenCountingEmbedder
 from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 # find_spec, not importorskip: importing torch at collection would slow every run.
@@ -46,3 +47,27 @@ def test_all_minilm_l6_v2_loads_offline_and_embeds_meaningfully(monkeypatch):
     assert len(one) == 384
     assert max(abs(x - y) for x, y in zip(one, vectors[0])) < 1e-5
     assert math.isclose(sum(x * x for x in one), 1.0, abs_tol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["torch", "auto"])
+def test_the_packaged_model_loads_without_hub_settings_or_network(backend):
+    """No HF_HUB_OFFLINE in the environment, and the library sets none: it reads the model's
+    own files and asks no hub (auto: the ONNX backend where onnxruntime is installed)."""
+    printed, report = run_offline("""
+        from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+        embedder = SentenceTransformerEmbedder(backend=sys.argv[1])
+        vectors = embedder.embed_array(["The cat is sleeping on the sofa."])
+        print(vectors.shape, embedder.tokenizer("a cat", add_special_tokens=False)["input_ids"])
+    """, backend)
+    assert printed.splitlines()[-1] == "(1, 384) [1037, 4937]"
+    assert report == {"attempts": [], "hub_settings": []}
+
+
+@pytest.mark.slow
+def test_token_capabilities_are_declared():
+    embedder = SentenceTransformerEmbedder(backend="torch")
+    assert isinstance(embedder, TokenAwareEmbedder)  # reads the tokenizer: loads the model
+    assert embedder.max_tokens == 256  # read from its config, no model load
+    # Ingestion estimates its tokens from characters: counting buys nothing for a local model.
+    assert not isinstance(embedder, TokenCountingEmbedder)

@@ -16,6 +16,7 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
+from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, check_scope
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def predicate_node(name: str) -> ox.NamedNode:
 
 
 def scoped_rows(
-    ctx: Context, hits: Sequence[Any], build: Callable[[list[Any]], str]
+    ctx: ContextParts, hits: Sequence[Any], build: Callable[[list[Any]], str]
 ) -> list[tuple[str, dict[str, Any]]]:
     """Run ``build(group)`` once per scope of ``hits``, confined to that scope: ``(scope, raw
     row)`` pairs.
