@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
 from offline import run_offline
+from trails import _state
+from trails.testing import isolated_kernel
 from trails.vector.embedders.base import Embedder, TokenAwareEmbedder, TokenCountingEmbedder
 from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
@@ -71,3 +76,27 @@ def test_token_capabilities_are_declared():
     assert embedder.max_tokens == 256  # read from its config, no model load
     # Ingestion estimates its tokens from characters: counting buys nothing for a local model.
     assert not isinstance(embedder, TokenCountingEmbedder)
+
+
+def test_the_process_wide_cache_makes_a_model_once_for_every_thread():
+    made, lock = [], threading.Lock()
+
+    def load():
+        with lock:
+            made.append(threading.get_ident())
+        time.sleep(0.05)  # a slow load: every thread asks while it runs
+        return object()
+
+    with ThreadPoolExecutor(4) as pool:
+        models = list(pool.map(lambda _: _state.cached(("test-model",), load), range(8)))
+    assert len(made) == 1 and all(m is models[0] for m in models)
+    with isolated_kernel():  # a test's kernel starts empty and leaves the cache as it was
+        assert _state.cached(("test-model",), object) is not models[0]
+    assert _state.cached(("test-model",), object) is models[0]
+
+
+@pytest.mark.slow
+def test_contexts_share_one_loaded_model():
+    first = SentenceTransformerEmbedder(backend="torch")
+    second = SentenceTransformerEmbedder(backend="torch")
+    assert first.warm() is second.warm()

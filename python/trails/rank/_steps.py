@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
+from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
 from trails.parts import ContextParts
@@ -102,7 +103,10 @@ def scoped_rows(
     """
     rows: list[tuple[str, dict[str, Any]]] = []
     for scope, group in by_scope(hits).items():
-        rows += [(scope, row) for row in ctx.kg.query(build(group), scopes=[scope]).raw]
+        result = ctx.kg.query(build(group), scopes=[scope])
+        if not isinstance(result, QueryResult):
+            raise TypeError(f"a step's look-up must be a SELECT, got {type(result).__name__}")
+        rows += [(scope, row) for row in result.raw]
     return rows
 
 
