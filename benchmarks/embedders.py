@@ -32,8 +32,6 @@ from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
 MODEL_BACKENDS = ("torch", "onnx", "onnx-int8")

@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails.ingest import chunkers
+from trails.ingest.chunkers import choice, packing
+from trails.ingest.chunkers import sentences as sentence_splitting
 from trails.ingest.chunkers import (
     SentenceChunker,
     TokenChunker,
@@ -19,7 +21,10 @@ from trails.ingest.chunkers import (
     split_sentences,
     token_chunker_for,
 )
+from trails.ingest.chunkers.tokens import tokens_of
 from trails.ingest.document import Chunk, Document
+from trails.vector.embedders.base import Embedder, TokenAwareEmbedder
+from trails.vector.embedders.mock import MockEmbedder
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -130,7 +135,7 @@ def test_token_chunker_properties_tiktoken(cl100k, text, max_tokens, overlap):
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_token_capped_sentence_chunker_properties(minilm, text, max_tokens, max_chars):
-    count = chunkers._tokens_of(minilm).count
+    count = tokens_of(minilm).count
     chunks = SentenceChunker(max_chars, 1, max_tokens, count).chunk(doc(text))
     check_chunks(text, chunks)
     assert all(len(c.text) <= max_chars and count(c.text) <= max_tokens for c in chunks)
@@ -260,16 +265,28 @@ def test_token_chunker_rejects_unknown_tokenizers():
 
 # --------------------------------------------------------------------------- from embedders
 
-class TokenizedEmbedder:
-    """Looks like SentenceTransformerEmbedder: a tokenizer and max_seq_length."""
+class TokenizedEmbedder(MockEmbedder):
+    """Looks like SentenceTransformerEmbedder: a word-piece tokenizer and max_seq_length."""
 
     def __init__(self, tokenizer, max_tokens=256):
+        super().__init__(dim=8)
         self.tokenizer, self.max_tokens = tokenizer, max_tokens
 
 
-class TiktokenEmbedder:
-    def __init__(self, encoding):
-        self.encoding = encoding
+class TiktokenEmbedder(MockEmbedder):
+    """Looks like OpenAIEmbedder: a tiktoken Encoding and the API's per-text limit."""
+
+    def __init__(self, encoding, max_tokens=8191):
+        super().__init__(dim=8)
+        self.tokenizer, self.max_tokens = encoding, max_tokens
+
+
+def test_token_awareness_is_a_declared_capability(minilm, cl100k):
+    assert isinstance(TokenizedEmbedder(minilm), TokenAwareEmbedder)
+    assert isinstance(TiktokenEmbedder(cl100k), TokenAwareEmbedder)
+    plain = MockEmbedder(dim=8)
+    assert isinstance(plain, Embedder) and not isinstance(plain, TokenAwareEmbedder)
+    assert default_chunker(plain) == SentenceChunker()  # no tokenizer: sentences by size
 
 
 def test_token_chunker_for_reserves_special_tokens(minilm):
@@ -322,3 +339,6 @@ def test_default_chunker_with_the_real_embedder():
 
 def test_docstring_examples():
     assert doctest.testmod(chunkers, optionflags=doctest.ELLIPSIS).failed == 0
+    for module in (packing, sentence_splitting, choice):  # the package's modules hold their own
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

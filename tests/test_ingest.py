@@ -37,6 +37,9 @@ from trails.ingest import (
     ingest,
     ingest_all,
 )
+from trails.errors import ConfigurationError
+from trails.kg.base import KnowledgeGraph, NQuadsGraph
+from trails.kg.oxigraph import OxigraphGraph
 from trails.testing import MockEmbedder, fresh_context
 
 BASE = "trails://local/"
@@ -184,6 +187,58 @@ def test_changed_document_is_reported_as_replaced(mem, tmp_path):
     ingested = [e for e in events if isinstance(e, DocumentIngested)]
     assert [(e.doc_iri, e.replaced) for e in ingested] == [(_iri("b.txt"), True)]
     assert {e.doc_iri for e in events if isinstance(e, DocumentSkipped)} == {_iri("a.md"), _iri("c.md")}
+
+
+# --------------------------------------------------------------------------- graph writes
+
+NQ = '<https://x/a> <https://x/p> "1" .\n<https://x/b> <https://x/p> "2" <https://x/g> .\n'
+
+
+def test_the_graph_loads_nquads_whole_or_not_at_all(tmp_path):
+    graph = OxigraphGraph()
+    assert isinstance(graph, NQuadsGraph)
+    graph.load_nquads(NQ)
+    assert len(graph) == 2
+    with pytest.raises(SyntaxError):  # a bad second line: the first is not added either
+        graph.load_nquads('<https://x/c> <https://x/p> "3" .\n<https://x/d> <https://x/p> oops .\n')
+    assert len(graph) == 2
+    OxigraphGraph(tmp_path / "kg").close()
+    read_only = OxigraphGraph(tmp_path / "kg", read_only=True)
+    with pytest.raises(ConfigurationError, match="read-only"):
+        read_only.load_nquads(NQ)
+    assert len(read_only) == 0
+    read_only.close()
+
+
+class QuadsOnlyGraph:
+    """The embedded graph without its N-Quads fast path, as a SPARQL endpoint graph is."""
+
+    def __init__(self, inner: OxigraphGraph) -> None:
+        self.inner = inner
+        self.extended = 0
+
+    def __getattr__(self, name):
+        if name == "load_nquads":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def extend(self, quads) -> None:
+        self.extended += 1
+        self.inner.extend(quads)
+
+
+def test_a_graph_without_nquads_loading_gets_the_same_triples_as_quads(tmp_path):
+    folder = _write_folder(tmp_path / "kb")
+    with fresh_context() as fast, fresh_context() as plain:
+        graph = QuadsOnlyGraph(plain.kg)
+        assert isinstance(graph, KnowledgeGraph) and not isinstance(graph, NQuadsGraph)
+        plain.kg = graph
+        assert ingest_all(folder, ctx=fast).ingested == ingest_all(folder, ctx=plain).ingested == 3
+        assert graph.extended > 0  # chunk and document triples went in as quads
+        assert set(graph.inner.store) == set(fast.kg.store)
 
 
 def _one_sentence_docs(n: int) -> list[Document]:

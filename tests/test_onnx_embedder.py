@@ -147,7 +147,7 @@ def test_export_dir_is_keyed_by_model_revision_and_format(tmp_path):
 _FAKE_EXPORT = textwrap.dedent("""
     import json, os, sys, time
     from pathlib import Path
-    import trails.vector.embedders.sentence_transformer as st
+    import trails.vector.embedders.sentence_transformer.export as st
 
     export_dir, log, start = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 

@@ -29,6 +29,7 @@ from trails.errors import (
 from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
 from trails.testing import fresh_context
 from trails.testing.servers.openai import OpenAICompatibleServer
+from trails.vector.embedders.base import TokenAwareEmbedder, TokenCountingEmbedder
 from trails.vector.embedders.openai import OpenAIEmbedder, load_cl100k
 
 try:
@@ -319,6 +320,8 @@ def test_tokenizer_is_cl100k_for_chunkers(make):
     from trails.ingest.chunkers import default_chunker, token_chunker_for
 
     embedder = make()
+    assert isinstance(embedder, TokenAwareEmbedder) and isinstance(embedder, TokenCountingEmbedder)
+    assert embedder.tokenizer is embedder.encoding
     assert embedder.count_tokens("hello world") == 2
     assert embedder.count_tokens("<|endoftext|>") > 1  # ordinary text, not a control token
     assert embedder.max_tokens == 8191

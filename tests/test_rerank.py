@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from offline import run_offline
 from trails import retrieve
 from trails.errors import ConfigurationError, MissingExtraError
 from trails.ingest import ingest_all
@@ -105,6 +106,17 @@ def test_top_n_scores_only_the_head(model_dir, logit):
     head = sorted(hits[:3], key=lambda h: -logit("rails", h.snippet))
     assert [h.iri for h in out[:3]] == [h.iri for h in head]
     assert all("cross_encoder" not in h.components for h in out[3:])
+
+
+@pytest.mark.slow
+def test_the_model_loads_without_hub_settings_or_network(model_dir, logit):
+    """No HF_HUB_OFFLINE in the environment, and the library sets none."""
+    printed, report = run_offline("""
+        from trails.rank import CrossEncoderReranker
+        print(float(CrossEncoderReranker(sys.argv[1]).score([("rails", "ruby gems")])[0]))
+    """, str(model_dir))
+    assert float(printed.splitlines()[-1]) == pytest.approx(logit("rails", "ruby gems"), abs=1e-4)
+    assert report == {"attempts": [], "hub_settings": []}
 
 
 def test_metadata_text_wins_over_the_snippet(model_dir, logit):

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
-from trails.vector.embedders.base import Embedder
+from offline import run_offline
+from trails import _state
+from trails.testing import isolated_kernel
+from trails.vector.embedders.base import Embedder, TokenAwareEmbedder, TokenCountingEmbedder
 from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 # find_spec, not importorskip: importing torch at collection would slow every run.
@@ -46,3 +52,51 @@ def test_all_minilm_l6_v2_loads_offline_and_embeds_meaningfully(monkeypatch):
     assert len(one) == 384
     assert max(abs(x - y) for x, y in zip(one, vectors[0])) < 1e-5
     assert math.isclose(sum(x * x for x in one), 1.0, abs_tol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["torch", "auto"])
+def test_the_packaged_model_loads_without_hub_settings_or_network(backend):
+    """No HF_HUB_OFFLINE in the environment, and the library sets none: it reads the model's
+    own files and asks no hub (auto: the ONNX backend where onnxruntime is installed)."""
+    printed, report = run_offline("""
+        from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+        embedder = SentenceTransformerEmbedder(backend=sys.argv[1])
+        vectors = embedder.embed_array(["The cat is sleeping on the sofa."])
+        print(vectors.shape, embedder.tokenizer("a cat", add_special_tokens=False)["input_ids"])
+    """, backend)
+    assert printed.splitlines()[-1] == "(1, 384) [1037, 4937]"
+    assert report == {"attempts": [], "hub_settings": []}
+
+
+@pytest.mark.slow
+def test_token_capabilities_are_declared():
+    embedder = SentenceTransformerEmbedder(backend="torch")
+    assert isinstance(embedder, TokenAwareEmbedder)  # reads the tokenizer: loads the model
+    assert embedder.max_tokens == 256  # read from its config, no model load
+    # Ingestion estimates its tokens from characters: counting buys nothing for a local model.
+    assert not isinstance(embedder, TokenCountingEmbedder)
+
+
+def test_the_process_wide_cache_makes_a_model_once_for_every_thread():
+    made, lock = [], threading.Lock()
+
+    def load():
+        with lock:
+            made.append(threading.get_ident())
+        time.sleep(0.05)  # a slow load: every thread asks while it runs
+        return object()
+
+    with ThreadPoolExecutor(4) as pool:
+        models = list(pool.map(lambda _: _state.cached(("test-model",), load), range(8)))
+    assert len(made) == 1 and all(m is models[0] for m in models)
+    with isolated_kernel():  # a test's kernel starts empty and leaves the cache as it was
+        assert _state.cached(("test-model",), object) is not models[0]
+    assert _state.cached(("test-model",), object) is models[0]
+
+
+@pytest.mark.slow
+def test_contexts_share_one_loaded_model():
+    first = SentenceTransformerEmbedder(backend="torch")
+    second = SentenceTransformerEmbedder(backend="torch")
+    assert first.warm() is second.warm()

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Chunk", "Chunker", "Document", "LoadFailure", "Loader", "Sanitizer", "content_hash"]
+__all__ = [
+    "Chunk",
+    "Chunker",
+    "Document",
+    "FingerprintedChunker",
+    "LoadFailure",
+    "Loader",
+    "Sanitizer",
+    "content_hash",
+]
 
 
 def content_hash(text: str) -> str:
@@ -70,8 +79,20 @@ class Chunker(Protocol):
 
 
 @runtime_checkable
+class FingerprintedChunker(Chunker, Protocol):
+    """A chunker that names the settings deciding its chunks, stable across machines.
+
+    The fingerprint is part of every document version, so changing a setting re-chunks the
+    documents; a chunker without one is described by its simple attributes instead.
+    """
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
+@runtime_checkable
 class Sanitizer(Protocol):
     """Rewrites a document before chunking (PII redaction...). May be sync or ``async def``;
     an exception fails that document only."""
 
-    def __call__(self, document: Document) -> Document: ...
+    def __call__(self, document: Document) -> Document | Awaitable[Document]: ...

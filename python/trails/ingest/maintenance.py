@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyoxigraph as ox
 
 from trails.ingest.writer import graph_block
+from trails.kg.base import KnowledgeGraph, select
 from trails.kg.terms import IRI
+from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
-from trails.vector.stores.base import versioned
+from trails.vector.stores.base import DocumentVersion, versioned
 
 __all__ = ["VerifyReport", "delete_document", "verify"]
 
@@ -52,25 +53,25 @@ class VerifyReport:
         return f"{state}{' (repaired)' if self.repaired else ''}"
 
 
-def _graph_chunks(kg: Any, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
+def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
     """chunk IRI -> (doc IRI, version, scope) for every chunk (of ``doc``) in every scope."""
     found = {}
-    bindings = None if doc is None else {"doc": IRI(doc)}
-    for row in kg.query(f"SELECT ?c ?doc ?v WHERE {{ {_CHUNKS} }}", bindings,
-                        scopes=[DEFAULT_SCOPE]):
+    bindings: dict[str, object] | None = None if doc is None else {"doc": IRI(doc)}
+    for row in select(kg, f"SELECT ?c ?doc ?v WHERE {{ {_CHUNKS} }}", bindings,
+                      [DEFAULT_SCOPE]):
         found[row["c"]] = (row["doc"], row["v"], DEFAULT_SCOPE)
-    for row in kg.query(f"SELECT ?c ?doc ?v ?g WHERE {{ GRAPH ?g {{ {_CHUNKS} }} }}", bindings):
+    for row in select(kg, f"SELECT ?c ?doc ?v ?g WHERE {{ GRAPH ?g {{ {_CHUNKS} }} }}", bindings):
         if row["g"].startswith(SCOPE_BASE):
             found[row["c"]] = (row["doc"], row["v"], row["g"][len(SCOPE_BASE):])
     return found
 
 
-def _graph_versions(kg: Any) -> dict[str, str]:
-    rows = kg.query("SELECT ?doc ?cv WHERE { ?doc trails:currentVersion ?cv }")
+def _graph_versions(kg: KnowledgeGraph) -> dict[str, str]:
+    rows = select(kg, "SELECT ?doc ?cv WHERE { ?doc trails:currentVersion ?cv }")
     return {row["doc"]: row["cv"] for row in rows}
 
 
-def verify(ctx: Any, repair: bool = False) -> VerifyReport:
+def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
     """Compare graph and vectors; with ``repair=True`` remove what an interrupted ingest left.
 
     Repair never invents data: it deletes stale and uncommitted parts, and removes documents
@@ -100,9 +101,10 @@ def verify(ctx: Any, repair: bool = False) -> VerifyReport:
     return report
 
 
-def _repair(ctx: Any, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
-            versions: dict[str, Any]) -> None:
-    ctx.vectors.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
+def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
+            versions: dict[str, DocumentVersion]) -> None:
+    store = versioned(ctx.vectors, "repair")
+    store.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
     _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
     # Documents that cannot be made whole from what is stored (a graph that missed its last
     # step lacks the document's own triples) are removed; the next ingest writes them again.
@@ -113,21 +115,21 @@ def _repair(ctx: Any, report: VerifyReport, chunks: dict[str, tuple[str, str, st
         delete_document(ctx, doc)
 
 
-def _delete_subjects(ctx: Any, subjects: list[tuple[str, str]]) -> None:
+def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]]) -> None:
     operations = [f"DELETE WHERE {{ {graph_block(scope, f'{ox.NamedNode(s)} ?p ?o')} }}"
                   for s, scope in subjects]
     for start in range(0, len(operations), 500):  # bounded updates for remote endpoints too
         ctx.kg.update(" ;\n".join(operations[start : start + 500]))
 
 
-def delete_document(ctx: Any, doc_iri: str) -> bool:
+def delete_document(ctx: ContextParts, doc_iri: str) -> bool:
     """Remove every trace of a document: vectors first (retrieval stops seeing it), then its
     chunk and document triples in its scope. Returns False if nothing was found."""
     store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()
-    scopes |= set(ctx.kg.query("SELECT ?s WHERE { ?doc trails:scope ?s }",
-                               {"doc": IRI(doc_iri)}).column("s"))
+    scopes |= set(select(ctx.kg, "SELECT ?s WHERE { ?doc trails:scope ?s }",
+                         {"doc": IRI(doc_iri)}).column("s"))
     chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
     removed = store.delete_document(doc_iri)
     _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])

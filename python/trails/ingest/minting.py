@@ -78,7 +78,7 @@ def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
     return None
 
 
-def _literals(value: Any) -> Iterator[ox.Literal | ox.NamedNode]:
+def _literals(value: Any) -> Iterator[ox.Literal | ox.NamedNode | ox.BlankNode | ox.Triple]:
     if value is None:
         return
     if isinstance(value, (list, tuple, set)):
@@ -189,7 +189,7 @@ def _statement_end(scope: str) -> str:
 # A JSON string is an N-Quads string literal: JSON escapes '"', '\\' and every control
 # character (\n, \r, \uXXXX), all of which N-Quads reads back; other characters stay as they
 # are (ensure_ascii off). This is the C encoder.
-_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_string = json.encoder.encode_basestring
 _INTEGER = "^^<http://www.w3.org/2001/XMLSchema#integer>"
 _DOCUMENT, _CHUNK = _t("Document"), _t("Chunk")
 _DOCUMENT_ID, _SOURCE, _NAME = _t("documentId"), _t("source"), _s("name")

@@ -7,14 +7,21 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from trails.errors import ConfigurationError
-from trails.ingest.document import Chunker, Document, LoadFailure
+from trails.ingest.chunkers import default_chunker
+from trails.ingest.document import (
+    Chunker,
+    Document,
+    FingerprintedChunker,
+    LoadFailure,
+    Sanitizer,
+)
 from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,
@@ -25,11 +32,16 @@ from trails.ingest.events import (
     IngestEvent,
     IngestionStats,
 )
+from trails.ingest.loaders import Source, load
 from trails.ingest.minting import doc_iri, version_of
 from trails.ingest.writer import PendingDocument, VersionWriter
+from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, check_scope
+from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
 
 __all__ = ["aingest", "ingest", "ingest_all"]
+
+T = TypeVar("T")
 
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
 # so one batch of long chunks cannot exhaust memory or an API's per-request limit.
@@ -46,12 +58,12 @@ LOOKAHEAD = 64
 
 
 def ingest(
-    source: Any,
+    source: Source,
     *,
-    ctx: Any,
+    ctx: ContextParts,
     scope: str | None = None,
     chunker: Chunker | None = None,
-    sanitizer: Any = None,
+    sanitizer: Sanitizer | None = None,
     batch_size: int = 64,
     max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
     base_iri: str | None = None,
@@ -60,8 +72,8 @@ def ingest(
     """Ingest documents into ``ctx`` and yield events as work happens.
 
     Args:
-        source: a path, a list of paths, a Loader, or an iterable of Documents.
-        ctx: the writable Context to ingest into.
+        source: a path, a list of paths, a Loader, a Document, or an iterable of Documents.
+        ctx: the writable context to ingest into (a :class:`trails.context.Context`).
         scope: the scope (named graph and vector field) to write to; default scope if None.
         chunker: how to split documents; by default sentence-aware, capped by the embedder's
             token limit where it has a tokenizer.
@@ -81,8 +93,6 @@ def ingest(
         raise ValueError("batch_size and max_batch_tokens must be positive")
     scope = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
-    from trails.ingest.loaders import load
-
     base = base_iri or ctx.base_iri
     for items in _groups(load(source, **loader_options), LOOKAHEAD):
         run.prefetch(items, base)
@@ -91,7 +101,7 @@ def ingest(
     yield from run.drain(force=True)
 
 
-def ingest_all(source: Any, **kwargs: Any) -> IngestionStats:
+def ingest_all(source: Source, **kwargs: Any) -> IngestionStats:
     """Run :func:`ingest` to the end and return its totals."""
     stats = IngestionStats()
     started = time.perf_counter()
@@ -101,7 +111,7 @@ def ingest_all(source: Any, **kwargs: Any) -> IngestionStats:
     return stats
 
 
-async def aingest(source: Any, **kwargs: Any) -> AsyncIterator[IngestEvent]:
+async def aingest(source: Source, **kwargs: Any) -> AsyncIterator[IngestEvent]:
     """The async twin of :func:`ingest`: the work runs in a thread, events arrive here."""
     events = ingest(source, **kwargs)
     done = object()
@@ -112,17 +122,14 @@ async def aingest(source: Any, **kwargs: Any) -> AsyncIterator[IngestEvent]:
 class _Run:
     """One ingest run: the queue of chunks waiting for the embedder, and the commits."""
 
-    def __init__(self, ctx: Any, scope: str, chunker: Chunker | None, batch_size: int,
+    def __init__(self, ctx: ContextParts, scope: str, chunker: Chunker | None, batch_size: int,
                  max_tokens: int) -> None:
         self.ctx = ctx
         self.scope = scope
-        if chunker is None:
-            from trails.ingest.chunkers import default_chunker
-
-            chunker = default_chunker(ctx.embedder)
-        self.chunker = chunker
+        self.chunker = chunker if chunker is not None else default_chunker(ctx.embedder)
         self.chunker_id = _describe(self.chunker)
         self.embedder_id = ctx.embedder.identity.model_dump_json()
+        self.estimate_tokens = _token_estimator(ctx.embedder)
         self.writer = VersionWriter(ctx, scope)
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -145,7 +152,8 @@ class _Run:
                     continue
         self.writer.prefetch(iris)
 
-    def take(self, item: Document | LoadFailure, sanitizer: Any, base: str) -> Iterator[IngestEvent]:
+    def take(self, item: Document | LoadFailure, sanitizer: Sanitizer | None,
+             base: str) -> Iterator[IngestEvent]:
         if isinstance(item, LoadFailure):
             yield DocumentFailed(item.source, item.reason)
             return
@@ -177,9 +185,8 @@ class _Run:
             yield self._ingested(pending)
             return
         self.open.append(pending)
-        estimate = _token_estimator(self.ctx.embedder)
         for index, chunk in enumerate(chunks):
-            tokens = estimate(chunk.text)
+            tokens = self.estimate_tokens(chunk.text)
             self.queue.append((pending, index, tokens))
             self.queued_tokens += tokens
         yield from self.drain(force=False)  # a document without chunks is complete: it waits
@@ -255,10 +262,10 @@ class _Run:
                                 pending.version, pending.replaced)
 
 
-def _sanitize(sanitizer: Any, document: Document) -> Document:
+def _sanitize(sanitizer: Sanitizer | None, document: Document) -> Document:
     if sanitizer is None:
         return document
-    result = sanitizer(document)
+    result: object = sanitizer(document)
     if inspect.isawaitable(result):
         result = _run_coroutine(result)
     if not isinstance(result, Document):
@@ -266,36 +273,38 @@ def _sanitize(sanitizer: Any, document: Document) -> Document:
     return result
 
 
-def _run_coroutine(awaitable: Any) -> Any:
+def _run_coroutine(awaitable: Awaitable[T]) -> T:
     """Await from sync code, also when this thread already runs an event loop (Jupyter)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(_wrap(awaitable))
-    box: dict[str, Any] = {}
+    done: list[T] = []
+    failed: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(_wrap(awaitable))
+            done.append(asyncio.run(_wrap(awaitable)))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            box["error"] = exc
+            failed.append(exc)
 
     thread = threading.Thread(target=target)
     thread.start()
     thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
-async def _wrap(awaitable: Any) -> Any:
+async def _wrap(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-def _token_estimator(embedder: Any) -> Callable[[str], int]:
-    counter = getattr(embedder, "count_tokens", None)
-    if counter is not None:
-        return lambda text: int(counter(text))
+def _token_estimator(embedder: Embedder) -> Callable[[str], int]:
+    """Exact counts from an embedder limited per token; an estimate for any other."""
+    if isinstance(embedder, TokenCountingEmbedder):
+        count = embedder.count_tokens
+        return lambda text: int(count(text))
     return _characters_to_tokens
 
 
@@ -303,10 +312,10 @@ def _characters_to_tokens(text: str) -> int:
     return len(text) // 4 + 1  # ~4 characters per token for English text
 
 
-def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def _groups(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """``items`` in lists of ``size``. If reading the next item raises, the items read so
     far are still handed out first, as they were before any read-ahead."""
-    group: list[Any] = []
+    group: list[T] = []
     try:
         for item in items:
             group.append(item)
@@ -321,12 +330,12 @@ def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
-def _describe(chunker: Any) -> str:
+def _describe(chunker: Chunker) -> str:
     """A stable description of a chunker's settings: part of every document version."""
-    fingerprint = getattr(chunker, "fingerprint", None)
-    if isinstance(fingerprint, str):
-        return fingerprint
-    if is_dataclass(chunker):
+    if isinstance(chunker, FingerprintedChunker) and isinstance(chunker.fingerprint, str):
+        return chunker.fingerprint
+    described: object = chunker  # any chunker may be a dataclass: its repr lists its fields
+    if is_dataclass(described):
         return repr(chunker)
     settings = {k: v for k, v in sorted(vars(chunker).items()) if isinstance(v, (int, float, str, bool))}
     return f"{type(chunker).__qualname__}{settings}"

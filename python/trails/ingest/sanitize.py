@@ -14,9 +14,8 @@ import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
-from trails.ingest.document import Document
+from trails.ingest.document import Document, Sanitizer
 
 __all__ = ["DEFAULT_PATTERNS", "RegexRedactor", "apply_sanitizer"]
 
@@ -93,7 +92,7 @@ def _format(replacement: str, label: str) -> str:
                          "write {{ and }} for literal braces") from exc
 
 
-async def apply_sanitizer(sanitizer: Any, document: Document) -> Document:
+async def apply_sanitizer(sanitizer: Sanitizer, document: Document) -> Document:
     """Run one sanitizer on a document, awaiting it if it is asynchronous.
 
     Raises:
@@ -103,7 +102,7 @@ async def apply_sanitizer(sanitizer: Any, document: Document) -> Document:
     >>> asyncio.run(apply_sanitizer(RegexRedactor(), Document("d", "m", "x@y.io"))).text
     '[EMAIL]'
     """
-    result = sanitizer(document)
+    result: object = sanitizer(document)
     if inspect.isawaitable(result):
         result = await result
     if not isinstance(result, Document):

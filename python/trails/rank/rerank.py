@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from trails import _state
 from trails._lazy import require
 from trails.errors import ConfigurationError
+from trails.parts import ContextParts
 from trails.rank._steps import H, by_score, key, rescored, scoped_rows, values
 
 if TYPE_CHECKING:
-    from trails.context import Context
+    from sentence_transformers import CrossEncoder
+
     from trails.records import RetrievalHit
 
 __all__ = ["BaseReranker", "CrossEncoderReranker", "Reranker"]
@@ -51,7 +54,7 @@ class BaseReranker:
         """``rank`` in a worker thread, so a model's forward pass does not block the loop."""
         return await asyncio.to_thread(self.rank, query, list(hits))
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         return self.rank(query, hits)
 
 
@@ -91,7 +94,7 @@ class CrossEncoderReranker(BaseReranker):
     def rank(self, query: str, hits: Sequence[H]) -> list[H]:
         return self._rank(query, hits, {})
 
-    def __call__(self, query: str, hits: Sequence[H], ctx: Context | None = None) -> list[H]:
+    def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         texts = {} if ctx is None else chunk_texts(ctx, hits[: self.top_n])
         return self._rank(query, hits, texts)
 
@@ -107,28 +110,31 @@ class CrossEncoderReranker(BaseReranker):
                            cross_encoder_rank=ranks[i]) for i, h in enumerate(head)]
         return by_score(scored) + tail
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def score(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
         """The model's raw logits for (query, text) pairs: one float per pair.
 
         A model with several labels is read at its last label (the "relevant" class of a
         two-class model).
         """
         model = self.warm()
-        import torch  # present whenever sentence_transformers is
-
+        torch = require("torch", "CrossEncoderReranker")  # loaded with sentence_transformers
         logits = model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False,
                                activation_fn=torch.nn.Identity(), convert_to_numpy=True)
         logits = np.asarray(logits, dtype=np.float64)
         return logits[:, -1] if logits.ndim == 2 else logits.reshape(len(pairs))
 
-    def warm(self) -> Any:
-        """Load the model now (services call this at start-up); returns it."""
-        key = (f"cross-encoder:{self.path}", self.device)
-        if key not in _state.model_cache:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    def warm(self) -> CrossEncoder:
+        """Load the model now (services call this at start-up); returns it.
+
+        It is read from local files only, so nothing is asked of a model hub.
+        """
+        def load() -> CrossEncoder:
             st = require("sentence_transformers", "CrossEncoderReranker")
-            _state.model_cache[key] = st.CrossEncoder(str(self.path), device=self.device)
-        return _state.model_cache[key]
+            model: CrossEncoder = st.CrossEncoder(str(self.path), device=self.device,
+                                                  local_files_only=True)
+            return model
+
+        return _state.cached(("cross-encoder", str(self.path), self.device), load)
 
     def __repr__(self) -> str:
         return f"CrossEncoderReranker({str(self.path)!r}, top_n={self.top_n})"
@@ -156,7 +162,7 @@ def resolve_cross_encoder(model: str | os.PathLike[str]) -> Path:
     )
 
 
-def chunk_texts(ctx: Context, hits: Sequence[Any]) -> dict[tuple[str, str], str]:
+def chunk_texts(ctx: ContextParts, hits: Sequence[Any]) -> dict[tuple[str, str], str]:
     """Each chunk's full ``schema:text`` from the graph, one query per scope of the hits,
     keyed by (scope, iri); hits with ``metadata["text"]`` are not looked up."""
     rows = scoped_rows(ctx, [h for h in hits if "text" not in h.metadata], lambda group: (

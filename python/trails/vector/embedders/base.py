@@ -1,15 +1,37 @@
-"""The Embedder protocol and a base class that derives everything from one batch method."""
+"""The embedder contract, and a base class that derives everything from one batch method.
+
+:class:`Embedder` declares every call the engine makes on an embedder; every backend
+(:class:`~trails.vector.embedders.mock.MockEmbedder`, ``SentenceTransformerEmbedder``,
+``OpenAIEmbedder``) implements all of it. What only some embedders can do is a narrower
+protocol, checked with ``isinstance``:
+
+- :class:`TokenAwareEmbedder`: reads text through a tokenizer with a length limit, so chunkers
+  can cut documents into pieces the model sees whole.
+- :class:`TokenCountingEmbedder`: counts tokens the way its API limits and bills them, so
+  ingestion can budget each embedding batch in tokens.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import islice
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["BaseEmbedder", "Embedder", "EmbedderIdentity"]
+__all__ = [
+    "BaseEmbedder",
+    "Embedder",
+    "EmbedderIdentity",
+    "TokenAwareEmbedder",
+    "TokenCountingEmbedder",
+    "Vectors",
+]
+
+# One float32 row per text.
+Vectors = npt.NDArray[np.float32]
 
 
 class EmbedderIdentity(BaseModel):
@@ -36,7 +58,12 @@ class EmbedderIdentity(BaseModel):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors of a fixed dimension."""
+    """Turns texts into vectors of a fixed dimension: everything the engine calls on one.
+
+    ``identity`` is what a vector store records, so a store refuses vectors of another model.
+    ``embed_array`` is what ingestion and retrieval call; ``embed`` and ``embed_many`` give
+    plain lists. ``batch_size`` is how many texts one forward pass or request takes.
+    """
 
     @property
     def dim(self) -> int: ...
@@ -44,34 +71,71 @@ class Embedder(Protocol):
     @property
     def identity(self) -> EmbedderIdentity: ...
 
+    @property
+    def batch_size(self) -> int: ...
+
     def embed(self, text: str) -> list[float]: ...
 
     def embed_many(self, texts: Sequence[str]) -> list[list[float]]: ...
 
+    def embed_array(self, texts: Iterable[str]) -> Vectors: ...
 
-class BaseEmbedder:
-    """Derives ``embed``, ``embed_many`` and ``embed_array`` from one method, ``embed_batch``.
 
-    Subclasses implement ``embed_batch(texts) -> np.ndarray`` of shape ``(len(texts), dim)``
-    and provide ``dim`` and ``model_id``.
+@runtime_checkable
+class TokenAwareEmbedder(Embedder, Protocol):
+    """An embedder that reads text through a tokenizer and sees at most ``max_tokens`` of it.
+
+    ``tokenizer`` is a Hugging Face fast tokenizer or a tiktoken ``Encoding``; ``max_tokens``
+    counts the special tokens the tokenizer adds to every text (``[CLS]``, ``[SEP]``), and
+    chunkers keep room for them. Reading ``tokenizer`` may load it (or the model).
     """
 
-    model_id: ClassVar[str] = "unknown"
-    batch_size: int = 32
+    @property
+    def tokenizer(self) -> object: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+
+@runtime_checkable
+class TokenCountingEmbedder(Embedder, Protocol):
+    """An embedder limited and billed per token, that counts them as its API does.
+
+    Ingestion cuts embedding batches at ``max_batch_tokens`` by these counts; for any other
+    embedder it estimates tokens from characters (counting costs time that buys nothing there).
+    """
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+class BaseEmbedder:
+    """Derives the rest of :class:`Embedder` from one method, ``embed_batch``.
+
+    A backend implements ``embed_batch(texts)``, returning an array of shape
+    ``(len(texts), dim)``, and sets ``model_id`` and ``_dim`` (or overrides ``dim``), plus
+    ``revision`` and ``normalized`` where they differ from the defaults: ``identity`` is
+    derived from those four.
+    """
+
+    model_id: str = "unknown"
+    revision: str | None = None
     normalized: bool = True
+    batch_size: int = 32
+    _dim: int
 
     @property
     def dim(self) -> int:
-        raise NotImplementedError
+        return self._dim
 
     @property
     def identity(self) -> EmbedderIdentity:
-        return EmbedderIdentity(model=self.model_id, dim=self.dim, normalized=self.normalized)
+        return EmbedderIdentity(model=self.model_id, dim=self.dim, normalized=self.normalized,
+                                revision=self.revision)
 
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[Any]:
         raise NotImplementedError
 
-    def embed_array(self, texts: Iterable[str]) -> np.ndarray:
+    def embed_array(self, texts: Iterable[str]) -> Vectors:
         """Embed any number of texts in batches of ``batch_size``; float32, one row per text."""
         parts = []
         iterator = iter(texts)
@@ -82,10 +146,10 @@ class BaseEmbedder:
         return np.vstack(parts)
 
     def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_array(texts).tolist()
+        return cast(list[list[float]], self.embed_array(texts).tolist())
 
     def embed(self, text: str) -> list[float]:
-        return self.embed_array([text])[0].tolist()
+        return cast(list[float], self.embed_array([text])[0].tolist())
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.identity.describe()}>"

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import filterfalse
 
 import numpy as np
+import numpy.typing as npt
 
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
+from trails import _state
+from trails.vector.embedders.base import BaseEmbedder
 
 __all__ = ["MockEmbedder"]
 
@@ -30,7 +32,7 @@ def _token_vector(token: str, seed: int, dim: int) -> np.ndarray:
     Hashing instead of seeding a generator per token keeps the first sight of a word cheap
     (large vocabularies are the common case in benchmarks).
     """
-    vector = _token_vectors([token], seed, dim)[0]
+    vector: npt.NDArray[np.float64] = _token_vectors([token], seed, dim)[0]
     vector.flags.writeable = False
     return vector
 
@@ -79,25 +81,16 @@ class MockEmbedder(BaseEmbedder):
     16
     """
 
-    model_id = "trails-mock-bow"
-
     def __init__(self, dim: int = 384, seed: int = 0, batch_size: int = 256) -> None:
         if dim < 1:
             raise ValueError(f"dim must be a positive integer, got {dim}")
         self._dim = int(dim)
         self.seed = int(seed)
+        self.model_id = f"trails-mock-bow:seed={self.seed}"  # the seed changes every vector
         self.batch_size = batch_size
         self.batches = 0
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def identity(self) -> EmbedderIdentity:
-        return EmbedderIdentity(model=f"{self.model_id}:seed={self.seed}", dim=self._dim)
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.batches += 1
         vocabulary = _vocabulary(self.seed, self._dim)
         words = [Counter(tokens(text)) for text in texts]
@@ -150,11 +143,7 @@ class _Vocabulary:
             return index, self.vectors
 
 
-_VOCABULARIES: dict[tuple[int, int], _Vocabulary] = {}
-
-
 def _vocabulary(seed: int, dim: int) -> _Vocabulary:
-    key = (seed, dim)
-    if key not in _VOCABULARIES:
-        _VOCABULARIES[key] = _Vocabulary(seed, dim)
-    return _VOCABULARIES[key]
+    """The vocabulary every MockEmbedder of this seed and dim shares (words seen by one are
+    known to all, in the process-wide cache)."""
+    return _state.cached(("mock-vocabulary", seed, dim), lambda: _Vocabulary(seed, dim))

@@ -22,7 +22,7 @@ import numpy as np
 from trails._lazy import require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import ConfigurationError, EmbeddingError
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
 
@@ -125,7 +125,7 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:
             raise ValueError("need max_retries >= 0, max_request_tokens >= 1 and timeout > 0")
         self.model = model
-        self.model_id = f"openai/{model}"  # type: ignore[misc]
+        self.model_id = f"openai/{model}"
         self._dim, self._dimensions = _resolve_dim(model, dim)
         self.api_key = api_key
         self.base_url = base_url
@@ -143,14 +143,6 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         self.last_usage: Usage | None = None
         self.total_tokens = 0
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def identity(self) -> EmbedderIdentity:
-        return EmbedderIdentity(model=self.model_id, dim=self._dim, normalized=True)
-
     @classmethod
     def from_identity(cls, identity: EmbedderIdentity, **options: Any) -> OpenAIEmbedder:
         """The embedder an ``openai/<model>`` identity describes (key and URL from the env)."""
@@ -166,6 +158,11 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         if self._encoding is None:
             self._encoding = load_cl100k()
         return self._encoding
+
+    @property
+    def tokenizer(self) -> Any:
+        """:attr:`encoding`, under the name chunkers read (see ``TokenAwareEmbedder``)."""
+        return self.encoding
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` as the API counts them (special-token lookalikes are plain text)."""
@@ -327,11 +324,12 @@ def _decode(embedding: Any) -> np.ndarray:
     return np.asarray(embedding, dtype=np.float32)
 
 
-def _normalized(vectors: np.ndarray) -> np.ndarray:
+def _normalized(vectors: Vectors) -> Vectors:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if not np.all(np.isfinite(vectors)) or np.any(norms == 0):
         raise EmbeddingError("the API returned a zero or non-finite vector")
-    return (vectors / norms).astype(np.float32)
+    unit: Vectors = (vectors / norms).astype(np.float32)
+    return unit
 
 
 def _retry_after(headers: Any, clock: Callable[[], float]) -> float | None:
