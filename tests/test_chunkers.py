@@ -12,15 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails.ingest import chunkers
-from trails.ingest.chunkers import choice, packing
-from trails.ingest.chunkers import sentences as sentence_splitting
 from trails.ingest.chunkers import (
     SentenceChunker,
     TokenChunker,
+    choice,
     default_chunker,
+    packing,
     split_sentences,
     token_chunker_for,
 )
+from trails.ingest.chunkers import sentences as sentence_splitting
 from trails.ingest.chunkers.tokens import tokens_of
 from trails.ingest.document import Chunk, Document
 from trails.vector.embedders.base import Embedder, TokenAwareEmbedder

@@ -23,7 +23,7 @@ import pytest
 
 from trails import retrieve
 from trails.context import Context
-from trails.errors import DimensionMismatchError, EmbeddingModelMismatchError
+from trails.errors import ConfigurationError, DimensionMismatchError, EmbeddingModelMismatchError
 from trails.ingest import (
     BatchEmbedded,
     Document,
@@ -37,7 +37,6 @@ from trails.ingest import (
     ingest,
     ingest_all,
 )
-from trails.errors import ConfigurationError
 from trails.kg.base import KnowledgeGraph, NQuadsGraph
 from trails.kg.oxigraph import OxigraphGraph
 from trails.testing import MockEmbedder, fresh_context

@@ -23,10 +23,10 @@ from trails import retrieve
 from trails.kg import IRI, OxigraphGraph, to_python, to_term
 from trails.kg.bindings import apply_bindings
 from trails.testing import fresh_context
-from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.embedders.mock import MockEmbedder
-from trails.vector.stores.sqlite_vec import SqliteVecStore
 from trails.vector.stores.base import decode, encode
+from trails.vector.stores.matrix import VectorMatrix
+from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

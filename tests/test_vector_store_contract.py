@@ -525,7 +525,7 @@ def test_a_store_with_only_the_protocol_retrieves_and_refuses_to_ingest(tmp_path
                    [{"snippet": t} for t in texts.values()])
     with Context(OxigraphGraph(), store, embedder) as ctx:
         result = retrieve("rails routing", ctx, k=2)
-        assert [h.iri for h in result][0] == "a" and result.rankings == ("vector",)
+        assert result[0].iri == "a" and result.rankings == ("vector",)
         assert result.notes and "keyword ranking skipped" in result.notes[0]
         assert ctx.stats()["documents"] == 0 and ctx.stats()["vectors"] == 3
         with pytest.raises(ConfigurationError, match="versioned commits"):

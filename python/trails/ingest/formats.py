@@ -12,8 +12,6 @@ import re
 from typing import Any, NamedTuple
 
 import yaml
-from bs4 import BeautifulSoup
-from bs4.element import Comment, NavigableString
 
 from trails._lazy import require
 from trails.ingest.document import Document
@@ -112,6 +110,9 @@ def parse_html(text: str) -> Parsed:
     >>> p.title, p.text
     ('T', 'Hi there.')
     """
+    # Imported here: beautifulsoup4 takes ~130 ms to import and only HTML needs it.
+    from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(text, "html.parser")
     title = " ".join(soup.title.get_text().split()) if soup.title else None
     metadata = _html_meta(soup)
@@ -128,6 +129,8 @@ _BREAKS = re.compile(r"[\s\ue000\ue001]*[\ue000\ue001][\s\ue000\ue001]*")
 
 
 def _drop_invisible(soup: Any) -> None:
+    from bs4.element import Comment, NavigableString
+
     for tag in soup.find_all(_DROP_TAGS):
         tag.decompose()
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):

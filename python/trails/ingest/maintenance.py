@@ -58,7 +58,7 @@ def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple
     found = {}
     bindings: dict[str, object] | None = None if doc is None else {"doc": IRI(doc)}
     for row in select(kg, f"SELECT ?c ?doc ?v WHERE {{ {_CHUNKS} }}", bindings,
-                      [DEFAULT_SCOPE]):
+                      scopes=[DEFAULT_SCOPE]):
         found[row["c"]] = (row["doc"], row["v"], DEFAULT_SCOPE)
     for row in select(kg, f"SELECT ?c ?doc ?v ?g WHERE {{ GRAPH ?g {{ {_CHUNKS} }} }}", bindings):
         if row["g"].startswith(SCOPE_BASE):
@@ -103,8 +103,7 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
 
 def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
             versions: dict[str, DocumentVersion]) -> None:
-    store = versioned(ctx.vectors, "repair")
-    store.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
+    ctx.vectors.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
     _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
     # Documents that cannot be made whole from what is stored (a graph that missed its last
     # step lacks the document's own triples) are removed; the next ingest writes them again.

@@ -128,9 +128,9 @@ class VersionWriter:
         kg, scopes = self.ctx.kg, [self.scope]
         counts = select(
             kg, "SELECT ?v (COUNT(?c) AS ?n) WHERE { ?c schema:isPartOf ?doc ; trails:version ?v } "
-            "GROUP BY ?v", {"doc": IRI(iri)}, scopes)
+            "GROUP BY ?v", {"doc": IRI(iri)}, scopes=scopes)
         current = select(kg, "SELECT ?cv WHERE { ?doc trails:currentVersion ?cv }",
-                         {"doc": IRI(iri)}, scopes)
+                         {"doc": IRI(iri)}, scopes=scopes)
         found = {row["v"]: row["n"] for row in counts}
         expected = {version: chunks} if chunks else {}
         return found == expected and current.column("cv") == [version]
