@@ -212,7 +212,7 @@ def test_a_part_outside_the_registry_must_be_passed_again(tmp_path):
     config = recorded(tmp_path)
     assert config["graph"]["backend"] is None and "MyGraph" in config["graph"]["settings"]["class"]
     assert config["vectors"] == {  # registered, but in memory: nothing to reopen
-        "backend": None, "settings": {"class": "trails.vector.stores.sqlite_vec.SqliteVecStore"}}
+        "backend": None, "settings": {"class": "trails.vector.stores.sqlite_vec.store.SqliteVecStore"}}
     with pytest.raises(ConfigurationError, match=r"MyGraph.*pass kg=\.\.\. to Context\.open"):
         Context.open(tmp_path)
     Context.open(tmp_path, kg=MyGraph(), vectors=SqliteVecStore(":memory:", dim=DIM)).close()

@@ -117,7 +117,7 @@ GRAPHS = Backends("graph", {
 
 VECTOR_STORES = Backends("vector store", {
     "sqlite-vec": Backend(
-        "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="vector",
+        "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="sqlite-vec",
         requires=("sqlite_vec",),
         summary="embedded SQLite file in the context directory"),
     "qdrant": Backend(
@@ -133,7 +133,7 @@ EMBEDDERS = Backends("embedder", {
     "sentence-transformers": Backend(
         # torch and the packaged model load on the first batch, not when chosen.
         "trails.vector.embedders.sentence_transformer:SentenceTransformerEmbedder",
-        extra="vector", summary="a local sentence-transformers model (all-MiniLM-L6-v2)"),
+        extra="local-model", summary="a local sentence-transformers model (all-MiniLM-L6-v2)"),
     "openai": Backend(
         "trails.vector.embedders.openai:OpenAIEmbedder", extra="vector-openai",
         requires=("openai", "tiktoken"),
