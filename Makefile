@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-# 1: `make test` first type-checks python/trails (strict mypy, [tool.mypy] in pyproject.toml)
-# and stops when that fails. 0 until every module passes; `make typecheck` runs it alone.
-TYPECHECK ?= 0
+# `make test` first type-checks python/trails (strict mypy, [tool.mypy] in pyproject.toml) and
+# stops when that fails; `make typecheck` runs it alone, `make test TYPECHECK=0` skips it.
+TYPECHECK ?= 1
 
 .PHONY: demo test typecheck bench clean
 
