@@ -129,10 +129,10 @@ def retrieve(
     elif bindings:
         raise ValueError("bindings were given without a sparql_filter to bind them in")
 
-    store = vector_store if vector_store is not None else _need(ctx, "vectors", "vector_store")
+    store = vector_store if vector_store is not None else _need(ctx, "vector_store").vectors
     if mode == "graph":
         return _graph_hits(iris or [], store, k, ctx, scopes)
-    model = embedder if embedder is not None else _need(ctx, "embedder", "embedder")
+    model = embedder if embedder is not None else _need(ctx, "embedder").embedder
     check_compatible(model, store)
     result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH), iris,
                           fusion, mode, scopes)
@@ -147,10 +147,10 @@ def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> Retri
                            notes=result.notes, fusion_weights=result.fusion_weights)
 
 
-def _need(ctx: Context | None, attribute: str, argument: str) -> Any:
+def _need(ctx: Context | None, argument: str) -> Context:
     if ctx is None:
         raise ConfigurationError(f"no {argument} given and no context: pass {argument}=... or ctx=...")
-    return getattr(ctx, attribute)
+    return ctx
 
 
 def _graph_hits(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from trails import _state
 from trails._lazy import require
 from trails.errors import (
     ConfigurationError,
@@ -314,14 +315,11 @@ def _dataset(default: list[str], named: list[str]) -> Params:
             + [("named-graph-uri", g) for g in named])
 
 
-_SSL: list[ssl.SSLContext] = []
-
-
 def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
     """One default TLS context per process: building one (the CA bundle) takes ~0.2 s."""
-    if not _SSL:
-        _SSL.append(httpx.create_ssl_context(trust_env=True))
-    return _SSL[0]
+    context: ssl.SSLContext = _state.cached(
+        ("tls-context",), lambda: httpx.create_ssl_context(trust_env=True))
+    return context
 
 
 def _a(kind: str) -> str:
