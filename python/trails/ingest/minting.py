@@ -19,7 +19,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = [
     "chunk_iri", "chunk_nquads", "chunk_quads", "date_created", "doc_iri", "document_nquads",
-    "document_quads", "version_of",
+    "document_payload", "document_quads", "version_of",
 ]
 
 SCHEMA = "https://schema.org/"
@@ -200,6 +200,12 @@ _START_OFFSET, _END_OFFSET, _VERSION = _t("startOffset"), _t("endOffset"), _t("v
 _RDF_TYPE_NT, _CHUNK_NT, _IS_PART_OF_NT, _TEXT_NT = map(str, (RDF_TYPE, _CHUNK, _IS_PART_OF, _TEXT))
 _POSITION_NT, _START_OFFSET_NT, _END_OFFSET_NT, _VERSION_NT = map(
     str, (_POSITION, _START_OFFSET, _END_OFFSET, _VERSION))
+
+
+def document_payload(document: Document) -> dict[str, Any]:
+    """The fields every chunk's vector carries that derive from its document (not from the
+    chunk's text): a metadata-only change rewrites exactly these in the vector store."""
+    return {}
 
 
 def vector_metadata(
