@@ -153,7 +153,10 @@ def test_top_n_and_hits_without_vectors_keep_their_place(corpus):
     stray = RetrievalHit("trails://local/nowhere", 0.99, "stray")
     hits = [plain[0], plain[1], stray, plain[2], plain[3]]
     out = MMR(lambda_=0.5, top_n=3)(ASKED, hits, corpus)
-    assert out[2:] == [stray, plain[2], plain[3]]  # no vector / beyond top_n: untouched
+    # No vector / beyond top_n: same order, below the re-scored hits and never above them.
+    assert [h.iri for h in out[2:]] == [stray.iri, plain[2].iri, plain[3].iri]
+    assert out[2].score == out[1].score  # the stray's 0.99 is capped at the last MMR value
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))
     assert [h.iri for h in out[:2]] == [plain[0].iri, plain[1].iri]
     assert out[1].components["mmr"] < out[0].components["mmr"]
 

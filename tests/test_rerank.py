@@ -102,10 +102,16 @@ def test_scores_are_the_logits_and_order_follows_them(model_dir, logit):
 def test_top_n_scores_only_the_head(model_dir, logit):
     hits = [hit(i, w, score=1 - i / 10) for i, w in enumerate(WORDS)]
     out = CrossEncoderReranker(model_dir, top_n=3).rank("rails", hits)
-    assert out[3:] == hits[3:]  # untouched, same order, below
+    assert [h.iri for h in out[3:]] == [h.iri for h in hits[3:]]  # same order, below
     head = sorted(hits[:3], key=lambda h: -logit("rails", h.snippet))
     assert [h.iri for h in out[:3]] == [h.iri for h in head]
     assert all("cross_encoder" not in h.components for h in out[3:])
+    # Two scales side by side still fall in score: the tail is capped at the head's last
+    # logit, its own score only where that is lower already.
+    floor = min(logit("rails", h.snippet) for h in hits[:3])
+    assert [h.score for h in out[3:]] == pytest.approx([min(h.score, floor) for h in hits[3:]],
+                                                       abs=1e-4)
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))
 
 
 @pytest.mark.slow

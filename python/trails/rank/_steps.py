@@ -124,6 +124,29 @@ def rescored(hit: H, score: float, **components: float) -> H:
     return dataclasses.replace(hit, score=score, components=merged)  # type: ignore[type-var]
 
 
+def below(head: list[H], rest: Sequence[H]) -> list[H]:
+    """``head`` (re-scored, in score order) followed by ``rest`` in its own order, each of
+    ``rest`` scored no higher than the last of ``head``.
+
+    A step that re-scores only part of the list (``top_n``, hits it cannot score) puts two
+    scales side by side; the list must still fall in score, so a hit of ``rest`` scored above
+    the head's last gets that score (a tie, its order kept). Its earlier scores stay in its
+    components.
+
+    >>> from trails.records import RetrievalHit
+    >>> head = [RetrievalHit("a", -2.0, ""), RetrievalHit("b", -3.0, "")]
+    >>> [h.score for h in below(head, [RetrievalHit("c", 0.9, ""), RetrievalHit("d", -5.0, "")])]
+    [-2.0, -3.0, -3.0, -5.0]
+    """
+    if not head:
+        return list(rest)
+    floor = head[-1].score
+    if floor is None:
+        return head + list(rest)
+    return head + [h if h.score is None or h.score <= floor else rescored(h, floor)
+                   for h in rest]
+
+
 def annotated(hit: H, **metadata: Any) -> H:
     """A copy of ``hit`` with more metadata (the original dict is left alone)."""
     merged = {**hit.metadata, **metadata}

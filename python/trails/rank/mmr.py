@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from trails.rank._steps import H, check_scored, need_ctx, rescored
+from trails.rank._steps import H, below, check_scored, need_ctx, rescored
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -115,7 +115,7 @@ class MMR:
         chosen = mmr(ctx.embedder.embed(query), vectors, scores, self.lambda_)
         ranked = [rescored(movable[i], value, mmr=value, mmr_rank=rank)
                   for rank, (i, value) in enumerate(zip(chosen.order, chosen.values), 1)]
-        return ranked + rest
+        return below(ranked, rest)
 
     def __repr__(self) -> str:
         return f"MMR(lambda_={self.lambda_}, top_n={self.top_n}, relevance={self.relevance!r})"

@@ -20,7 +20,7 @@ from trails import _state
 from trails._lazy import require
 from trails.errors import ConfigurationError
 from trails.parts import ContextParts
-from trails.rank._steps import H, by_score, key, rescored, scoped_rows, values
+from trails.rank._steps import H, below, by_score, key, rescored, scoped_rows, values
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -108,7 +108,7 @@ class CrossEncoderReranker(BaseReranker):
         ranks = {i: rank for rank, i in enumerate(order, 1)}
         scored = [rescored(h, float(scores[i]), cross_encoder=float(scores[i]),
                            cross_encoder_rank=ranks[i]) for i, h in enumerate(head)]
-        return by_score(scored) + tail
+        return below(by_score(scored), tail)
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
         """The model's raw logits for (query, text) pairs: one float per pair.

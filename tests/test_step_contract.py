@@ -1,0 +1,87 @@
+"""The contract every post-ranking step keeps, checked on each of them: whatever ``k`` and
+``top_n``, ``retrieve(..., steps=[step])`` returns hits in score order, and a
+``HybridRetriever`` with the step does not raise. A step that re-scores only part of the list
+(``top_n``, hits without a stored vector) must not leave a hit of the other part above it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import pytest
+
+from trails import retrieve
+from trails.ingest import Document, ingest_all
+from trails.rank import MMR, CrossEncoderReranker, Neighbourhood, ParentDocument, RecencyDecay
+from trails.retrieval import HybridRetriever, RerankedRetriever, VectorRetriever
+from trails.testing import fresh_context
+
+WORDS = ["rails", "routing", "controllers", "views", "models", "migrations", "assets", "tests",
+         "caching", "jobs", "mailers", "sessions", "cookies", "helpers", "layouts", "partials",
+         "engines", "generators", "console", "server"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from trails.testing import tiny_cross_encoder
+
+    return tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    ctx = fresh_context(dim=32)
+    documents = [
+        Document(f"doc-{i}", "mem", f"{WORDS[i]} and {WORDS[(i * 7) % len(WORDS)]} in rails. "
+                 f"The {WORDS[(i * 3) % len(WORDS)]} chapter.",
+                 metadata={"date": dt.date(2020 + i % 5, 1 + i % 12, 1)})
+        for i in range(len(WORDS))
+    ]
+    ingest_all(documents, ctx=ctx)
+    yield ctx
+    ctx.close()
+
+
+STEPS = {
+    "mmr-top3": lambda model: MMR(lambda_=0.3, top_n=3),
+    "mmr-score-top5": lambda model: MMR(lambda_=0.5, top_n=5, relevance="score"),
+    "mmr-all": lambda model: MMR(lambda_=0.5),
+    "cross-encoder-top3": lambda model: CrossEncoderReranker(model, top_n=3),
+    "cross-encoder-top8": lambda model: CrossEncoderReranker(model, top_n=8),
+    "recency": lambda model: RecencyDecay(horizon_days=365, now=dt.datetime(2026, 1, 1)),
+    "parent": lambda model: ParentDocument(),
+    "neighbourhood": lambda model: Neighbourhood(),
+}
+
+
+def in_score_order(hits):
+    scores = [h.score for h in hits]
+    return all(a >= b for a, b in itertools.pairwise(scores))
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 7, 12, 30])
+@pytest.mark.parametrize("name", sorted(STEPS))
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_retrieve_with_a_step_returns_hits_in_score_order(corpus, model_dir, name, k, mode):
+    step = STEPS[name](model_dir)
+    hits = retrieve("rails routing and caching", corpus, mode=mode, k=k, steps=[step])
+    assert len(hits) == min(k, len(WORDS))
+    assert in_score_order(hits), [(h.iri, h.score) for h in hits]
+    assert len({h.iri for h in hits}) == len(hits)
+
+
+@pytest.mark.parametrize("k", [2, 5, 20])
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_retrievers_accept_every_step(corpus, model_dir, name, k):
+    step = STEPS[name](model_dir)
+    hybrid = HybridRetriever(corpus, k=k, steps=[step]).retrieve("rails controllers")
+    assert in_score_order(hybrid)
+    reranked = RerankedRetriever(VectorRetriever(corpus, k=k + 3), step, k=k)
+    assert in_score_order(reranked.retrieve("rails controllers"))
+
+
+def test_two_partial_steps_in_a_row_stay_in_order(corpus, model_dir):
+    steps = [CrossEncoderReranker(model_dir, top_n=4), MMR(lambda_=0.5, top_n=2)]
+    hits = retrieve("rails sessions", corpus, k=10, steps=steps)
+    assert in_score_order(hits) and len(hits) == 10
