@@ -79,7 +79,7 @@ class MMR:
     ``ctx.embedder``. The chosen hits get their marginal value as score (component ``mmr``,
     and ``mmr_rank`` from 1), so scores still fall along the list; the original score stays
     in the other components. Hits beyond ``top_n`` and hits without a stored vector keep
-    their order and score below them.
+    their order below them, each scored no higher than the last chosen hit.
 
     Args:
         lambda_: 1.0 is relevance only, 0.0 diversity only.

@@ -63,7 +63,8 @@ class CrossEncoderReranker(BaseReranker):
 
     The first ``top_n`` hits get the model's raw logit as their score (components
     ``cross_encoder`` and ``cross_encoder_rank``, from 1) and are sorted by it; hits beyond
-    ``top_n`` keep their score and order, below them. As a step, the chunk text comes in full
+    ``top_n`` keep their order below them, each scored no higher than the last reranked hit
+    (so the list still falls in score; their earlier scores stay in their components). As a step, the chunk text comes in full
     from the graph (``schema:text``, one query per scope); ``rank`` alone uses
     ``metadata["text"]`` or else the snippet, which is cut at 280 characters.
 
