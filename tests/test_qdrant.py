@@ -23,7 +23,12 @@ from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.context import Context
-from trails.errors import ConfigurationError, ContextLockedError, MissingExtraError
+from trails.errors import (
+    ConfigurationError,
+    ContextLockedError,
+    MissingExtraError,
+    UnknownScopeError,
+)
 from trails.ingest import Document, SentenceChunker, ingest_all
 from trails.kg import OxigraphGraph
 from trails.scopes import scope_graph
@@ -215,6 +220,12 @@ def check_hybrid_exact(ctx, where, buckets, limit, k, query, scope):
     assert set(stored) == candidates
     q = EMBEDDER.embed(query)
     expected = top_k({c: cosine(v, q) for c, v in stored.items()}, k)
+    held = {s for _, s in where.values()} | {g for _, graphs in buckets.values() for g in graphs}
+    if not set(scopes) - {"default"} <= held:  # a scope that holds nothing is an error
+        with pytest.raises(UnknownScopeError, match="unknown scope 'legal'"):
+            retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER, fusion=None,
+                     bindings={"limit": limit}, scope=scope)
+        return None
 
     result = retrieve(query, ctx, mode="hybrid", k=k, sparql_filter=FILTER, fusion=None,
                       bindings={"limit": limit}, scope=scope)

@@ -5,10 +5,12 @@ says what was wrong and what to do next. The tree::
 
     TrailsError
     ├── ConfigurationError            a setting, path or argument combination cannot work
-    │   └── ContextLockedError        another process is writing to the context directory
+    │   ├── ContextLockedError        another process is writing to the context directory
+    │   └── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
     ├── MissingExtraError (+ImportError)  an optional package is not installed; names the pip command
     ├── SparqlError                   a SPARQL query or filter is malformed or not allowed
-    │   └── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
+    │   ├── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
+    │   └── UnboundVariableError      a filter uses a variable that nothing binds
     ├── VectorError                   a vector cannot be stored or compared
     │   ├── DimensionMismatchError    a vector or store has another dimension than expected
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
@@ -36,6 +38,8 @@ __all__ = [
     "RewriteError",
     "SparqlError",
     "TrailsError",
+    "UnboundVariableError",
+    "UnknownScopeError",
     "UnsafeFilterError",
     "VectorError",
 ]
@@ -51,6 +55,10 @@ class ConfigurationError(TrailsError):
 
 class ContextLockedError(ConfigurationError):
     """Another process holds the context directory open for writing."""
+
+
+class UnknownScopeError(ConfigurationError):
+    """A read names a scope that holds nothing (a typo, most often)."""
 
 
 class MissingExtraError(TrailsError, ImportError):
@@ -71,6 +79,10 @@ class SparqlError(TrailsError):
 
 class UnsafeFilterError(SparqlError):
     """A retrieval filter is not a read-only SELECT projecting exactly one variable."""
+
+
+class UnboundVariableError(SparqlError):
+    """A filter uses a variable that no pattern, BIND, VALUES or binding gives a value."""
 
 
 class VectorError(TrailsError):

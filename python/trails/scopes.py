@@ -6,12 +6,18 @@ The default scope is the graph store's default graph, so triples a user inserts 
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pyoxigraph as ox
 
-__all__ = ["DEFAULT_SCOPE", "SCOPE_BASE", "normalize_scopes", "scope_graph"]
+from trails.errors import UnknownScopeError
+
+__all__ = [
+    "DEFAULT_SCOPE", "SCOPE_BASE", "check_known_scopes", "normalize_scopes", "scope_graph",
+    "scope_of_graph",
+]
 
 DEFAULT_SCOPE = "default"
 SCOPE_BASE = "urn:trails:scope:"
@@ -42,3 +48,28 @@ def scope_graph(scope: str) -> ox.NamedNode | ox.DefaultGraph:
     if scope == DEFAULT_SCOPE:
         return ox.DefaultGraph()
     return ox.NamedNode(SCOPE_BASE + check_scope(scope))
+
+
+def scope_of_graph(graph: str) -> str | None:
+    """The scope a named graph IRI holds, or None for a graph that is no scope's."""
+    return graph[len(SCOPE_BASE):] if graph.startswith(SCOPE_BASE) else None
+
+
+def check_known_scopes(scopes: Sequence[str], known: Collection[str]) -> None:
+    """Refuse a read of a scope that holds nothing: a typo would otherwise read as "nothing
+    matched". The default scope always exists.
+
+    >>> check_known_scopes(["legal"], ["default", "legal"])
+    >>> check_known_scopes(["legl"], ["default", "legal"])
+    Traceback (most recent call last):
+    ...
+    trails.errors.UnknownScopeError: unknown scope 'legl' (did you mean 'legal'?); the scopes that exist: default, legal
+    """
+    for scope in scopes:
+        if scope == DEFAULT_SCOPE or scope in known:
+            continue
+        existing = sorted({DEFAULT_SCOPE, *known})
+        close = difflib.get_close_matches(scope, existing, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownScopeError(
+            f"unknown scope {scope!r}{hint}; the scopes that exist: {', '.join(existing)}")

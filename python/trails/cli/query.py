@@ -14,7 +14,8 @@ from rich.console import Console
 
 from trails.cli._common import bindings, cell, open_context, print_json, table
 from trails.errors import ConfigurationError
-from trails.retrieval.retrieve import FUSIONS, MODES, retrieve
+from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
+from trails.scopes import check_known_scopes, normalize_scopes
 
 __all__ = ["Fusion", "Mode", "query", "sparql"]
 
@@ -113,6 +114,8 @@ def sparql(
     """
     text = _read_query(query_or_file)
     with open_context(ctx) as opened:
+        if scope:
+            check_known_scopes(normalize_scopes(scope), known_scopes(opened))
         result = opened.kg.query(text, bindings(bind), scopes=scope or None)
     if isinstance(result, bool):
         typer.echo(json.dumps(result))

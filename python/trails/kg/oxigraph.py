@@ -12,7 +12,7 @@ from trails.errors import ConfigurationError, ContextLockedError, SparqlError
 from trails.kg.bindings import apply_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
-from trails.scopes import scope_graph
+from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["OxigraphGraph"]
 
@@ -203,6 +203,12 @@ class OxigraphGraph:
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
         self._store.remove_graph(graph)
+
+    def scopes(self) -> list[str]:
+        """The scopes that hold triples: ``default`` and every scope's named graph."""
+        named = (scope_of_graph(g.value) for g in self._store.named_graphs()
+                 if isinstance(g, ox.NamedNode))
+        return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
         return len(self._store)

@@ -16,8 +16,8 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
-from trails.scopes import DEFAULT_SCOPE, normalize_scopes
-from trails.vector.stores.base import KeywordIndex, check_compatible
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
 if TYPE_CHECKING:
     from trails.vector.embedders.base import Embedder
@@ -112,6 +112,8 @@ def retrieve(
     if ctx is None and vector_store is None:
         ctx = default_context()
     scopes = normalize_scopes(scope)
+    if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
+        check_known_scopes(scopes, known_scopes(ctx))  # a typo must not read as "no match"
 
     iris: list[str] | None = None
     if mode == "vector" and sparql_filter is not None:
@@ -139,6 +141,14 @@ def retrieve(
     for step in steps:
         result = _same_result(result, step(query, list(result), ctx))
     return _same_result(result, list(result)[:k])
+
+
+def known_scopes(ctx: Context) -> list[str]:
+    """The scopes that hold anything: triples in the graph or vectors in the store."""
+    known = set(ctx.kg.scopes())
+    if isinstance(ctx.vectors, ScopeListing):
+        known.update(ctx.vectors.scopes())
+    return sorted(known)
 
 
 def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> RetrievalResult:

@@ -38,7 +38,7 @@ from trails.kg.remote.rewrite import (
 )
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
-from trails.scopes import DEFAULT_SCOPE, scope_graph
+from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, scope_graph, scope_of_graph
 
 if TYPE_CHECKING:
     import ssl
@@ -191,6 +191,14 @@ class SparqlEndpointGraph:
             self.update("CLEAR SILENT DEFAULT")
         else:
             self.update(f"DROP SILENT GRAPH {graph}")
+
+    def scopes(self) -> list[str]:
+        """The scopes that hold triples: ``default`` and every scope's named graph."""
+        result = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+                            f'FILTER(STRSTARTS(STR(?g), "{SCOPE_BASE}")) }}')
+        named = (scope_of_graph(str(g)) for g in result.column("g")) if isinstance(
+            result, QueryResult) else ()
+        return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
         """The number of quads on the server (one COUNT query)."""

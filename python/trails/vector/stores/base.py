@@ -46,10 +46,26 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex", "KeywordWeights",
-    "SearchPlan", "StoredVector", "VectorHit", "VectorLike", "VectorStore", "VersionedStore",
-    "as_matrix", "check_compatible", "decode", "encode", "normalize_rows", "optional_str",
-    "unit_rows", "versioned",
+    "BaseKeywordIndex",
+    "BaseVectorStore",
+    "DocumentVersion",
+    "KeywordIndex",
+    "KeywordWeights",
+    "ScopeListing",
+    "SearchPlan",
+    "StoredVector",
+    "VectorHit",
+    "VectorLike",
+    "VectorStore",
+    "VersionedStore",
+    "as_matrix",
+    "check_compatible",
+    "decode",
+    "encode",
+    "normalize_rows",
+    "optional_str",
+    "unit_rows",
+    "versioned",
 ]
 
 Batch = Sequence[VectorLike] | np.ndarray
@@ -106,6 +122,13 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ScopeListing(Protocol):
+    """A store that can list the scopes its live vectors belong to."""
+
+    def scopes(self) -> list[str]: ...
 
 
 @runtime_checkable

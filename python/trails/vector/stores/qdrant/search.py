@@ -148,6 +148,12 @@ class QdrantSearch(QdrantVersions):
         return sorted(r.payload["id"] for r in records)
 
     @locked
+    def scopes(self) -> list[str]:
+        """The scopes that hold live vectors (Qdrant's facet count over the scope field)."""
+        found = self._c.facet(self.collection, key="scope", exact=True, limit=100_000,
+                              facet_filter=self._live_filter(None, None))
+        return sorted(str(hit.value) for hit in found.hits)
+
     def count(self) -> int:
         """Live vectors (staged ones are not counted until published)."""
         points = self._local_points()

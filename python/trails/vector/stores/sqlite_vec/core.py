@@ -251,6 +251,12 @@ class SqliteCore(BaseVectorStore):
         """Ids of live vectors, sorted."""
         return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 0 ORDER BY id")]
 
+    def scopes(self) -> list[str]:
+        """The scopes that hold live vectors (a vector without one is in the default scope)."""
+        rows = self._db.execute(
+            "SELECT DISTINCT COALESCE(scope, ?) FROM items WHERE pending = 0", (DEFAULT_SCOPE,))
+        return sorted(str(r[0]) for r in rows)
+
     def count(self) -> int:
         """Live vectors (staged ones are not counted until published)."""
         return int(self._db.execute("SELECT COUNT(*) FROM items WHERE pending = 0")[0][0])
