@@ -6,6 +6,7 @@ name them without importing the retrieval machinery.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,51 @@ class RetrievalHit:
     snippet: str
     metadata: dict[str, Any] = field(default_factory=dict)
     components: dict[str, float] = field(default_factory=dict)
+
+    # Provenance, read from what the vector carries (no graph query); None for chunks
+    # ingested before it was recorded, or vectors added by hand without it.
+
+    @property
+    def document(self) -> str | None:
+        """The IRI of the document this chunk is part of."""
+        return _text(self.metadata.get("doc_iri"))
+
+    @property
+    def source(self) -> str | None:
+        """Where the document came from (a file path, a URL, a record id)."""
+        return _text(self.metadata.get("source"))
+
+    @property
+    def title(self) -> str | None:
+        """The document's title (its file name when it has none)."""
+        return _text(self.metadata.get("title"))
+
+    @property
+    def date(self) -> dt.date | dt.datetime | None:
+        """The document's ``schema:dateCreated`` (from ``date``/``created`` metadata).
+
+        >>> RetrievalHit("c", 1.0, "", {"date": "2024-05-01"}).date
+        datetime.date(2024, 5, 1)
+        """
+        value = self.metadata.get("date")
+        if not isinstance(value, str):
+            return value if isinstance(value, (dt.date, dt.datetime)) else None
+        try:
+            return dt.date.fromisoformat(value) if len(value) == 10 else dt.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """The chunk's ``(start, end)`` character offsets in its document's text."""
+        start, end = self.metadata.get("start"), self.metadata.get("end")
+        if isinstance(start, int) and isinstance(end, int):
+            return start, end
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class RetrievalResult(list[RetrievalHit]):

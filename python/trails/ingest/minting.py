@@ -19,7 +19,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = [
     "chunk_iri", "chunk_nquads", "chunk_quads", "date_created", "doc_iri", "document_nquads",
-    "document_payload", "document_quads", "version_of",
+    "document_payload", "document_quads", "document_title", "version_of",
 ]
 
 SCHEMA = "https://schema.org/"
@@ -96,7 +96,7 @@ def _document_triples(
     document: Document, iri: str, version: str, chunks: int, scope: str
 ) -> list[tuple[ox.NamedNode, ox.NamedNode, Any]]:
     s = ox.NamedNode(iri)
-    title = document.title or document.id.rsplit("/", 1)[-1]
+    title = document_title(document)
     triples = [
         (s, RDF_TYPE, _DOCUMENT),
         (s, _DOCUMENT_ID, ox.Literal(document.id)),
@@ -204,14 +204,31 @@ _POSITION_NT, _START_OFFSET_NT, _END_OFFSET_NT, _VERSION_NT = map(
 
 def document_payload(document: Document) -> dict[str, Any]:
     """The fields every chunk's vector carries that derive from its document (not from the
-    chunk's text): a metadata-only change rewrites exactly these in the vector store."""
-    return {}
+    chunk's text): a metadata-only change rewrites exactly these in the vector store.
+
+    They let a hit name its document's source, title and date without a graph query.
+
+    >>> document_payload(Document("a.md", "docs/a.md", "text", metadata={"date": "2024-05-01"}))
+    {'source': 'docs/a.md', 'title': 'a.md', 'date': '2024-05-01'}
+    """
+    created = date_created(document.metadata)
+    return {
+        "source": document.source,
+        "title": document_title(document),
+        "date": None if created is None else created.isoformat(),
+    }
+
+
+def document_title(document: Document) -> str:
+    """The document's title, or the last part of its id when it has none."""
+    return document.title or document.id.rsplit("/", 1)[-1]
 
 
 def vector_metadata(
-    chunk: Chunk, iri: str, version: str, scope: str
+    chunk: Chunk, iri: str, version: str, scope: str, payload: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What each vector carries: enough to show a hit without touching the graph.
+    """What each vector carries: enough to show a hit without touching the graph (with
+    ``payload``, the :func:`document_payload` of its document: source, title, date).
 
     ``text`` (the whole chunk) feeds the store's keyword index; a store keeps it once, out of
     the rest of the metadata (SqliteVecStore: its own column)."""
@@ -223,4 +240,7 @@ def vector_metadata(
         "scope": scope,
         "version": version,
         "position": chunk.position,
+        "start": chunk.start,
+        "end": chunk.end,
+        **(payload or {}),
     }

@@ -30,6 +30,7 @@ from trails.ingest.minting import (
     chunk_nquads,
     chunk_quads,
     document_nquads,
+    document_payload,
     document_quads,
     vector_metadata,
 )
@@ -151,10 +152,11 @@ class VersionWriter:
     def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:
         ids, vectors, metadata = [], [], []
         for d in documents:
+            payload = document_payload(d.document)
             for chunk, vector in zip(d.chunks, d.embedded):
                 ids.append(chunk_iri(d.iri, d.version, chunk.position))
                 vectors.append(vector)
-                metadata.append(vector_metadata(chunk, d.iri, d.version, self.scope))
+                metadata.append(vector_metadata(chunk, d.iri, d.version, self.scope, payload))
         if ids:
             self.store.add_many(ids, np.vstack(vectors), metadata, pending=True)
 
