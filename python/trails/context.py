@@ -148,11 +148,15 @@ class Context:
         parts: ContextParts = self
         return maintenance.verify(parts, repair=repair)
 
-    def delete_document(self, iri: str) -> bool:
-        """Remove every trace of a document (vectors, chunk and document triples)."""
+    def delete_document(self, iri: str, *, include_user_triples: bool = False) -> bool:
+        """Remove a document: its vectors and the triples trails wrote about it and its chunks.
+
+        Triples you added about the document survive (ADR 0012) unless
+        ``include_user_triples=True``. Returns False when there was no such document.
+        """
         self._check_writable()
         parts: ContextParts = self
-        return maintenance.delete_document(parts, iri)
+        return maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
 
     def stats(self) -> dict[str, Any]:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from trails.ingest.writer import graph_block
+from trails.ingest.writer import OWNED_ON_CHUNKS, graph_block, owned_document_deletes
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.terms import IRI
 from trails.parts import ContextParts
@@ -104,7 +104,7 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
 def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
             versions: dict[str, DocumentVersion]) -> None:
     ctx.vectors.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
-    _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks])
+    _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks], OWNED_ON_CHUNKS)
     # Documents that cannot be made whole from what is stored (a graph that missed its last
     # step lacks the document's own triples) are removed; the next ingest writes them again.
     broken = {c_doc for c_doc, *_ in report.count_mismatches}
@@ -114,16 +114,26 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
         delete_document(ctx, doc)
 
 
-def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]]) -> None:
-    operations = [f"DELETE WHERE {{ {graph_block(scope, f'{ox.NamedNode(s)} ?p ?o')} }}"
-                  for s, scope in subjects]
+def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]],
+                     only: str | None = None) -> None:
+    """Delete the triples of these subjects in their scopes (``only``: those whose ``?p ?o``
+    pass this FILTER expression)."""
+    def operation(subject: str, scope: str) -> str:
+        block = graph_block(scope, f"{ox.NamedNode(subject)} ?p ?o")
+        if only is None:
+            return f"DELETE WHERE {{ {block} }}"
+        return f"DELETE {{ {block} }} WHERE {{ {block} FILTER({only}) }}"
+
+    operations = [operation(s, scope) for s, scope in subjects]
     for start in range(0, len(operations), 500):  # bounded updates for remote endpoints too
         ctx.kg.update(" ;\n".join(operations[start : start + 500]))
 
 
-def delete_document(ctx: ContextParts, doc_iri: str) -> bool:
-    """Remove every trace of a document: vectors first (retrieval stops seeing it), then its
-    chunk and document triples in its scope. Returns False if nothing was found."""
+def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bool = False) -> bool:
+    """Remove a document: vectors first (retrieval stops seeing it), then the chunk and
+    document triples trails wrote in its scope (ADR 0012). Triples others added about it
+    survive unless ``include_user_triples``, which removes every triple whose subject is the
+    document or one of its chunks. Returns False if nothing was found."""
     store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()
@@ -131,5 +141,11 @@ def delete_document(ctx: ContextParts, doc_iri: str) -> bool:
                          {"doc": IRI(doc_iri)}).column("s"))
     chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
     removed = store.delete_document(doc_iri)
-    _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])
+    if include_user_triples:
+        _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])
+    else:
+        _delete_subjects(ctx, chunk_scopes, OWNED_ON_CHUNKS)
+    # Its manifest last: a kill before this leaves what the next delete or repair needs.
+    for scope in sorted(scopes or {DEFAULT_SCOPE}):
+        ctx.kg.update(" ;\n".join(owned_document_deletes(ctx.kg, [doc_iri], scope)))
     return bool(record or removed or chunk_scopes or scopes)

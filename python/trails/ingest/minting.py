@@ -18,8 +18,19 @@ from trails.kg.terms import to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = [
-    "chunk_iri", "chunk_nquads", "chunk_quads", "date_created", "doc_iri", "document_nquads",
-    "document_payload", "document_quads", "document_title", "version_of",
+    "CHUNK_PREDICATES",
+    "MINTED_GRAPH",
+    "chunk_iri",
+    "chunk_nquads",
+    "chunk_quads",
+    "date_created",
+    "doc_iri",
+    "document_manifest",
+    "document_nquads",
+    "document_payload",
+    "document_quads",
+    "document_title",
+    "version_of",
 ]
 
 SCHEMA = "https://schema.org/"
@@ -117,13 +128,28 @@ def _document_triples(
     return triples
 
 
+def document_manifest(
+    document: Document, iri: str, version: str, chunks: int, scope: str
+) -> str:
+    """The document's own triples as N-Triples text: what trails wrote about the document.
+
+    It is kept with the document (:data:`MINTED_GRAPH`), so that a new version or a metadata
+    change deletes exactly these triples and none a user added (ADR 0012); comparing it with
+    the text a new run would write tells a metadata change apart from no change.
+    """
+    return "".join(f"{s} {p} {o} .\n"
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope))
+
+
 def document_quads(
     document: Document, iri: str, version: str, chunks: int, scope: str
 ) -> list[ox.Quad]:
-    """The document's own triples (not its chunks')."""
+    """The document's own triples (not its chunks'), and its manifest."""
     g = scope_graph(scope)
-    return [ox.Quad(s, p, o, g)
-            for s, p, o in _document_triples(document, iri, version, chunks, scope)]
+    manifest = document_manifest(document, iri, version, chunks, scope)
+    return [*(ox.Quad(s, p, o, g)
+              for s, p, o in _document_triples(document, iri, version, chunks, scope)),
+            ox.Quad(ox.NamedNode(iri), _MINTED, ox.Literal(manifest), MINTED_GRAPH)]
 
 
 def document_nquads(
@@ -131,8 +157,10 @@ def document_nquads(
 ) -> str:
     """:func:`document_quads` as N-Quads text (terms serialise themselves; no Quad objects)."""
     end = _statement_end(scope)
+    manifest = document_manifest(document, iri, version, chunks, scope)
     return "".join(f"{s} {p} {o}{end}"
-                   for s, p, o in _document_triples(document, iri, version, chunks, scope))
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope)) + (
+        f"<{iri}> {_MINTED} {_string(manifest)} {MINTED_GRAPH} .\n")
 
 
 def chunk_quads(
@@ -190,6 +218,15 @@ def _statement_end(scope: str) -> str:
 # character (\n, \r, \uXXXX), all of which N-Quads reads back; other characters stay as they
 # are (ensure_ascii off). This is the C encoder.
 _string = json.encoder.encode_basestring
+# Where each document's manifest lives: outside every scope's graph, so no scoped query or
+# retrieval filter sees it.
+MINTED_GRAPH = ox.NamedNode("urn:trails:minted")
+_MINTED = _t("minted")
+# The predicates trails writes on chunk subjects: all a new version or a delete removes from
+# a chunk (its rdf:type only when it is trails:Chunk), so a user's triples about it survive.
+CHUNK_PREDICATES = tuple(p.value for p in (
+    _s("isPartOf"), _s("text"), _s("position"), _t("startOffset"), _t("endOffset"),
+    _t("version")))
 _INTEGER = "^^<http://www.w3.org/2001/XMLSchema#integer>"
 _DOCUMENT, _CHUNK = _t("Document"), _t("Chunk")
 _DOCUMENT_ID, _SOURCE, _NAME = _t("documentId"), _t("source"), _s("name")

@@ -26,6 +26,8 @@ import pyoxigraph as ox
 
 from trails.ingest.document import Chunk, Document
 from trails.ingest.minting import (
+    CHUNK_PREDICATES,
+    MINTED_GRAPH,
     chunk_iri,
     chunk_nquads,
     chunk_quads,
@@ -34,13 +36,14 @@ from trails.ingest.minting import (
     document_quads,
     vector_metadata,
 )
-from trails.kg.base import NQuadsGraph, select
+from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
+from trails.kg.sparql import META, TRAILS
 from trails.kg.terms import IRI
 from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 from trails.vector.stores.base import DocumentVersion, versioned
 
-__all__ = ["PendingDocument", "VersionWriter", "graph_block"]
+__all__ = ["OWNED_ON_CHUNKS", "PendingDocument", "VersionWriter", "graph_block", "owned_document_deletes"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -83,6 +86,38 @@ def graph_block(scope: str, body: str) -> str:
     """``body`` wrapped in the scope's GRAPH clause (the default scope is the default graph)."""
     graph = scope_graph(scope)
     return body if isinstance(graph, ox.DefaultGraph) else f"GRAPH {graph} {{ {body} }}"
+
+
+# What trails wrote on a chunk subject (ADR 0012): its own predicates, and rdf:type only when
+# the type is trails:Chunk. Anything else a user says about a chunk survives.
+OWNED_ON_CHUNKS = ("(?p IN (" + ", ".join(f"<{p}>" for p in CHUNK_PREDICATES) + ") || "
+                   "(?p = rdf:type && ?o = trails:Chunk))")
+# Documents written before manifests were kept: trails' own document predicates and the
+# meta: namespace it writes user metadata to.
+_LEGACY_OWNED = (f'(STRSTARTS(STR(?p), "{TRAILS}") || STRSTARTS(STR(?p), "{META}") || '
+                 "?p IN (schema:name, schema:dateCreated, rdf:type)) && (?p != rdf:type || "
+                 "?o = trails:Document)")
+
+
+def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) -> list[str]:
+    """SPARQL updates that delete exactly the triples trails wrote about these documents in
+    ``scope`` (their manifests, ADR 0012) and the manifests; never a user's triple."""
+    if not iris:
+        return []
+    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    manifests = {
+        row["doc"]: row["m"] for row in select(
+            kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")}
+    updates = [f"DELETE DATA {{ {graph_block(scope, str(text))} }}"
+               for text in manifests.values() if str(text).strip()]
+    updates.append(f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }} "
+                   f"WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")
+    legacy = [i for i in iris if i not in manifests]
+    if legacy:
+        old = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in legacy) + " }"
+        own = graph_block(scope, "?doc ?p ?o")
+        updates.append(f"DELETE {{ {own} }} WHERE {{ {old} {own} FILTER({_LEGACY_OWNED}) }}")
+    return updates
 
 
 class VersionWriter:
@@ -204,10 +239,9 @@ class VersionWriter:
         # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
         # here) would be unbound and no stale chunk of a named scope would ever match.
         stale = graph_block(self.scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
-                                        "?c ?p ?o") + " FILTER(?v != ?keep)"
-        own = graph_block(self.scope, "?doc ?p ?o")
-        self.ctx.kg.update(
-            f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
-            f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }} ;\n"
-            f"DELETE {{ {own} }} WHERE {{ VALUES (?doc ?keep) {{ {values} }} {own} }}")
+                                        "?c ?p ?o") + f" FILTER(?v != ?keep && {OWNED_ON_CHUNKS})"
+        self.ctx.kg.update(" ;\n".join([
+            (f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
+            f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}"),
+            *owned_document_deletes(self.ctx.kg, [d.iri for d in documents], self.scope)]))
         self._add_document_triples(documents)
