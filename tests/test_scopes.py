@@ -191,8 +191,11 @@ def test_scope_triples_live_in_the_scope_graph(scoped):
         graphs = {q.graph_name for q in store.quads_for_pattern(ox.NamedNode(chunk), None, None, None)}
         assert graphs == {a_graph}
     default_doc = ox.NamedNode(f"{BASE}doc/orchard.txt")
+    minted = ox.NamedNode("urn:trails:minted")  # the manifests, outside every scope (ADR 0012)
     assert {q.graph_name for q in store.quads_for_pattern(default_doc, None, None, None)} == \
-        {ox.DefaultGraph()}
+        {ox.DefaultGraph(), minted}
+    assert {q.graph_name for q in store.quads_for_pattern(a_doc, None, None, None)} == \
+        {a_graph, minted}
     assert ctx.stats()["scopes"] == ["a", "b", "default"]
 
 

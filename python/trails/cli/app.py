@@ -111,6 +111,7 @@ app.command("query")(query.query)
 app.command("sparql")(query.sparql)
 app.command("stats")(maintenance.stats)
 app.command("verify")(maintenance.verify)
+app.command("delete")(maintenance.delete)
 app.command("eval")(evaluation.eval_)
 
 

@@ -37,25 +37,33 @@ def ingest(
                                       help="Only files matching (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB",
                                       help="Skip files or folders matching (repeatable)."),
+    prune: bool = typer.Option(False, "--prune",
+                               help="Then delete the documents whose source files under these "
+                                    "paths are gone."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Ingest files and folders: load, chunk, embed and commit each document.
 
-    Unchanged documents are skipped. Prints a summary, then each failure as SOURCE: REASON
+    Unchanged documents are skipped; a document whose metadata alone changed is updated
+    without embedding. With --prune, documents whose source files under PATH were deleted
+    are removed too. Prints a summary, then each failure as SOURCE: REASON and each warning
     on stderr. Exits 2 if any document failed (the others are committed), else 0.
 
     Example:
 
     ```
     trails --db ./kb ingest notes/ README.md --scope team --exclude "drafts/*"
+    trails --db ./kb ingest notes/ --prune
     ```
     """
     with open_context(ctx, write=True) as opened:
         stats = _run_ingest(opened, paths, quiet, scope=scope, base_iri=base_iri,
-                            include=include or None, exclude=exclude or None)
+                            include=include or None, exclude=exclude or None, prune=prune)
     typer.echo(stats.summary())
     for source, reason in stats.failures:
         typer.echo(f"{source}: {reason}", err=True)
+    for source, message in stats.warnings:
+        typer.echo(f"{source}: warning: {message}", err=True)
     if stats.failed:
         raise typer.Exit(EXIT_PARTIAL)
 

@@ -1,4 +1,5 @@
-"""``trails stats`` and ``trails verify``: look at a context and check it."""
+"""``trails stats``, ``trails verify`` and ``trails delete``: look at a context, check it,
+remove documents."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import typer
 from rich.console import Console
 
 from trails.cli._common import EXIT_PARTIAL, cell, open_context, print_json, table
+from trails.errors import ConfigurationError
 
-__all__ = ["stats", "verify"]
+__all__ = ["delete", "stats", "verify"]
 
 
 def stats(
@@ -62,3 +64,34 @@ def verify(
         typer.echo(report.summary())
     if not report.ok:
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def delete(
+    ctx: typer.Context,
+    iris: list[str] = typer.Argument(..., metavar="IRI", help="Document IRIs."),
+    all_triples: bool = typer.Option(
+        False, "--all-triples",
+        help="Also remove the triples you added about the documents and their chunks."),
+) -> None:
+    """Delete documents: their vectors and the triples trails wrote about them.
+
+    Triples you added about a document survive unless --all-triples. Exits 1, deleting
+    nothing, when an IRI is not a document of this context.
+
+    Example:
+
+    ```
+    trails --db ./kb delete trails://local/doc/notes/old.md
+    ```
+    """
+    with open_context(ctx, write=True) as opened:
+        known = set(opened.kg.select_iris(
+            "SELECT ?doc WHERE { ?doc a trails:Document }", scopes=opened.kg.scopes()))
+        missing = [iri for iri in iris if iri not in known]
+        if missing:
+            raise ConfigurationError(
+                f"not a document of this context: {', '.join(missing)} (list documents with "
+                "`trails sparql 'SELECT ?d WHERE { ?d a trails:Document }'`)")
+        for iri in iris:
+            opened.delete_document(iri, include_user_triples=all_triples)
+            typer.echo(f"deleted {iri}")

@@ -8,8 +8,11 @@ __all__ = [
     "BatchEmbedded",
     "DocumentFailed",
     "DocumentIngested",
+    "DocumentMetadataUpdated",
+    "DocumentPruned",
     "DocumentSkipped",
     "DocumentStarted",
+    "DocumentWarning",
     "EmbeddingFailed",
     "IngestEvent",
     "IngestionStats",
@@ -64,9 +67,36 @@ class DocumentIngested:
     replaced: bool
 
 
+@dataclass(frozen=True)
+class DocumentMetadataUpdated:
+    """Same text, chunking and embedder, other metadata: the document's triples and its
+    vectors' document fields were rewritten; nothing was embedded again."""
+
+    doc_iri: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DocumentPruned:
+    """The document's source is gone from the ingested roots: the document was deleted."""
+
+    doc_iri: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DocumentWarning:
+    """Something in the document was not understood and was kept as it is (a date that does
+    not parse, say); the document was still ingested."""
+
+    doc_iri: str
+    source: str
+    message: str
+
+
 IngestEvent = (
     DocumentStarted | DocumentSkipped | DocumentFailed | BatchEmbedded | EmbeddingFailed
-    | DocumentIngested
+    | DocumentIngested | DocumentMetadataUpdated | DocumentPruned | DocumentWarning
 )
 
 
@@ -82,6 +112,9 @@ class IngestionStats:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    metadata_updated: int = 0
+    pruned: int = 0
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def record(self, event: IngestEvent) -> None:
         if isinstance(event, DocumentIngested):
@@ -98,7 +131,17 @@ class IngestionStats:
         elif isinstance(event, BatchEmbedded):
             self.tokens += event.tokens
             self.embed_seconds += event.seconds
+        elif isinstance(event, DocumentMetadataUpdated):
+            self.metadata_updated += 1
+        elif isinstance(event, DocumentPruned):
+            self.pruned += 1
+        elif isinstance(event, DocumentWarning):
+            self.warnings.append((event.source, event.message))
 
     def summary(self) -> str:
+        extra = "".join(f", {count} {what}" for count, what in (
+            (self.metadata_updated, "metadata updated"), (self.pruned, "pruned"),
+            (len(self.warnings), "warning" if len(self.warnings) == 1 else "warnings"))
+            if count)
         return (f"{self.ingested} documents ingested, {self.skipped} skipped, {self.failed} "
-                f"failed, {self.chunks} chunks in {self.seconds:.1f}s")
+                f"failed{extra}, {self.chunks} chunks in {self.seconds:.1f}s")

@@ -26,6 +26,7 @@ from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,
     DocumentIngested,
+    DocumentMetadataUpdated,
     DocumentSkipped,
     DocumentStarted,
     EmbeddingFailed,
@@ -34,6 +35,7 @@ from trails.ingest.events import (
 )
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import doc_iri, version_of
+from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, check_scope
@@ -67,6 +69,7 @@ def ingest(
     batch_size: int = 64,
     max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
     base_iri: str | None = None,
+    prune: bool = False,
     **loader_options: Any,
 ) -> Iterator[IngestEvent]:
     """Ingest documents into ``ctx`` and yield events as work happens.
@@ -80,11 +83,16 @@ def ingest(
         sanitizer: a callable (sync or async) applied to each Document before chunking.
         batch_size, max_batch_tokens: embedding batches are cut at whichever comes first.
         base_iri: the base of minted IRIs (default: the context's).
+        prune: after the run, delete the documents of this scope whose source file lies
+            under one of the ingested paths and no longer exists (one at a time, each
+            crash-safe; ``DocumentPruned`` events). Paths only.
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
     Raises (before anything is written):
         ConfigurationError: the context is read-only.
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
+        ValueError: ``prune`` with a source that is not paths, or with a path that does not
+            exist (a typo must not delete everything under it).
     """
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
@@ -92,6 +100,7 @@ def ingest(
     if batch_size < 1 or max_batch_tokens < 1:
         raise ValueError("batch_size and max_batch_tokens must be positive")
     scope = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
+    roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     base = base_iri or ctx.base_iri
     for items in _groups(load(source, **loader_options), LOOKAHEAD):
@@ -99,6 +108,8 @@ def ingest(
         for item in items:
             yield from run.take(item, sanitizer, base)
     yield from run.drain(force=True)
+    if prune:
+        yield from prune_missing(ctx, scope, roots)
 
 
 def ingest_all(source: Source, **kwargs: Any) -> IngestionStats:
@@ -170,7 +181,7 @@ class _Run:
         self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
         version = version_of(document, self.chunker_id, self.embedder_id)
-        state, replaced = self.writer.state(iri, version)
+        state, replaced = self.writer.state(iri, version, document)
         if state == "current":
             yield DocumentSkipped(iri, document.source)
             return
@@ -183,6 +194,10 @@ class _Run:
         if state == "graph-behind":
             self.writer.finish_graph([pending])
             yield self._ingested(pending)
+            return
+        if state == "metadata":
+            self.writer.update_metadata(pending)
+            yield DocumentMetadataUpdated(iri, document.source)
             return
         self.open.append(pending)
         for index, chunk in enumerate(chunks):

@@ -31,6 +31,7 @@ from trails.ingest.minting import (
     chunk_iri,
     chunk_nquads,
     chunk_quads,
+    document_manifest,
     document_nquads,
     document_payload,
     document_quads,
@@ -139,10 +140,12 @@ class VersionWriter:
         found = self.store.current_versions(iris) if iris else {}
         self._recorded = {iri: found.get(iri) for iri in iris}
 
-    def state(self, iri: str, version: str) -> tuple[str, bool]:
-        """(``current`` | ``graph-behind`` | ``new``, whether a version is recorded).
+    def state(self, iri: str, version: str, document: Document) -> tuple[str, bool]:
+        """(``current`` | ``graph-behind`` | ``metadata`` | ``new``, whether a version is
+        recorded).
 
-        ``current``: skip; ``graph-behind``: vectors done, graph not cleaned; ``new``: write.
+        ``current``: skip; ``graph-behind``: vectors done, graph not cleaned; ``metadata``:
+        same version, other document triples (:meth:`update_metadata`); ``new``: write.
         """
         store = self.store
         if iri in self._recorded:
@@ -156,9 +159,21 @@ class VersionWriter:
         rows = store.document_rows(iri)
         if len(rows) != recorded.chunks or any(v != version or p for _, v, p in rows):
             return "new", True
-        if self._graph_is_current(iri, version, recorded.chunks):
-            return "current", True
-        return "graph-behind", True
+        if not self._graph_is_current(iri, version, recorded.chunks):
+            return "graph-behind", True
+        manifest = document_manifest(document, iri, version, recorded.chunks, self.scope)
+        written = select(self.ctx.kg, f"SELECT ?m WHERE {{ GRAPH {MINTED_GRAPH} "
+                         "{ ?doc trails:minted ?m } }", {"doc": IRI(iri)})
+        return ("current" if written.column("m") == [manifest] else "metadata"), True
+
+    def update_metadata(self, document: PendingDocument) -> None:
+        """A metadata-only change: the vectors' document fields (one store transaction), then
+        the document's triples (one graph update, then their load). Nothing is embedded.
+
+        A kill between the steps leaves the graph's manifest behind the document, so the next
+        ingest finds ``metadata`` again and finishes; each step can run twice."""
+        self.store.update_payload(document.iri, document_payload(document.document))
+        self.clean_graph([document])
 
     def _graph_is_current(self, iri: str, version: str, chunks: int) -> bool:
         kg, scopes = self.ctx.kg, [self.scope]

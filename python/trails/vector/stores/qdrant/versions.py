@@ -8,6 +8,7 @@ while its document's record names its version (:meth:`QdrantVersions._stale`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -96,6 +97,20 @@ class QdrantVersions(QdrantCore):
         return sorted(r.payload["id"] for r in records)
 
     @locked
+    @locked
+    def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
+        """Set metadata ``fields`` on every point of a document in one request (a
+        metadata-only change: no vector is touched); a None value removes the field.
+        Returns how many points the document has."""
+        self._check_writable()
+        rows = self.document_rows(doc_iri)
+        if rows:
+            self._c.set_payload(
+                self.collection, payload=json.loads(json.dumps(dict(fields), default=str)),
+                points=self._m.Filter(must=[eq(self._m, "doc_iri", doc_iri)]),
+                key="metadata", wait=True)
+        return len(rows)
+
     def delete_document(self, doc_iri: str) -> int:
         """Remove every vector of a document and its version record; returns vectors removed.
 

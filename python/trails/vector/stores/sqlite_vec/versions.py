@@ -8,7 +8,8 @@ the version in one transaction: the commit point of an ingest.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore
@@ -60,6 +61,18 @@ class SqliteVersions(SqliteCore):
                 (pairs,),
             )
             self._version = self._db.data_version()
+
+    def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
+        """Set metadata ``fields`` on every row of a document, in one transaction (a
+        metadata-only change: no vector is touched); a None value removes the field.
+        Returns how many rows changed."""
+        self._check_writable()
+        patch = json.dumps(dict(fields), default=str)
+        with self._index.lock, self._db.transaction():
+            changed = self._db.execute(
+                "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
+                " RETURNING rowid", (patch, doc_iri))
+        return len(changed)
 
     def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
         """The recorded current version of each document (all documents when ``None``)."""

@@ -1,0 +1,211 @@
+"""Metadata is part of what a document is, and trails removes only what it wrote (ADR 0012).
+
+- A front-matter edit re-ingests as a metadata update: the graph and the vectors' document
+  fields change, nothing is embedded again, and an event says so.
+- A user's triples about documents and chunks, in any graph and position, survive every
+  re-ingest, metadata update and delete (unless the delete is asked to take them).
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from trails import retrieve
+from trails.cli import app
+from trails.context import Context
+from trails.ingest import DocumentMetadataUpdated, ingest, ingest_all
+from trails.ingest import writer as writer_module
+from trails.kg import IRI
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder
+
+EX = "https://example.org/"
+DATED = """SELECT ?c WHERE {{ ?c schema:isPartOf ?doc . ?doc schema:dateCreated ?d .
+                               FILTER(?d >= "{since}"^^xsd:date) }}"""
+UNRESTRICTED = f"""SELECT ?c WHERE {{ ?c schema:isPartOf ?doc .
+    FILTER NOT EXISTS {{ ?doc <{EX}classification> "restricted" }} }}"""
+
+
+class CountingEmbedder(MockEmbedder):
+    """Counts the texts it embeds: a metadata update must embed none."""
+
+    embedded = 0
+
+    def embed_batch(self, texts):
+        CountingEmbedder.embedded += len(texts)
+        return super().embed_batch(texts)
+
+
+def memo(date: str, body: str = "Rails routing memo. It explains resources.") -> str:
+    return f"---\ntitle: Memo\ndate: {date}\nauthor: ann\n---\n{body}\n"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text(memo("2024-01-01"))
+    (root / "b.md").write_text("Elephants and rails, a second document.\n")
+    return root
+
+
+def doc_of(ctx, name: str) -> str:
+    return ctx.kg.query("SELECT ?d WHERE { ?d trails:documentId ?id FILTER(?id = ?n) }",
+                        {"n": name}).column("d")[0]
+
+
+def test_a_metadata_edit_updates_graph_and_vectors_without_embedding(folder):
+    with fresh_context(embedder=CountingEmbedder(dim=32)) as ctx:
+        ingest_all(folder, ctx=ctx)
+        before = sorted(ctx.vectors.all_ids())
+        CountingEmbedder.embedded = 0
+        (folder / "a.md").write_text(memo("2025-06-01"))
+        events = list(ingest(folder, ctx=ctx))
+        stats = ingest_all(folder, ctx=ctx)  # and a third run: nothing left to do
+        assert [e for e in events if isinstance(e, DocumentMetadataUpdated)]
+        assert CountingEmbedder.embedded == 0
+        assert sorted(ctx.vectors.all_ids()) == before  # the same vectors, not re-embedded
+        assert (stats.metadata_updated, stats.skipped, stats.ingested) == (0, 2, 0)
+        doc = doc_of(ctx, "a.md")
+        dates = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }",
+                             {"doc": IRI(doc)}).column("d")
+        assert [str(d) for d in dates] == ["2025-06-01"]  # the stale date is gone
+        hits = retrieve("rails routing", ctx, mode="hybrid", k=5,
+                        sparql_filter=DATED.format(since="2025-01-01"))
+        assert hits and {h.document for h in hits} == {doc}
+        assert {str(h.date) for h in hits} == {"2025-06-01"}  # the vectors' copy too
+
+
+def test_the_summary_says_metadata_updated(folder):
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        (folder / "a.md").write_text(memo("2023-02-02"))
+        stats = ingest_all(folder, ctx=ctx)
+        assert stats.metadata_updated == 1 and "1 metadata updated" in stats.summary()
+
+
+def add_user_triples(ctx, doc: str) -> str:
+    chunk = ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d }", {"d": IRI(doc)}).column(
+        "c")[0]
+    ctx.kg.update(f"""INSERT DATA {{
+        <{doc}> <{EX}classification> "restricted" .
+        <{doc}> <https://trails.dev/meta#reviewer> "bob" .
+        <{EX}report> <{EX}cites> <{doc}> .
+        <{chunk}> <{EX}note> "checked" .
+        GRAPH <{EX}mine> {{ <{doc}> <{EX}owner> "legal" }} }}""")
+    return chunk
+
+
+def user_triples(ctx, doc: str) -> set[str]:
+    rows = ctx.kg.query(f"""SELECT ?p WHERE {{
+        {{ <{doc}> ?p ?o FILTER(?p IN (<{EX}classification>, <https://trails.dev/meta#reviewer>)) }}
+        UNION {{ ?s ?p <{doc}> FILTER(?p = <{EX}cites>) }}
+        UNION {{ GRAPH <{EX}mine> {{ <{doc}> ?p ?o }} }} }}""")
+    return {str(p).rsplit("/", 1)[-1].rsplit("#", 1)[-1] for p in rows.column("p")}
+
+
+ALL_USER = {"classification", "reviewer", "cites", "owner"}
+
+
+@pytest.mark.parametrize("change", ["text", "metadata"])
+def test_user_triples_survive_a_new_version_and_a_metadata_update(folder, change):
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        doc = doc_of(ctx, "a.md")
+        add_user_triples(ctx, doc)
+        assert not {h.document for h in retrieve("rails", ctx, k=10, sparql_filter=UNRESTRICTED)
+                    } & {doc}
+        if change == "text":
+            (folder / "a.md").write_text(memo("2024-01-01", "A new text about Rails engines."))
+        else:
+            (folder / "a.md").write_text(memo("2024-03-03"))
+        stats = ingest_all(folder, ctx=ctx)
+        assert (stats.ingested, stats.metadata_updated) == ((1, 0) if change == "text" else (0, 1))
+        assert user_triples(ctx, doc) == ALL_USER
+        # The restricted document stays out of the filtered search.
+        assert doc not in {h.document for h in retrieve("rails", ctx, k=10,
+                                                        sparql_filter=UNRESTRICTED)}
+        assert ctx.verify().ok
+
+
+def test_delete_keeps_user_triples_unless_asked(folder):
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        a, b = doc_of(ctx, "a.md"), doc_of(ctx, "b.md")
+        chunk_a = add_user_triples(ctx, a)
+        chunk_b = add_user_triples(ctx, b)
+        assert ctx.delete_document(a)
+        assert user_triples(ctx, a) == ALL_USER
+        assert ctx.kg.query(f"ASK {{ <{chunk_a}> <{EX}note> ?n }}")
+        assert not ctx.kg.query(f"ASK {{ <{a}> trails:documentId ?i }}")
+        assert not ctx.kg.query(f"ASK {{ <{chunk_a}> schema:text ?t }}")
+        assert ctx.delete_document(b, include_user_triples=True)
+        assert not ctx.kg.query(f"ASK {{ <{b}> <{EX}classification> ?o }}")
+        assert not ctx.kg.query(f"ASK {{ <{chunk_b}> ?p ?o }}")
+        assert ctx.verify().ok
+
+
+def test_a_crash_inside_a_metadata_update_is_finished_by_the_next_run(folder, monkeypatch):
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        doc = doc_of(ctx, "a.md")
+        add_user_triples(ctx, doc)
+        (folder / "a.md").write_text(memo("2026-01-01"))
+
+        def killed(self, documents):
+            raise KeyboardInterrupt  # after the store's transaction, before the graph's
+
+        monkeypatch.setattr(writer_module.VersionWriter, "clean_graph", killed)
+        with pytest.raises(KeyboardInterrupt):
+            ingest_all(folder, ctx=ctx)
+        monkeypatch.undo()
+        assert ingest_all(folder, ctx=ctx).metadata_updated == 1
+        dates = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }",
+                             {"doc": IRI(doc)}).column("d")
+        assert [str(d) for d in dates] == ["2026-01-01"]
+        assert user_triples(ctx, doc) == ALL_USER
+        assert ctx.verify().ok
+
+
+def test_a_context_without_manifests_updates_once_and_keeps_user_triples(folder):
+    """Documents ingested before manifests were kept: the first run rewrites their triples
+    (trails' own predicates only), without embedding."""
+    with fresh_context(embedder=CountingEmbedder(dim=32)) as ctx:
+        ingest_all(folder, ctx=ctx)
+        doc = doc_of(ctx, "a.md")
+        ctx.kg.update("DELETE WHERE { GRAPH <urn:trails:minted> { ?d ?p ?m } }")
+        ctx.kg.update(f'INSERT DATA {{ <{doc}> <{EX}classification> "restricted" }}')
+        CountingEmbedder.embedded = 0
+        stats = ingest_all(folder, ctx=ctx)
+        assert (stats.metadata_updated, CountingEmbedder.embedded) == (2, 0)
+        assert ctx.kg.query(f'ASK {{ <{doc}> <{EX}classification> "restricted" }}')
+        assert ingest_all(folder, ctx=ctx).skipped == 2
+
+
+runner = CliRunner()
+
+
+def cli(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_two_scenarios_through_the_command_line(folder, tmp_path):
+    db = tmp_path / "kb"
+    cli("--db", db, "init", "--model", "mock:32")
+    cli("--db", db, "ingest", folder)
+    (folder / "a.md").write_text(memo("2025-06-01"))
+    assert "1 metadata updated" in cli("--db", db, "ingest", folder)
+    query = DATED.format(since="2025-01-01")
+    (tmp_path / "dated.rq").write_text(query)
+    found = cli("--db", db, "query", "rails routing", "--sparql", tmp_path / "dated.rq", "--json")
+    assert "a.md" in found and "b.md" not in found
+    with Context.open(db) as ctx:
+        ctx.kg.update(f'INSERT DATA {{ <{doc_of(ctx, "a.md")}> <{EX}classification> "restricted" }}')
+    (folder / "a.md").write_text(memo("2025-06-01", "Rails engines, a different text now."))
+    cli("--db", db, "ingest", folder)
+    (tmp_path / "open.rq").write_text(UNRESTRICTED)
+    found = cli("--db", db, "query", "rails", "--sparql", tmp_path / "open.rq", "--json")
+    assert "b.md" in found and "a.md" not in found
