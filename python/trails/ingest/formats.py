@@ -53,6 +53,22 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)"
 _ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a value shaped like a date that is no date
+    (``2024-13-45``) stays a string instead of failing the whole front matter: the pipeline
+    then reports it as a warning and the document is still ingested."""
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError:
+            return self.construct_scalar(node)
+
+
+_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp",
+                                   _FrontMatterLoader.construct_yaml_timestamp)
+
+
 def parse_markdown(text: str) -> Parsed:
     """Markdown: YAML front matter becomes metadata, the body becomes the text.
 
@@ -70,7 +86,7 @@ def parse_markdown(text: str) -> Parsed:
     match = _FRONT_MATTER.match(text)
     if match:
         try:
-            loaded = yaml.safe_load(match.group(1) or "")
+            loaded = yaml.load(match.group(1) or "", Loader=_FrontMatterLoader)
         except yaml.YAMLError as exc:
             raise ValueError(f"invalid YAML front matter: {exc}") from exc
         if loaded is not None and not isinstance(loaded, dict):

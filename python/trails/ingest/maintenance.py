@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from trails.ingest.minting import DATE_KEYS
 from trails.ingest.writer import OWNED_ON_CHUNKS, graph_block, owned_document_deletes
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.terms import IRI
@@ -40,6 +41,9 @@ class VerifyReport:
     count_mismatches: list[tuple[str, int, int, int]] = field(default_factory=list)
     graph_behind: list[str] = field(default_factory=list)
     repaired: bool = False
+    # Not a disagreement, a warning: documents whose date metadata did not parse, so they
+    # have no schema:dateCreated and date filters do not see them. Fix the source, re-ingest.
+    unparsed_dates: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -48,9 +52,11 @@ class VerifyReport:
 
     def summary(self) -> str:
         parts = [f"{name.replace('_', ' ')}: {len(value)}" for name, value in vars(self).items()
-                 if isinstance(value, list) and value]
+                 if isinstance(value, list) and value and name != "unparsed_dates"]
         state = "consistent" if self.ok else "; ".join(parts)
-        return f"{state}{' (repaired)' if self.repaired else ''}"
+        warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
+                   "parse" if self.unparsed_dates else "")
+        return f"{state}{' (repaired)' if self.repaired else ''}{warning}"
 
 
 def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
@@ -64,6 +70,15 @@ def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple
         if row["g"].startswith(SCOPE_BASE):
             found[row["c"]] = (row["doc"], row["v"], row["g"][len(SCOPE_BASE):])
     return found
+
+
+def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
+    """Documents with date metadata but no ``schema:dateCreated``: the date did not parse."""
+    keys = " UNION ".join(f"{{ ?doc meta:{key} ?value }}" for key in DATE_KEYS)
+    rows = select(kg, f"SELECT DISTINCT ?doc WHERE {{ ?doc a trails:Document . {{ {keys} }} "
+                      "FILTER NOT EXISTS { ?doc schema:dateCreated ?d } }",
+                  scopes=kg.scopes())
+    return sorted(str(d) for d in rows.column("doc"))
 
 
 def _graph_versions(kg: KnowledgeGraph) -> dict[str, str]:
@@ -95,6 +110,7 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
             report.count_mismatches.append((doc, record.chunks, live_per_doc[doc], chunks_per_doc[doc]))
         if graph_versions.get(doc) != record.version:
             report.graph_behind.append(doc)
+    report.unparsed_dates = _unparsed_dates(kg)
     if repair and not report.ok:
         _repair(ctx, report, chunks, versions)
         report.repaired = True

@@ -75,17 +75,43 @@ def chunk_iri(document_iri: str, version: str, position: int) -> str:
     return f"{document_iri}/v/{version}/c/{position}"
 
 
+DATE_KEYS = ("dateCreated", "created", "date")
+
+
+def date_problems(metadata: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the date fields of ``metadata``: one message per value that is
+    not a date (the document then has no ``schema:dateCreated`` from it).
+
+    >>> date_problems({"date": "2024-13-45"})
+    ["date: '2024-13-45' is not a date; use ISO 8601 (2024-05-01 or 2024-05-01T10:20:30+00:00). It is kept as meta:date, and date filters will not see this document"]
+    >>> date_problems({"date": "2024-05-01", "title": "x"})
+    []
+    """
+    return [f"{key}: {metadata[key]!r} is not a date; use ISO 8601 (2024-05-01 or "
+            f"2024-05-01T10:20:30+00:00). It is kept as meta:{key}, and date filters will not "
+            "see this document"
+            for key in DATE_KEYS if key in metadata and metadata[key] is not None
+            and _as_date(metadata[key]) is None]
+
+
+def _as_date(value: Any) -> dt.date | dt.datetime | None:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return None
+
+
 def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
     """``date``/``created``/``dateCreated`` from metadata, as a date or datetime (else None)."""
-    for key in ("dateCreated", "created", "date"):
-        value = metadata.get(key)
-        if isinstance(value, (dt.date, dt.datetime)):
-            return value
-        if isinstance(value, str):
-            try:
-                return dt.date.fromisoformat(value) if len(value) == 10 else dt.datetime.fromisoformat(value)
-            except ValueError:
-                continue
+    for key in DATE_KEYS:
+        found = _as_date(metadata.get(key))
+        if found is not None:
+            return found
     return None
 
 

@@ -29,12 +29,13 @@ from trails.ingest.events import (
     DocumentMetadataUpdated,
     DocumentSkipped,
     DocumentStarted,
+    DocumentWarning,
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
 )
 from trails.ingest.loaders import Source, load
-from trails.ingest.minting import doc_iri, version_of
+from trails.ingest.minting import date_problems, doc_iri, version_of
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
@@ -180,6 +181,8 @@ class _Run:
             return
         self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
+        for problem in date_problems(document.metadata):
+            yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, self.chunker_id, self.embedder_id)
         state, replaced = self.writer.state(iri, version, document)
         if state == "current":
