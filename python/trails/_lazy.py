@@ -35,6 +35,7 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "qdrant_client": ("qdrant-client", "vector-qdrant"),
     "pypdf": ("pypdf", "pdf"),
     "httpx": ("httpx", "remote"),
+    "rdflib": ("rdflib", "rdflib"),
 }
 
 

@@ -11,6 +11,7 @@ says what was wrong and what to do next. The tree::
     ├── SparqlError                   a SPARQL query or filter is malformed or not allowed
     │   ├── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
     │   └── UnboundVariableError      a filter uses a variable that nothing binds
+    ├── RdfSyntaxError                RDF to load does not parse (names the line and column)
     ├── VectorError                   a vector cannot be stored or compared
     │   ├── DimensionMismatchError    a vector or store has another dimension than expected
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
@@ -35,6 +36,7 @@ __all__ = [
     "EndpointUnavailableError",
     "InvalidVectorError",
     "MissingExtraError",
+    "RdfSyntaxError",
     "RewriteError",
     "SparqlError",
     "TrailsError",
@@ -83,6 +85,10 @@ class UnsafeFilterError(SparqlError):
 
 class UnboundVariableError(SparqlError):
     """A filter uses a variable that no pattern, BIND, VALUES or binding gives a value."""
+
+
+class RdfSyntaxError(TrailsError):
+    """RDF given to load does not parse; nothing of it was loaded."""
 
 
 class VectorError(TrailsError):

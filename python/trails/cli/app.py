@@ -21,7 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from trails.cli import eval as evaluation
-from trails.cli import ingest, maintenance, query, setup
+from trails.cli import graph, ingest, maintenance, query, setup
 from trails.cli._common import EXIT_USER_ERROR
 from trails.errors import TrailsError
 
@@ -112,6 +112,8 @@ app.command("sparql")(query.sparql)
 app.command("stats")(maintenance.stats)
 app.command("verify")(maintenance.verify)
 app.command("delete")(maintenance.delete)
+app.command("load")(graph.load)
+app.command("export")(graph.export)
 app.command("eval")(evaluation.eval_)
 
 

@@ -28,6 +28,7 @@ from trails.ingest.formats import (
     parse_pdf,
     parse_text,
 )
+from trails.kg.rdfio import RDF_SUFFIXES
 
 __all__ = [
     "FileLoader",
@@ -138,7 +139,10 @@ class FileLoader:
         try:
             data = _read_regular(path)
             suffix = path.suffix.lower()
-            if suffix == ".jsonl":
+            if suffix in RDF_SUFFIXES:
+                yield LoadFailure(source, "an RDF file holds facts, not a document: load it into "
+                                  f"the graph with `trails load {source}` (ctx.kg.load in Python)")
+            elif suffix == ".jsonl":
                 yield from self._load_jsonl(doc_id, source, _decode(data))
             elif suffix == ".pdf":
                 yield _parse_pdf_safely(data).to_document(doc_id, source)

@@ -12,12 +12,14 @@ implement all of it. What only some graphs can do is a narrower protocol, checke
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
 from trails.errors import SparqlError
+from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 
 __all__ = ["FunctionGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput", "select"]
@@ -58,6 +60,14 @@ class KnowledgeGraph(Protocol):
     def remove_graph(self, graph: ox.NamedNode) -> None: ...
 
     def scopes(self) -> list[str]: ...
+
+    def load(self, source: RdfSource | Any, format: str | None = None,
+             scope: str | None = None, *, base_iri: str | None = None) -> int: ...
+
+    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
+             scope: str | None = None) -> str | None: ...
+
+    def to_rdflib(self, scope: str | None = None) -> Any: ...
 
     def __len__(self) -> int: ...
 

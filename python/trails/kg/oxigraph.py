@@ -10,6 +10,8 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, ContextLockedError, SparqlError
 from trails.kg.bindings import apply_bindings
+from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
@@ -203,6 +205,43 @@ class OxigraphGraph:
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
         self._store.remove_graph(graph)
+
+    def load(self, source: RdfSource | Any, format: str | None = None,
+             scope: str | None = None, *, base_iri: str | None = None) -> int:
+        """Load RDF into the graph in one transaction; how many quads were read.
+
+        ``source`` is a path (a ``str`` naming an existing file, or a ``Path``), RDF text or
+        bytes, or an rdflib graph. The format comes from ``format`` (turtle, trig, ntriples,
+        nquads, n3, rdfxml, jsonld), else the file's suffix; text defaults to Turtle. Triples
+        go into ``scope``'s graph (default: the default scope), so scoped filters see them.
+
+        >>> kg = OxigraphGraph()
+        >>> kg.load('<https://x/a> <https://x/p> "v" .', format="ntriples")
+        1
+
+        Raises:
+            RdfSyntaxError: the input does not parse (line and column named); nothing loaded.
+            ConfigurationError: an unknown format, or ``scope=`` with TriG/N-Quads.
+        """
+        self._check_writable()
+        return load_quads(self._store.extend, source, format, scope, base_iri)
+
+    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
+             scope: str | None = None) -> str | None:
+        """Export RDF: the text, or None after writing ``path``.
+
+        TriG or N-Quads without ``scope`` hold every graph; a triple format (Turtle,
+        N-Triples, RDF/XML...) holds one scope (``scope``, default the default scope). The
+        format comes from ``format``, else ``path``'s suffix, else TriG."""
+        return dump_quads(self._quads, path, format, scope)
+
+    def to_rdflib(self, scope: str | None = None) -> Any:
+        """The graph (or one scope's) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
+        return rdflib_of(self._quads(scope))
+
+    def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
+        graph = None if scope is None else scope_graph(scope)
+        return self._store.quads_for_pattern(None, None, None, graph)
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""

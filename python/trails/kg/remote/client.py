@@ -7,6 +7,7 @@ confines a query to scopes, and how failures are reported.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from trails.errors import (
     SparqlError,
 )
 from trails.kg.bindings import apply_bindings
+from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.rdfio import RdfSource
 from trails.kg.remote.results import (
     QueryAnswer,
     batches,
@@ -191,6 +194,34 @@ class SparqlEndpointGraph:
             self.update("CLEAR SILENT DEFAULT")
         else:
             self.update(f"DROP SILENT GRAPH {graph}")
+
+    def load(self, source: RdfSource | Any, format: str | None = None,
+             scope: str | None = None, *, base_iri: str | None = None) -> int:
+        """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as
+        ``INSERT DATA`` requests of at most ``batch_size`` quads."""
+        return load_quads(self.extend, source, format, scope, base_iri)
+
+    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
+             scope: str | None = None) -> str | None:
+        """Export RDF (see :meth:`trails.kg.OxigraphGraph.dump`), read with SPARQL queries."""
+        return dump_quads(self._quads, path, format, scope)
+
+    def to_rdflib(self, scope: str | None = None) -> Any:
+        """The graph (or one scope's) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
+        return rdflib_of(self._quads(scope))
+
+    def _quads(self, scope: str | None) -> list[ox.Quad]:
+        if scope is not None:
+            graph = scope_graph(scope)
+            where = ("?s ?p ?o" if isinstance(graph, ox.DefaultGraph)
+                     else f"GRAPH {graph} {{ ?s ?p ?o }}")
+            rows = self.query(f"SELECT ?s ?p ?o WHERE {{ {where} }}")
+            return [ox.Quad(r["s"], r["p"], r["o"], graph)
+                    for r in (rows.raw if isinstance(rows, QueryResult) else [])]
+        default = self._quads(DEFAULT_SCOPE)
+        rows = self.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        return default + [ox.Quad(r["s"], r["p"], r["o"], r["g"])
+                          for r in (rows.raw if isinstance(rows, QueryResult) else [])]
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""
