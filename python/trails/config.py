@@ -83,6 +83,8 @@ class ContextConfig(BaseModel):
     graph: PartConfig = PartConfig(backend="oxigraph")
     vectors: PartConfig = PartConfig(backend="sqlite-vec")
     embedder: EmbedderConfig
+    # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
+    metadata_predicates: dict[str, str] = {}
 
 
 def read_config(root: Path) -> ContextConfig | None:

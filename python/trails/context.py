@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -27,6 +28,7 @@ from trails.config import (
 )
 from trails.errors import ConfigurationError
 from trails.ingest import maintenance
+from trails.ingest.minting import expand_predicates
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
 from trails.registry import GRAPHS, VECTOR_STORES
@@ -66,11 +68,15 @@ class Context:
         base_iri: str = DEFAULT_BASE_IRI,
         directory: Path | None = None,
         read_only: bool = False,
+        metadata_predicates: Mapping[str, str] | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
         self.embedder = embedder
         self.base_iri = base_iri
+        # Metadata key -> predicate IRI for ingested documents (``author`` ->
+        # ``dcterms:creator``); other keys are written as ``meta:<key>``.
+        self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
         self.directory = directory
         self.read_only = read_only
         self._closed = False
@@ -95,8 +101,14 @@ class Context:
         base_iri: str | None = None,
         kg: KnowledgeGraph | None = None,
         vectors: VectorStore | None = None,
+        metadata_predicates: Mapping[str, str] | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
+
+        ``metadata_predicates`` maps metadata keys to predicate IRIs or CURIEs
+        (``{"author": "dcterms:creator"}``); it is recorded in ``trails.json``, and passing
+        another one to a writable context records that (the next ingest rewrites each
+        document's triples as a metadata update).
 
         ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
         Qdrant collection); the directory then keeps the configuration and whatever part is
@@ -136,10 +148,17 @@ class Context:
         except BaseException:
             graph.close()
             raise
+        if metadata_predicates is not None:
+            wanted = expand_predicates(metadata_predicates)
+            if wanted != config.metadata_predicates and not read_only:
+                config = config.model_copy(update={"metadata_predicates": wanted})
+                write_config(root, config)
         if not (root / CONFIG_FILE).exists():
             write_config(root, config)
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
-                   read_only=read_only)
+                   read_only=read_only, metadata_predicates=(
+                       config.metadata_predicates if metadata_predicates is None or read_only
+                       else metadata_predicates))
 
     def verify(self, repair: bool = False) -> maintenance.VerifyReport:
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""

@@ -6,6 +6,7 @@ ranking (it verifies and repairs through them), so they name this protocol inste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from trails.kg.base import KnowledgeGraph
@@ -23,3 +24,4 @@ class ContextParts(Protocol):
     embedder: Embedder
     base_iri: str
     read_only: bool
+    metadata_predicates: Mapping[str, str]

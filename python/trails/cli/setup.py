@@ -62,6 +62,10 @@ def init(
     openai_dim: Optional[int] = typer.Option(  # noqa: UP045
         None, "--openai-dim", min=1, metavar="N", help="Shorter text-embedding-3 vectors, or "
         "the output size of a compatible server's own model."),
+    map_metadata: list[str] = typer.Option(
+        [], "--map-metadata", metavar="KEY=PREDICATE",
+        help="Write metadata KEY with PREDICATE (an IRI or CURIE, e.g. author=dcterms:creator) "
+             "instead of meta:KEY (repeatable; recorded, also on an existing context)."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
 
@@ -81,6 +85,7 @@ def init(
     ```
     """
     db = db_option(ctx)
+    mapping = _mapping(map_metadata)
     graph_part = _graph_part(graph, endpoint, update_endpoint)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
@@ -90,6 +95,9 @@ def init(
                 _check_model(db, opened, make_embedder(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
             typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
+        if mapping:
+            with context(db, metadata_predicates=mapping) as opened:
+                typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -98,6 +106,20 @@ def init(
     with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
         typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
                    f"{made.base_iri}")
+    if mapping:
+        with context(db, metadata_predicates=mapping) as opened:
+            typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
+
+
+def _mapping(pairs: list[str]) -> dict[str, str]:
+    """``--map-metadata KEY=PREDICATE`` options as a mapping (checked when recorded)."""
+    mapping = {}
+    for pair in pairs:
+        key, sep, predicate = pair.partition("=")
+        if not sep or not key or not predicate:
+            raise ConfigurationError(f"--map-metadata needs KEY=PREDICATE, got {pair!r}")
+        mapping[key] = predicate
+    return mapping
 
 
 def _graph_part(choice: GraphBackend | None, endpoint: str | None,

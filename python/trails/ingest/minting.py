@@ -12,8 +12,9 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
+from trails.errors import ConfigurationError
 from trails.ingest.document import Chunk, Document
-from trails.kg.sparql import META, TRAILS
+from trails.kg.sparql import META, PREFIXES, TRAILS
 from trails.kg.terms import to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
@@ -29,7 +30,7 @@ __all__ = [
     "document_nquads",
     "document_payload",
     "document_quads",
-    "document_title",
+    "document_title", "expand_predicates", "metadata_predicate",
     "version_of",
 ]
 
@@ -115,22 +116,79 @@ def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
     return None
 
 
-def _literals(value: Any) -> Iterator[ox.Literal | ox.NamedNode | ox.BlankNode | ox.Triple]:
+def _terms(value: Any, prefixes: Mapping[str, str]) -> Iterator[ox.Literal | ox.NamedNode | ox.BlankNode | ox.Triple]:
+    """The RDF objects of one metadata value: a list gives several; an IRI written as
+    ``<https://...>``, a CURIE with a known prefix (``schema:Person``) or a JSON-LD
+    ``{"@id": ...}`` gives an IRI; anything else a typed literal. A plain ``https://...``
+    string stays a string: a URL in a text field is not a claim about a resource."""
     if value is None:
         return
     if isinstance(value, (list, tuple, set)):
         for item in value:
-            yield from _literals(item)
+            yield from _terms(item, prefixes)
     elif isinstance(value, dict):
-        yield ox.Literal(json.dumps(value, sort_keys=True, default=str))
-    elif isinstance(value, (str, int, float, bool, dt.date)):
+        target = value.get("@id")
+        iri = _iri(str(target), prefixes, bare=True) if isinstance(target, str) else None
+        yield ox.NamedNode(iri) if iri else ox.Literal(json.dumps(value, sort_keys=True,
+                                                                  default=str))
+    elif isinstance(value, str):
+        iri = _iri(value, prefixes, bare=False)
+        yield ox.NamedNode(iri) if iri else to_term(value)
+    elif isinstance(value, (int, float, bool, dt.date)):
         yield to_term(value)  # typed: xsd:integer, xsd:double, xsd:boolean, xsd:date...
     else:
         yield ox.Literal(str(value))
 
 
+_ANGLED = re.compile(r"^<([^<>\"{}|^`\\\s]+)>$")
+_CURIE = re.compile(r"^([A-Za-z][\w.-]*):([^\s<>\"{}|^`\\]*)$")
+
+
+def _iri(text: str, prefixes: Mapping[str, str], *, bare: bool) -> str | None:
+    """The absolute IRI ``text`` writes (``<iri>``, a known CURIE; with ``bare`` also a
+    plain absolute IRI, as JSON-LD's ``@id`` has it), or None."""
+    text = text.strip()
+    angled = _ANGLED.match(text)
+    candidate: str | None = angled.group(1) if angled else None
+    curie = _CURIE.match(text) if candidate is None else None
+    if curie and curie.group(1) in prefixes:
+        candidate = prefixes[curie.group(1)] + curie.group(2)
+    elif candidate is None and bare:
+        candidate = text
+    if candidate is None or ":" not in candidate:
+        return None
+    try:
+        return ox.NamedNode(candidate).value
+    except ValueError:
+        return None
+
+
+def metadata_predicate(key: str, predicates: Mapping[str, str]) -> ox.NamedNode:
+    """The predicate a metadata key is written with: the context's mapping
+    (``author`` -> ``dcterms:creator``), else ``meta:<key>``."""
+    mapped = predicates.get(key)
+    return ox.NamedNode(mapped) if mapped else ox.NamedNode(META + _KEY.sub("_", str(key)))
+
+
+def expand_predicates(mapping: Mapping[str, str]) -> dict[str, str]:
+    """A key -> predicate mapping with CURIEs expanded and every IRI checked.
+
+    >>> expand_predicates({"author": "dcterms:creator"})
+    {'author': 'http://purl.org/dc/terms/creator'}
+    """
+    out = {}
+    for key, value in mapping.items():
+        iri = _iri(value, PREFIXES, bare=True)
+        if not iri:
+            raise ConfigurationError(f"metadata key {key!r} maps to {value!r}, which is no absolute IRI "
+                             f"or CURIE with a known prefix ({', '.join(sorted(PREFIXES))})")
+        out[str(key)] = iri
+    return out
+
+
 def _document_triples(
-    document: Document, iri: str, version: str, chunks: int, scope: str
+    document: Document, iri: str, version: str, chunks: int, scope: str,
+    predicates: Mapping[str, str] | None = None,
 ) -> list[tuple[ox.NamedNode, ox.NamedNode, Any]]:
     s = ox.NamedNode(iri)
     title = document_title(document)
@@ -149,13 +207,14 @@ def _document_triples(
     if created is not None:
         triples.append((s, _DATE_CREATED, to_term(created)))
     for key, value in document.metadata.items():
-        predicate = ox.NamedNode(META + _KEY.sub("_", str(key)))
-        triples.extend((s, predicate, o) for o in _literals(value))
+        predicate = metadata_predicate(str(key), predicates or {})
+        triples.extend((s, predicate, o) for o in _terms(value, PREFIXES))
     return triples
 
 
 def document_manifest(
-    document: Document, iri: str, version: str, chunks: int, scope: str
+    document: Document, iri: str, version: str, chunks: int, scope: str,
+    predicates: Mapping[str, str] | None = None,
 ) -> str:
     """The document's own triples as N-Triples text: what trails wrote about the document.
 
@@ -164,28 +223,30 @@ def document_manifest(
     the text a new run would write tells a metadata change apart from no change.
     """
     return "".join(f"{s} {p} {o} .\n"
-                   for s, p, o in _document_triples(document, iri, version, chunks, scope))
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates))
 
 
 def document_quads(
-    document: Document, iri: str, version: str, chunks: int, scope: str
+    document: Document, iri: str, version: str, chunks: int, scope: str,
+    predicates: Mapping[str, str] | None = None,
 ) -> list[ox.Quad]:
     """The document's own triples (not its chunks'), and its manifest."""
     g = scope_graph(scope)
-    manifest = document_manifest(document, iri, version, chunks, scope)
+    manifest = document_manifest(document, iri, version, chunks, scope, predicates)
     return [*(ox.Quad(s, p, o, g)
-              for s, p, o in _document_triples(document, iri, version, chunks, scope)),
+              for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)),
             ox.Quad(ox.NamedNode(iri), _MINTED, ox.Literal(manifest), MINTED_GRAPH)]
 
 
 def document_nquads(
-    document: Document, iri: str, version: str, chunks: int, scope: str
+    document: Document, iri: str, version: str, chunks: int, scope: str,
+    predicates: Mapping[str, str] | None = None,
 ) -> str:
     """:func:`document_quads` as N-Quads text (terms serialise themselves; no Quad objects)."""
     end = _statement_end(scope)
-    manifest = document_manifest(document, iri, version, chunks, scope)
+    manifest = document_manifest(document, iri, version, chunks, scope, predicates)
     return "".join(f"{s} {p} {o}{end}"
-                   for s, p, o in _document_triples(document, iri, version, chunks, scope)) + (
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)) + (
         f"<{iri}> {_MINTED} {_string(manifest)} {MINTED_GRAPH} .\n")
 
 

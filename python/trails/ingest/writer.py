@@ -161,7 +161,8 @@ class VersionWriter:
             return "new", True
         if not self._graph_is_current(iri, version, recorded.chunks):
             return "graph-behind", True
-        manifest = document_manifest(document, iri, version, recorded.chunks, self.scope)
+        manifest = document_manifest(document, iri, version, recorded.chunks, self.scope,
+                                     self.ctx.metadata_predicates)
         written = select(self.ctx.kg, f"SELECT ?m WHERE {{ GRAPH {MINTED_GRAPH} "
                          "{ ?doc trails:minted ?m } }", {"doc": IRI(iri)})
         return ("current" if written.column("m") == [manifest] else "metadata"), True
@@ -224,8 +225,10 @@ class VersionWriter:
     def _add_document_triples(self, documents: Sequence[PendingDocument]) -> None:
         self._add_triples(
             documents,
-            lambda d: document_nquads(d.document, d.iri, d.version, len(d.chunks), self.scope),
-            lambda d: document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope))
+            lambda d: document_nquads(d.document, d.iri, d.version, len(d.chunks), self.scope,
+                                      self.ctx.metadata_predicates),
+            lambda d: document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope,
+                                     self.ctx.metadata_predicates))
 
     def _add_triples(self, documents: Sequence[PendingDocument],
                      nquads: Callable[[PendingDocument], str],
