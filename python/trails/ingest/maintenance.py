@@ -75,10 +75,11 @@ def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple
 def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
     """Documents with date metadata but no ``schema:dateCreated``: the date did not parse."""
     keys = " UNION ".join(f"{{ ?doc meta:{key} ?value }}" for key in DATE_KEYS)
-    rows = select(kg, f"SELECT DISTINCT ?doc WHERE {{ ?doc a trails:Document . {{ {keys} }} "
-                      "FILTER NOT EXISTS { ?doc schema:dateCreated ?d } }",
-                  scopes=kg.scopes())
-    return sorted(str(d) for d in rows.column("doc"))
+    query = (f"SELECT DISTINCT ?doc WHERE {{ ?doc a trails:Document . {{ {keys} }} "
+             "FILTER NOT EXISTS { ?doc schema:dateCreated ?d } }")
+    # One scope at a time: a remote endpoint may not confine a query to several at once.
+    return sorted({str(d) for scope in kg.scopes()
+                   for d in select(kg, query, scopes=[scope]).column("doc")})
 
 
 def _graph_versions(kg: KnowledgeGraph) -> dict[str, str]:

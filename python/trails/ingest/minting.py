@@ -141,7 +141,7 @@ def _terms(value: Any, prefixes: Mapping[str, str]) -> Iterator[ox.Literal | ox.
 
 
 _ANGLED = re.compile(r"^<([^<>\"{}|^`\\\s]+)>$")
-_CURIE = re.compile(r"^([A-Za-z][\w.-]*):([^\s<>\"{}|^`\\]*)$")
+_CURIE = re.compile(r"^([A-Za-z][\w.-]*):(?!//)([^\s<>\"{}|^`\\]*)$")  # not scheme://
 
 
 def _iri(text: str, prefixes: Mapping[str, str], *, bare: bool) -> str | None:
