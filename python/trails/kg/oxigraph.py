@@ -14,6 +14,7 @@ from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
+from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["OxigraphGraph"]
@@ -141,6 +142,7 @@ class OxigraphGraph:
         """
         # A SELECT of exactly one variable: one TSV column.
         check_filter(sparql, self.prefixes, functions=self._functions)
+        check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:

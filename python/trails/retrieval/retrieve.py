@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -11,6 +12,7 @@ import pyoxigraph as ox
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError
 from trails.kg.base import select
+from trails.kg.terms import IRI
 from trails.rank._steps import Step
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_quality
@@ -133,14 +135,33 @@ def retrieve(
 
     store = vector_store if vector_store is not None else _need(ctx, "vector_store").vectors
     if mode == "graph":
-        return _graph_hits(iris or [], store, k, ctx, scopes)
+        return _noted(_graph_hits(iris or [], store, k, ctx, scopes), bindings)
     model = embedder if embedder is not None else _need(ctx, "embedder").embedder
     check_compatible(model, store)
     result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH), iris,
                           fusion, mode, scopes)
     for step in steps:
         result = _same_result(result, step(query, list(result), ctx))
-    return _same_result(result, list(result)[:k])
+    return _noted(_same_result(result, list(result)[:k]), bindings)
+
+
+_ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
+
+
+def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None) -> RetrievalResult:
+    """``result`` with a note for each string binding that looks like an IRI: bound as a
+    string, it never equals an IRI in the graph, which reads as "nothing matched"."""
+    notes = [f"binding {name!r} is the string {value!r}, which never matches an IRI; to match "
+             f"the resource bind trails.kg.IRI({value!r}) (--bind {name}=<{value}>)"
+             for name, value in (bindings or {}).items()
+             if isinstance(value, str) and not isinstance(value, IRI)
+             and _ABSOLUTE_IRI.match(value)]
+    if not notes:
+        return result
+    return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
+                           candidates=result.candidates, exhaustive=result.exhaustive,
+                           rankings=result.rankings, notes=[*result.notes, *notes],
+                           fusion_weights=result.fusion_weights)
 
 
 def known_scopes(ctx: Context) -> list[str]:

@@ -33,6 +33,7 @@ from trails.context import Context, default_context
 from trails.kg.base import FunctionGraph
 from trails.kg.bindings import apply_bindings
 from trails.kg.sparql import check_filter
+from trails.kg.variables import check_bound
 from trails.rank._steps import Step
 from trails.rank.fusion import FusionFn, Ranking, rrf
 from trails.rank.rewrite import QueryRewriter, check_messages
@@ -303,6 +304,7 @@ def _init_filter(retriever: Any) -> None:
         else:
             bindings_to_check = bindings
         apply_bindings(text, bindings_to_check)  # names that are no variable raise ValueError
+        check_bound(text, bindings_to_check.keys())  # and variables nothing binds, a mistake
     object.__setattr__(retriever, "bindings", MappingProxyType(bindings))
 
 

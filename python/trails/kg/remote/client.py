@@ -41,6 +41,7 @@ from trails.kg.remote.rewrite import (
 )
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
+from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, scope_graph, scope_of_graph
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class SparqlEndpointGraph:
         return its IRIs in order; non-IRI values are skipped, duplicates keep the first place."""
         refuse_similarity(sparql, self.prefixes)
         variable = check_filter(sparql, self.prefixes)
+        check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
         result = self.query(sparql, bindings, scopes=scopes)
         if not isinstance(result, QueryResult):  # pragma: no cover - check_filter ensures SELECT
             raise SparqlError("the SPARQL filter did not return solutions")
