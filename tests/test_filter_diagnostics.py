@@ -49,18 +49,18 @@ def test_retrievers_check_at_construction(ctx):
 
 
 @pytest.mark.parametrize("query", [
-    "SELECT ?c WHERE { ?c schema:isPartOf ?d OPTIONAL { ?d schema:dateCreated ?x } "
-    "FILTER(!BOUND(?x) || ?x > '2020') }",
+    ("SELECT ?c WHERE { ?c schema:isPartOf ?d OPTIONAL { ?d schema:dateCreated ?x } "
+    "FILTER(!BOUND(?x) || ?x > '2020') }"),
     "SELECT ?c WHERE { { ?c a trails:Chunk } UNION { ?c schema:text ?t } FILTER(STRLEN(?t) > 3) }",
-    "SELECT ?c WHERE { ?c a trails:Chunk FILTER NOT EXISTS { ?c schema:isPartOf ?d . "
-    "?d meta:hidden ?h } }",
+    ("SELECT ?c WHERE { ?c a trails:Chunk FILTER NOT EXISTS { ?c schema:isPartOf ?d . "
+    "?d meta:hidden ?h } }"),
     "SELECT ?c WHERE { ?c a trails:Chunk FILTER(NOT EXISTS { ?c schema:isPartOf ?d }) }",
     "SELECT ?c WHERE { ?c schema:position ?p BIND(?p * 2 AS ?q) FILTER(?q > 1) }",
     "SELECT ?c WHERE { VALUES ?k { 1 2 } ?c schema:position ?k }",
     "SELECT ?c WHERE { GRAPH ?g { ?c a trails:Chunk } FILTER(?g != <urn:x>) }",
     "SELECT ?c WHERE { ?c schema:isPartOf/schema:dateCreated ?d FILTER(YEAR(?d) > 2000) }",
-    "SELECT ?c WHERE { { SELECT ?c (COUNT(?x) AS ?n) WHERE { ?c ?p ?x } GROUP BY ?c } "
-    "FILTER(?n > 1) }",
+    ("SELECT ?c WHERE { { SELECT ?c (COUNT(?x) AS ?n) WHERE { ?c ?p ?x } GROUP BY ?c } "
+    "FILTER(?n > 1) }"),
     'SELECT ?c WHERE { ?c schema:text ?t FILTER(CONTAINS(?t, "?nothing")) } # ?comment',
     "SELECT $c WHERE { $c a trails:Chunk } ORDER BY ?c",
 ])
