@@ -1,0 +1,128 @@
+"""SIGKILL during a metadata update, a prune or a delete never costs a user's triples, and the
+next run (with or without ``verify(repair=True)`` first) finishes the work (ADR 0012).
+
+A real subprocess re-ingests a corpus whose front-matter dates all changed and some of whose
+files were removed (``prune=True``), then deletes one document; it is killed at random
+moments of that work.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trails.context import Context
+from trails.ingest import ingest_all
+from trails.kg import IRI
+from trails.vector import MockEmbedder
+
+KILLS = int(os.environ.get("TRAILS_CRASH_KILLS", "8"))
+DOCS, GONE = 30, (3, 17)
+EX = "https://example.org/"
+
+WORKER = """
+import sys
+from trails.context import Context
+from trails.ingest import ingest_all
+ctx = Context.open(sys.argv[1])
+print("ready", flush=True)
+ingest_all(sys.argv[2], ctx=ctx, batch_size=4, prune=True)
+ctx.delete_document("trails://local/doc/doc-00.md")
+ctx.close()
+print("done", flush=True)
+"""
+
+
+def write_corpus(folder: Path, year: int) -> None:
+    folder.mkdir(exist_ok=True)
+    for i in range(DOCS):
+        (folder / f"doc-{i:02}.md").write_text(
+            f"---\ndate: {year}-01-{1 + i % 28:02}\nauthor: a{i}\n---\nRails note {i} about "
+            f"routing and caching, chapter {i}.\n")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ownership")
+    corpus = root / "corpus"
+    write_corpus(corpus, 2024)
+    base = root / "base"
+    with Context.open(base, embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(corpus, ctx=ctx)
+        for i in range(DOCS):
+            doc = f"trails://local/doc/doc-{i:02}.md"
+            ctx.kg.update(f'INSERT DATA {{ <{doc}> <{EX}label> "mine {i}" . '
+                          f'<{EX}index> <{EX}lists> <{doc}> }}')
+    write_corpus(corpus, 2025)  # every date changes: metadata updates, no new text
+    for i in GONE:
+        (corpus / f"doc-{i:02}.md").unlink()
+    return root, base, corpus
+
+
+def run_worker(context: Path, corpus: Path, kill_after: float | None) -> bool:
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(context), str(corpus)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert worker.stdout.readline().strip() == "ready"
+    if kill_after is None:
+        _out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        return True
+    time.sleep(kill_after)
+    worker.send_signal(signal.SIGKILL)
+    worker.communicate(timeout=30)
+    return worker.returncode == 0
+
+
+def assert_user_triples(ctx: Context) -> None:
+    for i in range(DOCS):
+        doc = IRI(f"trails://local/doc/doc-{i:02}.md")
+        assert ctx.kg.query(f"ASK {{ ?d <{EX}label> ?l }}", {"d": doc}), f"lost label of {doc}"
+        assert ctx.kg.query(f"ASK {{ <{EX}index> <{EX}lists> ?d }}", {"d": doc})
+
+
+def assert_finished(ctx: Context) -> None:
+    assert ctx.verify().ok, ctx.verify().summary()
+    years = ctx.kg.query("SELECT ?d (YEAR(?date) AS ?y) WHERE { ?d schema:dateCreated ?date }")
+    by_doc = {row["d"]: row["y"] for row in years}
+    gone = {f"trails://local/doc/doc-{i:02}.md" for i in (0, *GONE)}  # pruned, and deleted
+    assert set(by_doc) == {f"trails://local/doc/doc-{i:02}.md" for i in range(DOCS)} - gone
+    assert set(by_doc.values()) == {2025}
+    assert_user_triples(ctx)
+
+
+def test_kills_during_metadata_updates_prunes_and_deletes(prepared):
+    root, base, corpus = prepared
+    timing = root / "timing"
+    shutil.copytree(base, timing)
+    started = time.perf_counter()
+    run_worker(timing, corpus, None)
+    duration = time.perf_counter() - started
+    with Context.open(timing) as ctx:
+        assert not ctx.kg.query("ASK { <trails://local/doc/doc-00.md> schema:dateCreated ?d }")
+        assert_user_triples(ctx)
+    rng = random.Random(20261123)
+    interrupted = attempts = 0
+    while (attempts < KILLS or interrupted < KILLS // 2) and attempts < 3 * KILLS:
+        state = root / f"kill{attempts}"
+        attempts += 1
+        shutil.copytree(base, state)
+        interrupted += not run_worker(state, corpus, rng.uniform(0.0, duration))
+        untouched = root / f"{state.name}-norepair"
+        shutil.copytree(state, untouched)
+        with Context.open(state) as ctx:
+            assert_user_triples(ctx)                     # a kill never takes a user's triple
+            ctx.verify(repair=True)
+            assert_user_triples(ctx)                     # nor does repair
+        for folder in (state, untouched):                # the next run finishes the work
+            run_worker(folder, corpus, None)
+            with Context.open(folder) as ctx:
+                assert_finished(ctx)
+    assert interrupted >= KILLS // 2, "kills should land while the work is running"
