@@ -13,7 +13,7 @@ from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
-from trails.kg.sparql import PREFIXES, check_filter
+from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
@@ -108,6 +108,9 @@ class OxigraphGraph:
         Raises:
             SparqlError: the query does not parse or fails to evaluate.
         """
+        if scopes is not None:  # a scoped caller may read only its scopes, never call out
+            check_limits(sparql)
+            refuse_service(sparql)
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:

@@ -9,7 +9,17 @@ import pyoxigraph as ox
 
 from trails.errors import SparqlError, UnsafeFilterError
 
-__all__ = ["META", "PREFIXES", "SIMILARITY", "TRAILS", "check_filter", "code_only", "uses_similarity"]
+__all__ = [
+    "META",
+    "PREFIXES",
+    "SIMILARITY",
+    "TRAILS",
+    "check_filter",
+    "check_limits",
+    "code_only",
+    "refuse_service",
+    "uses_similarity",
+]
 
 TRAILS = "https://trails.dev/ns#"
 # User metadata keys become predicates in this namespace: front matter `author` -> meta:author.
@@ -30,9 +40,26 @@ PREFIXES: dict[str, str] = {
 }
 
 # Strings, IRIs and comments can contain any word; blank them before looking for keywords.
+# Each alternative is the SPARQL 1.1 grammar's own terminal (STRING_LITERAL_LONG1/2 with
+# escapes, STRING_LITERAL1/2 without raw line breaks, IRIREF with \u/\U escapes, a comment
+# ending at LF *or* CR), so the scanner never hides text the parser reads as code.
 _OPAQUE = re.compile(
-    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>|#[^\n]*'
+    r'"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
+    r"|'(?:[^'\\\n\r]|\\[^\n\r])*'"
+    r'|<(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>'
+    r"|#[^\n\r]*"
 )
+# Limits checked before the parser sees a filter: its recursive descent overflows the stack on
+# deep nesting (a crash, not an error) and planning grows with the number of clauses.
+MAX_FILTER_CHARS = 100_000
+MAX_NESTING = 64
+MAX_CLAUSES = 256
+MAX_PATH_STEPS = 128
+_CLAUSES = re.compile(r"\b(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)\b",
+                      re.IGNORECASE)
+_PATH_STEPS = re.compile(r"[/|^]")
 # Keywords only: not ``?add``, ``$copy``, ``schema:copy`` or a prefix ``move:`` (those are a
 # malformed query's names, and the error must then say "does not parse", not "update").
 _UPDATE_WORDS = re.compile(
@@ -68,6 +95,7 @@ def check_filter(
     if not isinstance(query, str) or not query.strip():
         raise UnsafeFilterError("the SPARQL filter is empty; pass a SELECT query projecting ?iri")
     code = code_only(query)
+    check_limits(query, code)
     if _SERVICE.search(code):
         raise UnsafeFilterError(
             "the SPARQL filter uses SERVICE, which would send the query to another endpoint; "
@@ -98,6 +126,44 @@ def check_filter(
             "it must project exactly one, the candidate IRI, e.g. SELECT ?iri WHERE { ... }"
         )
     return names[0]
+
+
+def check_limits(query: str, code: str | None = None) -> None:
+    """Refuse a query larger or deeper than the parser and planner handle in bounded time.
+
+    Raises:
+        UnsafeFilterError: naming the limit that was passed.
+    """
+    if len(query) > MAX_FILTER_CHARS:
+        raise UnsafeFilterError(f"the SPARQL query is {len(query):,} characters long; the limit "
+                                f"is {MAX_FILTER_CHARS:,}")
+    code = code_only(query) if code is None else code
+    depth = 0
+    for char in code:
+        if char in "({[":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise UnsafeFilterError(
+                    f"the SPARQL query nests groups or parentheses more than {MAX_NESTING} "
+                    "deep; flatten it")
+        elif char in ")}]":
+            depth -= 1
+    clauses = len(_CLAUSES.findall(code))
+    if clauses > MAX_CLAUSES:
+        raise UnsafeFilterError(f"the SPARQL query has {clauses} clauses (OPTIONAL, FILTER, "
+                                f"UNION, SELECT...); the limit is {MAX_CLAUSES}")
+    steps = len(_PATH_STEPS.findall(code))
+    if steps > MAX_PATH_STEPS:
+        raise UnsafeFilterError(f"the SPARQL query has {steps} property-path steps; the limit "
+                                f"is {MAX_PATH_STEPS}")
+
+
+def refuse_service(query: str) -> None:
+    """Refuse a query that calls SERVICE (it would send a request to another endpoint)."""
+    if _SERVICE.search(code_only(query)):
+        raise UnsafeFilterError(
+            "the SPARQL query uses SERVICE, which would send it to another endpoint; queries "
+            "are evaluated locally only. Remove the SERVICE clause.")
 
 
 def _unbound(*terms: object) -> None:

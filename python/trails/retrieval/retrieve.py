@@ -203,7 +203,8 @@ def _without_dead_chunks(
     being replaced; graph mode must not show it any more than vector mode would. The filter
     ran on the scopes' graphs only, but ``VALUES ?iri { <...> }`` can still name another
     scope's chunk or document: a chunk counts only with a live vector of these scopes, a
-    document only if it is a document in these scopes' graphs.
+    document only if it is a document in these scopes' graphs, and any other IRI only if these
+    scopes' graphs mention it, so a missing IRI and another scope's are dropped alike.
     """
     if ctx is None:
         return iris[:k]
@@ -225,7 +226,13 @@ def _without_dead_chunks(
             visible |= set(select(
             ctx.kg,
                 f"SELECT ?c WHERE {{ {values} ?c a trails:Document }}", scopes=scopes).column("c"))
-        chosen += [i for i in part if i in visible or (i not in chunks and i not in documents)]
+        others = [i for i in part if i not in chunks and i not in documents]
+        if others:  # echoed only if the caller's own graphs mention them: no existence probe
+            visible |= set(select(
+                ctx.kg, "SELECT DISTINCT ?c WHERE { VALUES ?c { "
+                + " ".join(str(ox.NamedNode(i)) for i in others)
+                + " } { ?c ?p ?o } UNION { ?s ?p ?c } }", scopes=scopes).column("c"))
+        chosen += [i for i in part if i in visible]
         if len(chosen) >= k:
             break
     return chosen[:k]
