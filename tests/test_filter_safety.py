@@ -103,8 +103,8 @@ def test_graph_mode_leaks_nothing_across_scopes_and_probes_nothing():
         secret_doc = "trails://local/scope/vault/doc/secret"
         missing = "trails://local/scope/vault/doc/never-was"
         ctx.kg.update('INSERT DATA { <https://ex.org/mentioned> <https://ex.org/p> "x" }')
-        probe = ("SELECT ?iri WHERE { VALUES ?iri { <%s> <%s> <%s> <https://ex.org/mentioned> } }"
-                 % (secret_chunk, secret_doc, missing))
+        probe = (f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{secret_chunk}> <{secret_doc}> "
+                 f"<{missing}> <https://ex.org/mentioned> }} }}")
         hits = retrieve("", ctx, mode="graph", sparql_filter=probe)
         # Another scope's chunk and document, and an IRI that exists nowhere, all read the same.
         assert [h.iri for h in hits] == ["https://ex.org/mentioned"]
