@@ -89,3 +89,14 @@ def test_the_command_line_prunes_and_deletes(tree, tmp_path):
     result = runner.invoke(app, ["--db", str(db), "sparql",
                                  "SELECT ?s WHERE { ?d a trails:Document ; trails:source ?s }"])
     assert "c.md" in result.output and "a.md" not in result.output and "b.md" not in result.output
+
+
+def test_documents_given_from_python_are_never_pruned(tree, monkeypatch):
+    docs, _ = tree
+    monkeypatch.chdir(docs)
+    with fresh_context() as ctx:
+        from trails.ingest import Document
+        ingest_all([Document("crm", "crm-export", "Rails customer export.")], ctx=ctx)
+        ingest_all(".", ctx=ctx)
+        assert ingest_all(".", ctx=ctx, prune=True).pruned == 0
+        assert "crm-export" in sources(ctx)

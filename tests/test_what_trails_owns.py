@@ -209,3 +209,24 @@ def test_the_two_scenarios_through_the_command_line(folder, tmp_path):
     (tmp_path / "open.rq").write_text(UNRESTRICTED)
     found = cli("--db", db, "query", "rails", "--sparql", tmp_path / "open.rq", "--json")
     assert "b.md" in found and "a.md" not in found
+
+
+def test_a_kill_between_the_graph_delete_and_load_keeps_user_metadata(folder, monkeypatch):
+    """The delete removed trails' triples and the manifest; the load never ran. The next run
+    must not take the user's meta: triple for one of trails' own."""
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        doc = doc_of(ctx, "a.md")
+        ctx.kg.update(f'INSERT DATA {{ <{doc}> <https://trails.dev/meta#reviewer> "ann" }}')
+        (folder / "a.md").write_text(memo("2026-02-02"))
+
+        def killed(self, documents):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(writer_module.VersionWriter, "_add_document_triples", killed)
+        with pytest.raises(KeyboardInterrupt):
+            ingest_all(folder, ctx=ctx)
+        monkeypatch.undo()
+        ingest_all(folder, ctx=ctx)
+        assert ctx.kg.query(f'ASK {{ <{doc}> <https://trails.dev/meta#reviewer> "ann" }}')
+        assert ctx.verify().ok

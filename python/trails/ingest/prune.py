@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from trails.ingest.events import DocumentPruned
+from trails.ingest.loaders import KNOWN_SUFFIXES
 from trails.ingest.maintenance import delete_document
 from trails.kg.base import select
 from trails.parts import ContextParts
@@ -47,7 +48,10 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path]) -> Iterator[
     for row in rows:
         source = str(row["source"])
         path = Path(source).resolve()
-        if path.exists() or not any(path == root or root in path.parents for root in roots):
+        # Only what the file loader could have read: a Document given from Python with a
+        # source label ("crm-export") is no file, and its absence proves nothing.
+        if (path.suffix.lower() not in KNOWN_SUFFIXES or path.exists()
+                or not any(path == root or root in path.parents for root in roots)):
             continue
         delete_document(ctx, str(row["doc"]))
         yield DocumentPruned(str(row["doc"]), source)

@@ -117,7 +117,13 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) 
     if legacy:
         old = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in legacy) + " }"
         own = graph_block(scope, "?doc ?p ?o")
-        updates.append(f"DELETE {{ {own} }} WHERE {{ {old} {own} FILTER({_LEGACY_OWNED}) }}")
+        # Only a document that still has trails: triples is one written before manifests: one
+        # whose triples a killed update already removed (manifest and all) has nothing of
+        # trails' left, and the rule would then take a user's meta: triples.
+        written = graph_block(scope, "?doc ?tp ?to FILTER(STRSTARTS(STR(?tp), "
+                                     f'"{TRAILS}"))')
+        updates.append(f"DELETE {{ {own} }} WHERE {{ {old} {written} . {own} "
+                       f"FILTER({_LEGACY_OWNED}) }}")
     return updates
 
 

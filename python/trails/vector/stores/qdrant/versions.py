@@ -97,7 +97,6 @@ class QdrantVersions(QdrantCore):
         return sorted(r.payload["id"] for r in records)
 
     @locked
-    @locked
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every point of a document in one request (a
         metadata-only change: no vector is touched); a None value removes the field.
@@ -111,6 +110,7 @@ class QdrantVersions(QdrantCore):
                 key="metadata", wait=True)
         return len(rows)
 
+    @locked
     def delete_document(self, doc_iri: str) -> int:
         """Remove every vector of a document and its version record; returns vectors removed.
 
