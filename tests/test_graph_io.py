@@ -1,73 +1,222 @@
-"""Your own RDF in and out: ``kg.load`` / ``kg.dump`` / ``kg.to_rdflib`` on both graph
-backends, ``trails load`` / ``trails export``, and ingestion refusing RDF files."""
+"""Your own RDF in and out on the embedded graph: ``kg.load`` / ``kg.dump`` / ``kg.to_rdflib``.
+
+The remote backend is in tests/test_graph_io_remote.py, the commands (and ingestion refusing
+RDF files) in tests/test_graph_io_cli.py.
+"""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 import rdflib
+import rdflib.compare
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
+from rdf_strategies import HR, LEGAL, OTHER, canonical, in_graph, quads
 from trails import retrieve
-from trails.cli import app
-from trails.errors import ConfigurationError, RdfSyntaxError
+from trails.errors import ConfigurationError, MissingExtraError, RdfSyntaxError
 from trails.ingest import Document, ingest_all
-from trails.kg import OxigraphGraph, SparqlEndpointGraph
+from trails.kg import OxigraphGraph
 from trails.testing import fresh_context
-from trails.testing.servers.oxigraph import OxigraphServer
 
 EX = "https://ex.org/"
 TURTLE = f"""@prefix ex: <{EX}> .
 ex:Memo <http://www.w3.org/2000/01/rdf-schema#subClassOf> ex:Record .
 ex:alice ex:name "Alice"@en ; ex:age 42 ; ex:knows [ ex:name "Bob" ] .
 """
+RDFXML = ('<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+          f'xmlns:ex="{EX}"><rdf:Description rdf:about="{EX}a"><ex:name>A</ex:name>'
+          '</rdf:Description></rdf:RDF>')
+ALICE = ox.NamedNode(f"{EX}alice")
+NAME = ox.NamedNode(f"{EX}name")
+SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def canonical(quads) -> ox.Dataset:
-    dataset = ox.Dataset(quads)
-    dataset.canonicalize(ox.CanonicalizationAlgorithm.UNSTABLE)
-    return dataset
+def everything(kg: OxigraphGraph) -> list[ox.Quad]:
+    return list(kg.store)
 
 
-iris = st.sampled_from([f"{EX}{n}" for n in "abcdef"]).map(ox.NamedNode)
-literals = st.one_of(
-    st.text(max_size=12).map(ox.Literal),
-    st.integers(-10**6, 10**6).map(ox.Literal),
-    st.tuples(st.text(max_size=6), st.sampled_from(["en", "de-ch"])).map(
-        lambda t: ox.Literal(t[0], language=t[1])),
-)
-blanks = st.sampled_from(["b1", "b2"]).map(ox.BlankNode)
-graphs = st.sampled_from([ox.DefaultGraph(), ox.NamedNode("urn:trails:scope:legal"),
-                          ox.NamedNode("urn:trails:scope:hr")])
-quads = st.lists(st.builds(ox.Quad, st.one_of(iris, blanks), iris,
-                           st.one_of(iris, literals, blanks), graphs), max_size=25)
+def filled(data: list[ox.Quad]) -> OxigraphGraph:
+    kg = OxigraphGraph()
+    kg.extend(data)
+    return kg
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=quads, fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
+# -- round trips -------------------------------------------------------------------------------
+
+@SLOW
+@given(data=quads(), fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
 def test_dump_then_load_gives_the_same_dataset(data, fmt):
-    source = OxigraphGraph()
-    source.extend(data)
-    text = source.dump(format=fmt)
     target = OxigraphGraph()
-    target.load(text, format=fmt)
-    assert canonical(target._quads(None)) == canonical(source._quads(None))
+    target.load(filled(data).dump(format=fmt).encode(), format=fmt)
+    assert canonical(everything(target)) == canonical(data)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=quads, fmt=st.sampled_from(["turtle", "ntriples", "rdfxml", "n3"]))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(data=quads(), suffix=st.sampled_from([".trig", ".nq", ".jsonld"]))
+def test_a_dump_to_a_file_loads_back_by_its_suffix(data, suffix, tmp_path):
+    path = tmp_path / f"backup{suffix}"
+    assert filled(data).dump(path) is None
+    target = OxigraphGraph()
+    assert target.load(path) == len(ox.Dataset(data))
+    assert canonical(everything(target)) == canonical(data)
+
+
+@SLOW
+@given(data=quads(xml=True), fmt=st.sampled_from(["turtle", "ntriples", "n3", "rdfxml"]))
 def test_one_scope_round_trips_through_every_triple_format(data, fmt):
-    source = OxigraphGraph()
-    source.extend(data)
-    text = source.dump(format=fmt, scope="legal")
+    text = filled(data).dump(format=fmt, scope="legal")
     target = OxigraphGraph()
-    target.load(text, format=fmt, scope="legal")
-    legal = ox.NamedNode("urn:trails:scope:legal")
-    assert canonical(target._quads("legal")) == canonical(
-        q for q in source._quads("legal") if q.graph_name == legal)
+    target.load(text.encode(), format=fmt, scope="legal")
+    assert canonical(everything(target)) == canonical(in_graph(data, LEGAL))
 
+
+@SLOW
+@given(data=quads(), fmt=st.sampled_from(["turtle", "ntriples", "n3"]))
+def test_the_default_scope_round_trips_through_triple_formats(data, fmt):
+    text = filled(data).dump(format=fmt)  # a triple format without scope: the default scope
+    target = OxigraphGraph()
+    target.load(text.encode(), format=fmt)
+    assert canonical(everything(target)) == canonical(in_graph(data, ox.DefaultGraph()))
+
+
+@SLOW
+@given(data=quads(), fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
+def test_one_scope_in_a_dataset_format_keeps_its_graph(data, fmt):
+    text = filled(data).dump(format=fmt, scope="hr")
+    target = OxigraphGraph()
+    target.load(text.encode(), format=fmt)
+    assert canonical(everything(target)) == canonical(in_graph(data, HR))
+
+
+@SLOW
+@given(data=quads(graphs=[ox.DefaultGraph(), LEGAL, OTHER]))
+def test_rdflib_round_trip_gives_the_same_dataset(data):
+    target = OxigraphGraph()
+    target.load(filled(data).to_rdflib())
+    assert canonical(everything(target)) == canonical(data)
+
+
+# -- what load reads ---------------------------------------------------------------------------
+
+def test_a_path_a_file_name_and_text_are_told_apart(tmp_path, monkeypatch):
+    (tmp_path / "facts.ttl").write_text(TURTLE)
+    monkeypatch.chdir(tmp_path)
+    kg = OxigraphGraph()
+    assert kg.load(tmp_path / "facts.ttl") == 5           # a Path
+    assert kg.load(str(tmp_path / "facts.ttl")) == 5      # a str naming a file
+    assert kg.load("facts.ttl") == 5                      # relative to the working directory
+    assert kg.load(TURTLE) == 5                           # several lines: content
+    assert kg.load(TURTLE.encode()) == 5                  # bytes: content
+    assert kg.load(f'<{EX}x> <{EX}name> "X" .') == 1      # one line that names no file
+    (tmp_path / "oneliner").write_text(f'<{EX}y> <{EX}name> "Y" .')
+    assert kg.load(Path("oneliner"), format="ntriples") == 1
+
+
+def test_a_missing_file_is_no_such_file_not_a_syntax_error(tmp_path):
+    kg = OxigraphGraph()
+    with pytest.raises(ConfigurationError, match=r"no such file: .*facts\.ttl"):
+        kg.load(str(tmp_path / "facts.ttl"))
+    with pytest.raises(ConfigurationError, match=r"no such file: .*facts\.nq"):
+        kg.load(tmp_path / "facts.nq")
+    with pytest.raises(RdfSyntaxError, match=r"no file 'factz' exists"):
+        kg.load("factz")  # no RDF suffix: read as text, and the error says so
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        kg.load(tmp_path)  # a folder
+    with pytest.raises(TypeError, match="got int"):
+        kg.load(42)
+    assert len(kg) == 0
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("facts.ttl", TURTLE, 5),
+    ("facts.trig", f"<{EX}g> {{ <{EX}a> <{EX}name> \"A\" }}", 1),
+    ("facts.nt", f'<{EX}a> <{EX}name> "A" .\n<{EX}b> <{EX}name> "B" .', 2),
+    ("facts.nq", f'<{EX}a> <{EX}name> "A" <{EX}g> .', 1),
+    ("facts.n3", TURTLE, 5),
+    ("facts.rdf", RDFXML, 1),
+    ("facts.owl", RDFXML, 1),
+    ("facts.xml", RDFXML, 1),
+    ("facts.jsonld", f'{{"@id": "{EX}a", "{EX}name": "A"}}', 1),
+    ("facts.json", f'[{{"@id": "{EX}a", "{EX}name": "A"}}]', 1),
+])
+def test_the_format_comes_from_the_suffix(tmp_path, name, text, expected):
+    (tmp_path / name).write_text(text)
+    kg = OxigraphGraph()
+    assert kg.load(tmp_path / name) == expected
+    assert kg.query(f"ASK {{ ?s <{EX}name> ?o }}")
+
+
+def test_formats_are_named_or_guessed_or_refused(tmp_path):
+    kg = OxigraphGraph()
+    with pytest.raises(ConfigurationError, match="unknown RDF format 'yaml'.*turtle, trig"):
+        kg.load(TURTLE, format="yaml")
+    odd = tmp_path / "facts.data"
+    odd.write_text(TURTLE)
+    with pytest.raises(ConfigurationError, match=r"cannot tell the RDF format.*\.jsonld.*\.ttl"):
+        kg.load(odd)
+    assert kg.load(odd, format="turtle") == 5
+    assert kg.load(odd, format="text/turtle") == 5  # a media type names a format too
+    assert kg.load(f'<{EX}a> <{EX}name> "A" <{EX}g> .', format="nq") == 1
+    assert kg.load(f'  [{{"@id": "{EX}j", "{EX}name": "J"}}]') == 1  # JSON-LD by its look
+    assert kg.query(f'ASK {{ <{EX}j> <{EX}name> "J" }}')
+
+
+# -- errors: where, and nothing loaded ---------------------------------------------------------
+
+@pytest.mark.parametrize(("fmt", "text", "line", "column"), [
+    ("turtle", TURTLE + "ex:carol ex:name .\n", 4, 18),
+    ("ntriples", f'<{EX}a> <{EX}name> "A" .\n<{EX}b> <{EX}name> .\n', 2, 42),  # line end
+    ("nquads", f'<{EX}a> <{EX}name> "A" <{EX}g> <{EX}h> .\n', 1, 65),  # the fifth term
+    ("trig", f'<{EX}g> {{\n  <{EX}a> <{EX}name> "A" \n', 3, 1),  # the end of the text
+    ("jsonld", f'{{"@id": "{EX}a",\n "{EX}name": {{"@value": 1 ', 2, 38),  # the end
+])
+def test_a_syntax_error_names_the_line_and_column_and_loads_nothing(tmp_path, fmt, text, line,
+                                                                     column):
+    kg = OxigraphGraph()
+    kg.load(TURTLE)
+    before = canonical(everything(kg))
+    bad = tmp_path / f"bad.{fmt}"
+    bad.write_text(text)
+    with pytest.raises(RdfSyntaxError) as caught:
+        kg.load(bad, format=fmt)
+    error = caught.value
+    assert (error.source, error.line, error.column) == (str(bad), line, column)
+    assert f"{bad}" in str(error) and f"line {line}, column {column}" in str(error)
+    assert "nothing was loaded" in str(error)
+    assert canonical(everything(kg)) == before
+
+
+def test_an_error_after_many_good_triples_still_loads_nothing():
+    good = "".join(f'<{EX}s{i}> <{EX}name> "n{i}" .\n' for i in range(20_000))
+    kg = OxigraphGraph()
+    with pytest.raises(RdfSyntaxError, match="line 20001"):
+        kg.load(good + f"<{EX}broken> <{EX}name> .\n")
+    assert len(kg) == 0
+    assert kg.load(good) == 20_000
+
+
+def test_rdfxml_errors_without_a_position_still_name_the_file(tmp_path):
+    bad = tmp_path / "bad.rdf"
+    bad.write_text("<rdf:RDF><rdf:Description/></rdf:RDF>")
+    with pytest.raises(RdfSyntaxError, match=r"bad\.rdf is not valid RDF/XML: Unknown prefix rdf"):
+        OxigraphGraph().load(bad)
+
+
+def test_a_read_only_graph_refuses_to_load(tmp_path):
+    OxigraphGraph(tmp_path / "kg").close()
+    reader = OxigraphGraph(tmp_path / "kg", read_only=True)
+    with pytest.raises(ConfigurationError, match="read-only"):
+        reader.load(TURTLE)
+    assert len(reader) == 0
+
+
+# -- scopes ------------------------------------------------------------------------------------
 
 def test_loaded_triples_are_confined_to_their_scope(tmp_path):
     (tmp_path / "facts.ttl").write_text(TURTLE)
@@ -75,43 +224,52 @@ def test_loaded_triples_are_confined_to_their_scope(tmp_path):
     assert kg.load(tmp_path / "facts.ttl", scope="legal") == 5
     assert kg.query(f"ASK {{ <{EX}alice> ?p ?o }}", scopes=["legal"])
     assert not kg.query(f"ASK {{ <{EX}alice> ?p ?o }}", scopes=["default"])
+    assert not kg.query(f"ASK {{ GRAPH ?g {{ <{EX}alice> ?p ?o }} }}", scopes=["hr"])
     assert kg.scopes() == ["default", "legal"]
+    kg.load(TURTLE)  # no scope: the default scope
+    assert kg.query(f"ASK {{ <{EX}alice> ?p ?o }}", scopes=["default"])
 
 
-def test_a_syntax_error_names_the_place_and_loads_nothing(tmp_path):
-    bad = tmp_path / "bad.ttl"
-    bad.write_text(TURTLE + "ex:carol ex:name .\n")
+def test_a_scope_takes_triples_and_refuses_rdf_that_names_its_own_graphs():
     kg = OxigraphGraph()
-    with pytest.raises(RdfSyntaxError, match=r"bad\.ttl.*line 4"):
-        kg.load(bad)
+    trig_default_only = f'{{ <{EX}a> <{EX}name> "A" }} <{EX}b> <{EX}name> "B" .'
+    assert kg.load(trig_default_only, format="trig", scope="legal") == 2
+    assert kg.load(f'{{"@id": "{EX}c", "{EX}name": "C"}}', format="jsonld", scope="legal") == 1
+    assert {str(q.graph_name) for q in everything(kg)} == {"<urn:trails:scope:legal>"}
+    for fmt, text in [
+        ("nquads", f'<{EX}a> <{EX}name> "A" .\n<{EX}a> <{EX}name> "A" <{EX}g> .'),
+        ("trig", f'<{EX}g> {{ <{EX}a> <{EX}name> "A" }}'),
+        ("jsonld", f'{{"@id": "{EX}g", "@graph": [{{"@id": "{EX}a", "{EX}name": "A"}}]}}'),
+    ]:
+        with pytest.raises(ConfigurationError, match=rf"names graphs of its own \(<{EX}g>\)"):
+            kg.load(text, format=fmt, scope="hr")
+    assert len(kg) == 3
+    assert kg.load(f'<{EX}a> <{EX}name> "A" <urn:trails:scope:hr> .', format="nquads") == 1
+    assert kg.scopes() == ["default", "hr", "legal"]
+
+
+def test_a_bad_scope_name_is_refused_before_anything_loads():
+    kg = OxigraphGraph()
+    with pytest.raises(ValueError, match="scope names"):
+        kg.load(TURTLE, scope="no spaces")
     assert len(kg) == 0
 
 
-def test_formats_are_named_or_guessed_or_refused(tmp_path):
-    kg = OxigraphGraph()
-    with pytest.raises(ConfigurationError, match="unknown RDF format 'yaml'"):
-        kg.load(TURTLE, format="yaml")
-    odd = tmp_path / "facts.data"
-    odd.write_text(TURTLE)
-    with pytest.raises(ConfigurationError, match="cannot tell the RDF format"):
-        kg.load(odd)
-    with pytest.raises(ConfigurationError, match="names its own graphs"):
-        kg.load("<urn:a> <urn:b> <urn:c> <urn:g> .", format="nquads", scope="legal")
-    assert kg.load(TURTLE) == 5  # text defaults to Turtle
-
-
-def test_rdflib_both_ways():
-    kg = OxigraphGraph()
-    kg.load(TURTLE, scope="legal")
-    dataset = kg.to_rdflib()
-    assert len(dataset) == 5
-    assert (rdflib.URIRef(f"{EX}alice"), rdflib.URIRef(f"{EX}age"), rdflib.Literal(42)) in \
-        dataset.graph(rdflib.URIRef("urn:trails:scope:legal"))
-    graph = rdflib.Graph()
-    graph.parse(data=TURTLE, format="turtle")
-    other = OxigraphGraph()
-    assert other.load(graph) == 5
-    assert other.query(f'ASK {{ <{EX}alice> <{EX}name> "Alice"@en }}')
+def test_retrieval_sees_loaded_facts_only_in_their_scope():
+    memo, note = "trails://local/scope/legal/doc/memo", "trails://local/scope/legal/doc/note"
+    restricted = f'<{memo}> <{EX}classification> "restricted" .'
+    hidden = f"""SELECT ?c WHERE {{ ?c schema:isPartOf ?doc .
+        FILTER NOT EXISTS {{ ?doc <{EX}classification> "restricted" }} }}"""
+    with fresh_context() as ctx:
+        docs = [Document("memo", "mem", "Rails memo about routing."),
+                Document("note", "mem", "Rails note about routing.")]
+        ingest_all(docs, ctx=ctx, scope="legal")
+        ctx.kg.load(restricted)  # the default scope: a legal-scoped filter cannot see it
+        hits = retrieve("rails routing", ctx, sparql_filter=hidden, scope="legal")
+        assert {h.document for h in hits} == {memo, note}
+        ctx.kg.load(restricted, scope="legal")
+        hits = retrieve("rails routing", ctx, sparql_filter=hidden, scope="legal")
+        assert {h.document for h in hits} == {note}
 
 
 def test_a_loaded_ontology_joins_ingested_documents_in_a_filter():
@@ -128,38 +286,100 @@ def test_a_loaded_ontology_joins_ingested_documents_in_a_filter():
         assert {h.document for h in hits} == {"trails://local/doc/memo"}
 
 
-def test_the_remote_graph_loads_and_dumps_the_same(tmp_path):
-    with OxigraphServer(tmp_path / "server") as server:
-        remote = SparqlEndpointGraph(server.query_url)
-        assert remote.load(TURTLE, scope="legal") == 5
-        local = OxigraphGraph()
-        local.load(remote.dump(format="nquads"), format="nquads")
-        assert canonical(local._quads(None)) == canonical(remote._quads(None))
-        assert remote.scopes() == ["default", "legal"]
-        assert len(remote.to_rdflib(scope="legal")) == 5
-        remote.close()
+# -- load twice, blank nodes -------------------------------------------------------------------
+
+def test_loading_again_adds_no_iri_triples_but_new_blank_nodes():
+    kg = OxigraphGraph()
+    assert kg.load(TURTLE) == 5
+    assert kg.load(TURTLE) == 5  # the source held five quads again
+    assert len(kg) == 7  # four IRI/literal triples once; the [ ex:name "Bob" ] node twice
+    bobs = kg.query(f'SELECT ?b WHERE {{ <{EX}alice> <{EX}knows> ?b }}')
+    assert len(bobs) == 2
 
 
-runner = CliRunner()
+# -- dump --------------------------------------------------------------------------------------
+
+def test_dump_writes_each_format_and_turtle_is_readable():
+    kg = OxigraphGraph()
+    kg.load(f'<{EX}a> <https://schema.org/name> "A" .', scope="legal")
+    kg.load(f'<{EX}b> <https://schema.org/name> "B" .')
+    turtle = kg.dump(format="turtle", scope="legal")
+    assert f'<{EX}a> schema:name "A" .' in turtle and "B" not in turtle
+    assert kg.dump(format="ntriples") == f'<{EX}b> <https://schema.org/name> "B" .\n'
+    assert sorted(kg.dump(format="nquads").splitlines()) == [
+        f'<{EX}a> <https://schema.org/name> "A" <urn:trails:scope:legal> .',
+        f'<{EX}b> <https://schema.org/name> "B" .']
+    assert "<urn:trails:scope:legal> {" in kg.dump()  # TriG by default: every graph
+    assert OxigraphGraph().dump(format="nquads") == ""
 
 
-def test_load_and_export_on_the_command_line(tmp_path):
-    db = tmp_path / "kb"
-    (tmp_path / "facts.ttl").write_text(TURTLE)
-    (tmp_path / "bad.ttl").write_text("ex:a ex:b .")
-    assert runner.invoke(app, ["--db", str(db), "init", "--model", "mock:8"]).exit_code == 0
-    done = runner.invoke(app, ["--db", str(db), "load", str(tmp_path / "facts.ttl"),
-                               "--scope", "legal"])
-    assert done.exit_code == 0 and "5 quads loaded" in done.output
-    failed = runner.invoke(app, ["--db", str(db), "load", str(tmp_path / "bad.ttl")])
-    assert failed.exit_code == 1 and "Traceback" not in failed.output
-    out = tmp_path / "legal.nt"
-    done = runner.invoke(app, ["--db", str(db), "export", "--format", "ntriples",
-                               "--scope", "legal", "-o", str(out)])
-    assert done.exit_code == 0 and len(out.read_text().splitlines()) == 5
-    done = runner.invoke(app, ["--db", str(db), "export", "--format", "nquads"])
-    assert done.exit_code == 0 and "urn:trails:scope:legal" in done.output
-    typo = runner.invoke(app, ["--db", str(db), "export", "--scope", "legl"])
-    assert typo.exit_code == 1
-    refused = runner.invoke(app, ["--db", str(db), "ingest", str(tmp_path / "facts.ttl")])
-    assert refused.exit_code == 2 and "trails load" in refused.output + str(refused.stderr)
+def test_dump_to_a_file_replaces_it_whole(tmp_path):
+    kg = OxigraphGraph()
+    kg.load(TURTLE)
+    out = tmp_path / "out.nt"
+    out.write_text("old content\n")
+    assert kg.dump(out) is None
+    assert len(out.read_text().splitlines()) == 5 and "old" not in out.read_text()
+    with pytest.raises(OSError):
+        kg.dump(tmp_path / "missing" / "out.nt")
+    with pytest.raises(ConfigurationError, match="cannot tell the RDF format"):
+        kg.dump(tmp_path / "out.txt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nt"]  # no temporary left
+
+
+def test_rdfxml_refuses_what_xml_cannot_hold_instead_of_losing_it(tmp_path):
+    kg = OxigraphGraph()
+    kg.add(ox.Quad(ALICE, NAME, ox.Literal("bell\x07")))
+    out = tmp_path / "out.rdf"
+    out.write_text("kept")
+    with pytest.raises(ConfigurationError, match="RDF/XML cannot hold.*U\\+0007"):
+        kg.dump(out)
+    assert out.read_text() == "kept"
+    assert "bell\\u0007" in kg.dump(format="ntriples")
+
+
+# -- rdflib ------------------------------------------------------------------------------------
+
+def test_to_rdflib_is_what_rdflib_reads_from_the_same_file():
+    kg = OxigraphGraph()
+    kg.load(TURTLE, scope="legal")
+    kg.load(f'<{EX}b> <{EX}name> "B" .')
+    dataset = kg.to_rdflib()
+    assert isinstance(dataset, rdflib.Dataset)
+    expected = rdflib.Graph().parse(data=TURTLE, format="turtle")
+    legal = dataset.graph(rdflib.URIRef("urn:trails:scope:legal"))
+    assert rdflib.compare.isomorphic(legal, expected)
+    assert legal.value(rdflib.URIRef(f"{EX}alice"), rdflib.URIRef(f"{EX}name")) == \
+        rdflib.Literal("Alice", lang="en")
+    assert set(dataset.default_graph) == {(rdflib.URIRef(f"{EX}b"), rdflib.URIRef(f"{EX}name"),
+                                           rdflib.Literal("B"))}
+    only_legal = kg.to_rdflib(scope="legal")
+    assert len(list(only_legal.quads((None, None, None, None)))) == 5
+    assert len(OxigraphGraph().to_rdflib()) == 0
+
+
+def test_loading_rdflib_graphs_keeps_their_graphs_or_takes_a_scope():
+    graph = rdflib.Graph().parse(data=TURTLE, format="turtle")
+    kg = OxigraphGraph()
+    assert kg.load(graph, scope="legal") == 5
+    assert kg.query(f'ASK {{ <{EX}alice> <{EX}name> "Alice"@en }}', scopes=["legal"])
+    dataset = rdflib.Dataset()
+    dataset.add((rdflib.URIRef(f"{EX}d"), rdflib.URIRef(f"{EX}name"), rdflib.Literal("D")))
+    dataset.graph(rdflib.URIRef("urn:trails:scope:hr")).add(
+        (rdflib.URIRef(f"{EX}h"), rdflib.URIRef(f"{EX}name"), rdflib.Literal("H")))
+    assert kg.load(dataset) == 2
+    assert kg.query(f'ASK {{ <{EX}d> <{EX}name> "D" }}', scopes=["default"])
+    assert kg.query(f'ASK {{ <{EX}h> <{EX}name> "H" }}', scopes=["hr"])
+    with pytest.raises(ValueError, match="format="):
+        kg.load(graph, format="turtle")
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigurationError, match="Dataset"):
+        kg.load(rdflib.ConjunctiveGraph())
+
+
+def test_rdflib_is_optional_and_its_absence_names_the_extra(monkeypatch):
+    kg = OxigraphGraph()
+    kg.load(TURTLE)
+    monkeypatch.setitem(sys.modules, "rdflib", None)
+    with pytest.raises(MissingExtraError, match=r'pip install "trails\[rdflib\]"'):
+        kg.to_rdflib()
+    assert kg.load(TURTLE) == 5  # paths and text never need it

@@ -88,7 +88,18 @@ class UnboundVariableError(SparqlError):
 
 
 class RdfSyntaxError(TrailsError):
-    """RDF given to load does not parse; nothing of it was loaded."""
+    """RDF given to load does not parse; nothing of it was loaded.
+
+    ``source`` names the file (or "the RDF text"); ``line`` and ``column`` (1-based) point at
+    the error when the parser reports them, else they are None.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
+                 column: int | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.column = column
 
 
 class VectorError(TrailsError):

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import pyoxigraph as ox
 import typer
 
 from trails.cli._common import open_context
-from trails.kg.rdfio import FORMATS
-from trails.scopes import check_known_scopes, normalize_scopes
+from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads, write_quads
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
 __all__ = ["export", "load"]
 
@@ -20,15 +21,18 @@ def load(
                                        help="RDF files (.ttl .trig .nt .nq .n3 .rdf .owl .jsonld)."),
     scope: Optional[str] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
         None, "--scope", metavar="SCOPE",
-        help="Put the triples in this scope's graph (default: the default scope)."),
+        help="Put the triples in this scope's graph (default: the default scope; files that "
+             "name graphs of their own keep them, and refuse --scope)."),
     format: Optional[str] = typer.Option(  # noqa: UP045
         None, "--format", metavar="FORMAT",
-        help=f"One of {', '.join(sorted(FORMATS))} (default: from the file suffix)."),
+        help=f"One of {', '.join(FORMAT_NAMES)} (default: from each file's suffix)."),
+    base_iri: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--base-iri", metavar="IRI", help="Resolve relative IRIs in the files against this."),
 ) -> None:
     """Load RDF files into the graph: an ontology, facts about documents, links.
 
-    Each file loads in one transaction: a syntax error names the file, line and column, and
-    loads nothing of that file (exit 1).
+    All the files load in one transaction: a syntax error names the file, line and column,
+    and nothing of any file is loaded (exit 1). Prints the quads each file held.
 
     Example:
 
@@ -38,33 +42,49 @@ def load(
     ```
     """
     with open_context(ctx, write=True) as opened:
-        for file in files:
-            count = opened.kg.load(file, format=format, scope=scope)
-            typer.echo(f"{file}: {count} quads loaded")
+        parsed = [(file, read_quads(file, format, scope, base_iri=base_iri)) for file in files]
+        together = write_quads((q for _, quads in parsed for q in quads), ox.RdfFormat.N_QUADS,
+                               None)
+        opened.kg.load((together or "").encode("utf-8"), format="nquads")
+    for file, quads in parsed:
+        typer.echo(f"{file}: {len(quads)} quads loaded")
 
 
 def export(
     ctx: typer.Context,
-    format: str = typer.Option("trig", "--format", metavar="FORMAT",
-                               help=f"One of {', '.join(sorted(FORMATS))}."),
+    format: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--format", metavar="FORMAT",
+        help=f"One of {', '.join(FORMAT_NAMES)} (default: from the -o suffix, else trig)."),
     scope: Optional[str] = typer.Option(  # noqa: UP045
         None, "--scope", metavar="SCOPE",
-        help="Only this scope's triples (a triple format holds one scope: default `default`)."),
+        help="Only this scope's triples (without it: every graph, or the default scope in a "
+             "triple format)."),
     output: Optional[Path] = typer.Option(  # noqa: UP045
         None, "--output", "-o", metavar="FILE", help="Write here instead of standard output."),
 ) -> None:
-    """Export the graph as RDF (read-only): every graph as TriG or N-Quads, or one scope.
+    """Export the graph as RDF (read-only): every graph as TriG, N-Quads or JSON-LD, or one
+    scope in any format.
+
+    A triple format (turtle, ntriples, n3, rdfxml) without --scope holds the default scope;
+    the scopes it leaves out are named on stderr.
 
     Example:
 
     ```
-    trails --db ./kb export --format nquads -o backup.nq
+    trails --db ./kb export -o backup.nq
     trails --db ./kb export --format turtle --scope legal
     ```
     """
+    fmt = rdf_format(format, output) if (format or output) else ox.RdfFormat.TRIG
     with open_context(ctx) as opened:
+        known = opened.kg.scopes()
         if scope is not None:
-            check_known_scopes(normalize_scopes(scope), opened.kg.scopes())
-        text = opened.kg.dump(output, format=format, scope=scope)
+            check_known_scopes(normalize_scopes(scope), known)
+        text = opened.kg.dump(output, format=fmt.file_extension, scope=scope)
+    left_out = [s for s in known if s != DEFAULT_SCOPE]
+    if scope is None and not fmt.supports_datasets and left_out:
+        typer.echo(f"note: {fmt.name} holds one graph, so this is the default scope; left out: "
+                   f"{', '.join(left_out)} (--scope NAME for one, --format trig for all)",
+                   err=True)
     if text is not None:
         typer.echo(text, nl=False)

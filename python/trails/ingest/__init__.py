@@ -23,6 +23,7 @@ from trails.ingest.events import (
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
+    SourceSkipped,
 )
 from trails.ingest.pipeline import aingest, ingest, ingest_all
 
@@ -47,6 +48,7 @@ __all__ = [
     "RegexRedactor",
     "Sanitizer",
     "SentenceChunker",
+    "SourceSkipped",
     "TokenChunker",
     "aingest",
     "ingest",

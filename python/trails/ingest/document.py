@@ -65,10 +65,12 @@ class Loader(Protocol):
 
 @dataclass(frozen=True)
 class LoadFailure:
-    """A source that could not be read or decoded, and why."""
+    """A source that could not be read or decoded, and why; ``skipped``: one left out on
+    purpose (an RDF file met in a folder), reported as a warning, not a failure."""
 
     source: str
     reason: str
+    skipped: bool = False
 
 
 @runtime_checkable

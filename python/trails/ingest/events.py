@@ -16,6 +16,7 @@ __all__ = [
     "EmbeddingFailed",
     "IngestEvent",
     "IngestionStats",
+    "SourceSkipped",
 ]
 
 
@@ -94,9 +95,19 @@ class DocumentWarning:
     message: str
 
 
+@dataclass(frozen=True)
+class SourceSkipped:
+    """A file left out on purpose (an RDF file in an ingested folder: facts, not a document);
+    counted as a warning."""
+
+    source: str
+    reason: str
+
+
 IngestEvent = (
     DocumentStarted | DocumentSkipped | DocumentFailed | BatchEmbedded | EmbeddingFailed
     | DocumentIngested | DocumentMetadataUpdated | DocumentPruned | DocumentWarning
+    | SourceSkipped
 )
 
 
@@ -137,6 +148,8 @@ class IngestionStats:
             self.pruned += 1
         elif isinstance(event, DocumentWarning):
             self.warnings.append((event.source, event.message))
+        elif isinstance(event, SourceSkipped):
+            self.warnings.append((event.source, event.reason))
 
     def summary(self) -> str:
         extra = "".join(f", {count} {what}" for count, what in (

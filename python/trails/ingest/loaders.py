@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from trails.errors import MissingExtraError
+from trails.errors import ConfigurationError, MissingExtraError
 from trails.ingest.document import Document, Loader, LoadFailure
 from trails.ingest.formats import (
     Parsed,
@@ -70,7 +70,13 @@ class FileLoader:
     Ids: ``docs/guide.md``; a JSONL record ``data.jsonl#<id>`` (``#L<line>`` without an id).
     Files given explicitly are loaded whatever include/exclude say. Files of unknown type are
     skipped unless include matches them. Unreadable or non-UTF-8 files become
-    :class:`LoadFailure` records and loading goes on.
+    :class:`LoadFailure` records and loading goes on. RDF files (.ttl .trig .nt .nq .n3 .rdf
+    .owl .jsonld) hold facts, not documents: met in a folder, each is skipped as a
+    ``LoadFailure(skipped=True)`` (a warning); given explicitly, the loader refuses them.
+
+    Raises:
+        ConfigurationError: a path given explicitly is an RDF file (load it into the graph
+            with ``trails load`` / ``ctx.kg.load``).
 
     >>> loader = FileLoader("kb", include=["*.md"])  # doctest: +SKIP
     """
@@ -86,6 +92,7 @@ class FileLoader:
 
     def __post_init__(self) -> None:
         self._patterns = (_as_tuple(self.include), _as_tuple(self.exclude))
+        _refuse_rdf_files(_as_paths(self.paths))
         if self.root is not None:
             _check_inside(_as_paths(self.paths), self.root)
 
@@ -130,7 +137,10 @@ class FileLoader:
                     continue
                 if include and not _matches(rel, name, include):
                     continue
-                if include or Path(name).suffix.lower() in KNOWN_SUFFIXES:
+                if Path(name).suffix.lower() in RDF_SUFFIXES:
+                    yield LoadFailure(str(here / name), _RDF_SKIPPED.format(here / name),
+                                      skipped=True)
+                elif include or Path(name).suffix.lower() in KNOWN_SUFFIXES:
                     yield here / name
         yield from (LoadFailure(str(e.filename), _reason(e)) for e in errors)
 
@@ -139,10 +149,7 @@ class FileLoader:
         try:
             data = _read_regular(path)
             suffix = path.suffix.lower()
-            if suffix in RDF_SUFFIXES:
-                yield LoadFailure(source, "an RDF file holds facts, not a document: load it into "
-                                  f"the graph with `trails load {source}` (ctx.kg.load in Python)")
-            elif suffix == ".jsonl":
+            if suffix == ".jsonl":
                 yield from self._load_jsonl(doc_id, source, _decode(data))
             elif suffix == ".pdf":
                 yield _parse_pdf_safely(data).to_document(doc_id, source)
@@ -170,6 +177,19 @@ class FileLoader:
                 continue
             seen[record_id] = lineno
             yield parsed.to_document(record_id, source)
+
+
+_RDF_SKIPPED = ("an RDF file (facts, not a document), skipped: load it into the graph with "
+                "`trails load {}` (ctx.kg.load in Python)")
+
+
+def _refuse_rdf_files(paths: list[PathLike]) -> None:
+    for path in map(Path, paths):
+        if path.suffix.lower() in RDF_SUFFIXES and not path.is_dir():
+            raise ConfigurationError(
+                f"{path} is an RDF file: it holds facts, not a document. Load it into the "
+                f"graph with `trails load {path}` (ctx.kg.load in Python); ingest reads "
+                f"documents ({' '.join(KNOWN_SUFFIXES)})")
 
 
 def _check_inside(paths: list[PathLike], root: PathLike) -> None:
@@ -255,6 +275,7 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
 
     Raises:
         ValueError: the source is none of those, or options were given with a non-path source.
+        ConfigurationError: a path names an RDF file (see :class:`FileLoader`).
 
     >>> [d.id for d in load([Document("a", "mem", "text")])]
     ['a']

@@ -33,6 +33,7 @@ from trails.ingest.events import (
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
+    SourceSkipped,
 )
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import date_problems, doc_iri, version_of
@@ -167,7 +168,8 @@ class _Run:
     def take(self, item: Document | LoadFailure, sanitizer: Sanitizer | None,
              base: str) -> Iterator[IngestEvent]:
         if isinstance(item, LoadFailure):
-            yield DocumentFailed(item.source, item.reason)
+            yield (SourceSkipped(item.source, item.reason) if item.skipped
+                   else DocumentFailed(item.source, item.reason))
             return
         try:
             document = _sanitize(sanitizer, item)

@@ -1,5 +1,5 @@
 """``load``, ``dump`` and ``to_rdflib`` for any graph, built on two primitives a backend has:
-adding quads in one go and listing the quads of a scope (or of every graph).
+adding quads in one transaction and listing the quads of a scope (or of every graph).
 
 Both backends delegate here, so a file loads and exports the same way into the embedded graph
 and into a SPARQL endpoint.
@@ -8,26 +8,32 @@ and into a SPARQL endpoint.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyoxigraph as ox
 
-from trails._lazy import require
-from trails.kg.rdfio import RdfSource, from_rdflib, rdf_format, read_quads, to_rdflib, write_quads
+from trails.kg.rdfio import RdfSource, rdf_format, read_quads, write_quads
+from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
+from trails.scopes import DEFAULT_SCOPE
 
 __all__ = ["dump_quads", "load_quads", "rdflib_of"]
 
+# What load() takes: a path, RDF text or bytes, or an rdflib Graph/Dataset.
+LoadSource = RdfSource | Any
 
-def load_quads(add: Callable[[list[ox.Quad]], None], source: RdfSource | Any,
-               format: str | None, scope: str | None, base_iri: str | None) -> int:
-    """Parse ``source`` (a path, RDF text or bytes, or an rdflib graph) and ``add`` its quads
-    in one go; how many quads were read."""
-    if not isinstance(source, (str, bytes, os.PathLike)):
-        rdflib = require("rdflib", "loading an rdflib graph")
-        if not isinstance(source, rdflib.Graph):
-            raise TypeError("load() takes a path, RDF text or bytes, or an rdflib Graph; got "
-                            f"{type(source).__name__}")
+
+def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format: str | None,
+               scope: str | None, base_iri: str | None) -> int:
+    """Parse ``source`` and ``add`` all its quads in one go; how many quads it holds.
+
+    Raises:
+        ValueError: ``format=`` with an rdflib graph (it has no text format to name).
+    """
+    if is_rdflib_graph(source):
+        if format is not None:
+            raise ValueError("format= names the format of a file or text; an rdflib graph "
+                             "needs none, so leave it out")
         source, format = from_rdflib(source)
     quads = read_quads(source, format, scope, base_iri=base_iri)
     add(quads)
@@ -35,15 +41,16 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: RdfSource | Any,
 
 
 def dump_quads(quads: Callable[[str | None], Iterable[ox.Quad]],
-               path: str | os.PathLike[str] | None, format: str | None,
-               scope: str | None) -> str | None:
+               path: str | os.PathLike[str] | None, format: str | None, scope: str | None,
+               prefixes: Mapping[str, str] | None = None) -> str | None:
     """Serialise one scope's triples (a triple format, or ``scope=``) or every graph (a
     dataset format without ``scope=``). A triple format without ``scope=`` dumps the default
     scope. The format comes from ``format``, else ``path``'s suffix, else TriG."""
-    fmt = rdf_format(format, str(path)) if (format or path) else ox.RdfFormat.TRIG
-    wanted = scope if scope is not None or fmt.supports_datasets else "default"
-    return write_quads(quads(wanted), fmt, path)
+    fmt = rdf_format(format, path) if (format or path) else ox.RdfFormat.TRIG
+    wanted = scope if scope is not None or fmt.supports_datasets else DEFAULT_SCOPE
+    return write_quads(quads(wanted), fmt, path, prefixes)
 
 
 def rdflib_of(quads: Iterable[ox.Quad]) -> Any:
+    """The quads as an ``rdflib.Dataset`` (see :func:`trails.kg.rdflib_bridge.to_rdflib`)."""
     return to_rdflib(quads)

@@ -213,35 +213,54 @@ class OxigraphGraph:
 
     def load(self, source: RdfSource | Any, format: str | None = None,
              scope: str | None = None, *, base_iri: str | None = None) -> int:
-        """Load RDF into the graph in one transaction; how many quads were read.
+        """Load RDF into the graph in one transaction; how many quads the source held.
 
-        ``source`` is a path (a ``str`` naming an existing file, or a ``Path``), RDF text or
-        bytes, or an rdflib graph. The format comes from ``format`` (turtle, trig, ntriples,
-        nquads, n3, rdfxml, jsonld), else the file's suffix; text defaults to Turtle. Triples
-        go into ``scope``'s graph (default: the default scope), so scoped filters see them.
+        ``source`` is a file (a ``pathlib.Path``, or a one-line ``str`` that names an
+        existing file or ends with an RDF suffix), RDF content (``bytes``, or any other
+        ``str``), or an rdflib ``Graph``/``Dataset`` (``trails[rdflib]``). The format is
+        ``format`` (turtle, trig, ntriples, nquads, n3, rdfxml, jsonld, or a media type),
+        else the file's suffix; text is read as Turtle/TriG (JSON-LD when it starts with
+        ``{``). Without ``scope`` quads keep their graphs and triples go into the default
+        scope; with ``scope`` triples go into that scope's graph (scoped filters see them),
+        and RDF naming graphs of its own is refused. Loading the same IRIs and literals again
+        adds nothing; blank nodes are new on every load.
 
         >>> kg = OxigraphGraph()
-        >>> kg.load('<https://x/a> <https://x/p> "v" .', format="ntriples")
+        >>> kg.load(b'<https://x/a> <https://x/p> "v" .', scope="legal")
         1
+        >>> kg.scopes()
+        ['default', 'legal']
 
         Raises:
-            RdfSyntaxError: the input does not parse (line and column named); nothing loaded.
-            ConfigurationError: an unknown format, or ``scope=`` with TriG/N-Quads.
+            RdfSyntaxError: the input does not parse (file, line and column named); nothing
+                is loaded.
+            ConfigurationError: no such file, an unknown format, ``scope=`` with named graphs,
+                or the graph is read-only.
         """
         self._check_writable()
         return load_quads(self._store.extend, source, format, scope, base_iri)
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
-        """Export RDF: the text, or None after writing ``path``.
+        """Export RDF: the text, or None after writing ``path`` (replaced whole).
 
-        TriG or N-Quads without ``scope`` hold every graph; a triple format (Turtle,
-        N-Triples, RDF/XML...) holds one scope (``scope``, default the default scope). The
-        format comes from ``format``, else ``path``'s suffix, else TriG."""
-        return dump_quads(self._quads, path, format, scope)
+        TriG, N-Quads or JSON-LD without ``scope`` hold every graph; a triple format
+        (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
+        scope). The format comes from ``format``, else ``path``'s suffix, else TriG.
+
+        >>> kg = OxigraphGraph()
+        >>> kg.load(b'<https://x/a> <https://schema.org/name> "A" .', scope="legal")
+        1
+        >>> print(kg.dump(format="turtle", scope="legal"), end="")  # doctest: +ELLIPSIS
+        @prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+        ...
+        <https://x/a> schema:name "A" .
+        """
+        return dump_quads(self._quads, path, format, scope, self.prefixes)
 
     def to_rdflib(self, scope: str | None = None) -> Any:
-        """The graph (or one scope's) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
+        """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` backed by an
+        in-memory Oxigraph store (``pip install "trails[rdflib]"``)."""
         return rdflib_of(self._quads(scope))
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:

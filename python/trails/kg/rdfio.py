@@ -3,25 +3,32 @@
 Both graph backends load and dump through these functions, so a file reads the same into the
 embedded graph and into a SPARQL endpoint. Formats are pyoxigraph's: Turtle, TriG, N-Triples,
 N-Quads, N3, RDF/XML and JSON-LD.
+
+What ``source`` is (:func:`read_quads`):
+
+- a ``pathlib.Path`` (any ``os.PathLike``): a file, whatever its name;
+- ``bytes``: RDF content, whatever it looks like;
+- a ``str``: a file when it is one line that names an existing path or ends with an RDF
+  suffix (a missing file is then an error); otherwise RDF content.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
 
-from trails._lazy import require
 from trails.errors import ConfigurationError, RdfSyntaxError
-from trails.scopes import DEFAULT_SCOPE, scope_graph
+from trails.scopes import scope_graph
 
-__all__ = ["FORMATS", "RDF_SUFFIXES", "RdfSource", "from_rdflib", "rdf_format", "read_quads",
-           "to_rdflib", "write_quads"]
+__all__ = ["FORMATS", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads", "write_quads"]
 
-# Names a user may give (--format, format=), each with pyoxigraph's format.
+# The names --format and format= take (the first of each format is the one help lists).
 FORMATS: dict[str, ox.RdfFormat] = {
     "turtle": ox.RdfFormat.TURTLE, "ttl": ox.RdfFormat.TURTLE,
     "trig": ox.RdfFormat.TRIG,
@@ -32,112 +39,194 @@ FORMATS: dict[str, ox.RdfFormat] = {
     "owl": ox.RdfFormat.RDF_XML,
     "jsonld": ox.RdfFormat.JSON_LD, "json-ld": ox.RdfFormat.JSON_LD,
 }
+FORMAT_NAMES = ("turtle", "trig", "ntriples", "nquads", "n3", "rdfxml", "jsonld")
 # File suffixes that hold RDF: ingestion refuses them (they are facts, not documents).
 RDF_SUFFIXES = frozenset({".ttl", ".trig", ".nt", ".nq", ".n3", ".rdf", ".owl", ".jsonld"})
+# Suffixes load() reads a format from: the above, plus the ones that may hold other things.
+_SUFFIX_FORMATS = {".json": ox.RdfFormat.JSON_LD, ".xml": ox.RdfFormat.RDF_XML} | {
+    suffix: FORMATS[suffix[1:]] for suffix in RDF_SUFFIXES}
+# The formats whose writer abbreviates IRIs with the graph's prefixes.
+_PREFIXED = {ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG, ox.RdfFormat.N3, ox.RdfFormat.RDF_XML}
 
-# A path (str paths must name an existing file), RDF text or bytes.
+# A path (a str only as described in the module docstring), RDF text or bytes.
 RdfSource = str | bytes | os.PathLike[str]
 
 
-def rdf_format(format: str | None, name: str | None = None) -> ox.RdfFormat:
-    """The format named by ``format``, else guessed from the file ``name``'s suffix.
+def rdf_format(format: str | None, name: str | os.PathLike[str] | None = None) -> ox.RdfFormat:
+    """The format named by ``format`` (a name or a media type), else read from the file
+    ``name``'s suffix.
 
     >>> rdf_format(None, "facts.ttl").name, rdf_format("nquads").name
     ('Turtle', 'N-Quads')
+
+    Raises:
+        ConfigurationError: an unknown format, or a file name whose suffix names none.
     """
     if format is not None:
-        found = FORMATS.get(format.lower())
+        found = FORMATS.get(format.lower()) or ox.RdfFormat.from_media_type(format)
         if found is None:
             raise ConfigurationError(
-                f"unknown RDF format {format!r}; use one of {', '.join(sorted(FORMATS))}")
+                f"unknown RDF format {format!r}; use one of {', '.join(FORMAT_NAMES)}")
         return found
-    suffix = Path(name).suffix.lower().lstrip(".") if name else ""
-    if suffix in FORMATS:
-        return FORMATS[suffix]
+    suffix = Path(name).suffix.lower() if name is not None else ""
+    if suffix in _SUFFIX_FORMATS:
+        return _SUFFIX_FORMATS[suffix]
     raise ConfigurationError(
-        f"cannot tell the RDF format of {name or 'this text'!r}; pass format= (--format) as one "
-        f"of {', '.join(sorted(FORMATS))}, or use a file suffix: "
-        f"{', '.join(sorted(RDF_SUFFIXES))}")
+        f"cannot tell the RDF format of {str(name)!r} from its suffix; use one of "
+        f"{', '.join(sorted(_SUFFIX_FORMATS))}, or name the format with format= (--format): "
+        f"{', '.join(FORMAT_NAMES)}")
 
 
 def read_quads(source: RdfSource, format: str | None = None, scope: str | None = None,
                *, base_iri: str | None = None) -> list[ox.Quad]:
-    """Parse ``source`` (a path, or RDF text/bytes) into quads, all or nothing.
+    """Parse ``source`` into quads, all or nothing.
 
-    Triples go into ``scope``'s graph (the default scope when None). A dataset format's
-    quads keep the graphs they name; ``scope=`` with one is refused, since it would have to
-    move them. Blank nodes get fresh labels, so loading twice never merges them with others.
+    Without ``scope`` every quad keeps its graph (triples: the default scope's graph). With
+    ``scope``, triples go into that scope's graph, and RDF that names graphs of its own (TriG,
+    N-Quads, JSON-LD with ``@graph`` names) is refused rather than moved. Blank nodes get
+    fresh labels, so loading twice never merges them with others. Text without ``format``
+    is read as Turtle/TriG (JSON-LD when it starts with ``{`` or ``[``, RDF/XML with ``<?xml``).
+
+    >>> [str(q.graph_name) for q in read_quads(b'<urn:a> <urn:b> "c" .', scope="legal")]
+    ['<urn:trails:scope:legal>']
 
     Raises:
         RdfSyntaxError: the input does not parse (the message names the line and column).
-        ConfigurationError: the format cannot be told, or ``scope=`` with a dataset format.
+        ConfigurationError: no such file, an unknown format, or ``scope=`` with named graphs.
     """
     path, data = _input(source)
-    fmt = rdf_format(format, path.name if path else None) if format or path else (
-        ox.RdfFormat.TURTLE)  # text without a format: Turtle (it reads N-Triples too)
-    if fmt.supports_datasets and scope is not None:
-        raise ConfigurationError(
-            f"{fmt.name} names its own graphs, so scope= cannot place it; load it without "
-            "scope=, or use a triple format (Turtle, N-Triples...) for one scope")
-    target = scope_graph(scope or DEFAULT_SCOPE)
-    name = str(path) if path else "the RDF text"
+    if format is not None or path is not None:
+        fmt = rdf_format(format, path)
+    else:
+        fmt = _sniff(data)
+    name = str(path) if path is not None else "the RDF text"
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
-        raise RdfSyntaxError(f"{name} is not valid {fmt.name}: {exc}") from exc
-    if fmt.supports_datasets:
-        return quads
-    return [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
+        raise _syntax_error(name, fmt, exc, _typo_hint(source, path)) from exc
+    return quads if scope is None else _into_scope(quads, scope, name)
 
 
 def _input(source: RdfSource) -> tuple[Path | None, bytes]:
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                          and _is_file(source)):
-        path = Path(source)
-        try:
-            return path, path.read_bytes()
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if isinstance(source, bytes):
-        return None, source
-    if isinstance(source, str):
+    """The file to read (or None) and the bytes to parse."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return None, bytes(source)
+    if isinstance(source, str) and not _names_a_file(source):
         return None, source.encode("utf-8")
-    raise TypeError(f"load() takes a path, RDF text or bytes, got {type(source).__name__}")
-
-
-def _is_file(text: str) -> bool:
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError("load() takes a path, RDF text or bytes, or an rdflib graph; got "
+                        f"{type(source).__name__}")
+    path = Path(source)
     try:
-        return len(text) < 4096 and Path(text).is_file()
+        return path, path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigurationError(f"no such file: {path}; pass RDF text as bytes (or as a "
+                                 "str of several lines) to load it as content") from exc
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _names_a_file(text: str) -> bool:
+    if "\n" in text or "\r" in text or len(text) > 4096 or not text.strip():
+        return False
+    if text.lower().endswith(tuple(_SUFFIX_FORMATS)):
+        return True
+    try:
+        return Path(text).exists()
     except (OSError, ValueError):
         return False
 
 
+def _sniff(data: bytes) -> ox.RdfFormat:
+    start = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:64]
+    if start[:1] in (b"{", b"["):
+        return ox.RdfFormat.JSON_LD
+    if start.startswith((b"<?xml", b"<rdf:RDF")):
+        return ox.RdfFormat.RDF_XML
+    return ox.RdfFormat.TRIG  # Turtle and N-Triples are TriG too
+
+
+_POSITION = re.compile(r"^Parser error at line \d+ (?:between columns \d+ and \d+|column \d+): ")
+
+
+def _syntax_error(name: str, fmt: ox.RdfFormat, exc: SyntaxError, hint: str) -> RdfSyntaxError:
+    """pyoxigraph's error, reworded: where (file, line, column), what, and that nothing loaded."""
+    line, column = _position(exc)
+    detail = _POSITION.sub("", str(exc.args[0] if exc.args else exc))
+    detail = re.sub(r" \(line \d+\)$", "", detail)
+    kind = "Turtle/TriG" if fmt == ox.RdfFormat.TRIG and name == "the RDF text" else fmt.name
+    where = f", line {line}, column {column}" if line is not None else ""
+    return RdfSyntaxError(f"{name} is not valid {kind}{where}: {detail}; nothing was loaded{hint}",
+                          source=name, line=line, column=column)
+
+
+def _position(exc: SyntaxError) -> tuple[int | None, int | None]:
+    line = exc.lineno if isinstance(exc.lineno, int) else None
+    column = exc.offset if isinstance(exc.offset, int) else None
+    if line is None and len(exc.args) > 1 and isinstance(exc.args[1], tuple):
+        details = exc.args[1]  # (filename, line, column, text, end line, end column)
+        line, column = (v if isinstance(v, int) else None for v in details[1:3])
+    return line, column
+
+
+def _typo_hint(source: RdfSource, path: Path | None) -> str:
+    if path is None and isinstance(source, str) and re.fullmatch(r"[^\s<>\"{}]{1,255}", source):
+        return (f" (read as RDF text: no file {source!r} exists; pass a pathlib.Path to "
+                "load a file)")
+    return ""
+
+
+def _into_scope(quads: list[ox.Quad], scope: str, name: str) -> list[ox.Quad]:
+    target = scope_graph(scope)
+    named = sorted({str(q.graph_name) for q in quads
+                    if not isinstance(q.graph_name, ox.DefaultGraph)})
+    if named:
+        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+        raise ConfigurationError(
+            f"{name} names graphs of its own ({shown}), so scope={scope!r} cannot place it: "
+            "load it without a scope to keep its graphs (the graph "
+            "<urn:trails:scope:NAME> is scope NAME), or drop the graph names")
+    return [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
+
+
+# Characters XML 1.0 cannot hold, even escaped: RDF/XML would silently lose them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_safe(quads: Iterable[ox.Quad]) -> Iterable[ox.Quad]:
+    for quad in quads:
+        value = quad.object.value if isinstance(quad.object, ox.Literal) else ""
+        bad = _NOT_XML.search(value)
+        if bad:
+            raise ConfigurationError(
+                f"RDF/XML cannot hold the literal {str(quad.object)[:60]} of {quad.subject}: XML "
+                f"has no character U+{ord(bad.group()):04X}; export as Turtle, N-Triples, TriG "
+                "or N-Quads instead")
+        yield quad
+
+
 def write_quads(quads: Iterable[ox.Quad], format: ox.RdfFormat,
-                path: str | os.PathLike[str] | None) -> str | None:
-    """Serialise ``quads`` (triples when ``format`` holds one graph); text, or None after
-    writing ``path``."""
-    items: list[Any] = list(quads)
+                path: str | os.PathLike[str] | None,
+                prefixes: Mapping[str, str] | None = None) -> str | None:
+    """Serialise ``quads`` (as triples when ``format`` holds one graph): the text, or None
+    after writing ``path`` (whole or not at all: a temporary file is renamed over it)."""
+    items: Iterable[Any] = quads
+    if format == ox.RdfFormat.RDF_XML:
+        items = _xml_safe(quads)
     if not format.supports_datasets:
-        items = [ox.Triple(q.subject, q.predicate, q.object) for q in items]
-    data = ox.serialize(items, format=format, prefixes=None) or b""
+        items = (ox.Triple(q.subject, q.predicate, q.object) for q in items)
+    options: dict[str, Any] = {"format": format}
+    if prefixes and format in _PREFIXED:
+        options["prefixes"] = dict(prefixes)
     if path is None:
-        return data.decode("utf-8")
-    Path(path).write_bytes(data)
+        return (ox.serialize(items, **options) or b"").decode("utf-8")
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(temporary, "xb") as out:  # the usual file mode, unlike mkstemp's 0600
+            ox.serialize(items, out, **options)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return None
-
-
-def to_rdflib(quads: Iterable[ox.Quad]) -> Any:
-    """The quads as an ``rdflib.Dataset`` (needs rdflib: ``pip install "trails[rdflib]"``)."""
-    rdflib = require("rdflib", "to_rdflib()")
-    dataset = rdflib.Dataset()
-    dataset.parse(data=write_quads(quads, ox.RdfFormat.N_QUADS, None), format="nquads")
-    return dataset
-
-
-def from_rdflib(graph: Any) -> tuple[bytes, str]:
-    """An rdflib ``Graph`` (N-Triples) or ``Dataset`` (N-Quads) as bytes and the format name
-    to load them with."""
-    rdflib = require("rdflib", "loading an rdflib graph")
-    fmt = "nquads" if isinstance(graph, rdflib.ConjunctiveGraph) else "ntriples"
-    data = graph.serialize(format="nquads" if fmt == "nquads" else "nt", encoding="utf-8")
-    return bytes(data), fmt

@@ -199,31 +199,47 @@ class SparqlEndpointGraph:
 
     def load(self, source: RdfSource | Any, format: str | None = None,
              scope: str | None = None, *, base_iri: str | None = None) -> int:
-        """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as
-        ``INSERT DATA`` requests of at most ``batch_size`` quads."""
-        return load_quads(self.extend, source, format, scope, base_iri)
+        """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as one
+        ``INSERT DATA`` request, which the server applies whole or not at all (whatever
+        ``batch_size`` says; raise ``timeout`` for a large file).
+
+        Raises:
+            ConfigurationError: as the embedded graph's, and for a graph named by a blank
+                node (an update cannot name it).
+        """
+        return load_quads(self._insert_at_once, source, format, scope, base_iri)
+
+    def _insert_at_once(self, quads: list[ox.Quad]) -> None:
+        if not quads:
+            return
+        try:
+            body = insert_data(quads)
+        except TypeError as exc:  # a blank-node graph name
+            raise ConfigurationError(f"{exc}; nothing was loaded") from exc
+        self._post(self.update_url, "update", body, "application/sparql-update", [])
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
-        """Export RDF (see :meth:`trails.kg.OxigraphGraph.dump`), read with SPARQL queries."""
-        return dump_quads(self._quads, path, format, scope)
+        """Export RDF (see :meth:`trails.kg.OxigraphGraph.dump`), read with one SPARQL query."""
+        return dump_quads(self._quads, path, format, scope, self.prefixes)
 
     def to_rdflib(self, scope: str | None = None) -> Any:
-        """The graph (or one scope's) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
+        """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
         return rdflib_of(self._quads(scope))
 
     def _quads(self, scope: str | None) -> list[ox.Quad]:
+        """One scope's quads (confined as a scoped query is), or every graph's in one query,
+        so a blank node shared by two graphs stays one node."""
         if scope is not None:
             graph = scope_graph(scope)
-            where = ("?s ?p ?o" if isinstance(graph, ox.DefaultGraph)
-                     else f"GRAPH {graph} {{ ?s ?p ?o }}")
-            rows = self.query(f"SELECT ?s ?p ?o WHERE {{ {where} }}")
+            rows = self.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", scopes=[scope])
             return [ox.Quad(r["s"], r["p"], r["o"], graph)
                     for r in (rows.raw if isinstance(rows, QueryResult) else [])]
-        default = self._quads(DEFAULT_SCOPE)
-        rows = self.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
-        return default + [ox.Quad(r["s"], r["p"], r["o"], r["g"])
-                          for r in (rows.raw if isinstance(rows, QueryResult) else [])]
+        result = self._plain_select(
+            "SELECT ?s ?p ?o ?g WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
+            "export every graph")
+        return [ox.Quad(r["s"], r["p"], r["o"], ox.DefaultGraph() if r["g"] is None else r["g"])
+                for r in result.raw]
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""
@@ -235,13 +251,20 @@ class SparqlEndpointGraph:
 
     def __len__(self) -> int:
         """The number of quads on the server (one COUNT query)."""
-        self._check_default_graph_mode("count the quads of the store")
-        response = self._post(
-            self.query_url, "query",
+        result = self._plain_select(
             "SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
-            "application/sparql-query", [], accept=_RESULTS_JSON)
+            "count the quads of the store")
+        return int(result.rows[0]["n"]) if result.rows else 0
+
+    def _plain_select(self, text: str, purpose: str) -> QueryResult:
+        """A SELECT over the server's own default graph and its named graphs (no dataset)."""
+        self._check_default_graph_mode(purpose)
+        response = self._post(self.query_url, "query", text, "application/sparql-query", [],
+                              accept=_RESULTS_JSON)
         result = parse_response(response, self.query_url)
-        return int(result.rows[0]["n"]) if isinstance(result, QueryResult) and result.rows else 0
+        if not isinstance(result, QueryResult):  # pragma: no cover - a SELECT's answer
+            raise SparqlError(f"the endpoint {self.query_url} answered a SELECT with no rows")
+        return result
 
     def flush(self) -> None:
         """Nothing to do: the server has applied every request that returned."""
