@@ -1,5 +1,5 @@
 """``trails load`` and ``trails export`` end to end, ``trails ingest`` refusing RDF files, and a
-load killed at random moments (SIGKILL) leaving all of a file or nothing."""
+load killed at random moments (SIGKILL) or read while it runs: all of a file or nothing."""
 
 from __future__ import annotations
 
@@ -248,3 +248,19 @@ def test_a_load_killed_at_any_moment_leaves_all_of_the_file_or_nothing(db, tmp_p
         if seen:
             with Context.open(db) as ctx:
                 ctx.kg.remove_graph(ox.NamedNode("urn:trails:scope:legal"))
+
+
+def test_readers_during_a_load_see_all_of_the_file_or_nothing(db, tmp_path):
+    big = tmp_path / "big.nt"
+    count = 60_000
+    big.write_text("".join(f'<{EX}s{i}> <{EX}name> "n{i}" .\n' for i in range(count)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    worker = subprocess.Popen([sys.executable, "-c", LOADER, str(db), str(big)], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+    seen = []
+    while worker.poll() is None:
+        seen.append(_legal_count(db))  # a read-only context opened while the load runs
+    assert worker.wait(timeout=60) == 0
+    assert seen and set(seen) <= {0, count}, f"a reader saw {sorted(set(seen))} of {count}"
+    assert _legal_count(db) == count
