@@ -33,6 +33,9 @@ RDFXML = ('<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
           '</rdf:Description></rdf:RDF>')
 ALICE = ox.NamedNode(f"{EX}alice")
 NAME = ox.NamedNode(f"{EX}name")
+# rdflib 7.6's own N-Quads parser and serialiser call its deprecated Dataset.default_context.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Dataset.(default_context|contexts) is deprecated:DeprecationWarning")
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

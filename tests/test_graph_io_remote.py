@@ -21,6 +21,10 @@ ex:alice ex:name "Alice"@en ; ex:age 42 ; ex:knows [ ex:name "Bob" ] .
 """
 
 
+# rdflib 7.6's own N-Quads parser and serialiser call its deprecated Dataset.default_context.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Dataset.(default_context|contexts) is deprecated:DeprecationWarning")
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     with OxigraphServer(tmp_path_factory.mktemp("oxigraph")) as running:
