@@ -6,7 +6,12 @@ says what was wrong and what to do next. The tree::
     TrailsError
     ├── ConfigurationError            a setting, path or argument combination cannot work
     │   ├── ContextLockedError        another process is writing to the context directory
-    │   └── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
+    │   ├── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
+    │   └── InvalidArgumentError (+ValueError)  an argument of the wrong type or out of range
+    ├── StorageError                  a context's files cannot be read or written (disk full,
+    │   │                             read-only mount, permissions); nothing was lost
+    │   └── ContextDamagedError       a context's files are corrupt, or one half (graph or
+    │                                 vectors) is missing or belongs to another context
     ├── MissingExtraError (+ImportError)  an optional package is not installed; names the pip command
     ├── SparqlError                   a SPARQL query or filter is malformed or not allowed
     │   ├── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
@@ -29,16 +34,19 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "ContextDamagedError",
     "ContextLockedError",
     "DimensionMismatchError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
     "EndpointUnavailableError",
+    "InvalidArgumentError",
     "InvalidVectorError",
     "MissingExtraError",
     "RdfSyntaxError",
     "RewriteError",
     "SparqlError",
+    "StorageError",
     "TrailsError",
     "UnboundVariableError",
     "UnknownScopeError",
@@ -61,6 +69,24 @@ class ContextLockedError(ConfigurationError):
 
 class UnknownScopeError(ConfigurationError):
     """A read names a scope that holds nothing (a typo, most often)."""
+
+
+class InvalidArgumentError(ConfigurationError, ValueError):
+    """An argument has the wrong type or is out of range (``retrieve(None)``, ``k=2**63``,
+    ``scope=123``); the message names the argument, what it got and what it takes."""
+
+
+class StorageError(TrailsError):
+    """A context's files cannot be read or written: the disk is full, the mount is read-only,
+    permissions refuse it. The operation that met it wrote nothing partial; free space or fix
+    the permissions and run it again."""
+
+
+class ContextDamagedError(StorageError):
+    """A context's files are corrupt, or one half of it (the graph or the vectors) is missing
+    or belongs to another context. trails refuses to open it rather than rebuild the missing
+    half empty (which would make repair delete the surviving one); restore the files from a
+    backup, or re-create the context and ingest again."""
 
 
 class MissingExtraError(TrailsError, ImportError):

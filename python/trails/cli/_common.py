@@ -22,6 +22,8 @@ from trails.vector.embedders.base import Embedder
 
 __all__ = [
     "DEFAULT_MODEL",
+    "EXIT_BROKEN_CONTEXT",
+    "EXIT_INTERNAL",
     "EXIT_PARTIAL",
     "EXIT_USER_ERROR",
     "bindings",
@@ -36,8 +38,10 @@ __all__ = [
     "table",
 ]
 
-EXIT_USER_ERROR = 1
-EXIT_PARTIAL = 2
+EXIT_USER_ERROR = 1      # a mistake in the command, its arguments or its input
+EXIT_PARTIAL = 2         # some documents or checks failed, the rest succeeded
+EXIT_BROKEN_CONTEXT = 3  # the context's files cannot be read or written (StorageError)
+EXIT_INTERNAL = 4        # a bug in trails: one line on stderr, TRAILS_DEBUG=1 for the traceback
 
 
 # -- the context directory ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ edge (:meth:`_Group.main`), never a traceback. Exit codes:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,8 @@ from typer.core import TyperGroup
 
 from trails.cli import eval as evaluation
 from trails.cli import graph, ingest, maintenance, query, setup
-from trails.cli._common import EXIT_USER_ERROR
-from trails.errors import TrailsError
+from trails.cli._common import EXIT_BROKEN_CONTEXT, EXIT_INTERNAL, EXIT_USER_ERROR
+from trails.errors import StorageError, TrailsError
 
 __all__ = ["app", "main"]
 
@@ -53,8 +54,16 @@ class _Group(TyperGroup):
             code = _fail(exc.format_message(), exc.exit_code)
         except typer.Abort:
             code = _fail("aborted")
+        except StorageError as exc:
+            code = _fail(str(exc) or type(exc).__name__, EXIT_BROKEN_CONTEXT)
         except (TrailsError, ValueError, SyntaxError, OSError) as exc:
             code = _fail(str(exc) or type(exc).__name__)
+        except Exception as exc:  # a bug: still one line, never a traceback
+            if os.environ.get("TRAILS_DEBUG"):
+                raise
+            code = _fail(f"internal error ({type(exc).__name__}: {exc}); this is a bug in "
+                         "trails, please report it. TRAILS_DEBUG=1 shows the traceback",
+                         EXIT_INTERNAL)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -89,7 +98,9 @@ def _root(
     see the data as it was when they opened it. init, ingest and verify --repair need the
     single writer's place; if another process holds it they exit 1.
 
-    Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure.
+    Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure, 3 the
+    context's files cannot be read or written (disk full, read-only, corrupt), 4 a bug in
+    trails (TRAILS_DEBUG=1 shows the traceback).
 
     Example:
 
