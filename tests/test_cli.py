@@ -398,7 +398,7 @@ def test_verify_finds_and_repairs_inconsistencies_with_exit_2(kb):
     assert json.loads(found.stdout)["chunks_without_vectors"] == [chunk]
     repaired = trails("--db", kb, "verify", "--repair")
     assert repaired.exit_code == 2
-    assert "(repaired)" in repaired.stdout
+    assert "(repaired: " in repaired.stdout
     assert trails("--db", kb, "verify").exit_code == 0
 
 

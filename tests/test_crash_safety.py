@@ -63,6 +63,12 @@ def _snapshot(ctx: Context) -> dict[str, set[str]]:
     return seen
 
 
+def _graph_versions(ctx: Context) -> dict[str, str]:
+    """doc IRI -> the version its own triples in the graph describe."""
+    rows = ctx.kg.query("SELECT ?doc ?v WHERE { ?doc a trails:Document ; trails:currentVersion ?v }")
+    return {row["doc"]: row["v"] for row in rows}
+
+
 def _versions(ctx: Context) -> dict[str, set[str]]:
     return {doc: {h for h in snippets} for doc, snippets in _snapshot(ctx).items()}
 
@@ -152,9 +158,15 @@ def test_kill_at_random_moments_never_exposes_half_a_version(editions):
             report = ctx.verify()
             if not report.ok:
                 dirty += 1
-                assert ctx.verify(repair=True).repaired                    # (b)
+                shown, committed = _snapshot(ctx), ctx.vectors.current_versions()
+                repaired = ctx.verify(repair=True)                         # (b)
+                assert repaired.repaired
                 assert ctx.verify().ok, ctx.verify().summary()
                 _assert_whole_versions(ctx, wholes)
+                # Repair finishes committed versions, it never deletes one.
+                assert repaired.removed == [], repaired.removed
+                assert _snapshot(ctx) == shown
+                assert _graph_versions(ctx) == {d: r.version for d, r in committed.items()}
             assert ingest_all(v2, ctx=ctx, batch_size=8).failed == 0       # (c)
             assert ctx.verify().ok
             _all_current(ctx, wholes)

@@ -212,18 +212,25 @@ def test_the_two_scenarios_through_the_command_line(folder, tmp_path):
 
 
 def test_a_kill_between_the_graph_delete_and_load_keeps_user_metadata(folder, monkeypatch):
-    """The delete removed trails' triples and the manifest; the load never ran. The next run
-    must not take the user's meta: triple for one of trails' own."""
+    """A graph where the delete removed trails' triples and the manifest and the load never
+    ran (a store written before step 4 was one transaction). The next run must not take the
+    user's meta: triple for one of trails' own."""
     with fresh_context() as ctx:
         ingest_all(folder, ctx=ctx)
         doc = doc_of(ctx, "a.md")
         ctx.kg.update(f'INSERT DATA {{ <{doc}> <https://trails.dev/meta#reviewer> "ann" }}')
         (folder / "a.md").write_text(memo("2026-02-02"))
+        real_update, real_clean = writer_module.finish_update, writer_module.VersionWriter.clean_graph
+
+        def deletes_only(*args):
+            return real_update(*args).rsplit(" ;\n", 1)[0]  # without the INSERT DATA
 
         def killed(self, documents):
+            real_clean(self, documents)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(writer_module.VersionWriter, "_add_document_triples", killed)
+        monkeypatch.setattr(writer_module, "finish_update", deletes_only)
+        monkeypatch.setattr(writer_module.VersionWriter, "clean_graph", killed)
         with pytest.raises(KeyboardInterrupt):
             ingest_all(folder, ctx=ctx)
         monkeypatch.undo()

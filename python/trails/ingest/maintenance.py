@@ -7,9 +7,16 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from trails.ingest.minting import DATE_KEYS
-from trails.ingest.writer import OWNED_ON_CHUNKS, graph_block, owned_document_deletes
-from trails.kg.base import KnowledgeGraph, select
+from trails.ingest.document import Chunk
+from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.writer import (
+    OWNED_ON_CHUNKS,
+    STAGED_FOR,
+    finish_update,
+    graph_block,
+    owned_document_deletes,
+)
+from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.terms import IRI
 from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
@@ -32,6 +39,13 @@ class VerifyReport:
     - ``count_mismatches``: documents whose recorded chunk count differs from their live
       vectors or graph chunks, as ``(doc_iri, recorded, vectors, chunks)``.
     - ``graph_behind``: documents whose graph triples still describe a previous version.
+    - ``orphan_documents``: documents the graph describes that have no recorded version (a
+      delete or a failed first ingest stopped before its graph step).
+    - ``stale_manifests``: staged manifests of versions that were never committed.
+
+    After ``repair``: ``finished`` lists the committed documents repair completed from what
+    is stored (their staged manifest, their vectors' texts); ``removed`` those it deleted
+    because they could not be made whole (the next ingest of their source writes them again).
     """
 
     chunks_without_vectors: list[str] = field(default_factory=list)
@@ -40,7 +54,11 @@ class VerifyReport:
     uncommitted_vectors: list[str] = field(default_factory=list)
     count_mismatches: list[tuple[str, int, int, int]] = field(default_factory=list)
     graph_behind: list[str] = field(default_factory=list)
+    orphan_documents: list[str] = field(default_factory=list)
+    stale_manifests: list[str] = field(default_factory=list)
     repaired: bool = False
+    finished: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     # Not a disagreement, a warning: documents whose date metadata did not parse, so they
     # have no schema:dateCreated and date filters do not see them. Fix the source, re-ingest.
     unparsed_dates: list[str] = field(default_factory=list)
@@ -48,15 +66,21 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not any((self.chunks_without_vectors, self.vectors_without_chunks, self.stale_chunks,
-                        self.uncommitted_vectors, self.count_mismatches, self.graph_behind))
+                        self.uncommitted_vectors, self.count_mismatches, self.graph_behind,
+                        self.orphan_documents, self.stale_manifests))
 
     def summary(self) -> str:
         parts = [f"{name.replace('_', ' ')}: {len(value)}" for name, value in vars(self).items()
-                 if isinstance(value, list) and value and name != "unparsed_dates"]
+                 if isinstance(value, list) and value and name not in _NOT_PROBLEMS]
         state = "consistent" if self.ok else "; ".join(parts)
         warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
                    "parse" if self.unparsed_dates else "")
-        return f"{state}{' (repaired)' if self.repaired else ''}{warning}"
+        repaired = (f" (repaired: {len(self.finished)} documents finished, {len(self.removed)} "
+                    "removed)" if self.repaired else "")
+        return f"{state}{repaired}{warning}"
+
+
+_NOT_PROBLEMS = ("unparsed_dates", "finished", "removed")
 
 
 def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
@@ -87,11 +111,31 @@ def _graph_versions(kg: KnowledgeGraph) -> dict[str, str]:
     return {row["doc"]: row["cv"] for row in rows}
 
 
-def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
-    """Compare graph and vectors; with ``repair=True`` remove what an interrupted ingest left.
+def _graph_documents(kg: KnowledgeGraph) -> set[str]:
+    """Documents trails wrote into the graph: those with a manifest (ADR 0012), and those
+    typed ``trails:Document`` (written before manifests were kept)."""
+    rows = select(kg, f"SELECT DISTINCT ?doc WHERE {{ {{ GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m "
+                      f"FILTER NOT EXISTS {{ ?doc <{STAGED_FOR.value}> ?of }} }} }} "
+                      "UNION { ?doc a trails:Document } }")
+    return set(rows.column("doc"))
 
-    Repair never invents data: it deletes stale and uncommitted parts, and removes documents
-    that cannot be made whole (the next ingest of their source writes them again).
+
+def _staged_manifests(kg: KnowledgeGraph) -> dict[tuple[str, str], str]:
+    """(doc IRI, version) -> the staged manifest step 2 wrote for that version."""
+    rows = select(kg, f"SELECT ?doc ?node ?m WHERE {{ GRAPH {MINTED_GRAPH} {{ "
+                      f"?node <{STAGED_FOR.value}> ?doc ; trails:minted ?m }} }}")
+    return {(row["doc"], row["node"][len(row["doc"]) + 3:]): row["m"] for row in rows
+            if row["node"].startswith(row["doc"] + "/v/")}
+
+
+def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
+    """Compare graph and vectors; with ``repair=True`` finish what an interrupted write left.
+
+    Repair never invents data and never drops committed work it can complete: a committed
+    version (its vectors all live, the commit point passed) whose graph step was cut off is
+    finished from its staged manifest and its vectors' texts; what was never committed
+    (staged vectors, stale chunks and manifests) is deleted; a document that cannot be made
+    whole from what is stored is removed (the next ingest of its source writes it again).
     """
     store, kg = versioned(ctx.vectors, "verify"), ctx.kg
     versions = store.current_versions()
@@ -111,24 +155,73 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
             report.count_mismatches.append((doc, record.chunks, live_per_doc[doc], chunks_per_doc[doc]))
         if graph_versions.get(doc) != record.version:
             report.graph_behind.append(doc)
+    report.orphan_documents = sorted(_graph_documents(kg) - set(versions))
+    staged = _staged_manifests(kg)
+    report.stale_manifests = sorted(
+        f"{doc}/v/{version}" for doc, version in staged
+        if doc not in versions or versions[doc].version != version
+        or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
     if repair and not report.ok:
-        _repair(ctx, report, chunks, versions)
+        _repair(ctx, report, chunks, versions, rows, staged)
         report.repaired = True
     return report
 
 
 def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
-            versions: dict[str, DocumentVersion]) -> None:
-    ctx.vectors.delete_many(report.uncommitted_vectors + report.vectors_without_chunks)
+            versions: dict[str, DocumentVersion], rows: list[tuple[str, str, str | None, bool]],
+            staged: dict[tuple[str, str], str]) -> None:
+    # A committed version: every row of the document live and of the recorded version, as
+    # many as recorded (publish wrote them in one transaction). Its graph step may have been
+    # cut off; everything it needs is stored, so it is finished, never deleted.
+    live_rows: dict[str, list[tuple[str, str | None]]] = {}
+    for row_id, doc, version, pending in rows:
+        live_rows.setdefault(doc, []).append((row_id, None if pending else version))
+    committed = {doc for doc, record in versions.items()
+                 if len(live_rows.get(doc, ())) == record.chunks
+                 and all(v == record.version for _, v in live_rows.get(doc, ()))}
+    keep = {row_id for doc in committed for row_id, _ in live_rows.get(doc, ())}
+    ctx.vectors.delete_many(report.uncommitted_vectors
+                            + [v for v in report.vectors_without_chunks if v not in keep])
     _delete_subjects(ctx, [(c, chunks[c][2]) for c in report.stale_chunks], OWNED_ON_CHUNKS)
-    # Documents that cannot be made whole from what is stored (a graph that missed its last
-    # step lacks the document's own triples) are removed; the next ingest writes them again.
-    broken = {c_doc for c_doc, *_ in report.count_mismatches}
-    broken |= {chunks[c][0] for c in report.chunks_without_vectors}
-    broken |= set(report.graph_behind)
-    for doc in sorted(broken):
+    if report.stale_manifests:
+        ctx.kg.update(" ;\n".join(f"DELETE WHERE {{ GRAPH {MINTED_GRAPH} {{ {ox.NamedNode(n)} ?p ?o }} }}"
+                                   for n in report.stale_manifests))
+    damaged = {doc for doc, *_ in report.count_mismatches}
+    damaged |= {chunks[c][0] for c in report.chunks_without_vectors}
+    damaged |= set(report.graph_behind)
+    for doc in sorted(damaged):
+        record = versions.get(doc)
+        manifest = staged.get((doc, record.version)) if record else None
+        # A graph behind its record needs the staged manifest (the document's own triples
+        # are nowhere else); a current graph missing chunks needs only the vectors' texts.
+        if record is None or doc not in committed or (doc in report.graph_behind
+                                                       and manifest is None):
+            delete_document(ctx, doc)
+            report.removed.append(doc)
+            continue
+        _rebuild_chunks(ctx, record, [r for r, _ in live_rows.get(doc, ())])
+        if manifest is not None:
+            ctx.kg.update(finish_update(ctx.kg, [(doc, record.version, manifest)], record.scope))
+        report.finished.append(doc)
+    for doc in report.orphan_documents:
         delete_document(ctx, doc)
+        report.removed.append(doc)
+
+
+def _rebuild_chunks(ctx: ContextParts, record: DocumentVersion, ids: list[str]) -> None:
+    """Write the chunk triples of a committed version again from its vectors' metadata (the
+    chunk's text and offsets), in one transaction; triples already there stay as they are."""
+    stored = ctx.vectors.get(ids)
+    found = [Chunk(str(v.metadata.get("text") or ""), int(v.metadata["start"]),
+                   int(v.metadata["end"]), int(v.metadata["position"]))
+             for v in stored if {"start", "end", "position"} <= set(v.metadata)]
+    if not found:
+        return
+    if isinstance(ctx.kg, NQuadsGraph):
+        ctx.kg.load_nquads(chunk_nquads(found, record.doc_iri, record.version, record.scope))
+    else:
+        ctx.kg.extend(chunk_quads(found, record.doc_iri, record.version, record.scope))
 
 
 def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]],

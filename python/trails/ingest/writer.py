@@ -6,13 +6,18 @@ documents, in order:
 1. stage the new version's vectors (``pending``: durable, invisible to search);
 2. add the new version's chunk triples to the graph (chunk IRIs carry the version, so they
    never collide with the current version's);
+   With them goes the version's **staged manifest** (the document triples step 4 will write,
+   kept at ``<doc>/v/<version>`` in the minted graph): everything step 4 needs is durable
+   before the commit point, so repair can finish a committed version without its source;
 3. **publish**: one SQLite transaction makes the staged vectors live, deletes the previous
    version's vectors and records the version — the commit point;
-4. clean the graph: drop the previous version's chunk triples, rewrite the document's triples.
+4. clean the graph, in one graph transaction: drop the previous version's chunk triples and
+   document triples, write the staged manifest's document triples, drop the staged manifest.
 
 Retrieval ranks only live vectors and graph mode drops chunk IRIs that are not live, so a
 crash between any two steps shows either the whole previous version or the whole new one.
-``ctx.verify(repair=True)`` or the next ingest finishes or removes what a crash left behind.
+``ctx.verify(repair=True)`` or the next ingest finishes a committed version and removes what
+was never committed.
 """
 
 from __future__ import annotations
@@ -32,9 +37,7 @@ from trails.ingest.minting import (
     chunk_nquads,
     chunk_quads,
     document_manifest,
-    document_nquads,
     document_payload,
-    document_quads,
     vector_metadata,
 )
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
@@ -44,7 +47,16 @@ from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 from trails.vector.stores.base import DocumentVersion, versioned
 
-__all__ = ["OWNED_ON_CHUNKS", "PendingDocument", "VersionWriter", "graph_block", "owned_document_deletes"]
+__all__ = [
+    "OWNED_ON_CHUNKS",
+    "STAGED_FOR",
+    "PendingDocument",
+    "VersionWriter",
+    "finish_update",
+    "graph_block",
+    "owned_document_deletes",
+    "staged_manifest_node",
+]
 
 Vector = npt.NDArray[np.float32]
 
@@ -81,6 +93,17 @@ class PendingDocument:
         if not self.complete:
             raise ValueError(f"{self.iri} still waits for {self.missing} chunk vectors")
         return [v for v in self.vectors if v is not None]
+
+
+# A staged manifest: ``<doc>/v/<version> trails:minted "<N-Triples>" ; trails:stagedFor <doc>``
+# in the minted graph, written with the version's chunk triples (step 2), consumed by step 4.
+MINTED = ox.NamedNode(TRAILS + "minted")
+STAGED_FOR = ox.NamedNode(TRAILS + "stagedFor")
+
+
+def staged_manifest_node(doc: str, version: str) -> ox.NamedNode:
+    """Where a version's staged manifest lives (the chunk IRIs' common prefix)."""
+    return ox.NamedNode(f"{doc}/v/{version}")
 
 
 def graph_block(scope: str, body: str) -> str:
@@ -125,6 +148,32 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) 
         updates.append(f"DELETE {{ {own} }} WHERE {{ {old} {written} . {own} "
                        f"FILTER({_LEGACY_OWNED}) }}")
     return updates
+
+
+def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
+                  scope: str) -> str:
+    """Step 4 as one SPARQL update for ``(doc IRI, version, manifest)`` triples: delete every
+    other version's chunk triples and the document triples trails wrote before (ADR 0012),
+    write the manifest's triples and keep the manifest, drop the staged manifests.
+
+    One update is one graph transaction, so no reader ever sees a document without its own
+    triples (a date filter would drop it for that moment)."""
+    values = " ".join(f"({ox.NamedNode(d)} {ox.Literal(v)})" for d, v, _ in documents)
+    # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
+    # here) would be unbound and no stale chunk of a named scope would ever match.
+    stale = graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
+                               "?c ?p ?o") + f" FILTER(?v != ?keep && {OWNED_ON_CHUNKS})"
+    docs = "VALUES ?doc { " + " ".join(str(ox.NamedNode(d)) for d, _, _ in documents) + " }"
+    staged = f"GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc ; ?sp ?so }}"
+    written = "".join(graph_block(scope, manifest) + f" GRAPH {MINTED_GRAPH} {{ "
+                      f"{ox.NamedNode(d)} {MINTED} {ox.Literal(manifest)} }} "
+                      for d, _, manifest in documents)
+    return " ;\n".join([
+        (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
+         f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}"),
+        *owned_document_deletes(kg, [d for d, _, _ in documents], scope),
+        f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?vv ?sp ?so }} }} WHERE {{ {docs} {staged} }}",
+        f"INSERT DATA {{ {written} }}"])
 
 
 class VersionWriter:
@@ -223,18 +272,23 @@ class VersionWriter:
         self.clean_graph(documents)
 
     def _add_chunk_triples(self, documents: Sequence[PendingDocument]) -> None:
-        """Step 2, one graph transaction for the whole batch."""
-        self._add_triples(
-            documents, lambda d: chunk_nquads(d.chunks, d.iri, d.version, self.scope),
-            lambda d: chunk_quads(d.chunks, d.iri, d.version, self.scope))
-
-    def _add_document_triples(self, documents: Sequence[PendingDocument]) -> None:
+        """Step 2, one graph transaction for the whole batch: chunk triples and staged
+        manifests."""
         self._add_triples(
             documents,
-            lambda d: document_nquads(d.document, d.iri, d.version, len(d.chunks), self.scope,
-                                      self.ctx.metadata_predicates),
-            lambda d: document_quads(d.document, d.iri, d.version, len(d.chunks), self.scope,
-                                     self.ctx.metadata_predicates))
+            lambda d: chunk_nquads(d.chunks, d.iri, d.version, self.scope) + "".join(
+                f"{q.subject} {q.predicate} {q.object} {q.graph_name} .\n"
+                for q in self._staged_quads(d)),
+            lambda d: chunk_quads(d.chunks, d.iri, d.version, self.scope) + self._staged_quads(d))
+
+    def manifest(self, d: PendingDocument) -> str:
+        return document_manifest(d.document, d.iri, d.version, len(d.chunks), self.scope,
+                                 self.ctx.metadata_predicates)
+
+    def _staged_quads(self, d: PendingDocument) -> list[ox.Quad]:
+        node = staged_manifest_node(d.iri, d.version)
+        return [ox.Quad(node, MINTED, ox.Literal(self.manifest(d)), MINTED_GRAPH),
+                ox.Quad(node, STAGED_FOR, ox.NamedNode(d.iri), MINTED_GRAPH)]
 
     def _add_triples(self, documents: Sequence[PendingDocument],
                      nquads: Callable[[PendingDocument], str],
@@ -253,19 +307,6 @@ class VersionWriter:
             kg.extend(q for d in documents for q in quads(d))
 
     def clean_graph(self, documents: Sequence[PendingDocument]) -> None:
-        """Step 4: remove other versions' chunk triples and rewrite each document's triples.
-
-        One update for the whole batch (a VALUES table of documents and their versions), then
-        the new document triples. A crash between the two leaves a document without its own
-        triples: the next ingest sees the graph behind and rewrites them.
-        """
-        values = " ".join(f"({ox.NamedNode(d.iri)} {ox.Literal(d.version)})" for d in documents)
-        # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
-        # here) would be unbound and no stale chunk of a named scope would ever match.
-        stale = graph_block(self.scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
-                                        "?c ?p ?o") + f" FILTER(?v != ?keep && {OWNED_ON_CHUNKS})"
-        self.ctx.kg.update(" ;\n".join([
-            (f"DELETE {{ {graph_block(self.scope, '?c ?p ?o')} }} "
-            f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}"),
-            *owned_document_deletes(self.ctx.kg, [d.iri for d in documents], self.scope)]))
-        self._add_document_triples(documents)
+        """Step 4 (:func:`finish_update`) for the batch, one graph transaction."""
+        self.ctx.kg.update(finish_update(
+            self.ctx.kg, [(d.iri, d.version, self.manifest(d)) for d in documents], self.scope))
