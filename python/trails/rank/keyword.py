@@ -15,11 +15,14 @@ from trails.vector.stores.base import KeywordWeights
 __all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_quality", "keyword_terms"]
 
 
-def keyword_quality(query: str, store: object, hits: Sequence[Any]) -> float | None:
+def keyword_quality(query: str, store: object, hits: Sequence[Any],
+                    scopes: Sequence[str] | None = None) -> float | None:
     """How much of ``query`` the best keyword hit covers: its BM25 score over the query's
     BM25 weight in ``store`` (``store.keyword_idf_sum``; about 1.0 for a hit holding every
     query term once). 0.0 when nothing matched; None when the store cannot weigh a query
     (it is no :class:`~trails.vector.stores.base.KeywordWeights`) or the query has no weight.
+    ``scopes``: the weight among their rows, as the hits were scored (no other scope's words
+    may move it).
 
     Fusion reads it as the keyword ranking's :attr:`~trails.rank.fusion.Ranking.quality`.
     """
@@ -27,5 +30,5 @@ def keyword_quality(query: str, store: object, hits: Sequence[Any]) -> float | N
         return None
     if not hits:
         return 0.0
-    total = store.keyword_idf_sum(query)
+    total = store.keyword_idf_sum(query, scopes=scopes)
     return float(hits[0].score) / total if total > 0 else None

@@ -267,7 +267,7 @@ def _ranked_hits(
         keyword = _keyword_hits(query, store, depth, iris, scopes, notes, not lean)
         if keyword is not None:
             rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword],
-                                    quality=keyword_quality(query, store, keyword)))
+                                    quality=keyword_quality(query, store, keyword, scopes)))
             metadata.update((h.id, h.metadata) for h in keyword if h.id not in metadata)
     if fusion is None:
         fused = rankings[0].hits

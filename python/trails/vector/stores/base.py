@@ -176,7 +176,10 @@ class KeywordIndex(Protocol):
 class KeywordWeights(Protocol):
     """A query's BM25 weight in the store: the sum of its terms' IDFs (ADR 0010)."""
 
-    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None) -> float: ...
+    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None,
+                        scopes: Sequence[str] | None = None) -> float:
+        """The weight among the rows of ``scopes`` (every row's without them)."""
+        ...
 
 
 def versioned(store: object, purpose: str) -> VersionedStore:

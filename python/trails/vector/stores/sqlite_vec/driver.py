@@ -56,6 +56,12 @@ class Database:
         """Changes whenever another connection commits to the same file."""
         return int(self.execute("PRAGMA data_version")[0][0])
 
+    def state(self) -> tuple[int, int]:
+        """Changes whenever anyone commits to the file, this connection included
+        (``data_version`` ignores this connection's own commits; its change count does not)."""
+        changes = self._connection.total_changes
+        return self.data_version(), int(changes() if callable(changes) else changes)
+
     def close(self) -> None:
         self._connection.close()
 

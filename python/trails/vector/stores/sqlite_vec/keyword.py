@@ -15,6 +15,7 @@ from typing import Any
 from trails.text import fts5_match
 from trails.vector.stores.sqlite_vec.driver import Database
 from trails.vector.stores.sqlite_vec.schema import INDEXED, KEYWORD_TOKENIZER
+from trails.vector.stores.sqlite_vec.scoped_bm25 import ScopedBm25
 
 __all__ = ["Fts5Index", "bm25_idf", "take_texts", "with_text"]
 
@@ -30,6 +31,7 @@ class Fts5Index:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._stemmer_ready = False  # the temp tables idf_sum reads stems through
+        self._scoped = ScopedBm25(db)
 
     @staticmethod
     def match(terms: Sequence[str]) -> str:
@@ -111,11 +113,32 @@ class Fts5Index:
         ranked = sorted(((names[r], s) for r, s in tied), key=lambda p: (p[1], p[0]))
         return [(id, -s) for id, s in ranked[:k]]
 
+    def confined(self, terms: Sequence[str], k: int, scopes: list[str],
+                 allowed: list[str] | None, version: object) -> Ranked | None:
+        """The top k of the rows of ``scopes`` (and ``allowed`` ids) scored with those scopes'
+        statistics (:mod:`.scoped_bm25`); None when the scopes hold every indexed row, so
+        FTS5's own ranking is theirs and the caller uses it."""
+        if self._scoped.covers_all(scopes, version):
+            return None
+        wanted = None if allowed is None else {int(r[0]) for r in self._db.execute(
+            "SELECT rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(allowed),))}
+        scored = self._scoped.rank(self._stems(" ".join(terms)), k, scopes, version, wanted)
+        names = dict(self._db.execute(
+            "SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([r for r, _ in scored]),)))
+        ranked = sorted(((names[r], s) for r, s in scored if r in names),
+                        key=lambda p: (-p[1], p[0]))
+        return ranked[:k]
+
     # -- a query's weight -----------------------------------------------------------------
 
-    def idf_sum(self, terms: Sequence[str], rows: int) -> float:
+    def idf_sum(self, terms: Sequence[str], rows: int, scopes: list[str] | None = None,
+                version: object = None) -> float:
         """The sum of ``bm25()``'s IDF over the index's stems of ``terms``, among ``rows``
-        live rows (a stem no row holds counts in full)."""
+        live rows (a stem no row holds counts in full); with ``scopes``, among their rows."""
+        if scopes is not None and not self._scoped.covers_all(scopes, version):
+            return self._scoped.idf_sum(self._stems(" ".join(terms)), scopes, version)
         total = 0.0
         for stem in self._stems(" ".join(terms)):
             found = self._db.execute(

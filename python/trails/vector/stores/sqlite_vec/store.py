@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from trails.text import keyword_terms
 from trails.vector.stores.base import BaseKeywordIndex, VectorHit
@@ -48,14 +48,21 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
 
     def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
-        """BM25 statistics are those of every live row; the ranking is then restricted."""
+        """BM25 statistics are those of the live rows in ``scopes`` (every live row without
+        them), so no scope's words move another's scores; ``iris`` then restrict the ranking."""
         match = self._keywords.match(terms)
         with self._index.lock:
             rows = self._rows(iris, scopes)
+            confined = None
+            if rows is not None and len(rows) and scopes is not None:
+                allowed = None if iris is None else [self._index.ids[r] for r in rows.tolist()]
+                confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
             if rows is None:  # rank every row
                 ranked = self._keywords.top(match, k)
             elif not len(rows):
                 ranked = []
+            elif confined is not None:
+                ranked = confined
             elif iris is None:  # scopes only: items.scope is the scope the index's rows carry
                 ranked = self._keywords.in_scopes(match, k, list(scopes or ()))
             else:
@@ -63,7 +70,8 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
                 ranked = self._keywords.among(match, k, [names[r] for r in rows.tolist()])
         return self._hits(ranked, with_metadata)
 
-    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None) -> float:
+    def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None,
+                        scopes: Sequence[str] | None = None) -> float:
         """The BM25 weight of ``query`` here: the sum, over its distinct terms as the keyword
         index holds them (Porter stems), of the IDF that FTS5's ``bm25()`` gives each term.
 
@@ -84,7 +92,8 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
             return 0.0
         with self._index.lock:
             self._refresh()
-            return self._keywords.idf_sum(terms, len(self._index))
+            return self._keywords.idf_sum(terms, len(self._index),
+                                          None if scopes is None else list(scopes), self._db.state())
 
     def __repr__(self) -> str:
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} count={len(self._index)}>"
