@@ -279,3 +279,18 @@ def test_verify_and_repair_in_a_named_scope(scoped):
     assert ingest_all(folder, ctx=ctx, scope="a").ingested == 1
     assert ctx.verify().ok and len(_a(ctx)) == 3
     assert {h.iri for h in _found(ctx, "hybrid", "a")} == _a(ctx)
+
+
+@pytest.mark.parametrize("row", ["other scope", "staged"])
+def test_graph_mode_shows_no_metadata_of_rows_outside_the_callers_reach(scoped, row):
+    """An IRI scope a's graph mentions is echoed, but a vector row under the same id that is
+    another scope's, or staged (not yet committed), lends it no snippet and no metadata."""
+    ctx, _ = scoped
+    iri = "https://example.org/shared-name"
+    ctx.kg.update(f'INSERT DATA {{ GRAPH <urn:trails:scope:a> {{ <{iri}> <https://example.org/p> "x" }} }}')
+    metadata = {"scope": "b" if row == "other scope" else "a", "snippet": "SECRET TEXT",
+                "text": "SECRET TEXT"}
+    ctx.vectors.add_many([iri], [[1.0] * 32], [metadata], pending=row == "staged")
+    hits = _found(ctx, "graph", "a", f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{iri}> }} }}")
+    assert [h.iri for h in hits] == [iri]
+    assert "SECRET" not in hits[0].snippet and hits[0].metadata == {}

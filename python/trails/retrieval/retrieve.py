@@ -188,7 +188,11 @@ def _graph_hits(
     iris: list[str], store: VectorStore, k: int, ctx: Context | None, scopes: list[str]
 ) -> RetrievalResult:
     chosen = _without_dead_chunks(iris, k, store, ctx, scopes)
-    stored = {s.id: s.metadata for s in store.get(chosen)}
+    # Metadata only of live rows of these scopes: an IRI the caller's graph mentions may also
+    # name a staged row, or another scope's row the graph no longer types as a chunk.
+    live = set(store.expand_ids(chosen)) & set(chosen)
+    stored = {s.id: s.metadata for s in store.get([i for i in chosen if i in live])
+              if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
     hits = [RetrievalHit(i, None, _snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
     return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
 
