@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextDamagedError, StorageError
 from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
@@ -85,6 +85,10 @@ class ContextConfig(BaseModel):
     embedder: EmbedderConfig
     # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
     metadata_predicates: dict[str, str] = {}
+    # Names this context in its embedded parts, so a graph or store file of another context is
+    # refused on open (None: a context made before ids were kept; the next writable open
+    # records one).
+    id: str | None = None
 
 
 def read_config(root: Path) -> ContextConfig | None:
@@ -96,7 +100,15 @@ def read_config(root: Path) -> ContextConfig | None:
     path = root / CONFIG_FILE
     if not path.exists():
         return None
-    raw = json.loads(path.read_text())
+    try:
+        raw = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}; check that the file "
+                           "is readable (permissions, the mount)") from exc
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ContextDamagedError(
+            f"{path} is corrupt (not JSON: {exc}); restore it from a backup (it records the "
+            "context's graph, vector store and embedder)") from exc
     version = raw.get("format") if isinstance(raw, dict) else None
     if version not in _READABLE:
         raise ConfigurationError(
@@ -118,5 +130,10 @@ def write_config(root: Path, config: ContextConfig) -> None:
     """Write ``trails.json`` atomically: a crash never leaves half a configuration."""
     text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
     tmp = root / (CONFIG_FILE + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, root / CONFIG_FILE)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, root / CONFIG_FILE)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {root / CONFIG_FILE}: {exc.strerror or exc}; free "
+                           "space or fix the permissions, then run the command again") from exc

@@ -29,6 +29,7 @@ from trails.config import (
 from trails.errors import ConfigurationError
 from trails.ingest import maintenance
 from trails.ingest.minting import expand_predicates
+from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
 from trails.registry import GRAPHS, VECTOR_STORES
@@ -138,15 +139,21 @@ class Context:
             config = _new_config(root, model, kg, vectors, base_iri)
             root.mkdir(parents=True, exist_ok=True)
         else:
+            check_parts_present(root, config)  # never recreate a lost half empty
             model = embedder if embedder is not None else build_embedder(config.embedder)
         graph = kg if kg is not None else open_graph(config.graph, root, read_only=read_only)
+        store: VectorStore | None = None
         try:
             store = vectors if vectors is not None else open_vectors(
                 config.vectors, root, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(config.embedder.identity)
+            check_parts_belong(root, config, graph if kg is None else None, store,
+                               read_only=read_only)
         except BaseException:
             graph.close()
+            if vectors is None and store is not None:
+                store.close()
             raise
         if metadata_predicates is not None:
             wanted = expand_predicates(metadata_predicates)
@@ -202,10 +209,12 @@ class Context:
         if self._closed:
             return
         self._closed = True
-        self.vectors.close()
-        self.kg.close()
         if _state.default_context is self:
             _state.default_context = None
+        try:
+            self.vectors.close()
+        finally:  # the graph's lock is released even when the store's close fails
+            self.kg.close()
 
     def __enter__(self) -> Self:
         return self
@@ -226,7 +235,7 @@ def _new_config(root: Path, embedder: Embedder, kg: KnowledgeGraph | None,
         graph=describe_graph(kg, root) if kg is not None else PartConfig(backend="oxigraph"),
         vectors=(describe_vectors(vectors, root) if vectors is not None
                  else PartConfig(backend="sqlite-vec")),
-        embedder=describe_embedder(embedder))
+        embedder=describe_embedder(embedder), id=new_context_id())
 
 
 def embedder_for(identity: EmbedderIdentity) -> Embedder:

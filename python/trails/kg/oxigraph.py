@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, ContextLockedError, SparqlError
+from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.rdfio import RdfSource
@@ -18,6 +21,9 @@ from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["OxigraphGraph"]
+
+
+_READ_ONLY_ATTEMPTS = 8  # opens of a graph a writer is compacting (about 0.7 s in all)
 
 
 class OxigraphGraph:
@@ -45,16 +51,24 @@ class OxigraphGraph:
             if self.read_only:
                 raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
             return ox.Store()
-        try:
-            return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
-        except OSError as exc:
-            if "lock" in str(exc).lower():
-                raise ContextLockedError(
-                    f"the knowledge graph in {self.path!r} is open for writing in another "
-                    "process (Oxigraph allows one writer). Close that process, or open this "
-                    "one with read_only=True to read alongside it."
-                ) from exc
-            raise
+        for attempt in range(_READ_ONLY_ATTEMPTS):
+            try:
+                return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
+            except (OSError, RuntimeError) as exc:
+                if "lock" in str(exc).lower():
+                    raise ContextLockedError(
+                        f"the knowledge graph in {self.path!r} is open for writing in another "
+                        "process (Oxigraph allows one writer). Close that process, or open "
+                        "this one with read_only=True to read alongside it."
+                    ) from exc
+                # A read-only open lists the writer's files, then opens them: a compaction in
+                # between deletes one ("IO error: No such file ... .sst"). Open again.
+                if (self.read_only and "no such file" in str(exc).lower()
+                        and attempt + 1 < _READ_ONLY_ATTEMPTS):
+                    time.sleep(0.02 * (attempt + 1))
+                    continue
+                raise storage_fault(exc, self.path, "opening the graph in") or exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @property
     def store(self) -> ox.Store:
@@ -175,22 +189,39 @@ class OxigraphGraph:
             self._store.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
-        except (RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError, OSError) as exc:
+            fault = storage_fault(exc, self.path, "writing the graph in")
+            if fault is not None:
+                raise fault from exc
             raise SparqlError(f"SPARQL update failed: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _faults(self, action: str) -> Iterator[None]:
+        """A full disk, a read-only mount or a corrupt file as a StorageError."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            fault = storage_fault(exc, self.path, action)
+            if fault is None:
+                raise
+            raise fault from exc
 
     def add(self, quad: ox.Quad) -> None:
         self._check_writable()
-        self._store.add(quad)
+        with self._faults("writing the graph in"):
+            self._store.add(quad)
 
     def extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add quads in one transaction: all or none."""
         self._check_writable()
-        self._store.extend(quads)
+        with self._faults("writing the graph in"):
+            self._store.extend(quads)
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
-        self._store.bulk_extend(quads)
+        with self._faults("writing the graph in"):
+            self._store.bulk_extend(quads)
 
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
@@ -205,7 +236,8 @@ class OxigraphGraph:
             SyntaxError: the text is not N-Quads (with its line and column).
         """
         self._check_writable()
-        self._store.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
+        with self._faults("writing the graph in"):
+            self._store.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
@@ -277,8 +309,9 @@ class OxigraphGraph:
         return len(self._store)
 
     def flush(self) -> None:
-        if self.path is not None and not self.read_only:
-            self._store.flush()
+        if self.path is not None and not self.read_only and self._store is not None:
+            with self._faults("flushing the graph in"):
+                self._store.flush()
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -288,8 +321,12 @@ class OxigraphGraph:
             )
 
     def close(self) -> None:
-        self.flush()
-        self._store = None  # type: ignore[assignment]  # pyoxigraph closes on drop
+        """Flush and release the store; released even when the flush fails (a full disk),
+        so the same process can open the directory again."""
+        try:
+            self.flush()
+        finally:
+            self._store = None  # type: ignore[assignment]  # pyoxigraph closes on drop
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else self.path

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseKeywordIndex",
     "BaseVectorStore",
+    "ContextMarked",
     "DocumentVersion",
     "KeywordIndex",
     "KeywordWeights",
@@ -129,6 +130,17 @@ class ScopeListing(Protocol):
     """A store that can list the scopes its live vectors belong to."""
 
     def scopes(self) -> list[str]: ...
+
+
+@runtime_checkable
+class ContextMarked(Protocol):
+    """A store that records which context it belongs to, so that a context refuses a store
+    file of another context (copied in by mistake, restored from the wrong backup)."""
+
+    @property
+    def context_id(self) -> str | None: ...
+
+    def bind_context(self, context_id: str) -> None: ...
 
 
 @runtime_checkable

@@ -76,6 +76,17 @@ class SqliteCore(BaseVectorStore):
         raw = self._meta("embedder")
         return None if raw is None else EmbedderIdentity.model_validate_json(raw)
 
+    @property
+    def context_id(self) -> str | None:
+        """The id of the context this file belongs to (None: not recorded yet)."""
+        return self._meta("context")
+
+    def bind_context(self, context_id: str) -> None:
+        """Record the context this file belongs to (``Context.open`` checks it)."""
+        self._check_writable()
+        with self._db.transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('context', ?)", (context_id,))
+
     def _record_embedder(self, identity: EmbedderIdentity) -> None:
         with self._db.transaction():
             self._db.execute(

@@ -15,24 +15,42 @@ from typing import Any
 
 from trails._lazy import require
 from trails.errors import MissingExtraError
+from trails.faults import storage_fault
 
 __all__ = ["Database", "open_database"]
 
 
 class Database:
-    """A connection in autocommit mode with explicit, nestable-safe transactions."""
+    """A connection in autocommit mode with explicit, nestable-safe transactions.
 
-    def __init__(self, connection: Any, driver: str) -> None:
+    A storage fault (full disk, read-only file, corrupt file) raises a
+    :class:`~trails.errors.StorageError` naming ``path``, after the transaction is rolled back.
+    """
+
+    def __init__(self, connection: Any, driver: str, path: str = ":memory:") -> None:
         self._connection = connection
         self.driver = driver
+        self.path = path
         self._in_transaction = False
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._connection.execute(sql, tuple(params)))
+        with self._faults("reading or writing"):
+            return list(self._connection.execute(sql, tuple(params)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self._connection.executemany(sql, rows)
+            with self._faults("writing"):
+                self._connection.executemany(sql, rows)
+
+    @contextlib.contextmanager
+    def _faults(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            fault = storage_fault(exc, self.path, action)
+            if fault is None:
+                raise
+            raise fault from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -40,17 +58,24 @@ class Database:
         if self._in_transaction:
             yield
             return
-        self._connection.execute("BEGIN IMMEDIATE")
+        with self._faults("starting a transaction on"):
+            self._connection.execute("BEGIN IMMEDIATE")
         self._in_transaction = True
         try:
             yield
+            with self._faults("committing to"):
+                self._connection.execute("COMMIT")
         except BaseException:
-            self._connection.execute("ROLLBACK")
+            self._rollback()
             raise
-        else:
-            self._connection.execute("COMMIT")
         finally:
             self._in_transaction = False
+
+    def _rollback(self) -> None:
+        """Roll back what is open: SQLite may already have (a full disk does that), and a
+        second ROLLBACK's own error must not hide the first."""
+        with contextlib.suppress(Exception):
+            self._connection.execute("ROLLBACK")
 
     def data_version(self) -> int:
         """Changes whenever another connection commits to the same file."""
@@ -98,12 +123,17 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
             connection = opener()
         except (ImportError, AttributeError):
             continue  # driver missing, or built without extension loading
+        except Exception as exc:
+            fault = storage_fault(exc, path, "opening")
+            if fault is None:
+                raise
+            raise fault from exc
         connection.load_extension(sqlite_vec.loadable_path())
         if driver != "apsw":
             connection.enable_load_extension(False)
         busy = "PRAGMA busy_timeout = 5000"
         connection.execute(busy)
-        return Database(connection, driver)
+        return Database(connection, driver, path)
     raise MissingExtraError(
         "apsw", "vector", "SqliteVecStore (this Python's sqlite3 cannot load extensions)"
     )

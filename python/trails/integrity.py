@@ -1,0 +1,111 @@
+"""A context's two halves belong together: each embedded part is there, and is this context's.
+
+A context directory holds a graph (``graph/``) and a vector store (``vectors.db``) that only
+make sense together: repair compares them and removes what one has and the other lacks. If
+a writable open quietly created a missing half empty, or took another context's file, repair
+would then delete the surviving half of every document. So before a part is opened:
+
+- an embedded part ``trails.json`` records must exist and not be empty;
+- the context's id (``trails.json``'s ``id``) must match the one each embedded part records:
+  a marker file in the graph directory, a ``meta`` row in the store file.
+
+A context made before ids were kept gets one in its parts on its next writable open (its
+``trails.json`` is left as it is, and the parts' ids must then agree with each other). Remote parts (a SPARQL
+endpoint, a Qdrant server) are the operator's to keep together; they are not checked here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from trails.backends import GRAPH_DIR, VECTORS_FILE
+from trails.config import ContextConfig, PartConfig
+from trails.errors import ContextDamagedError, StorageError
+from trails.kg.base import KnowledgeGraph
+from trails.vector.stores.base import ContextMarked, VectorStore
+
+__all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "new_context_id"]
+
+GRAPH_MARKER = "trails-context"  # in the graph directory: the id of its context
+
+_FIX = ("restore the context directory from a backup; or, to start over, move it aside, "
+        "create a new context and ingest the sources again")
+
+
+def new_context_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _embedded_path(root: Path, part: PartConfig, backend: str, default: str) -> Path | None:
+    if part.backend != backend:
+        return None
+    value = part.settings.get("path")
+    path = Path(str(value if value is not None else default)).expanduser()
+    return path if path.is_absolute() else root / path
+
+
+def _graph_path(root: Path, config: ContextConfig) -> Path | None:
+    return _embedded_path(root, config.graph, "oxigraph", GRAPH_DIR)
+
+
+def check_parts_present(root: Path, config: ContextConfig) -> None:
+    """Refuse to open a context whose embedded graph or vector store is gone or empty.
+
+    Raises:
+        ContextDamagedError: names the missing part and what to do.
+    """
+    graph = _graph_path(root, config)
+    if graph is not None and (not graph.is_dir() or not any(graph.iterdir())):
+        raise ContextDamagedError(
+            f"the graph of the context in {root} is missing or empty ({graph}), while "
+            f"{root / 'trails.json'} says it was created; trails will not create an empty one "
+            f"(a repair would then delete every document's vectors): {_FIX}")
+    vectors = _embedded_path(root, config.vectors, "sqlite-vec", VECTORS_FILE)
+    if vectors is not None and (not vectors.is_file() or vectors.stat().st_size == 0):
+        raise ContextDamagedError(
+            f"the vector store of the context in {root} is missing or empty ({vectors}), while "
+            f"{root / 'trails.json'} says it was created; trails will not create an empty one "
+            f"(a repair would then delete every document's triples): {_FIX}")
+
+
+def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | None,
+                       store: VectorStore, *, read_only: bool) -> None:
+    """Check that the embedded parts record this context's id (``trails.json``'s, or for a
+    context made before ids were kept, the one its parts agree on), and record it in a part
+    that has none yet when ``read_only`` is off. ``trails.json`` itself is never rewritten.
+
+    Raises:
+        ContextDamagedError: a part records another context's id.
+        StorageError: the id cannot be written.
+    """
+    graph = _graph_path(root, config) if kg is not None else None
+    marker = graph / GRAPH_MARKER if graph is not None else None
+    graph_id = _read_marker(marker) if marker is not None else None
+    store_id = store.context_id if isinstance(store, ContextMarked) else None
+    expected = config.id or graph_id or store_id
+    for part, recorded in (("graph", graph_id), ("vector store", store_id)):
+        if recorded is not None and recorded != expected:
+            raise ContextDamagedError(
+                f"the {part} in {root} belongs to another context (it records context "
+                f"{recorded}, the context is {expected}): the two halves of a context must "
+                f"come from the same directory; {_FIX}")
+    if read_only:
+        return
+    expected = expected or new_context_id()
+    if marker is not None and graph_id is None:
+        try:
+            marker.write_text(f"{expected}\n")
+        except OSError as exc:
+            raise StorageError(f"cannot write {marker}: {exc.strerror or exc}") from exc
+    if isinstance(store, ContextMarked) and store_id is None:
+        store.bind_context(expected)
+
+
+def _read_marker(marker: Path) -> str | None:
+    try:
+        return marker.read_text().strip() or None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read {marker}: {exc.strerror or exc}") from exc
