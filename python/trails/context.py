@@ -28,7 +28,7 @@ from trails.config import (
 )
 from trails.errors import ConfigurationError
 from trails.ingest import maintenance
-from trails.ingest.minting import expand_predicates
+from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -74,7 +74,7 @@ class Context:
         self.kg = kg
         self.vectors = vectors
         self.embedder = embedder
-        self.base_iri = base_iri
+        self.base_iri = check_base_iri(base_iri)
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
@@ -86,6 +86,7 @@ class Context:
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
+        check_base_iri(base_iri)
         model = embedder if embedder is not None else default_embedder()
         store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
             ":memory:", dim=model.dim, embedder=model.identity)
@@ -127,6 +128,8 @@ class Context:
                 recorded part that cannot be reopened without being passed in.
             MissingExtraError: a recorded backend's packages are not installed.
         """
+        if base_iri is not None:
+            check_base_iri(base_iri)  # before anything is written
         root = Path(directory)
         config = read_config(root)
         if config is None:

@@ -49,6 +49,7 @@ def parse_text(text: str) -> Parsed:
     return Parsed(text, None, {})
 
 
+MAX_FRONT_MATTER = 256 * 1024  # characters of YAML front matter
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 
@@ -63,6 +64,17 @@ class _FrontMatterLoader(yaml.SafeLoader):
             return super().construct_yaml_timestamp(node)
         except ValueError:
             return self.construct_scalar(node)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        # Aliases (*name) are refused, not expanded: 450 bytes of nested aliases expand to
+        # billions of values ("billion laughs"), and an alias inside its own anchor makes a
+        # value that contains itself. Front matter never needs them.
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "front matter uses a YAML alias (*name); trails does not expand "
+                "aliases: write the value out", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 _FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp",
@@ -85,10 +97,15 @@ def parse_markdown(text: str) -> Parsed:
     metadata: dict[str, Any] = {}
     match = _FRONT_MATTER.match(text)
     if match:
+        if len(match.group(1) or "") > MAX_FRONT_MATTER:
+            raise ValueError(f"front matter is over {MAX_FRONT_MATTER:,} characters; keep "
+                             "metadata short and put the rest in the body")
         try:
             loaded = yaml.load(match.group(1) or "", Loader=_FrontMatterLoader)
         except yaml.YAMLError as exc:
             raise ValueError(f"invalid YAML front matter: {exc}") from exc
+        except RecursionError as exc:
+            raise ValueError("front matter nests too deeply to read") from exc
         if loaded is not None and not isinstance(loaded, dict):
             raise ValueError("front matter must be a YAML mapping (key: value lines), "
                              f"got {type(loaded).__name__}")
@@ -133,8 +150,8 @@ def parse_html(text: str) -> Parsed:
     title = " ".join(soup.title.get_text().split()) if soup.title else None
     metadata = _html_meta(soup)
     _drop_invisible(soup)
-    _mark_blocks(soup)
-    text = _BREAKS.sub(lambda m: "\n\n" if _PARAGRAPH in m.group() else "\n", soup.get_text())
+    text = _BREAKS.sub(lambda m: "\n\n" if _PARAGRAPH in m.group() else "\n",
+                       _text_with_breaks(soup))
     return Parsed(_tidy_whitespace(text), title or None, metadata, "text/html")
 
 
@@ -152,20 +169,44 @@ def _drop_invisible(soup: Any) -> None:
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
     # Source line breaks are just spaces in HTML (except in <pre>); blocks get theirs below.
+    # The strings inside <pre> are collected once: asking each string for a <pre> ancestor
+    # walks up the whole tree, quadratic in a deeply nested page.
+    preformatted = {id(s) for pre in soup.find_all("pre") for s in pre.find_all(string=True)}
     for string in soup.find_all(string=True):
-        if type(string) is NavigableString and string.find_parent("pre") is None:
+        if type(string) is NavigableString and id(string) not in preformatted:
             string.replace_with(re.sub(r"\s+", " ", str(string)))
 
 
-def _mark_blocks(soup: Any) -> None:
-    """Markers around blocks, not newlines: adjacent blocks then give one break, not several,
-    and inline tags (<b>, <a>) do not split words."""
-    for br in soup.find_all("br"):
-        br.replace_with(_LINE)
-    for tags, marker in ((_PARAGRAPH_TAGS, _PARAGRAPH), (_LINE_TAGS, _LINE)):
-        for tag in soup.find_all(tags):
-            tag.insert_before(marker)
-            tag.insert_after(marker)
+_MARKERS = {**dict.fromkeys(_PARAGRAPH_TAGS, _PARAGRAPH), **dict.fromkeys(_LINE_TAGS, _LINE)}
+
+
+def _text_with_breaks(soup: Any) -> str:
+    """The page's text (as ``get_text``) with markers around blocks, not newlines: adjacent
+    blocks then give one break, not several, and inline tags (<b>, <a>) do not split words.
+
+    One walk with an explicit stack: linear in the page, and no recursion, however deeply
+    its tags nest (inserting markers into the tree instead costs a walk to each block's last
+    descendant: quadratic in a deeply nested page)."""
+    from bs4.element import CData, NavigableString, Tag
+
+    out: list[str] = []
+    stack: list[tuple[Any, str | None]] = [(soup, None)]
+    while stack:
+        node, closing = stack.pop()
+        if closing is not None:
+            out.append(closing)
+        elif type(node) in (NavigableString, CData):
+            out.append(str(node))
+        elif isinstance(node, Tag):
+            if node.name == "br":
+                out.append(_LINE)
+                continue
+            marker = _MARKERS.get(node.name)
+            if marker is not None:
+                out.append(marker)
+                stack.append((node, marker))
+            stack.extend((child, None) for child in reversed(node.contents))
+    return "".join(out)
 
 
 def _html_meta(soup: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from trails.errors import ConfigurationError, MissingExtraError
+from trails.errors import ConfigurationError, InvalidArgumentError, MissingExtraError
 from trails.ingest.document import Document, Loader, LoadFailure
 from trails.ingest.formats import (
     Parsed,
@@ -155,6 +155,8 @@ class FileLoader:
                 yield _parse_pdf_safely(data).to_document(doc_id, source)
             else:
                 yield _PARSERS.get(suffix, parse_text)(_decode(data)).to_document(doc_id, source)
+        except RecursionError:
+            yield LoadFailure(source, "the file nests too deeply to read")
         except (OSError, ValueError, MissingExtraError) as exc:  # UnicodeDecodeError: a ValueError
             # A missing extra fails this file only, and its message names the pip command.
             yield LoadFailure(source, _reason(exc))
@@ -169,6 +171,10 @@ class FileLoader:
                                             self.jsonl_id_field)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: {exc}")
+                continue
+            except RecursionError:
+                yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: the record nests too "
+                                  "deeply to read")
                 continue
             record_id = f"{doc_id}#{parsed.key if parsed.key is not None else f'L{lineno}'}"
             if record_id in seen:
@@ -283,7 +289,7 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
     if isinstance(source, (str, os.PathLike)) or _is_path_list(source):
         return FileLoader(source, **kwargs).load()
     if kwargs:
-        raise ValueError(f"options {sorted(kwargs)} apply to paths only, not to "
+        raise InvalidArgumentError(f"options {sorted(kwargs)} apply to paths only, not to "
                          f"{type(source).__name__}")
     if isinstance(source, Loader):
         return source.load()
@@ -291,7 +297,7 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
         return iter([source])
     if isinstance(source, Iterable) and not isinstance(source, (bytes, dict)):
         return _checked(source)
-    raise ValueError(_BAD_SOURCE.format(type(source).__name__))
+    raise InvalidArgumentError(_BAD_SOURCE.format(type(source).__name__))
 
 
 _BAD_SOURCE = ("cannot load from {}: pass a path, a list of paths, a Loader (with .load()), "
@@ -304,8 +310,10 @@ def _is_path_list(source: object) -> TypeGuard[list[PathLike] | tuple[PathLike, 
 
 
 def _checked(items: Iterable[Any]) -> Iterator[Document | LoadFailure]:
+    """The items, each one that is no Document failing alone (the others are ingested)."""
     for item in items:
-        if not isinstance(item, (Document, LoadFailure)):
-            msg = _BAD_SOURCE.format(f"an iterable holding {type(item).__name__}")
-            raise ValueError(msg)  # noqa: TRY004 - bad arguments are ValueErrors here
-        yield item
+        if isinstance(item, (Document, LoadFailure)):
+            yield item
+        else:
+            yield LoadFailure(repr(item)[:80], f"expected a Document, got {type(item).__name__} "
+                              "(an iterable source holds Documents)")

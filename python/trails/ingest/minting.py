@@ -21,6 +21,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 __all__ = [
     "CHUNK_PREDICATES",
     "MINTED_GRAPH",
+    "check_base_iri",
     "chunk_iri",
     "chunk_nquads",
     "chunk_quads",
@@ -46,6 +47,32 @@ def _s(local: str) -> ox.NamedNode:
 
 def _t(local: str) -> ox.NamedNode:
     return ox.NamedNode(TRAILS + local)
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def check_base_iri(base: object) -> str:
+    """``base`` if document IRIs can be minted under it, else a ConfigurationError (raised
+    before anything is written).
+
+    >>> check_base_iri("https://example.org/kb/")
+    'https://example.org/kb/'
+    """
+    problem = None
+    if not isinstance(base, str):
+        problem = f"must be a string, got {type(base).__name__}"
+    elif not _SCHEME.match(base):
+        problem = "must be an absolute IRI, starting with a scheme (https:, urn:, trails:)"
+    else:
+        try:
+            ox.NamedNode(base + "doc/x")
+        except ValueError as exc:
+            problem = f"is not a valid IRI ({exc})"
+    if problem:
+        raise ConfigurationError(f"base_iri {base!r} {problem}; use one like "
+                                 "'https://example.org/kb/' (ending in / or #)")
+    return str(base)
 
 
 def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidVectorError
+from trails.ingest.checks import bad_vectors, chunk_problem, document_problem
 from trails.ingest.chunkers import default_chunker
 from trails.ingest.document import (
     Chunker,
@@ -36,7 +37,7 @@ from trails.ingest.events import (
     SourceSkipped,
 )
 from trails.ingest.loaders import Source, load
-from trails.ingest.minting import date_problems, doc_iri, version_of
+from trails.ingest.minting import check_base_iri, date_problems, doc_iri, version_of
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
@@ -102,6 +103,8 @@ def ingest(
     if batch_size < 1 or max_batch_tokens < 1:
         raise ValueError("batch_size and max_batch_tokens must be positive")
     scope = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
+    if base_iri is not None:
+        check_base_iri(base_iri)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     base = base_iri or ctx.base_iri
@@ -171,12 +174,23 @@ class _Run:
             yield (SourceSkipped(item.source, item.reason) if item.skipped
                    else DocumentFailed(item.source, item.reason))
             return
+        if problem := document_problem(item):
+            yield DocumentFailed(_source_of(item), problem)
+            return
         try:
             document = _sanitize(sanitizer, item)
         except Exception as exc:  # noqa: BLE001 - a sanitizer's failure is that document's failure
             yield DocumentFailed(item.source, f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
-        iri = doc_iri(base, document.id, self.scope)
+        if document is not item and (problem := document_problem(document)):
+            yield DocumentFailed(_source_of(item), f"after the sanitizer, {problem}")
+            return
+        try:
+            iri = doc_iri(base, document.id, self.scope)
+        except ValueError as exc:
+            yield DocumentFailed(document.source, f"its id {document.id!r} cannot be part of "
+                                 f"an IRI: {exc}")
+            return
         if iri in self.seen:  # two versions of one document in a batch would erase each other
             yield DocumentFailed(document.source, f"same document id {document.id!r} as "
                                  f"{self.seen[iri]} earlier in this run; ids must be unique", iri)
@@ -195,7 +209,16 @@ class _Run:
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
             return
+        if problem := chunk_problem(document, chunks):
+            yield DocumentFailed(document.source, problem, iri)
+            return
         pending = PendingDocument(document, iri, version, chunks, replaced)
+        try:  # its triples, made now: a value RDF cannot hold fails here, not after the commit
+            self.writer.manifest(pending)
+        except Exception as exc:  # noqa: BLE001 - that document's failure
+            yield DocumentFailed(document.source, f"its metadata cannot become RDF: "
+                                 f"{type(exc).__name__}: {exc}", iri)
+            return
         if state == "graph-behind":
             self.writer.finish_graph([pending])
             yield self._ingested(pending)
@@ -250,8 +273,16 @@ class _Run:
             for key in documents:
                 yield from self._embed([item for item in batch if id(item[0]) == key], False)
             return
+        # A NaN, infinite or zero vector fails its document alone, before any commit.
+        bad = bad_vectors(vectors)
+        poisoned = {id(d): d for (d, _, _), is_bad in zip(batch, bad) if is_bad}
         for (document, index, _), vector in zip(batch, vectors):
-            document.fill(index, np.asarray(vector, dtype=np.float32))
+            if id(document) not in poisoned:
+                document.fill(index, np.asarray(vector, dtype=np.float32))
+        if poisoned:
+            yield from self._fail(poisoned.values(), InvalidVectorError(
+                "the embedder returned NaN, infinity or a zero vector for a chunk of this "
+                "document; nothing of it was stored"))
         yield BatchEmbedded(len(batch), sum(t for _, _, t in batch), time.perf_counter() - started)
 
     def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:
@@ -280,6 +311,11 @@ class _Run:
     def _ingested(pending: PendingDocument) -> DocumentIngested:
         return DocumentIngested(pending.iri, pending.document.source, len(pending.chunks),
                                 pending.version, pending.replaced)
+
+
+def _source_of(item: object) -> str:
+    source = getattr(item, "source", None)
+    return source if isinstance(source, str) and source else repr(item)[:80]
 
 
 def _sanitize(sanitizer: Sanitizer | None, document: Document) -> Document:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from trails.errors import InvalidArgumentError
 from trails.kg.sparql import code_only
 from trails.kg.terms import to_term
 
@@ -40,18 +41,31 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
         return query
     code = code_only(query)
     for name in bindings:
-        if not _NAME.match(name):
-            raise ValueError(f"binding name {name!r} is not a SPARQL variable name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
+                                       "(letters, digits and _, without the ?)")
         if not re.search(rf"[?$]{name}\b", code):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"binding {name!r} names no variable of the query; use a variable written "
                 f"?{name} in the query text"
             )
     brace = _binding_group(code)
     variables = " ".join(f"?{name}" for name in bindings)
-    values = " ".join(str(to_term(value)) for value in bindings.values())
+    values = " ".join(_term_text(name, value) for name, value in bindings.items())
     block = f" VALUES ({variables}) {{ ({values}) }}"
     return query[: brace + 1] + block + query[brace + 1 :]
+
+
+def _term_text(name: str, value: Any) -> str:
+    """The value as SPARQL term text; a value that is no valid term names its binding."""
+    try:
+        text = str(to_term(value))
+        text.encode("utf-8")  # a lone surrogate is no Unicode, so no SPARQL either
+    except (ValueError, TypeError, UnicodeError) as exc:
+        shown = repr(value)[:100]
+        raise InvalidArgumentError(f"binding {name!r} = {shown} is not a valid RDF term: "
+                                   f"{exc}") from exc
+    return text
 
 
 def _keyword(words: str) -> re.Pattern[str]:

@@ -124,7 +124,7 @@ class OxigraphGraph:
         """
         if scopes is not None:  # a scoped caller may read only its scopes, never call out
             check_limits(sparql)
-            refuse_service(sparql)
+            refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:

@@ -17,6 +17,7 @@ __all__ = [
     "check_filter",
     "check_limits",
     "code_only",
+    "parser_sees_service",
     "refuse_service",
     "uses_similarity",
 ]
@@ -68,6 +69,58 @@ _UPDATE_WORDS = re.compile(
 )
 _SERVICE = re.compile(r"\bSERVICE\b", re.IGNORECASE)
 _EMPTY = ox.Store()
+# Every spelling of the word, wherever it is (a keyword cannot be written with escapes).
+_SERVICE_WORD = re.compile(r"service(?:\s+silent(?![\w:-]))?", re.IGNORECASE | re.ASCII)
+
+
+_NEUTRAL = "zqxq"  # a name no SPARQL keyword position takes
+
+
+def _syntax_error(query: str, prefixes: dict[str, str] | None) -> SyntaxError | None:
+    """Oxigraph's parse error for ``query``, or None when it parses (only call it on a query
+    that cannot contain SERVICE: the empty store evaluates what it parses)."""
+    try:
+        _EMPTY.query(query, prefixes=prefixes or PREFIXES)
+    except SyntaxError as exc:
+        return exc
+    except (RuntimeError, ValueError, OSError):  # it parsed; evaluation is not the question
+        return None
+    return None
+
+
+def parser_sees_service(query: str, prefixes: dict[str, str] | None = None) -> bool:
+    """Whether Oxigraph's own parser could read a SERVICE keyword in ``query``.
+
+    The query itself is never parsed here (the empty store would evaluate the SERVICE call).
+    Its rewrite is, with every occurrence of the word "service" (a keyword cannot be written
+    with escapes) replaced by a plain name that no keyword position takes: an occurrence in
+    an IRI, a string, a comment, a variable or a prefixed name parses as well either way, the
+    keyword does not. So if the rewrite parses, the parser saw no SERVICE; if it does not, the
+    query used SERVICE or does not parse at all, and is refused either way
+    (:func:`service_refusal` says which). The parser's view, not a second lexer's.
+
+    >>> parser_sees_service("SELECT ?s WHERE { SERVICE <http://x/> { ?s ?p ?o } }")
+    True
+    >>> parser_sees_service('SELECT ?service WHERE { ?service ?p "service" } # SERVICE')
+    False
+    """
+    if not _SERVICE_WORD.search(query):
+        return False
+    return _syntax_error(_SERVICE_WORD.sub(_NEUTRAL, query), prefixes) is not None
+
+
+def service_refusal(query: str, prefixes: dict[str, str] | None = None) -> SparqlError | None:
+    """The error to raise for a query the parser may read SERVICE in: UnsafeFilterError when
+    its GRAPH form (GRAPH has SERVICE's syntax) parses, else the parse error; None when it
+    uses no SERVICE."""
+    if not parser_sees_service(query, prefixes):
+        return None
+    error = _syntax_error(_SERVICE_WORD.sub("GRAPH", query), prefixes)
+    if error is not None:
+        return SparqlError(f"the SPARQL query does not parse: {error}")
+    return UnsafeFilterError(
+        "the SPARQL query uses SERVICE, which would send it to another endpoint; queries "
+        "are evaluated locally only. Remove the SERVICE clause.")
 
 
 def code_only(query: str) -> str:
@@ -96,11 +149,14 @@ def check_filter(
         raise UnsafeFilterError("the SPARQL filter is empty; pass a SELECT query projecting ?iri")
     code = code_only(query)
     check_limits(query, code)
-    if _SERVICE.search(code):
+    refusal = service_refusal(query, prefixes)
+    if isinstance(refusal, UnsafeFilterError):
         raise UnsafeFilterError(
             "the SPARQL filter uses SERVICE, which would send the query to another endpoint; "
             "retrieval filters must be evaluated locally only. Remove the SERVICE clause."
         )
+    if refusal is not None:
+        raise SparqlError(str(refusal).replace("SPARQL query", "SPARQL filter"))
     try:
         parsed = _EMPTY.query(query, prefixes=prefixes or PREFIXES,
                               custom_functions={ox.NamedNode(f): _unbound for f in functions})
@@ -158,12 +214,12 @@ def check_limits(query: str, code: str | None = None) -> None:
                                 f"is {MAX_PATH_STEPS}")
 
 
-def refuse_service(query: str) -> None:
-    """Refuse a query that calls SERVICE (it would send a request to another endpoint)."""
-    if _SERVICE.search(code_only(query)):
-        raise UnsafeFilterError(
-            "the SPARQL query uses SERVICE, which would send it to another endpoint; queries "
-            "are evaluated locally only. Remove the SERVICE clause.")
+def refuse_service(query: str, prefixes: dict[str, str] | None = None) -> None:
+    """Refuse a query that calls SERVICE (it would send a request to another endpoint), as
+    the parser reads it (:func:`parser_sees_service`)."""
+    refusal = service_refusal(query, prefixes)
+    if refusal is not None:
+        raise refusal
 
 
 def _unbound(*terms: object) -> None:

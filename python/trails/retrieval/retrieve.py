@@ -18,6 +18,7 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.arguments import check_retrieve_arguments
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -101,16 +102,13 @@ def retrieve(
     >>> retrieve("anything", ctx, mode="vector")
     <RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
+    check_retrieve_arguments(query, k, scope, sparql_filter, bindings, MODES, mode)
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:
         raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; got {fusion!r}")
     if fusion == "auto" and mode != "hybrid":
         fusion = None  # one ranking: auto passes it through, so skip fusion's deeper search
-    if not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if ctx is None and vector_store is None:
         ctx = default_context()
     scopes = normalize_scopes(scope)
