@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "trails"
 # Bottom to top. A module may import from its own layer or below, never above. The most
 # specific prefix wins. docs/architecture.md explains each layer.
 LAYERS: list[tuple[str, ...]] = [
-    ("trails", "trails.errors", "trails.records", "trails._lazy", "trails._state",
+    ("trails", "trails.errors", "trails.faults", "trails.records", "trails._lazy", "trails._state",
      "trails.scopes", "trails.registry", "trails.text", "trails._openai"),
     ("trails.kg", "trails.vector"),
     ("trails.parts", "trails.similarity", "trails.config", "trails.backends"),

@@ -14,56 +14,124 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from trails._lazy import require
-from trails.errors import MissingExtraError
+from trails.errors import ConfigurationError, MissingExtraError
+from trails.faults import translated
 
 __all__ = ["Database", "open_database"]
 
 
 class Database:
-    """A connection in autocommit mode with explicit, nestable-safe transactions."""
+    """A connection in autocommit mode with explicit, nestable-safe transactions.
 
-    def __init__(self, connection: Any, driver: str) -> None:
+    Write transactions (:meth:`transaction`) and read transactions (:meth:`reading`: every
+    statement inside sees one committed state of the file) never nest into each other's kind.
+    A storage fault (full disk, read-only file, corrupt file) raises a
+    :class:`~trails.errors.StorageError` naming the file (:mod:`trails.faults`); any call
+    after :meth:`close` raises a ConfigurationError saying the store is closed.
+    """
+
+    def __init__(self, connection: Any, driver: str, path: str = ":memory:") -> None:
         self._connection = connection
         self.driver = driver
+        self.path = path
         self._in_transaction = False
+        self._reading = False
+        self._closed = False
+
+    @property
+    def _live(self) -> Any:
+        if self._closed:
+            raise ConfigurationError(
+                f"vector store {self.path!r} is closed; open it again (or the context that "
+                "holds it) to use it")
+        return self._connection
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._connection.execute(sql, tuple(params)))
+        connection = self._live
+        with translated(self.path, "reading or writing the vector store"):
+            return list(connection.execute(sql, tuple(params)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self._connection.executemany(sql, rows)
+            connection = self._live
+            with translated(self.path, "writing the vector store"):
+                connection.executemany(sql, rows)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (then re-raised)."""
+        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (then re-raised).
+
+        Raises:
+            ConfigurationError: called inside :meth:`reading` (a read transaction cannot
+                become a write transaction without losing its snapshot).
+            StorageError: the disk is full, the file read-only or corrupt; rolled back.
+        """
         if self._in_transaction:
             yield
             return
-        self._connection.execute("BEGIN IMMEDIATE")
+        if self._reading:
+            raise ConfigurationError(
+                f"cannot write to vector store {self.path!r} inside a read snapshot; leave the "
+                "`with store.snapshot():` block first")
+        self.execute("BEGIN IMMEDIATE")
         self._in_transaction = True
         try:
             yield
+            self.execute("COMMIT")
         except BaseException:
-            self._connection.execute("ROLLBACK")
+            self._rollback()
             raise
-        else:
-            self._connection.execute("COMMIT")
         finally:
             self._in_transaction = False
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A read transaction: the statements inside see one committed state of the file,
+        whatever other connections commit meanwhile (WAL keeps it for us). Nested in a read or
+        a write transaction it adds nothing."""
+        if self._in_transaction or self._reading:
+            yield
+            return
+        self.execute("BEGIN")  # deferred: the first read inside pins the snapshot
+        self._reading = True
+        try:
+            yield
+        finally:
+            self._reading = False
+            try:  # COMMIT, not ROLLBACK: keeps the scratch tables a read made in temp
+                self.execute("COMMIT")
+            except Exception:
+                self._rollback()
+
+    def _rollback(self) -> None:
+        """End the open transaction. SQLite may have rolled it back already (a full disk does),
+        and a second error from ROLLBACK must not hide the first."""
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                self._connection.execute("ROLLBACK")
+
     def data_version(self) -> int:
-        """Changes whenever another connection commits to the same file."""
+        """Changes whenever another connection commits to the same file (inside a read
+        transaction: the version of its snapshot)."""
         return int(self.execute("PRAGMA data_version")[0][0])
 
     def state(self) -> tuple[int, int]:
         """Changes whenever anyone commits to the file, this connection included
         (``data_version`` ignores this connection's own commits; its change count does not)."""
-        changes = self._connection.total_changes
+        changes = self._live.total_changes
         return self.data_version(), int(changes() if callable(changes) else changes)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        self._connection.close()
+        """Close the connection (safe to call twice)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):  # a failed rollback or a busy file: gone either way
+            self._connection.close()
 
 
 def _open_apsw(path: str, read_only: bool) -> Any:
@@ -95,15 +163,20 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
     ]
     for driver, opener in attempts:
         try:
-            connection = opener()
+            with translated(path, "opening the vector store"):
+                connection = opener()
         except (ImportError, AttributeError):
             continue  # driver missing, or built without extension loading
         connection.load_extension(sqlite_vec.loadable_path())
         if driver != "apsw":
             connection.enable_load_extension(False)
-        busy = "PRAGMA busy_timeout = 5000"
-        connection.execute(busy)
-        return Database(connection, driver)
+        database = Database(connection, driver, path)
+        try:
+            database.execute("PRAGMA busy_timeout = 5000")
+        except BaseException:
+            database.close()
+            raise
+        return database
     raise MissingExtraError(
         "apsw", "vector", "SqliteVecStore (this Python's sqlite3 cannot load extensions)"
     )
