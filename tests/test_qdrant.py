@@ -26,6 +26,7 @@ from trails.context import Context
 from trails.errors import (
     ConfigurationError,
     ContextLockedError,
+    EndpointUnavailableError,
     MissingExtraError,
     UnknownScopeError,
 )
@@ -434,8 +435,9 @@ def test_an_interrupted_publish_never_shows_part_of_a_version(monkeypatch, crash
     else:
         monkeypatch.setattr(client, "batch_update_points", batch)
         expected = ["d/v/2/c/0", "d/v/2/c/1", "d/v/2/c/2", "d/v/2/c/3"]  # old ones superseded
-    with pytest.raises(ConnectionError):
+    with pytest.raises(EndpointUnavailableError) as caught:  # in trails' words, the cause kept
         store.publish([v2])
+    assert isinstance(caught.value.__cause__, ConnectionError)
     monkeypatch.undo()
     assert visible(store) == expected
     assert store.search([1.0, 0.0, 0.0, 0.0], k=2, ids=["d"]) == store.search(
