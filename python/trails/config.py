@@ -19,6 +19,7 @@ as an embedded Oxigraph graph and sqlite-vec store, which is what it always mean
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trails.errors import ConfigurationError
+from trails.faults import corrupt_file, translated
 from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
@@ -92,12 +94,17 @@ def read_config(root: Path) -> ContextConfig | None:
 
     Raises:
         ConfigurationError: the file is of a format this version cannot read, or malformed.
+        ContextDamagedError: the file is not a JSON object (corrupt, truncated, overwritten).
+        StorageError: the file cannot be read (permissions, the mount).
     """
     path = root / CONFIG_FILE
     if not path.exists():
         return None
-    raw = json.loads(path.read_text())
-    version = raw.get("format") if isinstance(raw, dict) else None
+    with translated(str(path), "reading"):
+        raw = json.loads(path.read_bytes())
+    if not isinstance(raw, dict):
+        raise corrupt_file(str(path), f"a JSON {type(raw).__name__}, not an object")
+    version = raw.get("format")
     if version not in _READABLE:
         raise ConfigurationError(
             f"{path} has format {version!r}, this trails reads formats "
@@ -115,8 +122,19 @@ def _from_format_1(raw: dict[str, Any]) -> ContextConfig:
 
 
 def write_config(root: Path, config: ContextConfig) -> None:
-    """Write ``trails.json`` atomically: a crash never leaves half a configuration."""
+    """Write ``trails.json`` atomically: a crash never leaves half a configuration.
+
+    Raises:
+        StorageError: it cannot be written (a full disk, a read-only mount, permissions); the
+            previous file, if any, is left as it was.
+    """
     text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
     tmp = root / (CONFIG_FILE + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, root / CONFIG_FILE)
+    try:
+        with translated(str(root / CONFIG_FILE), "writing"):
+            tmp.write_text(text)
+            os.replace(tmp, root / CONFIG_FILE)
+    except BaseException:
+        with contextlib.suppress(OSError):  # a read-only mount refuses this too
+            tmp.unlink(missing_ok=True)
+        raise

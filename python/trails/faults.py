@@ -28,11 +28,12 @@ RESTORE = ("restore the context directory from a backup, or move it aside, creat
 _FAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("fullerror", "no space left", "disk is full", "database or disk is full",
       "disk quota exceeded", "file too large"),
-     "the disk is full (or a file size limit was reached)", "free some space and run it again"),
+     "the disk is full (or a file size limit was reached)",
+     "free some space, then run it again (an interrupted ingest finishes on the next run)"),
     (("read-only file system", "readonlyerror", "readonly database", "read-only database"),
      "the file system or the file is read-only",
      "make it writable, or open the context with read_only=True to only read it"),
-    (("permission denied", "permissionserror", "operation not permitted", "cantopenerror",
+    (("permission denied", "permissionerror", "permissionserror", "operation not permitted", "cantopenerror",
       "unable to open database file", "authorization denied"),
      "it cannot be opened (permissions, or a missing directory)",
      "check that the path exists and that this user may read and write it"),
@@ -58,7 +59,7 @@ def storage_fault(exc: BaseException, path: str | None, action: str) -> StorageE
 
     >>> print(storage_fault(OSError("IO error: No space left on device"), "kb/graph",
     ...                     "writing the graph in"))
-    writing the graph in kb/graph failed: the disk is full (or a file size limit was reached) (IO error: No space left on device); free some space and run it again. Nothing partial was written.
+    writing the graph in kb/graph failed: the disk is full (or a file size limit was reached) (IO error: No space left on device); free some space, then run it again (an interrupted ingest finishes on the next run).
     >>> storage_fault(ValueError("bad IRI"), "kb/graph", "writing") is None
     True
     """
@@ -69,13 +70,12 @@ def storage_fault(exc: BaseException, path: str | None, action: str) -> StorageE
     detail = str(exc) or type(exc).__name__
     for words, what, fix in _FAULTS:
         if any(word in text for word in words):
-            return StorageError(
-                f"{where} failed: {what} ({detail}); {fix}. Nothing partial was written.")
+            return StorageError(f"{where} failed: {what} ({detail}); {fix}.")
     if any(word in text for word in _CORRUPT):
         return corrupt_file(path or "a file of the context", detail)
     if any(word in text for word in _IO):
         return StorageError(f"{where} failed: an I/O error ({detail}); check the disk and the "
-                            "mount, then run it again. Nothing partial was written.")
+                            "mount, then run it again.")
     return None
 
 

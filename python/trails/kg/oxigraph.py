@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, ContextLockedError, SparqlError
+from trails.errors import ConfigurationError, ContextLockedError, SparqlError, StorageError
+from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.rdfio import RdfSource
@@ -17,7 +20,12 @@ from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_servic
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["OxigraphGraph"]
+__all__ = ["OPEN_ATTEMPTS", "OxigraphGraph"]
+
+# A read-only open lists the writer's files, then opens them; a flush or compaction in between
+# deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
+# 10 ms, 20 ms, ... up to 250 ms between them (about 2 s in all).
+OPEN_ATTEMPTS = 12
 
 
 class OxigraphGraph:
@@ -38,28 +46,77 @@ class OxigraphGraph:
         self.read_only = read_only
         self.prefixes = dict(PREFIXES)
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
-        self._store = self._open()
+        self._closed = False
+        self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
+        """Open the store: a read-only open again while a writer's compaction removes the
+        files it listed (``OPEN_ATTEMPTS``).
+
+        Raises:
+            ContextLockedError: another process (or this one) has it open for writing.
+            ContextDamagedError: its files are corrupt.
+            StorageError: its files cannot be read or written (permissions, mount, space).
+        """
         if self.path is None:
             if self.read_only:
                 raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
             return ox.Store()
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
+            except (OSError, RuntimeError) as exc:
+                message = str(exc)
+                if "lock hold by" in message or ("While lock file" in message
+                                                 and "read-only" not in message.lower()):
+                    raise ContextLockedError(
+                        f"the knowledge graph in {self.path!r} is open for writing in another "
+                        "process (Oxigraph allows one writer). Close that process, or open this "
+                        "one with read_only=True to read alongside it."
+                    ) from exc.with_traceback(None)
+                vanished = "no such file" in message.lower() and os.path.isdir(self.path)
+                if self.read_only and vanished and attempt + 1 < OPEN_ATTEMPTS:
+                    time.sleep(min(0.01 * 2**attempt, 0.25))
+                    continue
+                # No traceback kept: its frames would hold nothing, but the cause's message is
+                # all a caller can use.
+                raise (storage_fault(exc, self.path, "opening the graph in") or StorageError(
+                    f"opening the graph in {self.path} failed: {message}; check the "
+                    "directory (a graph trails made there, readable, on a mounted disk)")
+                ) from exc.with_traceback(None)
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+    @property
+    def _s(self) -> ox.Store:
+        """The open store; reopened if a storage fault dropped it (a full disk leaves RocksDB
+        refusing every write until it is reopened)."""
+        if self._closed:
+            where = "in memory" if self.path is None else f"in {self.path!r}"
+            raise ConfigurationError(
+                f"the knowledge graph {where} is closed; open it (or its context) again")
+        if self._store is None:
+            self._store = self._open()
+        return self._store
+
+    @contextlib.contextmanager
+    def _faults(self, action: str) -> Iterator[None]:
+        """Raise a full disk, a read-only mount or a corrupt file met inside as a
+        StorageError naming the graph's directory, and drop the store so the next call
+        reopens it: the same process can go on once the fault is fixed."""
         try:
-            return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
-        except OSError as exc:
-            if "lock" in str(exc).lower():
-                raise ContextLockedError(
-                    f"the knowledge graph in {self.path!r} is open for writing in another "
-                    "process (Oxigraph allows one writer). Close that process, or open this "
-                    "one with read_only=True to read alongside it."
-                ) from exc
-            raise
+            yield
+        except (OSError, RuntimeError) as exc:
+            fault = storage_fault(exc, self.path or "the in-memory graph", action)
+            if fault is None:
+                raise
+            if self.path is not None:
+                self._store = None  # releases RocksDB (and its lock) now: nothing else holds it
+            raise fault from exc.with_traceback(None)
 
     @property
     def store(self) -> ox.Store:
         """The underlying pyoxigraph store, for anything this wrapper does not cover."""
-        return self._store
+        return self._s
 
     @property
     def functions(self) -> frozenset[str]:
@@ -114,16 +171,8 @@ class OxigraphGraph:
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:
-            result = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                                       **calls.options())
-            if isinstance(result, ox.QuerySolutions):
-                variables = [v.value for v in result.variables]
-                raw = [{name: solution[name] for name in variables} for solution in result]
-                output: QueryResult | bool | list[ox.Triple] = QueryResult(variables, raw)
-            elif isinstance(result, ox.QueryBoolean):
-                output = bool(result)
-            else:
-                output = list(result)
+            with self._faults("reading the graph in"):
+                output = self._run(text, scopes, calls)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -131,6 +180,18 @@ class OxigraphGraph:
             raise SparqlError(f"SPARQL query failed: {exc}") from exc
         calls.check()
         return output
+
+    def _run(self, text: str, scopes: Sequence[str] | None,
+             calls: _FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
+        result = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
+                               **calls.options())
+        if isinstance(result, ox.QuerySolutions):
+            variables = [v.value for v in result.variables]
+            raw = [{name: solution[name] for name in variables} for solution in result]
+            return QueryResult(variables, raw)
+        if isinstance(result, ox.QueryBoolean):
+            return bool(result)
+        return list(result)
 
     def select_iris(
         self,
@@ -149,15 +210,17 @@ class OxigraphGraph:
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:
-            solutions = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                                          **calls.options())
-            # Serialising in Rust and splitting the text is ~2x faster than building a Python
-            # term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In TSV an IRI
-            # is a line "<iri>"; literals start with a quote or digit, blank nodes with "_:",
-            # triple terms with "<<", unbound values are empty; literals escape their newlines.
-            if not isinstance(solutions, ox.QuerySolutions):  # check_filter allows SELECT only
-                raise SparqlError("a retrieval filter must be a SELECT query")
-            tsv = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
+            with self._faults("reading the graph in"):
+                solutions = self._s.query(text, prefixes=self.prefixes,
+                                          **self._graphs(scopes), **calls.options())
+                # Serialising in Rust and splitting the text is ~2x faster than building a
+                # Python term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In
+                # TSV an IRI is a line "<iri>"; literals start with a quote or digit, blank
+                # nodes with "_:", triple terms with "<<", unbound values are empty; literals
+                # escape their newlines.
+                if not isinstance(solutions, ox.QuerySolutions):  # check_filter: SELECT only
+                    raise SparqlError("a retrieval filter must be a SELECT query")
+                tsv = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
             lines = tsv.decode().split("\n")
         except (RuntimeError, ValueError, SyntaxError) as exc:
             calls.check()
@@ -172,7 +235,8 @@ class OxigraphGraph:
         self._check_writable()
         text = apply_bindings(sparql, bindings) if bindings else sparql
         try:
-            self._store.update(text, prefixes=self.prefixes)
+            with self._faults("writing the graph in"):
+                self._s.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -180,17 +244,20 @@ class OxigraphGraph:
 
     def add(self, quad: ox.Quad) -> None:
         self._check_writable()
-        self._store.add(quad)
+        with self._faults("writing the graph in"):
+            self._s.add(quad)
 
     def extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add quads in one transaction: all or none."""
         self._check_writable()
-        self._store.extend(quads)
+        with self._faults("writing the graph in"):
+            self._s.extend(quads)
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
-        self._store.bulk_extend(quads)
+        with self._faults("writing the graph in"):
+            self._s.bulk_extend(quads)
 
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
@@ -205,11 +272,13 @@ class OxigraphGraph:
             SyntaxError: the text is not N-Quads (with its line and column).
         """
         self._check_writable()
-        self._store.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
+        with self._faults("writing the graph in"):
+            self._s.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
-        self._store.remove_graph(graph)
+        with self._faults("writing the graph in"):
+            self._s.remove_graph(graph)
 
     def load(self, source: RdfSource | Any, format: str | None = None,
              scope: str | None = None, *, base_iri: str | None = None) -> int:
@@ -238,7 +307,10 @@ class OxigraphGraph:
                 or the graph is read-only.
         """
         self._check_writable()
-        return load_quads(self._store.extend, source, format, scope, base_iri)
+        with self._faults("writing the graph in"):
+            # A method of this graph, not the store's: a traceback of a failed load must not
+            # keep the store (and its lock) alive once _faults has dropped it.
+            return load_quads(self.extend, source, format, scope, base_iri)
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
@@ -265,20 +337,24 @@ class OxigraphGraph:
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         graph = None if scope is None else scope_graph(scope)
-        return self._store.quads_for_pattern(None, None, None, graph)
+        return self._s.quads_for_pattern(None, None, None, graph)
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""
-        named = (scope_of_graph(g.value) for g in self._store.named_graphs()
+        with self._faults("reading the graph in"):
+            graphs = list(self._s.named_graphs())
+        named = (scope_of_graph(g.value) for g in graphs
                  if isinstance(g, ox.NamedNode))
         return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
-        return len(self._store)
+        with self._faults("reading the graph in"):
+            return len(self._s)
 
     def flush(self) -> None:
-        if self.path is not None and not self.read_only:
-            self._store.flush()
+        if self.path is not None and not self.read_only and self._store is not None:
+            with self._faults("flushing the graph in"):
+                self._store.flush()
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -288,12 +364,21 @@ class OxigraphGraph:
             )
 
     def close(self) -> None:
-        self.flush()
-        self._store = None  # type: ignore[assignment]  # pyoxigraph closes on drop
+        """Flush and release the store (safe to call twice). The store is released even when
+        the flush fails (a full disk): the same process can open the directory again. Any
+        later call raises a ConfigurationError saying the graph is closed."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._store = None  # pyoxigraph closes on drop
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else self.path
-        return f"<OxigraphGraph {where} quads={len(self._store)}>"
+        state = "closed" if self._closed else f"quads={len(self)}"
+        return f"<OxigraphGraph {where} {state}>"
 
 
 class _FunctionCalls:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from trails._lazy import require
@@ -48,7 +50,7 @@ class Database:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         connection = self._live
-        with translated(self.path, "reading or writing the vector store"):
+        with translated(self.path, "using the vector store"):
             return list(connection.execute(sql, tuple(params)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -134,18 +136,40 @@ class Database:
             self._connection.close()
 
 
+def on_read_only_mount(path: str) -> bool:
+    """Whether ``path``'s directory is on a file system mounted read-only.
+
+    There SQLite cannot create the WAL index (``-shm``) a read needs, and no process can
+    change the file, so it is opened ``immutable``: read without locks or a WAL index."""
+    if path == ":memory:":
+        return False
+    try:
+        flags = os.statvfs(os.path.dirname(os.path.abspath(path))).f_flag
+    except (OSError, AttributeError):  # no statvfs (Windows): open it the usual way
+        return False
+    return bool(flags & getattr(os, "ST_RDONLY", 1))
+
+
+def _uri(path: str, immutable: bool) -> str:
+    return Path(path).absolute().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
 def _open_apsw(path: str, read_only: bool) -> Any:
     import apsw
 
-    flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    connection = apsw.Connection(path, flags=flags)
+    if read_only and path != ":memory:":
+        connection = apsw.Connection(_uri(path, on_read_only_mount(path)),
+                                     flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    else:
+        connection = apsw.Connection(
+            path, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     connection.enable_load_extension(True)
     return connection
 
 
 def _open_stdlib_like(module_name: str, path: str, read_only: bool) -> Any:
     module = importlib.import_module(module_name)
-    target = f"file:{path}?mode=ro" if read_only and path != ":memory:" else path
+    target = _uri(path, on_read_only_mount(path)) if read_only and path != ":memory:" else path
     connection = module.connect(
         target, isolation_level=None, check_same_thread=False, uri=target.startswith("file:")
     )
