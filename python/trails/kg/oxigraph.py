@@ -6,7 +6,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
@@ -21,6 +21,8 @@ from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["OPEN_ATTEMPTS", "OxigraphGraph"]
+
+T = TypeVar("T")
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
 # deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
@@ -86,6 +88,17 @@ class OxigraphGraph:
                 ) from exc.with_traceback(None)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
+    def refresh(self) -> None:
+        """Let a read-only graph see what its writer committed since it was opened (a
+        read-only Oxigraph store is a view of the moment it opened): open it again. A writable
+        or in-memory graph always sees the latest state; nothing to do there.
+
+        Raises:
+            StorageError: the graph cannot be opened again (it stays as it was).
+        """
+        if self.read_only and self.path is not None and not self._closed:
+            self._store = self._open()
+
     @property
     def _s(self) -> ox.Store:
         """The open store; reopened if a storage fault dropped it (a full disk leaves RocksDB
@@ -112,6 +125,23 @@ class OxigraphGraph:
             if self.path is not None:
                 self._store = None  # releases RocksDB (and its lock) now: nothing else holds it
             raise fault from exc.with_traceback(None)
+
+    def _read(self, read: Callable[[], T]) -> T:
+        """``read()`` on the store. A read-only store is a view of the files of the moment
+        it opened, and opens some of them only when a query first needs them; a writer's
+        compaction may have deleted those meanwhile ("No such file"): then the store is
+        opened again (a newer view) and the read runs again, ``OPEN_ATTEMPTS`` times at
+        most."""
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                with self._faults("reading the graph in"):
+                    return read()
+            except StorageError as exc:
+                vanished = "no such file" in str(exc.__cause__).lower()
+                if not (self.read_only and vanished) or attempt + 1 == OPEN_ATTEMPTS:
+                    raise
+                time.sleep(min(0.01 * 2**attempt, 0.25))  # _faults dropped it: reopened next
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
     @property
     def store(self) -> ox.Store:
@@ -171,8 +201,7 @@ class OxigraphGraph:
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:
-            with self._faults("reading the graph in"):
-                output = self._run(text, scopes, calls)
+            output = self._read(lambda: self._run(text, scopes, calls))
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -210,18 +239,7 @@ class OxigraphGraph:
         text = apply_bindings(sparql, bindings)
         calls = _FunctionCalls(self._functions, scopes)
         try:
-            with self._faults("reading the graph in"):
-                solutions = self._s.query(text, prefixes=self.prefixes,
-                                          **self._graphs(scopes), **calls.options())
-                # Serialising in Rust and splitting the text is ~2x faster than building a
-                # Python term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In
-                # TSV an IRI is a line "<iri>"; literals start with a quote or digit, blank
-                # nodes with "_:", triple terms with "<<", unbound values are empty; literals
-                # escape their newlines.
-                if not isinstance(solutions, ox.QuerySolutions):  # check_filter: SELECT only
-                    raise SparqlError("a retrieval filter must be a SELECT query")
-                tsv = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
-            lines = tsv.decode().split("\n")
+            lines = self._read(lambda: self._select_tsv(text, scopes, calls)).decode().split("\n")
         except (RuntimeError, ValueError, SyntaxError) as exc:
             calls.check()
             raise SparqlError(f"SPARQL filter failed: {exc}") from exc
@@ -229,6 +247,18 @@ class OxigraphGraph:
         return list(dict.fromkeys(
             line[1:-1] for line in lines[1:] if line[:1] == "<" and line[:2] != "<<"
         ))
+
+    def _select_tsv(self, text: str, scopes: Sequence[str] | None,
+                    calls: _FunctionCalls) -> bytes:
+        solutions = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
+                                  **calls.options())
+        # Serialising in Rust and splitting the text is ~2x faster than building a Python
+        # term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In TSV an IRI is
+        # a line "<iri>"; literals start with a quote or digit, blank nodes with "_:", triple
+        # terms with "<<", unbound values are empty; literals escape their newlines.
+        if not isinstance(solutions, ox.QuerySolutions):  # check_filter allows SELECT only
+            raise SparqlError("a retrieval filter must be a SELECT query")
+        return solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
 
     def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None:
         """Run a SPARQL 1.1 update (INSERT DATA, DELETE WHERE, ...)."""
@@ -341,15 +371,13 @@ class OxigraphGraph:
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""
-        with self._faults("reading the graph in"):
-            graphs = list(self._s.named_graphs())
+        graphs = self._read(lambda: list(self._s.named_graphs()))
         named = (scope_of_graph(g.value) for g in graphs
                  if isinstance(g, ox.NamedNode))
         return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
-        with self._faults("reading the graph in"):
-            return len(self._s)
+        return self._read(lambda: len(self._s))
 
     def flush(self) -> None:
         if self.path is not None and not self.read_only and self._store is not None:

@@ -13,8 +13,16 @@ One case is left, a graph newer than the snapshot: the filter saw only version 2
 the answer. :meth:`PinnedRead.checked` detects it (chunk IRIs carry their version,
 ``<doc>/v/<version>/c/<position>``, and the store knows each document's live version: when a
 document's candidates hold no chunk of its live version and the graph no longer has any) and
-the read starts again with a fresh snapshot, at most ``READ_ATTEMPTS`` times; the last attempt
+pins a new snapshot, taken after the graph was read and so at least as new: checked again, the
+filter's answer is then used with it. Should that too be torn (the writer committed again in
+between), the whole read starts again, at most ``READ_ATTEMPTS`` times; the last attempt
 answers as well as it can and says so in ``RetrievalResult.notes``.
+
+A read-only Oxigraph graph is a view of the moment it was opened (``Context.open(...,
+read_only=True)`` beside a writer), so there the graph is *older* than the store and the same
+check finds the documents its view has lost; a retry then first pins the new snapshot and then
+refreshes the graph (:meth:`~trails.kg.oxigraph.OxigraphGraph.refresh`), so the graph it reads
+is again the newer of the two.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
@@ -30,7 +39,8 @@ from trails.kg.base import KnowledgeGraph, select
 from trails.records import RetrievalResult
 from trails.vector.stores.base import Snapshots, VectorStore, VersionedStore
 
-__all__ = ["READ_ATTEMPTS", "PinnedRead", "pinned_reads", "torn_documents"]
+__all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "pinned_reads",
+           "torn_documents", "unselected_live"]
 
 # Reads of one retrieve() at most: a writer must commit a version of the same document three
 # times during one retrieve for the last to be needed.
@@ -38,29 +48,37 @@ READ_ATTEMPTS = 4
 _CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
 
 
+@runtime_checkable
+class _Refreshable(Protocol):
+    """A graph whose view can lag its writer and be brought up to date (read-only Oxigraph)."""
+
+    def refresh(self) -> None: ...
+
+
 class _TornRead(Exception):
     """The graph moved past the pinned snapshot: read again."""
 
 
-def torn_documents(iris: list[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
-    """Documents whose candidates in ``iris`` are chunks of versions other than the live one
-    in the store's (pinned) state, while the graph holds no chunk of the live version any
-    more: the graph is newer than the snapshot and the document would vanish.
-
-    A document whose live version's chunks are still in the graph is no tear: the filter
-    simply did not select them."""
-    if not isinstance(store, VersionedStore):
-        return []
+def candidate_versions(iris: list[str]) -> dict[str, set[str]]:
+    """For each document with chunk IRIs among ``iris``, the versions they name."""
     versions: dict[str, set[str]] = {}
     for iri in iris:
         match = _CHUNK.match(iri)
         if match:
             versions.setdefault(match["doc"], set()).add(match["version"])
-    if not versions:
-        return []
-    live = store.current_versions(list(versions))
-    suspects = {doc: record.version for doc, record in live.items()
-                if record.version not in versions[doc]}
+    return versions
+
+
+def unselected_live(versions: dict[str, set[str]], store: VersionedStore) -> dict[str, str]:
+    """Documents whose live version (in the store's pinned state) is not among the versions
+    their candidates name: document -> live version."""
+    live = store.current_versions(list(versions)) if versions else {}
+    return {doc: record.version for doc, record in live.items()
+            if record.version not in versions[doc]}
+
+
+def gone_from_graph(suspects: dict[str, str], kg: KnowledgeGraph) -> list[str]:
+    """The documents among ``suspects`` whose live version has no chunk in the graph."""
     if not suspects:
         return []
     values = " ".join(f"({ox.NamedNode(doc)} {ox.Literal(version)})"
@@ -70,21 +88,42 @@ def torn_documents(iris: list[str], store: VectorStore, kg: KnowledgeGraph) -> l
     return sorted(set(suspects) - set(present.column("doc")))
 
 
+def torn_documents(iris: list[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
+    """Documents the filter's answer ``iris`` loses under the store's pinned state: their
+    candidates are chunks of other versions than the live one, and the graph holds no chunk
+    of the live one any more (the graph moved past the snapshot). A document whose live
+    version's chunks are still in the graph is no tear: the filter did not select them.
+
+    Sound when the graph was read after the snapshot was pinned (a version's chunks, once
+    removed, do not come back)."""
+    if not isinstance(store, VersionedStore):
+        return []
+    return gone_from_graph(unselected_live(candidate_versions(iris), store), kg)
+
+
 class PinnedRead:
     """One attempt at a consistent read: ``with`` it, the store's snapshot is held; a torn
     read detected by :meth:`checked` ends the block quietly so the caller's loop tries again.
     """
 
-    def __init__(self, store: VectorStore, kg: KnowledgeGraph | None, *, last: bool) -> None:
+    def __init__(self, store: VectorStore, kg: KnowledgeGraph | None, *, last: bool,
+                 again: bool = False) -> None:
         self.store = store
         self.kg = kg
         self.last = last
+        self.again = again  # a previous attempt was torn
         self.notes: list[str] = []
         self._held = contextlib.ExitStack()
 
     def __enter__(self) -> PinnedRead:
         if isinstance(self.store, Snapshots):
             self._held.enter_context(self.store.snapshot())
+        if self.again and isinstance(self.kg, _Refreshable):
+            try:
+                self.kg.refresh()  # after the pin: the graph read next is the newer of the two
+            except BaseException:
+                self._held.close()
+                raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -93,18 +132,35 @@ class PinnedRead:
         return kind is _TornRead  # read again, with a fresh snapshot
 
     def checked(self, iris: list[str]) -> list[str]:
-        """``iris`` (the filter's answer), after checking the graph it came from is not newer
-        than the snapshot (see the module docstring)."""
-        if self.kg is None:
+        """``iris`` (the filter's answer), after checking that the graph it came from is not
+        newer than the snapshot; if it is, a newer snapshot is pinned and checked in turn (see
+        the module docstring)."""
+        store = self.store
+        versions = candidate_versions(iris)
+        if self.kg is None or not versions or not isinstance(store, VersionedStore):
             return iris
-        torn = torn_documents(iris, self.store, self.kg)
-        if torn and not self.last:
+        suspects = unselected_live(versions, store)
+        torn = gone_from_graph(suspects, self.kg)
+        if not torn:
+            return iris
+        if isinstance(store, Snapshots):
+            self._held.close()  # a snapshot pinned now is at least as new as that graph
+            self._held = contextlib.ExitStack()
+            self._held.enter_context(store.snapshot())
+            # The graph may have moved again meanwhile, so it cannot judge this snapshot:
+            # each document must show a version the filter named, or (not selected) the
+            # same live version as before.
+            legit = {doc: version for doc, version in suspects.items() if doc not in torn}
+            torn = sorted(doc for doc, version in unselected_live(versions, store).items()
+                          if legit.get(doc) != version)
+            if not torn:
+                return iris
+        if not self.last:
             raise _TornRead
-        if torn:
-            self.notes.append(
-                f"{len(torn)} document(s) changed in the graph during this read, "
-                f"{READ_ATTEMPTS} times in a row (being re-ingested, e.g. {torn[0]}): they may "
-                "be missing from this answer; retrieve again once ingestion finishes")
+        self.notes.append(
+            f"{len(torn)} document(s) changed in the graph during this read, "
+            f"{READ_ATTEMPTS} times in a row (being re-ingested, e.g. {torn[0]}): they may "
+            "be missing from this answer; retrieve again once ingestion finishes")
         return iris
 
     def noted(self, result: RetrievalResult) -> RetrievalResult:
@@ -127,4 +183,4 @@ def pinned_reads(store: VectorStore, kg: KnowledgeGraph | None) -> Iterator[Pinn
                 return read.noted(answer(iris))
     """
     for attempt in range(READ_ATTEMPTS):
-        yield PinnedRead(store, kg, last=attempt == READ_ATTEMPTS - 1)
+        yield PinnedRead(store, kg, last=attempt == READ_ATTEMPTS - 1, again=attempt > 0)
