@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from trails.errors import ConfigurationError
+from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.arrays import as_matrix, decode, encode, normalize_rows, optional_str
@@ -158,6 +159,10 @@ class SqliteCore(BaseVectorStore):
             params,
         )
         if rows:
+            width = 4 * self._dim
+            if any(not isinstance(r[3], bytes) or len(r[3]) != width for r in rows):
+                raise corrupt_file(self.path, f"a stored vector is not {self._dim} float32 "
+                                              "values")
             unit = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(-1, self._dim)
             self._index.upsert([r[0] for r in rows], unit, [r[1] for r in rows],
                                [r[2] for r in rows])
