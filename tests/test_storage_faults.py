@@ -49,7 +49,7 @@ def make_context(directory: Path, docs: int = 2) -> None:
 
 def cli(*args: str, **options) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
-                          text=True, timeout=120, **options)
+                          text=True, timeout=120, check=False, **options)
 
 
 def assert_one_line_exit_3(result: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -139,9 +139,9 @@ def test_a_corrupt_vector_store_is_a_damaged_context(context_dir, how, read_only
     for extra in ("-wal", "-shm"):  # the whole file is the damaged one
         Path(f"{vectors}{extra}").unlink(missing_ok=True)
     corrupt_vectors(vectors, how)
-    with pytest.raises(ContextDamagedError) as caught:
-        with Context.open(context_dir, read_only=read_only) as ctx:
-            retrieve(TEXT, ctx, k=5)  # damage deep in the file may show only on a read
+    with pytest.raises(ContextDamagedError) as caught, \
+            Context.open(context_dir, read_only=read_only) as ctx:
+        retrieve(TEXT, ctx, k=5)  # damage deep in the file may show only on a read
     assert_not_raw(caught.value)
     assert str(vectors) in str(caught.value)
     vectors.write_bytes(good)
@@ -226,7 +226,7 @@ def small_disk(tmp_path):
     mount = tmp_path / "disk"
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
                     "the RLIMIT_FSIZE test covers a full disk instead")
@@ -331,7 +331,7 @@ def test_a_file_size_limit_is_a_storage_error_with_exit_3(context_dir, tmp_path)
     largest = max(p.stat().st_size for p in context_dir.rglob("*") if p.is_file())
     result = subprocess.run([sys.executable, "-c", FSIZE_INGEST, str(largest + 20_000),
                              str(context_dir), str(source)], capture_output=True, text=True,
-                            timeout=300)
+                            timeout=300, check=False)
     assert_one_line_exit_3(result, str(context_dir))
     assert "full" in result.stderr or "I/O" in result.stderr
     reopens(context_dir)  # the killed-in-the-middle ingest left a context that opens

@@ -31,13 +31,16 @@ import contextlib
 import re
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
 from trails.kg.base import KnowledgeGraph, select
 from trails.records import RetrievalResult
 from trails.vector.stores.base import Snapshots, VectorStore, VersionedStore
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "pinned_reads",
            "torn_documents", "unselected_live"]
@@ -46,13 +49,6 @@ __all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph
 # times during one retrieve for the last to be needed.
 READ_ATTEMPTS = 4
 _CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
-
-
-@runtime_checkable
-class _Refreshable(Protocol):
-    """A graph whose view can lag its writer and be brought up to date (read-only Oxigraph)."""
-
-    def refresh(self) -> None: ...
 
 
 class _TornRead(Exception):
@@ -115,12 +111,13 @@ class PinnedRead:
         self.notes: list[str] = []
         self._held = contextlib.ExitStack()
 
-    def __enter__(self) -> PinnedRead:
+    def __enter__(self) -> Self:
         if isinstance(self.store, Snapshots):
             self._held.enter_context(self.store.snapshot())
-        if self.again and isinstance(self.kg, _Refreshable):
+        refresh = getattr(self.kg, "refresh", None)  # a read-only Oxigraph graph has one
+        if self.again and callable(refresh):
             try:
-                self.kg.refresh()  # after the pin: the graph read next is the newer of the two
+                refresh()  # after the pin: the graph read next is the newer of the two
             except BaseException:
                 self._held.close()
                 raise

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import abc
 import re
-from contextlib import AbstractContextManager
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np

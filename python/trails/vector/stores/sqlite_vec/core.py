@@ -132,6 +132,7 @@ class SqliteCore(BaseVectorStore):
             ConfigurationError: the store is closed.
             StorageError: the file cannot be read (ContextDamagedError: it is corrupt).
 
+        >>> from trails.vector.stores.sqlite_vec import SqliteVecStore
         >>> store = SqliteVecStore(dim=2)
         >>> store.add("a", [1.0, 0.0])
         >>> with store.snapshot():

@@ -102,7 +102,7 @@ class Database:
             self._reading = False
             try:  # COMMIT, not ROLLBACK: keeps the scratch tables a read made in temp
                 self.execute("COMMIT")
-            except Exception:
+            except Exception:  # noqa: BLE001 - a read has nothing to lose: end it either way
                 self._rollback()
 
     def _rollback(self) -> None:
