@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from trails.errors import ConfigurationError, ContextLockedError, SparqlError, S
 from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.function_calls import FunctionCalls
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
@@ -49,6 +51,7 @@ class OxigraphGraph:
         self.prefixes = dict(PREFIXES)
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
         self._closed = False
+        self._opening = threading.Lock()  # one reopen at a time: a second would find it locked
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
@@ -97,7 +100,8 @@ class OxigraphGraph:
             StorageError: the graph cannot be opened again (it stays as it was).
         """
         if self.read_only and self.path is not None and not self._closed:
-            self._store = self._open()
+            with self._opening:
+                self._store = self._open()
 
     @property
     def _s(self) -> ox.Store:
@@ -107,9 +111,13 @@ class OxigraphGraph:
             where = "in memory" if self.path is None else f"in {self.path!r}"
             raise ConfigurationError(
                 f"the knowledge graph {where} is closed; open it (or its context) again")
-        if self._store is None:
-            self._store = self._open()
-        return self._store
+        store = self._store
+        if store is None:
+            with self._opening:
+                if self._store is None:
+                    self._store = self._open()
+                store = self._store
+        return store
 
     @contextlib.contextmanager
     def _faults(self, action: str) -> Iterator[None]:
@@ -199,7 +207,7 @@ class OxigraphGraph:
             check_limits(sparql)
             refuse_service(sparql)
         text = apply_bindings(sparql, bindings)
-        calls = _FunctionCalls(self._functions, scopes)
+        calls = FunctionCalls(self._functions, scopes)
         try:
             output = self._read(lambda: self._run(text, scopes, calls))
         except SyntaxError as exc:
@@ -211,7 +219,7 @@ class OxigraphGraph:
         return output
 
     def _run(self, text: str, scopes: Sequence[str] | None,
-             calls: _FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
+             calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
         result = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
                                **calls.options())
         if isinstance(result, ox.QuerySolutions):
@@ -237,7 +245,7 @@ class OxigraphGraph:
         check_filter(sparql, self.prefixes, functions=self._functions)
         check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
         text = apply_bindings(sparql, bindings)
-        calls = _FunctionCalls(self._functions, scopes)
+        calls = FunctionCalls(self._functions, scopes)
         try:
             lines = self._read(lambda: self._select_tsv(text, scopes, calls)).decode().split("\n")
         except (RuntimeError, ValueError, SyntaxError) as exc:
@@ -249,7 +257,7 @@ class OxigraphGraph:
         ))
 
     def _select_tsv(self, text: str, scopes: Sequence[str] | None,
-                    calls: _FunctionCalls) -> bytes:
+                    calls: FunctionCalls) -> bytes:
         solutions = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
                                   **calls.options())
         # Serialising in Rust and splitting the text is ~2x faster than building a Python
@@ -407,35 +415,3 @@ class OxigraphGraph:
         where = "memory" if self.path is None else self.path
         state = "closed" if self._closed else f"quads={len(self)}"
         return f"<OxigraphGraph {where} {state}>"
-
-
-class _FunctionCalls:
-    """The registered functions for one query: per-query state, and the first error to re-raise."""
-
-    def __init__(self, registry: Mapping[str, tuple[Callable[..., Any], bool]],
-                 scopes: Sequence[str] | None) -> None:
-        self.error: BaseException | None = None
-        self.functions = {
-            ox.NamedNode(iri): self._guarded(fn(None if scopes is None else list(scopes))
-                                             if per_query else fn)
-            for iri, (fn, per_query) in registry.items()
-        }
-
-    def _guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*terms: Any) -> Any:
-            if self.error is not None:
-                return None
-            try:
-                return fn(*terms)
-            except Exception as exc:  # noqa: BLE001 - re-raised by check() after evaluation
-                self.error = exc
-                return None
-
-        return call
-
-    def options(self) -> dict[str, Any]:
-        return {"custom_functions": self.functions} if self.functions else {}
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise self.error
