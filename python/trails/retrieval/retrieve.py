@@ -94,8 +94,12 @@ def retrieve(
     Raises:
         ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
-        ConfigurationError: a needed part (graph, store, embedder) is missing.
+        ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
+        StorageError: the context's files cannot be read (ContextDamagedError: corrupt).
+
+    The answer comes from one committed state of the store and shows whole document versions
+    only, whatever a writer does meanwhile (ADR 0005, "Readers").
 
     >>> from trails.testing import fresh_context
     >>> ctx = fresh_context()
