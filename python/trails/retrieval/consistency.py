@@ -42,17 +42,22 @@ from trails.vector.stores.base import Snapshots, VectorStore, VersionedStore
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "pinned_reads",
-           "torn_documents", "unselected_live"]
+__all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "minted_chunk",
+           "pinned_reads", "torn_documents", "unselected_live"]
 
-# Reads of one retrieve() at most: a writer must commit a version of the same document three
-# times during one retrieve for the last to be needed.
-READ_ATTEMPTS = 4
+# Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
+# candidate document in the moment between the graph filter and the next snapshot.
+READ_ATTEMPTS = 6
 _CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
 
 
 class _TornRead(Exception):
     """The graph moved past the pinned snapshot: read again."""
+
+
+def minted_chunk(iri: str) -> bool:
+    """Whether ``iri`` has the shape of a chunk IRI ingestion mints."""
+    return _CHUNK.match(iri) is not None
 
 
 def candidate_versions(iris: list[str]) -> dict[str, set[str]]:
@@ -137,16 +142,19 @@ class PinnedRead:
         if self.kg is None or not versions or not isinstance(store, VersionedStore):
             return iris
         suspects = unselected_live(versions, store)
+        if not suspects:
+            return iris
+        # Judged under the first snapshot (pinned before the graph read, so sound), while it
+        # is held: a document whose live version is still in the graph was just not selected.
         torn = gone_from_graph(suspects, self.kg)
         if not torn:
             return iris
         if isinstance(store, Snapshots):
-            self._held.close()  # a snapshot pinned now is at least as new as that graph
+            self._held.close()  # a snapshot pinned now is at least as new as that graph read
             self._held = contextlib.ExitStack()
             self._held.enter_context(store.snapshot())
-            # The graph may have moved again meanwhile, so it cannot judge this snapshot:
-            # each document must show a version the filter named, or (not selected) the
-            # same live version as before.
+            # It may also be newer, and the graph can then not judge it: each document must
+            # show a version the filter named, or (not selected) the same live version.
             legit = {doc: version for doc, version in suspects.items() if doc not in torn}
             torn = sorted(doc for doc, version in unselected_live(versions, store).items()
                           if legit.get(doc) != version)

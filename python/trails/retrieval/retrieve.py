@@ -18,7 +18,7 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
-from trails.retrieval.consistency import pinned_reads
+from trails.retrieval.consistency import minted_chunk, pinned_reads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -238,7 +238,9 @@ def _without_dead_chunks(
             "?c a ?t }")
         chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
         documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
-        live = set(store.expand_ids(i for i in part if i in chunks))
+        # A minted chunk IRI with a live vector counts even when the graph, read after the
+        # filter, no longer types it: a writer's step 4 may have removed it meanwhile.
+        live = set(store.expand_ids(i for i in part if i in chunks or minted_chunk(i)))
         visible = {s.id for s in store.get(live)
                    if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
         if documents:
