@@ -59,6 +59,7 @@ class OxigraphGraph:
         files it listed (``OPEN_ATTEMPTS``).
 
         Raises:
+            ConfigurationError: read-only, and the directory holds no graph.
             ContextLockedError: another process (or this one) has it open for writing.
             ContextDamagedError: its files are corrupt.
             StorageError: its files cannot be read or written (permissions, mount, space).
@@ -67,6 +68,10 @@ class OxigraphGraph:
             if self.read_only:
                 raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
             return ox.Store()
+        if self.read_only and not os.path.exists(os.path.join(self.path, "CURRENT")):
+            raise ConfigurationError(
+                f"cannot open the graph in {self.path!r} read-only: it holds no graph (yet); "
+                "open it once without read_only=True to create it")
         for attempt in range(OPEN_ATTEMPTS):
             try:
                 return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
@@ -79,7 +84,9 @@ class OxigraphGraph:
                         "process (Oxigraph allows one writer). Close that process, or open this "
                         "one with read_only=True to read alongside it."
                     ) from exc.with_traceback(None)
-                vanished = "no such file" in message.lower() and os.path.isdir(self.path)
+                # Files of a live store vanished (its CURRENT stays: RocksDB renames it in).
+                vanished = ("no such file" in message.lower()
+                            and os.path.exists(os.path.join(self.path, "CURRENT")))
                 if self.read_only and vanished and attempt + 1 < OPEN_ATTEMPTS:
                     time.sleep(min(0.01 * 2**attempt, 0.25))
                     continue
