@@ -39,6 +39,12 @@ class OxigraphGraph:
     named graphs are both the default graph and the only graphs ``GRAPH``/``FROM NAMED`` can
     reach, whatever the query text says.
 
+    ``read_only=True`` opens a view of the directory as it is at that moment, beside the one
+    writer Oxigraph allows; :meth:`refresh` opens a newer one. A full disk, a read-only mount
+    or a corrupt file raises a StorageError (ContextDamagedError) naming the directory, and a
+    store that met one is reopened at the next call; after :meth:`close` every call says the
+    graph is closed.
+
     >>> kg = OxigraphGraph()
     >>> kg.update('INSERT DATA { <https://x/a> schema:name "A" }')
     >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }").rows
