@@ -26,6 +26,7 @@ from trails.context import Context
 from trails.errors import (
     ConfigurationError,
     ContextLockedError,
+    EndpointUnavailableError,
     MissingExtraError,
     UnknownScopeError,
 )
@@ -434,8 +435,9 @@ def test_an_interrupted_publish_never_shows_part_of_a_version(monkeypatch, crash
     else:
         monkeypatch.setattr(client, "batch_update_points", batch)
         expected = ["d/v/2/c/0", "d/v/2/c/1", "d/v/2/c/2", "d/v/2/c/3"]  # old ones superseded
-    with pytest.raises(ConnectionError):
+    with pytest.raises(EndpointUnavailableError) as caught:  # in trails' words, the cause kept
         store.publish([v2])
+    assert isinstance(caught.value.__cause__, ConnectionError)
     monkeypatch.undo()
     assert visible(store) == expected
     assert store.search([1.0, 0.0, 0.0, 0.0], k=2, ids=["d"]) == store.search(
@@ -530,3 +532,102 @@ def test_context_open_with_a_qdrant_folder_persists(tmp_path):
         assert [(h.iri, h.score) for h in after] == [(h.iri, h.score) for h in before]
         assert ctx.verify().ok
         assert ingest_all(DOCS, ctx=ctx, chunker=CHUNKER).skipped == 3
+
+
+# -- an unreachable or failing server, a closed store ------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_server_is_endpoint_unavailable():
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    with pytest.raises(EndpointUnavailableError) as caught:
+        QdrantStore(url=url, dim=4)
+    assert url.split("//")[1] in str(caught.value) and "running" in str(caught.value)
+    assert not isinstance(caught.value, (ConnectionError, OSError))
+
+
+@pytest.fixture
+def answering(request):
+    """An HTTP server answering every request with one status (a broken or guarded Qdrant)."""
+    import http.server
+    import threading
+
+    status = request.param
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = b'{"status": {"error": "no"}, "time": 0}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+SERVER_VERSION = "ignore:Failed to obtain server version:UserWarning"
+
+
+@pytest.mark.filterwarnings(SERVER_VERSION)
+@pytest.mark.parametrize("answering", [500, 503], indirect=True)
+def test_a_failing_server_is_endpoint_unavailable(answering):
+    with pytest.raises(EndpointUnavailableError) as caught:
+        QdrantStore(url=answering, dim=4)
+    assert "HTTP 5" in str(caught.value) and answering.split("//")[1] in str(caught.value)
+
+
+@pytest.mark.filterwarnings(SERVER_VERSION)
+@pytest.mark.parametrize("answering", [401, 403], indirect=True)
+def test_a_refused_key_names_the_environment_variable(answering):
+    with pytest.raises(ConfigurationError, match="QDRANT_API_KEY"):
+        QdrantStore(url=answering, dim=4)
+
+
+def test_a_closed_qdrant_store_says_so_on_every_call():
+    store = QdrantStore(dim=3)
+    store.add("a", [1.0, 0.0, 0.0], {"doc_iri": "d", "text": "x"})
+    store.close()
+    calls = [lambda: store.search([1, 0, 0]), lambda: store.add("b", [0, 1, 0]), store.count,
+             lambda: store.keyword_search("x"), store.all_ids, lambda: store.get(["a"]),
+             lambda: store.delete("a"), store.current_versions, lambda: store.document_rows("d"),
+             lambda: store.expand_ids(["d"]), lambda: store.snapshot().__enter__()]
+    for number, call in enumerate(calls):
+        with pytest.raises(ConfigurationError, match="closed"):
+            call()
+            pytest.fail(f"call {number} did not say the store is closed")
+
+
+def test_a_snapshot_pins_each_documents_version_across_rankings():
+    """A publish landing between the vector and the keyword ranking of one snapshot: both
+    rankings show the version pinned first, never one each."""
+    store = QdrantStore(dim=4)
+    store.publish([stage(store, "d", "1", 3, seed=1)])
+    v2 = stage(store, "d", "2", 3, seed=2)
+    with store.snapshot():
+        before = store.search([1.0, 0.0, 0.0, 0.0], k=10, ids=["d"])
+        # Another store on the same client (its own lock): a writer this block does not hold.
+        QdrantStore(client=store._client, collection=store.collection).publish([v2])
+        during = store.search([1.0, 0.0, 0.0, 0.0], k=10, ids=["d"])
+        assert store.current_versions(["d"])["d"].version == "1"
+    after = store.search([1.0, 0.0, 0.0, 0.0], k=10, ids=["d"])
+    assert {h.id.split("/v/")[1][0] for h in before} == {"1"}
+    assert {h.id.split("/v/")[1][0] for h in during} <= {"1"}  # v1's points, or none: never v2
+    assert {h.id.split("/v/")[1][0] for h in after} == {"2"}

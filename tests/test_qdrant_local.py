@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trails.errors import ContextLockedError
+from trails.errors import ContextLockedError, EndpointUnavailableError
 from trails.vector.stores.qdrant import QdrantStore, local
 from trails.vector.stores.sqlite_vec import DocumentVersion
 
@@ -75,7 +75,7 @@ def publish(store, version, crash):
         return real_batch(name, *args, **kwargs)
 
     name, fake = ("upsert", upsert) if crash == "record" else ("batch_update_points", batch)
-    with mock.patch.object(client, name, fake), pytest.raises(ConnectionError):
+    with mock.patch.object(client, name, fake), pytest.raises(EndpointUnavailableError):
         store.publish([version])
 
 

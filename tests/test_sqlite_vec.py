@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from trails.errors import ConfigurationError
-from trails.vector.stores.sqlite_vec import SqliteVecStore
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 
 def test_a_new_store_needs_its_dimension(tmp_path):
@@ -86,3 +86,36 @@ def test_context_manager_closes_the_connection(tmp_path):
         store.count()
     with SqliteVecStore(tmp_path / "v.db") as again:
         assert again.count() == 1
+
+
+def test_a_snapshot_holds_one_state_for_every_kind_of_read(tmp_path):
+    """Inside ``snapshot()`` another connection's commits are invisible to every read (the
+    matrix, the keyword index, metadata, version records); after it, all show them."""
+    path = tmp_path / "v.db"
+    reader, writer = SqliteVecStore(path, dim=2), SqliteVecStore(path)
+    writer.add_many(["d/v/1/c/0", "d/v/1/c/1"], [[1, 0], [0, 1]],
+                    [{"doc_iri": "d", "version": "1", "text": "old tide"}] * 2, pending=True)
+    writer.publish([DocumentVersion("d", "1", "default", "h1", 2)])
+
+    def state() -> tuple:
+        return (sorted(h.id for h in reader.search([1, 1], k=10)),
+                sorted(h.id for h in reader.keyword_search("tide", k=10)),
+                sorted(reader.metadata(["d/v/1/c/0", "d/v/2/c/0"])),
+                reader.current_versions()["d"].version, reader.count(),
+                reader.expand_ids(["d"]))
+
+    with reader.snapshot():
+        before = state()
+        writer.add_many(["d/v/2/c/0"], [[1, 1]], [{"doc_iri": "d", "version": "2",
+                                                   "text": "new tide"}], pending=True)
+        writer.publish([DocumentVersion("d", "2", "default", "h2", 1)])
+        with reader.snapshot():  # nested: the same state
+            assert state() == before
+        with pytest.raises(ConfigurationError, match="snapshot"):
+            reader.add("x", [1, 0])  # a write would lose the snapshot
+    assert before == (["d/v/1/c/0", "d/v/1/c/1"], ["d/v/1/c/0", "d/v/1/c/1"], ["d/v/1/c/0"],
+                      "1", 2, ["d/v/1/c/0", "d/v/1/c/1"])
+    assert state() == (["d/v/2/c/0"], ["d/v/2/c/0"], ["d/v/2/c/0"], "2", 1, ["d/v/2/c/0"])
+    reader.add("x", [1, 0])  # outside it, writes work again
+    reader.close()
+    writer.close()

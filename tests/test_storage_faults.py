@@ -1,218 +1,414 @@
-"""Damaged, missing, mismatched and full: a context's files fail with a StorageError, never
-with a raw database error, and never by quietly rebuilding a lost half.
+"""Storage faults reach users as trails errors that name the file and the fix, never as raw
+apsw, RocksDB (pyoxigraph ``OSError``/``RuntimeError``) or JSON errors:
 
-``ContextDamagedError`` (a ``StorageError``) for corrupt files and for a graph or vector store
-that is missing or belongs to another context; ``StorageError`` for a full disk or a read-only
-mount. The CLI exits 3 for both, with one line and no traceback.
+- a corrupt ``trails.json``, ``vectors.db`` or graph: ContextDamagedError naming the file;
+- a full disk (a real tmpfs of a few MB when this runs as root, an ``RLIMIT_FSIZE``
+  subprocess otherwise) and a read-only mount: StorageError naming the path;
+- after any of these, nothing stays open or locked in the process: once the fault is fixed,
+  the next write or open in the same process works;
+- a closed store, graph or context says so;
+- the command line exits 3 with one line, no traceback.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
-import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
-import pyoxigraph as ox
+import numpy as np
 import pytest
-from typer.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trails import retrieve
-from trails.cli import app
 from trails.context import Context
-from trails.errors import ContextDamagedError, StorageError
+from trails.errors import (
+    ConfigurationError,
+    ContextDamagedError,
+    StorageError,
+    TrailsError,
+)
+from trails.faults import storage_fault
 from trails.ingest import Document, ingest_all
-from trails.integrity import GRAPH_MARKER
-from trails.vector import MockEmbedder
+from trails.kg import OxigraphGraph
+from trails.testing import MockEmbedder
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
-runner = CliRunner()
+DIM = 16
+TEXT = "Lighthouses guide ships past the rocks at night."
 
 
-def make(path: Path, docs: int = 3) -> Path:
-    with Context.open(path, embedder=MockEmbedder(dim=16)) as ctx:
-        ingest_all([Document(f"d{i}.md", f"d{i}.md", f"memo {i} about harbour boats")
+def make_context(directory: Path, docs: int = 2) -> None:
+    with Context.open(directory, embedder=MockEmbedder(dim=DIM)) as ctx:
+        ingest_all([Document(id=f"d{i}", source=f"mem:d{i}", text=f"{TEXT} Number {i}.")
                     for i in range(docs)], ctx=ctx)
-    return path
 
 
-def fingerprint(path: Path) -> dict[str, object]:
-    """What must not change: each file's hash, and a graph directory's quads (RocksDB rewrites
-    its own bookkeeping files on every open)."""
-    if path.name == "graph" or (path / "graph").is_dir():
-        graph = path if path.name == "graph" else path / "graph"
-        store = ox.Store.read_only(str(graph))
-        quads = sorted(map(str, store))
-        del store
-        rest = {} if path.name == "graph" else fingerprint(path / "vectors.db") | fingerprint(
-            path / "trails.json")
-        return {"quads": quads, **rest}
-    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
+def cli(*args: str, **options) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
+                          text=True, timeout=120, check=False, **options)
 
 
-def cli(*args: object) -> tuple[int, str]:
-    result = runner.invoke(app, [str(a) for a in args])
-    return result.exit_code, result.output
+def assert_one_line_exit_3(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 3, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
 
 
-def assert_one_line_exit_3(db: Path) -> None:
-    for command in (["query", "harbour"], ["stats"], ["verify"], ["ingest", db]):
-        code, output = cli("--db", db, *command)
-        assert code == 3, (command, output)
-        assert "Traceback" not in output and output.count("\n") == 1, output
+def assert_not_raw(error: BaseException) -> None:
+    """A trails error, and none of the databases' own classes (nor JSON's, nor OSError)."""
+    assert isinstance(error, TrailsError)
+    assert not isinstance(error, (OSError, ValueError, RuntimeError))
+    assert type(error).__module__ == "trails.errors"
 
 
 @pytest.fixture
-def context(tmp_path: Path) -> Path:
-    return make(tmp_path / "kb")
+def context_dir(tmp_path) -> Path:
+    directory = tmp_path / "ctx"
+    make_context(directory)
+    return directory
 
 
-# -- corrupt files ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_a_corrupt_vector_store_is_a_damaged_context(context, damage):
-    db = context / "vectors.db"
-    data = db.read_bytes()
-    db.write_bytes(os.urandom(8192) if damage == "garbage" else data[: len(data) // 3])
-    for read_only in (False, True):
-        with pytest.raises(ContextDamagedError, match="vectors.db"):
-            Context.open(context, read_only=read_only).close()
-    assert_one_line_exit_3(context)
+def reopens(directory: Path) -> None:
+    """The context opens for writing in this process and answers: nothing was left locked."""
+    with Context.open(directory) as ctx:
+        assert len(retrieve(TEXT, ctx, mode="vector", k=5)) > 0
 
 
-def test_a_corrupt_graph_is_a_damaged_context(context):
-    for name in os.listdir(context / "graph"):
-        if name.startswith(("MANIFEST", "CURRENT")):
-            (context / "graph" / name).write_bytes(os.urandom(200))
-    with pytest.raises(ContextDamagedError, match="graph"):
-        Context.open(context).close()
-    assert_one_line_exit_3(context)
+# -- corrupt files ------------------------------------------------------------------------
+
+CONFIGS = {
+    "garbage": b"\x00\xff garbage \x13",
+    "truncated": b'{"format": 2, "base_iri": "trails://lo',
+    "a list": b"[1, 2, 3]",
+    "a string": b'"trails"',
+    "a number": b"42",
+    "null": b"null",
+    "not utf-8": b'{"format": 2, "base_iri": "\xff\xfe"}',
+    "empty": b"",
+}
 
 
-@pytest.mark.parametrize("text", [b"{not json", b"\xff\xfe\x00garbage", b""])
-def test_a_corrupt_configuration_is_a_damaged_context(context, text):
-    (context / "trails.json").write_bytes(text)
-    with pytest.raises(ContextDamagedError, match="trails.json"):
-        Context.open(context).close()
-    assert_one_line_exit_3(context)
+@pytest.mark.parametrize("content", CONFIGS.values(), ids=CONFIGS.keys())
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_corrupt_trails_json_is_a_damaged_context(context_dir, content, read_only):
+    config = context_dir / "trails.json"
+    good = config.read_bytes()
+    config.write_bytes(content)
+    with pytest.raises(ContextDamagedError) as caught:
+        Context.open(context_dir, read_only=read_only)
+    assert_not_raw(caught.value)
+    assert str(config) in str(caught.value) and "backup" in str(caught.value)
+    assert config.read_bytes() == content  # refused, not rewritten
+    config.write_bytes(good)
+    reopens(context_dir)
 
 
-# -- a missing or mismatched half -------------------------------------------------------------
-
-@pytest.mark.parametrize("loss", ["deleted", "empty"])
-@pytest.mark.parametrize("half", ["vectors.db", "graph"])
-def test_a_missing_half_is_refused_and_the_other_half_untouched(context, half, loss):
-    target, other = context / half, context / ("graph" if half == "vectors.db" else "vectors.db")
-    if target.is_dir():
-        shutil.rmtree(target)
-        if loss == "empty":
-            target.mkdir()
-    else:
-        target.unlink()
-        if loss == "empty":
-            target.touch()
-    kept = fingerprint(other)
-    for read_only in (False, True):
-        with pytest.raises(ContextDamagedError, match="missing or empty"):
-            Context.open(context, read_only=read_only).close()
-    assert_one_line_exit_3(context)
-    code, _ = cli("--db", context, "verify", "--repair")
-    assert code == 3
-    assert fingerprint(other) == kept
-    assert target.exists() == (loss == "empty")  # nothing was created in its place
-    if loss == "empty":
-        assert not any(target.iterdir()) if target.is_dir() else target.stat().st_size == 0
+def test_the_command_line_exits_3_on_a_corrupt_trails_json(context_dir):
+    (context_dir / "trails.json").write_bytes(b"[]")
+    assert_one_line_exit_3(cli("--db", str(context_dir), "stats"), "trails.json")
 
 
-@pytest.mark.parametrize("half", ["vectors.db", "graph"])
-def test_a_half_of_another_context_is_refused(tmp_path, context, half):
-    other = make(tmp_path / "other", docs=1)
-    if half == "graph":
-        shutil.rmtree(context / "graph")
-        shutil.copytree(other / "graph", context / "graph")
-    else:
-        shutil.copy(other / "vectors.db", context / "vectors.db")
-    kept = fingerprint(context)
-    with pytest.raises(ContextDamagedError, match="another context"):
-        Context.open(context).close()
-    code, output = cli("--db", context, "verify", "--repair")
-    assert code == 3 and "another context" in output
-    assert fingerprint(context) == kept
+def corrupt_vectors(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif how.startswith("truncated"):
+        path.write_bytes(data[: int(len(data) * float(how.split()[1]))])
+    elif how == "header":
+        path.write_bytes(b"\x00" * 100 + data[100:])
+    elif how == "pages":
+        middle = len(data) // 2
+        path.write_bytes(data[:4096] + os.urandom(middle - 4096) + data[middle:])
 
 
-def test_a_context_made_before_ids_adopts_one_and_then_refuses_strangers(tmp_path, context):
-    """Strip every id (as a context of an earlier release has none): it opens, its parts get
-    one id, and from then on a stranger's half is refused."""
-    (context / "graph" / GRAPH_MARKER).unlink()
-    with sqlite3.connect(context / "vectors.db") as raw:
-        raw.execute("DELETE FROM meta WHERE key = 'context'")
-    config = (context / "trails.json").read_text()
-    (context / "trails.json").write_text(_without_id(config))
-    with Context.open(context) as ctx:
-        assert len(retrieve("harbour", ctx, k=10)) == 3
-    marker = (context / "graph" / GRAPH_MARKER).read_text().strip()
-    with sqlite3.connect(context / "vectors.db") as raw:
-        assert raw.execute("SELECT value FROM meta WHERE key = 'context'").fetchone()[0] == marker
-    other = make(tmp_path / "other", docs=1)
-    shutil.copy(other / "vectors.db", context / "vectors.db")
-    with pytest.raises(ContextDamagedError, match="another context"):
-        Context.open(context).close()
+VECTOR_DAMAGE = ["garbage", "truncated 0.5", "truncated 0.05", "header", "pages"]
 
 
-def _without_id(config: str) -> str:
-    raw = json.loads(config)
-    raw.pop("id")
-    return json.dumps(raw)
+@pytest.mark.parametrize("how", VECTOR_DAMAGE)
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_corrupt_vector_store_is_a_damaged_context(context_dir, how, read_only):
+    vectors = context_dir / "vectors.db"
+    good = vectors.read_bytes()
+    for extra in ("-wal", "-shm"):  # the whole file is the damaged one
+        Path(f"{vectors}{extra}").unlink(missing_ok=True)
+    corrupt_vectors(vectors, how)
+    with pytest.raises(ContextDamagedError) as caught, \
+            Context.open(context_dir, read_only=read_only) as ctx:
+        retrieve(TEXT, ctx, k=5)  # damage deep in the file may show only on a read
+    assert_not_raw(caught.value)
+    assert str(vectors) in str(caught.value)
+    vectors.write_bytes(good)
+    reopens(context_dir)  # the graph the failed open had opened was released
 
 
-# -- a full disk and a read-only mount --------------------------------------------------------
+def test_the_command_line_exits_3_on_a_corrupt_vector_store(context_dir):
+    corrupt_vectors(context_dir / "vectors.db", "garbage")
+    assert_one_line_exit_3(cli("--db", str(context_dir), "query", "ships"), "vectors.db")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.tuples(st.floats(0, 1), st.binary(min_size=1, max_size=64)),
+                     min_size=1, max_size=6),
+       keep=st.floats(0.05, 1.0))
+def test_any_damage_to_a_store_file_is_a_trails_error_or_a_clean_read(tmp_path, cuts, keep):
+    """Whatever bytes are overwritten or cut, opening and reading the store either works or
+    raises a trails error (never apsw's, numpy's or sqlite-vec's)."""
+    path = tmp_path / f"v{abs(hash((tuple(cuts), keep)))}.db"
+    with SqliteVecStore(path, dim=4) as store:
+        store.add_many([f"id{i}" for i in range(300)], np.random.default_rng(1).random((300, 4)),
+                       [{"text": f"word{i} lighthouse", "doc_iri": f"d{i % 7}"} for i in range(300)])
+    data = bytearray(path.read_bytes())
+    for where, patch in cuts:
+        start = int(where * (len(data) - 1))
+        data[start : start + len(patch)] = patch
+    path.write_bytes(bytes(data[: max(1, int(len(data) * keep))]))
+    try:
+        with SqliteVecStore(path, read_only=True) as store:
+            store.search([1, 0, 0, 0], k=5)
+            store.keyword_search("lighthouse", k=5)
+            store.metadata(store.all_ids()[:10])
+            store.current_versions()
+    except TrailsError as error:
+        assert_not_raw(error)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def corrupt_graph(graph: Path, how: str) -> None:
+    if how == "current":
+        (graph / "CURRENT").write_bytes(b"garbage")
+    elif how == "manifest":
+        for manifest in graph.glob("MANIFEST-*"):
+            manifest.write_bytes(os.urandom(manifest.stat().st_size))
+    elif how == "tables":
+        for table in graph.glob("*.sst"):
+            data = table.read_bytes()
+            table.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("how", ["current", "manifest", "tables"])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_corrupt_graph_is_a_damaged_context(context_dir, how, read_only):
+    graph = context_dir / "graph"
+    kg = OxigraphGraph(graph)
+    kg.store.optimize()  # everything into tables
+    kg.close()
+    backup = context_dir.parent / "graph.good"
+    shutil.copytree(graph, backup)
+    corrupt_graph(graph, how)
+    with pytest.raises(ContextDamagedError) as caught:
+        Context.open(context_dir, read_only=read_only)
+    assert_not_raw(caught.value)
+    assert str(graph) in str(caught.value)
+    shutil.rmtree(graph)
+    shutil.copytree(backup, graph)
+    reopens(context_dir)
+
+
+def test_the_command_line_exits_3_on_a_corrupt_graph(context_dir):
+    (context_dir / "graph" / "CURRENT").write_bytes(b"garbage")
+    assert_one_line_exit_3(cli("--db", str(context_dir), "stats"), "graph")
+
+
+# -- a full disk --------------------------------------------------------------------------
+
 
 @pytest.fixture
-def tiny_disk(tmp_path: Path):
-    """A 3 MiB tmpfs (root only); the test is skipped where mounting is not allowed."""
-    mount = tmp_path / "tiny"
+def small_disk(tmp_path):
+    """A tmpfs of 6 MB (root only); skipped where mounting is not allowed."""
+    mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                          check=False, capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
+                    "the RLIMIT_FSIZE test covers a full disk instead")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_is_a_storage_error_and_the_context_recovers_in_the_same_process(tiny_disk):
-    kb = make(tiny_disk / "kb", docs=2)
-    filler = tiny_disk / "filler"
-    big = [Document(f"big{i}.md", f"big{i}.md", f"word{i} " * 40_000) for i in range(40)]
-    with (pytest.raises(StorageError) as caught,
-          Context.open(kb, embedder=MockEmbedder(dim=16)) as ctx):
-        with filler.open("wb") as out:  # leave almost nothing free
-            free = shutil.disk_usage(tiny_disk).free
-            out.write(b"\0" * max(0, free - 64 * 1024))
-        ingest_all(big, ctx=ctx, batch_size=4)
-    assert not isinstance(caught.value, ContextDamagedError), caught.value
-    filler.unlink()
-    with Context.open(kb, embedder=MockEmbedder(dim=16)) as ctx:  # same process: not locked
-        ctx.verify(repair=True)
-        assert ctx.verify().ok
-        stats = ingest_all([Document("after.md", "after.md", "a short memo")], ctx=ctx)
-        assert stats.ingested == 1 and ctx.verify().ok
+def fill(disk: Path, leave: int) -> Path:
+    """A file taking all but ``leave`` bytes of the disk."""
+    stats = os.statvfs(disk)
+    filler = disk / "filler"
+    filler.write_bytes(b"\0" * max(0, stats.f_bavail * stats.f_frsize - leave))
+    return filler
 
 
-def test_a_read_only_mount_is_a_storage_error(tiny_disk):
-    kb = make(tiny_disk / "kb", docs=2)
-    subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)
+def big_documents(start: int, count: int) -> list[Document]:
+    return [Document(id=f"big{i}", source=f"mem:big{i}",
+                     text=" ".join(f"Sentence {j} of document {i} about tides." for j in range(400)))
+            for i in range(start, start + count)]
+
+
+def test_a_full_disk_during_ingest_is_a_storage_error_and_the_process_recovers(small_disk):
+    directory = small_disk / "ctx"
+    make_context(directory)
+    ctx = Context.open(directory)
+    filler = fill(small_disk, leave=150_000)
     try:
-        try:  # a reader works where SQLite can read the file, else it is told why
-            with Context.open(kb, read_only=True) as ctx:
-                assert len(retrieve("harbour", ctx, k=10)) == 2
-        except StorageError as exc:
-            assert "vectors.db" in str(exc)
-        with pytest.raises(StorageError):
-            Context.open(kb).close()
-        code, output = cli("--db", kb, "ingest", kb)
-        assert code == 3 and "Traceback" not in output
+        with pytest.raises(StorageError) as caught:
+            for n in range(0, 40, 4):
+                ingest_all(big_documents(n, 4), ctx=ctx)
+        assert_not_raw(caught.value)
+        message = str(caught.value)
+        assert str(directory) in message and "full" in message and "free" in message
+        filler.unlink()  # space again: the same context writes on
+        ingest_all([Document(id="after", source="mem:after", text="After the storm.")], ctx=ctx)
+        hits = retrieve("After the storm.", ctx, mode="vector", k=1)
+        assert hits[0].metadata["doc_iri"] == "trails://local/doc/after"
     finally:
-        subprocess.run(["mount", "-o", "remount,rw", str(tiny_disk)], check=True)
+        ctx.close()
+    with Context.open(directory) as again:  # and the same process opens it again
+        again.verify(repair=True)
+        report = again.verify()
+        assert not (report.stale_chunks or report.uncommitted_vectors
+                    or report.chunks_without_vectors or report.vectors_without_chunks)
+        assert len(retrieve(TEXT, again, mode="vector", k=3)) == 3
+
+
+def test_a_full_disk_in_the_graph_drops_its_store_until_space_returns(small_disk):
+    graph = OxigraphGraph(small_disk / "graph")
+    filler = fill(small_disk, leave=400_000)
+    written = 0
+    with pytest.raises(StorageError) as caught:
+        for n in range(2000):
+            graph.update(f'INSERT DATA {{ <https://x/s{n}> <https://x/p> "{"w" * 2000}" }}')
+            written += 1  # an update that returned is kept, even if the flush after it fails
+            graph.flush()
+    assert_not_raw(caught.value)
+    assert str(small_disk / "graph") in str(caught.value) and "full" in str(caught.value)
+    filler.unlink()
+    graph.update('INSERT DATA { <https://x/after> <https://x/p> "after" }')  # same object
+    assert len(graph) == written + 1  # every update before the failing one, and this one
+    graph.close()
+    again = OxigraphGraph(small_disk / "graph")  # not locked by this process
+    assert len(again) == written + 1
+    again.close()
+
+
+def test_a_full_disk_in_the_vector_store_keeps_the_matrix_with_the_file(small_disk):
+    store = SqliteVecStore(small_disk / "v.db", dim=64)
+    store.add("first", np.ones(64))
+    filler = fill(small_disk, leave=60_000)
+    rng = np.random.default_rng(0)
+    with pytest.raises(StorageError) as caught:
+        for n in range(200):
+            store.add_many([f"b{n}-{i}" for i in range(200)], rng.random((200, 64)),
+                           [{"text": "tide " * 50}] * 200)
+    assert_not_raw(caught.value)
+    assert str(small_disk / "v.db") in str(caught.value)
+    committed = store.count()
+    assert len(store.search(np.ones(64), k=100_000)) == committed  # the failed batch: nowhere
+    filler.unlink()
+    store.add("after", np.ones(64))
+    assert store.count() == committed + 1
+    store.close()
+
+
+FSIZE_INGEST = r"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from trails.cli.app import main
+sys.argv = ["trails", "--db", sys.argv[2], "ingest", "-q", sys.argv[3]]
+main()
+"""
+
+
+def test_a_file_size_limit_is_a_storage_error_with_exit_3(context_dir, tmp_path):
+    """The full disk of any machine: RLIMIT_FSIZE makes every write past a size fail."""
+    source = tmp_path / "big.txt"
+    source.write_text(" ".join(f"Sentence {j} about tides and harbours." for j in range(30000)))
+    largest = max(p.stat().st_size for p in context_dir.rglob("*") if p.is_file())
+    result = subprocess.run([sys.executable, "-c", FSIZE_INGEST, str(largest + 20_000),
+                             str(context_dir), str(source)], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert_one_line_exit_3(result, str(context_dir))
+    assert "full" in result.stderr or "I/O" in result.stderr
+    reopens(context_dir)  # the killed-in-the-middle ingest left a context that opens
+
+
+# -- a read-only mount ----------------------------------------------------------------------
+
+
+def test_a_read_only_mount_refuses_writers_and_serves_readers(small_disk):
+    directory = small_disk / "ctx"
+    make_context(directory)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    with pytest.raises(StorageError) as caught:
+        Context.open(directory)
+    assert_not_raw(caught.value)
+    assert str(directory) in str(caught.value) and "read-only" in str(caught.value)
+    with Context.open(directory, read_only=True) as ctx:  # readers still read
+        assert len(retrieve(TEXT, ctx, k=2)) == 2
+    with pytest.raises(StorageError) as caught:
+        Context.open(small_disk / "new", embedder=MockEmbedder(dim=DIM))
+    assert str(small_disk / "new") in str(caught.value)
+    assert_one_line_exit_3(cli("--db", str(directory), "ingest", str(directory / "trails.json")),
+                           "read-only")
+    query = cli("--db", str(directory), "query", "ships")
+    assert query.returncode == 0, query.stderr
+
+
+# -- closed parts say so --------------------------------------------------------------------
+
+
+def test_a_closed_store_says_so_on_every_call(tmp_path):
+    store = SqliteVecStore(tmp_path / "v.db", dim=2)
+    store.add("a", [1.0, 0.0], {"text": "x", "doc_iri": "d"})
+    store.close()
+    store.close()  # twice is fine
+    calls = [lambda: store.search([1, 0]), lambda: store.add("b", [0, 1]), store.count,
+             lambda: store.keyword_search("x"), store.all_ids, lambda: store.get(["a"]),
+             lambda: store.metadata(["a"]), lambda: store.delete("a"), store.current_versions,
+             lambda: store.document_rows("d"), store.managed_rows, lambda: store.expand_ids(["d"]),
+             lambda: store.publish([DocumentVersion("d", "1", "default", "h", 1)]), store.scopes,
+             lambda: store.snapshot().__enter__(), lambda: store.keyword_idf_sum("x")]
+    for number, call in enumerate(calls):
+        with pytest.raises(ConfigurationError, match="closed"):
+            call()
+            pytest.fail(f"call {number} did not say the store is closed")
+    assert "closed" in repr(store)
+
+
+def test_a_closed_graph_and_context_say_so(context_dir):
+    ctx = Context.open(context_dir)
+    ctx.close()
+    for call in (lambda: ctx.kg.query("ASK { ?s ?p ?o }"), lambda: len(ctx.kg),
+                 lambda: ctx.kg.update("INSERT DATA { <https://x/a> <https://x/b> 1 }"),
+                 lambda: retrieve(TEXT, ctx, k=1), lambda: ctx.stats()):
+        with pytest.raises(ConfigurationError, match="closed"):
+            call()
+    assert "closed" in repr(ctx.kg)
+    reopens(context_dir)
+
+
+def test_closing_releases_the_graph_even_when_the_store_fails_to_close(context_dir, monkeypatch):
+    ctx = Context.open(context_dir)
+
+    def broken() -> None:
+        raise StorageError("the store could not be closed")
+
+    monkeypatch.setattr(ctx.vectors, "close", broken)
+    with pytest.raises(StorageError):
+        ctx.close()
+    monkeypatch.undo()
+    reopens(context_dir)
+
+
+def test_only_storage_faults_are_translated():
+    assert storage_fault(ValueError("bad IRI"), "x", "reading") is None
+    assert storage_fault(RuntimeError("SPARQL: unknown function"), "x", "reading") is None
+    assert isinstance(storage_fault(RuntimeError("Corruption: bad block"), "g", "reading"),
+                      ContextDamagedError)
+    full = storage_fault(OSError("IO error: No space left on device"), "g", "writing")
+    assert type(full) is StorageError and "g" in str(full)

@@ -19,6 +19,7 @@ as an embedded Oxigraph graph and sqlite-vec store, which is what it always mean
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trails.errors import ConfigurationError, ContextDamagedError, StorageError
+from trails.errors import ConfigurationError
+from trails.faults import corrupt_file, translated
 from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
@@ -86,8 +88,7 @@ class ContextConfig(BaseModel):
     # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
     metadata_predicates: dict[str, str] = {}
     # Names this context in its embedded parts, so a graph or store file of another context is
-    # refused on open (None: a context made before ids were kept; the next writable open
-    # records one).
+    # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None
 
 
@@ -96,20 +97,17 @@ def read_config(root: Path) -> ContextConfig | None:
 
     Raises:
         ConfigurationError: the file is of a format this version cannot read, or malformed.
+        ContextDamagedError: the file is not a JSON object (corrupt, truncated, overwritten).
+        StorageError: the file cannot be read (permissions, the mount).
     """
     path = root / CONFIG_FILE
     if not path.exists():
         return None
-    try:
+    with translated(str(path), "reading"):
         raw = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror or exc}; check that the file "
-                           "is readable (permissions, the mount)") from exc
-    except ValueError as exc:  # not JSON, or not UTF-8
-        raise ContextDamagedError(
-            f"{path} is corrupt (not JSON: {exc}); restore it from a backup (it records the "
-            "context's graph, vector store and embedder)") from exc
-    version = raw.get("format") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise corrupt_file(str(path), f"a JSON {type(raw).__name__}, not an object")
+    version = raw.get("format")
     if version not in _READABLE:
         raise ConfigurationError(
             f"{path} has format {version!r}, this trails reads formats "
@@ -127,13 +125,19 @@ def _from_format_1(raw: dict[str, Any]) -> ContextConfig:
 
 
 def write_config(root: Path, config: ContextConfig) -> None:
-    """Write ``trails.json`` atomically: a crash never leaves half a configuration."""
+    """Write ``trails.json`` atomically: a crash never leaves half a configuration.
+
+    Raises:
+        StorageError: it cannot be written (a full disk, a read-only mount, permissions); the
+            previous file, if any, is left as it was.
+    """
     text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
     tmp = root / (CONFIG_FILE + ".tmp")
     try:
-        tmp.write_text(text)
-        os.replace(tmp, root / CONFIG_FILE)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StorageError(f"cannot write {root / CONFIG_FILE}: {exc.strerror or exc}; free "
-                           "space or fix the permissions, then run the command again") from exc
+        with translated(str(root / CONFIG_FILE), "writing"):
+            tmp.write_text(text)
+            os.replace(tmp, root / CONFIG_FILE)
+    except BaseException:
+        with contextlib.suppress(OSError):  # a read-only mount refuses this too
+            tmp.unlink(missing_ok=True)
+        raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +28,7 @@ from trails.config import (
     write_config,
 )
 from trails.errors import ConfigurationError
+from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
@@ -124,6 +126,11 @@ class Context:
 
         Raises:
             ContextLockedError: another process has the directory open for writing.
+            ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
+                (the message names the file).
+            StorageError: a file cannot be read or written (full disk, read-only mount,
+                permissions); nothing stays open or locked, so the same process can open the
+                directory again once that is fixed.
             ConfigurationError: ``read_only`` on a directory that holds no context, or a
                 recorded part that cannot be reopened without being passed in.
             MissingExtraError: a recorded backend's packages are not installed.
@@ -140,7 +147,8 @@ class Context:
                 )
             model = embedder if embedder is not None else default_embedder()
             config = _new_config(root, model, kg, vectors, base_iri)
-            root.mkdir(parents=True, exist_ok=True)
+            with translated(str(root), "creating the context directory"):
+                root.mkdir(parents=True, exist_ok=True)
         else:
             check_parts_present(root, config)  # never recreate a lost half empty
             model = embedder if embedder is not None else build_embedder(config.embedder)
@@ -153,18 +161,19 @@ class Context:
                 store.bind_embedder(config.embedder.identity)
             check_parts_belong(root, config, graph if kg is None else None, store,
                                read_only=read_only)
-        except BaseException:
-            graph.close()
-            if vectors is None and store is not None:
-                store.close()
-            raise
-        if metadata_predicates is not None:
-            wanted = expand_predicates(metadata_predicates)
-            if wanted != config.metadata_predicates and not read_only:
-                config = config.model_copy(update={"metadata_predicates": wanted})
+            if metadata_predicates is not None:
+                wanted = expand_predicates(metadata_predicates)
+                if wanted != config.metadata_predicates and not read_only:
+                    config = config.model_copy(update={"metadata_predicates": wanted})
+                    write_config(root, config)
+            if not (root / CONFIG_FILE).exists():
                 write_config(root, config)
-        if not (root / CONFIG_FILE).exists():
-            write_config(root, config)
+        except BaseException:
+            # Whatever failed (a full disk, a damaged file), nothing this call opened stays
+            # open: the graph's lock would refuse the next open in this very process.
+            with contextlib.suppress(Exception):  # the first failure is the one to report
+                _close_all([store if vectors is None else None, graph if kg is None else None])
+            raise
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
@@ -214,10 +223,7 @@ class Context:
         self._closed = True
         if _state.default_context is self:
             _state.default_context = None
-        try:
-            self.vectors.close()
-        finally:  # the graph's lock is released even when the store's close fails
-            self.kg.close()
+        _close_all([self.vectors, self.kg])  # the graph's lock is released even if the store fails
 
     def __enter__(self) -> Self:
         return self
@@ -228,6 +234,20 @@ class Context:
     def __repr__(self) -> str:
         where = "memory" if self.directory is None else str(self.directory)
         return f"<Context {where} embedder={self.embedder.identity.describe()}>"
+
+
+def _close_all(parts: list[VectorStore | KnowledgeGraph | None]) -> None:
+    """Close every part, even when one fails; then raise the first failure."""
+    failure: BaseException | None = None
+    for part in parts:
+        if part is None:
+            continue
+        try:
+            part.close()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, once all are closed
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _new_config(root: Path, embedder: Embedder, kg: KnowledgeGraph | None,

@@ -26,8 +26,10 @@ says what was wrong and what to do next. The tree::
     └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
 
 Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
-with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
-caller is talking to the graph directly.
+with the valid choices; pyoxigraph's own ``SyntaxError`` passes through where the caller is
+talking to the graph directly. What the embedded databases raise for a full disk, a read-only
+mount or a corrupt file becomes a ``StorageError`` or ``ContextDamagedError`` naming the file
+(:mod:`trails.faults`).
 """
 
 from __future__ import annotations

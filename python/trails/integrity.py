@@ -18,14 +18,26 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from trails.backends import GRAPH_DIR, VECTORS_FILE
 from trails.config import ContextConfig, PartConfig
 from trails.errors import ContextDamagedError, StorageError
 from trails.kg.base import KnowledgeGraph
-from trails.vector.stores.base import ContextMarked, VectorStore
+from trails.vector.stores.base import VectorStore
 
 __all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "new_context_id"]
+
+@runtime_checkable
+class ContextMarked(Protocol):
+    """A store that records which context it belongs to (``SqliteVecStore``: a ``meta`` row),
+    so that a context refuses a store file of another context."""
+
+    @property
+    def context_id(self) -> str | None: ...
+
+    def bind_context(self, context_id: str) -> None: ...
+
 
 GRAPH_MARKER = "trails-context"  # in the graph directory: the id of its context
 

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, ContextLockedError, SparqlError
+from trails.errors import ConfigurationError, ContextLockedError, SparqlError, StorageError
 from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.function_calls import FunctionCalls
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["OxigraphGraph"]
+__all__ = ["OPEN_ATTEMPTS", "OxigraphGraph"]
 
+T = TypeVar("T")
 
-_READ_ONLY_ATTEMPTS = 8  # opens of a graph a writer is compacting (about 0.7 s in all)
+# A read-only open lists the writer's files, then opens them; a flush or compaction in between
+# deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
+# 10 ms, 20 ms, ... up to 250 ms between them (about 2 s in all).
+OPEN_ATTEMPTS = 12
 
 
 class OxigraphGraph:
@@ -32,6 +38,12 @@ class OxigraphGraph:
     Queries see the union of all graphs unless ``scopes`` confines them: then the scopes'
     named graphs are both the default graph and the only graphs ``GRAPH``/``FROM NAMED`` can
     reach, whatever the query text says.
+
+    ``read_only=True`` opens a view of the directory as it is at that moment, beside the one
+    writer Oxigraph allows; :meth:`refresh` opens a newer one. A full disk, a read-only mount
+    or a corrupt file raises a StorageError (ContextDamagedError) naming the directory, and a
+    store that met one is reopened at the next call; after :meth:`close` every call says the
+    graph is closed.
 
     >>> kg = OxigraphGraph()
     >>> kg.update('INSERT DATA { <https://x/a> schema:name "A" }')
@@ -44,36 +56,118 @@ class OxigraphGraph:
         self.read_only = read_only
         self.prefixes = dict(PREFIXES)
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
-        self._store = self._open()
+        self._closed = False
+        self._opening = threading.Lock()  # one reopen at a time: a second would find it locked
+        self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
+        """Open the store: a read-only open again while a writer's compaction removes the
+        files it listed (``OPEN_ATTEMPTS``).
+
+        Raises:
+            ConfigurationError: read-only, and the directory holds no graph.
+            ContextLockedError: another process (or this one) has it open for writing.
+            ContextDamagedError: its files are corrupt.
+            StorageError: its files cannot be read or written (permissions, mount, space).
+        """
         if self.path is None:
             if self.read_only:
                 raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
             return ox.Store()
-        for attempt in range(_READ_ONLY_ATTEMPTS):
+        if self.read_only and not os.path.exists(os.path.join(self.path, "CURRENT")):
+            raise ConfigurationError(
+                f"cannot open the graph in {self.path!r} read-only: it holds no graph (yet); "
+                "open it once without read_only=True to create it")
+        for attempt in range(OPEN_ATTEMPTS):
             try:
                 return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
             except (OSError, RuntimeError) as exc:
-                if "lock" in str(exc).lower():
+                message = str(exc)
+                if "lock hold by" in message or ("While lock file" in message
+                                                 and "read-only" not in message.lower()):
                     raise ContextLockedError(
                         f"the knowledge graph in {self.path!r} is open for writing in another "
-                        "process (Oxigraph allows one writer). Close that process, or open "
-                        "this one with read_only=True to read alongside it."
-                    ) from exc
-                # A read-only open lists the writer's files, then opens them: a compaction in
-                # between deletes one ("IO error: No such file ... .sst"). Open again.
-                if (self.read_only and "no such file" in str(exc).lower()
-                        and attempt + 1 < _READ_ONLY_ATTEMPTS):
-                    time.sleep(0.02 * (attempt + 1))
+                        "process (Oxigraph allows one writer). Close that process, or open this "
+                        "one with read_only=True to read alongside it."
+                    ) from exc.with_traceback(None)
+                # Files of a live store vanished (its CURRENT stays: RocksDB renames it in).
+                vanished = ("no such file" in message.lower()
+                            and os.path.exists(os.path.join(self.path, "CURRENT")))
+                if self.read_only and vanished and attempt + 1 < OPEN_ATTEMPTS:
+                    time.sleep(min(0.01 * 2**attempt, 0.25))
                     continue
-                raise storage_fault(exc, self.path, "opening the graph in") or exc
-        raise AssertionError("unreachable")  # pragma: no cover
+                # No traceback kept: its frames would hold nothing, but the cause's message is
+                # all a caller can use.
+                raise (storage_fault(exc, self.path, "opening the graph in") or StorageError(
+                    f"opening the graph in {self.path} failed: {message}; check the "
+                    "directory (a graph trails made there, readable, on a mounted disk)")
+                ) from exc.with_traceback(None)
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+    def refresh(self) -> None:
+        """Let a read-only graph see what its writer committed since it was opened (a
+        read-only Oxigraph store is a view of the moment it opened): open it again. A writable
+        or in-memory graph always sees the latest state; nothing to do there.
+
+        Raises:
+            StorageError: the graph cannot be opened again (it stays as it was).
+        """
+        if self.read_only and self.path is not None and not self._closed:
+            with self._opening:
+                self._store = self._open()
+
+    @property
+    def _s(self) -> ox.Store:
+        """The open store; reopened if a storage fault dropped it (a full disk leaves RocksDB
+        refusing every write until it is reopened)."""
+        if self._closed:
+            where = "in memory" if self.path is None else f"in {self.path!r}"
+            raise ConfigurationError(
+                f"the knowledge graph {where} is closed; open it (or its context) again")
+        store = self._store
+        if store is None:
+            with self._opening:
+                if self._store is None:
+                    self._store = self._open()
+                store = self._store
+        return store
+
+    @contextlib.contextmanager
+    def _faults(self, action: str) -> Iterator[None]:
+        """Raise a full disk, a read-only mount or a corrupt file met inside as a
+        StorageError naming the graph's directory, and drop the store so the next call
+        reopens it: the same process can go on once the fault is fixed."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            fault = storage_fault(exc, self.path or "the in-memory graph", action)
+            if fault is None:
+                raise
+            if self.path is not None:
+                self._store = None  # releases RocksDB (and its lock) now: nothing else holds it
+            raise fault from exc.with_traceback(None)
+
+    def _read(self, read: Callable[[], T]) -> T:
+        """``read()`` on the store. A read-only store is a view of the files of the moment
+        it opened, and opens some of them only when a query first needs them; a writer's
+        compaction may have deleted those meanwhile ("No such file"): then the store is
+        opened again (a newer view) and the read runs again, ``OPEN_ATTEMPTS`` times at
+        most."""
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                with self._faults("reading the graph in"):
+                    return read()
+            except StorageError as exc:
+                vanished = "no such file" in str(exc.__cause__).lower()
+                if not (self.read_only and vanished) or attempt + 1 == OPEN_ATTEMPTS:
+                    raise
+                time.sleep(min(0.01 * 2**attempt, 0.25))  # _faults dropped it: reopened next
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
     @property
     def store(self) -> ox.Store:
         """The underlying pyoxigraph store, for anything this wrapper does not cover."""
-        return self._store
+        return self._s
 
     @property
     def functions(self) -> frozenset[str]:
@@ -126,18 +220,9 @@ class OxigraphGraph:
             check_limits(sparql)
             refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
-        calls = _FunctionCalls(self._functions, scopes)
+        calls = FunctionCalls(self._functions, scopes)
         try:
-            result = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                                       **calls.options())
-            if isinstance(result, ox.QuerySolutions):
-                variables = [v.value for v in result.variables]
-                raw = [{name: solution[name] for name in variables} for solution in result]
-                output: QueryResult | bool | list[ox.Triple] = QueryResult(variables, raw)
-            elif isinstance(result, ox.QueryBoolean):
-                output = bool(result)
-            else:
-                output = list(result)
+            output = self._read(lambda: self._run(text, scopes, calls))
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -145,6 +230,18 @@ class OxigraphGraph:
             raise SparqlError(f"SPARQL query failed: {exc}") from exc
         calls.check()
         return output
+
+    def _run(self, text: str, scopes: Sequence[str] | None,
+             calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
+        result = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
+                               **calls.options())
+        if isinstance(result, ox.QuerySolutions):
+            variables = [v.value for v in result.variables]
+            raw = [{name: solution[name] for name in variables} for solution in result]
+            return QueryResult(variables, raw)
+        if isinstance(result, ox.QueryBoolean):
+            return bool(result)
+        return list(result)
 
     def select_iris(
         self,
@@ -161,18 +258,9 @@ class OxigraphGraph:
         check_filter(sparql, self.prefixes, functions=self._functions)
         check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
         text = apply_bindings(sparql, bindings)
-        calls = _FunctionCalls(self._functions, scopes)
+        calls = FunctionCalls(self._functions, scopes)
         try:
-            solutions = self._store.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                                          **calls.options())
-            # Serialising in Rust and splitting the text is ~2x faster than building a Python
-            # term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In TSV an IRI
-            # is a line "<iri>"; literals start with a quote or digit, blank nodes with "_:",
-            # triple terms with "<<", unbound values are empty; literals escape their newlines.
-            if not isinstance(solutions, ox.QuerySolutions):  # check_filter allows SELECT only
-                raise SparqlError("a retrieval filter must be a SELECT query")
-            tsv = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
-            lines = tsv.decode().split("\n")
+            lines = self._read(lambda: self._select_tsv(text, scopes, calls)).decode().split("\n")
         except (RuntimeError, ValueError, SyntaxError) as exc:
             calls.check()
             raise SparqlError(f"SPARQL filter failed: {exc}") from exc
@@ -181,47 +269,46 @@ class OxigraphGraph:
             line[1:-1] for line in lines[1:] if line[:1] == "<" and line[:2] != "<<"
         ))
 
+    def _select_tsv(self, text: str, scopes: Sequence[str] | None,
+                    calls: FunctionCalls) -> bytes:
+        solutions = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
+                                  **calls.options())
+        # Serialising in Rust and splitting the text is ~2x faster than building a Python
+        # term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In TSV an IRI is
+        # a line "<iri>"; literals start with a quote or digit, blank nodes with "_:", triple
+        # terms with "<<", unbound values are empty; literals escape their newlines.
+        if not isinstance(solutions, ox.QuerySolutions):  # check_filter allows SELECT only
+            raise SparqlError("a retrieval filter must be a SELECT query")
+        return solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
+
     def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None:
         """Run a SPARQL 1.1 update (INSERT DATA, DELETE WHERE, ...)."""
         self._check_writable()
         text = apply_bindings(sparql, bindings) if bindings else sparql
         try:
-            self._store.update(text, prefixes=self.prefixes)
+            with self._faults("writing the graph in"):
+                self._s.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
-        except (RuntimeError, ValueError, OSError) as exc:
-            fault = storage_fault(exc, self.path, "writing the graph in")
-            if fault is not None:
-                raise fault from exc
+        except (RuntimeError, ValueError) as exc:
             raise SparqlError(f"SPARQL update failed: {exc}") from exc
-
-    @contextlib.contextmanager
-    def _faults(self, action: str) -> Iterator[None]:
-        """A full disk, a read-only mount or a corrupt file as a StorageError."""
-        try:
-            yield
-        except (OSError, RuntimeError) as exc:
-            fault = storage_fault(exc, self.path, action)
-            if fault is None:
-                raise
-            raise fault from exc
 
     def add(self, quad: ox.Quad) -> None:
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._store.add(quad)
+            self._s.add(quad)
 
     def extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add quads in one transaction: all or none."""
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._store.extend(quads)
+            self._s.extend(quads)
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._store.bulk_extend(quads)
+            self._s.bulk_extend(quads)
 
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
@@ -237,11 +324,12 @@ class OxigraphGraph:
         """
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._store.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
+            self._s.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
-        self._store.remove_graph(graph)
+        with self._faults("writing the graph in"):
+            self._s.remove_graph(graph)
 
     def load(self, source: RdfSource | Any, format: str | None = None,
              scope: str | None = None, *, base_iri: str | None = None) -> int:
@@ -270,7 +358,10 @@ class OxigraphGraph:
                 or the graph is read-only.
         """
         self._check_writable()
-        return load_quads(self._store.extend, source, format, scope, base_iri)
+        with self._faults("writing the graph in"):
+            # A method of this graph, not the store's: a traceback of a failed load must not
+            # keep the store (and its lock) alive once _faults has dropped it.
+            return load_quads(self.extend, source, format, scope, base_iri)
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
@@ -297,16 +388,17 @@ class OxigraphGraph:
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         graph = None if scope is None else scope_graph(scope)
-        return self._store.quads_for_pattern(None, None, None, graph)
+        return self._s.quads_for_pattern(None, None, None, graph)
 
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph."""
-        named = (scope_of_graph(g.value) for g in self._store.named_graphs()
+        graphs = self._read(lambda: list(self._s.named_graphs()))
+        named = (scope_of_graph(g.value) for g in graphs
                  if isinstance(g, ox.NamedNode))
         return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
-        return len(self._store)
+        return self._read(lambda: len(self._s))
 
     def flush(self) -> None:
         if self.path is not None and not self.read_only and self._store is not None:
@@ -321,45 +413,18 @@ class OxigraphGraph:
             )
 
     def close(self) -> None:
-        """Flush and release the store; released even when the flush fails (a full disk),
-        so the same process can open the directory again."""
+        """Flush and release the store (safe to call twice). The store is released even when
+        the flush fails (a full disk): the same process can open the directory again. Any
+        later call raises a ConfigurationError saying the graph is closed."""
+        if self._closed:
+            return
         try:
             self.flush()
         finally:
-            self._store = None  # type: ignore[assignment]  # pyoxigraph closes on drop
+            self._closed = True
+            self._store = None  # pyoxigraph closes on drop
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else self.path
-        return f"<OxigraphGraph {where} quads={len(self._store)}>"
-
-
-class _FunctionCalls:
-    """The registered functions for one query: per-query state, and the first error to re-raise."""
-
-    def __init__(self, registry: Mapping[str, tuple[Callable[..., Any], bool]],
-                 scopes: Sequence[str] | None) -> None:
-        self.error: BaseException | None = None
-        self.functions = {
-            ox.NamedNode(iri): self._guarded(fn(None if scopes is None else list(scopes))
-                                             if per_query else fn)
-            for iri, (fn, per_query) in registry.items()
-        }
-
-    def _guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*terms: Any) -> Any:
-            if self.error is not None:
-                return None
-            try:
-                return fn(*terms)
-            except Exception as exc:  # noqa: BLE001 - re-raised by check() after evaluation
-                self.error = exc
-                return None
-
-        return call
-
-    def options(self) -> dict[str, Any]:
-        return {"custom_functions": self.functions} if self.functions else {}
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise self.error
+        state = "closed" if self._closed else f"quads={len(self)}"
+        return f"<OxigraphGraph {where} {state}>"

@@ -19,6 +19,7 @@ from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_retrieve_arguments
+from trails.retrieval.consistency import minted_chunk, pinned_reads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -94,8 +95,12 @@ def retrieve(
     Raises:
         ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
-        ConfigurationError: a needed part (graph, store, embedder) is missing.
+        ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
+        StorageError: the context's files cannot be read (ContextDamagedError: corrupt).
+
+    The answer comes from one committed state of the store and shows whole document versions
+    only, whatever a writer does meanwhile (ADR 0005, "Readers").
 
     >>> from trails.testing import fresh_context
     >>> ctx = fresh_context()
@@ -120,27 +125,37 @@ def retrieve(
         # Silently ignoring the filter could return what the caller meant to exclude.
         raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
                          "mode='hybrid' to rank only the filter's candidates")
+    graph = None
     if mode in ("graph", "hybrid") and sparql_filter is not None:
         if ctx is None:
             raise ConfigurationError(
                 f"mode={mode!r} with a sparql_filter needs a knowledge graph: pass ctx=..."
             )
-        iris = ctx.kg.select_iris(sparql_filter, bindings, scopes=scopes)
+        graph = ctx.kg
     elif mode == "graph":
         raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
     elif bindings:
         raise ValueError("bindings were given without a sparql_filter to bind them in")
 
     store = vector_store if vector_store is not None else _need(ctx, "vector_store").vectors
-    if mode == "graph":
-        return _noted(_graph_hits(iris or [], store, k, ctx, scopes), bindings)
-    model = embedder if embedder is not None else _need(ctx, "embedder").embedder
-    check_compatible(model, store)
-    result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH), iris,
-                          fusion, mode, scopes)
-    for step in steps:
-        result = _same_result(result, step(query, list(result), ctx))
-    return _noted(_same_result(result, list(result)[:k]), bindings)
+    # One committed state of the store for the whole answer, pinned before the filter reads
+    # the graph; a graph found newer than it is read again (retrieval/consistency.py).
+    for read in pinned_reads(store, graph):
+        with read:
+            if graph is not None:
+                iris = read.checked(graph.select_iris(sparql_filter or "", bindings,
+                                                      scopes=scopes))
+            if mode == "graph":
+                return _noted(read.noted(_graph_hits(iris or [], store, k, ctx, scopes)),
+                              bindings)
+            model = embedder if embedder is not None else _need(ctx, "embedder").embedder
+            check_compatible(model, store)
+            result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH),
+                                  iris, fusion, mode, scopes)
+            for step in steps:
+                result = _same_result(result, step(query, list(result), ctx))
+            return _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
+    raise AssertionError("unreachable: the last read answers whatever it finds")
 
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
@@ -221,7 +236,9 @@ def _without_dead_chunks(
             "?c a ?t }")
         chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
         documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
-        live = set(store.expand_ids(i for i in part if i in chunks))
+        # A minted chunk IRI with a live vector counts even when the graph, read after the
+        # filter, no longer types it: a writer's step 4 may have removed it meanwhile.
+        live = set(store.expand_ids(i for i in part if i in chunks or minted_chunk(i)))
         visible = {s.id for s in store.get(live)
                    if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
         if documents:

@@ -7,8 +7,9 @@
   ``isinstance`` before using it: :class:`VersionedStore` (ADR 0005's versioned commits: what
   ingestion, ``verify``, repair and ``delete_document`` need), :class:`KeywordIndex` (a BM25
   ranking that ``retrieve`` fuses; without it fusion runs on the vector ranking alone, with a
-  note) and :class:`KeywordWeights` (a query's BM25 weight, from which fusion reads the keyword
-  ranking's quality). ``SqliteVecStore`` has all three, ``QdrantStore`` the first two.
+  note), :class:`KeywordWeights` (a query's BM25 weight, from which fusion reads the keyword
+  ranking's quality) and :class:`Snapshots` (reads that share one committed state).
+  ``SqliteVecStore`` has all four, ``QdrantStore`` all but ``KeywordWeights``.
 - :class:`BaseVectorStore` and :class:`BaseKeywordIndex`: the checks and preambles every store
   shares (input validation, scope and candidate normalisation), as template methods.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import abc
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -48,12 +50,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseKeywordIndex",
     "BaseVectorStore",
-    "ContextMarked",
     "DocumentVersion",
     "KeywordIndex",
     "KeywordWeights",
     "ScopeListing",
     "SearchPlan",
+    "Snapshots",
     "StoredVector",
     "VectorHit",
     "VectorLike",
@@ -133,14 +135,13 @@ class ScopeListing(Protocol):
 
 
 @runtime_checkable
-class ContextMarked(Protocol):
-    """A store that records which context it belongs to, so that a context refuses a store
-    file of another context (copied in by mistake, restored from the wrong backup)."""
+class Snapshots(Protocol):
+    """A store whose reads can share one committed state: inside ``with store.snapshot():``
+    every search, keyword search, metadata and version lookup sees the same state of the
+    store, whatever a writer commits meanwhile (as far as the backend allows: see each
+    store's ``snapshot``). ``retrieve`` holds one for its whole read (ADR 0005, "Readers")."""
 
-    @property
-    def context_id(self) -> str | None: ...
-
-    def bind_context(self, context_id: str) -> None: ...
+    def snapshot(self) -> AbstractContextManager[Any]: ...
 
 
 @runtime_checkable

@@ -12,9 +12,11 @@ import numpy as np
 
 from trails._lazy import require
 from trails.errors import ConfigurationError, DimensionMismatchError
+from trails.faults import translated
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.qdrant import local, schema
+from trails.vector.stores.qdrant.faults import GuardedClient
 from trails.vector.stores.qdrant.lock import SharedFolders, locked
 from trails.vector.stores.qdrant.schema import KEYWORD_FIELD, PAGE, eq, metadata_of, point_id
 
@@ -79,7 +81,9 @@ class QdrantCore(BaseVectorStore):
                 raise ConfigurationError(
                     f"cannot open Qdrant folder {self.location!r} read-only: it holds no store "
                     "yet; open it once without read_only=True to create it")
-            self._client, self._lock, self._shared = SharedFolders.acquire(qdrant, self.location)
+            with translated(self.location, "opening the Qdrant folder"):
+                self._client, self._lock, self._shared = SharedFolders.acquire(qdrant,
+                                                                               self.location)
         elif url is not None or host is not None:
             self.location = url if url is not None else f"{host}:{port or 6333}"
             options = {} if port is None else {"port": port}
@@ -93,6 +97,7 @@ class QdrantCore(BaseVectorStore):
         # Local mode scores every point by brute force (it warns that search_params, exact
         # included, "have no effect"): its searches are always exhaustive.
         self.local = local.is_local(self._client)
+        self._guarded = GuardedClient(self._client, self.location)
 
     @property
     def name(self) -> str:
@@ -104,9 +109,10 @@ class QdrantCore(BaseVectorStore):
 
     @property
     def _c(self) -> Any:
+        """The client, its failures raised as trails' errors (:mod:`.faults`)."""
         if self._closed:
             raise ConfigurationError(f"vector store {self.name!r} is closed; open a new one")
-        return self._client
+        return self._guarded
 
     # -- schema and identity --------------------------------------------------------------
 

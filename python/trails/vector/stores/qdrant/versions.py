@@ -4,24 +4,40 @@ Qdrant has no transaction across requests (nor, for readers, within a batch), so
 point is the one thing it does write atomically: a single point, the document's record in
 ``<collection>__versions``. A point written through staging (``versioned``) is shown only
 while its document's record names its version (:meth:`QdrantVersions._stale`).
+
+Readers: Qdrant has no read snapshot, so :meth:`QdrantVersions.snapshot` pins what it can, the
+version records: inside the block, the first record read of a document is the one every later
+read uses, so the vector ranking, the keyword ranking and the torn-read check of one
+``retrieve`` agree on each document's version and never mix two. The points themselves are
+read live: a publish finishing during the block can delete the pinned version's points, and the
+document then drops out of the rest of that read (never replaced by part of another version).
+In local mode the store's lock, held for the whole block, keeps every writer of the folder out
+(local mode is one process), so there a snapshot is one committed state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from trails.vector.stores.qdrant.core import QdrantCore
 from trails.vector.stores.qdrant.lock import locked
 from trails.vector.stores.qdrant.schema import eq, point_id
 from trails.vector.stores.records import DocumentVersion
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = ["QdrantVersions"]
 
 
 class QdrantVersions(QdrantCore):
     """:class:`~trails.vector.stores.base.VersionedStore` on the two collections."""
+
+    # Inside a snapshot: each document's version record as first read there (None: none).
+    _pins: dict[str, DocumentVersion | None] | None = None
 
     @locked
     def publish(self, versions: Sequence[DocumentVersion]) -> None:
@@ -59,9 +75,46 @@ class QdrantVersions(QdrantCore):
                 must=[eq(m, "doc_iri", v.doc_iri)], must_not=[eq(m, "version", v.version)])))
             for v in versions])
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Self]:
+        """Pin, for the reads inside the block, the version record of every document they
+        look at (see the module's docstring for what Qdrant allows). Blocks nest; other
+        threads using this store wait until the block ends.
+
+        Raises:
+            ConfigurationError: the store is closed.
+            EndpointUnavailableError: the server cannot be reached.
+        """
+        with self._lock:
+            self._c  # noqa: B018 - a closed store says so on entry
+            if self._pins is not None:
+                yield self
+                return
+            self._pins = {}
+            try:
+                yield self
+            finally:
+                self._pins = None
+
     @locked
     def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
-        """The recorded current version of each document (all documents when ``None``)."""
+        """The recorded current version of each document (all documents when ``None``);
+        inside a :meth:`snapshot`, the record first read there."""
+        pins = self._pins
+        if pins is None:
+            return self._read_versions(doc_iris)
+        if doc_iris is None:
+            found = self._read_versions(None)
+            wanted = [*found, *pins]
+        else:
+            wanted = list(doc_iris)
+            found = self._read_versions([d for d in dict.fromkeys(wanted) if d not in pins])
+        for doc in wanted:
+            pins.setdefault(doc, found.get(doc))
+        return {doc: version for doc in dict.fromkeys(wanted)
+                if (version := pins[doc]) is not None}
+
+    def _read_versions(self, doc_iris: Iterable[str] | None) -> dict[str, DocumentVersion]:
         if doc_iris is None:
             records: Iterable[Any] = self._scroll(
                 self.versions_collection, self._m.Filter(must=[eq(self._m, "kind", "version")]))

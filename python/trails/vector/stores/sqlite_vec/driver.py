@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from trails._lazy import require
-from trails.errors import MissingExtraError
-from trails.faults import storage_fault
+from trails.errors import ConfigurationError, MissingExtraError
+from trails.faults import translated
 
 __all__ = ["Database", "open_database"]
 
@@ -23,8 +25,11 @@ __all__ = ["Database", "open_database"]
 class Database:
     """A connection in autocommit mode with explicit, nestable-safe transactions.
 
+    Write transactions (:meth:`transaction`) and read transactions (:meth:`reading`: every
+    statement inside sees one committed state of the file) never nest into each other's kind.
     A storage fault (full disk, read-only file, corrupt file) raises a
-    :class:`~trails.errors.StorageError` naming ``path``, after the transaction is rolled back.
+    :class:`~trails.errors.StorageError` naming the file (:mod:`trails.faults`); any call
+    after :meth:`close` raises a ConfigurationError saying the store is closed.
     """
 
     def __init__(self, connection: Any, driver: str, path: str = ":memory:") -> None:
@@ -32,77 +37,139 @@ class Database:
         self.driver = driver
         self.path = path
         self._in_transaction = False
+        self._reading = False
+        self._closed = False
+
+    @property
+    def _live(self) -> Any:
+        if self._closed:
+            raise ConfigurationError(
+                f"vector store {self.path!r} is closed; open it again (or the context that "
+                "holds it) to use it")
+        return self._connection
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._faults("reading or writing"):
-            return list(self._connection.execute(sql, tuple(params)))
+        connection = self._live
+        with translated(self.path, "using the vector store"):
+            return list(connection.execute(sql, tuple(params)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            with self._faults("writing"):
-                self._connection.executemany(sql, rows)
-
-    @contextlib.contextmanager
-    def _faults(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except Exception as exc:
-            fault = storage_fault(exc, self.path, action)
-            if fault is None:
-                raise
-            raise fault from exc
+            connection = self._live
+            with translated(self.path, "writing the vector store"):
+                connection.executemany(sql, rows)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (then re-raised)."""
+        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (then re-raised).
+
+        Raises:
+            ConfigurationError: called inside :meth:`reading` (a read transaction cannot
+                become a write transaction without losing its snapshot).
+            StorageError: the disk is full, the file read-only or corrupt; rolled back.
+        """
         if self._in_transaction:
             yield
             return
-        with self._faults("starting a transaction on"):
-            self._connection.execute("BEGIN IMMEDIATE")
+        if self._reading:
+            raise ConfigurationError(
+                f"cannot write to vector store {self.path!r} inside a read snapshot; leave the "
+                "`with store.snapshot():` block first")
+        self.execute("BEGIN IMMEDIATE")
         self._in_transaction = True
         try:
             yield
-            with self._faults("committing to"):
-                self._connection.execute("COMMIT")
+            self.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
         finally:
             self._in_transaction = False
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A read transaction: the statements inside see one committed state of the file,
+        whatever other connections commit meanwhile (WAL keeps it for us). Nested in a read or
+        a write transaction it adds nothing."""
+        if self._in_transaction or self._reading:
+            yield
+            return
+        self.execute("BEGIN")  # deferred: the first read inside pins the snapshot
+        self._reading = True
+        try:
+            yield
+        finally:
+            self._reading = False
+            try:  # COMMIT, not ROLLBACK: keeps the scratch tables a read made in temp
+                self.execute("COMMIT")
+            except Exception:  # noqa: BLE001 - a read has nothing to lose: end it either way
+                self._rollback()
+
     def _rollback(self) -> None:
-        """Roll back what is open: SQLite may already have (a full disk does that), and a
-        second ROLLBACK's own error must not hide the first."""
-        with contextlib.suppress(Exception):
-            self._connection.execute("ROLLBACK")
+        """End the open transaction. SQLite may have rolled it back already (a full disk does),
+        and a second error from ROLLBACK must not hide the first."""
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                self._connection.execute("ROLLBACK")
 
     def data_version(self) -> int:
-        """Changes whenever another connection commits to the same file."""
+        """Changes whenever another connection commits to the same file (inside a read
+        transaction: the version of its snapshot)."""
         return int(self.execute("PRAGMA data_version")[0][0])
 
     def state(self) -> tuple[int, int]:
         """Changes whenever anyone commits to the file, this connection included
         (``data_version`` ignores this connection's own commits; its change count does not)."""
-        changes = self._connection.total_changes
+        changes = self._live.total_changes
         return self.data_version(), int(changes() if callable(changes) else changes)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        self._connection.close()
+        """Close the connection (safe to call twice)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):  # a failed rollback or a busy file: gone either way
+            self._connection.close()
+
+
+def on_read_only_mount(path: str) -> bool:
+    """Whether ``path``'s directory is on a file system mounted read-only.
+
+    There SQLite cannot create the WAL index (``-shm``) a read needs, and no process can
+    change the file, so it is opened ``immutable``: read without locks or a WAL index."""
+    if path == ":memory:":
+        return False
+    try:
+        flags = os.statvfs(os.path.dirname(os.path.abspath(path))).f_flag
+    except (OSError, AttributeError):  # no statvfs (Windows): open it the usual way
+        return False
+    return bool(flags & getattr(os, "ST_RDONLY", 1))
+
+
+def _uri(path: str, immutable: bool) -> str:
+    return Path(path).absolute().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def _open_apsw(path: str, read_only: bool) -> Any:
     import apsw
 
-    flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    connection = apsw.Connection(path, flags=flags)
+    if read_only and path != ":memory:":
+        connection = apsw.Connection(_uri(path, on_read_only_mount(path)),
+                                     flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    else:
+        connection = apsw.Connection(
+            path, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     connection.enable_load_extension(True)
     return connection
 
 
 def _open_stdlib_like(module_name: str, path: str, read_only: bool) -> Any:
     module = importlib.import_module(module_name)
-    target = f"file:{path}?mode=ro" if read_only and path != ":memory:" else path
+    target = _uri(path, on_read_only_mount(path)) if read_only and path != ":memory:" else path
     connection = module.connect(
         target, isolation_level=None, check_same_thread=False, uri=target.startswith("file:")
     )
@@ -120,20 +187,20 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
     ]
     for driver, opener in attempts:
         try:
-            connection = opener()
+            with translated(path, "opening the vector store"):
+                connection = opener()
         except (ImportError, AttributeError):
             continue  # driver missing, or built without extension loading
-        except Exception as exc:
-            fault = storage_fault(exc, path, "opening")
-            if fault is None:
-                raise
-            raise fault from exc
         connection.load_extension(sqlite_vec.loadable_path())
         if driver != "apsw":
             connection.enable_load_extension(False)
-        busy = "PRAGMA busy_timeout = 5000"
-        connection.execute(busy)
-        return Database(connection, driver, path)
+        database = Database(connection, driver, path)
+        try:
+            database.execute("PRAGMA busy_timeout = 5000")
+        except BaseException:
+            database.close()
+            raise
+        return database
     raise MissingExtraError(
         "apsw", "vector", "SqliteVecStore (this Python's sqlite3 cannot load extensions)"
     )

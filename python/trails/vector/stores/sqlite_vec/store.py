@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from trails.text import keyword_terms
 from trails.vector.stores.base import BaseKeywordIndex, VectorHit
+from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteVecStore"]
@@ -27,7 +28,15 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         embedder: optional identity to record (new store) or check (persisted store).
         read_only: open an existing file without writing to it.
 
+    Every read sees one committed state of the file; :meth:`snapshot` holds one state for a
+    block of reads (``retrieve`` holds one for its whole answer). Threads sharing a store take
+    turns (see :mod:`~trails.vector.stores.sqlite_vec.core`). Any call after :meth:`close`
+    raises a ConfigurationError saying the store is closed.
+
     Raises:
+        ContextDamagedError: the file is not a store file, or is corrupt (truncated, garbage).
+        StorageError: the file cannot be opened or written (permissions, read-only mount, full
+            disk); every operation that meets one later raises it too, having written nothing.
         DimensionMismatchError: ``dim`` differs from the persisted dimension.
         EmbeddingModelMismatchError: ``embedder`` differs from the recorded identity.
         MissingExtraError: sqlite-vec (or a SQLite that can load it) is not installed.
@@ -46,28 +55,28 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
     ['a', 'b']
     """
 
+    @reads
     def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
         """BM25 statistics are those of the live rows in ``scopes`` (every live row without
         them), so no scope's words move another's scores; ``iris`` then restrict the ranking."""
         match = self._keywords.match(terms)
-        with self._index.lock:
-            rows = self._rows(iris, scopes)
-            confined = None
-            if rows is not None and len(rows) and scopes is not None:
-                allowed = None if iris is None else [self._index.ids[r] for r in rows.tolist()]
-                confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
-            if rows is None:  # rank every row
-                ranked = self._keywords.top(match, k)
-            elif not len(rows):
-                ranked = []
-            elif confined is not None:
-                ranked = confined
-            elif iris is None:  # scopes only: items.scope is the scope the index's rows carry
-                ranked = self._keywords.in_scopes(match, k, list(scopes or ()))
-            else:
-                names = self._index.ids
-                ranked = self._keywords.among(match, k, [names[r] for r in rows.tolist()])
+        rows = self._rows(iris, scopes)
+        confined = None
+        if rows is not None and len(rows) and scopes is not None:
+            allowed = None if iris is None else [self._index.ids[r] for r in rows.tolist()]
+            confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
+        if rows is None:  # rank every row
+            ranked = self._keywords.top(match, k)
+        elif not len(rows):
+            ranked = []
+        elif confined is not None:
+            ranked = confined
+        elif iris is None:  # scopes only: items.scope is the scope the index's rows carry
+            ranked = self._keywords.in_scopes(match, k, list(scopes or ()))
+        else:
+            names = self._index.ids
+            ranked = self._keywords.among(match, k, [names[r] for r in rows.tolist()])
         return self._hits(ranked, with_metadata)
 
     def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None,
@@ -90,10 +99,10 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         terms = keyword_terms(query, stopwords)
         if not terms:
             return 0.0
-        with self._index.lock:
-            self._refresh()
+        with self.snapshot():
             return self._keywords.idf_sum(terms, len(self._index),
                                           None if scopes is None else list(scopes), self._db.state())
 
     def __repr__(self) -> str:
-        return f"<SqliteVecStore path={self.path!r} dim={self._dim} count={len(self._index)}>"
+        state = "closed" if self.closed else f"count={len(self._index)}"
+        return f"<SqliteVecStore path={self.path!r} dim={self._dim} {state}>"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trails.vector.stores.records import DocumentVersion
-from trails.vector.stores.sqlite_vec.core import SqliteCore
+from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
 
 __all__ = ["SqliteVersions"]
 
@@ -33,34 +33,32 @@ class SqliteVersions(SqliteCore):
         if not versions:
             return
         pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
-        with self._index.lock:
-            self._refresh()
-            with self._db.transaction():
-                gone = self._db.execute(
-                    "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
-                    " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
-                    (pairs,),
-                )
-                self._keywords.publish([r[1] for r in gone], pairs)
-                self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
-                self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
-                # "+pending": find the rows by doc_iri. On "pending = 1" SQLite picks the
-                # partial index items_pending and walks every staged row for each document:
-                # quadratic in the batch (0.18 s per 1,000 chunks in batches of 1,000).
-                self._db.executemany(
-                    "UPDATE items SET pending = 0 WHERE doc_iri = ? AND version = ? AND +pending = 1",
-                    [(v.doc_iri, v.version) for v in versions],
-                )
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
-                    [tuple(v) for v in versions],
-                )
+        with self._writing():
+            gone = self._db.execute(
+                "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
+                " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
+                (pairs,),
+            )
+            self._keywords.publish([r[1] for r in gone], pairs)
+            self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
+            self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
+            # "+pending": find the rows by doc_iri. On "pending = 1" SQLite picks the
+            # partial index items_pending and walks every staged row for each document:
+            # quadratic in the batch (0.18 s per 1,000 chunks in batches of 1,000).
+            self._db.executemany(
+                "UPDATE items SET pending = 0 WHERE doc_iri = ? AND version = ? AND +pending = 1",
+                [(v.doc_iri, v.version) for v in versions],
+            )
+            self._db.executemany(
+                "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
+                [tuple(v) for v in versions],
+            )
+            # The matrix follows inside the transaction; a failed COMMIT reloads it.
             self._index.remove(r[0] for r in gone)
             self._index_rows(
                 "JOIN json_each(?) j ON i.doc_iri = j.value ->> 0 AND i.version = j.value ->> 1",
                 (pairs,),
             )
-            self._version = self._db.data_version()
 
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every row of a document, in one transaction (a
@@ -68,12 +66,13 @@ class SqliteVersions(SqliteCore):
         Returns how many rows changed."""
         self._check_writable()
         patch = json.dumps(dict(fields), default=str)
-        with self._index.lock, self._db.transaction():
+        with self._writing():
             changed = self._db.execute(
                 "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
                 " RETURNING rowid", (patch, doc_iri))
         return len(changed)
 
+    @reads
     def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
         """The recorded current version of each document (all documents when ``None``)."""
         if doc_iris is None:
@@ -85,6 +84,7 @@ class SqliteVersions(SqliteCore):
             )
         return {r[0]: DocumentVersion(*r) for r in rows}
 
+    @reads
     def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
         """Every row of a document: ``(id, version, pending)``."""
         rows = self._db.execute(
@@ -92,21 +92,20 @@ class SqliteVersions(SqliteCore):
         )
         return [(r[0], r[1], bool(r[2])) for r in rows]
 
+    @reads
     def managed_rows(self) -> list[tuple[str, str, str | None, bool]]:
         """``(id, doc_iri, version, pending)`` of every row that belongs to a document."""
         rows = self._db.execute(
             "SELECT id, doc_iri, version, pending FROM items WHERE doc_iri IS NOT NULL")
         return [(r[0], r[1], r[2], bool(r[3])) for r in rows]
 
+    @reads
     def pending_ids(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 1 ORDER BY id")]
 
     def delete_document(self, doc_iri: str) -> int:
         """Remove every vector of a document and its version record; returns vectors removed."""
-        self._check_writable()
-        with self._index.lock:
+        with self._writing():  # the rows and the record go together
             removed = self._delete_ids([r[0] for r in self.document_rows(doc_iri)])
-            with self._db.transaction():
-                self._db.execute("DELETE FROM versions WHERE doc_iri = ?", (doc_iri,))
-            self._version = self._db.data_version()
+            self._db.execute("DELETE FROM versions WHERE doc_iri = ?", (doc_iri,))
         return removed

@@ -1,0 +1,191 @@
+"""One ``retrieve()`` answers from one committed state: whole document versions only.
+
+A document lives in the graph and in the vector store, which a writer changes in four steps
+(ADR 0005): the graph holds version 1's chunk triples until step 2, versions 1 and 2 between
+steps 2 and 4, version 2 after step 4; the store's live version is 1 before step 3 (the commit
+point), 2 after. ``retrieve`` pins the store's snapshot (:class:`~trails.vector.stores.base.
+Snapshots`) *before* it runs the graph filter, so the graph it reads is never older than the
+snapshot, and every ranking and lookup of the answer comes from that one snapshot: no answer
+mixes two versions of a document.
+
+One case is left, a graph newer than the snapshot: the filter saw only version 2's chunks
+(step 4 done) while the snapshot still has version 1 live, so the document would vanish from
+the answer. :meth:`PinnedRead.checked` detects it (chunk IRIs carry their version,
+``<doc>/v/<version>/c/<position>``, and the store knows each document's live version: when a
+document's candidates hold no chunk of its live version and the graph no longer has any) and
+pins a new snapshot, taken after the graph was read and so at least as new: checked again, the
+filter's answer is then used with it. Should that too be torn (the writer committed again in
+between), the whole read starts again, at most ``READ_ATTEMPTS`` times; the last attempt
+answers as well as it can and says so in ``RetrievalResult.notes``.
+
+A read-only Oxigraph graph is a view of the moment it was opened (``Context.open(...,
+read_only=True)`` beside a writer), so there the graph is *older* than the store and the same
+check finds the documents its view has lost; a retry then first pins the new snapshot and then
+refreshes the graph (:meth:`~trails.kg.oxigraph.OxigraphGraph.refresh`), so the graph it reads
+is again the newer of the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import pyoxigraph as ox
+
+from trails.kg.base import KnowledgeGraph, select
+from trails.records import RetrievalResult
+from trails.vector.stores.base import Snapshots, VectorStore, VersionedStore
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "minted_chunk",
+           "pinned_reads", "torn_documents", "unselected_live"]
+
+# Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
+# candidate document in the moment between the graph filter and the next snapshot.
+READ_ATTEMPTS = 6
+_CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
+
+
+class _TornRead(Exception):
+    """The graph moved past the pinned snapshot: read again."""
+
+
+def minted_chunk(iri: str) -> bool:
+    """Whether ``iri`` has the shape of a chunk IRI ingestion mints."""
+    return _CHUNK.match(iri) is not None
+
+
+def candidate_versions(iris: list[str]) -> dict[str, set[str]]:
+    """For each document with chunk IRIs among ``iris``, the versions they name."""
+    versions: dict[str, set[str]] = {}
+    for iri in iris:
+        match = _CHUNK.match(iri)
+        if match:
+            versions.setdefault(match["doc"], set()).add(match["version"])
+    return versions
+
+
+def unselected_live(versions: dict[str, set[str]], store: VersionedStore) -> dict[str, str]:
+    """Documents whose live version (in the store's pinned state) is not among the versions
+    their candidates name: document -> live version."""
+    live = store.current_versions(list(versions)) if versions else {}
+    return {doc: record.version for doc, record in live.items()
+            if record.version not in versions[doc]}
+
+
+def gone_from_graph(suspects: dict[str, str], kg: KnowledgeGraph) -> list[str]:
+    """The documents among ``suspects`` whose live version has no chunk in the graph."""
+    if not suspects:
+        return []
+    values = " ".join(f"({ox.NamedNode(doc)} {ox.Literal(version)})"
+                      for doc, version in sorted(suspects.items()))
+    present = select(kg, f"SELECT DISTINCT ?doc WHERE {{ VALUES (?doc ?v) {{ {values} }} "
+                         "?c schema:isPartOf ?doc ; trails:version ?v }")
+    return sorted(set(suspects) - set(present.column("doc")))
+
+
+def torn_documents(iris: list[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
+    """Documents the filter's answer ``iris`` loses under the store's pinned state: their
+    candidates are chunks of other versions than the live one, and the graph holds no chunk
+    of the live one any more (the graph moved past the snapshot). A document whose live
+    version's chunks are still in the graph is no tear: the filter did not select them.
+
+    Sound when the graph was read after the snapshot was pinned (a version's chunks, once
+    removed, do not come back)."""
+    if not isinstance(store, VersionedStore):
+        return []
+    return gone_from_graph(unselected_live(candidate_versions(iris), store), kg)
+
+
+class PinnedRead:
+    """One attempt at a consistent read: ``with`` it, the store's snapshot is held; a torn
+    read detected by :meth:`checked` ends the block quietly so the caller's loop tries again.
+    """
+
+    def __init__(self, store: VectorStore, kg: KnowledgeGraph | None, *, last: bool,
+                 again: bool = False) -> None:
+        self.store = store
+        self.kg = kg
+        self.last = last
+        self.again = again  # a previous attempt was torn
+        self.notes: list[str] = []
+        self._held = contextlib.ExitStack()
+
+    def __enter__(self) -> Self:
+        if isinstance(self.store, Snapshots):
+            self._held.enter_context(self.store.snapshot())
+        refresh = getattr(self.kg, "refresh", None)  # a read-only Oxigraph graph has one
+        if self.again and callable(refresh):
+            try:
+                refresh()  # after the pin: the graph read next is the newer of the two
+            except BaseException:
+                self._held.close()
+                raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> bool:
+        self._held.close()
+        return kind is _TornRead  # read again, with a fresh snapshot
+
+    def checked(self, iris: list[str]) -> list[str]:
+        """``iris`` (the filter's answer), after checking that the graph it came from is not
+        newer than the snapshot; if it is, a newer snapshot is pinned and checked in turn (see
+        the module docstring)."""
+        store = self.store
+        versions = candidate_versions(iris)
+        if self.kg is None or not versions or not isinstance(store, VersionedStore):
+            return iris
+        suspects = unselected_live(versions, store)
+        if not suspects:
+            return iris
+        # Judged under the first snapshot (pinned before the graph read, so sound), while it
+        # is held: a document whose live version is still in the graph was just not selected.
+        torn = gone_from_graph(suspects, self.kg)
+        if not torn:
+            return iris
+        if isinstance(store, Snapshots):
+            self._held.close()  # a snapshot pinned now is at least as new as that graph read
+            self._held = contextlib.ExitStack()
+            self._held.enter_context(store.snapshot())
+            # It may also be newer, and the graph can then not judge it: each document must
+            # show a version the filter named, or (not selected) the same live version.
+            legit = {doc: version for doc, version in suspects.items() if doc not in torn}
+            torn = sorted(doc for doc, version in unselected_live(versions, store).items()
+                          if legit.get(doc) != version)
+            if not torn:
+                return iris
+        if not self.last:
+            raise _TornRead
+        self.notes.append(
+            f"{len(torn)} document(s) changed in the graph during this read, "
+            f"{READ_ATTEMPTS} times in a row (being re-ingested, e.g. {torn[0]}): they may "
+            "be missing from this answer; retrieve again once ingestion finishes")
+        return iris
+
+    def noted(self, result: RetrievalResult) -> RetrievalResult:
+        """``result`` with this read's notes."""
+        if not self.notes:
+            return result
+        return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
+                               candidates=result.candidates, exhaustive=result.exhaustive,
+                               rankings=result.rankings, notes=[*result.notes, *self.notes],
+                               fusion_weights=result.fusion_weights)
+
+
+def pinned_reads(store: VectorStore, kg: KnowledgeGraph | None) -> Iterator[PinnedRead]:
+    """Attempts at one consistent read, ``READ_ATTEMPTS`` at most; the caller returns from
+    the first one that completes::
+
+        for read in pinned_reads(store, kg):
+            with read:
+                iris = read.checked(kg.select_iris(...))
+                return read.noted(answer(iris))
+    """
+    for attempt in range(READ_ATTEMPTS):
+        yield PinnedRead(store, kg, last=attempt == READ_ATTEMPTS - 1, again=attempt > 0)
