@@ -51,7 +51,7 @@ def parse_text(text: str) -> Parsed:
 
 MAX_FRONT_MATTER = 256 * 1024  # characters of YAML front matter
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_ATX_H1 = re.compile(r" {0,3}#[ \t]+(.*)")
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
@@ -121,9 +121,28 @@ def _first_heading(text: str) -> str | None:
     for line in text.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence  # a '# comment' inside a code block is not a heading
-        elif not in_fence and (match := _ATX_H1.match(line)):
-            return match.group(1)
+        elif not in_fence and (match := _ATX_H1.fullmatch(line)):
+            heading = _heading_text(match.group(1))
+            if heading:
+                return heading
     return None
+
+
+def _heading_text(text: str) -> str:
+    """An ATX heading's text without its closing ``#`` sequence and the space around it.
+
+    Done with ``rstrip`` rather than a regex: a lazy group followed by an optional
+    space-and-hashes group backtracks through a long run of spaces once per character, which
+    made one long line take minutes.
+
+    >>> _heading_text("Intro ##  "), _heading_text("C#"), _heading_text("###")
+    ('Intro', 'C#', '###')
+    """
+    text = text.rstrip(" \t")
+    unclosed = text.rstrip("#")
+    if unclosed != text and unclosed.endswith((" ", "\t")) and unclosed.strip(" \t"):
+        return unclosed.rstrip(" \t")
+    return text
 
 
 _DROP_TAGS = ["title", "script", "style", "noscript", "template", "head", "svg", "iframe"]
