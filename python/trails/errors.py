@@ -8,6 +8,7 @@ says what was wrong and what to do next. The tree::
     │   ├── ContextLockedError        another process is writing to the context directory
     │   ├── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
     │   └── InvalidArgumentError (+ValueError)  an argument of the wrong type or out of range
+    │       └── InvalidArgumentTypeError (+TypeError)  an argument of the wrong type
     ├── StorageError                  a context's files cannot be read or written (disk full,
     │   │                             read-only mount, permissions); nothing was lost
     │   └── ContextDamagedError       a context's files are corrupt, or one half (graph or
@@ -41,6 +42,7 @@ __all__ = [
     "EmbeddingModelMismatchError",
     "EndpointUnavailableError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidVectorError",
     "MissingExtraError",
     "RdfSyntaxError",
@@ -166,3 +168,8 @@ class RewriteError(TrailsError):
 
     The message carries the service's own explanation (or the last failure) and what to do.
     """
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument has the wrong type (``retrieve(None)``, ``k="3"``, ``Document(id=123)``);
+    also a ``TypeError``, so code that caught one before still does."""

@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.sparql import code_only
-from trails.kg.terms import to_term
+from trails.kg.terms import Term, to_term
 
 __all__ = ["apply_bindings"]
 
@@ -28,30 +29,52 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     WHERE {...}`` update (a template cannot hold VALUES).
 
     Raises:
-        ValueError: a name is not a SPARQL variable name or does not occur in the query, or
-            the query has no WHERE group (``INSERT DATA``, the ``DELETE WHERE {...}`` and
+        InvalidArgumentTypeError: ``bindings`` is not a mapping, or a value has a type that is
+            no RDF term (the message names the binding).
+        InvalidArgumentError: a name is not a SPARQL variable name or does not occur in the
+            query, or a value cannot be written (an ``IRI`` that is not one, a lone surrogate).
+        ValueError: the query has no WHERE group (``INSERT DATA``, the ``DELETE WHERE {...}`` and
             ``CONSTRUCT WHERE {...}`` short forms: write them out as ``DELETE {...} WHERE
             {...}``).
 
     >>> apply_bindings("SELECT ?s WHERE { ?s ?p ?o }", {"o": 3})
     'SELECT ?s WHERE { VALUES (?o) { ("3"^^<http://www.w3.org/2001/XMLSchema#integer>) } ?s ?p ?o }'
     """
+    if bindings is None:
+        return query
+    if not isinstance(bindings, Mapping):
+        raise InvalidArgumentTypeError(
+            f"bindings must be a mapping of variable names to values ({{'since': date(2024, 1, "
+            f"1)}}), got {type(bindings).__name__}")
     if not bindings:
         return query
     code = code_only(query)
-    for name in bindings:
-        if not _NAME.match(name):
-            raise ValueError(f"binding name {name!r} is not a SPARQL variable name")
+    terms = []
+    for name, value in bindings.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
+                                       "(letters, digits and _, without the ?)")
         if not re.search(rf"[?$]{name}\b", code):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"binding {name!r} names no variable of the query; use a variable written "
                 f"?{name} in the query text"
             )
+        terms.append(_term(name, value))
     brace = _binding_group(code)
     variables = " ".join(f"?{name}" for name in bindings)
-    values = " ".join(str(to_term(value)) for value in bindings.values())
+    values = " ".join(str(term) for term in terms)
     block = f" VALUES ({variables}) {{ ({values}) }}"
     return query[: brace + 1] + block + query[brace + 1 :]
+
+
+def _term(name: str, value: Any) -> Term:
+    """``value`` as an RDF term; a failure names the binding and the value."""
+    try:
+        return to_term(value)
+    except InvalidArgumentError as exc:
+        shown = repr(value)
+        shown = shown if len(shown) <= 200 else shown[:200] + "..."
+        raise type(exc)(f"binding {name!r} = {shown}: {exc}") from None
 
 
 def _keyword(words: str) -> re.Pattern[str]:
