@@ -11,10 +11,10 @@ import io
 import re
 from typing import Any, NamedTuple
 
-import yaml
-
 from trails._lazy import require
 from trails.ingest.document import Document
+from trails.ingest.frontmatter import load_front_matter
+from trails.ingest.html import html_to_text
 
 __all__ = [
     "Parsed",
@@ -50,23 +50,7 @@ def parse_text(text: str) -> Parsed:
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-
-
-class _FrontMatterLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a value shaped like a date that is no date
-    (``2024-13-45``) stays a string instead of failing the whole front matter: the pipeline
-    then reports it as a warning and the document is still ingested."""
-
-    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
-        try:
-            return super().construct_yaml_timestamp(node)
-        except ValueError:
-            return self.construct_scalar(node)
-
-
-_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp",
-                                   _FrontMatterLoader.construct_yaml_timestamp)
+_ATX_H1 = re.compile(r" {0,3}#[ \t]+(.*)")
 
 
 def parse_markdown(text: str) -> Parsed:
@@ -76,7 +60,8 @@ def parse_markdown(text: str) -> Parsed:
     fences. Dates stay as YAML gives them (``datetime.date``/``datetime`` when unquoted).
 
     Raises:
-        ValueError: the front matter is not valid YAML or not a mapping.
+        ValueError: the front matter is not valid YAML or not a mapping, or crosses a limit
+            of :mod:`trails.ingest.frontmatter` (size, nesting, aliases expanded).
 
     >>> p = parse_markdown("# Intro\\n\\nSome text.")
     >>> p.title, p.media_type
@@ -85,10 +70,7 @@ def parse_markdown(text: str) -> Parsed:
     metadata: dict[str, Any] = {}
     match = _FRONT_MATTER.match(text)
     if match:
-        try:
-            loaded = yaml.load(match.group(1) or "", Loader=_FrontMatterLoader)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"invalid YAML front matter: {exc}") from exc
+        loaded = load_front_matter(match.group(1) or "")
         if loaded is not None and not isinstance(loaded, dict):
             raise ValueError("front matter must be a YAML mapping (key: value lines), "
                              f"got {type(loaded).__name__}")
@@ -104,82 +86,43 @@ def _first_heading(text: str) -> str | None:
     for line in text.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence  # a '# comment' inside a code block is not a heading
-        elif not in_fence and (match := _ATX_H1.match(line)):
-            return match.group(1)
+        elif not in_fence and (match := _ATX_H1.fullmatch(line)):
+            heading = _heading_text(match.group(1))
+            if heading:
+                return heading
     return None
 
 
-_DROP_TAGS = ["title", "script", "style", "noscript", "template", "head", "svg", "iframe"]
-_PARAGRAPH_TAGS = ["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table",
-                   "ul", "ol", "dl", "section", "article", "header", "footer", "figure", "hr"]
-_LINE_TAGS = ["div", "li", "tr", "dt", "dd", "figcaption", "main", "nav", "aside", "form"]
-_META_NAMES = {"author", "description", "keywords", "date", "article:published_time"}
+def _heading_text(text: str) -> str:
+    """An ATX heading's text without its closing ``#`` sequence and the space around it.
+
+    Done with ``rstrip`` rather than a regex: a lazy group followed by an optional
+    space-and-hashes group backtracks through a long run of spaces once per character, which
+    made one long line take minutes.
+
+    >>> _heading_text("Intro ##  "), _heading_text("C#"), _heading_text("###")
+    ('Intro', 'C#', '###')
+    """
+    text = text.rstrip(" \t")
+    unclosed = text.rstrip("#")
+    if unclosed != text and unclosed.endswith((" ", "\t")) and unclosed.strip(" \t"):
+        return unclosed.rstrip(" \t")
+    return text
 
 
 def parse_html(text: str) -> Parsed:
     """HTML: the visible text, one block per line, with scripts and styles dropped.
 
     ``<title>`` becomes the title; ``<meta>`` author, description, keywords and date become
-    metadata. Uses beautifulsoup4 with the standard library's parser.
+    metadata. Read in one pass, in time linear in the page however deep it nests
+    (:mod:`trails.ingest.html`).
 
     >>> p = parse_html("<title>T</title><script>x()</script><p>Hi <b>there</b>.</p>")
     >>> p.title, p.text
     ('T', 'Hi there.')
     """
-    # Imported here: beautifulsoup4 takes ~130 ms to import and only HTML needs it.
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(text, "html.parser")
-    title = " ".join(soup.title.get_text().split()) if soup.title else None
-    metadata = _html_meta(soup)
-    _drop_invisible(soup)
-    _mark_blocks(soup)
-    text = _BREAKS.sub(lambda m: "\n\n" if _PARAGRAPH in m.group() else "\n", soup.get_text())
-    return Parsed(_tidy_whitespace(text), title or None, metadata, "text/html")
-
-
-# Private-use characters mark block breaks until the text is out; one in the page itself
-# would read as a break, which is harmless.
-_PARAGRAPH, _LINE = "\ue000", "\ue001"
-_BREAKS = re.compile(r"[\s\ue000\ue001]*[\ue000\ue001][\s\ue000\ue001]*")
-
-
-def _drop_invisible(soup: Any) -> None:
-    from bs4.element import Comment, NavigableString
-
-    for tag in soup.find_all(_DROP_TAGS):
-        tag.decompose()
-    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
-        comment.extract()
-    # Source line breaks are just spaces in HTML (except in <pre>); blocks get theirs below.
-    for string in soup.find_all(string=True):
-        if type(string) is NavigableString and string.find_parent("pre") is None:
-            string.replace_with(re.sub(r"\s+", " ", str(string)))
-
-
-def _mark_blocks(soup: Any) -> None:
-    """Markers around blocks, not newlines: adjacent blocks then give one break, not several,
-    and inline tags (<b>, <a>) do not split words."""
-    for br in soup.find_all("br"):
-        br.replace_with(_LINE)
-    for tags, marker in ((_PARAGRAPH_TAGS, _PARAGRAPH), (_LINE_TAGS, _LINE)):
-        for tag in soup.find_all(tags):
-            tag.insert_before(marker)
-            tag.insert_after(marker)
-
-
-def _html_meta(soup: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for meta in soup.find_all("meta"):
-        name = str(meta.get("name") or meta.get("property") or "").lower()
-        if name in _META_NAMES and meta.get("content"):
-            found["date" if name == "article:published_time" else name] = str(meta["content"])
-    return found
-
-
-def _tidy_whitespace(text: str) -> str:
-    lines = [re.sub(r"[^\S\n]+", " ", line).strip() for line in text.split("\n")]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    page = html_to_text(text)
+    return Parsed(page.text, page.title, dict(page.metadata), "text/html")
 
 
 def parse_jsonl_record(obj: Any, text_field: str = "text", id_field: str = "id",

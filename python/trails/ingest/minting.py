@@ -21,6 +21,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 __all__ = [
     "CHUNK_PREDICATES",
     "MINTED_GRAPH",
+    "check_base_iri",
     "chunk_iri",
     "chunk_nquads",
     "chunk_quads",
@@ -30,8 +31,9 @@ __all__ = [
     "document_nquads",
     "document_payload",
     "document_quads",
-    "check_base_iri",
-    "document_title", "expand_predicates", "metadata_predicate",
+    "document_title",
+    "expand_predicates",
+    "metadata_predicate",
     "version_of",
 ]
 

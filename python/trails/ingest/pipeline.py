@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import is_dataclass
 from typing import Any, TypeVar
 
-
 from trails.errors import ConfigurationError
 from trails.ingest.checks import (
     check_ingest_arguments,
