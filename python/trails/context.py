@@ -28,7 +28,7 @@ from trails.config import (
 )
 from trails.errors import ConfigurationError
 from trails.ingest import maintenance
-from trails.ingest.minting import expand_predicates
+from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
 from trails.registry import GRAPHS, VECTOR_STORES
@@ -73,7 +73,7 @@ class Context:
         self.kg = kg
         self.vectors = vectors
         self.embedder = embedder
-        self.base_iri = base_iri
+        self.base_iri = check_base_iri(base_iri)
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
@@ -121,13 +121,19 @@ class Context:
         retrieving or ingesting with it raises EmbeddingModelMismatchError.
 
         Raises:
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI;
+                nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ConfigurationError: ``read_only`` on a directory that holds no context, or a
                 recorded part that cannot be reopened without being passed in.
             MissingExtraError: a recorded backend's packages are not installed.
         """
         root = Path(directory)
+        if base_iri is not None:
+            check_base_iri(base_iri)  # refused before anything is written
         config = read_config(root)
+        if config is not None:
+            check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
         if config is None:
             if read_only:
                 raise ConfigurationError(

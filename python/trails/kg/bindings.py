@@ -16,7 +16,7 @@ from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.sparql import code_only
 from trails.kg.terms import Term, to_term
 
-__all__ = ["apply_bindings"]
+__all__ = ["apply_bindings", "check_bindings"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -40,31 +40,48 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     >>> apply_bindings("SELECT ?s WHERE { ?s ?p ?o }", {"o": 3})
     'SELECT ?s WHERE { VALUES (?o) { ("3"^^<http://www.w3.org/2001/XMLSchema#integer>) } ?s ?p ?o }'
     """
-    if bindings is None:
-        return query
-    if not isinstance(bindings, Mapping):
-        raise InvalidArgumentTypeError(
-            f"bindings must be a mapping of variable names to values ({{'since': date(2024, 1, "
-            f"1)}}), got {type(bindings).__name__}")
-    if not bindings:
+    terms = check_bindings(bindings)
+    if not terms:
         return query
     code = code_only(query)
-    terms = []
-    for name, value in bindings.items():
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
-                                       "(letters, digits and _, without the ?)")
+    for name in terms:
         if not re.search(rf"[?$]{name}\b", code):
             raise InvalidArgumentError(
                 f"binding {name!r} names no variable of the query; use a variable written "
                 f"?{name} in the query text"
             )
-        terms.append(_term(name, value))
     brace = _binding_group(code)
-    variables = " ".join(f"?{name}" for name in bindings)
-    values = " ".join(str(term) for term in terms)
+    variables = " ".join(f"?{name}" for name in terms)
+    values = " ".join(str(term) for term in terms.values())
     block = f" VALUES ({variables}) {{ ({values}) }}"
     return query[: brace + 1] + block + query[brace + 1 :]
+
+
+def check_bindings(bindings: object) -> dict[str, Term]:
+    """Each binding's RDF term, by variable name; an error names the binding that has none.
+
+    Raises:
+        InvalidArgumentTypeError: ``bindings`` is not a mapping (or None), or a value has a
+            type that is no RDF term.
+        InvalidArgumentError: a name is not a SPARQL variable name, or a value cannot be
+            written (an ``IRI`` that is not one, a lone surrogate).
+
+    >>> check_bindings({"n": 3})
+    {'n': <Literal value=3 datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#integer>>}
+    """
+    if bindings is None:
+        return {}
+    if not isinstance(bindings, Mapping):
+        raise InvalidArgumentTypeError(
+            f"bindings must be a mapping of variable names to values ({{'since': date(2024, 1, "
+            f"1)}}), got {type(bindings).__name__}")
+    terms = {}
+    for name, value in bindings.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
+                                       "(letters, digits and _, without the ?)")
+        terms[name] = _term(name, value)
+    return terms
 
 
 def _term(name: str, value: Any) -> Term:

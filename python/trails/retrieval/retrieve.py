@@ -18,6 +18,7 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.arguments import check_retrieve_arguments
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -91,7 +92,11 @@ def retrieve(
             ``step(query, hits, ctx)`` and returns hits.
 
     Raises:
-        ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
+        InvalidArgumentError: an argument out of range or of the wrong type (an
+            InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
+            ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
+            bindings that are no mapping of variable names to values
+            (``trails.retrieval.arguments``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
@@ -101,6 +106,10 @@ def retrieve(
     >>> retrieve("anything", ctx, mode="vector")
     <RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
     """
+    check_retrieve_arguments(query, ctx, mode=mode, modes=MODES, k=k, sparql_filter=sparql_filter,
+                             bindings=bindings, vector_store=vector_store, embedder=embedder,
+                             fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
+                             rewriter=rewriter, steps=steps)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
     if rewriter is not None and messages:
