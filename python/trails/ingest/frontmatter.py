@@ -99,7 +99,7 @@ def _measure(text: str) -> None:
                     raise ValueError(f"the front matter's alias *{event.anchor} lies inside "
                                      f"its own anchor &{event.anchor}: a value that contains "
                                      "itself")
-                size = sizes.get(event.anchor, 1)  # an unknown anchor fails to compose below
+                size = sizes.get(event.anchor or "", 1)  # an unknown one fails to compose below
             else:
                 continue  # stream and document boundaries
             counts[-1] += size

@@ -75,6 +75,7 @@ class _Reader(HTMLParser):
         self.in_pre = 0
         self.pieces: list[str] = []
         self.title_parts: list[str] | None = None  # collecting the first <title>'s text
+        self.title_depth = -1  # where the first <title> sits on the stack
         self.title_done = False
         self.metadata: dict[str, str] = {}
 
@@ -83,8 +84,8 @@ class _Reader(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "meta":
             self._meta(attrs)
-        if tag == "title" and not self.title_done and self.title_parts is None:
-            self.title_parts = []
+        if tag == "title" and self.title_parts is None:
+            self.title_parts, self.title_depth = [], len(self.stack)
         self._mark(tag)
         if tag in _VOID_TAGS:
             self._mark(tag)
@@ -138,8 +139,8 @@ class _Reader(HTMLParser):
         self.open[name] -= 1
         self.hidden -= hides
         self.in_pre -= name == "pre"
-        if name == "title" and self.title_parts is not None:
-            self.title_done = True
+        if name == "title" and len(self.stack) == self.title_depth:
+            self.title_done = True  # the first <title> ended (not one nested in it)
         if not hides:
             self._mark(name)
 

@@ -65,7 +65,7 @@ def check_scope_argument(scope: object) -> list[str]:
         raise InvalidArgumentTypeError(f"scope must be a scope name, a list of them or None, "
                                        f"got {_shown(scope)}")
     try:
-        return normalize_scopes(scope)  # type: ignore[arg-type]
+        return normalize_scopes(scope)
     except ValueError as exc:
         raise InvalidArgumentError(f"scope: {exc}") from None
 
