@@ -20,7 +20,7 @@ from trails.cli._common import (
 from trails.config import PartConfig, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
-from trails.ingest.minting import check_base_iri
+from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.kg.base import KnowledgeGraph
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.vector.embedders.base import Embedder
@@ -99,6 +99,7 @@ def init(
     if base_iri is not None:
         check_base_iri(base_iri, "--base-iri")  # before anything is made
     mapping = _mapping(map_metadata)
+    expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
     graph_part = _graph_part(graph, endpoint, update_endpoint)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
