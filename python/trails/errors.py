@@ -26,8 +26,8 @@ says what was wrong and what to do next. The tree::
     ├── RewriteError                  a query-rewriting model refused a request or kept failing
     └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
 
-Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
-with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
+Bad arguments (an unknown ``mode``, ``k=0``) raise ``InvalidArgumentError``, also a
+``ValueError``, with the valid choices; pyoxigraph's own ``SyntaxError`` and ``OSError`` pass through where the
 caller is talking to the graph directly.
 """
 
