@@ -153,6 +153,15 @@ def test_the_failure_message_names_what_is_wrong(ctx):
     assert "'bad'" in reason and "text" in reason and "surrogate" in reason and "offset 3" in reason
 
 
+def test_a_jsonl_record_with_an_escaped_surrogate_fails_alone(ctx, tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"id": "a", "text": "Fine."}\n'
+                                      '{"id": "b", "text": "Bad \\ud800 escape."}\n'
+                                      '{"id": "c", "text": "Fine too.", "n": 1' + "0" * 30 + '}\n')
+    stats = ingest_all(tmp_path, ctx=ctx)
+    assert (stats.ingested, [reason[:14] for _, reason in stats.failures]) == (2, ["document 'r.js"])
+    assert ctx.verify().ok
+
+
 def test_a_document_fixed_after_failing_is_then_ingested(ctx):
     assert ingest_all([Document("d", "mem:d", "x\ud800")], ctx=ctx).failed == 1
     assert ingest_all([Document("d", "mem:d", "x fixed")], ctx=ctx).ingested == 1
@@ -538,6 +547,7 @@ FILTER = "SELECT ?iri WHERE { ?iri a trails:Chunk }"
     (lambda c: retrieve("q", c, k=0), "k"),
     (lambda c: retrieve("q", c, k=-1), "k"),
     (lambda c: retrieve("q", c, k=2**63), "k"),
+    (lambda c: retrieve("q", c, k=10**5000), "k"),
     (lambda c: retrieve("q", c, k=True), "k"),
     (lambda c: retrieve("q", c, k=1.5), "k"),
     (lambda c: retrieve("q", c, k="3"), "k"),
@@ -605,7 +615,8 @@ _ANYTHING = st.one_of(
     st.floats(), st.text(alphabet=_characters, max_size=12), st.binary(max_size=4),
     st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3),
     st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), st.integers(), max_size=2),
-    st.just(object()), st.just(IRI("not an iri")), st.just(math.nan))
+    st.just(object()), st.just(IRI("not an iri")), st.just(math.nan),
+    st.just(10**5000))  # more digits than Python prints
 
 _CALLS = {
     "retrieve": lambda c, v, w: retrieve(v, c, k=w),
@@ -656,7 +667,8 @@ def test_an_iri_binding_that_is_none_names_the_variable_and_the_value(ctx, value
 
 
 def test_a_binding_of_no_rdf_type_names_the_variable(ctx):
-    for value in (object(), Fraction(1, 3), b"x", [1], Decimal("NaN")):
+    for value in (object(), Fraction(1, 3), b"x", [1], Decimal("NaN"), Decimal("1E+999999999"),
+                  10**5000):
         with pytest.raises(InvalidArgumentError, match="binding 'v'"):
             ctx.kg.query("SELECT ?v WHERE { BIND(1 AS ?w) }", {"v": value})
 

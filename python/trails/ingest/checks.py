@@ -61,7 +61,10 @@ def printable(text: object) -> str:
 
 def shown(value: object, limit: int = 100) -> str:
     """``repr(value)``, cut to ``limit`` characters: for messages naming a value."""
-    text = printable(repr(value))
+    try:
+        text = printable(repr(value))
+    except Exception:  # noqa: BLE001 - an int too long to print, a broken __repr__
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -93,7 +96,7 @@ def metadata_problem(metadata: object) -> str | None:
     todo: list[tuple[str, Any, int]] = []
     for key, value in metadata.items():
         if not isinstance(key, str):
-            return f"metadata key {key!r} is a {type(key).__name__}; keys are strings"
+            return f"metadata key {shown(key)} is a {type(key).__name__}; keys are strings"
         try:
             check_text(key, f"metadata key {key!r}")
         except InvalidArgumentError as exc:
@@ -122,7 +125,7 @@ def metadata_problem(metadata: object) -> str | None:
                 return _too_many()
             for inner, item in value.items():
                 if not isinstance(inner, str):
-                    return (f"metadata {printable(key)!r} holds a dict key {inner!r} "
+                    return (f"metadata {printable(key)!r} holds a dict key {shown(inner)} "
                             f"({type(inner).__name__}); a dict is written as JSON, whose keys "
                             "are strings")
                 todo.append((key, inner, depth + 1))
@@ -165,13 +168,13 @@ def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
         for name in ("position", "start", "end"):
             value = getattr(chunk, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                return f"{where} has {name}={value!r}, not an int"
+                return f"{where} has {name}={shown(value)}, not an int"
         if chunk.position != index:
-            return (f"{where} has position {chunk.position}; positions must be 0, 1, 2, ... in "
-                    "order (a repeated position would give two chunks one IRI)")
+            return (f"{where} has position {shown(chunk.position)}; positions must be 0, 1, 2, "
+                    "... in order (a repeated position would give two chunks one IRI)")
         if not 0 <= chunk.start < chunk.end <= len(text):
-            return (f"{where} spans [{chunk.start}, {chunk.end}), which is empty or outside "
-                    f"the text (0 to {len(text)})")
+            return (f"{where} spans [{shown(chunk.start)}, {shown(chunk.end)}), which is empty "
+                    f"or outside the text (0 to {len(text)})")
         if before is not None and (chunk.start <= before.start or chunk.end <= before.end):
             return (f"{where} spans [{chunk.start}, {chunk.end}), which does not follow chunk "
                     f"{index - 1} [{before.start}, {before.end}): each chunk must start and "

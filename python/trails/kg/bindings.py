@@ -89,7 +89,10 @@ def _term(name: str, value: Any) -> Term:
     try:
         return to_term(value)
     except InvalidArgumentError as exc:
-        shown = repr(value)
+        try:
+            shown = repr(value)
+        except ValueError:  # an int too long to print
+            shown = f"<{type(value).__name__}>"
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
         raise type(exc)(f"binding {name!r} = {shown}: {exc}") from None
 

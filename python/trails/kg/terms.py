@@ -51,7 +51,7 @@ def to_term(value: Any) -> Term:
     if isinstance(value, bool):
         return ox.Literal("true" if value else "false", datatype=ox.NamedNode(XSD + "boolean"))
     if isinstance(value, numbers.Integral):  # int, and numpy's integers (exact at any size)
-        return ox.Literal(str(int(value)), datatype=ox.NamedNode(XSD + "integer"))
+        return ox.Literal(_integer_lexical(int(value)), datatype=ox.NamedNode(XSD + "integer"))
     if isinstance(value, float) or (isinstance(value, numbers.Real)
                                     and not isinstance(value, numbers.Rational)):
         return ox.Literal(_double_lexical(float(value)), datatype=ox.NamedNode(XSD + "double"))
@@ -109,10 +109,27 @@ def _double_lexical(value: float) -> str:
     return repr(value)
 
 
+def _integer_lexical(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError as exc:  # more digits than Python will print (sys.set_int_max_str_digits)
+        raise InvalidArgumentError(f"an int of {value.bit_length()} bits is too long to write "
+                                   f"({exc})") from None
+
+
+# An xsd:decimal is written without an exponent: past this many digits either side of the
+# point ("1E+999999999" is a billion), it is refused rather than spelled out.
+_MAX_DECIMAL_DIGITS = 4300
+
+
 def _decimal_lexical(value: Decimal) -> str:
     """xsd:decimal has no exponent: ``Decimal("1E+2")`` must be written ``100``."""
     if not value.is_finite():
         raise InvalidArgumentError(f"xsd:decimal has no NaN or infinity, got {value!r}; bind a float")
+    digits = len(value.as_tuple().digits)
+    if abs(value.adjusted()) + digits > _MAX_DECIMAL_DIGITS:
+        raise InvalidArgumentError(f"{value!r} would take more than {_MAX_DECIMAL_DIGITS} digits "
+                                   "as an xsd:decimal, which has no exponent; bind a float")
     return format(value, "f")
 
 

@@ -46,7 +46,7 @@ def check_k(k: object, name: str = "k") -> int:
         raise InvalidArgumentTypeError(f"{name} must be an int from 1 to {MAX_K}, got "
                                        f"{type(k).__name__} {_shown(k)}")
     if not 1 <= k <= MAX_K:
-        raise InvalidArgumentError(f"{name} must be an int from 1 to {MAX_K}, got {k}")
+        raise InvalidArgumentError(f"{name} must be an int from 1 to {MAX_K}, got {_shown(k)}")
     return k
 
 
@@ -155,5 +155,8 @@ def check_retrieve_arguments(
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:80] + "..."
