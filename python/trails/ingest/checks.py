@@ -151,10 +151,10 @@ def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
     """Why a chunker's output for ``document`` cannot be written, or None.
 
     Chunks must be :class:`Chunk` records with int positions ``0, 1, ...`` in order, spans
-    ``0 <= start < end <= len(text)`` whose ``text`` is ``document.text[start:end]``, each
-    starting and ending after the one before (chunks may overlap, as the default chunker's
-    do, but not repeat or nest). A document with text needs at least one chunk; an empty or
-    blank one may have none.
+    ``0 <= start < end <= len(text)`` whose ``text`` is ``document.text[start:end]``, in the
+    order of the text: each starts and ends no earlier than the one before (chunks may
+    overlap, as the default chunker's do, but not go back nor sit inside the one before). A
+    document with text needs at least one chunk; an empty or blank one may have none.
     """
     text = document.text
     if not chunks and text.strip():
@@ -175,10 +175,10 @@ def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
         if not 0 <= chunk.start < chunk.end <= len(text):
             return (f"{where} spans [{shown(chunk.start)}, {shown(chunk.end)}), which is empty "
                     f"or outside the text (0 to {len(text)})")
-        if before is not None and (chunk.start <= before.start or chunk.end <= before.end):
-            return (f"{where} spans [{chunk.start}, {chunk.end}), which does not follow chunk "
-                    f"{index - 1} [{before.start}, {before.end}): each chunk must start and "
-                    "end after the one before (overlapping is fine, repeating or nesting not)")
+        if before is not None and (chunk.start < before.start or chunk.end < before.end):
+            return (f"{where} spans [{chunk.start}, {chunk.end}), which goes back from chunk "
+                    f"{index - 1} [{before.start}, {before.end}): chunks follow the text, each "
+                    "starting and ending no earlier than the one before (they may overlap)")
         if not isinstance(chunk.text, str) or chunk.text != text[chunk.start:chunk.end]:
             return f"{where}'s text is not the document's text[{chunk.start}:{chunk.end}]"
         before = chunk
