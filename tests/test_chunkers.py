@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails.ingest import chunkers
+from trails.ingest.checks import chunk_problem
 from trails.ingest.chunkers import (
     SentenceChunker,
     TokenChunker,
@@ -86,6 +87,7 @@ def check_chunks(text: str, chunks: list[Chunk]) -> None:
     missing = [i for i, ch in enumerate(text) if not ch.isspace() and i not in covered]
     assert not missing, f"uncovered characters at {missing[:5]}"
     assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+    assert chunk_problem(doc(text), chunks) is None  # what ingestion checks before a commit
 
 
 # Text that exercises the splitter: words, abbreviations, numbers, stops, breaks, CJK, long

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from trails import retrieve
-from trails.errors import DimensionMismatchError, EmbeddingModelMismatchError
+from trails.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidArgumentError
 from trails.kg import IRI
 from trails.records import RetrievalResult
 from trails.vector.embedders.mock import MockEmbedder
@@ -84,9 +84,10 @@ def test_vector_mode_ranks_every_chunk_exactly(corpus):
     assert result[0].iri == "trails://app/Chunk/1"
 
 
-def test_k_larger_than_the_corpus_returns_everything_and_k_zero_nothing(corpus):
+def test_k_larger_than_the_corpus_returns_everything_and_k_zero_is_refused(corpus):
     assert len(retrieve(QUERY, corpus, mode="vector", k=50)) == len(CHUNKS)
-    assert list(retrieve(QUERY, corpus, mode="vector", k=0)) == []
+    with pytest.raises(InvalidArgumentError, match="k must be an int from 1"):
+        retrieve(QUERY, corpus, mode="vector", k=0)
 
 
 def test_graph_mode_returns_the_filter_order_without_scores(corpus):

@@ -125,6 +125,8 @@ class Context:
         retrieving or ingesting with it raises EmbeddingModelMismatchError.
 
         Raises:
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI;
+                nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -135,10 +137,12 @@ class Context:
                 recorded part that cannot be reopened without being passed in.
             MissingExtraError: a recorded backend's packages are not installed.
         """
-        if base_iri is not None:
-            check_base_iri(base_iri)  # before anything is written
         root = Path(directory)
+        if base_iri is not None:
+            check_base_iri(base_iri)  # refused before anything is written
         config = read_config(root)
+        if config is not None:
+            check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
         if config is None:
             if read_only:
                 raise ConfigurationError(

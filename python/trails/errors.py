@@ -8,6 +8,7 @@ says what was wrong and what to do next. The tree::
     │   ├── ContextLockedError        another process is writing to the context directory
     │   ├── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
     │   └── InvalidArgumentError (+ValueError)  an argument of the wrong type or out of range
+    │       └── InvalidArgumentTypeError (+TypeError)  an argument of the wrong type
     ├── StorageError                  a context's files cannot be read or written (disk full,
     │   │                             read-only mount, permissions); nothing was lost
     │   └── ContextDamagedError       a context's files are corrupt, or one half (graph or
@@ -25,11 +26,12 @@ says what was wrong and what to do next. The tree::
     ├── RewriteError                  a query-rewriting model refused a request or kept failing
     └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
 
-Bad arguments that are plain programming mistakes (an unknown ``mode``) raise ``ValueError``
-with the valid choices; pyoxigraph's own ``SyntaxError`` passes through where the caller is
-talking to the graph directly. What the embedded databases raise for a full disk, a read-only
-mount or a corrupt file becomes a ``StorageError`` or ``ContextDamagedError`` naming the file
-(:mod:`trails.faults`).
+Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
+``InvalidArgumentError``, also a ``ValueError`` (``InvalidArgumentTypeError`` for a wrong
+type, also a ``TypeError``), naming the argument and what it takes; pyoxigraph's own
+``SyntaxError`` passes through where the caller is talking to the graph directly. What the
+embedded databases raise for a full disk, a read-only mount or a corrupt file becomes a
+``StorageError`` or ``ContextDamagedError`` naming the file (:mod:`trails.faults`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "EmbeddingModelMismatchError",
     "EndpointUnavailableError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidVectorError",
     "MissingExtraError",
     "RdfSyntaxError",
@@ -168,3 +171,8 @@ class RewriteError(TrailsError):
 
     The message carries the service's own explanation (or the last failure) and what to do.
     """
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument has the wrong type (``retrieve(None)``, ``k="3"``, ``Document(id=123)``);
+    also a ``TypeError``, so code that caught one before still does."""

@@ -16,7 +16,8 @@ from rich.table import Table
 from trails.backends import DEFAULT_MODEL, Settings, new_embedder
 from trails.config import CONFIG_FILE
 from trails.context import Context
-from trails.errors import ConfigurationError, ContextLockedError
+from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
+from trails.kg.bindings import check_bindings
 from trails.kg.terms import IRI
 from trails.vector.embedders.base import Embedder
 
@@ -26,6 +27,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_PARTIAL",
     "EXIT_USER_ERROR",
+    "MAX_DIM",
     "bindings",
     "context",
     "db_option",
@@ -42,6 +44,10 @@ EXIT_USER_ERROR = 1      # a mistake in the command, its arguments or its input
 EXIT_PARTIAL = 2         # some documents or checks failed, the rest succeeded
 EXIT_BROKEN_CONTEXT = 3  # the context's files cannot be read or written (StorageError)
 EXIT_INTERNAL = 4        # a bug in trails: one line on stderr, TRAILS_DEBUG=1 for the traceback
+
+# The most dimensions --model mock:DIM and --openai-dim take (Qdrant's own limit; the
+# embedded sqlite-vec store holds at most 8192, which `trails init` checks).
+MAX_DIM = 65_536
 
 
 # -- the context directory ---------------------------------------------------------------------
@@ -100,12 +106,13 @@ def model_choice(spec: str, *, openai_base_url: str | None = None,
             settings["base_url"] = openai_base_url
         return "openai", settings
     if openai_base_url is not None or openai_dim is not None:
-        raise ValueError("--openai-base-url and --openai-dim apply to --model openai:MODEL")
+        raise InvalidArgumentError("--openai-base-url and --openai-dim apply to --model openai:MODEL")
     if kind == "mock":
         if not sep:
             return "mock", {}
-        if not rest.isdigit() or int(rest) < 1:
-            raise ValueError(f"--model mock:DIM needs a positive integer DIM, got {spec!r}")
+        if not rest.isdigit() or not 1 <= int(rest) <= MAX_DIM:
+            raise InvalidArgumentError(f"--model mock:DIM needs an integer DIM from 1 to "
+                                       f"{MAX_DIM}, got {spec!r}")
         return "mock", {"dim": int(rest)}
     return "sentence-transformers", {"model": spec}
 
@@ -139,17 +146,23 @@ def parse_binding(text: str) -> tuple[str, Any]:
 
     >>> parse_binding("since=2024-01-01"), parse_binding("n:str=42")
     (('since', datetime.date(2024, 1, 1)), ('n', '42'))
+
+    Raises:
+        InvalidArgumentError: the option is malformed, names no variable, or its value does
+            not parse as its type (a date that is no date, an IRI that is not one).
     """
     target, sep, raw = text.partition("=")
     name, _, kind = target.partition(":")
     if not sep or not name:
-        raise ValueError(f"--bind needs NAME=VALUE or NAME:TYPE=VALUE, got {text!r}")
+        raise InvalidArgumentError(f"--bind needs NAME=VALUE or NAME:TYPE=VALUE, got {text!r}")
     if kind and kind not in _BIND_TYPES:
-        raise ValueError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
+        raise InvalidArgumentError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
     try:
-        return name, _typed(raw, kind or _guess_type(raw))
-    except ValueError as exc:
-        raise ValueError(f"--bind {text!r}: {exc}") from exc
+        value = _typed(raw, kind or _guess_type(raw))
+        check_bindings({name: value})  # a name or value no query could take: said here
+    except (ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(f"--bind {text!r}: {exc}") from None
+    return name, value
 
 
 def _guess_type(raw: str) -> str:

@@ -21,6 +21,7 @@ from trails.cli._common import EXIT_PARTIAL, open_context
 from trails.context import Context
 from trails.ingest import BatchEmbedded, IngestionStats
 from trails.ingest import ingest as ingest_events
+from trails.ingest.minting import check_base_iri
 
 __all__ = ["ingest"]
 
@@ -56,6 +57,8 @@ def ingest(
     trails --db ./kb ingest notes/ --prune
     ```
     """
+    if base_iri is not None:
+        check_base_iri(base_iri, "--base-iri")  # before the context is opened for writing
     with open_context(ctx, write=True) as opened:
         stats = _run_ingest(opened, paths, quiet, scope=scope, base_iri=base_iri,
                             include=include or None, exclude=exclude or None, prune=prune)

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from trails.cli._common import bindings, cell, open_context, print_json, table
 from trails.errors import ConfigurationError
+from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
 
@@ -31,7 +32,8 @@ def query(
     text: str = typer.Argument(..., metavar="TEXT", help="The question, in natural language."),
     mode: Mode = typer.Option(Mode["hybrid"], "--mode", help="vector: nearest chunks; hybrid: rank "
                               "the --sparql filter's candidates; graph: the filter's IRIs."),
-    k: int = typer.Option(10, "--k", "-k", min=0, help="At most this many hits."),
+    k: int = typer.Option(10, "--k", "-k", min=1, max=MAX_K,
+                          help=f"At most this many hits (1 to {MAX_K:,})."),
     sparql: Optional[typer.FileText] = typer.Option(  # noqa: UP045 - typer reads it at runtime
         None, "--sparql", metavar="FILE",
         help="Filter: a SELECT of one variable (chunk or document IRIs); - reads stdin."),

@@ -9,16 +9,27 @@ from typing import Optional
 import typer
 
 from trails.backends import QDRANT_DIR, QDRANT_KEY_ENV, SPARQL_AUTH_ENV, open_graph, open_vectors
-from trails.cli._common import DEFAULT_MODEL, context, db_option, has_context, make_embedder
+from trails.cli._common import (
+    DEFAULT_MODEL,
+    MAX_DIM,
+    context,
+    db_option,
+    has_context,
+    make_embedder,
+)
 from trails.config import PartConfig, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
+from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.kg.base import KnowledgeGraph
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
 __all__ = ["GraphBackend", "VectorBackend", "init"]
+
+# sqlite-vec's own limit on a vector column's dimensions.
+SQLITE_VEC_MAX_DIM = 8192
 
 # The registry's names: a backend added there is a choice here.
 GraphBackend = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
@@ -60,7 +71,7 @@ def init(
         None, "--openai-base-url", metavar="URL",
         help="An OpenAI-compatible server for --model openai:MODEL (default: OpenAI)."),
     openai_dim: Optional[int] = typer.Option(  # noqa: UP045
-        None, "--openai-dim", min=1, metavar="N", help="Shorter text-embedding-3 vectors, or "
+        None, "--openai-dim", min=1, max=MAX_DIM, metavar="N", help="Shorter text-embedding-3 vectors, or "
         "the output size of a compatible server's own model."),
     map_metadata: list[str] = typer.Option(
         [], "--map-metadata", metavar="KEY=PREDICATE",
@@ -85,7 +96,10 @@ def init(
     ```
     """
     db = db_option(ctx)
+    if base_iri is not None:
+        check_base_iri(base_iri, "--base-iri")  # before anything is made
     mapping = _mapping(map_metadata)
+    expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
     graph_part = _graph_part(graph, endpoint, update_endpoint)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
@@ -103,6 +117,11 @@ def init(
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
     embedder = make_embedder(model or DEFAULT_MODEL, openai_base_url=openai_base_url,
                              openai_dim=openai_dim)
+    if vectors_part is None and embedder.dim > SQLITE_VEC_MAX_DIM:
+        raise ConfigurationError(
+            f"the embedded sqlite-vec store holds vectors of at most {SQLITE_VEC_MAX_DIM} "
+            f"dimensions, and {embedder.identity.describe()} makes {embedder.dim}; use "
+            "--vectors qdrant, or a smaller --openai-dim")
     with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
         typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
                    f"{made.base_iri}")

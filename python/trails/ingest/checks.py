@@ -1,124 +1,258 @@
-"""What a document and its chunks must be before anything of them is written.
+"""What ingestion checks before a document can reach a commit.
 
-Ingestion checks each document (and its chunks, and its vectors) on its own, before the
-batch it joins is committed: a bad one becomes a ``DocumentFailed`` event naming the reason,
-the others go on, and nothing about it can fail after the commit point (where a failure would
-leave work behind for repair).
+A commit writes a whole batch of documents (ADR 0005), so anything that could make one
+document fail there would fail the others with it, or, after the commit point, leave a
+version half written for ``verify --repair`` to delete. Every check on what a document, its
+chunker or the embedder produced therefore runs here, before the document joins a batch:
+each returns why the document cannot be written (it then fails alone) or None.
+
+>>> document_problem(Document("a", "mem", "fine text"))
+>>> document_problem(Document("a", "mem", "bad \\ud800 text"))
+"text holds a lone surrogate '\\\\ud800' at offset 4, which UTF-8 cannot encode (a bad decode or a JSON \\\\ud800 escape?); remove it or decode the source properly"
 """
 
 from __future__ import annotations
 
-import math
+import datetime as dt
+import numbers
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyoxigraph as ox
 
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
+from trails.ingest.minting import check_base_iri
+from trails.kg.terms import check_text
+from trails.scopes import DEFAULT_SCOPE, check_scope
 
-__all__ = ["MAX_METADATA_DEPTH", "bad_vectors", "chunk_problem", "document_problem"]
+__all__ = [
+    "MAX_METADATA_DEPTH",
+    "MAX_METADATA_VALUES",
+    "check_ingest_arguments",
+    "chunk_problem",
+    "document_problem",
+    "printable",
+    "shown",
+    "vector_problems",
+]
 
-MAX_METADATA_DEPTH = 32  # nesting of lists and mappings in one metadata value
+# Metadata nested deeper than this (lists in lists, dicts in dicts) is refused: no real
+# record needs it, and a cycle (a list holding itself) would otherwise never end.
+MAX_METADATA_DEPTH = 32
+# At most this many metadata values per document (list items count one each, dict values
+# too): each becomes a triple, and an alias-expanded YAML list could hold billions.
+MAX_METADATA_VALUES = 100_000
+
+_PLAIN = (str, bool, float, Decimal, dt.date, dt.time, ox.NamedNode, ox.Literal,
+          numbers.Integral)
+_KINDS = ("str, int, float, bool, Decimal, date, datetime, time, None, trails.kg.IRI, or a "
+          "list, set or dict of these")
 
 
-def _surrogate(text: str) -> int | None:
-    """The position of the first lone surrogate in ``text`` (not valid Unicode), or None."""
+def printable(text: object) -> str:
+    """``text`` as a str that any terminal can print: lone surrogates become ``\\udcff``."""
+    shown = text if isinstance(text, str) else repr(text)
+    return shown if shown.isascii() else shown.encode("utf-8", "backslashreplace").decode()
+
+
+def shown(value: object, limit: int = 100) -> str:
+    """``repr(value)``, cut to ``limit`` characters: for messages naming a value."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
+        text = printable(repr(value))
+    except Exception:  # noqa: BLE001 - an int too long to print, a broken __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _text_problem(value: Any, what: str) -> str | None:
-    if not isinstance(value, str):
-        return f"its {what} must be a string, got {type(value).__name__}"
-    position = _surrogate(value)
-    if position is not None:
-        return (f"its {what} holds a lone surrogate ({value[position]!r} at character "
-                f"{position}), which is not valid Unicode; fix the source's encoding")
-    return None
-
-
-def _value_problem(value: Any, where: str, depth: int, seen: set[int]) -> str | None:
-    if depth > MAX_METADATA_DEPTH:
-        return f"metadata {where} nests over {MAX_METADATA_DEPTH} levels deep"
-    if isinstance(value, str):
-        return _text_problem(value, f"metadata {where}")
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"metadata {where} is {value}, which RDF cannot hold as a number; use a string"
-    if isinstance(value, (Mapping, list, tuple, set)):
-        if id(value) in seen:
-            return f"metadata {where} contains itself"
-        seen = seen | {id(value)}
-        items = value.items() if isinstance(value, Mapping) else enumerate(value)
-        for key, item in items:
-            if isinstance(value, Mapping) and (problem := _text_problem(
-                    str(key), f"metadata key {key!r}")):
-                return problem
-            if problem := _value_problem(item, f"{where}[{key!r}]", depth + 1, seen):
-                return problem
-    return None
-
-
-def document_problem(document: Any) -> str | None:
-    """Why ``document`` cannot be ingested, or None.
-
-    >>> document_problem(Document("a.md", "a.md", "fine"))
-    >>> document_problem(Document("a.md", "a.md", "bad \\ud800"))
-    "its text holds a lone surrogate ('\\\\ud800' at character 4), which is not valid Unicode; fix the source's encoding"
-    """
-    if not isinstance(document, Document):
-        return f"expected a Document, got {type(document).__name__}"
-    for what in ("id", "source", "text", "media_type"):
-        if problem := _text_problem(getattr(document, what), what):
-            return problem
+def document_problem(document: Document) -> str | None:
+    """Why ``document`` cannot be written (a field of the wrong type, text UTF-8 cannot
+    hold, metadata with no RDF form), or None."""
+    for name in ("id", "source", "text", "media_type", "title"):
+        value = getattr(document, name, None)
+        if value is None and name == "title":
+            continue
+        if not isinstance(value, str):
+            return f"{name} must be a str, got {type(value).__name__}"
+        try:
+            check_text(value, name)
+        except InvalidArgumentError as exc:
+            return str(exc)
     if not document.id:
-        return "its id is empty"
-    if document.title is not None and (problem := _text_problem(document.title, "title")):
-        return problem
-    metadata: Any = document.metadata  # a loader or caller may have put anything there
+        return "the document has an empty id"
+    return metadata_problem(document.metadata)
+
+
+def metadata_problem(metadata: object) -> str | None:
+    """Why ``metadata`` cannot become triples, or None. Walked without recursion, so
+    depth and size are checked before anything recurses into it."""
     if not isinstance(metadata, Mapping):
-        return f"its metadata must be a mapping (dict), got {type(metadata).__name__}"
+        return f"metadata must be a mapping of fields, got {type(metadata).__name__}"
+    if len(metadata) > MAX_METADATA_VALUES:
+        return _too_many()
+    todo: list[tuple[str, Any, int]] = []
     for key, value in metadata.items():
-        if problem := _text_problem(key, "metadata key"):
-            return problem
-        if problem := _value_problem(value, repr(key), 1, set()):
-            return problem
+        if not isinstance(key, str):
+            return f"metadata key {shown(key)} is a {type(key).__name__}; keys are strings"
+        try:
+            check_text(key, f"metadata key {key!r}")
+        except InvalidArgumentError as exc:
+            return str(exc)
+        todo.append((key, value, 1))
+    seen = 0
+    while todo:
+        key, value, depth = todo.pop()
+        seen += 1
+        if seen + len(todo) > MAX_METADATA_VALUES:
+            return _too_many()
+        if depth > MAX_METADATA_DEPTH:
+            return (f"metadata {printable(key)!r} is nested more than {MAX_METADATA_DEPTH} "
+                    "levels deep (or holds itself); flatten it")
+        if isinstance(value, str):
+            try:
+                check_text(value, f"metadata {printable(key)!r}")
+            except InvalidArgumentError as exc:
+                return str(exc)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            if len(value) > MAX_METADATA_VALUES:
+                return _too_many()
+            todo.extend((key, item, depth + 1) for item in value)
+        elif isinstance(value, dict):
+            if len(value) > MAX_METADATA_VALUES:
+                return _too_many()
+            for inner, item in value.items():
+                if not isinstance(inner, str):
+                    return (f"metadata {printable(key)!r} holds a dict key {shown(inner)} "
+                            f"({type(inner).__name__}); a dict is written as JSON, whose keys "
+                            "are strings")
+                todo.append((key, inner, depth + 1))
+                todo.append((key, item, depth + 1))
+        elif value is not None and not _plain(value):
+            return (f"metadata {printable(key)!r} holds a value of type {type(value).__name__}, "
+                    f"which has no RDF form; use {_KINDS} (or str(value))")
     return None
 
 
-def chunk_problem(document: Document, chunks: Any) -> str | None:
-    """Why a chunker's answer for ``document`` cannot be stored, or None: a list of
-    :class:`Chunk` with string texts, distinct integer positions, offsets inside the text."""
-    if not isinstance(chunks, Sequence) or isinstance(chunks, (str, bytes)):
-        return f"the chunker returned {type(chunks).__name__}, not a list of Chunk"
-    positions: set[int] = set()
-    size = len(document.text)
-    for n, chunk in enumerate(chunks):
+def _plain(value: object) -> bool:
+    if isinstance(value, numbers.Real) and not isinstance(value, (float, numbers.Integral)):
+        return not isinstance(value, numbers.Rational)  # numpy floats, not Fractions
+    return isinstance(value, _PLAIN)
+
+
+def _too_many() -> str:
+    return (f"metadata holds more than {MAX_METADATA_VALUES} values; keep large data in the "
+            "text or in your own triples")
+
+
+def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
+    """Why a chunker's output for ``document`` cannot be written, or None.
+
+    Chunks must be :class:`Chunk` records with int positions ``0, 1, ...`` in order, spans
+    ``0 <= start < end <= len(text)`` whose ``text`` is ``document.text[start:end]``, in the
+    order of the text: each starts and ends no earlier than the one before (chunks may
+    overlap, as the default chunker's do, but not go back nor sit inside the one before). A
+    document with text needs at least one chunk; an empty or blank one may have none.
+    """
+    text = document.text
+    if not chunks and text.strip():
+        return ("the chunker returned no chunks for a document with text, which would then "
+                "never be found; return at least one chunk")
+    before: Chunk | None = None
+    for index, chunk in enumerate(chunks):
+        where = f"chunk {index}"
         if not isinstance(chunk, Chunk):
-            return f"the chunker's item {n} is a {type(chunk).__name__}, not a Chunk"
-        if problem := _text_problem(chunk.text, f"chunk {n}'s text"):
-            return problem
+            return f"{where} is a {type(chunk).__name__}, not a trails.ingest.Chunk"
         for name in ("position", "start", "end"):
             value = getattr(chunk, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                return f"chunk {n}'s {name} must be a non-negative int, got {value!r}"
-        if chunk.position in positions:
-            return f"the chunker gave position {chunk.position} twice (chunk {n})"
-        positions.add(chunk.position)
-        if not chunk.start <= chunk.end <= size:
-            return (f"chunk {n}'s span {chunk.start}:{chunk.end} is not inside the text "
-                    f"(0:{size})")
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"{where} has {name}={shown(value)}, not an int"
+        if chunk.position != index:
+            return (f"{where} has position {shown(chunk.position)}; positions must be 0, 1, 2, "
+                    "... in order (a repeated position would give two chunks one IRI)")
+        if not 0 <= chunk.start < chunk.end <= len(text):
+            return (f"{where} spans [{shown(chunk.start)}, {shown(chunk.end)}), which is empty "
+                    f"or outside the text (0 to {len(text)})")
+        if before is not None and (chunk.start < before.start or chunk.end < before.end):
+            return (f"{where} spans [{chunk.start}, {chunk.end}), which goes back from chunk "
+                    f"{index - 1} [{before.start}, {before.end}): chunks follow the text, each "
+                    "starting and ending no earlier than the one before (they may overlap)")
+        if not isinstance(chunk.text, str) or chunk.text != text[chunk.start:chunk.end]:
+            return f"{where}'s text is not the document's text[{chunk.start}:{chunk.end}]"
+        before = chunk
     return None
 
 
-def bad_vectors(vectors: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
-    """Which rows cannot be stored: NaN or infinity anywhere, or all zeros (no direction)."""
-    matrix = np.asarray(vectors, dtype=np.float64)
-    if matrix.ndim != 2:
-        return np.ones(len(matrix), dtype=bool)
-    finite = np.asarray(np.isfinite(matrix).all(axis=1), dtype=bool)
-    zero = np.asarray(np.abs(np.where(finite[:, None], matrix, 0)).sum(axis=1) == 0, dtype=bool)
-    return np.asarray(~finite | zero, dtype=bool)
+def vector_problems(vectors: object, count: int, dim: int,
+                    ) -> tuple[npt.NDArray[np.float32], list[str | None]]:
+    """The embedder's output as float32 rows, and for each row why it cannot be stored (a
+    wrong length, NaN or infinity, all zeros: cosine is undefined) or None.
+
+    Rows that are bad are zeros in the array; ``count`` rows are expected (fewer or more is
+    a ValueError, which fails the whole batch as any embedder failure does)."""
+    rows: list[Any] = list(vectors)  # type: ignore[call-overload]
+    if len(rows) != count:
+        raise ValueError(f"embedder returned {len(rows)} vectors for {count} texts")
+    out = np.zeros((count, dim), dtype=np.float32)
+    problems: list[str | None] = []
+    with np.errstate(over="ignore", invalid="ignore"):  # float32 overflow is reported below
+        for index, row in enumerate(rows):
+            try:
+                vector = np.asarray(row, dtype=np.float32)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"the embedder returned no vector of numbers ({exc})")
+                continue
+            if vector.shape != (dim,):
+                problems.append(f"the embedder returned a vector of shape {vector.shape}, "
+                                f"not ({dim},)")
+            elif not np.isfinite(vector).all():
+                problems.append("the embedder returned a vector holding NaN or infinity "
+                                "(or a value beyond float32)")
+            elif not vector.any():
+                problems.append("the embedder returned an all-zero vector (its cosine "
+                                "similarity is undefined)")
+            else:
+                out[index] = vector
+                problems.append(None)
+    return out, problems
+
+
+def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: object,
+                           batch_size: object, max_batch_tokens: object, base_iri: object,
+                           prune: object) -> tuple[str, str]:
+    """Refuse arguments of ``ingest()`` that cannot work, before anything is written; the
+    scope and the base IRI to use.
+
+    Raises:
+        InvalidArgumentTypeError: an argument of the wrong type (naming it).
+        InvalidArgumentError: a number out of range, a malformed scope name or base IRI.
+    """
+    if not all(hasattr(ctx, part) for part in ("kg", "vectors", "embedder", "base_iri",
+                                               "read_only")):
+        raise InvalidArgumentTypeError(f"ctx must be a trails Context (Context.open(...)), "
+                                       f"got {type(ctx).__name__}")
+    if scope is not None and not isinstance(scope, str):
+        raise InvalidArgumentTypeError(f"scope must be a scope name (str) or None, got "
+                                       f"{type(scope).__name__}")
+    try:
+        name = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
+    except ValueError as exc:
+        raise InvalidArgumentError(f"scope: {exc}") from None
+    if chunker is not None and not callable(getattr(chunker, "chunk", None)):
+        raise InvalidArgumentTypeError(f"chunker must have a chunk(document) method, got "
+                                       f"{type(chunker).__name__}")
+    if sanitizer is not None and not callable(sanitizer):
+        raise InvalidArgumentTypeError(f"sanitizer must be callable as sanitizer(document), "
+                                       f"got {type(sanitizer).__name__}")
+    for option, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentTypeError(f"{option} must be a positive int, got "
+                                           f"{type(value).__name__}")
+        if value < 1:
+            raise InvalidArgumentError(f"{option} must be a positive int, got {value}")
+    if not isinstance(prune, bool):
+        raise InvalidArgumentTypeError(f"prune must be True or False, got {type(prune).__name__}")
+    base = check_base_iri(ctx.base_iri if base_iri is None else base_iri)
+    return name, base

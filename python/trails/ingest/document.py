@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
     "Chunk",
@@ -32,6 +34,14 @@ class Document:
     record's id field), so the same source is the same document in every process. ``metadata``
     holds user fields (front matter, record fields); ``date``/``created`` there become
     ``schema:dateCreated``.
+
+    Raises:
+        InvalidArgumentTypeError: a field of the wrong type (``id``, ``source``, ``text`` and
+            ``media_type`` are strings, ``title`` a string or None, ``metadata`` a mapping).
+        InvalidArgumentError: an empty ``id``.
+
+    What the types cannot say (a lone surrogate in the text, a metadata value with no RDF
+    form) is checked when the document is ingested: that document fails alone.
     """
 
     id: str
@@ -41,9 +51,26 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     media_type: str = "text/plain"
 
+    def __post_init__(self) -> None:
+        for name in ("id", "source", "text", "media_type"):
+            _need(isinstance(getattr(self, name), str), name, "a str", getattr(self, name))
+        _need(self.title is None or isinstance(self.title, str), "title", "a str or None",
+              self.title)
+        _need(isinstance(self.metadata, Mapping), "metadata", "a mapping (dict) of fields",
+              self.metadata)
+        if not self.id:
+            raise InvalidArgumentError("Document(id='') names no document: give a non-empty "
+                                       "id (a path, a record key) that names it in every run")
+
     @property
     def hash(self) -> str:
         return content_hash(self.text)
+
+
+def _need(ok: bool, field: str, kind: str, value: object) -> None:
+    if not ok:
+        raise InvalidArgumentTypeError(f"Document({field}=...) must be {kind}, got "
+                                       f"{type(value).__name__}")
 
 
 @dataclass(frozen=True)

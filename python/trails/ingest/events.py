@@ -37,7 +37,9 @@ class DocumentSkipped:
 
 @dataclass(frozen=True)
 class DocumentFailed:
-    """The source could not be loaded, sanitised or chunked; previous versions are untouched."""
+    """The source could not be loaded, sanitised or chunked, or what it holds cannot be
+    written (text UTF-8 cannot hold, metadata with no RDF form, chunks or vectors that break
+    their contract); it failed before any commit, and previous versions are untouched."""
 
     source: str
     reason: str

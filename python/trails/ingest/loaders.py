@@ -18,7 +18,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from trails.errors import ConfigurationError, InvalidArgumentError, MissingExtraError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingExtraError,
+)
 from trails.ingest.document import Document, Loader, LoadFailure
 from trails.ingest.formats import (
     Parsed,
@@ -91,7 +96,13 @@ class FileLoader:
     _patterns: tuple[tuple[str, ...], tuple[str, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._patterns = (_as_tuple(self.include), _as_tuple(self.exclude))
+        self._patterns = (_as_tuple(self.include, "include"), _as_tuple(self.exclude, "exclude"))
+        for option in ("jsonl_text_field", "jsonl_id_field"):
+            if not isinstance(getattr(self, option), str):
+                raise InvalidArgumentTypeError(f"{option} must be a str (a field name), got "
+                                               f"{type(getattr(self, option)).__name__}")
+        if self.root is not None and not isinstance(self.root, (str, os.PathLike)):
+            raise InvalidArgumentTypeError(f"root must be a path, got {type(self.root).__name__}")
         _refuse_rdf_files(_as_paths(self.paths))
         if self.root is not None:
             _check_inside(_as_paths(self.paths), self.root)
@@ -155,11 +166,11 @@ class FileLoader:
                 yield _parse_pdf_safely(data).to_document(doc_id, source)
             else:
                 yield _PARSERS.get(suffix, parse_text)(_decode(data)).to_document(doc_id, source)
-        except RecursionError:
-            yield LoadFailure(source, "the file nests too deeply to read")
         except (OSError, ValueError, MissingExtraError) as exc:  # UnicodeDecodeError: a ValueError
             # A missing extra fails this file only, and its message names the pip command.
             yield LoadFailure(source, _reason(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever a file makes a parser do, it fails alone
+            yield LoadFailure(source, _unexpected(exc))
 
     def _load_jsonl(self, doc_id: str, source: str, text: str) -> Iterator[Document | LoadFailure]:
         seen: dict[str, int] = {}
@@ -172,9 +183,8 @@ class FileLoader:
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: {exc}")
                 continue
-            except RecursionError:
-                yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: the record nests too "
-                                  "deeply to read")
+            except Exception as exc:  # noqa: BLE001 - nesting past the recursion limit, ...
+                yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: {_unexpected(exc)}")
                 continue
             record_id = f"{doc_id}#{parsed.key if parsed.key is not None else f'L{lineno}'}"
             if record_id in seen:
@@ -202,20 +212,29 @@ def _check_inside(paths: list[PathLike], root: PathLike) -> None:
     for path in paths:
         rel = _rel_id(Path(path), Path(root))
         if rel == ".." or rel.startswith("../"):
-            raise ValueError(f"{path} is not inside root {root}: ids are paths "
+            raise InvalidArgumentError(f"{path} is not inside root {root}: ids are paths "
                              "relative to root, so pass a root that holds every path")
 
 
-def _as_tuple(patterns: str | Sequence[str] | None) -> tuple[str, ...]:
+def _as_tuple(patterns: str | Sequence[str] | None, option: str) -> tuple[str, ...]:
     if patterns is None:
         return ()
-    return (patterns,) if isinstance(patterns, str) else tuple(patterns)
+    found = (patterns,) if isinstance(patterns, str) else (
+        tuple(patterns) if isinstance(patterns, (list, tuple)) else None)
+    if found is None or not all(isinstance(p, str) for p in found):
+        raise InvalidArgumentTypeError(f"{option} must be a glob pattern (str) or a list of "
+                                       f"them, got {patterns!r}")
+    return found
 
 
 def _as_paths(paths: PathLike | Sequence[PathLike]) -> list[PathLike]:
     if isinstance(paths, (str, os.PathLike)):
         return [paths]
-    return list(paths)
+    found = list(paths) if isinstance(paths, (list, tuple)) else None
+    if not found or not all(isinstance(p, (str, os.PathLike)) for p in found):
+        raise InvalidArgumentTypeError(f"paths must be a path or a non-empty list of paths, "
+                                       f"got {paths!r}")
+    return found
 
 
 def _matches(rel: str, name: str, patterns: Sequence[str]) -> bool:
@@ -258,6 +277,12 @@ def _parse_pdf_safely(data: bytes) -> Parsed:
         raise ValueError(f"cannot parse PDF: {type(exc).__name__}: {exc}") from exc
 
 
+def _unexpected(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read (thousands of levels); flatten it"
+    return f"cannot parse: {type(exc).__name__}: {exc}"
+
+
 def _reason(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return (f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
@@ -279,8 +304,13 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
             iterable of Documents (and LoadFailures).
         **kwargs: :class:`FileLoader` options, for paths only.
 
+    An iterable that is not a list or tuple is read lazily: an item in it that is no
+    Document becomes a :class:`LoadFailure` (that item fails, the run goes on).
+
     Raises:
-        ValueError: the source is none of those, or options were given with a non-path source.
+        InvalidArgumentTypeError: the source is none of those, or a list or tuple holds
+            something else (an InvalidArgumentError, also a ValueError and a TypeError).
+        InvalidArgumentError: options were given with a non-path source.
         ConfigurationError: a path names an RDF file (see :class:`FileLoader`).
 
     >>> [d.id for d in load([Document("a", "mem", "text")])]
@@ -290,14 +320,20 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
         return FileLoader(source, **kwargs).load()
     if kwargs:
         raise InvalidArgumentError(f"options {sorted(kwargs)} apply to paths only, not to "
-                         f"{type(source).__name__}")
+                                   f"{type(source).__name__}")
     if isinstance(source, Loader):
         return source.load()
     if isinstance(source, (Document, LoadFailure)):
         return iter([source])
-    if isinstance(source, Iterable) and not isinstance(source, (bytes, dict)):
+    if isinstance(source, (list, tuple)):
+        for index, item in enumerate(source):
+            if not isinstance(item, (Document, LoadFailure)):
+                raise InvalidArgumentTypeError(_BAD_SOURCE.format(
+                    f"a {type(source).__name__} holding {type(item).__name__} (item {index})"))
+        return iter(source)
+    if isinstance(source, Iterable) and not isinstance(source, (str, bytes, bytearray, dict)):
         return _checked(source)
-    raise InvalidArgumentError(_BAD_SOURCE.format(type(source).__name__))
+    raise InvalidArgumentTypeError(_BAD_SOURCE.format(type(source).__name__))
 
 
 _BAD_SOURCE = ("cannot load from {}: pass a path, a list of paths, a Loader (with .load()), "
@@ -310,10 +346,9 @@ def _is_path_list(source: object) -> TypeGuard[list[PathLike] | tuple[PathLike, 
 
 
 def _checked(items: Iterable[Any]) -> Iterator[Document | LoadFailure]:
-    """The items, each one that is no Document failing alone (the others are ingested)."""
-    for item in items:
+    for index, item in enumerate(items):
         if isinstance(item, (Document, LoadFailure)):
             yield item
         else:
-            yield LoadFailure(repr(item)[:80], f"expected a Document, got {type(item).__name__} "
-                              "(an iterable source holds Documents)")
+            yield LoadFailure(f"item {index}", f"a {type(item).__name__}, not a Document: an "
+                              "iterable given to ingest holds Documents (or LoadFailures)")

@@ -12,10 +12,10 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
 from trails.kg.sparql import META, PREFIXES, TRAILS
-from trails.kg.terms import to_term
+from trails.kg.terms import IRI, check_text, to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = [
@@ -31,7 +31,9 @@ __all__ = [
     "document_nquads",
     "document_payload",
     "document_quads",
-    "document_title", "expand_predicates", "metadata_predicate",
+    "document_title",
+    "expand_predicates",
+    "metadata_predicate",
     "version_of",
 ]
 
@@ -49,32 +51,6 @@ def _t(local: str) -> ox.NamedNode:
     return ox.NamedNode(TRAILS + local)
 
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-
-
-def check_base_iri(base: object) -> str:
-    """``base`` if document IRIs can be minted under it, else a ConfigurationError (raised
-    before anything is written).
-
-    >>> check_base_iri("https://example.org/kb/")
-    'https://example.org/kb/'
-    """
-    problem = None
-    if not isinstance(base, str):
-        problem = f"must be a string, got {type(base).__name__}"
-    elif not _SCHEME.match(base):
-        problem = "must be an absolute IRI, starting with a scheme (https:, urn:, trails:)"
-    else:
-        try:
-            ox.NamedNode(base + "doc/x")
-        except ValueError as exc:
-            problem = f"is not a valid IRI ({exc})"
-    if problem:
-        raise ConfigurationError(f"base_iri {base!r} {problem}; use one like "
-                                 "'https://example.org/kb/' (ending in / or #)")
-    return str(base)
-
-
 def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     """The document's IRI: deterministic from base, scope and the loader's document id.
 
@@ -87,6 +63,41 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     if scope == DEFAULT_SCOPE:
         return f"{base}doc/{path}"
     return f"{base}scope/{scope}/doc/{path}"
+
+
+def check_base_iri(base: Any, option: str = "base_iri") -> str:
+    """``base`` itself if documents' IRIs can be minted under it, else an error, so that a
+    bad base is refused before anything is written.
+
+    >>> check_base_iri("https://example.org/kb/")
+    'https://example.org/kb/'
+    >>> check_base_iri("not an iri")
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentError: base_iri 'not an iri' is not an absolute IRI (Invalid IRI code point ' '); give one such as trails://local/ or https://example.org/kb/ (ending in / or #)
+
+    Raises:
+        InvalidArgumentTypeError: ``base`` is not a str.
+        InvalidArgumentError: (a ConfigurationError) it is no absolute IRI, or the IRIs minted
+            under it would not be.
+    """
+    if not isinstance(base, str):
+        raise InvalidArgumentTypeError(f"{option} must be a str (an absolute IRI such as "
+                                       f"trails://local/), got {type(base).__name__}")
+    check_text(base, option)
+    hint = "give one such as trails://local/ or https://example.org/kb/ (ending in / or #)"
+    try:
+        ox.NamedNode(base)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{option} {base!r} is not an absolute IRI ({exc}); "
+                                   f"{hint}") from None
+    for minted in (doc_iri(base, "a.md"), doc_iri(base, "a.md", "s")):
+        try:
+            ox.NamedNode(minted)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"{option} {base!r} mints no valid IRI ({minted!r}: "
+                                       f"{exc}); {hint}") from None
+    return base
 
 
 def version_of(document: Document, chunker_id: str, embedder_id: str) -> str:
@@ -144,27 +155,44 @@ def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
 
 
 def _terms(value: Any, prefixes: Mapping[str, str]) -> Iterator[ox.Literal | ox.NamedNode | ox.BlankNode | ox.Triple]:
-    """The RDF objects of one metadata value: a list gives several; an IRI written as
-    ``<https://...>``, a CURIE with a known prefix (``schema:Person``) or a JSON-LD
-    ``{"@id": ...}`` gives an IRI; anything else a typed literal. A plain ``https://...``
-    string stays a string: a URL in a text field is not a claim about a resource."""
+    """The RDF objects of one metadata value: a list gives several (a set in a stable order);
+    an IRI written as ``<https://...>``, a CURIE with a known prefix (``schema:Person``), a
+    JSON-LD ``{"@id": ...}`` or a ``trails.kg.IRI`` gives an IRI; a dict a JSON literal;
+    anything else a typed literal. A plain ``https://...`` string stays a string: a URL in a
+    text field is not a claim about a resource.
+
+    Raises:
+        InvalidArgumentTypeError: a value of a type with no RDF form (``object()``, bytes).
+        InvalidArgumentError: an ``IRI`` that is not one.
+    """
     if value is None:
         return
-    if isinstance(value, (list, tuple, set)):
+    if isinstance(value, (list, tuple)):
         for item in value:
             yield from _terms(item, prefixes)
+    elif isinstance(value, (set, frozenset)):  # iteration order differs between processes
+        yield from sorted((t for item in value for t in _terms(item, prefixes)), key=str)
     elif isinstance(value, dict):
         target = value.get("@id")
         iri = _iri(str(target), prefixes, bare=True) if isinstance(target, str) else None
         yield ox.NamedNode(iri) if iri else ox.Literal(json.dumps(value, sort_keys=True,
-                                                                  default=str))
-    elif isinstance(value, str):
+                                                                  default=_json_default))
+    elif isinstance(value, str) and not isinstance(value, IRI):
         iri = _iri(value, prefixes, bare=False)
         yield ox.NamedNode(iri) if iri else to_term(value)
-    elif isinstance(value, (int, float, bool, dt.date)):
-        yield to_term(value)  # typed: xsd:integer, xsd:double, xsd:boolean, xsd:date...
+    elif isinstance(value, (ox.BlankNode, ox.Triple)):
+        # A manifest is deleted with DELETE DATA, which cannot name a blank node.
+        raise InvalidArgumentTypeError(f"a {type(value).__name__} cannot be a metadata value; "
+                                       "use an IRI or a literal")
     else:
-        yield ox.Literal(str(value))
+        yield to_term(value)  # typed: xsd:integer, xsd:double, xsd:boolean, xsd:date, IRIs...
+
+
+def _json_default(value: Any) -> Any:
+    """What a dict value JSON has no form for becomes: a set a sorted list, else its text."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return str(value)
 
 
 _ANGLED = re.compile(r"^<([^<>\"{}|^`\\\s]+)>$")

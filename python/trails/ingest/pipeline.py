@@ -11,10 +11,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import is_dataclass
 from typing import Any, TypeVar
 
-import numpy as np
-
-from trails.errors import ConfigurationError, InvalidVectorError
-from trails.ingest.checks import bad_vectors, chunk_problem, document_problem
+from trails.errors import ConfigurationError
+from trails.ingest.checks import (
+    check_ingest_arguments,
+    chunk_problem,
+    document_problem,
+    printable,
+    shown,
+    vector_problems,
+)
 from trails.ingest.chunkers import default_chunker
 from trails.ingest.document import (
     Chunker,
@@ -37,11 +42,10 @@ from trails.ingest.events import (
     SourceSkipped,
 )
 from trails.ingest.loaders import Source, load
-from trails.ingest.minting import check_base_iri, date_problems, doc_iri, version_of
+from trails.ingest.minting import date_problems, doc_iri, document_manifest, version_of
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
-from trails.scopes import DEFAULT_SCOPE, check_scope
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
 
 __all__ = ["aingest", "ingest", "ingest_all"]
@@ -91,23 +95,25 @@ def ingest(
             crash-safe; ``DocumentPruned`` events). Paths only.
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
+    A document that cannot be written (text UTF-8 cannot hold, metadata with no RDF form, a
+    chunker's or embedder's output that is no valid chunk or vector) fails alone with a
+    ``DocumentFailed`` event before it joins a commit; the others are committed.
+
     Raises (before anything is written):
+        InvalidArgumentError: an argument of the wrong type or out of range, a malformed
+            ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type).
         ConfigurationError: the context is read-only.
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
         ValueError: ``prune`` with a source that is not paths, or with a path that does not
             exist (a typo must not delete everything under it).
     """
+    scope, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
+                                         max_batch_tokens, base_iri, prune)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
     ctx.vectors.bind_embedder(ctx.embedder.identity)
-    if batch_size < 1 or max_batch_tokens < 1:
-        raise ValueError("batch_size and max_batch_tokens must be positive")
-    scope = check_scope(DEFAULT_SCOPE if scope is None else scope)  # "" is not the default
-    if base_iri is not None:
-        check_base_iri(base_iri)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
-    base = base_iri or ctx.base_iri
     for items in _groups(load(source, **loader_options), LOOKAHEAD):
         run.prefetch(items, base)
         for item in items:
@@ -171,26 +177,23 @@ class _Run:
     def take(self, item: Document | LoadFailure, sanitizer: Sanitizer | None,
              base: str) -> Iterator[IngestEvent]:
         if isinstance(item, LoadFailure):
-            yield (SourceSkipped(item.source, item.reason) if item.skipped
-                   else DocumentFailed(item.source, item.reason))
-            return
-        if problem := document_problem(item):
-            yield DocumentFailed(_source_of(item), problem)
+            source = printable(item.source)
+            yield (SourceSkipped(source, item.reason) if item.skipped
+                   else DocumentFailed(source, item.reason))
             return
         try:
             document = _sanitize(sanitizer, item)
         except Exception as exc:  # noqa: BLE001 - a sanitizer's failure is that document's failure
-            yield DocumentFailed(item.source, f"sanitizer failed: {type(exc).__name__}: {exc}")
+            yield DocumentFailed(printable(item.source),
+                                 f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
-        if document is not item and (problem := document_problem(document)):
-            yield DocumentFailed(_source_of(item), f"after the sanitizer, {problem}")
+        problem = document_problem(document)
+        if problem is not None:  # checked before the document can reach a commit
+            yield DocumentFailed(printable(document.source),
+                                 f"document {shown(document.id)}: {problem}",
+                                 _iri_if_any(base, document.id, self.scope))
             return
-        try:
-            iri = doc_iri(base, document.id, self.scope)
-        except ValueError as exc:
-            yield DocumentFailed(document.source, f"its id {document.id!r} cannot be part of "
-                                 f"an IRI: {exc}")
-            return
+        iri = doc_iri(base, document.id, self.scope)
         if iri in self.seen:  # two versions of one document in a batch would erase each other
             yield DocumentFailed(document.source, f"same document id {document.id!r} as "
                                  f"{self.seen[iri]} earlier in this run; ids must be unique", iri)
@@ -200,25 +203,25 @@ class _Run:
         for problem in date_problems(document.metadata):
             yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, self.chunker_id, self.embedder_id)
+        try:  # the document's triples, built now: what fails here must not fail a commit
+            document_manifest(document, iri, version, 0, self.scope, self.ctx.metadata_predicates)
+        except Exception as exc:  # noqa: BLE001 - that document's failure
+            yield DocumentFailed(document.source, f"metadata cannot be written as RDF: {exc}", iri)
+            return
         state, replaced = self.writer.state(iri, version, document)
         if state == "current":
             yield DocumentSkipped(iri, document.source)
             return
         try:
-            chunks = self.chunker.chunk(document)
+            chunks = list(self.chunker.chunk(document))
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
             return
-        if problem := chunk_problem(document, chunks):
-            yield DocumentFailed(document.source, problem, iri)
+        problem = chunk_problem(document, chunks)
+        if problem is not None:
+            yield DocumentFailed(document.source, f"chunker: {problem}", iri)
             return
         pending = PendingDocument(document, iri, version, chunks, replaced)
-        try:  # its triples, made now: a value RDF cannot hold fails here, not after the commit
-            self.writer.manifest(pending)
-        except Exception as exc:  # noqa: BLE001 - that document's failure
-            yield DocumentFailed(document.source, f"its metadata cannot become RDF: "
-                                 f"{type(exc).__name__}: {exc}", iri)
-            return
         if state == "graph-behind":
             self.writer.finish_graph([pending])
             yield self._ingested(pending)
@@ -260,9 +263,9 @@ class _Run:
                retry_per_document: bool) -> Iterator[IngestEvent]:
         started = time.perf_counter()
         try:
-            vectors = self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch])
-            if len(vectors) != len(batch):
-                raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+            vectors, problems = vector_problems(
+                self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch]),
+                len(batch), self.ctx.embedder.dim)
         except Exception as exc:  # noqa: BLE001 - an embedding failure fails the batch's documents
             documents = {id(d): d for d, _, _ in batch}
             if not retry_per_document or len(documents) == 1:
@@ -273,25 +276,31 @@ class _Run:
             for key in documents:
                 yield from self._embed([item for item in batch if id(item[0]) == key], False)
             return
-        # A NaN, infinite or zero vector fails its document alone, before any commit.
-        bad = bad_vectors(vectors)
-        poisoned = {id(d): d for (d, _, _), is_bad in zip(batch, bad) if is_bad}
+        bad: dict[int, tuple[PendingDocument, str]] = {}
+        for (document, index, _), problem in zip(batch, problems):
+            if problem is not None and id(document) not in bad:
+                bad[id(document)] = (document, f"chunk {index}: {problem}")
+        for document, reason in bad.values():  # its vectors would fail the whole commit
+            if self._drop([document]):
+                yield DocumentFailed(document.document.source, reason, document.iri)
         for (document, index, _), vector in zip(batch, vectors):
-            if id(document) not in poisoned:
-                document.fill(index, np.asarray(vector, dtype=np.float32))
-        if poisoned:
-            yield from self._fail(poisoned.values(), InvalidVectorError(
-                "the embedder returned NaN, infinity or a zero vector for a chunk of this "
-                "document; nothing of it was stored"))
+            if id(document) not in bad:
+                document.fill(index, vector)
         yield BatchEmbedded(len(batch), sum(t for _, _, t in batch), time.perf_counter() - started)
 
     def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:
+        lost = self._drop(documents)
+        yield EmbeddingFailed(tuple(d.iri for d in lost), f"{type(exc).__name__}: {exc}")
+
+    def _drop(self, documents: Iterable[PendingDocument]) -> list[PendingDocument]:
+        """Take these documents out of the run (the queue and the open list); the ones that
+        were still open."""
         failed = {id(d) for d in documents}
         self.queue = deque(item for item in self.queue if id(item[0]) not in failed)
         self.queued_tokens = sum(item[2] for item in self.queue)
         lost = [d for d in self.open if id(d) in failed]
         self.open = [d for d in self.open if id(d) not in failed]
-        yield EmbeddingFailed(tuple(d.iri for d in lost), f"{type(exc).__name__}: {exc}")
+        return lost
 
     def _commit_complete(self, force: bool) -> Iterator[IngestEvent]:
         done = [d for d in self.open if d.complete]
@@ -313,9 +322,12 @@ class _Run:
                                 pending.version, pending.replaced)
 
 
-def _source_of(item: object) -> str:
-    source = getattr(item, "source", None)
-    return source if isinstance(source, str) and source else repr(item)[:80]
+def _iri_if_any(base: str, doc_id: object, scope: str) -> str | None:
+    """The document's IRI, or None when its id cannot make one."""
+    try:
+        return doc_iri(base, doc_id, scope)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a bad id has no IRI; the failure names the id instead
+        return None
 
 
 def _sanitize(sanitizer: Sanitizer | None, document: Document) -> Document:

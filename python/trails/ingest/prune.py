@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from trails.errors import InvalidArgumentError
 from trails.ingest.events import DocumentPruned
 from trails.ingest.loaders import KNOWN_SUFFIXES
 from trails.ingest.maintenance import delete_document
@@ -31,12 +32,12 @@ def prune_roots(source: object) -> list[Path]:
                                                    for p in source):
         given = list(source)
     else:
-        raise ValueError("prune=True needs the ingested files or folders as paths, to know "
-                         "which documents came from them")
+        raise InvalidArgumentError("prune=True needs the ingested files or folders as paths, "
+                                   "to know which documents came from them")
     roots = [Path(p).resolve() for p in given]
     missing = [str(p) for p, root in zip(given, roots) if not root.exists()]
     if missing:
-        raise ValueError(f"cannot prune: {', '.join(missing)} does not exist (check the path; "
+        raise InvalidArgumentError(f"cannot prune: {', '.join(missing)} does not exist (check the path; "
                          "pruning a missing folder would delete every document from it)")
     return roots
 

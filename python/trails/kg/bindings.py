@@ -12,11 +12,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.sparql import code_only
-from trails.kg.terms import to_term
+from trails.kg.terms import Term, to_term
 
-__all__ = ["apply_bindings"]
+__all__ = ["apply_bindings", "check_bindings"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -29,43 +29,72 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     WHERE {...}`` update (a template cannot hold VALUES).
 
     Raises:
-        ValueError: a name is not a SPARQL variable name or does not occur in the query, or
-            the query has no WHERE group (``INSERT DATA``, the ``DELETE WHERE {...}`` and
+        InvalidArgumentTypeError: ``bindings`` is not a mapping, or a value has a type that is
+            no RDF term (the message names the binding).
+        InvalidArgumentError: a name is not a SPARQL variable name or does not occur in the
+            query, or a value cannot be written (an ``IRI`` that is not one, a lone surrogate).
+        ValueError: the query has no WHERE group (``INSERT DATA``, the ``DELETE WHERE {...}`` and
             ``CONSTRUCT WHERE {...}`` short forms: write them out as ``DELETE {...} WHERE
             {...}``).
 
     >>> apply_bindings("SELECT ?s WHERE { ?s ?p ?o }", {"o": 3})
     'SELECT ?s WHERE { VALUES (?o) { ("3"^^<http://www.w3.org/2001/XMLSchema#integer>) } ?s ?p ?o }'
     """
-    if not bindings:
+    terms = check_bindings(bindings)
+    if not terms:
         return query
     code = code_only(query)
-    for name in bindings:
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
-                                       "(letters, digits and _, without the ?)")
+    for name in terms:
         if not re.search(rf"[?$]{name}\b", code):
             raise InvalidArgumentError(
                 f"binding {name!r} names no variable of the query; use a variable written "
                 f"?{name} in the query text"
             )
     brace = _binding_group(code)
-    variables = " ".join(f"?{name}" for name in bindings)
-    values = " ".join(_term_text(name, value) for name, value in bindings.items())
+    variables = " ".join(f"?{name}" for name in terms)
+    values = " ".join(str(term) for term in terms.values())
     block = f" VALUES ({variables}) {{ ({values}) }}"
     return query[: brace + 1] + block + query[brace + 1 :]
 
 
-def _term_text(name: str, value: Any) -> str:
-    """The value as SPARQL term text; a value that is no valid term names its binding."""
+def check_bindings(bindings: object) -> dict[str, Term]:
+    """Each binding's RDF term, by variable name; an error names the binding that has none.
+
+    Raises:
+        InvalidArgumentTypeError: ``bindings`` is not a mapping (or None), or a value has a
+            type that is no RDF term.
+        InvalidArgumentError: a name is not a SPARQL variable name, or a value cannot be
+            written (an ``IRI`` that is not one, a lone surrogate).
+
+    >>> check_bindings({"n": 3})
+    {'n': <Literal value=3 datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#integer>>}
+    """
+    if bindings is None:
+        return {}
+    if not isinstance(bindings, Mapping):
+        raise InvalidArgumentTypeError(
+            f"bindings must be a mapping of variable names to values ({{'since': date(2024, 1, "
+            f"1)}}), got {type(bindings).__name__}")
+    terms = {}
+    for name, value in bindings.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
+                                       "(letters, digits and _, without the ?)")
+        terms[name] = _term(name, value)
+    return terms
+
+
+def _term(name: str, value: Any) -> Term:
+    """``value`` as an RDF term; a failure names the binding and the value."""
     try:
-        text = str(to_term(value))
-        text.encode("utf-8")  # a lone surrogate is no Unicode, so no SPARQL either
-    except (ValueError, TypeError, UnicodeError) as exc:
-        shown = repr(value)[:100]
-        raise InvalidArgumentError(f"binding {name!r} = {shown} is not a valid RDF term: "
-                                   f"{exc}") from exc
-    return text
+        return to_term(value)
+    except InvalidArgumentError as exc:
+        try:
+            shown = repr(value)
+        except ValueError:  # an int too long to print
+            shown = f"<{type(value).__name__}>"
+        shown = shown if len(shown) <= 200 else shown[:200] + "..."
+        raise type(exc)(f"binding {name!r} = {shown}: {exc}") from None
 
 
 def _keyword(words: str) -> re.Pattern[str]:

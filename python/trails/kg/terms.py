@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import numbers
 from decimal import Decimal
 from typing import Any
 
 import pyoxigraph as ox
 
-__all__ = ["IRI", "to_python", "to_term"]
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+__all__ = ["IRI", "check_text", "to_python", "to_term"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -30,32 +33,71 @@ class IRI(str):
 def to_term(value: Any) -> Term:
     """The RDF term for a Python value.
 
-    ``IRI`` and pyoxigraph ``NamedNode`` -> IRI; ``str`` -> xsd:string; ``bool``, ``int``,
-    ``float``, ``Decimal``, ``date`` and ``datetime`` -> their XSD literals. pyoxigraph terms
-    pass through unchanged.
+    ``IRI`` and pyoxigraph ``NamedNode`` -> IRI; ``str`` -> xsd:string; ``bool``, ``int``
+    (of any size, exactly, and numpy's integers), ``float`` (NaN and infinities as xsd:double's
+    ``NaN``/``INF``/``-INF``), ``Decimal``, ``date``, ``datetime`` (with its offset, if any) and
+    ``time`` -> their XSD literals. pyoxigraph terms pass through unchanged.
+
+    Raises:
+        InvalidArgumentTypeError: a value of another type.
+        InvalidArgumentError: an ``IRI`` that is not an absolute IRI, a string with a lone
+            surrogate (UTF-8 cannot hold it), or a NaN/infinite ``Decimal``.
     """
     if isinstance(value, (ox.NamedNode, ox.BlankNode, ox.Literal, ox.Triple)):
         return value
-    if isinstance(value, IRI):
-        return ox.NamedNode(value)
+    if isinstance(value, str):
+        check_text(value, "the value")
+        return _named_node(value) if isinstance(value, IRI) else ox.Literal(value)
     if isinstance(value, bool):
         return ox.Literal("true" if value else "false", datatype=ox.NamedNode(XSD + "boolean"))
-    if isinstance(value, int):
-        return ox.Literal(str(value), datatype=ox.NamedNode(XSD + "integer"))
-    if isinstance(value, float):
-        return ox.Literal(_double_lexical(value), datatype=ox.NamedNode(XSD + "double"))
+    if isinstance(value, numbers.Integral):  # int, and numpy's integers (exact at any size)
+        return ox.Literal(_integer_lexical(int(value)), datatype=ox.NamedNode(XSD + "integer"))
+    if isinstance(value, float) or (isinstance(value, numbers.Real)
+                                    and not isinstance(value, numbers.Rational)):
+        return ox.Literal(_double_lexical(float(value)), datatype=ox.NamedNode(XSD + "double"))
     if isinstance(value, Decimal):
         return ox.Literal(_decimal_lexical(value), datatype=ox.NamedNode(XSD + "decimal"))
     if isinstance(value, dt.datetime):
         return ox.Literal(value.isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
     if isinstance(value, dt.date):
         return ox.Literal(value.isoformat(), datatype=ox.NamedNode(XSD + "date"))
-    if isinstance(value, str):
-        return ox.Literal(value)
-    raise TypeError(
-        f"cannot bind a {type(value).__name__} as an RDF term; use str, int, float, bool, "
-        "Decimal, date, datetime, trails.kg.IRI or a pyoxigraph term"
+    if isinstance(value, dt.time):
+        return ox.Literal(value.isoformat(), datatype=ox.NamedNode(XSD + "time"))
+    raise InvalidArgumentTypeError(
+        f"cannot write a {type(value).__name__} as an RDF term; use str, int, float, bool, "
+        "Decimal, date, datetime, time, trails.kg.IRI or a pyoxigraph term"
     )
+
+
+def check_text(text: str, what: str) -> str:
+    """``text`` itself, if UTF-8 can encode it (no lone surrogate such as ``"\\ud800"``,
+    which a bad decode or a JSON ``\\ud800`` escape leaves behind).
+
+    Raises:
+        InvalidArgumentError: naming ``what`` and where the surrogate is.
+
+    >>> check_text("caf\\u00e9", "the title")
+    'café'
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"{what} holds a lone surrogate {text[exc.start]!r} at offset {exc.start}, which "
+            "UTF-8 cannot encode (a bad decode or a JSON \\ud800 escape?); remove it or "
+            "decode the source properly") from None
+    return text
+
+
+def _named_node(iri: str) -> ox.NamedNode:
+    try:
+        return ox.NamedNode(iri)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"IRI({iri!r}) is not an absolute IRI ({exc}); write it as scheme:... with no "
+            "spaces, quotes or <>{}|^` (percent-encode them)") from None
 
 
 def _double_lexical(value: float) -> str:
@@ -67,10 +109,27 @@ def _double_lexical(value: float) -> str:
     return repr(value)
 
 
+def _integer_lexical(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError as exc:  # more digits than Python will print (sys.set_int_max_str_digits)
+        raise InvalidArgumentError(f"an int of {value.bit_length()} bits is too long to write "
+                                   f"({exc})") from None
+
+
+# An xsd:decimal is written without an exponent: past this many digits either side of the
+# point ("1E+999999999" is a billion), it is refused rather than spelled out.
+_MAX_DECIMAL_DIGITS = 4300
+
+
 def _decimal_lexical(value: Decimal) -> str:
     """xsd:decimal has no exponent: ``Decimal("1E+2")`` must be written ``100``."""
     if not value.is_finite():
-        raise ValueError(f"xsd:decimal has no NaN or infinity, got {value!r}; bind a float")
+        raise InvalidArgumentError(f"xsd:decimal has no NaN or infinity, got {value!r}; bind a float")
+    digits = len(value.as_tuple().digits)
+    if abs(value.adjusted()) + digits > _MAX_DECIMAL_DIGITS:
+        raise InvalidArgumentError(f"{value!r} would take more than {_MAX_DECIMAL_DIGITS} digits "
+                                   "as an xsd:decimal, which has no exponent; bind a float")
     return format(value, "f")
 
 

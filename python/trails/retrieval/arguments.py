@@ -1,58 +1,162 @@
-"""The checks ``retrieve`` runs on its arguments before it reads anything.
+"""The checks on what ``retrieve()`` and the retrievers are given, before any work.
 
-A wrong type or an out-of-range value raises :class:`~trails.errors.InvalidArgumentError`
-(a ``ValueError``) naming the argument, what it got and what it takes, instead of a Python
-error from deep inside a store.
+Each names the argument, what it got and what it takes, as an
+:class:`~trails.errors.InvalidArgumentError` (a ``ValueError``) or, for a value of the wrong
+type, an :class:`~trails.errors.InvalidArgumentTypeError` (also a ``TypeError``)::
+
+    >>> check_k(2**63)
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentError: k must be an int from 1 to 1000000, got 9223372036854775808
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trails.errors import InvalidArgumentError
+from trails.context import Context
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.kg.bindings import check_bindings
+from trails.kg.terms import check_text
+from trails.rank.rewrite import QueryRewriter, check_messages
+from trails.scopes import normalize_scopes
+from trails.vector.embedders.base import Embedder
+from trails.vector.stores.base import VectorStore
 
-__all__ = ["MAX_K", "check_retrieve_arguments"]
+__all__ = [
+    "MAX_K",
+    "check_fusion",
+    "check_k",
+    "check_messages_argument",
+    "check_query",
+    "check_retrieve_arguments",
+    "check_scope_argument",
+    "check_steps",
+]
 
-MAX_K = 2**31 - 1  # more hits than any store holds; beyond it SQLite and numpy overflow
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# At most this many hits: a result is built hit by hit in memory, and a larger k (2**63)
+# would overflow the store's native integers instead of saying what is wrong.
+MAX_K = 1_000_000
 
 
-def _got(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"[:120]
+def check_k(k: object, name: str = "k") -> int:
+    """``k`` itself if it is an int (not a bool) from 1 to :data:`MAX_K`."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidArgumentTypeError(f"{name} must be an int from 1 to {MAX_K}, got "
+                                       f"{type(k).__name__} {_shown(k)}")
+    if not 1 <= k <= MAX_K:
+        raise InvalidArgumentError(f"{name} must be an int from 1 to {MAX_K}, got {_shown(k)}")
+    return k
 
 
-def check_retrieve_arguments(query: Any, k: Any, scope: Any, sparql_filter: Any,
-                             bindings: Any, modes: Sequence[str], mode: Any) -> None:
-    """Raise InvalidArgumentError for the first argument of ``retrieve`` that cannot work.
-
-    >>> check_retrieve_arguments("q", 10, None, None, None, ("vector",), "vector")
-    >>> check_retrieve_arguments(None, 10, None, None, None, ("vector",), "vector")
-    Traceback (most recent call last):
-    ...
-    trails.errors.InvalidArgumentError: query must be a string, got NoneType None
-    """
+def check_query(query: object) -> str:
+    """The question, if it is a str that UTF-8 can encode."""
     if not isinstance(query, str):
-        raise InvalidArgumentError(f"query must be a string, got {_got(query)}")
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-        raise InvalidArgumentError(f"k must be an integer from 0 to {MAX_K:,}, got {_got(k)}")
+        raise InvalidArgumentTypeError(f"query must be a str (the question), got "
+                                       f"{type(query).__name__}")
+    return check_text(query, "query")
+
+
+def check_scope_argument(scope: object) -> list[str]:
+    """``scope`` (None, a name or a list of names) as the list of checked scope names."""
+    if scope is not None and not isinstance(scope, str) and (
+            not isinstance(scope, (list, tuple)) or not all(isinstance(s, str) for s in scope)):
+        raise InvalidArgumentTypeError(f"scope must be a scope name, a list of them or None, "
+                                       f"got {_shown(scope)}")
+    try:
+        return normalize_scopes(scope)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"scope: {exc}") from None
+
+
+def check_fusion(fusion: object, choices: Sequence[str]) -> None:
+    """``fusion`` is None, one of ``choices`` or a callable."""
+    if fusion is None or callable(fusion):
+        return
+    if isinstance(fusion, str):
+        if fusion not in choices:
+            raise InvalidArgumentError(f"fusion must be None, a callable or one of "
+                                       f"{tuple(choices)}; got {fusion!r}")
+        return
+    raise InvalidArgumentTypeError(f"fusion must be None, a callable or one of "
+                                   f"{tuple(choices)}; got {type(fusion).__name__}")
+
+
+def check_steps(steps: object) -> tuple[Callable[..., Any], ...]:
+    """``steps`` as a tuple of callables (each ``step(query, hits, ctx)``)."""
+    if not isinstance(steps, (list, tuple)):
+        raise InvalidArgumentTypeError(f"steps must be a list of callables step(query, hits, "
+                                       f"ctx), got {type(steps).__name__}")
+    for i, step in enumerate(steps):
+        if not callable(step):
+            raise InvalidArgumentTypeError(f"steps[{i}] must be callable as step(query, hits, "
+                                           f"ctx), got {_shown(step)}")
+    return tuple(steps)
+
+
+def check_messages_argument(messages: object) -> list[dict[str, str]]:
+    """:func:`~trails.rank.rewrite.check_messages`, its errors as argument errors."""
+    try:
+        return check_messages(messages)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise InvalidArgumentTypeError(str(exc)) from None
+    except ValueError as exc:
+        raise InvalidArgumentError(str(exc)) from None
+
+
+def check_retrieve_arguments(
+    query: object, ctx: object, *, mode: object, modes: Sequence[str], k: object,
+    sparql_filter: object, bindings: object, vector_store: object, embedder: object,
+    fusion: object, fusions: Sequence[str], scope: object, messages: object, rewriter: object,
+    steps: object,
+) -> None:
+    """Everything ``retrieve()`` is given, checked before any work.
+
+    Raises:
+        InvalidArgumentTypeError: an argument of the wrong type.
+        InvalidArgumentError: a value out of range or not among the choices.
+    """
+    check_query(query)
+    if ctx is not None and not isinstance(ctx, Context):
+        raise InvalidArgumentTypeError(f"ctx must be a trails Context (Context.open(...)) or "
+                                       f"None, got {type(ctx).__name__}")
     if not isinstance(mode, str) or mode not in modes:
-        raise InvalidArgumentError(
-            f"mode must be one of {', '.join(map(repr, modes))}; got {_got(mode)}")
-    names = [] if scope is None else [scope] if isinstance(scope, str) else scope
-    if not isinstance(names, (list, tuple)) or not all(isinstance(s, str) for s in names):
-        raise InvalidArgumentError(
-            f"scope must be a scope name or a list of them, got {_got(scope)}")
-    if sparql_filter is not None and not isinstance(sparql_filter, str):
-        raise InvalidArgumentError(
-            f"sparql_filter must be SPARQL text (a str), got {_got(sparql_filter)}")
-    if bindings is not None:
-        if not isinstance(bindings, Mapping):
-            raise InvalidArgumentError(
-                f"bindings must be a mapping of variable names to values, got {_got(bindings)}")
-        for name in bindings:
-            if not isinstance(name, str) or not _VARIABLE.match(name):
-                raise InvalidArgumentError(
-                    f"bindings key {name!r} is not a SPARQL variable name (letters, digits "
-                    "and _, optionally after ? or $)")
+        raise InvalidArgumentError(f"mode must be one of {', '.join(map(repr, modes))}; got "
+                                   f"{_shown(mode)}")
+    check_k(k)
+    if sparql_filter is not None:
+        if not isinstance(sparql_filter, str):
+            raise InvalidArgumentTypeError(f"sparql_filter must be a SPARQL SELECT (str) or "
+                                           f"None, got {type(sparql_filter).__name__}")
+        check_text(sparql_filter, "sparql_filter")
+    check_bindings(bindings)
+    if isinstance(bindings, Mapping) and bindings and sparql_filter is None:
+        raise InvalidArgumentError("bindings were given without a sparql_filter to bind them in")
+    if mode == "vector" and sparql_filter is not None:
+        raise InvalidArgumentError("mode='vector' ranks every vector and takes no sparql_filter; "
+                                   "use mode='hybrid' to rank only the filter's candidates")
+    if mode == "graph" and sparql_filter is None:
+        raise InvalidArgumentError("mode='graph' needs a sparql_filter selecting the IRIs to "
+                                   "return")
+    if vector_store is not None and not isinstance(vector_store, VectorStore):
+        raise InvalidArgumentTypeError(f"vector_store must be a VectorStore or None, got "
+                                       f"{type(vector_store).__name__}")
+    if embedder is not None and not isinstance(embedder, Embedder):
+        raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got "
+                                       f"{type(embedder).__name__}")
+    check_fusion(fusion, fusions)
+    check_scope_argument(scope)
+    check_messages_argument(messages)
+    if rewriter is not None and not isinstance(rewriter, QueryRewriter):
+        raise InvalidArgumentTypeError(f"rewriter must have a rewrite(query, messages) method, "
+                                       f"got {type(rewriter).__name__}")
+    check_steps(steps)
+
+
+def _shown(value: object) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:80] + "..."

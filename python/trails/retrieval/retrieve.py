@@ -93,7 +93,11 @@ def retrieve(
             ``step(query, hits, ctx)`` and returns hits.
 
     Raises:
-        ValueError: unknown ``mode`` or ``fusion``, or ``k < 0``.
+        InvalidArgumentError: an argument out of range or of the wrong type (an
+            InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
+            ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
+            bindings that are no mapping of variable names to values
+            (``trails.retrieval.arguments``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
@@ -107,7 +111,10 @@ def retrieve(
     >>> retrieve("anything", ctx, mode="vector")
     <RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
     """
-    check_retrieve_arguments(query, k, scope, sparql_filter, bindings, MODES, mode)
+    check_retrieve_arguments(query, ctx, mode=mode, modes=MODES, k=k, sparql_filter=sparql_filter,
+                             bindings=bindings, vector_store=vector_store, embedder=embedder,
+                             fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
+                             rewriter=rewriter, steps=steps)
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:

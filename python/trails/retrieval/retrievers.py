@@ -30,16 +30,24 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from trails.context import Context, default_context
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.base import FunctionGraph
-from trails.kg.bindings import apply_bindings
+from trails.kg.bindings import apply_bindings, check_bindings
 from trails.kg.sparql import check_filter
 from trails.kg.variables import check_bound
 from trails.rank._steps import Step
 from trails.rank.fusion import FusionFn, Ranking, rrf
-from trails.rank.rewrite import QueryRewriter, check_messages
+from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.arguments import (
+    check_fusion,
+    check_k,
+    check_messages_argument,
+    check_query,
+    check_scope_argument,
+    check_steps,
+)
 from trails.retrieval.retrieve import FUSIONS, retrieve
-from trails.scopes import normalize_scopes
 from trails.vector.stores.base import check_compatible
 
 __all__ = [
@@ -132,11 +140,7 @@ class HybridRetriever:
     def __post_init__(self) -> None:
         _init_common(self)
         _init_filter(self)
-        if isinstance(self.fusion, str) and self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; "
-                             f"got {self.fusion!r}")
-        if self.fusion is not None and not isinstance(self.fusion, str) and not callable(self.fusion):
-            raise TypeError(f"fusion must be None, 'rrf' or a callable, got {self.fusion!r}")
+        check_fusion(self.fusion, FUSIONS)
         object.__setattr__(self, "steps", _checked_steps(self.steps))
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
@@ -171,7 +175,7 @@ class GraphRetriever:
     def __post_init__(self) -> None:
         _init_common(self)
         if self.sparql_filter is None:
-            raise ValueError("GraphRetriever needs a sparql_filter selecting the IRIs to return")
+            raise InvalidArgumentError("GraphRetriever needs a sparql_filter selecting the IRIs to return")
         _init_filter(self)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
@@ -205,7 +209,7 @@ class RerankedRetriever:
         _check_retriever(self.inner, "inner")
         object.__setattr__(self, "steps", _checked_steps(_as_steps(self.steps)))
         if not self.steps:
-            raise ValueError("RerankedRetriever needs at least one step")
+            raise InvalidArgumentError("RerankedRetriever needs at least one step")
         if self.k is not None:
             _check_k(self.k)
         if self.ctx is None:
@@ -247,17 +251,17 @@ class CompositeRetriever:
     def __post_init__(self) -> None:
         retrievers = tuple(self.retrievers)
         if not retrievers:
-            raise ValueError("CompositeRetriever needs at least one retriever")
+            raise InvalidArgumentError("CompositeRetriever needs at least one retriever")
         for i, retriever in enumerate(retrievers):
             _check_retriever(retriever, f"retrievers[{i}]")
         object.__setattr__(self, "retrievers", retrievers)
         if not callable(self.fusion):
-            raise TypeError(f"fusion must be a fusion function (like rrf), got {self.fusion!r}")
+            raise InvalidArgumentTypeError(f"fusion must be a fusion function (like rrf), got {self.fusion!r}")
         _check_k(self.k)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         _check_query(query)
-        check_messages(messages)
+        check_messages_argument(messages)
         results = [r.retrieve(query, messages) for r in self.retrievers]
         rankings = [Ranking(f"r{i}", [(h.iri, h.score) for h in hits])  # type: ignore[misc]
                     for i, hits in enumerate(results)]
@@ -279,16 +283,26 @@ class CompositeRetriever:
 def _init_common(retriever: Any) -> None:
     if retriever.ctx is None:
         object.__setattr__(retriever, "ctx", default_context())
+    if not isinstance(retriever.ctx, Context):
+        raise InvalidArgumentTypeError(f"ctx must be a trails Context, got "
+                                       f"{type(retriever.ctx).__name__}")
     _check_k(retriever.k)
-    object.__setattr__(retriever, "scope", tuple(normalize_scopes(retriever.scope)))
+    object.__setattr__(retriever, "scope", tuple(check_scope_argument(retriever.scope)))
     rewriter = retriever.rewriter
     if rewriter is not None and not isinstance(rewriter, QueryRewriter):
-        raise TypeError(f"rewriter must have a rewrite(query, messages) method, got {rewriter!r}")
+        raise InvalidArgumentTypeError(f"rewriter must have a rewrite(query, messages) method, got {rewriter!r}")
 
 
 def _init_filter(retriever: Any) -> None:
     """Check the filter, its bindings and the query variable now, not on the first call."""
     kg, text = retriever.ctx.kg, retriever.sparql_filter
+    if text is not None and not isinstance(text, str):
+        raise InvalidArgumentTypeError(f"sparql_filter must be a SPARQL SELECT (str), got "
+                                       f"{type(text).__name__}")
+    if retriever.query_variable is not None and not isinstance(retriever.query_variable, str):
+        raise InvalidArgumentTypeError("query_variable must be a variable name (str), got "
+                                       f"{type(retriever.query_variable).__name__}")
+    check_bindings(retriever.bindings)
     bindings = dict(retriever.bindings or {})
     if text is None:
         if bindings or retriever.query_variable is not None:
@@ -312,22 +326,17 @@ def _as_steps(steps: Step | Sequence[Step]) -> Sequence[Step]:
     return (steps,) if callable(steps) else steps
 
 
-def _checked_steps(steps: Sequence[Any]) -> tuple[Step, ...]:
-    steps = tuple(steps)
-    for i, step in enumerate(steps):
-        if not callable(step):
-            raise TypeError(f"steps[{i}] must be callable as step(query, hits, ctx), got {step!r}")
-    return steps
+def _checked_steps(steps: Any) -> tuple[Step, ...]:
+    return check_steps(steps)
 
 
 def _check_k(k: Any) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_k(k)
 
 
 def _check_retriever(retriever: object, name: str) -> None:
     if not isinstance(retriever, Retriever):
-        raise TypeError(f"{name} must be a Retriever (with retrieve(query, messages=None)), "
+        raise InvalidArgumentTypeError(f"{name} must be a Retriever (with retrieve(query, messages=None)), "
                         f"got {retriever!r}")
 
 
@@ -335,14 +344,13 @@ def _check_retriever(retriever: object, name: str) -> None:
 
 
 def _check_query(query: Any) -> None:
-    if not isinstance(query, str):
-        raise TypeError(f"query must be a str (the question), got {type(query).__name__}")
+    check_query(query)
 
 
 def _standalone(query: str, messages: Messages | None, rewriter: QueryRewriter | None) -> str:
     """The question to rank by: ``query``, or the rewriter's standalone form of it."""
     _check_query(query)
-    turns = check_messages(messages)
+    turns = check_messages_argument(messages)
     if rewriter is None or not turns:
         return query
     rewritten = rewriter.rewrite(query, turns)
