@@ -28,8 +28,9 @@ T = TypeVar("T")
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
 # deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
-# 10 ms, 20 ms, ... up to 250 ms between them (about 2 s in all).
-OPEN_ATTEMPTS = 12
+# 10 ms, 20 ms, ... up to 250 ms between them (about 9 s in all: on a loaded machine a busy
+# writer's compactions can win a dozen races in a row).
+OPEN_ATTEMPTS = 40
 
 
 class OxigraphGraph:
