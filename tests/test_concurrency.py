@@ -219,12 +219,13 @@ def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, 
 
 
 GRAPH_WRITER = r"""
-import sys, time
+import os, sys, time
 import pyoxigraph as ox
 store = ox.Store(sys.argv[1])
 start, n = time.monotonic(), 0
 print("ready", flush=True)
-while time.monotonic() - start < float(sys.argv[2]):
+# Until the reader has opened often enough (it says so with a file), a minute at most.
+while not os.path.exists(sys.argv[2]) and time.monotonic() - start < 60:
     n += 1
     store.update(f'INSERT DATA {{ <https://x/s{n}> <https://x/p> "{"v" * 200}{n}" }}')
     if n % 20 == 0:
@@ -236,7 +237,8 @@ while time.monotonic() - start < float(sys.argv[2]):
 def test_read_only_opens_never_fail_while_the_writer_compacts(tmp_path):
     path = tmp_path / "graph"
     OxigraphGraph(path).close()
-    writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(path), "6"],
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(path), str(stop)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "ready"
@@ -246,6 +248,8 @@ def test_read_only_opens_never_fail_while_the_writer_compacts(tmp_path):
             sizes.append(len(graph))
             graph.close()
             opens += 1
+            if opens == 12:
+                stop.touch()
         assert writer.returncode == 0, writer.stderr.read()[-2000:]
     finally:
         if writer.poll() is None:

@@ -15,7 +15,8 @@ the answer. :meth:`PinnedRead.checked` detects it (chunk IRIs carry their versio
 document's candidates hold no chunk of its live version and the graph no longer has any) and
 pins a new snapshot, taken after the graph was read and so at least as new: checked again, the
 filter's answer is then used with it. Should that too be torn (the writer committed again in
-between), the whole read starts again, at most ``READ_ATTEMPTS`` times; the last attempt
+between), the whole read starts again after a short wait (2 ms doubling to 100 ms, so the
+writer can finish the step it is in), at most ``READ_ATTEMPTS`` times; the last attempt
 answers as well as it can and says so in ``RetrievalResult.notes``.
 
 A read-only Oxigraph graph is a view of the moment it was opened (``Context.open(...,
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -47,7 +49,7 @@ __all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
-READ_ATTEMPTS = 6
+READ_ATTEMPTS = 10
 _CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
 
 
@@ -188,4 +190,6 @@ def pinned_reads(store: VectorStore, kg: KnowledgeGraph | None) -> Iterator[Pinn
                 return read.noted(answer(iris))
     """
     for attempt in range(READ_ATTEMPTS):
+        if attempt:  # let the writer finish the step it is in: retrying at once meets it again
+            time.sleep(min(0.002 * 2**attempt, 0.1))
         yield PinnedRead(store, kg, last=attempt == READ_ATTEMPTS - 1, again=attempt > 0)
