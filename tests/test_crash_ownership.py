@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import killing
 from trails.context import Context
 from trails.ingest import ingest_all
 from trails.kg import IRI
@@ -68,17 +66,8 @@ def prepared(tmp_path_factory):
 
 
 def run_worker(context: Path, corpus: Path, kill_after: float | None) -> bool:
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(context), str(corpus)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert worker.stdout.readline().strip() == "ready"
-    if kill_after is None:
-        _out, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err
-        return True
-    time.sleep(kill_after)
-    worker.send_signal(signal.SIGKILL)
-    worker.communicate(timeout=30)
-    return worker.returncode == 0
+    """Run an ingest; kill it ``kill_after`` seconds after it is ready. True if it finished."""
+    return killing.run_worker(WORKER, [context, corpus], kill_after)
 
 
 def assert_user_triples(ctx: Context) -> None:

@@ -13,15 +13,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+import killing
 from trails import retrieve
 from trails.context import Context
 from trails.ingest import ingest_all
@@ -112,17 +110,7 @@ def _assert_whole_versions(ctx: Context, wholes: dict[str, list[set[str]]]) -> N
 
 def _run_worker(context: Path, corpus: Path, kill_after: float | None) -> bool:
     """Run an ingest; kill it ``kill_after`` seconds after it is ready. True if it finished."""
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(context), str(corpus)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert worker.stdout.readline().strip() == "ready"
-    if kill_after is None:
-        _out, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err
-        return True
-    time.sleep(kill_after)
-    worker.send_signal(signal.SIGKILL)
-    worker.communicate(timeout=30)
-    return worker.returncode == 0
+    return killing.run_worker(WORKER, [context, corpus], kill_after)
 
 
 def _all_current(ctx: Context, wholes: dict[str, list[set[str]]]) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "SPARQL_AUTH_ENV",
     "VECTORS_FILE",
     "Settings",
+    "Where",
     "build_embedder",
     "default_embedder",
     "describe_embedder",

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from trails.backends import GRAPH_DIR, VECTORS_FILE
+from trails.backends import GRAPH_DIR, VECTORS_FILE, Where
 from trails.config import ContextConfig, PartConfig
 from trails.errors import ContextDamagedError, StorageError
 from trails.kg.base import KnowledgeGraph
@@ -50,11 +50,10 @@ def new_context_id() -> str:
 
 
 def _embedded_path(root: Path, part: PartConfig, backend: str, default: str) -> Path | None:
+    """Where an embedded part lives (as ``backends`` opens it), None for another backend."""
     if part.backend != backend:
         return None
-    value = part.settings.get("path")
-    path = Path(str(value if value is not None else default)).expanduser()
-    return path if path.is_absolute() else root / path
+    return Where(root, read_only=True).path(part.settings.get("path"), default)
 
 
 def _graph_path(root: Path, config: ContextConfig) -> Path | None:

@@ -188,6 +188,7 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
         ctx.kg.update(" ;\n".join(f"DELETE WHERE {{ GRAPH {MINTED_GRAPH} {{ {ox.NamedNode(n)} ?p ?o }} }}"
                                    for n in report.stale_manifests))
     damaged = {doc for doc, *_ in report.count_mismatches}
+    short = {doc for doc, recorded, _, in_graph in report.count_mismatches if in_graph != recorded}
     damaged |= {chunks[c][0] for c in report.chunks_without_vectors}
     damaged |= set(report.graph_behind)
     for doc in sorted(damaged):
@@ -200,7 +201,8 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
             delete_document(ctx, doc)
             report.removed.append(doc)
             continue
-        _rebuild_chunks(ctx, record, [r for r, _ in live_rows.get(doc, ())])
+        if doc in short:  # the graph lost chunk triples: the vectors hold their text
+            _rebuild_chunks(ctx, record, [r for r, _ in live_rows.get(doc, ())])
         if manifest is not None:
             ctx.kg.update(finish_update(ctx.kg, [(doc, record.version, manifest)], record.scope))
         report.finished.append(doc)

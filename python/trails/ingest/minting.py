@@ -20,6 +20,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = [
     "CHUNK_PREDICATES",
+    "MINTED",
     "MINTED_GRAPH",
     "check_base_iri",
     "chunk_iri",
@@ -290,7 +291,7 @@ def document_quads(
     manifest = document_manifest(document, iri, version, chunks, scope, predicates)
     return [*(ox.Quad(s, p, o, g)
               for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)),
-            ox.Quad(ox.NamedNode(iri), _MINTED, ox.Literal(manifest), MINTED_GRAPH)]
+            ox.Quad(ox.NamedNode(iri), MINTED, ox.Literal(manifest), MINTED_GRAPH)]
 
 
 def document_nquads(
@@ -302,7 +303,7 @@ def document_nquads(
     manifest = document_manifest(document, iri, version, chunks, scope, predicates)
     return "".join(f"{s} {p} {o}{end}"
                    for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)) + (
-        f"<{iri}> {_MINTED} {_string(manifest)} {MINTED_GRAPH} .\n")
+        f"<{iri}> {MINTED} {_string(manifest)} {MINTED_GRAPH} .\n")
 
 
 def chunk_quads(
@@ -363,7 +364,7 @@ _string = json.encoder.encode_basestring
 # Where each document's manifest lives: outside every scope's graph, so no scoped query or
 # retrieval filter sees it.
 MINTED_GRAPH = ox.NamedNode("urn:trails:minted")
-_MINTED = _t("minted")
+MINTED = _t("minted")  # a document's manifest, in MINTED_GRAPH
 # The predicates trails writes on chunk subjects: all a new version or a delete removes from
 # a chunk (its rdf:type only when it is trails:Chunk), so a user's triples about it survive.
 CHUNK_PREDICATES = tuple(p.value for p in (

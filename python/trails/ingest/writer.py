@@ -32,6 +32,7 @@ import pyoxigraph as ox
 from trails.ingest.document import Chunk, Document
 from trails.ingest.minting import (
     CHUNK_PREDICATES,
+    MINTED,
     MINTED_GRAPH,
     chunk_iri,
     chunk_nquads,
@@ -73,6 +74,7 @@ class PendingDocument:
     vectors: list[Vector | None] = field(default_factory=list)
 
     missing: int = 0
+    manifest: str | None = None  # its document triples (N-Triples), once built
 
     def __post_init__(self) -> None:
         self.vectors = [None] * len(self.chunks)
@@ -97,7 +99,6 @@ class PendingDocument:
 
 # A staged manifest: ``<doc>/v/<version> trails:minted "<N-Triples>" ; trails:stagedFor <doc>``
 # in the minted graph, written with the version's chunk triples (step 2), consumed by step 4.
-MINTED = ox.NamedNode(TRAILS + "minted")
 STAGED_FOR = ox.NamedNode(TRAILS + "stagedFor")
 
 
@@ -282,8 +283,11 @@ class VersionWriter:
             lambda d: chunk_quads(d.chunks, d.iri, d.version, self.scope) + self._staged_quads(d))
 
     def manifest(self, d: PendingDocument) -> str:
-        return document_manifest(d.document, d.iri, d.version, len(d.chunks), self.scope,
-                                 self.ctx.metadata_predicates)
+        """The document triples step 4 writes (built once: steps 2 and 4 both need them)."""
+        if d.manifest is None:
+            d.manifest = document_manifest(d.document, d.iri, d.version, len(d.chunks),
+                                           self.scope, self.ctx.metadata_predicates)
+        return d.manifest
 
     def _staged_quads(self, d: PendingDocument) -> list[ox.Quad]:
         node = staged_manifest_node(d.iri, d.version)

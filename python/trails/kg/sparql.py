@@ -67,7 +67,6 @@ _UPDATE_WORDS = re.compile(
     r"(?<![?$:\w-])(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)(?![\w:-])",
     re.IGNORECASE,
 )
-_SERVICE = re.compile(r"\bSERVICE\b", re.IGNORECASE)
 _EMPTY = ox.Store()
 # Every spelling of the word, wherever it is (a keyword cannot be written with escapes).
 _SERVICE_WORD = re.compile(r"service(?:\s+silent(?![\w:-]))?", re.IGNORECASE | re.ASCII)

@@ -56,6 +56,7 @@ class ScopedBm25:
         self._ready = False
         # scopes -> (the file's state, rows, tokens)
         self._stats: dict[tuple[str, ...], tuple[object, int, int]] = {}
+        self._total: tuple[object, int] = (None, 0)  # (the file's state, indexed rows)
 
     def _prepare(self) -> None:
         if not self._ready:
@@ -66,8 +67,10 @@ class ScopedBm25:
     def covers_all(self, scopes: Sequence[str], version: object) -> bool:
         """Whether ``scopes`` hold every indexed row (then FTS5's statistics are theirs)."""
         rows, _ = self.statistics(scopes, version)
-        total = self._db.execute("SELECT COUNT(*) FROM keyword_index_docsize")[0][0]
-        return bool(rows == total)
+        if self._total[0] != version:  # counted once per committed state, not per query
+            self._total = (version, int(self._db.execute(
+                "SELECT COUNT(*) FROM keyword_index_docsize")[0][0]))
+        return rows == self._total[1]
 
     def statistics(self, scopes: Sequence[str], version: object) -> tuple[int, int]:
         """(indexed rows, their total length in tokens) in ``scopes``, cached per
