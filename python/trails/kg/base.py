@@ -8,6 +8,8 @@ implement all of it. What only some graphs can do is a narrower protocol, checke
 - :class:`FunctionGraph`: custom SPARQL functions evaluated in this process
   (``trails:similarity``); a remote endpoint cannot call back into Python.
 - :class:`NQuadsGraph`: loads N-Quads text in one transaction, the ingest writer's fast path.
+- :class:`GenerationGraph`: numbers its states, so a filter's answer can be kept until the
+  graph changes (a remote endpoint can change at any time unseen).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from trails.errors import SparqlError
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 
-__all__ = ["FunctionGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput", "select"]
+__all__ = ["FunctionGraph", "GenerationGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput", "select"]
 
 # SELECT -> QueryResult, ASK -> bool, CONSTRUCT/DESCRIBE -> triples.
 QueryOutput = QueryResult | bool | list[ox.Triple]
@@ -94,6 +96,15 @@ class FunctionGraph(KnowledgeGraph, Protocol):
     def register_function(
         self, iri: str, fn: Callable[..., Any], *, per_query: bool = False
     ) -> None: ...
+
+
+@runtime_checkable
+class GenerationGraph(KnowledgeGraph, Protocol):
+    """A graph that numbers its states: while ``generation`` stays the same, so do its
+    triples, and a filter's answer may be reused (``retrieval/candidates.py``)."""
+
+    @property
+    def generation(self) -> int: ...
 
 
 @runtime_checkable

@@ -59,6 +59,7 @@ class OxigraphGraph:
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
         self._closed = False
         self._opening = threading.Lock()  # one reopen at a time: a second would find it locked
+        self._generation = 0
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
@@ -116,6 +117,13 @@ class OxigraphGraph:
         if self.read_only and self.path is not None and not self._closed:
             with self._opening:
                 self._store = self._open()
+                self._generation += 1
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever what this object reads may have: each write through it (before
+        and after), :meth:`refresh`, each use of :attr:`store` (``GenerationGraph``)."""
+        return self._generation
 
     @property
     def _s(self) -> ox.Store:
@@ -137,7 +145,12 @@ class OxigraphGraph:
     def _faults(self, action: str) -> Iterator[None]:
         """Raise a full disk, a read-only mount or a corrupt file met inside as a
         StorageError naming the graph's directory, and drop the store so the next call
-        reopens it: the same process can go on once the fault is fixed."""
+        reopens it: the same process can go on once the fault is fixed. A write changes the
+        :attr:`generation` as it starts and again when it ends, so a read that overlaps it is
+        never credited with the state after it."""
+        writing = action.startswith("writing")
+        if writing:
+            self._generation += 1
         try:
             yield
         except (OSError, RuntimeError) as exc:
@@ -147,6 +160,9 @@ class OxigraphGraph:
             if self.path is not None:
                 self._store = None  # releases RocksDB (and its lock) now: nothing else holds it
             raise fault from exc.with_traceback(None)
+        finally:
+            if writing:
+                self._generation += 1
 
     def _read(self, read: Callable[[], T]) -> T:
         """``read()`` on the store. A read-only store is a view of the files of the moment
@@ -167,7 +183,9 @@ class OxigraphGraph:
 
     @property
     def store(self) -> ox.Store:
-        """The underlying pyoxigraph store, for anything this wrapper does not cover."""
+        """The underlying pyoxigraph store, for anything this wrapper does not cover (what
+        was read before may be stale after: the :attr:`generation` moves on)."""
+        self._generation += 1
         return self._s
 
     @property

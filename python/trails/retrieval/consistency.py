@@ -30,22 +30,26 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Hashable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from trails.kg.base import KnowledgeGraph, select
+from trails.kg.base import GenerationGraph, KnowledgeGraph, select
 from trails.records import RetrievalResult
-from trails.vector.stores.base import Snapshots, VectorStore, VersionedStore
+from trails.vector.stores.base import NumberedStates, Snapshots, VectorStore, VersionedStore
+from trails.vector.stores.records import DocumentIris
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["READ_ATTEMPTS", "PinnedRead", "candidate_versions", "gone_from_graph", "minted_chunk",
-           "pinned_reads", "torn_documents", "unselected_live"]
+__all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_versions",
+           "gone_from_graph", "minted_chunk", "out_of_step", "pinned_reads", "torn_documents",
+           "unselected_live"]
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
@@ -62,7 +66,7 @@ def minted_chunk(iri: str) -> bool:
     return _CHUNK.match(iri) is not None
 
 
-def candidate_versions(iris: list[str]) -> dict[str, set[str]]:
+def candidate_versions(iris: Sequence[str]) -> dict[str, set[str]]:
     """For each document with chunk IRIs among ``iris``, the versions they name."""
     versions: dict[str, set[str]] = {}
     for iri in iris:
@@ -91,7 +95,7 @@ def gone_from_graph(suspects: dict[str, str], kg: KnowledgeGraph) -> list[str]:
     return sorted(set(suspects) - set(present.column("doc")))
 
 
-def torn_documents(iris: list[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
+def torn_documents(iris: Sequence[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
     """Documents the filter's answer ``iris`` loses under the store's pinned state: their
     candidates are chunks of other versions than the live one, and the graph holds no chunk
     of the live one any more (the graph moved past the snapshot). A document whose live
@@ -135,11 +139,13 @@ class PinnedRead:
         self._held.close()
         return kind is _TornRead  # read again, with a fresh snapshot
 
-    def checked(self, iris: list[str]) -> list[str]:
+    def checked(self, iris: Sequence[str]) -> Sequence[str]:
         """``iris`` (the filter's answer), after checking that the graph it came from is not
         newer than the snapshot; if it is, a newer snapshot is pinned and checked in turn (see
         the module docstring)."""
         store = self.store
+        if isinstance(iris, DocumentIris):
+            return self._checked_documents(iris)
         versions = candidate_versions(iris)
         if self.kg is None or not versions or not isinstance(store, VersionedStore):
             return iris
@@ -170,6 +176,24 @@ class PinnedRead:
             "be missing from this answer; retrieve again once ingestion finishes")
         return iris
 
+    def _checked_documents(self, iris: DocumentIris) -> DocumentIris:
+        """A filter evaluated over documents: the store expands each to its live version in
+        the snapshot, so the answer is whole versions; but a document the graph shows at
+        another version than the snapshot was selected by that version's triples. Such a read
+        is torn: read again (the graph refreshed, or a newer snapshot)."""
+        assert self.kg is not None  # documents come from a graph's filter
+        torn = sorted(set(iris) & out_of_step(self.kg, self.store))
+        if not torn:
+            return iris
+        if not self.last:
+            raise _TornRead
+        self.notes.append(
+            f"{len(torn)} document(s) were at another version in the graph than in the vector "
+            f"store during this read, {READ_ATTEMPTS} times in a row (being re-ingested, e.g. "
+            f"{torn[0]}): they may be missing or selected on their other version's metadata; "
+            "retrieve again once ingestion finishes")
+        return DocumentIris(i for i in iris if i not in set(torn))
+
     def noted(self, result: RetrievalResult) -> RetrievalResult:
         """``result`` with this read's notes."""
         if not self.notes:
@@ -178,6 +202,39 @@ class PinnedRead:
                                candidates=result.candidates, exhaustive=result.exhaustive,
                                rankings=result.rankings, notes=[*result.notes, *self.notes],
                                fusion_weights=result.fusion_weights)
+
+
+_STEPS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, Hashable], frozenset[str]]] = (
+    weakref.WeakKeyDictionary())
+_STEPS_LOCK = threading.Lock()
+
+
+def can_check_documents(kg: KnowledgeGraph | None, store: VectorStore) -> bool:
+    """Whether a filter's answer may be documents here: :func:`out_of_step` can be kept
+    between commits (a graph and a store that both number their states)."""
+    return (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
+            and isinstance(store, VersionedStore))
+
+
+def out_of_step(kg: KnowledgeGraph, store: VectorStore) -> frozenset[str]:
+    """Documents whose version in the graph (``trails:currentVersion``) is not the store's
+    live one, among those both hold; worked out once per pair of states (a full comparison:
+    ~0.5 s at 131,000 documents), empty while nothing is being written."""
+    if not (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
+            and isinstance(store, VersionedStore)):
+        raise TypeError("out_of_step needs a GenerationGraph and a NumberedStates store")
+    key = (kg.generation, store.state())
+    with _STEPS_LOCK:
+        known = _STEPS.get(store)
+    if known is not None and known[0] == key:
+        return known[1]
+    in_graph = select(kg, "SELECT ?doc ?v WHERE { ?doc trails:currentVersion ?v }")
+    live = store.current_versions()
+    differ = frozenset(row["doc"] for row in in_graph.rows
+                       if row["doc"] in live and live[row["doc"]].version != row["v"])
+    with _STEPS_LOCK:
+        _STEPS[store] = (key, differ)
+    return differ
 
 
 def pinned_reads(store: VectorStore, kg: KnowledgeGraph | None) -> Iterator[PinnedRead]:

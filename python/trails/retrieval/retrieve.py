@@ -19,7 +19,8 @@ from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_retrieve_arguments
-from trails.retrieval.consistency import minted_chunk, pinned_reads
+from trails.retrieval.candidates import filter_candidates
+from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -127,7 +128,7 @@ def retrieve(
     if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
         check_known_scopes(scopes, known_scopes(ctx))  # a typo must not read as "no match"
 
-    iris: list[str] | None = None
+    iris: Sequence[str] | None = None
     if mode == "vector" and sparql_filter is not None:
         # Silently ignoring the filter could return what the caller meant to exclude.
         raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
@@ -150,10 +151,11 @@ def retrieve(
     for read in pinned_reads(store, graph):
         with read:
             if graph is not None:
-                iris = read.checked(graph.select_iris(sparql_filter or "", bindings,
-                                                      scopes=scopes))
+                lift = mode != "graph" and can_check_documents(graph, store)
+                iris = read.checked(filter_candidates(graph, sparql_filter or "", bindings,
+                                                      scopes, documents=lift))
             if mode == "graph":
-                return _noted(read.noted(_graph_hits(iris or [], store, k, ctx, scopes)),
+                return _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
                               bindings)
             model = embedder if embedder is not None else _need(ctx, "embedder").embedder
             check_compatible(model, store)
@@ -269,7 +271,7 @@ def _ranked_hits(
     store: VectorStore,
     embedder: Embedder,
     k: int,
-    iris: list[str] | None,
+    iris: Sequence[str] | None,
     fusion: str | FusionFn | None,
     mode: str,
     scopes: list[str],
@@ -318,7 +320,7 @@ def _ranked_hits(
 
 
 def _keyword_hits(
-    query: str, store: VectorStore, depth: int, iris: list[str] | None, scopes: list[str],
+    query: str, store: VectorStore, depth: int, iris: Sequence[str] | None, scopes: list[str],
     notes: list[str], with_metadata: bool,
 ) -> list[VectorHit] | None:
     """The store's BM25 ranking of the same candidates and scopes, or None (with a note) when

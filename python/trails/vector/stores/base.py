@@ -8,8 +8,9 @@
   ingestion, ``verify``, repair and ``delete_document`` need), :class:`KeywordIndex` (a BM25
   ranking that ``retrieve`` fuses; without it fusion runs on the vector ranking alone, with a
   note), :class:`KeywordWeights` (a query's BM25 weight, from which fusion reads the keyword
-  ranking's quality) and :class:`Snapshots` (reads that share one committed state).
-  ``SqliteVecStore`` has all four, ``QdrantStore`` all but ``KeywordWeights``.
+  ranking's quality), :class:`Snapshots` (reads that share one committed state) and
+  :class:`NumberedStates` (a name for each committed state). ``SqliteVecStore`` has all
+  five, ``QdrantStore`` all but ``KeywordWeights`` and ``NumberedStates``.
 - :class:`BaseVectorStore` and :class:`BaseKeywordIndex`: the checks and preambles every store
   shares (input validation, scope and candidate normalisation), as template methods.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -48,27 +49,10 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "BaseKeywordIndex",
-    "BaseVectorStore",
-    "DocumentVersion",
-    "KeywordIndex",
-    "KeywordWeights",
-    "ScopeListing",
-    "SearchPlan",
-    "Snapshots",
-    "StoredVector",
-    "VectorHit",
-    "VectorLike",
-    "VectorStore",
-    "VersionedStore",
-    "as_matrix",
-    "check_compatible",
-    "decode",
-    "encode",
-    "normalize_rows",
-    "optional_str",
-    "unit_rows",
-    "versioned",
+    "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex", "KeywordWeights",
+    "NumberedStates", "ScopeListing", "SearchPlan", "Snapshots", "StoredVector", "VectorHit",
+    "VectorLike", "VectorStore", "VersionedStore", "as_matrix", "check_compatible", "decode",
+    "encode", "normalize_rows", "optional_str", "unit_rows", "versioned"
 ]
 
 Batch = Sequence[VectorLike] | np.ndarray
@@ -145,6 +129,13 @@ class Snapshots(Protocol):
 
 
 @runtime_checkable
+class NumberedStates(Protocol):
+    """``state()`` (in a snapshot: the snapshot's) changes whenever anyone commits."""
+
+    def state(self) -> Hashable: ...
+
+
+@runtime_checkable
 class VersionedStore(Protocol):
     """Versioned commits (ADR 0005): a document version's vectors are staged (``pending``,
     invisible to search), then :meth:`publish` makes them current and drops the previous
@@ -208,8 +199,7 @@ def versioned(store: object, purpose: str) -> VersionedStore:
 class BaseVectorStore(abc.ABC):
     """Derives ``add``, the checks of ``add_many`` and ``delete_where``, ``search``,
     ``metadata``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and ``len()`` from
-    the abstract methods below (``_label`` is the store's name in messages).
-    """
+    the abstract methods below (``_label`` is the store's name in messages)."""
 
     _dim: int
     read_only: bool

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["DocumentVersion", "SearchPlan", "StoredVector", "VectorHit"]
+__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit"]
+
+
+class DocumentIris(tuple[str, ...]):
+    """Candidate IRIs that are documents: a store's ``search(ids=...)`` and
+    ``keyword_search`` rank each one's chunks and never read one as a vector id (a filter
+    evaluated over documents may also select other resources, which have no chunks)."""
+
+    __slots__ = ()
 
 
 class VectorHit(NamedTuple):

@@ -85,6 +85,11 @@ class SqliteVersions(SqliteCore):
         return {r[0]: DocumentVersion(*r) for r in rows}
 
     @reads
+    def state(self) -> tuple[int, int]:
+        """The committed state read (``NumberedStates``): another one after any commit."""
+        return self._db.state()
+
+    @reads
     def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
         """Every row of a document: ``(id, version, pending)``."""
         rows = self._db.execute(

@@ -1,0 +1,219 @@
+"""A filter's candidates: planned so the natural form runs like the best one, and kept while
+the graph stays the same (ADR 0013).
+
+On a graph that numbers its states (:class:`~trails.kg.base.GenerationGraph`: the embedded
+Oxigraph), :func:`filter_candidates`:
+
+1. checks the filter as written (its errors are the caller's, in the caller's terms);
+2. plans it (``kg/planning.py``): evaluated over documents when the candidate variable only
+   links chunks to documents and every ``schema:isPartOf`` triple is trails' own chunk link
+   (:func:`chunk_links_intact`); its patterns in a join order driven by capped pattern counts;
+3. answers a repeated filter (same text, bindings, scopes, same graph generation) from a small
+   cache, as the same tuple, so a store can also keep what it derived from it.
+
+A planned filter that fails where the written one would not (it never should) runs as
+written. Filters calling the graph's Python functions (``trails:similarity``) depend on more
+than the graph: they are neither planned nor kept. Other graphs (a SPARQL endpoint, which plans
+for itself and can change unseen) run the filter as written.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trails.errors import SparqlError
+from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, select
+from trails.kg.bindings import check_bindings
+from trails.kg.planning import FilterShape, Triple, lift_to_documents, parse_filter, reorder
+from trails.kg.sparql import check_filter
+from trails.kg.variables import check_bound
+from trails.vector.stores.records import DocumentIris
+
+__all__ = ["CACHED_FILTERS", "CACHED_IRIS", "chunk_links_intact", "filter_candidates",
+           "links_reach_documents"]
+
+log = logging.getLogger("trails.retrieve")
+
+# Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
+CACHED_FILTERS = 64
+CACHED_IRIS = 1_000_000
+_COUNT_LINKS = "SELECT (COUNT(*) AS ?n) WHERE { ?c <https://schema.org/isPartOf> ?d }"
+_COUNT_CHUNKS = "SELECT (COUNT(*) AS ?n) WHERE { ?c a <https://trails.dev/ns#Chunk> }"
+_COUNT_TYPED_TARGETS = ("SELECT (COUNT(*) AS ?n) WHERE { ?c <https://schema.org/isPartOf> ?d . "
+                        "?d a <https://trails.dev/ns#Document> }")
+
+
+class _GraphMemory:
+    """What one graph object's filters left behind, valid for one generation."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.generation = -1
+        self.answers: OrderedDict[tuple[Any, ...], tuple[str, ...]] = OrderedDict()
+        self.iris = 0
+        self.estimates: dict[str, int] = {}
+        self.links_intact: bool | None = None
+        self.links_reach_documents: bool | None = None
+
+    def at(self, generation: int) -> _GraphMemory:
+        """This memory, emptied first if the graph has moved on."""
+        if generation != self.generation:
+            self.answers.clear()
+            self.iris = 0
+            self.estimates.clear()
+            self.links_intact = None
+            self.links_reach_documents = None
+            self.generation = generation
+        return self
+
+    def keep(self, key: tuple[Any, ...], iris: tuple[str, ...]) -> None:
+        if len(iris) > CACHED_IRIS:
+            return
+        self.answers[key] = iris
+        self.iris += len(iris)
+        while len(self.answers) > CACHED_FILTERS or self.iris > CACHED_IRIS:
+            _, dropped = self.answers.popitem(last=False)
+            self.iris -= len(dropped)
+
+
+_MEMORY: weakref.WeakKeyDictionary[Any, _GraphMemory] = weakref.WeakKeyDictionary()
+_MEMORY_LOCK = threading.Lock()
+
+
+def _memory(graph: GenerationGraph) -> _GraphMemory:
+    with _MEMORY_LOCK:
+        memory = _MEMORY.get(graph)
+        if memory is None:
+            memory = _MEMORY[graph] = _GraphMemory()
+        return memory
+
+
+def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None,
+                      scopes: Sequence[str] | None, *, documents: bool = True,
+                      ) -> tuple[str, ...]:
+    """The filter's candidate IRIs, as :meth:`~trails.kg.base.KnowledgeGraph.select_iris`
+    finds them, planned and kept (see the module docstring).
+
+    With ``documents`` the answer may be a :class:`DocumentIris` of documents whose chunks are
+    the candidates; without it (graph mode, which lists the filter's own IRIs in its order)
+    it is always the filter's own IRIs.
+
+    Raises:
+        UnsafeFilterError, SparqlError, UnboundVariableError: as ``select_iris`` does, for
+            the filter as written.
+    """
+    if not isinstance(graph, GenerationGraph) or _calls_functions(graph, sparql):
+        return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
+    check_filter(sparql, graph.prefixes,
+                 functions=graph.functions if isinstance(graph, FunctionGraph) else ())
+    check_bound(sparql, (bindings or {}).keys())
+    terms = check_bindings(bindings)
+    key = (sparql, tuple(sorted((name, str(term)) for name, term in terms.items())),
+           None if scopes is None else tuple(scopes), documents)
+    memory = _memory(graph)
+    generation = graph.generation
+    with memory.lock:
+        kept = memory.at(generation).answers.get(key)
+        if kept is not None:
+            memory.answers.move_to_end(key)
+            return kept
+    iris = _planned(graph, memory, generation, sparql, bindings, scopes, documents)
+    with memory.lock:
+        if graph.generation == generation:  # nothing wrote meanwhile: the answer holds
+            memory.at(generation).keep(key, iris)
+    return iris
+
+
+def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, sparql: str,
+             bindings: Mapping[str, Any] | None, scopes: Sequence[str] | None,
+             documents: bool) -> tuple[str, ...]:
+    shape = parse_filter(sparql, graph.prefixes)
+    if shape is None:
+        return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
+    bound = set((bindings or {}).keys())
+    lifted = lift_to_documents(shape, bound) if documents else None
+    if lifted is not None and not chunk_links_intact(graph):
+        lifted = None
+    if lifted is not None and lifted.typed and not links_reach_documents(graph):
+        lifted = None  # ?doc a trails:Document stands for the link: only if every target is one
+    variable, items = ((lifted.variable, lifted.items) if lifted is not None
+                       else (shape.variable, list(shape.items)))
+    order = reorder(shape, lambda triple: _estimate(graph, memory, generation, shape, triple),
+                    bound, items)
+    text = shape.text(variable, order if order is not None else items)
+    try:
+        iris = graph.select_iris(text, bindings, scopes=scopes)
+    except SparqlError as exc:  # a planning mistake must not cost the caller the answer
+        log.warning("a planned filter failed (%s); running it as written", exc)
+        return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
+    return DocumentIris(iris) if lifted is not None else tuple(iris)
+
+
+def _estimate(graph: GenerationGraph, memory: _GraphMemory, generation: int, shape: FilterShape,
+              triple: Triple) -> int:
+    """How many triples ``triple`` matches, up to ``ESTIMATE_CAP`` (all graphs), per generation."""
+    query = shape.pattern_query(triple)
+    with memory.lock:
+        known = memory.at(generation).estimates.get(query)
+    if known is not None:
+        return known
+    try:
+        rows = select(graph, query).rows
+        count = int(rows[0]["n"]) if rows else 0
+    except SparqlError:
+        count = 1 << 62  # cannot tell: last
+    with memory.lock:
+        memory.at(generation).estimates[query] = count
+    return count
+
+
+def chunk_links_intact(graph: GenerationGraph) -> bool:
+    """Whether every ``schema:isPartOf`` triple can be the link trails minted from a chunk to
+    its document: as many of them as chunks (trails writes one per chunk, so a user's own
+    ``isPartOf`` triple, anywhere, makes the counts differ). Counted once per generation.
+
+    Filters are evaluated over documents only while this holds; a chunk's document is then
+    exactly the group the store expands a document into."""
+    memory = _memory(graph)
+    generation = graph.generation
+    with memory.lock:
+        known = memory.at(generation).links_intact
+    if known is not None:
+        return known
+    links = select(graph, _COUNT_LINKS).rows[0]["n"]
+    chunks = select(graph, _COUNT_CHUNKS).rows[0]["n"]
+    intact = bool(links == chunks)
+    with memory.lock:
+        memory.at(generation).links_intact = intact
+    return intact
+
+
+def links_reach_documents(graph: GenerationGraph) -> bool:
+    """Whether every ``schema:isPartOf`` triple links to a ``trails:Document`` (then the
+    documents stand for the targets of the links). Counted once per generation."""
+    memory = _memory(graph)
+    generation = graph.generation
+    with memory.lock:
+        known = memory.at(generation).links_reach_documents
+    if known is not None:
+        return known
+    links = select(graph, _COUNT_LINKS).rows[0]["n"]
+    typed = select(graph, _COUNT_TYPED_TARGETS).rows[0]["n"]
+    reach = bool(links == typed)
+    with memory.lock:
+        memory.at(generation).links_reach_documents = reach
+    return reach
+
+
+def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:
+    """Whether ``sparql`` may call one of the graph's Python functions (by local name: a
+    false alarm only costs the plan)."""
+    if not isinstance(graph, FunctionGraph):
+        return False
+    return any(name.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1] in sparql
+               for name in graph.functions)
