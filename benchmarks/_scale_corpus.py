@@ -1,9 +1,10 @@
 """The generated corpus of the scale benchmark (benchmarks/scale.py), deterministic from a seed.
 
 Documents of ~7.7 chunks of ~900 characters, words drawn from a Zipf vocabulary of pseudo-words,
-with the metadata compliance users filter on: a date spread over ten years (2015-2024), a
-jurisdiction, a privileged flag, a topic from a small taxonomy (loaded as the user's own RDF,
-``rdfs:subClassOf`` between topics) and, on some documents, a classification.
+with the metadata compliance users filter on: a date spread evenly over ten years (2015-2024),
+a jurisdiction, a privileged flag, a topic from a small taxonomy (loaded as the user's own RDF,
+``rdfs:subClassOf`` between topics) and classifications; jurisdictions, broad topics and
+classifications have designed shares, so each filter shape runs at 0.1%, 1%, 10% and 50%.
 
 Two ways in:
 
@@ -27,8 +28,10 @@ from trails.ingest import Document
 __all__ = [
     "CHUNKS_PER_DOC",
     "CHUNK_CHARS",
-    "JURISDICTIONS",
+    "CLASSIFICATIONS",
+    "JURISDICTION_SHARES",
     "TOPIC_NS",
+    "TOPIC_SHARES",
     "date_for_fraction",
     "documents",
     "store_batches",
@@ -41,11 +44,9 @@ WORDS = 100  # per paragraph (one chunk): ~900 characters
 CHUNKS_PER_DOC = 7.7
 START = dt.date(2015, 1, 1)
 DAYS = 3652  # ten years
-JURISDICTIONS = ["us", "eu", "uk", "de", "fr", "jp", "ca", "au", "br", "in", "sg", "ch"]
 TOPIC_NS = "https://example.org/topics/"
 # Six broad topics, each with ten narrower ones: T0..T5, T0_0..T5_9.
 BROAD, NARROW = 6, 10
-CLASSIFIED_FRACTION = 0.05  # documents that carry meta:classification "restricted"
 PRIVILEGED_FRACTION = 0.10
 
 
@@ -84,17 +85,35 @@ def date_for_fraction(fraction: float) -> dt.date:
     return START + dt.timedelta(days=round(DAYS * (1.0 - fraction)))
 
 
+# Values with designed shares of the documents, so each filter shape can be run at 0.1%, 1%, 10%
+# and 50% of them: (value, share); the rest share what is left.
+JURISDICTION_SHARES = [("us", 0.5), ("eu", 0.1), ("uk", 0.01), ("sg", 0.001)]
+OTHER_JURISDICTIONS = ["de", "fr", "jp", "ca"]
+TOPIC_SHARES = [(0, 0.5), (1, 0.1), (2, 0.01), (3, 0.001)]  # broad topic T<n>; T4, T5 the rest
+# Each classification a document carries independently with this probability: a filter
+# "FILTER NOT EXISTS { ?doc meta:classification ?c }" keeps 0.1%, 1%, 10% and 50% of them.
+CLASSIFICATIONS = [("cleared", 0.999), ("internal", 0.99), ("confidential", 0.9),
+                   ("restricted", 0.5)]
+
+
+def _shared(rng: np.random.Generator, shares: list[tuple[Any, float]], rest: list[Any]) -> Any:
+    draw = rng.random()
+    for value, share in shares:
+        if draw < share:
+            return value
+        draw -= share
+    return rest[int(rng.integers(len(rest)))]
+
+
 def _metadata(rng: np.random.Generator, index: int) -> dict[str, Any]:
-    jurisdiction = JURISDICTIONS[min(int(rng.zipf(1.6)) - 1, len(JURISDICTIONS) - 1)]
-    broad, narrow = rng.integers(BROAD), rng.integers(NARROW)
+    broad = _shared(rng, TOPIC_SHARES, [4, 5])
     meta: dict[str, Any] = {
         "date": (START + dt.timedelta(days=int(rng.integers(DAYS)))).isoformat(),
-        "jurisdiction": jurisdiction,
+        "jurisdiction": _shared(rng, JURISDICTION_SHARES, OTHER_JURISDICTIONS),
         "privileged": bool(rng.random() < PRIVILEGED_FRACTION),
-        "topic": f"<{TOPIC_NS}T{broad}_{narrow}>",
+        "topic": f"<{TOPIC_NS}T{broad}_{int(rng.integers(NARROW))}>",
+        "classification": [name for name, p in CLASSIFICATIONS if rng.random() < p],
     }
-    if rng.random() < CLASSIFIED_FRACTION:
-        meta["classification"] = "restricted"
     return meta
 
 

@@ -48,3 +48,20 @@ def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
     same = re.search(r"^identical hits qdrant = sqlite-vec: (\d+)/(\d+)$", run.stdout,
                      flags=re.MULTILINE)
     assert same and same.group(1) == same.group(2) != "0", run.stdout[-3000:]
+
+
+def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
+    """benchmarks/scale.py --quick (~50,000 chunks): every filter shape at every share selects,
+    as planned, exactly the chunks its best hand-ordered form selects; open, ingest and the
+    report run to the end."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--no-write",
+         "--queries", "1"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
+    )
+    assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-3000:])
+    line = re.search(r"^planned = best form: (.*)$", run.stdout, flags=re.MULTILINE)
+    assert line, run.stdout[-3000:]
+    verdicts = dict(item.rsplit("=", 1) for item in line.group(1).split())
+    assert len(verdicts) == 20 and set(verdicts.values()) == {"ok"}, verdicts
+    assert re.search(r"^Open read-only: \*\*[\d.]+ s\*\*", run.stdout, flags=re.MULTILINE)

@@ -86,6 +86,13 @@ class Triple:
     constants: int  # how many of subject and object are not variables
     predicate: str | None  # the predicate's full IRI when it is one IRI (not a path)
 
+    def unbounded(self, bound: Collection[str]) -> bool:
+        """Whether counting it would walk every term: a path that may be empty (``*``, ``?``)
+        between two variables that nothing binds."""
+        ends = {self.subject[1:], self.object[1:]} if self.subject[:1] in "?$" and \
+            self.object[:1] in "?$" else set()
+        return bool(ends) and not ends & set(bound) and any(c in self.verb for c in "*?")
+
     @property
     def text(self) -> str:
         return f"{self.subject} {self.verb} {self.object} ."
@@ -117,9 +124,10 @@ class FilterShape:
         return (f"{self.prologue}SELECT ?{variable or self.variable} WHERE {{\n"
                 f"  {body}\n}}")
 
-    def pattern_query(self, triple: Triple) -> str:
-        """A query counting ``triple``'s matches, up to :data:`ESTIMATE_CAP`."""
-        return (f"{self.prologue}SELECT (COUNT(*) AS ?n) WHERE {{ SELECT * WHERE {{ "
+    def pattern_query(self, triple: Triple, values: str = "") -> str:
+        """A query counting ``triple``'s matches, up to :data:`ESTIMATE_CAP` (``values``: a
+        VALUES block binding some of its variables)."""
+        return (f"{self.prologue}SELECT (COUNT(*) AS ?n) WHERE {{ SELECT * WHERE {{ {values} "
                 f"{triple.text} }} LIMIT {ESTIMATE_CAP} }}")
 
 

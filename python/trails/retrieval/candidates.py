@@ -29,7 +29,14 @@ from typing import Any
 from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
-from trails.kg.planning import FilterShape, Triple, lift_to_documents, parse_filter, reorder
+from trails.kg.planning import (
+    ESTIMATE_CAP,
+    FilterShape,
+    Triple,
+    lift_to_documents,
+    parse_filter,
+    reorder,
+)
 from trails.kg.sparql import check_filter
 from trails.kg.variables import check_bound
 from trails.vector.stores.records import DocumentIris
@@ -143,8 +150,9 @@ def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, spar
         lifted = None  # ?doc a trails:Document stands for the link: only if every target is one
     variable, items = ((lifted.variable, lifted.items) if lifted is not None
                        else (shape.variable, list(shape.items)))
-    order = reorder(shape, lambda triple: _estimate(graph, memory, generation, shape, triple),
-                    bound, items)
+    terms = check_bindings(bindings)
+    order = reorder(shape, lambda triple: _estimate(graph, memory, generation, shape, triple,
+                                                    terms), bound, items)
     text = shape.text(variable, order if order is not None else items)
     try:
         iris = graph.select_iris(text, bindings, scopes=scopes)
@@ -155,9 +163,16 @@ def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, spar
 
 
 def _estimate(graph: GenerationGraph, memory: _GraphMemory, generation: int, shape: FilterShape,
-              triple: Triple) -> int:
-    """How many triples ``triple`` matches, up to ``ESTIMATE_CAP`` (all graphs), per generation."""
-    query = shape.pattern_query(triple)
+              triple: Triple, terms: Mapping[str, Any]) -> int:
+    """How many triples ``triple`` matches with the bindings it uses, up to ``ESTIMATE_CAP``
+    (all graphs), per generation."""
+    if triple.unbounded(terms):
+        return ESTIMATE_CAP  # every term, each one its own zero-length path: not worth counting
+    used = sorted(name for name in terms if name in triple.variables)
+    values = "" if not used else (
+        f"VALUES ({' '.join('?' + name for name in used)}) "
+        f"{{ ({' '.join(str(terms[name]) for name in used)}) }}")
+    query = shape.pattern_query(triple, values)
     with memory.lock:
         known = memory.at(generation).estimates.get(query)
     if known is not None:
