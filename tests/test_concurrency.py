@@ -304,6 +304,10 @@ def _reingest_around_the_filter(monkeypatch, reader, writer, times: int, *,
 
 
 ONE_DOC = "SELECT ?c WHERE { ?c schema:isPartOf ?d . FILTER(?d = <trails://local/doc/d0>) }"
+# The same chunks, by a filter that names ?c twice: evaluated over chunks, never over documents
+# (ADR 13), so its answer names versions and the chunk-level checks run.
+ONE_DOC_CHUNKS = ("SELECT ?c WHERE { ?c schema:isPartOf ?d ; trails:version ?v . "
+                  "FILTER(?d = <trails://local/doc/d0>) }")
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
@@ -325,7 +329,7 @@ def test_a_graph_that_moved_on_again_is_read_again(two_handles, monkeypatch, mod
     filter's answer any more, so the whole read runs again."""
     reader, writer = two_handles
     seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=1, after=True)
-    result = retrieve("lighthouse", reader, mode=mode, k=100, sparql_filter=ONE_DOC)
+    result = retrieve("lighthouse", reader, mode=mode, k=100, sparql_filter=ONE_DOC_CHUNKS)
     assert seen == [1, 2]
     assert problems(list(result), {doc_iri(0)}) == (0, 0)
     assert {REVISION.search(h.metadata["text"]).group(1) for h in result} == {"2"}
@@ -336,11 +340,25 @@ def test_a_graph_that_keeps_moving_gives_the_last_answer_with_a_note(two_handles
     reader, writer = two_handles
     seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=READ_ATTEMPTS,
                                        after=True)
-    result = retrieve("lighthouse", reader, k=100, sparql_filter=ONE_DOC)
+    result = retrieve("lighthouse", reader, k=100, sparql_filter=ONE_DOC_CHUNKS)
     assert len(seen) == READ_ATTEMPTS  # bounded
     assert problems(list(result), set()) == (0, 0)  # never two versions, even then
     assert any("trails://local/doc/d0" in note and "retrieve again" in note
                for note in result.notes)
+
+
+@pytest.mark.parametrize("moves", [1, READ_ATTEMPTS])
+def test_a_filter_over_documents_answers_whole_and_current_while_the_graph_moves(
+        two_handles, monkeypatch, moves):
+    """Evaluated over documents, the filter's answer names no version: a snapshot pinned
+    after the graph moved on shows the document whole, at the version the graph shows."""
+    reader, writer = two_handles
+    seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=moves, after=True)
+    result = retrieve("lighthouse", reader, k=100, sparql_filter=ONE_DOC)
+    assert problems(list(result), {doc_iri(0)}) == (0, 0)
+    assert {REVISION.search(h.metadata["text"]).group(1) for h in result} == {
+        str(2 * len(seen))}
+    assert not result.notes
 
 
 def test_a_filter_that_skips_the_live_version_is_no_tear(two_handles, monkeypatch):

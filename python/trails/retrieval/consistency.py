@@ -179,10 +179,17 @@ class PinnedRead:
     def _checked_documents(self, iris: DocumentIris) -> DocumentIris:
         """A filter evaluated over documents: the store expands each to its live version in
         the snapshot, so the answer is whole versions; but a document the graph shows at
-        another version than the snapshot was selected by that version's triples. Such a read
-        is torn: read again (the graph refreshed, or a newer snapshot)."""
+        another version than the snapshot was selected by that version's triples. Then a
+        newer snapshot is pinned (the graph may be ahead of the first); if they still
+        disagree (a read-only graph's older view, or another commit), the read is torn: read
+        again."""
         assert self.kg is not None  # documents come from a graph's filter
         torn = sorted(set(iris) & out_of_step(self.kg, self.store))
+        if torn and isinstance(self.store, Snapshots):
+            self._held.close()  # a snapshot pinned now is at least as new as that graph read
+            self._held = contextlib.ExitStack()
+            self._held.enter_context(self.store.snapshot())
+            torn = sorted(set(iris) & out_of_step(self.kg, self.store))
         if not torn:
             return iris
         if not self.last:
