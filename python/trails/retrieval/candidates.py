@@ -159,7 +159,11 @@ def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, spar
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer
         log.warning("a planned filter failed (%s); running it as written", exc)
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
-    return DocumentIris(iris) if lifted is not None else tuple(iris)
+    if lifted is None:
+        return tuple(iris)
+    documents_found = DocumentIris(iris)
+    documents_found.generation = generation
+    return documents_found
 
 
 def _estimate(graph: GenerationGraph, memory: _GraphMemory, generation: int, shape: FilterShape,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
 import time
 import weakref
 from collections.abc import Hashable, Iterator, Sequence
@@ -48,8 +47,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_versions",
-           "gone_from_graph", "minted_chunk", "out_of_step", "pinned_reads", "torn_documents",
-           "unselected_live"]
+           "committed_in_flight", "gone_from_graph", "minted_chunk", "pinned_reads",
+           "torn_documents", "unselected_live"]
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
@@ -126,13 +125,25 @@ class PinnedRead:
         if isinstance(self.store, Snapshots):
             self._held.enter_context(self.store.snapshot())
         refresh = getattr(self.kg, "refresh", None)  # a read-only Oxigraph graph has one
-        if self.again and callable(refresh):
+        stale_view = self._view_behind()
+        if (self.again or stale_view) and callable(refresh):
             try:
                 refresh()  # after the pin: the graph read next is the newer of the two
+                if stale_view and isinstance(self.store, NumberedStates):
+                    _VIEWS[self.kg] = self.store.state()
             except BaseException:
                 self._held.close()
                 raise
         return self
+
+    def _view_behind(self) -> bool:
+        """Whether a read-only graph's view may be older than the pinned snapshot (the
+        store committed since the view was last opened), for filters over documents."""
+        kg, store = self.kg, self.store
+        if not (getattr(kg, "read_only", False) and isinstance(store, NumberedStates)
+                and can_check_documents(kg, store)):
+            return False
+        return bool(_VIEWS.get(kg) != store.state())
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> bool:
@@ -177,29 +188,41 @@ class PinnedRead:
         return iris
 
     def _checked_documents(self, iris: DocumentIris) -> DocumentIris:
-        """A filter evaluated over documents: the store expands each to its live version in
-        the snapshot, so the answer is whole versions; but a document the graph shows at
-        another version than the snapshot was selected by that version's triples. Then a
-        newer snapshot is pinned (the graph may be ahead of the first); if they still
-        disagree (a read-only graph's older view, or another commit), the read is torn: read
-        again."""
-        assert self.kg is not None  # documents come from a graph's filter
-        torn = sorted(set(iris) & out_of_step(self.kg, self.store))
-        if torn and isinstance(self.store, Snapshots):
-            self._held.close()  # a snapshot pinned now is at least as new as that graph read
+        """A filter evaluated over documents selected each by its document triples (which step
+        4 of an ingest replaces); the store expands each to its live version in the snapshot.
+        The answer is whole versions; it is torn when a candidate's live version in the
+        snapshot is not the one whose triples the graph showed. With a newer snapshot pinned
+        after the graph read (a read-only graph's view was refreshed past the first one), the
+        only such documents are those committed whose step 4 had not run when the graph was
+        read: their staged manifest was still there. Those are read again; the graph having
+        changed since the filter read means reading again too."""
+        kg, store = self.kg, self.store
+        assert kg is not None and isinstance(kg, GenerationGraph)  # can_check_documents
+        if isinstance(store, Snapshots):
+            self._held.close()  # the newest snapshot: every step 4 the graph showed is in it
             self._held = contextlib.ExitStack()
-            self._held.enter_context(self.store.snapshot())
-            torn = sorted(set(iris) & out_of_step(self.kg, self.store))
-        if not torn:
+            self._held.enter_context(store.snapshot())
+        moved = iris.generation != kg.generation or self._view_behind()
+        torn = [] if moved else committed_in_flight(kg, store, iris)
+        if not moved and not torn:
             return iris
         if not self.last:
             raise _TornRead
+        if moved:
+            self.notes.append(
+                f"the graph changed while this read ran, {READ_ATTEMPTS} times in a row (an "
+                "ingest is running): some documents may have been selected on the metadata "
+                "of the version before or after the one shown; retrieve again once it ends")
+            return iris
         self.notes.append(
-            f"{len(torn)} document(s) were at another version in the graph than in the vector "
-            f"store during this read, {READ_ATTEMPTS} times in a row (being re-ingested, e.g. "
-            f"{torn[0]}): they may be missing or selected on their other version's metadata; "
-            "retrieve again once ingestion finishes")
-        return DocumentIris(i for i in iris if i not in set(torn))
+            f"{len(torn)} document(s) were being written while this read ran, "
+            f"{READ_ATTEMPTS} times in a row (being re-ingested, e.g. {torn[0]}): they are "
+            "left out of this answer; retrieve again once ingestion finishes, or finish an "
+            "interrupted ingest with `trails verify --repair`")
+        gone = set(torn)
+        kept = DocumentIris(i for i in iris if i not in gone)
+        kept.generation = iris.generation
+        return kept
 
     def noted(self, result: RetrievalResult) -> RetrievalResult:
         """``result`` with this read's notes."""
@@ -211,37 +234,34 @@ class PinnedRead:
                                fusion_weights=result.fusion_weights)
 
 
-_STEPS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, Hashable], frozenset[str]]] = (
-    weakref.WeakKeyDictionary())
-_STEPS_LOCK = threading.Lock()
+# The store state a read-only graph's view was last opened at (filters over documents).
+_VIEWS: weakref.WeakKeyDictionary[Any, Hashable] = weakref.WeakKeyDictionary()
+_STAGED = ("SELECT ?m ?doc WHERE { GRAPH <urn:trails:minted> { "
+           "?m <https://trails.dev/ns#stagedFor> ?doc } }")
 
 
 def can_check_documents(kg: KnowledgeGraph | None, store: VectorStore) -> bool:
-    """Whether a filter's answer may be documents here: :func:`out_of_step` can be kept
-    between commits (a graph and a store that both number their states)."""
+    """Whether a filter's answer may be documents here: the graph numbers its states and the
+    store names its committed state and versions (:meth:`PinnedRead.checked`)."""
     return (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
             and isinstance(store, VersionedStore))
 
 
-def out_of_step(kg: KnowledgeGraph, store: VectorStore) -> frozenset[str]:
-    """Documents whose version in the graph (``trails:currentVersion``) is not the store's
-    live one, among those both hold; worked out once per pair of states (a full comparison:
-    ~0.5 s at 131,000 documents), empty while nothing is being written."""
-    if not (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
-            and isinstance(store, VersionedStore)):
-        raise TypeError("out_of_step needs a GenerationGraph and a NumberedStates store")
-    key = (kg.generation, store.state())
-    with _STEPS_LOCK:
-        known = _STEPS.get(store)
-    if known is not None and known[0] == key:
-        return known[1]
-    in_graph = select(kg, "SELECT ?doc ?v WHERE { ?doc trails:currentVersion ?v }")
-    live = store.current_versions()
-    differ = frozenset(row["doc"] for row in in_graph.rows
-                       if row["doc"] in live and live[row["doc"]].version != row["v"])
-    with _STEPS_LOCK:
-        _STEPS[store] = (key, differ)
-    return differ
+def committed_in_flight(kg: KnowledgeGraph, store: VectorStore,
+                        documents: Sequence[str]) -> list[str]:
+    """The ``documents`` whose staged manifest (``<doc>/v/<version> trails:stagedFor <doc>``,
+    written by step 2, dropped by step 4) names the version live in the store's snapshot:
+    committed, while the graph still shows the previous version's document triples."""
+    staged: dict[str, set[str]] = {}
+    for row in select(kg, _STAGED).rows:
+        marker, doc = str(row["m"]), str(row["doc"])
+        if marker.startswith(doc + "/v/"):
+            staged.setdefault(doc, set()).add(marker[len(doc) + 3:])
+    wanted = set(documents) & set(staged)
+    if not wanted or not isinstance(store, VersionedStore):
+        return []
+    live = store.current_versions(sorted(wanted))
+    return sorted(doc for doc, record in live.items() if record.version in staged[doc])
 
 
 def pinned_reads(store: VectorStore, kg: KnowledgeGraph | None) -> Iterator[PinnedRead]:

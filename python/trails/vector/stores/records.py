@@ -10,9 +10,10 @@ __all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "Vec
 class DocumentIris(tuple[str, ...]):
     """Candidate IRIs that are documents: a store's ``search(ids=...)`` and
     ``keyword_search`` rank each one's chunks and never read one as a vector id (a filter
-    evaluated over documents may also select other resources, which have no chunks)."""
+    evaluated over documents may also select other resources, which have no chunks).
+    ``generation``: the graph generation the filter read (None: not known)."""
 
-    __slots__ = ()
+    generation: int | None = None
 
 
 class VectorHit(NamedTuple):
