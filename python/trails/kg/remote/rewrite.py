@@ -35,14 +35,19 @@ __all__ = [
     "PROLOGUE_MARK",
     "caller_positions",
     "default_scope_only",
+    "query_form",
     "refuse_service",
     "refuse_similarity",
+    "whole_store_operations",
     "with_prefixes",
+    "without_dataset_clauses",
 ]
 
 # The predeclared prefixes take two lines before the caller's text (this mark, then them).
 PROLOGUE_MARK = "#trails-prefixes\n"
 _ERROR_AT = re.compile(r"error at (\d+):(\d+)")
+# Virtuoso's parser: "SPARQL compiler, line 4: syntax error".
+_COMPILER_LINE = re.compile(r"(SPARQL compiler, line )(\d+)")
 # Parses texts locally; queries run on it only when they hold no SERVICE (nothing leaves).
 _EMPTY = ox.Store()
 
@@ -70,6 +75,11 @@ _VARIABLE = re.compile(r"[?$](\w+)")
 _PNAME = re.compile(r"[^\s{}()<>\"'#,;]*:[^\s{}()<>\"'#,;]*")
 # One letter of each word changes (a letter for a letter: the text's tokens keep their extent).
 _MUTATIONS = {"graph": 3, "from": 2, "service": 3}
+# The query form: the first of these keywords outside the prologue (no prologue word matches).
+_FORM = re.compile(r"(?<![?$:@\w-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
+# Updates on every graph at once: DROP/CLEAR ALL/NAMED.
+_WHOLE_STORE = re.compile(r"(?<![?$:@\w-])(DROP|CLEAR)\s+(?:SILENT\s+)?(ALL|NAMED)(?![\w:-])",
+                          re.IGNORECASE)
 _SWAP = {"p": "q", "P": "Q", "o": "u", "O": "U", "v": "w", "V": "W"}
 
 # Where blanked spans start and end in a text: {start: end}.
@@ -98,13 +108,34 @@ def caller_positions(message: str) -> str:
     >>> caller_positions("error at 3:7: expected a variable")
     'error at 1:7: expected a variable'
     """
-    return _ERROR_AT.sub(lambda m: f"error at {max(int(m.group(1)) - 2, 1)}:{m.group(2)}",
-                         message)
+    message = _ERROR_AT.sub(
+        lambda m: f"error at {max(int(m.group(1)) - 2, 1)}:{m.group(2)}", message)
+    return _COMPILER_LINE.sub(lambda m: f"{m.group(1)}{max(int(m.group(2)) - 2, 1)}", message)
 
 
 def _message(error: SyntaxError, text: str) -> str:
     """The parser's message, in the caller's line numbers when ``text`` has the prefix lines."""
     return caller_positions(str(error)) if text.startswith(PROLOGUE_MARK) else str(error)
+
+
+def query_form(text: str) -> str:
+    """``SELECT``, ``ASK``, ``CONSTRUCT`` or ``DESCRIBE``: the form of the query ``text``
+    (``SELECT`` when none is found; the server's parser then has the last word).
+
+    >>> query_form('PREFIX ask: <https://x/> # ASK\\nconstruct { ?s ?p "SELECT" } WHERE { ?s ?p ?o }')
+    'CONSTRUCT'
+    """
+    match = _FORM.search(_code(text)[0])
+    return match.group(1).upper() if match else "SELECT"
+
+
+def whole_store_operations(text: str) -> list[str]:
+    """The ``DROP ALL``/``CLEAR NAMED``-like operations of the update ``text``, as written.
+
+    >>> whole_store_operations('CLEAR SILENT ALL ; INSERT DATA { <x:a> <x:b> "DROP ALL" }')
+    ['CLEAR SILENT ALL']
+    """
+    return [m.group() for m in _WHOLE_STORE.finditer(_code(text)[0])]
 
 
 # -- refusals ------------------------------------------------------------------------------------
@@ -165,6 +196,36 @@ def default_scope_only(text: str) -> str:
         "this query uses GRAPH or FROM in a form that trails cannot confine to the default "
         "scope on an endpoint that cannot name its default graph; in the default scope "
         "GRAPH matches nothing and FROM is ignored, so remove them")
+
+
+def without_dataset_clauses(text: str) -> str:
+    """The query without its ``FROM``/``FROM NAMED`` clauses, checked by the parser.
+
+    For a server that adds a text's dataset clauses to the protocol's dataset (Virtuoso)
+    instead of letting the protocol's replace them: embedded, a scope's dataset overrides
+    them, so removing them keeps the meaning. The result must parse with no ``from`` or
+    ``service`` keyword left.
+
+    >>> without_dataset_clauses("SELECT ?s FROM <g> FROM NAMED <h> WHERE { ?s ?p ?o }")
+    'SELECT ?s     WHERE { ?s ?p ?o }'
+
+    Raises:
+        SparqlError: the query does not parse (as SPARQL 1.1: server extensions such as
+            Virtuoso's ``DEFINE`` are not accepted in a scoped query).
+        UnsafeFilterError: it uses FROM in a form the rewrite cannot remove.
+    """
+    code, spans = _code(text)
+    edits = [(match.start(), end, " ") for match in _FROM.finditer(code)
+             if (end := _dataset_clause_end(text, code, spans, match.end())) is not None]
+    rewritten = _apply(text, edits)
+    if _parses(_mutate(rewritten, ["from", "service"])) is None:
+        return rewritten
+    original = _parses(_mutate(text, ["service"]))
+    if original is not None:
+        raise SparqlError(f"SPARQL query does not parse: {_message(original, text)}")
+    raise UnsafeFilterError(  # pragma: no cover - every FROM keyword starts a dataset clause
+        "this query uses FROM in a form that trails cannot remove; a scoped query's dataset "
+        "is its scopes, so remove the FROM clauses")
 
 
 def _edits(text: str) -> list[tuple[int, int, str]]:
