@@ -31,14 +31,15 @@ from trails.kg.remote.dialect import (
     check_dialect,
     dataset,
     is_permission_error,
-    virtuoso_plain,
     virtuoso_scoped,
+    virtuoso_store_select,
     virtuoso_union,
     virtuoso_update,
 )
 from trails.kg.remote.results import (
     QueryAnswer,
     batches,
+    canonical_booleans,
     insert_data,
     parse_response,
     server_message,
@@ -167,7 +168,8 @@ class SparqlEndpointGraph:
         # One type per form: Virtuoso answers a CONSTRUCT with a result set if allowed to.
         accept = _N_TRIPLES if form in ("CONSTRUCT", "DESCRIBE") else _RESULTS_JSON
         response = self._post(self.query_url, "query", text, params, accept=accept)
-        return parse_response(response, self.query_url, form)
+        answer = parse_response(response, self.query_url, form)
+        return canonical_booleans(answer) if self._virtuoso else answer
 
     def select_iris(
         self,
@@ -203,7 +205,9 @@ class SparqlEndpointGraph:
         text = apply_bindings(sparql, bindings) if bindings else sparql
         text = with_prefixes(text, self.prefixes)
         if self._virtuoso:
-            text = virtuoso_update(text, str(self.default_graph_uri))
+            named = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+            text = virtuoso_update(text, str(self.default_graph_uri), named.column("g") if
+                                   isinstance(named, QueryResult) else [])
         self._post(self.update_url, "update", text, [])
 
     def add(self, quad: ox.Quad) -> None:
@@ -270,10 +274,10 @@ class SparqlEndpointGraph:
             rows = self.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", scopes=[scope])
             return [ox.Quad(r["s"], r["p"], r["o"], graph)
                     for r in (rows.raw if isinstance(rows, QueryResult) else [])]
-        result = self._plain_select(
-            "SELECT ?s ?p ?o ?g WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
-            "export every graph")
-        return [ox.Quad(r["s"], r["p"], r["o"], ox.DefaultGraph() if r["g"] is None else r["g"])
+        result = self._plain_select("?s ?p ?o ?g", "export every graph")
+        default = ox.NamedNode(self._stored_default) if self._stored_default else None
+        return [ox.Quad(r["s"], r["p"], r["o"],
+                        ox.DefaultGraph() if r["g"] is None or r["g"] == default else r["g"])
                 for r in result.raw]
 
     def scopes(self) -> list[str]:
@@ -286,20 +290,18 @@ class SparqlEndpointGraph:
 
     def __len__(self) -> int:
         """The number of quads on the server (one COUNT query)."""
-        result = self._plain_select(
-            "SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
-            "count the quads of the store")
+        result = self._plain_select("(COUNT(*) AS ?n)", "count the quads of the store")
         return int(result.rows[0]["n"]) if result.rows else 0
 
-    def _plain_select(self, text: str, purpose: str) -> QueryResult:
-        """A SELECT over the server's own default graph and its named graphs (no dataset).
-
-        On Virtuoso: the graph of the default scope as the default graph, every other graph
-        but Virtuoso's own as the named graphs."""
+    def _plain_select(self, projection: str, purpose: str) -> QueryResult:
+        """``SELECT projection`` over the quads ``?s ?p ?o ?g`` of the server's own default
+        graph and its named graphs (no dataset; on Virtuoso, every graph but its own)."""
         if self._virtuoso:
-            text = virtuoso_plain(text, str(self.default_graph_uri))
+            text = virtuoso_store_select(projection)
         else:
             self._check_default_graph_mode(purpose)
+            text = (f"SELECT {projection} WHERE {{ {{ ?s ?p ?o }} UNION "
+                    "{ GRAPH ?g { ?s ?p ?o } } }")
         response = self._post(self.query_url, "query", text, [], accept=_RESULTS_JSON)
         result = parse_response(response, self.query_url)
         if not isinstance(result, QueryResult):  # pragma: no cover - a SELECT's answer

@@ -15,11 +15,17 @@ graph contract suite, ``tests/test_kg_contract.py``):
   pragmas and read the default scope's graph as the default graph, not as a named one.
 - **The text's dataset is added to the protocol's.** ``FROM``/``FROM NAMED`` in a query add
   graphs to the ``default-graph-uri``/``named-graph-uri`` of the request where the protocol
-  says they are replaced, and a request with ``default-graph-uri`` but no ``named-graph-uri``
-  lets ``GRAPH`` reach every graph. Scoped queries are sent without their dataset clauses
+  says they are replaced. Scoped queries are sent without their dataset clauses
   (:func:`~trails.kg.remote.rewrite.without_dataset_clauses`, checked by the parser; embedded,
-  the scope's dataset overrides them) and always with a named-graph list
-  (:data:`NO_NAMED_GRAPH` when the scopes bring no named graph).
+  the scope's dataset overrides them), with the scopes' graphs as ``default-graph-uri``.
+- **GRAPH is not confined by a dataset.** With a protocol dataset, ``ASK { GRAPH <g> {...} }``
+  is true for a graph outside it (or one that does not exist), ``COUNT`` over such a pattern
+  is not zero and a ``FILTER`` beside it is ignored; without ``named-graph-uri``, ``GRAPH``
+  reaches every graph. A scoped query that uses ``GRAPH`` is refused
+  (:class:`UnsafeFilterError`) before any request; the union view (``scopes=None``) keeps it.
+- **A default graph hides the named graphs from updates.** An update whose default graph is
+  set has no named graphs unless they are listed: :meth:`update` first lists the store's
+  graphs (one query) and names them in ``DEFINE input:named-graph-uri`` pragmas.
 - **Whole-store updates do nothing.** ``DROP ALL``, ``CLEAR ALL``, ``DROP NAMED`` and ``CLEAR
   NAMED`` answer HTTP 200 and leave every graph in place: they are refused
   (:class:`SparqlError`) before any request; drop graphs one at a time.
@@ -38,13 +44,14 @@ from collections.abc import Iterable
 from trails.errors import InvalidArgumentError, SparqlError
 from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
+    hoist_base,
+    refuse_graph_patterns,
     whole_store_operations,
     without_dataset_clauses,
 )
 
 __all__ = [
     "DIALECTS",
-    "NO_NAMED_GRAPH",
     "VIRTUOSO_DEFAULT_GRAPH",
     "VIRTUOSO_SYSTEM_GRAPHS",
     "Params",
@@ -52,8 +59,8 @@ __all__ = [
     "dataset",
     "is_permission_error",
     "pragmas",
-    "virtuoso_plain",
     "virtuoso_scoped",
+    "virtuoso_store_select",
     "virtuoso_union",
     "virtuoso_update",
     "with_pragmas",
@@ -65,8 +72,6 @@ Params = list[tuple[str, str]]
 DIALECTS = ("standard", "virtuoso")
 # The named graph that holds the store's default graph on a server that has none of its own.
 VIRTUOSO_DEFAULT_GRAPH = "urn:trails:default-graph"
-# A named graph nothing writes to: the named-graph list of a dataset that has no named graph.
-NO_NAMED_GRAPH = "urn:trails:no-named-graph"
 # The graphs every new Virtuoso database holds for itself (its RDF views, LDP, URIQA).
 VIRTUOSO_SYSTEM_GRAPHS = (
     "http://www.openlinksw.com/schemas/virtrdf#",
@@ -101,22 +106,27 @@ def pragmas(default_graph: str | None = None, *, exclude_default: Iterable[str] 
     return " ".join(parts)
 
 
-def with_pragmas(text: str, defines: str, prologue_mark: str) -> str:
+def with_pragmas(text: str, defines: str, prologue_mark: str = PROLOGUE_MARK) -> str:
     """``text`` (with or without the predeclared-prefix lines) with ``defines`` first.
 
-    Pragmas must come before ``PREFIX``; they go on the prefix line (opened if the text has
-    none), so the caller's text still starts on the third line and error positions still map.
+    Virtuoso takes pragmas, then ``BASE``, then ``PREFIX`` (a ``BASE`` after a ``PREFIX`` does
+    not parse): the pragmas and a ``BASE`` that starts the caller's text go on the prefix line
+    (opened if the text has none), so the caller's text still starts on the third line, its
+    columns unchanged, and error positions still map.
 
     >>> with_pragmas("ASK {}", "DEFINE a:b 1", "#m\\n")
     '#m\\nDEFINE a:b 1\\nASK {}'
-    >>> with_pragmas("#m\\nPREFIX x: <y>\\nASK {}", "DEFINE a:b 1", "#m\\n")
-    '#m\\nDEFINE a:b 1 PREFIX x: <y>\\nASK {}'
+    >>> with_pragmas("#m\\nPREFIX x: <y>\\nBASE <z> ASK {}", "DEFINE a:b 1", "#m\\n")
+    '#m\\nDEFINE a:b 1 BASE <z> PREFIX x: <y>\\n         ASK {}'
     """
-    if not defines:
-        return text
+    prefixes, caller = "", text
     if text.startswith(prologue_mark):
-        return f"{prologue_mark}{defines} {text[len(prologue_mark):]}"
-    return f"{prologue_mark}{defines}\n{text}"
+        prefixes, _, caller = text[len(prologue_mark):].partition("\n")
+    base, caller = hoist_base(caller)
+    line = " ".join(part for part in (defines, base, prefixes) if part)
+    if not line:
+        return text
+    return f"{prologue_mark}{line}\n{caller}"
 
 
 def dataset(default: list[str], named: list[str]) -> Params:
@@ -130,14 +140,26 @@ def dataset(default: list[str], named: list[str]) -> Params:
 def virtuoso_scoped(text: str, named: list[str], with_default: bool,
                     default_graph: str) -> tuple[str, Params]:
     """A query confined to the scopes whose graphs are ``named`` (and to the default scope's
-    ``default_graph`` if ``with_default``): the text without dataset clauses, and a dataset
-    that always lists named graphs.
+    ``default_graph`` if ``with_default``): the text without dataset clauses, and the scopes'
+    graphs as the default graph of the protocol dataset.
+
+    ``GRAPH`` is refused: with a protocol dataset Virtuoso 7.2 does not hold it to the named
+    graphs (seen: ``ASK { GRAPH <g> { ?s ?p ?o } }`` true for a graph outside the dataset, or
+    that does not exist; ``COUNT`` over such a pattern not zero; a ``FILTER`` beside it
+    ignored), so no rewrite of the text can be trusted to confine it.
 
     Raises:
-        SparqlError, UnsafeFilterError: as :func:`~trails.kg.remote.rewrite.without_dataset_clauses`.
+        SparqlError: the query does not parse (as SPARQL 1.1).
+        UnsafeFilterError: it uses GRAPH or SERVICE.
     """
+    stripped = without_dataset_clauses(text)
+    refuse_graph_patterns(stripped, (
+        "a query confined to scopes cannot use GRAPH on Virtuoso: Virtuoso 7 does not hold "
+        "GRAPH to the scopes' graphs (ASK and COUNT see other graphs), so trails refuses it; "
+        "query the scopes without GRAPH (each scope's triples form the default graph), or use "
+        "scopes=None to see every graph"))
     default = [*named, default_graph] if with_default else list(named)
-    return without_dataset_clauses(text), dataset(default, named or [NO_NAMED_GRAPH])
+    return stripped, dataset(default, [])
 
 
 def virtuoso_union(text: str, default_graph: str) -> str:
@@ -148,15 +170,17 @@ def virtuoso_union(text: str, default_graph: str) -> str:
         exclude_named=[*VIRTUOSO_SYSTEM_GRAPHS, default_graph]), PROLOGUE_MARK)
 
 
-def virtuoso_plain(text: str, default_graph: str) -> str:
-    """The store as a dataset: the default scope's graph as the default graph, every other
-    graph but Virtuoso's own as the named graphs (to count or export quads)."""
-    return with_pragmas(text, pragmas(
-        default_graph, exclude_named=[*VIRTUOSO_SYSTEM_GRAPHS, default_graph]), PROLOGUE_MARK)
+def virtuoso_store_select(projection: str) -> str:
+    """``SELECT projection`` over the quads ``?s ?p ?o ?g`` of every graph but Virtuoso's own,
+    the default scope's graph among them (to count or export the store's quads)."""
+    return with_pragmas(f"SELECT {projection} WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}",
+                        pragmas(exclude_named=VIRTUOSO_SYSTEM_GRAPHS))
 
 
-def virtuoso_update(text: str, default_graph: str) -> str:
-    """An update whose default graph is the default scope's graph.
+def virtuoso_update(text: str, default_graph: str, named: Iterable[str]) -> str:
+    """An update whose default graph is the default scope's graph and whose named graphs
+    (for ``GRAPH`` in its ``WHERE``) are ``named``: with a default graph, Virtuoso gives an
+    update no named graph unless they are listed.
 
     Raises:
         SparqlError: it drops or clears all graphs at once, which Virtuoso acknowledges
@@ -168,7 +192,8 @@ def virtuoso_update(text: str, default_graph: str) -> str:
             f"Virtuoso answers {refused[0]!r} with success and leaves every graph in place, so "
             "trails refuses it; drop the graphs one at a time (DROP GRAPH <...>; CLEAR DEFAULT "
             "for the default scope)")
-    return with_pragmas(text, pragmas(default_graph), PROLOGUE_MARK)
+    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named)
+    return with_pragmas(text, f"{pragmas(default_graph)} {listed}".strip())
 
 
 def is_permission_error(message: str) -> bool:

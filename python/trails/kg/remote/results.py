@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyoxigraph as ox
 
 from trails.errors import SparqlError
 from trails.kg.result import QueryResult
 
-__all__ = ["Response", "batches", "insert_data", "parse_response", "server_message"]
+__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
+           "server_message"]
 
 _JSON_RESULTS = "application/sparql-results+json"
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_]")
@@ -79,6 +80,27 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
                           f"{media or 'no content type'}, neither SPARQL results nor RDF")
     if form == "ASK" and isinstance(answer, QueryResult) and answer.variables == [_ASK_COLUMN]:
         return any(row.get(_ASK_COLUMN) for row in answer.rows)
+    return answer
+
+
+_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")
+_CANONICAL = {"1": ox.Literal("true", datatype=_BOOLEAN), "0": ox.Literal("false", datatype=_BOOLEAN)}
+
+
+def canonical_booleans(answer: QueryAnswer) -> QueryAnswer:
+    """``answer`` with ``"1"``/``"0"`` booleans in their canonical form ``true``/``false``
+    (the same values: Virtuoso stores booleans as numbers and writes ``true`` back as ``1``).
+    """
+    def canonical(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None) -> Any:
+        if isinstance(term, ox.Literal) and term.datatype == _BOOLEAN:
+            return _CANONICAL.get(term.value, term)
+        return term
+
+    if isinstance(answer, QueryResult):
+        return QueryResult(answer.variables, [{n: canonical(t) for n, t in row.items()}
+                                              for row in answer.raw])
+    if isinstance(answer, list):
+        return [ox.Triple(t.subject, t.predicate, canonical(t.object)) for t in answer]
     return answer
 
 

@@ -35,7 +35,9 @@ __all__ = [
     "PROLOGUE_MARK",
     "caller_positions",
     "default_scope_only",
+    "hoist_base",
     "query_form",
+    "refuse_graph_patterns",
     "refuse_service",
     "refuse_similarity",
     "whole_store_operations",
@@ -226,6 +228,36 @@ def without_dataset_clauses(text: str) -> str:
     raise UnsafeFilterError(  # pragma: no cover - every FROM keyword starts a dataset clause
         "this query uses FROM in a form that trails cannot remove; a scoped query's dataset "
         "is its scopes, so remove the FROM clauses")
+
+
+def refuse_graph_patterns(text: str, reason: str) -> None:
+    """Raise unless the parser sees no GRAPH (nor SERVICE) keyword in the query ``text``.
+
+    Raises:
+        UnsafeFilterError: it does (``reason`` says why that cannot be confined), or the text
+            does not parse.
+    """
+    if "graph" in text.lower() and _parses(_mutate(text, ["graph", "service"])) is not None:
+        raise UnsafeFilterError(reason)
+
+
+def hoist_base(text: str) -> tuple[str, str]:
+    """``(BASE declaration, text without it)`` when ``text`` starts with one (after white
+    space and comments), else ``("", text)``; the declaration's place is left blank, so
+    positions in the text stay where they were.
+
+    >>> hoist_base("BASE <https://x/> SELECT * { <a> ?p ?o }")
+    ('BASE <https://x/>', '                  SELECT * { <a> ?p ?o }')
+    """
+    code, spans = _code(text)
+    start = _skip_space(text, code, spans, 0)
+    if code[start:start + 4].upper() != "BASE":
+        return "", text
+    iri = _skip_space(text, code, spans, start + 4)
+    if iri not in spans or text[iri] != "<":
+        return "", text
+    end = spans[iri]
+    return text[start:end], text[:start] + " " * (end - start) + text[end:]
 
 
 def _edits(text: str) -> list[tuple[int, int, str]]:

@@ -20,6 +20,7 @@ Starting one takes seconds (it creates its database): tests share one per proces
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import subprocess
 import tempfile
@@ -97,16 +98,19 @@ class VirtuosoServer:
     """Starts a throwaway Virtuoso 7 on free loopback ports and removes it on :meth:`close`.
 
     Args:
+        parent: the directory to create the server's own directory in (the system's temporary
+            directory unless given).
         host: the loopback address to listen on.
         startup_timeout: seconds to wait for the HTTP endpoint to answer.
     """
 
-    def __init__(self, *, host: str = "127.0.0.1", startup_timeout: float = 90.0) -> None:
+    def __init__(self, parent: str | os.PathLike[str] | None = None, *, host: str = "127.0.0.1",
+                 startup_timeout: float = 90.0) -> None:
         self.host = host
         self.startup_timeout = startup_timeout
         self.sql_port = _free_port(host)
         self.http_port = _free_port(host)
-        self.directory = Path(tempfile.mkdtemp(prefix="trails-virtuoso-"))
+        self.directory = Path(tempfile.mkdtemp(prefix="trails-virtuoso-", dir=parent))
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -231,16 +235,17 @@ class VirtuosoServer:
 _SHARED: list[VirtuosoServer] = []
 
 
-def shared_virtuoso() -> VirtuosoServer:
-    """One running server for this process (started on first use, closed at exit): tests
-    share it and each keeps to its own graphs.
+def shared_virtuoso(parent: str | os.PathLike[str] | None = None) -> VirtuosoServer:
+    """One running server for this process (started on first use, in ``parent``, and closed
+    at exit): tests share it and each keeps to its own graphs. Give a ``parent`` that outlives
+    every test (pytest: a ``tmp_path_factory`` directory).
 
     Raises:
         ConfigurationError: as :meth:`VirtuosoServer.start`.
     """
     if _SHARED and _SHARED[0].running:
         return _SHARED[0]
-    server = VirtuosoServer().start()
+    server = VirtuosoServer(parent).start()
     if not _SHARED:
         atexit.register(_close_shared)
     _SHARED[:] = [server]
