@@ -31,6 +31,7 @@ from trails.kg.remote.dialect import (
     check_dialect,
     dataset,
     is_permission_error,
+    refuse_whole_store_updates,
     virtuoso_scoped,
     virtuoso_store_select,
     virtuoso_union,
@@ -205,9 +206,9 @@ class SparqlEndpointGraph:
         text = apply_bindings(sparql, bindings) if bindings else sparql
         text = with_prefixes(text, self.prefixes)
         if self._virtuoso:
-            named = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
-            text = virtuoso_update(text, str(self.default_graph_uri), named.column("g") if
-                                   isinstance(named, QueryResult) else [])
+            refuse_whole_store_updates(text)
+            named = [g for g in self._store_graphs() if g != self.default_graph_uri]
+            text = virtuoso_update(text, str(self.default_graph_uri), named)
         self._post(self.update_url, "update", text, [])
 
     def add(self, quad: ox.Quad) -> None:
@@ -221,7 +222,8 @@ class SparqlEndpointGraph:
         idempotent, so re-running the whole call finishes the work).
         """
         for batch in batches(quads, self.batch_size):
-            self._post(self.update_url, "update", insert_data(batch, self._stored_default), [])
+            self._post(self.update_url, "update",
+                       insert_data(batch, self._stored_default, virtuoso=self._virtuoso), [])
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Same as :meth:`extend` (the server has no separate bulk path over the protocol)."""
@@ -229,10 +231,9 @@ class SparqlEndpointGraph:
 
     def remove_graph(self, graph: ox.NamedNode | ox.DefaultGraph) -> None:
         """Remove a named graph and its triples (the default graph: its triples)."""
-        if isinstance(graph, ox.DefaultGraph) and self._stored_default is not None:
-            self.update(f"CLEAR SILENT GRAPH <{self._stored_default}>")
-        elif isinstance(graph, ox.DefaultGraph):
-            self.update("CLEAR SILENT DEFAULT")
+        if isinstance(graph, ox.DefaultGraph):
+            where = f"GRAPH <{self._stored_default}>" if self._stored_default else "DEFAULT"
+            self.update(f"CLEAR SILENT {where}")
         else:
             self.update(f"DROP SILENT GRAPH {graph}")
 
@@ -252,7 +253,7 @@ class SparqlEndpointGraph:
         if not quads:
             return
         try:
-            body = insert_data(quads, self._stored_default)
+            body = insert_data(quads, self._stored_default, virtuoso=self._virtuoso)
         except TypeError as exc:  # a blank-node graph name
             raise ConfigurationError(f"{exc}; nothing was loaded") from exc
         self._post(self.update_url, "update", body, [])
@@ -304,6 +305,8 @@ class SparqlEndpointGraph:
                     "{ GRAPH ?g { ?s ?p ?o } } }")
         response = self._post(self.query_url, "query", text, [], accept=_RESULTS_JSON)
         result = parse_response(response, self.query_url)
+        if self._virtuoso:
+            result = canonical_booleans(result)
         if not isinstance(result, QueryResult):  # pragma: no cover - a SELECT's answer
             raise SparqlError(f"the endpoint {self.query_url} answered a SELECT with no rows")
         return result
@@ -352,8 +355,13 @@ class SparqlEndpointGraph:
     def _union_view(self, text: str) -> tuple[str, Params]:
         """Every graph as the default graph (the protocol's ``union-default-graph``)."""
         if self._virtuoso:
-            return virtuoso_union(text, str(self.default_graph_uri)), []
+            return virtuoso_union(text, str(self.default_graph_uri), self._store_graphs)
         return text, [("union-default-graph", "")]
+
+    def _store_graphs(self) -> list[str]:
+        """Virtuoso: the graphs that hold the store's quads (not Virtuoso's own)."""
+        rows = self._plain_select("DISTINCT ?g", "list the graphs").raw
+        return [row["g"].value for row in rows if isinstance(row["g"], ox.NamedNode)]
 
     def _check_default_graph_mode(self, purpose: str) -> None:
         """Refuse a server whose default graph is the union of all graphs (read once)."""

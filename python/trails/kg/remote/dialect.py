@@ -39,19 +39,22 @@ graph contract suite, ``tests/test_kg_contract.py``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from trails.errors import InvalidArgumentError, SparqlError
 from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
+    exclude_graphs,
     hoist_base,
     refuse_graph_patterns,
+    uses_graph,
     whole_store_operations,
     without_dataset_clauses,
 )
 
 __all__ = [
     "DIALECTS",
+    "EMPTY_GRAPH",
     "VIRTUOSO_DEFAULT_GRAPH",
     "VIRTUOSO_SYSTEM_GRAPHS",
     "Params",
@@ -59,6 +62,7 @@ __all__ = [
     "dataset",
     "is_permission_error",
     "pragmas",
+    "refuse_whole_store_updates",
     "virtuoso_scoped",
     "virtuoso_store_select",
     "virtuoso_union",
@@ -72,6 +76,8 @@ Params = list[tuple[str, str]]
 DIALECTS = ("standard", "virtuoso")
 # The named graph that holds the store's default graph on a server that has none of its own.
 VIRTUOSO_DEFAULT_GRAPH = "urn:trails:default-graph"
+# A graph nothing writes to: the default graph of the union view of an empty store.
+EMPTY_GRAPH = "urn:trails:no-graph"
 # The graphs every new Virtuoso database holds for itself (its RDF views, LDP, URIQA).
 VIRTUOSO_SYSTEM_GRAPHS = (
     "http://www.openlinksw.com/schemas/virtrdf#",
@@ -152,7 +158,7 @@ def virtuoso_scoped(text: str, named: list[str], with_default: bool,
         SparqlError: the query does not parse (as SPARQL 1.1).
         UnsafeFilterError: it uses GRAPH or SERVICE.
     """
-    stripped = without_dataset_clauses(text)
+    stripped = with_pragmas(without_dataset_clauses(text), "")  # BASE before the prefixes
     refuse_graph_patterns(stripped, (
         "a query confined to scopes cannot use GRAPH on Virtuoso: Virtuoso 7 does not hold "
         "GRAPH to the scopes' graphs (ASK and COUNT see other graphs), so trails refuses it; "
@@ -162,29 +168,44 @@ def virtuoso_scoped(text: str, named: list[str], with_default: bool,
     return stripped, dataset(default, [])
 
 
-def virtuoso_union(text: str, default_graph: str) -> str:
-    """The union view: every graph but Virtuoso's own in the default graph; the named graphs
-    without the default scope's graph (embedded, the default graph is not a named graph)."""
-    return with_pragmas(text, pragmas(
-        exclude_default=VIRTUOSO_SYSTEM_GRAPHS,
-        exclude_named=[*VIRTUOSO_SYSTEM_GRAPHS, default_graph]), PROLOGUE_MARK)
+def virtuoso_union(text: str, default_graph: str,
+                   store_graphs: Callable[[], list[str]]) -> tuple[str, Params]:
+    """The union view: a query without GRAPH gets the store's graphs (``store_graphs()``, one
+    more query) as its default graph. One with GRAPH is sent without a dataset (a dataset
+    breaks GRAPH, see :func:`virtuoso_scoped`), each ``GRAPH`` skipping Virtuoso's graphs and
+    the default scope's (embedded, the default graph is not a named graph); its default graph
+    is then every graph, Virtuoso's own included (the ``input:*-graph-exclude`` pragmas that
+    would leave them out also hide constant ``GRAPH <g>`` patterns).
+
+    Raises:
+        SparqlError, UnsafeFilterError: as :func:`~trails.kg.remote.rewrite.exclude_graphs`.
+    """
+    if uses_graph(text):
+        excluded = exclude_graphs(text, [*VIRTUOSO_SYSTEM_GRAPHS, default_graph])
+        return with_pragmas(excluded, ""), []
+    return with_pragmas(text, ""), dataset(store_graphs() or [EMPTY_GRAPH], [])
 
 
 def virtuoso_store_select(projection: str) -> str:
     """``SELECT projection`` over the quads ``?s ?p ?o ?g`` of every graph but Virtuoso's own,
     the default scope's graph among them (to count or export the store's quads)."""
-    return with_pragmas(f"SELECT {projection} WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}",
-                        pragmas(exclude_named=VIRTUOSO_SYSTEM_GRAPHS))
+    own = ", ".join(f"<{g}>" for g in VIRTUOSO_SYSTEM_GRAPHS)
+    return f"SELECT {projection} WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER(?g NOT IN ({own})) }}"
 
 
 def virtuoso_update(text: str, default_graph: str, named: Iterable[str]) -> str:
     """An update whose default graph is the default scope's graph and whose named graphs
     (for ``GRAPH`` in its ``WHERE``) are ``named``: with a default graph, Virtuoso gives an
-    update no named graph unless they are listed.
+    update no named graph unless they are listed."""
+    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named)
+    return with_pragmas(text, f"{pragmas(default_graph)} {listed}".strip())
+
+
+def refuse_whole_store_updates(text: str) -> None:
+    """Raise if the update ``text`` drops or clears all graphs at once.
 
     Raises:
-        SparqlError: it drops or clears all graphs at once, which Virtuoso acknowledges
-            without doing.
+        SparqlError: it does; Virtuoso acknowledges that without doing it.
     """
     refused = whole_store_operations(text)
     if refused:
@@ -192,8 +213,6 @@ def virtuoso_update(text: str, default_graph: str, named: Iterable[str]) -> str:
             f"Virtuoso answers {refused[0]!r} with success and leaves every graph in place, so "
             "trails refuses it; drop the graphs one at a time (DROP GRAPH <...>; CLEAR DEFAULT "
             "for the default scope)")
-    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named)
-    return with_pragmas(text, f"{pragmas(default_graph)} {listed}".strip())
 
 
 def is_permission_error(message: str) -> bool:

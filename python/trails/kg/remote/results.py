@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pyoxigraph as ox
 
-from trails.errors import SparqlError
+from trails.errors import ConfigurationError, SparqlError
 from trails.kg.result import QueryResult
 
 __all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
@@ -150,19 +150,25 @@ def batches(quads: Iterable[ox.Quad], size: int) -> Iterator[list[ox.Quad]]:
         yield batch
 
 
-def insert_data(quads: list[ox.Quad], default_graph: str | None = None) -> str:
-    """One update adding ``quads`` (a ``GRAPH`` block per named graph).
+def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
+                virtuoso: bool = False) -> str:
+    """One update request adding ``quads`` (a ``GRAPH`` block per named graph).
 
     ``INSERT DATA``, or, when a quad holds a blank node, ``INSERT { ... } WHERE { }``: the same
     quads (one solution: each label is one new node), and the form Virtuoso accepts (its
     ``INSERT DATA`` refuses blank nodes). ``default_graph`` names the graph that holds the
-    store's default graph on a server without one of its own.
+    store's default graph on a server without one of its own. ``virtuoso``: Virtuoso 7 fails
+    (HTTP 500, SR002) on a template with blank nodes in two ``GRAPH`` blocks, so each graph
+    with blank nodes gets an operation of its own, and one blank node in two graphs, which
+    would become two nodes, is refused.
 
     Raises:
         TypeError: a quad's graph is a blank node, which an update cannot name.
+        ConfigurationError: ``virtuoso`` and a blank node in two graphs.
     """
     by_graph: dict[str | None, list[str]] = {}
     blank = False
+    homes: dict[ox.BlankNode, str | None] = {}
     for q in quads:
         graph = q.graph_name
         blank = blank or isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode)
@@ -174,7 +180,20 @@ def insert_data(quads: list[ox.Quad], default_graph: str | None = None) -> str:
             raise TypeError(f"a SPARQL update cannot name the blank-node graph {graph}; "
                             "use an IRI for the graph")
         by_graph.setdefault(key, []).append(f"{q.subject} {q.predicate} {q.object} .")
-    parts = [" ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
-             for key, triples in by_graph.items()]
-    head, tail = ("INSERT {", "} WHERE { }") if blank else ("INSERT DATA {", "}")
-    return head + "\n" + "\n".join(parts) + "\n" + tail
+        for node in (q.subject, q.object):
+            if isinstance(node, ox.BlankNode) and homes.setdefault(node, key) != key and virtuoso:
+                raise ConfigurationError(
+                    f"the blank node {node} is in two graphs ({homes[node] or 'default'} and "
+                    f"{key or 'default'}); Virtuoso 7 cannot write one blank node into two "
+                    "graphs, so nothing of this batch was sent: give it an IRI")
+    parts = {key: " ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
+             for key, triples in by_graph.items()}
+    if not blank:
+        return "INSERT DATA {\n" + "\n".join(parts.values()) + "\n}"
+    if not virtuoso:
+        return "INSERT {\n" + "\n".join(parts.values()) + "\n} WHERE { }"
+    with_blanks = set(homes.values())
+    plain = [part for key, part in parts.items() if key not in with_blanks]
+    operations = [f"INSERT {{\n{parts[key]}\n}} WHERE {{ }}" for key in parts if key in with_blanks]
+    operations += ["INSERT DATA {\n" + "\n".join(plain) + "\n}"] if plain else []
+    return " ;\n".join(operations)

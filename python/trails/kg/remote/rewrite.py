@@ -35,11 +35,13 @@ __all__ = [
     "PROLOGUE_MARK",
     "caller_positions",
     "default_scope_only",
+    "exclude_graphs",
     "hoist_base",
     "query_form",
     "refuse_graph_patterns",
     "refuse_service",
     "refuse_similarity",
+    "uses_graph",
     "whole_store_operations",
     "with_prefixes",
     "without_dataset_clauses",
@@ -230,6 +232,16 @@ def without_dataset_clauses(text: str) -> str:
         "is its scopes, so remove the FROM clauses")
 
 
+def uses_graph(text: str) -> bool:
+    """Whether the query ``text`` may use the GRAPH keyword: true unless the parser proves it
+    does not (a text it cannot parse may).
+
+    >>> uses_graph('SELECT ?graph WHERE { ?graph <x:graph> "graph" }'), uses_graph("ASK{GRAPH ?g{}}")
+    (False, True)
+    """
+    return "graph" in text.lower() and _parses(_mutate(text, ["graph", "service"])) is not None
+
+
 def refuse_graph_patterns(text: str, reason: str) -> None:
     """Raise unless the parser sees no GRAPH (nor SERVICE) keyword in the query ``text``.
 
@@ -237,8 +249,60 @@ def refuse_graph_patterns(text: str, reason: str) -> None:
         UnsafeFilterError: it does (``reason`` says why that cannot be confined), or the text
             does not parse.
     """
-    if "graph" in text.lower() and _parses(_mutate(text, ["graph", "service"])) is not None:
+    if uses_graph(text):
         raise UnsafeFilterError(reason)
+
+
+def exclude_graphs(text: str, excluded: list[str]) -> str:
+    """Each ``GRAPH t { P }`` of the query as ``{ GRAPH t { P } FILTER(t NOT IN (excluded)) }``,
+    for a server whose ``GRAPH`` reaches graphs that are not named graphs of the store
+    (Virtuoso: its own graphs, and the graph that holds the default scope).
+
+    Only insertions: nested patterns are wrapped each in turn, and a constant ``t``, prefixed
+    or relative, is compared by the server as it reads it. The parser checks that every
+    ``graph`` keyword left is one that was wrapped.
+
+    >>> exclude_graphs("ASK { GRAPH ?g { ?s ?p ?o } }", ["urn:a"])
+    'ASK { { GRAPH ?g { ?s ?p ?o } FILTER(?g NOT IN (<urn:a>)) } }'
+
+    Raises:
+        SparqlError: the query does not parse.
+        UnsafeFilterError: it uses GRAPH in a form the rewrite cannot wrap.
+    """
+    if "graph" not in text.lower():
+        return text
+    code, spans = _code(text)
+    listed = ", ".join(f"<{g}>" for g in excluded)
+    inserts: list[tuple[int, str]] = []
+    wrapped: list[int] = []
+    for match in _GRAPH.finditer(code):
+        term_start = _skip_space(text, code, spans, match.end())
+        term_end = _term_end(text, code, spans, term_start)
+        found = _graph_pattern_end(text, code, spans, match.end())
+        if term_end is None or found is None:
+            continue
+        term = text[term_start:term_end]
+        inserts += [(match.start(), "{ "), (found[0], f" FILTER({term} NOT IN ({listed})) }}")]
+        wrapped.append(match.start())
+    out, last = [], 0
+    for position, piece in sorted(inserts, key=lambda item: item[0]):
+        out += [text[last:position], piece]
+        last = position
+    rewritten = "".join(out) + text[last:]
+    # Where the wrapped keywords are now: after every piece inserted at or before them.
+    kept = sorted(p + sum(len(piece) for at, piece in inserts if at <= p) for p in wrapped)
+    parts, last = [], 0
+    for start in kept:  # the text between wrapped keywords has every graph keyword changed
+        parts += [_mutate(rewritten[last:start], ["graph", "service"]), rewritten[start:start + 5]]
+        last = start + 5
+    if _parses("".join(parts) + _mutate(rewritten[last:], ["graph", "service"])) is None:
+        return rewritten
+    original = _parses(_mutate(text, ["service"]))
+    if original is not None:
+        raise SparqlError(f"SPARQL query does not parse: {_message(original, text)}")
+    raise UnsafeFilterError(
+        "this query uses GRAPH in a form that trails cannot rewrite for this endpoint; write "
+        "GRAPH followed by an IRI, a prefixed name or a variable, then { ... }")
 
 
 def hoist_base(text: str) -> tuple[str, str]:
