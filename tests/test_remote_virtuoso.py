@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rdf_strategies import LEGAL, canonical, in_graph, quads
+from test_cli import one_line_error, trails
+from test_cli_backends import init_ingest_and_compare
 from trails.context import Context
 from trails.errors import ConfigurationError, SparqlError
 from trails.ingest import Document, ingest_all
@@ -279,3 +281,32 @@ def test_hybrid_retrieval_on_virtuoso_matches_the_embedded_graph(server, kg):
         assert IRI  # the bindings above use plain values
     finally:
         embedded.close()
+
+
+# -- the command line -------------------------------------------------------------------------
+
+def test_trails_init_on_virtuoso_records_the_dialect(server, kg, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in [("graphs.md", "Graph databases store nodes and edges.\n"),
+                       ("vectors.md", "Vector search ranks chunks by cosine similarity.\n"),
+                       ("rails.txt", "Rails is a web framework written in Ruby.\n")]:
+        (notes / name).write_text(text)
+    config = init_ingest_and_compare(tmp_path / "kb", notes, "--graph", "sparql", "--endpoint",
+                                     server.query_url, "--sparql-dialect", "virtuoso",
+                                     "--model", "mock:32")
+    assert config["graph"]["settings"]["dialect"] == "virtuoso"
+    assert config["graph"]["settings"]["default_graph_uri"] == DEFAULT
+    assert DEFAULT in graphs_on_server(server)  # the documents' triples are on Virtuoso
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    (["--sparql-dialect", "virtuoso"], "--graph sparql"),
+    (["--graph", "sparql", "--endpoint", "http://127.0.0.1:9/sparql", "--sparql-dialect",
+      "virtuoso7"], "unknown SPARQL server dialect 'virtuoso7'"),
+])
+def test_dialect_options_that_do_not_fit_are_user_errors(tmp_path, options, words):
+    result = trails("--db", tmp_path / "kb", "init", "--model", "mock:8", *options)
+    assert result.exit_code == 1
+    assert words in one_line_error(result.stderr)
+    assert not (tmp_path / "kb" / "trails.json").exists()
