@@ -235,6 +235,16 @@ def test_digest_auth_on_the_authenticated_endpoint(server):
         good.close()
 
 
+def test_an_endpoint_that_may_not_update_is_a_configuration_error(server, kg):
+    server.sql('REVOKE SPARQL_UPDATE FROM "SPARQL";')
+    try:
+        with pytest.raises(ConfigurationError, match=r"(?s)SR186.*GRANT SPARQL_UPDATE TO \"SPARQL\""):
+            kg.extend([ox.Quad(ox.NamedNode(f"{EX}a"), ox.NamedNode(f"{EX}p"), ox.Literal("x"))])
+    finally:
+        server.sql('GRANT SPARQL_UPDATE TO "SPARQL";')
+    assert on_server(server) == []
+
+
 def test_unknown_dialects_are_refused():
     with pytest.raises(ConfigurationError, match="unknown SPARQL server dialect 'virtuoso7'"):
         SparqlEndpointGraph("http://127.0.0.1:9/sparql", dialect="virtuoso7")

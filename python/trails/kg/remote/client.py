@@ -30,7 +30,7 @@ from trails.kg.remote.dialect import (
     Params,
     check_dialect,
     dataset,
-    is_permission_error,
+    permission_hint,
     refuse_whole_store_updates,
     virtuoso_scoped,
     virtuoso_store_select,
@@ -407,10 +407,11 @@ class SparqlEndpointGraph:
         if status == 400:
             raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
                               f"{url}): {message}")
-        if status in (401, 403, 404, 405, 406, 415) or is_permission_error(message):
+        if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
             raise ConfigurationError(
                 f"the SPARQL endpoint {url} answered HTTP {status} to {_a(kind)}: {message}. Check "
-                "the URL (query_url/update_url) and the credentials (headers=/auth=).")
+                "the URL (query_url/update_url) and the credentials (headers=/auth=)."
+                + permission_hint(message))
         raise EndpointUnavailableError(
             f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
 

@@ -61,6 +61,7 @@ __all__ = [
     "check_dialect",
     "dataset",
     "is_permission_error",
+    "permission_hint",
     "pragmas",
     "refuse_whole_store_updates",
     "virtuoso_scoped",
@@ -218,3 +219,11 @@ def refuse_whole_store_updates(text: str) -> None:
 def is_permission_error(message: str) -> bool:
     """Whether a server's error text is Virtuoso refusing a permission (``SR186``)."""
     return "SR186" in message
+
+
+def permission_hint(message: str) -> str:
+    """How to give Virtuoso's anonymous endpoint the permission ``message`` says it lacks."""
+    if not is_permission_error(message):
+        return ""
+    return (" Virtuoso: grant updates to the anonymous endpoint (isql: GRANT SPARQL_UPDATE TO "
+            '"SPARQL";) or send credentials to /sparql-auth (auth=httpx.DigestAuth(...)).')
