@@ -212,6 +212,15 @@ def test_insert_texts_write_the_same_quads_in_every_form():
     assert "INSERT DATA" in insert_data([quad(ox.NamedNode(X + "a"), ox.Literal("x"))])
 
 
+def test_a_nul_beside_blank_nodes_is_refused_on_virtuoso_only():
+    nul = quad(ox.NamedNode(X + "a"), ox.Literal("a\x00b"))
+    with pytest.raises(ConfigurationError, match="NUL character.*nothing of this batch"):
+        insert_data([nul, quad(ox.BlankNode(), ox.Literal("x"))], virtuoso=True)
+    alone = [nul, quad(ox.BlankNode(), ox.Literal("x"), B)]  # the blank node elsewhere
+    assert len(run_update(insert_data(alone, virtuoso=True))) == 2
+    assert len(run_update(insert_data([nul, quad(ox.BlankNode(), ox.Literal("x"))]))) == 2
+
+
 def test_one_blank_node_in_two_graphs_is_refused_on_virtuoso_only():
     shared = ox.BlankNode()
     quads = [quad(shared, ox.Literal("x")), quad(shared, ox.Literal("y"), B)]

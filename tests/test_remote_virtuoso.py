@@ -95,7 +95,7 @@ def kg(server):
 ZONES = st.sampled_from([dt.timezone.utc, dt.timezone(dt.timedelta(hours=2)),
                          dt.timezone(dt.timedelta(hours=-5, minutes=-30))])
 VALUES = st.one_of(
-    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
     st.integers(-10**15, 10**15),
     st.booleans(),
     st.dates(min_value=dt.date(1000, 1, 1)),
@@ -135,9 +135,12 @@ def test_load_then_dump_gives_the_same_dataset(server, kg, data):
         for node in (quad.subject, quad.object):
             if isinstance(node, ox.BlankNode):
                 homes.setdefault(node, set()).add(quad.graph_name)
-    if any(len(graphs) > 1 for graphs in homes.values()):
-        # Virtuoso 7 fails on one blank node written into two graphs: refused, nothing sent.
-        with pytest.raises(ConfigurationError, match="blank node .* two graphs"):
+    with_blanks = set().union(*homes.values())
+    nul = {q.graph_name for q in data if isinstance(q.object, ox.Literal) and "\x00" in q.object.value}
+    if any(len(graphs) > 1 for graphs in homes.values()) or nul & with_blanks:
+        # Virtuoso 7 fails on one blank node written into two graphs, and cuts a literal at
+        # NUL in an update that writes blank nodes: refused, nothing sent.
+        with pytest.raises(ConfigurationError, match="two graphs|NUL character"):
             kg.load(text, format="nquads")
         assert on_server(server) == []
         return

@@ -32,6 +32,7 @@ from trails.kg.remote.dialect import (
     dataset,
     permission_hint,
     refuse_whole_store_updates,
+    update_graphs,
     virtuoso_scoped,
     virtuoso_store_select,
     virtuoso_union,
@@ -69,6 +70,7 @@ __all__ = ["SparqlEndpointGraph"]
 _RESULTS_JSON = "application/sparql-results+json"
 _N_TRIPLES = "application/n-triples"
 _FORM = "application/x-www-form-urlencoded"
+_UPDATE = "application/sparql-update"
 _UNION_DEFAULT_GRAPH = "http://www.w3.org/ns/sparql-service-description#UnionDefaultGraph"
 _ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
            "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
@@ -207,8 +209,9 @@ class SparqlEndpointGraph:
         text = with_prefixes(text, self.prefixes)
         if self._virtuoso:
             refuse_whole_store_updates(text)
-            named = [g for g in self._store_graphs() if g != self.default_graph_uri]
-            text = virtuoso_update(text, str(self.default_graph_uri), named)
+            named = update_graphs(text)  # None: every graph, listed (one query)
+            text = virtuoso_update(text, str(self.default_graph_uri),
+                                   self._store_graphs() if named is None else named)
         self._post(self.update_url, "update", text, [])
 
     def add(self, quad: ox.Quad) -> None:
@@ -360,8 +363,7 @@ class SparqlEndpointGraph:
 
     def _store_graphs(self) -> list[str]:
         """Virtuoso: the graphs that hold the store's quads (not Virtuoso's own)."""
-        rows = self._plain_select("DISTINCT ?g", "list the graphs").raw
-        return [row["g"].value for row in rows if isinstance(row["g"], ox.NamedNode)]
+        return [r["g"].value for r in self._plain_select("DISTINCT ?g", "list graphs").raw]
 
     def _check_default_graph_mode(self, purpose: str) -> None:
         """Refuse a server whose default graph is the union of all graphs (read once)."""
@@ -389,14 +391,10 @@ class SparqlEndpointGraph:
               accept: str | None = None) -> httpx.Response:
         """A query as an HTML form (the protocol's URL-encoded POST: Virtuoso 7 never answers
         a POST of ``application/sparql-query``), an update as ``application/sparql-update``."""
-        if kind == "query":
-            headers = {"Content-Type": _FORM}
-            body = urllib.parse.urlencode([("query", text), *params]).encode("utf-8")
-        else:
-            headers = {"Content-Type": "application/sparql-update; charset=utf-8"}
-            body = text.encode("utf-8")
-        if accept:
-            headers["Accept"] = accept
+        query = kind == "query"
+        headers = {"Content-Type": _FORM if query else f"{_UPDATE}; charset=utf-8",
+                   **({"Accept": accept} if accept else {})}
+        body = (urllib.parse.urlencode([("query", text), *params]) if query else text).encode()
         response = self._send("POST", url, kind, content=body, headers=headers)
         status = response.status_code
         if status < 300:

@@ -39,14 +39,15 @@ graph contract suite, ``tests/test_kg_contract.py``):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
-from trails.errors import InvalidArgumentError, SparqlError
+from trails.errors import InvalidArgumentError, SparqlError, UnsafeFilterError
 from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
     exclude_graphs,
+    graph_terms,
     hoist_base,
-    refuse_graph_patterns,
     uses_graph,
     whole_store_operations,
     without_dataset_clauses,
@@ -64,12 +65,16 @@ __all__ = [
     "permission_hint",
     "pragmas",
     "refuse_whole_store_updates",
+    "update_graphs",
     "virtuoso_scoped",
     "virtuoso_store_select",
     "virtuoso_union",
     "virtuoso_update",
     "with_pragmas",
 ]
+
+_PREFIX_DECLARATION = re.compile(r"PREFIX\s+([^\s:]*):\s*<([^<>\s]*)>", re.IGNORECASE)
+_LOCAL_NAME = re.compile(r"[\w.-]*")
 
 # Protocol parameters of one request: (name, value) pairs, a name may repeat.
 Params = list[tuple[str, str]]
@@ -160,11 +165,12 @@ def virtuoso_scoped(text: str, named: list[str], with_default: bool,
         UnsafeFilterError: it uses GRAPH or SERVICE.
     """
     stripped = with_pragmas(without_dataset_clauses(text), "")  # BASE before the prefixes
-    refuse_graph_patterns(stripped, (
-        "a query confined to scopes cannot use GRAPH on Virtuoso: Virtuoso 7 does not hold "
-        "GRAPH to the scopes' graphs (ASK and COUNT see other graphs), so trails refuses it; "
-        "query the scopes without GRAPH (each scope's triples form the default graph), or use "
-        "scopes=None to see every graph"))
+    if uses_graph(stripped):
+        raise UnsafeFilterError(
+            "a query confined to scopes cannot use GRAPH on Virtuoso: Virtuoso 7 does not hold "
+            "GRAPH to the scopes' graphs (ASK and COUNT see other graphs), so trails refuses it; "
+            "query the scopes without GRAPH (each scope's triples form the default graph), or "
+            "use scopes=None to see every graph")
     default = [*named, default_graph] if with_default else list(named)
     return stripped, dataset(default, [])
 
@@ -198,8 +204,33 @@ def virtuoso_update(text: str, default_graph: str, named: Iterable[str]) -> str:
     """An update whose default graph is the default scope's graph and whose named graphs
     (for ``GRAPH`` in its ``WHERE``) are ``named``: with a default graph, Virtuoso gives an
     update no named graph unless they are listed."""
-    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named)
+    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named if g != default_graph)
     return with_pragmas(text, f"{pragmas(default_graph)} {listed}".strip())
+
+
+def update_graphs(text: str) -> list[str] | None:
+    """The graphs an update names after ``GRAPH`` (IRIs, or prefixed names it declares), or
+    None when one is a variable or cannot be read for sure: then every graph must be listed.
+
+    >>> update_graphs("PREFIX t: <urn:t:> DELETE WHERE { GRAPH t:m { ?s ?p ?o } GRAPH <urn:a> {} }")
+    ['urn:t:m', 'urn:a']
+    >>> update_graphs("DELETE WHERE { GRAPH ?g { ?s ?p ?o } }") is None
+    True
+    """
+    declared: dict[str, str] = {}
+    for name, iri in _PREFIX_DECLARATION.findall(text):
+        if declared.setdefault(name, iri) != iri:
+            return None  # declared twice (or in a string): no guessing
+    names = []
+    for term in graph_terms(text):
+        prefix, colon, local = term.partition(":")
+        if term.startswith("<") and ":" in term:
+            names.append(term[1:-1])
+        elif colon and prefix in declared and _LOCAL_NAME.fullmatch(local):
+            names.append(declared[prefix] + local)
+        else:
+            return None  # a variable, a relative IRI or an escaped name
+    return names
 
 
 def refuse_whole_store_updates(text: str) -> None:

@@ -36,9 +36,9 @@ __all__ = [
     "caller_positions",
     "default_scope_only",
     "exclude_graphs",
+    "graph_terms",
     "hoist_base",
     "query_form",
-    "refuse_graph_patterns",
     "refuse_service",
     "refuse_similarity",
     "uses_graph",
@@ -242,15 +242,20 @@ def uses_graph(text: str) -> bool:
     return "graph" in text.lower() and _parses(_mutate(text, ["graph", "service"])) is not None
 
 
-def refuse_graph_patterns(text: str, reason: str) -> None:
-    """Raise unless the parser sees no GRAPH (nor SERVICE) keyword in the query ``text``.
+def graph_terms(text: str) -> list[str]:
+    """The term after each GRAPH keyword of ``text``, as written (an IRI, a prefixed name or a
+    variable; ``""`` where none is found); strings, IRIs and comments are no keywords.
 
-    Raises:
-        UnsafeFilterError: it does (``reason`` says why that cannot be confined), or the text
-            does not parse.
+    >>> graph_terms('INSERT { GRAPH <urn:a> { ?s ?p "GRAPH <x>" } } WHERE { GRAPH ?g { } }')
+    ['<urn:a>', '?g']
     """
-    if uses_graph(text):
-        raise UnsafeFilterError(reason)
+    code, spans = _code(text)
+    terms = []
+    for match in _GRAPH.finditer(code):
+        start = _skip_space(text, code, spans, match.end())
+        end = _term_end(text, code, spans, start)
+        terms.append("" if end is None else text[start:end])
+    return terms
 
 
 def exclude_graphs(text: str, excluded: list[str]) -> str:
@@ -263,7 +268,7 @@ def exclude_graphs(text: str, excluded: list[str]) -> str:
     ``graph`` keyword left is one that was wrapped.
 
     >>> exclude_graphs("ASK { GRAPH ?g { ?s ?p ?o } }", ["urn:a"])
-    'ASK { { GRAPH ?g { ?s ?p ?o } FILTER(?g NOT IN (<urn:a>)) } }'
+    'ASK { { GRAPH ?g { ?s ?p ?o } FILTER(!BOUND(?g) || ?g NOT IN (<urn:a>)) } }'
 
     Raises:
         SparqlError: the query does not parse.
@@ -282,7 +287,9 @@ def exclude_graphs(text: str, excluded: list[str]) -> str:
         if term_end is None or found is None:
             continue
         term = text[term_start:term_end]
-        inserts += [(match.start(), "{ "), (found[0], f" FILTER({term} NOT IN ({listed})) }}")]
+        # A variable the pattern leaves unbound (a nested GRAPH <g> in Oxigraph) names no graph.
+        test = f"!BOUND({term}) || {term}" if term[0] in "?$" else term
+        inserts += [(match.start(), "{ "), (found[0], f" FILTER({test} NOT IN ({listed})) }}")]
         wrapped.append(match.start())
     out, last = [], 0
     for position, piece in sorted(inserts, key=lambda item: item[0]):
