@@ -16,6 +16,7 @@ from trails.kg.remote.dialect import (
     VIRTUOSO_SYSTEM_GRAPHS,
     check_dialect,
     refuse_whole_store_updates,
+    update_graphs,
     virtuoso_scoped,
     virtuoso_update,
     with_pragmas,
@@ -166,6 +167,22 @@ def test_updates_name_their_graphs_and_whole_store_updates_are_refused():
     for update in ['INSERT DATA { <x:a> <x:b> "DROP ALL" }', "DROP GRAPH <x:all>",
                    "# DROP ALL\nCLEAR DEFAULT", "DROP SILENT GRAPH <urn:all>"]:
         refuse_whole_store_updates(update)
+
+
+@pytest.mark.parametrize(("update", "graphs"), [
+    ('INSERT DATA { GRAPH <urn:a> { <x:s> <x:p> "GRAPH ?g { }" } } # GRAPH ?h', ["urn:a"]),
+    ("PREFIX t: <urn:t:> DELETE { GRAPH t:m { ?s ?p ?o } } WHERE { GRAPH t:m { ?s ?p ?o } }",
+     ["urn:t:m", "urn:t:m"]),
+    ("INSERT DATA { <x:s> <x:p> 1 }", []),
+    ("DELETE WHERE { GRAPH ?g { ?s ?p ?o } }", None),
+    ("DELETE WHERE { GRAPH $g { ?s ?p ?o } }", None),
+    ("BASE <urn:> DELETE WHERE { GRAPH <a> { ?s ?p ?o } }", None),
+    ("PREFIX t: <urn:t:> PREFIX t: <urn:u:> CLEAR GRAPH t:m", None),
+    ("PREFIX t: <urn:t:> CLEAR GRAPH u:m", None),
+    (r"PREFIX t: <urn:t:> CLEAR GRAPH t:a\-b", None),
+])
+def test_the_graphs_an_update_names(update, graphs):
+    assert update_graphs(update) == graphs
 
 
 def test_the_query_form_ignores_strings_iris_comments_and_names():
