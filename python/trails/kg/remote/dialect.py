@@ -10,9 +10,11 @@ graph contract suite, ``tests/test_kg_contract.py``):
   default graph (the ``default`` scope) is therefore the named graph ``default_graph_uri``
   (:data:`VIRTUOSO_DEFAULT_GRAPH` unless given): quads in the default graph are written there,
   updates name it in a ``DEFINE input:default-graph-uri`` pragma, scoped queries list it in the
-  protocol dataset, and the union view (``scopes=None``), ``len()`` and exports leave
-  Virtuoso's own graphs (:data:`VIRTUOSO_SYSTEM_GRAPHS`) out with ``input:*-graph-exclude``
-  pragmas and read the default scope's graph as the default graph, not as a named one.
+  protocol dataset. ``len()``, exports and the graph listing read ``GRAPH ?g`` without
+  Virtuoso's own graphs (:data:`VIRTUOSO_SYSTEM_GRAPHS`), the default scope's graph read back
+  as the default graph; the union view (``scopes=None``) is :func:`virtuoso_union`. Virtuoso's
+  ``input:*-graph-exclude`` pragmas cannot help: they also hide constant ``GRAPH <g>``
+  patterns, and ``named-graph-exclude`` empties a default graph set by a pragma.
 - **The text's dataset is added to the protocol's.** ``FROM``/``FROM NAMED`` in a query add
   graphs to the ``default-graph-uri``/``named-graph-uri`` of the request where the protocol
   says they are replaced. Scoped queries are sent without their dataset clauses
@@ -24,8 +26,12 @@ graph contract suite, ``tests/test_kg_contract.py``):
   reaches every graph. A scoped query that uses ``GRAPH`` is refused
   (:class:`UnsafeFilterError`) before any request; the union view (``scopes=None``) keeps it.
 - **A default graph hides the named graphs from updates.** An update whose default graph is
-  set has no named graphs unless they are listed: :meth:`update` first lists the store's
-  graphs (one query) and names them in ``DEFINE input:named-graph-uri`` pragmas.
+  set has no named graphs unless they are listed: ``update()`` names the graphs its text names
+  after ``GRAPH`` (:func:`update_graphs`) in ``DEFINE input:named-graph-uri`` pragmas, and
+  lists the store's graphs first (one query) only for ``GRAPH ?var``.
+- **Blank nodes.** ``INSERT DATA`` refuses them, a template with blank nodes in two ``GRAPH``
+  blocks fails (HTTP 500, SR002) and a template cuts a literal at a NUL character: see
+  :func:`~trails.kg.remote.results.insert_data`.
 - **Whole-store updates do nothing.** ``DROP ALL``, ``CLEAR ALL``, ``DROP NAMED`` and ``CLEAR
   NAMED`` answer HTTP 200 and leave every graph in place: they are refused
   (:class:`SparqlError`) before any request; drop graphs one at a time.
@@ -34,7 +40,9 @@ graph contract suite, ``tests/test_kg_contract.py``):
   cut at ``ResultSetMaxRows`` are flagged by an ``X-SPARQL-MaxRows`` header (refused, never
   returned short), and a refused permission is HTTP 500 with ``SR186`` (a configuration error).
 - Values: ``xsd:double`` comes back in Virtuoso's own lexical form (``"2.5E0"`` as ``"2.5"``,
-  the same number); other typed literals, language tags and long strings round-trip exactly.
+  the same number), booleans as ``1``/``0`` (read back as ``true``/``false``); other typed
+  literals, language tags and long strings round-trip exactly. ``BASE`` after ``PREFIX`` does
+  not parse: a ``BASE`` that starts a query goes before the predeclared prefixes.
 """
 
 from __future__ import annotations
@@ -105,17 +113,14 @@ def check_dialect(dialect: str) -> str:
     return dialect
 
 
-def pragmas(default_graph: str | None = None, *, exclude_default: Iterable[str] = (),
-            exclude_named: Iterable[str] = ()) -> str:
-    """Virtuoso ``DEFINE`` pragmas: the default graph, and graphs left out of the dataset.
+def pragmas(default_graph: str, named: Iterable[str] = ()) -> str:
+    """Virtuoso ``DEFINE`` pragmas: the default graph, and the named graphs.
 
-    >>> pragmas("urn:d", exclude_named=["urn:d"])
-    'DEFINE input:default-graph-uri <urn:d> DEFINE input:named-graph-exclude <urn:d>'
+    >>> pragmas("urn:d", ["urn:g"])
+    'DEFINE input:default-graph-uri <urn:d> DEFINE input:named-graph-uri <urn:g>'
     """
-    parts = [] if default_graph is None else [f"DEFINE input:default-graph-uri <{default_graph}>"]
-    parts += [f"DEFINE input:default-graph-exclude <{g}>" for g in exclude_default]
-    parts += [f"DEFINE input:named-graph-exclude <{g}>" for g in exclude_named]
-    return " ".join(parts)
+    return " ".join([f"DEFINE input:default-graph-uri <{default_graph}>",
+                     *(f"DEFINE input:named-graph-uri <{g}>" for g in dict.fromkeys(named))])
 
 
 def with_pragmas(text: str, defines: str, prologue_mark: str = PROLOGUE_MARK) -> str:
@@ -204,8 +209,7 @@ def virtuoso_update(text: str, default_graph: str, named: Iterable[str]) -> str:
     """An update whose default graph is the default scope's graph and whose named graphs
     (for ``GRAPH`` in its ``WHERE``) are ``named``: with a default graph, Virtuoso gives an
     update no named graph unless they are listed."""
-    listed = " ".join(f"DEFINE input:named-graph-uri <{g}>" for g in named if g != default_graph)
-    return with_pragmas(text, f"{pragmas(default_graph)} {listed}".strip())
+    return with_pragmas(text, pragmas(default_graph, [g for g in named if g != default_graph]))
 
 
 def update_graphs(text: str) -> list[str] | None:
