@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import socket
 
 import pyoxigraph as ox
 import pytest
@@ -28,7 +29,7 @@ from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
 httpx = pytest.importorskip("httpx")
 from trails.kg import SparqlEndpointGraph
-from trails.testing.servers.virtuoso import INSTALL_COMMAND, shared_virtuoso
+from trails.testing.servers.virtuoso import INSTALL_COMMAND, VirtuosoServer, shared_virtuoso
 
 EX = "https://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -246,6 +247,26 @@ def test_an_endpoint_that_may_not_update_is_a_configuration_error(server, kg):
     finally:
         server.sql('GRANT SPARQL_UPDATE TO "SPARQL";')
     assert on_server(server) == []
+
+
+def test_a_server_starts_on_other_ports_when_its_port_was_taken_and_closes_clean(
+        server, kg, tmp_path):
+    other = VirtuosoServer(tmp_path)
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", other.http_port))  # taken after it was picked
+        taken.listen()
+        other.start()
+        assert other.http_port != taken.getsockname()[1]
+        elsewhere = SparqlEndpointGraph(other.query_url, dialect="virtuoso")
+        elsewhere.extend([ox.Quad(ox.NamedNode(f"{EX}a"), ox.NamedNode(f"{EX}p"),
+                                  ox.Literal("x"))])
+        assert len(elsewhere) == 1 and on_server(server) == []  # two servers, two stores
+        elsewhere.close()
+    finally:
+        taken.close()
+        other.close()
+    assert not other.running and not other.directory.exists()
 
 
 def test_unknown_dialects_are_refused():

@@ -149,20 +149,26 @@ class VirtuosoServer:
         if self.running:
             return self
         server, isql = virtuoso_binaries()
-        ini = self.directory / "virtuoso.ini"
-        ini.write_text(_INI.format(dir=self.directory, host=self.host, sql_port=self.sql_port,
-                                   http_port=self.http_port))
-        with open(self.directory / "stdout.log", "ab") as log:
-            self._process = subprocess.Popen(
-                [server, "+foreground", "+configfile", str(ini)], cwd=self.directory,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        if not self._wait_until_ready(time.monotonic() + self.startup_timeout):
-            self.stop()
-            raise ConfigurationError(
-                f"Virtuoso did not answer on {self.base_url} within {self.startup_timeout:g} s; "
-                f"its log:\n{self.log()[-2000:]}")
-        self.sql('GRANT SPARQL_UPDATE TO "SPARQL";', isql)
-        return self
+        deadline = time.monotonic() + self.startup_timeout
+        for attempt in range(3):
+            if attempt:  # it exited early: a port taken since it was picked, say
+                self.sql_port, self.http_port = _free_port(self.host), _free_port(self.host)
+            ini = self.directory / "virtuoso.ini"
+            ini.write_text(_INI.format(dir=self.directory, host=self.host,
+                                       sql_port=self.sql_port, http_port=self.http_port))
+            with open(self.directory / "stdout.log", "ab") as log:
+                self._process = subprocess.Popen(
+                    [server, "+foreground", "+configfile", str(ini)], cwd=self.directory,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            if self._wait_until_ready(deadline):
+                self.sql('GRANT SPARQL_UPDATE TO "SPARQL";', isql)
+                return self
+            if self._process.poll() is None:  # still starting when the time ran out
+                break
+        self.stop()
+        raise ConfigurationError(
+            f"Virtuoso did not answer on {self.base_url} within {self.startup_timeout:g} s; "
+            f"its log:\n{self.log()[-2000:]}")
 
     def sql(self, statements: str, isql: str | None = None) -> str:
         """Run SQL statements as ``dba`` with ``isql-vt``; its output.
