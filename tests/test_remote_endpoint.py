@@ -25,7 +25,7 @@ from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest, ing
 from trails.kg import IRI
 from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
-pytest.importorskip("httpx")
+httpx = pytest.importorskip("httpx")
 from trails.kg import SparqlEndpointGraph
 from trails.testing.servers.oxigraph import OxigraphServer
 
@@ -249,7 +249,9 @@ def test_a_union_default_graph_server_cannot_confine_the_default_scope():
 def test_a_server_that_names_its_default_graph_gets_protocol_parameters(server):
     sent = []
     kg = SparqlEndpointGraph(server.query_url, default_graph_uri="urn:x-arq:DefaultGraph")
-    kg.client.event_hooks["request"].append(lambda request: sent.append(request.url.params))
+    # Queries are sent as URL-encoded forms: the protocol parameters are in the body.
+    kg.client.event_hooks["request"].append(
+        lambda request: sent.append(httpx.QueryParams(request.content.decode())))
     kg.query("SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }", scopes=["default", "a"])
     params = sent[-1]
     assert params.get_list("default-graph-uri") == ["urn:trails:scope:a", "urn:x-arq:DefaultGraph"]

@@ -99,6 +99,8 @@ def _describe_sparql(kg: SparqlEndpointGraph, root: Path) -> Settings | None:
                           "timeout": kg.timeout, "batch_size": kg.batch_size}
     if kg.default_graph_uri is not None:
         settings["default_graph_uri"] = kg.default_graph_uri
+    if kg.dialect != "standard":
+        settings["dialect"] = kg.dialect
     return settings
 
 

@@ -56,6 +56,9 @@ def init(
     update_endpoint: Optional[str] = typer.Option(  # noqa: UP045
         None, "--update-endpoint", metavar="URL",
         help="Its update URL (default: the query URL with /query replaced by /update)."),
+    sparql_dialect: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--sparql-dialect", metavar="NAME", help="standard (default) or virtuoso "
+        "(Virtuoso 7, query URL .../sparql) for --graph sparql."),
     vectors: Optional[VectorBackend] = typer.Option(  # noqa: UP045
         None, "--vectors", help="sqlite-vec: embedded in the directory (default); qdrant: a "
         "Qdrant server (--qdrant-url) or a local Qdrant folder (--qdrant-path)."),
@@ -100,7 +103,7 @@ def init(
         check_base_iri(base_iri, "--base-iri")  # before anything is made
     mapping = _mapping(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
-    graph_part = _graph_part(graph, endpoint, update_endpoint)
+    graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
         _check_same(db, model, base_iri, graph_part, vectors_part)
@@ -142,17 +145,21 @@ def _mapping(pairs: list[str]) -> dict[str, str]:
 
 
 def _graph_part(choice: GraphBackend | None, endpoint: str | None,
-                update_endpoint: str | None) -> PartConfig | None:
+                update_endpoint: str | None, dialect: str | None = None) -> PartConfig | None:
     """The graph the options name; None for the embedded default."""
     name = choice.value if choice is not None else ("sparql" if endpoint else "oxigraph")
     if name != "sparql":
-        if endpoint or update_endpoint:
-            raise ConfigurationError("--endpoint and --update-endpoint apply to --graph sparql")
+        if endpoint or update_endpoint or dialect:
+            raise ConfigurationError("--endpoint, --update-endpoint and --sparql-dialect apply "
+                                     "to --graph sparql")
         return None
     if not endpoint:
         raise ConfigurationError("--graph sparql needs --endpoint URL (the query URL)")
-    return PartConfig(backend="sparql",
-                      settings={"query_url": endpoint, "update_url": update_endpoint})
+    settings: dict[str, str | int | float | bool | None] = {
+        "query_url": endpoint, "update_url": update_endpoint}
+    if dialect is not None:
+        settings["dialect"] = dialect
+    return PartConfig(backend="sparql", settings=settings)
 
 
 def _vectors_part(choice: VectorBackend | None, url: str | None,

@@ -9,7 +9,15 @@ terms, the same booleans and triples, and scopes confine queries the same way (A
 - :mod:`~trails.kg.remote.rewrite`: query texts (prefixes, the default-scope rewrite, the
   refusals), pure functions;
 - :mod:`~trails.kg.remote.results`: responses read as the embedded graph's results, and
-  ``INSERT DATA`` texts.
+  ``INSERT DATA`` texts;
+- :mod:`~trails.kg.remote.dialect`: what differs on Virtuoso 7 (``dialect="virtuoso"``) and
+  how the client makes up for it, or refuses.
+
+Verified servers: ``oxigraph serve`` (``dialect="standard"``, the default) and Virtuoso Open
+Source 7.2 (``dialect="virtuoso"``, query and update URL ``http://host:8890/sparql``); both run
+the graph contract suite (``tests/test_kg_contract.py``). Queries are sent as URL-encoded
+forms (Virtuoso 7 never answers a POST of ``application/sparql-query``), with one ``Accept``
+type per query form (JSON results for SELECT/ASK, N-Triples for CONSTRUCT/DESCRIBE).
 
 How scopes are confined on the server
 -------------------------------------

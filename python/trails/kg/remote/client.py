@@ -8,6 +8,7 @@ confines a query to scopes, and how failures are reported.
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -24,9 +25,23 @@ from trails.errors import (
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.rdfio import RdfSource
+from trails.kg.remote.dialect import (
+    VIRTUOSO_DEFAULT_GRAPH,
+    Params,
+    check_dialect,
+    dataset,
+    permission_hint,
+    refuse_whole_store_updates,
+    update_graphs,
+    virtuoso_scoped,
+    virtuoso_store_select,
+    virtuoso_union,
+    virtuoso_update,
+)
 from trails.kg.remote.results import (
     QueryAnswer,
     batches,
+    canonical_booleans,
     insert_data,
     parse_response,
     server_message,
@@ -35,6 +50,7 @@ from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
     caller_positions,
     default_scope_only,
+    query_form,
     refuse_service,
     refuse_similarity,
     with_prefixes,
@@ -53,12 +69,11 @@ __all__ = ["SparqlEndpointGraph"]
 
 _RESULTS_JSON = "application/sparql-results+json"
 _N_TRIPLES = "application/n-triples"
-_ACCEPT = f"{_RESULTS_JSON}, {_N_TRIPLES};q=0.9"
+_FORM = "application/x-www-form-urlencoded"
+_UPDATE = "application/sparql-update"
 _UNION_DEFAULT_GRAPH = "http://www.w3.org/ns/sparql-service-description#UnionDefaultGraph"
 _ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
            "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
-# Protocol parameters of one request: (name, value) pairs, a name may repeat.
-Params = list[tuple[str, str]]
 
 
 class SparqlEndpointGraph:
@@ -75,7 +90,14 @@ class SparqlEndpointGraph:
         batch_size: at most this many quads per ``INSERT DATA`` request in :meth:`extend`.
         default_graph_uri: an IRI the server accepts in ``default-graph-uri`` for its default
             graph, if it has one (Jena Fuseki: ``urn:x-arq:DefaultGraph``); see
-            :mod:`trails.kg.remote` for how the default scope is confined without it.
+            :mod:`trails.kg.remote` for how the default scope is confined without it. With
+            ``dialect="virtuoso"``: the named graph that holds the store's default graph
+            (``urn:trails:default-graph`` unless given).
+        dialect: ``"standard"``, or ``"virtuoso"`` for Virtuoso 7 (query URL ``.../sparql``),
+            whose differences :mod:`trails.kg.remote.dialect` lists.
+
+    Raises:
+        InvalidArgumentError: an unknown ``dialect``.
 
     >>> kg = SparqlEndpointGraph("http://127.0.0.1:7878/query")  # doctest: +SKIP
     >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }", scopes=["legal"]).rows  # doctest: +SKIP
@@ -91,6 +113,7 @@ class SparqlEndpointGraph:
         timeout: float = 10.0,
         batch_size: int = 5000,
         default_graph_uri: str | None = None,
+        dialect: str = "standard",
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
@@ -101,7 +124,13 @@ class SparqlEndpointGraph:
         self.update_url = update_url if update_url is not None else _update_url(query_url)
         self.timeout = float(timeout)
         self.batch_size = batch_size
+        self.dialect = check_dialect(dialect)
+        self._virtuoso = dialect == "virtuoso"
+        if self._virtuoso and default_graph_uri is None:
+            default_graph_uri = VIRTUOSO_DEFAULT_GRAPH
         self.default_graph_uri = default_graph_uri
+        # Where quads of the default graph are written: a named graph on Virtuoso.
+        self._stored_default = default_graph_uri if self._virtuoso else None
         self.prefixes = dict(PREFIXES)
         # As the embedded graph's attribute: whether writes are refused here. The server
         # decides what it accepts (credentials, a read-only endpoint); this client refuses none.
@@ -138,9 +167,12 @@ class SparqlEndpointGraph:
         refuse_similarity(sparql, self.prefixes)
         text = with_prefixes(apply_bindings(sparql, bindings), self.prefixes)
         text, params = self._confine(text, scopes)
-        response = self._post(self.query_url, "query", text, "application/sparql-query", params,
-                              accept=_ACCEPT)
-        return parse_response(response, self.query_url)
+        form = query_form(text)
+        # One type per form: Virtuoso answers a CONSTRUCT with a result set if allowed to.
+        accept = _N_TRIPLES if form in ("CONSTRUCT", "DESCRIBE") else _RESULTS_JSON
+        response = self._post(self.query_url, "query", text, params, accept=accept)
+        answer = parse_response(response, self.query_url, form)
+        return canonical_booleans(answer) if self._virtuoso else answer
 
     def select_iris(
         self,
@@ -167,10 +199,20 @@ class SparqlEndpointGraph:
     # -- updates -------------------------------------------------------------------------------
 
     def update(self, sparql: str, bindings: Mapping[str, Any] | None = None) -> None:
-        """Run a SPARQL 1.1 update (one request: the server applies it whole or not at all)."""
+        """Run a SPARQL 1.1 update (one request: the server applies it whole or not at all).
+
+        Raises:
+            SparqlError: it does not parse, or (Virtuoso) it drops or clears all graphs at once,
+                which Virtuoso acknowledges without doing.
+        """
         text = apply_bindings(sparql, bindings) if bindings else sparql
-        self._post(self.update_url, "update", with_prefixes(text, self.prefixes),
-                   "application/sparql-update", [])
+        text = with_prefixes(text, self.prefixes)
+        if self._virtuoso:
+            refuse_whole_store_updates(text)
+            named = update_graphs(text)  # None: every graph, listed (one query)
+            text = virtuoso_update(text, str(self.default_graph_uri),
+                                   self._store_graphs() if named is None else named)
+        self._post(self.update_url, "update", text, [])
 
     def add(self, quad: ox.Quad) -> None:
         """Add one quad (one request)."""
@@ -183,8 +225,8 @@ class SparqlEndpointGraph:
         idempotent, so re-running the whole call finishes the work).
         """
         for batch in batches(quads, self.batch_size):
-            self._post(self.update_url, "update", insert_data(batch),
-                       "application/sparql-update", [])
+            self._post(self.update_url, "update",
+                       insert_data(batch, self._stored_default, virtuoso=self._virtuoso), [])
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Same as :meth:`extend` (the server has no separate bulk path over the protocol)."""
@@ -193,7 +235,8 @@ class SparqlEndpointGraph:
     def remove_graph(self, graph: ox.NamedNode | ox.DefaultGraph) -> None:
         """Remove a named graph and its triples (the default graph: its triples)."""
         if isinstance(graph, ox.DefaultGraph):
-            self.update("CLEAR SILENT DEFAULT")
+            where = f"GRAPH <{self._stored_default}>" if self._stored_default else "DEFAULT"
+            self.update(f"CLEAR SILENT {where}")
         else:
             self.update(f"DROP SILENT GRAPH {graph}")
 
@@ -213,10 +256,10 @@ class SparqlEndpointGraph:
         if not quads:
             return
         try:
-            body = insert_data(quads)
+            body = insert_data(quads, self._stored_default, virtuoso=self._virtuoso)
         except TypeError as exc:  # a blank-node graph name
             raise ConfigurationError(f"{exc}; nothing was loaded") from exc
-        self._post(self.update_url, "update", body, "application/sparql-update", [])
+        self._post(self.update_url, "update", body, [])
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
@@ -235,10 +278,10 @@ class SparqlEndpointGraph:
             rows = self.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", scopes=[scope])
             return [ox.Quad(r["s"], r["p"], r["o"], graph)
                     for r in (rows.raw if isinstance(rows, QueryResult) else [])]
-        result = self._plain_select(
-            "SELECT ?s ?p ?o ?g WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
-            "export every graph")
-        return [ox.Quad(r["s"], r["p"], r["o"], ox.DefaultGraph() if r["g"] is None else r["g"])
+        result = self._plain_select("?s ?p ?o ?g", "export every graph")
+        default = ox.NamedNode(self._stored_default) if self._stored_default else None
+        return [ox.Quad(r["s"], r["p"], r["o"],
+                        ox.DefaultGraph() if r["g"] is None or r["g"] == default else r["g"])
                 for r in result.raw]
 
     def scopes(self) -> list[str]:
@@ -251,17 +294,22 @@ class SparqlEndpointGraph:
 
     def __len__(self) -> int:
         """The number of quads on the server (one COUNT query)."""
-        result = self._plain_select(
-            "SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }",
-            "count the quads of the store")
+        result = self._plain_select("(COUNT(*) AS ?n)", "count the quads of the store")
         return int(result.rows[0]["n"]) if result.rows else 0
 
-    def _plain_select(self, text: str, purpose: str) -> QueryResult:
-        """A SELECT over the server's own default graph and its named graphs (no dataset)."""
-        self._check_default_graph_mode(purpose)
-        response = self._post(self.query_url, "query", text, "application/sparql-query", [],
-                              accept=_RESULTS_JSON)
+    def _plain_select(self, projection: str, purpose: str) -> QueryResult:
+        """``SELECT projection`` over the quads ``?s ?p ?o ?g`` of the server's own default
+        graph and its named graphs (no dataset; on Virtuoso, every graph but its own)."""
+        if self._virtuoso:
+            text = virtuoso_store_select(projection)
+        else:
+            self._check_default_graph_mode(purpose)
+            text = (f"SELECT {projection} WHERE {{ {{ ?s ?p ?o }} UNION "
+                    "{ GRAPH ?g { ?s ?p ?o } } }")
+        response = self._post(self.query_url, "query", text, [], accept=_RESULTS_JSON)
         result = parse_response(response, self.query_url)
+        if self._virtuoso:
+            result = canonical_booleans(result)
         if not isinstance(result, QueryResult):  # pragma: no cover - a SELECT's answer
             raise SparqlError(f"the endpoint {self.query_url} answered a SELECT with no rows")
         return result
@@ -281,18 +329,21 @@ class SparqlEndpointGraph:
     def _confine(self, text: str, scopes: Sequence[str] | None) -> tuple[str, Params]:
         """The text to send and the protocol parameters that confine it to ``scopes``."""
         if scopes is None:
-            return text, [("union-default-graph", "")]
+            return self._union_view(text)
         names = list(scopes)
         if not names:
             raise ValueError("scopes=[] names no scope; pass None for the union of all graphs")
         refuse_service(text)
         graphs = [scope_graph(s) for s in names]  # checks the names
         named = [g.value for g in graphs if isinstance(g, ox.NamedNode)]
+        if self._virtuoso:
+            return virtuoso_scoped(text, named, len(named) < len(graphs),
+                                   str(self.default_graph_uri))
         if len(named) == len(graphs):
-            return text, _dataset(named, named)
+            return text, dataset(named, named)
         if self.default_graph_uri is not None:
             # The default scope adds no named-graph-uri: it brings no named graph.
-            return text, _dataset(named + [self.default_graph_uri], named)
+            return text, dataset(named + [self.default_graph_uri], named)
         if named:
             others = names[1:] if names[0] == DEFAULT_SCOPE else named
             raise ConfigurationError(
@@ -303,6 +354,16 @@ class SparqlEndpointGraph:
                 "names its default graph (Jena Fuseki: urn:x-arq:DefaultGraph)")
         self._check_default_graph_mode("confine a query to the default scope")
         return default_scope_only(text), []
+
+    def _union_view(self, text: str) -> tuple[str, Params]:
+        """Every graph as the default graph (the protocol's ``union-default-graph``)."""
+        if self._virtuoso:
+            return virtuoso_union(text, str(self.default_graph_uri), self._store_graphs)
+        return text, [("union-default-graph", "")]
+
+    def _store_graphs(self) -> list[str]:
+        """Virtuoso: the graphs that hold the store's quads (not Virtuoso's own)."""
+        return [r["g"].value for r in self._plain_select("DISTINCT ?g", "list graphs").raw]
 
     def _check_default_graph_mode(self, purpose: str) -> None:
         """Refuse a server whose default graph is the union of all graphs (read once)."""
@@ -326,26 +387,29 @@ class SparqlEndpointGraph:
 
     # -- HTTP ----------------------------------------------------------------------------------
 
-    def _post(self, url: str, kind: str, body: str, content_type: str, params: Params,
+    def _post(self, url: str, kind: str, text: str, params: Params,
               accept: str | None = None) -> httpx.Response:
-        headers = {"Content-Type": f"{content_type}; charset=utf-8"}
-        if accept:
-            headers["Accept"] = accept
-        response = self._send("POST", url, kind, content=body.encode("utf-8"), headers=headers,
-                              params=params)
+        """A query as an HTML form (the protocol's URL-encoded POST: Virtuoso 7 never answers
+        a POST of ``application/sparql-query``), an update as ``application/sparql-update``."""
+        query = kind == "query"
+        headers = {"Content-Type": _FORM if query else f"{_UPDATE}; charset=utf-8",
+                   **({"Accept": accept} if accept else {})}
+        body = (urllib.parse.urlencode([("query", text), *params]) if query else text).encode()
+        response = self._send("POST", url, kind, content=body, headers=headers)
         status = response.status_code
         if status < 300:
             return response
         message = server_message(response)
-        if body.startswith(PROLOGUE_MARK):
+        if text.startswith(PROLOGUE_MARK):
             message = caller_positions(message)
         if status == 400:
             raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
                               f"{url}): {message}")
-        if status in (401, 403, 404, 405, 406, 415):
+        if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
             raise ConfigurationError(
                 f"the SPARQL endpoint {url} answered HTTP {status} to {_a(kind)}: {message}. Check "
-                "the URL (query_url/update_url) and the credentials (headers=/auth=).")
+                "the URL (query_url/update_url) and the credentials (headers=/auth=)."
+                + permission_hint(message))
         raise EndpointUnavailableError(
             f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
 
@@ -371,12 +435,6 @@ def _update_url(query_url: str) -> str:
     if query_url.endswith("/query"):
         return query_url[: -len("/query")] + "/update"
     return query_url
-
-
-def _dataset(default: list[str], named: list[str]) -> Params:
-    """The protocol parameters of a dataset: its default graph's parts and its named graphs."""
-    return ([("default-graph-uri", g) for g in default]
-            + [("named-graph-uri", g) for g in named])
 
 
 def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:

@@ -2,19 +2,32 @@
 
 Responses become the embedded graph's results (a :class:`QueryResult` of pyoxigraph terms, a
 boolean, or triples); quads become ``INSERT DATA`` texts. Nothing here talks to a server.
+
+Readings for Virtuoso 7 (see :mod:`trails.kg.remote.dialect`), harmless elsewhere: an ``ASK``
+answered as a one-row result set is a boolean, blank node labels that are not labels
+(``nodeID://b10001``) are made labels, and a result cut at the server's row limit
+(``X-SPARQL-MaxRows``) is refused.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyoxigraph as ox
 
-from trails.errors import SparqlError
+from trails.errors import ConfigurationError, SparqlError
 from trails.kg.result import QueryResult
 
-__all__ = ["Response", "batches", "insert_data", "parse_response", "server_message"]
+__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
+           "server_message"]
+
+_JSON_RESULTS = "application/sparql-results+json"
+_NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_]")
+# Virtuoso's name for the one column of an ASK answered as a result set.
+_ASK_COLUMN = "__ASK_RETVAL"
 
 # What a SPARQL query returns: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> triples.
 QueryAnswer = QueryResult | bool | list[ox.Triple]
@@ -39,22 +52,76 @@ def server_message(response: Response) -> str:
     return text if len(text) <= 600 else text[:600] + "…"
 
 
-def parse_response(response: Response, url: str) -> QueryAnswer:
-    """SPARQL results or RDF, by the response's content type.
+def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryAnswer:
+    """SPARQL results or RDF, by the response's content type; ``form`` is the query's.
 
     Raises:
-        SparqlError: the body does not parse as its content type, or the type is neither.
+        SparqlError: the body does not parse as its content type, or the type is neither, or
+            the server cut the result at its row limit.
     """
+    limit = response.headers.get("x-sparql-maxrows")
+    if limit is not None:
+        raise SparqlError(
+            f"the SPARQL endpoint {url} cut the result at its limit of {limit} rows "
+            "(X-SPARQL-MaxRows); trails does not return partial results. Raise the limit "
+            "(Virtuoso: ResultSetMaxRows in the [SPARQL] section of virtuoso.ini) or narrow "
+            "the query (LIMIT/OFFSET)")
     media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    content = response.content
+    if media == _JSON_RESULTS and b'"bnode"' in content:
+        content = _labelled_blank_nodes(content)
     try:
-        answer = _parse(response.content, media)
+        answer = _parse(content, media)
     except SyntaxError as exc:
         raise SparqlError(f"the SPARQL endpoint {url} sent results that do not parse as "
                           f"{media}: {exc}") from exc
     if answer is None:
         raise SparqlError(f"the SPARQL endpoint {url} answered with "
                           f"{media or 'no content type'}, neither SPARQL results nor RDF")
+    if form == "ASK" and isinstance(answer, QueryResult) and answer.variables == [_ASK_COLUMN]:
+        return any(row.get(_ASK_COLUMN) for row in answer.rows)
     return answer
+
+
+_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")
+_CANONICAL = {"1": ox.Literal("true", datatype=_BOOLEAN), "0": ox.Literal("false", datatype=_BOOLEAN)}
+
+
+def canonical_booleans(answer: QueryAnswer) -> QueryAnswer:
+    """``answer`` with ``"1"``/``"0"`` booleans in their canonical form ``true``/``false``
+    (the same values: Virtuoso stores booleans as numbers and writes ``true`` back as ``1``).
+    """
+    def canonical(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None) -> Any:
+        if isinstance(term, ox.Literal) and term.datatype == _BOOLEAN:
+            return _CANONICAL.get(term.value, term)
+        return term
+
+    if isinstance(answer, QueryResult):
+        return QueryResult(answer.variables, [{n: canonical(t) for n, t in row.items()}
+                                              for row in answer.raw])
+    if isinstance(answer, list):
+        return [ox.Triple(t.subject, t.predicate, canonical(t.object)) for t in answer]
+    return answer
+
+
+def _labelled_blank_nodes(content: bytes) -> bytes:
+    """JSON results whose blank node values are valid labels (``nodeID://b1`` -> ``b1``);
+    distinct values stay distinct unless they differ only in characters a label cannot hold."""
+    try:
+        document = json.loads(content)
+        bindings = document["results"]["bindings"]
+    except (ValueError, KeyError, TypeError):
+        return content  # the parser reports what is wrong
+    for row in bindings:
+        for term in row.values() if isinstance(row, dict) else ():
+            if isinstance(term, dict) and term.get("type") == "bnode":
+                term["value"] = _label(str(term.get("value", "")))
+    return json.dumps(document).encode("utf-8")
+
+
+def _label(value: str) -> str:
+    value = value.removeprefix("nodeID://")
+    return _NOT_IN_LABEL.sub("_", value) or "b"
 
 
 def _parse(content: bytes, media: str) -> QueryAnswer | None:
@@ -83,23 +150,60 @@ def batches(quads: Iterable[ox.Quad], size: int) -> Iterator[list[ox.Quad]]:
         yield batch
 
 
-def insert_data(quads: list[ox.Quad]) -> str:
-    """One ``INSERT DATA`` update adding ``quads`` (a ``GRAPH`` block per named graph).
+def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
+                virtuoso: bool = False) -> str:
+    """One update request adding ``quads`` (a ``GRAPH`` block per named graph).
+
+    ``INSERT DATA``, or, when a quad holds a blank node, ``INSERT { ... } WHERE { }``: the same
+    quads (one solution: each label is one new node), and the form Virtuoso accepts (its
+    ``INSERT DATA`` refuses blank nodes). ``default_graph`` names the graph that holds the
+    store's default graph on a server without one of its own. ``virtuoso``: Virtuoso 7 fails
+    (HTTP 500, SR002) on a template with blank nodes in two ``GRAPH`` blocks, so each graph
+    with blank nodes gets an operation of its own, and one blank node in two graphs, which
+    would become two nodes, is refused.
 
     Raises:
         TypeError: a quad's graph is a blank node, which an update cannot name.
+        ConfigurationError: ``virtuoso`` and a blank node in two graphs, or a NUL character
+            in a literal of a graph that also gets blank nodes (Virtuoso cuts it off there).
     """
     by_graph: dict[str | None, list[str]] = {}
+    blank = False
+    homes: dict[ox.BlankNode, str | None] = {}
+    nul: dict[str | None, ox.Literal] = {}
     for q in quads:
         graph = q.graph_name
+        blank = blank or isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode)
         if isinstance(graph, ox.DefaultGraph):
-            key = None
+            key = None if default_graph is None else f"<{default_graph}>"
         elif isinstance(graph, ox.NamedNode):
             key = str(graph)
         else:
             raise TypeError(f"a SPARQL update cannot name the blank-node graph {graph}; "
                             "use an IRI for the graph")
         by_graph.setdefault(key, []).append(f"{q.subject} {q.predicate} {q.object} .")
-    parts = [" ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
-             for key, triples in by_graph.items()]
-    return "INSERT DATA {\n" + "\n".join(parts) + "\n}"
+        if isinstance(q.object, ox.Literal) and "\x00" in q.object.value:
+            nul.setdefault(key, q.object)
+        for node in (q.subject, q.object):
+            if isinstance(node, ox.BlankNode) and homes.setdefault(node, key) != key and virtuoso:
+                raise ConfigurationError(
+                    f"the blank node {node} is in two graphs ({homes[node] or 'default'} and "
+                    f"{key or 'default'}); Virtuoso 7 cannot write one blank node into two "
+                    "graphs, so nothing of this batch was sent: give it an IRI")
+    parts = {key: " ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
+             for key, triples in by_graph.items()}
+    if not blank:
+        return "INSERT DATA {\n" + "\n".join(parts.values()) + "\n}"
+    if not virtuoso:
+        return "INSERT {\n" + "\n".join(parts.values()) + "\n} WHERE { }"
+    with_blanks = set(homes.values())
+    for key, literal in nul.items():  # Virtuoso cuts it there in a template, not in DATA
+        if key in with_blanks:
+            raise ConfigurationError(
+                f"the literal {literal} holds a NUL character, which Virtuoso 7 cuts off in an "
+                "update that also writes blank nodes; nothing of this batch was sent: remove "
+                "the NUL characters, or write this triple in a batch without blank nodes")
+    plain = [part for key, part in parts.items() if key not in with_blanks]
+    operations = [f"INSERT {{\n{parts[key]}\n}} WHERE {{ }}" for key in parts if key in with_blanks]
+    operations += ["INSERT DATA {\n" + "\n".join(plain) + "\n}"] if plain else []
+    return " ;\n".join(operations)

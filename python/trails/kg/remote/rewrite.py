@@ -35,14 +35,23 @@ __all__ = [
     "PROLOGUE_MARK",
     "caller_positions",
     "default_scope_only",
+    "exclude_graphs",
+    "graph_terms",
+    "hoist_base",
+    "query_form",
     "refuse_service",
     "refuse_similarity",
+    "uses_graph",
+    "whole_store_operations",
     "with_prefixes",
+    "without_dataset_clauses",
 ]
 
 # The predeclared prefixes take two lines before the caller's text (this mark, then them).
 PROLOGUE_MARK = "#trails-prefixes\n"
 _ERROR_AT = re.compile(r"error at (\d+):(\d+)")
+# Virtuoso's parser: "SPARQL compiler, line 4: syntax error".
+_COMPILER_LINE = re.compile(r"(SPARQL compiler, line )(\d+)")
 # Parses texts locally; queries run on it only when they hold no SERVICE (nothing leaves).
 _EMPTY = ox.Store()
 
@@ -70,6 +79,11 @@ _VARIABLE = re.compile(r"[?$](\w+)")
 _PNAME = re.compile(r"[^\s{}()<>\"'#,;]*:[^\s{}()<>\"'#,;]*")
 # One letter of each word changes (a letter for a letter: the text's tokens keep their extent).
 _MUTATIONS = {"graph": 3, "from": 2, "service": 3}
+# The query form: the first of these keywords outside the prologue (no prologue word matches).
+_FORM = re.compile(r"(?<![?$:@\w-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
+# Updates on every graph at once: DROP/CLEAR ALL/NAMED.
+_WHOLE_STORE = re.compile(r"(?<![?$:@\w-])(DROP|CLEAR)\s+(?:SILENT\s+)?(ALL|NAMED)(?![\w:-])",
+                          re.IGNORECASE)
 _SWAP = {"p": "q", "P": "Q", "o": "u", "O": "U", "v": "w", "V": "W"}
 
 # Where blanked spans start and end in a text: {start: end}.
@@ -98,13 +112,34 @@ def caller_positions(message: str) -> str:
     >>> caller_positions("error at 3:7: expected a variable")
     'error at 1:7: expected a variable'
     """
-    return _ERROR_AT.sub(lambda m: f"error at {max(int(m.group(1)) - 2, 1)}:{m.group(2)}",
-                         message)
+    message = _ERROR_AT.sub(
+        lambda m: f"error at {max(int(m.group(1)) - 2, 1)}:{m.group(2)}", message)
+    return _COMPILER_LINE.sub(lambda m: f"{m.group(1)}{max(int(m.group(2)) - 2, 1)}", message)
 
 
 def _message(error: SyntaxError, text: str) -> str:
     """The parser's message, in the caller's line numbers when ``text`` has the prefix lines."""
     return caller_positions(str(error)) if text.startswith(PROLOGUE_MARK) else str(error)
+
+
+def query_form(text: str) -> str:
+    """``SELECT``, ``ASK``, ``CONSTRUCT`` or ``DESCRIBE``: the form of the query ``text``
+    (``SELECT`` when none is found; the server's parser then has the last word).
+
+    >>> query_form('PREFIX ask: <https://x/> # ASK\\nconstruct { ?s ?p "SELECT" } WHERE { ?s ?p ?o }')
+    'CONSTRUCT'
+    """
+    match = _FORM.search(_code(text)[0])
+    return match.group(1).upper() if match else "SELECT"
+
+
+def whole_store_operations(text: str) -> list[str]:
+    """The ``DROP ALL``/``CLEAR NAMED``-like operations of the update ``text``, as written.
+
+    >>> whole_store_operations('CLEAR SILENT ALL ; INSERT DATA { <x:a> <x:b> "DROP ALL" }')
+    ['CLEAR SILENT ALL']
+    """
+    return [m.group() for m in _WHOLE_STORE.finditer(_code(text)[0])]
 
 
 # -- refusals ------------------------------------------------------------------------------------
@@ -165,6 +200,135 @@ def default_scope_only(text: str) -> str:
         "this query uses GRAPH or FROM in a form that trails cannot confine to the default "
         "scope on an endpoint that cannot name its default graph; in the default scope "
         "GRAPH matches nothing and FROM is ignored, so remove them")
+
+
+def without_dataset_clauses(text: str) -> str:
+    """The query without its ``FROM``/``FROM NAMED`` clauses, checked by the parser.
+
+    For a server that adds a text's dataset clauses to the protocol's dataset (Virtuoso)
+    instead of letting the protocol's replace them: embedded, a scope's dataset overrides
+    them, so removing them keeps the meaning. The result must parse with no ``from`` or
+    ``service`` keyword left.
+
+    >>> without_dataset_clauses("SELECT ?s FROM <g> FROM NAMED <h> WHERE { ?s ?p ?o }")
+    'SELECT ?s     WHERE { ?s ?p ?o }'
+
+    Raises:
+        SparqlError: the query does not parse (as SPARQL 1.1: server extensions such as
+            Virtuoso's ``DEFINE`` are not accepted in a scoped query).
+        UnsafeFilterError: it uses FROM in a form the rewrite cannot remove.
+    """
+    code, spans = _code(text)
+    edits = [(match.start(), end, " ") for match in _FROM.finditer(code)
+             if (end := _dataset_clause_end(text, code, spans, match.end())) is not None]
+    rewritten = _apply(text, edits)
+    if _parses(_mutate(rewritten, ["from", "service"])) is None:
+        return rewritten
+    original = _parses(_mutate(text, ["service"]))
+    if original is not None:
+        raise SparqlError(f"SPARQL query does not parse: {_message(original, text)}")
+    raise UnsafeFilterError(  # pragma: no cover - every FROM keyword starts a dataset clause
+        "this query uses FROM in a form that trails cannot remove; a scoped query's dataset "
+        "is its scopes, so remove the FROM clauses")
+
+
+def uses_graph(text: str) -> bool:
+    """Whether the query ``text`` may use the GRAPH keyword: true unless the parser proves it
+    does not (a text it cannot parse may).
+
+    >>> uses_graph('SELECT ?graph WHERE { ?graph <x:graph> "graph" }'), uses_graph("ASK{GRAPH ?g{}}")
+    (False, True)
+    """
+    return "graph" in text.lower() and _parses(_mutate(text, ["graph", "service"])) is not None
+
+
+def graph_terms(text: str) -> list[str]:
+    """The term after each GRAPH keyword of ``text``, as written (an IRI, a prefixed name or a
+    variable; ``""`` where none is found); strings, IRIs and comments are no keywords.
+
+    >>> graph_terms('INSERT { GRAPH <urn:a> { ?s ?p "GRAPH <x>" } } WHERE { GRAPH ?g { } }')
+    ['<urn:a>', '?g']
+    """
+    code, spans = _code(text)
+    terms = []
+    for match in _GRAPH.finditer(code):
+        start = _skip_space(text, code, spans, match.end())
+        end = _term_end(text, code, spans, start)
+        terms.append("" if end is None else text[start:end])
+    return terms
+
+
+def exclude_graphs(text: str, excluded: list[str]) -> str:
+    """Each ``GRAPH t { P }`` of the query as ``{ GRAPH t { P } FILTER(t NOT IN (excluded)) }``,
+    for a server whose ``GRAPH`` reaches graphs that are not named graphs of the store
+    (Virtuoso: its own graphs, and the graph that holds the default scope).
+
+    Only insertions: nested patterns are wrapped each in turn, and a constant ``t``, prefixed
+    or relative, is compared by the server as it reads it. The parser checks that every
+    ``graph`` keyword left is one that was wrapped.
+
+    >>> exclude_graphs("ASK { GRAPH ?g { ?s ?p ?o } }", ["urn:a"])
+    'ASK { { GRAPH ?g { ?s ?p ?o } FILTER(!BOUND(?g) || ?g NOT IN (<urn:a>)) } }'
+
+    Raises:
+        SparqlError: the query does not parse.
+        UnsafeFilterError: it uses GRAPH in a form the rewrite cannot wrap.
+    """
+    if "graph" not in text.lower():
+        return text
+    code, spans = _code(text)
+    listed = ", ".join(f"<{g}>" for g in excluded)
+    inserts: list[tuple[int, str]] = []
+    wrapped: list[int] = []
+    for match in _GRAPH.finditer(code):
+        term_start = _skip_space(text, code, spans, match.end())
+        term_end = _term_end(text, code, spans, term_start)
+        found = _graph_pattern_end(text, code, spans, match.end())
+        if term_end is None or found is None:
+            continue
+        term = text[term_start:term_end]
+        # A variable the pattern leaves unbound (a nested GRAPH <g> in Oxigraph) names no graph.
+        test = f"!BOUND({term}) || {term}" if term[0] in "?$" else term
+        inserts += [(match.start(), "{ "), (found[0], f" FILTER({test} NOT IN ({listed})) }}")]
+        wrapped.append(match.start())
+    out, last = [], 0
+    for position, piece in sorted(inserts, key=lambda item: item[0]):
+        out += [text[last:position], piece]
+        last = position
+    rewritten = "".join(out) + text[last:]
+    # Where the wrapped keywords are now: after every piece inserted at or before them.
+    kept = sorted(p + sum(len(piece) for at, piece in inserts if at <= p) for p in wrapped)
+    parts, last = [], 0
+    for start in kept:  # the text between wrapped keywords has every graph keyword changed
+        parts += [_mutate(rewritten[last:start], ["graph", "service"]), rewritten[start:start + 5]]
+        last = start + 5
+    if _parses("".join(parts) + _mutate(rewritten[last:], ["graph", "service"])) is None:
+        return rewritten
+    original = _parses(_mutate(text, ["service"]))
+    if original is not None:
+        raise SparqlError(f"SPARQL query does not parse: {_message(original, text)}")
+    raise UnsafeFilterError(
+        "this query uses GRAPH in a form that trails cannot rewrite for this endpoint; write "
+        "GRAPH followed by an IRI, a prefixed name or a variable, then { ... }")
+
+
+def hoist_base(text: str) -> tuple[str, str]:
+    """``(BASE declaration, text without it)`` when ``text`` starts with one (after white
+    space and comments), else ``("", text)``; the declaration's place is left blank, so
+    positions in the text stay where they were.
+
+    >>> hoist_base("BASE <https://x/> SELECT * { <a> ?p ?o }")
+    ('BASE <https://x/>', '                  SELECT * { <a> ?p ?o }')
+    """
+    code, spans = _code(text)
+    start = _skip_space(text, code, spans, 0)
+    if code[start:start + 4].upper() != "BASE":
+        return "", text
+    iri = _skip_space(text, code, spans, start + 4)
+    if iri not in spans or text[iri] != "<":
+        return "", text
+    end = spans[iri]
+    return text[start:end], text[:start] + " " * (end - start) + text[end:]
 
 
 def _edits(text: str) -> list[tuple[int, int, str]]:
