@@ -35,12 +35,11 @@ class SqliteVersions(SqliteCore):
         pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
         with self._writing():
             gone = self._db.execute(
-                "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
+                "SELECT i.id, i.rowid, i.slot FROM items i JOIN json_each(?) j"
                 " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
                 (pairs,),
             )
             self._keywords.publish([r[1] for r in gone], pairs)
-            self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
             self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
             # "+pending": find the rows by doc_iri. On "pending = 1" SQLite picks the
             # partial index items_pending and walks every staged row for each document:
@@ -53,8 +52,8 @@ class SqliteVersions(SqliteCore):
                 "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
                 [tuple(v) for v in versions],
             )
-            # The matrix follows inside the transaction; a failed COMMIT reloads it.
-            self._index.remove(r[0] for r in gone)
+            # The index follows inside the transaction; a failed COMMIT reloads it.
+            self._index.set_alive((r[2] for r in gone), False)
             self._index_rows(
                 "JOIN json_each(?) j ON i.doc_iri = j.value ->> 0 AND i.version = j.value ->> 1",
                 (pairs,),
