@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextDamagedError
 from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedders.base import EmbedderIdentity
@@ -39,6 +39,7 @@ from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.base import BaseVectorStore
 from trails.vector.stores.records import SearchPlan, VectorHit
 from trails.vector.stores.sqlite_vec import schema
+from trails.vector.stores.sqlite_vec.compaction import compact, worth_compacting
 from trails.vector.stores.sqlite_vec.driver import open_database
 from trails.vector.stores.sqlite_vec.keyword import Fts5Index, take_texts, with_text
 from trails.vector.stores.sqlite_vec.slot_index import Candidates, SlotIndex
@@ -63,8 +64,6 @@ def reads(method: F) -> F:
 
 # How many candidate sets (``ids`` tuples) a store remembers, most recent first.
 MEMO_SIZE = 4
-# Columns promoted out of the JSON metadata so filters on them use an index.
-_COLUMNS = ("doc_iri", "scope")
 # json.dumps(m, default=str, sort_keys=True), with one encoder for every row instead of
 # a new one per call (json.dumps builds one whenever it is given options).
 _METADATA_JSON = json.JSONEncoder(default=str, sort_keys=True).encode
@@ -167,9 +166,20 @@ class SqliteCore(BaseVectorStore):
         ...     [hit.id for hit in store.search([1.0, 0.0])], store.count()
         (['a'], 1)
         """
-        with self._index.lock, self._db.reading():
-            self._refresh()
-            yield self
+        with self._index.lock:
+            for attempt in range(3):
+                with self._db.reading():
+                    try:
+                        self._refresh()
+                    except ContextDamagedError:
+                        # A snapshot taken just before a compaction committed names vector
+                        # files the compaction then deleted: a fresh snapshot names the new
+                        # ones. Files damaged for good fail every time.
+                        if attempt == 2 or self._db.in_transaction:
+                            raise
+                        continue
+                    yield self
+                    return
 
     def _load(self) -> None:
         """Read the index of the state the caller's read or write transaction holds (so the
@@ -181,7 +191,10 @@ class SqliteCore(BaseVectorStore):
             raise corrupt_file(self.path, "it records no vector files")
         slots = int(self._meta("vector_slots") or 0)
         if self._files.file_id != file_id:
-            self._files.attach(file_id, slots)
+            files = VectorFiles(self.path, self._dim, int(self._meta("vector_generation") or 0))
+            files.attach(file_id, slots)
+            self._files = files
+            self._index.use(files)
         self._index.reset(slots, np.empty(0, dtype=np.int64),
                           json.loads(self._meta("scopes") or "[]"))
         self._index_rows("WHERE i.pending = 0")
@@ -193,7 +206,7 @@ class SqliteCore(BaseVectorStore):
         joined = self._db.execute(f"SELECT group_concat(i.slot) FROM items i {where}", params)
         text = joined[0][0] if joined else None
         if text:
-            slots = np.array(str(text).split(","), dtype=np.int64)
+            slots = np.fromstring(str(text), dtype=np.int64, sep=",")  # C speed, no list
             if slots.min() < 0 or slots.max() >= self._index.slots:
                 raise corrupt_file(self.path, "a row names a vector slot that was never "
                                               "committed")
@@ -258,6 +271,24 @@ class SqliteCore(BaseVectorStore):
             self._index.set_alive((slot for _, slot in existing.values()), False)
             if not pending:
                 self._index.set_alive(range(first, first + len(ids)), True)
+        self._compact_if_worth_it()
+
+    def _compact_if_worth_it(self) -> None:
+        """After a write: rewrite the vector files without their garbage when it outweighs
+        the rows (:mod:`.compaction`). Never inside a caller's transaction: the old files are
+        deleted only after the switch has committed."""
+        if self._db.in_transaction or not worth_compacting(self._index.slots, len(self._index)):
+            return
+        old = self._files
+        with self._writing():
+            rows = int(self._db.execute("SELECT COUNT(*) FROM items")[0][0])
+            if not worth_compacting(self._index.slots, rows):
+                return
+            fresh = compact(self._db, old, self._index.slots)
+        self._files = fresh
+        self._index.use(fresh)
+        self._version = -1  # slots renumbered: read the index again at the next read
+        old.remove()
 
     def _scope_codes(self, scopes: list[str]) -> list[int]:
         """Each scope's code, recording new scopes (in the caller's write transaction)."""
@@ -280,36 +311,6 @@ class SqliteCore(BaseVectorStore):
                 rowids.append(next_rowid)
                 next_rowid += 1
         return rowids
-
-    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        clauses, params = [], []
-        for key, value in filters.items():
-            if key in _COLUMNS:
-                clauses.append(f"{key} = ?")
-                params.append(optional_str(value))
-            elif key == "text":  # kept in its own column (m003), or in older rows' JSON
-                clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
-                params.append(value)
-            else:
-                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
-                params.append(value)
-        with self._writing():  # the ids and their deletion: one transaction
-            rows = self._db.execute(f"SELECT id FROM items WHERE {' AND '.join(clauses)}", params)
-            return self._delete_ids([r[0] for r in rows])
-
-    def _delete_ids(self, ids: list[str]) -> int:
-        self._check_writable()
-        if not ids:
-            return 0
-        with self._writing():
-            found = self._db.execute(
-                "SELECT id, rowid, slot FROM items WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            )
-            self._keywords.forget([r[1] for r in found])
-            self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in found])
-            self._index.set_alive((r[2] for r in found), False)
-        return len(found)
 
     # -- reads ----------------------------------------------------------------------------
 

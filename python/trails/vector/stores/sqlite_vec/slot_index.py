@@ -80,6 +80,15 @@ class SlotIndex:
         self.scope_codes = {name: code for code, name in enumerate(scopes)}
         self._changed()
 
+    def use(self, files: VectorFiles) -> None:
+        """Read another generation of the vector files (slots renumbered: lookups rebuilt)."""
+        self.files = files
+        self.slots = self.count = self._covered = 0
+        self._ids = self._docs = np.empty(0, dtype=np.uint64)
+        self._id_slots = self._doc_slots = np.empty(0, dtype=np.int64)
+        self._scopes = np.empty(0, dtype=np.int32)
+        self._changed()
+
     def grow(self, slots: int) -> None:
         """Slots up to ``slots`` are written (by this store's own transaction)."""
         self.files.ensure(slots)

@@ -43,9 +43,11 @@ _LAYOUT = struct.Struct("<16sII16s")  # magic, dim, row bytes, file id
 KEY_DTYPE = np.dtype([("id", "<u8"), ("doc", "<u8"), ("scope", "<i4"), ("crc", "<u4")])
 
 
-def vector_paths(path: str) -> dict[str, str]:
-    """The two files beside a store file ``path``."""
-    return {kind: f"{path}.{kind}" for kind in ("f32", "keys")}
+def vector_paths(path: str, generation: int = 0) -> dict[str, str]:
+    """The two files beside a store file ``path`` (a compaction writes the next generation:
+    ``<path>.<generation>.f32``)."""
+    stem = path if generation == 0 else f"{path}.{generation}"
+    return {kind: f"{stem}.{kind}" for kind in ("f32", "keys")}
 
 
 def key_hashes(names: Iterable[str | None]) -> np.ndarray:
@@ -69,11 +71,12 @@ class VectorFiles:
     writes slots at a given position and flushes them to disk before returning.
     """
 
-    def __init__(self, path: str, dim: int) -> None:
+    def __init__(self, path: str, dim: int, generation: int = 0) -> None:
         self.path = path
         self.dim = dim
+        self.generation = generation
         self.row_bytes = 4 * dim
-        self.paths = {} if path == ":memory:" else vector_paths(path)
+        self.paths = {} if path == ":memory:" else vector_paths(path, generation)
         self._maps: dict[str, tuple[mmap.mmap, int]] = {}  # kind -> (map, bytes mapped)
         # ":memory:": arrays grown by doubling (views handed out keep the old ones alive).
         self._memory: dict[str, np.ndarray] = {
@@ -221,6 +224,14 @@ class VectorFiles:
     def close(self) -> None:
         """Drop the maps (views still held keep theirs alive until released)."""
         self._maps.clear()
+
+    def remove(self) -> None:
+        """Delete the files (after a compaction committed the next generation). A process
+        that mapped them keeps reading them until it lets go."""
+        self.close()
+        for target in self.paths.values():
+            with contextlib.suppress(OSError):  # gone already, or a later open retries
+                os.unlink(target)
 
 
 def vector_checksums(unit: np.ndarray) -> np.ndarray:
