@@ -55,13 +55,18 @@ def key_hashes(names: Iterable[str | None]) -> np.ndarray:
 
     Hashes only shortlist: the store checks every hit's real id against the names asked for,
     so a collision (about 1 in 2^64 per pair) can never admit a row."""
-    def one(name: str | None) -> int:
-        if name is None:
-            return 0
-        return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"),
-                                              digest_size=8).digest(), "little") or 1
     names = names if isinstance(names, (list, tuple)) else list(names)
-    return np.fromiter(map(one, names), dtype=np.uint64, count=len(names))
+    blake = hashlib.blake2b
+    digests = [_NONE if name is None else blake(name.encode("utf-8", "surrogatepass"),
+                                                 digest_size=8).digest() for name in names]
+    hashes = np.frombuffer(b"".join(digests), dtype="<u8").copy()
+    for i in np.flatnonzero(hashes == 0).tolist():  # 0 stands for None: a name never gets it
+        if names[i] is not None:
+            hashes[i] = 1
+    return hashes
+
+
+_NONE = bytes(8)
 
 
 class VectorFiles:
