@@ -150,6 +150,66 @@ def test_killed_writers_leave_every_committed_vector_and_nothing_else(tmp_path):
     assert f32.stat().st_size >= 32 * len(model)
 
 
+COMPACTING_WRITER = r"""
+import os, signal, sys, zlib
+import numpy as np
+from trails.vector.stores.sqlite_vec import SqliteVecStore, compaction, core, vector_file
+
+path, moment = sys.argv[1], sys.argv[2]
+compaction.GARBAGE_FLOOR = 30
+
+def vector(name):
+    return np.random.default_rng(zlib.crc32(name.encode())).standard_normal(8)
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if moment == "before-switch":  # the next generation written and flushed, not committed
+    compact = core.compact
+    def dying_compact(*args):
+        compact(*args)
+        die()
+    core.compact = dying_compact
+elif moment == "after-switch":  # committed, the old generation not yet deleted
+    vector_file.VectorFiles.remove = lambda self: die()
+
+store = SqliteVecStore(path, dim=8)
+print("ready", flush=True)
+for n in range(100000):  # the same four batches again and again: garbage, then compactions
+    ids = [f"r{n % 4}-{i}" for i in range(20)]
+    store.add_many(ids, [vector(i) for i in ids])
+    print(f"added {n % 4}", flush=True)
+"""
+
+
+def test_killed_compactions_leave_every_committed_vector(tmp_path):
+    path = tmp_path / "v.db"
+    with SqliteVecStore(path, dim=DIM):
+        pass
+    model: set[str] = set()
+    rng = random.Random(7)
+    for moment in ["before-switch", "after-switch", "random", "random", "before-switch",
+                   "random", "after-switch", "random", "random", "random"]:
+        worker = subprocess.Popen([sys.executable, "-c", COMPACTING_WRITER, str(path), moment],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "ready"
+        if moment == "random":
+            time.sleep(rng.uniform(0.2, 1.0))
+            worker.send_signal(signal.SIGKILL)
+        out, err = worker.communicate(timeout=120)
+        assert worker.returncode == -signal.SIGKILL, err
+        for batch in out.split()[1::2]:
+            model.update(f"r{batch}-{i}" for i in range(20))
+        possible = [model | {f"r{b}-{i}" for i in range(20)} for b in range(4)]
+        live = check(path, model, possible)
+        model = live
+        generations = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".f32")
+        assert len(generations) <= 2, generations  # at most one generation left behind
+    assert len(model) == 80
+    assert not Path(f"{path}.f32").exists()  # compacted at least once
+
+
 # -- random histories against a model ----------------------------------------------------------
 
 DOCS, CHUNKS, VERSIONS, SCOPES = ["d0", "d1", "d2"], 3, ["v1", "v2"], ["default", "s1"]
