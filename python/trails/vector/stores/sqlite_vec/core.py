@@ -151,13 +151,14 @@ class SqliteCore(BaseVectorStore):
         """Hold one committed state of the file for every read inside the block.
 
         Searches, keyword searches, metadata and version lookups inside see the same state,
-        whatever other processes commit meanwhile; the matrix is brought to it on entry.
+        whatever other processes commit meanwhile; the index is brought to it on entry.
         Blocks nest. Other threads using this store object wait until the block ends; writing
         inside it raises a ConfigurationError.
 
         Raises:
             ConfigurationError: the store is closed.
-            StorageError: the file cannot be read (ContextDamagedError: it is corrupt).
+            StorageError: the file cannot be read (ContextDamagedError: it or a vector file is
+                corrupt, missing or truncated; the message names it).
 
         >>> from trails.vector.stores.sqlite_vec import SqliteVecStore
         >>> store = SqliteVecStore(dim=2)

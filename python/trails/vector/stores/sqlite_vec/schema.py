@@ -27,6 +27,7 @@ INDEXED = "COALESCE(text, metadata ->> '$.text', metadata ->> '$.snippet', '')"
 
 
 def m001_create_tables(db: Database, dim: int, files: VectorFiles) -> None:
+    """The rows and, until m004 moves them out, their vectors in a vec0 table."""
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     db.execute(
         "CREATE TABLE items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"

@@ -47,7 +47,9 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
     raises a ConfigurationError saying the store is closed.
 
     Raises:
-        ContextDamagedError: the file is not a store file, or is corrupt (truncated, garbage).
+        ContextDamagedError: the file is not a store file, or is corrupt (truncated, garbage);
+            or, at the first read, a vector file is missing, truncated, another store's, or
+            holds a vector that does not match its checksum (the message names the file).
         StorageError: the file cannot be opened or written (permissions, read-only mount, full
             disk); every operation that meets one later raises it too, having written nothing.
         DimensionMismatchError: ``dim`` differs from the persisted dimension.
