@@ -23,6 +23,7 @@ from trails.vector.stores.sqlite_vec import (
     slot_index,
     vector_file,
 )
+from trails.vector.stores.sqlite_vec.driver import Database
 from trails.vector.stores.sqlite_vec.vector_file import HEADER, KEY_DTYPE
 
 DIM = 8
@@ -63,6 +64,31 @@ def test_vectors_live_in_the_files_not_in_sqlite(built):
     on_disk = np.frombuffer(f32.read_bytes()[HEADER:], dtype="<f4").reshape(60, DIM)
     for i, vector in enumerate(rows.values()):
         assert np.allclose(on_disk[i], vector / np.linalg.norm(vector), atol=1e-6)
+
+
+def test_opening_and_searching_read_no_row_into_python(tmp_path, monkeypatch):
+    """Open, a first search and a search over document IRIs read a handful of SQL rows,
+    however many the store holds (the live slots come as one aggregate, names by hash)."""
+    path = tmp_path / "v.db"
+    with SqliteVecStore(path, dim=DIM) as store:
+        store.add_many([f"c{i}" for i in range(3000)], vectors(3000),
+                       [{"doc_iri": f"d{i // 10}"} for i in range(3000)])
+    fetched: list[int] = []
+    real = Database.execute
+
+    def counted(self, sql, params=()):
+        rows = real(self, sql, params)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(Database, "execute", counted)
+    for read_only in (True, False):
+        fetched.clear()
+        with SqliteVecStore(path, read_only=read_only) as store:
+            store.search(vectors(1, seed=1)[0], k=5)
+            hits = store.search(vectors(1, seed=1)[0], k=5, ids=("d7", "d123", "c2999"))
+        assert sum(fetched) < 40, fetched
+        assert {h.id for h in hits} <= {f"c{i}" for i in [*range(70, 80), *range(1230, 1240), 2999]}
 
 
 def damage(path: Path, kind: str, how: str) -> Path:

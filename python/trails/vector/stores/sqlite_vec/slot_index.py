@@ -177,8 +177,10 @@ class SlotIndex:
 def _merged(keys: np.ndarray, slots: np.ndarray, new_keys: np.ndarray, new_slots: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """Sorted ``keys`` (with their ``slots``) and the new ones merged, still sorted."""
-    order = np.argsort(new_keys, kind="stable")
+    order = np.argsort(new_keys)  # the order of equal keys does not matter
     added = np.asarray(new_keys)[order]
+    if not len(keys):  # the first build: nothing to merge into
+        return added, new_slots[order]
     where = np.searchsorted(keys, added, side="right")
     return np.insert(keys, where, added), np.insert(slots, where, new_slots[order])
 
