@@ -149,6 +149,11 @@ class VectorFiles:
                                            f"{slots} committed slots (truncated)")
             with self._faults(target, "reading"), open(target, "rb") as handle:
                 mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+            if current is None and hasattr(mmap, "MADV_WILLNEED"):
+                # Start reading a file that is not in the page cache yet, in the background:
+                # the first full scan then finds its pages there.
+                with contextlib.suppress(OSError):
+                    mapped.madvise(mmap.MADV_WILLNEED)
             self._maps[kind] = (mapped, size)
 
     # -- reading --------------------------------------------------------------------------
