@@ -231,6 +231,16 @@ def test_colliding_hashes_never_admit_a_row(monkeypatch, tmp_path):
     store.close()
 
 
+def test_names_that_are_not_strings_name_nothing(built):
+    path, rows = built
+    with SqliteVecStore(path, read_only=True) as store:
+        hits = store.search(rows["c01"], k=5, ids=(1, None, b"c02", "c01", 2.5))
+        assert [h.id for h in hits] == ["c01"]
+        assert store.search(rows["c01"], k=5, ids=[7]) == []
+        assert store.expand_ids([1, b"c02", "c01", "d5"]) == ["c01", *[f"c{i:02d}" for i in
+                                                                       range(5, 60, 6)]]
+
+
 # -- upgrading a store whose vectors are in vec0 ------------------------------------------------
 
 def test_a_schema_3_store_moves_its_vectors_out_of_vec0_once(tmp_path):

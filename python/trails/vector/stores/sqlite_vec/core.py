@@ -389,7 +389,7 @@ class SqliteCore(BaseVectorStore):
     @reads
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
-        names = json.dumps(list(iris))
+        names = json.dumps([i for i in iris if isinstance(i, str)])  # others name nothing
         return [r[0] for r in self._db.execute(
             "SELECT id FROM items WHERE pending = 0 AND (id IN (SELECT value FROM json_each(?))"
             " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY slot", (names, names))]

@@ -57,8 +57,13 @@ def key_hashes(names: Iterable[str | None]) -> np.ndarray:
     so a collision (about 1 in 2^64 per pair) can never admit a row."""
     names = names if isinstance(names, (list, tuple)) else list(names)
     blake = hashlib.blake2b
-    digests = [_NONE if name is None else blake(name.encode("utf-8", "surrogatepass"),
-                                                 digest_size=8).digest() for name in names]
+    try:
+        digests = [_NONE if name is None else blake(name.encode("utf-8", "surrogatepass"),
+                                                     digest_size=8).digest() for name in names]
+    except AttributeError:  # a name that is no string: it names nothing (and hashes apart)
+        digests = [_NONE if name is None else blake(
+            name.encode("utf-8", "surrogatepass") if isinstance(name, str)
+            else b"\0" + repr(name).encode(), digest_size=8).digest() for name in names]
     hashes = np.frombuffer(b"".join(digests), dtype="<u8").copy()
     for i in np.flatnonzero(hashes == 0).tolist():  # 0 stands for None: a name never gets it
         if names[i] is not None:
