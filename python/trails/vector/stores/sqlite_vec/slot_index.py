@@ -72,6 +72,8 @@ class SlotIndex:
 
     def reset(self, slots: int, live: np.ndarray, scopes: Sequence[str]) -> None:
         """Take a committed state: ``slots`` committed, ``live`` the live ones."""
+        if slots < self._covered:  # slots a failed write appended, then rolled back
+            self.use(self.files)
         self.files.ensure(slots)
         self.slots = slots
         self._alive = np.zeros(max(slots, 1), dtype=bool)
