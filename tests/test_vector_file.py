@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from old_stores import make_old_store
-from trails.errors import ContextDamagedError
+from trails.errors import ContextDamagedError, StorageError
 from trails.vector.stores.sqlite_vec import (
     DocumentVersion,
     SqliteVecStore,
@@ -24,6 +24,7 @@ from trails.vector.stores.sqlite_vec import (
     vector_file,
 )
 from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.keyword import Fts5Index
 from trails.vector.stores.sqlite_vec.vector_file import HEADER, KEY_DTYPE
 
 DIM = 8
@@ -202,6 +203,32 @@ def test_a_full_disk_while_appending_is_a_storage_error_and_commits_nothing(buil
         store.add_many(["after"], vectors(1, seed=3))  # the garbage slots are reused
         assert store.count() == 61
         assert [h.id for h in store.search(vectors(1, seed=3)[0], k=1)] == ["after"]
+
+
+def test_a_write_failing_after_its_append_leaves_the_index_with_the_file(built, monkeypatch):
+    """The slots a failed transaction appended are garbage: invisible, and overwritten by the
+    next write, whose rows the lookups then find (and the failed ones never)."""
+    path, rows = built
+    store = SqliteVecStore(path)
+    assert len(store.search(rows["c00"], k=5, ids=("c00", "d1"))) == 5  # lookups built
+    failing = vectors(20, seed=30)
+
+    def fail(*args):
+        raise StorageError("the disk is full (simulated)")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Fts5Index, "write", fail)
+        with pytest.raises(StorageError):
+            store.add_many([f"x{i}" for i in range(20)], failing,
+                           [{"doc_iri": "dx"}] * 20)
+    assert store.count() == 60 and store.search(failing[3], k=1)[0].id != "x3"
+    assert store.search(failing[3], k=5, ids=("x3", "dx")) == []
+    after = vectors(20, seed=31)
+    store.add_many([f"y{i}" for i in range(20)], after, [{"doc_iri": "dy"}] * 20)
+    assert store._meta("vector_slots") == "80"  # the garbage slots were written over
+    assert [h.id for h in store.search(after[3], k=1, ids=("y3", "x3"))] == ["y3"]
+    assert len(store.search(after[3], k=50, ids=("dy", "dx"))) == 20
+    store.close()
 
 
 # -- hashes only shortlist --------------------------------------------------------------------
