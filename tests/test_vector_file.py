@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 from old_stores import make_old_store
+from trails.context import Context
 from trails.errors import ContextDamagedError, StorageError
+from trails.ingest import Document, ingest_all
+from trails.testing import MockEmbedder
 from trails.vector.stores.sqlite_vec import (
     DocumentVersion,
     SqliteVecStore,
@@ -146,6 +149,22 @@ def test_a_store_file_beside_another_stores_vector_files_is_refused(tmp_path, bu
             SqliteVecStore(path) as store:
         store.search(np.ones(DIM), k=1)
     assert f"{path}.f32" in str(caught.value)
+
+
+def test_the_command_line_exits_3_naming_a_truncated_vector_file(tmp_path):
+    directory = tmp_path / "ctx"
+    with Context.open(directory, embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(id=f"d{i}", source=f"mem:d{i}",
+                             text=f"Lighthouses guide ships past the rocks, number {i}.")
+                    for i in range(3)], ctx=ctx)
+    target = damage(directory / "vectors.db", "f32", "truncated")
+    result = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(directory),
+                             "query", "ships"], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(target) in lines[0] and "truncated" in lines[0], lines
 
 
 # -- append-only: a snapshot never sees a vector change ---------------------------------------
