@@ -95,6 +95,15 @@ def test_opening_and_searching_read_no_row_into_python(tmp_path, monkeypatch):
         assert {h.id for h in hits} <= {f"c{i}" for i in [*range(70, 80), *range(1230, 1240), 2999]}
 
 
+def test_a_store_opened_but_not_yet_read_tells_its_count(built):
+    path, _ = built
+    with SqliteVecStore(path, read_only=True) as store:
+        assert "count=60" in repr(store)
+    damage(path, "f32", "missing")
+    with SqliteVecStore(path, read_only=True) as store:
+        assert "damaged" in repr(store)
+
+
 def damage(path: Path, kind: str, how: str) -> Path:
     target = Path(f"{path}.{kind}")
     data = target.read_bytes()

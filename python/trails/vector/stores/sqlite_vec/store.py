@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from trails.errors import TrailsError
 from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.text import keyword_terms
@@ -215,5 +216,11 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
             return copy
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"count={len(self._index)}"
+        if self.closed:
+            state = "closed"
+        else:
+            try:  # the index is read at the first read: count() takes one
+                state = f"count={self.count()}"
+            except TrailsError:  # a damaged file: repr still answers
+                state = "damaged"
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} {state}>"
