@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from old_stores import make_old_store
 from trails.errors import ConfigurationError
 from trails.text import STOPWORDS, fts5_match, keyword_terms
-from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore, core, schema
-from trails.vector.stores.sqlite_vec.keyword import Fts5Index
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore, schema
 
 BACKENDS = ["sqlite-vec", "qdrant"]
 
@@ -325,26 +325,18 @@ def test_the_stopword_knob_changes_the_ranking():
 # -- upgrading a schema-2 store ----------------------------------------------------------
 
 
-def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path, monkeypatch):
+def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
-    monkeypatch.setattr(core, "take_texts", lambda metas: [None] * len(metas))
-    monkeypatch.setattr(Fts5Index, "write", lambda *a: None)
-    monkeypatch.setattr(Fts5Index, "publish", lambda *a: None)
-    monkeypatch.setattr(Fts5Index, "forget", lambda *a: None)
-    old = SqliteVecStore(path, dim=2)
-    old.add_many(["a", "b", "c"], [unit(0), unit(1), unit(2)], [
-        {"text": "rails in json text"}, {"snippet": "ruby snippet"}, {"n": 1}])
-    old.add_many(["p"], [unit(3)], [{"text": "rails staged", "doc_iri": "d", "version": "v"}],
-                 pending=True)
-    assert old._meta("schema") == "2"
-    old.close()
-    monkeypatch.undo()
+    make_old_store(path, 2, 2, [
+        ("a", unit(0), {"text": "rails in json text"}), ("b", unit(1), {"snippet": "ruby snippet"}),
+        ("c", unit(2), {"n": 1}),
+        ("p", unit(3), {"text": "rails staged", "doc_iri": "d", "version": "v"})],
+        pending=[False, False, False, True])
 
     with pytest.raises(ConfigurationError, match="upgrade"):
         SqliteVecStore(path, read_only=True)
     store = SqliteVecStore(path)
-    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "3"
+    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "4"
     assert sorted(ids(store.keyword_search("rails ruby", 5))) == ["a", "b"]
     assert store.get(["a"])[0].metadata == {"text": "rails in json text"}
     store.publish([DocumentVersion("d", "v", "default", "h", 1)])

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["VectorMatrix"]
+__all__ = ["GATHER_FRACTION", "VectorMatrix", "shortlist"]
 
 # Up to this fraction of the rows a gather (copy candidate rows, then multiply) beats a full
 # masked product. Measured with benchmarks/hybrid.py (100,000 x 384, 2 cores; table in
@@ -42,9 +42,6 @@ class VectorMatrix:
         self._scope = np.zeros(max(capacity, 1), dtype=np.int32)
         self._scope_codes: dict[str | None, int] = {None: 0}
         self.lock = threading.RLock()
-        # Worst-case error of a float32 dot product of two unit vectors (d products summed,
-        # plus the query's rounding): scores closer than this to the k-th are re-scored.
-        self._eps = (dim + 2) * 2.0**-23
 
     def __len__(self) -> int:
         return self._n
@@ -191,61 +188,77 @@ class VectorMatrix:
     ) -> tuple[list[tuple[str, float]], str, int]:
         """Exact top-k by cosine. ``query`` is a unit float64 vector.
 
-        Returns ``([(id, score), ...], plan_name, candidate_count)``.
+        Returns ``([(id, score), ...], plan_name, candidates)``.
         """
         with self.lock:
-            n = self._n
-            if rows is None:
-                plan, candidates = "full-scan", n
-                rows = None
-            else:
-                candidates = len(rows)
-                plan = "gather" if candidates <= GATHER_FRACTION * n else "masked-scan"
-            if candidates == 0 or k <= 0:
-                return [], plan, candidates
-            q32 = query.astype(np.float32)
-            if rows is not None and plan == "gather":
-                if rows.min() < 0 or rows.max() >= n:
-                    raise IndexError(f"rows must lie in [0, {n})")
-                # 256 rows at a time through a buffer that stays in the L2 cache: 2-2.5x faster
-                # than one fancy-indexed copy of every candidate row (fresh pages, and a round
-                # trip to memory before the product). mode="clip" skips np.take's buffered
-                # bounds check (done just above).
-                scores = np.empty(len(rows), dtype=np.float32)
-                block = np.empty((min(256, len(rows)), self.dim), dtype=np.float32)
-                for start in range(0, len(rows), 256):
-                    part = rows[start : start + 256]
-                    np.take(self._data, part, axis=0, out=block[: len(part)], mode="clip")
-                    np.dot(block[: len(part)], q32, out=scores[start : start + len(part)])
-            elif rows is not None:  # masked-scan
-                scores = (self._data[:n] @ q32)[rows]
-            else:
-                scores = self._data[:n] @ q32
-            blocks = len(scores) // 256
-            if blocks >= 4 * k:
-                # The k-th largest of the 256-score block maxima is a lower bound on the k-th
-                # best score (k blocks each hold a score that high), so only scores within eps
-                # of it can be shortlisted: the exact selection then runs on a few hundred
-                # scores, not on all of them (0.08 ms instead of 0.2 ms for 100,000).
-                peaks = scores[: blocks * 256].reshape(blocks, 256).max(axis=1)
-                bound = np.partition(peaks, blocks - k)[blocks - k] - self._eps
-                near = np.flatnonzero(scores >= bound)
-                chosen = near[self._shortlist(scores[near], k)]
-            else:
-                chosen = self._shortlist(scores, k)
-            chosen_rows = chosen if rows is None else rows[chosen]
-            exact = _exact_cosine(self._data[chosen_rows], query)
-            ids = [self._ids[r] for r in chosen_rows]
+            chosen, exact, plan, candidates = shortlist(self._data[: self._n], query, k, rows)
+            ids = [self._ids[r] for r in chosen]
         ranked = sorted(zip(ids, exact.tolist()), key=lambda pair: (-pair[1], pair[0]))
         return ranked[:k], plan, candidates
 
-    def _shortlist(self, scores: np.ndarray, k: int) -> np.ndarray:
-        """Indices whose float32 score may belong to the exact top-k (never fewer than k)."""
-        if len(scores) <= k:
-            return np.arange(len(scores))
-        top = np.argpartition(scores, len(scores) - k)[len(scores) - k :]
-        threshold = scores[top].min() - self._eps
-        return np.flatnonzero(scores >= threshold)
+
+def shortlist(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | None = None,
+              plan: str | None = None) -> tuple[np.ndarray, np.ndarray, str, int]:
+    """The rows of ``data`` that may be among the exact top ``k`` by cosine with the unit
+    float64 ``query``, with their exact float64 scores: every row whose float32 score is within
+    the float32 error bound of the k-th best (so all ties with the k-th are in). Sorting them
+    by ``(-score, id)`` and keeping ``k`` gives the exact ranking whatever BLAS ran.
+
+    ``rows`` (sorted, unique) restricts the candidates; None: every row. ``plan`` names a
+    restricted scan that stands for all rows (live slots among dead ones). Returns
+    ``(rows, scores, plan_name, candidate_count)``.
+    """
+    n = len(data)
+    if rows is None:
+        name, candidates = "full-scan", n
+    else:
+        candidates = len(rows)
+        name = plan or ("gather" if candidates <= GATHER_FRACTION * n else "masked-scan")
+    empty = np.empty(0, dtype=np.int64)
+    if candidates == 0 or k <= 0:
+        return empty, np.empty(0), name, candidates
+    q32 = query.astype(np.float32)
+    if rows is not None and (rows.min() < 0 or rows.max() >= n):
+        raise IndexError(f"rows must lie in [0, {n})")
+    if rows is not None and candidates <= GATHER_FRACTION * n:
+        # 256 rows at a time through a buffer that stays in the L2 cache: 2-2.5x faster
+        # than one fancy-indexed copy of every candidate row (fresh pages, and a round
+        # trip to memory before the product). mode="clip" skips np.take's buffered
+        # bounds check (done just above).
+        scores = np.empty(len(rows), dtype=np.float32)
+        block = np.empty((min(256, len(rows)), data.shape[1]), dtype=np.float32)
+        for start in range(0, len(rows), 256):
+            part = rows[start : start + 256]
+            np.take(data, part, axis=0, out=block[: len(part)], mode="clip")
+            np.dot(block[: len(part)], q32, out=scores[start : start + len(part)])
+    elif rows is not None:  # masked-scan
+        scores = (data @ q32)[rows]
+    else:
+        scores = data @ q32
+    eps = (data.shape[1] + 2) * 2.0**-23
+    blocks = len(scores) // 256
+    if blocks >= 4 * k:
+        # The k-th largest of the 256-score block maxima is a lower bound on the k-th
+        # best score (k blocks each hold a score that high), so only scores within eps
+        # of it can be shortlisted: the exact selection then runs on a few hundred
+        # scores, not on all of them (0.08 ms instead of 0.2 ms for 100,000).
+        peaks = scores[: blocks * 256].reshape(blocks, 256).max(axis=1)
+        bound = np.partition(peaks, blocks - k)[blocks - k] - eps
+        near = np.flatnonzero(scores >= bound)
+        chosen = near[_shortlist(scores[near], k, eps)]
+    else:
+        chosen = _shortlist(scores, k, eps)
+    chosen_rows = chosen if rows is None else rows[chosen]
+    return chosen_rows, _exact_cosine(data[chosen_rows], query), name, candidates
+
+
+def _shortlist(scores: np.ndarray, k: int, eps: float) -> np.ndarray:
+    """Indices whose float32 score may belong to the exact top-k (never fewer than k)."""
+    if len(scores) <= k:
+        return np.arange(len(scores))
+    top = np.argpartition(scores, len(scores) - k)[len(scores) - k :]
+    threshold = scores[top].min() - eps
+    return np.flatnonzero(scores >= threshold)
 
 
 def _exact_cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:

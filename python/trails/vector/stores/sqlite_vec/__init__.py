@@ -1,6 +1,8 @@
 """SqliteVecStore, one concern per module: ``driver`` (the SQLite connection and sqlite-vec),
-``schema`` (numbered migrations), ``core`` (the file and the in-memory matrix: writes and
-reads), ``versions`` (versioned commits), ``keyword`` (the FTS5 BM25 index) and ``store``."""
+``schema`` (numbered migrations), ``vector_file`` (the append-only, memory-mapped vector
+files), ``slot_index`` (live slots and lookups by name), ``compaction``, ``core`` (the files
+and the index kept in step: writes and reads), ``versions`` (versioned commits and deletes),
+``keyword`` (the FTS5 BM25 index) and ``store``."""
 
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.schema import KEYWORD_TOKENIZER, MIGRATIONS

@@ -1,17 +1,19 @@
-"""The store file and its in-memory scoring matrix: opening, writes, deletes and reads.
+"""The store file, its vector files and the scoring index: opening, writes, deletes and reads.
 
-The file is the durable record; search is served from an exact float32 matrix loaded at open,
-kept in step with every write and reloaded when another process commits (ADR 0002).
+SQLite is the durable record and the commit point; the vectors live in append-only,
+memory-mapped slot files beside it (:mod:`.vector_file`), which search reads in place (ADR
+0002, DRAFT-vector-file). The index of live slots (:mod:`.slot_index`) is read at the first
+read, kept in step with every write and read again when another process commits.
 
 **One committed state per read.** Every read runs in a :meth:`SqliteCore.snapshot`: a SQLite
-read transaction (WAL keeps its state however many commits follow) in which the matrix is first
+read transaction (WAL keeps its state however many commits follow) in which the index is first
 brought to that state (``PRAGMA data_version`` read inside the transaction, so the version and
 the rows it describes agree). ``retrieve`` holds one snapshot for its whole read, so the vector
 ranking, the keyword ranking and the metadata of one answer come from one committed state.
 
-**Threads.** A store object has one connection and one matrix, guarded by the matrix's
+**Threads.** A store object has one connection and one index, guarded by the index's
 re-entrant lock: a snapshot and a write each hold it throughout, so the threads of a process
-that share a store take turns (a snapshot pins the one matrix to its state; two at different
+that share a store take turns (a snapshot pins the one index to its state; two at different
 states could not share it). Threads that must read in parallel open a store (or a read-only
 context) each; SQLite's WAL lets any number of connections read while one writes.
 """
@@ -22,22 +24,26 @@ import contextlib
 import functools
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextDamagedError
 from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedders.base import EmbedderIdentity
-from trails.vector.stores.arrays import as_matrix, decode, encode, normalize_rows, optional_str
-from trails.vector.stores.base import BaseVectorStore, VectorLike
-from trails.vector.stores.matrix import VectorMatrix
-from trails.vector.stores.records import SearchPlan, StoredVector, VectorHit
+from trails.vector.stores.arrays import optional_str
+from trails.vector.stores.base import BaseVectorStore
+from trails.vector.stores.records import SearchPlan, VectorHit
 from trails.vector.stores.sqlite_vec import schema
+from trails.vector.stores.sqlite_vec.compaction import compact, worth_compacting
 from trails.vector.stores.sqlite_vec.driver import open_database
 from trails.vector.stores.sqlite_vec.keyword import Fts5Index, take_texts, with_text
+from trails.vector.stores.sqlite_vec.slot_index import Candidates, SlotIndex
+from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys, vector_checksums
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -56,17 +62,18 @@ def reads(method: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
-# Columns promoted out of the JSON metadata so filters on them use an index.
-_COLUMNS = ("doc_iri", "scope")
+# How many candidate sets (``ids`` tuples) a store remembers, most recent first.
+MEMO_SIZE = 4
 # json.dumps(m, default=str, sort_keys=True), with one encoder for every row instead of
 # a new one per call (json.dumps builds one whenever it is given options).
 _METADATA_JSON = json.JSONEncoder(default=str, sort_keys=True).encode
 
 
 class SqliteCore(BaseVectorStore):
-    """What every part of ``SqliteVecStore`` builds on: the connection (``_db``), the scoring
-    matrix (``_index``, whose lock guards it and orders writes), the keyword index
-    (``_keywords``) and the data version the matrix was loaded at (``_version``)."""
+    """What every part of ``SqliteVecStore`` builds on: the connection (``_db``), the vector
+    files (``_files``), the index of live slots (``_index``, whose lock guards it and orders
+    writes), the keyword index (``_keywords``) and the data version the index was loaded at
+    (``_version``)."""
 
     def __init__(
         self,
@@ -86,16 +93,25 @@ class SqliteCore(BaseVectorStore):
         self._db = open_database(self.path, read_only=read_only)
         try:
             self._keywords = Fts5Index(self._db)
-            self._dim = schema.prepare(self._db, self.path, dim, read_only)
-            self._index = VectorMatrix(self._dim)
-            self._version = -1  # the data version the matrix holds; -1: reload it
-            with self.snapshot():
-                pass  # loads the matrix
+            self._dim = schema.prepare(self._db, self.path, dim, read_only, self._vector_files)
+            self._index = SlotIndex(self._vector_files(self._dim))
+            # The data version the index holds; -1: read it at the next read. Nothing per row
+            # is read here: the first read takes the live slots (one aggregate) and maps the
+            # vector files, which are checked then (a damaged one raises there).
+            self._version = -1
+            self._memo: OrderedDict[tuple[int, tuple[str, ...] | None],
+                                    tuple[object, int, Any]] = OrderedDict()
+            self._local = threading.local()  # the ids object keyword_search was given
             if embedder is not None:
                 self.bind_embedder(embedder)
         except BaseException:
             self._db.close()  # a refused or damaged file is not left open
             raise
+
+    def _vector_files(self, dim: int) -> VectorFiles:
+        if getattr(self, "_files", None) is None:
+            self._files = VectorFiles(self.path, dim)
+        return self._files
 
     # -- identity -------------------------------------------------------------------------
 
@@ -135,13 +151,14 @@ class SqliteCore(BaseVectorStore):
         """Hold one committed state of the file for every read inside the block.
 
         Searches, keyword searches, metadata and version lookups inside see the same state,
-        whatever other processes commit meanwhile; the matrix is brought to it on entry.
+        whatever other processes commit meanwhile; the index is brought to it on entry.
         Blocks nest. Other threads using this store object wait until the block ends; writing
         inside it raises a ConfigurationError.
 
         Raises:
             ConfigurationError: the store is closed.
-            StorageError: the file cannot be read (ContextDamagedError: it is corrupt).
+            StorageError: the file cannot be read (ContextDamagedError: it or a vector file is
+                corrupt, missing or truncated; the message names it).
 
         >>> from trails.vector.stores.sqlite_vec import SqliteVecStore
         >>> store = SqliteVecStore(dim=2)
@@ -150,54 +167,71 @@ class SqliteCore(BaseVectorStore):
         ...     [hit.id for hit in store.search([1.0, 0.0])], store.count()
         (['a'], 1)
         """
-        with self._index.lock, self._db.reading():
-            self._refresh()
-            yield self
+        with self._index.lock:
+            for attempt in range(3):
+                with self._db.reading():
+                    try:
+                        self._refresh()
+                    except ContextDamagedError:
+                        # A snapshot taken just before a compaction committed names vector
+                        # files the compaction then deleted: a fresh snapshot names the new
+                        # ones. Files damaged for good fail every time.
+                        if attempt == 2 or self._db.in_transaction:
+                            raise
+                        continue
+                    yield self
+                    return
 
     def _load(self) -> None:
-        """Reload the matrix, in the read or write transaction the caller holds (so the data
-        version recorded describes exactly the rows loaded)."""
+        """Read the index of the state the caller's read or write transaction holds (so the
+        data version recorded describes exactly the slots loaded)."""
         self._version = -1  # until the load completes
-        self._index.clear()
         version = self._db.data_version()
+        file_id = self._meta("vector_file")
+        if file_id is None:
+            raise corrupt_file(self.path, "it records no vector files")
+        slots = int(self._meta("vector_slots") or 0)
+        if self._files.file_id != file_id:
+            files = VectorFiles(self.path, self._dim, int(self._meta("vector_generation") or 0))
+            files.attach(file_id, slots)
+            self._files = files
+            self._index.use(files)
+        self._index.reset(slots, np.empty(0, dtype=np.int64),
+                          json.loads(self._meta("scopes") or "[]"))
         self._index_rows("WHERE i.pending = 0")
         self._version = version
 
     def _index_rows(self, where: str, params: Sequence[Any] = ()) -> None:
-        """Put live rows matching ``where`` into the in-memory index."""
-        rows = self._db.execute(
-            "SELECT i.id, i.doc_iri, i.scope, v.embedding FROM items i"
-            f" JOIN vec_items v ON v.rowid = i.rowid {where}",
-            params,
-        )
-        if rows:
-            width = 4 * self._dim
-            if any(not isinstance(r[3], bytes) or len(r[3]) != width for r in rows):
-                raise corrupt_file(self.path, f"a stored vector is not {self._dim} float32 "
-                                              "values")
-            unit = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(-1, self._dim)
-            self._index.upsert([r[0] for r in rows], unit, [r[1] for r in rows],
-                               [r[2] for r in rows])
+        """Mark the rows matching ``where`` (items ``i``) live in the index, reading their
+        slots as one string: no Python object per row."""
+        joined = self._db.execute(f"SELECT group_concat(i.slot) FROM items i {where}", params)
+        text = joined[0][0] if joined else None
+        if text:
+            slots = np.fromstring(str(text), dtype=np.int64, sep=",")  # C speed, no list
+            if slots.min() < 0 or slots.max() >= self._index.slots:
+                raise corrupt_file(self.path, "a row names a vector slot that was never "
+                                              "committed")
+            self._index.set_alive(slots, True)
 
     def _refresh(self) -> None:
         """Reload if another process committed since we last looked (cheap pragma check), or
-        if a failed write left the matrix unsure. Inside a snapshot or write transaction."""
+        if a failed write left the index unsure. Inside a snapshot or write transaction."""
         if self._version == -1 or (self.path != ":memory:"
                                    and self._db.data_version() != self._version):
             self._load()
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
-        """A write transaction under the matrix lock, the matrix brought to the file's state
-        first. The matrix changes inside too; if anything fails (the commit included: a full
-        disk), the file rolls back and the matrix is reloaded at the next read."""
+        """A write transaction under the index lock, the index brought to the file's state
+        first. The index changes inside too; if anything fails (the commit included: a full
+        disk), the file rolls back and the index is reloaded at the next read."""
         self._check_writable()
         with self._index.lock:
             try:
                 with self._db.transaction():
                     # Inside BEGIN IMMEDIATE no other connection can commit, and this
                     # connection's own commits leave data_version as it is: the version
-                    # recorded here stays the matrix's after COMMIT.
+                    # recorded here stays the index's after COMMIT.
                     self._refresh()
                     yield
             except BaseException:
@@ -208,79 +242,78 @@ class SqliteCore(BaseVectorStore):
 
     def _write(self, ids: list[str], unit: np.ndarray, metas: list[dict[str, Any]],
                pending: bool) -> None:
-        """``add_many`` in one transaction: all rows are stored, or none."""
+        """``add_many`` in one transaction: all rows are stored, or none.
+
+        The vectors go to fresh slots, flushed to disk before the rows naming them commit; a
+        replaced row's old slot is left as it is (a snapshot may still read it)."""
         texts = take_texts(metas)  # stored once, in items.text (see schema.m003)
         payload = [_METADATA_JSON(m) for m in metas]
+        docs = [optional_str(m.get("doc_iri")) for m in metas]
+        scopes = [_scope(m) for m in metas]
         with self._writing():
-            rowids = self._assign_rowids(ids)
+            existing = {r[0]: (r[1], r[2]) for r in self._db.execute(
+                "SELECT id, rowid, slot FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),))}
+            rowids = self._assign_rowids(ids, existing)
+            first = int(self._meta("vector_slots") or 0)
+            self._files.append(first, unit, make_keys(ids, docs, self._scope_codes(scopes), unit))
             self._db.executemany(
                 "INSERT OR REPLACE INTO items(rowid, id, metadata, doc_iri, scope, version,"
-                " pending) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " pending, slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (r, i, p, optional_str(m.get("doc_iri")), _scope(m),
-                     optional_str(m.get("version")), int(pending))
-                    for r, i, p, m in zip(rowids, ids, payload, metas)
+                    (r, i, p, d, s, optional_str(m.get("version")), int(pending), first + n)
+                    for n, (r, i, p, d, s, m) in enumerate(zip(rowids, ids, payload, docs,
+                                                               scopes, metas))
                 ],
             )
-            self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r,) for r in rowids])
-            self._db.executemany(
-                "INSERT INTO vec_items(rowid, embedding) VALUES (?, ?)",
-                [(r, encode(v)) for r, v in zip(rowids, unit)],
-            )
+            schema.write_meta(self._db, "vector_slots", str(first + len(ids)))
             self._keywords.write(rowids, texts, pending)
-            if pending:
-                self._index.remove(ids)  # a staged id replaces any live row of the same id
-            else:
-                self._index.upsert(ids, unit, [optional_str(m.get("doc_iri")) for m in metas],
-                                   [_scope(m) for m in metas])
+            self._index.grow(first + len(ids))
+            self._index.set_alive((slot for _, slot in existing.values()), False)
+            if not pending:
+                self._index.set_alive(range(first, first + len(ids)), True)
+        self._compact_if_worth_it()
 
-    def _assign_rowids(self, ids: list[str]) -> list[int]:
-        existing = dict(
-            self._db.execute(
-                "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            )
-        )
+    def _compact_if_worth_it(self) -> None:
+        """After a write: rewrite the vector files without their garbage when it outweighs
+        the rows (:mod:`.compaction`). Never inside a caller's transaction: the old files are
+        deleted only after the switch has committed."""
+        if self._db.in_transaction or not worth_compacting(self._index.slots, len(self._index)):
+            return
+        old = self._files
+        with self._writing():
+            rows = int(self._db.execute("SELECT COUNT(*) FROM items")[0][0])
+            if not worth_compacting(self._index.slots, rows):
+                return
+            fresh = compact(self._db, old, self._index.slots)
+        self._files = fresh
+        self._index.use(fresh)
+        self._version = -1  # slots renumbered: read the index again at the next read
+        old.remove()
+        if old.generation > 0:  # left behind by a crash right after the previous switch
+            VectorFiles(self.path, self._dim, old.generation - 1).remove()
+
+    def _scope_codes(self, scopes: list[str]) -> list[int]:
+        """Each scope's code, recording new scopes (in the caller's write transaction)."""
+        codes = self._index.scope_codes
+        new = [s for s in dict.fromkeys(scopes) if s not in codes]
+        if new:
+            for scope in new:
+                codes[scope] = len(codes)
+            schema.write_meta(self._db, "scopes", json.dumps(list(codes)))
+        return [codes[s] for s in scopes]
+
+    def _assign_rowids(self, ids: list[str], existing: Mapping[str, tuple[int, int]]
+                       ) -> list[int]:
         next_rowid = int(self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items")[0][0]) + 1
         rowids = []
         for id in ids:
-            if id not in existing:
-                existing[id] = next_rowid
-                next_rowid += 1
-            rowids.append(existing[id])
-        return rowids
-
-    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        clauses, params = [], []
-        for key, value in filters.items():
-            if key in _COLUMNS:
-                clauses.append(f"{key} = ?")
-                params.append(optional_str(value))
-            elif key == "text":  # kept in its own column (m003), or in older rows' JSON
-                clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
-                params.append(value)
+            if id in existing:
+                rowids.append(existing[id][0])
             else:
-                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
-                params.append(value)
-        with self._writing():  # the ids and their deletion: one transaction
-            rows = self._db.execute(f"SELECT id FROM items WHERE {' AND '.join(clauses)}", params)
-            return self._delete_ids([r[0] for r in rows])
-
-    def _delete_ids(self, ids: list[str]) -> int:
-        self._check_writable()
-        if not ids:
-            return 0
-        with self._writing():
-            found = self._db.execute(
-                "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            )
-            rowids = [(r[1],) for r in found]
-            self._keywords.forget([r[1] for r in found])
-            self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", rowids)
-            self._db.executemany("DELETE FROM items WHERE rowid = ?", rowids)
-            self._index.remove(r[0] for r in found)
-        return len(found)
+                rowids.append(next_rowid)
+                next_rowid += 1
+        return rowids
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -288,28 +321,78 @@ class SqliteCore(BaseVectorStore):
     def _search_unit(self, query: np.ndarray, k: int, ids: Iterable[str] | None,
                      scopes: Sequence[str] | None, *, with_metadata: bool = True,
                      ) -> tuple[list[VectorHit], SearchPlan]:
-        ranked, plan, candidates = self._index.search(query, k, self._rows(ids, scopes))
+        rows, named = self._rows(ids, scopes)
+        while True:
+            slots, scores, plan, candidates = self._index.search(query, k, rows)
+            names = self._names(slots)
+            strangers = [] if named is None else [
+                s for s in slots.tolist() if not named.admits(*names[s])]
+            if not strangers or rows is None:
+                break
+            # A hash collision let in a row the names do not stand for: rank without it.
+            rows = np.setdiff1d(rows, strangers)
+        self._check_vectors(slots)
+        ranked = sorted(((names[s][0], score) for s, score in zip(slots.tolist(), scores.tolist())),
+                        key=lambda pair: (-pair[1], pair[0]))[:k]
         return self._hits(ranked, with_metadata), SearchPlan(plan, candidates, exhaustive=True)
+
+    def _names(self, slots: np.ndarray) -> dict[int, tuple[str, str | None]]:
+        """slot -> (id, doc_iri) of the rows naming ``slots``."""
+        if not len(slots):
+            return {}
+        rows = self._db.execute(
+            "SELECT slot, id, doc_iri FROM items WHERE slot IN (SELECT value FROM json_each(?))",
+            (json.dumps(slots.tolist()),))
+        return {int(r[0]): (r[1], r[2]) for r in rows}
+
+    def _check_vectors(self, slots: np.ndarray) -> None:
+        """Raise ContextDamagedError if a vector read from the file is not the one written."""
+        if len(slots):
+            written = self._files.keys(self._index.slots)["crc"][slots]
+            if not np.array_equal(vector_checksums(self._index.vectors()[slots]), written):
+                raise corrupt_file(self._files.paths.get("f32", self.path),
+                                   "a vector does not match its checksum")
 
     def _hits(self, ranked: list[tuple[str, float]], with_metadata: bool) -> list[VectorHit]:
         metadata = self._metadata([id for id, _ in ranked]) if with_metadata else {}
         return [VectorHit(id, score, metadata.get(id, {})) for id, score in ranked]
 
-    def _rows(self, ids: Iterable[str] | None, scopes: Sequence[str] | None) -> np.ndarray | None:
-        """In a snapshot: the index rows named by ``ids`` (vector ids or document IRIs) and in
-        ``scopes``; None when that is every row."""
-        rows = None if ids is None else self._index.rows_for(ids)
+    def _rows(self, ids: Iterable[str] | None, scopes: Sequence[str] | None
+              ) -> tuple[np.ndarray | None, Candidates | None]:
+        """In a snapshot: the live slots named by ``ids`` (vector ids or document IRIs) and in
+        ``scopes`` (None when that is every row), and the names to check hits against.
+
+        The same ``ids`` tuple at the same state and scopes is looked up once: a few recent
+        answers are kept (a tuple cannot change, so its identity names its contents)."""
+        key = None
+        if isinstance(ids, tuple):
+            key = (id(ids), None if scopes is None else tuple(scopes))
+            cached = self._memo.get(key)
+            if cached is not None and cached[0] is ids and cached[1] == self._index.generation:
+                self._memo.move_to_end(key)
+                answer: tuple[np.ndarray | None, Candidates | None] = cached[2]
+                return answer
+        named = None
+        if ids is not None:
+            named = self._index.rows_for(ids if isinstance(ids, (list, tuple)) else list(ids))
+        rows = None if named is None else named.slots
         if scopes is not None:
             rows = self._index.in_scopes(list(scopes), rows)
             if ids is None and len(rows) == len(self._index):
                 rows = None  # every row is in scope: a plain full scan
-        return rows
+        if key is not None:
+            self._memo[key] = (ids, self._index.generation, (rows, named))
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return rows, named
 
     @reads
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
-        ids = self._index.ids
-        return [ids[r] for r in self._index.rows_for(iris)]
+        names = json.dumps([i for i in iris if isinstance(i, str)])  # others name nothing
+        return [r[0] for r in self._db.execute(
+            "SELECT id FROM items WHERE pending = 0 AND (id IN (SELECT value FROM json_each(?))"
+            " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY slot", (names, names))]
 
     @reads
     def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -326,54 +409,10 @@ class SqliteCore(BaseVectorStore):
         return {r[0]: with_text(r[1], r[2]) for r in rows}
 
     @reads
-    def get(self, ids: Iterable[str]) -> list[StoredVector]:
-        """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
-        wanted = list(ids)
-        rows = self._db.execute(
-            "SELECT i.id, i.metadata, v.embedding, i.text FROM items i"
-            " JOIN vec_items v ON v.rowid = i.rowid"
-            " WHERE i.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(wanted),),
-        )
-        found = {r[0]: StoredVector(r[0], decode(r[2]).tolist(), with_text(r[1], r[3])) for r in rows}
-        return [found[i] for i in wanted if i in found]
-
-    @reads
-    def all_ids(self) -> list[str]:
-        """Ids of live vectors, sorted."""
-        return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 0 ORDER BY id")]
-
-    @reads
-    def scopes(self) -> list[str]:
-        """The scopes that hold live vectors (a vector without one is in the default scope)."""
-        rows = self._db.execute(
-            "SELECT DISTINCT COALESCE(scope, ?) FROM items WHERE pending = 0", (DEFAULT_SCOPE,))
-        return sorted(str(r[0]) for r in rows)
-
-    @reads
     def count(self) -> int:
-        """Live vectors (staged ones are not counted until published)."""
-        return int(self._db.execute("SELECT COUNT(*) FROM items WHERE pending = 0")[0][0])
-
-    @reads
-    def knn_sqlite_vec(self, vector: VectorLike, k: int = 10) -> list[tuple[str, float]]:
-        """sqlite-vec's own ``vec0`` KNN (approximately the same ranking, computed in SQL).
-
-        Kept for comparison and for SQL users; ``search`` is the exact, faster path.
-        """
-        query = encode(normalize_rows(as_matrix(vector, self._dim))[0])
-        rows = self._db.execute(
-            "SELECT i.id, v.distance FROM vec_items v JOIN items i ON i.rowid = v.rowid"
-            " WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
-            (query, k),
-        )
-        return [(r[0], 1.0 - float(r[1])) for r in rows]
-
-    @property
-    def matrix(self) -> VectorMatrix:
-        """The in-memory scoring index (read it, never write it)."""
-        with self.snapshot():
-            return self._index
+        """Live vectors (staged ones are not counted until published): the index's count at
+        this snapshot (a SQL count reads an index of every row: 0.2 s at a million)."""
+        return len(self._index)
 
     @property
     def closed(self) -> bool:
@@ -383,6 +422,7 @@ class SqliteCore(BaseVectorStore):
         """Close the file (safe to call twice); any later call raises a ConfigurationError
         saying the store is closed."""
         self._db.close()
+        self._files.close()
 
 
 def _scope(metadata: Mapping[str, Any]) -> str:

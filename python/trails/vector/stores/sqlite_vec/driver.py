@@ -127,6 +127,11 @@ class Database:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a write transaction is open (a nested one joins it)."""
+        return self._in_transaction
+
     def close(self) -> None:
         """Close the connection (safe to call twice)."""
         if self._closed:

@@ -1,14 +1,23 @@
 """The store file's schema: numbered migrations, applied in order when a store opens.
 
-``meta`` records the dimension, the applied schema number and the embedder's identity.
+``meta`` records the dimension, the applied schema number and the embedder's identity; since
+m004 also the vector files' id (``vector_file``), the slots committed (``vector_slots``) and
+the scopes' codes (``scopes``, a JSON list: a code is a position).
 """
 
 from __future__ import annotations
 
-from trails.errors import ConfigurationError, DimensionMismatchError
-from trails.vector.stores.sqlite_vec.driver import Database
+import json
+from collections.abc import Callable
 
-__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "prepare", "read_meta"]
+import numpy as np
+
+from trails.errors import ConfigurationError, DimensionMismatchError
+from trails.scopes import DEFAULT_SCOPE
+from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys
+
+__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "prepare", "read_meta", "write_meta"]
 
 # The keyword index's tokenizer: Porter stemming over unicode61 words with diacritics removed
 # (the Anserini/Pyserini BM25 baselines stem too).
@@ -17,7 +26,8 @@ KEYWORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 INDEXED = "COALESCE(text, metadata ->> '$.text', metadata ->> '$.snippet', '')"
 
 
-def m001_create_tables(db: Database, dim: int) -> None:
+def m001_create_tables(db: Database, dim: int, files: VectorFiles) -> None:
+    """The rows and, until m004 moves them out, their vectors in a vec0 table."""
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     db.execute(
         "CREATE TABLE items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
@@ -31,7 +41,7 @@ def m001_create_tables(db: Database, dim: int) -> None:
     db.execute("INSERT INTO meta VALUES ('dim', ?)", (str(dim),))
 
 
-def m002_document_versions(db: Database, dim: int) -> None:
+def m002_document_versions(db: Database, dim: int, files: VectorFiles) -> None:
     """Staged (pending) vectors and the table of current document versions.
 
     A document version's vectors are written ``pending``; publishing flips them live and drops
@@ -46,7 +56,7 @@ def m002_document_versions(db: Database, dim: int) -> None:
     )
 
 
-def m003_keyword_index(db: Database, dim: int) -> None:
+def m003_keyword_index(db: Database, dim: int, files: VectorFiles) -> None:
     """Keyword (BM25) ranking over chunk text: an FTS5 index of every live row (ADR 0009).
 
     ``items.text`` holds the full text a caller passes as metadata ``text`` (once: it is taken
@@ -75,11 +85,52 @@ def m003_keyword_index(db: Database, dim: int) -> None:
                " FROM items WHERE pending = 0 AND t != ''")
 
 
-MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index]
+def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
+    """The vectors move out of ``vec_items`` into the append-only vector files (ADR
+    DRAFT-vector-file): each row gets a slot (``items.slot``), written and flushed before this
+    transaction commits, and the vec0 table is dropped, so every vector is stored once.
+
+    ``items_live`` (the live rows' slots, a partial index) lets an open read the live slots
+    in one pass over a small index; ``items_slot`` finds a hit's row.
+    """
+    db.execute("ALTER TABLE items ADD COLUMN slot INTEGER")
+    db.execute("CREATE UNIQUE INDEX items_slot ON items(slot)")
+    db.execute("CREATE INDEX items_live ON items(slot) WHERE pending = 0")
+    file_id = files.create()
+    scopes: list[str] = []
+    slot, last = 0, 0
+    while True:  # in batches: a large store is copied without holding it in memory twice
+        rows = db.execute(
+            "SELECT i.rowid, i.id, i.doc_iri, COALESCE(i.scope, ?), v.embedding FROM items i"
+            " JOIN vec_items v ON v.rowid = i.rowid WHERE i.rowid > ? ORDER BY i.rowid"
+            " LIMIT 20000", (DEFAULT_SCOPE, last))
+        if not rows:
+            break
+        for row in rows:
+            if row[3] not in scopes:
+                scopes.append(row[3])
+        unit = np.frombuffer(b"".join(bytes(r[4]) for r in rows), dtype="<f4").reshape(-1, dim)
+        keys = make_keys([r[1] for r in rows], [r[2] for r in rows],
+                         [scopes.index(r[3]) for r in rows], unit)
+        files.append(slot, unit, keys)
+        db.executemany("UPDATE items SET slot = ? WHERE rowid = ?",
+                       [(slot + n, r[0]) for n, r in enumerate(rows)])
+        slot, last = slot + len(rows), rows[-1][0]
+    db.execute("DELETE FROM items WHERE slot IS NULL")  # a row without a vector: never shown
+    db.execute("DROP TABLE vec_items")
+    write_meta(db, "vector_file", file_id)
+    write_meta(db, "vector_slots", str(slot))
+    write_meta(db, "scopes", json.dumps(scopes))
 
 
-def prepare(db: Database, path: str, dim: int | None, read_only: bool) -> int:
-    """Create the schema of a new store file or upgrade an older one; its dimension."""
+MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m004_vector_files]
+
+
+def prepare(db: Database, path: str, dim: int | None, read_only: bool,
+            files: Callable[[int], VectorFiles]) -> int:
+    """Create the schema of a new store file or upgrade an older one; its dimension.
+
+    ``files(dim)`` gives the store's vector files (a migration may create them)."""
     exists = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")
     if not exists:
         if dim is None or dim < 1:
@@ -90,7 +141,7 @@ def prepare(db: Database, path: str, dim: int | None, read_only: bool) -> int:
             raise ConfigurationError(f"{path!r} is not a trails vector store")
         if path != ":memory:":  # the journal suited to one writer and many readers
             db.execute("PRAGMA journal_mode = WAL")
-        _migrate(db, 0, dim)
+        _migrate(db, 0, dim, files(dim))
         return dim
     stored = int(read_meta(db, "dim") or 0)
     if dim is not None and dim != stored:
@@ -105,15 +156,19 @@ def prepare(db: Database, path: str, dim: int | None, read_only: bool) -> int:
                 f"vector store {path!r} uses an older schema; open it once without "
                 "read_only=True to upgrade it"
             )
-        _migrate(db, applied, stored)
+        _migrate(db, applied, stored, files(stored))
     return stored
 
 
-def _migrate(db: Database, applied: int, dim: int) -> None:
+def _migrate(db: Database, applied: int, dim: int, files: VectorFiles) -> None:
     with db.transaction():
         for migration in MIGRATIONS[applied:]:
-            migration(db, dim)
+            migration(db, dim, files)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(len(MIGRATIONS)),))
+
+
+def write_meta(db: Database, key: str, value: str) -> None:
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def read_meta(db: Database, key: str) -> str | None:

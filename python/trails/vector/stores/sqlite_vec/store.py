@@ -1,23 +1,37 @@
-"""SqliteVecStore: vectors durable in one SQLite file (sqlite-vec), scored exactly in memory."""
+"""SqliteVecStore: rows in one SQLite file, vectors in memory-mapped slot files beside it,
+scored exactly."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
+from trails.errors import TrailsError
+from trails.faults import corrupt_file
+from trails.scopes import DEFAULT_SCOPE
 from trails.text import keyword_terms
-from trails.vector.stores.base import BaseKeywordIndex, VectorHit
+from trails.vector.stores.arrays import VectorLike, as_matrix, encode, normalize_rows
+from trails.vector.stores.base import BaseKeywordIndex, StoredVector, VectorHit
+from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.sqlite_vec.core import reads
+from trails.vector.stores.sqlite_vec.keyword import with_text
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteVecStore"]
 
 
 class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
-    """The embedded vector store: one SQLite file holding a sqlite-vec ``vec0`` table.
+    """The embedded vector store: one SQLite file (rows, metadata, texts, keyword index) and two
+    append-only vector files beside it (``<path>.f32``, ``<path>.keys``).
 
-    The file is the durable record (readable by any sqlite-vec client). Search is served from
-    an exact in-memory float32 matrix loaded at open and kept in step with every write, and
-    reloaded when another process commits; see ``adr/0002-exact-scoring-matrix.md``. It is a
+    SQLite is the durable record and the commit point: a row names its vector's slot, which is
+    written and flushed before the row commits and never overwritten while a committed row could
+    still name it. Search reads the memory-mapped vectors in place (exact float32 scoring,
+    float64 re-scoring); the live slots are read at the first read, kept in step with every
+    write and read again when another process commits; see ``adr/0002-exact-scoring-matrix.md``
+    and ``adr/DRAFT-vector-file.md``. Opening reads nothing per row. It is a
     :class:`~trails.vector.stores.base.VectorStore` with every capability: versioned commits
     (``sqlite_vec/versions.py``) and a BM25 keyword index on SQLite FTS5
     (``sqlite_vec/keyword.py``; scores are FTS5's ``bm25()`` negated, with Porter stemming).
@@ -34,7 +48,9 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
     raises a ConfigurationError saying the store is closed.
 
     Raises:
-        ContextDamagedError: the file is not a store file, or is corrupt (truncated, garbage).
+        ContextDamagedError: the file is not a store file, or is corrupt (truncated, garbage);
+            or, at the first read, a vector file is missing, truncated, another store's, or
+            holds a vector that does not match its checksum (the message names the file).
         StorageError: the file cannot be opened or written (permissions, read-only mount, full
             disk); every operation that meets one later raises it too, having written nothing.
         DimensionMismatchError: ``dim`` differs from the persisted dimension.
@@ -61,23 +77,55 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         """BM25 statistics are those of the live rows in ``scopes`` (every live row without
         them), so no scope's words move another's scores; ``iris`` then restrict the ranking."""
         match = self._keywords.match(terms)
-        rows = self._rows(iris, scopes)
+        given = getattr(self._local, "ids", None)  # the caller's tuple, for the memo
+        rows, _ = self._rows(given if given is not None and list(given) == iris else iris,
+                             scopes)
+        try:
+            ranked = self._ranked(match, terms, k, rows, iris, scopes)
+        except KeyError as exc:  # in one snapshot only a damaged file can do that
+            raise corrupt_file(self.path, "the keyword index names a row the store does not "
+                                          "hold") from exc
+        return self._hits(ranked, with_metadata)
+
+    def _ranked(self, match: str, terms: list[str], k: int, rows: np.ndarray | None,
+                iris: list[str] | None, scopes: list[str] | None) -> list[tuple[str, float]]:
         confined = None
         if rows is not None and len(rows) and scopes is not None:
-            allowed = None if iris is None else [self._index.ids[r] for r in rows.tolist()]
+            allowed = None if iris is None else self._live_names(iris, scopes)
             confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
         if rows is None:  # rank every row
-            ranked = self._keywords.top(match, k)
-        elif not len(rows):
-            ranked = []
-        elif confined is not None:
-            ranked = confined
-        elif iris is None:  # scopes only: items.scope is the scope the index's rows carry
-            ranked = self._keywords.in_scopes(match, k, list(scopes or ()))
-        else:
-            names = self._index.ids
-            ranked = self._keywords.among(match, k, [names[r] for r in rows.tolist()])
-        return self._hits(ranked, with_metadata)
+            return self._keywords.top(match, k)
+        if not len(rows):
+            return []
+        if confined is not None:
+            return confined
+        if iris is None:  # scopes only: items.scope is the scope the index's rows carry
+            return self._keywords.in_scopes(match, k, list(scopes or ()))
+        return self._keywords.among(match, k, self._live_names(iris, scopes))
+
+    def _live_names(self, iris: list[str], scopes: list[str] | None) -> list[str]:
+        """The live ids ``iris`` name (themselves, or a document's chunks), in ``scopes``."""
+        names = json.dumps(iris)
+        rows = self._db.execute(
+            "SELECT id FROM items WHERE pending = 0 AND (id IN (SELECT value FROM json_each(?))"
+            " OR doc_iri IN (SELECT value FROM json_each(?)))"
+            " AND (? IS NULL OR scope IN (SELECT value FROM json_each(?)))",
+            (names, names, None if scopes is None else 1, json.dumps(scopes or [])))
+        return [r[0] for r in rows]
+
+    def keyword_search(
+        self, query: str, k: int = 10, ids: Iterable[str] | None = None, *,
+        scopes: Sequence[str] | None = None, stopwords: Iterable[str] | None = None,
+        with_metadata: bool = True,
+    ) -> list[VectorHit]:
+        """:meth:`BaseKeywordIndex.keyword_search`; the same ``ids`` tuple as an earlier
+        search or keyword search (at the same state and scopes) is looked up once."""
+        self._local.ids = ids if isinstance(ids, tuple) else None
+        try:
+            return super().keyword_search(query, k, ids, scopes=scopes, stopwords=stopwords,
+                                          with_metadata=with_metadata)
+        finally:
+            self._local.ids = None
 
     def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None,
                         scopes: Sequence[str] | None = None) -> float:
@@ -103,6 +151,76 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
             return self._keywords.idf_sum(terms, len(self._index),
                                           None if scopes is None else list(scopes), self._db.state())
 
+    @reads
+    def get(self, ids: Iterable[str]) -> list[StoredVector]:
+        """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
+        wanted = list(ids)
+        rows = self._db.execute(
+            "SELECT id, metadata, slot, text FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(wanted),),
+        )
+        slots = np.array([r[2] for r in rows], dtype=np.int64)
+        self._check_vectors(slots)
+        vectors = self._index.vectors()
+        found = {r[0]: StoredVector(r[0], vectors[r[2]].tolist(), with_text(r[1], r[3]))
+                 for r in rows}
+        return [found[i] for i in wanted if i in found]
+
+    @reads
+    def all_ids(self) -> list[str]:
+        """Ids of live vectors, sorted."""
+        return [r[0] for r in self._db.execute("SELECT id FROM items WHERE pending = 0 ORDER BY id")]
+
+    @reads
+    def scopes(self) -> list[str]:
+        """The scopes that hold live vectors (a vector without one is in the default scope)."""
+        rows = self._db.execute(
+            "SELECT DISTINCT COALESCE(scope, ?) FROM items WHERE pending = 0", (DEFAULT_SCOPE,))
+        return sorted(str(r[0]) for r in rows)
+
+    @reads
+    def knn_sqlite_vec(self, vector: VectorLike, k: int = 10) -> list[tuple[str, float]]:
+        """sqlite-vec's own ``vec0`` KNN (approximately the same ranking, computed in SQL).
+
+        Kept for comparison and for SQL users; ``search`` is the exact, faster path. The
+        vectors are stored once, in the vector files, so the ``vec0`` table is built on demand
+        (in this connection's temp schema, again after each change): slow for a large store.
+        """
+        query = encode(normalize_rows(as_matrix(vector, self._dim))[0])
+        if getattr(self, "_knn_generation", None) != self._index.generation:
+            self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.knn_items USING"
+                             f" vec0(embedding float[{self._dim}] distance_metric=cosine)")
+            self._db.execute("DELETE FROM temp.knn_items")
+            live, data = self._index.live(), self._index.vectors()
+            for start in range(0, len(live), 10_000):
+                part = live[start : start + 10_000]
+                self._db.executemany("INSERT INTO temp.knn_items(rowid, embedding) VALUES (?, ?)",
+                                     [(int(s), encode(data[s])) for s in part])
+            self._knn_generation = self._index.generation
+        rows = self._db.execute(
+            "SELECT rowid, distance FROM temp.knn_items WHERE embedding MATCH ? AND k = ?"
+            " ORDER BY distance", (query, k))
+        names = self._names(np.array([r[0] for r in rows], dtype=np.int64))
+        return [(names[r[0]][0], 1.0 - float(r[1])) for r in rows]
+
+    @property
+    def matrix(self) -> VectorMatrix:
+        """A copy of the live rows as an in-memory :class:`VectorMatrix` (for benchmarks and
+        brute-force checks: a large store makes a large copy)."""
+        with self.snapshot():
+            live = self._index.live()
+            names = self._names(live)
+            copy = VectorMatrix(self._dim, capacity=len(live))
+            copy.upsert([names[s][0] for s in live.tolist()], self._index.vectors()[live],
+                        [names[s][1] for s in live.tolist()])
+            return copy
+
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"count={len(self._index)}"
+        if self.closed:
+            state = "closed"
+        else:
+            try:  # the index is read at the first read: count() takes one
+                state = f"count={self.count()}"
+            except TrailsError:  # a damaged file: repr still answers
+                state = "damaged"
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} {state}>"

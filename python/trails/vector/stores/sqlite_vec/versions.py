@@ -1,4 +1,5 @@
-"""Versioned commits in the store file (ADR 0005): staged rows, ``publish``, version records.
+"""Versioned commits in the store file (ADR 0005): staged rows, ``publish``, version records,
+and deletes.
 
 A document version's rows are written ``pending`` (``add_many(..., pending=True)``);
 :meth:`SqliteVersions.publish` makes them live, deletes the document's other rows and records
@@ -11,15 +12,50 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
 
 __all__ = ["SqliteVersions"]
 
+# Columns promoted out of the JSON metadata so filters on them use an index.
+_COLUMNS = ("doc_iri", "scope")
+
 
 class SqliteVersions(SqliteCore):
     """:class:`~trails.vector.stores.base.VersionedStore` on the ``items`` and ``versions``
     tables."""
+
+    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
+        clauses, params = [], []
+        for key, value in filters.items():
+            if key in _COLUMNS:
+                clauses.append(f"{key} = ?")
+                params.append(optional_str(value))
+            elif key == "text":  # kept in its own column (m003), or in older rows' JSON
+                clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
+                params.append(value)
+            else:
+                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
+                params.append(value)
+        with self._writing():  # the ids and their deletion: one transaction
+            rows = self._db.execute(f"SELECT id FROM items WHERE {' AND '.join(clauses)}", params)
+            return self._delete_ids([r[0] for r in rows])
+
+    def _delete_ids(self, ids: list[str]) -> int:
+        self._check_writable()
+        if not ids:
+            return 0
+        with self._writing():
+            found = self._db.execute(
+                "SELECT id, rowid, slot FROM items WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            )
+            self._keywords.forget([r[1] for r in found])
+            self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in found])
+            self._index.set_alive((r[2] for r in found), False)
+        self._compact_if_worth_it()
+        return len(found)
 
     def publish(self, versions: Sequence[DocumentVersion]) -> None:
         """Make staged document versions current, in one transaction (the commit point).
@@ -35,12 +71,11 @@ class SqliteVersions(SqliteCore):
         pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
         with self._writing():
             gone = self._db.execute(
-                "SELECT i.id, i.rowid FROM items i JOIN json_each(?) j"
+                "SELECT i.id, i.rowid, i.slot FROM items i JOIN json_each(?) j"
                 " ON i.doc_iri = j.value ->> 0 AND i.version IS NOT j.value ->> 1",
                 (pairs,),
             )
             self._keywords.publish([r[1] for r in gone], pairs)
-            self._db.executemany("DELETE FROM vec_items WHERE rowid = ?", [(r[1],) for r in gone])
             self._db.executemany("DELETE FROM items WHERE rowid = ?", [(r[1],) for r in gone])
             # "+pending": find the rows by doc_iri. On "pending = 1" SQLite picks the
             # partial index items_pending and walks every staged row for each document:
@@ -53,12 +88,13 @@ class SqliteVersions(SqliteCore):
                 "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?)",
                 [tuple(v) for v in versions],
             )
-            # The matrix follows inside the transaction; a failed COMMIT reloads it.
-            self._index.remove(r[0] for r in gone)
+            # The index follows inside the transaction; a failed COMMIT reloads it.
+            self._index.set_alive((r[2] for r in gone), False)
             self._index_rows(
                 "JOIN json_each(?) j ON i.doc_iri = j.value ->> 0 AND i.version = j.value ->> 1",
                 (pairs,),
             )
+        self._compact_if_worth_it()
 
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every row of a document, in one transaction (a

@@ -1,0 +1,200 @@
+"""The scoring index over the vector files' slots: which slots are live, and lookups by name.
+
+Nothing here holds a Python object per row. A committed state of the store is the number of
+slots committed and the set of live slots (a boolean mask, read from SQLite in one aggregate);
+the vectors and each slot's key record stay in the memory-mapped files
+(:mod:`.vector_file`). Names become slots through the keys' 64-bit hashes, kept sorted (built
+on the first lookup, extended as slots are appended): a chunk IRI finds its slots, a document
+IRI all its chunks' slots, and only live ones are kept. A hash only shortlists; the store
+checks the real names of what it returns (:meth:`Candidates.admits`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from trails.vector.stores.matrix import shortlist
+from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, key_hashes
+
+__all__ = ["Candidates", "SlotIndex"]
+
+
+class Candidates:
+    """The live slots some names stand for (sorted, unique), and the names, to check hits."""
+
+    def __init__(self, slots: np.ndarray, names: Sequence[str], hashes: np.ndarray) -> None:
+        self.slots = slots
+        self.names = names
+        self._hashes = hashes
+
+    def admits(self, id: str, doc: str | None) -> bool:
+        """Whether the row ``id`` (of document ``doc``) is one the names stand for."""
+        for name in (id, doc):
+            if name is not None:
+                hashed = key_hashes([name])[0]
+                if any(self.names[int(j)] == name for j in np.flatnonzero(self._hashes == hashed)):
+                    return True
+        return False
+
+
+class SlotIndex:
+    """One committed state of the vector files: ``slots`` committed, ``alive`` among them.
+
+    ``generation`` changes whenever the state does (a reload, a write), so results computed
+    from one state can be cached against it. ``lock`` orders every use (the store holds it).
+    """
+
+    def __init__(self, files: VectorFiles) -> None:
+        self.files = files
+        self.dim = files.dim
+        self.lock = threading.RLock()
+        self.slots = 0
+        self.count = 0
+        self.generation = 0
+        self.scope_codes: dict[str, int] = {}
+        self._alive = np.zeros(0, dtype=bool)
+        self._live: np.ndarray | None = None  # flatnonzero(alive), cached per generation
+        # Lookup tables over every slot (dead ones too: slots never change), extended lazily.
+        self._covered = 0
+        self._ids = np.empty(0, dtype=np.uint64)  # sorted id hashes
+        self._id_slots = np.empty(0, dtype=np.int64)  # the slot of each
+        self._docs = np.empty(0, dtype=np.uint64)
+        self._doc_slots = np.empty(0, dtype=np.int64)
+        self._scopes = np.empty(0, dtype=np.int32)  # each slot's scope code
+
+    def __len__(self) -> int:
+        return self.count
+
+    # -- state ----------------------------------------------------------------------------
+
+    def reset(self, slots: int, live: np.ndarray, scopes: Sequence[str]) -> None:
+        """Take a committed state: ``slots`` committed, ``live`` the live ones."""
+        if slots < self._covered:  # slots a failed write appended, then rolled back
+            self.use(self.files)
+        self.files.ensure(slots)
+        self.slots = slots
+        self._alive = np.zeros(max(slots, 1), dtype=bool)
+        self._alive[live] = True
+        self.count = int(self._alive.sum())
+        self.scope_codes = {name: code for code, name in enumerate(scopes)}
+        self._changed()
+
+    def use(self, files: VectorFiles) -> None:
+        """Read another generation of the vector files (slots renumbered: lookups rebuilt)."""
+        self.files = files
+        self.slots = self.count = self._covered = 0
+        self._ids = self._docs = np.empty(0, dtype=np.uint64)
+        self._id_slots = self._doc_slots = np.empty(0, dtype=np.int64)
+        self._scopes = np.empty(0, dtype=np.int32)
+        self._changed()
+
+    def grow(self, slots: int) -> None:
+        """Slots up to ``slots`` are written (by this store's own transaction)."""
+        self.files.ensure(slots)
+        if slots > len(self._alive):
+            grown = np.zeros(max(slots, 2 * len(self._alive)), dtype=bool)
+            grown[: len(self._alive)] = self._alive
+            self._alive = grown
+        self.slots = max(self.slots, slots)
+        self._changed()
+
+    def set_alive(self, slots: Iterable[int], alive: bool) -> None:
+        chosen = slots if isinstance(slots, np.ndarray) else np.fromiter(slots, dtype=np.int64)
+        if len(chosen):
+            self._alive[chosen] = alive
+            self.count = int(self._alive[: self.slots].sum())
+            self._changed()
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._live = None
+
+    def live(self) -> np.ndarray:
+        """The live slots, sorted."""
+        if self._live is None:
+            self._live = np.flatnonzero(self._alive[: self.slots])
+        return self._live
+
+    def vectors(self) -> np.ndarray:
+        """Every committed slot's vector (read-only, memory-mapped)."""
+        return self.files.vectors(self.slots)
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def _tables(self) -> None:
+        """Bring the sorted hash tables and the scope codes up to every committed slot."""
+        if self._covered >= self.slots:
+            return
+        keys = self.files.keys(self.slots)[self._covered :]
+        new_slots = np.arange(self._covered, self.slots, dtype=np.int64)
+        self._ids, self._id_slots = _merged(self._ids, self._id_slots, keys["id"], new_slots)
+        self._docs, self._doc_slots = _merged(self._docs, self._doc_slots, keys["doc"],
+                                              new_slots)
+        self._scopes = np.concatenate([self._scopes, keys["scope"].astype(np.int32)])
+        self._covered = self.slots
+
+    def rows_for(self, names: Sequence[str]) -> Candidates:
+        """The live slots of ``names``: chunk ids, or document IRIs (all their chunks)."""
+        self._tables()
+        hashes = key_hashes(names)
+        # Sorted needles: each binary search starts where the last ended (2-3x faster).
+        needles = np.sort(hashes)
+        found = np.concatenate([_matches(self._ids, self._id_slots, needles),
+                                _matches(self._docs, self._doc_slots, needles)])
+        found = found[found < self.slots]
+        found = found[self._alive[found]]
+        if len(found) * 16 < self.slots:  # a few rows: sort, then drop repeats
+            found.sort()
+            slots = found[np.diff(found, prepend=-1) != 0]
+        else:  # many: a mask sorts and de-duplicates in one pass
+            mask = np.zeros(self.slots, dtype=bool)
+            mask[found] = True
+            slots = np.flatnonzero(mask)
+        return Candidates(slots, names, hashes)
+
+    def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
+        """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
+        self._tables()
+        codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
+        rows = self.live() if rows is None else rows
+        return rows[np.isin(self._scopes[rows], codes)]
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, query: np.ndarray, k: int, rows: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray, str, int]:
+        """The shortlist of :func:`~trails.vector.stores.matrix.shortlist` over live slots
+        (``rows``: some of them; None: all): ``(slots, exact scores, plan, candidates)``."""
+        data = self.vectors()
+        if rows is not None:
+            return shortlist(data, query, k, rows)
+        if self.count == self.slots:  # no dead slots: a plain full scan
+            return shortlist(data, query, k, None)
+        return shortlist(data, query, k, self.live(), plan="full-scan")
+
+
+def _merged(keys: np.ndarray, slots: np.ndarray, new_keys: np.ndarray, new_slots: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted ``keys`` (with their ``slots``) and the new ones merged, still sorted."""
+    order = np.argsort(new_keys)  # the order of equal keys does not matter
+    added = np.asarray(new_keys)[order]
+    if not len(keys):  # the first build: nothing to merge into
+        return added, new_slots[order]
+    where = np.searchsorted(keys, added, side="right")
+    return np.insert(keys, where, added), np.insert(slots, where, new_slots[order])
+
+
+def _matches(keys: np.ndarray, slots: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The slots whose key equals any of ``wanted`` (``keys`` sorted)."""
+    left = np.searchsorted(keys, wanted, side="left")
+    counts = np.searchsorted(keys, wanted, side="right") - left
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    hit = counts > 0
+    left, counts = left[hit], counts[hit]
+    starts = np.repeat(left - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return slots[starts + np.arange(total)]
