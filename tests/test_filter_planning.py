@@ -297,3 +297,21 @@ def test_a_document_committed_before_its_graph_step_is_left_out_with_a_note(corp
     corpus.verify(repair=True)
     after = retrieve("rail", corpus, sparql_filter=text, k=50, fusion=None)
     assert {h.metadata["doc_iri"] for h in after} == before - {doc} and not after.notes
+
+
+def test_document_candidates_never_name_a_chunk_by_its_own_iri(ctx):
+    """A filter over documents may select other resources too (here, a chunk that carries
+    the property): only documents' chunks are candidates, never a chunk named directly."""
+    ingest_all([Document(id="a", source="a.md", text="Rail safety report. " * 4),
+                Document(id="b", source="b.md", text="Road safety report. " * 4)], ctx=ctx)
+    chunk_b = ctx.kg.select_iris('SELECT ?c WHERE { ?c schema:isPartOf ?d . '
+                                 '?d schema:name ?n FILTER(CONTAINS(?n, "b")) }')[0]
+    ctx.kg.update(f'INSERT DATA {{ <{chunk_b}> meta:flag "x" }}')
+    text = 'SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:flag "x" }'
+    assert ctx.kg.select_iris(text) == []  # no document carries the flag
+    planned = filter_candidates(ctx.kg, text, None, None)
+    assert isinstance(planned, DocumentIris) and list(planned) == [chunk_b]
+    assert ctx.vectors.expand_ids(planned) == []
+    assert ctx.vectors.search(ctx.embedder.embed("safety"), k=10, ids=planned) == []
+    assert ctx.vectors.keyword_search("safety", k=10, ids=planned) == []
+    assert list(retrieve("safety", ctx, sparql_filter=text, k=10)) == []

@@ -37,7 +37,7 @@ from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.base import BaseVectorStore
-from trails.vector.stores.records import SearchPlan, VectorHit
+from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
 from trails.vector.stores.sqlite_vec import schema
 from trails.vector.stores.sqlite_vec.compaction import compact, worth_compacting
 from trails.vector.stores.sqlite_vec.driver import open_database
@@ -388,11 +388,14 @@ class SqliteCore(BaseVectorStore):
 
     @reads
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
-        """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
+        """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs
+        (only the latter for a ``DocumentIris``)."""
         names = json.dumps([i for i in iris if isinstance(i, str)])  # others name nothing
+        ids = "0" if isinstance(iris, DocumentIris) else "id IN (SELECT value FROM json_each(?))"
         return [r[0] for r in self._db.execute(
-            "SELECT id FROM items WHERE pending = 0 AND (id IN (SELECT value FROM json_each(?))"
-            " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY slot", (names, names))]
+            f"SELECT id FROM items WHERE pending = 0 AND ({ids}"
+            " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY slot",
+            (names,) if isinstance(iris, DocumentIris) else (names, names))]
 
     @reads
     def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from trails.vector.stores.matrix import shortlist
+from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, key_hashes
 
 __all__ = ["Candidates", "SlotIndex"]
@@ -25,14 +26,16 @@ __all__ = ["Candidates", "SlotIndex"]
 class Candidates:
     """The live slots some names stand for (sorted, unique), and the names, to check hits."""
 
-    def __init__(self, slots: np.ndarray, names: Sequence[str], hashes: np.ndarray) -> None:
+    def __init__(self, slots: np.ndarray, names: Sequence[str], hashes: np.ndarray, *,
+                 documents_only: bool = False) -> None:
         self.slots = slots
         self.names = names
         self._hashes = hashes
+        self.documents_only = documents_only
 
     def admits(self, id: str, doc: str | None) -> bool:
         """Whether the row ``id`` (of document ``doc``) is one the names stand for."""
-        for name in (id, doc):
+        for name in ((doc,) if self.documents_only else (id, doc)):
             if name is not None:
                 hashed = key_hashes([name])[0]
                 if any(self.names[int(j)] == name for j in np.flatnonzero(self._hashes == hashed)):
@@ -137,13 +140,16 @@ class SlotIndex:
         self._covered = self.slots
 
     def rows_for(self, names: Sequence[str]) -> Candidates:
-        """The live slots of ``names``: chunk ids, or document IRIs (all their chunks)."""
+        """The live slots of ``names``: chunk ids, or document IRIs (all their chunks); only
+        the chunks of documents when ``names`` is a ``DocumentIris``."""
         self._tables()
         hashes = key_hashes(names)
+        documents_only = isinstance(names, DocumentIris)
         # Sorted needles: each binary search starts where the last ended (2-3x faster).
         needles = np.sort(hashes)
-        found = np.concatenate([_matches(self._ids, self._id_slots, needles),
-                                _matches(self._docs, self._doc_slots, needles)])
+        found = _matches(self._docs, self._doc_slots, needles)
+        if not documents_only:
+            found = np.concatenate([_matches(self._ids, self._id_slots, needles), found])
         found = found[found < self.slots]
         found = found[self._alive[found]]
         if len(found) * 16 < self.slots:  # a few rows: sort, then drop repeats
@@ -153,7 +159,7 @@ class SlotIndex:
             mask = np.zeros(self.slots, dtype=bool)
             mask[found] = True
             slots = np.flatnonzero(mask)
-        return Candidates(slots, names, hashes)
+        return Candidates(slots, names, hashes, documents_only=documents_only)
 
     def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
