@@ -2,7 +2,7 @@
 
 SQLite is the durable record and the commit point; the vectors live in append-only,
 memory-mapped slot files beside it (:mod:`.vector_file`), which search reads in place (ADR
-0002, DRAFT-vector-file). The index of live slots (:mod:`.slot_index`) is read at the first
+0002, ADR 0014). The index of live slots (:mod:`.slot_index`) is read at the first
 read, kept in step with every write and read again when another process commits.
 
 **One committed state per read.** Every read runs in a :meth:`SqliteCore.snapshot`: a SQLite

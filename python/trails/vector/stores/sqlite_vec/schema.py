@@ -87,7 +87,7 @@ def m003_keyword_index(db: Database, dim: int, files: VectorFiles) -> None:
 
 def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
     """The vectors move out of ``vec_items`` into the append-only vector files (ADR
-    DRAFT-vector-file): each row gets a slot (``items.slot``), written and flushed before this
+    ADR 0014): each row gets a slot (``items.slot``), written and flushed before this
     transaction commits, and the vec0 table is dropped, so every vector is stored once.
 
     ``items_live`` (the live rows' slots, a partial index) lets an open read the live slots

@@ -31,7 +31,7 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
     still name it. Search reads the memory-mapped vectors in place (exact float32 scoring,
     float64 re-scoring); the live slots are read at the first read, kept in step with every
     write and read again when another process commits; see ``adr/0002-exact-scoring-matrix.md``
-    and ``adr/DRAFT-vector-file.md``. Opening reads nothing per row. It is a
+    and ``adr/0014-vector-files.md``. Opening reads nothing per row. It is a
     :class:`~trails.vector.stores.base.VectorStore` with every capability: versioned commits
     (``sqlite_vec/versions.py``) and a BM25 keyword index on SQLite FTS5
     (``sqlite_vec/keyword.py``; scores are FTS5's ``bm25()`` negated, with Porter stemming).
