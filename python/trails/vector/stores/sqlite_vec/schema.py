@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.keyword_postings import fts5_tokenizers
+from trails.vector.stores.sqlite_vec.keyword_segments import create_tables, write_segment
 
 __all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "prepare", "read_meta"]
 
@@ -75,7 +77,28 @@ def m003_keyword_index(db: Database, dim: int) -> None:
                " FROM items WHERE pending = 0 AND t != ''")
 
 
-MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index]
+def m005_keyword_postings(db: Database, dim: int) -> None:
+    """The keyword postings that rank like FTS5's ``bm25()``, vectorised (ADR draft
+    keyword-postings; :mod:`.keyword_segments`), built from the live rows FTS5 indexes.
+
+    Independent of any other migration but m003's ``items.text``. A driver that cannot
+    tokenise as FTS5 does (not apsw) leaves them marked stale when there are rows to index:
+    the store then ranks with FTS5."""
+    create_tables(db)
+    tokenizers = fts5_tokenizers(db, KEYWORD_TOKENIZER)
+    last = int(db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items")[0][0])
+    if tokenizers is None:
+        if last:
+            db.execute("UPDATE keyword_state SET value = '0' WHERE key = 'valid'")
+        return
+    for start in range(0, last + 1, 100_000):  # a segment per 100,000 rowids, not all at once
+        rows = db.execute(f"SELECT rowid, {INDEXED} AS t, scope FROM items WHERE rowid >= ?"
+                          " AND rowid < ? AND pending = 0 AND t != ''", (start, start + 100_000))
+        write_segment(db, [(int(r), str(t), c) for r, t, c in rows], tokenizers[0])
+
+
+MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index,
+              m005_keyword_postings]
 
 
 def prepare(db: Database, path: str, dim: int | None, read_only: bool) -> int:
