@@ -12,7 +12,7 @@ import heapq
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trails.text import fts5_match
 from trails.vector.stores.sqlite_vec.driver import Database
@@ -20,6 +20,9 @@ from trails.vector.stores.sqlite_vec.keyword_postings import KeywordPostings
 from trails.vector.stores.sqlite_vec.keyword_top import top_k
 from trails.vector.stores.sqlite_vec.schema import INDEXED, KEYWORD_TOKENIZER
 from trails.vector.stores.sqlite_vec.scoped_bm25 import ScopedBm25
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Fts5Index", "Match", "bm25_idf", "take_texts", "with_text"]
 
@@ -31,7 +34,7 @@ class Match(str):
 
     terms: tuple[str, ...]
 
-    def __new__(cls, expression: str, terms: Sequence[str]) -> Match:
+    def __new__(cls, expression: str, terms: Sequence[str]) -> Self:
         made = super().__new__(cls, expression)
         made.terms = tuple(terms)
         return made

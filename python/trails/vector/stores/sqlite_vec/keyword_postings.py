@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -40,6 +41,8 @@ Ranked = list[tuple[str, float]]
 Tokenize = Callable[[str], list[str]]
 # A segment collects at most this many dead-row blobs before they are written as one.
 _DEAD_BLOBS = 32
+# Segments of one size tier (a power of this many live rows) merged at once.
+_FANOUT = 8
 
 
 def fts5_tokenizers(db: Database, spec: str) -> tuple[Tokenize, Tokenize] | None:
@@ -54,8 +57,9 @@ def fts5_tokenizers(db: Database, spec: str) -> tuple[Tokenize, Tokenize] | None
 
     def with_flags(flags: int) -> Tokenize:
         def terms(text: str) -> list[str]:
-            return list(tokenizer(text.encode("utf-8", "surrogatepass"), flags, None,
-                                  include_offsets=False, include_colocated=False))
+            # Without offsets and colocated tokens, apsw returns the tokens alone.
+            return cast(list[str], tokenizer(text.encode("utf-8", "surrogatepass"), flags, None,
+                                             include_offsets=False, include_colocated=False))
         return terms
 
     return with_flags(apsw.FTS5_TOKENIZE_DOCUMENT), with_flags(apsw.FTS5_TOKENIZE_QUERY)
@@ -81,7 +85,8 @@ class KeywordState:
 
     def live(self, segment: int, rowids: np.ndarray) -> np.ndarray:
         """Which of ``segment``'s ``rowids`` are live in it."""
-        return self.segment_of[rowids] == segment
+        found: np.ndarray = self.segment_of[rowids] == segment
+        return found
 
 
 class KeywordPostings:
@@ -94,7 +99,8 @@ class KeywordPostings:
         self._db = db
         self._indexed = indexed  # the SQL expression of a row's indexed text
         tokenizers = fts5_tokenizers(db, tokenizer)
-        self._document, self._query = tokenizers if tokenizers else (None, None)
+        self._document: Tokenize | None = tokenizers[0] if tokenizers else None
+        self._query: Tokenize | None = tokenizers[1] if tokenizers else None
         self._segments: dict[int, tuple[str, SegmentRows]] = {}
         self._state: KeywordState | None = None
         self._masks: dict[tuple[str, ...], tuple[str, np.ndarray]] = {}
@@ -137,7 +143,8 @@ class KeywordPostings:
         live = segment_of >= 0
         rows_total, tokens = int(live.sum()), int(lengths[live].sum())
         average = tokens / rows_total if rows_total else 1.0
-        norm = K1 * ((1 - B) + (B * lengths) / average)
+        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+            norm = K1 * ((1 - B) + (B * lengths) / average)
         self._masks.clear()
         return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm)
 
@@ -208,26 +215,28 @@ class KeywordPostings:
         write_segment(self._db, [(int(r), str(t), s) for r, t, s in rows], self._document)
 
     def _merge(self) -> None:
-        """Keep the segments few: merge the newest ones while together they hold at least
-        as many live rows as the segment before them (each row is rewritten about log2(rows)
-        times over the store's life), and rewrite a segment whose rows are mostly dead."""
-        state = self.state()
-        if state is None or len(self._segments) < 2:
-            return
-        segments = sorted(self._segments)
-        live = np.bincount(state.segment_of[state.segment_of >= 0], minlength=segments[-1] + 1)
-        tail, total = [segments[-1]], int(live[segments[-1]])
-        for segment in reversed(segments[:-1]):
-            if int(live[segment]) > total:
-                break
-            tail.insert(0, segment)
-            total += int(live[segment])
-        sparse = [s for s in segments if s not in tail
-                  and 2 * int(live[s]) < len(self._segments[s][1].rowids)]
-        groups = ([tail] if len(tail) > 1 else []) + [[s] for s in sparse]
-        for group in groups:
-            merge_segments(self._db, group, state.live, lambda s: self._segments[s][1])
-        if groups:
+        """Keep the segments few (size-tiered): once ``_FANOUT`` segments hold about as many
+        live rows as each other (the same power of ``_FANOUT``), they become one; a segment
+        whose rows are mostly dead is rewritten. A row is rewritten about log8(rows) times
+        over the store's life, and a query reads at most ~8 segments per power of 8 rows."""
+        while True:
+            state = self.state()
+            if state is None:
+                return
+            live = np.bincount(state.segment_of[state.segment_of >= 0],
+                               minlength=max(self._segments, default=0) + 1)
+            tiers: dict[int, list[int]] = {}
+            for segment in sorted(self._segments):
+                count = int(live[segment])
+                tier = int(math.log(count, _FANOUT)) if count else 0
+                tiers.setdefault(tier, []).append(segment)
+            group = next((g for g in tiers.values() if len(g) >= _FANOUT), None)
+            if group is None:
+                group = next(([s] for s in sorted(self._segments)
+                              if 2 * int(live[s]) < len(self._segments[s][1].rowids)), None)
+            if group is None:
+                return
+            merge_segments(self._db, group, state.segment_of, lambda s: self._segments[s][1])
             self._changed()
 
     # -- rankings, inside a snapshot ------------------------------------------------------

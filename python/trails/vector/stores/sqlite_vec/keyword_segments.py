@@ -25,20 +25,19 @@ ranking, are :mod:`.keyword_postings`' concern.
 from __future__ import annotations
 
 import secrets
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import Any
 
 import numpy as np
 
 from trails.vector.stores.sqlite_vec.driver import Database
 
-__all__ = ["SegmentRows", "create_tables", "decode_postings", "encode_sorted", "merge_segments",
-           "new_token", "read_segment", "scope_codes", "segment_tokens", "write_postings",
-           "write_segment"]
+__all__ = ["SegmentRows", "create_tables", "decode_postings", "merge_segments",
+           "new_token", "read_segment", "scope_codes", "segment_tokens", "write_segment"]
 
 Tokenize = Callable[[str], list[str]]
-Posting = tuple[str, np.ndarray, np.ndarray]  # term, rowids ascending, term frequencies
 
 
 def create_tables(db: Database) -> None:
@@ -80,11 +79,6 @@ def _widen(blob: bytes, count: int) -> np.ndarray:
     if not count:
         return np.zeros(0, dtype=np.int64)
     return np.frombuffer(blob, dtype=_WIDTHS[len(blob) // count]).astype(np.int64)
-
-
-def encode_sorted(rowids: np.ndarray, tfs: np.ndarray) -> tuple[int, int, bytes, bytes]:
-    """(first rowid, count, gaps, term frequencies) of a posting list sorted by rowid."""
-    return int(rowids[0]), len(rowids), _narrow(np.diff(rowids)), _narrow(tfs)
 
 
 def decode_postings(first: int, count: int, gaps: bytes, tfs: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -141,23 +135,19 @@ def write_segment(db: Database, rows: Sequence[tuple[int, str, str | None]],
     if not rows:
         return None
     ordered = sorted(rows, key=lambda r: r[0])
-    postings: dict[str, tuple[list[int], list[int]]] = {}
-    lengths = []
-    for rowid, text, _ in ordered:
-        terms = tokenize(text)
-        lengths.append(len(terms))
-        for term, tf in Counter(terms).items():
-            entry = postings.get(term)
-            if entry is None:
-                postings[term] = ([rowid], [tf])
-            else:
-                entry[0].append(rowid)
-                entry[1].append(tf)
     rowids = np.array([r[0] for r in ordered], dtype=np.int64)
+    tokens = [tokenize(r[1]) for r in ordered]
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    flat = list(chain.from_iterable(tokens))
+    vocabulary = {term: i for i, term in enumerate(dict.fromkeys(flat))}  # C loops, not Python
+    term_ids = np.fromiter(map(vocabulary.__getitem__, flat), dtype=np.int64, count=len(flat))
+    # (term, row) pairs sorted by term then rowid, with their counts: the term frequencies.
+    keys, tfs = np.unique(term_ids * len(rowids) + np.repeat(np.arange(len(rowids)), lengths),
+                          return_counts=True)
     codes = np.array(scope_codes(db, [r[2] for r in ordered]), dtype=np.int64)
-    segment = _add_segment(db, SegmentRows(rowids, np.array(lengths, dtype=np.int64), codes))
-    write_postings(db, segment, ((t, np.array(r, dtype=np.int64), np.array(f, dtype=np.int64))
-                                 for t, (r, f) in postings.items()))
+    segment = _add_segment(db, SegmentRows(rowids, lengths, codes))
+    names = list(vocabulary)
+    _write_lists(db, segment, keys // len(rowids), rowids[keys % len(rowids)], tfs, names)
     return segment
 
 
@@ -169,53 +159,94 @@ def _add_segment(db: Database, rows: SegmentRows) -> int:
     return segment
 
 
-def write_postings(db: Database, segment: int, postings: Iterable[Posting]) -> None:
-    """Store ``(term, rowids ascending, term frequencies)`` posting lists of ``segment``, a
-    thousand at a time (a merge's lists are never all in memory)."""
-    batch: list[tuple[object, ...]] = []
-    for term, rowids, tfs in postings:
-        if len(rowids):
-            batch.append((term, segment, *encode_sorted(rowids, tfs)))
-        if len(batch) >= 1000:
-            db.executemany("INSERT INTO keyword_postings VALUES (?, ?, ?, ?, ?, ?)", batch)
-            batch = []
-    db.executemany("INSERT INTO keyword_postings VALUES (?, ?, ?, ?, ?, ?)", batch)
+def _write_lists(db: Database, segment: int, terms: np.ndarray, rowids: np.ndarray,
+                 tfs: np.ndarray, names: Sequence[str]) -> None:
+    """Store posting lists given flat: ``terms`` (indexes into ``names``, grouped), each
+    group's ``rowids`` ascending and their term frequencies; encoded in bulk, one blob slice
+    per list (a list costs a microsecond of Python, not a dozen numpy calls)."""
+    if not len(terms):
+        return
+    starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+    counts = np.diff(np.r_[starts, len(terms)])
+    gaps = np.diff(rowids, prepend=0)
+    gaps[starts] = 0  # a list's first rowid is stored whole, not as a gap
+    gap_blobs = _slices(gaps, starts, np.maximum.reduceat(gaps, starts), skip_first=True)
+    tf_blobs = _slices(tfs.astype(np.int64), starts, np.maximum.reduceat(tfs, starts),
+                       skip_first=False)
+    db.executemany("INSERT INTO keyword_postings VALUES (?, ?, ?, ?, ?, ?)", [
+        (names[t], segment, f, c, g, q) for t, f, c, g, q in zip(
+            terms[starts].tolist(), rowids[starts].tolist(), counts.tolist(), gap_blobs,
+            tf_blobs)])
 
 
-def merge_segments(db: Database, segments: Sequence[int], live: Callable[[int, np.ndarray], np.ndarray],
-                   rows: Callable[[int], SegmentRows]) -> int:
-    """Rewrite ``segments`` as one new segment holding their live rows only; its id.
+def _slices(values: np.ndarray, starts: np.ndarray, tops: np.ndarray,
+            skip_first: bool) -> list[bytes]:
+    """Each group's values (less its first when ``skip_first``) in the narrowest unsigned
+    width that holds the group's largest value (``tops``)."""
+    widths = np.select([tops < 1 << 8, tops < 1 << 16, tops < 1 << 32], [1, 2, 4], 8)
+    ends = np.r_[starts[1:], len(values)]
+    begins = starts + 1 if skip_first else starts
+    element_width = np.repeat(widths, ends - begins)
+    kept = np.ones(len(values), dtype=bool)
+    if skip_first:
+        kept[starts] = False
+    values = values[kept]
+    sizes = (ends - begins) * widths
+    buffers, offsets = {}, np.zeros(len(starts), dtype=np.int64)
+    for width in (1, 2, 4, 8):
+        chosen = widths == width
+        if chosen.any():
+            buffers[width] = values[element_width == width].astype(_WIDTHS[width]).tobytes()
+            offsets[chosen] = np.cumsum(sizes[chosen]) - sizes[chosen]
+    return [buffers[w][o:o + n] if n else b"" for w, o, n in zip(
+        widths.tolist(), offsets.tolist(), sizes.tolist())]
 
-    ``live(segment, rowids)`` says which of a segment's rowids are still live there; ``rows``
-    gives a segment's rows. Dead rows and their postings are dropped."""
+
+def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray,
+                   rows: Callable[[int], SegmentRows]) -> None:
+    """Rewrite ``segments`` as one new segment holding their live rows only (none: no new
+    segment). A row is live in a segment when ``segment_of[rowid]`` names it; ``rows`` gives
+    a segment's rows. Dead rows and their postings are dropped."""
     kept = []
     for segment in segments:
         held = rows(segment)
-        mask = live(segment, held.rowids)
+        mask = segment_of[held.rowids] == segment
         kept.append(SegmentRows(held.rowids[mask], held.lengths[mask], held.scopes[mask]))
-    rowids = np.concatenate([k.rowids for k in kept])
-    order = np.argsort(rowids, kind="stable")
-    merged = _add_segment(db, SegmentRows(rowids[order],
-                                          np.concatenate([k.lengths for k in kept])[order],
-                                          np.concatenate([k.scopes for k in kept])[order]))
     wanted = ",".join(str(int(s)) for s in segments)  # integers only: safe to inline
-
-    def lists() -> Iterator[Posting]:
-        terms = db.execute(f"SELECT DISTINCT term FROM keyword_postings WHERE segment IN ({wanted})")
-        for (term,) in terms:
-            parts_r, parts_f = [], []
-            for segment, first, count, gaps, tfs in db.execute(
-                    "SELECT segment, first, count, gaps, tfs FROM keyword_postings"
-                    f" WHERE term = ? AND segment IN ({wanted})", (term,)):
-                r, f = decode_postings(first, count, gaps, tfs)
-                mask = live(int(segment), r)
-                parts_r.append(r[mask])
-                parts_f.append(f[mask])
-            r = np.concatenate(parts_r)
-            order = np.argsort(r, kind="stable")
-            yield term, r[order], np.concatenate(parts_f)[order].astype(np.int64)
-
-    write_postings(db, merged, lists())
+    rowids = np.concatenate([k.rowids for k in kept])
+    if len(rowids):
+        order = np.argsort(rowids, kind="stable")
+        merged = _add_segment(db, SegmentRows(rowids[order],
+                                              np.concatenate([k.lengths for k in kept])[order],
+                                              np.concatenate([k.scopes for k in kept])[order]))
+        terms = [t for (t,) in db.execute(
+            f"SELECT DISTINCT term FROM keyword_postings WHERE segment IN ({wanted}) ORDER BY term")]
+        for page in range(0, len(terms), _MERGE_PAGE):  # a page of terms in memory at a time
+            listed = db.execute(
+                "SELECT term, segment, first, count, gaps, tfs FROM keyword_postings"
+                f" WHERE term >= ? AND term <= ? AND segment IN ({wanted})",
+                (terms[page], terms[min(page + _MERGE_PAGE, len(terms)) - 1]))
+            _merge_page(db, merged, listed, segment_of)
     for table in ("keyword_postings", "keyword_dead", "keyword_segments"):
         db.execute(f"DELETE FROM {table} WHERE segment IN ({wanted})")
-    return merged
+
+
+_MERGE_PAGE = 2000
+
+
+def _merge_page(db: Database, merged: int, listed: list[tuple[Any, ...]],
+                segment_of: np.ndarray) -> None:
+    """Write the live postings of ``listed`` rows as ``merged``'s lists."""
+    names = sorted({str(r[0]) for r in listed})
+    index = {name: i for i, name in enumerate(names)}
+    decoded = [decode_postings(int(first), int(count), bytes(gaps), bytes(tfs))
+               for _, _, first, count, gaps, tfs in listed]
+    counts = np.array([int(r[3]) for r in listed], dtype=np.int64)
+    terms = np.repeat(np.array([index[str(r[0])] for r in listed], dtype=np.int64), counts)
+    owner = np.repeat(np.array([int(r[1]) for r in listed], dtype=np.int64), counts)
+    rowids = np.concatenate([d[0] for d in decoded])
+    tfs = np.concatenate([d[1] for d in decoded]).astype(np.int64)
+    live = segment_of[rowids] == owner
+    terms, rowids, tfs = terms[live], rowids[live], tfs[live]
+    order = np.lexsort((rowids, terms))
+    _write_lists(db, merged, terms[order], rowids[order], tfs[order], names)

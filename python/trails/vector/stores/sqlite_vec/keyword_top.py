@@ -52,7 +52,8 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
         return rows
     values = scores[rows]
     kth = np.partition(values, len(values) - k)[len(values) - k]
-    return rows[values >= kth]
+    best: np.ndarray = rows[values >= kth]
+    return best
 
 
 def _ranked(db: Database, rows: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
