@@ -82,6 +82,7 @@ class KeywordState:
     rows: int
     tokens: int
     norm: np.ndarray  # float64: k1 * (1 - b + b * length / average length), FTS5's order
+    whole: frozenset[int]  # segments without a dead row: their postings need no live check
 
     def live(self, segment: int, rowids: np.ndarray) -> np.ndarray:
         """Which of ``segment``'s ``rowids`` are live in it."""
@@ -136,7 +137,9 @@ class KeywordPostings:
             segment_of[rows.rowids] = segment
             lengths[rows.rowids] = rows.lengths
             scopes[rows.rowids] = rows.scopes
+        whole = set(current)
         for segment, blob in self._db.execute("SELECT segment, rowids FROM keyword_dead"):
+            whole.discard(segment)
             dead = np.frombuffer(blob, dtype="<i8").astype(np.int64)
             dead = dead[dead < size]
             segment_of[dead[segment_of[dead] == segment]] = -1
@@ -146,7 +149,8 @@ class KeywordPostings:
         with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
             norm = K1 * ((1 - B) + (B * lengths) / average)
         self._masks.clear()
-        return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm)
+        return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm,
+                            frozenset(whole))
 
     def _changed(self) -> None:
         """After a change in this transaction: a new token, the arrays rebuilt when next read."""
@@ -261,16 +265,16 @@ class KeywordPostings:
 
     def _postings(self, state: KeywordState, stem: str) -> tuple[np.ndarray, np.ndarray]:
         """The live rows holding ``stem`` (rowids ascending per segment) and its counts."""
-        parts = []
-        for segment, first, count, gaps, tfs in self._db.execute(
-                "SELECT segment, first, count, gaps, tfs FROM keyword_postings WHERE term = ?",
-                (stem,)):
-            rowids, counts = decode_postings(first, count, gaps, tfs)
-            keep = state.live(int(segment), rowids)
-            parts.append((rowids[keep], counts[keep]))
-        if not parts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        listed = self._db.execute(
+            "SELECT segment, first, count, gaps, tfs FROM keyword_postings"
+            " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
+        rowids, counts = decode_postings([r[1:] for r in listed])
+        if any(int(r[0]) not in state.whole for r in listed):
+            owner = np.repeat(np.array([int(r[0]) for r in listed], dtype=np.int64),
+                              [int(r[2]) for r in listed])
+            keep = state.segment_of[rowids] == owner
+            rowids, counts = rowids[keep], counts[keep]
+        return rowids, counts.astype(np.float64)
 
     def scope_mask(self, state: KeywordState, scopes: Sequence[str]) -> np.ndarray:
         """Live rows (by rowid) whose scope is one of ``scopes``; cached per state."""

@@ -46,10 +46,11 @@ def create_tables(db: Database) -> None:
     db.execute("CREATE TABLE keyword_segments (segment INTEGER PRIMARY KEY, token TEXT NOT NULL,"
                " rows INTEGER NOT NULL, rowids BLOB NOT NULL, lengths BLOB NOT NULL,"
                " scopes BLOB NOT NULL)")
-    db.execute("CREATE TABLE keyword_postings (term TEXT NOT NULL, segment INTEGER NOT NULL,"
+    # Keyed by segment first: a merge deletes a segment's lists as one range, and a term's
+    # lists are one probe per segment (there are few).
+    db.execute("CREATE TABLE keyword_postings (segment INTEGER NOT NULL, term TEXT NOT NULL,"
                " first INTEGER NOT NULL, count INTEGER NOT NULL, gaps BLOB NOT NULL,"
-               " tfs BLOB NOT NULL, PRIMARY KEY (term, segment))")
-    db.execute("CREATE INDEX keyword_postings_segment ON keyword_postings(segment)")
+               " tfs BLOB NOT NULL, PRIMARY KEY (segment, term)) WITHOUT ROWID")
     db.execute("CREATE TABLE keyword_dead (segment INTEGER NOT NULL, rowids BLOB NOT NULL)")
     db.execute("CREATE INDEX keyword_dead_segment ON keyword_dead(segment)")
     db.execute("CREATE TABLE keyword_scope_names (code INTEGER PRIMARY KEY,"
@@ -78,17 +79,39 @@ def _widen(blob: bytes, count: int) -> np.ndarray:
     """The int64 values of a :func:`_narrow` blob of ``count`` values."""
     if not count:
         return np.zeros(0, dtype=np.int64)
-    return np.frombuffer(blob, dtype=_WIDTHS[len(blob) // count]).astype(np.int64)
+    values: np.ndarray = np.frombuffer(blob, dtype=_WIDTHS[len(blob) // count]).astype(np.int64)
+    return values
 
 
-def decode_postings(first: int, count: int, gaps: bytes, tfs: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """The rowids (int64, ascending) and term frequencies (float64) of one posting list."""
-    rowids = np.empty(count, dtype=np.int64)
-    rowids[0] = first
-    if count > 1:
-        np.cumsum(_widen(gaps, count - 1), out=rowids[1:])
-        rowids[1:] += first
-    return rowids, _widen(tfs, count).astype(np.float64)
+def decode_postings(listed: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """The rowids and term frequencies (both int64) of ``(first, count, gaps, tfs)`` posting
+    lists, concatenated in order: decoded in bulk, a few numpy calls per width of array."""
+    counts = np.fromiter((int(r[1]) for r in listed), dtype=np.int64, count=len(listed))
+    firsts = np.fromiter((int(r[0]) for r in listed), dtype=np.int64, count=len(listed))
+    starts = np.cumsum(counts) - counts
+    deltas = np.zeros(int(counts.sum()), dtype=np.int64)
+    after_first = np.ones(len(deltas), dtype=bool)
+    after_first[starts] = False
+    deltas[after_first] = _widen_all([r[2] for r in listed], counts - 1)
+    running = np.cumsum(deltas)
+    rowids = np.repeat(firsts - running[starts], counts) + running
+    return rowids, _widen_all([r[3] for r in listed], counts)
+
+
+def _widen_all(blobs: Sequence[bytes], counts: np.ndarray) -> np.ndarray:
+    """The int64 values of :func:`_narrow` blobs holding ``counts`` values each, in order."""
+    widths = np.fromiter((len(b) // c if c else 1 for b, c in zip(blobs, counts.tolist())),
+                         dtype=np.int64, count=len(blobs))
+    out = np.empty(int(counts.sum()), dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    for width in np.unique(widths).tolist():
+        members = np.flatnonzero(widths == width)
+        held = counts[members]
+        values = np.frombuffer(b"".join([bytes(blobs[i]) for i in members.tolist()]),
+                               dtype=_WIDTHS[width])
+        out[np.repeat(starts[members] - (np.cumsum(held) - held), held)
+            + np.arange(int(held.sum()))] = values
+    return out
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -174,7 +197,7 @@ def _write_lists(db: Database, segment: int, terms: np.ndarray, rowids: np.ndarr
     tf_blobs = _slices(tfs.astype(np.int64), starts, np.maximum.reduceat(tfs, starts),
                        skip_first=False)
     db.executemany("INSERT INTO keyword_postings VALUES (?, ?, ?, ?, ?, ?)", [
-        (names[t], segment, f, c, g, q) for t, f, c, g, q in zip(
+        (segment, names[t], f, c, g, q) for t, f, c, g, q in zip(
             terms[starts].tolist(), rowids[starts].tolist(), counts.tolist(), gap_blobs,
             tf_blobs)])
 
@@ -224,7 +247,7 @@ def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray
         for page in range(0, len(terms), _MERGE_PAGE):  # a page of terms in memory at a time
             listed = db.execute(
                 "SELECT term, segment, first, count, gaps, tfs FROM keyword_postings"
-                f" WHERE term >= ? AND term <= ? AND segment IN ({wanted})",
+                f" WHERE segment IN ({wanted}) AND term >= ? AND term <= ?",
                 (terms[page], terms[min(page + _MERGE_PAGE, len(terms)) - 1]))
             _merge_page(db, merged, listed, segment_of)
     for table in ("keyword_postings", "keyword_dead", "keyword_segments"):
@@ -239,13 +262,10 @@ def _merge_page(db: Database, merged: int, listed: list[tuple[Any, ...]],
     """Write the live postings of ``listed`` rows as ``merged``'s lists."""
     names = sorted({str(r[0]) for r in listed})
     index = {name: i for i, name in enumerate(names)}
-    decoded = [decode_postings(int(first), int(count), bytes(gaps), bytes(tfs))
-               for _, _, first, count, gaps, tfs in listed]
+    rowids, tfs = decode_postings([r[2:] for r in listed])
     counts = np.array([int(r[3]) for r in listed], dtype=np.int64)
     terms = np.repeat(np.array([index[str(r[0])] for r in listed], dtype=np.int64), counts)
     owner = np.repeat(np.array([int(r[1]) for r in listed], dtype=np.int64), counts)
-    rowids = np.concatenate([d[0] for d in decoded])
-    tfs = np.concatenate([d[1] for d in decoded]).astype(np.int64)
     live = segment_of[rowids] == owner
     terms, rowids, tfs = terms[live], rowids[live], tfs[live]
     order = np.lexsort((rowids, terms))
