@@ -34,6 +34,16 @@ texts = st.lists(word_or_noise, max_size=14).map(" ".join)
 queries = st.lists(word_or_noise, min_size=1, max_size=5).map(" ".join)
 
 
+@pytest.fixture(params=["sparse", "dense"], autouse=True)
+def lists(request, monkeypatch):
+    """Every test here runs with posting lists stored sparse (gaps) and dense (a frequency
+    per rowid of the span), as small and large corpora store them."""
+    from trails.vector.stores.sqlite_vec import keyword_segments
+
+    monkeypatch.setattr(keyword_segments, "_DENSE_LEAST", 10**9 if request.param == "sparse" else 1)
+    return request.param
+
+
 def fts5_ranking(store: SqliteVecStore, query: str, allowed: set[str] | None = None,
                  scopes: list[str] | None = None) -> list[tuple[str, float]]:
     """FTS5's own ranking (bm25() over the whole index, negated; ties by id), by SQL."""
@@ -72,7 +82,7 @@ def add(store: SqliteVecStore, rows: dict[str, str], scope: str = "default", **k
                        pending=bool(kwargs))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(texts, min_size=1, max_size=20), st.lists(texts, max_size=5),
        st.lists(queries, min_size=1, max_size=4), st.data())
 def test_rankings_equal_fts5_bm25_on_unicode_texts(live, staged, asked, data):
@@ -131,7 +141,7 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["add", "delete", "stage", "publ
                                 st.integers(0, 10_000)), min_size=5, max_size=40)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(OPERATIONS)
 def test_any_sequence_of_writes_ranks_as_fts5_and_merges_segments(operations):
     store = SqliteVecStore(dim=2)
@@ -301,3 +311,34 @@ def test_a_writer_killed_mid_commit_leaves_rankings_of_the_committed_state(tmp_p
         add(store, {"new": "zeta zeta"})  # and it writes on from there
         assert "new" in dict(ranked(store, "zeta"))
         same(ranked(store, "zeta alpha"), fts5_ranking(store, "zeta alpha"))
+
+
+def test_a_write_failing_mid_merge_rolls_back_and_the_next_reads_see_the_committed_state(
+        monkeypatch):
+    """The caches of a connection follow a rollback: segments and arrays written in the
+    failed transaction are never read again, and later writes merge as usual."""
+    from trails.vector.stores.sqlite_vec import keyword_segments
+
+    store = SqliteVecStore(dim=2)
+    rng = random.Random(3)
+    vocabulary = ["alpha", "beta", "gamma", "delta", "running", "runs"]
+    for batch in range(7):  # seven segments of one tier: the eighth write merges them
+        add(store, {f"r{batch}-{i}": " ".join(rng.choices(vocabulary, k=5)) for i in range(9)})
+    store.delete_many(["r0-1", "r3-4"])
+    before = {q: ranked(store, q) for q in ("alpha running", "beta delta")}
+    segments = store._db.execute("SELECT segment, token FROM keyword_segments")
+
+    def failing(*args):
+        raise OSError("disk full while merging")
+
+    monkeypatch.setattr(keyword_segments, "_merge_page", failing)
+    with pytest.raises(OSError):
+        add(store, {f"r7-{i}": "alpha alpha" for i in range(9)})
+    assert store._db.execute("SELECT segment, token FROM keyword_segments") == segments
+    for query, ranking in before.items():
+        same(ranked(store, query), ranking)
+    monkeypatch.undo()
+    add(store, {f"r7-{i}": "alpha alpha" for i in range(9)})
+    assert store._db.execute("SELECT COUNT(*) FROM keyword_segments")[0][0] == 1  # merged
+    for query in before:
+        same(ranked(store, query), fts5_ranking(store, query))

@@ -27,6 +27,7 @@ from trails.vector.stores.sqlite_vec.driver import Database
 from trails.vector.stores.sqlite_vec.keyword_segments import (
     SegmentRows,
     decode_postings,
+    dense_frequencies,
     merge_segments,
     new_token,
     read_segment,
@@ -39,6 +40,8 @@ __all__ = ["K1", "B", "KeywordPostings", "KeywordState", "fts5_tokenizers"]
 K1, B = 1.2, 0.75  # FTS5's bm25() defaults
 Ranked = list[tuple[str, float]]
 Tokenize = Callable[[str], list[str]]
+Postings = tuple[np.ndarray, np.ndarray]  # rowids, term frequencies
+Dense = tuple[int, np.ndarray, "np.ndarray | None"]  # first rowid, frequencies, rows counted
 # A segment collects at most this many dead-row blobs before they are written as one.
 _DEAD_BLOBS = 32
 # Segments of one size tier (a power of this many live rows) merged at once.
@@ -263,18 +266,35 @@ class KeywordPostings:
         assert self._query is not None  # after stems() answered
         return list(dict.fromkeys(self._query(text)))
 
-    def _postings(self, state: KeywordState, stem: str) -> tuple[np.ndarray, np.ndarray]:
-        """The live rows holding ``stem`` (rowids ascending per segment) and its counts."""
+    def _postings(self, state: KeywordState, stem: str,
+                  mask: np.ndarray | None) -> tuple[int, Postings, list[Dense]]:
+        """The live rows holding ``stem``: how many (within ``mask``, when given), the sparse
+        lists' rowids and counts, and the dense lists as (first rowid, counts by rowid from
+        there, which rows count at all: None for every one)."""
         listed = self._db.execute(
             "SELECT segment, first, count, gaps, tfs FROM keyword_postings"
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
-        rowids, counts = decode_postings([r[1:] for r in listed])
-        if any(int(r[0]) not in state.whole for r in listed):
-            owner = np.repeat(np.array([int(r[0]) for r in listed], dtype=np.int64),
-                              [int(r[2]) for r in listed])
+        sparse = [r for r in listed if r[3] is not None]
+        rowids, counts = decode_postings([r[1:] for r in sparse])
+        if any(int(r[0]) not in state.whole for r in sparse):
+            owner = np.repeat(np.array([int(r[0]) for r in sparse], dtype=np.int64),
+                              [int(r[2]) for r in sparse])
             keep = state.segment_of[rowids] == owner
             rowids, counts = rowids[keep], counts[keep]
-        return rowids, counts.astype(np.float64)
+        held = len(rowids) if mask is None else int(mask[rowids].sum())
+        dense = []
+        for segment, first, count, gaps, tfs in listed:
+            if gaps is not None:
+                continue
+            frequencies = dense_frequencies(tfs)
+            span = slice(int(first), int(first) + len(frequencies))
+            counted = None if segment in state.whole else state.segment_of[span] == segment
+            if mask is not None:
+                counted = mask[span] if counted is None else counted & mask[span]
+            held += int(count) if counted is None else int(np.count_nonzero(
+                frequencies[counted]))
+            dense.append((int(first), frequencies, counted))
+        return held, (rowids, counts.astype(np.float64)), dense
 
     def scope_mask(self, state: KeywordState, scopes: Sequence[str]) -> np.ndarray:
         """Live rows (by rowid) whose scope is one of ``scopes``; cached per state."""
@@ -307,19 +327,30 @@ class KeywordPostings:
         average = (float(state.lengths[mask].sum()) / rows) if scoped and mask is not None \
             else 0.0
         for stem in stems:
-            rowids, tfs = self._postings(state, stem)
-            if mask is not None and scoped:
+            held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
+            if mask is not None:
                 keep = mask[rowids]
                 rowids, tfs = rowids[keep], tfs[keep]
-            weight = idf(rows, len(rowids))
-            if mask is not None and not scoped:
-                keep = mask[rowids]
-                rowids, tfs = rowids[keep], tfs[keep]
+            weight = idf(rows, held)
             if scoped:
                 norm = K1 * ((1 - B) + (B * state.lengths[rowids]) / average)
             else:
                 norm = state.norm[rowids]
             scores[rowids] += weight * ((tfs * (K1 + 1.0)) / (tfs + norm))
+            for first, frequencies, counted in dense:
+                span = slice(first, first + len(frequencies))
+                tf = frequencies.astype(np.float64)
+                scored = counted
+                if mask is not None:
+                    scored = mask[span] if scored is None else scored & mask[span]
+                if scored is not None:
+                    tf[~scored] = 0.0
+                if scoped:
+                    norm = K1 * ((1 - B) + (B * state.lengths[span]) / average)
+                else:
+                    norm = state.norm[span]
+                # A row without the term adds weight * 0.0: its score does not change.
+                scores[span] += weight * ((tf * (K1 + 1.0)) / (tf + norm))
         return state, scores
 
     def idf_sum(self, stems: Sequence[str], scopes: Sequence[str]) -> float:
@@ -328,4 +359,4 @@ class KeywordPostings:
         assert state is not None  # after stems() answered
         mask = self.scope_mask(state, scopes)
         rows = int(mask.sum())
-        return sum(idf(rows, int(mask[self._postings(state, s)[0]].sum())) for s in stems)
+        return sum(idf(rows, self._postings(state, s, mask)[0]) for s in stems)

@@ -10,7 +10,9 @@ these tables, which live in the store file and so commit, roll back and snapshot
   rows adds one segment; segments never change afterwards, they are only merged away.
 - ``keyword_postings``: per (term, segment), the rows holding the term: the first rowid, the
   gaps to the next ones and each row's term frequency, each array in the narrowest unsigned
-  width that holds it (a common term's gaps and counts take a byte each).
+  width that holds it (a common term's gaps and counts take a byte each). A list holding at
+  least half the rowids of its span is *dense*: ``gaps`` NULL, ``tfs`` a width byte and then
+  a frequency for every rowid of the span (0: not there), scored as one contiguous slice.
 - ``keyword_dead``: rows a segment indexed that are no longer live (deleted, replaced or
   re-indexed in a newer segment), one blob per transaction and segment.
 - ``keyword_scope_names``: the codes of scope names; ``keyword_state``: ``token``, a random
@@ -34,7 +36,7 @@ import numpy as np
 
 from trails.vector.stores.sqlite_vec.driver import Database
 
-__all__ = ["SegmentRows", "create_tables", "decode_postings", "merge_segments",
+__all__ = ["SegmentRows", "create_tables", "decode_postings", "dense_frequencies", "merge_segments",
            "new_token", "read_segment", "scope_codes", "segment_tokens", "write_segment"]
 
 Tokenize = Callable[[str], list[str]]
@@ -49,7 +51,7 @@ def create_tables(db: Database) -> None:
     # Keyed by segment first: a merge deletes a segment's lists as one range, and a term's
     # lists are one probe per segment (there are few).
     db.execute("CREATE TABLE keyword_postings (segment INTEGER NOT NULL, term TEXT NOT NULL,"
-               " first INTEGER NOT NULL, count INTEGER NOT NULL, gaps BLOB NOT NULL,"
+               " first INTEGER NOT NULL, count INTEGER NOT NULL, gaps BLOB,"
                " tfs BLOB NOT NULL, PRIMARY KEY (segment, term)) WITHOUT ROWID")
     db.execute("CREATE TABLE keyword_dead (segment INTEGER NOT NULL, rowids BLOB NOT NULL)")
     db.execute("CREATE INDEX keyword_dead_segment ON keyword_dead(segment)")
@@ -83,9 +85,29 @@ def _widen(blob: bytes, count: int) -> np.ndarray:
     return values
 
 
+def dense_frequencies(tfs: bytes) -> np.ndarray:
+    """A dense list's frequencies, one per rowid of its span (unsigned, as stored)."""
+    return np.frombuffer(tfs, dtype=_WIDTHS[tfs[0]], offset=1)
+
+
 def decode_postings(listed: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """The rowids and term frequencies (both int64) of ``(first, count, gaps, tfs)`` posting
-    lists, concatenated in order: decoded in bulk, a few numpy calls per width of array."""
+    lists, concatenated in order."""
+    if all(r[2] is not None for r in listed):
+        return _decode_sparse(listed)
+    parts = []
+    for row in listed:
+        if row[2] is None:
+            frequencies = dense_frequencies(row[3])
+            held = np.flatnonzero(frequencies)
+            parts.append((held + int(row[0]), frequencies[held].astype(np.int64)))
+        else:
+            parts.append(_decode_sparse([row]))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _decode_sparse(listed: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decode_postings` of lists with gaps, in bulk: a few numpy calls per width."""
     counts = np.fromiter((int(r[1]) for r in listed), dtype=np.int64, count=len(listed))
     firsts = np.fromiter((int(r[0]) for r in listed), dtype=np.int64, count=len(listed))
     starts = np.cumsum(counts) - counts
@@ -196,10 +218,21 @@ def _write_lists(db: Database, segment: int, terms: np.ndarray, rowids: np.ndarr
     gap_blobs = _slices(gaps, starts, np.maximum.reduceat(gaps, starts), skip_first=True)
     tf_blobs = _slices(tfs.astype(np.int64), starts, np.maximum.reduceat(tfs, starts),
                        skip_first=False)
+    ends = np.r_[starts[1:], len(terms)]
+    spans = rowids[ends - 1] - rowids[starts] + 1
+    dense: dict[int, bytes] = {}
+    for group in np.flatnonzero((counts >= _DENSE_LEAST) & (2 * counts >= spans)).tolist():
+        begin, end = int(starts[group]), int(ends[group])
+        top = int(tfs[begin:end].max())
+        width = 1 if top < 1 << 8 else 2 if top < 1 << 16 else 4
+        frequencies = np.zeros(int(spans[group]), dtype=_WIDTHS[width])
+        frequencies[rowids[begin:end] - rowids[begin]] = tfs[begin:end]
+        dense[group] = bytes([width]) + frequencies.tobytes()
     db.executemany("INSERT INTO keyword_postings VALUES (?, ?, ?, ?, ?, ?)", [
-        (segment, names[t], f, c, g, q) for t, f, c, g, q in zip(
+        (segment, names[t], f, c, None, dense[i]) if i in dense else
+        (segment, names[t], f, c, g, q) for i, (t, f, c, g, q) in enumerate(zip(
             terms[starts].tolist(), rowids[starts].tolist(), counts.tolist(), gap_blobs,
-            tf_blobs)])
+            tf_blobs))])
 
 
 def _slices(values: np.ndarray, starts: np.ndarray, tops: np.ndarray,
@@ -255,6 +288,8 @@ def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray
 
 
 _MERGE_PAGE = 2000
+# A list of at least this many rows, holding half the rowids of its span or more, is dense.
+_DENSE_LEAST = 256
 
 
 def _merge_page(db: Database, merged: int, listed: list[tuple[Any, ...]],
