@@ -98,6 +98,8 @@ def test_rankings_equal_fts5_bm25_on_unicode_texts(live, staged, asked, data):
         same(ranked(store, query, ids=sorted(allowed)), fts5_ranking(store, query, allowed))
         k = data.draw(st.integers(1, 4))  # the cut at k, ties across it ordered by id
         same(ranked(store, query, k), fts5_ranking(store, query)[:k])
+        # A small k among many allowed ids walks down the ranking instead of mapping ids.
+        same(ranked(store, query, k, ids=sorted(allowed)), fts5_ranking(store, query, allowed)[:k])
 
 
 def test_most_words_rank_through_the_postings():
@@ -342,3 +344,19 @@ def test_a_write_failing_mid_merge_rolls_back_and_the_next_reads_see_the_committ
     assert store._db.execute("SELECT COUNT(*) FROM keyword_segments")[0][0] == 1  # merged
     for query in before:
         same(ranked(store, query), fts5_ranking(store, query))
+
+
+def test_a_small_k_among_most_rows_walks_the_ranking_and_keeps_ties_by_id():
+    """Walking down the best rows stops at k allowed ones, and every row tied with the k-th
+    allowed one is read before the cut (ids are looked up for those rows only)."""
+    store = SqliteVecStore(dim=2)
+    order = list(range(300))
+    random.Random(9).shuffle(order)  # rowid order is not id order: ties must be sorted by id
+    add(store, {f"t{i:03}": "alpha beta" if i % 3 else "alpha" for i in order})
+    allowed = {f"t{i:03}" for i in range(300) if i % 7}
+    for k in (1, 3, 10, 50):
+        same(ranked(store, "alpha beta", k, ids=sorted(allowed)),
+             fts5_ranking(store, "alpha beta", allowed)[:k])
+    few = {"t001", "t150", "t299"}  # the rows the walk reaches last
+    same(ranked(store, "alpha beta", 2, ids=sorted(few | {"t000"})),
+         fts5_ranking(store, "alpha beta", few | {"t000"})[:2])
