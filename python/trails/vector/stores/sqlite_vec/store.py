@@ -64,7 +64,8 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         rows = self._rows(iris, scopes)
         confined = None
         if rows is not None and len(rows) and scopes is not None:
-            allowed = None if iris is None else [self._index.ids[r] for r in rows.tolist()]
+            names = self._index.ids  # a property that lists every id: read it once
+            allowed = None if iris is None else [names[r] for r in rows.tolist()]
             confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
         if rows is None:  # rank every row
             ranked = self._keywords.top(match, k)
