@@ -108,6 +108,7 @@ class KeywordPostings:
         self._segments: dict[int, tuple[str, SegmentRows]] = {}
         self._state: KeywordState | None = None
         self._masks: dict[tuple[str, ...], tuple[str, np.ndarray]] = {}
+        self._norms: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(mask) -> mask, norm
 
     # -- the committed state --------------------------------------------------------------
 
@@ -152,6 +153,7 @@ class KeywordPostings:
         with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
             norm = K1 * ((1 - B) + (B * lengths) / average)
         self._masks.clear()
+        self._norms.clear()
         return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm,
                             frozenset(whole))
 
@@ -324,18 +326,15 @@ class KeywordPostings:
         rows = int(mask.sum()) if scoped and mask is not None else state.rows
         if not rows:
             return state, scores
-        average = (float(state.lengths[mask].sum()) / rows) if scoped and mask is not None \
-            else 0.0
+        norms = self._scoped_norm(state, mask, rows) if scoped and mask is not None \
+            else state.norm
         for stem in stems:
             held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
             if mask is not None:
                 keep = mask[rowids]
                 rowids, tfs = rowids[keep], tfs[keep]
             weight = idf(rows, held)
-            if scoped:
-                norm = K1 * ((1 - B) + (B * state.lengths[rowids]) / average)
-            else:
-                norm = state.norm[rowids]
+            norm = norms[rowids]
             scores[rowids] += weight * ((tfs * (K1 + 1.0)) / (tfs + norm))
             for first, frequencies, counted in dense:
                 span = slice(first, first + len(frequencies))
@@ -345,13 +344,24 @@ class KeywordPostings:
                     scored = mask[span] if scored is None else scored & mask[span]
                 if scored is not None:
                     tf[~scored] = 0.0
-                if scoped:
-                    norm = K1 * ((1 - B) + (B * state.lengths[span]) / average)
-                else:
-                    norm = state.norm[span]
+                norm = norms[span]
                 # A row without the term adds weight * 0.0: its score does not change.
                 scores[span] += weight * ((tf * (K1 + 1.0)) / (tf + norm))
         return state, scores
+
+    def _scoped_norm(self, state: KeywordState, mask: np.ndarray, rows: int) -> np.ndarray:
+        """BM25's length norm of every row with the average length of the ``mask`` rows
+        (``rows`` of them), cached with the mask (so per state and scopes)."""
+        cached = self._norms.get(id(mask))
+        if cached is not None and cached[0] is mask:
+            return cached[1]
+        average = float(state.lengths[mask].sum()) / rows
+        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+            norm: np.ndarray = K1 * ((1 - B) + (B * state.lengths) / average)
+        if len(self._norms) > 16:
+            self._norms.clear()
+        self._norms[id(mask)] = (mask, norm)
+        return norm
 
     def idf_sum(self, stems: Sequence[str], scopes: Sequence[str]) -> float:
         """The sum of the stems' IDFs among the rows of ``scopes``."""
