@@ -100,6 +100,18 @@ def test_rankings_equal_fts5_bm25_on_unicode_texts(live, staged, asked, data):
         same(ranked(store, query, k), fts5_ranking(store, query)[:k])
         # A small k among many allowed ids walks down the ranking instead of mapping ids.
         same(ranked(store, query, k, ids=sorted(allowed)), fts5_ranking(store, query, allowed)[:k])
+        assert store.keyword_idf_sum(query) == pytest.approx(fts5_idf_sum(store, query), rel=1e-12)
+
+
+def fts5_idf_sum(store: SqliteVecStore, query: str) -> float:
+    """keyword_idf_sum as FTS5 alone computes it: stems and document counts from FTS5's
+    vocabulary tables (the postings switched off for the call)."""
+    postings = store._keywords.postings
+    saved, postings._query = postings._query, None
+    try:
+        return store.keyword_idf_sum(query)
+    finally:
+        postings._query = saved
 
 
 def test_most_words_rank_through_the_postings():

@@ -188,11 +188,11 @@ class Fts5Index:
                 version: object = None) -> float:
         """The sum of ``bm25()``'s IDF over the index's stems of ``terms``, among ``rows``
         live rows (a stem no row holds counts in full); with ``scopes``, among their rows."""
-        if scopes is not None and self.postings.stems(terms) is not None:
-            if not self.postings.covers_all(scopes):
-                stems = self.postings.distinct_stems(" ".join(terms))
-                return self.postings.idf_sum(stems, scopes)
-        elif scopes is not None and not self._scoped.covers_all(scopes, version):
+        if self.postings.stems(terms) is not None:
+            stems = self.postings.distinct_stems(" ".join(terms))
+            confined = scopes is not None and not self.postings.covers_all(scopes)
+            return self.postings.idf_sum(stems, scopes if confined else None, rows)
+        if scopes is not None and not self._scoped.covers_all(scopes, version):
             return self._scoped.idf_sum(self._vocab_stems(" ".join(terms)), scopes, version)
         total = 0.0
         for stem in self._vocab_stems(" ".join(terms)):

@@ -363,10 +363,23 @@ class KeywordPostings:
         self._norms[id(mask)] = (mask, norm)
         return norm
 
-    def idf_sum(self, stems: Sequence[str], scopes: Sequence[str]) -> float:
-        """The sum of the stems' IDFs among the rows of ``scopes``."""
+    def idf_sum(self, stems: Sequence[str], scopes: Sequence[str] | None,
+                rows: int) -> float:
+        """The sum of the stems' IDFs among the rows of ``scopes`` (None: among ``rows``
+        rows, the store's live rows)."""
         state = self.state()
         assert state is not None  # after stems() answered
+        if scopes is None:
+            return sum(idf(rows, self._holding(state, s)) for s in stems)
         mask = self.scope_mask(state, scopes)
-        rows = int(mask.sum())
-        return sum(idf(rows, self._postings(state, s, mask)[0]) for s in stems)
+        return sum(idf(int(mask.sum()), self._postings(state, s, mask)[0]) for s in stems)
+
+    def _holding(self, state: KeywordState, stem: str) -> int:
+        """How many live rows hold ``stem``: the lists' counts, unless a segment has dead
+        rows (then its lists are read)."""
+        counts = self._db.execute(
+            "SELECT segment, count FROM keyword_postings"
+            " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
+        if all(int(segment) in state.whole for segment, _ in counts):
+            return sum(int(count) for _, count in counts)
+        return self._postings(state, stem, None)[0]
