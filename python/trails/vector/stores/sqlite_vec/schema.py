@@ -15,6 +15,8 @@ import numpy as np
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.keyword_postings import fts5_tokenizers
+from trails.vector.stores.sqlite_vec.keyword_segments import create_tables, write_segment
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys
 
 __all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "prepare", "read_meta", "write_meta"]
@@ -86,8 +88,8 @@ def m003_keyword_index(db: Database, dim: int, files: VectorFiles) -> None:
 
 
 def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
-    """The vectors move out of ``vec_items`` into the append-only vector files (ADR
-    ADR 0014): each row gets a slot (``items.slot``), written and flushed before this
+    """The vectors move out of ``vec_items`` into the append-only vector files
+    (ADR 0014): each row gets a slot (``items.slot``), written and flushed before this
     transaction commits, and the vec0 table is dropped, so every vector is stored once.
 
     ``items_live`` (the live rows' slots, a partial index) lets an open read the live slots
@@ -123,7 +125,28 @@ def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
     write_meta(db, "scopes", json.dumps(scopes))
 
 
-MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m004_vector_files]
+def m005_keyword_postings(db: Database, dim: int, files: VectorFiles) -> None:
+    """The keyword postings that rank like FTS5's ``bm25()``, vectorised (ADR 0016;
+    :mod:`.keyword_segments`), built from the live rows FTS5 indexes.
+
+    Independent of any other migration but m003's ``items.text``. A driver that cannot
+    tokenise as FTS5 does (not apsw) leaves them marked stale when there are rows to index:
+    the store then ranks with FTS5."""
+    create_tables(db)
+    tokenizers = fts5_tokenizers(db, KEYWORD_TOKENIZER)
+    last = int(db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items")[0][0])
+    if tokenizers is None:
+        if last:
+            db.execute("UPDATE keyword_state SET value = '0' WHERE key = 'valid'")
+        return
+    for start in range(0, last + 1, 100_000):  # a segment per 100,000 rowids, not all at once
+        rows = db.execute(f"SELECT rowid, {INDEXED} AS t, scope FROM items WHERE rowid >= ?"
+                          " AND rowid < ? AND pending = 0 AND t != ''", (start, start + 100_000))
+        write_segment(db, [(int(r), str(t), c) for r, t, c in rows], tokenizers[0])
+
+
+MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m004_vector_files,
+              m005_keyword_postings]
 
 
 def prepare(db: Database, path: str, dim: int | None, read_only: bool,

@@ -15,6 +15,7 @@ from trails.text import keyword_terms
 from trails.vector.stores.arrays import VectorLike, as_matrix, encode, normalize_rows
 from trails.vector.stores.base import BaseKeywordIndex, StoredVector, VectorHit
 from trails.vector.stores.matrix import VectorMatrix
+from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.keyword import with_text
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
@@ -78,20 +79,23 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         them), so no scope's words move another's scores; ``iris`` then restrict the ranking."""
         match = self._keywords.match(terms)
         given = getattr(self._local, "ids", None)  # the caller's tuple, for the memo
-        rows, _ = self._rows(given if given is not None and list(given) == iris else iris,
-                             scopes)
+        if given is None or list(given) != iris:
+            given = iris
+        rows, _ = self._rows(given, scopes)
         try:
-            ranked = self._ranked(match, terms, k, rows, iris, scopes)
+            ranked = self._ranked(match, terms, k, rows, iris, scopes,
+                                  documents_only=isinstance(given, DocumentIris))
         except KeyError as exc:  # in one snapshot only a damaged file can do that
             raise corrupt_file(self.path, "the keyword index names a row the store does not "
                                           "hold") from exc
         return self._hits(ranked, with_metadata)
 
     def _ranked(self, match: str, terms: list[str], k: int, rows: np.ndarray | None,
-                iris: list[str] | None, scopes: list[str] | None) -> list[tuple[str, float]]:
+                iris: list[str] | None, scopes: list[str] | None, *,
+                documents_only: bool = False) -> list[tuple[str, float]]:
         confined = None
         if rows is not None and len(rows) and scopes is not None:
-            allowed = None if iris is None else self._live_names(iris, scopes)
+            allowed = None if iris is None else self._live_names(iris, scopes, documents_only)
             confined = self._keywords.confined(terms, k, scopes, allowed, self._db.state())
         if rows is None:  # rank every row
             return self._keywords.top(match, k)
@@ -101,16 +105,19 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
             return confined
         if iris is None:  # scopes only: items.scope is the scope the index's rows carry
             return self._keywords.in_scopes(match, k, list(scopes or ()))
-        return self._keywords.among(match, k, self._live_names(iris, scopes))
+        return self._keywords.among(match, k, self._live_names(iris, scopes, documents_only))
 
-    def _live_names(self, iris: list[str], scopes: list[str] | None) -> list[str]:
-        """The live ids ``iris`` name (themselves, or a document's chunks), in ``scopes``."""
+    def _live_names(self, iris: list[str], scopes: list[str] | None,
+                    documents_only: bool = False) -> list[str]:
+        """The live ids ``iris`` name (themselves, or a document's chunks; only the latter
+        with ``documents_only``), in ``scopes``."""
         names = json.dumps(iris)
         rows = self._db.execute(
-            "SELECT id FROM items WHERE pending = 0 AND (id IN (SELECT value FROM json_each(?))"
-            " OR doc_iri IN (SELECT value FROM json_each(?)))"
+            "SELECT id FROM items WHERE pending = 0 AND ((? IS NULL AND id IN (SELECT value "
+            "FROM json_each(?))) OR doc_iri IN (SELECT value FROM json_each(?)))"
             " AND (? IS NULL OR scope IN (SELECT value FROM json_each(?)))",
-            (names, names, None if scopes is None else 1, json.dumps(scopes or [])))
+            (1 if documents_only else None, names, names, None if scopes is None else 1,
+             json.dumps(scopes or [])))
         return [r[0] for r in rows]
 
     def keyword_search(

@@ -1,0 +1,385 @@
+"""BM25 over the keyword postings (:mod:`.keyword_segments`), vectorised, per committed state.
+
+The scores are FTS5's ``bm25()`` (k1 1.2, b 0.75, its IDF floored at 1e-6, one addend per
+query phrase in query order), computed with the same floating-point operations in the same
+order, so they agree with FTS5's to the last bit; with scopes, on the statistics of the
+scopes' rows (:mod:`.scoped_bm25` explains why). Terms are FTS5's own: the tokenizer of the
+store's FTS5 table, called through apsw.
+
+**One committed state per read.** Everything is read inside the caller's snapshot or write
+transaction. The arrays by rowid (which segment holds each live row, its length, its scope)
+are rebuilt when ``keyword_state.token`` differs from the one they were built at; segments
+are immutable, so only new segments' rows are read then. Upkeep runs inside the store's
+write transactions: a crash or a rollback leaves the committed state as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.keyword_segments import (
+    SegmentRows,
+    decode_postings,
+    dense_frequencies,
+    merge_segments,
+    new_token,
+    read_segment,
+    segment_tokens,
+    write_segment,
+)
+
+__all__ = ["K1", "B", "KeywordPostings", "KeywordState", "fts5_tokenizers"]
+
+K1, B = 1.2, 0.75  # FTS5's bm25() defaults
+Ranked = list[tuple[str, float]]
+Tokenize = Callable[[str], list[str]]
+Postings = tuple[np.ndarray, np.ndarray]  # rowids, term frequencies
+Dense = tuple[int, np.ndarray, "np.ndarray | None"]  # first rowid, frequencies, rows counted
+# A segment collects at most this many dead-row blobs before they are written as one.
+_DEAD_BLOBS = 32
+# Segments of one size tier (a power of this many live rows) merged at once.
+_FANOUT = 8
+
+
+def fts5_tokenizers(db: Database, spec: str) -> tuple[Tokenize, Tokenize] | None:
+    """(document, query) tokenizers equal to an FTS5 table's ``tokenize = spec``; None
+    unless the store's driver is apsw (another driver's SQLite may tokenise differently)."""
+    if db.driver != "apsw":
+        return None
+    import apsw  # the driver is apsw, so it is installed
+
+    name, *arguments = spec.split()
+    tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, arguments)
+
+    def with_flags(flags: int) -> Tokenize:
+        def terms(text: str) -> list[str]:
+            # Without offsets and colocated tokens, apsw returns the tokens alone.
+            return cast(list[str], tokenizer(text.encode("utf-8", "surrogatepass"), flags, None,
+                                             include_offsets=False, include_colocated=False))
+        return terms
+
+    return with_flags(apsw.FTS5_TOKENIZE_DOCUMENT), with_flags(apsw.FTS5_TOKENIZE_QUERY)
+
+
+def idf(rows: int, holding: int) -> float:
+    """FTS5's IDF, floored at 1e-6 as ``bm25()`` floors it."""
+    value = math.log((rows - holding + 0.5) / (holding + 0.5)) if rows else 0.0
+    return value if value > 0 else 1e-6
+
+
+@dataclass(frozen=True)
+class KeywordState:
+    """The live indexed rows of one committed state, as arrays indexed by rowid."""
+
+    token: str
+    segment_of: np.ndarray  # int64: the segment holding the live row, -1: none
+    lengths: np.ndarray  # float64: tokens in the row
+    scopes: np.ndarray  # int64: scope code, -1: none
+    rows: int
+    tokens: int
+    norm: np.ndarray  # float64: k1 * (1 - b + b * length / average length), FTS5's order
+    whole: frozenset[int]  # segments without a dead row: their postings need no live check
+
+    def live(self, segment: int, rowids: np.ndarray) -> np.ndarray:
+        """Which of ``segment``'s ``rowids`` are live in it."""
+        found: np.ndarray = self.segment_of[rowids] == segment
+        return found
+
+
+class KeywordPostings:
+    """The keyword postings of one connection: upkeep in write transactions, rankings in
+    snapshots. Unusable (every method says so, the caller ranks with FTS5) when the driver
+    cannot tokenise as FTS5 does, the tables are missing or a writer without the tokenizer
+    has written the file."""
+
+    def __init__(self, db: Database, tokenizer: str, indexed: str) -> None:
+        self._db = db
+        self._indexed = indexed  # the SQL expression of a row's indexed text
+        tokenizers = fts5_tokenizers(db, tokenizer)
+        self._document: Tokenize | None = tokenizers[0] if tokenizers else None
+        self._query: Tokenize | None = tokenizers[1] if tokenizers else None
+        self._segments: dict[int, tuple[str, SegmentRows]] = {}
+        self._state: KeywordState | None = None
+        self._masks: dict[tuple[str, ...], tuple[str, np.ndarray]] = {}
+        self._norms: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(mask) -> mask, norm
+
+    # -- the committed state --------------------------------------------------------------
+
+    def state(self) -> KeywordState | None:
+        """The live rows at the state the connection reads now (None: rank with FTS5)."""
+        if self._document is None or not self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'keyword_state'"):
+            return None
+        flags = dict(self._db.execute("SELECT key, value FROM keyword_state"))
+        if flags.get("valid") != "1":
+            return None
+        token = str(flags["token"])
+        if self._state is None or self._state.token != token:
+            self._state = self._build(token)
+        return self._state
+
+    def _build(self, token: str) -> KeywordState:
+        current = segment_tokens(self._db)
+        for gone in set(self._segments) - set(current):
+            del self._segments[gone]
+        for segment, stamp in current.items():
+            if self._segments.get(segment, ("",))[0] != stamp:
+                self._segments[segment] = (stamp, read_segment(self._db, segment))
+        held = [self._segments[s][1] for s in sorted(current)]
+        size = max((int(h.rowids[-1]) + 1 for h in held if len(h.rowids)), default=0)
+        segment_of = np.full(size, -1, dtype=np.int64)
+        lengths = np.zeros(size, dtype=np.float64)
+        scopes = np.full(size, -1, dtype=np.int64)
+        for segment, rows in zip(sorted(current), held):  # a newer segment re-indexes a row
+            segment_of[rows.rowids] = segment
+            lengths[rows.rowids] = rows.lengths
+            scopes[rows.rowids] = rows.scopes
+        whole = set(current)
+        for segment, blob in self._db.execute("SELECT segment, rowids FROM keyword_dead"):
+            whole.discard(segment)
+            dead = np.frombuffer(blob, dtype="<i8").astype(np.int64)
+            dead = dead[dead < size]
+            segment_of[dead[segment_of[dead] == segment]] = -1
+        live = segment_of >= 0
+        rows_total, tokens = int(live.sum()), int(lengths[live].sum())
+        average = tokens / rows_total if rows_total else 1.0
+        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+            norm = K1 * ((1 - B) + (B * lengths) / average)
+        self._masks.clear()
+        self._norms.clear()
+        return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm,
+                            frozenset(whole))
+
+    def _changed(self) -> None:
+        """After a change in this transaction: a new token, the arrays rebuilt when next read."""
+        self._db.execute("UPDATE keyword_state SET value = ? WHERE key = 'token'", (new_token(),))
+        self._state = None
+
+    # -- upkeep, inside the store's write transactions ------------------------------------
+
+    def _writable(self) -> KeywordState | None:
+        """The state to change, or None; a writer that cannot tokenise marks the postings
+        stale for good (readers then rank with FTS5)."""
+        if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'keyword_state'"):
+            return None
+        if self._document is None:
+            self._db.execute("UPDATE keyword_state SET value = '0' WHERE key = 'valid'")
+            return None
+        return self.state()
+
+    def forget(self, rowids: Sequence[int]) -> None:
+        """The rows are no longer live (deleted, replaced, or about to be re-indexed)."""
+        state = self._writable()
+        if state is not None and self._kill(state, rowids):
+            self._changed()
+
+    def write(self, rowids: Sequence[int], pending: bool) -> None:
+        """In add_many's transaction: the rows were (re)written; index them unless staged."""
+        state = self._writable()
+        if state is None:
+            return
+        self._kill(state, rowids)
+        if not pending:
+            self._index("SELECT value FROM json_each(?)", (json.dumps(list(rowids)),))
+        self._changed()
+        self._merge()
+
+    def publish(self, gone: Sequence[int], rows_sql: str, params: Sequence[object]) -> None:
+        """In publish's transaction: forget ``gone``, index the staged rows going live."""
+        state = self._writable()
+        if state is None:
+            return
+        self._kill(state, gone)
+        self._index(rows_sql, params)
+        self._changed()
+        self._merge()
+
+    def _kill(self, state: KeywordState, rowids: Sequence[int]) -> bool:
+        wanted = np.asarray(list(rowids), dtype=np.int64)
+        wanted = wanted[(wanted >= 0) & (wanted < len(state.segment_of))]
+        segments = state.segment_of[wanted]
+        for segment in np.unique(segments[segments >= 0]).tolist():
+            dead = np.sort(wanted[segments == segment]).astype("<i8").tobytes()
+            self._db.execute("INSERT INTO keyword_dead VALUES (?, ?)", (segment, dead))
+            blobs = self._db.execute(
+                "SELECT rowids FROM keyword_dead WHERE segment = ?", (segment,))
+            if len(blobs) > _DEAD_BLOBS:  # many small deletes: one blob read per state
+                self._db.execute("DELETE FROM keyword_dead WHERE segment = ?", (segment,))
+                self._db.execute("INSERT INTO keyword_dead VALUES (?, ?)",
+                                 (segment, b"".join(bytes(b[0]) for b in blobs)))
+        return bool((segments >= 0).any())
+
+    def _index(self, rows_sql: str, params: Sequence[object]) -> None:
+        assert self._document is not None  # _writable checked it
+        rows = self._db.execute(
+            f"SELECT rowid, {self._indexed} AS t, scope FROM items"
+            f" WHERE rowid IN ({rows_sql}) AND t != ''", params)
+        write_segment(self._db, [(int(r), str(t), s) for r, t, s in rows], self._document)
+
+    def _merge(self) -> None:
+        """Keep the segments few (size-tiered): once ``_FANOUT`` segments hold about as many
+        live rows as each other (the same power of ``_FANOUT``), they become one; a segment
+        whose rows are mostly dead is rewritten. A row is rewritten about log8(rows) times
+        over the store's life, and a query reads at most ~8 segments per power of 8 rows."""
+        while True:
+            state = self.state()
+            if state is None:
+                return
+            live = np.bincount(state.segment_of[state.segment_of >= 0],
+                               minlength=max(self._segments, default=0) + 1)
+            tiers: dict[int, list[int]] = {}
+            for segment in sorted(self._segments):
+                count = int(live[segment])
+                tier = int(math.log(count, _FANOUT)) if count else 0
+                tiers.setdefault(tier, []).append(segment)
+            group = next((g for g in tiers.values() if len(g) >= _FANOUT), None)
+            if group is None:
+                group = next(([s] for s in sorted(self._segments)
+                              if 2 * int(live[s]) < len(self._segments[s][1].rowids)), None)
+            if group is None:
+                return
+            merge_segments(self._db, group, state.segment_of, lambda s: self._segments[s][1])
+            self._changed()
+
+    # -- rankings, inside a snapshot ------------------------------------------------------
+
+    def stems(self, terms: Sequence[str]) -> list[str] | None:
+        """Each term's FTS5 query token, in order (FTS5 scores each quoted term as a phrase,
+        so two terms with one stem count twice); None when the postings cannot rank here, or
+        a term is not exactly one token (a phrase: FTS5 ranks it)."""
+        if self._query is None or self.state() is None:
+            return None
+        stems = []
+        for term in terms:
+            tokens = self._query(term)
+            if len(tokens) != 1:
+                return None
+            stems.append(tokens[0])
+        return stems
+
+    def distinct_stems(self, text: str) -> list[str]:
+        assert self._query is not None  # after stems() answered
+        return list(dict.fromkeys(self._query(text)))
+
+    def _postings(self, state: KeywordState, stem: str,
+                  mask: np.ndarray | None) -> tuple[int, Postings, list[Dense]]:
+        """The live rows holding ``stem``: how many (within ``mask``, when given), the sparse
+        lists' rowids and counts, and the dense lists as (first rowid, counts by rowid from
+        there, which rows count at all: None for every one)."""
+        listed = self._db.execute(
+            "SELECT segment, first, count, gaps, tfs FROM keyword_postings"
+            " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
+        sparse = [r for r in listed if r[3] is not None]
+        rowids, counts = decode_postings([r[1:] for r in sparse])
+        if any(int(r[0]) not in state.whole for r in sparse):
+            owner = np.repeat(np.array([int(r[0]) for r in sparse], dtype=np.int64),
+                              [int(r[2]) for r in sparse])
+            keep = state.segment_of[rowids] == owner
+            rowids, counts = rowids[keep], counts[keep]
+        held = len(rowids) if mask is None else int(mask[rowids].sum())
+        dense = []
+        for segment, first, count, gaps, tfs in listed:
+            if gaps is not None:
+                continue
+            frequencies = dense_frequencies(tfs)
+            span = slice(int(first), int(first) + len(frequencies))
+            counted = None if segment in state.whole else state.segment_of[span] == segment
+            if mask is not None:
+                counted = mask[span] if counted is None else counted & mask[span]
+            held += int(count) if counted is None else int(np.count_nonzero(
+                frequencies[counted]))
+            dense.append((int(first), frequencies, counted))
+        return held, (rowids, counts.astype(np.float64)), dense
+
+    def scope_mask(self, state: KeywordState, scopes: Sequence[str]) -> np.ndarray:
+        """Live rows (by rowid) whose scope is one of ``scopes``; cached per state."""
+        key = tuple(sorted(set(scopes)))
+        cached = self._masks.get(key)
+        if cached is not None and cached[0] == state.token:
+            return cached[1]
+        codes = [int(r[0]) for r in self._db.execute(
+            "SELECT code FROM keyword_scope_names WHERE scope IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(key)),))]
+        mask = np.isin(state.scopes, codes) & (state.segment_of >= 0)
+        self._masks[key] = (state.token, mask)
+        return mask
+
+    def covers_all(self, scopes: Sequence[str]) -> bool:
+        state = self.state()
+        assert state is not None  # after stems() answered
+        return int(self.scope_mask(state, scopes).sum()) == state.rows
+
+    def scores(self, stems: Sequence[str], mask: np.ndarray | None,
+               scoped: bool) -> tuple[KeywordState, np.ndarray]:
+        """BM25 of every row (by rowid; 0: no stem, or outside ``mask``). With ``scoped``,
+        the statistics are those of the rows in ``mask``; else of every live row."""
+        state = self.state()
+        assert state is not None  # after stems() answered
+        scores = np.zeros(len(state.segment_of))
+        rows = int(mask.sum()) if scoped and mask is not None else state.rows
+        if not rows:
+            return state, scores
+        norms = self._scoped_norm(state, mask, rows) if scoped and mask is not None \
+            else state.norm
+        for stem in stems:
+            held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
+            if mask is not None:
+                keep = mask[rowids]
+                rowids, tfs = rowids[keep], tfs[keep]
+            weight = idf(rows, held)
+            norm = norms[rowids]
+            scores[rowids] += weight * ((tfs * (K1 + 1.0)) / (tfs + norm))
+            for first, frequencies, counted in dense:
+                span = slice(first, first + len(frequencies))
+                tf = frequencies.astype(np.float64)
+                scored = counted
+                if mask is not None:
+                    scored = mask[span] if scored is None else scored & mask[span]
+                if scored is not None:
+                    tf[~scored] = 0.0
+                norm = norms[span]
+                # A row without the term adds weight * 0.0: its score does not change.
+                scores[span] += weight * ((tf * (K1 + 1.0)) / (tf + norm))
+        return state, scores
+
+    def _scoped_norm(self, state: KeywordState, mask: np.ndarray, rows: int) -> np.ndarray:
+        """BM25's length norm of every row with the average length of the ``mask`` rows
+        (``rows`` of them), cached with the mask (so per state and scopes)."""
+        cached = self._norms.get(id(mask))
+        if cached is not None and cached[0] is mask:
+            return cached[1]
+        average = float(state.lengths[mask].sum()) / rows
+        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+            norm: np.ndarray = K1 * ((1 - B) + (B * state.lengths) / average)
+        if len(self._norms) > 16:
+            self._norms.clear()
+        self._norms[id(mask)] = (mask, norm)
+        return norm
+
+    def idf_sum(self, stems: Sequence[str], scopes: Sequence[str] | None,
+                rows: int) -> float:
+        """The sum of the stems' IDFs among the rows of ``scopes`` (None: among ``rows``
+        rows, the store's live rows)."""
+        state = self.state()
+        assert state is not None  # after stems() answered
+        if scopes is None:
+            return sum(idf(rows, self._holding(state, s)) for s in stems)
+        mask = self.scope_mask(state, scopes)
+        return sum(idf(int(mask.sum()), self._postings(state, s, mask)[0]) for s in stems)
+
+    def _holding(self, state: KeywordState, stem: str) -> int:
+        """How many live rows hold ``stem``: the lists' counts, unless a segment has dead
+        rows (then its lists are read)."""
+        counts = self._db.execute(
+            "SELECT segment, count FROM keyword_postings"
+            " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
+        if all(int(segment) in state.whole for segment, _ in counts):
+            return sum(int(count) for _, count in counts)
+        return self._postings(state, stem, None)[0]

@@ -1,0 +1,72 @@
+"""The k best rows of a score array by rowid: best first, ties by id, optionally among ids.
+
+Scores are positive for matching rows and 0 elsewhere. Ids are looked up only for the rows
+that can be in the answer: the k best and any tie with the k-th. With ``allowed`` ids, the
+cheaper of two ways is taken: map the allowed ids to rowids (cost: one probe per id), or walk
+the best rows down until k allowed ones are found (cost: about k / the allowed fraction).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from trails.vector.stores.sqlite_vec.driver import Database
+
+__all__ = ["top_k"]
+
+Ranked = list[tuple[str, float]]
+
+
+def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None) -> Ranked:
+    """The ``k`` best ``(id, score)`` of the rows with a positive score (and an ``allowed``
+    id, when given), best first, ties by id."""
+    matched = np.flatnonzero(scores > 0)
+    if k < 1 or not len(matched) or (allowed is not None and not allowed):
+        return []
+    if allowed is None:
+        return _ranked(db, _best(matched, scores, k), scores, None, k)
+    # Walking down the ranking reads about k / fraction rows; mapping reads every allowed id.
+    fraction = len(allowed) / max(len(matched), len(allowed))
+    reach = max(4 * k, int(2 * k / fraction))
+    wanted = set(allowed)
+    while reach < len(allowed):
+        best = _best(matched, scores, reach)
+        found = _ranked(db, best, scores, wanted, k)
+        if len(found) >= k or len(best) == len(matched):
+            return found
+        reach *= 4  # fewer allowed rows match than their number suggested
+    rowids = np.array([r[0] for r in db.execute(
+        "SELECT rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(wanted)),))], dtype=np.int64)
+    keep = np.zeros(len(scores), dtype=bool)
+    keep[rowids[rowids < len(scores)]] = True
+    return _ranked(db, _best(matched[keep[matched]], scores, k), scores, None, k)
+
+
+def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The rows holding the k best scores, and every row tied with the k-th."""
+    if len(rows) <= k:
+        return rows
+    values = scores[rows]
+    kth = np.partition(values, len(values) - k)[len(values) - k]
+    best: np.ndarray = rows[values >= kth]
+    return best
+
+
+def _ranked(db: Database, rows: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
+            k: int) -> Ranked:
+    """The rows' ``(id, score)`` (ids in ``wanted`` only, when given), sorted, the k first.
+
+    Among the best rows, the k-th wanted row's score is at least the worst score read, so
+    every row tied with it was read too: the tie order by id is complete."""
+    if not len(rows):
+        return []
+    names = db.execute("SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
+                       (json.dumps(rows.tolist()),))
+    ranked = [(str(id), float(scores[rowid])) for rowid, id in names
+              if wanted is None or id in wanted]
+    ranked.sort(key=lambda pair: (-pair[1], pair[0]))
+    return ranked[:k]
