@@ -126,7 +126,7 @@ def retrieve(
         ctx = default_context()
     scopes = normalize_scopes(scope)
     if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
-        check_known_scopes(scopes, known_scopes(ctx))  # a typo must not read as "no match"
+        check_known_scopes(scopes, known_scopes(ctx, scopes))  # a typo must not read as "no match"
 
     iris: Sequence[str] | None = None
     if mode == "vector" and sparql_filter is not None:
@@ -186,9 +186,13 @@ def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None) -> Retri
                            fusion_weights=result.fusion_weights)
 
 
-def known_scopes(ctx: Context) -> list[str]:
-    """The scopes that hold anything: triples in the graph or vectors in the store."""
+def known_scopes(ctx: Context, wanted: Sequence[str] = ()) -> list[str]:
+    """The scopes that hold anything: triples in the graph or vectors in the store. When the
+    graph alone holds every scope ``wanted`` (listing its named graphs is cheap), the store,
+    whose listing reads every row, is not asked."""
     known = set(ctx.kg.scopes())
+    if wanted and set(wanted) <= known:
+        return sorted(known)
     if isinstance(ctx.vectors, ScopeListing):
         known.update(ctx.vectors.scopes())
     return sorted(known)
