@@ -125,11 +125,10 @@ class PinnedRead:
         if isinstance(self.store, Snapshots):
             self._held.enter_context(self.store.snapshot())
         refresh = getattr(self.kg, "refresh", None)  # a read-only Oxigraph graph has one
-        stale_view = self._view_behind()
-        if (self.again or stale_view) and callable(refresh):
+        if self.again and callable(refresh):
             try:
                 refresh()  # after the pin: the graph read next is the newer of the two
-                if stale_view and isinstance(self.store, NumberedStates):
+                if isinstance(self.store, NumberedStates):  # the state the view is as new as
                     _VIEWS[self.kg] = self.store.state()
             except BaseException:
                 self._held.close()
