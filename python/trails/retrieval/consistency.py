@@ -242,8 +242,10 @@ _STAGED = ("SELECT ?m ?doc WHERE { GRAPH <urn:trails:minted> { "
 def can_check_documents(kg: KnowledgeGraph | None, store: VectorStore) -> bool:
     """Whether a filter's answer may be documents here: the graph numbers its states and the
     store names its committed state and versions (:meth:`PinnedRead.checked`)."""
-    return (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
-            and isinstance(store, VersionedStore))
+    # A read-only graph's view lags a busy writer at every commit: each read over documents
+    # would be done again with a refresh, so such graphs evaluate filters over chunks.
+    return (isinstance(kg, GenerationGraph) and not getattr(kg, "read_only", False)
+            and isinstance(store, NumberedStates) and isinstance(store, VersionedStore))
 
 
 def committed_in_flight(kg: KnowledgeGraph, store: VectorStore,
