@@ -312,7 +312,9 @@ def main() -> int:
             print(json.dumps(build_facts), flush=True)
         opens = {"read-only": measure_open(work, True), "writable": measure_open(work, False)}
         print(json.dumps(opens), flush=True)
-        ctx = Context.open(work, read_only=True, embedder=MockEmbedder(dim=384))
+        # Writable: the process that owns a context evaluates filters over documents (a
+        # read-only view of another process's writes filters over chunks, ADR 13).
+        ctx = Context.open(work, embedder=MockEmbedder(dim=384))
         vocab = corpus.vocabulary()
         rng = np.random.default_rng(3)
         texts = [" ".join(vocab[int(i)] for i in rng.zipf(1.3, size=4) if i < len(vocab))

@@ -235,6 +235,43 @@ def test_a_read_only_graph_keeps_answers_until_it_is_refreshed(tmp_path):
     assert set(filter_candidates(reader, text, None, None)) == {f"{X}d", f"{X}e"}
 
 
+class _VanishingOnce:
+    """A read-only store whose next query finds a file a writer's compaction removed."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store, self.failed = store, False
+
+    def query(self, *args, **kwargs):
+        if not self.failed:
+            self.failed = True
+            raise OSError("IO error: No such file or directory: While open a file for random "
+                          "read: g/000042.sst")
+        return self.store.query(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_a_read_only_graph_that_reopens_its_view_drops_its_kept_answers(tmp_path):
+    """A read that meets compacted-away files opens a newer view: a new state, so an answer
+    kept from the old view is not served for it."""
+    writer = OxigraphGraph(tmp_path / "g")
+    writer.update(f'INSERT DATA {{ <{X}c> schema:isPartOf <{X}d> . <{X}c> a trails:Chunk . '
+                  f'<{X}d> meta:jurisdiction "eu" }}')
+    writer.flush()
+    reader = OxigraphGraph(tmp_path / "g", read_only=True)
+    text = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:jurisdiction \"eu\" }"
+    assert list(filter_candidates(reader, text, None, None)) == [f"{X}d"]
+    writer.update(f'INSERT DATA {{ <{X}e> meta:jurisdiction "eu" }}')
+    writer.flush()
+    before = reader.generation
+    reader._store = _VanishingOnce(reader._store)  # the next read reopens the store
+    assert {str(row["s"]) for row in reader.query("SELECT ?s WHERE { ?s ?p ?o }")} >= {
+        f"{X}c", f"{X}d", f"{X}e"}
+    assert reader.generation != before
+    assert set(filter_candidates(reader, text, None, None)) == {f"{X}d", f"{X}e"}
+
+
 # ------------------------------------------------------------------------- end to end, ranked
 
 @pytest.fixture

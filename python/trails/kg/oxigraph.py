@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -11,11 +12,12 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, ContextLockedError, SparqlError, StorageError
+from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
+from trails.kg.opening import OPEN_ATTEMPTS, open_store
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
@@ -26,11 +28,6 @@ __all__ = ["OPEN_ATTEMPTS", "OxigraphGraph"]
 
 T = TypeVar("T")
 
-# A read-only open lists the writer's files, then opens them; a flush or compaction in between
-# deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
-# 10 ms, 20 ms, ... up to 250 ms between them (about 9 s in all: on a loaded machine a busy
-# writer's compactions can win a dozen races in a row).
-OPEN_ATTEMPTS = 40
 
 
 class OxigraphGraph:
@@ -59,52 +56,13 @@ class OxigraphGraph:
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
         self._closed = False
         self._opening = threading.Lock()  # one reopen at a time: a second would find it locked
+        # next() on a count is atomic: two threads moving it on never land on an old number.
+        self._states = itertools.count(1)
         self._generation = 0
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
-        """Open the store: a read-only open again while a writer's compaction removes the
-        files it listed (``OPEN_ATTEMPTS``).
-
-        Raises:
-            ConfigurationError: read-only, and the directory holds no graph.
-            ContextLockedError: another process (or this one) has it open for writing.
-            ContextDamagedError: its files are corrupt.
-            StorageError: its files cannot be read or written (permissions, mount, space).
-        """
-        if self.path is None:
-            if self.read_only:
-                raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
-            return ox.Store()
-        if self.read_only and not os.path.exists(os.path.join(self.path, "CURRENT")):
-            raise ConfigurationError(
-                f"cannot open the graph in {self.path!r} read-only: it holds no graph (yet); "
-                "open it once without read_only=True to create it")
-        for attempt in range(OPEN_ATTEMPTS):
-            try:
-                return ox.Store.read_only(self.path) if self.read_only else ox.Store(self.path)
-            except (OSError, RuntimeError) as exc:
-                message = str(exc)
-                if "lock hold by" in message or ("While lock file" in message
-                                                 and "read-only" not in message.lower()):
-                    raise ContextLockedError(
-                        f"the knowledge graph in {self.path!r} is open for writing in another "
-                        "process (Oxigraph allows one writer). Close that process, or open this "
-                        "one with read_only=True to read alongside it."
-                    ) from exc.with_traceback(None)
-                # Files of a live store vanished (its CURRENT stays: RocksDB renames it in).
-                vanished = ("no such file" in message.lower()
-                            and os.path.exists(os.path.join(self.path, "CURRENT")))
-                if self.read_only and vanished and attempt + 1 < OPEN_ATTEMPTS:
-                    time.sleep(min(0.01 * 2**attempt, 0.25))
-                    continue
-                # No traceback kept: its frames would hold nothing, but the cause's message is
-                # all a caller can use.
-                raise (storage_fault(exc, self.path, "opening the graph in") or StorageError(
-                    f"opening the graph in {self.path} failed: {message}; check the "
-                    "directory (a graph trails made there, readable, on a mounted disk)")
-                ) from exc.with_traceback(None)
-        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+        return open_store(self.path, read_only=self.read_only)
 
     def refresh(self) -> None:
         """Let a read-only graph see what its writer committed since it was opened (a
@@ -116,14 +74,19 @@ class OxigraphGraph:
         """
         if self.read_only and self.path is not None and not self._closed:
             with self._opening:
+                # Before and after: a read overlapping the swap is never credited to either view.
+                self._moved()
                 self._store = self._open()
-                self._generation += 1
+                self._moved()
 
     @property
     def generation(self) -> int:
         """Changes whenever what this object reads may have: each write through it (before
         and after), :meth:`refresh`, each use of :attr:`store` (``GenerationGraph``)."""
         return self._generation
+
+    def _moved(self) -> None:
+        self._generation = next(self._states)
 
     @property
     def _s(self) -> ox.Store:
@@ -136,8 +99,10 @@ class OxigraphGraph:
         store = self._store
         if store is None:
             with self._opening:
-                if self._store is None:
+                if self._store is None:  # a newer view, for a read-only graph: a new state
+                    self._moved()
                     self._store = self._open()
+                    self._moved()
                 store = self._store
         return store
 
@@ -150,7 +115,7 @@ class OxigraphGraph:
         never credited with the state after it."""
         writing = action.startswith("writing")
         if writing:
-            self._generation += 1
+            self._moved()
         try:
             yield
         except (OSError, RuntimeError) as exc:
@@ -159,10 +124,11 @@ class OxigraphGraph:
                 raise
             if self.path is not None:
                 self._store = None  # releases RocksDB (and its lock) now: nothing else holds it
+                self._moved()
             raise fault from exc.with_traceback(None)
         finally:
             if writing:
-                self._generation += 1
+                self._moved()
 
     def _read(self, read: Callable[[], T]) -> T:
         """``read()`` on the store. A read-only store is a view of the files of the moment
@@ -185,7 +151,7 @@ class OxigraphGraph:
     def store(self) -> ox.Store:
         """The underlying pyoxigraph store, for anything this wrapper does not cover (what
         was read before may be stale after: the :attr:`generation` moves on)."""
-        self._generation += 1
+        self._moved()
         return self._s
 
     @property

@@ -63,18 +63,14 @@ class _GraphMemory:
         self.generation = -1
         self.answers: OrderedDict[tuple[Any, ...], tuple[str, ...]] = OrderedDict()
         self.iris = 0
-        self.estimates: dict[str, int] = {}
-        self.links_intact: bool | None = None
-        self.links_reach_documents: bool | None = None
+        self.counts: dict[str, int] = {}  # COUNT queries' answers: estimates, link checks
 
     def at(self, generation: int) -> _GraphMemory:
         """This memory, emptied first if the graph has moved on."""
         if generation != self.generation:
             self.answers.clear()
             self.iris = 0
-            self.estimates.clear()
-            self.links_intact = None
-            self.links_reach_documents = None
+            self.counts.clear()
             self.generation = generation
         return self
 
@@ -129,16 +125,16 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
         if kept is not None:
             memory.answers.move_to_end(key)
             return kept
-    iris = _planned(graph, memory, generation, sparql, bindings, scopes, documents)
+    iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents)
     with memory.lock:
         if graph.generation == generation:  # nothing wrote meanwhile: the answer holds
             memory.at(generation).keep(key, iris)
     return iris
 
 
-def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, sparql: str,
-             bindings: Mapping[str, Any] | None, scopes: Sequence[str] | None,
-             documents: bool) -> tuple[str, ...]:
+def _planned(graph: GenerationGraph, generation: int, sparql: str,
+             bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
+             scopes: Sequence[str] | None, documents: bool) -> tuple[str, ...]:
     shape = parse_filter(sparql, graph.prefixes)
     if shape is None:
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
@@ -150,9 +146,7 @@ def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, spar
         lifted = None  # ?doc a trails:Document stands for the link: only if every target is one
     variable, items = ((lifted.variable, lifted.items) if lifted is not None
                        else (shape.variable, list(shape.items)))
-    terms = check_bindings(bindings)
-    order = reorder(shape, lambda triple: _estimate(graph, memory, generation, shape, triple,
-                                                    terms), bound, items)
+    order = reorder(shape, lambda triple: _estimate(graph, shape, triple, terms), bound, items)
     text = shape.text(variable, order if order is not None else items)
     try:
         iris = graph.select_iris(text, bindings, scopes=scopes)
@@ -166,8 +160,8 @@ def _planned(graph: GenerationGraph, memory: _GraphMemory, generation: int, spar
     return documents_found
 
 
-def _estimate(graph: GenerationGraph, memory: _GraphMemory, generation: int, shape: FilterShape,
-              triple: Triple, terms: Mapping[str, Any]) -> int:
+def _estimate(graph: GenerationGraph, shape: FilterShape, triple: Triple,
+              terms: Mapping[str, Any]) -> int:
     """How many triples ``triple`` matches with the bindings it uses, up to ``ESTIMATE_CAP``
     (all graphs), per generation."""
     if triple.unbounded(terms):
@@ -176,18 +170,24 @@ def _estimate(graph: GenerationGraph, memory: _GraphMemory, generation: int, sha
     values = "" if not used else (
         f"VALUES ({' '.join('?' + name for name in used)}) "
         f"{{ ({' '.join(str(terms[name]) for name in used)}) }}")
-    query = shape.pattern_query(triple, values)
+    try:
+        return _count(graph, shape.pattern_query(triple, values))
+    except SparqlError:
+        return 1 << 62  # cannot tell: last
+
+
+def _count(graph: GenerationGraph, query: str) -> int:
+    """The number a ``SELECT (COUNT(*) AS ?n)`` query answers, counted once per generation."""
+    memory = _memory(graph)
+    generation = graph.generation
     with memory.lock:
-        known = memory.at(generation).estimates.get(query)
+        known = memory.at(generation).counts.get(query)
     if known is not None:
         return known
-    try:
-        rows = select(graph, query).rows
-        count = int(rows[0]["n"]) if rows else 0
-    except SparqlError:
-        count = 1 << 62  # cannot tell: last
+    rows = select(graph, query).rows
+    count = int(rows[0]["n"]) if rows else 0
     with memory.lock:
-        memory.at(generation).estimates[query] = count
+        memory.at(generation).counts[query] = count
     return count
 
 
@@ -198,35 +198,13 @@ def chunk_links_intact(graph: GenerationGraph) -> bool:
 
     Filters are evaluated over documents only while this holds; a chunk's document is then
     exactly the group the store expands a document into."""
-    memory = _memory(graph)
-    generation = graph.generation
-    with memory.lock:
-        known = memory.at(generation).links_intact
-    if known is not None:
-        return known
-    links = select(graph, _COUNT_LINKS).rows[0]["n"]
-    chunks = select(graph, _COUNT_CHUNKS).rows[0]["n"]
-    intact = bool(links == chunks)
-    with memory.lock:
-        memory.at(generation).links_intact = intact
-    return intact
+    return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_CHUNKS)
 
 
 def links_reach_documents(graph: GenerationGraph) -> bool:
     """Whether every ``schema:isPartOf`` triple links to a ``trails:Document`` (then the
     documents stand for the targets of the links). Counted once per generation."""
-    memory = _memory(graph)
-    generation = graph.generation
-    with memory.lock:
-        known = memory.at(generation).links_reach_documents
-    if known is not None:
-        return known
-    links = select(graph, _COUNT_LINKS).rows[0]["n"]
-    typed = select(graph, _COUNT_TYPED_TARGETS).rows[0]["n"]
-    reach = bool(links == typed)
-    with memory.lock:
-        memory.at(generation).links_reach_documents = reach
-    return reach
+    return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_TYPED_TARGETS)
 
 
 def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:

@@ -31,10 +31,9 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-import weakref
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -120,6 +119,7 @@ class PinnedRead:
         self.again = again  # a previous attempt was torn
         self.notes: list[str] = []
         self._held = contextlib.ExitStack()
+        self._generation: int | None = None  # the graph's, once pinned (GenerationGraph)
 
     def __enter__(self) -> Self:
         if isinstance(self.store, Snapshots):
@@ -128,26 +128,23 @@ class PinnedRead:
         if self.again and callable(refresh):
             try:
                 refresh()  # after the pin: the graph read next is the newer of the two
-                if isinstance(self.store, NumberedStates):  # the state the view is as new as
-                    _VIEWS[self.kg] = self.store.state()
             except BaseException:
                 self._held.close()
                 raise
+        if isinstance(self.kg, GenerationGraph):
+            self._generation = self.kg.generation
         return self
-
-    def _view_behind(self) -> bool:
-        """Whether a read-only graph's view may be older than the pinned snapshot (the
-        store committed since the view was last opened), for filters over documents."""
-        kg, store = self.kg, self.store
-        if not (getattr(kg, "read_only", False) and isinstance(store, NumberedStates)
-                and can_check_documents(kg, store)):
-            return False
-        return bool(_VIEWS.get(kg) != store.state())
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> bool:
         self._held.close()
         return kind is _TornRead  # read again, with a fresh snapshot
+
+    def _view_moved(self) -> bool:
+        """Whether a read-only graph's view changed since this attempt pinned its snapshot (a
+        live graph only grows newer, which the checks allow for)."""
+        return (getattr(self.kg, "read_only", False) and self._generation is not None
+                and self._generation != getattr(self.kg, "generation", None))
 
     def checked(self, iris: Sequence[str]) -> Sequence[str]:
         """``iris`` (the filter's answer), after checking that the graph it came from is not
@@ -165,6 +162,15 @@ class PinnedRead:
         # Judged under the first snapshot (pinned before the graph read, so sound), while it
         # is held: a document whose live version is still in the graph was just not selected.
         torn = gone_from_graph(suspects, self.kg)
+        if self._view_moved():
+            # The view judged is not the one the answer came from (another thread opened a
+            # newer one): a version it shows may be one the answer never saw.
+            if not self.last:
+                raise _TornRead
+            self.notes.append(
+                f"the graph changed while this read ran, {READ_ATTEMPTS} times in a row (an "
+                "ingest is running): documents being re-ingested may be missing from this "
+                "answer; retrieve again once it ends")
         if not torn:
             return iris
         if isinstance(store, Snapshots):
@@ -191,17 +197,17 @@ class PinnedRead:
         4 of an ingest replaces); the store expands each to its live version in the snapshot.
         The answer is whole versions; it is torn when a candidate's live version in the
         snapshot is not the one whose triples the graph showed. With a newer snapshot pinned
-        after the graph read (a read-only graph's view was refreshed past the first one), the
-        only such documents are those committed whose step 4 had not run when the graph was
-        read: their staged manifest was still there. Those are read again; the graph having
-        changed since the filter read means reading again too."""
+        after the graph read (the graph is a live one: ``can_check_documents``), the only such
+        documents are those committed whose step 4 had not run when the graph was read: their
+        staged manifest was still there. Those are read again; the graph having changed since
+        the filter read means reading again too."""
         kg, store = self.kg, self.store
         assert kg is not None and isinstance(kg, GenerationGraph)  # can_check_documents
         if isinstance(store, Snapshots):
             self._held.close()  # the newest snapshot: every step 4 the graph showed is in it
             self._held = contextlib.ExitStack()
             self._held.enter_context(store.snapshot())
-        moved = iris.generation != kg.generation or self._view_behind()
+        moved = iris.generation != kg.generation
         torn = [] if moved else committed_in_flight(kg, store, iris)
         if not moved and not torn:
             return iris
@@ -233,8 +239,6 @@ class PinnedRead:
                                fusion_weights=result.fusion_weights)
 
 
-# The store state a read-only graph's view was last opened at (filters over documents).
-_VIEWS: weakref.WeakKeyDictionary[Any, Hashable] = weakref.WeakKeyDictionary()
 _STAGED = ("SELECT ?m ?doc WHERE { GRAPH <urn:trails:minted> { "
            "?m <https://trails.dev/ns#stagedFor> ?doc } }")
 
