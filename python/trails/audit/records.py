@@ -30,6 +30,16 @@ def query_digest(query: str) -> str:
     return hashlib.sha256(query.encode("utf-8")).hexdigest()
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(kind: type) -> tuple[str, ...]:
+    names = _NAMES.get(kind)
+    if names is None:
+        names = _NAMES[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat()
 
@@ -62,7 +72,13 @@ class ActivityRecord:
         return run_iri(self.run_id)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
+        # By hand, not dataclasses.asdict: its deep copies cost more than the search's own
+        # Python work (the record is built on every search).
+        data: dict[str, Any] = {"kind": self.kind}
+        for name in _names(type(self)):
+            value = getattr(self, name)
+            data[name] = [dict(vars(h)) for h in value] if name == "hits" else value
+        return data
 
 
 @dataclass(frozen=True)

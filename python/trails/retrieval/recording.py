@@ -70,8 +70,21 @@ class RetrieveEvent:
 def revisions(ctx: Context | None, store: VectorStore) -> dict[str, str | None]:
     """The graph's and the store's revision stamps now (call inside the read's snapshot)."""
     graph = None if ctx is None else ctx.kg
-    return {"graph": graph.revision if isinstance(graph, RevisionGraph) else None,
-            "store": store.revision() if isinstance(store, RevisionedStore) else None}
+    return {"graph": graph.revision if _is(graph, RevisionGraph) else None,  # type: ignore[union-attr]
+            "store": store.revision() if _is(store, RevisionedStore) else None}  # type: ignore[attr-defined]
+
+
+_KNOWN: dict[tuple[type, type], bool] = {}
+
+
+def _is(part: object, protocol: type) -> bool:
+    """``isinstance(part, protocol)``, decided once per class: a runtime protocol's check
+    walks every member, which on every search costs more than the record itself."""
+    key = (type(part), protocol)
+    known = _KNOWN.get(key)
+    if known is None:
+        known = _KNOWN[key] = isinstance(part, protocol)
+    return known
 
 
 def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seconds: float,
@@ -132,10 +145,11 @@ def _announce(ctx: Context, event: RetrieveEvent) -> None:
     extra = {"mode": call.mode, "k": call.k, "hits": len(result), "candidates": result.candidates,
              "plan": result.plan, "seconds": round(event.seconds, 6), "run_id": result.run_id,
              "caller": event.caller}
-    if os.environ.get(LOG_TEXT):
-        extra["query"] = call.query
-    log.info("retrieve %s", " ".join(f"{k}={v}" for k, v in extra.items()),
-             extra={"trails": extra})
+    if log.isEnabledFor(logging.INFO):
+        if os.environ.get(LOG_TEXT):
+            extra["query"] = call.query
+        log.info("retrieve %s", " ".join(f"{k}={v}" for k, v in extra.items()),
+                 extra={"trails": extra})
     for hook in list(ctx.on_retrieve):
         _call(hook, event)
 
