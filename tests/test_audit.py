@@ -14,7 +14,7 @@ from trails import retrieve
 from trails.audit import AUDIT_DIRECTORY, SearchRecord
 from trails.config import AuditConfig
 from trails.context import Context
-from trails.ingest import Document, ingest_all
+from trails.ingest import Document, ingest, ingest_all
 from trails.testing import MockEmbedder, fresh_context
 
 SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
@@ -250,3 +250,31 @@ def test_a_search_record_round_trips_through_the_graph(tmp_path):
             "?b <https://trails.dev/ns/audit#value> ?v } }").raw[0]["v"]
         assert value == ox.Literal("2022-01-01", datatype=ox.NamedNode(
             "http://www.w3.org/2001/XMLSchema#date"))
+
+
+def test_ingest_hooks_and_log_records_report_what_was_committed(tmp_path, caplog):
+    seen = []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ctx.on_ingest.append(seen.append)
+        ctx.on_ingest.append(lambda stats: 1 / 0)  # never fails the ingest
+        with caplog.at_level(logging.INFO, logger="trails.ingest"):
+            stats = ingest_all(DOCS[:3], ctx=ctx)
+    assert stats.ingested == 3
+    (reported,) = seen
+    assert (reported.ingested, reported.chunks) == (3, 3)
+    (line,) = [r for r in caplog.records if r.name == "trails.ingest" and r.levelno == logging.INFO]
+    assert line.trails["ingested"] == 3 and "seconds" in line.trails
+    assert "rail safety" not in caplog.text  # counts, never text
+    assert "an on_ingest hook raised" in caplog.text
+
+
+def test_an_ingest_stopped_early_still_reports_what_it_committed(tmp_path):
+    seen = []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ctx.on_ingest.append(seen.append)
+        events = ingest(DOCS, ctx=ctx, batch_size=1)
+        for event in events:
+            if type(event).__name__ == "DocumentIngested":
+                break
+        events.close()  # the consumer stops (Ctrl-C in a loop, say)
+    assert len(seen) == 1 and seen[0].ingested >= 1
