@@ -98,9 +98,9 @@ def query(
     console = Console()
     console.print(rows)
     console.print(hits.explain(), highlight=False)
-    if hits.run_id is not None:
-        console.print(f"recorded as run {hits.run_id} (trails audit show {hits.run_id})",
-                      highlight=False)
+    if hits.run_id is not None:  # on stderr: stdout stays the answer
+        Console(stderr=True).print(f"recorded as run {hits.run_id} "
+                                   f"(trails audit show {hits.run_id})", highlight=False)
 
 
 def sparql(
