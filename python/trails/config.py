@@ -87,6 +87,9 @@ class ContextConfig(BaseModel):
     embedder: EmbedderConfig
     # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
     metadata_predicates: dict[str, str] = {}
+    # Document metadata keys copied into vector payloads (trails.ingest.payload); the rest
+    # stays in the graph only. A file without it allows none.
+    payload: list[str] = []
     # Names this context in its embedded parts, so a graph or store file of another context is
     # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None

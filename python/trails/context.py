@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -31,6 +31,7 @@ from trails.errors import ConfigurationError
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.payload import check_payload_fields
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -72,6 +73,7 @@ class Context:
         directory: Path | None = None,
         read_only: bool = False,
         metadata_predicates: Mapping[str, str] | None = None,
+        payload: Sequence[str] | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -80,6 +82,8 @@ class Context:
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
+        # Document metadata keys vectors may carry (trails.ingest.payload); none by default.
+        self.payload_fields: tuple[str, ...] = check_payload_fields(payload or ())
         self.directory = directory
         self.read_only = read_only
         self._closed = False
@@ -105,6 +109,7 @@ class Context:
         kg: KnowledgeGraph | None = None,
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
+        payload: Sequence[str] | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
 
@@ -112,6 +117,12 @@ class Context:
         (``{"author": "dcterms:creator"}``); it is recorded in ``trails.json``, and passing
         another one to a writable context records that (the next ingest rewrites each
         document's triples as a metadata update).
+
+        ``payload`` lists the document metadata keys vectors may carry besides what retrieval
+        needs (``["title", "date", "author"]``; default none: the vector store may be less
+        trusted than the graph, and hits read their title, source and date from the graph).
+        It is recorded in ``trails.json``; passing another one to a writable context records
+        that, and ``ctx.verify(repair=True)`` then rewrites the payloads already stored.
 
         ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
         Qdrant collection); the directory then keeps the configuration and whatever part is
@@ -124,8 +135,9 @@ class Context:
         retrieving or ingesting with it raises EmbeddingModelMismatchError.
 
         Raises:
-            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI;
-                nothing was written.
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or
+                ``payload`` names a field that is no plain metadata key or one retrieval
+                always keeps; nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -139,6 +151,7 @@ class Context:
         root = Path(directory)
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
+        wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
@@ -169,6 +182,9 @@ class Context:
                 if wanted != config.metadata_predicates and not read_only:
                     config = config.model_copy(update={"metadata_predicates": wanted})
                     write_config(root, config)
+            if wanted_payload is not None and wanted_payload != config.payload and not read_only:
+                config = config.model_copy(update={"payload": wanted_payload})
+                write_config(root, config)
             if not (root / CONFIG_FILE).exists():
                 write_config(root, config)
         except BaseException:
@@ -180,7 +196,7 @@ class Context:
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
-                       else metadata_predicates))
+                       else metadata_predicates), payload=config.payload)
 
     def verify(self, repair: bool = False) -> maintenance.VerifyReport:
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""

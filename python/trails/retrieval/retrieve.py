@@ -18,9 +18,11 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
-from trails.retrieval.arguments import check_retrieve_arguments
+from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.provenance import complete_provenance
+from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -58,6 +60,7 @@ def retrieve(
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
     steps: Sequence[Step] = (),
+    min_score: float | None = None,
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -92,12 +95,30 @@ def retrieve(
         steps: post-ranking steps applied in order to the fused list before it is cut to
             ``k`` (rerankers, MMR, recency, graph expansion): each is called as
             ``step(query, hits, ctx)`` and returns hits.
+        min_score: drop the hits whose *final* score (after fusion and steps, on the top
+            ``k``) is below it; the result's ``notes`` say how many were dropped. What a
+            score means depends on the fusion, so does a sensible threshold:
+
+            - ``fusion=None`` or ``mode="vector"`` (``"auto"`` too when only the vector
+              ranking exists): cosine similarity in [-1, 1]; with the default model
+              relevant hits mostly score above 0.5, so 0.3-0.5 drops the unrelated.
+            - ``"auto"`` (hybrid): in [0, 1], 1 for a hit best in every ranking that counts;
+              0.3-0.5 keeps hits a confident ranking placed near its best.
+            - ``"weighted"``: a sum of min-max normalised scores, in [0, number of
+              rankings]; it is relative to each query's own hits (the best is always 1 or
+              more), so a threshold drops the tail, never a whole poor answer.
+            - ``"rrf"``: ``sum 1/(60 + rank)``, at most 2/61 ~ 0.033 with two rankings;
+              rank-only, so a threshold (e.g. 0.016, "about top-1 in one ranking") says
+              nothing about relevance. Prefer ``k``.
+            - a step (reranker, recency) sets its own scale: a cross-encoder's logits.
+
+            ``mode="graph"`` has no scores and refuses it.
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
             InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
             ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
-            bindings that are no mapping of variable names to values
+            ``min_score`` NaN, not a number or with ``mode="graph"``, bindings that are no mapping of variable names to values
             (``trails.retrieval.arguments``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
@@ -116,6 +137,7 @@ def retrieve(
                              bindings=bindings, vector_store=vector_store, embedder=embedder,
                              fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
                              rewriter=rewriter, steps=steps)
+    threshold = check_min_score(min_score, mode)
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:
@@ -155,16 +177,23 @@ def retrieve(
                 iris = read.checked(filter_candidates(graph, sparql_filter or "", bindings,
                                                       scopes, documents=lift))
             if mode == "graph":
-                return _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
-                              bindings)
+                return _shown(_noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx,
+                                                            scopes)), bindings), ctx, scopes)
             model = embedder if embedder is not None else _need(ctx, "embedder").embedder
             check_compatible(model, store)
             result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH),
                                   iris, fusion, mode, scopes)
             for step in steps:
                 result = _same_result(result, step(query, list(result), ctx))
-            return _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
+            result = above_min_score(_same_result(result, list(result)[:k]), threshold)
+            return _shown(_noted(read.noted(result), bindings), ctx, scopes)
     raise AssertionError("unreachable: the last read answers whatever it finds")
+
+
+def _shown(result: RetrievalResult, ctx: Context | None, scopes: list[str]) -> RetrievalResult:
+    """The returned hits with their documents' title, source and date, from the graph when
+    the payload allowlist keeps them out of the store (retrieval/provenance.py)."""
+    return result if ctx is None else complete_provenance(result, ctx.kg, scopes)
 
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
