@@ -13,6 +13,9 @@ A format-2 file::
      "embedder": {"backend": "openai", "settings": {"model": "text-embedding-3-small", ...},
                   "identity": {"model": "openai/text-embedding-3-small", "dim": 1536, ...}}}
 
+``payload`` lists the document metadata keys vector payloads may hold
+(:mod:`trails.ingest.payload`); a file without it allows none.
+
 Format 1 (the first release) recorded only ``base_iri`` and the embedder's identity; it reads
 as an embedded Oxigraph graph and sqlite-vec store, which is what it always meant.
 """
