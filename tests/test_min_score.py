@@ -67,8 +67,9 @@ def test_the_result_is_the_prefix_of_the_unfiltered_list_scoring_at_least_min_sc
     assert [h.iri for h in filtered] == expected
     dropped = len(unfiltered) - len(filtered)
     notes = [n for n in filtered.notes if n.startswith("min_score")]
-    assert notes == ([f"min_score {threshold:g} dropped {dropped} of {len(unfiltered)} hits "
-                      "(scores below it); lower it to see more"] if dropped else [])
+    expected_note = (f"min_score {threshold:g} dropped {dropped} of {len(unfiltered)} hits "
+                     "(scores below it); lower it to see more")
+    assert notes == ([expected_note] if dropped else [])
 
 
 def test_a_threshold_above_every_score_returns_nothing_and_says_why(corpus):
