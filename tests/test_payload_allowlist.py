@@ -259,3 +259,62 @@ def test_any_plain_key_list_is_accepted_once_each_in_order(fields):
             check_payload_fields(fields)
         return
     assert check_payload_fields(fields) == tuple(dict.fromkeys(fields))
+
+
+# -- any allowlist, any sequence of changes --------------------------------------------------
+
+KEYS = ["source", "title", "date", "author", "tag"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture])
+@given(allowed=st.lists(st.sampled_from(KEYS), unique=True),
+       narrowed=st.lists(st.sampled_from(KEYS), unique=True),
+       changes=st.lists(st.tuples(st.sampled_from(["author", "tag", "text"]),
+                                  st.sampled_from(["Ann", "Bob", None])), max_size=4),
+       backend=st.sampled_from(["sqlite-vec", "qdrant"]))
+def test_stored_payloads_never_hold_a_field_the_allowlist_in_force_does_not_allow(
+        tmp_path_factory, allowed, narrowed, changes, backend):
+    """Ingest under one allowlist, narrow or widen it and repair, then apply changes
+    (metadata-only updates, new versions, removed keys): after every write each stored
+    payload holds retrieval's fields and the allowlist's, nothing else."""
+    from trails.vector import QdrantStore
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    folder = tmp_path_factory.mktemp("docs")
+    embedder = MockEmbedder(dim=DIM, seed=0)
+    store = (SqliteVecStore(":memory:", dim=DIM, embedder=embedder.identity)
+             if backend == "sqlite-vec" else QdrantStore(dim=DIM, embedder=embedder.identity))
+    kg = OxigraphGraph()
+    metadata = {"author": "Ann", "tag": "x"}
+    body = "Rails is released under the MIT licence."
+
+    def write(payload) -> Context:
+        lines = "".join(f"{k}: {v}\n" for k, v in metadata.items())
+        (folder / "memo.md").write_text(f"---\ntitle: T\ndate: 2024-03-05\n{lines}---\n{body}\n")
+        ctx = Context(kg, store, embedder, payload=payload)
+        ingest_all(folder, ctx=ctx)
+        return ctx
+
+    def check(payload) -> None:
+        stored = store.metadata(store.all_ids())
+        assert stored and all(set(m) <= RETRIEVAL_FIELDS | set(payload) for m in stored.values())
+
+    try:
+        write(allowed)
+        check(allowed)
+        report = Context(kg, store, embedder, payload=narrowed).verify(repair=True)
+        assert bool(report.payload_outside_allowlist) == bool(set(allowed) - set(narrowed))
+        check(narrowed)
+        for key, value in changes:  # every write checked on its own, no repair between
+            if key == "text":
+                body += " More text."
+            elif value is None:
+                metadata.pop(key, None)
+            else:
+                metadata[key] = value
+            write(narrowed)
+            check(narrowed)
+    finally:
+        store.close()
+        kg.close()
