@@ -102,8 +102,10 @@ def retrieve(
             - ``fusion=None`` or ``mode="vector"`` (``"auto"`` too when only the vector
               ranking exists): cosine similarity in [-1, 1]; with the default model
               relevant hits mostly score above 0.5, so 0.3-0.5 drops the unrelated.
-            - ``"auto"`` (hybrid): in [0, 1], 1 for a hit best in every ranking that counts;
-              0.3-0.5 keeps hits a confident ranking placed near its best.
+            - ``"auto"`` (hybrid): in [0, 1], at most the sum of ``result.fusion_weights``
+              (about 0.5 when both rankings are trusted and agree, far less when they
+              disagree and one takes over), so the scale moves per query: keep a threshold
+              low (0.05-0.2) and check it on your own queries.
             - ``"weighted"``: a sum of min-max normalised scores, in [0, number of
               rankings]; it is relative to each query's own hits (the best is always 1 or
               more), so a threshold drops the tail, never a whole poor answer.
@@ -118,8 +120,8 @@ def retrieve(
         InvalidArgumentError: an argument out of range or of the wrong type (an
             InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
             ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
-            ``min_score`` NaN, not a number or with ``mode="graph"``, bindings that are no mapping of variable names to values
-            (``trails.retrieval.arguments``).
+            ``min_score`` NaN, not a number or with ``mode="graph"``, bindings that are no
+            mapping of variable names to values (``trails.retrieval.arguments``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
