@@ -318,3 +318,21 @@ def test_stored_payloads_never_hold_a_field_the_allowlist_in_force_does_not_allo
     finally:
         store.close()
         kg.close()
+
+
+def test_hits_of_other_scopes_read_their_document_fields_from_their_own_scope(tmp_path):
+    legal, notes = tmp_path / "legal", tmp_path / "notes"
+    legal.mkdir(), notes.mkdir()
+    (legal / "memo.md").write_text(memo())
+    (notes / "memo.md").write_text("---\ntitle: Note title\n---\nRails notes on licences.\n")
+    embedder = MockEmbedder(dim=DIM, seed=0)
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    with Context(OxigraphGraph(), SqliteVecStore(":memory:", dim=DIM), embedder) as ctx:
+        ingest_all(legal, ctx=ctx, scope="legal")
+        ingest_all(notes, ctx=ctx)
+        both = retrieve("licence", ctx, mode="vector", k=10, scope=["default", "legal"])
+        only_legal = retrieve("licence", ctx, mode="vector", k=10, scope="legal")
+    titles = {h.metadata["scope"]: h.title for h in both}
+    assert titles == {"legal": TITLE, "default": "Note title"}
+    assert {h.title for h in only_legal} == {TITLE}
