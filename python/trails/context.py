@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -34,6 +34,7 @@ from trails.errors import ConfigurationError
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.payload import check_payload_fields
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -79,6 +80,7 @@ class Context:
         metadata_predicates: Mapping[str, str] | None = None,
         audit: AuditConfig | None = None,
         audit_enabled: bool | None = None,
+        payload: Sequence[str] | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -87,6 +89,8 @@ class Context:
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
+        # Document metadata keys vectors may carry (trails.ingest.payload); none by default.
+        self.payload_fields: tuple[str, ...] = check_payload_fields(payload or ())
         self.directory = directory
         self.read_only = read_only
         # Searches recorded as PROV-O (docs/compliance.md): on for a directory unless its
@@ -121,6 +125,7 @@ class Context:
         kg: KnowledgeGraph | None = None,
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
+        payload: Sequence[str] | None = None,
         audit: AuditConfig | bool | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
@@ -129,6 +134,12 @@ class Context:
         (``{"author": "dcterms:creator"}``); it is recorded in ``trails.json``, and passing
         another one to a writable context records that (the next ingest rewrites each
         document's triples as a metadata update).
+
+        ``payload`` lists the document metadata keys vectors may carry besides what retrieval
+        needs (``["title", "date", "author"]``; default none: the vector store may be less
+        trusted than the graph, and hits read their title, source and date from the graph).
+        It is recorded in ``trails.json``; passing another one to a writable context records
+        that, and ``ctx.verify(repair=True)`` then rewrites the payloads already stored.
 
         ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
         Qdrant collection); the directory then keeps the configuration and whatever part is
@@ -145,8 +156,9 @@ class Context:
         every search is recorded (docs/compliance.md).
 
         Raises:
-            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI;
-                nothing was written.
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or
+                ``payload`` names a field that is no plain metadata key or one retrieval
+                always keeps; nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -160,6 +172,7 @@ class Context:
         root = Path(directory)
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
+        wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
@@ -190,6 +203,9 @@ class Context:
                 if wanted != config.metadata_predicates and not read_only:
                     config = config.model_copy(update={"metadata_predicates": wanted})
                     write_config(root, config)
+            if wanted_payload is not None and wanted_payload != config.payload and not read_only:
+                config = config.model_copy(update={"payload": wanted_payload})
+                write_config(root, config)
             if isinstance(audit, AuditConfig) and audit != config.audit and not read_only:
                 config = config.model_copy(update={"audit": audit})
                 write_config(root, config)
@@ -204,7 +220,7 @@ class Context:
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
-                       else metadata_predicates),
+                       else metadata_predicates), payload=config.payload,
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,
                    audit_enabled=audit if isinstance(audit, bool) else None)
 

@@ -25,6 +25,8 @@ class ContextParts(Protocol):
     base_iri: str
     read_only: bool
     metadata_predicates: Mapping[str, str]
+    # Document metadata keys vector payloads may hold (trails.ingest.payload).
+    payload_fields: tuple[str, ...]
 
 
 @runtime_checkable

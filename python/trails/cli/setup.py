@@ -21,6 +21,7 @@ from trails.config import PartConfig, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.payload import check_payload_fields
 from trails.kg.base import KnowledgeGraph
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.vector.embedders.base import Embedder
@@ -80,6 +81,12 @@ def init(
         [], "--map-metadata", metavar="KEY=PREDICATE",
         help="Write metadata KEY with PREDICATE (an IRI or CURIE, e.g. author=dcterms:creator) "
              "instead of meta:KEY (repeatable; recorded, also on an existing context)."),
+    payload: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--payload", metavar="KEYS",
+        help="Document metadata the vector store may hold, comma-separated (e.g. "
+             "title,source,date,author; default none: it stays in the graph, and hits read "
+             "it from there). Recorded, also on an existing context: then run "
+             "`trails verify --repair` to rewrite the vectors already stored. \"\" allows none."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
 
@@ -103,6 +110,8 @@ def init(
         check_base_iri(base_iri, "--base-iri")  # before anything is made
     mapping = _mapping(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
+    fields = None if payload is None else list(check_payload_fields(
+        [f.strip() for f in payload.split(",") if f.strip()], "--payload"))
     graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
@@ -115,6 +124,8 @@ def init(
         if mapping:
             with context(db, metadata_predicates=mapping) as opened:
                 typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
+        if fields is not None:
+            _record_payload(db, fields)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -131,6 +142,19 @@ def init(
     if mapping:
         with context(db, metadata_predicates=mapping) as opened:
             typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
+    if fields is not None:
+        _record_payload(db, fields)
+
+
+def _record_payload(db: Path, fields: list[str]) -> None:
+    """Record the payload allowlist; vectors written before it keep their payload until
+    ``verify --repair`` rewrites it, so say so when they may."""
+    with context(db, payload=fields) as opened:
+        shown = ", ".join(opened.payload_fields) or "none"
+        typer.echo(f"vector payload allowlist recorded: {shown}")
+        if opened.vectors.count():
+            typer.echo("vectors stored before may hold other fields: run `trails verify` to "
+                       "list them, `trails verify --repair` to remove them")
 
 
 def _mapping(pairs: list[str]) -> dict[str, str]:
