@@ -100,6 +100,7 @@ class VectorRetriever:
     scope: str | Sequence[str] | None = None
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
@@ -109,7 +110,7 @@ class VectorRetriever:
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)
         return retrieve(question, self.ctx, mode="vector", k=self.k, scope=self.scope,
-                        min_score=self.min_score)
+                        min_score=self.min_score, caller=self.caller)
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,6 +147,7 @@ class HybridRetriever:
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     query_variable: str | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
@@ -160,7 +162,8 @@ class HybridRetriever:
         result = retrieve(question, self.ctx, mode="hybrid", k=self.k,
                           sparql_filter=self.sparql_filter,
                           bindings=_call_bindings(self, question), fusion=self.fusion,
-                          scope=self.scope, steps=self.steps, min_score=self.min_score)
+                          scope=self.scope, steps=self.steps, min_score=self.min_score,
+                          caller=self.caller)
         if self.steps:
             _check_ranked(result, "a step of this HybridRetriever")
         return result
@@ -184,6 +187,7 @@ class GraphRetriever:
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     query_variable: str | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
@@ -196,7 +200,8 @@ class GraphRetriever:
         question = _standalone(query, messages, self.rewriter)
         return retrieve(question, self.ctx, mode="graph", k=self.k,
                         sparql_filter=self.sparql_filter,
-                        bindings=_call_bindings(self, question), scope=self.scope)
+                        bindings=_call_bindings(self, question), scope=self.scope,
+                        caller=self.caller)
 
 
 @dataclass(frozen=True, eq=False)
