@@ -87,6 +87,9 @@ class ContextConfig(BaseModel):
     embedder: EmbedderConfig
     # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
     metadata_predicates: dict[str, str] = {}
+    # Scope -> ISO 8601 days ("P30D") its documents are kept after their date; checked when a
+    # context opens (trails.ingest.expiry). Files written before it existed keep none.
+    retention: dict[str, str] = {}
     # Names this context in its embedded parts, so a graph or store file of another context is
     # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
@@ -30,7 +31,9 @@ from trails.config import (
 from trails.errors import ConfigurationError
 from trails.faults import translated
 from trails.ingest import maintenance
+from trails.ingest.expiry import ExpiredDocument, check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.retention import prune_expired
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -72,6 +75,7 @@ class Context:
         directory: Path | None = None,
         read_only: bool = False,
         metadata_predicates: Mapping[str, str] | None = None,
+        retention: Mapping[str, str] | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -80,6 +84,8 @@ class Context:
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
+        # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
+        self.retention: Mapping[str, str] = check_retention(retention or {})
         self.directory = directory
         self.read_only = read_only
         self._closed = False
@@ -105,6 +111,7 @@ class Context:
         kg: KnowledgeGraph | None = None,
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
+        retention: Mapping[str, str] | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
 
@@ -112,6 +119,11 @@ class Context:
         (``{"author": "dcterms:creator"}``); it is recorded in ``trails.json``, and passing
         another one to a writable context records that (the next ingest rewrites each
         document's triples as a metadata update).
+
+        ``retention`` maps scope names to ISO 8601 days (``{"tmp": "P30D"}``): documents of
+        that scope expire that long after their date (``trails.ingest.expiry``). It is
+        recorded in ``trails.json`` like ``metadata_predicates``; documents already ingested
+        get the new expiry when they are ingested again (a metadata update).
 
         ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
         Qdrant collection); the directory then keeps the configuration and whatever part is
@@ -124,8 +136,8 @@ class Context:
         retrieving or ingesting with it raises EmbeddingModelMismatchError.
 
         Raises:
-            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI;
-                nothing was written.
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or a
+                ``retention`` rule (given or recorded) is malformed; nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -139,9 +151,11 @@ class Context:
         root = Path(directory)
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
+        wanted_retention = None if retention is None else check_retention(retention)
         config = read_config(root)
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
+            check_retention(config.retention)  # before anything opens: nothing stays locked
         if config is None:
             if read_only:
                 raise ConfigurationError(
@@ -169,6 +183,10 @@ class Context:
                 if wanted != config.metadata_predicates and not read_only:
                     config = config.model_copy(update={"metadata_predicates": wanted})
                     write_config(root, config)
+            if (wanted_retention is not None and wanted_retention != config.retention
+                    and not read_only):
+                config = config.model_copy(update={"retention": wanted_retention})
+                write_config(root, config)
             if not (root / CONFIG_FILE).exists():
                 write_config(root, config)
         except BaseException:
@@ -180,7 +198,9 @@ class Context:
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
-                       else metadata_predicates))
+                       else metadata_predicates),
+                   retention=(config.retention if wanted_retention is None or read_only
+                              else wanted_retention))
 
     def verify(self, repair: bool = False) -> maintenance.VerifyReport:
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""
@@ -198,6 +218,22 @@ class Context:
         self._check_writable()
         parts: ContextParts = self
         return maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
+
+    def prune_expired(self, *, now: datetime | None = None,
+                      dry_run: bool = False) -> list[ExpiredDocument]:
+        """Delete every document (of any scope) whose expiry has passed at ``now`` (default:
+        the current time), as :meth:`delete_document` does, and record the deletion; with
+        ``dry_run`` only list them. Returns ``(IRI, expiry)`` pairs, sorted by IRI.
+
+        Raises:
+            ConfigurationError: the context is read-only (``dry_run`` works on one).
+            InvalidArgumentError: ``now`` has no offset.
+            StorageError: a file cannot be read or written.
+        """
+        if not dry_run:
+            self._check_writable()
+        parts: ContextParts = self
+        return prune_expired(parts, now=now, dry_run=dry_run)
 
     def stats(self) -> dict[str, Any]:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""

@@ -25,3 +25,5 @@ class ContextParts(Protocol):
     base_iri: str
     read_only: bool
     metadata_predicates: Mapping[str, str]
+    # Scope -> ISO 8601 days documents of that scope are kept after their date (ingest/expiry.py).
+    retention: Mapping[str, str]

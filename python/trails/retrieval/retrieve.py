@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
@@ -21,6 +22,7 @@ from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -58,6 +60,7 @@ def retrieve(
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
     steps: Sequence[Step] = (),
+    now: datetime | None = None,
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -92,6 +95,9 @@ def retrieve(
         steps: post-ranking steps applied in order to the fused list before it is cut to
             ``k`` (rerankers, MMR, recency, graph expansion): each is called as
             ``step(query, hits, ctx)`` and returns hits.
+        now: the moment documents' expiries are judged at (an aware datetime; default: the
+            time of the call). Expired documents are never candidates, in any mode
+            (``trails.retrieval.expired``).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
@@ -150,19 +156,22 @@ def retrieve(
     # the graph; a graph found newer than it is read again (retrieval/consistency.py).
     for read in pinned_reads(store, graph):
         with read:
+            # Expired documents are gone: cut from the filter's candidates, and hidden from an
+            # unfiltered ranking by over-fetching (retrieval/expired.py).
+            expired = NOTHING_EXPIRED if ctx is None else expired_now(ctx.kg, store, now)
             if graph is not None:
                 lift = mode != "graph" and can_check_documents(graph, store)
-                iris = read.checked(filter_candidates(graph, sparql_filter or "", bindings,
-                                                      scopes, documents=lift))
+                iris = expired.without(read.checked(filter_candidates(
+                    graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
                 return _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
                               bindings)
             model = embedder if embedder is not None else _need(ctx, "embedder").embedder
             check_compatible(model, store)
-            result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH),
-                                  iris, fusion, mode, scopes)
-            for step in steps:
-                result = _same_result(result, step(query, list(result), ctx))
+            result = _ranked_hits(query, expired.hiding(store), model,
+                                  k if not steps else max(k, STEP_DEPTH), iris, fusion, mode, scopes)
+            for step in steps:  # a step (graph expansion) may bring an expired chunk back
+                result = _same_result(result, expired.keep(step(query, list(result), ctx)))
             return _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
     raise AssertionError("unreachable: the last read answers whatever it finds")
 
