@@ -24,6 +24,7 @@ from trails.ingest import (
 )
 from trails.kg import IRI
 from trails.kg.oxigraph import OxigraphGraph
+from trails.records import RetrievalHit
 from trails.retrieval.retrievers import GraphRetriever, HybridRetriever, VectorRetriever
 from trails.testing import fresh_context
 from trails.vector.embedders.mock import MockEmbedder
@@ -146,6 +147,19 @@ def test_k_non_expired_hits_come_back_when_expired_ones_rank_first(ctx):
         result = retrieve("alpha beta gamma", ctx, k=3, **options)
         assert len(result) == 3, options
         assert all("/doc/y" in h.iri for h in result), options
+
+
+def test_a_step_cannot_bring_an_expired_chunk_back(ctx):
+    ingest_all([Document("old", "old", "shift handover", metadata={"expires": PAST}),
+                Document("new", "new", "shift handover notes")], ctx=ctx)
+    (expired_chunk,) = [i for i in ctx.vectors.all_ids() if i.startswith(doc("old"))]
+
+    def expanding(query, hits, context):  # as a graph expansion reaching a linked chunk would
+        return [*hits, RetrievalHit(expired_chunk, 0.0, "", {}), RetrievalHit(doc("old"), 0.0,
+                                                                             "", {})]
+
+    result = retrieve("shift handover", ctx, mode="vector", k=10, steps=[expanding])
+    assert documents_of(result) == {doc("new")}
 
 
 def test_an_expiry_passing_between_two_calls_takes_effect_and_time_can_go_back(ctx):

@@ -30,6 +30,7 @@ from typing import Any
 
 from trails.ingest.expiry import expired_documents, utc_now
 from trails.kg.base import GenerationGraph, KnowledgeGraph
+from trails.records import RetrievalHit
 from trails.vector.stores.base import KeywordIndex, KeywordWeights, NumberedStates, VectorStore
 from trails.vector.stores.records import DocumentIris, VectorHit
 
@@ -71,9 +72,13 @@ class Expired:
         hidden: VectorStore = _hiding_type(store)(store, self)
         return hidden  # a VectorStore by delegation: only its searches differ
 
-    def keep(self, hits: Iterable[Any]) -> list[Any]:
-        """``hits`` (anything with an ``id``) that are neither expired chunks nor documents."""
+    def keep(self, hits: Iterable[VectorHit]) -> list[VectorHit]:
+        """A store's ``hits`` that are neither expired chunks nor documents."""
         return [hit for hit in hits if hit.id not in self._gone]
+
+    def keep_hits(self, hits: Iterable[RetrievalHit]) -> list[RetrievalHit]:
+        """Retrieval ``hits`` (a step's output) that are neither expired chunks nor documents."""
+        return [hit for hit in hits if hit.iri not in self._gone]
 
 
 NOTHING_EXPIRED = Expired(frozenset(), frozenset())

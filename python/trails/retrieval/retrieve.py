@@ -171,7 +171,7 @@ def retrieve(
             result = _ranked_hits(query, expired.hiding(store), model,
                                   k if not steps else max(k, STEP_DEPTH), iris, fusion, mode, scopes)
             for step in steps:  # a step (graph expansion) may bring an expired chunk back
-                result = _same_result(result, expired.keep(step(query, list(result), ctx)))
+                result = _same_result(result, expired.keep_hits(step(query, list(result), ctx)))
             return _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
     raise AssertionError("unreachable: the last read answers whatever it finds")
 
