@@ -38,6 +38,7 @@ __all__ = [
     "__version__",
     "ingest",
     "ingest_all",
+    "replay",
     "retrieve",
     "set_default_context",
 ]
@@ -54,6 +55,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "RetrievalHit": "trails.records:RetrievalHit",
     "RetrievalResult": "trails.records:RetrievalResult",
     "retrieve": "trails.retrieval.retrieve:retrieve",
+    "replay": "trails.retrieval.replay:replay",
     "SqliteVecStore": "trails.vector.stores.sqlite_vec:SqliteVecStore",
     "TrailsError": "trails.errors:TrailsError",
     "VectorHit": "trails.vector.stores.base:VectorHit",

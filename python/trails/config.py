@@ -35,6 +35,7 @@ __all__ = [
     "CONFIG_FILE",
     "DEFAULT_BASE_IRI",
     "FORMAT",
+    "AuditConfig",
     "ContextConfig",
     "EmbedderConfig",
     "PartConfig",
@@ -75,6 +76,24 @@ class EmbedderConfig(PartConfig):
     identity: EmbedderIdentity
 
 
+class AuditConfig(BaseModel):
+    """How a context keeps its audit trail (docs/compliance.md).
+
+    ``enabled``: record every search (contexts in memory never do unless switched on).
+    ``query_text``: ``"full"`` keeps each query's text, ``"sha256"`` only its digest (a
+    replay then needs the text given again). ``retention_days``: records older than this are
+    dropped when the trail is next folded into the graph (None: kept). ``why``: keep, for
+    each hit of a filtered search, the filter's solution that admitted it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    query_text: Literal["full", "sha256"] = "full"
+    retention_days: int | None = Field(default=None, ge=1)
+    why: bool = True
+
+
 class ContextConfig(BaseModel):
     """The whole of ``trails.json``."""
 
@@ -93,6 +112,7 @@ class ContextConfig(BaseModel):
     # Names this context in its embedded parts, so a graph or store file of another context is
     # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None
+    audit: AuditConfig = AuditConfig()
 
 
 def read_config(root: Path) -> ContextConfig | None:

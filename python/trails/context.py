@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
 from trails import _state
+from trails.audit import AuditTrail
 from trails.backends import (
     build_embedder,
     default_embedder,
@@ -22,6 +24,7 @@ from trails.backends import (
 from trails.config import (
     CONFIG_FILE,
     DEFAULT_BASE_IRI,
+    AuditConfig,
     ContextConfig,
     EmbedderConfig,
     PartConfig,
@@ -52,6 +55,8 @@ __all__ = [
 ]
 
 
+log = logging.getLogger("trails.audit")
+
 class Context:
     """Everything one retrieval needs: ``kg`` (graph), ``vectors`` (store), ``embedder``.
 
@@ -76,6 +81,8 @@ class Context:
         read_only: bool = False,
         metadata_predicates: Mapping[str, str] | None = None,
         retention: Mapping[str, str] | None = None,
+        audit: AuditConfig | None = None,
+        audit_enabled: bool | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -88,6 +95,15 @@ class Context:
         self.retention: Mapping[str, str] = check_retention(retention or {})
         self.directory = directory
         self.read_only = read_only
+        # Searches recorded as PROV-O (docs/compliance.md): on for a directory unless its
+        # trails.json says otherwise, off in memory; ``ctx.audit.enabled`` switches it.
+        self.audit = AuditTrail(kg, directory, audit or AuditConfig(), writable=not read_only,
+                                enabled=audit_enabled if audit_enabled is not None
+                                else (directory is not None and (audit or AuditConfig()).enabled))
+        # Called after each retrieve() / ingest on this context with what happened (counts,
+        # durations, the result): observers, never able to fail the work they observe.
+        self.on_retrieve: list[Callable[[Any], object]] = []
+        self.on_ingest: list[Callable[[Any], object]] = []
         self._closed = False
         register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
@@ -112,6 +128,7 @@ class Context:
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
         retention: Mapping[str, str] | None = None,
+        audit: AuditConfig | bool | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
 
@@ -134,6 +151,10 @@ class Context:
         restores them, so ``Context.open(dir)`` alone gets the same parts back, embedded or
         remote. Opening with another embedder is allowed (graph queries still work), but
         retrieving or ingesting with it raises EmbeddingModelMismatchError.
+
+        ``audit``: an :class:`~trails.config.AuditConfig` is recorded in ``trails.json`` (a
+        writable context); True or False switches recording for this handle only. By default
+        every search is recorded (docs/compliance.md).
 
         Raises:
             InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or a
@@ -187,6 +208,9 @@ class Context:
                     and not read_only):
                 config = config.model_copy(update={"retention": wanted_retention})
                 write_config(root, config)
+            if isinstance(audit, AuditConfig) and audit != config.audit and not read_only:
+                config = config.model_copy(update={"audit": audit})
+                write_config(root, config)
             if not (root / CONFIG_FILE).exists():
                 write_config(root, config)
         except BaseException:
@@ -200,7 +224,9 @@ class Context:
                        config.metadata_predicates if metadata_predicates is None or read_only
                        else metadata_predicates),
                    retention=(config.retention if wanted_retention is None or read_only
-                              else wanted_retention))
+                              else wanted_retention),
+                   audit=audit if isinstance(audit, AuditConfig) else config.audit,
+                   audit_enabled=audit if isinstance(audit, bool) else None)
 
     def verify(self, repair: bool = False) -> maintenance.VerifyReport:
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""
@@ -262,6 +288,10 @@ class Context:
         self._closed = True
         if _state.default_context is self:
             _state.default_context = None
+        try:
+            self.audit.close()  # the writer folds what every process recorded
+        except Exception as exc:  # noqa: BLE001 - the records stay in the log for next time
+            log.warning("could not fold the audit trail into the graph: %s", exc)
         _close_all([self.vectors, self.kg])  # the graph's lock is released even if the store fails
 
     def __enter__(self) -> Self:

@@ -24,7 +24,8 @@ says what was wrong and what to do next. The tree::
     ├── EmbeddingModelMismatchError   a store was built with another embedder than the one in use
     ├── EmbeddingError                an embedding service refused a text or kept failing
     ├── RewriteError                  a query-rewriting model refused a request or kept failing
-    └── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
+    ├── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
+    └── UnknownRunError               an audit record id that this context does not hold
 
 Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
 ``InvalidArgumentError``, also a ``ValueError`` (``InvalidArgumentTypeError`` for a wrong
@@ -54,6 +55,7 @@ __all__ = [
     "StorageError",
     "TrailsError",
     "UnboundVariableError",
+    "UnknownRunError",
     "UnknownScopeError",
     "UnsafeFilterError",
     "VectorError",
@@ -176,3 +178,9 @@ class RewriteError(TrailsError):
 class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
     """An argument has the wrong type (``retrieve(None)``, ``k="3"``, ``Document(id=123)``);
     also a ``TypeError``, so code that caught one before still does."""
+
+
+class UnknownRunError(TrailsError):
+    """An audit record (``trails audit show RUN``, ``trails replay RUN``) that the context does
+    not hold: a typo, another context's, or past the retention. The message says how to list
+    the runs there are."""

@@ -6,14 +6,14 @@ ranking (it verifies and repairs through them), so they name this protocol inste
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from trails.kg.base import KnowledgeGraph
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
-__all__ = ["ContextParts"]
+__all__ = ["ContextParts", "IngestObserved"]
 
 
 class ContextParts(Protocol):
@@ -27,3 +27,10 @@ class ContextParts(Protocol):
     metadata_predicates: Mapping[str, str]
     # Scope -> ISO 8601 days documents of that scope are kept after their date (ingest/expiry.py).
     retention: Mapping[str, str]
+
+
+@runtime_checkable
+class IngestObserved(Protocol):
+    """A context with ``on_ingest`` hooks, called with each ingest's stats when it ends."""
+
+    on_ingest: list[Callable[[Any], object]]

@@ -25,6 +25,9 @@ class RetrievalHit:
     snippet: str
     metadata: dict[str, Any] = field(default_factory=dict)
     components: dict[str, float] = field(default_factory=dict)
+    # The filter's solution that admitted this chunk (variable -> N-Triples term), when asked
+    # for (``retrieve(..., why=True)``) or recorded by the audit trail; None otherwise.
+    admitted_by: dict[str, str] | None = None
 
     # Provenance, read from what the vector carries (no graph query); None for chunks
     # ingested before it was recorded, or vectors added by hand without it.
@@ -85,6 +88,8 @@ class RetrievalResult(list[RetrievalHit]):
         notes: why a ranking the call asked for is missing (e.g. a store without keywords).
         fusion_weights: the weight ``fusion="auto"`` gave each ranking for this query (empty
             for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
+        run_id: the id of this search in the context's audit trail (``trails audit show``),
+            None when it was not recorded.
     """
 
     def __init__(
@@ -98,8 +103,10 @@ class RetrievalResult(list[RetrievalHit]):
         rankings: Sequence[str] = (),
         notes: Sequence[str] = (),
         fusion_weights: Mapping[str, float] | None = None,
+        run_id: str | None = None,
     ) -> None:
         super().__init__(hits)
+        self.run_id = run_id
         self.mode = mode
         self.plan = plan
         self.candidates = candidates

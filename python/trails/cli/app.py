@@ -21,8 +21,8 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from trails.cli import audit, graph, ingest, maintenance, query, setup
 from trails.cli import eval as evaluation
-from trails.cli import graph, ingest, maintenance, query, setup
 from trails.cli._common import EXIT_BROKEN_CONTEXT, EXIT_INTERNAL, EXIT_USER_ERROR
 from trails.errors import StorageError, TrailsError
 
@@ -127,6 +127,8 @@ app.command("prune")(maintenance.prune)
 app.command("load")(graph.load)
 app.command("export")(graph.export)
 app.command("eval")(evaluation.eval_)
+app.add_typer(audit.app, name="audit")
+app.command("replay")(audit.replay)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from trails.cli._common import bindings, cell, open_context, print_json, table
+from trails.cli.audit import solution_text
 from trails.errors import ConfigurationError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
@@ -49,6 +50,11 @@ def query(
         help="How hybrid ranks: auto fuses the vector and keyword rankings, each weighed by "
              "its own evidence of quality; rrf and weighted fuse them plainly; none ranks by "
              "vector score alone."),
+    why: bool = typer.Option(
+        False, "--why", help="Show for each hit the filter's solution that admitted it."),
+    caller: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
+        None, "--caller", metavar="NAME",
+        help="Who searches, for the audit trail (default: TRAILS_CALLER, else the login)."),
     as_json: bool = typer.Option(
         False, "--json",
         help="Print only a JSON list of {iri, score, snippet, metadata, components}."),
@@ -77,18 +83,24 @@ def query(
         hits = retrieve(text, opened, mode=mode.value, k=k,
                         sparql_filter=None if sparql is None else sparql.read(),
                         bindings=bindings(bind), scope=scope or None,
-                        fusion=None if fusion.value == "none" else fusion.value)
+                        fusion=None if fusion.value == "none" else fusion.value,
+                        caller=caller, why=why or None)
     if as_json:
         print_json([{"iri": h.iri, "score": h.score, "snippet": h.snippet,
-                     "metadata": h.metadata, "components": h.components} for h in hits])
+                     "metadata": h.metadata, "components": h.components,
+                     **({"admitted_by": h.admitted_by} if why else {})} for h in hits])
         return
-    rows = table("#", "score", "iri", "snippet")
+    rows = table("#", "score", "iri", "snippet", *(("admitted by",) if why else ()))
     for rank, hit in enumerate(hits, start=1):
         score = "" if hit.score is None else f"{hit.score:.4f}"
-        rows.add_row(str(rank), score, hit.iri, " ".join(hit.snippet.split())[:200])
+        admitted = [solution_text(hit.admitted_by)] if why else []
+        rows.add_row(str(rank), score, hit.iri, " ".join(hit.snippet.split())[:200], *admitted)
     console = Console()
     console.print(rows)
     console.print(hits.explain(), highlight=False)
+    if hits.run_id is not None:
+        console.print(f"recorded as run {hits.run_id} (trails audit show {hits.run_id})",
+                      highlight=False)
 
 
 def sparql(

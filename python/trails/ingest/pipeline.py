@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 import time
 from collections import deque
@@ -52,12 +53,14 @@ from trails.ingest.minting import (
 )
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
-from trails.parts import ContextParts
+from trails.parts import ContextParts, IngestObserved
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
 
 __all__ = ["aingest", "ingest", "ingest_all"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("trails.ingest")
 
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
 # so one batch of long chunks cannot exhaust memory or an API's per-request limit.
@@ -121,13 +124,41 @@ def ingest(
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
+    stats, started = IngestionStats(), time.perf_counter()
+    try:
+        for event in _events(run, source, sanitizer, base, roots, prune, loader_options):
+            stats.record(event)
+            yield event
+    finally:  # also when stopped early (Ctrl-C): what was committed, observed
+        stats.seconds = time.perf_counter() - started
+        _announce(ctx, stats)
+
+
+def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
+            roots: list[Any], prune: bool, loader_options: dict[str, Any],
+            ) -> Iterator[IngestEvent]:
     for items in _groups(load(source, **loader_options), LOOKAHEAD):
         run.prefetch(items, base)
         for item in items:
             yield from run.take(item, sanitizer, base)
     yield from run.drain(force=True)
     if prune:
-        yield from prune_missing(ctx, scope, roots)
+        yield from prune_missing(run.ctx, run.scope, roots)
+
+
+def _announce(ctx: ContextParts, stats: IngestionStats) -> None:
+    """A ``trails.ingest`` log record (counts and duration, never text) and the context's
+    ``on_ingest`` hooks, none of which may fail the ingest."""
+    counts = {name: value for name, value in vars(stats).items()
+              if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    log.info("ingest %s", " ".join(f"{k}={v}" for k, v in counts.items()),
+             extra={"trails": counts})
+    if isinstance(ctx, IngestObserved):
+        for hook in list(ctx.on_ingest):
+            try:
+                hook(stats)
+            except Exception:  # an observer must not fail the ingest it observes
+                log.exception("an on_ingest hook raised; the ingest went on")
 
 
 def ingest_all(source: Source, **kwargs: Any) -> IngestionStats:

@@ -14,6 +14,7 @@ implement all of it. What only some graphs can do is a narrower protocol, checke
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -24,7 +25,8 @@ from trails.errors import SparqlError
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 
-__all__ = ["FunctionGraph", "GenerationGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput", "select"]
+__all__ = ["FunctionGraph", "GenerationGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput",
+           "RevisionGraph", "select"]
 
 # SELECT -> QueryResult, ASK -> bool, CONSTRUCT/DESCRIBE -> triples.
 QueryOutput = QueryResult | bool | list[ox.Triple]
@@ -105,6 +107,18 @@ class GenerationGraph(KnowledgeGraph, Protocol):
 
     @property
     def generation(self) -> int: ...
+
+
+@runtime_checkable
+class RevisionGraph(KnowledgeGraph, Protocol):
+    """A graph whose ``revision`` stamp every write renews, kept with its files (so it means
+    the same to every process and across runs); writes inside ``unrevised()`` leave it, for
+    records about the graph's use that change nothing a query over documents sees."""
+
+    @property
+    def revision(self) -> str | None: ...
+
+    def unrevised(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 @runtime_checkable

@@ -1,8 +1,11 @@
-"""Opening an Oxigraph store in a directory, beside a writer that may be compacting it."""
+"""Opening an Oxigraph store in a directory, beside a writer that may be compacting it, and
+the revision stamp kept beside its files."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import time
 
 import pyoxigraph as ox
@@ -10,13 +13,15 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.faults import storage_fault
 
-__all__ = ["OPEN_ATTEMPTS", "open_store"]
+__all__ = ["OPEN_ATTEMPTS", "REVISION_FILE", "new_revision", "open_store", "read_revision"]
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
 # deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
 # 10 ms, 20 ms, ... up to 250 ms between them (about 9 s in all: on a loaded machine a busy
 # writer's compactions can win a dozen races in a row).
 OPEN_ATTEMPTS = 40
+# Inside the store's directory: RocksDB leaves files of other names alone.
+REVISION_FILE = "trails-revision"
 
 
 def open_store(path: str | None, *, read_only: bool) -> ox.Store:
@@ -63,3 +68,28 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
             ) from exc.with_traceback(None)
     raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
+
+
+def read_revision(path: str | None) -> str | None:
+    """The revision stamp of the graph in ``path`` (None: none written yet, or in memory)."""
+    if path is None:
+        return None
+    try:
+        with open(os.path.join(path, REVISION_FILE), encoding="ascii") as file:
+            return file.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None  # a stamp is a hint for replays: never a reason to fail a query
+
+
+def new_revision(path: str | None) -> str:
+    """A new stamp for the graph in ``path``, written beside its files (renamed into place, so
+    a reader sees the old stamp or the new one)."""
+    revision = secrets.token_hex(8)
+    if path is not None:
+        target = os.path.join(path, REVISION_FILE)
+        temporary = f"{target}.{revision}.tmp"
+        with contextlib.suppress(OSError):  # a full disk fails the next write, not this one
+            with open(temporary, "w", encoding="ascii") as file:
+                file.write(revision)
+            os.replace(temporary, target)
+    return revision

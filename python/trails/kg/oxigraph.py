@@ -17,7 +17,7 @@ from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
-from trails.kg.opening import OPEN_ATTEMPTS, open_store
+from trails.kg.opening import OPEN_ATTEMPTS, new_revision, open_store, read_revision
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
@@ -59,6 +59,8 @@ class OxigraphGraph:
         # next() on a count is atomic: two threads moving it on never land on an old number.
         self._states = itertools.count(1)
         self._generation = 0
+        self._quiet = threading.local()  # writes that leave the revision (unrevised())
+        self._revision = read_revision(self.path) if self.read_only else None
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
@@ -76,6 +78,7 @@ class OxigraphGraph:
             with self._opening:
                 # Before and after: a read overlapping the swap is never credited to either view.
                 self._moved()
+                self._revision = read_revision(self.path)
                 self._store = self._open()
                 self._moved()
 
@@ -84,6 +87,28 @@ class OxigraphGraph:
         """Changes whenever what this object reads may have: each write through it (before
         and after), :meth:`refresh`, each use of :attr:`store` (``GenerationGraph``)."""
         return self._generation
+
+    @property
+    def revision(self) -> str | None:
+        """A stamp every write through this class renews, kept beside the store's files, so
+        that another process (and a later run) can tell whether the graph changed
+        (``RevisionGraph``). A read-only view has the stamp of when it was opened. Writes
+        through :attr:`store` do not renew it. None: nothing was written since the stamp
+        existed."""
+        if self._revision is None and not self.read_only:
+            self._revision = read_revision(self.path)
+        return self._revision
+
+    @contextlib.contextmanager
+    def unrevised(self) -> Iterator[None]:
+        """Writes in this block (on this thread) leave :attr:`revision` alone: for records
+        about the graph's use (the audit trail), which change nothing a query over documents
+        sees."""
+        self._quiet.on = True
+        try:
+            yield
+        finally:
+            self._quiet.on = False
 
     def _moved(self) -> None:
         self._generation = next(self._states)
@@ -118,6 +143,8 @@ class OxigraphGraph:
             self._moved()
         try:
             yield
+            if writing and not getattr(self._quiet, "on", False):
+                self._revision = new_revision(self.path)
         except (OSError, RuntimeError) as exc:
             fault = storage_fault(exc, self.path or "the in-memory graph", action)
             if fault is None:

@@ -124,6 +124,12 @@ class FilterShape:
         return (f"{self.prologue}SELECT ?{variable or self.variable} WHERE {{\n"
                 f"  {body}\n}}")
 
+    def solutions_text(self, values: str) -> str:
+        """The filter as written, every variable projected, its solutions limited by
+        ``values`` (a VALUES block): which solution admitted which IRI."""
+        body = "\n  ".join(item.text for item in self.items)
+        return f"{self.prologue}SELECT * WHERE {{\n  {values}\n  {body}\n}}"
+
     def pattern_query(self, triple: Triple, values: str = "") -> str:
         """A query counting ``triple``'s matches, up to :data:`ESTIMATE_CAP` (``values``: a
         VALUES block binding some of its variables)."""

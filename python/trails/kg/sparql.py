@@ -35,6 +35,7 @@ PREFIXES: dict[str, str] = {
     "xsd": "http://www.w3.org/2001/XMLSchema#",
     "schema": "https://schema.org/",
     "prov": "http://www.w3.org/ns/prov#",
+    "audit": "https://trails.dev/ns/audit#",
     "dcterms": "http://purl.org/dc/terms/",
     "trails": TRAILS,
     "meta": META,

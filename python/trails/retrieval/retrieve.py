@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -10,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import numpy as np
 import pyoxigraph as ox
 
+from trails.audit.records import started_now
 from trails.context import Context, default_context
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.kg.base import select
 from trails.kg.terms import IRI
 from trails.rank._steps import Step
@@ -23,6 +25,7 @@ from trails.retrieval.arguments import check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
+from trails.retrieval.recording import SearchCall, observe, revisions
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -60,6 +63,8 @@ def retrieve(
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
     steps: Sequence[Step] = (),
+    caller: str | None = None,
+    why: bool | None = None,
     now: datetime | None = None,
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
@@ -95,6 +100,11 @@ def retrieve(
         steps: post-ranking steps applied in order to the fused list before it is cut to
             ``k`` (rerankers, MMR, recency, graph expansion): each is called as
             ``step(query, hits, ctx)`` and returns hits.
+        caller: who is searching, for the audit trail (default: ``ctx.audit.caller``, else
+            ``TRAILS_CALLER``, else the login name). A context that audits records every
+            search (docs/compliance.md); ``result.run_id`` names the record.
+        why: give each hit of a filtered search the filter's solution that admitted it
+            (``hit.admitted_by``); default: when the audit trail keeps it.
         now: the moment documents' expiries are judged at (an aware datetime; default: the
             time of the call). Expired documents are never candidates, in any mode
             (``trails.retrieval.expired``).
@@ -122,6 +132,10 @@ def retrieve(
                              bindings=bindings, vector_store=vector_store, embedder=embedder,
                              fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
                              rewriter=rewriter, steps=steps)
+    if caller is not None and (not isinstance(caller, str) or not caller.strip()):
+        raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
+                                   f"got {caller!r}")
+    clock, started, asked, fusion_asked = time.perf_counter(), started_now(), query, fusion
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if isinstance(fusion, str) and fusion not in FUSIONS:
@@ -154,6 +168,9 @@ def retrieve(
     store = vector_store if vector_store is not None else _need(ctx, "vector_store").vectors
     # One committed state of the store for the whole answer, pinned before the filter reads
     # the graph; a graph found newer than it is read again (retrieval/consistency.py).
+    answer: RetrievalResult | None = None
+    state: dict[str, str | None] = {}
+    model = embedder if embedder is not None or ctx is None else ctx.embedder
     for read in pinned_reads(store, graph):
         with read:
             # Expired documents are gone: cut from the filter's candidates, and hidden from an
@@ -164,16 +181,29 @@ def retrieve(
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
-                return _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
-                              bindings)
-            model = embedder if embedder is not None else _need(ctx, "embedder").embedder
-            check_compatible(model, store)
-            result = _ranked_hits(query, expired.hiding(store), model,
-                                  k if not steps else max(k, STEP_DEPTH), iris, fusion, mode, scopes)
-            for step in steps:  # a step (graph expansion) may bring an expired chunk back
-                result = _same_result(result, expired.keep_hits(step(query, list(result), ctx)))
-            return _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
-    raise AssertionError("unreachable: the last read answers whatever it finds")
+                answer = _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
+                                bindings)
+            else:
+                model = embedder if embedder is not None else _need(ctx, "embedder").embedder
+                check_compatible(model, store)
+                result = _ranked_hits(query, expired.hiding(store), model,
+                                      k if not steps else max(k, STEP_DEPTH), iris, fusion, mode,
+                                      scopes)
+                for step in steps:  # a step (graph expansion) may bring an expired chunk back
+                    result = _same_result(result, expired.keep_hits(step(query, list(result),
+                                                                         ctx)))
+                answer = _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
+            if ctx is not None and ctx.audit.enabled:
+                state = revisions(ctx, store)  # in the snapshot the answer came from
+        if answer is not None:
+            break
+    if answer is None:
+        raise AssertionError("unreachable: the last read answers whatever it finds")
+    call = SearchCall(query=asked, mode=mode, k=k, sparql_filter=sparql_filter,
+                      bindings=bindings, scopes=scopes, fusion=fusion_asked, steps=steps,
+                      caller=caller, why=why, started=started, revisions=state,
+                      embedder=None if model is None else model.identity.describe())
+    return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
 
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex", "KeywordWeights",
-    "NumberedStates", "ScopeListing", "SearchPlan", "Snapshots", "StoredVector", "VectorHit",
+    "NumberedStates", "RevisionedStore", "ScopeListing", "SearchPlan", "Snapshots", "StoredVector", "VectorHit",
     "VectorLike", "VectorStore", "VersionedStore", "as_matrix", "check_compatible", "decode",
     "encode", "normalize_rows", "optional_str", "unit_rows", "versioned"
 ]
@@ -133,6 +133,15 @@ class NumberedStates(Protocol):
     """``state()`` (in a snapshot: the snapshot's) changes whenever anyone commits."""
 
     def state(self) -> Hashable: ...
+
+
+@runtime_checkable
+class RevisionedStore(Protocol):
+    """``revision()`` is a stamp every commit renews, kept with the data: unlike
+    :class:`NumberedStates` it means the same to every process and across runs (the audit
+    trail records it, and a replay compares it)."""
+
+    def revision(self) -> str | None: ...
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ import contextlib
 import functools
 import json
 import os
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -114,6 +115,12 @@ class SqliteCore(BaseVectorStore):
         return self._files
 
     # -- identity -------------------------------------------------------------------------
+
+    @reads
+    def revision(self) -> str | None:
+        """A stamp every commit renews (in a snapshot: the snapshot's); None before the
+        first commit that recorded one."""
+        return self._meta("revision")
 
     def _meta(self, key: str) -> str | None:
         return schema.read_meta(self._db, key)
@@ -234,6 +241,9 @@ class SqliteCore(BaseVectorStore):
                     # recorded here stays the index's after COMMIT.
                     self._refresh()
                     yield
+                    # Renewed in every commit: another process, or a later run, can tell
+                    # the store changed (RevisionedStore).
+                    schema.write_meta(self._db, "revision", secrets.token_hex(8))
             except BaseException:
                 self._version = -1
                 raise

@@ -1,0 +1,18 @@
+"""The audit trail: every search and deletion recorded as W3C PROV-O activities in the
+context's audit graph (docs/compliance.md, ADR 0018)."""
+
+from trails.audit.records import (
+    ActivityRecord,
+    DeletionRecord,
+    HitRecord,
+    SearchRecord,
+    new_run_id,
+    query_digest,
+    run_iri,
+)
+from trails.audit.trail import AUDIT_DIRECTORY, AuditTrail, default_caller
+from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
+
+__all__ = ["AUDIT", "AUDIT_DIRECTORY", "AUDIT_GRAPH", "PROV", "ActivityRecord", "AuditTrail",
+           "DeletionRecord", "HitRecord", "SearchRecord", "default_caller", "new_run_id",
+           "query_digest", "run_iri"]

@@ -1,0 +1,140 @@
+"""The audit log: activities appended as JSON lines beside the context, folded into the graph
+by its writer (ADR 0018).
+
+A search must not wait for the graph's one writer, nor turn a reader into one, so recording is
+an append to a file of this process's own (``audit/<pid>-<token>.jsonl``): one ``write`` of a
+whole line, under an exclusive ``flock`` on that file. The writer folds the files into the
+audit graph: it renames a file out of the appenders' way, takes its lock (an appender that
+opened it before the rename has finished its line, or writes it after and is still read),
+reads it, adds its triples in one transaction and deletes it. An appender that finds its file
+deleted once it holds the lock writes a new one. Records are idempotent in the graph (an
+activity's IRI and triples derive from the record), so a fold that crashed before the delete
+only folds the same triples again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from trails.audit.records import ActivityRecord, from_json
+
+__all__ = ["AuditLog"]
+
+log = logging.getLogger("trails.audit")
+
+_SUFFIX = ".jsonl"
+_FOLDING = ".folding"
+
+
+class AuditLog:
+    """The append-only files of one context's audit records (``directory``)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._name = f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
+        self._lock = threading.Lock()  # one line at a time from this process
+        self._descriptor: int | None = None  # kept open: an append is one write
+
+    def append(self, record: ActivityRecord) -> None:
+        """Add ``record`` (raises OSError when the file cannot be written)."""
+        line = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
+                + "\n").encode("utf-8")
+        with self._lock:
+            for _ in range(3):
+                descriptor = self._open()
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                try:
+                    if os.fstat(descriptor).st_nlink == 0:  # folded and deleted: a new file
+                        os.close(descriptor)
+                        self._descriptor = None
+                        continue
+                    os.write(descriptor, line)
+                    return
+                finally:
+                    if self._descriptor is not None:
+                        fcntl.flock(descriptor, fcntl.LOCK_UN)
+            raise OSError(f"the audit log {self.directory / self._name} kept vanishing")
+
+    def close(self) -> None:
+        """Release this process's file (appending again opens it anew)."""
+        with self._lock:
+            if self._descriptor is not None:
+                os.close(self._descriptor)
+                self._descriptor = None
+
+    def _open(self) -> int:
+        if self._descriptor is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._descriptor = os.open(self.directory / self._name,
+                                       os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                       0o600)
+        return self._descriptor
+
+    def pending(self) -> list[ActivityRecord]:
+        """The records not folded yet, every process's, oldest file first."""
+        records: list[ActivityRecord] = []
+        for path in self._files():
+            records.extend(_read(path))
+        return records
+
+    @contextlib.contextmanager
+    def folding(self) -> Iterator[list[ActivityRecord]]:
+        """The pending records, taken out of the appenders' way; deleted when the block ends
+        without an error (the caller has put them into the graph), kept otherwise."""
+        taken: list[tuple[Path, int]] = []
+        records: list[ActivityRecord] = []
+        try:
+            for path in self._files(folding=True):
+                if not path.name.endswith(_FOLDING):
+                    moved = path.with_name(path.name + _FOLDING)
+                    try:
+                        path.rename(moved)
+                    except FileNotFoundError:
+                        continue  # another writer's fold took it
+                    path = moved
+                descriptor = os.open(path, os.O_RDONLY)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)  # a line being appended ends first
+                taken.append((path, descriptor))
+                records.extend(_read(path))
+            yield records
+            for path, _ in taken:
+                path.unlink(missing_ok=True)
+        finally:
+            for _, descriptor in taken:
+                os.close(descriptor)
+
+    def _files(self, *, folding: bool = True) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        files = [p for p in self.directory.iterdir()
+                 if p.name.endswith(_SUFFIX) or (folding and p.name.endswith(_SUFFIX + _FOLDING))]
+        return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _read(path: Path) -> list[ActivityRecord]:
+    records = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(from_json(json.loads(line)))
+        except (ValueError, TypeError) as exc:  # a line cut by a crash: the rest still counts
+            log.warning("skipping line %d of the audit log %s: %s", number, path, exc)
+    return records

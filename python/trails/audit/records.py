@@ -1,0 +1,138 @@
+"""What the audit trail keeps of one activity: a search (:class:`SearchRecord`) or a deletion
+(:class:`DeletionRecord`), as plain values that go to a JSON line and come back unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "from_json",
+           "new_run_id", "query_digest", "run_iri"]
+
+RUN_BASE = "urn:trails:run:"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def run_iri(run_id: str) -> str:
+    return RUN_BASE + run_id
+
+
+def query_digest(query: str) -> str:
+    """The SHA-256 of a query's text (UTF-8), hex: what is kept when the text may not be."""
+    return hashlib.sha256(query.encode("utf-8")).hexdigest()
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(kind: type) -> tuple[str, ...]:
+    names = _NAMES.get(kind)
+    if names is None:
+        names = _NAMES[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+@dataclass(frozen=True)
+class HitRecord:
+    """One returned chunk: its rank (1 first), score, score components, document, and the
+    filter's solution that admitted it (variable -> N-Triples term)."""
+
+    rank: int
+    iri: str
+    score: float | None
+    document: str | None = None
+    components: dict[str, float] = field(default_factory=dict)
+    admitted_by: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ActivityRecord:
+    """What every activity has: its id, when it started and ended, and who asked."""
+
+    kind: ClassVar[str] = ""
+    run_id: str
+    caller: str
+    started: str  # ISO 8601, UTC
+    ended: str
+
+    @property
+    def iri(self) -> str:
+        return run_iri(self.run_id)
+
+    def to_json(self) -> dict[str, Any]:
+        # By hand, not dataclasses.asdict: its deep copies cost more than the search's own
+        # Python work (the record is built on every search).
+        data: dict[str, Any] = {"kind": self.kind}
+        for name in _names(type(self)):
+            value = getattr(self, name)
+            data[name] = [dict(vars(h)) for h in value] if name == "hits" else value
+        return data
+
+
+@dataclass(frozen=True)
+class SearchRecord(ActivityRecord):
+    """One ``retrieve()``: what was asked, how, against which state, and what came back."""
+
+    kind: ClassVar[str] = "search"
+    query_sha256: str = ""
+    query: str | None = None  # None when the context keeps digests only
+    mode: str = "hybrid"
+    k: int = 10
+    filter: str | None = None
+    bindings: dict[str, str] = field(default_factory=dict)  # variable -> N-Triples term
+    scopes: list[str] = field(default_factory=list)
+    fusion: str | None = None
+    steps: list[str] = field(default_factory=list)
+    min_score: float | None = None
+    plan: str = ""
+    candidates: int | None = None
+    exhaustive: bool = True
+    fusion_weights: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+    embedder: str | None = None
+    graph_revision: str | None = None
+    store_revision: str | None = None
+    replay_of: str | None = None
+    hits: list[HitRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DeletionRecord(ActivityRecord):
+    """Documents removed from every store, and why (e.g. ``expired``)."""
+
+    kind: ClassVar[str] = "deletion"
+    reason: str = ""
+    documents: list[str] = field(default_factory=list)
+
+
+def from_json(data: Mapping[str, Any]) -> ActivityRecord:
+    """The record a :meth:`ActivityRecord.to_json` line holds.
+
+    Raises:
+        ValueError: not such a line (a torn or foreign line: the log's reader skips it).
+    """
+    values = dict(data)
+    kind = values.pop("kind", None)
+    if kind == SearchRecord.kind:
+        hits = [HitRecord(**hit) for hit in values.pop("hits", [])]
+        return SearchRecord(**values, hits=hits)
+    if kind == DeletionRecord.kind:
+        return DeletionRecord(**values)
+    raise ValueError(f"no audit record kind {kind!r}")
+
+
+def started_now() -> str:
+    """The current time, as records keep it."""
+    return _now()

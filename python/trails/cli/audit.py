@@ -1,0 +1,197 @@
+"""``trails audit`` (list and show recorded runs) and ``trails replay`` (run one again)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator
+from typing import Optional
+
+import pyoxigraph as ox
+import typer
+from rich.console import Console
+
+from trails.audit import ActivityRecord, DeletionRecord, SearchRecord
+from trails.audit.prov import term_of
+from trails.cli._common import context, db_option, has_context, print_json, table
+from trails.context import Context
+from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
+from trails.retrieval.replay import replay as replay_run
+
+__all__ = ["app", "replay", "solution_text"]
+
+app = typer.Typer(no_args_is_help=False, add_completion=False)
+
+
+@app.callback(invoke_without_command=True)
+def audit(
+    ctx: typer.Context,
+    since: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
+        None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601)."),
+    caller: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--caller", metavar="NAME", help="Only runs by this caller."),
+    limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
+) -> None:
+    """List recorded searches and deletions, newest first (see `trails audit show RUN`).
+
+    Every search on a context that audits is recorded as a PROV-O activity in its audit
+    graph (urn:trails:audit), which `trails sparql` can query. Listing folds what other
+    processes recorded into the graph when no other process is writing.
+
+    Example:
+
+    ```
+    trails --db ./kb audit --since 2024-05-01 --caller alice
+    trails --db ./kb audit show 5a72...
+    ```
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    moment = _date(since)
+    with _auditing(ctx) as opened:
+        runs = opened.audit.activities(since=moment, caller=caller, limit=limit)
+    if as_json:
+        print_json([r.to_json() for r in runs])
+        return
+    if not runs:
+        typer.echo("no recorded runs" + (" matching these options" if since or caller else
+                                         "; searches are recorded while auditing is on"))
+        return
+    rows = table("run", "started", "caller", "kind", "what", "hits")
+    for run in runs:
+        rows.add_row(run.run_id, run.started[:19].replace("T", " "), run.caller, run.kind,
+                     *_summary(run))
+    Console().print(rows)
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., metavar="RUN", help="A run id (or urn:trails:run:ID)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the record as JSON."),
+) -> None:
+    """Print one recorded run whole: what was asked, against which state, what came back and
+    why each hit was allowed."""
+    with _auditing(ctx) as opened:
+        record = opened.audit.get(run)
+    if as_json:
+        print_json(record.to_json())
+        return
+    console = Console()
+    for name, value in record.to_json().items():
+        if name not in ("hits", "documents") and value not in (None, [], {}, ""):
+            console.print(f"[bold]{name}[/bold]: {value}", highlight=False)
+    if isinstance(record, SearchRecord):
+        rows = table("#", "score", "iri", "admitted by")
+        for hit in record.hits:
+            rows.add_row(str(hit.rank), "" if hit.score is None else f"{hit.score:.4f}", hit.iri,
+                         solution_text(hit.admitted_by))
+        console.print(rows)
+    elif isinstance(record, DeletionRecord):
+        for doc in record.documents:
+            console.print(f"deleted {doc}", highlight=False)
+
+
+def replay(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., metavar="RUN", help="The id of the recorded search."),
+    query: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--query", metavar="TEXT",
+        help="The query text, when the context kept only its SHA-256."),
+    caller: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--caller", metavar="NAME", help="Who replays (default: TRAILS_CALLER, login)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Run a recorded search again with the same filter, bindings, scopes, mode and fusion,
+    and print what changed: hits the same, moved, new or gone, and whether the graph, the
+    store or the embedder changed since.
+
+    Exit code 0 whether or not the answer changed; read the output (or --json) for that.
+    """
+    with _auditing(ctx) as opened:
+        report = replay_run(opened, run, query=query, caller=caller)
+    if as_json:
+        print_json({"run": report.original.run_id, "replay": report.result.run_id,
+                    "identical": report.identical, "same": report.same,
+                    **{name: [list(item) for item in getattr(report, name)]
+                       for name in ("moved", "new", "gone")},
+                    "changed": report.changed, "notes": report.notes})
+        return
+    console = Console()
+    changed = ", ".join(f"{part} {_changed(flag)}" for part, flag in report.changed.items())
+    console.print(f"replay of {report.original.run_id}"
+                  f"{'' if report.result.run_id is None else ' as ' + report.result.run_id}: "
+                  f"{'the same answer' if report.identical else 'the answer changed'} "
+                  f"({changed})", highlight=False)
+    rows = table("change", "iri", "was", "now")
+    for iri in report.same:
+        rank = str(_rank(report.original, iri))
+        rows.add_row("same", iri, rank, rank)
+    for iri, before, after in report.moved:
+        rows.add_row("moved", iri, str(before), str(after))
+    for iri, after in report.new:
+        rows.add_row("new", iri, "", str(after))
+    for iri, before in report.gone:
+        rows.add_row("gone", iri, str(before), "")
+    console.print(rows)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+
+
+@contextlib.contextmanager
+def _auditing(ctx: typer.Context) -> Iterator[Context]:
+    """The context, writable when possible (then pending records are folded), else
+    read-only (they are read from the log)."""
+    db = db_option(ctx)
+    if not has_context(db):
+        raise ConfigurationError(f"{db} holds no trails context; create it with "
+                                 f"`trails --db {db} init`")
+    try:
+        opened = context(db)
+    except ContextLockedError:
+        opened = context(db, read_only=True)
+    with opened:
+        yield opened
+
+
+def _date(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(f"--since {text!r} is no date; use ISO 8601, e.g. "
+                                   "2024-05-01 or 2024-05-01T09:00:00+00:00") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def _summary(run: ActivityRecord) -> tuple[str, str]:
+    if isinstance(run, SearchRecord):
+        asked = run.query if run.query is not None else f"sha256:{run.query_sha256[:12]}"
+        scoped = f" in {','.join(run.scopes)}" if run.scopes else ""
+        filtered = " filtered" if run.filter else ""
+        return f"{run.mode}{filtered}{scoped}: {asked}"[:120], str(len(run.hits))
+    if isinstance(run, DeletionRecord):
+        return f"deleted ({run.reason})", str(len(run.documents))
+    return "", ""
+
+
+def solution_text(solution: dict[str, str] | None) -> str:
+    """A filter solution for people: ``?name=value``, literals by their lexical form."""
+    if not solution:
+        return ""
+    shown = []
+    for name, value in solution.items():
+        term = term_of(value)
+        shown.append(f"?{name}={term.value if isinstance(term, ox.Literal) else value}")
+    return " ".join(shown)
+
+
+def _changed(flag: bool | None) -> str:
+    return "unknown" if flag is None else "changed" if flag else "unchanged"
+
+
+def _rank(record: SearchRecord, iri: str) -> int | None:
+    return next((h.rank for h in record.hits if h.iri == iri), None)
+

@@ -1,0 +1,170 @@
+"""After a search: why each hit was allowed, the audit record, hooks and a log record.
+
+Nothing here may fail or noticeably slow the search it observes: a record that cannot be
+written is logged and counted (``ctx.audit.failures``), a hook that raises is logged, and
+what is recorded is built from values the search already has (one extra graph query, for the
+filter's solutions, only when a filter ran and they are wanted).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trails.audit import HitRecord, SearchRecord, default_caller, new_run_id, query_digest
+from trails.kg.base import RevisionGraph
+from trails.kg.bindings import check_bindings
+from trails.records import RetrievalResult
+from trails.retrieval.why import admitting_solutions
+from trails.vector.stores.base import RevisionedStore, VectorStore
+
+if TYPE_CHECKING:
+    from trails.context import Context
+
+__all__ = ["LOG_TEXT", "REPLAYING", "RetrieveEvent", "SearchCall", "observe", "revisions"]
+
+log = logging.getLogger("trails.retrieve")
+
+# Query text goes to log records only when this is set: logs travel further than the graph.
+LOG_TEXT = "TRAILS_LOG_TEXT"
+# The record a search replays (retrieval/replay.py), for the new record to point at.
+REPLAYING: contextvars.ContextVar[str | None] = contextvars.ContextVar("replaying", default=None)
+
+
+@dataclass(frozen=True)
+class SearchCall:
+    """What a ``retrieve()`` was asked, as the audit trail and a replay need it."""
+
+    query: str
+    mode: str
+    k: int
+    sparql_filter: str | None
+    bindings: Mapping[str, Any] | None
+    scopes: Sequence[str]
+    fusion: object
+    steps: Sequence[object] = ()
+    min_score: float | None = None
+    caller: str | None = None
+    why: bool | None = None
+    replay_of: str | None = None
+    started: str = ""
+    embedder: str | None = None
+    revisions: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetrieveEvent:
+    """What an ``on_retrieve`` hook is given: the result, the call, how long it took."""
+
+    result: RetrievalResult
+    call: SearchCall
+    seconds: float
+    caller: str
+
+
+def revisions(ctx: Context | None, store: VectorStore) -> dict[str, str | None]:
+    """The graph's and the store's revision stamps now (call inside the read's snapshot)."""
+    graph = None if ctx is None else ctx.kg
+    return {"graph": graph.revision if _is(graph, RevisionGraph) else None,  # type: ignore[union-attr]
+            "store": store.revision() if _is(store, RevisionedStore) else None}  # type: ignore[attr-defined]
+
+
+_KNOWN: dict[tuple[type, type], bool] = {}
+
+
+def _is(part: object, protocol: type) -> bool:
+    """``isinstance(part, protocol)``, decided once per class: a runtime protocol's check
+    walks every member, which on every search costs more than the record itself."""
+    key = (type(part), protocol)
+    known = _KNOWN.get(key)
+    if known is None:
+        known = _KNOWN[key] = isinstance(part, protocol)
+    return known
+
+
+def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seconds: float,
+            ended: str) -> RetrievalResult:
+    """``result``, with each hit's admitting solution when wanted, recorded, announced."""
+    if ctx is None:
+        return result
+    trail = ctx.audit
+    caller = call.caller or trail.caller or default_caller()
+    explain = call.sparql_filter is not None and (
+        call.why if call.why is not None else trail.enabled and trail.settings.why)
+    if explain and call.sparql_filter is not None:
+        solutions = admitting_solutions(ctx.kg, call.sparql_filter, call.bindings, call.scopes,
+                                        list(result))
+        result = _with_hits(result, [dataclasses.replace(h, admitted_by=s)
+                                     for h, s in zip(result, solutions, strict=True)])
+    if trail.enabled:
+        record = _record(result, call, caller, ended,
+                         keep_text=trail.settings.query_text == "full")
+        if trail.record(record):
+            result = _with_hits(result, list(result), run_id=record.run_id)
+    _announce(ctx, RetrieveEvent(result, call, seconds, caller))
+    return result
+
+
+def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
+            keep_text: bool) -> SearchRecord:
+    terms = check_bindings(call.bindings) if call.bindings else {}
+    return SearchRecord(
+        run_id=new_run_id(), caller=caller, started=call.started, ended=ended,
+        query_sha256=query_digest(call.query), query=call.query if keep_text else None,
+        mode=call.mode, k=call.k, filter=call.sparql_filter,
+        bindings={name: str(term) for name, term in terms.items()},
+        scopes=list(call.scopes), fusion=_name(call.fusion),
+        steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
+        plan=result.plan, candidates=result.candidates, exhaustive=result.exhaustive,
+        fusion_weights=dict(result.fusion_weights) or None, notes=list(result.notes),
+        embedder=call.embedder, graph_revision=call.revisions.get("graph"),
+        store_revision=call.revisions.get("store"), replay_of=call.replay_of or REPLAYING.get(),
+        hits=[HitRecord(rank=rank, iri=h.iri, score=h.score, document=h.document,
+                        components=dict(h.components), admitted_by=h.admitted_by)
+              for rank, h in enumerate(result, 1)])
+
+
+def _name(part: object) -> str | None:
+    """A fusion or step as the record names it: its name, or its class's."""
+    if part is None or isinstance(part, str):
+        return part
+    name = getattr(part, "name", None)  # a step or fusion object may name itself
+    if isinstance(name, str):
+        return name
+    function = getattr(part, "func", part)  # functools.partial
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', type(part).__qualname__)}"
+
+
+def _announce(ctx: Context, event: RetrieveEvent) -> None:
+    result, call = event.result, event.call
+    extra = {"mode": call.mode, "k": call.k, "hits": len(result), "candidates": result.candidates,
+             "plan": result.plan, "seconds": round(event.seconds, 6), "run_id": result.run_id,
+             "caller": event.caller}
+    if log.isEnabledFor(logging.INFO):
+        if os.environ.get(LOG_TEXT):
+            extra["query"] = call.query
+        log.info("retrieve %s", " ".join(f"{k}={v}" for k, v in extra.items()),
+                 extra={"trails": extra})
+    for hook in list(ctx.on_retrieve):
+        _call(hook, event)
+
+
+def _call(hook: Callable[[RetrieveEvent], object], event: RetrieveEvent) -> None:
+    try:
+        hook(event)
+    except Exception:  # an observer must not fail the search it observes
+        log.exception("an on_retrieve hook raised; the search answered anyway")
+
+
+def _with_hits(result: RetrievalResult, hits: list[Any], run_id: str | None = None,
+               ) -> RetrievalResult:
+    return RetrievalResult(hits, mode=result.mode, plan=result.plan,
+                           candidates=result.candidates, exhaustive=result.exhaustive,
+                           rankings=result.rankings, notes=result.notes,
+                           fusion_weights=result.fusion_weights,
+                           run_id=run_id if run_id is not None else result.run_id)

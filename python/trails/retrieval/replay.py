@@ -1,0 +1,126 @@
+"""Run a recorded search again and say what changed (``trails replay RUN``).
+
+The search runs with the recorded query, mode, ``k``, filter, bindings, scopes and fusion, and
+is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept
+their rank, moved, are new or are gone, and whether the graph, the store or the embedder
+changed since (their revision stamps and identity). Post-ranking steps are objects, not
+records: a search that had steps is replayed without them, and the report says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from trails.audit import SearchRecord, query_digest
+from trails.audit.prov import term_of
+from trails.context import Context
+from trails.errors import InvalidArgumentError
+from trails.kg.base import RevisionGraph
+from trails.records import RetrievalResult
+from trails.retrieval.recording import REPLAYING
+from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.vector.stores.base import RevisionedStore
+
+__all__ = ["ReplayReport", "replay"]
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """What a replay found: the original record, the new result, and the differences."""
+
+    original: SearchRecord
+    result: RetrievalResult
+    same: list[str] = field(default_factory=list)  # chunk IRIs at the same rank
+    moved: list[tuple[str, int, int]] = field(default_factory=list)  # iri, old rank, new rank
+    new: list[tuple[str, int]] = field(default_factory=list)  # iri, new rank
+    gone: list[tuple[str, int]] = field(default_factory=list)  # iri, old rank
+    changed: dict[str, bool | None] = field(default_factory=dict)  # graph/store/embedder
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not (self.moved or self.new or self.gone)
+
+
+def replay(ctx: Context, run: str, *, query: str | None = None,
+           caller: str | None = None) -> ReplayReport:
+    """Run the recorded search ``run`` again on ``ctx`` and compare.
+
+    ``query``: the query text, needed when the context kept only its SHA-256 (it must match).
+
+    Raises:
+        UnknownRunError: no such run in this context's audit trail.
+        InvalidArgumentError: the run is no search, its query text was not kept and none (or
+            another) was given, or its fusion was a function that cannot be named again.
+    """
+    record = ctx.audit.get(run)
+    if not isinstance(record, SearchRecord):
+        raise InvalidArgumentError(f"run {run!r} is a {record.kind}, not a search: only searches "
+                                   "can be replayed")
+    text = _query(record, query)
+    fusion = record.fusion
+    if fusion is not None and fusion not in FUSIONS:
+        raise InvalidArgumentError(
+            f"run {run!r} fused with {fusion!r}, a function that cannot be called again by "
+            f"name; replay takes only the named fusions ({', '.join(FUSIONS)}) or none")
+    notes = [(f"not replayed: the post-ranking steps {', '.join(record.steps)} (steps are "
+              "objects, not records)")] if record.steps else []
+    with _replaying(record.iri):
+        result = retrieve(text, ctx, mode=record.mode, k=record.k,  # type: ignore[arg-type]
+                          sparql_filter=record.filter,
+                          bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
+                          scope=record.scopes or None, fusion=fusion, caller=caller)
+    return _compare(ctx, record, result, notes)
+
+
+def _query(record: SearchRecord, query: str | None) -> str:
+    if query is None:
+        if record.query is None:
+            raise InvalidArgumentError(
+                f"run {record.run_id} kept only its query's SHA-256 (audit query_text "
+                "'sha256'); give the query text to replay it (--query TEXT)")
+        return record.query
+    if query_digest(query) != record.query_sha256:
+        raise InvalidArgumentError(
+            f"the query given is not the one run {record.run_id} searched for (its SHA-256 "
+            "differs); give the exact text")
+    return query
+
+
+def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
+             notes: list[str]) -> ReplayReport:
+    before = {h.iri: h.rank for h in record.hits}
+    after = {h.iri: rank for rank, h in enumerate(result, 1)}
+    report = ReplayReport(
+        original=record, result=result,
+        same=[i for i, r in after.items() if before.get(i) == r],
+        moved=[(i, before[i], r) for i, r in after.items() if i in before and before[i] != r],
+        new=[(i, r) for i, r in after.items() if i not in before],
+        gone=[(i, r) for i, r in before.items() if i not in after],
+        changed=_changes(ctx, record), notes=notes)
+    return report
+
+
+def _changes(ctx: Context, record: SearchRecord) -> dict[str, bool | None]:
+    """For the graph, the store and the embedder: changed since the run (None: unknown)."""
+    graph = ctx.kg.revision if isinstance(ctx.kg, RevisionGraph) else None
+    store = ctx.vectors.revision() if isinstance(ctx.vectors, RevisionedStore) else None
+    return {
+        "graph": None if graph is None or record.graph_revision is None
+        else graph != record.graph_revision,
+        "store": None if store is None or record.store_revision is None
+        else store != record.store_revision,
+        "embedder": None if record.embedder is None
+        else ctx.embedder.identity.describe() != record.embedder,
+    }
+
+
+@contextlib.contextmanager
+def _replaying(iri: str) -> Iterator[None]:
+    token = REPLAYING.set(iri)
+    try:
+        yield
+    finally:
+        REPLAYING.reset(token)

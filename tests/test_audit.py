@@ -1,0 +1,280 @@
+"""Every search on an auditing context is recorded, completely and faithfully, without ever
+failing or blocking the search; records fold into the audit graph and age out by retention."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+
+import pyoxigraph as ox
+import pytest
+
+from trails import retrieve
+from trails.audit import AUDIT_DIRECTORY, SearchRecord
+from trails.config import AuditConfig
+from trails.context import Context
+from trails.ingest import Document, ingest, ingest_all
+from trails.testing import MockEmbedder, fresh_context
+
+SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
+         "FILTER(?d >= ?since) }")
+DOCS = [Document(id=f"d{i}", source=f"d{i}.md", text=f"Claim {i} on rail safety evidence.",
+                 metadata={"date": f"202{i}-01-05", "topic": "rail" if i % 2 else "road"})
+        for i in range(6)]
+COUNT = "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE { GRAPH <urn:trails:audit> { ?r a prov:Activity } }"
+
+
+def make(directory, **options) -> Context:
+    ctx = Context.open(directory, embedder=MockEmbedder(dim=32), **options)
+    if not ctx.vectors.count():
+        ingest_all(DOCS, ctx=ctx)
+    return ctx
+
+
+def activities(ctx: Context) -> int:
+    return ctx.kg.query(COUNT, ).rows[0]["n"]
+
+
+def test_a_context_directory_records_by_default_and_memory_does_not(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        result = retrieve("rail safety", ctx)
+        assert result.run_id is not None
+        assert [r.run_id for r in ctx.audit.pending()] == [result.run_id]
+    memory = fresh_context()
+    assert retrieve("x", memory, mode="vector").run_id is None
+    assert memory.audit.pending() == []
+    memory.audit.enabled = True  # switchable
+    assert retrieve("x", memory, mode="vector").run_id is not None
+    with make(tmp_path / "off", audit=False) as ctx:
+        assert retrieve("rail safety", ctx).run_id is None
+    with make(tmp_path / "kb") as ctx:  # the first handle's record was folded at close
+        assert activities(ctx) == 1
+
+
+def test_a_record_holds_the_whole_search(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAILS_CALLER", "analyst-7")
+    with make(tmp_path / "kb") as ctx:
+        result = retrieve("rail safety", ctx, sparql_filter=SINCE, k=3,
+                          bindings={"since": dt.date(2023, 1, 1)}, fusion="rrf")
+        (record,) = ctx.audit.pending()
+    assert isinstance(record, SearchRecord)
+    assert record.caller == "analyst-7"
+    assert record.query == "rail safety"
+    assert record.query_sha256 == hashlib.sha256(b"rail safety").hexdigest()
+    assert (record.mode, record.k, record.fusion, record.filter) == ("hybrid", 3, "rrf", SINCE)
+    assert record.bindings == {"since": '"2023-01-01"^^<http://www.w3.org/2001/XMLSchema#date>'}
+    assert record.scopes == ["default"]
+    assert record.candidates == 3 and record.exhaustive  # d3, d4, d5: one chunk each
+    assert record.plan == result.plan
+    assert record.embedder is not None and "dim=32" in record.embedder
+    assert record.graph_revision and record.store_revision
+    assert [h.iri for h in record.hits] == [h.iri for h in result]
+    assert [h.rank for h in record.hits] == [1, 2, 3]
+    assert {h.document for h in record.hits} == {f"trails://local/doc/d{i}" for i in (3, 4, 5)}
+    for hit, shown in zip(record.hits, result, strict=True):
+        assert hit.score == shown.score and hit.components == shown.components
+    started = dt.datetime.fromisoformat(record.started)
+    assert started <= dt.datetime.fromisoformat(record.ended)
+    assert abs(started - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=5)
+
+
+def test_the_caller_argument_wins_and_a_blank_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAILS_CALLER", "from-env")
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx, caller="alice")
+        retrieve("rail", ctx)
+        ctx.audit.caller = "service"
+        retrieve("rail", ctx)
+        with pytest.raises(ValueError, match="caller"):
+            retrieve("rail", ctx, caller="  ")
+        assert [r.caller for r in ctx.audit.pending()] == ["alice", "from-env", "service"]
+
+
+def test_a_context_may_keep_only_the_query_digest(tmp_path):
+    with make(tmp_path / "kb", audit=AuditConfig(query_text="sha256")) as ctx:
+        retrieve("a confidential question", ctx)
+    with make(tmp_path / "kb") as ctx:  # the setting was recorded in trails.json
+        (record,) = ctx.audit.activities()
+        assert ctx.audit.settings.query_text == "sha256"
+        assert record.query is None
+        assert record.query_sha256 == hashlib.sha256(b"a confidential question").hexdigest()
+        assert not ctx.kg.query("ASK { GRAPH <urn:trails:audit> { ?r "
+                                "<https://trails.dev/ns/audit#queryText> ?t } }")
+        assert "confidential" not in (tmp_path / "kb" / "trails.json").read_text()
+
+
+def test_each_hit_says_which_filter_solution_admitted_it(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        result = retrieve("rail", ctx, sparql_filter=SINCE, bindings={"since": dt.date(2024, 1, 1)})
+        by_doc = {h.document: h.admitted_by for h in result}
+        assert set(by_doc) == {"trails://local/doc/d4", "trails://local/doc/d5"}
+        for i in (4, 5):
+            why = by_doc[f"trails://local/doc/d{i}"]
+            assert why["doc"] == f"<trails://local/doc/d{i}>"
+            assert why["d"] == f'"202{i}-01-05"^^<http://www.w3.org/2001/XMLSchema#date>'
+            assert why["since"] == '"2024-01-01"^^<http://www.w3.org/2001/XMLSchema#date>'
+        # A filter selecting documents: the solution names the document.
+        docs = retrieve("rail", ctx, sparql_filter='SELECT ?doc WHERE { ?doc meta:topic "road" }')
+        assert {h.admitted_by["doc"] for h in docs} == {
+            f"<trails://local/doc/d{i}>" for i in (0, 2, 4)}
+        # A filter with a modifier cannot be opened up: its hits still come, with no solution.
+        limited = retrieve("rail", ctx, sparql_filter=SINCE + " LIMIT 10",
+                           bindings={"since": dt.date(2024, 1, 1)})
+        assert len(limited) == 2 and all(h.admitted_by == {} for h in limited)
+        records = ctx.audit.pending()
+    assert [h.admitted_by for h in records[0].hits] == [h.admitted_by for h in result]
+
+
+def test_why_can_be_asked_without_auditing_and_is_skipped_when_not_wanted(ctx):
+    ingest_all(DOCS, ctx=ctx)
+    asked = retrieve("rail", ctx, sparql_filter=SINCE, bindings={"since": dt.date(2024, 1, 1)},
+                     why=True)
+    assert all(h.admitted_by for h in asked)
+    plain = retrieve("rail", ctx, sparql_filter=SINCE, bindings={"since": dt.date(2024, 1, 1)})
+    assert all(h.admitted_by is None for h in plain)
+
+
+def test_the_audit_graph_is_no_candidate_and_scoped_queries_do_not_see_it(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx)
+        assert ctx.audit.fold() == 1
+        reads_audit = "SELECT ?iri WHERE { ?run prov:used ?iri }"
+        assert list(retrieve("rail", ctx, sparql_filter=reads_audit)) == []
+        assert list(retrieve("x", ctx, mode="graph", sparql_filter=reads_audit)) == []
+        ask = "ASK { ?run a prov:Activity }"
+        assert ctx.kg.query(ask) is True  # asked for explicitly: every graph
+        assert ctx.kg.query(ask, scopes=["default"]) is False
+        assert ctx.kg.query("ASK { GRAPH ?g { ?run a prov:Activity } }", scopes=["default"]) is False
+
+
+def test_a_record_that_cannot_be_written_never_fails_the_search(tmp_path, caplog):
+    with make(tmp_path / "kb") as ctx:
+        (tmp_path / "kb" / AUDIT_DIRECTORY).write_text("a file where the log directory goes")
+        expected = [h.iri for h in retrieve("rail safety", ctx, fusion=None)]
+        with caplog.at_level(logging.WARNING, logger="trails.audit"):
+            result = retrieve("rail safety", ctx, fusion=None)
+        assert [h.iri for h in result] == expected and result.run_id is None
+        assert ctx.audit.failures == 2
+        assert "could not record" in caplog.text
+
+
+def test_a_read_only_reader_records_and_the_writer_folds(tmp_path):
+    make(tmp_path / "kb").close()
+    with Context.open(tmp_path / "kb", read_only=True) as reader:
+        ids = {retrieve("rail", reader, caller=f"reader-{i}").run_id for i in range(3)}
+        assert reader.audit.fold() == 0  # a reader never writes the graph
+        assert {r.run_id for r in reader.audit.activities()} == ids  # read from the log
+    with make(tmp_path / "kb") as writer:
+        assert {r.run_id for r in writer.audit.activities()} == ids
+        assert writer.audit.pending() == []
+        assert activities(writer) == 3
+
+
+def test_records_older_than_the_retention_are_dropped_at_the_next_fold(tmp_path):
+    with make(tmp_path / "kb", audit=AuditConfig(retention_days=30)) as ctx:
+        fresh = retrieve("rail", ctx).run_id
+        now = dt.datetime.now(dt.timezone.utc)
+        for days, run in ((400, "a" * 32), (31, "b" * 32), (29, "c" * 32)):
+            started = (now - dt.timedelta(days=days)).isoformat()
+            ctx.audit.record(SearchRecord(run_id=run, caller="old", started=started,
+                                          ended=started, query_sha256="0" * 64, scopes=["default"]))
+        ctx.audit.fold()
+        assert {r.run_id for r in ctx.audit.activities(limit=None)} == {fresh, "c" * 32}
+        left = ctx.kg.query("SELECT DISTINCT ?s WHERE { GRAPH <urn:trails:audit> { ?s ?p ?o } "
+                            "FILTER(CONTAINS(STR(?s), 'aaaa') || CONTAINS(STR(?s), 'bbbb')) }")
+        assert len(left) == 0  # every triple of the dropped runs, their hits' included
+
+
+def test_listing_filters_by_time_and_caller(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        retrieve("one", ctx, caller="alice")
+        middle = dt.datetime.now(dt.timezone.utc)
+        retrieve("two", ctx, caller="bob")
+        retrieve("three", ctx, caller="alice")
+        ctx.audit.fold()
+        retrieve("four", ctx, caller="alice")  # pending, still listed
+        assert [r.query for r in ctx.audit.activities(caller="alice")] == ["four", "three", "one"]
+        assert [r.query for r in ctx.audit.activities(since=middle)] == ["four", "three", "two"]
+        assert [r.query for r in ctx.audit.activities(limit=2)] == ["four", "three"]
+
+
+def test_folding_leaves_the_graph_revision_alone_and_writes_move_it(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        graph, store = ctx.kg.revision, ctx.vectors.revision()
+        retrieve("rail", ctx)
+        ctx.audit.fold()
+        assert (ctx.kg.revision, ctx.vectors.revision()) == (graph, store)
+        ctx.kg.update('INSERT DATA { <urn:x:a> <urn:x:b> "c" }')
+        assert ctx.kg.revision != graph and ctx.vectors.revision() == store
+        ingest_all([Document(id="new", source="new.md", text="A new claim.")], ctx=ctx)
+        assert ctx.vectors.revision() != store
+        moved = ctx.kg.revision
+    with Context.open(tmp_path / "kb", read_only=True) as reader:  # the stamp is on disk
+        assert reader.kg.revision == moved
+
+
+def test_hooks_and_log_records_tell_counts_and_durations_without_text(tmp_path, caplog):
+    seen = []
+    with make(tmp_path / "kb") as ctx:
+        ctx.on_retrieve.append(seen.append)
+        ctx.on_retrieve.append(lambda event: 1 / 0)  # a broken hook never fails the search
+        with caplog.at_level(logging.INFO, logger="trails.retrieve"):
+            result = retrieve("a secret question", ctx, k=2)
+        assert len(result) == 2
+    (event,) = seen
+    assert event.result.run_id == result.run_id and event.seconds > 0
+    assert event.call.query == "a secret question"
+    (line,) = [r for r in caplog.records if r.name == "trails.retrieve" and r.levelno == logging.INFO]
+    assert line.trails["hits"] == 2 and line.trails["mode"] == "hybrid"
+    assert "secret" not in caplog.text
+    assert "an on_retrieve hook raised" in caplog.text
+
+
+def test_query_text_reaches_the_log_only_when_asked(tmp_path, caplog, monkeypatch):
+    monkeypatch.setenv("TRAILS_LOG_TEXT", "1")
+    with make(tmp_path / "kb") as ctx, caplog.at_level(logging.INFO, logger="trails.retrieve"):
+        retrieve("a loggable question", ctx)
+    assert "a loggable question" in caplog.text
+
+
+def test_a_search_record_round_trips_through_the_graph(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx, sparql_filter=SINCE, bindings={"since": dt.date(2022, 1, 1)})
+        (pending,) = ctx.audit.pending()
+        ctx.audit.fold()
+        assert ctx.audit.get(pending.run_id) == pending
+        assert ctx.audit.get(f"urn:trails:run:{pending.run_id}") == pending
+        value = ctx.kg.query(
+            "SELECT ?v WHERE { GRAPH <urn:trails:audit> { ?r <https://trails.dev/ns/audit#binding> ?b . "
+            "?b <https://trails.dev/ns/audit#value> ?v } }").raw[0]["v"]
+        assert value == ox.Literal("2022-01-01", datatype=ox.NamedNode(
+            "http://www.w3.org/2001/XMLSchema#date"))
+
+
+def test_ingest_hooks_and_log_records_report_what_was_committed(tmp_path, caplog):
+    seen = []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ctx.on_ingest.append(seen.append)
+        ctx.on_ingest.append(lambda stats: 1 / 0)  # never fails the ingest
+        with caplog.at_level(logging.INFO, logger="trails.ingest"):
+            stats = ingest_all(DOCS[:3], ctx=ctx)
+    assert stats.ingested == 3
+    (reported,) = seen
+    assert (reported.ingested, reported.chunks) == (3, 3)
+    (line,) = [r for r in caplog.records if r.name == "trails.ingest" and r.levelno == logging.INFO]
+    assert line.trails["ingested"] == 3 and "seconds" in line.trails
+    assert "rail safety" not in caplog.text  # counts, never text
+    assert "an on_ingest hook raised" in caplog.text
+
+
+def test_an_ingest_stopped_early_still_reports_what_it_committed(tmp_path):
+    seen = []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ctx.on_ingest.append(seen.append)
+        events = ingest(DOCS, ctx=ctx, batch_size=1)
+        for event in events:
+            if type(event).__name__ == "DocumentIngested":
+                break
+        events.close()  # the consumer stops (Ctrl-C in a loop, say)
+    assert len(seen) == 1 and seen[0].ingested >= 1

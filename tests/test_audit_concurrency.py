@@ -1,0 +1,107 @@
+"""Recording beside folding, in threads and in processes: no record is lost or doubled, and
+recording never waits for the graph's writer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from trails.audit import SearchRecord
+from trails.audit.records import started_now
+from trails.context import Context
+from trails.testing import MockEmbedder
+
+COUNT = ("SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE { GRAPH <urn:trails:audit> { "
+         "?r a prov:Activity } }")
+
+
+def record(run_id: str, caller: str = "t") -> SearchRecord:
+    now = started_now()
+    return SearchRecord(run_id=run_id, caller=caller, started=now, ended=now,
+                        query_sha256="0" * 64, query=run_id, scopes=["default"])
+
+
+def test_threads_recording_while_another_folds_lose_and_double_nothing(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        stop = threading.Event()
+        folded = []
+
+        def fold() -> None:
+            while not stop.is_set():
+                folded.append(ctx.audit.fold())
+
+        def append(thread: int) -> None:
+            for n in range(150):
+                assert ctx.audit.record(record(f"{thread:02d}{n:030d}"))
+
+        folder = threading.Thread(target=fold)
+        folder.start()
+        writers = [threading.Thread(target=append, args=(t,)) for t in range(4)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join()
+        stop.set()
+        folder.join()
+        ctx.audit.fold()
+        assert ctx.kg.query(COUNT).rows[0]["n"] == 600
+        assert len(folded) > 1  # it folded during the appends
+        assert ctx.audit.pending() == []
+        assert ctx.audit.failures == 0
+
+
+READER = r"""
+import sys
+sys.path[:0] = [sys.argv[3]]
+from test_audit_concurrency import record
+from trails.context import Context
+with Context.open(sys.argv[1], read_only=True) as ctx:
+    for n in range(int(sys.argv[2])):
+        assert ctx.audit.record(record(f"p{n:031d}", caller="reader-process"))
+print("done", flush=True)
+"""
+
+
+def test_a_reader_process_records_while_the_writer_folds(tmp_path):
+    directory = tmp_path / "kb"
+    Context.open(directory, embedder=MockEmbedder(dim=8)).close()
+    with Context.open(directory, embedder=MockEmbedder(dim=8)) as writer:
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READER, str(directory), "400", str(Path(__file__).parent)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        folds = 0
+        while reader.poll() is None:  # the writer folds as fast as it can meanwhile
+            writer.audit.fold()
+            folds += 1
+            time.sleep(0.001)
+        out, err = reader.communicate(timeout=120)
+        assert reader.returncode == 0 and out.strip() == "done", err[-2000:]
+        writer.audit.fold()
+        assert writer.kg.query(COUNT).rows[0]["n"] == 400
+        callers = writer.kg.query(
+            "SELECT DISTINCT ?l WHERE { GRAPH <urn:trails:audit> { ?a rdfs:label ?l } }")
+        assert callers.column("l") == ["reader-process"]
+        assert folds > 1
+    assert not [p for p in (directory / "audit").iterdir() if p.stat().st_size]
+
+
+def test_a_fold_that_failed_keeps_its_records_for_the_next(tmp_path, monkeypatch):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        for n in range(3):
+            ctx.audit.record(record(f"{n:032d}"))
+
+        def full_disk(quads) -> None:
+            raise OSError("IO error: No space left on device")
+
+        monkeypatch.setattr(ctx.kg, "extend", full_disk)
+        try:
+            ctx.audit.fold()
+        except OSError:
+            pass
+        monkeypatch.undo()
+        assert len(ctx.audit.pending()) == 3
+        assert ctx.audit.fold() == 3
+        assert ctx.kg.query(COUNT).rows[0]["n"] == 3

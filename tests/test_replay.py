@@ -1,0 +1,137 @@
+"""A recorded search runs again exactly as recorded and the differences are reported: the
+same answer on an unchanged context, and every kind of change (new, gone, moved, which part
+changed) otherwise; from Python and from the command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from trails import replay, retrieve
+from trails.audit import DeletionRecord
+from trails.cli import app
+from trails.config import AuditConfig
+from trails.context import Context
+from trails.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnknownRunError
+from trails.ingest import Document, ingest_all
+from trails.testing import MockEmbedder
+
+SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
+         "FILTER(?d >= ?since) }")
+runner = CliRunner()
+
+
+def docs(revision: int = 0) -> list[Document]:
+    return [Document(id=f"d{i}", source=f"d{i}.md",
+                     text=f"Seal report {i}: the pump seal {'failed' if i % 2 else 'held'}"
+                          f"{' again' * revision}.", metadata={"date": f"202{i}-01-05"})
+            for i in range(5)]
+
+
+@pytest.fixture
+def kb(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32)) as ctx:
+        ingest_all(docs(), ctx=ctx, scope="legal")
+    return tmp_path / "kb"
+
+
+def open_kb(kb, **options) -> Context:
+    return Context.open(kb, embedder=MockEmbedder(dim=32), **options)
+
+
+def test_an_unchanged_context_gives_the_same_answer_and_says_nothing_changed(kb):
+    with open_kb(kb) as ctx:
+        first = retrieve("pump seal failed", ctx, sparql_filter=SINCE, scope="legal",
+                         bindings={"since": dt.date(2021, 1, 1)}, fusion="weighted", k=3)
+        report = replay(ctx, first.run_id, caller="reviewer")
+        assert report.identical and report.same == [h.iri for h in first]
+        assert report.changed == {"graph": False, "store": False, "embedder": False}
+        assert [h.iri for h in report.result] == [h.iri for h in first]
+        assert [h.score for h in report.result] == [h.score for h in first]
+        again = ctx.audit.get(report.result.run_id)
+        assert again.replay_of == f"urn:trails:run:{first.run_id}"
+        assert (again.caller, again.fusion, again.k, again.scopes, again.bindings) == (
+            "reviewer", "weighted", 3, ["legal"], ctx.audit.get(first.run_id).bindings)
+
+
+def test_changes_are_reported_as_new_gone_and_moved_with_what_changed(kb):
+    with open_kb(kb) as ctx:
+        first = retrieve("pump seal failed", ctx, scope="legal", k=5)
+        ctx.delete_document(first[0].document)  # gone
+        ingest_all([Document(id="n", source="n.md", text="The pump seal failed, failed.")],
+                   ctx=ctx, scope="legal")  # new, and pushes the others down: moved
+        report = replay(ctx, first.run_id)
+    assert not report.identical
+    assert report.gone[0] == (first[0].iri, 1)
+    assert [iri for iri, _ in report.new] and all("/doc/n/" in iri for iri, _ in report.new)
+    assert report.changed["graph"] and report.changed["store"] and not report.changed["embedder"]
+    old = {h.iri: rank for rank, h in enumerate(first, 1)}
+    for iri, before, after in report.moved:
+        assert old[iri] == before != after
+    assert set(report.same) | {i for i, _, _ in report.moved} | {i for i, _ in report.new} == {
+        h.iri for h in report.result}
+
+
+def test_a_replay_with_another_embedder_is_refused_as_any_search_is(kb):
+    with open_kb(kb) as ctx:
+        run = retrieve("seal", ctx, scope="legal", mode="vector").run_id
+    with (Context.open(kb, embedder=MockEmbedder(dim=32, seed=7)) as other,
+          pytest.raises(EmbeddingModelMismatchError)):
+        replay(other, run)
+
+
+def test_a_digest_only_run_needs_the_exact_query_again(kb):
+    with open_kb(kb, audit=AuditConfig(query_text="sha256")) as ctx:
+        run = retrieve("pump seal", ctx, scope="legal").run_id
+        with pytest.raises(InvalidArgumentError, match="--query"):
+            replay(ctx, run)
+        with pytest.raises(InvalidArgumentError, match="SHA-256 differs"):
+            replay(ctx, run, query="pump seals")
+        assert replay(ctx, run, query="pump seal").identical
+
+
+def test_what_cannot_be_replayed_is_refused_by_name(kb):
+    with open_kb(kb) as ctx:
+        with pytest.raises(UnknownRunError, match="trails audit"):
+            replay(ctx, "0" * 32)
+        ctx.audit.record(DeletionRecord(run_id="d" * 32, caller="x", started="2024-01-01T00:00:00+00:00",
+                                        ended="2024-01-01T00:00:00+00:00", reason="expired"))
+        with pytest.raises(InvalidArgumentError, match="deletion"):
+            replay(ctx, "d" * 32)
+        run = retrieve("seal", ctx, scope="legal", fusion=lambda rankings: []).run_id
+        with pytest.raises(InvalidArgumentError, match="cannot be called again"):
+            replay(ctx, run)
+
+
+def cli(kb, *args: str, env: dict[str, str] | None = None):
+    return runner.invoke(app, ["--db", str(kb), *args], env=env)
+
+
+def test_the_command_line_lists_shows_and_replays(kb):
+    (kb.parent / "since.rq").write_text(SINCE)
+    query = cli(kb, "query", "pump seal failed", "--scope", "legal", "--caller", "alice",
+                "--sparql", str(kb.parent / "since.rq"), "--bind", "since=2023-01-01", "--why")
+    assert query.exit_code == 0, query.output
+    assert "?d=2024-01-05" in query.output.replace("\n", "").replace("│", "").replace(" ", "")
+    listed = cli(kb, "audit", "--json", "--caller", "alice")
+    assert listed.exit_code == 0, listed.output
+    (run,) = json.loads(listed.output)
+    assert run["query"] == "pump seal failed" and run["caller"] == "alice"
+    assert cli(kb, "audit", "--caller", "nobody").output.startswith("no recorded runs")
+    shown = cli(kb, "audit", "show", run["run_id"], "--json")
+    assert json.loads(shown.output)["hits"] == run["hits"]
+    replayed = cli(kb, "replay", run["run_id"], "--json")
+    assert replayed.exit_code == 0, replayed.output
+    report = json.loads(replayed.output)
+    assert report["identical"] and report["changed"] == {
+        "graph": False, "store": False, "embedder": False}
+    assert report["same"] == [h["iri"] for h in run["hits"]]
+    human = cli(kb, "replay", run["run_id"])
+    assert "the same answer" in human.output
+    missing = cli(kb, "audit", "show", "nope")
+    assert missing.exit_code == 1 and "no recorded run 'nope'" in missing.output
+    bad_date = cli(kb, "audit", "--since", "last tuesday")
+    assert bad_date.exit_code == 1 and "ISO 8601" in bad_date.output
