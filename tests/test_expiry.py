@@ -149,6 +149,24 @@ def test_k_non_expired_hits_come_back_when_expired_ones_rank_first(ctx):
         assert all("/doc/y" in h.iri for h in result), options
 
 
+def test_a_repeated_filter_hands_the_store_the_same_cut_candidates(ctx, monkeypatch):
+    """The store keeps what it derives from a candidate tuple (ADR 0013): cutting expired
+    documents must hand it the same tuple again while nothing changed."""
+    ingest_all([Document("old", "old", "audit scope", metadata={"expires": PAST}),
+                Document("new", "new", "audit scope notes")], ctx=ctx)
+    seen = []
+    search = ctx.vectors.search_with_plan
+
+    def spy(vector, k=10, ids=None, **options):
+        seen.append(ids)
+        return search(vector, k, ids, **options)
+
+    monkeypatch.setattr(ctx.vectors, "search_with_plan", spy)
+    for _ in range(2):
+        retrieve("audit", ctx, mode="hybrid", fusion=None, sparql_filter=DOCUMENTS)
+    assert list(seen[0]) == [doc("new")] and seen[1] is seen[0]
+
+
 def test_a_step_cannot_bring_an_expired_chunk_back(ctx):
     ingest_all([Document("old", "old", "shift handover", metadata={"expires": PAST}),
                 Document("new", "new", "shift handover notes")], ctx=ctx)

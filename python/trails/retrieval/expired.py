@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,10 @@ from trails.records import RetrievalHit
 from trails.vector.stores.base import KeywordIndex, KeywordWeights, NumberedStates, VectorStore
 from trails.vector.stores.records import DocumentIris, VectorHit
 
-__all__ = ["NOTHING_EXPIRED", "Expired", "expired_now"]
+__all__ = ["CACHED_CUTS", "NOTHING_EXPIRED", "Expired", "expired_now"]
+
+# Filter answers whose cut each kept set of expired documents remembers.
+CACHED_CUTS = 16
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,14 @@ class Expired:
     documents: frozenset[str]
     chunks: frozenset[str]
     _gone: frozenset[str] = field(init=False, repr=False, compare=False)
+    # A filter's answer is kept as the same tuple while the graph stays the same (ADR 0013),
+    # so a store can keep what it derived from it: its cut is kept too, as the same tuple.
+    _cuts: OrderedDict[int, tuple[Sequence[str], Sequence[str]]] = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gone", self.documents | self.chunks)
+        object.__setattr__(self, "_cuts", OrderedDict())
 
     def __bool__(self) -> bool:
         return bool(self.documents)
@@ -56,14 +65,22 @@ class Expired:
         (documents stay a :class:`DocumentIris` of the same generation)."""
         if not self or not iris:
             return iris
+        with _LOCK:
+            known = self._cuts.get(id(iris))
+        if known is not None and known[0] is iris:
+            return known[1]
         kept = [iri for iri in iris if iri not in self._gone]
-        if len(kept) == len(iris):
-            return iris
-        if isinstance(iris, DocumentIris):
-            documents = DocumentIris(kept)
-            documents.generation = iris.generation
-            return documents
-        return tuple(kept)
+        cut: Sequence[str] = iris
+        if len(kept) != len(iris) and isinstance(iris, DocumentIris):
+            cut = DocumentIris(kept)
+            cut.generation = iris.generation
+        elif len(kept) != len(iris):
+            cut = tuple(kept)
+        with _LOCK:
+            self._cuts[id(iris)] = (iris, cut)  # holding iris keeps its id from being reused
+            while len(self._cuts) > CACHED_CUTS:
+                self._cuts.popitem(last=False)
+        return cut
 
     def hiding(self, store: VectorStore) -> VectorStore:
         """``store`` as an unfiltered ranking should see it: without expired chunks."""
@@ -142,7 +159,7 @@ class _Kept:
     since: dt.datetime | None  # the latest expiry passed: valid from it on
     until: dt.datetime | None  # the next expiry: valid before it
     documents: frozenset[str]
-    chunks: dict[tuple[int, Any], frozenset[str]] = field(default_factory=dict)
+    expired: dict[tuple[int, Any], Expired] = field(default_factory=dict)  # per store state
 
     def holds(self, generation: int, now: dt.datetime) -> bool:
         return (generation == self.generation and (self.since is None or self.since <= now)
@@ -182,11 +199,14 @@ def expired_now(kg: KnowledgeGraph, store: VectorStore,
     # The chunks are the store's: kept only for a store that numbers its states (a commit
     # between a writer's graph steps changes the store and not the graph's generation).
     state = (id(store), store.state()) if isinstance(store, NumberedStates) else None
-    if state is not None and kept.chunks.get(state) is not None:
-        return Expired(kept.documents, kept.chunks[state])
-    chunks = frozenset(store.expand_ids(sorted(kept.documents)))
     if state is not None:
         with _LOCK:
-            kept.chunks.clear()  # one state at a time: older ones are not asked again
-            kept.chunks[state] = chunks
-    return Expired(kept.documents, chunks)
+            known = kept.expired.get(state)
+        if known is not None:
+            return known
+    expired = Expired(kept.documents, frozenset(store.expand_ids(sorted(kept.documents))))
+    if state is not None:
+        with _LOCK:
+            kept.expired.clear()  # one state at a time: older ones are not asked again
+            kept.expired[state] = expired
+    return expired
