@@ -10,7 +10,7 @@ import logging
 import pyoxigraph as ox
 import pytest
 
-from trails import retrieve
+from trails import GraphRetriever, HybridRetriever, VectorRetriever, retrieve
 from trails.audit import AUDIT_DIRECTORY, SearchRecord
 from trails.config import AuditConfig
 from trails.context import Context
@@ -278,3 +278,16 @@ def test_an_ingest_stopped_early_still_reports_what_it_committed(tmp_path):
                 break
         events.close()  # the consumer stops (Ctrl-C in a loop, say)
     assert len(seen) == 1 and seen[0].ingested >= 1
+
+
+def test_retrievers_record_their_searches_with_their_caller(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        VectorRetriever(ctx, k=2, caller="vec").retrieve("rail")
+        HybridRetriever(ctx, sparql_filter=SINCE, bindings={"since": dt.date(2023, 1, 1)},
+                        caller="hyb").retrieve("rail")
+        GraphRetriever(ctx, sparql_filter=SINCE, bindings={"since": dt.date(2023, 1, 1)},
+                       caller="gra").retrieve("rail")
+        records = ctx.audit.pending()
+    assert [(r.caller, r.mode) for r in records] == [("vec", "vector"), ("hyb", "hybrid"),
+                                                     ("gra", "graph")]
+    assert all(h.admitted_by for h in records[2].hits)

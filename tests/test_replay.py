@@ -45,7 +45,8 @@ def open_kb(kb, **options) -> Context:
 def test_an_unchanged_context_gives_the_same_answer_and_says_nothing_changed(kb):
     with open_kb(kb) as ctx:
         first = retrieve("pump seal failed", ctx, sparql_filter=SINCE, scope="legal",
-                         bindings={"since": dt.date(2021, 1, 1)}, fusion="weighted", k=3)
+                         bindings={"since": dt.date(2021, 1, 1)}, fusion="weighted", k=3,
+                         min_score=0.2)
         report = replay(ctx, first.run_id, caller="reviewer")
         assert report.identical and report.same == [h.iri for h in first]
         assert report.changed == {"graph": False, "store": False, "embedder": False}
@@ -53,8 +54,9 @@ def test_an_unchanged_context_gives_the_same_answer_and_says_nothing_changed(kb)
         assert [h.score for h in report.result] == [h.score for h in first]
         again = ctx.audit.get(report.result.run_id)
         assert again.replay_of == f"urn:trails:run:{first.run_id}"
-        assert (again.caller, again.fusion, again.k, again.scopes, again.bindings) == (
-            "reviewer", "weighted", 3, ["legal"], ctx.audit.get(first.run_id).bindings)
+        assert (again.caller, again.fusion, again.k, again.scopes, again.min_score) == (
+            "reviewer", "weighted", 3, ["legal"], 0.2)
+        assert again.bindings == ctx.audit.get(first.run_id).bindings
 
 
 def test_changes_are_reported_as_new_gone_and_moved_with_what_changed(kb):

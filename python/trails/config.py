@@ -13,6 +13,11 @@ A format-2 file::
      "embedder": {"backend": "openai", "settings": {"model": "text-embedding-3-small", ...},
                   "identity": {"model": "openai/text-embedding-3-small", "dim": 1536, ...}}}
 
+``payload`` lists the document metadata keys vector payloads may hold
+(:mod:`trails.ingest.payload`); a new context allows none. A file written before the setting
+existed reads as the fields its vectors were made with (``LEGACY_PAYLOAD``), so an upgrade
+finds nothing to repair; narrow it with ``trails init --payload``.
+
 Format 1 (the first release) recorded only ``base_iri`` and the embedder's identity; it reads
 as an embedded Oxigraph graph and sqlite-vec store, which is what it always meant.
 """
@@ -35,6 +40,7 @@ __all__ = [
     "CONFIG_FILE",
     "DEFAULT_BASE_IRI",
     "FORMAT",
+    "LEGACY_PAYLOAD",
     "AuditConfig",
     "ContextConfig",
     "EmbedderConfig",
@@ -49,6 +55,8 @@ DEFAULT_BASE_IRI = "trails://local/"
 FORMAT: Final = 2
 _READABLE = (1, FORMAT)
 
+# What every vector carried before the allowlist existed: a trails.json without ``payload``.
+LEGACY_PAYLOAD: Final = ("source", "title", "date")
 # A setting is a JSON scalar: settings are constructor options, never objects or secrets.
 Setting = str | int | float | bool | None
 
@@ -109,6 +117,9 @@ class ContextConfig(BaseModel):
     # Scope -> ISO 8601 days ("P30D") its documents are kept after their date; checked when a
     # context opens (trails.ingest.expiry). Files written before it existed keep none.
     retention: dict[str, str] = {}
+    # Document metadata keys copied into vector payloads (trails.ingest.payload); the rest
+    # stays in the graph only. New contexts allow none; older files read as LEGACY_PAYLOAD.
+    payload: list[str] = []
     # Names this context in its embedded parts, so a graph or store file of another context is
     # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None
@@ -135,6 +146,7 @@ def read_config(root: Path) -> ContextConfig | None:
         raise ConfigurationError(
             f"{path} has format {version!r}, this trails reads formats "
             f"{', '.join(map(str, _READABLE))}; upgrade trails to open it")
+    raw.setdefault("payload", list(LEGACY_PAYLOAD))
     try:
         return _from_format_1(raw) if version == 1 else ContextConfig.model_validate(raw)
     except ValueError as exc:
@@ -143,7 +155,7 @@ def read_config(root: Path) -> ContextConfig | None:
 
 def _from_format_1(raw: dict[str, Any]) -> ContextConfig:
     identity = EmbedderIdentity.model_validate(raw["embedder"])
-    return ContextConfig(base_iri=raw["base_iri"],
+    return ContextConfig(base_iri=raw["base_iri"], payload=list(LEGACY_PAYLOAD),
                          embedder=EmbedderConfig(backend=None, identity=identity))
 
 

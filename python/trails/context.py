@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -36,6 +36,7 @@ from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.payload import check_payload_fields
 from trails.ingest.retention import prune_expired
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
@@ -83,6 +84,7 @@ class Context:
         retention: Mapping[str, str] | None = None,
         audit: AuditConfig | None = None,
         audit_enabled: bool | None = None,
+        payload: Sequence[str] | None = None,
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -93,6 +95,8 @@ class Context:
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
         # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
         self.retention: Mapping[str, str] = check_retention(retention or {})
+        # Document metadata keys vectors may carry (trails.ingest.payload); none by default.
+        self.payload_fields: tuple[str, ...] = check_payload_fields(payload or ())
         self.directory = directory
         self.read_only = read_only
         # Searches recorded as PROV-O (docs/compliance.md): on for a directory unless its
@@ -128,6 +132,7 @@ class Context:
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
         retention: Mapping[str, str] | None = None,
+        payload: Sequence[str] | None = None,
         audit: AuditConfig | bool | None = None,
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
@@ -141,6 +146,12 @@ class Context:
         that scope expire that long after their date (``trails.ingest.expiry``). It is
         recorded in ``trails.json`` like ``metadata_predicates``; documents already ingested
         get the new expiry when they are ingested again (a metadata update).
+
+        ``payload`` lists the document metadata keys vectors may carry besides what retrieval
+        needs (``["title", "date", "author"]``; default none: the vector store may be less
+        trusted than the graph, and hits read their title, source and date from the graph).
+        It is recorded in ``trails.json``; passing another one to a writable context records
+        that, and ``ctx.verify(repair=True)`` then rewrites the payloads already stored.
 
         ``kg`` and ``vectors`` replace the embedded graph and store (a SPARQL endpoint, a
         Qdrant collection); the directory then keeps the configuration and whatever part is
@@ -157,8 +168,10 @@ class Context:
         every search is recorded (docs/compliance.md).
 
         Raises:
-            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or a
-                ``retention`` rule (given or recorded) is malformed; nothing was written.
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, a
+                ``retention`` rule (given or recorded) is malformed, or ``payload`` names a
+                field that is no plain metadata key or one retrieval always keeps; nothing was
+                written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -173,6 +186,7 @@ class Context:
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
         wanted_retention = None if retention is None else check_retention(retention)
+        wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
@@ -208,6 +222,9 @@ class Context:
                     and not read_only):
                 config = config.model_copy(update={"retention": wanted_retention})
                 write_config(root, config)
+            if wanted_payload is not None and wanted_payload != config.payload and not read_only:
+                config = config.model_copy(update={"payload": wanted_payload})
+                write_config(root, config)
             if isinstance(audit, AuditConfig) and audit != config.audit and not read_only:
                 config = config.model_copy(update={"audit": audit})
                 write_config(root, config)
@@ -222,7 +239,7 @@ class Context:
         return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
-                       else metadata_predicates),
+                       else metadata_predicates), payload=config.payload,
                    retention=(config.retention if wanted_retention is None or read_only
                               else wanted_retention),
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,

@@ -27,6 +27,8 @@ class ContextParts(Protocol):
     metadata_predicates: Mapping[str, str]
     # Scope -> ISO 8601 days documents of that scope are kept after their date (ingest/expiry.py).
     retention: Mapping[str, str]
+    # Document metadata keys vector payloads may hold (trails.ingest.payload).
+    payload_fields: tuple[str, ...]
 
 
 @runtime_checkable

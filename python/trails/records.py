@@ -29,8 +29,10 @@ class RetrievalHit:
     # for (``retrieve(..., why=True)``) or recorded by the audit trail; None otherwise.
     admitted_by: dict[str, str] | None = None
 
-    # Provenance, read from what the vector carries (no graph query); None for chunks
-    # ingested before it was recorded, or vectors added by hand without it.
+    # Provenance: what the vector carries, and for a hit retrieve() returns, the document's
+    # source, title and date from the graph when the context's payload allowlist keeps them
+    # out of the store (trails.retrieval.provenance); None when neither has them (vectors
+    # added by hand).
 
     @property
     def document(self) -> str | None:

@@ -55,6 +55,11 @@ def query(
     caller: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
         None, "--caller", metavar="NAME",
         help="Who searches, for the audit trail (default: TRAILS_CALLER, else the login)."),
+    min_score: Optional[float] = typer.Option(  # noqa: UP045
+        None, "--min-score", metavar="SCORE",
+        help="Drop hits whose final score is below SCORE; its scale is the fusion's: cosine "
+             "in [-1, 1] for --mode vector or --fusion none, 0 to 1 for auto, tiny rank sums "
+             "for rrf (see docs/retrieval.md). Not with --mode graph (no scores)."),
     as_json: bool = typer.Option(
         False, "--json",
         help="Print only a JSON list of {iri, score, snippet, metadata, components}."),
@@ -75,6 +80,7 @@ def query(
     EOF
     trails --db ./kb query "release notes" --sparql since.rq --bind since=2024-01-01
     trails --db ./kb query "release notes" --mode vector -k 3 --json
+    trails --db ./kb query "release notes" --mode vector --min-score 0.4
     ```
     """
     if mode.value == "graph" and sparql is None:
@@ -84,8 +90,11 @@ def query(
                         sparql_filter=None if sparql is None else sparql.read(),
                         bindings=bindings(bind), scope=scope or None,
                         fusion=None if fusion.value == "none" else fusion.value,
-                        caller=caller, why=why or None)
+                        caller=caller, why=why or None, min_score=min_score)
     if as_json:
+        for note in hits.notes:  # stdout holds only the JSON; a short list says why on stderr
+            if note.startswith("min_score"):
+                typer.echo(note, err=True)
         print_json([{"iri": h.iri, "score": h.score, "snippet": h.snippet,
                      "metadata": h.metadata, "components": h.components,
                      **({"admitted_by": h.admitted_by} if why else {})} for h in hits])
@@ -98,9 +107,9 @@ def query(
     console = Console()
     console.print(rows)
     console.print(hits.explain(), highlight=False)
-    if hits.run_id is not None:
-        console.print(f"recorded as run {hits.run_id} (trails audit show {hits.run_id})",
-                      highlight=False)
+    if hits.run_id is not None:  # on stderr: stdout stays the answer
+        Console(stderr=True).print(f"recorded as run {hits.run_id} "
+                                   f"(trails audit show {hits.run_id})", highlight=False)
 
 
 def sparql(

@@ -22,6 +22,7 @@ from trails.context import Context
 from trails.errors import ConfigurationError
 from trails.ingest.expiry import check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
+from trails.ingest.payload import check_payload_fields
 from trails.kg.base import KnowledgeGraph
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.vector.embedders.base import Embedder
@@ -85,6 +86,12 @@ def init(
         [], "--retention", metavar="SCOPE=PERIOD",
         help="Documents of SCOPE expire PERIOD (ISO 8601 days, e.g. tmp=P30D) after their date "
              "(repeatable; recorded, also on an existing context, beside the rules it holds)."),
+    payload: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--payload", metavar="KEYS",
+        help="Document metadata the vector store may hold, comma-separated (e.g. "
+             "title,source,date,author; default none: it stays in the graph, and hits read "
+             "it from there). Recorded, also on an existing context: then run "
+             "`trails verify --repair` to rewrite the vectors already stored. \"\" allows none."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
 
@@ -109,6 +116,8 @@ def init(
     mapping = _mapping(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
     rules = check_retention(_mapping(retention, "--retention", "SCOPE=PERIOD"))
+    fields = None if payload is None else list(check_payload_fields(
+        [f.strip() for f in payload.split(",") if f.strip()], "--payload"))
     graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
     vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
     if has_context(db):
@@ -119,7 +128,7 @@ def init(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
             typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
             rules = {**opened.retention, **rules} if rules else {}
-        _record(db, mapping, rules)
+        _record(db, mapping, rules, fields)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -133,17 +142,32 @@ def init(
     with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
         typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
                    f"{made.base_iri}")
-    _record(db, mapping, rules)
+    _record(db, mapping, rules, fields)
 
 
-def _record(db: Path, mapping: dict[str, str], rules: dict[str, str]) -> None:
-    """Record a metadata mapping and retention rules given to init (each only if given)."""
+def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
+            fields: list[str] | None) -> None:
+    """Record a metadata mapping, retention rules and a payload allowlist given to init
+    (each only if given)."""
     if mapping:
         with context(db, metadata_predicates=mapping) as opened:
             typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
     if rules:
         with context(db, retention=rules) as opened:
             typer.echo(f"retention recorded: {dict(opened.retention)}")
+    if fields is not None:
+        _record_payload(db, fields)
+
+
+def _record_payload(db: Path, fields: list[str]) -> None:
+    """Record the payload allowlist; vectors written before it keep their payload until
+    ``verify --repair`` rewrites it, so say so when they may."""
+    with context(db, payload=fields) as opened:
+        shown = ", ".join(opened.payload_fields) or "none"
+        typer.echo(f"vector payload allowlist recorded: {shown}")
+        if opened.vectors.count():
+            typer.echo("vectors stored before may hold other fields: run `trails verify` to "
+                       "list them, `trails verify --repair` to remove them")
 
 
 def _mapping(pairs: list[str], option: str = "--map-metadata",

@@ -9,6 +9,7 @@ import pyoxigraph as ox
 
 from trails.ingest.document import Chunk
 from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.payload import fields_outside
 from trails.ingest.writer import (
     OWNED_ON_CHUNKS,
     STAGED_FOR,
@@ -42,6 +43,9 @@ class VerifyReport:
     - ``orphan_documents``: documents the graph describes that have no recorded version (a
       delete or a failed first ingest stopped before its graph step).
     - ``stale_manifests``: staged manifests of versions that were never committed.
+    - ``payload_outside_allowlist``: vectors whose payload holds document metadata the
+      context's ``payload`` allowlist does not allow (the allowlist was narrowed after they
+      were written); repair removes those fields from the store.
 
     After ``repair``: ``finished`` lists the committed documents repair completed from what
     is stored (their staged manifest, their vectors' texts); ``removed`` those it deleted
@@ -56,6 +60,7 @@ class VerifyReport:
     graph_behind: list[str] = field(default_factory=list)
     orphan_documents: list[str] = field(default_factory=list)
     stale_manifests: list[str] = field(default_factory=list)
+    payload_outside_allowlist: list[str] = field(default_factory=list)
     repaired: bool = False
     finished: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -67,7 +72,8 @@ class VerifyReport:
     def ok(self) -> bool:
         return not any((self.chunks_without_vectors, self.vectors_without_chunks, self.stale_chunks,
                         self.uncommitted_vectors, self.count_mismatches, self.graph_behind,
-                        self.orphan_documents, self.stale_manifests))
+                        self.orphan_documents, self.stale_manifests,
+                        self.payload_outside_allowlist))
 
     def summary(self) -> str:
         parts = [f"{name.replace('_', ' ')}: {len(value)}" for name, value in vars(self).items()
@@ -162,10 +168,37 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
         if doc not in versions or versions[doc].version != version
         or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
+    outside = _payload_outside(ctx, rows)
+    report.payload_outside_allowlist = sorted(row_id for ids in outside.values()
+                                              for row_id in ids)
     if repair and not report.ok:
         _repair(ctx, report, chunks, versions, rows, staged)
+        _trim_payloads(ctx, outside)
         report.repaired = True
     return report
+
+
+def _payload_outside(ctx: ContextParts, rows: list[tuple[str, str, str | None, bool]]
+                     ) -> dict[str, dict[str, list[str]]]:
+    """doc IRI -> {vector id: its payload fields outside the allowlist}, for every vector of
+    a document that holds any (read in pages: a store may hold millions)."""
+    found: dict[str, dict[str, list[str]]] = {}
+    doc_of = {row_id: doc for row_id, doc, _, _ in rows}
+    ids = sorted(doc_of)
+    for start in range(0, len(ids), 1000):
+        for row_id, metadata in ctx.vectors.metadata(ids[start : start + 1000]).items():
+            fields = fields_outside(metadata, ctx.payload_fields)
+            if fields:
+                found.setdefault(doc_of[row_id], {})[row_id] = fields
+    return found
+
+
+def _trim_payloads(ctx: ContextParts, outside: dict[str, dict[str, list[str]]]) -> None:
+    """Remove the fields outside the allowlist, one metadata-only rewrite per document (no
+    vector is touched); a document repair deleted meanwhile has no rows left to change."""
+    store = versioned(ctx.vectors, "verify")
+    for doc, by_id in sorted(outside.items()):
+        store.update_payload(doc, dict.fromkeys({f for fields in by_id.values() for f in fields}))
 
 
 def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],

@@ -31,7 +31,6 @@ __all__ = [
     "doc_iri",
     "document_manifest",
     "document_nquads",
-    "document_payload",
     "document_quads",
     "document_title",
     "expand_predicates",
@@ -392,23 +391,6 @@ _POSITION_NT, _START_OFFSET_NT, _END_OFFSET_NT, _VERSION_NT = map(
     str, (_POSITION, _START_OFFSET, _END_OFFSET, _VERSION))
 
 
-def document_payload(document: Document) -> dict[str, Any]:
-    """The fields every chunk's vector carries that derive from its document (not from the
-    chunk's text): a metadata-only change rewrites exactly these in the vector store.
-
-    They let a hit name its document's source, title and date without a graph query.
-
-    >>> document_payload(Document("a.md", "docs/a.md", "text", metadata={"date": "2024-05-01"}))
-    {'source': 'docs/a.md', 'title': 'a.md', 'date': '2024-05-01'}
-    """
-    created = date_created(document.metadata)
-    return {
-        "source": document.source,
-        "title": document_title(document),
-        "date": None if created is None else created.isoformat(),
-    }
-
-
 def document_title(document: Document) -> str:
     """The document's title, or the last part of its id when it has none."""
     return document.title or document.id.rsplit("/", 1)[-1]
@@ -417,12 +399,14 @@ def document_title(document: Document) -> str:
 def vector_metadata(
     chunk: Chunk, iri: str, version: str, scope: str, payload: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What each vector carries: enough to show a hit without touching the graph (with
-    ``payload``, the :func:`document_payload` of its document: source, title, date).
+    """What each vector carries: what retrieval needs to rank and show a hit, and ``payload``,
+    the document fields the context's allowlist lets into the store
+    (:func:`trails.ingest.payload.document_payload`).
 
     ``text`` (the whole chunk) feeds the store's keyword index; a store keeps it once, out of
     the rest of the metadata (SqliteVecStore: its own column)."""
     return {
+        **(payload or {}),  # first: a payload field never replaces what retrieval needs
         "iri": chunk_iri(iri, version, chunk.position),
         "doc_iri": iri,
         "snippet": chunk.text[:SNIPPET_CHARS],
@@ -432,5 +416,4 @@ def vector_metadata(
         "position": chunk.position,
         "start": chunk.start,
         "end": chunk.end,
-        **(payload or {}),
     }

@@ -38,9 +38,9 @@ from trails.ingest.minting import (
     chunk_nquads,
     chunk_quads,
     document_manifest,
-    document_payload,
     vector_metadata,
 )
+from trails.ingest.payload import document_payload, payload_patch
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.sparql import META, TRAILS
 from trails.kg.terms import IRI
@@ -229,7 +229,8 @@ class VersionWriter:
 
         A kill between the steps leaves the graph's manifest behind the document, so the next
         ingest finds ``metadata`` again and finishes; each step can run twice."""
-        self.store.update_payload(document.iri, document_payload(document.document))
+        self.store.update_payload(document.iri,
+                                  payload_patch(document.document, self.ctx.payload_fields))
         self.clean_graph([document])
 
     def _graph_is_current(self, iri: str, version: str, chunks: int) -> bool:
@@ -259,7 +260,7 @@ class VersionWriter:
     def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:
         ids, vectors, metadata = [], [], []
         for d in documents:
-            payload = document_payload(d.document)
+            payload = document_payload(d.document, self.ctx.payload_fields)
             for chunk, vector in zip(d.chunks, d.embedded):
                 ids.append(chunk_iri(d.iri, d.version, chunk.position))
                 vectors.append(vector)

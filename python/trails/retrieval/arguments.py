@@ -12,6 +12,7 @@ type, an :class:`~trails.errors.InvalidArgumentTypeError` (also a ``TypeError``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "check_fusion",
     "check_k",
     "check_messages_argument",
+    "check_min_score",
     "check_query",
     "check_retrieve_arguments",
     "check_scope_argument",
@@ -68,6 +70,43 @@ def check_scope_argument(scope: object) -> list[str]:
         return normalize_scopes(scope)
     except ValueError as exc:
         raise InvalidArgumentError(f"scope: {exc}") from None
+
+
+def check_min_score(min_score: object, mode: object = "hybrid") -> float | None:
+    """``min_score`` as a float (None: no threshold); refused in graph mode, which has no
+    scores.
+
+    >>> check_min_score(0.5), check_min_score(None)
+    (0.5, None)
+    >>> check_min_score(0.5, mode="graph")
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentError: min_score does not apply to mode='graph': graph hits have no score (they come in the filter's order); drop min_score, or use mode='hybrid' to rank the filter's candidates
+
+    Raises:
+        InvalidArgumentTypeError: not a number (a bool or a str is refused too).
+        InvalidArgumentError: NaN, or given with ``mode="graph"``.
+    """
+    if min_score is None:
+        return None
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
+        raise InvalidArgumentTypeError(f"min_score must be a number (a threshold on the final "
+                                       f"score) or None, got {type(min_score).__name__} "
+                                       f"{_shown(min_score)}")
+    try:
+        threshold = float(min_score)
+    except OverflowError:  # an int too large for a float
+        raise InvalidArgumentError(f"min_score must be a number a float can hold, got "
+                                   f"{_shown(min_score)}") from None
+    if math.isnan(threshold):
+        raise InvalidArgumentError("min_score must be a number, got NaN; pass None for no "
+                                   "threshold")
+    if mode == "graph":
+        raise InvalidArgumentError(
+            "min_score does not apply to mode='graph': graph hits have no score (they come in "
+            "the filter's order); drop min_score, or use mode='hybrid' to rank the filter's "
+            "candidates")
+    return threshold
 
 
 def check_fusion(fusion: object, choices: Sequence[str]) -> None:

@@ -1,9 +1,9 @@
 """Run a recorded search again and say what changed (``trails replay RUN``).
 
-The search runs with the recorded query, mode, ``k``, filter, bindings, scopes and fusion, and
-is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept
-their rank, moved, are new or are gone, and whether the graph, the store or the embedder
-changed since (their revision stamps and identity). Post-ranking steps are objects, not
+The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion and
+``min_score``, and is itself recorded (``prov:wasInformedBy`` the original). The report lists
+the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
+the embedder changed since (their revision stamps and identity). Post-ranking steps are objects, not
 records: a search that had steps is replayed without them, and the report says so.
 """
 
@@ -71,7 +71,8 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
         result = retrieve(text, ctx, mode=record.mode, k=record.k,  # type: ignore[arg-type]
                           sparql_filter=record.filter,
                           bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
-                          scope=record.scopes or None, fusion=fusion, caller=caller)
+                          scope=record.scopes or None, fusion=fusion, caller=caller,
+                          min_score=record.min_score)
     return _compare(ctx, record, result, notes)
 
 

@@ -21,11 +21,13 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
-from trails.retrieval.arguments import check_retrieve_arguments
+from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
+from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
+from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
@@ -63,6 +65,7 @@ def retrieve(
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
     steps: Sequence[Step] = (),
+    min_score: float | None = None,
     caller: str | None = None,
     why: bool | None = None,
     now: datetime | None = None,
@@ -100,6 +103,26 @@ def retrieve(
         steps: post-ranking steps applied in order to the fused list before it is cut to
             ``k`` (rerankers, MMR, recency, graph expansion): each is called as
             ``step(query, hits, ctx)`` and returns hits.
+        min_score: drop the hits whose *final* score (after fusion and steps, on the top
+            ``k``) is below it; the result's ``notes`` say how many were dropped. What a
+            score means depends on the fusion, so does a sensible threshold:
+
+            - ``fusion=None`` or ``mode="vector"`` (``"auto"`` too when only the vector
+              ranking exists): cosine similarity in [-1, 1]; with the default model
+              relevant hits mostly score above 0.5, so 0.3-0.5 drops the unrelated.
+            - ``"auto"`` (hybrid): in [0, 1], at most the sum of ``result.fusion_weights``
+              (about 0.5 when both rankings are trusted and agree, far less when they
+              disagree and one takes over), so the scale moves per query: keep a threshold
+              low (0.05-0.2) and check it on your own queries.
+            - ``"weighted"``: a sum of min-max normalised scores, in [0, number of
+              rankings]; it is relative to each query's own hits (the best is always 1 or
+              more), so a threshold drops the tail, never a whole poor answer.
+            - ``"rrf"``: ``sum 1/(60 + rank)``, at most 2/61 ~ 0.033 with two rankings;
+              rank-only, so a threshold (e.g. 0.016, "about top-1 in one ranking") says
+              nothing about relevance. Prefer ``k``.
+            - a step (reranker, recency) sets its own scale: a cross-encoder's logits.
+
+            ``mode="graph"`` has no scores and refuses it.
         caller: who is searching, for the audit trail (default: ``ctx.audit.caller``, else
             ``TRAILS_CALLER``, else the login name). A context that audits records every
             search (docs/compliance.md); ``result.run_id`` names the record.
@@ -113,8 +136,8 @@ def retrieve(
         InvalidArgumentError: an argument out of range or of the wrong type (an
             InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
             ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
-            bindings that are no mapping of variable names to values
-            (``trails.retrieval.arguments``).
+            ``min_score`` NaN, not a number or with ``mode="graph"``, bindings that are no
+            mapping of variable names to values (``trails.retrieval.arguments``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
@@ -132,6 +155,7 @@ def retrieve(
                              bindings=bindings, vector_store=vector_store, embedder=embedder,
                              fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
                              rewriter=rewriter, steps=steps)
+    threshold = check_min_score(min_score, mode)
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
@@ -181,8 +205,8 @@ def retrieve(
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
-                answer = _noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx, scopes)),
-                                bindings)
+                answer = _shown(_noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx,
+                                                              scopes)), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
@@ -192,7 +216,8 @@ def retrieve(
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     result = _same_result(result, expired.keep_hits(step(query, list(result),
                                                                          ctx)))
-                answer = _noted(read.noted(_same_result(result, list(result)[:k])), bindings)
+                result = above_min_score(_same_result(result, list(result)[:k]), threshold)
+                answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:
                 state = revisions(ctx, store)  # in the snapshot the answer came from
         if answer is not None:
@@ -201,9 +226,16 @@ def retrieve(
         raise AssertionError("unreachable: the last read answers whatever it finds")
     call = SearchCall(query=asked, mode=mode, k=k, sparql_filter=sparql_filter,
                       bindings=bindings, scopes=scopes, fusion=fusion_asked, steps=steps,
-                      caller=caller, why=why, started=started, revisions=state,
+                      min_score=threshold, caller=caller, why=why, started=started,
+                      revisions=state,
                       embedder=None if model is None else model.identity.describe())
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
+
+
+def _shown(result: RetrievalResult, ctx: Context | None, scopes: list[str]) -> RetrievalResult:
+    """The returned hits with their documents' title, source and date, from the graph when
+    the payload allowlist keeps them out of the store (retrieval/provenance.py)."""
+    return result if ctx is None else complete_provenance(result, ctx.kg, scopes)
 
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")

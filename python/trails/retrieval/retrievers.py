@@ -12,7 +12,9 @@ these promises (``tests/test_retriever_contract.py`` checks each for every retri
   [-1, 1], RRF in (0, n/61], or None for graph order);
 - no per-call options: ``k``, filters, scopes, fusion and steps are given at construction,
   checked there (a bad filter fails when the retriever is built), and cannot be changed;
-- a composite of retrievers is a retriever and keeps the same promises.
+- a composite of retrievers is a retriever and keeps the same promises;
+- ``min_score`` (every retriever but :class:`GraphRetriever`, whose hits have no score)
+  drops the hits whose final score is below it, and the result's ``notes`` say how many.
 
 >>> from trails.testing import fresh_context
 >>> ctx = fresh_context()
@@ -43,11 +45,13 @@ from trails.retrieval.arguments import (
     check_fusion,
     check_k,
     check_messages_argument,
+    check_min_score,
     check_query,
     check_scope_argument,
     check_steps,
 )
 from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.retrieval.thresholds import above_min_score
 from trails.vector.stores.base import check_compatible
 
 __all__ = [
@@ -84,7 +88,7 @@ class _HasContext(Protocol):
 class VectorRetriever:
     """Exact top-``k`` by cosine over every live vector of the scope (``mode="vector"``).
 
-    Scores are cosine similarities in [-1, 1].
+    Scores are cosine similarities in [-1, 1]; ``min_score`` (keyword) drops hits below it.
 
     Raises (at construction):
         ValueError: ``k`` is negative or a scope name is malformed.
@@ -95,14 +99,18 @@ class VectorRetriever:
     k: int = 10
     scope: str | Sequence[str] | None = None
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
+    min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
+        object.__setattr__(self, "min_score", check_min_score(self.min_score, "vector"))
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)
-        return retrieve(question, self.ctx, mode="vector", k=self.k, scope=self.scope)
+        return retrieve(question, self.ctx, mode="vector", k=self.k, scope=self.scope,
+                        min_score=self.min_score, caller=self.caller)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +133,8 @@ class HybridRetriever:
         rewriter: turns the question and ``messages`` into a standalone query.
         query_variable: a variable of the filter bound to the (standalone) question on each
             call, e.g. ``"q"`` for ``FILTER(trails:similarity(?iri, ?q) > 0.3)``.
+        min_score: drop hits whose final score is below it (its scale is the fusion's:
+            see ``retrieve``).
     """
 
     ctx: Context
@@ -136,11 +146,14 @@ class HybridRetriever:
     steps: Sequence[Step] = field(default=(), kw_only=True)
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     query_variable: str | None = field(default=None, kw_only=True)
+    min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
         _init_filter(self)
         check_fusion(self.fusion, FUSIONS)
+        object.__setattr__(self, "min_score", check_min_score(self.min_score, "hybrid"))
         object.__setattr__(self, "steps", _checked_steps(self.steps))
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
@@ -149,7 +162,8 @@ class HybridRetriever:
         result = retrieve(question, self.ctx, mode="hybrid", k=self.k,
                           sparql_filter=self.sparql_filter,
                           bindings=_call_bindings(self, question), fusion=self.fusion,
-                          scope=self.scope, steps=self.steps)
+                          scope=self.scope, steps=self.steps, min_score=self.min_score,
+                          caller=self.caller)
         if self.steps:
             _check_ranked(result, "a step of this HybridRetriever")
         return result
@@ -161,7 +175,8 @@ class GraphRetriever:
 
     With ``query_variable`` the question is bound into the filter, so the filter itself can
     order by meaning: ``ORDER BY DESC(trails:similarity(?iri, ?q))`` with
-    ``query_variable="q"`` (the scores stay None: the order is the filter's).
+    ``query_variable="q"`` (the scores stay None: the order is the filter's). ``min_score``
+    is refused (InvalidArgumentError): there is no score to compare.
     """
 
     ctx: Context
@@ -171,9 +186,12 @@ class GraphRetriever:
     scope: str | Sequence[str] | None = None
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     query_variable: str | None = field(default=None, kw_only=True)
+    min_score: float | None = field(default=None, kw_only=True)
+    caller: str | None = field(default=None, kw_only=True)  # for the audit trail
 
     def __post_init__(self) -> None:
         _init_common(self)
+        check_min_score(self.min_score, "graph")
         if self.sparql_filter is None:
             raise InvalidArgumentError("GraphRetriever needs a sparql_filter selecting the IRIs to return")
         _init_filter(self)
@@ -182,7 +200,8 @@ class GraphRetriever:
         question = _standalone(query, messages, self.rewriter)
         return retrieve(question, self.ctx, mode="graph", k=self.k,
                         sparql_filter=self.sparql_filter,
-                        bindings=_call_bindings(self, question), scope=self.scope)
+                        bindings=_call_bindings(self, question), scope=self.scope,
+                        caller=self.caller)
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,14 +217,17 @@ class RerankedRetriever:
         steps: one step or a sequence of them, applied in order.
         k: hits at most after the steps (None: as many as the steps return).
         ctx: passed to each step.
+        min_score: drop hits whose score after the steps is below it (the last step's scale).
     """
 
     inner: Retriever
     steps: Step | Sequence[Step]
     k: int | None = None
     ctx: Any = None
+    min_score: float | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "min_score", check_min_score(self.min_score, "reranked"))
         _check_retriever(self.inner, "inner")
         object.__setattr__(self, "steps", _checked_steps(_as_steps(self.steps)))
         if not self.steps:
@@ -226,10 +248,12 @@ class RerankedRetriever:
             hits = hits[: self.k]
         _check_ranked(hits, "a step of this RerankedRetriever")
         if isinstance(inner, RetrievalResult):
-            return RetrievalResult(hits, mode=inner.mode, plan="reranked",
-                                   candidates=inner.candidates, exhaustive=inner.exhaustive)
-        return RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
-                               exhaustive=False)
+            result = RetrievalResult(hits, mode=inner.mode, plan="reranked",
+                                     candidates=inner.candidates, exhaustive=inner.exhaustive)
+        else:
+            result = RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
+                                     exhaustive=False)
+        return above_min_score(result, self.min_score)
 
 
 @dataclass(frozen=True, eq=False)
@@ -241,14 +265,17 @@ class CompositeRetriever:
     another fusion) and, per retriever ``i`` that found it, ``r{i}_rank`` and ``r{i}`` (its
     score there, when it had one). With RRF the scores lie in (0, n/61] for n retrievers,
     whatever the retrievers' own scales. For a good fusion give the retrievers a ``k`` at
-    least as large as this one's. Composites nest.
+    least as large as this one's. Composites nest. ``min_score`` drops fused hits below it
+    (with RRF a rank-only number: at most n/61, see ``retrieve``).
     """
 
     retrievers: Sequence[Retriever]
     fusion: FusionFn = rrf
     k: int = 10
+    min_score: float | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "min_score", check_min_score(self.min_score, "composite"))
         retrievers = tuple(self.retrievers)
         if not retrievers:
             raise InvalidArgumentError("CompositeRetriever needs at least one retriever")
@@ -272,9 +299,10 @@ class CompositeRetriever:
             for rank, hit in enumerate(hits, start=1):
                 by_iri.setdefault(hit.iri, (rank, hit))
         hits = [_fused_hit(iri, score, name, found) for iri, score in fused]
-        return RetrievalResult(hits, mode="composite", plan=name, candidates=None,
-                               exhaustive=all(isinstance(r, RetrievalResult) and r.exhaustive
-                                              for r in results))
+        return above_min_score(RetrievalResult(
+            hits, mode="composite", plan=name, candidates=None,
+            exhaustive=all(isinstance(r, RetrievalResult) and r.exhaustive for r in results)),
+            self.min_score)
 
 
 # -- construction checks ------------------------------------------------------------------

@@ -152,15 +152,26 @@ class QdrantVersions(QdrantCore):
     @locked
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every point of a document in one request (a
-        metadata-only change: no vector is touched); a None value removes the field.
-        Returns how many points the document has."""
+        metadata-only change: no vector is touched), in one request; a None value removes
+        the field. Returns how many points the document has."""
         self._check_writable()
         rows = self.document_rows(doc_iri)
-        if rows:
-            self._c.set_payload(
-                self.collection, payload=json.loads(json.dumps(dict(fields), default=str)),
-                points=self._m.Filter(must=[eq(self._m, "doc_iri", doc_iri)]),
-                key="metadata", wait=True)
+        m = self._m
+        points = m.Filter(must=[eq(m, "doc_iri", doc_iri)])
+        kept = {key: value for key, value in fields.items() if value is not None}
+        # Removed, not set to null: a field taken out of the payload must leave the store.
+        gone = [f"metadata.{key}" for key, value in fields.items() if value is None]
+        operations: list[Any] = []
+        if gone:
+            operations.append(m.DeletePayloadOperation(
+                delete_payload=m.DeletePayload(keys=gone, filter=points)))
+        if kept:
+            operations.append(m.SetPayloadOperation(set_payload=m.SetPayload(
+                payload=json.loads(json.dumps(kept, default=str)), filter=points,
+                key="metadata")))
+        if rows and operations:
+            self._c.batch_update_points(self.collection, wait=True,
+                                        update_operations=operations)
         return len(rows)
 
     @locked

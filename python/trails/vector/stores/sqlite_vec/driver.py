@@ -202,6 +202,10 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
         database = Database(connection, driver, path)
         try:
             database.execute("PRAGMA busy_timeout = 5000")
+            # Deleted and rewritten content is overwritten with zeros, not left in free
+            # space: a payload field removed from the store (the payload allowlist) must not
+            # stay readable in the file. Some builds default to it, apsw's does not.
+            database.execute("PRAGMA secure_delete = ON")
         except BaseException:
             database.close()
             raise
