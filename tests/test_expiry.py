@@ -215,6 +215,24 @@ def test_a_metadata_only_update_moves_the_expiry(ctx):
     assert ctx.verify().ok
 
 
+def test_a_changed_rule_reaches_documents_as_a_metadata_update_on_the_next_ingest(tmp_path):
+    notes = [Document("n", "n", "shift notes", metadata={"date": "2020-01-01"})]
+    root = tmp_path / "kb"
+    with Context.open(root, embedder=MockEmbedder(dim=16), retention={"tmp": "P30D"}) as ctx:
+        ingest_all(notes, ctx=ctx, scope="tmp")
+        assert expires_in_graph(ctx, doc("n", "tmp")) == ["2020-01-31T00:00:00+00:00"]
+    with Context.open(root, retention={"tmp": "P10D"}) as ctx:
+        assert expires_in_graph(ctx, doc("n", "tmp")) == ["2020-01-31T00:00:00+00:00"]
+        events = list(ingest(notes, ctx=ctx, scope="tmp"))
+        assert [type(e) for e in events if isinstance(e, DocumentMetadataUpdated)] == [
+            DocumentMetadataUpdated]
+        assert expires_in_graph(ctx, doc("n", "tmp")) == ["2020-01-11T00:00:00+00:00"]
+    with Context.open(root, retention={}) as ctx:  # no rule: the expiry goes
+        ingest_all(notes, ctx=ctx, scope="tmp")
+        assert expires_in_graph(ctx, doc("n", "tmp")) == []
+        assert ctx.verify().ok
+
+
 def test_both_an_expires_field_and_a_rule_give_the_earlier_expiry():
     with Context.memory(MockEmbedder(dim=64)) as base:
         ctx = Context(base.kg, base.vectors, base.embedder, retention={"tmp": "P10D"})
