@@ -344,3 +344,34 @@ def test_ranking_equals_the_ranking_with_expired_documents_deleted(texts, offset
             want = retrieve(question, deleted, k=k, **options)
             assert len(got) == len(want), options
             assert documents_of(got) <= {doc(d.id) for d in survivors}, options
+
+
+# -- a SPARQL endpoint (no graph generations: nothing is kept between calls) --------------------
+
+def test_a_remote_graph_excludes_and_prunes_expired_documents(tmp_path):
+    pytest.importorskip("httpx")
+    from trails.kg import SparqlEndpointGraph
+    from trails.testing.servers.oxigraph import OxigraphServer
+    from trails.vector import SqliteVecStore
+
+    embedder = MockEmbedder(dim=32)
+    with OxigraphServer(tmp_path / "oxigraph") as server:
+        ctx = Context(SparqlEndpointGraph(server.query_url),
+                      SqliteVecStore(":memory:", dim=32, embedder=embedder.identity), embedder,
+                      retention={"tmp": "P30D"})
+        ingest_all([Document("old", "old", "tender documents", metadata={"expires": PAST}),
+                    Document("new", "new", "tender documents new")], ctx=ctx, scope="legal")
+        ingest_all([Document("draft", "draft", "tender draft", metadata={"date": "2001-01-01"}),
+                    Document("fresh", "fresh", "tender fresh", metadata={"date": "2099-01-01"})],
+                   ctx=ctx, scope="tmp")
+        # Named scopes: oxigraph serve cannot name its default graph beside them.
+        live = {doc("new", "legal"), doc("fresh", "tmp")}
+        scopes = ["legal", "tmp"]
+        for options in ({"mode": "vector"}, {"mode": "hybrid"},
+                        {"mode": "hybrid", "sparql_filter": DOCUMENTS},
+                        {"mode": "graph", "sparql_filter": DOCUMENTS}):
+            assert documents_of(retrieve("tender", ctx, k=10, scope=scopes, **options)) == live
+        assert {r.iri for r in ctx.prune_expired()} == {doc("old", "legal"), doc("draft", "tmp")}
+        assert ctx.verify().ok
+        assert documents_of(retrieve("tender", ctx, k=10, scope=scopes, mode="vector")) == live
+        ctx.close()
