@@ -375,3 +375,36 @@ def test_a_remote_graph_excludes_and_prunes_expired_documents(tmp_path):
         assert ctx.verify().ok
         assert documents_of(retrieve("tender", ctx, k=10, scope=scopes, mode="vector")) == live
         ctx.close()
+
+
+# -- what an expires value means -------------------------------------------------------------------
+
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 2), max_value=dt.datetime(2999, 12, 30),
+                    timezones=st.timezones()))
+def test_an_aware_datetime_means_that_moment_whatever_its_offset(moment):
+    from trails.ingest.expiry import parse_expiry
+
+    for value in (moment, moment.isoformat()):
+        parsed = parse_expiry(value)
+        assert parsed.utcoffset() == dt.timedelta(0)
+        assert parsed.timestamp() == moment.timestamp()
+
+
+@given(st.dates(min_value=dt.date(1900, 1, 1), max_value=dt.date(2999, 12, 31)))
+def test_a_date_means_the_start_of_that_day_in_utc(day):
+    from trails.ingest.expiry import parse_expiry
+
+    for value in (day, day.isoformat()):
+        parsed = parse_expiry(value)
+        assert (parsed.year, parsed.month, parsed.day) == (day.year, day.month, day.day)
+        assert (parsed.hour, parsed.minute, parsed.second, parsed.microsecond) == (0, 0, 0, 0)
+        assert parsed.utcoffset() == dt.timedelta(0)
+
+
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2999, 12, 31)))
+def test_a_datetime_without_an_offset_is_always_refused(moment):
+    from trails.ingest.expiry import parse_expiry
+
+    for value in (moment, moment.isoformat()):
+        with pytest.raises(InvalidArgumentError, match="offset"):
+            parse_expiry(value)
