@@ -115,6 +115,9 @@ def test_expired_documents_are_never_candidates(mixed, options):
     ctx, live, _ = mixed
     result = retrieve("retention policy rails", ctx, k=50, scope=["default", "tmp"], **options)
     assert documents_of(result) == live  # all the live ones, none of the expired
+    for hit in result:  # each hit still shows its own text and document
+        assert "Retention policy" in hit.snippet
+        assert hit.metadata["doc_iri"] == hit.iri.rsplit("/v/", 1)[0]
     if "sparql_filter" in options:  # the count is of candidates that can be returned
         assert result.candidates == len(live)
 
@@ -337,6 +340,9 @@ def test_ranking_equals_the_ranking_with_expired_documents_deleted(texts, offset
             want = retrieve(question, deleted, k=k, **options)
             assert [(h.iri, round(h.score, 6)) for h in got] == [
                 (h.iri, round(h.score, 6)) for h in want], options
+            # Each hit shows what it shows without expired documents: text, source, version.
+            assert [(h.snippet, h.source, h.metadata.get("version")) for h in got] == [
+                (h.snippet, h.source, h.metadata.get("version")) for h in want], options
         for options in ({"mode": "hybrid"}, {"mode": "hybrid", "sparql_filter": DOCUMENTS}):
             # Fused rankings: BM25 statistics still count expired chunks until they are
             # pruned, so the order may differ; the hits never include one, and are as many.

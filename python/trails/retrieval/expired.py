@@ -119,10 +119,18 @@ class _Hiding:
                          **options: Any) -> tuple[list[VectorHit], Any]:
         if ids is not None:
             return self._store.search_with_plan(vector, k, ids, **options)
+        # The extra hits are dropped: their metadata is not read, only the kept hits'.
+        wanted = options.pop("with_metadata", True)
         hits, plan = self._store.search_with_plan(vector, k + len(self._expired.chunks), None,
-                                                  **options)
-        kept: list[VectorHit] = self._expired.keep(hits)[:k]
-        return kept, plan
+                                                  with_metadata=False, **options)
+        return self._described(self._expired.keep(hits)[:k], wanted), plan
+
+    def _described(self, hits: list[VectorHit], wanted: bool) -> list[VectorHit]:
+        """``hits`` with their metadata when ``wanted`` (read for these hits only)."""
+        if not wanted or not hits:
+            return hits
+        metadata = self._store.metadata([hit.id for hit in hits])
+        return [VectorHit(hit.id, hit.score, metadata.get(hit.id, {})) for hit in hits]
 
     def search(self, vector: Any, k: int = 10, ids: Iterable[str] | None = None,
                **options: Any) -> list[VectorHit]:
@@ -136,9 +144,10 @@ class _HidingKeywords(_Hiding):
         if ids is not None:
             found: list[VectorHit] = store.keyword_search(query, k, ids, **options)
             return found
-        hits = store.keyword_search(query, k + len(self._expired.chunks), None, **options)
-        kept: list[VectorHit] = self._expired.keep(hits)[:k]
-        return kept
+        wanted = options.pop("with_metadata", True)
+        hits = store.keyword_search(query, k + len(self._expired.chunks), None,
+                                    with_metadata=False, **options)
+        return self._described(self._expired.keep(hits)[:k], wanted)
 
 
 class _HidingWeights(_HidingKeywords):
