@@ -34,7 +34,8 @@ def shapes() -> rdflib.Graph:
 def _corpus(folder: Path) -> Path:
     folder.mkdir()
     sentences = " ".join(f"Sentence {i} is about subject{i % 5} and more." for i in range(80))
-    (folder / "long.md").write_text(f"---\ntitle: Long\ndate: 2024-05-01\nrating: 3\n---\n{sentences}\n")
+    (folder / "long.md").write_text(
+        f"---\ntitle: Long\ndate: 2024-05-01\nexpires: 2100-01-01\nrating: 3\n---\n{sentences}\n")
     (folder / "stamped.md").write_text("---\ncreated: 2024-05-01T10:20:30\ntags: [a, b]\n---\nHi.\n")
     (folder / "plain.txt").write_text("Plain text without any metadata.")
     (folder / "page.html").write_text("<title>Page</title><p>An HTML paragraph.</p>")

@@ -114,6 +114,9 @@ class ContextConfig(BaseModel):
     embedder: EmbedderConfig
     # Metadata key -> predicate IRI for document triples (expanded; default: meta:<key>).
     metadata_predicates: dict[str, str] = {}
+    # Scope -> ISO 8601 days ("P30D") its documents are kept after their date; checked when a
+    # context opens (trails.ingest.expiry). Files written before it existed keep none.
+    retention: dict[str, str] = {}
     # Document metadata keys copied into vector payloads (trails.ingest.payload); the rest
     # stays in the graph only. New contexts allow none; older files read as LEGACY_PAYLOAD.
     payload: list[str] = []

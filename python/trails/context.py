@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
@@ -33,8 +34,10 @@ from trails.config import (
 from trails.errors import ConfigurationError
 from trails.faults import translated
 from trails.ingest import maintenance
+from trails.ingest.expiry import ExpiredDocument, check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
+from trails.ingest.retention import prune_expired
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -78,6 +81,7 @@ class Context:
         directory: Path | None = None,
         read_only: bool = False,
         metadata_predicates: Mapping[str, str] | None = None,
+        retention: Mapping[str, str] | None = None,
         audit: AuditConfig | None = None,
         audit_enabled: bool | None = None,
         payload: Sequence[str] | None = None,
@@ -89,6 +93,8 @@ class Context:
         # Metadata key -> predicate IRI for ingested documents (``author`` ->
         # ``dcterms:creator``); other keys are written as ``meta:<key>``.
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
+        # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
+        self.retention: Mapping[str, str] = check_retention(retention or {})
         # Document metadata keys vectors may carry (trails.ingest.payload); none by default.
         self.payload_fields: tuple[str, ...] = check_payload_fields(payload or ())
         self.directory = directory
@@ -125,6 +131,7 @@ class Context:
         kg: KnowledgeGraph | None = None,
         vectors: VectorStore | None = None,
         metadata_predicates: Mapping[str, str] | None = None,
+        retention: Mapping[str, str] | None = None,
         payload: Sequence[str] | None = None,
         audit: AuditConfig | bool | None = None,
     ) -> Context:
@@ -134,6 +141,11 @@ class Context:
         (``{"author": "dcterms:creator"}``); it is recorded in ``trails.json``, and passing
         another one to a writable context records that (the next ingest rewrites each
         document's triples as a metadata update).
+
+        ``retention`` maps scope names to ISO 8601 days (``{"tmp": "P30D"}``): documents of
+        that scope expire that long after their date (``trails.ingest.expiry``). It is
+        recorded in ``trails.json`` like ``metadata_predicates``; documents already ingested
+        get the new expiry when they are ingested again (a metadata update).
 
         ``payload`` lists the document metadata keys vectors may carry besides what retrieval
         needs (``["title", "date", "author"]``; default none: the vector store may be less
@@ -156,9 +168,10 @@ class Context:
         every search is recorded (docs/compliance.md).
 
         Raises:
-            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, or
-                ``payload`` names a field that is no plain metadata key or one retrieval
-                always keeps; nothing was written.
+            InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, a
+                ``retention`` rule (given or recorded) is malformed, or ``payload`` names a
+                field that is no plain metadata key or one retrieval always keeps; nothing was
+                written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -172,10 +185,12 @@ class Context:
         root = Path(directory)
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
+        wanted_retention = None if retention is None else check_retention(retention)
         wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
+            check_retention(config.retention)  # before anything opens: nothing stays locked
         if config is None:
             if read_only:
                 raise ConfigurationError(
@@ -203,6 +218,10 @@ class Context:
                 if wanted != config.metadata_predicates and not read_only:
                     config = config.model_copy(update={"metadata_predicates": wanted})
                     write_config(root, config)
+            if (wanted_retention is not None and wanted_retention != config.retention
+                    and not read_only):
+                config = config.model_copy(update={"retention": wanted_retention})
+                write_config(root, config)
             if wanted_payload is not None and wanted_payload != config.payload and not read_only:
                 config = config.model_copy(update={"payload": wanted_payload})
                 write_config(root, config)
@@ -221,6 +240,8 @@ class Context:
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
                        else metadata_predicates), payload=config.payload,
+                   retention=(config.retention if wanted_retention is None or read_only
+                              else wanted_retention),
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,
                    audit_enabled=audit if isinstance(audit, bool) else None)
 
@@ -240,6 +261,22 @@ class Context:
         self._check_writable()
         parts: ContextParts = self
         return maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
+
+    def prune_expired(self, *, now: datetime | None = None,
+                      dry_run: bool = False) -> list[ExpiredDocument]:
+        """Delete every document (of any scope) whose expiry has passed at ``now`` (default:
+        the current time), as :meth:`delete_document` does, and record the deletion; with
+        ``dry_run`` only list them. Returns ``(IRI, expiry)`` pairs, sorted by IRI.
+
+        Raises:
+            ConfigurationError: the context is read-only (``dry_run`` works on one).
+            InvalidArgumentError: ``now`` has no offset.
+            StorageError: a file cannot be read or written.
+        """
+        if not dry_run:
+            self._check_writable()
+        parts: ContextParts = self
+        return prune_expired(parts, now=now, dry_run=dry_run)
 
     def stats(self) -> dict[str, Any]:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""

@@ -25,6 +25,8 @@ class ContextParts(Protocol):
     base_iri: str
     read_only: bool
     metadata_predicates: Mapping[str, str]
+    # Scope -> ISO 8601 days documents of that scope are kept after their date (ingest/expiry.py).
+    retention: Mapping[str, str]
     # Document metadata keys vector payloads may hold (trails.ingest.payload).
     payload_fields: tuple[str, ...]
 

@@ -93,10 +93,10 @@ def _root(
 ) -> None:
     """Knowledge-graph plus vector retrieval over a context directory.
 
-    Read-only commands (query, sparql, stats, verify without --repair) open the context
-    read-only: they run while another process writes to it (one writer, many readers), and
-    see the data as it was when they opened it. init, ingest and verify --repair need the
-    single writer's place; if another process holds it they exit 1.
+    Read-only commands (query, sparql, stats, verify without --repair, prune --dry-run) open
+    the context read-only: they run while another process writes to it (one writer, many
+    readers), and see the data as it was when they opened it. init, ingest, prune and verify
+    --repair need the single writer's place; if another process holds it they exit 1.
 
     Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure, 3 the
     context's files cannot be read or written (disk full, read-only, corrupt), 4 a bug in
@@ -123,6 +123,7 @@ app.command("sparql")(query.sparql)
 app.command("stats")(maintenance.stats)
 app.command("verify")(maintenance.verify)
 app.command("delete")(maintenance.delete)
+app.command("prune")(maintenance.prune)
 app.command("load")(graph.load)
 app.command("export")(graph.export)
 app.command("eval")(evaluation.eval_)

@@ -1,5 +1,5 @@
-"""``trails stats``, ``trails verify`` and ``trails delete``: look at a context, check it,
-remove documents."""
+"""``trails stats``, ``trails verify``, ``trails delete`` and ``trails prune``: look at a context,
+check it, remove documents."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.console import Console
 from trails.cli._common import EXIT_PARTIAL, cell, open_context, print_json, table
 from trails.errors import ConfigurationError
 
-__all__ = ["delete", "stats", "verify"]
+__all__ = ["delete", "prune", "stats", "verify"]
 
 
 def stats(
@@ -95,3 +95,44 @@ def delete(
         for iri in iris:
             opened.delete_document(iri, include_user_triples=all_triples)
             typer.echo(f"deleted {iri}")
+
+
+def prune(
+    ctx: typer.Context,
+    expired: bool = typer.Option(
+        False, "--expired", help="Delete the documents whose expiry has passed (any scope)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Only list what would be deleted (opens read-only)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON only."),
+) -> None:
+    """Delete expired documents: their vectors and the triples trails wrote about them.
+
+    A document expires at its `expires` field (front matter or metadata) or by its scope's
+    retention rule; expired documents are already never retrieved, and this removes them
+    from the graph and the vector store. Prints each document with its expiry (--json: a
+    list of {"iri", "expires"}). Documents whose source files are gone are pruned by
+    `trails ingest PATH --prune` instead.
+
+    Example:
+
+    ```
+    trails --db ./kb prune --expired --dry-run
+    trails --db ./kb prune --expired --json
+    ```
+    """
+    if not expired:
+        raise ConfigurationError(
+            "say what to prune: --expired deletes expired documents (documents whose source "
+            "files are gone are pruned by `trails ingest PATH --prune`)")
+    with open_context(ctx, write=not dry_run) as opened:
+        removed = opened.prune_expired(dry_run=dry_run)
+    if as_json:
+        print_json({"dry_run": dry_run, "documents": [
+            {"iri": document.iri, "expires": document.expires.isoformat()}
+            for document in removed]})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for document in removed:
+        typer.echo(f"{verb} {document.iri} (expired {document.expires.isoformat()})")
+    typer.echo(f"{len(removed)} expired document{'s' if len(removed) != 1 else ''} "
+               f"{'would be deleted' if dry_run else 'deleted'}")

@@ -20,6 +20,7 @@ from trails.cli._common import (
 from trails.config import PartConfig, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
+from trails.ingest.expiry import check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
 from trails.kg.base import KnowledgeGraph
@@ -81,6 +82,10 @@ def init(
         [], "--map-metadata", metavar="KEY=PREDICATE",
         help="Write metadata KEY with PREDICATE (an IRI or CURIE, e.g. author=dcterms:creator) "
              "instead of meta:KEY (repeatable; recorded, also on an existing context)."),
+    retention: list[str] = typer.Option(
+        [], "--retention", metavar="SCOPE=PERIOD",
+        help="Documents of SCOPE expire PERIOD (ISO 8601 days, e.g. tmp=P30D) after their date "
+             "(repeatable; recorded, also on an existing context, beside the rules it holds)."),
     payload: Optional[str] = typer.Option(  # noqa: UP045
         None, "--payload", metavar="KEYS",
         help="Document metadata the vector store may hold, comma-separated (e.g. "
@@ -110,6 +115,7 @@ def init(
         check_base_iri(base_iri, "--base-iri")  # before anything is made
     mapping = _mapping(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
+    rules = check_retention(_mapping(retention, "--retention", "SCOPE=PERIOD"))
     fields = None if payload is None else list(check_payload_fields(
         [f.strip() for f in payload.split(",") if f.strip()], "--payload"))
     graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
@@ -121,11 +127,8 @@ def init(
                 _check_model(db, opened, make_embedder(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
             typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
-        if mapping:
-            with context(db, metadata_predicates=mapping) as opened:
-                typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
-        if fields is not None:
-            _record_payload(db, fields)
+            rules = {**opened.retention, **rules} if rules else {}
+        _record(db, mapping, rules, fields)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -139,9 +142,19 @@ def init(
     with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
         typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
                    f"{made.base_iri}")
+    _record(db, mapping, rules, fields)
+
+
+def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
+            fields: list[str] | None) -> None:
+    """Record a metadata mapping, retention rules and a payload allowlist given to init
+    (each only if given)."""
     if mapping:
         with context(db, metadata_predicates=mapping) as opened:
             typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
+    if rules:
+        with context(db, retention=rules) as opened:
+            typer.echo(f"retention recorded: {dict(opened.retention)}")
     if fields is not None:
         _record_payload(db, fields)
 
@@ -157,13 +170,14 @@ def _record_payload(db: Path, fields: list[str]) -> None:
                        "list them, `trails verify --repair` to remove them")
 
 
-def _mapping(pairs: list[str]) -> dict[str, str]:
-    """``--map-metadata KEY=PREDICATE`` options as a mapping (checked when recorded)."""
+def _mapping(pairs: list[str], option: str = "--map-metadata",
+             form: str = "KEY=PREDICATE") -> dict[str, str]:
+    """``--map-metadata KEY=PREDICATE`` (or another ``option``'s) pairs as a mapping."""
     mapping = {}
     for pair in pairs:
         key, sep, predicate = pair.partition("=")
         if not sep or not key or not predicate:
-            raise ConfigurationError(f"--map-metadata needs KEY=PREDICATE, got {pair!r}")
+            raise ConfigurationError(f"{option} needs {form}, got {pair!r}")
         mapping[key] = predicate
     return mapping
 

@@ -14,6 +14,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
+from trails.ingest.expiry import EXPIRES, document_expiry
 from trails.kg.sparql import META, PREFIXES, TRAILS
 from trails.kg.terms import IRI, check_text, to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
@@ -243,7 +244,7 @@ def expand_predicates(mapping: Mapping[str, str]) -> dict[str, str]:
 
 def _document_triples(
     document: Document, iri: str, version: str, chunks: int, scope: str,
-    predicates: Mapping[str, str] | None = None,
+    predicates: Mapping[str, str] | None = None, retention: Mapping[str, str] | None = None,
 ) -> list[tuple[ox.NamedNode, ox.NamedNode, Any]]:
     s = ox.NamedNode(iri)
     title = document_title(document)
@@ -261,6 +262,10 @@ def _document_triples(
     created = date_created(document.metadata)
     if created is not None:
         triples.append((s, _DATE_CREATED, to_term(created)))
+    expires = document_expiry(document.metadata, created, scope, retention)
+    if expires is not None:  # always UTC and xsd:dateTime, so SPARQL compares every expiry
+        triples.append((s, _EXPIRES, ox.Literal(expires.isoformat().replace("+00:00", "Z"),
+                                                datatype=_DATE_TIME)))
     for key, value in document.metadata.items():
         predicate = metadata_predicate(str(key), predicates or {})
         triples.extend((s, predicate, o) for o in _terms(value, PREFIXES))
@@ -269,7 +274,7 @@ def _document_triples(
 
 def document_manifest(
     document: Document, iri: str, version: str, chunks: int, scope: str,
-    predicates: Mapping[str, str] | None = None,
+    predicates: Mapping[str, str] | None = None, retention: Mapping[str, str] | None = None,
 ) -> str:
     """The document's own triples as N-Triples text: what trails wrote about the document.
 
@@ -278,30 +283,33 @@ def document_manifest(
     the text a new run would write tells a metadata change apart from no change.
     """
     return "".join(f"{s} {p} {o} .\n"
-                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates))
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates,
+                                             retention))
 
 
 def document_quads(
     document: Document, iri: str, version: str, chunks: int, scope: str,
-    predicates: Mapping[str, str] | None = None,
+    predicates: Mapping[str, str] | None = None, retention: Mapping[str, str] | None = None,
 ) -> list[ox.Quad]:
     """The document's own triples (not its chunks'), and its manifest."""
     g = scope_graph(scope)
-    manifest = document_manifest(document, iri, version, chunks, scope, predicates)
+    manifest = document_manifest(document, iri, version, chunks, scope, predicates, retention)
     return [*(ox.Quad(s, p, o, g)
-              for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)),
+              for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates,
+                                             retention)),
             ox.Quad(ox.NamedNode(iri), MINTED, ox.Literal(manifest), MINTED_GRAPH)]
 
 
 def document_nquads(
     document: Document, iri: str, version: str, chunks: int, scope: str,
-    predicates: Mapping[str, str] | None = None,
+    predicates: Mapping[str, str] | None = None, retention: Mapping[str, str] | None = None,
 ) -> str:
     """:func:`document_quads` as N-Quads text (terms serialise themselves; no Quad objects)."""
     end = _statement_end(scope)
-    manifest = document_manifest(document, iri, version, chunks, scope, predicates)
+    manifest = document_manifest(document, iri, version, chunks, scope, predicates, retention)
     return "".join(f"{s} {p} {o}{end}"
-                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates)) + (
+                   for s, p, o in _document_triples(document, iri, version, chunks, scope, predicates,
+                                             retention)) + (
         f"<{iri}> {MINTED} {_string(manifest)} {MINTED_GRAPH} .\n")
 
 
@@ -374,6 +382,8 @@ _DOCUMENT, _CHUNK = _t("Document"), _t("Chunk")
 _DOCUMENT_ID, _SOURCE, _NAME = _t("documentId"), _t("source"), _s("name")
 _CONTENT_HASH, _CHUNK_COUNT, _CURRENT_VERSION = _t("contentHash"), _t("chunkCount"), _t("currentVersion")
 _MEDIA_TYPE, _SCOPE, _DATE_CREATED = _t("mediaType"), _t("scope"), _s("dateCreated")
+_EXPIRES = ox.NamedNode(EXPIRES)
+_DATE_TIME = ox.NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
 _IS_PART_OF, _TEXT, _POSITION = _s("isPartOf"), _s("text"), _s("position")
 _START_OFFSET, _END_OFFSET, _VERSION = _t("startOffset"), _t("endOffset"), _t("version")
 _RDF_TYPE_NT, _CHUNK_NT, _IS_PART_OF_NT, _TEXT_NT = map(str, (RDF_TYPE, _CHUNK, _IS_PART_OF, _TEXT))

@@ -42,8 +42,15 @@ from trails.ingest.events import (
     IngestionStats,
     SourceSkipped,
 )
+from trails.ingest.expiry import expiry_problem
 from trails.ingest.loaders import Source, load
-from trails.ingest.minting import date_problems, doc_iri, document_manifest, version_of
+from trails.ingest.minting import (
+    date_created,
+    date_problems,
+    doc_iri,
+    document_manifest,
+    version_of,
+)
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts, IngestObserved
@@ -218,7 +225,8 @@ class _Run:
             yield DocumentFailed(printable(item.source),
                                  f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
-        problem = document_problem(document)
+        problem = document_problem(document) or expiry_problem(
+            document.metadata, date_created(document.metadata), self.scope, self.ctx.retention)
         if problem is not None:  # checked before the document can reach a commit
             yield DocumentFailed(printable(document.source),
                                  f"document {shown(document.id)}: {problem}",
@@ -235,7 +243,8 @@ class _Run:
             yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, self.chunker_id, self.embedder_id)
         try:  # the document's triples, built now: what fails here must not fail a commit
-            document_manifest(document, iri, version, 0, self.scope, self.ctx.metadata_predicates)
+            document_manifest(document, iri, version, 0, self.scope, self.ctx.metadata_predicates,
+                              self.ctx.retention)
         except Exception as exc:  # noqa: BLE001 - that document's failure
             yield DocumentFailed(document.source, f"metadata cannot be written as RDF: {exc}", iri)
             return

@@ -218,7 +218,7 @@ class VersionWriter:
         if not self._graph_is_current(iri, version, recorded.chunks):
             return "graph-behind", True
         manifest = document_manifest(document, iri, version, recorded.chunks, self.scope,
-                                     self.ctx.metadata_predicates)
+                                     self.ctx.metadata_predicates, self.ctx.retention)
         written = select(self.ctx.kg, f"SELECT ?m WHERE {{ GRAPH {MINTED_GRAPH} "
                          "{ ?doc trails:minted ?m } }", {"doc": IRI(iri)})
         return ("current" if written.column("m") == [manifest] else "metadata"), True
@@ -287,7 +287,7 @@ class VersionWriter:
         """The document triples step 4 writes (built once: steps 2 and 4 both need them)."""
         if d.manifest is None:
             d.manifest = document_manifest(d.document, d.iri, d.version, len(d.chunks),
-                                           self.scope, self.ctx.metadata_predicates)
+                                           self.scope, self.ctx.metadata_predicates, self.ctx.retention)
         return d.manifest
 
     def _staged_quads(self, d: PendingDocument) -> list[ox.Quad]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
@@ -23,6 +24,7 @@ from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
 from trails.retrieval.thresholds import above_min_score
@@ -66,6 +68,7 @@ def retrieve(
     min_score: float | None = None,
     caller: str | None = None,
     why: bool | None = None,
+    now: datetime | None = None,
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -125,6 +128,9 @@ def retrieve(
             search (docs/compliance.md); ``result.run_id`` names the record.
         why: give each hit of a filtered search the filter's solution that admitted it
             (``hit.admitted_by``); default: when the audit trail keeps it.
+        now: the moment documents' expiries are judged at (an aware datetime; default: the
+            time of the call). Expired documents are never candidates, in any mode
+            (``trails.retrieval.expired``).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
@@ -191,20 +197,25 @@ def retrieve(
     model = embedder if embedder is not None or ctx is None else ctx.embedder
     for read in pinned_reads(store, graph):
         with read:
+            # Expired documents are gone: cut from the filter's candidates, and hidden from an
+            # unfiltered ranking by over-fetching (retrieval/expired.py).
+            expired = NOTHING_EXPIRED if ctx is None else expired_now(ctx.kg, store, now)
             if graph is not None:
                 lift = mode != "graph" and can_check_documents(graph, store)
-                iris = read.checked(filter_candidates(graph, sparql_filter or "", bindings,
-                                                      scopes, documents=lift))
+                iris = expired.without(read.checked(filter_candidates(
+                    graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
                 answer = _shown(_noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx,
                                                               scopes)), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
-                result = _ranked_hits(query, store, model, k if not steps else max(k, STEP_DEPTH),
-                                      iris, fusion, mode, scopes)
-                for step in steps:
-                    result = _same_result(result, step(query, list(result), ctx))
+                result = _ranked_hits(query, expired.hiding(store), model,
+                                      k if not steps else max(k, STEP_DEPTH), iris, fusion, mode,
+                                      scopes)
+                for step in steps:  # a step (graph expansion) may bring an expired chunk back
+                    result = _same_result(result, expired.keep_hits(step(query, list(result),
+                                                                         ctx)))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
                 answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:

@@ -1,0 +1,207 @@
+"""When a document expires: its own ``expires`` field, or its scope's retention rule.
+
+An expired document is gone for retrieval (never a candidate, in any mode) from the moment
+of its expiry, and ``trails prune --expired`` deletes it. Two sources give a document an
+expiry; when both do, the earlier one holds (a rule is a policy's longest life, a
+document's own date may cut it shorter):
+
+- ``expires`` in its metadata (Markdown front matter, a ``Document``'s metadata): a date
+  (``2025-01-31``: expired from the start of that day, UTC) or a datetime with an offset
+  (``2025-01-31T17:00:00+01:00``). A datetime without an offset names no moment and is
+  refused, as is anything else.
+- a retention rule of its scope (``Context.open(dir, retention={"tmp": "P30D"})``, kept in
+  ``trails.json``): ISO 8601 days after the document's own date (``date``, ``created`` or
+  ``dateCreated``, written as ``schema:dateCreated``). Retention runs from the record's date,
+  not from the time it was ingested: re-ingesting a corpus (a rebuild, a restore, a new
+  embedder) must not extend any document's life. A document of a scope with a rule and no
+  date cannot be given an expiry, so it is refused rather than kept forever.
+
+The expiry is written on the document as ``trails:expires``, an ``xsd:dateTime`` in UTC, so
+SPARQL sees it; it is part of the document's manifest, so changing ``expires`` or the rule
+and ingesting again rewrites it as a metadata update.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.kg.base import KnowledgeGraph, select
+from trails.scopes import check_scope
+
+__all__ = [
+    "EXPIRES",
+    "EXPIRES_KEY",
+    "ExpiredDocument",
+    "check_retention",
+    "document_expiry",
+    "expired_documents",
+    "expiry_problem",
+    "parse_expiry",
+    "retention_days",
+    "utc_now",
+]
+
+EXPIRES_KEY = "expires"
+EXPIRES = "https://trails.dev/ns#expires"
+_FORMAT = ("a date (2025-01-31: expired from the start of that day, UTC) or a datetime with "
+           "an offset (2025-01-31T17:00:00+01:00)")
+_PERIOD = re.compile(r"^P(\d{1,6})D$")
+_EXPIRIES = ("SELECT ?doc ?expires WHERE { ?doc a trails:Document ; "
+             f"<{EXPIRES}> ?expires }}")
+
+
+class ExpiredDocument(NamedTuple):
+    """A document whose expiry has passed: its IRI and when it expired (UTC)."""
+
+    iri: str
+    expires: dt.datetime
+
+
+def utc_now(now: dt.datetime | None = None) -> dt.datetime:
+    """``now`` (default: the current time) as an aware UTC datetime.
+
+    Raises:
+        InvalidArgumentTypeError: ``now`` is not a datetime.
+        InvalidArgumentError: ``now`` has no offset (it names no moment).
+    """
+    if now is None:
+        return dt.datetime.now(dt.UTC)
+    if not isinstance(now, dt.datetime):
+        raise InvalidArgumentTypeError(f"now must be a datetime with an offset, got "
+                                       f"{type(now).__name__}")
+    if now.utcoffset() is None:
+        raise InvalidArgumentError(f"now={now.isoformat()} has no offset, so it names no "
+                                   "moment; pass an aware datetime (datetime.now(UTC))")
+    return now.astimezone(dt.UTC)
+
+
+def parse_expiry(value: object) -> dt.datetime:
+    """``value`` (a date, an aware datetime, or ISO 8601 text of one) as a UTC datetime.
+
+    >>> parse_expiry("2025-01-31")
+    datetime.datetime(2025, 1, 31, 0, 0, tzinfo=datetime.timezone.utc)
+    >>> parse_expiry("2025-01-31T17:00:00+01:00")
+    datetime.datetime(2025, 1, 31, 16, 0, tzinfo=datetime.timezone.utc)
+
+    Raises:
+        InvalidArgumentError: anything else, naming the value and the format expected.
+    """
+    moment = _moment(value)
+    if moment is None:
+        raise InvalidArgumentError(f"expires: {value!r} is not {_FORMAT}")
+    return moment
+
+
+def _moment(value: object) -> dt.datetime | None:
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = (dt.date.fromisoformat(text) if len(text) == 10
+                     else dt.datetime.fromisoformat(text))
+        except ValueError:
+            return None
+    if isinstance(value, dt.datetime):
+        return None if value.utcoffset() is None else value.astimezone(dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    return None
+
+
+def retention_days(period: object) -> int:
+    """The days of an ISO 8601 period of days (``"P30D"``).
+
+    Raises:
+        InvalidArgumentError: any other value.
+    """
+    match = _PERIOD.match(period) if isinstance(period, str) else None
+    if match is None:
+        raise InvalidArgumentError(f"retention period {period!r} is not ISO 8601 days; write "
+                                   "it as P<days>D, e.g. \"P30D\" for 30 days")
+    return int(match.group(1))
+
+
+def check_retention(rules: object) -> dict[str, str]:
+    """``rules`` (scope name -> ISO 8601 days) checked, as a plain dict.
+
+    Raises:
+        InvalidArgumentTypeError: ``rules`` is not a mapping.
+        InvalidArgumentError: a malformed scope name or period, named in the message.
+    """
+    if not isinstance(rules, Mapping):
+        raise InvalidArgumentTypeError(f"retention must map scope names to periods such as "
+                                       f"{{\"tmp\": \"P30D\"}}, got {type(rules).__name__}")
+    checked: dict[str, str] = {}
+    for scope, period in rules.items():
+        try:
+            name = check_scope(scope) if isinstance(scope, str) else None
+        except ValueError as exc:
+            raise InvalidArgumentError(f"retention: {exc}") from None
+        if name is None:
+            raise InvalidArgumentError(f"retention: scope {scope!r} is not a scope name")
+        retention_days(period)
+        checked[name] = period
+    return checked
+
+
+def document_expiry(metadata: Mapping[str, Any], created: dt.date | None, scope: str,
+                    retention: Mapping[str, str] | None) -> dt.datetime | None:
+    """When a document expires (the earlier of its ``expires`` and its scope's rule counted
+    from ``created``), or None. Values :func:`expiry_problem` refuses count as absent."""
+    found = [moment for moment in (_moment(metadata.get(EXPIRES_KEY)),) if moment is not None]
+    period = (retention or {}).get(scope)
+    base = _base(created)
+    if period is not None and base is not None:
+        found.append(base + dt.timedelta(days=retention_days(period)))
+    return min(found, default=None)
+
+
+def _base(created: dt.date | None) -> dt.datetime | None:
+    """The moment a retention period counts from: the document's date (a date without a
+    time is its start, a datetime without an offset is read as UTC)."""
+    if isinstance(created, dt.datetime) and created.utcoffset() is None:
+        return created.replace(tzinfo=dt.UTC)
+    return _moment(created)
+
+
+def expiry_problem(metadata: Mapping[str, Any], created: dt.date | None, scope: str,
+                   retention: Mapping[str, str] | None) -> str | None:
+    """Why a document's expiry cannot be known (a malformed ``expires``, or a scope with a
+    retention rule and no date to count from), or None."""
+    value = metadata.get(EXPIRES_KEY)
+    if value is not None and _moment(value) is None:
+        return f"{EXPIRES_KEY}: {value!r} is not {_FORMAT}"
+    period = (retention or {}).get(scope)
+    if period is not None and value is None and _base(created) is None:
+        return (f"scope {scope!r} keeps documents {period} after their date, and this one has "
+                "none; give it a date (front matter date: 2025-01-31) or an expires: field")
+    return None
+
+
+def expired_documents(kg: KnowledgeGraph, now: dt.datetime) -> tuple[list[ExpiredDocument],
+                                                                     dt.datetime | None,
+                                                                     dt.datetime | None]:
+    """The documents of every scope expired at ``now`` (by IRI), the latest of their expiries
+    and the next expiry still to come: the answer holds, for the same graph, from the one to
+    the other.
+
+    Raises:
+        StorageError, SparqlError: the graph cannot be read.
+    """
+    earliest: dict[str, dt.datetime] = {}  # a user may have added another expiry: the first holds
+    upcoming: dt.datetime | None = None
+    for row in select(kg, _EXPIRIES):
+        moment = _moment(row["expires"])
+        if moment is None:  # a user's own malformed triple: it names no moment
+            continue
+        if moment <= now:
+            iri = str(row["doc"])
+            earliest[iri] = min(moment, earliest.get(iri, moment))
+        elif upcoming is None or moment < upcoming:
+            upcoming = moment
+    expired = sorted(ExpiredDocument(iri, moment) for iri, moment in earliest.items())
+    latest = max((e.expires for e in expired), default=None)
+    return expired, latest, upcoming
