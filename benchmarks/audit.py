@@ -119,11 +119,11 @@ def report(results: dict[str, dict[str, dict[str, float]]], asked: int, rounds: 
     lines = [
         "## What recording a search costs",
         "",
-        f"`.venv/bin/python benchmarks/audit.py` ({dt.date.today()}, {platform.machine()}, "
+        (f"`.venv/bin/python benchmarks/audit.py` ({dt.date.today()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, a shared machine): "
         f"{asked} SciFact queries x {rounds} rounds, k=10. Each query runs with the audit trail "
         "off, on, and on with each hit's admitting filter solution (`why`), in rotating order, "
-        "so noise falls on all three alike. Medians in milliseconds. The overhead is on / off.",
+        "so noise falls on all three alike. Medians in milliseconds. The overhead is on / off."),
         "",
         "| context | mode | off | on | on + why | on / off | on + why / off |",
         "|---|---|---:|---:|---:|---:|---:|",

@@ -291,3 +291,24 @@ def test_retrievers_record_their_searches_with_their_caller(tmp_path):
     assert [(r.caller, r.mode) for r in records] == [("vec", "vector"), ("hyb", "hybrid"),
                                                      ("gra", "graph")]
     assert all(h.admitted_by for h in records[2].hits)
+
+
+def test_deletions_are_recorded_with_their_reason(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        ingest_all([Document(id="old", source="old.md", text="An expired memo.",
+                             metadata={"expires": "2020-01-01"})], ctx=ctx)
+        assert ctx.delete_document("trails://local/doc/d0")
+        assert not ctx.delete_document("trails://local/doc/never-there")  # nothing: no record
+        removed = ctx.prune_expired()
+        records = [r for r in ctx.audit.activities() if r.kind == "deletion"]
+    assert [iri for iri, _ in removed] == ["trails://local/doc/old"]
+    by_reason = {r.reason: r for r in records}
+    assert set(by_reason) == {"deleted on request", "expired"}
+    assert by_reason["deleted on request"].documents == ["trails://local/doc/d0"]
+    assert by_reason["expired"].documents == ["trails://local/doc/old"]
+    assert by_reason["expired"].expired_at == {
+        "trails://local/doc/old": "2020-01-01T00:00:00+00:00"}
+    with make(tmp_path / "kb") as ctx:
+        gone = ctx.kg.query("SELECT ?doc WHERE { GRAPH <urn:trails:audit> { "
+                            "?run a audit:Deletion ; prov:invalidated ?doc } }")
+        assert sorted(gone.column("doc")) == ["trails://local/doc/d0", "trails://local/doc/old"]

@@ -44,7 +44,8 @@ def recorded(monkeypatch):
     """What reaches record_deletion, the one call site for auditing deletions."""
     calls: list[list[tuple[str, dt.datetime]]] = []
     monkeypatch.setattr(retention, "record_deletion",
-                        lambda ctx, removed: calls.append([tuple(r) for r in removed]))
+                        lambda ctx, documents, reason, expired_at: calls.append(
+                            [(iri, expired_at[iri]) for iri in documents]))
     return calls
 
 

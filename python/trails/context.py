@@ -37,7 +37,7 @@ from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
-from trails.ingest.retention import prune_expired
+from trails.ingest.retention import prune_expired, record_deletion
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -260,7 +260,10 @@ class Context:
         """
         self._check_writable()
         parts: ContextParts = self
-        return maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
+        deleted = maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
+        if deleted:
+            record_deletion(parts, [iri], reason="deleted on request")
+        return deleted
 
     def prune_expired(self, *, now: datetime | None = None,
                       dry_run: bool = False) -> list[ExpiredDocument]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from trails.audit import AuditTrail
 from trails.kg.base import KnowledgeGraph
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
-__all__ = ["ContextParts", "IngestObserved"]
+__all__ = ["Audited", "ContextParts", "IngestObserved"]
 
 
 class ContextParts(Protocol):
@@ -36,3 +37,10 @@ class IngestObserved(Protocol):
     """A context with ``on_ingest`` hooks, called with each ingest's stats when it ends."""
 
     on_ingest: list[Callable[[Any], object]]
+
+
+@runtime_checkable
+class Audited(Protocol):
+    """A context with an audit trail: what changes it (deletions) is recorded there too."""
+
+    audit: AuditTrail

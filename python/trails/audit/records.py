@@ -115,6 +115,7 @@ class DeletionRecord(ActivityRecord):
     kind: ClassVar[str] = "deletion"
     reason: str = ""
     documents: list[str] = field(default_factory=list)
+    expired_at: dict[str, str] = field(default_factory=dict)  # document -> its expiry
 
 
 def from_json(data: Mapping[str, Any]) -> ActivityRecord:

@@ -11,11 +11,13 @@ retention is recorded.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from trails.audit import DeletionRecord, default_caller, new_run_id
+from trails.audit.records import started_now
 from trails.ingest.expiry import ExpiredDocument, expired_documents, utc_now
 from trails.ingest.maintenance import delete_document
-from trails.parts import ContextParts
+from trails.parts import Audited, ContextParts
 
 __all__ = ["prune_expired", "record_deletion"]
 
@@ -37,16 +39,22 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
     if dry_run or not expired:
         return expired
     removed = [document for document in expired if delete_document(ctx, document.iri)]
-    record_deletion(ctx, removed)
+    record_deletion(ctx, [d.iri for d in removed], reason="expired",
+                    expired_at={d.iri: d.expires for d in removed})
     return removed
 
 
-def record_deletion(ctx: ContextParts, removed: Sequence[ExpiredDocument]) -> None:
-    """Record that ``removed`` (``(IRI, expiry)`` pairs) were deleted because they expired.
-
-    This is the single call site for auditing retention deletions: it is meant to write one
-    PROV-O activity to the context's audit trail (which documents, when, why: expired at
-    these moments). Until that trail exists it writes nothing; every deletion made by
-    :func:`prune_expired` passes through here, after the documents are gone.
-    """
-    del ctx, removed  # nothing to record into yet; see the docstring
+def record_deletion(ctx: ContextParts, documents: Sequence[str], *, reason: str,
+                    expired_at: Mapping[str, dt.datetime] | None = None,
+                    caller: str | None = None) -> None:
+    """Record in the context's audit trail that ``documents`` were deleted, and why: one
+    ``audit:Deletion`` activity, each document ``prov:invalidated`` (for retention, the moment
+    each expired is kept with the record). Nothing is recorded for a context that does not
+    audit; like every record, a failure to write it is logged and counted, never raised."""
+    if not documents or not isinstance(ctx, Audited) or not ctx.audit.enabled:
+        return
+    moment = started_now()
+    ctx.audit.record(DeletionRecord(
+        run_id=new_run_id(), caller=caller or ctx.audit.caller or default_caller(),
+        started=moment, ended=moment, reason=reason, documents=list(documents),
+        expired_at={iri: when.isoformat() for iri, when in (expired_at or {}).items()}))
