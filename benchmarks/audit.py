@@ -133,6 +133,17 @@ def report(results: dict[str, dict[str, dict[str, float]]], asked: int, rounds: 
             lines.append(f"| {name} | {mode} | {by['off']:.2f} | {by['on']:.2f} | "
                          f"{by['on+why']:.2f} | {by['on'] / by['off']:.3f} | "
                          f"{by['on+why'] / by['off']:.3f} |")
+    worst = max(by[s] / by["off"] for modes in results.values() for by in modes.values()
+                for s in ("on", "on+why"))
+    lines += [
+        "",
+        (f"Target: recording costs at most 10% of the query's latency. Worst ratio here: "
+        f"{worst:.3f}. What a record costs is about constant per search: the JSON line, one "
+        "`write()` under the log's lock, and for a filtered search with `why` one more graph "
+        "query over the k hits. So the ratio is highest where the search itself is cheapest "
+        "(vector mode without a model). Folding into the graph is the writer's work, outside "
+        "every search, at close or when the trail is listed."),
+    ]
     return lines
 
 
