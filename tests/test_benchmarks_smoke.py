@@ -65,3 +65,17 @@ def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
     verdicts = dict(item.rsplit("=", 1) for item in line.group(1).split())
     assert len(verdicts) == 20 and set(verdicts.values()) == {"ok"}, verdicts
     assert re.search(r"^Open read-only: \*\*[\d.]+ s\*\*", run.stdout, flags=re.MULTILINE)
+
+
+def test_audit_benchmark_quick_run_measures_every_mode_and_setting():
+    """benchmarks/audit.py --quick: both contexts, three modes, a positive time for each of
+    off, on and on + why (no timing is asserted: the full run records them)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--quick", "--no-write"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines()
+            if line.startswith("| ") and ("MiniLM" in line or "MockEmbedder" in line)]
+    assert [r[1].strip() for r in rows] == ["vector", "hybrid", "hybrid, filter ~50%"] * 2
+    assert all(float(cell) > 0 for row in rows for cell in row[2:])
