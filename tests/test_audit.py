@@ -312,3 +312,17 @@ def test_deletions_are_recorded_with_their_reason(tmp_path):
         gone = ctx.kg.query("SELECT ?doc WHERE { GRAPH <urn:trails:audit> { "
                             "?run a audit:Deletion ; prov:invalidated ?doc } }")
         assert sorted(gone.column("doc")) == ["trails://local/doc/d0", "trails://local/doc/old"]
+
+
+def test_documents_pruned_with_their_source_files_are_recorded(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("Kept note.")
+    (notes / "b.md").write_text("A note whose file goes away.")
+    with make(tmp_path / "kb") as ctx:
+        ingest_all(notes, ctx=ctx)
+        (notes / "b.md").unlink()
+        assert ingest_all(notes, ctx=ctx, prune=True).pruned == 1
+        (record,) = [r for r in ctx.audit.pending() if r.kind == "deletion"]
+    assert record.documents == ["trails://local/doc/b.md"]
+    assert record.reason.startswith("source removed: ") and record.reason.endswith("b.md")

@@ -18,6 +18,7 @@ from trails.errors import InvalidArgumentError
 from trails.ingest.events import DocumentPruned
 from trails.ingest.loaders import KNOWN_SUFFIXES
 from trails.ingest.maintenance import delete_document
+from trails.ingest.retention import record_deletion
 from trails.kg.base import select
 from trails.parts import ContextParts
 
@@ -54,5 +55,6 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path]) -> Iterator[
         if (path.suffix.lower() not in KNOWN_SUFFIXES or path.exists()
                 or not any(path == root or root in path.parents for root in roots)):
             continue
-        delete_document(ctx, str(row["doc"]))
+        if delete_document(ctx, str(row["doc"])):
+            record_deletion(ctx, [str(row["doc"])], reason=f"source removed: {source}")
         yield DocumentPruned(str(row["doc"]), source)
