@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # stops when that fails; `make typecheck` runs it alone, `make test TYPECHECK=0` skips it.
 TYPECHECK ?= 1
 
-.PHONY: demo test typecheck bench clean virtuoso
+.PHONY: demo test typecheck bench clean virtuoso chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,25 @@ virtuoso:
 			|| echo "apt-get could not install virtuoso-opensource: the Virtuoso tests skip"; \
 	fi
 
+# Debian's chromium and chromium-driver for the display tests, which render each object's HTML
+# in a real headless browser (they skip without them): installed as root with apt-get when
+# missing, as for Virtuoso. `make test CHROMIUM=0` leaves it alone.
+CHROMIUM ?= 1
+chromium:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "chromium not found and not root: the browser display tests skip (install: apt-get install -y chromium chromium-driver)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium not found and no apt-get: the browser display tests skip"; \
+	else \
+		echo "installing chromium and chromium-driver for the browser display tests"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) >/dev/null \
+			|| echo "apt-get could not install chromium: the browser display tests skip"; \
+	fi
+
 # pytest exits 5 when it collects nothing: that is a broken suite, never a pass.
-test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso)
+test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) \
+		$(if $(filter 1,$(CHROMIUM)),chromium)
 	$(PY) -m pytest -n 2 -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 

@@ -36,6 +36,8 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "pypdf": ("pypdf", "pdf"),
     "httpx": ("httpx", "remote"),
     "rdflib": ("rdflib", "rdflib"),
+    "pandas": ("pandas", "pandas"),
+    "polars": ("polars", "polars"),
 }
 
 

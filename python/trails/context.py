@@ -31,7 +31,8 @@ from trails.config import (
     read_config,
     write_config,
 )
-from trails.errors import ConfigurationError
+from trails.display.tables import summary_html, summary_text
+from trails.errors import ConfigurationError, TrailsError
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
@@ -323,6 +324,31 @@ class Context:
     def __repr__(self) -> str:
         where = "memory" if self.directory is None else str(self.directory)
         return f"<Context {where} embedder={self.embedder.identity.describe()}>"
+
+    def _summary(self) -> dict[str, object]:
+        """What a person wants to see of the context: where, which stores, how much."""
+        fields: dict[str, object] = {
+            "directory": "memory" if self.directory is None else str(self.directory),
+            "graph": type(self.kg).__name__, "vector store": type(self.vectors).__name__,
+            "embedder": self.embedder.identity.describe(),
+        }
+        if self._closed:
+            return {**fields, "state": "closed"}
+        try:
+            counts = self.stats()
+        except TrailsError as exc:  # a display must show what it can, never raise
+            return {**fields, "counts": f"unavailable: {exc}"}
+        fields.update({name: counts[name] for name in ("documents", "vectors", "quads", "scopes")})
+        fields["mode"] = "read-only" if self.read_only else "writable"
+        fields["audit"] = "recording searches" if self.audit.enabled else "off"
+        return fields
+
+    def __str__(self) -> str:
+        return summary_text("trails context", self._summary())
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: directory, stores, embedder, counts and scopes."""
+        return summary_html("context", "trails context", self._summary())
 
 
 def _close_all(parts: list[VectorStore | KnowledgeGraph | None]) -> None:

@@ -7,10 +7,12 @@ name them without importing the retrieval machinery.
 from __future__ import annotations
 
 import datetime as dt
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from trails.display import frames
+from trails.display.results import hit_html, hit_text, hits_html, hits_text, label
 
 __all__ = ["RetrievalHit", "RetrievalResult"]
 
@@ -72,6 +74,17 @@ class RetrievalHit:
             return start, end
         return None
 
+    def __repr__(self) -> str:
+        score = "no score" if self.score is None else f"{self.score:.4f}"
+        return f"<RetrievalHit {score} {label(self)!r} {self.iri}>"
+
+    def __str__(self) -> str:
+        return hit_text(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: title, date, source, score bar, passage, IRI, components."""
+        return hit_html(self)
+
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
@@ -92,6 +105,8 @@ class RetrievalResult(list[RetrievalHit]):
             for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
         run_id: the id of this search in the context's audit trail (``trails audit show``),
             None when it was not recorded.
+        query: the query the hits answer (``retrieve()`` sets it; the display marks its
+            terms in each passage), None when unknown.
     """
 
     def __init__(
@@ -106,9 +121,11 @@ class RetrievalResult(list[RetrievalHit]):
         notes: Sequence[str] = (),
         fusion_weights: Mapping[str, float] | None = None,
         run_id: str | None = None,
+        query: str | None = None,
     ) -> None:
         super().__init__(hits)
         self.run_id = run_id
+        self.query = query
         self.mode = mode
         self.plan = plan
         self.candidates = candidates
@@ -130,13 +147,28 @@ class RetrievalResult(list[RetrievalHit]):
     def __repr__(self) -> str:
         return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
 
+    def __str__(self) -> str:
+        return hits_text(self, self.explain(), self.query, self.run_id)
+
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{i}</td><td>{'' if h.score is None else f'{h.score:.4f}'}</td>"
-            f"<td><code>{html.escape(h.iri)}</code></td><td>{html.escape(h.snippet[:200])}</td></tr>"
-            for i, h in enumerate(self, start=1)
-        )
-        return (
-            f"<p>{html.escape(self.explain())}</p><table><thead><tr><th>#</th><th>score</th>"
-            f"<th>iri</th><th>snippet</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
+        """A notebook's view: the explanation line, then each hit's title, date, source,
+        score bar (components on hover and in a detail row), passage with the query's terms
+        marked, and IRI."""
+        return hits_html(self, self.explain(), self.query, self.run_id)
+
+    def to_pandas(self) -> Any:
+        """One row per hit: rank, iri, score, components, title, date, source, snippet,
+        document.
+
+        Raises:
+            MissingExtraError: pandas is not installed (``pip install "trails[pandas]"``).
+        """
+        return frames.to_pandas(self)
+
+    def to_polars(self) -> Any:
+        """:meth:`to_pandas`'s rows as a ``polars.DataFrame``.
+
+        Raises:
+            MissingExtraError: polars is not installed (``pip install "trails[polars]"``).
+        """
+        return frames.to_polars(self)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trails.display.tables import summary_html, summary_text
+
 __all__ = [
     "BatchEmbedded",
     "DocumentFailed",
@@ -160,3 +162,24 @@ class IngestionStats:
             if count)
         return (f"{self.ingested} documents ingested, {self.skipped} skipped, {self.failed} "
                 f"failed{extra}, {self.chunks} chunks in {self.seconds:.1f}s")
+
+    def _fields(self) -> dict[str, object]:
+        fields: dict[str, object] = {
+            "ingested": self.ingested, "skipped (unchanged)": self.skipped,
+            "failed": self.failed, "metadata updated": self.metadata_updated,
+            "pruned": self.pruned, "chunks": self.chunks, "tokens": self.tokens,
+            "seconds": f"{self.seconds:.1f} (embedding {self.embed_seconds:.1f})",
+        }
+        for label, pairs in (("failure", self.failures), ("warning", self.warnings)):
+            for number, (source, reason) in enumerate(pairs[:20], start=1):
+                fields[f"{label} {number}"] = f"{source}: {reason}"
+            if len(pairs) > 20:
+                fields[f"{label}s not shown"] = len(pairs) - 20
+        return fields
+
+    def __str__(self) -> str:
+        return summary_text(self.summary(), self._fields())
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the totals, then each failure and warning with its source."""
+        return summary_html("ingestion", self.summary(), self._fields())

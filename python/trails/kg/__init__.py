@@ -5,7 +5,7 @@ from __future__ import annotations
 from trails._lazy import lazy_attributes
 from trails.kg.base import FunctionGraph, KnowledgeGraph, NQuadsGraph, QueryOutput, select
 from trails.kg.oxigraph import OxigraphGraph
-from trails.kg.result import QueryResult
+from trails.kg.result import QueryResult, Triples
 from trails.kg.sparql import PREFIXES, TRAILS, check_filter
 from trails.kg.terms import IRI, to_python, to_term
 
@@ -20,6 +20,7 @@ __all__ = [
     "QueryOutput",
     "QueryResult",
     "SparqlEndpointGraph",
+    "Triples",
     "check_filter",
     "select",
     "to_python",

@@ -19,7 +19,7 @@ from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import OPEN_ATTEMPTS, new_revision, open_store, read_revision
 from trails.kg.rdfio import RdfSource
-from trails.kg.result import QueryResult
+from trails.kg.result import QueryResult, Triples
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
@@ -253,7 +253,7 @@ class OxigraphGraph:
             return QueryResult(variables, raw)
         if isinstance(result, ox.QueryBoolean):
             return bool(result)
-        return list(result)
+        return Triples(result)
 
     def select_iris(
         self,

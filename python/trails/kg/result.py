@@ -1,14 +1,36 @@
-"""Query results as rows of Python values, with the raw RDF terms one attribute away."""
+"""Query results: SELECT rows of Python values (the raw RDF terms one attribute away) and
+CONSTRUCT/DESCRIBE triples, each shown as a table in a notebook."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator
 from typing import Any
 
+import pyoxigraph as ox
+
+from trails.display.tables import Cell, rows_html, rows_text
 from trails.kg.terms import to_python
 
-__all__ = ["QueryResult"]
+__all__ = ["QueryResult", "Triples", "term_cell"]
+
+
+def term_cell(term: Any) -> Cell:
+    """A term as the display draws it: IRIs as links, literals as their text (with a
+    language tag or a non-string datatype after it), blank nodes as ``_:id``."""
+    if term is None:
+        return ("none", "")
+    if isinstance(term, ox.NamedNode):
+        return ("iri", term.value)
+    if isinstance(term, ox.BlankNode):
+        return ("blank", term.value)
+    if isinstance(term, ox.Literal):
+        if term.language:
+            return ("literal", f"{term.value} @{term.language}")
+        datatype = term.datatype.value
+        if datatype.endswith(("#string", "#langString")):
+            return ("literal", term.value)
+        return ("literal", f"{term.value} ^^{datatype.rpartition('#')[2] or datatype}")
+    return ("literal", str(term))
 
 
 class QueryResult:
@@ -41,11 +63,35 @@ class QueryResult:
     def __repr__(self) -> str:
         return f"<QueryResult variables={self.variables} rows={len(self.rows)}>"
 
+    def _cells(self) -> list[list[Cell]]:
+        return [[term_cell(row.get(name)) for name in self.variables] for row in self.raw]
+
+    def _caption(self) -> str:
+        return f"{len(self.rows)} row{'' if len(self.rows) == 1 else 's'}"
+
+    def __str__(self) -> str:
+        return rows_text([f"?{v}" for v in self.variables], self._cells(), self._caption())
+
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>?{html.escape(v)}</th>" for v in self.variables)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(row[v]))}</td>" for v in self.variables) + "</tr>"
-            for row in self.rows[:200]
-        )
-        more = f"<p>… {len(self.rows) - 200} more rows</p>" if len(self.rows) > 200 else ""
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+        """A table: one column per variable, IRIs as short links, unbound cells marked."""
+        return rows_html("select", [f"?{v}" for v in self.variables], self._cells(),
+                         self._caption())
+
+
+class Triples(list[ox.Triple]):
+    """What a CONSTRUCT or DESCRIBE returns: a list of pyoxigraph triples, shown as a
+    subject / predicate / object table in a notebook."""
+
+    def _cells(self) -> list[list[Cell]]:
+        return [[term_cell(t.subject), term_cell(t.predicate), term_cell(t.object)]
+                for t in self]
+
+    def _caption(self) -> str:
+        return f"{len(self)} triple{'' if len(self) == 1 else 's'}"
+
+    def __str__(self) -> str:
+        return rows_text(("subject", "predicate", "object"), self._cells(), self._caption())
+
+    def _repr_html_(self) -> str:
+        return rows_html("triples", ("subject", "predicate", "object"), self._cells(),
+                         self._caption())

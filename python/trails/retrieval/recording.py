@@ -167,4 +167,5 @@ def _with_hits(result: RetrievalResult, hits: list[Any], run_id: str | None = No
                            candidates=result.candidates, exhaustive=result.exhaustive,
                            rankings=result.rankings, notes=result.notes,
                            fusion_weights=result.fusion_weights,
-                           run_id=run_id if run_id is not None else result.run_id)
+                           run_id=run_id if run_id is not None else result.run_id,
+                           query=result.query)

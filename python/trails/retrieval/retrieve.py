@@ -229,6 +229,7 @@ def retrieve(
                       min_score=threshold, caller=caller, why=why, started=started,
                       revisions=state,
                       embedder=None if model is None else model.identity.describe())
+    answer.query = query  # the display marks its terms in each passage
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
 
 

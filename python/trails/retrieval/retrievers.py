@@ -249,10 +249,11 @@ class RerankedRetriever:
         _check_ranked(hits, "a step of this RerankedRetriever")
         if isinstance(inner, RetrievalResult):
             result = RetrievalResult(hits, mode=inner.mode, plan="reranked",
-                                     candidates=inner.candidates, exhaustive=inner.exhaustive)
+                                     candidates=inner.candidates, exhaustive=inner.exhaustive,
+                                     query=query)
         else:
             result = RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
-                                     exhaustive=False)
+                                     exhaustive=False, query=query)
         return above_min_score(result, self.min_score)
 
 
@@ -301,7 +302,8 @@ class CompositeRetriever:
         hits = [_fused_hit(iri, score, name, found) for iri, score in fused]
         return above_min_score(RetrievalResult(
             hits, mode="composite", plan=name, candidates=None,
-            exhaustive=all(isinstance(r, RetrievalResult) and r.exhaustive for r in results)),
+            exhaustive=all(isinstance(r, RetrievalResult) and r.exhaustive for r in results),
+            query=query),
             self.min_score)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError
-from trails.kg.result import QueryResult
+from trails.kg.result import QueryResult, Triples
 
 __all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
            "server_message"]
@@ -100,7 +100,7 @@ def canonical_booleans(answer: QueryAnswer) -> QueryAnswer:
         return QueryResult(answer.variables, [{n: canonical(t) for n, t in row.items()}
                                               for row in answer.raw])
     if isinstance(answer, list):
-        return [ox.Triple(t.subject, t.predicate, canonical(t.object)) for t in answer]
+        return Triples(ox.Triple(t.subject, t.predicate, canonical(t.object)) for t in answer)
     return answer
 
 
@@ -134,7 +134,8 @@ def _parse(content: bytes, media: str) -> QueryAnswer | None:
         return QueryResult(variables, [{n: s[n] for n in variables} for s in parsed])
     rdf_format = ox.RdfFormat.from_media_type(media) if media else None
     if rdf_format is not None:
-        return [ox.Triple(q.subject, q.predicate, q.object) for q in ox.parse(content, rdf_format)]
+        return Triples(ox.Triple(q.subject, q.predicate, q.object)
+                       for q in ox.parse(content, rdf_format))
     return None
 
 

@@ -32,6 +32,7 @@ from trails.vector.embedders.sentence_transformer.model_files import (
     sentence_bert_config,
 )
 from trails.vector.embedders.sentence_transformer.onnx_runtime import OnnxEncoder
+from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
 from trails.vector.embedders.sentence_transformer.tokenization import hf_tokenizer
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             on ONNX (which runs each text on its own: see :class:`OnnxEncoder`).
         backend: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` or ``"auto"`` (see the package doc).
         cache_dir: where ONNX exports are kept; default :func:`default_onnx_cache_dir`.
+        verbose: show transformers' weight-loading progress and tqdm's warnings while the
+            model loads (default: only when ``TRAILS_MODEL_PROGRESS=1``; see ``quiet.py``).
 
     Raises:
         MissingExtraError: an ONNX backend was asked for and onnxruntime is not installed.
@@ -65,8 +68,10 @@ class SentenceTransformerEmbedder(BaseEmbedder):
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", device: str | None = None,
                  batch_size: int = 32, backend: str = "auto",
-                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+                 cache_dir: str | os.PathLike[str] | None = None,
+                 verbose: bool | None = None) -> None:
         self.model = model
+        self.verbose = verbose
         self.device = device
         self.batch_size = batch_size
         self.path = resolve_model_path(model)
@@ -117,9 +122,10 @@ class SentenceTransformerEmbedder(BaseEmbedder):
 
     def _torch_model(self) -> SentenceTransformer:
         def load() -> SentenceTransformer:
-            st = require("sentence_transformers", "SentenceTransformerEmbedder")
-            model: SentenceTransformer = st.SentenceTransformer(
-                str(self.path), device=self.device, local_files_only=True)
+            with quiet_loading(self.verbose):  # its import too: that is where tqdm warns
+                st = require("sentence_transformers", "SentenceTransformerEmbedder")
+                model: SentenceTransformer = st.SentenceTransformer(
+                    str(self.path), device=self.device, local_files_only=True)
             return model
 
         return _state.cached(("sentence-transformers", str(self.path), self.device), load)
@@ -143,7 +149,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         """
         if self.backend == "torch":
             raise ConfigurationError("export() is for the ONNX backends; this one is torch")
-        return ensure_onnx_export(self.path, self.export_dir, self.backend)
+        return ensure_onnx_export(self.path, self.export_dir, self.backend, verbose=self.verbose)
 
     # -- embedding -------------------------------------------------------------------------
 

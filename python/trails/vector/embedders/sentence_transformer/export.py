@@ -31,6 +31,7 @@ from trails.vector.embedders.base import Vectors
 from trails.vector.embedders.sentence_transformer.backends import ONNX_FILES
 from trails.vector.embedders.sentence_transformer.model_files import max_length, model_revision
 from trails.vector.embedders.sentence_transformer.onnx_runtime import OnnxEncoder
+from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
 from trails.vector.embedders.sentence_transformer.tokenization import batch_tokenizer
 
 if sys.platform != "win32":  # POSIX advisory locks; Windows exports unlocked (_exclusive_lock)
@@ -99,12 +100,14 @@ def _fingerprint(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def ensure_onnx_export(model_path: Path, export_dir: Path, backend: str) -> tuple[Path, bool]:
+def ensure_onnx_export(model_path: Path, export_dir: Path, backend: str, *,
+                       verbose: bool | None = None) -> tuple[Path, bool]:
     """The ONNX file for ``backend`` in ``export_dir``, exporting it if missing.
 
     Returns (file, created). Exports happen under an exclusive lock on ``export_dir/.lock``:
     a second process waits, then finds the file and reuses it; each file appears by an atomic
-    rename, so nobody ever loads half a file.
+    rename, so nobody ever loads half a file. Loading the model to export it is quiet unless
+    ``verbose`` (see ``quiet.py``).
 
     Raises:
         MissingExtraError: onnxruntime or onnx (or torch, to export) is not installed.
@@ -122,7 +125,7 @@ def ensure_onnx_export(model_path: Path, export_dir: Path, backend: str) -> tupl
             return target, False
         fp32 = export_dir / ONNX_FILES["onnx"]
         if not fp32.is_file():
-            _export_fp32(model_path, fp32)
+            _export_fp32(model_path, fp32, verbose)
         if backend == "onnx-int8":
             _quantize_int8(model_path, fp32, target)
     return target, True
@@ -160,7 +163,7 @@ def _atomic_output(target: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def _export_fp32(model_path: Path, target: Path) -> None:
+def _export_fp32(model_path: Path, target: Path, verbose: bool | None = None) -> None:
     """Trace the transformer + pooling + normalisation to ONNX, fuse it, check and publish.
 
     sentence-transformers' own ``backend="onnx"`` needs optimum-onnx, which pins transformers
@@ -168,7 +171,7 @@ def _export_fp32(model_path: Path, target: Path) -> None:
     """
     log.info("exporting %s to ONNX in %s (once)", model_path, target.parent)
     torch = require("torch", "the ONNX export")
-    module, probe_reference = _torch_module(model_path)
+    module, probe_reference = _torch_module(model_path, verbose)
     # The raw trace is an intermediate: it lives in a private directory beside the target.
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".trace-") as work, \
             _atomic_output(target) as fused:
@@ -179,15 +182,16 @@ def _export_fp32(model_path: Path, target: Path) -> None:
     _write_manifest(target, model_path)
 
 
-def _torch_module(model_path: Path) -> tuple[Any, Vectors]:
+def _torch_module(model_path: Path, verbose: bool | None = None) -> tuple[Any, Vectors]:
     """The torch module that the graph records, and its vectors for the probe texts."""
     torch = require("torch", "the ONNX export")
     transformers = require("transformers", "the ONNX export")
     modules = _check_supported(model_path)
     # Eager attention traces to plain ONNX ops that ORT's transformer optimizer fuses.
     # local_files_only: a local model, so nothing is asked of a model hub.
-    bert = transformers.AutoModel.from_pretrained(str(model_path), attn_implementation="eager",
-                                                  local_files_only=True)
+    with quiet_loading(verbose):
+        bert = transformers.AutoModel.from_pretrained(
+            str(model_path), attn_implementation="eager", local_files_only=True)
     module = _sentence_embedding_module(torch, bert.eval(), modules["pooling"]).eval()
     tokenize = batch_tokenizer(model_path, max_length(model_path))
     ids, mask = tokenize(list(PROBE_TEXTS))

@@ -1,0 +1,52 @@
+"""A result as a pandas or polars DataFrame: one row per hit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from trails._lazy import require
+from trails.display.results import Hit
+from trails.display.snippets import plain_snippet
+
+__all__ = ["COLUMNS", "hit_rows", "to_pandas", "to_polars"]
+
+COLUMNS = ("rank", "iri", "score", "components", "title", "date", "source", "snippet",
+           "document")
+
+
+def hit_rows(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """One plain dict per hit, in rank order (rank from 1), with the :data:`COLUMNS` keys."""
+    return [{"rank": rank, "iri": hit.iri, "score": hit.score,
+             "components": dict(hit.components), "title": hit.title,
+             "date": None if hit.date is None else hit.date.isoformat(),
+             "source": hit.source, "snippet": plain_snippet(hit.snippet), "document": hit.document}
+            for rank, hit in enumerate(hits, start=1)]
+
+
+def to_pandas(hits: Sequence[Hit]) -> Any:
+    """The hits as a ``pandas.DataFrame`` (columns :data:`COLUMNS`, even with no hits).
+
+    Raises:
+        MissingExtraError: pandas is not installed (``pip install "trails[pandas]"``).
+    """
+    pandas = require("pandas", "RetrievalResult.to_pandas()")
+    return pandas.DataFrame(hit_rows(hits), columns=list(COLUMNS))
+
+
+def to_polars(hits: Sequence[Hit]) -> Any:
+    """The hits as a ``polars.DataFrame`` (columns :data:`COLUMNS`; ``components`` a struct).
+
+    Raises:
+        MissingExtraError: polars is not installed (``pip install "trails[polars]"``).
+    """
+    polars = require("polars", "RetrievalResult.to_polars()")
+    rows = hit_rows(hits)
+    if not rows:
+        return polars.DataFrame({name: [] for name in COLUMNS})
+    # Components differ between hits (a rank only some rankings gave): one struct field each.
+    names = sorted({name for row in rows for name in row["components"]})
+    for row in rows:
+        row["components"] = ({name: row["components"].get(name) for name in names}
+                             if names else None)
+    return polars.DataFrame(rows)

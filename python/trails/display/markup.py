@@ -1,0 +1,101 @@
+"""HTML building blocks: escaping, short IRI links, score bars and tables.
+
+Every value is escaped here, once, so the other display modules never write raw text into
+markup. The style is inline in a ``<style>`` scoped by a ``trails-`` class prefix: a notebook
+shows it without any extension, and it leaves the page's own styles alone.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["STYLE", "escape", "iri_link", "score_bar", "short_iri", "table", "wrap"]
+
+STYLE = """<style>
+.trails-box{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em}
+.trails-box table{border-collapse:collapse;margin:4px 0}
+.trails-box th,.trails-box td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;
+vertical-align:top}
+.trails-box th{background:#f4f4f4}
+.trails-explain{color:#555;margin:2px 0 6px}
+.trails-meta{color:#666;font-size:12px}
+.trails-scorecell{white-space:nowrap}
+.trails-bar{display:inline-block;width:100px;height:8px;background:#eee;vertical-align:middle}
+.trails-bar-fill{display:block;height:8px;background:#3b7dd8}
+.trails-box mark{background:#fff1a8;padding:0}
+.trails-box details summary{cursor:pointer;color:#666;font-size:12px}
+</style>"""
+
+# The last separator before a position: an IRI is shortened at one, keeping the tail.
+_SEPARATOR = re.compile(r"[/#:](?=[^/#:]*$)")
+_SAFE_SCHEMES = ("http://", "https://")
+
+
+def escape(value: object) -> str:
+    """``value`` as text safe in HTML content and in a double- or single-quoted attribute.
+
+    >>> escape('<script>"x"</script>')
+    '&lt;script&gt;&quot;x&quot;&lt;/script&gt;'
+    """
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def short_iri(iri: str, keep: int = 48) -> str:
+    """The end of ``iri`` that tells it apart: whole segments (split at ``/``, ``#`` or
+    ``:``) from the end until there are at least 16 characters, with an ellipsis in front
+    when something was left out; at most ``keep`` characters.
+
+    >>> short_iri("https://trails.dev/id/doc/abc123/v/05b443424e5938a2/c/4")
+    '…/05b443424e5938a2/c/4'
+    >>> short_iri("https://schema.org/name")
+    'https://schema.org/name'
+    """
+    if len(iri) <= 24:
+        return iri
+    cut = len(iri)
+    while len(iri) - cut < 16:
+        found = _SEPARATOR.search(iri, 0, max(cut - 1, 0))
+        if found is None:
+            return iri if len(iri) <= keep else "…" + iri[-keep:]
+        cut = found.start()
+    tail = iri[cut:][-keep:]
+    return "…" + tail
+
+
+def iri_link(iri: str) -> str:
+    """A short, escaped rendering of ``iri`` whose tooltip holds it whole; a link only for
+    http(s) IRIs (never ``javascript:`` or ``data:``)."""
+    shown, title = escape(short_iri(iri)), escape(iri)
+    if iri.lower().startswith(_SAFE_SCHEMES):
+        return (f'<a class="trails-iri" href="{title}" title="{title}" target="_blank" '
+                f'rel="noopener noreferrer">{shown}</a>')
+    return f'<code class="trails-iri" title="{title}">{shown}</code>'
+
+
+def score_bar(score: float | None, best: float | None, detail: str = "") -> str:
+    """A bar whose filled width is ``score / best`` of its length, with ``detail`` (the score
+    components) as its tooltip; empty for a hit without a score (graph mode)."""
+    if score is None:
+        return '<span class="trails-meta">no score</span>'
+    fraction = 0.0 if not best or best <= 0 or score <= 0 else min(1.0, score / best)
+    percent = f"{100 * fraction:.1f}"
+    return (f'<span class="trails-scorecell"><span class="trails-bar" title="{escape(detail)}" '
+            f'data-fraction="{fraction:.4f}"><span class="trails-bar-fill" '
+            f'style="width:{percent}%"></span></span> '
+            f'<span class="trails-score">{score:.4f}</span></span>')
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str = "") -> str:
+    """A table; ``head`` is text (escaped here), each row's cells are HTML already made safe
+    by the caller (through :func:`escape` or the helpers above)."""
+    cells = "".join(f"<th>{escape(name)}</th>" for name in head)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    klass = f' class="{escape(css_class)}"' if css_class else ""
+    return f"<table{klass}><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def wrap(kind: str, inner: str) -> str:
+    """The outer box every object renders in, marked with its kind (``data-trails``)."""
+    return f'{STYLE}<div class="trails-box" data-trails="{escape(kind)}">{inner}</div>'

@@ -1,0 +1,132 @@
+"""Hits and results as HTML (a notebook's rich display) and as text (a terminal's).
+
+Works on anything shaped like :class:`trails.records.RetrievalHit` (the :class:`Hit` protocol),
+so the records can use it without this module importing them back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from trails.display.markup import escape, iri_link, score_bar, short_iri, table, wrap
+from trails.display.snippets import marked, plain_snippet, query_terms
+
+__all__ = ["Hit", "components_text", "hit_html", "hit_text", "hits_html", "hits_text", "label"]
+
+
+class Hit(Protocol):
+    """What the display reads of a hit (``trails.records.RetrievalHit`` has all of it)."""
+
+    @property
+    def iri(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def snippet(self) -> str: ...
+    @property
+    def components(self) -> dict[str, float]: ...
+    @property
+    def admitted_by(self) -> dict[str, str] | None: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def document(self) -> str | None: ...
+    @property
+    def date(self) -> dt.date | dt.datetime | None: ...
+
+
+def label(hit: Hit) -> str:
+    """What a person calls the hit: its title, else its document's or its own short IRI."""
+    return hit.title or short_iri(hit.document or hit.iri)
+
+
+def components_text(components: Mapping[str, float]) -> str:
+    """``vector 0.8123, keyword 3.1000`` (ranks as integers)."""
+    return ", ".join(f"{name} {value:g}" if name.endswith("_rank") else f"{name} {value:.4f}"
+                     for name, value in components.items())
+
+
+def _when(hit: Hit) -> str:
+    date = hit.date
+    return "" if date is None else date.isoformat()
+
+
+def _meta_text(hit: Hit) -> str:
+    return " · ".join(part for part in (_when(hit), hit.source or "") if part)
+
+
+def _detail(hit: Hit) -> str:
+    """The detail row: every score component and the filter solution that admitted the hit."""
+    rows = [(escape(name), escape(f"{value:g}" if name.endswith("_rank") else f"{value:.6f}"))
+            for name, value in hit.components.items()]
+    rows += [(escape(f"?{name}"), iri_link(term[1:-1]) if term.startswith("<") and
+              term.endswith(">") else escape(term))
+             for name, term in (hit.admitted_by or {}).items()]
+    if not rows:
+        return ""
+    return (f'<details class="trails-detail"><summary>score components'
+            f'{" and admitting solution" if hit.admitted_by else ""}</summary>'
+            f'{table(("part", "value"), rows, "trails-components")}</details>')
+
+
+def _hit_cells(rank: int, hit: Hit, terms: frozenset[str], best: float | None) -> list[str]:
+    meta = " · ".join(escape(part) for part in (_when(hit), hit.source or "") if part)
+    passage = marked(plain_snippet(hit.snippet), terms)
+    document = (f'<div class="trails-title"><b>{escape(label(hit))}</b></div>'
+                + (f'<div class="trails-meta">{meta}</div>' if meta else "")
+                + f'<div class="trails-passage">{passage}</div>'
+                + f'<div class="trails-meta">{iri_link(hit.iri)}</div>' + _detail(hit))
+    bar = score_bar(hit.score, best, components_text(hit.components))
+    return [f'<span class="trails-rank">{rank}</span>', bar, document]
+
+
+def _best(hits: Sequence[Hit]) -> float | None:
+    scores = [h.score for h in hits if h.score is not None]
+    return max(scores) if scores else None
+
+
+def hit_html(hit: Hit, query: str | None = None) -> str:
+    """One hit as a one-row table (its score bar full: it is its own best)."""
+    rows = [_hit_cells(1, hit, query_terms(query), hit.score)]
+    return wrap("hit", table(("#", "score", "document"), rows, "trails-hits"))
+
+
+def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
+              run_id: str | None) -> str:
+    """A result: the explanation line (with the query and run id), then one row per hit,
+    each score bar as long as the hit's share of the best score."""
+    terms, best = query_terms(query), _best(hits)
+    head = (f'<span class="trails-query">{escape(query)}</span> — ' if query else "")
+    run = (f' <span class="trails-run" title="trails audit show {escape(run_id)}">run '
+           f'{escape(run_id)}</span>' if run_id else "")
+    line = f'<p class="trails-explain">{head}{escape(explanation)}{run}</p>'
+    if not hits:
+        return wrap("result", line + '<p class="trails-empty">No hits.</p>')
+    rows = [_hit_cells(rank, hit, terms, best) for rank, hit in enumerate(hits, start=1)]
+    return wrap("result", line + table(("#", "score", "document"), rows, "trails-hits"))
+
+
+def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
+    """``1. 0.5321  Title  (2024-05-01 · docs/x.md)`` then the passage, indented."""
+    score = "   -  " if hit.score is None else f"{hit.score:.4f}"
+    meta = _meta_text(hit)
+    first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {label(hit)}"
+    lines = [first + (f"  ({meta})" if meta else "")]
+    passage = plain_snippet(hit.snippet, limit=width)
+    if passage:
+        lines.append("      " + passage)
+    lines.append("      " + hit.iri)
+    return "\n".join(lines)
+
+
+def hits_text(hits: Sequence[Hit], explanation: str, query: str | None,
+              run_id: str | None) -> str:
+    """A result for a terminal: the query and explanation, then each hit."""
+    head = f"{query!r}: " if query else ""
+    run = f" (run {run_id})" if run_id else ""
+    body = [hit_text(hit, rank) for rank, hit in enumerate(hits, start=1)]
+    return "\n".join([f"{head}{explanation}{run}", *body])

@@ -1,0 +1,70 @@
+"""Passages for people: Markdown markup off the start, cut on a word, the query's terms marked."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from trails.display.markup import escape
+from trails.text import keyword_terms
+
+__all__ = ["SNIPPET_CHARS", "marked", "plain_snippet", "query_terms"]
+
+SNIPPET_CHARS = 280
+# Block markup a chunk may open with: front matter fences, headings, quotes, list bullets,
+# numbered items, code fences, table pipes, horizontal rules.
+_LEADING = re.compile(r"^(?:\s+|-{3,}|\*{3,}|#{1,6}(?=\s)|>|[-*+](?=\s)|\d+[.)](?=\s)|`{3,}\w*|\|)")
+# Bold and code markers (the words between them stay); "__" is left alone: in identifiers
+# (``__init__``) it is text, not emphasis.
+_INLINE = re.compile(r"(\*\*|`+)")
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def plain_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """``text`` without leading Markdown markup or inline emphasis, its whitespace collapsed,
+    cut at the last word boundary within ``limit`` characters with an ellipsis.
+
+    >>> plain_snippet("## Fusion\\n\\n**Auto** fusion weighs each ranking", limit=30)
+    'Fusion Auto fusion weighs each…'
+    """
+    rest = text
+    while True:
+        found = _LEADING.match(rest)
+        if found is None or not found.group(0):
+            break
+        rest = rest[found.end():]
+    flat = _SPACES.sub(" ", _INLINE.sub("", rest)).strip()
+    if len(flat) <= limit:
+        return flat
+    # The last space at most at ``limit`` (a word ending exactly there is whole); only a
+    # first word longer than the limit is cut inside.
+    space = flat.rfind(" ", 0, limit + 1)
+    cut = flat[:space] if space > 0 else flat[:limit]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
+def query_terms(query: str | None) -> frozenset[str]:
+    """The words of ``query`` a keyword ranking scores (case-folded, stopwords dropped)."""
+    return frozenset(keyword_terms(query)) if query else frozenset()
+
+
+def marked(text: str, terms: Iterable[str]) -> str:
+    """``text`` escaped for HTML, each word that is one of ``terms`` wrapped in ``<mark>``.
+
+    >>> marked("Fusion <b>weighs</b> rankings", {"fusion", "b"})
+    '<mark>Fusion</mark> &lt;<mark>b</mark>&gt;weighs&lt;/<mark>b</mark>&gt; rankings'
+    """
+    wanted = frozenset(terms)
+    if not wanted:
+        return escape(text)
+    pieces: list[str] = []
+    position = 0
+    for word in _WORD.finditer(text):
+        if unicodedata.normalize("NFC", word.group(0)).casefold() in wanted:
+            pieces.append(escape(text[position:word.start()]))
+            pieces.append(f"<mark>{escape(word.group(0))}</mark>")
+            position = word.end()
+    pieces.append(escape(text[position:]))
+    return "".join(pieces)

@@ -1,0 +1,396 @@
+"""What a notebook and a terminal show of trails objects: hits and results, a context, ingest
+totals, SELECT rows and CONSTRUCT triples; and a result as a DataFrame.
+
+The HTML is parsed (BeautifulSoup, html.parser) and checked element by element; the text a
+person reads is compared with what was ingested, never with what the display computed.
+tests/test_display_browser.py renders the same HTML in a real headless chromium.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+
+import pytest
+from bs4 import BeautifulSoup
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trails import Context, MockEmbedder, ingest_all, retrieve
+from trails.display.markup import short_iri
+from trails.display.snippets import marked, plain_snippet
+from trails.errors import MissingExtraError
+from trails.ingest.events import DocumentFailed, DocumentIngested, IngestionStats
+from trails.kg import Triples
+from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.retrievers import (
+    CompositeRetriever,
+    HybridRetriever,
+    RerankedRetriever,
+    VectorRetriever,
+)
+
+HOSTILE = [
+    "<script>window.__pwned = 1</script>",
+    '"><img src=x onerror="window.__pwned=1">',
+    "' onmouseover='window.__pwned=1",
+    "javascript:window.__pwned=1",
+    "</td></tr></table><script>window.__pwned=1</script>",
+    "<style>*{display:none}</style>",
+]
+
+
+def soup_of(markup: str) -> BeautifulSoup:
+    return BeautifulSoup(markup, "html.parser")
+
+
+def assert_inert(markup: str) -> None:
+    """No element that runs code: no script, no event attribute, links only to http(s)."""
+    tree = soup_of(markup)
+    assert tree.find("script") is None
+    assert len(tree.find_all("style")) <= 1  # the display's own stylesheet, nothing more
+    for element in tree.find_all(True):
+        for name, value in element.attrs.items():
+            assert not name.lower().startswith("on"), (element.name, name)
+            if name in ("href", "src"):
+                assert str(value).lower().startswith(("http://", "https://")), value
+
+
+def hit(iri: str = "https://example.org/doc/1/c/0", score: float | None = 0.5, **metadata):
+    return RetrievalHit(iri, score, metadata.pop("snippet", "A passage."), metadata,
+                        metadata.pop("components", {"vector": 0.5}))
+
+
+# -- a result in a notebook ------------------------------------------------------------------
+
+
+@pytest.fixture
+def docs(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "fusion.md").write_text(
+        "---\ntitle: Fusion weights\ndate: 2024-05-01\n---\n## Auto fusion\n\n"
+        "**Auto fusion** weighs each ranking by its evidence of quality, so a poor ranking "
+        "cannot drag a good one down.\n")
+    (folder / "chunks.md").write_text(
+        "---\ntitle: Chunking\ndate: 2023-01-09\n---\n# Chunks\n\nSentences are packed into "
+        "chunks that fit the embedder's token limit.\n")
+    return folder
+
+
+def test_a_result_shows_each_hit_with_title_date_source_passage_and_iri(ctx, docs):
+    ingest_all(str(docs), ctx=ctx)
+    result = retrieve("auto fusion quality", ctx, k=2)
+    tree = soup_of(result._repr_html_())
+    rows = tree.select("table.trails-hits > tbody > tr")
+    assert len(rows) == 2
+    first = rows[0]
+    assert first.select_one(".trails-title").get_text() == "Fusion weights"
+    meta = first.select_one(".trails-meta").get_text()
+    assert "2024-05-01" in meta and str(docs / "fusion.md") in meta
+    passage = first.select_one(".trails-passage").get_text()
+    assert passage.startswith("Auto fusion Auto fusion weighs")  # markup gone from the start
+    assert "#" not in passage and "**" not in passage
+    link = first.select_one(".trails-iri")
+    assert link["title"] == result[0].iri
+    assert rows[1].select_one(".trails-title").get_text() == "Chunking"
+    explain = tree.select_one(".trails-explain").get_text()
+    assert "auto fusion quality" in explain and "2 hits" in explain
+
+
+def test_the_query_terms_are_marked_and_only_they(ctx, docs):
+    ingest_all(str(docs), ctx=ctx)
+    result = retrieve("Fusion QUALITY of ranking", ctx, k=1)
+    passage = soup_of(result._repr_html_()).select_one(".trails-passage")
+    marks = [m.get_text() for m in passage.find_all("mark")]
+    assert sorted({m.casefold() for m in marks}) == ["fusion", "quality", "ranking"]
+    # Every occurrence is marked: the unmarked text holds none of the terms as a word.
+    for m in passage.find_all("mark"):
+        m.decompose()
+    assert not re.search(r"\b(fusion|quality|ranking)\b", passage.get_text(), re.IGNORECASE)
+
+
+def test_retrieve_gives_the_result_its_query_through_every_path(tmp_path, docs):
+    with Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=64)) as ctx:
+        ingest_all(str(docs), ctx=ctx)
+        result = retrieve("chunks", ctx, k=1)  # recorded: the audit trail rebuilds the result
+        assert result.query == "chunks" and result.run_id
+        html = result._repr_html_()
+        assert soup_of(html).select_one(".trails-run").get_text() == f"run {result.run_id}"
+        assert f"(run {result.run_id})" in str(result)
+        keep = lambda query, hits, ctx: hits[:1]
+        reranked = RerankedRetriever(HybridRetriever(ctx, k=2), steps=[keep])
+        assert reranked.retrieve("chunks").query == "chunks"
+        composite = CompositeRetriever([HybridRetriever(ctx, k=2), VectorRetriever(ctx, k=2)])
+        assert composite.retrieve("chunks").query == "chunks"
+
+
+def test_score_bars_are_as_long_as_each_score_is_of_the_best():
+    result = RetrievalResult([hit("https://e.org/a", 0.8), hit("https://e.org/b", 0.2),
+                              hit("https://e.org/c", None)],
+                             mode="hybrid", plan="full-scan", candidates=None, exhaustive=True)
+    bars = soup_of(result._repr_html_()).select("table.trails-hits > tbody > tr")
+    fills = [row.select_one(".trails-bar-fill") for row in bars]
+    assert fills[0]["style"] == "width:100.0%"
+    assert fills[1]["style"] == "width:25.0%"
+    assert fills[2] is None and "no score" in bars[2].get_text()
+
+
+def test_components_show_on_hover_and_in_a_detail_row_with_the_admitting_solution():
+    one = RetrievalHit("https://e.org/c", 0.41, "text", {},
+                       {"vector": 0.61, "vector_rank": 3.0, "keyword": 2.5},
+                       admitted_by={"doc": "<https://e.org/doc>", "year": '"2024"'})
+    row = soup_of(one._repr_html_())
+    assert row.select_one(".trails-bar")["title"] == "vector 0.6100, vector_rank 3, keyword 2.5000"
+    detail = {tr.find_all("td")[0].get_text(): tr.find_all("td")[1].get_text()
+              for tr in row.select(".trails-detail tbody tr")}
+    assert detail == {"vector": "0.610000", "vector_rank": "3", "keyword": "2.500000",
+                      "?doc": "https://e.org/doc", "?year": '"2024"'}
+    assert row.select_one(".trails-detail a")["href"] == "https://e.org/doc"
+
+
+@pytest.mark.parametrize("payload", HOSTILE)
+def test_hostile_text_in_every_field_stays_text(payload):
+    one = RetrievalHit(f"https://e.org/{payload}", 0.5, f"{payload} passage {payload}",
+                       {"title": payload, "source": payload, "date": payload,
+                        "doc_iri": payload},
+                       {payload: 0.5}, admitted_by={"x": f"<{payload}>", "y": payload})
+    result = RetrievalResult([one], mode="hybrid", plan=payload, candidates=1, exhaustive=True,
+                             notes=[payload], run_id=payload, query=payload)
+    for markup in (one._repr_html_(), result._repr_html_()):
+        assert_inert(markup)
+        assert soup_of(markup).select_one(".trails-title").get_text() == payload
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(title=st.text(max_size=40), text=st.text(max_size=300), query=st.text(max_size=30))
+def test_any_title_passage_and_query_round_trip_as_text(title, text, query):
+    one = RetrievalHit("https://e.org/c", 1.0, text, {"title": title} if title else {})
+    result = RetrievalResult([one], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query=query)
+    markup = result._repr_html_()
+    assert_inert(markup)
+    tree = soup_of(markup)
+    if title.strip():  # HTML parsers normalise whitespace characters (a tab, a CR)
+        assert tree.select_one(".trails-title").get_text().split() == title.split()
+    assert tree.select_one(".trails-passage").get_text().split() == plain_snippet(text).split()
+
+
+def test_a_document_ingested_with_script_in_title_and_text_never_becomes_markup(ctx, tmp_path):
+    (tmp_path / "evil.md").write_text(
+        '---\ntitle: "<script>window.__pwned=1</script>"\n---\n'
+        '<img src=x onerror="window.__pwned=1"> the evil payload text.\n')
+    ingest_all(str(tmp_path / "evil.md"), ctx=ctx)
+    result = retrieve("evil payload", ctx, k=1)
+    for markup in (result._repr_html_(), result[0]._repr_html_(), ctx._repr_html_(),
+                   ctx.kg.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }")._repr_html_(),
+                   ctx.kg.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")._repr_html_()):
+        assert_inert(markup)
+    assert (soup_of(result._repr_html_()).select_one(".trails-title").get_text()
+            == "<script>window.__pwned=1</script>")
+
+
+def test_only_http_iris_become_links():
+    for iri in ("javascript:alert(1)", "data:text/html,<b>x</b>", "urn:x:y"):
+        shown = soup_of(hit(iri)._repr_html_()).select_one(".trails-iri")
+        assert shown.name == "code" and shown["title"] == iri
+    link = soup_of(hit("https://e.org/x")._repr_html_()).select_one(".trails-iri")
+    assert link.name == "a" and link["href"] == "https://e.org/x"
+    assert link["rel"] == ["noopener", "noreferrer"]
+
+
+def test_an_empty_result_says_so():
+    result = RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query="nothing")
+    tree = soup_of(result._repr_html_())
+    assert tree.select_one(".trails-empty").get_text() == "No hits."
+    assert tree.find("table") is None
+
+
+def test_text_forms_read_well(ctx, docs):
+    ingest_all(str(docs), ctx=ctx)
+    result = retrieve("chunks token limit", ctx, k=1)
+    lines = str(result).splitlines()
+    assert lines[0].startswith("'chunks token limit': 1 hits, mode=hybrid")
+    assert lines[1] == f" 1. {result[0].score:.4f}  Chunking  (2023-01-09 · {docs / 'chunks.md'})"
+    assert lines[2].strip().startswith("Chunks Sentences are packed into chunks")
+    assert lines[3].strip() == result[0].iri
+    assert repr(result[0]) == f"<RetrievalHit {result[0].score:.4f} 'Chunking' {result[0].iri}>"
+    # The doctested repr of a result stays what it was.
+    assert repr(result).startswith("<RetrievalResult 1 hits, mode=hybrid")
+
+
+# -- snippets --------------------------------------------------------------------------------
+
+WORDS = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=12), min_size=1,
+                 max_size=80)
+
+
+@given(words=WORDS, limit=st.integers(min_value=20, max_value=200))
+def test_a_snippet_is_whole_words_within_its_limit_with_an_ellipsis_when_cut(words, limit):
+    text = " ".join(words)
+    snippet = plain_snippet(text, limit=limit)
+    if len(text) <= limit:
+        assert snippet == text
+        return
+    assert snippet.endswith("…") and len(snippet) <= limit + 1
+    kept = snippet[:-1].split(" ")
+    if len(words[0]) <= limit:  # only a first word longer than the limit is cut inside
+        assert kept == words[: len(kept)]
+    else:
+        assert kept == [words[0][:limit]]
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("---\n## Heading\n\nBody", "Heading Body"),
+    ("> quoted **bold** line", "quoted bold line"),
+    ("- item one\n- item two", "item one - item two"),
+    ("1. first step", "first step"),
+    ("```python\ncode here", "code here"),
+    ("| a | b |", "a | b |"),
+    ("#hashtag stays", "#hashtag stays"),  # no space after '#': not a heading
+    ("`__init__` runs **first**", "__init__ runs first"),  # "__" is no emphasis in code
+])
+def test_markdown_markup_is_stripped_from_the_start(text, start):
+    assert plain_snippet(text) == start
+
+
+def test_marking_escapes_around_the_marks():
+    assert marked("a<b>fusion</b>", {"fusion", "b"}) == (
+        "a&lt;<mark>b</mark>&gt;<mark>fusion</mark>&lt;/<mark>b</mark>&gt;")
+
+
+@pytest.mark.parametrize(("iri", "shown"), [
+    ("https://trails.dev/id/doc/abc/v/05b443424e5938a2/c/4", "…/05b443424e5938a2/c/4"),
+    ("https://schema.org/name", "https://schema.org/name"),
+    ("http://www.w3.org/1999/02/22-rdf-syntax-ns#type", "…/22-rdf-syntax-ns#type"),
+])
+def test_iris_are_shortened_to_the_segments_that_tell_them_apart(iri, shown):
+    assert short_iri(iri) == shown
+
+
+# -- context, ingest totals, SELECT rows, CONSTRUCT triples ---------------------------------
+
+
+def summary(markup: str) -> dict[str, str]:
+    return {tr.find_all("td")[0].get_text(): tr.find_all("td")[1].get_text()
+            for tr in soup_of(markup).select(".trails-summary tbody tr")}
+
+
+def test_a_context_shows_its_stores_counts_scopes_and_embedder(tmp_path, docs):
+    with Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=64)) as ctx:
+        ingest_all(str(docs), ctx=ctx)
+        ingest_all(str(docs / "chunks.md"), ctx=ctx, scope="team")
+        shown = summary(ctx._repr_html_())
+        assert shown["directory"] == str(tmp_path / "ctx")
+        assert shown["graph"] == "OxigraphGraph" and shown["vector store"] == "SqliteVecStore"
+        assert shown["embedder"].startswith("trails-mock-bow")
+        assert shown["documents"] == "3" and shown["scopes"] == "default, team"
+        assert shown["audit"] == "recording searches"
+        assert "documents     3" in str(ctx)
+    assert summary(ctx._repr_html_())["state"] == "closed"  # a closed context still shows
+
+
+def test_ingest_totals_show_counts_and_each_failure(tmp_path):
+    stats = IngestionStats()
+    stats.record(DocumentIngested("https://e.org/d", "a.md", chunks=4, version="v", replaced=False))
+    stats.record(DocumentFailed("<b>bad.md</b>", "not UTF-8"))
+    shown = summary(stats._repr_html_())
+    assert shown["ingested"] == "1" and shown["failed"] == "1" and shown["chunks"] == "4"
+    assert shown["failure 1"] == "<b>bad.md</b>: not UTF-8"
+    assert soup_of(stats._repr_html_()).select_one(".trails-explain").get_text().startswith(
+        "1 documents ingested, 0 skipped, 1 failed")
+    assert "failure 1" in str(stats)
+
+
+def test_select_rows_are_a_table_of_terms(ctx):
+    ctx.kg.update('INSERT DATA { <https://e.org/a> <https://e.org/p> "one" . '
+                  '<https://e.org/b> <https://e.org/p> "2"^^<http://www.w3.org/2001/XMLSchema#integer> . '
+                  '<https://e.org/b> <https://e.org/q> "deux"@fr }')
+    result = ctx.kg.query("SELECT ?s ?o ?x WHERE { ?s <https://e.org/p> ?o "
+                          "OPTIONAL { ?s <https://e.org/q> ?x } } ORDER BY ?s")
+    tree = soup_of(result._repr_html_())
+    assert [th.get_text() for th in tree.select("thead th")] == ["?s", "?o", "?x"]
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in tree.select("tbody tr")]
+    assert rows == [["https://e.org/a", "one", "unbound"],
+                    ["https://e.org/b", "2 ^^integer", "deux @fr"]]
+    assert tree.select_one("tbody a")["href"] == "https://e.org/a"
+    assert tree.select_one(".trails-explain").get_text() == "2 rows"
+    assert str(result).splitlines()[:2] == ["2 rows", "?s  ?o  ?x"]
+
+
+def test_long_select_results_draw_200_rows_and_count_the_rest(ctx):
+    values = " ".join(f"({i})" for i in range(250))
+    result = ctx.kg.query(f"SELECT ?i WHERE {{ VALUES (?i) {{ {values} }} }}")
+    tree = soup_of(result._repr_html_())
+    assert len(tree.select("tbody tr")) == 200
+    assert tree.select_one("p.trails-meta").get_text() == "… 50 more rows"
+
+
+def test_construct_returns_triples_shown_as_a_table(ctx):
+    ctx.kg.update('INSERT DATA { <https://e.org/a> <https://e.org/p> "one", "two" }')
+    triples = ctx.kg.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } ORDER BY ?o")
+    assert isinstance(triples, Triples) and isinstance(triples, list) and len(triples) == 2
+    tree = soup_of(triples._repr_html_())
+    assert [th.get_text() for th in tree.select("thead th")] == ["subject", "predicate", "object"]
+    rows = sorted([td.get_text() for td in tr.find_all("td")] for tr in tree.select("tbody tr"))
+    assert rows == [["https://e.org/a", "https://e.org/p", "one"],
+                    ["https://e.org/a", "https://e.org/p", "two"]]
+    assert str(triples).splitlines()[0] == "2 triples"
+
+
+# -- DataFrames ------------------------------------------------------------------------------
+
+COLUMNS = ["rank", "iri", "score", "components", "title", "date", "source", "snippet",
+           "document"]
+
+
+def test_to_pandas_has_one_row_per_hit_in_rank_order(ctx, docs):
+    ingest_all(str(docs), ctx=ctx)
+    result = retrieve("fusion chunks", ctx, k=2)
+    frame = result.to_pandas()
+    assert list(frame.columns) == COLUMNS
+    assert frame["rank"].tolist() == [1, 2]
+    assert frame["iri"].tolist() == [h.iri for h in result]
+    assert frame["score"].tolist() == [h.score for h in result]
+    assert frame["components"].tolist() == [h.components for h in result]
+    assert sorted(frame["title"]) == ["Chunking", "Fusion weights"]
+    assert sorted(frame["date"]) == ["2023-01-09", "2024-05-01"]
+    assert sorted(frame["source"]) == sorted([str(docs / "chunks.md"), str(docs / "fusion.md")])
+    assert frame["document"].tolist() == [h.document for h in result]
+
+
+def test_to_polars_has_the_same_rows(ctx, docs):
+    ingest_all(str(docs), ctx=ctx)
+    result = retrieve("fusion chunks", ctx, k=2)
+    frame = result.to_polars()
+    assert frame.columns == COLUMNS
+    assert frame["iri"].to_list() == [h.iri for h in result]
+    assert frame["score"].to_list() == [h.score for h in result]
+    first = frame["components"].to_list()[0]
+    assert {k: v for k, v in first.items() if v is not None} == result[0].components
+
+
+def test_empty_results_give_empty_frames_with_every_column():
+    empty = RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
+                            exhaustive=True)
+    assert list(empty.to_pandas().columns) == COLUMNS and len(empty.to_pandas()) == 0
+    assert empty.to_polars().columns == COLUMNS and empty.to_polars().height == 0
+
+
+@pytest.mark.parametrize(("module", "method"), [("pandas", "to_pandas"), ("polars", "to_polars")])
+def test_a_missing_dataframe_library_names_the_pip_command(monkeypatch, module, method):
+    monkeypatch.setitem(sys.modules, module, None)  # import now fails as if not installed
+    result = RetrievalResult([hit()], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True)
+    with pytest.raises(MissingExtraError, match=re.escape(f'pip install "trails[{module}]"')):
+        getattr(result, method)()
+
+
+def test_a_hit_with_a_datetime_date_keeps_it_in_frames():
+    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.timezone.utc)
+    one = RetrievalHit("https://e.org/c", 0.5, "t", {"date": when.isoformat()})
+    result = RetrievalResult([one], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True)
+    assert result.to_pandas()["date"].tolist() == ["2024-05-01T12:30:00+00:00"]

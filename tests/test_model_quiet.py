@@ -1,0 +1,91 @@
+"""Loading the packaged model says nothing on stderr unless asked: no ``Loading weights``
+progress bar (transformers' tqdm), no ``TqdmWarning`` (tqdm imported in a notebook without
+ipywidgets). Checked where a user meets them: a real subprocess's stderr, and the stderr
+stream of a cell in a real Jupyter kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("sentence_transformers", reason="the local model needs trails[local-model]")
+
+pytestmark = pytest.mark.slow
+
+LOAD = textwrap.dedent("""
+    import json, sys
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+    embedder = SentenceTransformerEmbedder(backend="torch"{verbose})
+    vector = embedder.embed("a short sentence")
+    import transformers.utils.logging as hf_logging
+    print(json.dumps({{"dim": len(vector), "bars_after": hf_logging.is_progress_bar_enabled(),
+                       "verbosity_after": hf_logging.get_verbosity()}}))
+""")
+
+
+def load_in_subprocess(verbose: str = "", env: dict[str, str] | None = None):
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "TRAILS_MODEL_PROGRESS"}
+    environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1", **(env or {})})
+    run = subprocess.run([sys.executable, "-c", LOAD.format(verbose=verbose)], cwd=ROOT,
+                         env=environment, capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.splitlines()[-1]), run.stderr
+
+
+def test_loading_the_model_writes_nothing_about_weights_to_stderr():
+    report, stderr = load_in_subprocess()
+    assert report["dim"] == 384
+    assert "Loading weights" not in stderr
+    assert "TqdmWarning" not in stderr and "it/s]" not in stderr
+    # Only around the load: the process's own progress bars and log level come back.
+    assert report["bars_after"] is True
+    assert report["verbosity_after"] == 30  # logging.WARNING, transformers' default
+
+
+@pytest.mark.parametrize(("verbose", "env"), [(", verbose=True", None),
+                                              ("", {"TRAILS_MODEL_PROGRESS": "1"})],
+                         ids=["verbose=True", "TRAILS_MODEL_PROGRESS=1"])
+def test_asking_for_progress_shows_the_weight_loading_bar(verbose, env):
+    report, stderr = load_in_subprocess(verbose, env)
+    assert report["dim"] == 384
+    assert "Loading weights" in stderr and "103/103" in stderr
+
+
+def cell_outputs(code: str) -> list[dict]:
+    """The outputs of ``code`` run as one cell in a fresh Jupyter kernel."""
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is in trails[dev]")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is in trails[dev]")
+    setup = f"import sys; sys.path.insert(0, {str(ROOT / 'python')!r})"
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    return notebook.cells[1].outputs
+
+
+LOAD_IN_CELL = ("from trails.vector.embedders.sentence_transformer import "
+                "SentenceTransformerEmbedder\n"
+                "len(SentenceTransformerEmbedder(backend='torch'{}).embed('a sentence'))")
+
+
+def test_a_notebook_cell_loading_the_model_writes_no_stream():
+    outputs = cell_outputs(LOAD_IN_CELL.format(""))
+    assert [o["output_type"] for o in outputs] == ["execute_result"], outputs
+    assert outputs[0]["data"]["text/plain"] == "384"
+
+
+def test_a_notebook_cell_asking_for_progress_shows_the_warning_and_the_bar():
+    outputs = cell_outputs(LOAD_IN_CELL.format(", verbose=True"))
+    stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
+    assert "Loading weights" in stderr and "TqdmWarning" in stderr
+    assert outputs[-1]["data"]["text/plain"] == "384"
