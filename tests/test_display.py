@@ -250,6 +250,7 @@ def test_a_snippet_is_whole_words_within_its_limit_with_an_ellipsis_when_cut(wor
     ("```python\ncode here", "code here"),
     ("| a | b |", "a | b |"),
     ("#hashtag stays", "#hashtag stays"),  # no space after '#': not a heading
+    ("Intro text.\n\n## Context\n\nMore", "Intro text. Context More"),  # a heading inside
     ("`__init__` runs **first**", "__init__ runs first"),  # "__" is no emphasis in code
 ])
 def test_markdown_markup_is_stripped_from_the_start(text, start):
@@ -307,6 +308,7 @@ def test_ingest_totals_show_counts_and_each_failure(tmp_path):
 def test_select_rows_are_a_table_of_terms(ctx):
     ctx.kg.update('INSERT DATA { <https://e.org/a> <https://e.org/p> "one" . '
                   '<https://e.org/b> <https://e.org/p> "2"^^<http://www.w3.org/2001/XMLSchema#integer> . '
+                  '<https://e.org/c> <https://e.org/p> "P1D"^^<http://www.w3.org/2001/XMLSchema#duration> . '
                   '<https://e.org/b> <https://e.org/q> "deux"@fr }')
     result = ctx.kg.query("SELECT ?s ?o ?x WHERE { ?s <https://e.org/p> ?o "
                           "OPTIONAL { ?s <https://e.org/q> ?x } } ORDER BY ?s")
@@ -314,10 +316,11 @@ def test_select_rows_are_a_table_of_terms(ctx):
     assert [th.get_text() for th in tree.select("thead th")] == ["?s", "?o", "?x"]
     rows = [[td.get_text() for td in tr.find_all("td")] for tr in tree.select("tbody tr")]
     assert rows == [["https://e.org/a", "one", "unbound"],
-                    ["https://e.org/b", "2 ^^integer", "deux @fr"]]
+                    ["https://e.org/b", "2", "deux @fr"],
+                    ["https://e.org/c", "P1D ^^duration", "unbound"]]
     assert tree.select_one("tbody a")["href"] == "https://e.org/a"
-    assert tree.select_one(".trails-explain").get_text() == "2 rows"
-    assert str(result).splitlines()[:2] == ["2 rows", "?s  ?o  ?x"]
+    assert tree.select_one(".trails-explain").get_text() == "3 rows"
+    assert str(result).splitlines()[:2] == ["3 rows", "?s  ?o  ?x"]
 
 
 def test_long_select_results_draw_200_rows_and_count_the_rest(ctx):

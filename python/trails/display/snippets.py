@@ -18,6 +18,8 @@ _LEADING = re.compile(r"^(?:\s+|-{3,}|\*{3,}|#{1,6}(?=\s)|>|[-*+](?=\s)|\d+[.)](
 # Bold and code markers (the words between them stay); "__" is left alone: in identifiers
 # (``__init__``) it is text, not emphasis.
 _INLINE = re.compile(r"(\*\*|`+)")
+# A heading inside the passage (a chunk may span sections): its hashes go, its words stay.
+_HEADING = re.compile(r"(?m)^[ \t]*#{1,6}[ \t]+")
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -35,7 +37,7 @@ def plain_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
         if found is None or not found.group(0):
             break
         rest = rest[found.end():]
-    flat = _SPACES.sub(" ", _INLINE.sub("", rest)).strip()
+    flat = _SPACES.sub(" ", _INLINE.sub("", _HEADING.sub("", rest))).strip()
     if len(flat) <= limit:
         return flat
     # The last space at most at ``limit`` (a word ending exactly there is whole); only a

@@ -177,6 +177,9 @@ class IngestionStats:
                 fields[f"{label}s not shown"] = len(pairs) - 20
         return fields
 
+    def __repr__(self) -> str:
+        return f"<IngestionStats {self.summary()}>"
+
     def __str__(self) -> str:
         return summary_text(self.summary(), self._fields())
 

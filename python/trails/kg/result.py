@@ -14,6 +14,12 @@ from trails.kg.terms import to_python
 __all__ = ["QueryResult", "Triples", "term_cell"]
 
 
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_SELF_EVIDENT = frozenset(_XSD + name for name in (
+    "string", "integer", "decimal", "double", "boolean", "date", "dateTime")) | {
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"}
+
+
 def term_cell(term: Any) -> Cell:
     """A term as the display draws it: IRIs as links, literals as their text (with a
     language tag or a non-string datatype after it), blank nodes as ``_:id``."""
@@ -27,7 +33,7 @@ def term_cell(term: Any) -> Cell:
         if term.language:
             return ("literal", f"{term.value} @{term.language}")
         datatype = term.datatype.value
-        if datatype.endswith(("#string", "#langString")):
+        if datatype in _SELF_EVIDENT:  # the value says what it is: 12, 2024-05-01, true
             return ("literal", term.value)
         return ("literal", f"{term.value} ^^{datatype.rpartition('#')[2] or datatype}")
     return ("literal", str(term))

@@ -172,7 +172,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         """
         if self.backend == "torch":
             return self._torch_model().tokenizer
-        return hf_tokenizer(self.path)
+        return hf_tokenizer(self.path, self.verbose)
 
     @property
     def max_tokens(self) -> int:

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from trails import _state
 from trails._lazy import require
+from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
 
 __all__ = ["BatchTokenizer", "batch_tokenizer", "hf_tokenizer"]
 
@@ -19,15 +20,18 @@ TokenIds = npt.NDArray[np.int64]
 BatchTokenizer = Callable[[list[str]], tuple[TokenIds, TokenIds]]
 
 
-def hf_tokenizer(model_path: Path) -> Any:
+def hf_tokenizer(model_path: Path, verbose: bool | None = None) -> Any:
     """The model's Hugging Face (fast) tokenizer, loaded once per process.
 
     ``local_files_only``: the path is a local model, so transformers never asks a hub about it
-    (the environment needs no ``HF_HUB_OFFLINE``).
+    (the environment needs no ``HF_HUB_OFFLINE``). Importing transformers is quiet unless
+    ``verbose`` (see ``quiet.py``): in a notebook, tqdm's import warns.
     """
     def load() -> Any:
-        transformers = require("transformers", "the model's tokenizer")
-        return transformers.AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+        with quiet_loading(verbose):
+            transformers = require("transformers", "the model's tokenizer")
+            return transformers.AutoTokenizer.from_pretrained(str(model_path),
+                                                              local_files_only=True)
 
     return _state.cached(("hf-tokenizer", str(model_path)), load)
 
