@@ -92,7 +92,7 @@ def test_the_ingest_cell_shows_the_ten_decision_records(executed):
 
 
 def test_the_context_cell_shows_both_scopes(executed):
-    shown = [c for c in code_cells(executed) if c.source.strip() == "ctx"][0]
+    shown = next(c for c in code_cells(executed) if c.source.strip() == "ctx")
     summary = {tr.find_all("td")[0].get_text(): tr.find_all("td")[1].get_text()
                for tr in html_of(shown).select(".trails-summary tbody tr")}
     assert summary["documents"] == "13"  # 3 guides + 10 decision records
