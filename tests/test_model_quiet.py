@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -18,7 +19,6 @@ from conftest import ROOT
 
 pytest.importorskip("sentence_transformers", reason="the local model needs trails[local-model]")
 
-pytestmark = pytest.mark.slow
 
 LOAD = textwrap.dedent("""
     import json, sys
@@ -42,6 +42,7 @@ def load_in_subprocess(verbose: str = "", env: dict[str, str] | None = None):
     return json.loads(run.stdout.splitlines()[-1]), run.stderr
 
 
+@pytest.mark.slow
 def test_loading_the_model_writes_nothing_about_weights_to_stderr():
     report, stderr = load_in_subprocess()
     assert report["dim"] == 384
@@ -52,6 +53,7 @@ def test_loading_the_model_writes_nothing_about_weights_to_stderr():
     assert report["verbosity_after"] == 30  # logging.WARNING, transformers' default
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("verbose", "env"), [(", verbose=True", None),
                                               ("", {"TRAILS_MODEL_PROGRESS": "1"})],
                          ids=["verbose=True", "TRAILS_MODEL_PROGRESS=1"])
@@ -78,14 +80,75 @@ LOAD_IN_CELL = ("from trails.vector.embedders.sentence_transformer import "
                 "len(SentenceTransformerEmbedder(backend='torch'{}).embed('a sentence'))")
 
 
+@pytest.mark.slow
 def test_a_notebook_cell_loading_the_model_writes_no_stream():
     outputs = cell_outputs(LOAD_IN_CELL.format(""))
     assert [o["output_type"] for o in outputs] == ["execute_result"], outputs
     assert outputs[0]["data"]["text/plain"] == "384"
 
 
+@pytest.mark.slow
 def test_a_notebook_cell_asking_for_progress_shows_the_warning_and_the_bar():
     outputs = cell_outputs(LOAD_IN_CELL.format(", verbose=True"))
     stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
     assert "Loading weights" in stderr and "TqdmWarning" in stderr
     assert outputs[-1]["data"]["text/plain"] == "384"
+
+
+# -- the switch itself, without loading a model ----------------------------------------------
+
+
+def tqdm_style_warning() -> None:
+    """A warning issued from a tqdm module, as tqdm.auto's import issues TqdmWarning."""
+    warnings.warn_explicit("IProgress not found", UserWarning, "tqdm/auto.py", 21,
+                           module="tqdm.auto")
+
+
+def test_quiet_loading_ignores_tqdm_warnings_and_switches_bars_off_only_inside():
+    from transformers.utils import logging as hf_logging
+
+    from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
+
+    hf_logging.enable_progress_bar()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet_loading(False):
+            assert not hf_logging.is_progress_bar_enabled()
+            assert hf_logging.get_verbosity() == hf_logging.ERROR
+            tqdm_style_warning()
+            warnings.warn("the caller's own warning", UserWarning, stacklevel=1)
+        tqdm_style_warning()  # outside the block it shows again
+    assert [str(w.message) for w in caught] == ["the caller's own warning", "IProgress not found"]
+    assert hf_logging.is_progress_bar_enabled()
+
+
+def test_quiet_loading_restores_everything_when_the_load_fails():
+    from transformers.utils import logging as hf_logging
+
+    from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
+
+    hf_logging.enable_progress_bar()
+    hf_logging.set_verbosity_info()
+    try:
+        with pytest.raises(OSError, match="no such model"), quiet_loading(None):
+            raise OSError("no such model")
+        assert hf_logging.is_progress_bar_enabled()
+        assert hf_logging.get_verbosity() == hf_logging.INFO
+    finally:
+        hf_logging.set_verbosity_warning()
+
+
+def test_progress_is_shown_when_asked(monkeypatch):
+    from transformers.utils import logging as hf_logging
+
+    from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
+
+    hf_logging.enable_progress_bar()
+    with quiet_loading(True):
+        assert hf_logging.is_progress_bar_enabled()
+    monkeypatch.setenv("TRAILS_MODEL_PROGRESS", "1")
+    with quiet_loading(None):
+        assert hf_logging.is_progress_bar_enabled()
+    monkeypatch.setenv("TRAILS_MODEL_PROGRESS", "0")
+    with quiet_loading(None):
+        assert not hf_logging.is_progress_bar_enabled()

@@ -44,21 +44,22 @@ def executed(tmp_path_factory):
     for cell in notebook.cells:  # whatever outputs were saved, the run makes its own
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    previous = os.environ.get("PYTHONPATH")
-    # The kernel imports this checkout's trails whether or not it is installed.
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "TMPDIR")}
+    # The kernel imports this checkout's trails whether or not it is installed, and makes
+    # its temporary context directory under pytest's.
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python"), *([previous] if previous else [])])
+        [str(ROOT / "python"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])])
     os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("kernel-tmp"))
     try:
         nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                                 resources={"metadata": {"path": str(NOTEBOOK.parent)}}
                                 ).execute()
     finally:
-        if previous is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = previous
-        os.environ.pop("TMPDIR", None)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return notebook
 
 
