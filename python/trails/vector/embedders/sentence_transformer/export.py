@@ -125,7 +125,8 @@ def ensure_onnx_export(model_path: Path, export_dir: Path, backend: str, *,
             return target, False
         fp32 = export_dir / ONNX_FILES["onnx"]
         if not fp32.is_file():
-            _export_fp32(model_path, fp32, verbose)
+            with quiet_loading(verbose):  # it loads the model through transformers
+                _export_fp32(model_path, fp32)
         if backend == "onnx-int8":
             _quantize_int8(model_path, fp32, target)
     return target, True
@@ -163,7 +164,7 @@ def _atomic_output(target: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def _export_fp32(model_path: Path, target: Path, verbose: bool | None = None) -> None:
+def _export_fp32(model_path: Path, target: Path) -> None:
     """Trace the transformer + pooling + normalisation to ONNX, fuse it, check and publish.
 
     sentence-transformers' own ``backend="onnx"`` needs optimum-onnx, which pins transformers
@@ -171,7 +172,7 @@ def _export_fp32(model_path: Path, target: Path, verbose: bool | None = None) ->
     """
     log.info("exporting %s to ONNX in %s (once)", model_path, target.parent)
     torch = require("torch", "the ONNX export")
-    module, probe_reference = _torch_module(model_path, verbose)
+    module, probe_reference = _torch_module(model_path)
     # The raw trace is an intermediate: it lives in a private directory beside the target.
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".trace-") as work, \
             _atomic_output(target) as fused:
@@ -182,16 +183,15 @@ def _export_fp32(model_path: Path, target: Path, verbose: bool | None = None) ->
     _write_manifest(target, model_path)
 
 
-def _torch_module(model_path: Path, verbose: bool | None = None) -> tuple[Any, Vectors]:
+def _torch_module(model_path: Path) -> tuple[Any, Vectors]:
     """The torch module that the graph records, and its vectors for the probe texts."""
     torch = require("torch", "the ONNX export")
     transformers = require("transformers", "the ONNX export")
     modules = _check_supported(model_path)
     # Eager attention traces to plain ONNX ops that ORT's transformer optimizer fuses.
     # local_files_only: a local model, so nothing is asked of a model hub.
-    with quiet_loading(verbose):
-        bert = transformers.AutoModel.from_pretrained(
-            str(model_path), attn_implementation="eager", local_files_only=True)
+    bert = transformers.AutoModel.from_pretrained(str(model_path), attn_implementation="eager",
+                                                  local_files_only=True)
     module = _sentence_embedding_module(torch, bert.eval(), modules["pooling"]).eval()
     tokenize = batch_tokenizer(model_path, max_length(model_path))
     ids, mask = tokenize(list(PROBE_TEXTS))
