@@ -63,6 +63,31 @@ def test_asking_for_progress_shows_the_weight_loading_bar(verbose, env):
     assert "Loading weights" in stderr and "103/103" in stderr
 
 
+EXPORT = textwrap.dedent("""
+    import sys
+    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+    embedder = SentenceTransformerEmbedder(backend="onnx", cache_dir=sys.argv[1]{verbose})
+    path, created = embedder.export()
+    print(created, len(embedder.embed("a short sentence")))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose=True"])
+def test_the_first_onnx_export_loads_the_model_quietly_unless_asked(tmp_path, verbose):
+    pytest.importorskip("onnxruntime", reason='the ONNX export needs trails[onnx]')
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "TRAILS_MODEL_PROGRESS"}
+    environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"})
+    code = EXPORT.format(verbose=", verbose=True" if verbose else "")
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], cwd=ROOT,
+                         env=environment, capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["True", "384"]  # this run exported, then embedded
+    assert ("Loading weights" in run.stderr) is verbose
+
+
 def cell_outputs(code: str) -> list[dict]:
     """The outputs of ``code`` run as one cell in a fresh Jupyter kernel."""
     nbformat = pytest.importorskip("nbformat", reason="nbformat is in trails[dev]")
