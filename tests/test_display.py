@@ -397,3 +397,20 @@ def test_a_hit_with_a_datetime_date_keeps_it_in_frames():
     result = RetrievalResult([one], mode="vector", plan="full-scan", candidates=None,
                              exhaustive=True)
     assert result.to_pandas()["date"].tolist() == ["2024-05-01T12:30:00+00:00"]
+
+
+@given(scores=st.lists(st.floats(min_value=0.0, max_value=1e6, allow_nan=False), min_size=1,
+                       max_size=12))
+def test_every_bar_is_its_score_over_the_best_score(scores):
+    hits = [hit(f"https://e.org/{i}", score) for i, score in enumerate(scores)]
+    result = RetrievalResult(hits, mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True)
+    bars = soup_of(result._repr_html_()).select(".trails-bar")
+    assert len(bars) == len(scores)
+    best = max(scores)
+    for bar, score in zip(bars, scores, strict=True):
+        expected = score / best if best > 0 else 0.0
+        assert abs(float(bar["data-fraction"]) - expected) <= 5e-5
+        width = float(bar.select_one(".trails-bar-fill")["style"].removeprefix("width:")
+                      .removesuffix("%"))
+        assert abs(width - 100 * expected) <= 0.05
