@@ -347,3 +347,15 @@ def test_a_record_without_an_rdf_form_never_blocks_the_fold(tmp_path):
 
 def result_time() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+def test_hooks_can_be_given_when_the_context_opens(tmp_path):
+    searches, ingests = [], []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), on_retrieve=searches.append,
+                      on_ingest=[ingests.append]) as ctx:
+        ingest_all(DOCS[:2], ctx=ctx)
+        retrieve("rail", ctx)
+    assert len(searches) == 1 and len(ingests) == 1
+    with pytest.raises(TypeError, match="on_retrieve takes a callable"):
+        Context.open(tmp_path / "other", embedder=MockEmbedder(dim=16), on_retrieve=["nope"])
+    assert not (tmp_path / "other").exists()  # refused before anything was made
