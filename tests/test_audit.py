@@ -326,3 +326,36 @@ def test_documents_pruned_with_their_source_files_are_recorded(tmp_path):
         (record,) = [r for r in ctx.audit.pending() if r.kind == "deletion"]
     assert record.documents == ["trails://local/doc/b.md"]
     assert record.reason.startswith("source removed: ") and record.reason.endswith("b.md")
+
+
+def test_a_record_without_an_rdf_form_never_blocks_the_fold(tmp_path):
+    with make(tmp_path / "kb") as ctx:
+        ctx.vectors.add("not an iri", [1.0] * 32, {"text": "rail safety by hand"})
+        result = retrieve("rail safety by hand", ctx, mode="vector", k=10)
+        assert "not an iri" in [h.iri for h in result]
+        retrieve("rail", ctx)
+        ctx.audit.record(SearchRecord(run_id="has a space", caller="x", started=result_time(),
+                                      ended=result_time(), query_sha256="0" * 64,
+                                      scopes=["default"]))
+        assert ctx.audit.fold() == 3
+        assert activities(ctx) == 2  # the search with a hand-made id folded, named by a literal
+        assert ctx.kg.query('ASK { GRAPH <urn:trails:audit> { ?u audit:entityId "not an iri" } }')
+        assert ctx.audit.failures == 1
+        assert "has a space" in (tmp_path / "kb" / AUDIT_DIRECTORY / "rejected.txt").read_text()
+        assert ctx.audit.pending() == []
+
+
+def result_time() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+def test_hooks_can_be_given_when_the_context_opens(tmp_path):
+    searches, ingests = [], []
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), on_retrieve=searches.append,
+                      on_ingest=[ingests.append]) as ctx:
+        ingest_all(DOCS[:2], ctx=ctx)
+        retrieve("rail", ctx)
+    assert len(searches) == 1 and len(ingests) == 1
+    with pytest.raises(TypeError, match="on_retrieve takes a callable"):
+        Context.open(tmp_path / "other", embedder=MockEmbedder(dim=16), on_retrieve=["nope"])
+    assert not (tmp_path / "other").exists()  # refused before anything was made

@@ -32,7 +32,7 @@ from trails.config import (
     write_config,
 )
 from trails.display.tables import summary_html, summary_text
-from trails.errors import ConfigurationError, TrailsError
+from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsError
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
@@ -58,6 +58,17 @@ __all__ = [
 
 
 log = logging.getLogger("trails.audit")
+# Observers of a context's searches or ingests: one callable or several.
+Hooks = Callable[[Any], object] | Sequence[Callable[[Any], object]]
+
+
+def _hooks(hooks: Hooks, name: str) -> list[Callable[[Any], object]]:
+    listed = [hooks] if callable(hooks) else list(hooks)
+    for hook in listed:
+        if not callable(hook):
+            raise InvalidArgumentTypeError(
+                f"{name} takes a callable or a list of callables; got {type(hook).__name__}")
+    return listed
 
 class Context:
     """Everything one retrieval needs: ``kg`` (graph), ``vectors`` (store), ``embedder``.
@@ -86,6 +97,8 @@ class Context:
         audit: AuditConfig | None = None,
         audit_enabled: bool | None = None,
         payload: Sequence[str] | None = None,
+        on_retrieve: Hooks = (),
+        on_ingest: Hooks = (),
     ) -> None:
         self.kg = kg
         self.vectors = vectors
@@ -107,8 +120,8 @@ class Context:
                                 else (directory is not None and (audit or AuditConfig()).enabled))
         # Called after each retrieve() / ingest on this context with what happened (counts,
         # durations, the result): observers, never able to fail the work they observe.
-        self.on_retrieve: list[Callable[[Any], object]] = []
-        self.on_ingest: list[Callable[[Any], object]] = []
+        self.on_retrieve: list[Callable[[Any], object]] = _hooks(on_retrieve, "on_retrieve")
+        self.on_ingest: list[Callable[[Any], object]] = _hooks(on_ingest, "on_ingest")
         self._closed = False
         register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
@@ -135,6 +148,8 @@ class Context:
         retention: Mapping[str, str] | None = None,
         payload: Sequence[str] | None = None,
         audit: AuditConfig | bool | None = None,
+        on_retrieve: Hooks = (),
+        on_ingest: Hooks = (),
     ) -> Context:
         """Open (or create) a context persisted in ``directory``.
 
@@ -166,7 +181,9 @@ class Context:
 
         ``audit``: an :class:`~trails.config.AuditConfig` is recorded in ``trails.json`` (a
         writable context); True or False switches recording for this handle only. By default
-        every search is recorded (docs/compliance.md).
+        every search is recorded (docs/compliance.md). ``on_retrieve`` and ``on_ingest``: a
+        callable or callables called after each search (with a ``RetrieveEvent``) or ingest
+        (with its ``IngestionStats``) on this handle; also ``ctx.on_retrieve.append(...)``.
 
         Raises:
             InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, a
@@ -184,6 +201,7 @@ class Context:
             MissingExtraError: a recorded backend's packages are not installed.
         """
         root = Path(directory)
+        _hooks(on_retrieve, "on_retrieve"), _hooks(on_ingest, "on_ingest")  # refused first
         if base_iri is not None:
             check_base_iri(base_iri)  # refused before anything is written
         wanted_retention = None if retention is None else check_retention(retention)
@@ -244,7 +262,8 @@ class Context:
                    retention=(config.retention if wanted_retention is None or read_only
                               else wanted_retention),
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,
-                   audit_enabled=audit if isinstance(audit, bool) else None)
+                   audit_enabled=audit if isinstance(audit, bool) else None,
+                   on_retrieve=on_retrieve, on_ingest=on_ingest)
 
     def verify(self, repair: bool = False) -> maintenance.VerifyReport:
         """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""

@@ -78,6 +78,11 @@ class AuditLog:
                                        0o600)
         return self._descriptor
 
+    def keep_aside(self, record: ActivityRecord, name: str) -> None:
+        """Append ``record`` to the file ``name`` of the log's directory, which no fold reads."""
+        with open(self.directory / name, "a", encoding="utf-8") as file:
+            file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+
     def pending(self) -> list[ActivityRecord]:
         """The records not folded yet, every process's, oldest file first."""
         records: list[ActivityRecord] = []

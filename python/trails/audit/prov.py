@@ -54,6 +54,13 @@ def term_of(ntriples: str) -> ox.NamedNode | ox.Literal | ox.BlankNode:
     return ox.Literal(ntriples)
 
 
+def _iri(value: str) -> ox.NamedNode | None:
+    try:
+        return ox.NamedNode(value)
+    except ValueError:
+        return None
+
+
 def quads(record: ActivityRecord) -> list[ox.Quad]:
     """The triples of ``record`` in the audit graph."""
     run = ox.NamedNode(record.iri)
@@ -72,7 +79,8 @@ def quads(record: ActivityRecord) -> list[ox.Quad]:
     elif isinstance(record, DeletionRecord):
         triples.append((run, RDF_TYPE, _p(AUDIT, "Deletion")))
         triples.append((run, _p(AUDIT, "reason"), ox.Literal(record.reason)))
-        triples += [(run, _p(PROV, "invalidated"), ox.NamedNode(doc)) for doc in record.documents]
+        triples += [(run, _p(PROV, "invalidated"), iri) for doc in record.documents
+                    if (iri := _iri(doc)) is not None]
     return [ox.Quad(s, p, o, AUDIT_GRAPH) for s, p, o in triples]
 
 
@@ -118,16 +126,20 @@ def _search(run: ox.NamedNode, record: SearchRecord,
         yield run, _p(PROV, "wasInformedBy"), ox.NamedNode(record.replay_of)
     for hit in record.hits:
         usage = ox.NamedNode(f"{record.iri}/hit/{hit.rank}")
-        chunk = ox.NamedNode(hit.iri)
-        yield run, _p(PROV, "used"), chunk
+        chunk = _iri(hit.iri)
         yield run, _p(PROV, "qualifiedUsage"), usage
         yield usage, RDF_TYPE, _p(PROV, "Usage")
-        yield usage, _p(PROV, "entity"), chunk
+        if chunk is not None:
+            yield run, _p(PROV, "used"), chunk
+            yield usage, _p(PROV, "entity"), chunk
+        else:  # a vector added by hand under an id that is no IRI: named, not linked
+            yield usage, _p(a, "entityId"), ox.Literal(hit.iri)
         yield usage, _p(a, "rank"), ox.Literal(hit.rank)
         if hit.score is not None:
             yield usage, _p(a, "score"), ox.Literal(float(hit.score))
-        if hit.document is not None:
-            yield usage, _p(a, "document"), ox.NamedNode(hit.document)
+        document = None if hit.document is None else _iri(hit.document)
+        if document is not None:
+            yield usage, _p(a, "document"), document
         if hit.components:
             yield usage, _p(a, "components"), _json(hit.components)
         for name, value in sorted((hit.admitted_by or {}).items()):

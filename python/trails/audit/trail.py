@@ -27,6 +27,7 @@ __all__ = ["AUDIT_DIRECTORY", "AuditTrail", "default_caller"]
 log = logging.getLogger("trails.audit")
 
 AUDIT_DIRECTORY = "audit"  # in the context's directory: the log files not folded yet
+REJECTED = "rejected.txt"  # there: records that have no RDF form, kept for a person to read
 _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
             f"<{PROV}startedAtTime> ?t . {{filters}} }} }} ORDER BY DESC(?t) {{limit}}")
 
@@ -169,11 +170,26 @@ class AuditTrail:
                 if cutoff is None or dt.datetime.fromisoformat(r.started) >= cutoff]
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
             contextlib.nullcontext())
+        written = []
+        for record in kept:
+            try:
+                written.extend(quads(record))
+            except (ValueError, TypeError) as exc:  # one bad record must not stop every fold
+                self._reject(record, exc)
         with quiet:
-            if kept:
-                self.kg.extend([q for r in kept for q in quads(r)])
+            if written:
+                self.kg.extend(written)
             if cutoff is not None:
                 self.kg.update(_expired(cutoff))
+
+
+    def _reject(self, record: ActivityRecord, error: Exception) -> None:
+        """Keep a record that has no RDF form aside (``audit/rejected``), logged and counted."""
+        self.failures += 1
+        log.warning("audit record %s cannot go into the graph (%s); kept in %s", record.run_id,
+                    error, AUDIT_DIRECTORY + "/" + REJECTED)
+        if self._log is not None:
+            self._log.keep_aside(record, REJECTED)
 
 
 def _expired(cutoff: dt.datetime) -> str:
