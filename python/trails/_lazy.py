@@ -36,6 +36,9 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "pypdf": ("pypdf", "pdf"),
     "httpx": ("httpx", "remote"),
     "rdflib": ("rdflib", "rdflib"),
+    # The notebook progress bar (trails.ingest.progress): IPython's display handles.
+    "IPython": ("ipython", "notebook"),
+    "IPython.display": ("ipython", "notebook"),
 }
 
 
