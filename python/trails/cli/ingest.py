@@ -21,7 +21,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from trails.cli._common import EXIT_INTERRUPTED, EXIT_PARTIAL, open_context, print_json
 from trails.context import Context
-from trails.ingest import IngestionStats
+from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
 from trails.ingest.minting import check_base_iri
 from trails.ingest.progress import ProgressTracker, count_documents
@@ -110,12 +110,14 @@ def _run_ingest(opened: Context, paths: list[Path], total: int | None, quiet: bo
         events = ingest_events([str(p) for p in paths], ctx=opened, **options)
         try:
             for event in events:
+                # A commit reports its documents one event each: stop only where new work
+                # begins, so every document committed is counted in the summary.
+                if stop() and isinstance(event, (DocumentStarted, BatchEmbedded)):
+                    break
                 stats.record(event)
                 tracker.record(event)
                 bar.update(task, completed=tracker.done, total=tracker.total,
                            description=tracker.snapshot().text())
-                if stop():
-                    break
         finally:
             events.close()  # an interrupted run leaves nothing half written (ADR 0005)
         interrupted = stop()
