@@ -24,11 +24,11 @@ SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreate
          "FILTER(?d >= ?since) }")
 # A mix of what retrieve() does: plain vector, hybrid with and without a filter, graph order,
 # each fusion.
-CALLS = [dict(mode="vector", k=5), dict(mode="hybrid", k=7),
-         dict(mode="hybrid", k=4, sparql_filter=SINCE, bindings={"since": "2018-01-01"}),
-         dict(mode="hybrid", k=6, fusion="rrf"), dict(mode="hybrid", k=6, fusion=None),
-         dict(mode="graph", k=5, sparql_filter=SINCE + " ORDER BY ?iri",
-              bindings={"since": "2020-01-01"})]
+CALLS = [{"mode": "vector", "k": 5}, {"mode": "hybrid", "k": 7},
+         {"mode": "hybrid", "k": 4, "sparql_filter": SINCE, "bindings": {"since": "2018-01-01"}},
+         {"mode": "hybrid", "k": 6, "fusion": "rrf"}, {"mode": "hybrid", "k": 6, "fusion": None},
+         {"mode": "graph", "k": 5, "sparql_filter": SINCE + " ORDER BY ?iri",
+              "bindings": {"since": "2020-01-01"}}]
 
 
 def answer(result):

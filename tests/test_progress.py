@@ -160,7 +160,8 @@ def test_ctrl_c_during_ingest_sums_up_what_was_committed_and_exits_130(tmp_path)
                            + "\n" for i in range(RECORDS)))
     db = tmp_path / "kb"
     assert subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "init",
-                           "--model", "mock:16"], capture_output=True, timeout=120).returncode == 0
+                           "--model", "mock:16"], capture_output=True, timeout=120,
+                          check=False).returncode == 0
     run = _cli("--db", db, "ingest", big)
     try:
         deadline = time.monotonic() + 120  # a bound, not a measurement: commits come in ~1 s
@@ -183,7 +184,8 @@ def test_ctrl_c_during_ingest_sums_up_what_was_committed_and_exits_130(tmp_path)
     with Context.open(db) as ctx:
         assert ctx.verify().ok  # nothing half written
     rest = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "ingest",
-                           str(big), "--json"], capture_output=True, text=True, timeout=600)
+                           str(big), "--json"], capture_output=True, text=True, timeout=600,
+                          check=False)
     totals = json.loads(rest.stdout)
     assert (totals["ingested"], totals["skipped"]) == (RECORDS - committed, committed)
     assert _committed(db) == RECORDS

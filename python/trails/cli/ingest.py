@@ -119,7 +119,9 @@ def _run_ingest(opened: Context, paths: list[Path], total: int | None, quiet: bo
                 bar.update(task, completed=tracker.done, total=tracker.total,
                            description=tracker.snapshot().text())
         finally:
-            events.close()  # an interrupted run leaves nothing half written (ADR 0005)
+            close = getattr(events, "close", None)  # a generator: its run ends here
+            if close is not None:
+                close()
         interrupted = stop()
     stats.seconds = tracker.snapshot().elapsed
     return stats, interrupted

@@ -23,7 +23,6 @@ from typing import IO, Any
 
 from trails._lazy import require
 from trails.errors import InvalidArgumentError
-
 from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,

@@ -27,7 +27,7 @@ from trails.retrieval.retrieve import retrieve
 __all__ = ["AsyncRetrieval", "aretrieve"]
 
 Messages = Sequence[Mapping[str, str]]
-Hits = TypeVar("Hits", bound=list[RetrievalHit], covariant=True)
+Hits_co = TypeVar("Hits_co", bound=list[RetrievalHit], covariant=True)
 
 
 async def aretrieve(query: str, ctx: Context | None = None, **options: Any) -> RetrievalResult:
@@ -42,8 +42,8 @@ async def aretrieve(query: str, ctx: Context | None = None, **options: Any) -> R
     return await asyncio.to_thread(retrieve, query, ctx, **options)
 
 
-class _Retrieving(Protocol[Hits]):
-    def retrieve(self, query: str, messages: Messages | None = None) -> Hits: ...
+class _Retrieving(Protocol[Hits_co]):
+    def retrieve(self, query: str, messages: Messages | None = None) -> Hits_co: ...
 
 
 class AsyncRetrieval:
@@ -53,8 +53,8 @@ class AsyncRetrieval:
     so one retriever may serve many concurrent ``aretrieve`` calls.
     """
 
-    async def aretrieve(self: _Retrieving[Hits], query: str,
-                        messages: Messages | None = None) -> Hits:
+    async def aretrieve(self: _Retrieving[Hits_co], query: str,
+                        messages: Messages | None = None) -> Hits_co:
         """The hits ``retrieve(query, messages)`` returns, computed in a worker thread.
 
         Raises:
