@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,9 +151,15 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         if self.backend != "torch":
             return self._onnx_encoder().encode(list(texts))
-        vectors = self._torch_model().encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False)
+        # One encode at a time per loaded model: its fast tokenizer sets padding and
+        # truncation on each call, and two threads doing that at once fail ("Already
+        # borrowed"); concurrent aretrieve calls share the model. (ONNX tokenises with fixed
+        # settings and runs texts in parallel on its own.)
+        key = ("sentence-transformers-encode-lock", str(self.path), self.device)
+        with _state.cached(key, threading.Lock):
+            vectors = self._torch_model().encode(
+                list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     # -- tokens (TokenAwareEmbedder) -------------------------------------------------------
