@@ -5,8 +5,9 @@ forms run it in a worker thread (:func:`asyncio.to_thread`) and never start an e
 their own: they work in a notebook, a web server or any coroutine, and the loop stays free
 while a search runs. Many may run at once on one context: the parts a search touches are
 safe to share between threads (each store's threads take turns on its lock, Oxigraph reads
-concurrently, the audit trail appends one line at a time, the query embedder is stateless or
-locks), so concurrent calls give the answers the same calls give one after another.
+concurrently, the audit trail appends one line at a time, the embedders keep no per-call
+state: the mock locks its cache, the packaged model's tokenizers keep fixed settings), so
+concurrent calls give the answers the same calls give one after another.
 
 >>> import asyncio
 >>> from trails.testing import fresh_context

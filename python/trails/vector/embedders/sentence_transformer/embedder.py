@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,15 +150,9 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         if self.backend != "torch":
             return self._onnx_encoder().encode(list(texts))
-        # One encode at a time per loaded model: its fast tokenizer sets padding and
-        # truncation on each call, and two threads doing that at once fail ("Already
-        # borrowed"); concurrent aretrieve calls share the model. (ONNX tokenises with fixed
-        # settings and runs texts in parallel on its own.)
-        key = ("sentence-transformers-encode-lock", str(self.path), self.device)
-        with _state.cached(key, threading.Lock):
-            vectors = self._torch_model().encode(
-                list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                normalize_embeddings=True, show_progress_bar=False)
+        vectors = self._torch_model().encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+            normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     # -- tokens (TokenAwareEmbedder) -------------------------------------------------------
