@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -189,3 +190,39 @@ def test_ctrl_c_during_ingest_sums_up_what_was_committed_and_exits_130(tmp_path)
     totals = json.loads(rest.stdout)
     assert (totals["ingested"], totals["skipped"]) == (RECORDS - committed, committed)
     assert _committed(db) == RECORDS
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal")
+def test_the_terminal_bar_shows_the_counted_total_on_stderr_and_stdout_stays_the_summary(tmp_path):
+    """stderr is a terminal (a pty), stdout a pipe: the bar is drawn on stderr with the total
+    counted before the run, and stdout holds only the summary."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"n{i}.md").write_text(f"Note {i}. It is short.")
+    (folder / "rows.jsonl").write_text('{"text": "a"}\n\n{"text": "b"}\n{"text": "c"}\n')
+    db = tmp_path / "kb"
+    assert subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "init",
+                           "--model", "mock:16"], capture_output=True, timeout=120,
+                          check=False).returncode == 0
+    leader, follower = pty.openpty()
+    run = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "ingest",
+                            str(folder)], stdout=subprocess.PIPE, stderr=follower, text=True,
+                           env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    out, _ = run.communicate(timeout=120)
+    os.close(leader)
+    assert run.returncode == 0
+    assert out.startswith("8 documents ingested, 0 skipped, 0 failed, 8 chunks")
+    assert out.count("\n") == 1  # the summary alone: the bar went to the terminal
+    assert b"8/8 documents, 8 chunks embedded" in drawn
+    assert b"chunks/s" in drawn
