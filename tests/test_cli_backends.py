@@ -28,7 +28,7 @@ def hits(db: Path) -> list[list]:
     """``trails query --json`` in this process, as (iri, score) pairs."""
     result = trails("--db", db, "query", "graph databases", "--json")
     assert result.exit_code == 0, result.stderr
-    return [[h["iri"], h["score"]] for h in json.loads(result.stdout)]
+    return [[h["iri"], h["score"]] for h in json.loads(result.stdout)["hits"]]
 
 
 def init_ingest_and_compare(db: Path, notes: Path, *options: str) -> dict:
@@ -42,7 +42,7 @@ def init_ingest_and_compare(db: Path, notes: Path, *options: str) -> dict:
     assert len(here) == 3
     fresh = run_trails("--db", db, "query", "graph databases", "--json")
     assert fresh.returncode == 0, fresh.stderr
-    assert [[h["iri"], h["score"]] for h in json.loads(fresh.stdout)] == here
+    assert [[h["iri"], h["score"]] for h in json.loads(fresh.stdout)["hits"]] == here
     stats = run_trails("--db", db, "stats", "--json")
     assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 3
     assert run_trails("--db", db, "verify").returncode == 0

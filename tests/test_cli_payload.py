@@ -64,7 +64,7 @@ def test_narrowing_it_on_an_existing_context_then_verify_and_repair(kb):
     assert not any({"author", "title"} & set(m) for m in stored_metadata(kb))
     # A hit still names its document: the title comes from the graph.
     hits = json.loads(trails("--db", kb, "query", "Rails", "--json", "--mode", "vector",
-                             "-k", "1").stdout)
+                             "-k", "1").stdout)["hits"]
     assert hits[0]["metadata"]["title"] == "Old"
     assert hits[0]["metadata"]["date"] == "2023-05-01"
 
@@ -78,13 +78,13 @@ def test_a_bad_payload_field_is_a_user_error_and_changes_nothing(kb, bad):
 
 
 def test_query_min_score_drops_hits_and_says_so(kb):
-    every = json.loads(trails("--db", kb, "query", "Rails", "--json", "--mode", "vector").stdout)
+    every = json.loads(trails("--db", kb, "query", "Rails", "--json", "--mode", "vector").stdout)["hits"]
     assert len(every) == 2
     cut = (every[0]["score"] + every[1]["score"]) / 2
     result = trails("--db", kb, "query", "Rails", "--json", "--mode", "vector",
                     "--min-score", cut)
     assert result.exit_code == 0, result.output
-    assert [h["iri"] for h in json.loads(result.stdout)] == [every[0]["iri"]]
+    assert [h["iri"] for h in json.loads(result.stdout)["hits"]] == [every[0]["iri"]]
     assert "dropped 1 of 2 hits" in result.stderr
     table = trails("--db", kb, "query", "Rails", "--mode", "vector", "--min-score", cut)
     assert "dropped 1 of 2 hits" in table.stdout

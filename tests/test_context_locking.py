@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from trails import retrieve
+from trails.cli import app
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
@@ -124,6 +126,34 @@ def test_close_is_idempotent_and_releases_the_lock(tmp_path):
     again = Context.open(directory)
     again.close()
     again.close()
+
+
+def test_a_second_writer_in_this_process_is_told_it_is_this_process(tmp_path):
+    """Not "another process": the message names this process and how to close the handle,
+    the first handle keeps working, and closing it lets the directory open again."""
+    directory = tmp_path / "ctx"
+    doc = _make(directory)
+    first = Context.open(directory)
+    with pytest.raises(ContextLockedError) as caught:
+        Context.open(directory)
+    message = str(caught.value)
+    assert "this process" in message and "another process" not in message
+    assert "ctx.close()" in message and "with Context.open" in message
+    assert retrieve(TEXT, first, mode="vector", k=1)[0].metadata["doc_iri"] == doc
+    with Context.open(directory, read_only=True) as reader:  # the other way out, as said
+        assert reader.stats()["documents"] == 1
+    first.close()
+    with Context.open(directory) as again:
+        assert again.stats()["documents"] == 1
+
+
+def test_the_cli_says_this_process_too(tmp_path):
+    directory = tmp_path / "ctx"
+    _make(directory)
+    with Context.open(directory):
+        result = CliRunner().invoke(app, ["--db", str(directory), "delete", "trails://x/doc"])
+    assert result.exit_code == 1
+    assert "this process" in result.stderr and "another process" not in result.stderr
 
 
 def test_the_with_block_releases_the_lock(tmp_path):

@@ -8,6 +8,7 @@ Steps and the rewriter are simple local callables: the contract is about the ret
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import hashlib
@@ -501,3 +502,33 @@ def test_a_composite_passes_messages_to_every_retriever(corpus):
     CompositeRetriever([Spy(("x", 1.0)), CompositeRetriever([Spy(("y", 1.0))])]).retrieve(
         "q", MESSAGES)
     assert seen == [("q", MESSAGES), ("q", MESSAGES)]
+
+
+# -- awaited inside a running event loop ------------------------------------------------------
+
+
+def test_aretrieve_in_a_running_loop_gives_what_retrieve_gives(retriever):
+    """Every query three times over, all awaited at once in one loop: each answer is the one
+    the blocking call gives (a library that started its own loop would raise here)."""
+    expected = {(q, m is None): pairs(retriever.retrieve(q, m))
+                for q in QUERIES for m in (None, MESSAGES)}
+    calls = [(q, m) for _ in range(3) for q in QUERIES for m in (None, MESSAGES)]
+
+    async def all_at_once():
+        return await asyncio.gather(*(retriever.aretrieve(q, m) for q, m in calls))
+
+    answers = asyncio.run(all_at_once())
+    for (query, messages), hits in zip(calls, answers, strict=True):
+        assert pairs(hits) == expected[query, messages is None]
+
+
+@pytest.mark.parametrize("query, messages, error", [
+    (None, None, TypeError),
+    ("rails", [{"role": "user"}], ValueError),
+])
+def test_aretrieve_raises_what_retrieve_raises(retriever, query, messages, error):
+    async def awaited():
+        return await retriever.aretrieve(query, messages)
+
+    with pytest.raises(error):
+        asyncio.run(awaited())

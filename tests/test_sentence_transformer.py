@@ -100,3 +100,19 @@ def test_contexts_share_one_loaded_model():
     first = SentenceTransformerEmbedder(backend="torch")
     second = SentenceTransformerEmbedder(backend="torch")
     assert first.warm() is second.warm()
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx-int8"])
+def test_threads_embedding_at_once_get_what_one_thread_gets(backend):
+    """Concurrent aretrieve calls embed their queries from many threads with one shared model:
+    each text gets the vector it gets alone (no tokenizer state shared between calls)."""
+    if backend != "torch":
+        pytest.importorskip("onnxruntime")
+    embedder = SentenceTransformerEmbedder(backend=backend)
+    texts = [f"question {i} about {topic}" for i, topic in enumerate(
+        ["trains", "a much longer question about timetables and stops"] * 12)]
+    alone = [embedder.embed(text) for text in texts]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(embedder.embed, texts))
+    for mine, theirs in zip(together, alone, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)

@@ -38,6 +38,9 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "rdflib": ("rdflib", "rdflib"),
     "pandas": ("pandas", "pandas"),
     "polars": ("polars", "polars"),
+    # The notebook progress bar (trails.ingest.progress): IPython's display handles.
+    "IPython": ("ipython", "notebook"),
+    "IPython.display": ("ipython", "notebook"),
 }
 
 

@@ -66,6 +66,21 @@ class RetrievalHit:
         except ValueError:
             return None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON-ready values: its IRI, score and components, where it came from
+        (document, title, date, source), the snippet, the filter's solution that admitted it
+        (None unless asked for or recorded) and all its metadata. Dates are ISO strings.
+
+        >>> RetrievalHit("c", 0.5, "text", {"title": "T", "date": "2024-05-01"}).to_dict()["date"]
+        '2024-05-01'
+        """
+        date = self.date
+        return {"iri": self.iri, "score": self.score, "components": dict(self.components),
+                "document": self.document, "title": self.title,
+                "date": None if date is None else date.isoformat(), "source": self.source,
+                "snippet": self.snippet, "admitted_by": self.admitted_by,
+                "metadata": _plain(self.metadata)}
+
     @property
     def span(self) -> tuple[int, int] | None:
         """The chunk's ``(start, end)`` character offsets in its document's text."""
@@ -88,6 +103,18 @@ class RetrievalHit:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with dates and times as ISO strings, mappings and sequences copied: what
+    ``json.dumps`` takes (anything else stays as it is)."""
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 class RetrievalResult(list[RetrievalHit]):
@@ -143,6 +170,20 @@ class RetrievalResult(list[RetrievalHit]):
                 f"{name} {weight:.3f}" for name, weight in self.fusion_weights.items()) + ")"
         notes = "".join(f"; {note}" for note in self.notes)
         return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole result as JSON-ready values: the hits (:meth:`RetrievalHit.to_dict`) and
+        how they were found (mode, plan, candidates, exhaustive, rankings, fusion weights,
+        notes, the audit trail's run id). ``trails query --json`` prints it.
+
+        >>> RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
+        ...                 exhaustive=True).to_dict()["hits"]
+        []
+        """
+        return {"hits": [hit.to_dict() for hit in self], "mode": self.mode, "plan": self.plan,
+                "candidates": self.candidates, "exhaustive": self.exhaustive,
+                "rankings": list(self.rankings), "fusion_weights": dict(self.fusion_weights),
+                "notes": list(self.notes), "run_id": self.run_id}
 
     def __repr__(self) -> str:
         return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "EXIT_BROKEN_CONTEXT",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
     "EXIT_PARTIAL",
     "EXIT_USER_ERROR",
     "MAX_DIM",
@@ -44,6 +45,7 @@ EXIT_USER_ERROR = 1      # a mistake in the command, its arguments or its input
 EXIT_PARTIAL = 2         # some documents or checks failed, the rest succeeded
 EXIT_BROKEN_CONTEXT = 3  # the context's files cannot be read or written (StorageError)
 EXIT_INTERNAL = 4        # a bug in trails: one line on stderr, TRAILS_DEBUG=1 for the traceback
+EXIT_INTERRUPTED = 130   # Ctrl-C (SIGINT), as shells report 128 + the signal's number
 
 # The most dimensions --model mock:DIM and --openai-dim take (Qdrant's own limit; the
 # embedded sqlite-vec store holds at most 8192, which `trails init` checks).
@@ -80,6 +82,8 @@ def context(db: Path, **options: Any) -> Context:
     try:
         return Context.open(db, **options)
     except ContextLockedError as exc:
+        if "this process" in str(exc):  # a handle this process forgot to close: said as is
+            raise
         raise ContextLockedError(
             f"{db} is open for writing in another process (one writer at a time); wait for it "
             "to finish. Read-only commands (query, sparql, stats, verify) work meanwhile.") from exc

@@ -8,6 +8,8 @@ edge (:meth:`_Group.main`), never a traceback. Exit codes:
 - ``1``: a user error (bad option or argument, malformed SPARQL, missing context, the
   context is locked by another writer...). Click's usage errors exit 1 here too, not 2.
 - ``2``: partial failure (``ingest`` with failed documents, ``verify`` finding problems).
+- ``3``: the context's files cannot be read or written; ``4``: a bug in trails.
+- ``130``: interrupted by Ctrl-C (``ingest`` first sums up what it committed).
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from typer.core import TyperGroup
 
 from trails.cli import audit, graph, ingest, maintenance, query, setup
 from trails.cli import eval as evaluation
-from trails.cli._common import EXIT_BROKEN_CONTEXT, EXIT_INTERNAL, EXIT_USER_ERROR
+from trails.cli._common import (
+    EXIT_BROKEN_CONTEXT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USER_ERROR,
+)
 from trails.errors import StorageError, TrailsError
 
 __all__ = ["app", "main"]
@@ -52,8 +59,13 @@ class _Group(TyperGroup):
             code = _fail(f"{exc.format_message()} (see '{where} --help')")
         except _ClickException as exc:
             code = _fail(exc.format_message(), exc.exit_code)
-        except typer.Abort:
-            code = _fail("aborted")
+        except typer.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                code = _fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+            else:
+                code = _fail("aborted")
+        except KeyboardInterrupt:
+            code = _fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
         except StorageError as exc:
             code = _fail(str(exc) or type(exc).__name__, EXIT_BROKEN_CONTEXT)
         except (TrailsError, ValueError, SyntaxError, OSError) as exc:
@@ -100,7 +112,7 @@ def _root(
 
     Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure, 3 the
     context's files cannot be read or written (disk full, read-only, corrupt), 4 a bug in
-    trails (TRAILS_DEBUG=1 shows the traceback).
+    trails (TRAILS_DEBUG=1 shows the traceback), 130 interrupted by Ctrl-C.
 
     Example:
 

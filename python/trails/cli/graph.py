@@ -8,7 +8,7 @@ from typing import Optional
 import pyoxigraph as ox
 import typer
 
-from trails.cli._common import open_context
+from trails.cli._common import open_context, print_json
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads, write_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
@@ -28,6 +28,8 @@ def load(
         help=f"One of {', '.join(FORMAT_NAMES)} (default: from each file's suffix)."),
     base_iri: Optional[str] = typer.Option(  # noqa: UP045
         None, "--base-iri", metavar="IRI", help="Resolve relative IRIs in the files against this."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only JSON: {files: [{file, quads}], quads}."),
 ) -> None:
     """Load RDF files into the graph: an ontology, facts about documents, links.
 
@@ -46,6 +48,10 @@ def load(
         together = write_quads((q for _, quads in parsed for q in quads), ox.RdfFormat.N_QUADS,
                                None)
         opened.kg.load((together or "").encode("utf-8"), format="nquads")
+    if as_json:
+        print_json({"files": [{"file": str(file), "quads": len(quads)} for file, quads in parsed],
+                    "quads": sum(len(quads) for _, quads in parsed)})
+        return
     for file, quads in parsed:
         typer.echo(f"{file}: {len(quads)} quads loaded")
 
@@ -61,6 +67,9 @@ def export(
              "triple format)."),
     output: Optional[Path] = typer.Option(  # noqa: UP045
         None, "--output", "-o", metavar="FILE", help="Write here instead of standard output."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only JSON: {format, scope, output, left_out, data} (data: "
+        "the RDF text, null with --output)."),
 ) -> None:
     """Export the graph as RDF (read-only): every graph as TriG, N-Quads or JSON-LD, or one
     scope in any format.
@@ -82,7 +91,14 @@ def export(
             check_known_scopes(normalize_scopes(scope), known)
         text = opened.kg.dump(output, format=fmt.file_extension, scope=scope)
     left_out = [s for s in known if s != DEFAULT_SCOPE]
-    if scope is None and not fmt.supports_datasets and left_out:
+    if scope is not None or fmt.supports_datasets:
+        left_out = []
+    if as_json:
+        print_json({"format": fmt.file_extension, "scope": scope,
+                    "output": None if output is None else str(output), "left_out": left_out,
+                    "data": text})
+        return
+    if left_out:
         typer.echo(f"note: {fmt.name} holds one graph, so this is the default scope; left out: "
                    f"{', '.join(left_out)} (--scope NAME for one, --format trig for all)",
                    err=True)

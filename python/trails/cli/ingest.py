@@ -1,27 +1,30 @@
-"""``trails ingest``: load, chunk, embed and commit files and folders."""
+"""``trails ingest``: load, chunk, embed and commit files and folders.
+
+The progress bar counts the documents first (a walk of the files, no parsing), so it shows a
+true total, chunks per second and the time left; it is drawn on stderr, and only on a
+terminal. Ctrl-C stops the run after the step under way: what was committed stays committed
+and is summed up, and the command exits 130 (a second Ctrl-C stops at once).
+"""
 
 from __future__ import annotations
 
-import time
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
-from trails.cli._common import EXIT_PARTIAL, open_context
+from trails.cli._common import EXIT_INTERRUPTED, EXIT_PARTIAL, open_context, print_json
 from trails.context import Context
-from trails.ingest import BatchEmbedded, IngestionStats
+from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
 from trails.ingest.minting import check_base_iri
+from trails.ingest.progress import ProgressTracker, count_documents
 
 __all__ = ["ingest"]
 
@@ -42,6 +45,10 @@ def ingest(
                                help="Then delete the documents whose source files under these "
                                     "paths are gone."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only the run's totals as JSON: {ingested, skipped, failed, "
+        "chunks, tokens, seconds, embed_seconds, metadata_updated, pruned, failures: [{source, "
+        "reason}], warnings: [{source, message}], interrupted}."),
 ) -> None:
     """Ingest files and folders: load, chunk, embed and commit each document.
 
@@ -50,41 +57,92 @@ def ingest(
     are removed too. Prints a summary, then each failure as SOURCE: REASON and each warning
     on stderr. Exits 2 if any document failed (the others are committed), else 0.
 
+    The progress bar (stderr, on a terminal) shows documents done of the total counted
+    before the run, chunks per second and the time left. Ctrl-C stops after the step under
+    way, prints what was committed (run the command again for the rest: committed documents
+    are skipped) and exits 130.
+
     Example:
 
     ```
     trails --db ./kb ingest notes/ README.md --scope team --exclude "drafts/*"
     trails --db ./kb ingest notes/ --prune
+    trails --db ./kb ingest notes/ --json
     ```
     """
     if base_iri is not None:
         check_base_iri(base_iri, "--base-iri")  # before the context is opened for writing
+    options: dict[str, Any] = {"include": include or None, "exclude": exclude or None}
+    total = count_documents([str(p) for p in paths], **options)
     with open_context(ctx, write=True) as opened:
-        stats = _run_ingest(opened, paths, quiet, scope=scope, base_iri=base_iri,
-                            include=include or None, exclude=exclude or None, prune=prune)
-    typer.echo(stats.summary())
+        stats, interrupted = _run_ingest(opened, paths, total, quiet, scope=scope,
+                                         base_iri=base_iri, prune=prune, **options)
+    if as_json:
+        print_json({**asdict(stats),
+                    "failures": [{"source": s, "reason": r} for s, r in stats.failures],
+                    "warnings": [{"source": s, "message": m} for s, m in stats.warnings],
+                    "interrupted": interrupted})
+    else:
+        typer.echo(stats.summary())
     for source, reason in stats.failures:
         typer.echo(f"{source}: {reason}", err=True)
     for source, message in stats.warnings:
         typer.echo(f"{source}: warning: {message}", err=True)
+    if interrupted:
+        typer.echo(f"interrupted: {stats.ingested} documents ({stats.chunks} chunks) were "
+                   f"committed, {stats.skipped} were already current; run the same command "
+                   "again to ingest the rest", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED)
     if stats.failed:
         raise typer.Exit(EXIT_PARTIAL)
 
 
-def _run_ingest(opened: Context, paths: list[Path], quiet: bool, **options: Any) -> IngestionStats:
-    console = Console()
+def _run_ingest(opened: Context, paths: list[Path], total: int | None, quiet: bool,
+                **options: Any) -> tuple[IngestionStats, bool]:
+    """Run the ingest; its totals, and whether Ctrl-C stopped it."""
+    console = Console(stderr=True)
     stats = IngestionStats()
-    started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=quiet or not console.is_terminal) as bar:
-        documents = bar.add_task("documents", total=None)
-        chunks = bar.add_task("chunks embedded", total=None)
-        for event in ingest_events([str(p) for p in paths], ctx=opened, **options):
-            done = stats.ingested + stats.skipped + stats.failed
-            stats.record(event)
-            bar.advance(documents, stats.ingested + stats.skipped + stats.failed - done)
-            if isinstance(event, BatchEmbedded):
-                bar.advance(chunks, event.chunks)
-    stats.seconds = time.perf_counter() - started
-    return stats
+    tracker = ProgressTracker(total)
+    columns = (SpinnerColumn(), BarColumn(), TextColumn("{task.description}"))
+    with _first_interrupt_stops() as stop, Progress(
+            *columns, console=console, disable=quiet or not console.is_terminal) as bar:
+        task = bar.add_task(tracker.snapshot().text(), total=total)
+        events = ingest_events([str(p) for p in paths], ctx=opened, **options)
+        try:
+            for event in events:
+                # A commit reports its documents one event each: stop only where new work
+                # begins, so every document committed is counted in the summary.
+                if stop() and isinstance(event, (DocumentStarted, BatchEmbedded)):
+                    break
+                stats.record(event)
+                tracker.record(event)
+                bar.update(task, completed=tracker.done, total=tracker.total,
+                           description=tracker.snapshot().text())
+        finally:
+            close = getattr(events, "close", None)  # a generator: its run ends here
+            if close is not None:
+                close()
+        interrupted = stop()
+    stats.seconds = tracker.snapshot().elapsed
+    return stats, interrupted
+
+
+@contextmanager
+def _first_interrupt_stops() -> Iterator[Any]:
+    """While inside, the first SIGINT only asks to stop (the returned callable says whether
+    it was asked); the second raises KeyboardInterrupt as usual."""
+    asked: list[bool] = []
+
+    def ask(signum: int, frame: Any) -> None:
+        asked.append(True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    try:
+        previous = signal.signal(signal.SIGINT, ask)
+    except ValueError:  # not the main thread: Ctrl-C cannot reach this run anyway
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -72,6 +72,8 @@ def delete(
     all_triples: bool = typer.Option(
         False, "--all-triples",
         help="Also remove the triples you added about the documents and their chunks."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only JSON: {deleted: [IRI...], all_triples}."),
 ) -> None:
     """Delete documents: their vectors and the triples trails wrote about them.
 
@@ -94,7 +96,10 @@ def delete(
                 "`trails sparql 'SELECT ?d WHERE { ?d a trails:Document }'`)")
         for iri in iris:
             opened.delete_document(iri, include_user_triples=all_triples)
-            typer.echo(f"deleted {iri}")
+            if not as_json:
+                typer.echo(f"deleted {iri}")
+    if as_json:
+        print_json({"deleted": list(dict.fromkeys(iris)), "all_triples": all_triples})
 
 
 def prune(

@@ -12,9 +12,10 @@ import pyoxigraph as ox
 import typer
 from rich.console import Console
 
-from trails.cli._common import bindings, cell, open_context, print_json, table
+from trails.cli._common import bindings, cell, db_option, open_context, print_json, table
 from trails.cli.audit import solution_text
 from trails.errors import ConfigurationError
+from trails.records import RetrievalResult
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -35,9 +36,10 @@ def query(
                               "the --sparql filter's candidates; graph: the filter's IRIs."),
     k: int = typer.Option(10, "--k", "-k", min=1, max=MAX_K,
                           help=f"At most this many hits (1 to {MAX_K:,})."),
-    sparql: Optional[typer.FileText] = typer.Option(  # noqa: UP045 - typer reads it at runtime
-        None, "--sparql", metavar="FILE",
-        help="Filter: a SELECT of one variable (chunk or document IRIs); - reads stdin."),
+    sparql: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
+        None, "--sparql", metavar="QUERY_OR_FILE",
+        help="Filter: a SELECT of one variable (chunk or document IRIs), given inline, as a "
+             "file holding it, or - for stdin."),
     bind: list[str] = typer.Option(
         [], "--bind", metavar="NAME=VALUE",
         help="Bind ?NAME in the filter (repeatable). VALUE is typed: 2024-01-01 date, "
@@ -62,7 +64,9 @@ def query(
              "for rrf (see docs/retrieval.md). Not with --mode graph (no scores)."),
     as_json: bool = typer.Option(
         False, "--json",
-        help="Print only a JSON list of {iri, score, snippet, metadata, components}."),
+        help="Print only the whole result as JSON: {hits: [{iri, score, components, document, "
+             "title, date, source, snippet, admitted_by, metadata}], mode, plan, candidates, "
+             "exhaustive, rankings, fusion_weights, notes, run_id}."),
 ) -> None:
     """Retrieve the chunks that best answer TEXT (read-only).
 
@@ -79,35 +83,48 @@ def query(
     }
     EOF
     trails --db ./kb query "release notes" --sparql since.rq --bind since=2024-01-01
+    trails --db ./kb query "release notes" \\
+        --sparql 'SELECT ?iri WHERE { ?iri schema:isPartOf <trails://local/doc/notes.md> }'
     trails --db ./kb query "release notes" --mode vector -k 3 --json
     trails --db ./kb query "release notes" --mode vector --min-score 0.4
     ```
     """
     if mode.value == "graph" and sparql is None:
-        raise ValueError("--mode graph needs --sparql FILE, a filter selecting the IRIs")
+        raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
+    sparql_filter = None if sparql is None else _read_query(sparql, "--sparql")
     with open_context(ctx) as opened:
-        hits = retrieve(text, opened, mode=mode.value, k=k,
-                        sparql_filter=None if sparql is None else sparql.read(),
+        hits = retrieve(text, opened, mode=mode.value, k=k, sparql_filter=sparql_filter,
                         bindings=bindings(bind), scope=scope or None,
                         fusion=None if fusion.value == "none" else fusion.value,
                         caller=caller, why=why or None, min_score=min_score)
+        empty = not hits and opened.vectors.count() == 0
+    if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
+        typer.echo(f"note: this context holds no documents yet; add some with `trails --db "
+                   f"{db_option(ctx)} ingest PATH...` (files or folders: .md .txt .html "
+                   ".jsonl .pdf)", err=True)
     if as_json:
         for note in hits.notes:  # stdout holds only the JSON; a short list says why on stderr
             if note.startswith("min_score"):
                 typer.echo(note, err=True)
-        print_json([{"iri": h.iri, "score": h.score, "snippet": h.snippet,
-                     "metadata": h.metadata, "components": h.components,
-                     **({"admitted_by": h.admitted_by} if why else {})} for h in hits])
+        print_json(hits.to_dict())
         return
-    rows = table("#", "score", "iri", "snippet", *(("admitted by",) if why else ()))
+    _print_hits(hits, why)
+
+
+def _print_hits(hits: RetrievalResult, why: bool) -> None:
+    """The hits as a table (where each comes from, then the IRI and the passage), how they
+    were found, and the audit run that recorded them (on stderr: stdout stays the answer)."""
+    rows = table("#", "score", "title", "date", "source", "iri", "snippet",
+                 *(("admitted by",) if why else ()))
     for rank, hit in enumerate(hits, start=1):
         score = "" if hit.score is None else f"{hit.score:.4f}"
         admitted = [solution_text(hit.admitted_by)] if why else []
-        rows.add_row(str(rank), score, hit.iri, " ".join(hit.snippet.split())[:200], *admitted)
+        rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
+                     hit.iri, " ".join(hit.snippet.split())[:200], *admitted)
     console = Console()
     console.print(rows)
     console.print(hits.explain(), highlight=False)
-    if hits.run_id is not None:  # on stderr: stdout stays the answer
+    if hits.run_id is not None:
         Console(stderr=True).print(f"recorded as run {hits.run_id} "
                                    f"(trails audit show {hits.run_id})", highlight=False)
 
@@ -154,8 +171,13 @@ def sparql(
         typer.echo(f"{len(result)} rows")
 
 
-def _read_query(argument: str) -> str:
-    """The query itself, the text of the file it names, or stdin for ``-``."""
+def _read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
+    """The query itself, the text of the file it names, or stdin for ``-``.
+
+    Raises:
+        ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
+            not exist, or a file that cannot be read as UTF-8 text.
+    """
     if argument == "-":
         return sys.stdin.read()
     path = Path(argument)
@@ -164,9 +186,15 @@ def _read_query(argument: str) -> str:
     except (OSError, ValueError):  # a long query is not a valid path
         is_file = False
     if is_file:
-        return path.read_text(encoding="utf-8")
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"{option}: cannot read the query file {argument} "
+                                     f"({exc}); give a readable UTF-8 file, or the query "
+                                     "itself") from None
     if path.suffix in (".rq", ".sparql") and " " not in argument:
-        raise ConfigurationError(f"no such query file: {argument}")
+        raise ConfigurationError(f"no such query file: {argument} ({option} takes a file or "
+                                 "the query itself)")
     return argument
 
 

@@ -16,6 +16,7 @@ from trails.cli._common import (
     db_option,
     has_context,
     make_embedder,
+    print_json,
 )
 from trails.config import PartConfig, read_config
 from trails.context import Context
@@ -92,6 +93,9 @@ def init(
              "title,source,date,author; default none: it stays in the graph, and hits read "
              "it from there). Recorded, also on an existing context: then run "
              "`trails verify --repair` to rewrite the vectors already stored. \"\" allows none."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only JSON: {created, directory, graph, vectors, embedder, "
+        "base_iri}."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
 
@@ -126,7 +130,7 @@ def init(
             if model is not None:
                 _check_model(db, opened, make_embedder(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
-            typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
+            _report(opened, db, created=False, as_json=as_json)
             rules = {**opened.retention, **rules} if rules else {}
         _record(db, mapping, rules, fields)
         return
@@ -140,8 +144,7 @@ def init(
             f"dimensions, and {embedder.identity.describe()} makes {embedder.dim}; use "
             "--vectors qdrant, or a smaller --openai-dim")
     with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
-        typer.echo(f"created a trails context in {db}: {_describe(made)}, base IRI "
-                   f"{made.base_iri}")
+        _report(made, db, created=True, as_json=as_json)
     _record(db, mapping, rules, fields)
 
 
@@ -255,7 +258,22 @@ def _check_model(db: Path, opened: Context, asked: Embedder) -> None:
                                  "another --db")
 
 
+def _parts(opened: Context) -> dict[str, str]:
+    return {"graph": GRAPHS.name_of(type(opened.kg)) or type(opened.kg).__name__,
+            "vectors": VECTOR_STORES.name_of(type(opened.vectors)) or type(opened.vectors).__name__,
+            "embedder": opened.embedder.identity.describe()}
+
+
 def _describe(opened: Context) -> str:
-    graph = GRAPHS.name_of(type(opened.kg)) or type(opened.kg).__name__
-    store = VECTOR_STORES.name_of(type(opened.vectors)) or type(opened.vectors).__name__
-    return f"graph {graph}, vectors {store}, embedder {opened.embedder.identity.describe()}"
+    return "graph {graph}, vectors {vectors}, embedder {embedder}".format(**_parts(opened))
+
+
+def _report(opened: Context, db: Path, *, created: bool, as_json: bool) -> None:
+    if as_json:
+        print_json({"created": created, "directory": str(db), **_parts(opened),
+                    "base_iri": opened.base_iri})
+    elif created:
+        typer.echo(f"created a trails context in {db}: {_describe(opened)}, base IRI "
+                   f"{opened.base_iri}")
+    else:
+        typer.echo(f"{db} already holds a trails context ({_describe(opened)})")

@@ -47,6 +47,14 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
             return ox.Store.read_only(path) if read_only else ox.Store(path)
         except (OSError, RuntimeError) as exc:
             message = str(exc)
+            if "lock hold by current process" in message:  # RocksDB's words for this process
+                raise ContextLockedError(
+                    f"the knowledge graph in {path!r} is already open for writing in this "
+                    "process: a Context opened earlier on this directory has not been closed. "
+                    "Use that handle, or close it first (ctx.close(), or open it as `with "
+                    "Context.open(...) as ctx:` so it closes itself); read_only=True opens "
+                    "another handle alongside it."
+                ) from exc.with_traceback(None)
             if "lock hold by" in message or ("While lock file" in message
                                              and "read-only" not in message.lower()):
                 raise ContextLockedError(

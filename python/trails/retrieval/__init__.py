@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.asynchronous import aretrieve
 from trails.retrieval.retrieve import FUSIONS, MODES, Mode, retrieve
 from trails.retrieval.retrievers import (
     CompositeRetriever,
@@ -25,5 +26,6 @@ __all__ = [
     "RetrievalResult",
     "Retriever",
     "VectorRetriever",
+    "aretrieve",
     "retrieve",
 ]

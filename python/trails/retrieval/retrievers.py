@@ -16,6 +16,9 @@ these promises (``tests/test_retriever_contract.py`` checks each for every retri
 - ``min_score`` (every retriever but :class:`GraphRetriever`, whose hits have no score)
   drops the hits whose final score is below it, and the result's ``notes`` say how many.
 
+Each retriever here also has ``await retriever.aretrieve(query, messages=None)``: the same
+hits, computed in a worker thread so a running event loop stays free (``asynchronous.py``).
+
 >>> from trails.testing import fresh_context
 >>> ctx = fresh_context()
 >>> VectorRetriever(ctx, k=3).retrieve("anything")
@@ -50,6 +53,7 @@ from trails.retrieval.arguments import (
     check_scope_argument,
     check_steps,
 )
+from trails.retrieval.asynchronous import AsyncRetrieval
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.retrieval.thresholds import above_min_score
 from trails.vector.stores.base import check_compatible
@@ -85,7 +89,7 @@ class _HasContext(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class VectorRetriever:
+class VectorRetriever(AsyncRetrieval):
     """Exact top-``k`` by cosine over every live vector of the scope (``mode="vector"``).
 
     Scores are cosine similarities in [-1, 1]; ``min_score`` (keyword) drops hits below it.
@@ -114,7 +118,7 @@ class VectorRetriever:
 
 
 @dataclass(frozen=True, eq=False)
-class HybridRetriever:
+class HybridRetriever(AsyncRetrieval):
     """Filter with SPARQL, then rank the candidates exactly (``mode="hybrid"``).
 
     Args:
@@ -170,7 +174,7 @@ class HybridRetriever:
 
 
 @dataclass(frozen=True, eq=False)
-class GraphRetriever:
+class GraphRetriever(AsyncRetrieval):
     """The filter's IRIs in the filter's own order (``mode="graph"``); scores are None.
 
     With ``query_variable`` the question is bound into the filter, so the filter itself can
@@ -205,7 +209,7 @@ class GraphRetriever:
 
 
 @dataclass(frozen=True, eq=False)
-class RerankedRetriever:
+class RerankedRetriever(AsyncRetrieval):
     """Another retriever's hits passed through post-ranking steps (``step(query, hits, ctx)``).
 
     The steps see only the inner retriever's hits: give it a larger ``k`` than this one's so
@@ -258,7 +262,7 @@ class RerankedRetriever:
 
 
 @dataclass(frozen=True, eq=False)
-class CompositeRetriever:
+class CompositeRetriever(AsyncRetrieval):
     """Several retrievers' lists fused into one (RRF by default), cut to ``k``.
 
     Every retriever gets the same query and messages. A hit keeps the snippet and metadata

@@ -1,0 +1,126 @@
+"""``--json`` on every command: stdout holds one JSON document and nothing else, with what
+the command did, checked against what the context holds afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from trails.cli import app
+from trails.context import Context
+
+runner = CliRunner()
+
+
+def trails(*args, input: str | None = None):
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+def json_of(result) -> object:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # the whole of stdout, or this raises
+
+
+def _commands(group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):  # a group (typer may vendor its own click)
+            found.append((*prefix, name))  # a group that runs on its own (trails audit)
+            found += _commands(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(app))
+
+
+def test_the_commands_are_the_ones_this_file_knows():
+    assert {" ".join(c) for c in COMMANDS} == {
+        "init", "ingest", "query", "sparql", "stats", "verify", "delete", "prune", "load",
+        "export", "eval", "audit", "audit show", "replay"}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_json(command):
+    root = typer.main.get_command(app)
+    found = root
+    for name in command:
+        found = found.commands[name]  # type: ignore[attr-defined]
+    options = {o for p in found.params for o in getattr(p, "opts", ())}
+    assert "--json" in options, f"trails {' '.join(command)} has no --json"
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("---\ntitle: Alpha\ndate: 2024-02-03\n---\nRails routing.\n")
+    (folder / "b.md").write_text("Ruby gems and bundler.\n")
+    (folder / "c.jsonl").write_text('{"id": "x", "text": "Elephants remember."}\n\n'
+                                    '{"id": "y", "text": "Graphs hold triples."}\n')
+    (folder / "bad.txt").write_bytes(b"\xff\xfe not utf-8 \xff")
+    return folder
+
+
+def test_init_json_describes_the_new_context_and_then_the_existing_one(tmp_path):
+    db = tmp_path / "kb"
+    made = json_of(trails("--db", db, "init", "--model", "mock:16", "--json"))
+    assert made["created"] is True and made["directory"] == str(db)
+    recorded = json.loads((db / "trails.json").read_text())
+    assert made["base_iri"] == recorded["base_iri"] == "trails://local/"
+    assert made["embedder"].startswith("trails-mock-bow") and "dim=16" in made["embedder"]
+    assert (made["graph"], made["vectors"]) == ("oxigraph", "sqlite-vec")
+    again = json_of(trails("--db", db, "init", "--json"))
+    assert again == {**made, "created": False}
+
+
+def test_ingest_json_is_the_runs_totals_and_no_progress_on_stdout(tmp_path, notes):
+    db = tmp_path / "kb"
+    trails("--db", db, "init", "--model", "mock:16")
+    result = trails("--db", db, "ingest", notes, "--json")
+    assert result.exit_code == 2  # bad.txt fails, the others are committed
+    totals = json.loads(result.stdout)
+    assert (totals["ingested"], totals["skipped"], totals["failed"]) == (4, 0, 1)
+    assert totals["interrupted"] is False
+    [failure] = totals["failures"]
+    assert failure["source"].endswith("bad.txt") and failure["reason"]
+    with Context.open(db, read_only=True) as ctx:
+        assert ctx.stats()["documents"] == 4
+        assert ctx.vectors.count() == totals["chunks"]
+    again = json.loads(trails("--db", db, "ingest", notes, "--json").stdout)
+    assert (again["ingested"], again["skipped"], again["chunks"]) == (0, 4, 0)
+
+
+def test_delete_json_names_what_was_deleted(tmp_path, notes):
+    db = tmp_path / "kb"
+    trails("--db", db, "init", "--model", "mock:16")
+    trails("--db", db, "ingest", notes / "a.md", notes / "b.md", "--quiet")
+    gone = "trails://local/doc/a.md"
+    answer = json_of(trails("--db", db, "delete", gone, gone, "--json"))
+    assert answer == {"deleted": [gone], "all_triples": False}
+    with Context.open(db, read_only=True) as ctx:
+        assert ctx.stats()["documents"] == 1
+
+
+def test_load_and_export_json(tmp_path):
+    db = tmp_path / "kb"
+    trails("--db", db, "init", "--model", "mock:16")
+    facts = tmp_path / "facts.ttl"
+    facts.write_text("<urn:a> <urn:p> 1 . <urn:a> <urn:p> 2 . <urn:b> <urn:q> <urn:a> .\n")
+    loaded = json_of(trails("--db", db, "load", facts, "--json"))
+    assert loaded == {"files": [{"file": str(facts), "quads": 3}], "quads": 3}
+    exported = json_of(trails("--db", db, "export", "--format", "nquads", "--json"))
+    assert exported["format"] == "nq" and exported["output"] is None
+    quads = set(ox.parse(exported["data"].encode(), format=ox.RdfFormat.N_QUADS))
+    assert {str(q.subject) for q in quads if str(q.predicate) in ("<urn:p>", "<urn:q>")} == {
+        "<urn:a>", "<urn:b>"}
+    target = tmp_path / "out.ttl"
+    to_file = json_of(trails("--db", db, "export", "-o", target, "--json"))
+    assert to_file["data"] is None and to_file["output"] == str(target)
+    assert len(list(ox.parse(path=str(target)))) == 3  # default scope, as turtle
