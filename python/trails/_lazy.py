@@ -36,6 +36,9 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "pypdf": ("pypdf", "pdf"),
     "httpx": ("httpx", "remote"),
     "rdflib": ("rdflib", "rdflib"),
+    "hypothesis": ("hypothesis", "testing"),
+    "langchain_core": ("langchain-core", "langchain"),
+    "llama_index.core": ("llama-index-core", "llamaindex"),
 }
 
 
