@@ -6,8 +6,12 @@ docs/testing.md); only what is private to this repository is here.
 
 from __future__ import annotations
 
+import json
 import os
-from importlib.metadata import entry_points
+import shutil
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from pathlib import Path
 
 import pytest
@@ -61,3 +65,37 @@ def store_factory(trails_store_factory):
 @pytest.fixture
 def persistent_store_factory(trails_persistent_store_factory):
     return trails_persistent_store_factory
+
+
+@pytest.fixture(scope="session")
+def installed_trails(tmp_path_factory):
+    """Environment variables for a subprocess in which this checkout is *installed*: its
+    package metadata, entry points included (the pytest plugin), are this pyproject's.
+
+    When the environment's trails is an install of this checkout with the plugin's entry
+    point (CI: ``make test`` installs it editable), that install; otherwise (an install made
+    from another checkout or before the entry point existed) this checkout is built and
+    installed into a private directory put first on the subprocess's path.
+    """
+    env = {**os.environ}
+    try:
+        dist = distribution("trails")
+        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        registered = any(p.value == PLUGIN for p in dist.entry_points if p.group == "pytest11")
+    except PackageNotFoundError:
+        url, registered = "", False
+    if registered and url.rstrip("/") == ROOT.as_uri():
+        env["PYTHONPATH"] = str(ROOT / "python")
+        return env
+    work = tmp_path_factory.mktemp("trails-install")
+    source, site = work / "source", work / "site"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "python", source / "python",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--no-build-isolation", "--target", str(site), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    env["PYTHONPATH"] = str(site)
+    return env

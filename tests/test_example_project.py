@@ -1,0 +1,33 @@
+"""examples/test-project, the example docs/testing.md walks through, passes when copied out of
+this repository and run with pytest, the plugin found through trails' installed entry point."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+PROJECT = ROOT / "examples" / "test-project"
+
+
+def test_the_example_project_passes_from_a_temporary_directory(tmp_path, installed_trails):
+    copy = tmp_path / "notes-search"
+    shutil.copytree(PROJECT, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache",
+                                                                 ".hypothesis"))
+    assert not (copy / "conftest.py").exists() and not (copy / "tests" / "conftest.py").exists()
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"],
+                         cwd=copy, env=installed_trails, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    passed = [line for line in run.stdout.splitlines() if line.startswith("PASSED")]
+    names = {line.split("::")[1].split("[")[0] for line in passed}
+    # Every test ran (none skipped for want of a fixture), trails_store once per backend.
+    assert names == {"test_search_keeps_the_topic_and_the_date",
+                     "test_notes_survive_reopening_their_directory",
+                     "test_every_backend_finds_its_nearest_vector",
+                     "test_search_returns_exactly_the_notes_on_the_topic_since_the_date"}
+    backends = [line for line in passed if "test_every_backend" in line]
+    assert {line.split("[")[1].rstrip("]") for line in backends} >= {"sqlite-vec-memory",
+                                                                     "sqlite-vec-file"}
