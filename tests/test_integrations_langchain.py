@@ -11,15 +11,15 @@ import pytest
 
 # langchain-tests brings pytest-asyncio, which runs the suite's async test.
 pytest.importorskip("langchain_tests")
-from langchain_core.documents import Document  # noqa: E402
-from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from integration_corpus import DOCS, LONG, ingest_corpus  # noqa: E402
-from trails import GraphRetriever, HybridRetriever, VectorRetriever  # noqa: E402
-from trails.errors import ConfigurationError  # noqa: E402
-from trails.ingest.minting import doc_iri  # noqa: E402
-from trails.integrations.langchain import TrailsRetriever  # noqa: E402
-from trails.testing import fresh_context  # noqa: E402
+from integration_corpus import DOCS, LONG, ingest_corpus
+from trails import GraphRetriever, HybridRetriever, VectorRetriever
+from trails.errors import ConfigurationError
+from trails.ingest.minting import doc_iri
+from trails.integrations.langchain import TrailsRetriever
+from trails.testing import fresh_context
 
 KEYS = {"iri", "score", "components", "document", "source", "title", "date", "run_id"}
 

@@ -10,15 +10,15 @@ import threading
 import pytest
 
 pytest.importorskip("llama_index.core")
-from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode  # noqa: E402
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
-from integration_corpus import DOCS, LONG, ingest_corpus  # noqa: E402
-from trails import GraphRetriever, HybridRetriever, VectorRetriever  # noqa: E402
-from trails.errors import ConfigurationError  # noqa: E402
-from trails.ingest.minting import doc_iri  # noqa: E402
-from trails.integrations.llamaindex import TrailsLlamaRetriever  # noqa: E402
-from trails.testing import fresh_context  # noqa: E402
+from integration_corpus import DOCS, LONG, ingest_corpus
+from trails import GraphRetriever, HybridRetriever, VectorRetriever
+from trails.errors import ConfigurationError
+from trails.ingest.minting import doc_iri
+from trails.integrations.llamaindex import TrailsLlamaRetriever
+from trails.testing import fresh_context
 
 KEYS = {"iri", "score", "components", "document", "source", "title", "date", "run_id"}
 

@@ -4,6 +4,7 @@ engine selects exactly what a filter case says it selects."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -41,7 +42,7 @@ def test_chunks_cover_the_text_in_order_without_gaps(pair):
     document, chunks = pair
     assert [c.position for c in chunks] == list(range(len(chunks)))
     assert chunks[0].start == 0 and chunks[-1].end == len(document.text)
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in itertools.pairwise(chunks):
         assert before.end == after.start
     for chunk in chunks:
         assert chunk.text == document.text[chunk.start:chunk.end] and chunk.text

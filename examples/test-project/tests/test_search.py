@@ -6,12 +6,12 @@ import datetime as dt
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from notes_search import add_notes, search
+
 from trails.context import Context
 from trails.ingest import Document
 from trails.testing import fresh_context
 from trails.testing.strategies import TOPICS, corpora, dates
-
-from notes_search import add_notes, search
 
 NOTES = [
     Document(id="a", source="a.md", text="River deltas and sediment.",

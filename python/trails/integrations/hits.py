@@ -16,11 +16,11 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from trails.context import Context
-from trails.rank.rerank import chunk_texts
 from trails.rank._steps import key
+from trails.rank.rerank import chunk_texts
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.retrievers import Retriever
 
@@ -43,11 +43,13 @@ def with_k(retriever: Retriever, k: int | None) -> Retriever:
     Raises:
         InvalidArgumentError: ``k`` is not a positive int (from the retriever's own checks).
     """
-    if k is None or not dataclasses.is_dataclass(retriever) or isinstance(retriever, type):
+    target: Any = retriever  # a Protocol: whether it is a dataclass is known only here
+    if k is None or not dataclasses.is_dataclass(target) or isinstance(target, type):
         return retriever
-    if "k" not in {f.name for f in dataclasses.fields(retriever)}:
+    if "k" not in {f.name for f in dataclasses.fields(target)}:
         return retriever
-    return dataclasses.replace(retriever, k=k)  # type: ignore[type-var]
+    sized: Any = dataclasses.replace(target, k=k)
+    return cast(Retriever, sized)
 
 
 def retrieve(retriever: Retriever, query: str, k: int | None = None) -> Retrieved:

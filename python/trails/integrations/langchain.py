@@ -22,16 +22,17 @@ from trails._lazy import require
 
 require("langchain_core", "trails.integrations.langchain")
 
-from langchain_core.callbacks import (  # noqa: E402  (after the check that names the extra)
+# (The framework is imported after the check above, which names the extra to install.)
+from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
 )
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from pydantic import ConfigDict  # noqa: E402
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
 
-from trails.integrations import hits  # noqa: E402
-from trails.retrieval.retrievers import Retriever  # noqa: E402
+from trails.integrations import hits
+from trails.retrieval.retrievers import Retriever
 
 __all__ = ["TrailsRetriever", "to_documents"]
 

@@ -21,12 +21,13 @@ from trails._lazy import require
 
 require("llama_index.core", "trails.integrations.llamaindex")
 
-from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
-from llama_index.core.callbacks import CallbackManager  # noqa: E402
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+# (The framework is imported after the check above, which names the extra to install.)
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from trails.integrations import hits  # noqa: E402
-from trails.retrieval.retrievers import Retriever  # noqa: E402
+from trails.integrations import hits
+from trails.retrieval.retrievers import Retriever
 
 __all__ = ["TrailsLlamaRetriever", "to_nodes"]
 

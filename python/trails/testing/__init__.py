@@ -26,8 +26,8 @@ from trails._lazy import lazy_attributes
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from trails.testing.kernel import context_directory, fresh_context, isolated_kernel
-    from trails.testing.stores import factory_named
     from trails.testing.models import tiny_cross_encoder
+    from trails.testing.stores import factory_named
     from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = [

@@ -22,20 +22,22 @@ True
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trails._lazy import require
 
+# Before hypothesis is imported: without it, the error names the extra that installs it.
 require("hypothesis", "trails.testing.strategies")
 
-from hypothesis import strategies as st  # noqa: E402  (after the check that names the extra)
+from hypothesis import strategies as st
 
-from trails.config import DEFAULT_BASE_IRI  # noqa: E402
-from trails.ingest.document import Chunk, Document  # noqa: E402
-from trails.ingest.minting import doc_iri  # noqa: E402
-from trails.scopes import DEFAULT_SCOPE  # noqa: E402
+from trails.config import DEFAULT_BASE_IRI
+from trails.ingest.document import Chunk, Document
+from trails.ingest.minting import doc_iri
+from trails.scopes import DEFAULT_SCOPE
 
 __all__ = [
     "FIRST_DATE", "LAST_DATE", "TOPICS", "WORDS", "FilterCase", "chunked_documents", "corpora",
@@ -89,7 +91,7 @@ def chunked_documents(draw: st.DrawFn,
     cuts = sorted(draw(st.sets(st.sampled_from(spaces), max_size=6))) if spaces else []
     bounds = [0, *cuts, len(doc.text)]
     chunks = [Chunk(text=doc.text[start:end], start=start, end=end, position=position)
-              for position, (start, end) in enumerate(zip(bounds, bounds[1:]))]
+              for position, (start, end) in enumerate(itertools.pairwise(bounds))]
     return doc, chunks
 
 
@@ -157,9 +159,9 @@ def _kinds(draw: st.DrawFn) -> _Kind:
         (f"rank < {rank}", "?iri meta:rank ?rank . FILTER(?rank < ?limit)",
          {"limit": rank}, lambda d: d.metadata["rank"] < rank),
         (f"topic = {topic!r} or undated",
-         "?iri a trails:Document . OPTIONAL { ?iri meta:topic ?topic } "
+         ("?iri a trails:Document . OPTIONAL { ?iri meta:topic ?topic } "
          "OPTIONAL { ?iri schema:dateCreated ?date } "
-         "FILTER(?topic = ?want || !BOUND(?date))",
+         "FILTER(?topic = ?want || !BOUND(?date))"),
          {"want": topic}, lambda d: d.metadata["topic"] == topic or _date_of(d) is None),
     ]
     return draw(st.sampled_from(options))
