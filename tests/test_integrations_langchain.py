@@ -8,6 +8,8 @@ import dataclasses
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 # langchain-tests brings pytest-asyncio, which runs the suite's async test.
 pytest.importorskip("langchain_tests")
@@ -17,9 +19,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from integration_corpus import DOCS, LONG, ingest_corpus
 from trails import GraphRetriever, HybridRetriever, VectorRetriever
 from trails.errors import ConfigurationError
+from trails.ingest import ingest_all
 from trails.ingest.minting import doc_iri
 from trails.integrations.langchain import TrailsRetriever
 from trails.testing import fresh_context
+from trails.testing.strategies import filter_cases
 
 KEYS = {"iri", "score", "components", "document", "source", "title", "date", "run_id"}
 
@@ -178,3 +182,18 @@ def test_ainvoke_uses_the_retriever_s_own_aretrieve(corpus):
 
     documents = asyncio.run(TrailsRetriever(retriever=Native()).ainvoke("tea", k=2))
     assert calls == [("tea", 2)] and len(documents) == 2
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=filter_cases(max_size=8), k=st.integers(1, 12))
+def test_documents_are_the_filtered_chunks_best_first(case, k):
+    with fresh_context() as ctx:
+        ingest_all(case.documents, ctx=ctx)
+        engine = HybridRetriever(ctx, sparql_filter=case.sparql_filter,
+                                 bindings=dict(case.bindings), k=100)
+        everything = TrailsRetriever(retriever=engine).invoke("graph river")
+        top = TrailsRetriever(retriever=engine).invoke("graph river", k=k)
+    assert {d.metadata["document"] for d in everything} == case.expected, case.description
+    assert [d.id for d in top] == [d.id for d in everything][:k]
+    scores = [d.metadata["score"] for d in everything]
+    assert scores == sorted(scores, reverse=True)
