@@ -94,8 +94,11 @@ def installed_trails(tmp_path_factory):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "python", source / "python",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(site), str(source)],
-                   check=True, capture_output=True, timeout=300)
+    # Offline, with the environment's setuptools (pyproject's build backend).
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-index", "--no-build-isolation", "--target", str(site),
+                            str(source)], check=False, capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, f"installing this checkout failed:\n{built.stderr[-3000:]}"
     env["PYTHONPATH"] = str(site)
     return env
