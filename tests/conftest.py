@@ -1,13 +1,29 @@
-"""Shared fixtures. Every test runs inside an isolated kernel: no state leaks between tests."""
+"""Shared fixtures. Every test runs inside an isolated kernel: no state leaks between tests.
+
+The fixtures themselves are the trails pytest plugin's (trails.testing.pytest_plugin,
+docs/testing.md); only what is private to this repository is here.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+PLUGIN = "trails.testing.pytest_plugin"
+# An install made from this pyproject registers the plugin (entry point pytest11); an older
+# install of the package does not, and then this checkout loads it itself. Loading it both
+# ways would register it twice, which pytest refuses.
+if not any(point.value == PLUGIN for point in entry_points(group="pytest11")):
+    pytest_plugins = [PLUGIN]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -29,11 +45,9 @@ def _pytest_basetemp_outside_kernels(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _isolated():
-    from trails.testing import isolated_kernel
-
-    with isolated_kernel() as ctx:
-        yield ctx
+def _isolated(trails_ctx):
+    """Every test of this repository runs in the plugin's isolated kernel."""
+    return trails_ctx
 
 
 @pytest.fixture
@@ -42,21 +56,49 @@ def ctx(_isolated):
     return _isolated
 
 
-# Vector store backends for the contract suite; a new backend is one more class in stores.py.
-from stores import FACTORIES, PERSISTENT
+# The contract suites' names for the plugin's store factories (trails.testing.stores).
+@pytest.fixture
+def store_factory(trails_store_factory):
+    return trails_store_factory
 
 
-@pytest.fixture(params=FACTORIES, ids=lambda factory: factory.name)
-def store_factory(request, tmp_path):
-    """Makes empty vector stores of each backend (see tests/stores.py) and closes them after."""
-    factory = request.param(tmp_path)
-    yield factory
-    factory.close_all()
+@pytest.fixture
+def persistent_store_factory(trails_persistent_store_factory):
+    return trails_persistent_store_factory
 
 
-@pytest.fixture(params=PERSISTENT, ids=lambda factory: factory.name)
-def persistent_store_factory(request, tmp_path):
-    """Like ``store_factory``, for the backends whose data can be reopened."""
-    factory = request.param(tmp_path)
-    yield factory
-    factory.close_all()
+@pytest.fixture(scope="session")
+def installed_trails(tmp_path_factory):
+    """Environment variables for a subprocess in which this checkout is *installed*: its
+    package metadata, entry points included (the pytest plugin), are this pyproject's.
+
+    When the environment's trails is an install of this checkout with the plugin's entry
+    point (CI: ``make test`` installs it editable), that install; otherwise (an install made
+    from another checkout or before the entry point existed) this checkout is built and
+    installed into a private directory put first on the subprocess's path.
+    """
+    env = {**os.environ}
+    try:
+        dist = distribution("trails")
+        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        registered = any(p.value == PLUGIN for p in dist.entry_points if p.group == "pytest11")
+    except PackageNotFoundError:
+        url, registered = "", False
+    if registered and url.rstrip("/") == ROOT.as_uri():
+        env["PYTHONPATH"] = str(ROOT / "python")
+        return env
+    work = tmp_path_factory.mktemp("trails-install")
+    source, site = work / "source", work / "site"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "python", source / "python",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    # Offline, with the environment's setuptools (pyproject's build backend).
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-index", "--no-build-isolation", "--target", str(site),
+                            str(source)], check=False, capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, f"installing this checkout failed:\n{built.stderr[-3000:]}"
+    env["PYTHONPATH"] = str(site)
+    return env

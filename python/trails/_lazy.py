@@ -41,6 +41,9 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     # The notebook progress bar (trails.ingest.progress): IPython's display handles.
     "IPython": ("ipython", "notebook"),
     "IPython.display": ("ipython", "notebook"),
+    "hypothesis": ("hypothesis", "testing"),
+    "langchain_core": ("langchain-core", "langchain"),
+    "llama_index.core": ("llama-index-core", "llamaindex"),
 }
 
 

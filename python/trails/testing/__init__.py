@@ -1,8 +1,17 @@
 """Hermetic, deterministic engines for tests: ``fresh_context()`` and ``isolated_kernel()``.
 
-The engine never imports this package. Its parts:
+The engine never imports this package, and importing it loads nothing: every name resolves on
+first use, so the pytest plugin (:mod:`trails.testing.pytest_plugin`, registered through the
+``pytest11`` entry point) costs a project that does not use its fixtures nothing. Its parts:
 
-- here: :func:`fresh_context`, :func:`isolated_kernel` and :class:`MockEmbedder`;
+- :mod:`trails.testing.kernel`: :func:`fresh_context`, :func:`isolated_kernel` and
+  :func:`context_directory`; with
+  :class:`MockEmbedder`, the deterministic embedder they use;
+- :mod:`trails.testing.pytest_plugin`: the fixtures ``trails_ctx``, ``trails_dir``,
+  ``trails_store`` and ``trails_store_factory`` (docs/testing.md);
+- :mod:`trails.testing.stores`: a factory of empty vector stores per installed backend;
+- :mod:`trails.testing.strategies`: hypothesis strategies for documents, chunks and filters of
+  known selectivity (needs ``hypothesis``);
 - :mod:`trails.testing.models`: :func:`tiny_cross_encoder`, a random-weight reranker model
   (building one imports torch; importing it does not);
 - :mod:`trails.testing.servers`: local stand-ins for an OpenAI-compatible API and a SPARQL
@@ -11,72 +20,26 @@ The engine never imports this package. Its parts:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from trails import _state
-from trails.context import Context, set_default_context
-from trails.testing.models import tiny_cross_encoder
-from trails.vector.embedders.base import Embedder
-from trails.vector.embedders.mock import MockEmbedder
+from trails._lazy import lazy_attributes
 
-__all__ = ["MockEmbedder", "fresh_context", "isolated_kernel", "tiny_cross_encoder"]
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from trails.testing.kernel import context_directory, fresh_context, isolated_kernel
+    from trails.testing.models import tiny_cross_encoder
+    from trails.testing.stores import factory_named
+    from trails.vector.embedders.mock import MockEmbedder
 
+__all__ = [
+    "MockEmbedder", "context_directory", "factory_named", "fresh_context", "isolated_kernel",
+    "tiny_cross_encoder",
+]
 
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None) -> Context:
-    """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
-
-    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused).
-    """
-    return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
-
-
-@contextlib.contextmanager
-def isolated_kernel(*, dim: int = 64, seed: int = 0,
-                    embedder: Embedder | None = None) -> Iterator[Context]:
-    """Isolate all process-wide engine state for the duration of a ``with`` block.
-
-    Inside: a fresh in-memory context is the default context; the model cache is empty;
-    API keys and trails settings are removed from the environment; ``TRAILS_HOME`` and
-    ``tempfile`` point at a private temporary directory. Everything is restored on exit and
-    the directory removed, so nothing leaks between tests.
-
-    >>> from trails import retrieve
-    >>> with isolated_kernel() as ctx:
-    ...     len(retrieve("anything", mode="vector"))
-    0
-    """
-    saved_default, saved_cache = _state.default_context, dict(_state.model_cache)
-    saved_env = {name: os.environ.get(name) for name in _state.ENV_VARS}
-    saved_tempdir = tempfile.tempdir
-    home = tempfile.mkdtemp(prefix="trails-kernel-")
-    ctx = None
-    try:
-        for name in _state.ENV_VARS:
-            os.environ.pop(name, None)
-        os.environ["TRAILS_HOME"] = home
-        tempfile.tempdir = home
-        _state.model_cache.clear()
-        ctx = fresh_context(dim=dim, seed=seed, embedder=embedder)
-        set_default_context(ctx)
-        yield ctx
-    finally:
-        if ctx is not None:
-            ctx.close()
-        _state.default_context = saved_default
-        _state.model_cache.clear()
-        _state.model_cache.update(saved_cache)
-        tempfile.tempdir = saved_tempdir
-        _restore_environment(saved_env)
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def _restore_environment(saved: dict[str, str | None]) -> None:
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "fresh_context": "trails.testing.kernel:fresh_context",
+    "isolated_kernel": "trails.testing.kernel:isolated_kernel",
+    "context_directory": "trails.testing.kernel:context_directory",
+    "factory_named": "trails.testing.stores:factory_named",
+    "tiny_cross_encoder": "trails.testing.models:tiny_cross_encoder",
+    "MockEmbedder": "trails.vector.embedders.mock:MockEmbedder",
+}, __all__)

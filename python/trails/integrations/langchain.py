@@ -1,0 +1,79 @@
+"""A LangChain retriever over any trails retriever (``pip install 'trails[langchain]'``).
+
+>>> from trails import HybridRetriever
+>>> from trails.integrations.langchain import TrailsRetriever
+>>> from trails.testing import fresh_context
+>>> with fresh_context() as ctx:
+...     retriever = TrailsRetriever(retriever=HybridRetriever(ctx, k=4))
+...     retriever.invoke("anything")
+[]
+
+Each ``Document`` has the chunk's full text as ``page_content`` and the hit's provenance as
+``metadata`` (``iri``, ``score``, ``components``, ``document``, ``source``, ``title``, ``date``,
+``run_id``: :mod:`trails.integrations.hits`); its ``id`` is the chunk's IRI. ``k`` (on the
+retriever, or per call: ``invoke(query, k=3)``) replaces the wrapped retriever's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trails._lazy import require
+
+require("langchain_core", "trails.integrations.langchain")
+
+# (The framework is imported after the check above, which names the extra to install.)
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+
+from trails.integrations import hits
+from trails.retrieval.retrievers import Retriever
+
+__all__ = ["TrailsRetriever", "to_documents"]
+
+
+def to_documents(found: hits.Retrieved) -> list[Document]:
+    """LangChain documents for a trails search's hits, in rank order."""
+    return [Document(page_content=text, metadata=hits.hit_metadata(hit, found.run_id), id=hit.iri)
+            for hit, text in zip(found.hits, found.texts)]
+
+
+class TrailsRetriever(BaseRetriever):
+    """LangChain's ``BaseRetriever`` over a trails retriever.
+
+    Attributes:
+        retriever: any trails retriever (an object with ``retrieve(query)`` returning hits).
+        k: how many documents to return (None: the wrapped retriever's own ``k``).
+
+    Raises (when invoked):
+        TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    retriever: Any
+    k: int | None = None
+
+    def _k(self, kwargs: dict[str, Any]) -> int | None:
+        k = kwargs.get("k", self.k)
+        return k if k is None else int(k)
+
+    @property
+    def wrapped(self) -> Retriever:
+        """The trails retriever this one calls."""
+        retriever: Retriever = self.retriever
+        return retriever
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[Document]:
+        return to_documents(hits.retrieve(self.wrapped, query, self._k(kwargs)))
+
+    async def _aget_relevant_documents(self, query: str, *,
+                                       run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       **kwargs: Any) -> list[Document]:
+        return to_documents(await hits.aretrieve(self.wrapped, query, self._k(kwargs)))

@@ -1,0 +1,93 @@
+"""The isolated engine every test of the kit starts from: :func:`fresh_context` and
+:func:`isolated_kernel`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+from trails import _state
+from trails.context import Context, set_default_context
+from trails.vector.embedders.base import Embedder
+from trails.vector.embedders.mock import MockEmbedder
+
+__all__ = ["context_directory", "fresh_context", "isolated_kernel"]
+
+
+def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None) -> Context:
+    """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
+
+    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused).
+    """
+    return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
+
+
+@contextlib.contextmanager
+def isolated_kernel(*, dim: int = 64, seed: int = 0,
+                    embedder: Embedder | None = None) -> Iterator[Context]:
+    """Isolate all process-wide engine state for the duration of a ``with`` block.
+
+    Inside: a fresh in-memory context is the default context; the model cache is empty;
+    API keys and trails settings are removed from the environment; ``TRAILS_HOME`` and
+    ``tempfile`` point at a private temporary directory. Everything is restored on exit and
+    the directory removed, so nothing leaks between tests.
+
+    >>> from trails import retrieve
+    >>> with isolated_kernel() as ctx:
+    ...     len(retrieve("anything", mode="vector"))
+    0
+    """
+    saved_default, saved_cache = _state.default_context, dict(_state.model_cache)
+    saved_env = {name: os.environ.get(name) for name in _state.ENV_VARS}
+    saved_tempdir = tempfile.tempdir
+    home = tempfile.mkdtemp(prefix="trails-kernel-")
+    ctx = None
+    try:
+        for name in _state.ENV_VARS:
+            os.environ.pop(name, None)
+        os.environ["TRAILS_HOME"] = home
+        tempfile.tempdir = home
+        _state.model_cache.clear()
+        ctx = fresh_context(dim=dim, seed=seed, embedder=embedder)
+        set_default_context(ctx)
+        yield ctx
+    finally:
+        if ctx is not None:
+            ctx.close()
+        _state.default_context = saved_default
+        _state.model_cache.clear()
+        _state.model_cache.update(saved_cache)
+        tempfile.tempdir = saved_tempdir
+        _restore_environment(saved_env)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _restore_environment(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@contextlib.contextmanager
+def context_directory(directory: str | os.PathLike[str], *, dim: int = 64, seed: int = 0,
+                      embedder: Embedder | None = None) -> Iterator[Context]:
+    """A context persisted in ``directory`` (created when new), closed when the block ends.
+
+    The embedder is a MockEmbedder (``dim``, ``seed``) unless ``embedder`` is given; reopen
+    the directory with the same one.
+
+    Raises:
+        StorageError: the directory cannot be created or written.
+        ContextDamagedError: it holds a damaged context.
+    """
+    ctx = Context.open(directory, embedder=embedder if embedder is not None
+                       else MockEmbedder(dim=dim, seed=seed))
+    try:
+        yield ctx
+    finally:
+        ctx.close()

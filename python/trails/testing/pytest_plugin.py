@@ -1,0 +1,88 @@
+"""The trails pytest plugin: fixtures for tests of code built on trails (docs/testing.md).
+
+pytest loads it through the ``pytest11`` entry point of an installed trails. Loading it imports
+nothing of the engine: each fixture imports what it needs when a test first asks for it, so a
+project that never uses these fixtures pays nothing for them.
+
+- ``trails_ctx``: a fresh in-memory context (MockEmbedder, dim 64) inside
+  :func:`~trails.testing.isolated_kernel`: it is the default context, and environment, model
+  cache and temporary directory are private to the test.
+- ``trails_dir``: a context persisted in a temporary directory (``trails_dir.directory``),
+  inside the same isolated kernel, closed after the test.
+- ``trails_store_factory``: makes empty vector stores of one backend; the tests that use it
+  run once per installed backend (sqlite-vec in memory and in a file; Qdrant local mode in
+  memory and in a folder when qdrant-client is installed).
+- ``trails_persistent_store_factory``: the same, over the backends whose data can be reopened.
+- ``trails_store``: an empty 64-dimensional store of each installed backend.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import trails.testing as kit
+
+if TYPE_CHECKING:
+    from trails.context import Context
+    from trails.testing.stores import StoreFactory
+    from trails.vector.stores.base import VectorStore
+
+__all__ = ["BACKENDS", "PERSISTENT_BACKENDS"]
+
+# The names of trails.testing.stores.FACTORIES, listed here so that loading the plugin imports
+# no store (a test checks the two lists agree).
+_QDRANT = importlib.util.find_spec("qdrant_client") is not None
+BACKENDS = ["sqlite-vec-memory", "sqlite-vec-file"] + (
+    ["qdrant-memory", "qdrant-path"] if _QDRANT else [])
+PERSISTENT_BACKENDS = ["sqlite-vec-file"] + (["qdrant-path"] if _QDRANT else [])
+STORE_DIM = 64
+
+
+@pytest.fixture
+def trails_ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Context]:
+    """A fresh in-memory context, the default context, in a kernel private to the test."""
+    # isolated_kernel() points tempfile at a directory it deletes on exit: pytest's base
+    # temporary directory must be chosen before, or later tests' tmp_path would vanish.
+    tmp_path_factory.getbasetemp()
+    with kit.isolated_kernel(dim=STORE_DIM) as ctx:
+        yield ctx
+
+
+@pytest.fixture
+def trails_dir(trails_ctx: Context, tmp_path: Path) -> Iterator[Context]:
+    """A context persisted in a temporary directory, with ``trails_ctx``'s embedder."""
+    with kit.context_directory(tmp_path / "context", embedder=trails_ctx.embedder) as ctx:
+        yield ctx
+
+
+def _factory(name: str, tmp_path: Path) -> Iterator[StoreFactory]:
+    factory = kit.factory_named(name)(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close_all()
+
+
+@pytest.fixture(params=BACKENDS)
+def trails_store_factory(request: pytest.FixtureRequest,
+                         tmp_path: Path) -> Iterator[StoreFactory]:
+    """Makes empty stores of one installed backend (the test runs once per backend)."""
+    yield from _factory(request.param, tmp_path)
+
+
+@pytest.fixture(params=PERSISTENT_BACKENDS)
+def trails_persistent_store_factory(request: pytest.FixtureRequest,
+                                    tmp_path: Path) -> Iterator[StoreFactory]:
+    """Like ``trails_store_factory``, over the backends whose data can be reopened."""
+    yield from _factory(request.param, tmp_path)
+
+
+@pytest.fixture
+def trails_store(trails_store_factory: StoreFactory) -> VectorStore:
+    """An empty 64-dimensional store (MockEmbedder's default) of each installed backend."""
+    return trails_store_factory.new(STORE_DIM)

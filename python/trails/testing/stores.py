@@ -1,0 +1,137 @@
+"""Factories of empty vector stores, one per installed backend, for tests that must hold on
+every backend (the ``trails_store_factory`` fixture, tests/test_vector_store_contract.py).
+
+A factory makes stores of one backend in a test's private directory and closes everything it
+made when the test ends:
+
+- ``new(dim, embedder=None)``: an empty store (the first call for a persistent factory creates
+  the store's file; later calls open the same one).
+- ``reopen(dim=None, embedder=None, read_only=False)``: persistent factories only; another
+  object (a second connection) on the same data.
+
+:data:`FACTORIES` lists the backends installed here: the two sqlite-vec ones always, the two
+Qdrant local-mode ones when qdrant-client is installed (``trails[vector-qdrant]``). Importing
+this module does not import qdrant-client; making a Qdrant store does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from pathlib import Path
+from typing import ClassVar
+
+from trails.errors import InvalidArgumentError
+from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores.base import VectorStore
+from trails.vector.stores.qdrant import QdrantStore
+from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+__all__ = ["FACTORIES", "PERSISTENT", "QDRANT_INSTALLED", "StoreFactory", "factory_named"]
+
+# qdrant-client is an optional extra: its backends join the list when it is installed.
+QDRANT_INSTALLED = importlib.util.find_spec("qdrant_client") is not None
+
+
+class StoreFactory:
+    """Makes stores of one backend under ``tmp_path``; :meth:`close_all` closes them."""
+
+    name: ClassVar[str] = "?"
+    persistent: ClassVar[bool] = False
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = Path(tmp_path)
+        self._made: list[VectorStore] = []
+
+    def _keep(self, store: VectorStore) -> VectorStore:
+        self._made.append(store)
+        return store
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        """An empty store of dimension ``dim`` (persistent backends: the same file each call)."""
+        raise NotImplementedError
+
+    def reopen(self, dim: int | None = None, embedder: EmbedderIdentity | None = None,
+               read_only: bool = False) -> VectorStore:
+        """Another object on the data :meth:`new` made.
+
+        Raises:
+            InvalidArgumentError: the backend keeps nothing to reopen (an in-memory store).
+        """
+        raise InvalidArgumentError(
+            f"the {self.name} backend keeps nothing to reopen: use a persistent backend "
+            "(the trails_persistent_store_factory fixture)")
+
+    def close_all(self) -> None:
+        """Close every store this factory made, newest first."""
+        for store in reversed(self._made):
+            with contextlib.suppress(Exception):  # a test may have closed it already
+                store.close()
+        self._made.clear()
+
+
+class SqliteVecMemory(StoreFactory):
+    name = "sqlite-vec-memory"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._keep(SqliteVecStore(":memory:", dim=dim, embedder=embedder))
+
+
+class SqliteVecFile(StoreFactory):
+    name = "sqlite-vec-file"
+    persistent = True
+
+    @property
+    def path(self) -> Path:
+        return self.tmp_path / "vectors.db"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._keep(SqliteVecStore(self.path, dim=dim, embedder=embedder))
+
+    def reopen(self, dim: int | None = None, embedder: EmbedderIdentity | None = None,
+               read_only: bool = False) -> VectorStore:
+        return self._keep(
+            SqliteVecStore(self.path, dim=dim, embedder=embedder, read_only=read_only))
+
+
+class QdrantMemory(StoreFactory):
+    name = "qdrant-memory"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._keep(QdrantStore(dim=dim, embedder=embedder))
+
+
+class QdrantLocalFolder(StoreFactory):
+    name = "qdrant-path"
+    persistent = True
+
+    @property
+    def path(self) -> Path:
+        return self.tmp_path / "qdrant"
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._keep(QdrantStore(dim=dim, path=self.path, embedder=embedder))
+
+    def reopen(self, dim: int | None = None, embedder: EmbedderIdentity | None = None,
+               read_only: bool = False) -> VectorStore:
+        return self._keep(
+            QdrantStore(dim=dim, path=self.path, embedder=embedder, read_only=read_only))
+
+
+FACTORIES: list[type[StoreFactory]] = [SqliteVecMemory, SqliteVecFile] + (
+    [QdrantMemory, QdrantLocalFolder] if QDRANT_INSTALLED else [])
+PERSISTENT: list[type[StoreFactory]] = [f for f in FACTORIES if f.persistent]
+
+
+def factory_named(name: str) -> type[StoreFactory]:
+    """The installed backend's factory called ``name`` (``"sqlite-vec-file"``...).
+
+    Raises:
+        InvalidArgumentError: no installed backend has that name (the message lists them).
+    """
+    for factory in FACTORIES:
+        if factory.name == name:
+            return factory
+    raise InvalidArgumentError(
+        f"no installed vector store backend is called {name!r}: use one of "
+        f"{[f.name for f in FACTORIES]} (the Qdrant ones need trails[vector-qdrant])")
