@@ -36,7 +36,7 @@ def test_the_compliance_walkthrough_runs_as_written(tmp_path, monkeypatch):
                      for w in shlex.split(line[len("$ trails "):])]
             done = subprocess.run([sys.executable, "-m", "trails.cli", *words], cwd=tmp_path, check=False,
                                   capture_output=True, text=True, timeout=300,
-                                  env={**os.environ, "TRAILS_CALLER": "doc-reader"})
+                                  env={**os.environ, "TRAILS_CALLER": "doc-reader", "COLUMNS": "400"})
             assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
             assert "Traceback" not in done.stderr
             ran.append(words)
