@@ -97,7 +97,7 @@ class AuditLog:
         taken: list[tuple[Path, int]] = []
         records: list[ActivityRecord] = []
         try:
-            for path in self._files(folding=True):
+            for path in self._files():
                 if not path.name.endswith(_FOLDING):
                     moved = path.with_name(path.name + _FOLDING)
                     try:
@@ -116,11 +116,12 @@ class AuditLog:
             for _, descriptor in taken:
                 os.close(descriptor)
 
-    def _files(self, *, folding: bool = True) -> list[Path]:
+    def _files(self) -> list[Path]:
+        """Every log file, those a fold left behind (renamed, not deleted) included."""
         if not self.directory.is_dir():
             return []
         files = [p for p in self.directory.iterdir()
-                 if p.name.endswith(_SUFFIX) or (folding and p.name.endswith(_SUFFIX + _FOLDING))]
+                 if p.name.endswith((_SUFFIX, _SUFFIX + _FOLDING))]
         return sorted(files, key=lambda p: (_mtime(p), p.name))
 
 

@@ -40,10 +40,6 @@ def _names(kind: type) -> tuple[str, ...]:
     return names
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
-
-
 @dataclass(frozen=True)
 class HitRecord:
     """One returned chunk: its rank (1 first), score, score components, document, and the
@@ -136,4 +132,4 @@ def from_json(data: Mapping[str, Any]) -> ActivityRecord:
 
 def started_now() -> str:
     """The current time, as records keep it."""
-    return _now()
+    return dt.datetime.now(dt.timezone.utc).isoformat()
