@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trails.ingest", "trails.rank"),
     ("trails.context",),
     ("trails.retrieval",),
-    ("trails.cli", "trails.testing", "trails.evaluation", "trails.integrations"),
+    ("trails.cli", "trails.testing", "trails.evaluation", "trails.integrations", "trails.service"),
 ]
 
 # Optional third-party packages may be imported where they are used (so that `import trails`

@@ -25,7 +25,9 @@ says what was wrong and what to do next. The tree::
     ├── EmbeddingError                an embedding service refused a text or kept failing
     ├── RewriteError                  a query-rewriting model refused a request or kept failing
     ├── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
-    └── UnknownRunError               an audit record id that this context does not hold
+    ├── UnknownRunError               an audit record id that this context does not hold
+    ├── AuthenticationError           a service request with no API key, or one it does not know
+    └── PermissionDeniedError         an API key without the right or the scope a request needs
 
 Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
 ``InvalidArgumentError``, also a ``ValueError`` (``InvalidArgumentTypeError`` for a wrong
@@ -38,6 +40,7 @@ embedded databases raise for a full disk, a read-only mount or a corrupt file be
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "ConfigurationError",
     "ContextDamagedError",
     "ContextLockedError",
@@ -49,6 +52,7 @@ __all__ = [
     "InvalidArgumentTypeError",
     "InvalidVectorError",
     "MissingExtraError",
+    "PermissionDeniedError",
     "RdfSyntaxError",
     "RewriteError",
     "SparqlError",
@@ -184,3 +188,13 @@ class UnknownRunError(TrailsError):
     """An audit record (``trails audit show RUN``, ``trails replay RUN``) that the context does
     not hold: a typo, another context's, or past the retention. The message says how to list
     the runs there are."""
+
+
+class AuthenticationError(TrailsError):
+    """A request to the service carried no API key, or one the service does not know. The
+    message says where the service reads its keys and how to send one."""
+
+
+class PermissionDeniedError(TrailsError):
+    """An API key lacks the right (read or write) or a scope that a request needs. The message
+    names the key's label, what it asked for and what the key grants."""
