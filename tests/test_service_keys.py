@@ -39,7 +39,7 @@ def test_a_toml_file_maps_secrets_to_labels_scopes_and_rights(tmp_path):
 
 
 def test_keys_come_from_the_environment_inline_or_by_file(tmp_path):
-    inline = ('{"key": [{"label": "x", "secret": "%s", "scopes": ["s"]}]}' % SECRET_A)
+    inline = (f'{{"key": [{{"label": "x", "secret": "{SECRET_A}", "scopes": ["s"]}}]}}')
     ring = KeyRing.load(environ={"TRAILS_API_KEYS": inline})
     assert ring is not None and ring.authenticate(SECRET_A).label == "x"
     path = tmp_path / "k.toml"
@@ -69,8 +69,7 @@ def test_a_scoped_key_confines_every_request_to_its_scopes():
 @given(granted=st.sets(st.sampled_from("abcdef"), min_size=1),
        asked=st.none() | st.lists(st.sampled_from("abcdefgh"), min_size=1))
 def test_confined_scopes_are_never_outside_the_grant(granted, asked):
-    text = ('[{"label": "k", "secret": "%s", "scopes": %s}]'
-            % (SECRET_A, str(sorted(granted)).replace("'", '"')))
+    text = ('[{{"label": "k", "secret": "{}", "scopes": {}}}]'.format(SECRET_A, str(sorted(granted)).replace("'", '"')))
     key = KeyRing.parse(text, source="k").authenticate(SECRET_A)
     try:
         scopes = key.confine(asked)
@@ -87,10 +86,10 @@ def test_confined_scopes_are_never_outside_the_grant(granted, asked):
     (f"[[key]]\nlabel='x'\nsecret='{SECRET_A}'\nscopes=['a b']\n", "scope names"),
     (f"[[key]]\nlabel='x'\nsecret='{SECRET_A}'\nscopes=['a']\nrights=['admin']\n", "rights"),
     ("[[key]]\nlabel='x'\nsha256='abc'\nscopes=['a']\n", "64 hexadecimal"),
-    (f"[[key]]\nlabel='x'\nsecret='short'\nscopes=['a']\n", "16 characters"),
+    ("[[key]]\nlabel='x'\nsecret='short'\nscopes=['a']\n", "16 characters"),
     (f"[[key]]\nlabel='x'\nsecret='{SECRET_A}'\nscopes=['a']\nscope=['b']\n", "unknown field"),
-    (f"[[key]]\nlabel='x'\nsecret='{SECRET_A}'\nscopes=['a']\n"
-     f"[[key]]\nlabel='x'\nsecret='{SECRET_B}'\nscopes=['a']\n", "more than one key"),
+    ((f"[[key]]\nlabel='x'\nsecret='{SECRET_A}'\nscopes=['a']\n"
+     f"[[key]]\nlabel='x'\nsecret='{SECRET_B}'\nscopes=['a']\n"), "more than one key"),
     ("{not json", "neither TOML nor JSON"),
 ])
 def test_malformed_key_files_say_what_is_wrong(text, message):
