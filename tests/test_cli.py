@@ -539,7 +539,7 @@ def test_read_only_commands_work_while_another_process_writes(kb, notes):
 
 def test_the_console_script_points_at_main():
     [script] = importlib.metadata.entry_points(group="console_scripts", name="trails")
-    assert script.value == "trails.cli:main"
+    assert script.value == "trails.cli.launch:main"
 
 
 def test_every_command_has_help_with_an_example():
@@ -581,8 +581,8 @@ def test_the_cli_is_a_package_of_small_modules_that_import_at_the_top():
 
     package = Path(trails.cli.__file__).parent
     modules = sorted(package.glob("*.py"))
-    assert {m.stem for m in modules} >= {"app", "_common", "setup", "ingest", "query",
-                                         "maintenance", "eval"}
+    assert {m.stem for m in modules} >= {"commands", "launch", "_common", "setup", "ingest",
+                                         "query", "maintenance", "eval"}
     for module in modules:
         text = module.read_text(encoding="utf-8")
         assert len(text.splitlines()) <= 400, module.name

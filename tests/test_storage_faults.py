@@ -318,7 +318,7 @@ import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-from trails.cli.app import main
+from trails.cli.commands import main
 sys.argv = ["trails", "--db", sys.argv[2], "ingest", "-q", sys.argv[3]]
 main()
 """

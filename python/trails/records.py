@@ -185,6 +185,28 @@ class RetrievalResult(list[RetrievalHit]):
                 "rankings": list(self.rankings), "fusion_weights": dict(self.fusion_weights),
                 "notes": list(self.notes), "run_id": self.run_id}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, query: str | None = None) -> RetrievalResult:
+        """The result :meth:`to_dict` gave (a service's answer, a saved result), rebuilt.
+
+        >>> result = RetrievalResult([RetrievalHit("c", 0.5, "text", {"title": "T"})],
+        ...                          mode="vector", plan="full-scan", candidates=None,
+        ...                          exhaustive=True)
+        >>> RetrievalResult.from_dict(result.to_dict())[0].title
+        'T'
+        """
+        hits = [RetrievalHit(
+            str(hit["iri"]), None if hit.get("score") is None else float(hit["score"]),
+            str(hit.get("snippet") or ""), dict(hit.get("metadata") or {}),
+            {str(k): float(v) for k, v in (hit.get("components") or {}).items()},
+            hit.get("admitted_by")) for hit in data.get("hits", [])]
+        return cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
+                   candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),
+                   rankings=data.get("rankings") or (), notes=data.get("notes") or (),
+                   fusion_weights=data.get("fusion_weights") or None,
+                   run_id=data.get("run_id"), query=query if query is not None
+                   else data.get("query"))
+
     def __repr__(self) -> str:
         return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
 

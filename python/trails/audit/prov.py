@@ -20,8 +20,9 @@ import pyoxigraph as ox
 
 from trails.audit.records import ActivityRecord, DeletionRecord, SearchRecord, from_json
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, JSON, PROV, RDF_TYPE, RDFS_LABEL, XSD
+from trails.kg.terms import term_of
 
-__all__ = ["agent_iri", "quads", "read_records", "term_of"]
+__all__ = ["agent_iri", "quads", "read_records"]
 
 
 def _p(namespace: str, local: str) -> ox.NamedNode:
@@ -38,20 +39,6 @@ def _time(value: str) -> ox.Literal:
 
 def agent_iri(caller: str) -> ox.NamedNode:
     return ox.NamedNode("urn:trails:agent:" + urllib.parse.quote(caller, safe=""))
-
-
-def term_of(ntriples: str) -> ox.NamedNode | ox.Literal | ox.BlankNode:
-    """The RDF term an N-Triples string writes (a literal holding the string when it is
-    none: a record must never fail to fold)."""
-    try:
-        triple = next(iter(ox.parse(f"<urn:x:s> <urn:x:p> {ntriples} .".encode(),
-                                    format=ox.RdfFormat.N_TRIPLES)))
-        obj = triple.object
-        if isinstance(obj, (ox.NamedNode, ox.Literal, ox.BlankNode)):
-            return obj
-    except (SyntaxError, ValueError, StopIteration):
-        pass
-    return ox.Literal(ntriples)
 
 
 def _iri(value: str) -> ox.NamedNode | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trails.cli.app import main
+from trails.cli.launch import main
 
 if __name__ == "__main__":
     main()

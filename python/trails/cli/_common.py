@@ -1,24 +1,28 @@
-"""What every command shares: the context directory, the model spec, bindings and output."""
+"""What every command shares: exit codes, the context directory and the model spec.
+
+Bindings and query text are read in :mod:`trails.cli.arguments`, output written in
+:mod:`trails.cli.output`: both stay light, for the query that a service answers."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from trails.backends import DEFAULT_MODEL, Settings, new_embedder
+from trails.cli.exits import (
+    EXIT_BROKEN_CONTEXT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PARTIAL,
+    EXIT_USER_ERROR,
+)
 from trails.config import CONFIG_FILE
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
-from trails.kg.bindings import check_bindings
-from trails.kg.terms import IRI
 from trails.vector.embedders.base import Embedder
 
 __all__ = [
@@ -29,23 +33,13 @@ __all__ = [
     "EXIT_PARTIAL",
     "EXIT_USER_ERROR",
     "MAX_DIM",
-    "bindings",
     "context",
     "db_option",
     "has_context",
     "make_embedder",
     "model_choice",
     "open_context",
-    "parse_binding",
-    "print_json",
-    "table",
 ]
-
-EXIT_USER_ERROR = 1      # a mistake in the command, its arguments or its input
-EXIT_PARTIAL = 2         # some documents or checks failed, the rest succeeded
-EXIT_BROKEN_CONTEXT = 3  # the context's files cannot be read or written (StorageError)
-EXIT_INTERNAL = 4        # a bug in trails: one line on stderr, TRAILS_DEBUG=1 for the traceback
-EXIT_INTERRUPTED = 130   # Ctrl-C (SIGINT), as shells report 128 + the signal's number
 
 # The most dimensions --model mock:DIM and --openai-dim take (Qdrant's own limit; the
 # embedded sqlite-vec store holds at most 8192, which `trails init` checks).
@@ -130,95 +124,3 @@ def make_embedder(spec: str, *, openai_base_url: str | None = None,
     """
     return new_embedder(*model_choice(spec, openai_base_url=openai_base_url,
                                       openai_dim=openai_dim))
-
-
-# -- SPARQL bindings ---------------------------------------------------------------------------
-
-_BIND_TYPES = ("str", "int", "float", "bool", "date", "datetime", "iri")
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}.*")
-
-
-def parse_binding(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` or ``NAME:TYPE=VALUE`` -> (name, typed value) for a SPARQL binding.
-
-    Without a type: ``<iri>`` is an IRI, ``true``/``false`` a bool, then int, float, ISO date,
-    ISO datetime, and anything else a string. TYPE is one of str, int, float, bool, date,
-    datetime, iri.
-
-    >>> parse_binding("since=2024-01-01"), parse_binding("n:str=42")
-    (('since', datetime.date(2024, 1, 1)), ('n', '42'))
-
-    Raises:
-        InvalidArgumentError: the option is malformed, names no variable, or its value does
-            not parse as its type (a date that is no date, an IRI that is not one).
-    """
-    target, sep, raw = text.partition("=")
-    name, _, kind = target.partition(":")
-    if not sep or not name:
-        raise InvalidArgumentError(f"--bind needs NAME=VALUE or NAME:TYPE=VALUE, got {text!r}")
-    if kind and kind not in _BIND_TYPES:
-        raise InvalidArgumentError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
-    try:
-        value = _typed(raw, kind or _guess_type(raw))
-        check_bindings({name: value})  # a name or value no query could take: said here
-    except (ValueError, OverflowError) as exc:
-        raise InvalidArgumentError(f"--bind {text!r}: {exc}") from None
-    return name, value
-
-
-def _guess_type(raw: str) -> str:
-    if raw.startswith("<") and raw.endswith(">"):
-        return "iri"
-    if raw in ("true", "false"):
-        return "bool"
-    for kind, pattern in (("int", _INT), ("float", _FLOAT), ("date", _DATE),
-                          ("datetime", _DATETIME)):
-        if pattern.fullmatch(raw):
-            return kind
-    return "str"
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "str": str, "int": int, "float": float, "date": dt.date.fromisoformat,
-    "datetime": dt.datetime.fromisoformat, "iri": lambda value: IRI(value.strip("<>"))}
-
-
-def _typed(raw: str, kind: str) -> Any:
-    if kind == "bool":
-        if raw not in ("true", "false"):
-            raise ValueError("a bool is true or false")
-        return raw == "true"
-    return _PARSERS[kind](raw)
-
-
-def bindings(values: list[str]) -> dict[str, Any] | None:
-    """The ``--bind`` options as a bindings mapping (None when there are none)."""
-    return dict(parse_binding(v) for v in values) or None
-
-
-# -- output ------------------------------------------------------------------------------------
-
-def _jsonable(value: Any) -> Any:
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
-
-
-def print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable))
-
-
-def table(*columns: str) -> Table:
-    """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole)."""
-    made = Table()
-    for column in columns:
-        made.add_column(column, overflow="fold")
-    return made
-
-
-def cell(value: Any) -> str:
-    """A value as a table cell: None empty, dates in ISO form."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(_jsonable(value))

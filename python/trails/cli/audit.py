@@ -7,18 +7,17 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import Optional
 
-import pyoxigraph as ox
 import typer
 from rich.console import Console
 
 from trails.audit import ActivityRecord, DeletionRecord, SearchRecord
-from trails.audit.prov import term_of
-from trails.cli._common import context, db_option, has_context, print_json, table
+from trails.cli._common import context, db_option, has_context
+from trails.cli.output import print_json, solution_text, table
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
 from trails.retrieval.replay import replay as replay_run
 
-__all__ = ["app", "replay", "solution_text"]
+__all__ = ["app", "replay"]
 
 app = typer.Typer(no_args_is_help=False, add_completion=False)
 
@@ -177,15 +176,7 @@ def _summary(run: ActivityRecord) -> tuple[str, str]:
     return "", ""
 
 
-def solution_text(solution: dict[str, str] | None) -> str:
-    """A filter solution for people: ``?name=value``, literals by their lexical form."""
-    if not solution:
-        return ""
-    shown = []
-    for name, value in solution.items():
-        term = term_of(value)
-        shown.append(f"?{name}={term.value if isinstance(term, ox.Literal) else value}")
-    return " ".join(shown)
+
 
 
 def _changed(flag: bool | None) -> str:

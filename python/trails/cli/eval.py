@@ -16,8 +16,8 @@ from trails.cli._common import (
     context,
     has_context,
     make_embedder,
-    print_json,
 )
+from trails.cli.output import print_json
 from trails.errors import ConfigurationError
 from trails.evaluation import (
     chunker_for,

@@ -8,7 +8,8 @@ from typing import Optional
 import pyoxigraph as ox
 import typer
 
-from trails.cli._common import open_context, print_json
+from trails.cli._common import open_context
+from trails.cli.output import print_json
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads, write_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 

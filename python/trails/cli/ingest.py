@@ -19,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
-from trails.cli._common import EXIT_INTERRUPTED, EXIT_PARTIAL, open_context, print_json
+from trails.cli._common import EXIT_INTERRUPTED, EXIT_PARTIAL, open_context
+from trails.cli.output import print_json
 from trails.context import Context
 from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events

@@ -8,7 +8,8 @@ from dataclasses import asdict
 import typer
 from rich.console import Console
 
-from trails.cli._common import EXIT_PARTIAL, cell, open_context, print_json, table
+from trails.cli._common import EXIT_PARTIAL, open_context
+from trails.cli.output import cell, print_json, table
 from trails.errors import ConfigurationError
 
 __all__ = ["delete", "prune", "stats", "verify"]

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import enum
 import json
-import sys
-from pathlib import Path
 from typing import Optional
 
 import pyoxigraph as ox
 import typer
 from rich.console import Console
 
-from trails.cli._common import bindings, cell, db_option, open_context, print_json, table
-from trails.cli.audit import solution_text
-from trails.errors import ConfigurationError
-from trails.records import RetrievalResult
+from trails.cli._common import db_option, open_context
+from trails.cli.arguments import bindings, read_query
+from trails.cli.output import cell, print_hits, print_json, table
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -91,7 +88,7 @@ def query(
     """
     if mode.value == "graph" and sparql is None:
         raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
-    sparql_filter = None if sparql is None else _read_query(sparql, "--sparql")
+    sparql_filter = None if sparql is None else read_query(sparql, "--sparql")
     with open_context(ctx) as opened:
         hits = retrieve(text, opened, mode=mode.value, k=k, sparql_filter=sparql_filter,
                         bindings=bindings(bind), scope=scope or None,
@@ -108,25 +105,10 @@ def query(
                 typer.echo(note, err=True)
         print_json(hits.to_dict())
         return
-    _print_hits(hits, why)
+    print_hits(hits, why)
 
 
-def _print_hits(hits: RetrievalResult, why: bool) -> None:
-    """The hits as a table (where each comes from, then the IRI and the passage), how they
-    were found, and the audit run that recorded them (on stderr: stdout stays the answer)."""
-    rows = table("#", "score", "title", "date", "source", "iri", "snippet",
-                 *(("admitted by",) if why else ()))
-    for rank, hit in enumerate(hits, start=1):
-        score = "" if hit.score is None else f"{hit.score:.4f}"
-        admitted = [solution_text(hit.admitted_by)] if why else []
-        rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
-                     hit.iri, " ".join(hit.snippet.split())[:200], *admitted)
-    console = Console()
-    console.print(rows)
-    console.print(hits.explain(), highlight=False)
-    if hits.run_id is not None:
-        Console(stderr=True).print(f"recorded as run {hits.run_id} "
-                                   f"(trails audit show {hits.run_id})", highlight=False)
+
 
 
 def sparql(
@@ -152,7 +134,7 @@ def sparql(
         --bind since=2024-01-01
     ```
     """
-    text = _read_query(query_or_file)
+    text = read_query(query_or_file)
     with open_context(ctx) as opened:
         if scope:
             check_known_scopes(normalize_scopes(scope), known_scopes(opened))
@@ -171,31 +153,7 @@ def sparql(
         typer.echo(f"{len(result)} rows")
 
 
-def _read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
-    """The query itself, the text of the file it names, or stdin for ``-``.
 
-    Raises:
-        ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
-            not exist, or a file that cannot be read as UTF-8 text.
-    """
-    if argument == "-":
-        return sys.stdin.read()
-    path = Path(argument)
-    try:
-        is_file = "{" not in argument and path.is_file()
-    except (OSError, ValueError):  # a long query is not a valid path
-        is_file = False
-    if is_file:
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigurationError(f"{option}: cannot read the query file {argument} "
-                                     f"({exc}); give a readable UTF-8 file, or the query "
-                                     "itself") from None
-    if path.suffix in (".rq", ".sparql") and " " not in argument:
-        raise ConfigurationError(f"no such query file: {argument} ({option} takes a file or "
-                                 "the query itself)")
-    return argument
 
 
 def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:

@@ -16,8 +16,8 @@ from trails.cli._common import (
     db_option,
     has_context,
     make_embedder,
-    print_json,
 )
+from trails.cli.output import print_json
 from trails.config import PartConfig, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError

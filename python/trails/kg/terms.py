@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["IRI", "check_text", "to_python", "to_term"]
+__all__ = ["IRI", "check_text", "term_of", "to_python", "to_term"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -166,3 +166,17 @@ def to_python(term: Any) -> Any:
                     return term.value
         return term.value
     return term
+
+
+def term_of(ntriples: str) -> ox.NamedNode | ox.Literal | ox.BlankNode:
+    """The RDF term an N-Triples string writes (a literal holding the string when it is
+    none: a record must never fail to fold)."""
+    try:
+        triple = next(iter(ox.parse(f"<urn:x:s> <urn:x:p> {ntriples} .".encode(),
+                                    format=ox.RdfFormat.N_TRIPLES)))
+        obj = triple.object
+        if isinstance(obj, (ox.NamedNode, ox.Literal, ox.BlankNode)):
+            return obj
+    except (SyntaxError, ValueError, StopIteration):
+        pass
+    return ox.Literal(ntriples)

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trails.audit import SearchRecord, query_digest
-from trails.audit.prov import term_of
 from trails.context import Context
 from trails.errors import InvalidArgumentError
 from trails.kg.base import RevisionGraph
+from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 from trails.retrieval.recording import REPLAYING
 from trails.retrieval.retrieve import FUSIONS, retrieve

@@ -25,11 +25,11 @@ from typer.core import TyperGroup
 
 from trails.cli import audit, graph, ingest, maintenance, query, setup
 from trails.cli import eval as evaluation
-from trails.cli._common import (
+from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
-    EXIT_USER_ERROR,
+    fail,
 )
 from trails.errors import StorageError, TrailsError
 
@@ -56,35 +56,30 @@ class _Group(TyperGroup):
                                 windows_expand_args=windows_expand_args, **extra)
         except _UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "trails"
-            code = _fail(f"{exc.format_message()} (see '{where} --help')")
+            code = fail(f"{exc.format_message()} (see '{where} --help')")
         except _ClickException as exc:
-            code = _fail(exc.format_message(), exc.exit_code)
+            code = fail(exc.format_message(), exc.exit_code)
         except typer.Abort as exc:
             if isinstance(exc.__cause__, KeyboardInterrupt):
-                code = _fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+                code = fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
             else:
-                code = _fail("aborted")
+                code = fail("aborted")
         except KeyboardInterrupt:
-            code = _fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+            code = fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
         except StorageError as exc:
-            code = _fail(str(exc) or type(exc).__name__, EXIT_BROKEN_CONTEXT)
+            code = fail(str(exc) or type(exc).__name__, EXIT_BROKEN_CONTEXT)
         except (TrailsError, ValueError, SyntaxError, OSError) as exc:
-            code = _fail(str(exc) or type(exc).__name__)
+            code = fail(str(exc) or type(exc).__name__)
         except Exception as exc:  # a bug: still one line, never a traceback
             if os.environ.get("TRAILS_DEBUG"):
                 raise
-            code = _fail(f"internal error ({type(exc).__name__}: {exc}); this is a bug in "
+            code = fail(f"internal error ({type(exc).__name__}: {exc}); this is a bug in "
                          "trails, please report it. TRAILS_DEBUG=1 shows the traceback",
                          EXIT_INTERNAL)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
         return code
-
-
-def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
-    typer.echo("Error: " + " ".join(message.split()), err=True)
-    return code
 
 
 app = typer.Typer(

@@ -1,0 +1,112 @@
+"""What the command line reads from its arguments: SPARQL text (inline, a file, or stdin)
+and ``--bind`` values typed as RDF terms. Light on purpose: a query a service answers
+(:mod:`trails.cli.launch`) reads its arguments with these and loads no engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.kg.bindings import check_bindings
+from trails.kg.terms import IRI
+
+__all__ = ["bindings", "parse_binding", "read_query"]
+
+
+def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
+    """The query itself, the text of the file it names, or stdin for ``-``.
+
+    Raises:
+        ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
+            not exist, or a file that cannot be read as UTF-8 text.
+    """
+    if argument == "-":
+        return sys.stdin.read()
+    path = Path(argument)
+    try:
+        is_file = "{" not in argument and path.is_file()
+    except (OSError, ValueError):  # a long query is not a valid path
+        is_file = False
+    if is_file:
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"{option}: cannot read the query file {argument} "
+                                     f"({exc}); give a readable UTF-8 file, or the query "
+                                     "itself") from None
+    if path.suffix in (".rq", ".sparql") and " " not in argument:
+        raise ConfigurationError(f"no such query file: {argument} ({option} takes a file or "
+                                 "the query itself)")
+    return argument
+
+
+# -- SPARQL bindings ---------------------------------------------------------------------------
+
+_BIND_TYPES = ("str", "int", "float", "bool", "date", "datetime", "iri")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}.*")
+
+
+def parse_binding(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` or ``NAME:TYPE=VALUE`` -> (name, typed value) for a SPARQL binding.
+
+    Without a type: ``<iri>`` is an IRI, ``true``/``false`` a bool, then int, float, ISO date,
+    ISO datetime, and anything else a string. TYPE is one of str, int, float, bool, date,
+    datetime, iri.
+
+    >>> parse_binding("since=2024-01-01"), parse_binding("n:str=42")
+    (('since', datetime.date(2024, 1, 1)), ('n', '42'))
+
+    Raises:
+        InvalidArgumentError: the option is malformed, names no variable, or its value does
+            not parse as its type (a date that is no date, an IRI that is not one).
+    """
+    target, sep, raw = text.partition("=")
+    name, _, kind = target.partition(":")
+    if not sep or not name:
+        raise InvalidArgumentError(f"--bind needs NAME=VALUE or NAME:TYPE=VALUE, got {text!r}")
+    if kind and kind not in _BIND_TYPES:
+        raise InvalidArgumentError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
+    try:
+        value = _typed(raw, kind or _guess_type(raw))
+        check_bindings({name: value})  # a name or value no query could take: said here
+    except (ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(f"--bind {text!r}: {exc}") from None
+    return name, value
+
+
+def _guess_type(raw: str) -> str:
+    if raw.startswith("<") and raw.endswith(">"):
+        return "iri"
+    if raw in ("true", "false"):
+        return "bool"
+    for kind, pattern in (("int", _INT), ("float", _FLOAT), ("date", _DATE),
+                          ("datetime", _DATETIME)):
+        if pattern.fullmatch(raw):
+            return kind
+    return "str"
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "str": str, "int": int, "float": float, "date": dt.date.fromisoformat,
+    "datetime": dt.datetime.fromisoformat, "iri": lambda value: IRI(value.strip("<>"))}
+
+
+def _typed(raw: str, kind: str) -> Any:
+    if kind == "bool":
+        if raw not in ("true", "false"):
+            raise ValueError("a bool is true or false")
+        return raw == "true"
+    return _PARSERS[kind](raw)
+
+
+def bindings(values: list[str]) -> dict[str, Any] | None:
+    """The ``--bind`` options as a bindings mapping (None when there are none)."""
+    return dict(parse_binding(v) for v in values) or None
