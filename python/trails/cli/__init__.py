@@ -16,8 +16,8 @@ from trails._lazy import lazy_attributes
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from trails.cli._common import make_embedder
-    from trails.cli.commands import app
     from trails.cli.arguments import parse_binding
+    from trails.cli.commands import app
     from trails.cli.launch import main
 
 __all__ = ["app", "main", "make_embedder", "parse_binding"]

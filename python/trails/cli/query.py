@@ -59,6 +59,11 @@ def query(
         help="Drop hits whose final score is below SCORE; its scale is the fusion's: cosine "
              "in [-1, 1] for --mode vector or --fusion none, 0 to 1 for auto, tiny rank sums "
              "for rrf (see docs/retrieval.md). Not with --mode graph (no scores)."),
+    local: bool = typer.Option(
+        False, "--local",
+        help="Answer in this process even when a service (`trails serve`) serves the "
+             "directory; without it, a running service answers (its warm model makes that "
+             "fast) and records the search under its local key's label."),
     as_json: bool = typer.Option(
         False, "--json",
         help="Print only the whole result as JSON: {hits: [{iri, score, components, document, "
@@ -86,6 +91,7 @@ def query(
     trails --db ./kb query "release notes" --mode vector --min-score 0.4
     ```
     """
+    del local  # read by trails.cli.launch: with it, a service never answers this command
     if mode.value == "graph" and sparql is None:
         raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
     sparql_filter = None if sparql is None else read_query(sparql, "--sparql")

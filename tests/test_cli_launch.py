@@ -1,0 +1,125 @@
+"""The console script's reader of plain queries (trails.cli.launch): it forwards to a service
+exactly the queries the full command line would run with the same options, and nothing else."""
+
+from __future__ import annotations
+
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trails.cli import app
+from trails.cli.launch import answer_through_service, service_request
+
+COMMAND = typer.main.get_command(app)
+# click's usage errors (typer >= 0.20 vendors click), and the Exit that --help raises.
+REFUSALS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError") + (
+    typer.Exit,)
+
+
+def parsed_by_the_command_line(argv: list[str]) -> dict | None:
+    """What the typer command reads from argv: (db, its parameters), or None if it refuses."""
+    try:
+        root = COMMAND.make_context("trails", list(argv), resilient_parsing=False)
+        name, command, rest = COMMAND.resolve_command(root, [*root._protected_args, *root.args])
+        sub = command.make_context(name, rest, parent=root)
+    except REFUSALS:
+        return None
+    params = dict(sub.params)
+    params["db"] = str(root.params["db"]) if root.params.get("db") is not None else None
+    return params
+
+
+def test_a_plain_query_is_read_with_its_options():
+    db, options = service_request(["--db", "kb", "query", "how to deploy", "-k", "3",
+                                   "--scope", "a", "--scope=b", "--bind", "since=2024-01-01",
+                                   "--json", "--why", "--mode=vector"])
+    assert db == "kb"
+    assert options == {"text": "how to deploy", "k": "3", "scope": ["a", "b"],
+                       "bind": ["since=2024-01-01"], "json": True, "why": True,
+                       "mode": "vector"}
+
+
+def test_the_directory_can_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TRAILS_DB", "from-env")
+    assert service_request(["query", "x"])[0] == "from-env"
+    assert service_request(["--db=flag", "query", "x"])[0] == "flag"
+
+
+@given(st.sampled_from([
+    ["--db", "kb", "query", "x", "--local"],
+    ["--db", "kb", "query", "x", "--help"],
+    ["--db", "kb", "query", "--help"],
+    ["--db", "kb", "sparql", "SELECT * {}"],
+    ["--db", "kb", "ingest", "docs/"],
+    ["query", "x"],  # no directory
+    ["--db", "kb", "query"],
+    ["--db", "kb", "query", "two", "texts"],
+    ["--db", "kb", "query", "x", "-k", "three"],
+    ["--db", "kb", "query", "x", "--min-score", "high"],
+    ["--db", "kb", "query", "x", "--mode", "vector", "--mode", "hybrid"],
+    ["--db", "kb", "query", "x", "-k5"],
+    ["--db", "kb", "query", "x", "--unknown"],
+    ["--db", "kb", "query", "x", "--sparql"],
+    ["-h"],
+    [],
+]))
+def test_anything_but_a_plain_query_goes_to_the_full_command_line(argv):
+    assert service_request(argv) is None
+    assert answer_through_service(argv) is None
+
+
+def test_without_a_running_service_the_query_is_answered_here(tmp_path):
+    assert answer_through_service(["--db", str(tmp_path), "query", "x"]) is None
+    (tmp_path / "service.json").write_text('{"url": "http://127.0.0.1:9", "pid": 999999999, '
+                                          '"token": "t"}')
+    assert answer_through_service(["--db", str(tmp_path), "query", "x"]) is None
+
+
+WORDS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1,
+                max_size=12)
+OPTION = st.one_of(
+    st.tuples(st.sampled_from(["--mode"]), st.sampled_from(["vector", "hybrid", "graph"])),
+    st.tuples(st.sampled_from(["-k", "--k"]), st.integers(1, 50).map(str)),
+    st.tuples(st.just("--scope"), st.sampled_from(["a", "b", "c"])),
+    st.tuples(st.just("--bind"), st.sampled_from(["since=2024-01-01", "n=3", "s:str=x"])),
+    st.tuples(st.just("--fusion"), st.sampled_from(["auto", "rrf", "weighted", "none"])),
+    st.tuples(st.just("--caller"), WORDS.filter(lambda w: not w.startswith("-"))),
+    st.tuples(st.just("--min-score"), st.sampled_from(["0.1", "0.5", "1"])),
+    st.tuples(st.just("--sparql"), st.just("SELECT ?iri WHERE { ?iri ?p ?o }")),
+    st.just(("--json",)), st.just(("--why",)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=WORDS.filter(lambda w: not w.startswith("-")), options=st.lists(OPTION, max_size=6),
+       inline=st.booleans(), at=st.integers(0, 6))
+def test_what_is_forwarded_is_what_the_command_line_would_run(text, options, inline, at):
+    groups: list[list[str]] = []
+    for option in options:
+        if len(option) == 2 and inline and option[0].startswith("--"):
+            groups.append([f"{option[0]}={option[1]}"])
+        else:
+            groups.append(list(option))
+    groups.insert(min(at, len(groups)), [text])  # the text goes between options, anywhere
+    argv = ["--db", "kb", "query", *(token for group in groups for token in group)]
+    forwarded = service_request(argv)
+    expected = parsed_by_the_command_line(argv)
+    if forwarded is None:  # declining is always safe; it happens for repeated single options
+        names = [option[0] for option in options if option[0] not in ("--scope", "--bind")]
+        names = ["-k" if name == "--k" else name for name in names]
+        assert expected is None or len(set(names)) < len(names)
+        return
+    assert expected is not None, argv
+    db, got = forwarded
+    assert db == expected["db"]
+    assert got["text"] == expected["text"]
+    assert got.get("mode", "hybrid") == expected["mode"].value
+    assert int(got.get("k", 10)) == expected["k"]
+    assert got["scope"] == expected["scope"] and got["bind"] == expected["bind"]
+    assert got.get("fusion", "auto") == expected["fusion"].value
+    assert got.get("caller") == expected["caller"]
+    assert got.get("sparql") == expected["sparql"]
+    assert (None if "min_score" not in got else float(got["min_score"])) == expected["min_score"]
+    assert bool(got.get("json")) == expected["as_json"]
+    assert bool(got.get("why")) == expected["why"]
+    assert expected["local"] is False
