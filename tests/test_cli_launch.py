@@ -47,6 +47,7 @@ def test_the_directory_can_come_from_the_environment(monkeypatch):
 
 @given(st.sampled_from([
     ["--db", "kb", "query", "x", "--local"],
+    ["--db", "kb", "query", "x", "--caller", "ana"],  # the service records its key's label
     ["--db", "kb", "query", "x", "--help"],
     ["--db", "kb", "query", "--help"],
     ["--db", "kb", "sparql", "SELECT * {}"],
@@ -83,7 +84,6 @@ OPTION = st.one_of(
     st.tuples(st.just("--scope"), st.sampled_from(["a", "b", "c"])),
     st.tuples(st.just("--bind"), st.sampled_from(["since=2024-01-01", "n=3", "s:str=x"])),
     st.tuples(st.just("--fusion"), st.sampled_from(["auto", "rrf", "weighted", "none"])),
-    st.tuples(st.just("--caller"), WORDS.filter(lambda w: not w.startswith("-"))),
     st.tuples(st.just("--min-score"), st.sampled_from(["0.1", "0.5", "1"])),
     st.tuples(st.just("--sparql"), st.just("SELECT ?iri WHERE { ?iri ?p ?o }")),
     st.just(("--json",)), st.just(("--why",)),
@@ -117,7 +117,6 @@ def test_what_is_forwarded_is_what_the_command_line_would_run(text, options, inl
     assert int(got.get("k", 10)) == expected["k"]
     assert got["scope"] == expected["scope"] and got["bind"] == expected["bind"]
     assert got.get("fusion", "auto") == expected["fusion"].value
-    assert got.get("caller") == expected["caller"]
     assert got.get("sparql") == expected["sparql"]
     assert (None if "min_score" not in got else float(got["min_score"])) == expected["min_score"]
     assert bool(got.get("json")) == expected["as_json"]

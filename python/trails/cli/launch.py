@@ -31,8 +31,7 @@ __all__ = ["answer_through_service", "main", "service_request"]
 
 # Options forwarded to the service: the ones that take a value, and the flags.
 _VALUED = {"--mode": "mode", "--k": "k", "-k": "k", "--sparql": "sparql", "--bind": "bind",
-           "--scope": "scope", "--fusion": "fusion", "--caller": "caller",
-           "--min-score": "min_score"}
+           "--scope": "scope", "--fusion": "fusion", "--min-score": "min_score"}
 _FLAGS = {"--why": "why", "--json": "json"}
 _REPEATED = ("bind", "scope")
 
@@ -83,7 +82,9 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
         elif token in _FLAGS:
             options[_FLAGS[token]] = True
         elif token.startswith("-") and token != "-":
-            return None  # --local, --help, -k5 or anything else: the full command line
+            # --local, --help, -k5 or anything else: the full command line. So is --caller:
+            # the service records its key's label as the caller, not a name the client gives.
+            return None
         else:
             texts.append(token)
     if len(texts) != 1 or not _numbers_parse(options):
@@ -146,17 +147,14 @@ def _request(options: dict[str, Any]) -> dict[str, Any]:
     mode = options.get("mode", "hybrid")
     if mode == "graph" and "sparql" not in options:
         raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
-    fusion = options.get("fusion", "auto")
     bound = bindings(options["bind"]) or {}
     request: dict[str, Any] = {
         "query": options["text"], "mode": mode, "k": int(options.get("k", 10)),
         "filter": None if "sparql" not in options else read_query(options["sparql"], "--sparql"),
         "bindings": {name: json_term(value) for name, value in bound.items()} or None,
-        "scopes": options["scope"] or None, "fusion": None if fusion == "none" else fusion,
+        "scopes": options["scope"] or None, "fusion": options.get("fusion", "auto"),
         "why": bool(options.get("why")),
     }
     if "min_score" in options:
         request["min_score"] = float(options["min_score"])
-    if "caller" in options:
-        request["caller"] = options["caller"]
     return request
