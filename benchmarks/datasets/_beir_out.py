@@ -62,8 +62,9 @@ class GitSource:
         out = self._git("ls-tree", "-r", "-z", "--name-only", self.commit, "--", under)
         return sorted(p for p in out.split("\0") if p)
 
-    def blob_id(self, path: str) -> str:
-        return self._git("rev-parse", f"{self.commit}:{path}").strip()
+    def commit_id(self) -> str:
+        """The full id of the commit read (``HEAD`` resolved)."""
+        return self._git("rev-parse", self.commit).strip()
 
     def read(self, path: str) -> bytes:
         return self.read_many([path])[path]
@@ -108,15 +109,25 @@ def qrels_tsv(rows: Iterable[tuple[str, str, int]]) -> bytes:
     return "".join(line + "\r\n" for line in lines).encode()
 
 
+# Characters that BEIR's qrels readers (csv.reader with tab delimiter: BEIR's own loader and
+# trails.evaluation.load_beir) would split or unquote: an id holding one would be misread.
+UNSAFE_ID_CHARACTERS = frozenset('\t\r\n"')
+
+
 def check(data: BeirSet) -> None:
-    """Ids unique, every qrels id present in the corpus and the queries, no query in two
-    splits (so tuning on one never sees another's queries).
+    """Ids unique and readable back from a qrels file (no tab, line end or double quote, no
+    surrounding spaces), every qrels id present in the corpus and the queries, no query in
+    two splits (so tuning on one never sees another's queries).
 
     Raises:
         ValueError: naming the first problem found.
     """
     doc_ids = [str(d["_id"]) for d in data.corpus]
     query_ids = [str(q["_id"]) for q in data.queries]
+    for identifier in (*doc_ids, *query_ids):
+        if identifier != identifier.strip() or UNSAFE_ID_CHARACTERS & set(identifier):
+            raise ValueError(f"id {identifier!r} cannot be written to a qrels file and read "
+                             f"back: no tab, line end, double quote or surrounding space")
     if len(set(doc_ids)) != len(doc_ids):
         raise ValueError("duplicate document ids in the corpus")
     if len(set(query_ids)) != len(query_ids):
@@ -223,6 +234,6 @@ def anserini_check(git_dir: Path, data: BeirSet, split: str, qrels_file: str,
     for q in sorted(kept):
         if texts.get(q) != topics.get(q):
             raise ValueError(f"query {q} text differs from {ANSERINI} {topics_file}")
-    commit = source._git("rev-parse", "HEAD").strip()
+    commit = source.commit_id()
     return (f"{split}: {len(ours):,} qrels rows and {len(kept):,} query texts equal to "
             f"{ANSERINI} {qrels_file} and {topics_file} (commit {commit[:7]})")
