@@ -13,7 +13,7 @@ import pyoxigraph as ox
 
 from trails.audit.records import started_now
 from trails.context import Context, default_context
-from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
 from trails.kg.base import select
 from trails.kg.terms import IRI
 from trails.rank._steps import Step
@@ -24,6 +24,7 @@ from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.degraded import VectorSideFailure, check_fallback, embed_query, keyword_fallback
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
@@ -69,6 +70,7 @@ def retrieve(
     caller: str | None = None,
     why: bool | None = None,
     now: datetime | None = None,
+    fallback: str | None = "auto",
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -131,6 +133,9 @@ def retrieve(
         now: the moment documents' expiries are judged at (an aware datetime; default: the
             time of the call). Expired documents are never candidates, in any mode
             (``trails.retrieval.expired``).
+        fallback: when the embedder or vector store fails, ``"auto"`` answers a hybrid query
+            with the keyword ranking of the same candidates (``result.degraded`` says why),
+            ``"keyword"`` a vector query too, ``None`` never (docs/resilience.md).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
@@ -142,6 +147,8 @@ def retrieve(
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
         StorageError: the context's files cannot be read (ContextDamagedError: corrupt).
+        EndpointUnavailableError, EmbeddingError: a remote graph failed (never answered
+            around), or the vector side failed and ``fallback`` does not cover it.
 
     The answer comes from one committed state of the store and shows whole document versions
     only, whatever a writer does meanwhile (ADR 0005, "Readers").
@@ -156,6 +163,7 @@ def retrieve(
                              fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
                              rewriter=rewriter, steps=steps)
     threshold = check_min_score(min_score, mode)
+    fallback = check_fallback(fallback)
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
@@ -210,9 +218,13 @@ def retrieve(
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
-                result = _ranked_hits(query, expired.hiding(store), model,
-                                      k if not steps else max(k, STEP_DEPTH), iris, fusion, mode,
-                                      scopes)
+                try:
+                    result = _ranked_hits(query, expired.hiding(store), model,
+                                          k if not steps else max(k, STEP_DEPTH), iris, fusion,
+                                          mode, scopes)
+                except (VectorSideFailure, EndpointUnavailableError) as failure:
+                    result = keyword_fallback(failure, query, expired.hiding(store), ctx, k, iris,
+                                              mode, scopes, fallback, expired)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     result = _same_result(result, expired.keep_hits(step(query, list(result),
                                                                          ctx)))
@@ -354,7 +366,7 @@ def _ranked_hits(
 ) -> RetrievalResult:
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
-    vector = np.asarray(embedder.embed(query), dtype=np.float64)
+    vector = np.asarray(embed_query(embedder, query), dtype=np.float64)
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     # Fusion ranks `depth` hits per ranking but keeps k: the store may then skip the metadata
     # of the rest (most of a fused call's cost), and only the kept hits' is read below.
