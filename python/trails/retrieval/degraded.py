@@ -133,7 +133,7 @@ def keyword_fallback(
         notes.append("keyword scores are BM25 over the graph's chunk texts (no stemming)")
     return RetrievalResult(hits, mode=mode, plan="keyword-fallback",
                            candidates=None if iris is None else len(iris), exhaustive=True,
-                           rankings=("keyword",), notes=notes, degraded=(reason,))
+                           notes=notes, degraded=(reason,))
 
 
 def graph_keyword_hits(query: str, ctx: Context, k: int, iris: Sequence[str] | None,
@@ -180,8 +180,8 @@ def words(text: str) -> list[str]:
 
 
 def bm25(terms: Sequence[str], documents: dict[str, list[str]]) -> list[tuple[str, float]]:
-    """Okapi BM25 of each document holding a term, best first (ties by id), with the idf of
-    FTS5's ``bm25()``, ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6.
+    """Okapi BM25 of each document holding a term, best first (ties by id), with Lucene's
+    idf ``log(1 + (N - n + 0.5) / (n + 0.5))`` (positive even for a term most documents hold).
 
     >>> bm25(["rails"], {"a": ["rails", "web"], "b": ["django"], "c": ["rails", "rails"]})[0][0]
     'c'
@@ -196,7 +196,7 @@ def bm25(terms: Sequence[str], documents: dict[str, list[str]]) -> list[tuple[st
         holding = [doc for doc, counted in counts.items() if term in counted]
         if not holding:
             continue
-        idf = max(math.log((total - len(holding) + 0.5) / (len(holding) + 0.5)), 1e-6)
+        idf = math.log(1.0 + (total - len(holding) + 0.5) / (len(holding) + 0.5))
         for doc in holding:
             tf = counts[doc][term]
             norm = _K1 * (1 - _B + _B * len(documents[doc]) / average)
