@@ -41,8 +41,6 @@ from trails.text import keyword_terms
 from trails.vector.stores.base import KeywordIndex
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from trails.context import Context
     from trails.vector.embedders.base import Embedder
     from trails.vector.stores.base import VectorStore
@@ -79,10 +77,10 @@ def check_fallback(fallback: object) -> str | None:
         raise InvalidArgumentError(
             f"fallback must be 'auto' (hybrid queries fall back to keywords when the vector "
             f"side fails), 'keyword' (vector queries too) or None (never); got {fallback!r}")
-    return fallback  # type: ignore[return-value]
+    return fallback
 
 
-def embed_query(embedder: Embedder, query: str) -> np.ndarray:
+def embed_query(embedder: Embedder, query: str) -> list[float]:
     """The query's vector; an embedder that cannot serve raises :class:`VectorSideFailure`."""
     try:
         return embedder.embed(query)

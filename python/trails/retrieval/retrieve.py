@@ -24,7 +24,12 @@ from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
-from trails.retrieval.degraded import VectorSideFailure, check_fallback, embed_query, keyword_fallback
+from trails.retrieval.degraded import (
+    VectorSideFailure,
+    check_fallback,
+    embed_query,
+    keyword_fallback,
+)
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions

@@ -46,9 +46,6 @@ from trails.kg.remote.results import (
     parse_response,
     server_message,
 )
-from trails.kg.remote.transport import ATOMIC as _ATOMIC
-from trails.kg.remote.transport import article as _a
-from trails.kg.remote.transport import send
 from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
     caller_positions,
@@ -58,6 +55,9 @@ from trails.kg.remote.rewrite import (
     refuse_similarity,
     with_prefixes,
 )
+from trails.kg.remote.transport import ATOMIC as _ATOMIC
+from trails.kg.remote.transport import article as _a
+from trails.kg.remote.transport import send
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
 from trails.kg.variables import check_bound

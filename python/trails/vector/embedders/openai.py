@@ -10,10 +10,9 @@ packed under the API's limits before anything is sent.
 from __future__ import annotations
 
 import base64
-import math
 import time
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
