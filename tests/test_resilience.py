@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+
+httpx = pytest.importorskip("httpx")
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -167,6 +169,35 @@ def test_one_breaker_per_endpoint_shared_by_its_clients():
     assert query.url == URL
 
 
+def test_an_isolated_kernel_starts_with_fresh_breakers():
+    from trails.testing import isolated_kernel
+
+    outside = breaker_for("Qdrant", URL, Resilience())
+    outside.failed()
+    with isolated_kernel():
+        inside = breaker_for("Qdrant", URL, Resilience())
+        assert inside is not outside and inside.failures == 0
+    assert breaker_for("Qdrant", URL, Resilience()) is outside
+
+
+def test_qdrant_failures_retry_reads_and_only_never_sent_writes():
+    pytest.importorskip("qdrant_client")
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    from trails.vector.stores.qdrant.faults import failure
+
+    refused = ResponseHandlingException(httpx.ConnectError("[Errno 111] Connection refused"))
+    timed_out = ResponseHandlingException(httpx.ReadTimeout("timed out"))
+    busy = UnexpectedResponse(429, "Too Many Requests", b"", httpx.Headers({"retry-after": "2"}))
+    denied = UnexpectedResponse(403, "Forbidden", b"", httpx.Headers())
+    assert failure(refused, "upsert") == Failure(retryable=True)
+    assert failure(timed_out, "upsert") == Failure(retryable=False)
+    assert failure(timed_out, "query_points") == Failure(retryable=True)
+    assert failure(busy, "scroll") == Failure(retryable=True, retry_after=2.0)
+    assert failure(denied, "query_points") is None  # the server answered: not an outage
+    assert failure(ValueError("a request built wrong"), "count") is None
+
+
 # -- the retry loop ------------------------------------------------------------------------
 
 
@@ -292,7 +323,7 @@ def test_a_probe_is_one_try_and_its_failure_reopens_the_circuit():
     operation, calls = failing(0)
     assert Resilience().call(operation, down_is_retryable, circuit, sleep=clock.sleep,
                              clock=clock) == "answer"
-    assert circuit.state == "closed"
+    assert calls == [1] and circuit.state == "closed"
 
 
 def test_retries_stop_when_other_callers_open_the_circuit_meanwhile():
@@ -346,3 +377,20 @@ def test_settings_override_the_defaults_and_unknown_names_are_refused():
     with pytest.raises(InvalidArgumentError, match="retries") as raised:
         Resilience.from_settings({"retries": 3})
     assert isinstance(raised.value, TrailsError) and "attempts" in str(raised.value)
+
+
+def test_an_interrupted_probe_lets_the_next_call_probe():
+    clock = Clock()
+    circuit = breaker(clock, threshold=1, cool_down=1.0)
+    circuit.failed()
+    clock.now += 1.0
+
+    def interrupted() -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Resilience().call(interrupted, down_is_retryable, circuit, sleep=clock.sleep, clock=clock)
+    operation, calls = failing(0)
+    assert Resilience().call(operation, down_is_retryable, circuit, sleep=clock.sleep,
+                             clock=clock) == "answer"
+    assert calls == [1] and circuit.state == "closed"

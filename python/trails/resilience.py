@@ -139,37 +139,44 @@ class Resilience:
         started = clock()
         probing = breaker.admit()
         attempt = 0
-        while True:
-            outcome: Failure | None
-            try:
-                value = operation()
-            except BaseException as exc:
+        try:
+            while True:
+                outcome: Failure | None
                 try:
-                    outcome = classify(exc)
-                except BaseException:
-                    breaker.succeeded(probing)  # the endpoint answered; the caller's error
-                    raise
-                if outcome is None:
-                    breaker.succeeded(probing)
-                    raise
-                last: tuple[BaseException | None, Any] = (exc, None)
-            else:
-                outcome = refused(value) if refused is not None else None
-                if outcome is None:
-                    breaker.succeeded(probing)
-                    return value
-                last = (None, value)
-            attempt += 1
-            wait = self._wait(outcome, attempt)
-            if wait is None or probing or clock() - started + wait > self.deadline:
-                breaker.failed(probing)
-                if last[0] is not None:
-                    raise last[0]
-                return last[1]  # type: ignore[no-any-return]
-            sleep(wait)
-            # Other threads' failures may have opened the circuit meanwhile (this call then
-            # fails at once), or its cool-down may be over (this try is then its probe).
-            probing = breaker.admit()
+                    value = operation()
+                except Exception as exc:  # an interrupt is no verdict on the endpoint
+                    try:
+                        outcome = classify(exc)
+                    except Exception:
+                        breaker.succeeded(probing)  # the endpoint answered; the caller's error
+                        raise
+                    if outcome is None:
+                        breaker.succeeded(probing)
+                        raise
+                    last: tuple[Exception | None, Any] = (exc, None)
+                else:
+                    outcome = refused(value) if refused is not None else None
+                    if outcome is None:
+                        breaker.succeeded(probing)
+                        return value
+                    last = (None, value)
+                attempt += 1
+                wait = self._wait(outcome, attempt)
+                if wait is None or probing or clock() - started + wait > self.deadline:
+                    breaker.failed(probing)
+                    if last[0] is not None:
+                        raise last[0]
+                    return last[1]  # type: ignore[no-any-return]
+                sleep(wait)
+                # Other threads' failures may have opened the circuit meanwhile (this call
+                # then fails at once), or its cool-down may be over (this try is its probe).
+                probing = breaker.admit()
+        except Exception:
+            raise
+        except BaseException:
+            if probing:  # an interrupted probe must not leave the circuit waiting for it
+                breaker.release()
+            raise
 
     def _wait(self, outcome: Failure, attempt: int) -> float | None:
         """Seconds before the next try, or None when there is none."""
@@ -274,6 +281,11 @@ class CircuitBreaker:
         with self._lock:
             if probe or not self._probing:
                 self._failures, self._opened_at, self._probing = 0, None, False
+
+    def release(self) -> None:
+        """The probe ended without a verdict (interrupted): the next call may probe."""
+        with self._lock:
+            self._probing = False
 
     def failed(self, probe: bool = False) -> None:
         """A call failed: count it, and open the circuit at the threshold (a failed probe
