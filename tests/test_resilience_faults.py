@@ -287,4 +287,7 @@ def test_the_graph_failing_is_an_error_never_an_unfiltered_answer(tmp_path):
         for _ in range(4):  # refused, then the open circuit: an error either way
             with pytest.raises(EndpointUnavailableError, match=server.base_url):
                 retrieve("rails", ctx, k=2, sparql_filter=DOCS_FILTER)
+        for mode in ("hybrid", "vector"):  # no filter: the expiry check needs the graph too
+            with pytest.raises(EndpointUnavailableError, match="circuit is open"):
+                retrieve("rails", ctx, mode=mode, k=2)
         ctx.close()

@@ -228,8 +228,9 @@ def retrieve(
                                           k if not steps else max(k, STEP_DEPTH), iris, fusion,
                                           mode, scopes)
                 except (VectorSideFailure, EndpointUnavailableError) as failure:
-                    result = keyword_fallback(failure, query, expired.hiding(store), ctx, k, iris,
-                                              mode, scopes, fallback, expired)
+                    result = keyword_fallback(failure, query, expired.hiding(store), ctx,
+                                              max(k, STEP_DEPTH) if steps else k, iris, mode,
+                                              scopes, fallback, expired)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     result = _same_result(result, expired.keep_hits(step(query, list(result),
                                                                          ctx)))
