@@ -9,12 +9,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
-import pyoxigraph as ox
 
 from trails.audit.records import started_now
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
-from trails.kg.base import select
 from trails.kg.terms import IRI
 from trails.rank._steps import Step
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
@@ -23,7 +21,7 @@ from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
-from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.consistency import can_check_documents, pinned_reads
 from trails.retrieval.degraded import (
     VectorSideFailure,
     check_fallback,
@@ -31,6 +29,7 @@ from trails.retrieval.degraded import (
     keyword_fallback,
 )
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
+from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
 from trails.retrieval.thresholds import above_min_score
@@ -218,7 +217,7 @@ def retrieve(
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
-                answer = _shown(_noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx,
+                answer = _shown(_noted(read.noted(graph_hits(list(iris or ()), store, k, ctx,
                                                               scopes)), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
@@ -300,66 +299,6 @@ def _need(ctx: Context | None, argument: str) -> Context:
     return ctx
 
 
-def _graph_hits(
-    iris: list[str], store: VectorStore, k: int, ctx: Context | None, scopes: list[str]
-) -> RetrievalResult:
-    chosen = _without_dead_chunks(iris, k, store, ctx, scopes)
-    # Metadata only of live rows of these scopes: an IRI the caller's graph mentions may also
-    # name a staged row, or another scope's row the graph no longer types as a chunk.
-    live = set(store.expand_ids(chosen)) & set(chosen)
-    stored = {s.id: s.metadata for s in store.get([i for i in chosen if i in live])
-              if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
-    hits = [RetrievalHit(i, None, _snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
-    return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
-
-
-def _without_dead_chunks(
-    iris: list[str], k: int, store: VectorStore, ctx: Context | None, scopes: list[str]
-) -> list[str]:
-    """The first ``k`` IRIs, skipping chunks whose version is not live (ADR 0005) and the
-    chunks and documents of other scopes (ADR 0006).
-
-    A chunk IRI in the graph without a live vector belongs to a version being written or
-    being replaced; graph mode must not show it any more than vector mode would. The filter
-    ran on the scopes' graphs only, but ``VALUES ?iri { <...> }`` can still name another
-    scope's chunk or document: a chunk counts only with a live vector of these scopes, a
-    document only if it is a document in these scopes' graphs, and any other IRI only if these
-    scopes' graphs mention it, so a missing IRI and another scope's are dropped alike.
-    """
-    if ctx is None:
-        return iris[:k]
-    chosen: list[str] = []
-    window = max(k, 64)
-    for start in range(0, len(iris), window):
-        part = iris[start : start + window]
-        values = "VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part) + " }"
-        kinds = select(
-            ctx.kg,
-            f"SELECT ?c ?t WHERE {{ {values} VALUES ?t {{ trails:Chunk trails:Document }} "
-            "?c a ?t }")
-        chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
-        documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
-        # A minted chunk IRI with a live vector counts even when the graph, read after the
-        # filter, no longer types it: a writer's step 4 may have removed it meanwhile.
-        live = set(store.expand_ids(i for i in part if i in chunks or minted_chunk(i)))
-        visible = {s.id for s in store.get(live)
-                   if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
-        if documents:
-            visible |= set(select(
-            ctx.kg,
-                f"SELECT ?c WHERE {{ {values} ?c a trails:Document }}", scopes=scopes).column("c"))
-        others = [i for i in part if i not in chunks and i not in documents]
-        if others:  # echoed only if the caller's own graphs mention them: no existence probe
-            visible |= set(select(
-                ctx.kg, "SELECT DISTINCT ?c WHERE { VALUES ?c { "
-                + " ".join(str(ox.NamedNode(i)) for i in others)
-                + " } { ?c ?p ?o } UNION { ?s ?p ?c } }", scopes=scopes).column("c"))
-        chosen += [i for i in part if i in visible]
-        if len(chosen) >= k:
-            break
-    return chosen[:k]
-
-
 def _ranked_hits(
     query: str,
     store: VectorStore,
@@ -403,7 +342,7 @@ def _ranked_hits(
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
-        RetrievalHit(id, score, _snippet(metadata.get(id, {})), metadata.get(id, {}),
+        RetrievalHit(id, score, snippet(metadata.get(id, {})), metadata.get(id, {}),
                      _components(id, score, positions, fusion))
         for id, score in fused[:k]
     ]
@@ -444,7 +383,3 @@ def _components(
     if fusion is not None:
         parts[fusion if isinstance(fusion, str) else "fused"] = score
     return parts
-
-
-def _snippet(metadata: Mapping[str, Any]) -> str:
-    return str(metadata.get("snippet") or metadata.get("text") or "")
