@@ -7,9 +7,11 @@ keyword ranking and says so; the graph failing is an error, never an unfiltered 
 
 from __future__ import annotations
 
+import http.server
 import socket
 import threading
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -163,6 +165,63 @@ def test_queries_during_a_restart_under_load_fail_cleanly_and_then_all_succeed(t
         assert any(isinstance(o, EndpointUnavailableError) for o in outcomes)
         assert all(kg.query(ASK) is True for _ in range(5))
         kg.close()
+
+
+class Overloaded(http.server.BaseHTTPRequestHandler):
+    """Answers the first ``busy`` requests with ``status`` (and a Retry-After), then a SPARQL
+    ASK result (a query) or 204 (an update); records each request's path."""
+
+    busy = 2
+    status = 503
+    seen: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).seen.append(self.path)
+        if len(type(self).seen) <= type(self).busy:
+            body = b"overloaded"
+            self.send_response(type(self).status)
+            self.send_header("Retry-After", "0.05")
+        elif self.path.endswith("/update"):
+            self.send_response(204)
+            self.end_headers()
+            return
+        else:
+            body = b'{"head": {}, "boolean": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/sparql-results+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def overloaded():
+    Overloaded.seen, Overloaded.busy = [], 2
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Overloaded)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/query"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_busy_endpoint_is_asked_again_after_retry_after_but_an_update_is_not(overloaded,
+                                                                                status):
+    Overloaded.status = status
+    kg = SparqlEndpointGraph(overloaded, timeout=2.0,
+                             resilience=Resilience(attempts=3, max_retry_after=1.0))
+    assert kg.query(ASK) is True  # two busy answers, then the answer
+    assert Overloaded.seen == ["/query"] * 3
+    Overloaded.seen, Overloaded.busy = [], 1
+    with pytest.raises(EndpointUnavailableError, match=f"HTTP {status}"):
+        kg.update(INSERT)  # the server may hold it: not sent twice
+    assert Overloaded.seen == ["/update"]
+    kg.close()
 
 
 # -- ports that never answer, updates that must not be sent twice ----------------------------

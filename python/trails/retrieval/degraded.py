@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -37,6 +37,7 @@ from trails.errors import (
 from trails.kg.base import select
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.expired import Expired
+from trails.retrieval.graph_order import snippet
 from trails.text import keyword_terms
 from trails.vector.stores.base import KeywordIndex
 
@@ -119,7 +120,7 @@ def keyword_fallback(
     if iris is not None and not iris:
         hits: list[RetrievalHit] = []
     elif part == "embedder" and isinstance(store, KeywordIndex):
-        hits = [RetrievalHit(h.id, h.score, _snippet(h.metadata), h.metadata,
+        hits = [RetrievalHit(h.id, h.score, snippet(h.metadata), h.metadata,
                              {"keyword": h.score, "keyword_rank": rank})
                 for rank, h in enumerate(store.keyword_search(
                     query, k, iris, scopes=scopes, with_metadata=True), 1)]
@@ -208,6 +209,3 @@ def _values_blocks(iris: Sequence[str] | None) -> list[str | None]:
     return [" ".join(str(ox.NamedNode(i)) for i in iris[start:start + _BATCH])
             for start in range(0, len(iris), _BATCH)]
 
-
-def _snippet(metadata: dict[str, Any]) -> str:
-    return str(metadata.get("snippet") or metadata.get("text") or "")
