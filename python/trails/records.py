@@ -14,7 +14,10 @@ from typing import Any
 from trails.display import frames
 from trails.display.results import hit_html, hit_text, hits_html, hits_text, label
 
-__all__ = ["RetrievalHit", "RetrievalResult"]
+__all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
+
+# The prefix of a note that says why an answer is degraded (RetrievalResult.degraded).
+DEGRADED = "degraded: "
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,11 @@ class RetrievalResult(list[RetrievalHit]):
             None when it was not recorded.
         query: the query the hits answer (``retrieve()`` sets it; the display marks its
             terms in each passage), None when unknown.
+        degraded: why the answer is not what the call asked for, when a backend failed
+            (``"embedder unreachable: ..."``, ``"vector store unreachable: ..."``): the hits
+            are then the keyword ranking of the same candidates (docs/resilience.md). Empty
+            for a whole answer. Each reason is also a note (``"degraded: <reason>"``), so
+            every copy of the result keeps it.
     """
 
     def __init__(
@@ -149,6 +157,7 @@ class RetrievalResult(list[RetrievalHit]):
         fusion_weights: Mapping[str, float] | None = None,
         run_id: str | None = None,
         query: str | None = None,
+        degraded: Sequence[str] = (),
     ) -> None:
         super().__init__(hits)
         self.run_id = run_id
@@ -158,8 +167,19 @@ class RetrievalResult(list[RetrievalHit]):
         self.candidates = candidates
         self.exhaustive = exhaustive
         self.rankings = tuple(rankings)
-        self.notes = tuple(notes)
+        marked = [DEGRADED + reason for reason in degraded if DEGRADED + reason not in notes]
+        self.notes = (*marked, *notes)
         self.fusion_weights = dict(fusion_weights or {})
+
+    @property
+    def degraded(self) -> tuple[str, ...]:
+        """Why the answer is degraded (a backend failed), from the notes; empty when whole.
+
+        >>> RetrievalResult([], mode="hybrid", plan="keyword-fallback", candidates=None,
+        ...                 exhaustive=True, degraded=["embedder unreachable: refused"]).degraded
+        ('embedder unreachable: refused',)
+        """
+        return tuple(note[len(DEGRADED):] for note in self.notes if note.startswith(DEGRADED))
 
     def explain(self) -> str:
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
@@ -174,7 +194,8 @@ class RetrievalResult(list[RetrievalHit]):
     def to_dict(self) -> dict[str, Any]:
         """The whole result as JSON-ready values: the hits (:meth:`RetrievalHit.to_dict`) and
         how they were found (mode, plan, candidates, exhaustive, rankings, fusion weights,
-        notes, the audit trail's run id). ``trails query --json`` prints it.
+        notes, why it is degraded if it is, the audit trail's run id). ``trails query --json``
+        prints it.
 
         >>> RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
         ...                 exhaustive=True).to_dict()["hits"]
@@ -183,7 +204,8 @@ class RetrievalResult(list[RetrievalHit]):
         return {"hits": [hit.to_dict() for hit in self], "mode": self.mode, "plan": self.plan,
                 "candidates": self.candidates, "exhaustive": self.exhaustive,
                 "rankings": list(self.rankings), "fusion_weights": dict(self.fusion_weights),
-                "notes": list(self.notes), "run_id": self.run_id}
+                "notes": list(self.notes), "degraded": list(self.degraded),
+                "run_id": self.run_id}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, query: str | None = None) -> RetrievalResult:

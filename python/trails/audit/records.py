@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from trails.records import DEGRADED
+
 __all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "from_json",
            "new_run_id", "query_digest", "run_iri"]
 
@@ -102,6 +104,12 @@ class SearchRecord(ActivityRecord):
     store_revision: str | None = None
     replay_of: str | None = None
     hits: list[HitRecord] = field(default_factory=list)
+
+    @property
+    def degraded(self) -> list[str]:
+        """Why the answer was degraded (a backend failed; ``RetrievalResult.degraded``), read
+        from its notes; empty for a whole answer."""
+        return [note[len(DEGRADED):] for note in self.notes if note.startswith(DEGRADED)]
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
-import pyoxigraph as ox
 
 from trails.audit.records import started_now
 from trails.context import Context, default_context
-from trails.errors import ConfigurationError, InvalidArgumentError
-from trails.kg.base import select
+from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
 from trails.kg.terms import IRI
 from trails.rank._steps import Step
 from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
@@ -23,8 +21,15 @@ from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
-from trails.retrieval.consistency import can_check_documents, minted_chunk, pinned_reads
+from trails.retrieval.consistency import can_check_documents, pinned_reads
+from trails.retrieval.degraded import (
+    VectorSideFailure,
+    check_fallback,
+    embed_query,
+    keyword_fallback,
+)
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
+from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
 from trails.retrieval.thresholds import above_min_score
@@ -69,6 +74,7 @@ def retrieve(
     caller: str | None = None,
     why: bool | None = None,
     now: datetime | None = None,
+    fallback: str | None = "auto",
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
@@ -131,6 +137,9 @@ def retrieve(
         now: the moment documents' expiries are judged at (an aware datetime; default: the
             time of the call). Expired documents are never candidates, in any mode
             (``trails.retrieval.expired``).
+        fallback: when the embedder or vector store fails, ``"auto"`` answers a hybrid query
+            with the keyword ranking of the same candidates (``result.degraded`` says why),
+            ``"keyword"`` a vector query too, ``None`` never (docs/resilience.md).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
@@ -142,6 +151,8 @@ def retrieve(
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
         StorageError: the context's files cannot be read (ContextDamagedError: corrupt).
+        EndpointUnavailableError, EmbeddingError: a remote graph failed (never answered
+            around), or the vector side failed and ``fallback`` does not cover it.
 
     The answer comes from one committed state of the store and shows whole document versions
     only, whatever a writer does meanwhile (ADR 0005, "Readers").
@@ -156,6 +167,7 @@ def retrieve(
                              fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
                              rewriter=rewriter, steps=steps)
     threshold = check_min_score(min_score, mode)
+    fallback = check_fallback(fallback)
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
@@ -205,14 +217,19 @@ def retrieve(
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
-                answer = _shown(_noted(read.noted(_graph_hits(list(iris or ()), store, k, ctx,
+                answer = _shown(_noted(read.noted(graph_hits(list(iris or ()), store, k, ctx,
                                                               scopes)), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
-                result = _ranked_hits(query, expired.hiding(store), model,
-                                      k if not steps else max(k, STEP_DEPTH), iris, fusion, mode,
-                                      scopes)
+                try:
+                    result = _ranked_hits(query, expired.hiding(store), model,
+                                          k if not steps else max(k, STEP_DEPTH), iris, fusion,
+                                          mode, scopes)
+                except (VectorSideFailure, EndpointUnavailableError) as failure:
+                    result = keyword_fallback(failure, query, expired.hiding(store), ctx,
+                                              max(k, STEP_DEPTH) if steps else k, iris, mode,
+                                              scopes, fallback, expired)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     result = _same_result(result, expired.keep_hits(step(query, list(result),
                                                                          ctx)))
@@ -282,66 +299,6 @@ def _need(ctx: Context | None, argument: str) -> Context:
     return ctx
 
 
-def _graph_hits(
-    iris: list[str], store: VectorStore, k: int, ctx: Context | None, scopes: list[str]
-) -> RetrievalResult:
-    chosen = _without_dead_chunks(iris, k, store, ctx, scopes)
-    # Metadata only of live rows of these scopes: an IRI the caller's graph mentions may also
-    # name a staged row, or another scope's row the graph no longer types as a chunk.
-    live = set(store.expand_ids(chosen)) & set(chosen)
-    stored = {s.id: s.metadata for s in store.get([i for i in chosen if i in live])
-              if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
-    hits = [RetrievalHit(i, None, _snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
-    return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
-
-
-def _without_dead_chunks(
-    iris: list[str], k: int, store: VectorStore, ctx: Context | None, scopes: list[str]
-) -> list[str]:
-    """The first ``k`` IRIs, skipping chunks whose version is not live (ADR 0005) and the
-    chunks and documents of other scopes (ADR 0006).
-
-    A chunk IRI in the graph without a live vector belongs to a version being written or
-    being replaced; graph mode must not show it any more than vector mode would. The filter
-    ran on the scopes' graphs only, but ``VALUES ?iri { <...> }`` can still name another
-    scope's chunk or document: a chunk counts only with a live vector of these scopes, a
-    document only if it is a document in these scopes' graphs, and any other IRI only if these
-    scopes' graphs mention it, so a missing IRI and another scope's are dropped alike.
-    """
-    if ctx is None:
-        return iris[:k]
-    chosen: list[str] = []
-    window = max(k, 64)
-    for start in range(0, len(iris), window):
-        part = iris[start : start + window]
-        values = "VALUES ?c { " + " ".join(str(ox.NamedNode(i)) for i in part) + " }"
-        kinds = select(
-            ctx.kg,
-            f"SELECT ?c ?t WHERE {{ {values} VALUES ?t {{ trails:Chunk trails:Document }} "
-            "?c a ?t }")
-        chunks = {row["c"] for row in kinds if row["t"].endswith("#Chunk")}
-        documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
-        # A minted chunk IRI with a live vector counts even when the graph, read after the
-        # filter, no longer types it: a writer's step 4 may have removed it meanwhile.
-        live = set(store.expand_ids(i for i in part if i in chunks or minted_chunk(i)))
-        visible = {s.id for s in store.get(live)
-                   if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
-        if documents:
-            visible |= set(select(
-            ctx.kg,
-                f"SELECT ?c WHERE {{ {values} ?c a trails:Document }}", scopes=scopes).column("c"))
-        others = [i for i in part if i not in chunks and i not in documents]
-        if others:  # echoed only if the caller's own graphs mention them: no existence probe
-            visible |= set(select(
-                ctx.kg, "SELECT DISTINCT ?c WHERE { VALUES ?c { "
-                + " ".join(str(ox.NamedNode(i)) for i in others)
-                + " } { ?c ?p ?o } UNION { ?s ?p ?c } }", scopes=scopes).column("c"))
-        chosen += [i for i in part if i in visible]
-        if len(chosen) >= k:
-            break
-    return chosen[:k]
-
-
 def _ranked_hits(
     query: str,
     store: VectorStore,
@@ -354,7 +311,7 @@ def _ranked_hits(
 ) -> RetrievalResult:
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
-    vector = np.asarray(embedder.embed(query), dtype=np.float64)
+    vector = np.asarray(embed_query(embedder, query), dtype=np.float64)
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     # Fusion ranks `depth` hits per ranking but keeps k: the store may then skip the metadata
     # of the rest (most of a fused call's cost), and only the kept hits' is read below.
@@ -385,7 +342,7 @@ def _ranked_hits(
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
-        RetrievalHit(id, score, _snippet(metadata.get(id, {})), metadata.get(id, {}),
+        RetrievalHit(id, score, snippet(metadata.get(id, {})), metadata.get(id, {}),
                      _components(id, score, positions, fusion))
         for id, score in fused[:k]
     ]
@@ -426,7 +383,3 @@ def _components(
     if fusion is not None:
         parts[fusion if isinstance(fusion, str) else "fused"] = score
     return parts
-
-
-def _snippet(metadata: Mapping[str, Any]) -> str:
-    return str(metadata.get("snippet") or metadata.get("text") or "")

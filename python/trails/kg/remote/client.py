@@ -55,9 +55,13 @@ from trails.kg.remote.rewrite import (
     refuse_similarity,
     with_prefixes,
 )
+from trails.kg.remote.transport import ATOMIC as _ATOMIC
+from trails.kg.remote.transport import article as _a
+from trails.kg.remote.transport import send
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
 from trails.kg.variables import check_bound
+from trails.resilience import Resilience, breaker_for
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, scope_graph, scope_of_graph
 
 if TYPE_CHECKING:
@@ -72,8 +76,6 @@ _N_TRIPLES = "application/n-triples"
 _FORM = "application/x-www-form-urlencoded"
 _UPDATE = "application/sparql-update"
 _UNION_DEFAULT_GRAPH = "http://www.w3.org/ns/sparql-service-description#UnionDefaultGraph"
-_ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
-           "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
 
 
 class SparqlEndpointGraph:
@@ -85,8 +87,14 @@ class SparqlEndpointGraph:
             ``/query``, else ``query_url`` itself.
         headers: sent with every request (an ``Authorization`` header, say).
         auth: an httpx auth (``("user", "password")`` for basic auth).
-        timeout: seconds allowed to connect, and then for each read and write, per request.
-            There are no retries: an unavailable endpoint fails the call at once.
+        timeout: seconds allowed to connect, and then for each read and write, per try.
+        resilience: retries and the circuit breaker (:class:`trails.resilience.Resilience`,
+            or a mapping of its fields; default: its defaults). A query is retried after a
+            refused or reset connection, a timeout, HTTP 5xx or 429 (``Retry-After``
+            honoured); an update only when it certainly never reached the server (the
+            connection was refused), since the server may have applied one that timed out.
+            After ``failure_threshold`` failed calls in a row the endpoint's circuit opens and
+            calls fail at once until a probe succeeds (docs/resilience.md).
         batch_size: at most this many quads per ``INSERT DATA`` request in :meth:`extend`.
         default_graph_uri: an IRI the server accepts in ``default-graph-uri`` for its default
             graph, if it has one (Jena Fuseki: ``urn:x-arq:DefaultGraph``); see
@@ -114,6 +122,7 @@ class SparqlEndpointGraph:
         batch_size: int = 5000,
         default_graph_uri: str | None = None,
         dialect: str = "standard",
+        resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
@@ -139,6 +148,8 @@ class SparqlEndpointGraph:
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
             follow_redirects=False, verify=_ssl_context(self._httpx))
         self._plain_default_graph: bool | None = None  # None: not checked yet
+        self.resilience = Resilience.from_settings(resilience)
+        self._breaker = breaker_for("the SPARQL endpoint", self.query_url, self.resilience)
 
     @property
     def client(self) -> httpx.Client:
@@ -414,20 +425,12 @@ class SparqlEndpointGraph:
             f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
 
     def _send(self, method: str, url: str, kind: str, **kwargs: Any) -> httpx.Response:
-        httpx = self._httpx
         try:
-            return self._client.request(method, url, **kwargs)
-        except httpx.TimeoutException as exc:
+            return send(self._client, self.resilience, self._breaker, self.timeout, method, url,
+                        kind, **kwargs)
+        except EndpointUnavailableError:
             self._plain_default_graph = None  # the server may come back with other options
-            raise EndpointUnavailableError(
-                f"the SPARQL endpoint {url} did not answer {_a(kind)} within {self.timeout:g} s "
-                f"({type(exc).__name__}). {_ATOMIC}") from exc
-        except httpx.TransportError as exc:
-            self._plain_default_graph = None
-            what = "refused the connection" if isinstance(exc, httpx.ConnectError) else "failed"
-            raise EndpointUnavailableError(
-                f"the SPARQL endpoint {url} {what} for {_a(kind)} ({type(exc).__name__}: {exc}). "
-                f"{_ATOMIC}") from exc
+            raise
 
 
 def _update_url(query_url: str) -> str:
@@ -442,7 +445,3 @@ def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
     context: ssl.SSLContext = _state.cached(
         ("tls-context",), lambda: httpx.create_ssl_context(trust_env=True))
     return context
-
-
-def _a(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind

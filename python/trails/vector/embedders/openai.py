@@ -10,11 +10,9 @@ packed under the API's limits before anything is sent.
 from __future__ import annotations
 
 import base64
-import email.utils
-import math
-import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,6 +20,7 @@ import numpy as np
 from trails._lazy import require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import ConfigurationError, EmbeddingError
+from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
@@ -86,9 +85,15 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         timeout: seconds one request may take before it counts as failed (and is retried).
         organization: the OpenAI organisation id; default ``$OPENAI_ORG_ID``.
         max_request_tokens: most tokens summed over one request's texts.
-        initial_backoff, max_backoff: retry ``n`` waits ``min(initial * 2**n, max)`` seconds
-            less up to a quarter (jitter), unless the server says how long (``Retry-After``).
+        initial_backoff, max_backoff: retry ``n`` waits a random time up to
+            ``min(initial * 2**n, max)`` seconds (full jitter), unless the server says how long
+            (``Retry-After``).
         max_retry_after: a server asking for a longer wait than this is not waited for.
+        resilience: the circuit breaker's settings and the ``deadline`` after which no retry
+            starts (:class:`trails.resilience.Resilience` or a mapping of its fields; default
+            its defaults with a 300 s deadline). The arguments above set its retries. After
+            ``failure_threshold`` failed calls in a row, calls to this API's endpoint fail at
+            once with EndpointUnavailableError until a probe succeeds (docs/resilience.md).
         sleep, clock: ``time.sleep`` and ``time.time``, replaceable in tests.
 
     Raises:
@@ -119,6 +124,7 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         max_retry_after: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
             raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
@@ -138,6 +144,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
         self._sleep = sleep
+        self._policy = Resilience.from_settings(
+            resilience if resilience is not None else {"deadline": 300.0})
+        self.deadline = self._policy.deadline
         self._clock = clock
         self._encoding: Any = None
         self.last_usage: Usage | None = None
@@ -177,6 +186,8 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             EmbeddingError: a text is over 8191 tokens (before any request), the API rejected
                 a request (4xx other than 408/409/429), or it kept failing past ``max_retries``.
             ConfigurationError: no API key (before any request).
+            EndpointUnavailableError: the endpoint's circuit is open after calls in a row
+                failed (nothing was sent; :mod:`trails.resilience`).
             ValueError: an empty text (the API refuses those).
         """
         texts = list(texts)
@@ -253,27 +264,42 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
     # -- retries ------------------------------------------------------------------------------
 
     def _with_retries(self, call: Callable[[], Any]) -> Any:
+        """``call()`` under the resilience policy (:mod:`trails.resilience`): retried after a
+        timeout, a connection error, 408, 409, 429 or 5xx, behind the endpoint's breaker."""
         openai = require("openai", "OpenAIEmbedder")
         failures: list[str] = []
-        for attempt in range(self.max_retries + 1):
-            try:
-                return call()
-            except openai.APIStatusError as exc:
-                failures.append(status_message(exc))
-                delay = self._status_delay(exc, attempt)
-            except openai.APIConnectionError as exc:  # APITimeoutError included
-                failures.append(f"{exc.message} ({self._endpoint()})")
-                delay = self._backoff(attempt)
-            if attempt < self.max_retries:
-                self._sleep(delay)
-        raise EmbeddingError(
-            f"OpenAI embeddings request failed {len(failures)} times "
-            f"(max_retries={self.max_retries}); last error: {failures[-1]}. Try again later, "
-            "or raise max_retries / timeout"
-        )
 
-    def _status_delay(self, exc: Any, attempt: int) -> float:
-        """Seconds to wait before retrying ``exc``; raises EmbeddingError if it is not retried."""
+        def classify(exc: BaseException) -> Failure | None:
+            if isinstance(exc, openai.APIStatusError):
+                failures.append(status_message(exc))
+                return Failure(retry_after=self._status_delay(exc))
+            if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+                failures.append(f"{exc.message} ({self._endpoint()})")
+                return Failure()
+            return None
+
+        try:
+            return self.resilience.call(call, classify, self._breaker(), sleep=self._sleep)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            raise EmbeddingError(
+                f"OpenAI embeddings request failed {len(failures)} times "
+                f"(max_retries={self.max_retries}); last error: {failures[-1]}. Try again "
+                "later, or raise max_retries / timeout") from exc
+
+    @property
+    def resilience(self) -> Resilience:
+        """The retry policy this embedder's settings make (``max_retries`` and the backoff),
+        with the circuit breaker's settings (``breaker=``)."""
+        return replace(self._policy, attempts=self.max_retries + 1,
+                       initial_backoff=self.initial_backoff, max_backoff=self.max_backoff,
+                       max_retry_after=self.max_retry_after, deadline=self.deadline)
+
+    def _breaker(self) -> CircuitBreaker:
+        return breaker_for("the OpenAI embeddings API", self._endpoint(), self.resilience)
+
+    def _status_delay(self, exc: Any) -> float | None:
+        """How long the server asked to wait before retrying ``exc`` (None: back off);
+        raises EmbeddingError if it is not retried."""
         headers = exc.response.headers
         should = headers.get("x-should-retry")
         retryable = (exc.status_code in RETRY_STATUSES or exc.status_code >= 500
@@ -282,10 +308,8 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             hint = f" (check {KEY_ENV} or api_key=)" if exc.status_code == 401 else ""
             raise EmbeddingError(
                 f"OpenAI rejected the embeddings request: {status_message(exc)}{hint}")
-        wait = _retry_after(headers, self._clock)
-        if wait is None or wait <= 0:
-            return self._backoff(attempt)
-        if wait > self.max_retry_after:
+        wait = retry_after(headers, self._clock)
+        if wait is not None and wait > self.max_retry_after:
             raise EmbeddingError(
                 f"OpenAI asked to wait {wait:.0f} s before retrying ({status_message(exc)}), more "
                 f"than max_retry_after={self.max_retry_after:g} s; try again later"
@@ -293,9 +317,8 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         return wait
 
     def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: the base delay less a random 0-25%."""
-        delay = min(self.initial_backoff * 2.0 ** min(attempt, 60), self.max_backoff)
-        return delay * (1.0 - 0.25 * random.random())
+        """Retry ``attempt``'s wait when the server does not say (:func:`trails.resilience.backoff`)."""
+        return backoff(attempt, self.initial_backoff, self.max_backoff)
 
 
 def _resolve_dim(model: str, dim: int | None) -> tuple[int, int | None]:
@@ -330,23 +353,3 @@ def _normalized(vectors: Vectors) -> Vectors:
         raise EmbeddingError("the API returned a zero or non-finite vector")
     unit: Vectors = (vectors / norms).astype(np.float32)
     return unit
-
-
-def _retry_after(headers: Any, clock: Callable[[], float]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        return None if math.isnan(seconds) else seconds  # inf: longer than any limit
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return email.utils.parsedate_to_datetime(value).timestamp() - clock()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None

@@ -13,6 +13,7 @@ import numpy as np
 from trails._lazy import require
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.faults import translated
+from trails.resilience import Resilience
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.qdrant import local, schema
@@ -43,8 +44,12 @@ class QdrantCore(BaseVectorStore):
         embedder: EmbedderIdentity | None = None,
         read_only: bool = False,
         client: Any = None,
+        timeout: int | None = None,
+        resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         qdrant = require("qdrant_client", "QdrantStore")
+        self.timeout = timeout
+        self.resilience = Resilience.from_settings(resilience)
         self._m = qdrant.models
         self.collection = collection
         self.versions_collection = f"{collection}__versions"
@@ -73,6 +78,7 @@ class QdrantCore(BaseVectorStore):
             raise ValueError("api_key= and port= apply to a server given by url= or host=")
         self._owns_client = client is None
         self._lock = threading.RLock()
+        policy: Resilience | None = None  # a server's only: local mode has no network
         if client is not None:
             self._client, self.location = client, "client"
         elif path is not None:
@@ -86,8 +92,11 @@ class QdrantCore(BaseVectorStore):
                                                                                self.location)
         elif url is not None or host is not None:
             self.location = url if url is not None else f"{host}:{port or 6333}"
-            options = {} if port is None else {"port": port}
+            options: dict[str, Any] = {} if port is None else {"port": port}
+            if self.timeout is not None:
+                options["timeout"] = self.timeout
             self._client = qdrant.QdrantClient(url=url, host=host, api_key=api_key, **options)
+            policy = self.resilience
         else:
             if self.read_only:
                 raise ConfigurationError(
@@ -97,7 +106,7 @@ class QdrantCore(BaseVectorStore):
         # Local mode scores every point by brute force (it warns that search_params, exact
         # included, "have no effect"): its searches are always exhaustive.
         self.local = local.is_local(self._client)
-        self._guarded = GuardedClient(self._client, self.location)
+        self._guarded = GuardedClient(self._client, self.location, policy)
 
     @property
     def name(self) -> str:

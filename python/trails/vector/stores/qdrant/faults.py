@@ -11,6 +11,11 @@
 
 Anything else (a request trails built wrong) passes through unchanged. The classes are told by
 name and module, so importing this module does not import qdrant-client.
+
+On a server (not local mode) every call also runs under the store's resilience policy
+(:mod:`trails.resilience`): a read that failed as above is retried with backoff, a write only
+when it certainly never reached the server (the connection was refused), and the server's
+circuit breaker makes calls fail at once while it is open.
 """
 
 from __future__ import annotations
@@ -20,10 +25,15 @@ from typing import Any
 
 from trails.errors import ConfigurationError, EndpointUnavailableError, TrailsError
 from trails.faults import storage_fault
+from trails.resilience import Failure, Resilience, breaker_for, retry_after
 
-__all__ = ["GuardedClient", "translate"]
+__all__ = ["GuardedClient", "failure", "translate"]
 
 _NETWORK_MODULES = ("httpx", "httpcore", "h11", "h2", "urllib3", "socket", "ssl")
+# Client methods that only read: safe to repeat after any failure.
+_READS = ("query", "search", "retrieve", "scroll", "count", "get_", "collection_exists",
+          "facet", "recommend", "discover", "info")
+_NEVER_SENT = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError"}
 _UNAVAILABLE_GRPC = {"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "INTERNAL",
                      "UNKNOWN", "ABORTED"}
 
@@ -64,15 +74,40 @@ def _unavailable(where: str, detail: str) -> EndpointUnavailableError:
         "wrote nothing of ingestion's commit point, and ingestion is idempotent")
 
 
+def failure(exc: BaseException, call: str) -> Failure | None:
+    """How the resilience policy treats ``exc`` from the client's ``call``: None unless the
+    server was unavailable; retried if ``call`` only reads or the request never left."""
+    if not isinstance(translate(exc, "", call), EndpointUnavailableError):
+        return None
+    status = getattr(exc, "status_code", None)
+    headers = getattr(exc, "headers", None)
+    wait = retry_after(headers) if status == 429 and headers is not None else None
+    return Failure(retryable=call.startswith(_READS) or _never_sent(exc), retry_after=wait)
+
+
+def _never_sent(exc: BaseException | None) -> bool:
+    """Whether the connection was never made (refused): the request cannot have arrived."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if type(exc).__name__ in _NEVER_SENT:
+            return True
+        exc = getattr(exc, "source", None) or exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
 class GuardedClient:
-    """A ``QdrantClient`` whose public methods raise trails' errors (:func:`translate`).
+    """A ``QdrantClient`` whose public methods raise trails' errors (:func:`translate`), run
+    under ``policy`` (retries and the circuit breaker of ``location``) when one is given.
 
     Attributes that are not public methods (local mode's internals) pass through as they are.
     """
 
-    def __init__(self, client: Any, location: str) -> None:
+    def __init__(self, client: Any, location: str, policy: Resilience | None = None) -> None:
         self._raw = client
         self._location = location
+        self._policy = policy
+        self._breaker = None if policy is None else breaker_for("Qdrant", location, policy)
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._raw, name)
@@ -82,7 +117,10 @@ class GuardedClient:
         @functools.wraps(value)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                return value(*args, **kwargs)
+                if self._policy is None or self._breaker is None:
+                    return value(*args, **kwargs)
+                return self._policy.call(lambda: value(*args, **kwargs),
+                                         lambda exc: failure(exc, name), self._breaker)
             except Exception as exc:
                 error = translate(exc, self._location, name)
                 if error is exc:

@@ -28,6 +28,12 @@ class QdrantStore(QdrantKeywords):
         embedder: optional identity to record (new store) or check (existing store).
         read_only: open an existing store without writing to it.
         client: an existing ``qdrant_client.QdrantClient``.
+        timeout: seconds a request to a server may take (qdrant-client's default: 5).
+        resilience: retries and the circuit breaker for a server
+            (:class:`trails.resilience.Resilience` or a mapping of its fields): reads are
+            retried after a failure, writes only when the connection was refused, and after
+            ``failure_threshold`` failed calls in a row calls fail at once with
+            EndpointUnavailableError until a probe succeeds (docs/resilience.md).
 
     Raises:
         DimensionMismatchError: ``dim`` differs from the store's dimension.

@@ -1,0 +1,313 @@
+"""One policy for every remote backend: retries with backoff and full jitter, and a circuit
+breaker per endpoint (docs/resilience.md, ADR 0020).
+
+A remote call runs through :meth:`Resilience.call`:
+
+- **Retries.** A failure worth another try (connection refused or reset, a timeout, HTTP 5xx,
+  429) is retried up to ``attempts`` times in all, waiting ``backoff(n)`` between tries: a
+  uniformly random delay in ``[0, min(max_backoff, initial_backoff * 2**n)]`` ("full jitter",
+  so clients that failed together do not come back together), or what the server asked for
+  (``Retry-After``, at most ``max_retry_after``). No new try starts once ``deadline`` seconds
+  have passed, so with each try bounded by the backend's ``timeout`` a call ends within
+  ``deadline + timeout`` seconds, never hangs. What is worth retrying is the backend's to say
+  (a ``classify`` function): an update the server may have received is not retried.
+- **Circuit breaker.** Each endpoint (backend and ``scheme://host:port``) has one
+  :class:`CircuitBreaker`, shared by every client of it in the process: after
+  ``failure_threshold`` consecutive failed calls (a call fails once its retries are spent) it
+  *opens*, and every call fails at once with :class:`~trails.errors.EndpointUnavailableError`
+  naming the backend, the URL and when it will be probed; after ``cool_down`` seconds one call
+  goes through as a probe (*half-open*): its success closes the circuit, its failure opens it
+  for another ``cool_down``.
+
+Nothing here imports a client library: backends translate their own failures.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar
+
+from trails import _state
+from trails.errors import EndpointUnavailableError, InvalidArgumentError
+
+__all__ = ["CircuitBreaker", "Failure", "Resilience", "backoff", "breaker_for", "retry_after"]
+
+T = TypeVar("T")
+State = Literal["closed", "open", "half-open"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How a backend judges one failed try: whether it is worth another one, and how long the
+    server asked to wait (``Retry-After``), if it did."""
+
+    retryable: bool = True
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Resilience:
+    """Retry and circuit-breaker settings for one backend (the defaults suit a server on the
+    same network; pass another to a backend's ``resilience=`` to change them).
+
+    Args:
+        attempts: tries in all for one call (1: no retry).
+        initial_backoff, max_backoff: the backoff of retry ``n`` is drawn from
+            ``[0, min(max_backoff, initial_backoff * 2**n)]`` seconds.
+        deadline: no try starts after this many seconds since the call began.
+        max_retry_after: a server asking to wait longer than this is not waited for.
+        failure_threshold: consecutive failed calls that open the circuit.
+        cool_down: seconds the circuit stays open before one probe call goes through.
+
+    Raises:
+        InvalidArgumentError: a setting out of range.
+    """
+
+    attempts: int = 3
+    initial_backoff: float = 0.2
+    max_backoff: float = 5.0
+    deadline: float = 30.0
+    max_retry_after: float = 60.0
+    failure_threshold: int = 5
+    cool_down: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise InvalidArgumentError(f"attempts must be an integer of at least 1, got "
+                                       f"{self.attempts!r}")
+        if not isinstance(self.failure_threshold, int) or self.failure_threshold < 1:
+            raise InvalidArgumentError(f"failure_threshold must be an integer of at least 1, "
+                                       f"got {self.failure_threshold!r}")
+        for name in ("initial_backoff", "max_backoff", "deadline", "max_retry_after",
+                     "cool_down"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
+                raise InvalidArgumentError(f"{name} must be a finite number of seconds >= 0, "
+                                           f"got {value!r}")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | Resilience | None) -> Resilience:
+        """The defaults with ``settings`` (a mapping of the field names, as ``trails.json``
+        holds them under ``"resilience"``) applied; a ``Resilience`` is returned as it is.
+
+        Raises:
+            InvalidArgumentError: an unknown name or a value out of range.
+        """
+        if isinstance(settings, Resilience):
+            return settings
+        unknown = sorted(set(settings or {}) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown resilience settings {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        return replace(cls(), **dict(settings or {}))
+
+    def settings(self) -> dict[str, Any]:
+        """The fields that differ from the defaults (what ``trails.json`` records)."""
+        default = Resilience()
+        return {name: getattr(self, name) for name in self.__dataclass_fields__
+                if getattr(self, name) != getattr(default, name)}
+
+    def call(
+        self,
+        operation: Callable[[], T],
+        classify: Callable[[BaseException], Failure | None],
+        breaker: CircuitBreaker,
+        *,
+        refused: Callable[[T], Failure | None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> T:
+        """Run ``operation`` under this policy and ``breaker``.
+
+        ``classify`` judges an exception the operation raised: ``None`` when the endpoint
+        answered (a bad request: re-raised at once, the endpoint counts as healthy), else a
+        :class:`Failure`. ``refused`` judges a returned value the same way (an HTTP 503
+        response, say); when retries run out, that last value is returned for the caller to
+        report. Otherwise, the last exception is re-raised.
+
+        Raises:
+            EndpointUnavailableError: the circuit is open (nothing was sent).
+            Exception: what ``operation`` raised last, once retries are spent.
+        """
+        started = clock()
+        probing = breaker.admit()
+        attempt = 0
+        try:
+            while True:
+                outcome: Failure | None
+                try:
+                    value = operation()
+                except Exception as exc:  # an interrupt is no verdict on the endpoint
+                    try:
+                        outcome = classify(exc)
+                    except Exception:
+                        breaker.succeeded(probing)  # the endpoint answered; the caller's error
+                        raise
+                    if outcome is None:
+                        breaker.succeeded(probing)
+                        raise
+                    last: tuple[Exception | None, Any] = (exc, None)
+                else:
+                    outcome = refused(value) if refused is not None else None
+                    if outcome is None:
+                        breaker.succeeded(probing)
+                        return value
+                    last = (None, value)
+                attempt += 1
+                wait = self._wait(outcome, attempt)
+                if wait is None or probing or clock() - started + wait > self.deadline:
+                    breaker.failed(probing)
+                    if last[0] is not None:
+                        raise last[0]
+                    return last[1]  # type: ignore[no-any-return]
+                sleep(wait)
+                # Other threads' failures may have opened the circuit meanwhile (this call
+                # then fails at once), or its cool-down may be over (this try is its probe).
+                probing = breaker.admit()
+        except Exception:
+            raise
+        except BaseException:
+            if probing:  # an interrupted probe must not leave the circuit waiting for it
+                breaker.release()
+            raise
+
+    def _wait(self, outcome: Failure, attempt: int) -> float | None:
+        """Seconds before the next try, or None when there is none."""
+        if not outcome.retryable or attempt >= self.attempts:
+            return None
+        asked = outcome.retry_after
+        if asked is not None and asked > 0:
+            return asked if asked <= self.max_retry_after else None
+        return backoff(attempt - 1, self.initial_backoff, self.max_backoff)
+
+
+def backoff(attempt: int, initial: float, cap: float,
+            draw: Callable[[], float] = random.random) -> float:
+    """Full-jitter exponential backoff: uniform in ``[0, min(cap, initial * 2**attempt)]``.
+
+    >>> backoff(3, 0.5, 2.0, draw=lambda: 1.0)
+    2.0
+    """
+    return min(cap, initial * 2.0 ** min(attempt, 60)) * draw()
+
+
+def retry_after(headers: Any, clock: Callable[[], float] = time.time) -> float | None:
+    """Seconds a server asked to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or
+    an HTTP date); None when it did not say (or said nothing readable).
+
+    >>> retry_after({"retry-after": "2"})
+    2.0
+    """
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            try:
+                return parsedate_to_datetime(value).timestamp() - clock()
+            except (TypeError, ValueError):
+                continue
+        return None if math.isnan(seconds) else seconds  # inf: longer than any limit
+    return None
+
+
+class CircuitBreaker:
+    """The state of one endpoint: closed, open (calls fail at once) or half-open (one probe).
+
+    Thread-safe. ``clock`` (``time.monotonic``) is replaceable in tests.
+    """
+
+    def __init__(self, backend: str, url: str, *, failure_threshold: int = 5,
+                 cool_down: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.backend = backend
+        self.url = url
+        self.failure_threshold = failure_threshold
+        self.cool_down = cool_down
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> State:
+        """``closed``, ``open`` or ``half-open`` (the cool-down is over, or a probe runs)."""
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            if self._probing or self._clock() - self._opened_at >= self.cool_down:
+                return "half-open"
+            return "open"
+
+    @property
+    def failures(self) -> int:
+        """Consecutive failed calls so far."""
+        return self._failures
+
+    def admit(self) -> bool:
+        """Let a call through: False for an ordinary call, True for the one probe of a
+        half-open circuit.
+
+        Raises:
+            EndpointUnavailableError: the circuit is open, or a probe is already running.
+        """
+        with self._lock:
+            if self._opened_at is None:
+                return False
+            now = self._clock()
+            due = self._opened_at + self.cool_down
+            if now >= due and not self._probing:
+                self._probing = True
+                return True
+            when = ("a probe is running now" if self._probing
+                    else f"it will be probed in {due - now:.1f} s")
+            raise EndpointUnavailableError(
+                f"{self.backend} at {self.url} is unavailable: its circuit is open after "
+                f"{self._failures} consecutive failed calls, so nothing was sent; {when}. "
+                "Check that the server is running and reachable; calls resume once a probe "
+                "succeeds")
+
+    def succeeded(self, probe: bool = False) -> None:
+        """A call got an answer: the circuit closes."""
+        with self._lock:
+            if probe or not self._probing:
+                self._failures, self._opened_at, self._probing = 0, None, False
+
+    def release(self) -> None:
+        """The probe ended without a verdict (interrupted): the next call may probe."""
+        with self._lock:
+            self._probing = False
+
+    def failed(self, probe: bool = False) -> None:
+        """A call failed: count it, and open the circuit at the threshold (a failed probe
+        opens it again for a whole cool-down)."""
+        with self._lock:
+            self._failures += 1
+            if probe:
+                self._probing = False
+                self._opened_at = self._clock()
+            elif self._opened_at is None and self._failures >= self.failure_threshold:
+                self._opened_at = self._clock()
+
+    def __repr__(self) -> str:
+        return f"<CircuitBreaker {self.backend} {self.url} {self.state}>"
+
+
+def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
+    """The process's breaker for ``backend`` at ``url``'s ``scheme://host:port`` (one per
+    endpoint and settings, shared by every client of it)."""
+    parts = urllib.parse.urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+    key = ("circuit-breaker", backend, origin, policy.failure_threshold, policy.cool_down)
+    return _state.cached(key, lambda: CircuitBreaker(
+        backend, origin, failure_threshold=policy.failure_threshold,
+        cool_down=policy.cool_down))
