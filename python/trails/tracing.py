@@ -28,8 +28,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from trails._lazy import require
 from trails.errors import MissingExtraError
+from trails.registry import GRAPHS, VECTOR_STORES
 
-__all__ = ["LOG_TEXT", "Attributes", "LazyAttributes", "Span", "enabled", "span", "start", "text_allowed", "traced"]
+__all__ = ["LOG_TEXT", "Attributes", "LazyAttributes", "Span", "db_system", "enabled", "span", "start", "text_allowed", "traced"]
 
 log = logging.getLogger("trails.tracing")
 
@@ -229,3 +230,19 @@ def _clean(attributes: LazyAttributes) -> dict[str, Any] | None:
         return None
     return {key: value for key, value in attributes.items() if value is not None}
 
+
+
+# db.system.name: the convention's well-known value where there is one (sqlite), else the
+# backend's registered name.
+_SYSTEMS = {"sqlite-vec": "sqlite"}
+
+
+def db_system(part: object) -> str:
+    """``db.system.name`` for a graph or a vector store (or a wrapper around a store)."""
+    inner = getattr(part, "_store", None)  # the store of a wrapper hiding expired chunks
+    for candidate in (part, inner):
+        for table in (VECTOR_STORES, GRAPHS):
+            name = table.name_of(type(candidate)) if candidate is not None else None
+            if name is not None:
+                return _SYSTEMS.get(name, name)
+    return type(part).__name__.lower()

@@ -15,28 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trails.records import RetrievalResult
-from trails.registry import GRAPHS, VECTOR_STORES, Backends
 from trails.scopes import normalize_scopes
-from trails.tracing import Attributes, text_allowed
+from trails.tracing import Attributes, db_system, text_allowed
 
 __all__ = ["embedding", "filter_arguments", "filter_result", "fusion", "keyword_arguments",
-           "named", "ranking", "retrieve_arguments", "retrieve_result", "returned", "step",
-           "system"]
-
-# db.system.name: the convention's well-known value where there is one (sqlite), else the
-# backend's own name.
-_SYSTEMS = {"sqlite-vec": "sqlite", "oxigraph": "oxigraph", "sparql": "sparql",
-            "qdrant": "qdrant"}
-
-
-def system(part: object, table: Backends = VECTOR_STORES) -> str:
-    """``db.system.name`` for a graph or a store."""
-    name = table.name_of(type(part))
-    if name is None:  # a wrapper (expired chunks hidden) or a backend of one's own
-        inner = getattr(part, "_store", None)
-        name = table.name_of(type(inner)) if inner is not None else None
-    return _SYSTEMS.get(name or "", name or type(part).__name__.lower())
-
+           "named", "ranking", "retrieve_arguments", "retrieve_result", "returned", "step"]
 
 def retrieve_arguments(call: Mapping[str, Any]) -> Attributes:
     """The root span's request attributes, from ``retrieve()``'s arguments."""
@@ -81,7 +64,7 @@ def filter_arguments(call: Mapping[str, Any]) -> Attributes:
     """The filter span's request attributes (``filter_candidates``' arguments)."""
     scopes = call.get("scopes")
     attributes: dict[str, Any] = {
-        "db.system.name": system(call["graph"], GRAPHS),
+        "db.system.name": db_system(call["graph"]),
         "db.operation.name": "SELECT",
         "trails.filter.scopes": None if scopes is None else len(scopes),
         "trails.filter.documents": bool(call.get("documents")),
@@ -105,7 +88,7 @@ def embedding(model: Any) -> Attributes:
 def ranking(store: object, operation: str, depth: int, candidates: Sequence[str] | None,
             ) -> Attributes:
     """A ranking span's attributes: which store, which search, how deep, over how many."""
-    return {"db.system.name": system(store), "db.operation.name": operation,
+    return {"db.system.name": db_system(store), "db.operation.name": operation,
             "trails.rank.depth": depth,
             "trails.rank.candidates": None if candidates is None else len(candidates)}
 
