@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,10 @@ def session_run(args: list[str], calls) -> Any:
         env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
 
     async def main() -> Any:
-        async with mcp.stdio_client(params) as (read, write):
-            async with mcp.ClientSession(read, write) as session:
-                await session.initialize()
-                return await calls(session)
+        async with mcp.stdio_client(params) as (read, write), \
+                mcp.ClientSession(read, write) as session:
+            await session.initialize()
+            return await calls(session)
 
     return asyncio.run(asyncio.wait_for(main(), timeout=120))
 
@@ -215,8 +216,6 @@ def test_searches_are_in_the_audit_trail_under_the_keys_label(kb, keys):
     (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance"),
 ])
 def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message):
-    import subprocess
-
     run = subprocess.run(
         [sys.executable, "-m", "trails.cli", "mcp", "--db", str(kb),
          *[str(keys) if a == "KEYS" else a for a in args]],
