@@ -47,6 +47,8 @@ def keys(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
     path.write_text(f'[[key]]\nlabel = "analyst"\nsha256 = "{digest(SECRET)}"\n'
                     'scopes = ["public"]\nrights = ["read"]\n\n'
+                    '[[key]]\nlabel = "public-and-hr"\nsecret = "third-secret-12345"\n'
+                    'scopes = ["public", "hr"]\n\n'
                     '[[key]]\nlabel = "writer"\nsecret = "another-secret-1234"\n'
                     'scopes = ["*"]\nrights = ["write"]\n')
     return path
@@ -141,6 +143,22 @@ def test_a_key_reads_only_its_scopes(kb, keys):
     assert rows["rows"] == []
     assert SECRET_WORD not in json.dumps([leak, rows, mine])
     assert [PUBLIC_WORD in hit["snippet"] for hit in mine["hits"]] == [True]
+
+
+def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_scopes(kb, keys):
+    async def calls(session):
+        found = await session.call_tool("retrieve", {"query": PUBLIC_WORD})
+        rows = await session.call_tool("sparql", {
+            "query": "SELECT ?title WHERE { ?doc schema:name ?title }"})
+        typo = await session.call_tool("retrieve", {"query": "x", "scopes": ["publik"]})
+        return payload(found), payload(rows), error_text(typo)
+
+    found, rows, typo = session_run(
+        ["--db", str(kb), "--keys", str(keys), "--key-label", "public-and-hr"], calls)
+    assert [PUBLIC_WORD in hit["snippet"] for hit in found["hits"]] == [True]
+    assert [row["title"] for row in rows["rows"]] == ["public title"]
+    assert "'publik'" in typo and "'public'" in typo  # the suggestion, among its own scopes
+    assert "finance" not in typo  # another tenant's scope is never named
 
 
 def test_scopes_option_confines_a_server_without_keys(kb):

@@ -29,13 +29,14 @@ from trails.errors import (
     InvalidArgumentError,
     SparqlError,
     TrailsError,
+    UnknownScopeError,
     UnsafeFilterError,
 )
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import known_scopes, retrieve
-from trails.scopes import check_known_scopes, normalize_scopes
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.service.keys import ApiKey, KeyRing
 
 __all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
@@ -125,9 +126,7 @@ def search(ctx: Context, key: ApiKey, query: str, *, mode: str = "hybrid", k: in
         PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
-    confined = key.confine(None if scopes is None else normalize_scopes(list(scopes)))
-    if scopes is not None and confined is not None:
-        check_known_scopes(confined, known_scopes(ctx, confined))
+    confined = _confined(ctx, key, scopes)
     result = retrieve(query, ctx, mode=mode, k=k, sparql_filter=filter,  # type: ignore[arg-type]
                       bindings=_bindings(bindings), scope=confined, min_score=min_score,
                       caller=key.label)
@@ -149,9 +148,7 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
         UnsafeFilterError: an update, SERVICE, or a query past the size limits.
         SparqlError: the query does not parse or fails.
     """
-    confined = key.confine(None if scopes is None else normalize_scopes(list(scopes)))
-    if scopes is not None and confined is not None:
-        check_known_scopes(confined, known_scopes(ctx, confined))
+    confined = _confined(ctx, key, scopes)
     check_limits(query)
     refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
     try:
@@ -211,6 +208,31 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
 def run_stdio(ctx: Context, key: ApiKey) -> None:
     """Serve ``ctx`` over stdin/stdout until the client closes the stream."""
     build_server(ctx, key).run("stdio")
+
+
+def _confined(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
+    """The scopes a call runs with: those asked for, each granted by the key and holding
+    something; none asked for, every granted scope that holds something (None: the key grants
+    every scope and the call named none). An unknown name is refused listing only the scopes
+    the key grants, so an error never names another tenant's scope.
+
+    Raises:
+        PermissionDeniedError: a scope the key does not grant.
+        UnknownScopeError: a granted scope that holds nothing, or no granted scope holds any.
+    """
+    confined = key.confine(None if requested is None else normalize_scopes(list(requested)))
+    if confined is None:
+        return None
+    visible = [s for s in known_scopes(ctx, confined) if key.scopes is None or s in key.scopes]
+    if requested is not None:
+        check_known_scopes(confined, visible)
+        return confined
+    present = [scope for scope in confined if scope in visible or scope == DEFAULT_SCOPE]
+    if not present:
+        raise UnknownScopeError(
+            f"none of the scopes the key {key.label!r} grants ({', '.join(confined)}) holds "
+            "anything yet; ingest into one of them first")
+    return present
 
 
 def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:
