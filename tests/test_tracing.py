@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from trails import retrieve
-from trails.errors import SparqlError
+from trails.errors import InvalidArgumentError, SparqlError
 from trails.ingest import Document, ingest
 from trails.ingest.events import DocumentIngested
 from trails.kg import IRI
 from trails.testing import fresh_context
+from trails.tracing import traced
 
 trace = pytest.importorskip("opentelemetry.trace")
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
@@ -260,6 +261,30 @@ def test_an_ingest_stopped_early_by_its_consumer_is_no_error(spans):
     [root] = by_name(spans.get_finished_spans())["trails.ingest"]
     assert root.status.status_code != trace.StatusCode.ERROR
     assert root.end_time is not None
+
+
+def test_describing_a_call_never_fails_it(spans):
+    def broken(_):
+        raise RuntimeError("a bug in an attribute function")
+
+    @traced("trails.test", arguments=broken, result=broken)
+    def double(x: int) -> int:
+        return 2 * x
+
+    assert double(21) == 42
+    [span] = by_name(spans.get_finished_spans())["trails.test"]
+    assert span.status.status_code != trace.StatusCode.ERROR
+    with pytest.raises(TypeError, match="unexpected keyword"):  # the function's own refusal
+        double(1, nope=2)
+
+
+def test_a_retrieve_refusing_its_arguments_says_so_itself(spans):
+    ctx = fresh_context()
+    with pytest.raises(InvalidArgumentError, match="k must"):
+        retrieve("q", ctx, k="ten")
+    [root] = by_name(spans.get_finished_spans())["trails.retrieve"]
+    assert root.attributes["error.type"] == "InvalidArgumentTypeError"
+    assert "gen_ai.request.top_k" not in root.attributes
 
 
 @settings(max_examples=20, deadline=None,

@@ -30,7 +30,8 @@ from trails._lazy import require
 from trails.errors import MissingExtraError
 from trails.registry import GRAPHS, VECTOR_STORES
 
-__all__ = ["LOG_TEXT", "Attributes", "LazyAttributes", "Span", "db_system", "enabled", "span", "start", "text_allowed", "traced"]
+__all__ = ["LOG_TEXT", "Attributes", "LazyAttributes", "Span", "db_system", "enabled", "span",
+           "start", "text_allowed", "traced"]
 
 log = logging.getLogger("trails.tracing")
 
@@ -41,7 +42,7 @@ _SCOPE = "trails"  # the instrumentation scope's name, as exporters show it
 P = ParamSpec("P")
 R = TypeVar("R")
 Attributes = Mapping[str, Any]
-# Attributes, or a function computing them, called only when the span is recorded.
+# Attributes, or a function computing them, called only when opentelemetry is installed.
 LazyAttributes = Attributes | Callable[[], Attributes] | None
 
 _UNDECIDED: Any = object()
@@ -101,14 +102,9 @@ class Span:
             if value is not None:
                 self._span.set_attribute(key, value)
 
-    def set_text(self, key: str, text: str | None) -> None:
-        """Add a text attribute (a query, a filter) only when ``TRAILS_LOG_TEXT`` is set."""
-        if self._span is not None and text is not None and text_allowed():
-            self._span.set_attribute(key, text)
-
     def fail(self, error: BaseException) -> None:
         """Mark the span failed: status ERROR, ``error.type`` and an ``exception`` event."""
-        if self._span is None or _trace is None or _trace is _UNDECIDED:
+        if self._span is None:  # a real span exists only once _trace is the module
             return
         kind = type(error).__qualname__
         event = {"exception.type": f"{type(error).__module__}.{kind}"}
@@ -210,12 +206,10 @@ def traced(name: str, *, arguments: Callable[[Mapping[str, Any]], Attributes] | 
                 if arguments is not None and current.recording:
                     if not signature:
                         signature.append(inspect.signature(function))
-                    bound = signature[0].bind(*args, **kwargs)
-                    bound.apply_defaults()
-                    current.set(arguments(bound.arguments))
+                    current.set(_safely(lambda: arguments(_bound(signature[0], args, kwargs))))
                 value = function(*args, **kwargs)
                 if result is not None and current.recording:
-                    current.set(result(value))
+                    current.set(_safely(lambda: result(value)))
                 return value
 
         return wrapper
@@ -223,13 +217,28 @@ def traced(name: str, *, arguments: Callable[[Mapping[str, Any]], Attributes] | 
     return decorate
 
 
+def _bound(signature: inspect.Signature, args: Any, kwargs: Any) -> Mapping[str, Any]:
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def _safely(compute: Callable[[], Attributes]) -> Attributes | None:
+    """What ``compute`` returns, or None (logged) if it raises: describing a call must never
+    fail it (a call the function itself refuses, with its own error, included)."""
+    try:
+        return compute()
+    except Exception:
+        log.debug("span attributes could not be computed", exc_info=True)
+        return None
+
+
 def _clean(attributes: LazyAttributes) -> dict[str, Any] | None:
     if callable(attributes):
-        attributes = attributes()
+        attributes = _safely(attributes)
     if not attributes:
         return None
     return {key: value for key, value in attributes.items() if value is not None}
-
 
 
 # db.system.name: the convention's well-known value where there is one (sqlite), else the
