@@ -8,6 +8,7 @@ tracer provider and shuts down when it is done.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import subprocess
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from trails import retrieve
+from trails import aretrieve, retrieve
 from trails.errors import InvalidArgumentError, SparqlError
 from trails.ingest import Document, ingest
 from trails.ingest.events import DocumentIngested
@@ -147,6 +148,21 @@ def test_a_search_nests_under_the_callers_span(spans):
     tracer = trace.get_tracer("the-application")
     with tracer.start_as_current_span("handle request") as outer:
         retrieve("elephants", ctx, mode="vector")
+    [root] = by_name(spans.get_finished_spans())["trails.retrieve"]
+    assert root.parent.span_id == outer.get_span_context().span_id
+
+
+def test_an_awaited_search_nests_under_the_callers_span(spans):
+    ctx = fresh_context()
+    ingested(ctx, [Document("a", "mem", "Elephants.")])
+    tracer = trace.get_tracer("the-application")
+
+    async def handler():
+        with tracer.start_as_current_span("handle request") as outer:
+            await aretrieve("elephants", ctx, mode="vector")
+        return outer
+
+    outer = asyncio.run(handler())
     [root] = by_name(spans.get_finished_spans())["trails.retrieve"]
     assert root.parent.span_id == outer.get_span_context().span_id
 
@@ -318,7 +334,7 @@ def run_python(code: str) -> list[str]:
 def test_without_opentelemetry_retrieval_and_ingest_work_and_nothing_is_imported():
     lines = run_python(HIDDEN + textwrap.dedent("""
         import trails.tracing
-        from trails import retrieve
+        from trails import aretrieve, retrieve
         from trails.ingest import Document, ingest_all
         from trails.testing import fresh_context
         ctx = fresh_context()
@@ -337,7 +353,7 @@ def test_import_trails_does_not_import_opentelemetry():
     lines = run_python("""
         import sys
         import trails
-        from trails import retrieve
+        from trails import aretrieve, retrieve
         import trails.tracing
         print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
     """)
