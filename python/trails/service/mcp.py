@@ -35,6 +35,7 @@ from trails.errors import (
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.retrieval.arguments import MAX_K
+from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.service.keys import ApiKey, KeyRing
@@ -52,7 +53,7 @@ MAX_ROWS = 1000
 T = TypeVar("T")
 
 Query = Annotated[str, Field(description="The question, in natural language.")]
-Mode = Annotated[str, Field(description=(
+Mode = Annotated[RetrieveMode, Field(description=(
     "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
     "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))]
 TopK = Annotated[int, Field(ge=1, le=MAX_K, description="At most this many hits.")]
@@ -116,7 +117,7 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
                   frozenset({"read"}))
 
 
-def search(ctx: Context, key: ApiKey, query: str, *, mode: str = "hybrid", k: int = 10,
+def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybrid", k: int = 10,
            filter: str | None = None, bindings: Mapping[str, Any] | None = None,
            scopes: Sequence[str] | None = None, min_score: float | None = None,
            ) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def search(ctx: Context, key: ApiKey, query: str, *, mode: str = "hybrid", k: in
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
     confined = _confined(ctx, key, scopes)
-    result = retrieve(query, ctx, mode=mode, k=k, sparql_filter=filter,  # type: ignore[arg-type]
+    result = retrieve(query, ctx, mode=mode, k=k, sparql_filter=filter,
                       bindings=_bindings(bindings), scope=confined, min_score=min_score,
                       caller=key.label)
     answer = result.to_dict()
