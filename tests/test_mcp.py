@@ -108,15 +108,20 @@ def test_retrieve_and_sparql_answer_from_the_context(kb):
                      "?title } ORDER BY ?title"})
         asked = await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }",
                                                    "scopes": ["finance"]})
-        return payload(found), payload(rows), payload(asked)
+        doc = payload(rows)["rows"][0]["doc"]  # bound as an IRI, not as a string
+        named = await session.call_tool("sparql", {
+            "query": "SELECT ?title WHERE { ?d schema:name ?title }",
+            "bindings": {"d": f"<{doc}>"}})
+        return payload(found), payload(rows), payload(asked), payload(named)
 
-    found, rows, asked = session_run(["--db", str(kb)], calls)
+    found, rows, asked, named = session_run(["--db", str(kb)], calls)
     [hit] = found["hits"]
     assert PUBLIC_WORD in hit["snippet"] and hit["title"] == "public title"
     assert hit["iri"].startswith("trails://") and isinstance(hit["score"], float)
     assert found["mode"] == "hybrid" and found["candidates"] == 1 and found["plan"]
     assert [row["title"] for row in rows["rows"]] == ["finance title", "public title"]
     assert asked == {"boolean": True}
+    assert named["rows"] == [{"title": "finance title"}]
 
 
 def test_a_key_reads_only_its_scopes(kb, keys):

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import datetime as _datetime
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
 from trails._lazy import require
-from trails.cli._common import parse_binding
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
@@ -32,8 +32,10 @@ from trails.errors import (
     UnknownScopeError,
     UnsafeFilterError,
 )
+from trails.kg.bindings import check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
+from trails.kg.terms import IRI
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.retrieval.retrieve import known_scopes, retrieve
@@ -257,7 +259,7 @@ def _bindings(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
     bound: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, str):
-            bound.update([parse_binding(f"{name}={value}")])
+            bound[name] = _typed(name, value)
         elif value is None or isinstance(value, (bool, int, float)):
             if value is None:
                 raise InvalidArgumentError(f"binding {name!r} is null; give it a value or "
@@ -266,7 +268,34 @@ def _bindings(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
         else:
             raise InvalidArgumentError(f"binding {name!r} must be a string, number or boolean, "
                                        f"not {type(value).__name__}")
+    try:
+        check_bindings(bound)  # a name or a value no query could take: said here
+    except ValueError as exc:
+        raise InvalidArgumentError(f"bindings: {exc}") from None
     return bound
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}.*")
+
+
+def _typed(name: str, value: str) -> Any:
+    """A string binding as ``trails query --bind`` reads one: ``<...>`` an IRI, an ISO date
+    or datetime as such, anything else the string itself.
+
+    Raises:
+        InvalidArgumentError: it looks like a date or an IRI but is not a valid one.
+    """
+    try:
+        if value.startswith("<") and value.endswith(">"):
+            return IRI(value[1:-1])
+        if _DATE.fullmatch(value):
+            return _datetime.date.fromisoformat(value)
+        if _DATETIME.fullmatch(value):
+            return _datetime.datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"binding {name!r} = {value!r}: {exc}") from None
+    return value
 
 
 def _term(value: Any) -> Any:
