@@ -44,6 +44,12 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "hypothesis": ("hypothesis", "testing"),
     "langchain_core": ("langchain-core", "langchain"),
     "llama_index.core": ("llama-index-core", "llamaindex"),
+    # Spans (trails.tracing): tracing is optional and silent, so a missing one turns it off.
+    "opentelemetry.trace": ("opentelemetry-api", "tracing"),
+    "opentelemetry.context": ("opentelemetry-api", "tracing"),
+    # The MCP server (trails.service.mcp, `trails mcp`): the official Python SDK.
+    "mcp": ("mcp", "mcp"),
+    "mcp.server.mcpserver": ("mcp", "mcp"),
 }
 
 

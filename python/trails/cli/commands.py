@@ -23,7 +23,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from trails.cli import audit, graph, ingest, maintenance, query, setup
+from trails.cli import audit, graph, ingest, maintenance, mcp, query, setup
 from trails.cli import eval as evaluation
 from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
@@ -136,6 +136,7 @@ app.command("export")(graph.export)
 app.command("eval")(evaluation.eval_)
 app.add_typer(audit.app, name="audit")
 app.command("replay")(audit.replay)
+app.command("mcp")(mcp.mcp)
 
 
 def main() -> None:

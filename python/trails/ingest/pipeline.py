@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import threading
+import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import is_dataclass
 from typing import Any, TypeVar
 
@@ -52,6 +51,8 @@ from trails.ingest.minting import (
     version_of,
 )
 from trails.ingest.prune import prune_missing, prune_roots
+from trails.ingest.sanitize import sanitized
+from trails.ingest.spans import IngestTrace
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts, IngestObserved
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
@@ -132,12 +133,14 @@ def ingest(
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         stats.seconds = time.perf_counter() - started
         _announce(ctx, stats)
+        run.trace.end(stats, sys.exc_info()[1])
 
 
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
             roots: list[Any], prune: bool, loader_options: dict[str, Any],
             ) -> Iterator[IngestEvent]:
-    for items in _groups(load(source, **loader_options), LOOKAHEAD):
+    groups = _groups(load(source, **loader_options), LOOKAHEAD)
+    while (items := run.trace.load(groups)) is not None:
         run.prefetch(items, base)
         for item in items:
             yield from run.take(item, sanitizer, base)
@@ -200,6 +203,7 @@ class _Run:
         self.ready_chunks = 0
         self.batches_since_commit = 0
         self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
+        self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
 
     def prefetch(self, items: list[Document | LoadFailure], base: str) -> None:
         """Look up the version records of the documents about to be taken, all at once."""
@@ -220,7 +224,7 @@ class _Run:
                    else DocumentFailed(source, item.reason))
             return
         try:
-            document = _sanitize(sanitizer, item)
+            document = sanitized(sanitizer, item)
         except Exception as exc:  # noqa: BLE001 - a sanitizer's failure is that document's failure
             yield DocumentFailed(printable(item.source),
                                  f"sanitizer failed: {type(exc).__name__}: {exc}")
@@ -253,7 +257,9 @@ class _Run:
             yield DocumentSkipped(iri, document.source)
             return
         try:
-            chunks = list(self.chunker.chunk(document))
+            with self.trace.chunk() as chunking:
+                chunks = list(self.chunker.chunk(document))
+                chunking.set({"trails.ingest.chunks": len(chunks)})
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
             return
@@ -303,9 +309,10 @@ class _Run:
                retry_per_document: bool) -> Iterator[IngestEvent]:
         started = time.perf_counter()
         try:
-            vectors, problems = vector_problems(
-                self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch]),
-                len(batch), self.ctx.embedder.dim)
+            with self.trace.embed(len(batch), sum(t for _, _, t in batch)):
+                vectors, problems = vector_problems(
+                    self.ctx.embedder.embed_array([d.chunks[i].text for d, i, _ in batch]),
+                    len(batch), self.ctx.embedder.dim)
         except Exception as exc:  # noqa: BLE001 - an embedding failure fails the batch's documents
             documents = {id(d): d for d, _, _ in batch}
             if not retry_per_document or len(documents) == 1:
@@ -352,7 +359,8 @@ class _Run:
                                   or self.batches_since_commit >= COMMIT_BATCHES):
             return
         done, self.ready, self.ready_chunks, self.batches_since_commit = self.ready, [], 0, 0
-        self.writer.commit(done)
+        with self.trace.commit(len(done), sum(len(d.chunks) for d in done)):
+            self.writer.commit(done)
         for pending in done:
             yield self._ingested(pending)
 
@@ -368,44 +376,6 @@ def _iri_if_any(base: str, doc_id: object, scope: str) -> str | None:
         return doc_iri(base, doc_id, scope)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - a bad id has no IRI; the failure names the id instead
         return None
-
-
-def _sanitize(sanitizer: Sanitizer | None, document: Document) -> Document:
-    if sanitizer is None:
-        return document
-    result: object = sanitizer(document)
-    if inspect.isawaitable(result):
-        result = _run_coroutine(result)
-    if not isinstance(result, Document):
-        raise TypeError(f"a sanitizer must return a Document, got {type(result).__name__}")
-    return result
-
-
-def _run_coroutine(awaitable: Awaitable[T]) -> T:
-    """Await from sync code, also when this thread already runs an event loop (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_wrap(awaitable))
-    done: list[T] = []
-    failed: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            done.append(asyncio.run(_wrap(awaitable)))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
-    return done[0]
-
-
-async def _wrap(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 def _token_estimator(embedder: Embedder) -> Callable[[str], int]:

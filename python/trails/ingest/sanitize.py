@@ -10,14 +10,19 @@ document's hash is the hash of the sanitised text::
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from trails.ingest.document import Document, Sanitizer
 
-__all__ = ["DEFAULT_PATTERNS", "RegexRedactor", "apply_sanitizer"]
+__all__ = ["DEFAULT_PATTERNS", "RegexRedactor", "apply_sanitizer", "sanitized"]
+
+T = TypeVar("T")
 
 # Tried in this order at each position: an IBAN's digits must not be taken for a phone number.
 DEFAULT_PATTERNS: dict[str, str] = {
@@ -109,3 +114,47 @@ async def apply_sanitizer(sanitizer: Sanitizer, document: Document) -> Document:
         raise TypeError(f"sanitizer {sanitizer!r} returned {type(result).__name__}; a "
                         "sanitizer must return the (rewritten) Document")
     return result
+
+
+def sanitized(sanitizer: Sanitizer | None, document: Document) -> Document:
+    """The document as ``sanitizer`` rewrites it, awaited from sync code if it is async (the
+    ingest pipeline's way of running it).
+
+    Raises:
+        TypeError: the sanitizer returned something other than a :class:`Document`.
+    """
+    if sanitizer is None:
+        return document
+    result: object = sanitizer(document)
+    if inspect.isawaitable(result):
+        result = _run_coroutine(result)
+    if not isinstance(result, Document):
+        raise TypeError(f"a sanitizer must return a Document, got {type(result).__name__}")
+    return result
+
+
+def _run_coroutine(awaitable: Awaitable[T]) -> T:
+    """Await from sync code, also when this thread already runs an event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_wrap(awaitable))
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            done.append(asyncio.run(_wrap(awaitable)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+async def _wrap(awaitable: Awaitable[T]) -> T:
+    return await awaitable

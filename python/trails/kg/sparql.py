@@ -17,6 +17,7 @@ __all__ = [
     "check_filter",
     "check_limits",
     "code_only",
+    "looks_like_update",
     "parser_sees_service",
     "refuse_service",
     "uses_similarity",
@@ -121,6 +122,16 @@ def service_refusal(query: str, prefixes: dict[str, str] | None = None) -> Sparq
     return UnsafeFilterError(
         "the SPARQL query uses SERVICE, which would send it to another endpoint; queries "
         "are evaluated locally only. Remove the SERVICE clause.")
+
+
+def looks_like_update(query: str) -> bool:
+    """Whether ``query`` uses an update keyword (INSERT, DELETE, LOAD, CLEAR...) outside its
+    strings, IRIs and comments: what to say when a read-only query does not parse.
+
+    >>> looks_like_update("INSERT DATA { <a:s> <a:p> 1 }"), looks_like_update("SELECT ?add {}")
+    (True, False)
+    """
+    return _UPDATE_WORDS.search(code_only(query)) is not None
 
 
 def code_only(query: str) -> str:

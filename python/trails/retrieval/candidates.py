@@ -39,6 +39,8 @@ from trails.kg.planning import (
 )
 from trails.kg.sparql import check_filter
 from trails.kg.variables import check_bound
+from trails.retrieval import spans
+from trails.tracing import traced
 from trails.vector.stores.records import DocumentIris
 
 __all__ = ["CACHED_FILTERS", "CACHED_IRIS", "chunk_links_intact", "filter_candidates",
@@ -96,6 +98,7 @@ def _memory(graph: GenerationGraph) -> _GraphMemory:
         return memory
 
 
+@traced("trails.filter", arguments=spans.filter_arguments, result=spans.filter_result)
 def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None,
                       scopes: Sequence[str] | None, *, documents: bool = True,
                       ) -> tuple[str, ...]:

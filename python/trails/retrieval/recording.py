@@ -21,6 +21,7 @@ from trails.kg.base import RevisionGraph
 from trails.kg.bindings import check_bindings
 from trails.records import RetrievalResult
 from trails.retrieval.why import admitting_solutions
+from trails.tracing import LOG_TEXT
 from trails.vector.stores.base import RevisionedStore, VectorStore
 
 if TYPE_CHECKING:
@@ -30,8 +31,8 @@ __all__ = ["LOG_TEXT", "REPLAYING", "RetrieveEvent", "SearchCall", "observe", "r
 
 log = logging.getLogger("trails.retrieve")
 
-# Query text goes to log records only when this is set: logs travel further than the graph.
-LOG_TEXT = "TRAILS_LOG_TEXT"
+# Query text goes to log records (and spans) only when TRAILS_LOG_TEXT is set: logs travel
+# further than the graph.
 # The record a search replays (retrieval/replay.py), for the new record to point at.
 REPLAYING: contextvars.ContextVar[str | None] = contextvars.ContextVar("replaying", default=None)
 

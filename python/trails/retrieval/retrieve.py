@@ -19,6 +19,7 @@ from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighte
 from trails.rank.keyword import keyword_quality
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval import spans
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
@@ -34,6 +35,7 @@ from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.tracing import span, traced
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ FUSION_DEPTH = 300
 STEP_DEPTH = 50
 
 
+@traced("trails.retrieve", arguments=spans.retrieve_arguments, result=spans.retrieve_result)
 def retrieve(
     query: str,
     ctx: Context | None = None,
@@ -231,8 +234,9 @@ def retrieve(
                                               max(k, STEP_DEPTH) if steps else k, iris, mode,
                                               scopes, fallback, expired)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
-                    result = _same_result(result, expired.keep_hits(step(query, list(result),
-                                                                         ctx)))
+                    with span("trails.step", spans.step(step)):
+                        result = _same_result(result, expired.keep_hits(step(query,
+                                                                             list(result), ctx)))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
                 answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:
@@ -311,13 +315,17 @@ def _ranked_hits(
 ) -> RetrievalResult:
     if iris is not None and not iris:
         return RetrievalResult([], mode=mode, plan="empty-filter", candidates=0, exhaustive=True)
-    vector = np.asarray(embed_query(embedder, query), dtype=np.float64)
+    with span("trails.embed", lambda: spans.embedding(embedder)):
+        vector = np.asarray(embed_query(embedder, query), dtype=np.float64)
     depth = k if fusion is None else max(k, FUSION_DEPTH)
     # Fusion ranks `depth` hits per ranking but keeps k: the store may then skip the metadata
     # of the rest (most of a fused call's cost), and only the kept hits' is read below.
     lean = fusion is not None
-    found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes,
-                                         with_metadata=not lean)
+    with span("trails.rank.vector", lambda: spans.ranking(store, "vector_search", depth, iris)
+              ) as ranked:
+        found, plan = store.search_with_plan(vector, depth, ids=iris, scopes=scopes,
+                                             with_metadata=not lean)
+        ranked.set(spans.returned(found), **{"trails.rank.plan": plan.name})
     metadata = {h.id: h.metadata for h in found}
     rankings = [Ranking("vector", [(h.id, h.score) for h in found],
                         quality=float(found[0].score) if found else None)]
@@ -334,7 +342,8 @@ def _ranked_hits(
         fused = rankings[0].hits
     else:
         fuse = _FUSERS[fusion] if isinstance(fusion, str) else fusion
-        fused = fuse(rankings)
+        with span("trails.fusion", lambda: spans.fusion(fusion, rankings)):
+            fused = fuse(rankings)
         if isinstance(fuse, AutoFusion) and len(rankings) > 1:
             weights = fuse.explain(rankings)["weights"]
     if lean:
@@ -352,6 +361,7 @@ def _ranked_hits(
                            notes=notes, fusion_weights=weights)
 
 
+@traced("trails.rank.keyword", arguments=spans.keyword_arguments, result=spans.returned)
 def _keyword_hits(
     query: str, store: VectorStore, depth: int, iris: Sequence[str] | None, scopes: list[str],
     notes: list[str], with_metadata: bool,

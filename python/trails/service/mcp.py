@@ -1,0 +1,307 @@
+"""The MCP server: ``retrieve`` and read-only ``sparql`` as tools for agents, over stdio.
+
+``trails mcp --db DIR`` serves one context to one MCP client (docs/mcp.md), with the scope
+rules of the HTTP service: the process runs as one API key (``--key-label`` from the key
+ring, :mod:`trails.service.keys`) or as a read-only key made from ``--scopes`` (neither:
+every scope). A tool call that names a scope the key does not grant fails with a tool error
+naming it; a filter or a query is confined to the granted scopes' graphs whatever its text
+says; updates and SERVICE are refused. Every search is recorded in the audit trail with the
+key's label as the caller.
+
+The official Python SDK (``pip install "trails[mcp]"``, 2.x) is imported when the server is
+built, never at ``import trails``.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field
+
+from trails._lazy import require
+from trails.context import Context
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    SparqlError,
+    TrailsError,
+    UnknownScopeError,
+    UnsafeFilterError,
+)
+from trails.kg.bindings import check_bindings
+from trails.kg.result import QueryResult
+from trails.kg.sparql import check_limits, looks_like_update, refuse_service
+from trails.kg.terms import IRI
+from trails.retrieval.arguments import MAX_K
+from trails.retrieval.retrieve import Mode as RetrieveMode
+from trails.retrieval.retrieve import known_scopes, retrieve
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.service.keys import ApiKey, KeyRing
+
+__all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
+
+log = logging.getLogger("trails.mcp")
+
+# The caller the audit trail names when the server runs without an API key.
+ANONYMOUS = "mcp"
+# A SELECT answers at most this many rows (the rest is counted, not sent): an agent's context
+# window is the limit, not the graph.
+MAX_ROWS = 1000
+
+T = TypeVar("T")
+
+Query = Annotated[str, Field(description="The question, in natural language.")]
+Mode = Annotated[RetrieveMode, Field(description=(
+    "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
+    "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))]
+TopK = Annotated[int, Field(ge=1, le=MAX_K, description="At most this many hits.")]
+Filter = Annotated[str | None, Field(description=(
+    "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank, e.g. "
+    "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+    "FILTER(?d >= ?since) }. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
+Bindings = Annotated[dict[str, Any] | None, Field(description=(
+    "Values for the query's variables, bound as RDF terms (never pasted into the text): "
+    "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
+    "date, an ISO datetime a dateTime, anything else a string."))]
+Scopes = Annotated[list[str] | None, Field(description=(
+    "The scopes to search (default: every scope this server's key grants; for a key with "
+    "every scope, the default scope)."))]
+MinScore = Annotated[float | None, Field(description=(
+    "Drop hits whose final score is below this; its scale is the fusion's (cosine for "
+    "vector mode, 0 to 1 for hybrid)."))]
+SparqlText = Annotated[str, Field(description=(
+    "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
+    "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
+
+_INSTRUCTIONS = (
+    "trails searches a knowledge graph of documents and their chunks. Use `retrieve` to find "
+    "passages that answer a question, optionally restricted by a SPARQL filter over the "
+    "documents' metadata; use `sparql` to read the graph itself (documents are "
+    "trails:Document with schema:name as title, chunks trails:Chunk linked to their document "
+    "by schema:isPartOf, with schema:text).")
+
+
+def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | None) -> ApiKey:
+    """The key the server runs as: ``label`` from ``keys``, narrowed to ``scopes`` if given;
+    without keys a read-only key for ``scopes`` (None: every scope).
+
+    Raises:
+        ConfigurationError: a label without keys, keys without a label, a label no key has.
+        PermissionDeniedError: the key may not read, or does not grant one of ``scopes``.
+        InvalidArgumentError: a malformed scope name.
+    """
+    wanted = None if scopes is None else normalize_scopes(list(scopes))
+    if keys is None:
+        if label is not None:
+            raise ConfigurationError(
+                f"--key-label {label!r} needs the keys it is one of: pass --keys FILE (or set "
+                "TRAILS_API_KEYS_FILE or TRAILS_API_KEYS)")
+        return ApiKey(ANONYMOUS, "", None if wanted is None else frozenset(wanted),
+                      frozenset({"read"}))
+    if label is None:
+        raise ConfigurationError(
+            f"{keys.source} holds keys: choose the one this server runs as with --key-label "
+            f"(one of {', '.join(repr(k.label) for k in keys.keys)})")
+    found = next((key for key in keys.keys if key.label == label), None)
+    if found is None:
+        raise ConfigurationError(
+            f"no key labelled {label!r} in {keys.source}; its labels are "
+            f"{', '.join(repr(k.label) for k in keys.keys)}")
+    found.require("read")
+    if wanted is None:
+        return found
+    granted = found.confine(wanted)  # a scope the key does not grant is refused here
+    return ApiKey(found.label, found.sha256, None if granted is None else frozenset(granted),
+                  frozenset({"read"}))
+
+
+def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybrid", k: int = 10,
+           filter: str | None = None, bindings: Mapping[str, Any] | None = None,
+           scopes: Sequence[str] | None = None, min_score: float | None = None,
+           ) -> dict[str, Any]:
+    """The ``retrieve`` tool: hits with provenance, and how they were found.
+
+    Raises:
+        PermissionDeniedError: a scope the key does not grant.
+        InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
+    """
+    confined = _confined(ctx, key, scopes)
+    result = retrieve(query, ctx, mode=mode, k=k, sparql_filter=filter,
+                      bindings=_bindings(bindings), scope=confined, min_score=min_score,
+                      caller=key.label)
+    answer = result.to_dict()
+    return {"hits": [{name: hit[name] for name in (
+                "iri", "score", "title", "date", "source", "snippet", "document")}
+                     for hit in answer["hits"]],
+            **{name: answer[name] for name in (
+                "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}}
+
+
+def read_graph(ctx: Context, key: ApiKey, query: str,
+               bindings: Mapping[str, Any] | None = None,
+               scopes: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``sparql`` tool: a read-only query confined to the key's scopes.
+
+    Raises:
+        PermissionDeniedError: a scope the key does not grant.
+        UnsafeFilterError: an update, SERVICE, or a query past the size limits.
+        SparqlError: the query does not parse or fails.
+    """
+    confined = _confined(ctx, key, scopes)
+    check_limits(query)
+    refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
+    try:
+        output = ctx.kg.query(query, _bindings(bindings), scopes=confined)
+    except SparqlError as exc:
+        if looks_like_update(query):
+            raise UnsafeFilterError(
+                "this server is read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR...) "
+                "are refused; send a SELECT, ASK, CONSTRUCT or DESCRIBE query") from exc
+        raise
+    if isinstance(output, bool):
+        return {"boolean": output}
+    if isinstance(output, QueryResult):
+        rows = [{name: _term(row[name]) for name in output.variables if row[name] is not None}
+                for row in list(output)[:MAX_ROWS]]
+        return {"variables": list(output.variables), "rows": rows,
+                "truncated": max(0, len(output) - MAX_ROWS)}
+    triples = list(output)
+    return {"triples": [[str(t.subject), str(t.predicate), str(t.object)]
+                        for t in triples[:MAX_ROWS]],
+            "truncated": max(0, len(triples) - MAX_ROWS)}
+
+
+def build_server(ctx: Context, key: ApiKey) -> Any:
+    """The MCP server (an ``mcp.server.mcpserver.MCPServer``) answering for ``key``.
+
+    Raises:
+        MissingExtraError: the ``mcp`` package is not installed.
+    """
+    sdk = require("mcp.server.mcpserver", "The MCP server (trails mcp)")
+    types = require("mcp", "The MCP server (trails mcp)").types
+    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS)
+    read_only = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    def retrieve_tool(query: Query, mode: Mode = "hybrid", k: TopK = 10, filter: Filter = None,
+                      bindings: Bindings = None, scopes: Scopes = None,
+                      min_score: MinScore = None) -> dict[str, Any]:
+        return _as_tool_error(sdk, lambda: search(
+            ctx, key, query, mode=mode, k=k, filter=filter, bindings=bindings, scopes=scopes,
+            min_score=min_score))
+
+    def sparql_tool(query: SparqlText, bindings: Bindings = None,
+                    scopes: Scopes = None) -> dict[str, Any]:
+        return _as_tool_error(sdk, lambda: read_graph(ctx, key, query, bindings, scopes))
+
+    server.add_tool(retrieve_tool, name="retrieve", annotations=read_only, description=(
+        "Find the passages (chunks) that best answer a question, optionally only among the "
+        "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, source, "
+        "snippet, document) and the plan that found them."))
+    server.add_tool(sparql_tool, name="sparql", annotations=read_only, description=(
+        "Run a read-only SPARQL query on the knowledge graph, confined to the scopes this "
+        f"server may read. SELECT returns variables and rows (at most {MAX_ROWS}), ASK a "
+        "boolean, CONSTRUCT/DESCRIBE triples."))
+    return server
+
+
+def run_stdio(ctx: Context, key: ApiKey) -> None:
+    """Serve ``ctx`` over stdin/stdout until the client closes the stream."""
+    build_server(ctx, key).run("stdio")
+
+
+def _confined(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
+    """The scopes a call runs with: those asked for, each granted by the key and holding
+    something; none asked for, every granted scope that holds something (None: the key grants
+    every scope and the call named none). An unknown name is refused listing only the scopes
+    the key grants, so an error never names another tenant's scope.
+
+    Raises:
+        PermissionDeniedError: a scope the key does not grant.
+        UnknownScopeError: a granted scope that holds nothing, or no granted scope holds any.
+    """
+    confined = key.confine(None if requested is None else normalize_scopes(list(requested)))
+    if confined is None:
+        return None
+    visible = [s for s in known_scopes(ctx, confined) if key.scopes is None or s in key.scopes]
+    if requested is not None:
+        check_known_scopes(confined, visible)
+        return confined
+    present = [scope for scope in confined if scope in visible or scope == DEFAULT_SCOPE]
+    if not present:
+        raise UnknownScopeError(
+            f"none of the scopes the key {key.label!r} grants ({', '.join(confined)}) holds "
+            "anything yet; ingest into one of them first")
+    return present
+
+
+def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:
+    """``call()``; a failure the caller can fix becomes a tool error carrying its message."""
+    try:
+        return call()
+    except (TrailsError, ValueError) as exc:  # InvalidArgumentError is a ValueError too
+        raise sdk.exceptions.ToolError(str(exc) or type(exc).__name__) from exc
+
+
+def _bindings(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """JSON values as retrieve()'s bindings; strings read as ``trails query --bind`` does.
+
+    Raises:
+        InvalidArgumentError: a value that no SPARQL term can hold.
+    """
+    if not values:
+        return None
+    if not isinstance(values, Mapping):
+        raise InvalidArgumentError("bindings must be an object of variable names to values")
+    bound: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, str):
+            bound[name] = _typed(name, value)
+        elif value is None or isinstance(value, (bool, int, float)):
+            if value is None:
+                raise InvalidArgumentError(f"binding {name!r} is null; give it a value or "
+                                           "leave it out")
+            bound[name] = value
+        else:
+            raise InvalidArgumentError(f"binding {name!r} must be a string, number or boolean, "
+                                       f"not {type(value).__name__}")
+    try:
+        check_bindings(bound)  # a name or a value no query could take: said here
+    except ValueError as exc:
+        raise InvalidArgumentError(f"bindings: {exc}") from None
+    return bound
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}.*")
+
+
+def _typed(name: str, value: str) -> Any:
+    """A string binding as ``trails query --bind`` reads one: ``<...>`` an IRI, an ISO date
+    or datetime as such, anything else the string itself.
+
+    Raises:
+        InvalidArgumentError: it looks like a date or an IRI but is not a valid one.
+    """
+    try:
+        if value.startswith("<") and value.endswith(">"):
+            return IRI(value[1:-1])
+        if _DATE.fullmatch(value):
+            return _datetime.date.fromisoformat(value)
+        if _DATETIME.fullmatch(value):
+            return _datetime.datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"binding {name!r} = {value!r}: {exc}") from None
+    return value
+
+
+def _term(value: Any) -> Any:
+    """A SELECT cell as JSON: IRIs and literals as their lexical form, numbers as numbers."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (_datetime.date, _datetime.datetime)):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,257 @@
+"""``trails mcp`` (trails.service.mcp, docs/mcp.md) driven by a real MCP client: the SDK's
+stdio_client and ClientSession launch the command as a subprocess and call its tools.
+
+Two scopes hold one document each, with words that appear nowhere else, so a leak from the
+other scope shows in any answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from trails import Context
+from trails.cli import app
+from trails.ingest import Document, ingest_all
+from trails.service.keys import digest
+
+mcp = pytest.importorskip("mcp")
+
+PUBLIC_WORD, SECRET_WORD = "heliotrope", "marmalade"
+SECRET = "s3cret-analyst-key-123"
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("mcp") / "kb"
+    result = CliRunner().invoke(app, ["--db", str(path), "init", "--model", "mock:32"])
+    assert result.exit_code == 0, result.output
+    with Context.open(path) as ctx:
+        for scope, word in (("public", PUBLIC_WORD), ("finance", SECRET_WORD)):
+            stats = ingest_all([Document(f"{scope}-doc", "mem", f"The {word} report, {scope}.",
+                                         title=f"{scope} title")], ctx=ctx, scope=scope)
+            assert stats.ingested == 1
+    return path
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("keys") / "keys.toml"
+    path.write_text(f'[[key]]\nlabel = "analyst"\nsha256 = "{digest(SECRET)}"\n'
+                    'scopes = ["public"]\nrights = ["read"]\n\n'
+                    '[[key]]\nlabel = "public-and-hr"\nsecret = "third-secret-12345"\n'
+                    'scopes = ["public", "hr"]\n\n'
+                    '[[key]]\nlabel = "writer"\nsecret = "another-secret-1234"\n'
+                    'scopes = ["*"]\nrights = ["write"]\n')
+    return path
+
+
+def session_run(args: list[str], calls) -> Any:
+    """Start ``trails mcp ARGS`` through the SDK's stdio client and run ``calls(session)``."""
+    params = mcp.StdioServerParameters(
+        command=sys.executable, args=["-m", "trails.cli", "mcp", *args],
+        env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+
+    async def main() -> Any:
+        async with mcp.stdio_client(params) as (read, write), \
+                mcp.ClientSession(read, write) as session:
+            await session.initialize()
+            return await calls(session)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=120))
+
+
+def payload(result) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def error_text(result) -> str:
+    assert result.is_error, result
+    return " ".join(block.text for block in result.content)
+
+
+def test_the_tools_are_listed_with_their_arguments(kb):
+    async def calls(session):
+        return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in session_run(["--db", str(kb)], calls)}
+    assert set(tools) == {"retrieve", "sparql"}
+    assert {"query", "mode", "k", "filter", "bindings", "scopes", "min_score"} <= set(
+        tools["retrieve"].input_schema["properties"])
+    assert tools["retrieve"].input_schema["required"] == ["query"]
+    assert set(tools["retrieve"].input_schema["properties"]["mode"]["enum"]) == {
+        "vector", "graph", "hybrid"}
+    assert {"query", "bindings", "scopes"} <= set(tools["sparql"].input_schema["properties"])
+    assert all(tool.annotations.read_only_hint for tool in tools.values())
+
+
+def test_retrieve_and_sparql_answer_from_the_context(kb):
+    async def calls(session):
+        found = await session.call_tool("retrieve", {
+            "query": f"the {PUBLIC_WORD} report", "scopes": ["public"], "k": 3,
+            "filter": "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:name ?t "
+                      "FILTER(?t = ?title) }",
+            "bindings": {"title": "public title"}})
+        rows = await session.call_tool("sparql", {
+            "query": "SELECT ?doc ?title WHERE { ?doc a trails:Document ; schema:name "
+                     "?title } ORDER BY ?title"})
+        asked = await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }",
+                                                   "scopes": ["finance"]})
+        doc = payload(rows)["rows"][0]["doc"]  # bound as an IRI, not as a string
+        named = await session.call_tool("sparql", {
+            "query": "SELECT ?title WHERE { ?d schema:name ?title }",
+            "bindings": {"d": f"<{doc}>"}})
+        return payload(found), payload(rows), payload(asked), payload(named)
+
+    found, rows, asked, named = session_run(["--db", str(kb)], calls)
+    [hit] = found["hits"]
+    assert PUBLIC_WORD in hit["snippet"] and hit["title"] == "public title"
+    assert hit["iri"].startswith("trails://") and isinstance(hit["score"], float)
+    assert found["mode"] == "hybrid" and found["candidates"] == 1 and found["plan"]
+    assert [row["title"] for row in rows["rows"]] == ["finance title", "public title"]
+    assert asked == {"boolean": True}
+    assert named["rows"] == [{"title": "finance title"}]
+
+
+def test_a_key_reads_only_its_scopes(kb, keys):
+    async def calls(session):
+        outside = await session.call_tool("retrieve", {"query": SECRET_WORD,
+                                                       "scopes": ["finance"]})
+        graph_outside = await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }",
+                                                           "scopes": ["finance"]})
+        # A filter and a query that name the other scope's graph see nothing of it.
+        leak = await session.call_tool("retrieve", {
+            "query": SECRET_WORD, "mode": "graph",
+            "filter": "SELECT ?iri WHERE { GRAPH ?g { ?iri a trails:Chunk } }"})
+        rows = await session.call_tool("sparql", {
+            "query": f'SELECT ?s ?o WHERE {{ GRAPH ?g {{ ?s ?p ?o FILTER(CONTAINS(STR(?o), '
+                     f'"{SECRET_WORD}")) }} }}'})
+        mine = await session.call_tool("retrieve", {"query": PUBLIC_WORD})
+        return (error_text(outside), error_text(graph_outside), payload(leak), payload(rows),
+                payload(mine))
+
+    outside, graph_outside, leak, rows, mine = session_run(
+        ["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
+    for message in (outside, graph_outside):
+        assert "'finance'" in message and "analyst" in message
+    assert all("finance" not in hit["iri"] for hit in leak["hits"])
+    assert len(leak["hits"]) == 1  # the public chunk only
+    assert rows["rows"] == []
+    assert SECRET_WORD not in json.dumps([leak, rows, mine])
+    assert [PUBLIC_WORD in hit["snippet"] for hit in mine["hits"]] == [True]
+
+
+def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_scopes(kb, keys):
+    async def calls(session):
+        found = await session.call_tool("retrieve", {"query": PUBLIC_WORD})
+        rows = await session.call_tool("sparql", {
+            "query": "SELECT ?title WHERE { ?doc schema:name ?title }"})
+        typo = await session.call_tool("retrieve", {"query": "x", "scopes": ["publik"]})
+        return payload(found), payload(rows), error_text(typo)
+
+    found, rows, typo = session_run(
+        ["--db", str(kb), "--keys", str(keys), "--key-label", "public-and-hr"], calls)
+    assert [PUBLIC_WORD in hit["snippet"] for hit in found["hits"]] == [True]
+    assert [row["title"] for row in rows["rows"]] == ["public title"]
+    assert "'publik'" in typo and "'public'" in typo  # the suggestion, among its own scopes
+    assert "finance" not in typo  # another tenant's scope is never named
+
+
+def test_scopes_option_confines_a_server_without_keys(kb):
+    async def calls(session):
+        refused = await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }",
+                                                     "scopes": ["finance"]})
+        rows = await session.call_tool("sparql", {
+            "query": "SELECT ?title WHERE { ?doc schema:name ?title }"})
+        return error_text(refused), payload(rows)
+
+    refused, rows = session_run(["--db", str(kb), "--scopes", "public"], calls)
+    assert "'finance'" in refused
+    assert [row["title"] for row in rows["rows"]] == ["public title"]
+
+
+@pytest.mark.parametrize("update", [
+    'INSERT DATA { <urn:x> <urn:p> "v" }',
+    "DELETE WHERE { ?s ?p ?o }",
+    "CLEAR ALL",
+])
+def test_updates_are_refused_and_change_nothing(kb, update):
+    async def calls(session):
+        refused = await session.call_tool("sparql", {"query": update})
+        count = await session.call_tool("sparql", {
+            "query": "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"})
+        return error_text(refused), payload(count)
+
+    before = _triples(kb)
+    refused, count = session_run(["--db", str(kb)], calls)
+    assert "read-only" in refused and "update" in refused.lower()
+    assert count["rows"][0]["n"] == before == _triples(kb)
+
+
+def test_service_is_refused(kb):
+    async def calls(session):
+        return error_text(await session.call_tool("sparql", {
+            "query": "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }"}))
+
+    assert "SERVICE" in session_run(["--db", str(kb)], calls)
+
+
+def test_bad_arguments_are_tool_errors_that_say_what_to_fix(kb):
+    async def calls(session):
+        return [error_text(await session.call_tool("retrieve", arguments)) for arguments in (
+            {"query": "x", "filter": "SELECT ?iri WHERE { ?iri "},
+            {"query": "x", "scopes": ["nonexistent"]},
+            {"query": "x", "mode": "telepathy"},
+        )]
+
+    broken, unknown, mode = session_run(["--db", str(kb)], calls)
+    assert "parse" in broken
+    assert "nonexistent" in unknown
+    assert "hybrid" in mode  # the modes it may be
+
+
+def test_searches_are_in_the_audit_trail_under_the_keys_label(kb, keys):
+    async def calls(session):
+        return payload(await session.call_tool("retrieve", {"query": PUBLIC_WORD}))
+
+    found = session_run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
+    assert found["run_id"]
+    with Context.open(kb) as ctx:
+        record = ctx.audit.get(found["run_id"])
+    assert record.caller == "analyst"
+    assert record.scopes == ["public"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--key-label", "analyst"], "--keys"),
+    (["--key-label", "nobody", "--keys", "KEYS"], "nobody"),
+    (["--keys", "KEYS"], "--key-label"),
+    (["--key-label", "writer", "--keys", "KEYS"], "read"),
+    (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance"),
+])
+def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message):
+    run = subprocess.run(
+        [sys.executable, "-m", "trails.cli", "mcp", "--db", str(kb),
+         *[str(keys) if a == "KEYS" else a for a in args]],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+        env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+    assert run.returncode == 1, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
+    assert run.stdout == ""
+
+
+def _triples(kb: Path) -> int:
+    with Context.open(kb, read_only=True) as ctx:
+        return ctx.kg.query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }")[0]["n"]
