@@ -44,6 +44,10 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "hypothesis": ("hypothesis", "testing"),
     "langchain_core": ("langchain-core", "langchain"),
     "llama_index.core": ("llama-index-core", "llamaindex"),
+    # trails serve: the HTTP application, its server and its metrics.
+    "fastapi": ("fastapi", "service"),
+    "uvicorn": ("uvicorn", "service"),
+    "prometheus_client": ("prometheus-client", "service"),
 }
 
 

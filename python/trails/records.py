@@ -134,6 +134,8 @@ class RetrievalResult(list[RetrievalHit]):
             None when it was not recorded.
         query: the query the hits answer (``retrieve()`` sets it; the display marks its
             terms in each passage), None when unknown.
+        degraded: what the answer had to do without (``"vector store unreachable"``); empty
+            when every part answered.
     """
 
     def __init__(
@@ -149,8 +151,10 @@ class RetrievalResult(list[RetrievalHit]):
         fusion_weights: Mapping[str, float] | None = None,
         run_id: str | None = None,
         query: str | None = None,
+        degraded: Sequence[str] = (),
     ) -> None:
         super().__init__(hits)
+        self.degraded = tuple(degraded)
         self.run_id = run_id
         self.query = query
         self.mode = mode
@@ -174,7 +178,7 @@ class RetrievalResult(list[RetrievalHit]):
     def to_dict(self) -> dict[str, Any]:
         """The whole result as JSON-ready values: the hits (:meth:`RetrievalHit.to_dict`) and
         how they were found (mode, plan, candidates, exhaustive, rankings, fusion weights,
-        notes, the audit trail's run id). ``trails query --json`` prints it.
+        notes, the audit trail's run id, what it was degraded by). ``trails query --json`` prints it.
 
         >>> RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
         ...                 exhaustive=True).to_dict()["hits"]
@@ -183,7 +187,8 @@ class RetrievalResult(list[RetrievalHit]):
         return {"hits": [hit.to_dict() for hit in self], "mode": self.mode, "plan": self.plan,
                 "candidates": self.candidates, "exhaustive": self.exhaustive,
                 "rankings": list(self.rankings), "fusion_weights": dict(self.fusion_weights),
-                "notes": list(self.notes), "run_id": self.run_id}
+                "notes": list(self.notes), "run_id": self.run_id,
+                "degraded": list(self.degraded)}
 
     def __repr__(self) -> str:
         return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
