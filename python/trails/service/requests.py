@@ -135,6 +135,6 @@ def run_sparql(ctx: Context, query: str, scopes: Sequence[str] | None) -> QueryO
 
 def _looks_like_update(query: str) -> bool:
     """Whether a query that failed to parse starts (after its prologue) like an update."""
-    code = code_only(query)
-    body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:\s*\S*|BASE\s+\S*)\s*)*", "", code)
+    code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
+    body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
     return bool(_UPDATE_WORDS.match(body))
