@@ -12,7 +12,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.context import Context
-from trails.errors import InvalidArgumentError, PermissionDeniedError, SparqlError
+from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.kg.base import QueryOutput
 from trails.kg.sparql import check_limits, code_only, refuse_service
 from trails.kg.terms import IRI
@@ -121,20 +121,16 @@ def run_sparql(ctx: Context, query: str, scopes: Sequence[str] | None) -> QueryO
         PermissionDeniedError: the text is an update.
     """
     check_limits(query)
+    if _looks_like_update(query):  # no query starts so: refused whether or not it parses
+        raise PermissionDeniedError(
+            "this endpoint answers SPARQL queries only: updates are refused. Add documents "
+            "with POST /ingest and remove them with DELETE /documents/{iri}")
     refuse_service(query, ctx.kg.prefixes)
-    try:
-        return ctx.kg.query(query, None, scopes=None if scopes is None else list(scopes))
-    except SparqlError:
-        if _looks_like_update(query):
-            raise PermissionDeniedError(
-                "this endpoint answers SPARQL queries only: updates are refused. Add "
-                "documents with POST /ingest and remove them with DELETE /documents/{iri}"
-            ) from None
-        raise
+    return ctx.kg.query(query, None, scopes=None if scopes is None else list(scopes))
 
 
 def _looks_like_update(query: str) -> bool:
-    """Whether a query that failed to parse starts (after its prologue) like an update."""
+    """Whether a request's text starts (after its prologue) with an update's keyword."""
     code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
     body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
     return bool(_UPDATE_WORDS.match(body))
