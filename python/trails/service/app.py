@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import time
+from http import HTTPStatus
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,9 +25,11 @@ require("fastapi", "trails serve (the HTTP service)")
 
 # (Imported after the check above, which names the extra to install.)
 from fastapi import Depends, FastAPI, Request, Response  # noqa: E402
+from fastapi.encoders import jsonable_encoder  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
 from fastapi.security import APIKeyHeader, HTTPBearer  # noqa: E402
+from starlette.exceptions import HTTPException  # noqa: E402
 
 from trails.context import Context  # noqa: E402
 from trails.errors import AuthenticationError, TrailsError  # noqa: E402
@@ -64,19 +67,24 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "A bad argument or SPARQL query"), (401, "No API key, or an unknown one"),
         (403, "The key lacks the right or the scope"), (404, "No such document"),
         (409, "The context is read-only or locked"), (503, "A backend is unavailable"))}
-_SPARQL_DOC = {
-    "parameters": [{"name": name, "in": "query", "required": False,
-                    "schema": {"type": "string"}}
-                   for name in ("query", "default-graph-uri", "named-graph-uri")],
-    "requestBody": {"required": False, "content": {
-        FORM: {"schema": {"type": "object", "properties": {
-            "query": {"type": "string"}, "default-graph-uri": {"type": "string"},
-            "named-graph-uri": {"type": "string"}}}},
-        QUERY_TYPE: {"schema": {"type": "string"}}}},
-    "responses": {"200": {"description": "SELECT/ASK as SPARQL results, CONSTRUCT/DESCRIBE "
-                          "as RDF, by the Accept header", "content": {
-                              media: {} for media in (*RESULT_TYPES, *GRAPH_TYPES)}}},
-}
+def _sparql_doc(method: str) -> dict[str, Any]:
+    """The protocol's parameters and bodies, which FastAPI cannot infer from ``Request``."""
+    doc: dict[str, Any] = {
+        "parameters": [{"name": name, "in": "query", "required": False,
+                        "schema": {"type": "string"}}
+                       for name in ("query", "default-graph-uri", "named-graph-uri")],
+        "responses": {"200": {
+            "description": "SELECT/ASK as SPARQL results, CONSTRUCT/DESCRIBE as RDF, by the "
+                           "Accept header; without a query, the service description",
+            "content": {media: {} for media in (*RESULT_TYPES, *GRAPH_TYPES)}}},
+    }
+    if method == "POST":
+        doc["requestBody"] = {"required": False, "content": {
+            FORM: {"schema": {"type": "object", "properties": {
+                "query": {"type": "string"}, "default-graph-uri": {"type": "string"},
+                "named-graph-uri": {"type": "string"}}}},
+            QUERY_TYPE: {"schema": {"type": "string"}}}}
+    return doc
 
 
 def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | None, *,
@@ -166,6 +174,14 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 
     fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
 
+    async def on_http(_: Request, exc: HTTPException) -> Response:
+        # The router's own answers (no such route, method not allowed) in the same shape.
+        phrase = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
+        return JSONResponse({"error": phrase, "message": str(exc.detail)},
+                            status_code=exc.status_code, headers=exc.headers)
+
+    fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
+
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
@@ -193,10 +209,11 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         content, media = render_answer(output, request.headers.get("accept"))
         return Response(content, media_type=media)
 
-    fastapi_app.add_api_route("/sparql", sparql, methods=["GET", "POST"],
-                              summary="SPARQL 1.1 Protocol: queries (updates are refused)",
-                              openapi_extra=_SPARQL_DOC, responses=_ERRORS,
-                              response_class=Response)
+    for method in ("GET", "POST"):
+        fastapi_app.add_api_route(
+            "/sparql", sparql, methods=[method], operation_id=f"sparql_{method.lower()}",
+            summary="SPARQL 1.1 Protocol: queries (updates are refused)",
+            openapi_extra=_sparql_doc(method), responses=_ERRORS, response_class=Response)
 
     @fastapi_app.post("/ingest", responses={**_ERRORS, 200: {
         "description": "Server-sent events: one per ingest event, then a summary",
@@ -248,6 +265,7 @@ def _health(state: ServiceState) -> dict[str, Any]:
 
 
 def _plain(errors: Any) -> Any:
-    """Validation errors without the exception objects pydantic may put in ``ctx``."""
-    return [{k: (str(v) if k == "ctx" else v) for k, v in dict(e).items() if k != "input"}
-            for e in errors]
+    """Validation errors as JSON, as FastAPI writes them (the exceptions pydantic puts in
+    ``ctx`` as their text), without the input (it can be large)."""
+    return jsonable_encoder([{k: v for k, v in dict(e).items() if k != "input"}
+                             for e in errors])
