@@ -11,8 +11,8 @@ import urllib.parse
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 
+from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import DeletionRecord, SearchRecord
 from trails.service.app import create_app
 from trails.vector.embedders.mock import MockEmbedder

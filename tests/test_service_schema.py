@@ -13,8 +13,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from service_support import bearer, keys, seeded_context
 
+from service_support import bearer, keys, seeded_context
 from trails.service.app import create_app
 
 pytestmark = pytest.mark.timeout(600)

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from service_support import BETA_DOCS, bearer, keys, seeded_context
 
+from service_support import BETA_DOCS, bearer, keys, seeded_context
 from trails.service.app import create_app
 
 pytestmark = pytest.mark.timeout(300)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 from fastapi.testclient import TestClient
-from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 
+from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.service.app import create_app
 from trails.service.sparql_protocol import (

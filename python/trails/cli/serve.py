@@ -76,7 +76,7 @@ def add_key(
     label: str = typer.Argument(..., help="The key's label: the caller the audit trail names."),
     keys: Path = typer.Option(..., "--keys", metavar="FILE", help="The keys file to append "
                               "to (created, mode 0600, if missing)."),
-    scope: list[str] = typer.Option(  # noqa: B008 - typer's idiom
+    scope: list[str] = typer.Option(
         ..., "--scope", metavar="SCOPE", help="A scope the key may read (repeat it); '*' for "
         "every scope."),
     write: bool = typer.Option(False, "--write", help="Also allow ingest and delete."),

@@ -15,8 +15,8 @@ import contextlib
 import logging
 import os
 import time
-from http import HTTPStatus
 from collections.abc import AsyncIterator
+from http import HTTPStatus
 from typing import Any
 
 from trails._lazy import require
@@ -24,30 +24,30 @@ from trails._lazy import require
 require("fastapi", "trails serve (the HTTP service)")
 
 # (Imported after the check above, which names the extra to install.)
-from fastapi import Depends, FastAPI, Request, Response  # noqa: E402
-from fastapi.encoders import jsonable_encoder  # noqa: E402
-from fastapi.exceptions import RequestValidationError  # noqa: E402
-from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
-from fastapi.security import APIKeyHeader, HTTPBearer  # noqa: E402
-from starlette.exceptions import HTTPException  # noqa: E402
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+from starlette.exceptions import HTTPException
 
-from trails.context import Context  # noqa: E402
-from trails.errors import AuthenticationError, TrailsError  # noqa: E402
-from trails.rank import Step  # noqa: E402
-from trails.retrieval.asynchronous import aretrieve  # noqa: E402
-from trails.service.documents import delete_confined, ingest_events  # noqa: E402
-from trails.service.keys import ApiKey, KeyRing  # noqa: E402
-from trails.service.metrics import CONTENT_TYPE, ServiceMetrics  # noqa: E402
-from trails.service.models import (  # noqa: E402
+from trails.context import Context
+from trails.errors import AuthenticationError, TrailsError
+from trails.rank import Step
+from trails.retrieval.asynchronous import aretrieve
+from trails.service.documents import delete_confined, ingest_events
+from trails.service.keys import ApiKey, KeyRing
+from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
+from trails.service.models import (
     ErrorBody,
     HealthBody,
     IngestRequest,
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, status_of  # noqa: E402
-from trails.service.requests import retrieve_options, run_sparql  # noqa: E402
-from trails.service.sparql_protocol import (  # noqa: E402
+from trails.service.problems import error_body, status_of
+from trails.service.requests import retrieve_options, run_sparql
+from trails.service.sparql_protocol import (
     FORM,
     GRAPH_TYPES,
     QUERY_TYPE,
@@ -56,7 +56,7 @@ from trails.service.sparql_protocol import (  # noqa: E402
     render_answer,
     service_description,
 )
-from trails.service.state import ServiceState  # noqa: E402
+from trails.service.state import ServiceState
 
 __all__ = ["create_app"]
 
@@ -146,7 +146,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         started = time.perf_counter()
         try:
             response: Response = await call_next(request)
-        except Exception as exc:  # noqa: BLE001 - a bug: one JSON answer, the trace in the log
+        except Exception as exc:
             log.exception("request %s %s failed", request.method, request.url.path)
             response = JSONResponse(error_body(exc), status_code=status_of(exc))
         route = request.scope.get("route")

@@ -99,7 +99,7 @@ async def _stream(state: ServiceState, events: Iterator[IngestEvent], first: Ing
             event = await asyncio.to_thread(_next, events)
         summary = {"kind": "summary", **dataclasses.asdict(stats)}
         yield _sse("summary", summary)
-    except Exception as exc:  # noqa: BLE001 - the status is sent: the error goes in the stream
+    except Exception as exc:
         log.exception("ingest stopped")
         metrics.failures.inc()
         yield _sse("error", {"kind": "error", **error_body(exc)})

@@ -11,7 +11,7 @@ from trails._lazy import require
 require("prometheus_client", "trails serve (the HTTP service)")
 
 # (Imported after the check above, which names the extra to install.)
-from prometheus_client import (  # noqa: E402
+from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,

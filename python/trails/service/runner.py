@@ -22,18 +22,18 @@ from trails._lazy import require
 require("uvicorn", "trails serve (the HTTP service)")
 
 # (Imported after the check above, which names the extra to install.)
-import uvicorn  # noqa: E402
+import uvicorn
 
-from trails.errors import ConfigurationError  # noqa: E402
-from trails.rank import Step  # noqa: E402
-from trails.service.app import create_app  # noqa: E402
-from trails.service.discovery import (  # noqa: E402
+from trails.errors import ConfigurationError
+from trails.rank import Step
+from trails.service.app import create_app
+from trails.service.discovery import (
     ServiceInfo,
     remove_service,
     write_service,
 )
-from trails.service.keys import KeyRing, new_secret  # noqa: E402
-from trails.service.state import local_key  # noqa: E402
+from trails.service.keys import KeyRing, new_secret
+from trails.service.state import local_key
 
 __all__ = ["is_loopback", "serve"]
 

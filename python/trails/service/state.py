@@ -122,7 +122,7 @@ class ServiceState:
                 passage = RetrievalHit("urn:trails:warm-up", 1.0, "warm-up passage",
                                        {"text": "warm-up passage"})
                 self.reranker("warm-up query", [passage], None)
-        except Exception as exc:  # noqa: BLE001 - reported by /health, never raised
+        except Exception as exc:
             log.exception("warm-up failed")
             self.warmup = Warmup("failed", time.perf_counter() - started,
                                  f"{type(exc).__name__}: {exc}")
@@ -144,7 +144,7 @@ class ServiceState:
             return 0
         try:
             return self.ctx.audit.fold()
-        except Exception:  # noqa: BLE001 - the records stay pending; the service goes on
+        except Exception:
             log.exception("folding the audit log failed; its records stay pending")
             return 0
 
