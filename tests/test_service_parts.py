@@ -36,7 +36,6 @@ from trails.service.problems import error_body, status_of
 from trails.service.runner import is_loopback
 from trails.service.steps import build_steps
 
-
 PYTHON = Path(__file__).resolve().parent.parent / "python"
 
 
