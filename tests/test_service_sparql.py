@@ -3,11 +3,16 @@ protocol's pure parts (request parsing, content negotiation) on their own."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyoxigraph as ox
 import pytest
+import rdflib
 from fastapi.testclient import TestClient
+from pyshacl import validate
 
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
+from trails.audit.records import SparqlQueryRecord
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.service.app import create_app
 from trails.service.sparql_protocol import (
@@ -18,6 +23,8 @@ from trails.service.sparql_protocol import (
 )
 
 pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TEXTS = "SELECT ?t WHERE { ?c schema:text ?t } ORDER BY ?t"
 ALPHA_GRAPH, BETA_GRAPH = "urn:trails:scope:alpha", "urn:trails:scope:beta"
@@ -181,3 +188,52 @@ def test_content_negotiation_follows_the_q_values(accept, expected):
 def test_graph_answers_default_to_n_triples():
     assert choose_media_type("application/sparql-results+json", GRAPH_TYPES) == (
         "application/n-triples")
+
+
+# -- the audit trail -----------------------------------------------------------------------------
+
+SHAPES = rdflib.Graph().parse(ROOT / "ontologies" / "trails-audit-shapes.ttl", format="turtle")
+ONTOLOGY = rdflib.Graph().parse(ROOT / "ontologies" / "trails-audit.ttl", format="turtle")
+AUDIT = rdflib.Namespace("https://trails.dev/ns/audit#")
+
+
+def test_each_answered_query_is_recorded_with_the_key_label(tmp_path):
+    ctx = seeded_context(tmp_path / "kb")
+    try:
+        with TestClient(create_app(ctx, keys(), fold_seconds=3600)) as client:
+            select = client.get("/sparql", params={"query": TEXTS},
+                                headers=bearer("alpha-reader"))
+            ask = client.post("/sparql", data={"query": "ASK { ?s ?p ?o }"},
+                              headers=bearer("admin"))
+            refused = client.post("/sparql", data={"update": "CLEAR ALL"},
+                                  headers=bearer("admin"))
+            pending = ctx.audit.pending()
+        assert refused.status_code == 403
+        records = {r.run_id: r for r in pending if isinstance(r, SparqlQueryRecord)}
+        assert len(records) == 2  # the refused update answered nothing: nothing recorded
+        mine = records[select.headers["trails-run-id"]]
+        assert (mine.caller, mine.form, mine.scopes, mine.answers, mine.query) == (
+            "alpha-reader", "SELECT", ["alpha"], len(ALPHA_DOCS), TEXTS)
+        theirs = records[ask.headers["trails-run-id"]]
+        assert (theirs.caller, theirs.form, theirs.scopes, theirs.answers) == (
+            "admin", "ASK", [], 1)
+        assert ctx.audit.pending() == []  # the service folded them as it shut down
+        triples = ctx.kg.query("CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <urn:trails:audit> "
+                               "{ ?s ?p ?o } }")
+    finally:
+        ctx.close()
+    graph = rdflib.Graph().parse(data="".join(f"{t.subject} {t.predicate} {t.object} .\n"
+                                              for t in triples), format="nt")
+    ok, _, report = validate(graph, shacl_graph=SHAPES, inference="none")
+    assert ok, report
+    runs = set(graph.subjects(rdflib.RDF.type, AUDIT.SparqlQuery))
+    assert len(runs) == 2
+    prov = rdflib.Namespace("http://www.w3.org/ns/prov#")
+    labels = {str(graph.value(graph.value(run, prov.wasAssociatedWith), rdflib.RDFS.label))
+              for run in runs}
+    assert labels == {"alpha-reader", "admin"}
+    used = {p for p in graph.predicates() if str(p).startswith(str(AUDIT))}
+    used |= {o for o in graph.objects(None, rdflib.RDF.type) if str(o).startswith(str(AUDIT))}
+    declared = set(ONTOLOGY.subjects(rdflib.RDF.type, rdflib.RDF.Property)) | set(
+        ONTOLOGY.subjects(rdflib.RDF.type, rdflib.RDFS.Class))
+    assert used <= declared, used - declared

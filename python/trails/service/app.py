@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from starlette.exceptions import HTTPException
 
+from trails.audit.records import started_now
 from trails.context import Context
 from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
@@ -46,7 +47,7 @@ from trails.service.models import (
     RetrieveResponse,
 )
 from trails.service.problems import error_body, status_of
-from trails.service.requests import retrieve_options, run_sparql
+from trails.service.requests import record_sparql, retrieve_options, run_sparql
 from trails.service.sparql_protocol import (
     FORM,
     GRAPH_TYPES,
@@ -205,9 +206,13 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         parsed = parse_sparql_request(request.method, request.headers.get("content-type"),
                                       params, body)
         scopes = key.confine(parsed.scopes)
+        started = started_now()
         output = await asyncio.to_thread(run_sparql, ctx, parsed.query, scopes)
+        run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query, scopes,
+                                         output, started)
         content, media = render_answer(output, request.headers.get("accept"))
-        return Response(content, media_type=media)
+        headers = {"Trails-Run-Id": run_id} if run_id else None
+        return Response(content, media_type=media, headers=headers)
 
     for method in ("GET", "POST"):
         fastapi_app.add_api_route(

@@ -11,9 +11,11 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.kg.base import QueryOutput
+from trails.kg.remote.rewrite import query_form
 from trails.kg.sparql import check_limits, code_only, refuse_service
 from trails.kg.terms import IRI
 from trails.retrieval.retrieve import known_scopes
@@ -23,7 +25,7 @@ from trails.service.models import RetrieveRequest, TermObject
 from trails.service.state import ServiceState
 from trails.service.steps import build_steps
 
-__all__ = ["read_scopes", "retrieve_options", "run_sparql", "term_bindings"]
+__all__ = ["read_scopes", "record_sparql", "retrieve_options", "run_sparql", "term_bindings"]
 
 _UPDATE_WORDS = re.compile(
     r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
@@ -134,3 +136,20 @@ def _looks_like_update(query: str) -> bool:
     code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
     body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
     return bool(_UPDATE_WORDS.match(body))
+
+
+def record_sparql(ctx: Context, caller: str, query: str, scopes: Sequence[str] | None,
+                  output: QueryOutput, started: str) -> str | None:
+    """Record an answered protocol query in the audit trail with the caller's label; its run
+    id, or None when the context does not audit (a record that cannot be written is logged
+    and counted, never raised)."""
+    if not ctx.audit.enabled:
+        return None
+    answers = int(output) if isinstance(output, bool) else len(output)
+    record = SparqlQueryRecord(
+        run_id=new_run_id(), caller=caller, started=started, ended=started_now(),
+        query_sha256=query_digest(query),
+        query=query if ctx.audit.settings.query_text == "full" else None,
+        form="ASK" if isinstance(output, bool) else query_form(query),
+        scopes=[] if scopes is None else list(scopes), answers=answers)
+    return record.run_id if ctx.audit.record(record) else None
