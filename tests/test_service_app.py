@@ -337,3 +337,17 @@ def test_metrics_count_requests_latencies_and_ingests(client):
         ("method", "POST"), ("route", "/retrieve")))] == 4
     assert samples[("trails_ingest_documents_total", (("outcome", "ingested"),))] == 1
     assert samples[("trails_ingest_chunks_total", ())] == chunks >= 1
+
+
+def test_a_bug_is_a_500_with_its_class_only_and_is_counted(client, monkeypatch):
+    async def broken(*args, **kwargs):
+        raise RuntimeError("a path like /home/someone/secret")
+
+    monkeypatch.setattr("trails.service.app.aretrieve", broken)
+    response = _retrieve(client, "admin")
+    assert response.status_code == 500
+    assert response.json()["error"] == "InternalError"
+    assert "secret" not in response.text and "Traceback" not in response.text
+    samples = _samples(client.get("/metrics").text)
+    assert samples[("trails_http_requests_total", (
+        ("method", "POST"), ("route", "/retrieve"), ("status", "500")))] == 1

@@ -3,6 +3,7 @@ rdflib's SPARQLStore, trails' own SparqlEndpointGraph), and ``trails serve`` as 
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from service_support import (
     live_server,
     seeded_context,
 )
+from trails import Context
 from trails.audit.records import SearchRecord
 from trails.errors import ConfigurationError
 from trails.kg import SparqlEndpointGraph
@@ -154,7 +156,8 @@ def _cli(*args: str, **options) -> subprocess.CompletedProcess[str]:
                           text=True, env=env, timeout=120, check=False, **options)
 
 
-def test_trails_serve_writes_service_json_answers_and_stops_cleanly_on_sigterm(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_trails_serve_writes_service_json_answers_and_stops_cleanly(tmp_path, stop):
     seeded_context(tmp_path / "kb").close()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     process = subprocess.Popen(
@@ -177,7 +180,7 @@ def test_trails_serve_writes_service_json_answers_and_stops_cleanly_on_sigterm(t
         answer = httpx.post(info.url + "/retrieve", json={"query": "glaciers", "k": 1,
                                                           "scopes": ["alpha"]}, headers=token)
         assert [h["snippet"] for h in answer.json()["hits"]] == [ALPHA_DOCS["a1"]]
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -187,6 +190,10 @@ def test_trails_serve_writes_service_json_answers_and_stops_cleanly_on_sigterm(t
     assert info.url in out
     assert not (tmp_path / "kb" / SERVICE_FILE).exists()
     assert "Traceback" not in err
+    with Context.open(tmp_path / "kb", read_only=True) as after:
+        assert after.audit.pending() == []  # folded into the graph at shutdown
+        recorded = [r for r in after.audit.activities() if r.run_id == answer.json()["run_id"]]
+        assert [r.caller for r in recorded] == [f"local:{getpass.getuser()}"]
 
 
 def test_trails_serve_refuses_a_public_host_without_keys(tmp_path):
