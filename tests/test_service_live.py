@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from trails.kg import SparqlEndpointGraph
 from trails.service.app import create_app
 from trails.service.discovery import SERVICE_FILE, read_service
 from trails.service.keys import KeyRing
+from trails.vector.embedders.mock import MockEmbedder
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -221,3 +223,56 @@ def test_keys_add_appends_a_hashed_key_and_prints_its_secret_once(tmp_path, seed
                                                    frozenset({"read"}))
     writer = ring.authenticate(second.stdout.strip())
     assert writer.scopes is None and writer.can("write")
+
+
+class _HeldEmbedder(MockEmbedder):
+    """Embeds as MockEmbedder, but once ``hold`` is set each batch waits for ``release``,
+    saying so on ``holding``: an ingest stuck in its embedding step."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.hold, self.holding, self.release = (threading.Event(), threading.Event(),
+                                                 threading.Event())
+
+    def embed_batch(self, texts):
+        if self.hold.is_set():
+            self.holding.set()
+            assert self.release.wait(60), "the test never released the embedder"
+        return super().embed_batch(texts)
+
+
+def test_the_service_keeps_answering_while_an_ingest_runs(tmp_path):
+    model = _HeldEmbedder()
+    ctx = seeded_context(tmp_path / "kb", embedder=model)
+    outcome: dict[str, object] = {}
+
+    def ingest(base: str) -> None:
+        with httpx.stream("POST", base + "/ingest", headers=bearer("admin"), timeout=120,
+                          json={"scope": "beta", "documents": [
+                              {"id": "slow", "text": "Snails cross the path slowly."}]}) as answer:
+            outcome["kinds"] = [json.loads(line[6:])["kind"] for line in answer.iter_lines()
+                                if line.startswith("data: ")]
+
+    try:
+        with live_server(create_app(ctx, keys())) as base:
+            while httpx.get(base + "/health/ready").status_code != 200:  # warm-up embeds too
+                time.sleep(0.02)
+            model.hold.set()
+            writer = threading.Thread(target=ingest, args=(base,))
+            writer.start()
+            assert model.holding.wait(60), "the ingest never reached its embedding"
+            # The ingest is blocked inside the library: the loop still answers.
+            assert httpx.get(base + "/health", timeout=10).status_code == 200
+            answer = httpx.get(base + "/sparql", params={"query": TEXTS}, timeout=10,
+                               headers=bearer("alpha-reader"))
+            assert answer.status_code == 200
+            model.release.set()
+            writer.join(60)
+            assert outcome["kinds"][-1] == "summary"
+            found = httpx.post(base + "/retrieve", json={"query": "snails", "k": 1,
+                                                         "scopes": ["beta"]},
+                               headers=bearer("admin")).json()["hits"]
+            assert [hit["snippet"] for hit in found] == ["Snails cross the path slowly."]
+    finally:
+        model.release.set()
+        ctx.close()
