@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from trails import Context, ingest_all
+from trails.audit.records import DeletionRecord
 from trails.errors import (
     AuthenticationError,
     ContextDamagedError,
@@ -24,6 +26,7 @@ from trails.errors import (
     UnknownDocumentError,
     UnsafeFilterError,
 )
+from trails.ingest.document import Document
 from trails.rank import MMR, RecencyDecay
 from trails.service.discovery import (
     SERVICE_FILE,
@@ -35,6 +38,7 @@ from trails.service.discovery import (
 from trails.service.problems import error_body, status_of
 from trails.service.runner import is_loopback
 from trails.service.steps import build_steps
+from trails.vector.embedders.mock import MockEmbedder
 
 PYTHON = Path(__file__).resolve().parent.parent / "python"
 
@@ -143,3 +147,12 @@ def test_bad_steps_are_invalid_arguments(spec):
 ])
 def test_loopback_hosts(host, loopback):
     assert is_loopback(host) is loopback
+
+
+def test_delete_document_records_the_caller_it_is_given(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(id="gone", source="gone", text="To be deleted.")], ctx=ctx)
+        iri = ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }")[0]
+        assert ctx.delete_document(iri, caller="janitor") is True
+        deletions = [r for r in ctx.audit.pending() if isinstance(r, DeletionRecord)]
+    assert [(r.caller, r.documents) for r in deletions] == [("janitor", [iri])]
