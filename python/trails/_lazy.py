@@ -50,6 +50,10 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     # The MCP server (trails.service.mcp, `trails mcp`): the official Python SDK.
     "mcp": ("mcp", "mcp"),
     "mcp.server.mcpserver": ("mcp", "mcp"),
+    # trails serve: the HTTP application, its server and its metrics.
+    "fastapi": ("fastapi", "service"),
+    "uvicorn": ("uvicorn", "service"),
+    "prometheus_client": ("prometheus-client", "service"),
 }
 
 

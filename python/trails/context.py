@@ -272,17 +272,20 @@ class Context:
         parts: ContextParts = self
         return maintenance.verify(parts, repair=repair)
 
-    def delete_document(self, iri: str, *, include_user_triples: bool = False) -> bool:
+    def delete_document(self, iri: str, *, include_user_triples: bool = False,
+                        caller: str | None = None) -> bool:
         """Remove a document: its vectors and the triples trails wrote about it and its chunks.
 
         Triples you added about the document survive (ADR 0012) unless
-        ``include_user_triples=True``. Returns False when there was no such document.
+        ``include_user_triples=True``. Returns False when there was no such document. The
+        audit trail records the deletion with ``caller`` (default: ``ctx.audit.caller``, else
+        the login name) as who asked for it.
         """
         self._check_writable()
         parts: ContextParts = self
         deleted = maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
         if deleted:
-            record_deletion(parts, [iri], reason="deleted on request")
+            record_deletion(parts, [iri], reason="deleted on request", caller=caller)
         return deleted
 
     def prune_expired(self, *, now: datetime | None = None,

@@ -27,7 +27,9 @@ says what was wrong and what to do next. The tree::
     ├── EndpointUnavailableError      a remote endpoint refused, timed out or failed (HTTP 5xx)
     ├── UnknownRunError               an audit record id that this context does not hold
     ├── AuthenticationError           a service request with no API key, or one it does not know
-    └── PermissionDeniedError         an API key without the right or the scope a request needs
+    ├── PermissionDeniedError         an API key without the right or the scope a request needs
+    ├── ReadOnlyServiceError          a write sent to a service that serves its context read-only
+    └── UnknownDocumentError          a document IRI that the context (in the caller's scopes) lacks
 
 Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
 ``InvalidArgumentError``, also a ``ValueError`` (``InvalidArgumentTypeError`` for a wrong
@@ -54,11 +56,13 @@ __all__ = [
     "MissingExtraError",
     "PermissionDeniedError",
     "RdfSyntaxError",
+    "ReadOnlyServiceError",
     "RewriteError",
     "SparqlError",
     "StorageError",
     "TrailsError",
     "UnboundVariableError",
+    "UnknownDocumentError",
     "UnknownRunError",
     "UnknownScopeError",
     "UnsafeFilterError",
@@ -198,3 +202,13 @@ class AuthenticationError(TrailsError):
 class PermissionDeniedError(TrailsError):
     """An API key lacks the right (read or write) or a scope that a request needs. The message
     names the key's label, what it asked for and what the key grants."""
+
+
+class ReadOnlyServiceError(TrailsError):
+    """A write (ingest, delete) sent to a service started with ``--read-only``: its context is
+    open for reading only. The message says to restart it without that option."""
+
+
+class UnknownDocumentError(TrailsError):
+    """A document IRI (``DELETE /documents/{iri}``) that the context does not hold in the
+    scopes the caller may read. The message says how to find the documents there are."""

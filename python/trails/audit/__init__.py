@@ -1,4 +1,4 @@
-"""The audit trail: every search and deletion recorded as W3C PROV-O activities in the
+"""The audit trail: every search, deletion and service SPARQL query recorded as W3C PROV-O activities in the
 context's audit graph (docs/compliance.md, ADR 0018)."""
 
 from trails.audit.records import (
@@ -6,6 +6,7 @@ from trails.audit.records import (
     DeletionRecord,
     HitRecord,
     SearchRecord,
+    SparqlQueryRecord,
     new_run_id,
     query_digest,
     run_iri,
@@ -14,5 +15,5 @@ from trails.audit.trail import AUDIT_DIRECTORY, AuditTrail, default_caller
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
 
 __all__ = ["AUDIT", "AUDIT_DIRECTORY", "AUDIT_GRAPH", "PROV", "ActivityRecord", "AuditTrail",
-           "DeletionRecord", "HitRecord", "SearchRecord", "default_caller", "new_run_id",
-           "query_digest", "run_iri"]
+           "DeletionRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord", "default_caller",
+           "new_run_id", "query_digest", "run_iri"]

@@ -1,6 +1,7 @@
 """Audit records as PROV-O triples in the audit graph, and back.
 
-Each activity is a ``prov:Activity`` (``audit:Search`` or ``audit:Deletion``) with its times,
+Each activity is a ``prov:Activity`` (``audit:Search``, ``audit:Deletion`` or
+``audit:SparqlQuery``) with its times,
 its agent (``prov:wasAssociatedWith``, labelled with the caller), what it was asked and
 against which state, and for a search each returned chunk as ``prov:used`` with a
 ``prov:qualifiedUsage`` carrying rank, score, components, document and the filter solution
@@ -18,7 +19,13 @@ from collections.abc import Iterator, Sequence
 
 import pyoxigraph as ox
 
-from trails.audit.records import ActivityRecord, DeletionRecord, SearchRecord, from_json
+from trails.audit.records import (
+    ActivityRecord,
+    DeletionRecord,
+    SearchRecord,
+    SparqlQueryRecord,
+    from_json,
+)
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, JSON, PROV, RDF_TYPE, RDFS_LABEL, XSD
 from trails.kg.terms import term_of
 
@@ -68,6 +75,14 @@ def quads(record: ActivityRecord) -> list[ox.Quad]:
         triples.append((run, _p(AUDIT, "reason"), ox.Literal(record.reason)))
         triples += [(run, _p(PROV, "invalidated"), iri) for doc in record.documents
                     if (iri := _iri(doc)) is not None]
+    elif isinstance(record, SparqlQueryRecord):
+        triples.append((run, RDF_TYPE, _p(AUDIT, "SparqlQuery")))
+        if record.query is not None:
+            triples.append((run, _p(AUDIT, "queryText"), ox.Literal(record.query)))
+        triples.append((run, _p(AUDIT, "querySha256"), ox.Literal(record.query_sha256)))
+        triples.append((run, _p(AUDIT, "form"), ox.Literal(record.form)))
+        triples.append((run, _p(AUDIT, "answers"), ox.Literal(record.answers)))
+        triples += [(run, _p(AUDIT, "scope"), ox.Literal(scope)) for scope in record.scopes]
     return [ox.Quad(s, p, o, AUDIT_GRAPH) for s, p, o in triples]
 
 

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 from trails.records import DEGRADED
 
-__all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "from_json",
-           "new_run_id", "query_digest", "run_iri"]
+__all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord",
+           "from_json", "new_run_id", "query_digest", "run_iri"]
 
 RUN_BASE = "urn:trails:run:"
 
@@ -122,6 +122,20 @@ class DeletionRecord(ActivityRecord):
     expired_at: dict[str, str] = field(default_factory=dict)  # document -> its expiry
 
 
+@dataclass(frozen=True)
+class SparqlQueryRecord(ActivityRecord):
+    """One SPARQL query answered for a caller (the service's ``/sparql``): its text (or only
+    its digest), its form, the scopes it was confined to (empty: every graph) and how many
+    answers it gave (rows, triples, or 1 for an ASK)."""
+
+    kind: ClassVar[str] = "sparql"
+    query_sha256: str = ""
+    query: str | None = None  # None when the context keeps digests only
+    form: str = "SELECT"
+    scopes: list[str] = field(default_factory=list)
+    answers: int = 0
+
+
 def from_json(data: Mapping[str, Any]) -> ActivityRecord:
     """The record a :meth:`ActivityRecord.to_json` line holds.
 
@@ -135,6 +149,8 @@ def from_json(data: Mapping[str, Any]) -> ActivityRecord:
         return SearchRecord(**values, hits=hits)
     if kind == DeletionRecord.kind:
         return DeletionRecord(**values)
+    if kind == SparqlQueryRecord.kind:
+        return SparqlQueryRecord(**values)
     raise ValueError(f"no audit record kind {kind!r}")
 
 

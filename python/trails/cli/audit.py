@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from trails.audit import ActivityRecord, DeletionRecord, SearchRecord
+from trails.audit import ActivityRecord, DeletionRecord, SearchRecord, SparqlQueryRecord
 from trails.cli._common import context, db_option, has_context
 from trails.cli.output import print_json, solution_text, table
 from trails.context import Context
@@ -173,6 +173,10 @@ def _summary(run: ActivityRecord) -> tuple[str, str]:
         return f"{run.mode}{filtered}{scoped}: {asked}"[:120], str(len(run.hits))
     if isinstance(run, DeletionRecord):
         return f"deleted ({run.reason})", str(len(run.documents))
+    if isinstance(run, SparqlQueryRecord):
+        asked = run.query if run.query is not None else f"sha256:{run.query_sha256[:12]}"
+        scoped = f" in {','.join(run.scopes)}" if run.scopes else ""
+        return f"sparql {run.form}{scoped}: {' '.join(asked.split())}"[:120], str(run.answers)
     return "", ""
 
 

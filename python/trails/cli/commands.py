@@ -1,7 +1,7 @@
 """The typer application: the root options, the commands, and how errors become exit codes.
 
 Each command lives in the module of its group (``setup``, ``ingest``, ``query``,
-``maintenance``, ``eval``) and is registered here. Errors become one line on stderr at the
+``maintenance``, ``eval``, ``serve``) and is registered here. Errors become one line on stderr at the
 edge (:meth:`_Group.main`), never a traceback. Exit codes:
 
 - ``0``: success.
@@ -23,7 +23,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from trails.cli import audit, graph, ingest, maintenance, mcp, query, setup
+from trails.cli import audit, graph, ingest, maintenance, mcp, query, serve, setup
 from trails.cli import eval as evaluation
 from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
@@ -136,6 +136,8 @@ app.command("export")(graph.export)
 app.command("eval")(evaluation.eval_)
 app.add_typer(audit.app, name="audit")
 app.command("replay")(audit.replay)
+app.command("serve")(serve.serve)
+app.add_typer(serve.keys_app, name="keys")
 app.command("mcp")(mcp.mcp)
 
 

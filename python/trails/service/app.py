@@ -1,0 +1,276 @@
+"""The HTTP application: :func:`create_app` builds a FastAPI app serving one context.
+
+Routes: ``POST /retrieve``, ``GET|POST /sparql`` (the SPARQL 1.1 Protocol, queries only),
+``POST /ingest`` (server-sent events), ``DELETE /documents/{iri}``, ``GET /health``,
+``GET /health/ready``, ``GET /metrics``, ``GET /whoami``; the OpenAPI document at
+``/openapi.json`` and its pages at ``/docs``. Blocking library calls run in worker threads,
+so the event loop keeps answering (``/health``, other queries) while a search or an ingest
+runs. docs/service.md describes it for users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from http import HTTPStatus
+from typing import Any
+
+from trails._lazy import require
+
+require("fastapi", "trails serve (the HTTP service)")
+
+# (Imported after the check above, which names the extra to install.)
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+from starlette.exceptions import HTTPException
+
+from trails.audit.records import started_now
+from trails.context import Context
+from trails.errors import AuthenticationError, TrailsError
+from trails.rank import Step
+from trails.retrieval.asynchronous import aretrieve
+from trails.service.documents import delete_confined, ingest_events
+from trails.service.keys import ApiKey, KeyRing
+from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
+from trails.service.models import (
+    ErrorBody,
+    HealthBody,
+    IngestRequest,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from trails.service.problems import error_body, status_of
+from trails.service.requests import record_sparql, retrieve_options, run_sparql
+from trails.service.sparql_protocol import (
+    FORM,
+    GRAPH_TYPES,
+    QUERY_TYPE,
+    RESULT_TYPES,
+    parse_sparql_request,
+    render_answer,
+    service_description,
+)
+from trails.service.state import ServiceState
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("trails.service")
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text} for status, text in (
+        (400, "A bad argument or SPARQL query"), (401, "No API key, or an unknown one"),
+        (403, "The key lacks the right or the scope"), (404, "No such document"),
+        (409, "The context is read-only or locked"), (503, "A backend is unavailable"))}
+def _sparql_doc(method: str) -> dict[str, Any]:
+    """The protocol's parameters and bodies, which FastAPI cannot infer from ``Request``."""
+    doc: dict[str, Any] = {
+        "parameters": [{"name": name, "in": "query", "required": False,
+                        "schema": {"type": "string"}}
+                       for name in ("query", "default-graph-uri", "named-graph-uri")],
+        "responses": {"200": {
+            "description": "SELECT/ASK as SPARQL results, CONSTRUCT/DESCRIBE as RDF, by the "
+                           "Accept header; without a query, the service description",
+            "content": {media: {} for media in (*RESULT_TYPES, *GRAPH_TYPES)}}},
+    }
+    if method == "POST":
+        doc["requestBody"] = {"required": False, "content": {
+            FORM: {"schema": {"type": "object", "properties": {
+                "query": {"type": "string"}, "default-graph-uri": {"type": "string"},
+                "named-graph-uri": {"type": "string"}}}},
+            QUERY_TYPE: {"schema": {"type": "string"}}}}
+    return doc
+
+
+def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | None, *,
+               read_only: bool = False, reranker: Step | None = None,
+               extra_keys: tuple[ApiKey, ...] = (), fold_seconds: float = 30.0) -> FastAPI:
+    """A FastAPI application serving one context.
+
+    Args:
+        ctx_or_dir: an open context (the caller closes it), or a context directory, opened
+            here (read-only with ``read_only``) and closed when the application shuts down.
+        keys: the API keys; None serves every request as the anonymous key (bind loopback
+            only: :func:`trails.service.runner.serve` checks).
+        reranker: the cross-encoder the ``rerank`` step uses, warmed at start-up.
+        extra_keys: keys valid for this run (the ``service.json`` token).
+        fold_seconds: how often the writer folds the audit log into the audit graph.
+
+    Raises:
+        Everything :meth:`Context.open` raises, for a directory.
+    """
+    fastapi_app: FastAPI
+    if isinstance(ctx_or_dir, Context):
+        ctx, owned = ctx_or_dir, False
+    else:
+        ctx, owned = Context.open(ctx_or_dir, read_only=read_only), True
+    state = ServiceState(ctx, keys, reranker=reranker, extra_keys=extra_keys)
+    metrics = ServiceMetrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        state.start_warmup()
+        folding = (None if ctx.read_only
+                   else asyncio.create_task(state.fold_periodically(fold_seconds)))
+        try:
+            yield
+        finally:
+            if folding is not None:
+                folding.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await folding
+            await asyncio.to_thread(state.fold)
+            if owned:
+                ctx.close()
+
+    fastapi_app = FastAPI(
+        title="trails", lifespan=lifespan,
+        description="Knowledge-graph plus vector hybrid retrieval over one context: "
+                    "retrieve, SPARQL 1.1 Protocol (queries), ingest. docs/service.md.")
+    fastapi_app.state.service = state
+    fastapi_app.state.metrics = metrics
+    bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
+    header_key = APIKeyHeader(name="X-API-Key", auto_error=False)
+
+    def caller(request: Request, _bearer: Any = Depends(bearer),
+               _header: Any = Depends(header_key)) -> ApiKey:
+        return state.authenticate(request.headers)
+
+    @fastapi_app.middleware("http")
+    async def measure(request: Request, call_next: Any) -> Response:
+        started = time.perf_counter()
+        try:
+            response: Response = await call_next(request)
+        except Exception as exc:
+            log.exception("request %s %s failed", request.method, request.url.path)
+            response = JSONResponse(error_body(exc), status_code=status_of(exc))
+        route = request.scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        metrics.observe(template, request.method, response.status_code,
+                        time.perf_counter() - started)
+        return response
+
+    async def on_error(_: Request, exc: Exception) -> Response:
+        status = status_of(exc)
+        if status == 500:
+            log.error("request failed", exc_info=exc)
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthenticationError) else None
+        return JSONResponse(error_body(exc), status_code=status, headers=headers)
+
+    for kind in (TrailsError, ValueError, TypeError, SyntaxError):
+        fastapi_app.add_exception_handler(kind, on_error)
+
+    async def on_invalid(_: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+                          for e in errors[:5])
+        return JSONResponse({"error": "RequestValidationError", "message": where,
+                             "detail": _plain(errors)}, status_code=422)
+
+    fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
+
+    async def on_http(_: Request, exc: HTTPException) -> Response:
+        # The router's own answers (no such route, method not allowed) in the same shape.
+        phrase = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
+        return JSONResponse({"error": phrase, "message": str(exc.detail)},
+                            status_code=exc.status_code, headers=exc.headers)
+
+    fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
+
+    @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
+                      summary="Find the k best chunks for a query")
+    async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        key.require("read")
+        options = await asyncio.to_thread(retrieve_options, state, key, body)
+        if options is None:  # the key's scopes hold nothing yet
+            return {"query": body.query, "hits": [], "mode": body.mode, "plan": "empty",
+                    "candidates": 0, "exhaustive": True, "rankings": [], "fusion_weights": {},
+                    "notes": ["none of the scopes this key grants holds anything"],
+                    "run_id": None, "degraded": []}
+        result = await aretrieve(body.query, ctx, **options)
+        return {"query": body.query, **result.to_dict()}
+
+    async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
+        key.require("read")
+        body = await request.body() if request.method == "POST" else b""
+        params = list(request.query_params.multi_items())
+        if request.method == "GET" and not any(name == "query" for name, _ in params):
+            return Response(service_description(str(request.url.replace(query="")), True),
+                            media_type="application/n-triples")
+        parsed = parse_sparql_request(request.method, request.headers.get("content-type"),
+                                      params, body)
+        scopes = key.confine(parsed.scopes)
+        started = started_now()
+        output = await asyncio.to_thread(run_sparql, ctx, parsed.query, scopes)
+        run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query, scopes,
+                                         output, started)
+        content, media = render_answer(output, request.headers.get("accept"))
+        headers = {"Trails-Run-Id": run_id} if run_id else None
+        return Response(content, media_type=media, headers=headers)
+
+    for method in ("GET", "POST"):
+        fastapi_app.add_api_route(
+            "/sparql", sparql, methods=[method], operation_id=f"sparql_{method.lower()}",
+            summary="SPARQL 1.1 Protocol: queries (updates are refused)",
+            openapi_extra=_sparql_doc(method), responses=_ERRORS, response_class=Response)
+
+    @fastapi_app.post("/ingest", responses={**_ERRORS, 200: {
+        "description": "Server-sent events: one per ingest event, then a summary",
+        "content": {"text/event-stream": {}}}}, response_class=StreamingResponse,
+        summary="Ingest documents, streaming progress as server-sent events")
+    async def ingest(body: IngestRequest, key: ApiKey = Depends(caller)) -> StreamingResponse:
+        key.require("write")
+        state.require_writable()
+        stream = await ingest_events(state, key, body, metrics)
+        return StreamingResponse(stream, media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    @fastapi_app.delete("/documents/{iri:path}", responses=_ERRORS,
+                        summary="Delete a document (recorded in the audit trail)")
+    async def delete_document(iri: str, key: ApiKey = Depends(caller)) -> dict[str, str]:
+        key.require("write")
+        state.require_writable()
+        await delete_confined(state, key, iri)
+        return {"deleted": iri}
+
+    @fastapi_app.get("/health", response_model=HealthBody, summary="Liveness: always 200")
+    async def health() -> dict[str, Any]:
+        return _health(state)
+
+    @fastapi_app.get("/health/ready", response_model=HealthBody,
+                     responses={503: {"model": HealthBody, "description": "Still warming up"}},
+                     summary="Readiness: 200 once the models are warm, 503 before")
+    async def ready() -> Response:
+        body = _health(state)
+        return JSONResponse(body, status_code=200 if body["status"] == "ready" else 503)
+
+    @fastapi_app.get("/metrics", response_class=Response, summary="Prometheus metrics",
+                     responses={200: {"content": {CONTENT_TYPE: {}}}})
+    async def metrics_text() -> Response:
+        return Response(metrics.text(), media_type=CONTENT_TYPE)
+
+    @fastapi_app.get("/whoami", responses=_ERRORS, summary="The calling key's label, rights "
+                     "and scopes")
+    async def whoami(key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        return key.describe()
+
+    return fastapi_app
+
+
+def _health(state: ServiceState) -> dict[str, Any]:
+    warm = state.warmup
+    return {"status": warm.status, "read_only": state.read_only,
+            "warmup_seconds": warm.seconds, "detail": warm.detail}
+
+
+def _plain(errors: Any) -> Any:
+    """Validation errors as JSON, as FastAPI writes them (the exceptions pydantic puts in
+    ``ctx`` as their text), without the input (it can be large)."""
+    return jsonable_encoder([{k: v for k, v in dict(e).items() if k != "input"}
+                             for e in errors])

@@ -1,0 +1,133 @@
+"""The service's requests and responses as pydantic models: what ``/openapi.json`` states.
+
+Only pydantic (a base dependency) is imported here, so the shapes can be read and tested
+without the ``service`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["DocumentIn", "ErrorBody", "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest",
+           "RetrieveResponse", "StepSpec", "TermObject"]
+
+# The largest k a request may ask for (retrieve() has its own, larger bound).
+MAX_K = 1000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TermObject(_Strict):
+    """An RDF term as the SPARQL 1.1 JSON results format writes one."""
+
+    type: Literal["uri", "literal"]
+    value: str
+    datatype: str | None = None
+    xml_lang: str | None = Field(default=None, alias="xml:lang")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+BindingValue = TermObject | bool | int | float | str
+
+
+class StepSpec(_Strict):
+    """A post-ranking step by name, with its options (``GET /steps`` lists them)."""
+
+    name: Literal["mmr", "recency", "parent_document", "neighbourhood", "rerank"]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RetrieveRequest(_Strict):
+    """``POST /retrieve``: the arguments of ``trails.retrieve``."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    mode: Literal["vector", "graph", "hybrid"] = "hybrid"
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    filter: str | None = Field(default=None, max_length=100_000,
+                               description="a SPARQL SELECT projecting one variable")
+    bindings: dict[str, BindingValue] | None = Field(
+        default=None, description="values for the filter's variables: a JSON scalar (bound as "
+        "the Python API binds it) or a SPARQL JSON results term {type, value, datatype?, "
+        "xml:lang?}")
+    scopes: list[str] | None = Field(default=None, min_length=1, max_length=100)
+    fusion: Literal["auto", "rrf", "weighted", "none"] = "auto"
+    steps: list[StepSpec] = Field(default_factory=list, max_length=10)
+    min_score: float | None = Field(default=None, allow_inf_nan=False)
+    why: bool | None = None
+    now: str | None = Field(default=None, description="ISO 8601 date-time with an offset: the "
+                            "moment expiries are judged at")
+
+
+class HitOut(BaseModel):
+    """One hit, as ``RetrievalHit.to_dict()`` writes it."""
+
+    iri: str
+    score: float | None
+    components: dict[str, float]
+    document: str | None
+    title: str | None
+    date: str | None
+    source: str | None
+    snippet: str
+    admitted_by: dict[str, str] | None
+    metadata: dict[str, Any]
+
+
+class RetrieveResponse(BaseModel):
+    """``RetrievalResult.to_dict()``, with the query and what the answer did without."""
+
+    query: str
+    hits: list[HitOut]
+    mode: str
+    plan: str
+    candidates: int | None
+    exhaustive: bool
+    rankings: list[str]
+    fusion_weights: dict[str, float]
+    notes: list[str]
+    run_id: str | None
+    degraded: list[str]
+
+
+class DocumentIn(_Strict):
+    """A document to ingest: its text, and an ``id`` or a ``source`` (or both) naming it."""
+
+    text: str = Field(max_length=10_000_000)
+    id: str | None = Field(default=None, min_length=1, max_length=2_000)
+    source: str | None = Field(default=None, min_length=1, max_length=2_000)
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _named(self) -> DocumentIn:
+        if self.id is None and self.source is None:
+            raise ValueError("a document needs an 'id' or a 'source' naming it")
+        return self
+
+
+class IngestRequest(_Strict):
+    """``POST /ingest``: documents, and the scope they go to (default scope if none)."""
+
+    documents: list[DocumentIn] = Field(min_length=1, max_length=10_000)
+    scope: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error: the class of the failure and a message saying what to do."""
+
+    error: str
+    message: str
+
+
+class HealthBody(BaseModel):
+    """``GET /health``: ``ready`` once the models are warm."""
+
+    status: Literal["starting", "ready", "failed"]
+    read_only: bool
+    warmup_seconds: float | None = None
+    detail: str | None = None

@@ -1,0 +1,70 @@
+"""How a failure becomes an HTTP answer: a status, and ``{"error": class, "message": ...}``.
+
+Every :class:`~trails.errors.TrailsError` has a status by its class; the plain ``ValueError``
+and ``TypeError`` the library raises for a bad argument (and pyoxigraph's ``SyntaxError``)
+are the caller's mistake too (400). Anything else is a bug: 500 with its class name and no
+traceback, logged in full on the server.
+"""
+
+from __future__ import annotations
+
+from trails.errors import (
+    AuthenticationError,
+    ContextDamagedError,
+    ContextLockedError,
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    EndpointUnavailableError,
+    MissingExtraError,
+    PermissionDeniedError,
+    ReadOnlyServiceError,
+    RewriteError,
+    StorageError,
+    TrailsError,
+    UnknownDocumentError,
+    UnknownRunError,
+)
+
+__all__ = ["error_body", "status_of"]
+
+
+# Most specific first: the first class an error is an instance of gives its status.
+_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (UnknownRunError, 404),
+    (UnknownDocumentError, 404),
+    (ContextLockedError, 409),
+    (ReadOnlyServiceError, 409),
+    (EmbeddingModelMismatchError, 409),
+    (MissingExtraError, 501),
+    (EndpointUnavailableError, 503),
+    (EmbeddingError, 503),
+    (RewriteError, 503),
+    (ContextDamagedError, 503),
+    (StorageError, 503),
+    (TrailsError, 400),
+    (ValueError, 400),
+    (TypeError, 400),
+    (SyntaxError, 400),
+)
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status for ``exc``: 4xx for what the caller can fix, 5xx for the server's
+    side (a backend down, files unreadable, a missing extra), 500 for a bug."""
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 500
+
+
+def error_body(exc: BaseException) -> dict[str, str]:
+    """``{"error": class name, "message": ...}``; a bug's message says only that it is one
+    (its text could hold anything; the server's log has it)."""
+    if status_of(exc) == 500:
+        return {"error": "InternalError",
+                "message": f"internal error ({type(exc).__name__}); this is a bug in trails, "
+                           "the service's log has the details"}
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return {"error": type(exc).__name__, "message": message}

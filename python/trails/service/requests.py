@@ -1,0 +1,155 @@
+"""What a request asks of the library, checked and confined to its key: the arguments of a
+retrieve, and a SPARQL query run within the key's scopes. Blocking: called in worker threads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyoxigraph as ox
+
+from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
+from trails.context import Context
+from trails.errors import InvalidArgumentError, PermissionDeniedError
+from trails.kg.base import QueryOutput
+from trails.kg.remote.rewrite import query_form
+from trails.kg.sparql import check_limits, code_only, refuse_service
+from trails.kg.terms import IRI
+from trails.retrieval.retrieve import known_scopes
+from trails.scopes import DEFAULT_SCOPE
+from trails.service.keys import ApiKey
+from trails.service.models import RetrieveRequest, TermObject
+from trails.service.state import ServiceState
+from trails.service.steps import build_steps
+
+__all__ = ["read_scopes", "record_sparql", "retrieve_options", "run_sparql", "term_bindings"]
+
+_UPDATE_WORDS = re.compile(
+    r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
+
+
+def read_scopes(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
+    """The scopes a retrieve runs with: ``requested`` checked against the key; a scoped key
+    that asked for none reads every scope it grants that holds anything (an empty list when
+    none does). None (a key with every scope, asking for none): the default scope, as the
+    library reads it.
+
+    Raises:
+        PermissionDeniedError: ``requested`` names a scope the key does not grant.
+    """
+    confined = key.confine(requested)
+    if requested is None and confined is not None:
+        known = set(known_scopes(ctx, confined)) | {DEFAULT_SCOPE}
+        return [scope for scope in confined if scope in known]
+    return confined
+
+
+def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A request's bindings as the library takes them: JSON scalars as they are (a string is
+    a plain literal, as in Python), SPARQL JSON results terms as RDF terms.
+
+    Raises:
+        InvalidArgumentError: a term that is no valid IRI or literal.
+    """
+    if bindings is None:
+        return None
+    converted: dict[str, Any] = {}
+    for name, value in bindings.items():
+        if not isinstance(value, TermObject):
+            converted[name] = value
+            continue
+        try:
+            if value.type == "uri":
+                if value.datatype is not None or value.xml_lang is not None:
+                    raise ValueError("a uri term takes no datatype or xml:lang")
+                converted[name] = ox.NamedNode(IRI(value.value))
+            elif value.xml_lang is not None:
+                if value.datatype is not None:
+                    raise ValueError("a literal has a datatype or a language, not both")
+                converted[name] = ox.Literal(value.value, language=value.xml_lang)
+            else:
+                datatype = None if value.datatype is None else ox.NamedNode(value.datatype)
+                converted[name] = ox.Literal(value.value, datatype=datatype)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"the binding {name!r}: {exc}") from None
+    return converted
+
+
+def retrieve_options(state: ServiceState, key: ApiKey,
+                     body: RetrieveRequest) -> dict[str, Any] | None:
+    """The keyword arguments of ``retrieve()`` for ``body`` on behalf of ``key``; None when
+    the key's scopes hold nothing (the answer is empty).
+
+    Raises:
+        PermissionDeniedError: a scope the key does not grant.
+        InvalidArgumentError: an unknown step or option, a malformed binding or ``now``.
+    """
+    scopes = read_scopes(state.ctx, key, body.scopes)
+    if scopes is not None and not scopes:
+        return None
+    return {
+        "mode": body.mode, "k": body.k, "sparql_filter": body.filter,
+        "bindings": term_bindings(body.bindings), "scope": scopes,
+        "fusion": None if body.fusion == "none" else body.fusion,
+        "steps": build_steps([(s.name, s.options) for s in body.steps], state.reranker),
+        "min_score": body.min_score, "caller": key.label, "why": body.why,
+        "now": _moment(body.now),
+    }
+
+
+def _moment(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"now={text!r} is no ISO 8601 date-time; write e.g. 2026-01-01T00:00:00+00:00"
+        ) from None
+    if moment.tzinfo is None:
+        raise InvalidArgumentError(f"now={text!r} has no offset; add one (+00:00 for UTC)")
+    return moment
+
+
+def run_sparql(ctx: Context, query: str, scopes: Sequence[str] | None) -> QueryOutput:
+    """Run a protocol query confined to ``scopes`` (None: every graph); never a SERVICE call,
+    never an update.
+
+    Raises:
+        SparqlError: the query does not parse, is too large, or uses SERVICE.
+        PermissionDeniedError: the text is an update.
+    """
+    check_limits(query)
+    if _looks_like_update(query):  # no query starts so: refused whether or not it parses
+        raise PermissionDeniedError(
+            "this endpoint answers SPARQL queries only: updates are refused. Add documents "
+            "with POST /ingest and remove them with DELETE /documents/{iri}")
+    refuse_service(query, ctx.kg.prefixes)
+    return ctx.kg.query(query, None, scopes=None if scopes is None else list(scopes))
+
+
+def _looks_like_update(query: str) -> bool:
+    """Whether a request's text starts (after its prologue) with an update's keyword."""
+    code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
+    body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
+    return bool(_UPDATE_WORDS.match(body))
+
+
+def record_sparql(ctx: Context, caller: str, query: str, scopes: Sequence[str] | None,
+                  output: QueryOutput, started: str) -> str | None:
+    """Record an answered protocol query in the audit trail with the caller's label; its run
+    id, or None when the context does not audit (a record that cannot be written is logged
+    and counted, never raised)."""
+    if not ctx.audit.enabled:
+        return None
+    answers = int(output) if isinstance(output, bool) else len(output)
+    record = SparqlQueryRecord(
+        run_id=new_run_id(), caller=caller, started=started, ended=started_now(),
+        query_sha256=query_digest(query),
+        query=query if ctx.audit.settings.query_text == "full" else None,
+        form="ASK" if isinstance(output, bool) else query_form(query),
+        scopes=[] if scopes is None else list(scopes), answers=answers)
+    return record.run_id if ctx.audit.record(record) else None

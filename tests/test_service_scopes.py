@@ -1,0 +1,107 @@
+"""A key never sees a scope it does not grant: whatever a request asks for (scopes, filters
+naming the other scope's graph, FROM and FROM NAMED, SERVICE, datasets, updates), no answer
+from ``/retrieve`` or ``/sparql`` holds an IRI or a text of that scope."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service_support import BETA_DOCS, bearer, keys, seeded_context
+from trails.service.app import create_app
+
+pytestmark = pytest.mark.timeout(300)
+
+BETA_GRAPH = "urn:trails:scope:beta"
+BETA_IRIS = "trails://local/scope/beta/"
+# Graph patterns that reach for beta's triples in every way a query text can.
+PATTERNS = [
+    "?c ?p ?o",
+    f"GRAPH <{BETA_GRAPH}> {{ ?c ?p ?o }}",
+    "GRAPH ?g { ?c ?p ?o }",
+    f"GRAPH ?g {{ ?c ?p ?o }} FILTER(?g = <{BETA_GRAPH}>)",
+    f"SERVICE <{BETA_GRAPH}> {{ ?c ?p ?o }}",
+    "SERVICE <http://127.0.0.1:9/sparql> { ?c ?p ?o }",
+    f"?c <https://schema.org/text> \"{BETA_DOCS['b1']}\"",
+    "?c <https://schema.org/isPartOf> <trails://local/scope/beta/doc/b1>",
+]
+DATASETS = ["", f" FROM <{BETA_GRAPH}>", f" FROM NAMED <{BETA_GRAPH}>",
+            f" FROM <{BETA_GRAPH}> FROM NAMED <{BETA_GRAPH}>"]
+SCOPES = st.sampled_from([None, ["alpha"], ["beta"], ["alpha", "beta"], ["default"],
+                          ["default", "alpha"]])
+
+
+@pytest.fixture
+def client(tmp_path):
+    ctx = seeded_context(tmp_path / "kb")
+    with TestClient(create_app(ctx, keys())) as test_client:
+        yield test_client
+    ctx.close()
+
+
+def _no_beta(response) -> None:
+    text = response.text
+    assert response.status_code != 500, text
+    assert not any(doc in text for doc in BETA_DOCS.values()), text
+    if response.status_code == 200:
+        assert BETA_IRIS not in text, text
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pattern=st.sampled_from(PATTERNS), dataset=st.sampled_from(DATASETS), scopes=SCOPES,
+       mode=st.sampled_from(["hybrid", "graph", "vector"]),
+       query=st.sampled_from(["beehives", "beetles bark", "glaciers", "orchard dawn"]))
+def test_retrieve_never_answers_from_an_ungranted_scope(client, pattern, dataset, scopes,
+                                                        mode, query):
+    body = {"query": query, "mode": mode, "k": 10,
+            "filter": f"SELECT ?c{dataset} WHERE {{ {pattern} }}" if mode != "vector" else None}
+    if scopes is not None:
+        body["scopes"] = scopes
+    response = client.post("/retrieve", json=body, headers=bearer("alpha-reader"))
+    _no_beta(response)
+    if scopes is not None and "alpha" not in scopes:
+        assert response.status_code in (400, 403)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pattern=st.sampled_from(PATTERNS), dataset=st.sampled_from(DATASETS),
+       form=st.sampled_from(["SELECT * {dataset} WHERE {{ {p} }}",
+                             "SELECT ?c (COUNT(*) AS ?n) {dataset} WHERE {{ {p} }} GROUP BY ?c",
+                             "CONSTRUCT {{ ?c ?p ?o }} {dataset} WHERE {{ {p} }}",
+                             "DESCRIBE ?c {dataset} WHERE {{ {p} }}",
+                             "INSERT {{ <urn:x> <urn:y> ?o }} WHERE {{ {p} }}",
+                             "DELETE WHERE {{ {p} }}"]),
+       named=st.sampled_from([[], [BETA_GRAPH], ["urn:trails:scope:alpha"]]),
+       method=st.sampled_from(["GET", "POST"]))
+def test_sparql_never_answers_from_an_ungranted_scope(client, pattern, dataset, form, named,
+                                                      method):
+    query = form.format(dataset=dataset, p=pattern)
+    params = [("query", query)] + [(name, graph) for graph in named
+                                   for name in ("default-graph-uri", "named-graph-uri")]
+    headers = {**bearer("alpha-reader"), "Accept": "application/n-triples, "
+               "application/sparql-results+json;q=0.9"}
+    if method == "GET":
+        response = client.get("/sparql", params=params, headers=headers)
+    else:
+        response = client.post("/sparql", data=dict(params), headers=headers)
+    _no_beta(response)
+    if form.startswith(("INSERT", "DELETE")):
+        assert response.status_code == 403
+
+
+@pytest.mark.parametrize("ask", [
+    f"ASK {{ GRAPH <{BETA_GRAPH}> {{ ?s ?p ?o }} }}",
+    f"ASK FROM <{BETA_GRAPH}> {{ ?c <https://schema.org/text> \"{BETA_DOCS['b1']}\" }}",
+    f"ASK {{ ?c <https://schema.org/text> \"{BETA_DOCS['b2']}\" }}",
+    "ASK { ?c <https://schema.org/isPartOf> <trails://local/scope/beta/doc/b2> }",
+])
+def test_ask_about_an_ungranted_scope_answers_false(client, ask):
+    response = client.get("/sparql", params={"query": ask}, headers=bearer("alpha-reader"))
+    assert response.status_code == 200
+    assert response.json()["boolean"] is False
+    granted = client.get("/sparql", params={"query": ask}, headers=bearer("admin"))
+    assert granted.json()["boolean"] is True  # the same question, asked by a key that may
