@@ -33,6 +33,8 @@ from trails import retrieve
 from trails.cli import app
 from trails.context import Context
 from trails.ingest import Document, ingest_all
+from trails.service.client import ServiceClient
+from trails.service.discovery import read_service
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir") / "scifact"
@@ -65,6 +67,26 @@ def wall(command: list[str]) -> float:
     return seconds
 
 
+def through_service(db: Path, cli: list[str], asked: list[str]) -> list[float]:
+    """Wall times of the same command while `trails serve` serves the directory (the
+    console script's launcher sends the query to the warm service)."""
+    server = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                               "--port", "0", "--read-only", "--log-level", "warning"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        info = None
+        while info is None or ServiceClient(info).health().get("status") != "ready":
+            if server.poll() is not None:
+                raise SystemExit(f"trails serve exited: {server.stderr.read()[-2000:]}")
+            info = read_service(db)
+            time.sleep(0.1)
+        wall([*cli, asked[0], "--json"])
+        return [wall([*cli, query, "--json"]) for query in asked]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 def milliseconds(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -87,14 +109,14 @@ def main() -> None:
         parts = {
             "interpreter alone (`python -c pass`)": [wall([*python, "-c", "pass"])
                                                      for _ in range(runs)],
-            "`import trails.cli`": [wall([*python, "-c", "import trails.cli"])
-                                    for _ in range(runs)],
+            "`import trails.cli.commands` (the whole command line)": [
+                wall([*python, "-c", "import trails.cli.commands"]) for _ in range(runs)],
             "import, open the context, load the model, embed one query": [
                 wall([*python, "-c", ("from trails.context import Context; "
                       f"Context.open({str(db)!r}, read_only=True).embedder.embed('warm')")])
                 for _ in range(runs)],
         }
-        cold = [wall([*cli, query, "--json"]) for query in asked]
+        cold = [wall([*cli, query, "--json", "--local"]) for query in asked]
         # warm: the model loaded and the context open in this process
         with Context.open(db, read_only=True) as ctx:
             retrieve(asked[0], ctx)
@@ -103,6 +125,7 @@ def main() -> None:
                 started = time.perf_counter()
                 retrieve(query, ctx)
                 warm_retrieve.append(time.perf_counter() - started)
+        served = through_service(db, cli, asked)
         runner = CliRunner()
         runner.invoke(app, ["--db", str(db), "query", asked[0], "--json"])  # loads the model
         warm_cli = []
@@ -112,7 +135,9 @@ def main() -> None:
             warm_cli.append(time.perf_counter() - started)
             if result.exit_code != 0:
                 raise SystemExit(result.output)
-    rows = [("cold: `trails --db DIR query TEXT --json`, a new process", milliseconds(cold)),
+    rows = [("cold: `trails --db DIR query TEXT --json --local`, a new process", milliseconds(cold)),
+            (("through a running service (`trails serve --db DIR`): the same command, a new "
+              "process"), milliseconds(served)),
             *((f"cold, part: {name}", milliseconds(samples)) for name, samples in parts.items()),
             (("warm: the same command again in a process that has run it (context reopened, "
               "model kept)"), milliseconds(warm_cli)),
@@ -133,9 +158,12 @@ def main() -> None:
 
 A cold `trails query` is a new Python process: most of its time is the interpreter and the
 imports (numpy, pydantic, pyoxigraph, typer and rich, then ONNX Runtime and the tokenizer
-when the model loads), not the search. Once a process has the model loaded, the same command
-answers in the warm figure (well under a second), and `retrieve()` on an open context in the
-last one. The model is the ONNX int8 export cached beside the packaged model, so no torch is
+when the model loads), not the search. While `trails serve` serves the directory, the same
+command goes to it: the console script reads `service.json`, sends the query over loopback
+HTTP and prints the answer without importing the engine or loading the model (the
+*through a running service* row: a new process every time). Once a process has the model
+loaded, the same command answers in the warm figure, and `retrieve()` on an open context in
+the last one. The model is the ONNX int8 export cached beside the packaged model, so no torch is
 imported on the query path.""", after="audit")
 
 

@@ -1,0 +1,152 @@
+"""``trails query`` through a running ``trails serve``: the same answer, printed the same way,
+as the command answering in its own process; and back to its own process whenever the service
+cannot answer (gone, killed, --local, an option it does not forward)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from service_support import ALPHA_DOCS, seeded_context
+
+from trails import Context
+from trails.service.discovery import SERVICE_FILE, read_service
+
+pytestmark = pytest.mark.timeout(240)
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "TRAILS_CALLER": "cli-user"}
+FILTER = "SELECT ?c WHERE { ?c schema:isPartOf ?d . ?d schema:name ?n . FILTER(?n != ?skip) }"
+
+
+def trails(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The console script's code path (trails.cli.launch), as a new process."""
+    return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
+                          text=True, env=ENV, timeout=120, check=False, input=stdin)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A context served by a real ``trails serve`` process; yields its directory."""
+    db = tmp_path_factory.mktemp("served") / "kb"
+    seeded_context(db).close()
+    process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                                "--port", "0", "--log-level", "warning"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        deadline = time.monotonic() + 90
+        while read_service(db) is None:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "service.json never appeared"
+            time.sleep(0.05)
+        while True:  # ready: a query goes through the service (its caller says so)
+            out = trails("--db", str(db), "query", "glaciers", "--json")
+            if out.returncode == 0 and json.loads(out.stdout)["run_id"] and _caller(
+                    db, json.loads(out.stdout)["run_id"]).startswith("local:"):
+                break
+            assert time.monotonic() < deadline, out.stderr
+            time.sleep(0.1)
+        yield db, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.communicate(timeout=60)
+
+
+def _caller(db: Path, run_id: str) -> str:
+    """Who the audit trail says ran ``run_id`` (a reader sees the service's pending log)."""
+    with Context.open(db, read_only=True) as ctx:
+        for record in [*ctx.audit.pending(), *ctx.audit.activities()]:
+            if record.run_id == run_id:
+                return record.caller
+    raise AssertionError(f"run {run_id} is not recorded")
+
+
+def without_run_ids(answer: dict) -> dict:
+    return {key: value for key, value in answer.items() if key != "run_id"}
+
+
+@pytest.mark.parametrize("options", [
+    ["--scope", "alpha"],
+    ["--mode", "vector", "-k", "3", "--scope", "beta"],
+    ["--scope", "alpha", "--fusion", "rrf"],
+    ["--scope", "alpha", "--scope", "beta", "--min-score", "0.01"],
+    ["--sparql", FILTER, "--bind", "skip=a2", "--scope", "alpha", "--why"],
+])
+def test_a_query_through_the_service_answers_as_the_local_command(served, options):
+    db, _ = served
+    through = trails("--db", str(db), "query", "glaciers meadows", *options, "--json")
+    local = trails("--db", str(db), "query", "glaciers meadows", *options, "--json", "--local")
+    assert through.returncode == 0 and local.returncode == 0, (through.stderr, local.stderr)
+    via_service, here = json.loads(through.stdout), json.loads(local.stdout)
+    assert without_run_ids(via_service) == without_run_ids(here)
+    assert via_service["hits"], "the seeded context answers every one of these"
+    assert _caller(db, via_service["run_id"]) == f"local:{getpass.getuser()}"
+    assert _caller(db, here["run_id"]) == "cli-user"
+
+
+def test_the_table_is_the_same_through_the_service(served):
+    db, _ = served
+    through = trails("--db", str(db), "query", "glaciers", "--scope", "alpha")
+    local = trails("--db", str(db), "query", "glaciers", "--scope", "alpha", "--local")
+    assert through.returncode == local.returncode == 0
+    assert through.stdout == local.stdout
+    assert ALPHA_DOCS["a1"].split()[0] in through.stdout
+    assert "recorded as run" in through.stderr
+
+
+def test_a_filter_read_from_a_file_and_from_stdin(served, tmp_path):
+    db, _ = served
+    query_file = tmp_path / "filter.rq"
+    query_file.write_text(FILTER)
+    from_file = trails("--db", str(db), "query", "glaciers", "--sparql", str(query_file),
+                       "--bind", "skip=a1", "--scope", "alpha", "--json")
+    from_stdin = trails("--db", str(db), "query", "glaciers", "--sparql", "-", "--bind",
+                        "skip=a1", "--scope", "alpha", "--json", stdin=FILTER)
+    assert from_file.returncode == from_stdin.returncode == 0, from_file.stderr
+    hits = [h["document"] for h in json.loads(from_file.stdout)["hits"]]
+    assert hits and all(not doc.endswith("/a1") for doc in hits)
+    assert without_run_ids(json.loads(from_stdin.stdout)) == without_run_ids(
+        json.loads(from_file.stdout))
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--sparql", "SELECT ?c WHERE { ?c ?p "], "SPARQL"),
+    (["--scope", "nosuchscope"], "nosuchscope"),
+    (["--mode", "graph"], "--sparql"),
+])
+def test_mistakes_fail_the_same_way_through_the_service(served, options, message):
+    db, _ = served
+    through = trails("--db", str(db), "query", "glaciers", *options)
+    local = trails("--db", str(db), "query", "glaciers", *options, "--local")
+    assert through.returncode == local.returncode == 1
+    for run in (through, local):
+        assert run.stderr.startswith("Error: ") and message in run.stderr
+        assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_killed_service_leaves_the_command_answering_here(tmp_path):
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                                "--port", "0", "--log-level", "warning"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    deadline = time.monotonic() + 90
+    while read_service(db) is None:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.kill()  # no clean-up: service.json stays, naming a dead process
+    process.wait()
+    assert (db / SERVICE_FILE).exists()
+    answer = trails("--db", str(db), "query", "glaciers", "--scope", "alpha", "--json")
+    assert answer.returncode == 0, answer.stderr
+    result = json.loads(answer.stdout)
+    assert result["hits"][0]["snippet"] == ALPHA_DOCS["a1"]
+    assert _caller(db, result["run_id"]) == "cli-user"
