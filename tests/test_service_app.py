@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import DeletionRecord, SearchRecord
 from trails.service.app import create_app
+from trails.service.state import WARM_UP_CALLER
 from trails.vector.embedders.mock import MockEmbedder
 
 pytestmark = pytest.mark.timeout(120)
@@ -305,6 +306,10 @@ def test_health_is_starting_until_the_warm_up_query_ran_then_ready(tmp_path):
             model.gate.set()
             _wait_ready(client)
             assert client.get("/health").json()["status"] == "ready"
+        # The warm-up was one whole search, recorded under its own caller like any other.
+        warm_ups = [r for r in [*ctx.audit.pending(), *ctx.audit.activities()]
+                    if r.caller == WARM_UP_CALLER]
+        assert [(r.query, r.mode) for r in warm_ups] == [("warm-up query", "hybrid")]
     finally:
         model.gate.set()
         ctx.close()

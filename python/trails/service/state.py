@@ -19,11 +19,15 @@ from trails.context import Context
 from trails.errors import ReadOnlyServiceError
 from trails.rank import Step
 from trails.records import RetrievalHit
+from trails.retrieval.retrieve import retrieve
 from trails.service.keys import ApiKey, KeyRing, digest
 
-__all__ = ["ANONYMOUS", "ServiceState", "Warmup", "local_key"]
+__all__ = ["ANONYMOUS", "WARM_UP_CALLER", "ServiceState", "Warmup", "local_key"]
 
 log = logging.getLogger("trails.service")
+
+# Who the audit trail names for the search the service makes to warm itself up.
+WARM_UP_CALLER = "trails serve (warm-up)"
 
 # The key of every request when the service has no keys (loopback only): it may do anything.
 ANONYMOUS = ApiKey("anonymous", "", None, frozenset({"read", "write"}))
@@ -107,8 +111,8 @@ class ServiceState:
     # -- warm-up -------------------------------------------------------------------------------
 
     def start_warmup(self) -> threading.Thread:
-        """Load the models in a background thread: one query embedded, searched (and
-        reranked), so the first real query pays no loading."""
+        """Load the models in a background thread: one hybrid search (and one pair reranked),
+        so the first real query pays no loading."""
         thread = threading.Thread(target=self._warm, name="trails-warmup", daemon=True)
         thread.start()
         return thread
@@ -116,8 +120,11 @@ class ServiceState:
     def _warm(self) -> None:
         started = time.perf_counter()
         try:
-            vector = self.ctx.embedder.embed("warm-up query")
-            self.ctx.vectors.search(vector, k=1)
+            # One whole hybrid search, as a request makes it: it loads the model and every
+            # lazily built piece behind it (keyword segments, plans, caches), so the first
+            # real query answers in the warm time. It is recorded like any other search,
+            # under its own caller: the trail has no way to leave a search out.
+            retrieve("warm-up query", self.ctx, mode="hybrid", k=1, caller=WARM_UP_CALLER)
             if self.reranker is not None:  # one pair scored loads the cross-encoder
                 passage = RetrievalHit("urn:trails:warm-up", 1.0, "warm-up passage",
                                        {"text": "warm-up passage"})
