@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from service_support import ALPHA_DOCS, seeded_context
 
+from service_support import ALPHA_DOCS, seeded_context
 from trails import Context
 from trails.service.discovery import SERVICE_FILE, read_service
 
