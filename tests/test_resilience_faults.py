@@ -350,3 +350,56 @@ def test_the_graph_failing_is_an_error_never_an_unfiltered_answer(tmp_path):
             with pytest.raises(EndpointUnavailableError, match="circuit is open"):
                 retrieve("rails", ctx, mode=mode, k=2)
         ctx.close()
+
+
+def test_the_service_answers_degraded_over_http_when_the_embedder_dies(openai_context):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from trails.service.app import create_app
+
+    ctx, server = openai_context
+    with TestClient(create_app(ctx, None)) as client:
+        deadline = time.monotonic() + 30
+        while client.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        asked = {"query": "rails plugins", "k": 3, "filter": DOCS_FILTER}
+        healthy = client.post("/retrieve", json=asked)
+        assert healthy.status_code == 200 and healthy.json()["degraded"] == []
+        server.close()
+        answer = client.post("/retrieve", json=asked)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert len(body["degraded"]) == 1 and body["degraded"][0].startswith(
+            "embedder unreachable")
+        assert body["plan"] == "keyword-fallback" and body["hits"]
+        assert {h["document"] for h in body["hits"]} <= {"trails://local/doc/d0",
+                                                           "trails://local/doc/d3"}
+        vector_only = client.post("/retrieve", json={"query": "rails plugins", "mode": "vector"})
+        assert vector_only.status_code == 503, vector_only.text
+        assert vector_only.json()["error"] in ("EndpointUnavailableError", "EmbeddingError")
+
+
+def test_health_reports_each_remote_backend_circuit(openai_context):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from trails.service.app import create_app
+
+    ctx, server = openai_context
+    with TestClient(create_app(ctx, None)) as client:
+        deadline = time.monotonic() + 30
+        while client.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        base = server.base_url
+        embedders = [b for b in client.get("/health").json()["backends"]
+                     if base.startswith(b["url"])]
+        assert [b["circuit"] for b in embedders] == ["closed"]
+        server.close()
+        for _ in range(3):  # the fixture's threshold: three failed calls open the circuit
+            client.post("/retrieve", json={"query": "rails plugins", "k": 3})
+        states = [b for b in client.get("/health").json()["backends"]
+                  if base.startswith(b["url"])]
+        assert [(b["circuit"], b["failures"] >= 3) for b in states] == [("open", True)]

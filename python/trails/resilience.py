@@ -37,7 +37,9 @@ from typing import Any, Literal, TypeVar
 from trails import _state
 from trails.errors import EndpointUnavailableError, InvalidArgumentError
 
-__all__ = ["CircuitBreaker", "Failure", "Resilience", "backoff", "breaker_for", "retry_after"]
+__all__ = [
+    "CircuitBreaker", "Failure", "Resilience", "backoff", "breaker_for", "breakers",
+    "retry_after"]
 
 T = TypeVar("T")
 State = Literal["closed", "open", "half-open"]
@@ -311,3 +313,10 @@ def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     return _state.cached(key, lambda: CircuitBreaker(
         backend, origin, failure_threshold=policy.failure_threshold,
         cool_down=policy.cool_down))
+
+
+def breakers() -> list[CircuitBreaker]:
+    """Every endpoint's breaker this process has made (for health reports), oldest first."""
+    return [value for key, value in list(_state.model_cache.items())
+            if isinstance(key, tuple) and key[:1] == ("circuit-breaker",)
+            and isinstance(value, CircuitBreaker)]

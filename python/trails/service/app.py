@@ -35,6 +35,7 @@ from trails.audit.records import started_now
 from trails.context import Context
 from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
+from trails.resilience import breakers
 from trails.retrieval.asynchronous import aretrieve
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.keys import ApiKey, KeyRing
@@ -266,7 +267,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 def _health(state: ServiceState) -> dict[str, Any]:
     warm = state.warmup
     return {"status": warm.status, "read_only": state.read_only,
-            "warmup_seconds": warm.seconds, "detail": warm.detail}
+            "warmup_seconds": warm.seconds, "detail": warm.detail,
+            "backends": [{"backend": b.backend, "url": b.url, "circuit": b.state,
+                          "failures": b.failures} for b in breakers()]}
 
 
 def _plain(errors: Any) -> Any:

@@ -124,6 +124,15 @@ class ErrorBody(BaseModel):
     message: str
 
 
+class BackendHealth(BaseModel):
+    """One remote endpoint, as its circuit breaker sees it (docs/resilience.md)."""
+
+    backend: str
+    url: str
+    circuit: Literal["closed", "open", "half-open"]
+    failures: int
+
+
 class HealthBody(BaseModel):
     """``GET /health``: ``ready`` once the models are warm."""
 
@@ -131,3 +140,6 @@ class HealthBody(BaseModel):
     read_only: bool
     warmup_seconds: float | None = None
     detail: str | None = None
+    backends: list[BackendHealth] = Field(
+        default_factory=list, description="each remote backend's circuit breaker: closed "
+        "(answering), open (failing: calls are not sent) or half-open (being probed)")
