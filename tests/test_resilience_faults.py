@@ -379,6 +379,11 @@ def test_the_service_answers_degraded_over_http_when_the_embedder_dies(openai_co
         vector_only = client.post("/retrieve", json={"query": "rails plugins", "mode": "vector"})
         assert vector_only.status_code == 503, vector_only.text
         assert vector_only.json()["error"] in ("EndpointUnavailableError", "EmbeddingError")
+        asked_for = client.post("/retrieve", json={"query": "rails plugins", "mode": "vector",
+                                                   "fallback": "keyword"})
+        assert asked_for.status_code == 200 and asked_for.json()["degraded"]
+        never = client.post("/retrieve", json={**asked, "fallback": "none"})
+        assert never.status_code == 503, never.text
 
 
 def test_health_reports_each_remote_backend_circuit(openai_context):

@@ -59,6 +59,10 @@ class RetrieveRequest(_Strict):
     steps: list[StepSpec] = Field(default_factory=list, max_length=10)
     min_score: float | None = Field(default=None, allow_inf_nan=False)
     why: bool | None = None
+    fallback: Literal["auto", "keyword", "none"] = Field(
+        default="auto", description="when the embedder or vector store fails: auto answers a "
+        "hybrid query with the keyword ranking of the same candidates (and says so in "
+        "'degraded'); keyword does so for vector queries too; none answers 503")
     now: str | None = Field(default=None, description="ISO 8601 date-time with an offset: the "
                             "moment expiries are judged at")
 

@@ -96,7 +96,7 @@ def retrieve_options(state: ServiceState, key: ApiKey,
         "fusion": None if body.fusion == "none" else body.fusion,
         "steps": build_steps([(s.name, s.options) for s in body.steps], state.reranker),
         "min_score": body.min_score, "caller": key.label, "why": body.why,
-        "now": _moment(body.now),
+        "now": _moment(body.now), "fallback": None if body.fallback == "none" else body.fallback,
     }
 
 
