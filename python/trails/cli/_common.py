@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from trails.backends import DEFAULT_MODEL, Settings, new_embedder
 from trails.config import CONFIG_FILE
@@ -209,11 +210,22 @@ def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable))
 
 
+class _TextTable(Table):
+    """A rich table whose text cells are shown as they are: a title, a snippet or a SPARQL
+    literal holding ``[red]`` or ``[/x]`` is data, not rich markup (which would restyle the
+    output, or fail to render at all)."""
+
+    def add_row(self, *renderables: Any, **options: Any) -> None:
+        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables),
+                        **options)
+
+
 def table(*columns: str) -> Table:
-    """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole)."""
-    made = Table()
+    """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole) and
+    whose text, headers included, is never read as rich markup."""
+    made = _TextTable()
     for column in columns:
-        made.add_column(column, overflow="fold")
+        made.add_column(Text(column), overflow="fold")
     return made
 
 
