@@ -208,6 +208,28 @@ def test_an_empty_result_says_so():
     assert tree.find("table") is None
 
 
+def _many(count: int) -> RetrievalResult:
+    hits = [hit(f"https://e.org/d/{i}", 1.0 - i / 1000, title=f"Doc {i}") for i in range(count)]
+    return RetrievalResult(hits, mode="vector", plan="full-scan", candidates=None,
+                           exhaustive=True, query="doc")
+
+
+def test_a_huge_result_draws_200_hits_and_counts_the_rest():
+    tree = soup_of(_many(250)._repr_html_())
+    titles = [b.get_text() for b in tree.select("tbody .trails-title")]
+    assert titles == [f"Doc {i}" for i in range(200)]
+    assert tree.select_one(".trails-more").get_text() == "… 50 more hits"
+    assert soup_of(_many(200)._repr_html_()).select_one(".trails-more") is None
+
+
+def test_a_huge_result_prints_20_hits_and_counts_the_rest():
+    lines = str(_many(25)).splitlines()
+    ranked = [line for line in lines if re.match(r" ?\d+\. ", line)]
+    assert [line.split("  ")[1] for line in ranked] == [f"Doc {i}" for i in range(20)]
+    assert lines[-1] == "… 5 more hits"
+    assert "more hits" not in str(_many(20))
+
+
 def test_text_forms_read_well(ctx, docs):
     ingest_all(str(docs), ctx=ctx)
     result = retrieve("chunks token limit", ctx, k=1)

@@ -10,10 +10,22 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from trails.display.markup import escape, iri_link, score_bar, short_iri, table, wrap
+from trails.display.markup import (
+    MAX_ROWS,
+    escape,
+    iri_link,
+    more,
+    score_bar,
+    short_iri,
+    table,
+    wrap,
+)
 from trails.display.snippets import marked, plain_snippet, query_terms
 
-__all__ = ["Hit", "components_text", "hit_html", "hit_text", "hits_html", "hits_text", "label"]
+__all__ = ["TEXT_HITS", "Hit", "components_text", "hit_html", "hit_text", "hits_html", "hits_text", "label"]
+
+# Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
+TEXT_HITS = 20
 
 
 class Hit(Protocol):
@@ -97,8 +109,9 @@ def hit_html(hit: Hit, query: str | None = None) -> str:
 
 def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
               run_id: str | None) -> str:
-    """A result: the explanation line (with the query and run id), then one row per hit,
-    each score bar as long as the hit's share of the best score."""
+    """A result: the explanation line (with the query and run id), then one row per hit (at
+    most :data:`~trails.display.markup.MAX_ROWS`, then how many more), each score bar as
+    long as the hit's share of the best score."""
     terms, best = query_terms(query), _best(hits)
     head = (f'<span class="trails-query">{escape(query)}</span> — ' if query else "")
     run = (f' <span class="trails-run" title="trails audit show {escape(run_id)}">run '
@@ -106,8 +119,10 @@ def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
     line = f'<p class="trails-explain">{head}{escape(explanation)}{run}</p>'
     if not hits:
         return wrap("result", line + '<p class="trails-empty">No hits.</p>')
-    rows = [_hit_cells(rank, hit, terms, best) for rank, hit in enumerate(hits, start=1)]
-    return wrap("result", line + table(("#", "score", "document"), rows, "trails-hits"))
+    rows = [_hit_cells(rank, hit, terms, best)
+            for rank, hit in enumerate(hits[:MAX_ROWS], start=1)]
+    return wrap("result", line + table(("#", "score", "document"), rows, "trails-hits")
+                + more(len(hits) - MAX_ROWS, "hits"))
 
 
 def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
@@ -124,9 +139,11 @@ def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
 
 
 def hits_text(hits: Sequence[Hit], explanation: str, query: str | None,
-              run_id: str | None) -> str:
-    """A result for a terminal: the query and explanation, then each hit."""
+              run_id: str | None, limit: int = TEXT_HITS) -> str:
+    """A result for a terminal: the query and explanation, then the first ``limit`` hits
+    and how many more there are."""
     head = f"{query!r}: " if query else ""
     run = f" (run {run_id})" if run_id else ""
-    body = [hit_text(hit, rank) for rank, hit in enumerate(hits, start=1)]
-    return "\n".join([f"{head}{explanation}{run}", *body])
+    body = [hit_text(hit, rank) for rank, hit in enumerate(hits[:limit], start=1)]
+    rest = [f"… {len(hits) - limit} more hits"] if len(hits) > limit else []
+    return "\n".join([f"{head}{explanation}{run}", *body, *rest])

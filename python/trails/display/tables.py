@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from trails.display.markup import escape, iri_link, table, wrap
+from trails.display.markup import MAX_ROWS, escape, iri_link, more, table, wrap
 
 __all__ = ["MAX_ROWS", "Cell", "cell_html", "cell_text", "rows_html", "rows_text",
            "summary_html", "summary_text"]
 
 # "iri", "blank", "literal" or "none" (an unbound variable), and the term's text.
 Cell = tuple[str, str]
-# Rows drawn before "… N more": a notebook cell stays readable, the object keeps them all.
-MAX_ROWS = 200
 
 
 def cell_html(cell: Cell) -> str:
@@ -39,10 +37,8 @@ def rows_html(kind: str, head: Sequence[str], rows: Sequence[Sequence[Cell]],
               caption: str) -> str:
     """A table of terms, at most :data:`MAX_ROWS` rows, under a caption that counts them."""
     shown = [[cell_html(c) for c in row] for row in rows[:MAX_ROWS]]
-    more = (f'<p class="trails-meta">… {len(rows) - MAX_ROWS} more rows</p>'
-            if len(rows) > MAX_ROWS else "")
     return wrap(kind, f'<p class="trails-explain">{escape(caption)}</p>'
-                + table(head, shown, "trails-rows") + more)
+                + table(head, shown, "trails-rows") + more(len(rows) - MAX_ROWS, "rows"))
 
 
 def rows_text(head: Sequence[str], rows: Sequence[Sequence[Cell]], caption: str,
