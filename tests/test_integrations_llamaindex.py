@@ -15,7 +15,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from integration_corpus import DOCS, LONG, ingest_corpus
 from trails import GraphRetriever, HybridRetriever, VectorRetriever
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.ingest.minting import doc_iri
 from trails.integrations.llamaindex import TrailsLlamaRetriever
 from trails.testing import fresh_context
@@ -68,6 +68,12 @@ def test_similarity_top_k_replaces_the_retriever_s_k(corpus):
     wrapped = VectorRetriever(corpus, k=1)
     assert len(TrailsLlamaRetriever(wrapped).retrieve("graph")) == 1
     assert len(TrailsLlamaRetriever(wrapped, similarity_top_k=4).retrieve("graph")) == 4
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.7, True, "3"])
+def test_a_similarity_top_k_that_is_no_positive_int_is_refused_by_name(corpus, k):
+    with pytest.raises(InvalidArgumentError, match="similarity_top_k must be an int from 1"):
+        TrailsLlamaRetriever(VectorRetriever(corpus, k=4), similarity_top_k=k)
 
 
 def test_graph_mode_nodes_have_no_score(corpus):
