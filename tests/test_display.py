@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails import Context, MockEmbedder, ingest_all, retrieve
+from trails.ingest import Document
 from trails.display.markup import short_iri
 from trails.display.snippets import marked, plain_snippet
 from trails.errors import MissingExtraError
@@ -313,6 +314,17 @@ def test_a_context_shows_its_stores_counts_scopes_and_embedder(tmp_path, docs):
         assert shown["audit"] == "recording searches"
         assert "documents     3" in str(ctx)
     assert summary(ctx._repr_html_())["state"] == "closed"  # a closed context still shows
+
+
+def test_a_context_of_many_scopes_names_20_and_counts_the_rest():
+    with Context.memory(MockEmbedder(dim=16)) as ctx:
+        names = [f"s{i:02d}" for i in range(25)]
+        for name in names:
+            ingest_all([Document(id=name, source=name, text="x")], ctx=ctx, scope=name)
+        scopes = ctx.stats()["scopes"]
+        expected = ", ".join(scopes[:20]) + ", … and 5 more"
+        assert summary(ctx._repr_html_())["scopes"] == expected
+        assert f"scopes        {expected}" in str(ctx)
 
 
 def test_ingest_totals_show_counts_and_each_failure(tmp_path):

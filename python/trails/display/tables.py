@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from trails.display.markup import MAX_ROWS, escape, iri_link, more, table, wrap
 
-__all__ = ["MAX_ROWS", "Cell", "cell_html", "cell_text", "rows_html", "rows_text",
+__all__ = ["MAX_ITEMS", "MAX_ROWS", "Cell", "cell_html", "cell_text", "rows_html", "rows_text",
            "summary_html", "summary_text"]
 
 # "iri", "blank", "literal" or "none" (an unbound variable), and the term's text.
@@ -64,9 +64,15 @@ def summary_text(title: str, fields: Mapping[str, object]) -> str:
                                for name, value in fields.items())])
 
 
+# Items of a list field (a context's scopes) shown before "… and N more".
+MAX_ITEMS = 20
+
+
 def _plain(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, (list, tuple, set, frozenset)):
-        return ", ".join(str(v) for v in value) or "none"
+        items = [str(v) for v in value]
+        rest = f", … and {len(items) - MAX_ITEMS} more" if len(items) > MAX_ITEMS else ""
+        return ", ".join(items[:MAX_ITEMS]) + rest or "none"
     return str(value)
