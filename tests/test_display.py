@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+import unicodedata
 
 import pytest
 from bs4 import BeautifulSoup
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from trails import Context, MockEmbedder, ingest_all, retrieve
 from trails.ingest import Document
 from trails.display.markup import short_iri
-from trails.display.snippets import marked, plain_snippet
+from trails.display.snippets import marked, plain_snippet, query_terms
 from trails.errors import MissingExtraError
 from trails.ingest.events import DocumentFailed, DocumentIngested, IngestionStats
 from trails.kg import Triples
@@ -278,6 +279,15 @@ def test_a_snippet_is_whole_words_within_its_limit_with_an_ellipsis_when_cut(wor
 ])
 def test_markdown_markup_is_stripped_from_the_start(text, start):
     assert plain_snippet(text) == start
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD"])
+def test_accented_and_non_latin_words_are_marked_in_either_unicode_form(form):
+    text = unicodedata.normalize(form, "Über die naïve Straße nach 東京, 日本語 ok")
+    shown = soup_of(marked(text, query_terms("über NAÏVE strasse 日本語")))
+    assert [m.get_text() for m in shown.find_all("mark")] == ["Über", "naïve", "Straße",
+                                                              "日本語"]
+    assert unicodedata.normalize("NFC", shown.get_text()) == unicodedata.normalize("NFC", text)
 
 
 def test_marking_escapes_around_the_marks():
