@@ -18,7 +18,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from integration_corpus import DOCS, LONG, ingest_corpus
 from trails import GraphRetriever, HybridRetriever, VectorRetriever
-from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from trails.ingest import ingest_all
 from trails.ingest.minting import doc_iri
 from trails.integrations.langchain import TrailsRetriever
@@ -131,6 +135,14 @@ def test_a_k_that_is_no_positive_int_is_refused_sync_and_async(corpus, wrapped, 
         asyncio.run(adapter.ainvoke("graph", k=k))
     with pytest.raises(InvalidArgumentError, match="k must be an int from 1"):
         TrailsRetriever(retriever=retriever, k=k)
+
+
+@pytest.mark.parametrize("wrapped", ["ctx", None, "a string"])
+def test_wrapping_what_cannot_retrieve_is_refused_with_what_to_wrap(ctx, wrapped):
+    wrapped = ctx if wrapped == "ctx" else wrapped
+    with pytest.raises(InvalidArgumentTypeError, match="an object with retrieve") as refused:
+        TrailsRetriever(retriever=wrapped)
+    assert ("HybridRetriever(ctx)" in str(refused.value)) == (wrapped is ctx)
 
 
 def test_graph_mode_documents_have_no_score(corpus):

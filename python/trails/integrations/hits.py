@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from trails.context import Context
+from trails.errors import InvalidArgumentTypeError
 from trails.rank._steps import key
 from trails.rank.rerank import chunk_texts
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
 
-__all__ = ["Retrieved", "aretrieve", "hit_metadata", "retrieve", "with_k"]
+__all__ = ["Retrieved", "aretrieve", "check_retriever", "hit_metadata", "retrieve", "with_k"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,22 @@ class Retrieved:
     hits: list[RetrievalHit]
     texts: list[str]
     run_id: str | None
+
+
+def check_retriever(retriever: object) -> Retriever:
+    """``retriever`` itself when it can search: an object with a callable ``retrieve``.
+
+    Raises:
+        InvalidArgumentTypeError: it has none (a ``Context``, None...): the message says
+            what to wrap instead.
+    """
+    if not callable(getattr(retriever, "retrieve", None)):
+        hint = (" (wrap a retriever over it: HybridRetriever(ctx), VectorRetriever(ctx)...)"
+                if isinstance(retriever, Context) else "")
+        raise InvalidArgumentTypeError(
+            "the adapter wraps a trails retriever, an object with retrieve(query), got "
+            f"{type(retriever).__name__}{hint}")
+    return cast(Retriever, retriever)
 
 
 def with_k(retriever: Retriever, k: int | None, name: str = "k") -> Retriever:

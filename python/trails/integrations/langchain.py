@@ -53,6 +53,7 @@ class TrailsRetriever(BaseRetriever):
 
     Raises:
         InvalidArgumentError: ``k`` is not None or an int from 1 to ``MAX_K``.
+        InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
 
     Raises (when invoked):
         InvalidArgumentError: the call's ``k`` is not an int from 1 to ``MAX_K``.
@@ -68,6 +69,8 @@ class TrailsRetriever(BaseRetriever):
         # Before pydantic, which would make True or "3" an int and wrap an error in its own.
         if fields.get("k") is not None:
             check_k(fields["k"])
+        if "retriever" in fields:  # (pydantic says it is missing)
+            hits.check_retriever(fields["retriever"])
         super().__init__(**fields)
 
     def _k(self, kwargs: dict[str, Any]) -> int | None:

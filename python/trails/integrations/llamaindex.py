@@ -56,6 +56,7 @@ class TrailsLlamaRetriever(BaseRetriever):
 
     Raises:
         InvalidArgumentError: ``similarity_top_k`` is not None or an int from 1 to ``MAX_K``.
+        InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
 
     Raises (when retrieving):
         TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
@@ -65,7 +66,7 @@ class TrailsLlamaRetriever(BaseRetriever):
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if similarity_top_k is not None:  # said now, not at the first search
             check_k(similarity_top_k, "similarity_top_k")
-        self.retriever = retriever
+        self.retriever = hits.check_retriever(retriever)
         self.similarity_top_k = similarity_top_k
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
