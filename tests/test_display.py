@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails import Context, MockEmbedder, ingest_all, retrieve
-from trails.ingest import Document
 from trails.display.markup import short_iri
 from trails.display.snippets import marked, plain_snippet, query_terms
 from trails.errors import MissingExtraError
+from trails.ingest import Document
 from trails.ingest.events import DocumentFailed, DocumentIngested, IngestionStats
 from trails.kg import Triples
 from trails.records import RetrievalHit, RetrievalResult

@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 
 from trails.context import Context
 from trails.errors import InvalidArgumentError
-from trails.ingest import Document
-from trails.ingest import BatchEmbedded, DocumentFailed, DocumentIngested, DocumentSkipped
+from trails.ingest import BatchEmbedded, Document, DocumentFailed, DocumentIngested, DocumentSkipped
 from trails.ingest.loaders import FileLoader
 from trails.ingest.progress import (
     ProgressSnapshot,
