@@ -165,6 +165,25 @@ def test_hostile_text_in_every_field_stays_text(payload):
         assert soup_of(markup).select_one(".trails-title").get_text() == payload
 
 
+def test_a_hit_made_by_hand_with_odd_values_still_displays_what_it_has():
+    # A custom retriever or step may leave the snippet None or put a non-number in the
+    # components: the display shows what there is instead of raising from a repr.
+    odd = RetrievalHit("https://e.org/c", 0.25, None, {"title": 7, "date": 20240101},
+                       {"vector": 0.25, "note": None, "flag": "boosted"})
+    result = RetrievalResult([odd], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query="anything")
+    tree = soup_of(result._repr_html_())
+    assert tree.select_one(".trails-title").get_text() == "7"
+    assert tree.select_one(".trails-passage").get_text() == ""
+    assert tree.select_one(".trails-bar")["title"] == "vector 0.2500, note None, flag boosted"
+    cells = [td.get_text() for td in tree.select(".trails-components td")]
+    assert cells == ["vector", "0.250000", "note", "None", "flag", "boosted"]
+    assert soup_of(odd._repr_html_()).select_one(".trails-title").get_text() == "7"
+    assert str(result).splitlines()[1] == " 1. 0.2500  7"
+    assert repr(odd) == "<RetrievalHit 0.2500 '7' https://e.org/c>"
+    assert result.to_pandas()["snippet"].tolist() == [""]
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(title=st.text(max_size=40), text=st.text(max_size=300), query=st.text(max_size=30))
 def test_any_title_passage_and_query_round_trip_as_text(title, text, query):

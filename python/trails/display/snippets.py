@@ -24,14 +24,15 @@ _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 
 
-def plain_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+def plain_snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     """``text`` without leading Markdown markup or inline emphasis, its whitespace collapsed,
-    cut at the last word boundary within ``limit`` characters with an ellipsis.
+    cut at the last word boundary within ``limit`` characters with an ellipsis; empty for
+    None (a hit a custom retriever made without a snippet still displays).
 
     >>> plain_snippet("## Fusion\\n\\n**Auto** fusion weighs each ranking", limit=30)
     'Fusion Auto fusion weighs each…'
     """
-    rest = text
+    rest = text or ""
     while True:
         found = _LEADING.match(rest)
         if found is None or not found.group(0):
