@@ -80,6 +80,35 @@ def test_init_json_describes_the_new_context_and_then_the_existing_one(tmp_path)
     assert again == {**made, "created": False}
 
 
+def test_init_json_with_mapping_retention_and_payload_is_one_document(tmp_path, notes):
+    db = tmp_path / "kb"
+    made = json_of(trails("--db", db, "init", "--model", "mock:16", "--map-metadata",
+                          "author=schema:author", "--retention", "tmp=P30D", "--payload",
+                          "title,date", "--json"))
+    recorded = json.loads((db / "trails.json").read_text())
+    assert made["created"] is True
+    with Context.open(db, read_only=True) as opened:
+        assert made["metadata_predicates"] == dict(opened.metadata_predicates)
+        assert made["metadata_predicates"]["author"] == "https://schema.org/author"
+        assert made["retention"] == dict(opened.retention) == {"tmp": "P30D"}
+        assert made["payload"] == list(opened.payload_fields)
+    assert set(made["payload"]) == {"title", "date"} and "payload_stale_vectors" not in made
+    assert recorded["base_iri"] == made["base_iri"]
+    # Once vectors are stored, another allowlist says they may hold other fields.
+    assert trails("--db", db, "ingest", notes / "a.md", "--quiet").exit_code == 0
+    again = json_of(trails("--db", db, "init", "--payload", "title", "--retention",
+                           "old=P1D", "--json"))
+    assert again["created"] is False and again["payload"] == ["title"]
+    assert again["retention"] == {"tmp": "P30D", "old": "P1D"}
+    assert again["payload_stale_vectors"] is True
+    said = trails("--db", db, "init", "--payload", "title,source")
+    assert said.exit_code == 0, said.output
+    assert said.stdout.splitlines()[1:] == [
+        "vector payload allowlist recorded: title, source",
+        "vectors stored before may hold other fields: run `trails verify` to list them, "
+        "`trails verify --repair` to remove them"]
+
+
 def test_ingest_json_is_the_runs_totals_and_no_progress_on_stdout(tmp_path, notes):
     db = tmp_path / "kb"
     trails("--db", db, "init", "--model", "mock:16")
