@@ -82,6 +82,12 @@ def test_filter_cases_reach_none_some_and_all_of_a_corpus(share):
     assert share(len(case.expected) / len(case.documents))
 
 
+def test_an_empty_corpus_has_a_case_that_selects_nothing():
+    case = find(filter_cases(min_size=0), lambda case: not case.documents,
+                settings=settings(database=None))
+    assert case.expected == frozenset() and case.selectivity == 0
+
+
 def _selected(case: FilterCase, mode: str) -> set[str]:
     with fresh_context() as ctx:
         stats = ingest_all(case.documents, ctx=ctx)

@@ -145,8 +145,9 @@ class FilterCase:
 
     @property
     def selectivity(self) -> float:
-        """The share of the corpus the filter selects (0: none, 1: all)."""
-        return len(self.expected) / len(self.documents)
+        """The share of the corpus the filter selects (0: none, 1: all; 0 for no corpus,
+        which ``filter_cases(min_size=0)`` may draw)."""
+        return len(self.expected) / len(self.documents) if self.documents else 0.0
 
 
 _Kind = tuple[str, str, dict[str, Any], Callable[[Document], bool]]
