@@ -1,5 +1,5 @@
 """What the framework adapters share: running a trails retriever with a per-call ``k``, sync
-or async, and turning its hits into a chunk's text plus flat metadata.
+or async, and turning its hits into a chunk's text plus JSON-ready metadata.
 
 The metadata of a hit (:func:`hit_metadata`) is the same in every framework:
 
@@ -116,7 +116,8 @@ def _gathered(retriever: Retriever, hits: Sequence[RetrievalHit], k: int | None)
 
 
 def hit_metadata(hit: RetrievalHit, run_id: str | None) -> dict[str, Any]:
-    """The hit's provenance as flat, JSON-ready metadata (see the module docstring)."""
+    """The hit's provenance as JSON-ready metadata: one level, except ``components`` and
+    ``admitted_by``, which are mappings (see the module docstring)."""
     date = hit.date
     metadata: dict[str, Any] = {
         "iri": hit.iri,
