@@ -162,6 +162,8 @@ class RetrievalResult(list[RetrievalHit]):
         self.fusion_weights = dict(fusion_weights or {})
 
     def explain(self) -> str:
+        """One line: how many hits, the mode and plan, what the filter admitted, whether the
+        scan was exhaustive, what was fused (with auto fusion's weights) and the notes."""
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
         scan = "exhaustive" if self.exhaustive else "not exhaustive"
         fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""

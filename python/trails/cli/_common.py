@@ -64,6 +64,7 @@ def db_option(ctx: typer.Context) -> Path:
 
 
 def has_context(db: Path) -> bool:
+    """Whether ``db`` holds a trails context (its ``trails.json``)."""
     return (db / CONFIG_FILE).is_file()
 
 
@@ -207,6 +208,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout (dates in ISO form, anything else as text)."""
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable))
 
 

@@ -18,6 +18,8 @@ Cell = tuple[str, str]
 
 
 def cell_html(cell: Cell) -> str:
+    """A term as safe HTML: an IRI as a short link, a blank node as ``_:id``, an unbound
+    variable marked as such, a literal as its escaped text."""
     kind, text = cell
     if kind == "iri":
         return iri_link(text)
@@ -29,6 +31,8 @@ def cell_html(cell: Cell) -> str:
 
 
 def cell_text(cell: Cell) -> str:
+    """A term as a terminal shows it: ``<iri>``, ``_:id``, the literal's text, empty when
+    unbound."""
     kind, text = cell
     return {"iri": f"<{text}>", "none": "", "blank": f"_:{text}"}.get(kind, text)
 
@@ -59,6 +63,7 @@ def summary_html(kind: str, title: str, fields: Mapping[str, object]) -> str:
 
 
 def summary_text(title: str, fields: Mapping[str, object]) -> str:
+    """The title, then one aligned ``name  value`` line per field (lists joined)."""
     width = max((len(name) for name in fields), default=0)
     return "\n".join([title, *(f"  {name.ljust(width)}  {_plain(value)}"
                                for name, value in fields.items())])

@@ -70,6 +70,7 @@ class ProgressSnapshot:
 
     @property
     def chunks_per_second(self) -> float:
+        """Chunks embedded per second since the start (0 before any time has passed)."""
         return self.chunks / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
@@ -110,6 +111,7 @@ class ProgressTracker:
         self.chunks = 0
 
     def record(self, event: IngestEvent) -> None:
+        """Count ``event``: a document finished (in any way) or a batch of chunks embedded."""
         if isinstance(event, (DocumentIngested, DocumentSkipped, DocumentMetadataUpdated,
                               DocumentFailed)):
             self.done += 1
@@ -121,6 +123,7 @@ class ProgressTracker:
             self.total = self.done  # the files changed since they were counted
 
     def snapshot(self, now: float | None = None) -> ProgressSnapshot:
+        """The numbers at ``now`` (default: the tracker's clock now)."""
         moment = self.clock() if now is None else now
         return ProgressSnapshot(self.total, self.done, self.chunks, max(0.0, moment - self.started))
 
