@@ -105,8 +105,8 @@ def test_init_json_with_mapping_retention_and_payload_is_one_document(tmp_path, 
     assert said.exit_code == 0, said.output
     assert said.stdout.splitlines()[1:] == [
         "vector payload allowlist recorded: title, source",
-        "vectors stored before may hold other fields: run `trails verify` to list them, "
-        "`trails verify --repair` to remove them"]
+        ("vectors stored before may hold other fields: run `trails verify` to list them, "
+         "`trails verify --repair` to remove them")]
 
 
 def test_ingest_json_is_the_runs_totals_and_no_progress_on_stdout(tmp_path, notes):
