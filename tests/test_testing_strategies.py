@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from trails import retrieve
-from trails.ingest import Document, ingest_all
 from trails.errors import InvalidArgumentError
+from trails.ingest import Document, ingest_all
 from trails.ingest.minting import date_created
 from trails.testing import fresh_context
 from trails.testing.strategies import (
