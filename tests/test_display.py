@@ -438,6 +438,25 @@ def test_to_polars_has_the_same_rows(ctx, docs):
     assert {k: v for k, v in first.items() if v is not None} == result[0].components
 
 
+def test_polars_frames_keep_their_column_types_whatever_the_hits_hold(ctx, docs):
+    pl = pytest.importorskip("polars")
+    ingest_all(str(docs), ctx=ctx)
+    found = retrieve("fusion chunks", ctx, k=2).to_polars()
+    bare = RetrievalResult([RetrievalHit("urn:x:1", 0.5, "text", {}, {"vector": 0.5})],
+                           mode="vector", plan="full-scan", candidates=None,
+                           exhaustive=True).to_polars()
+    empty = RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
+                            exhaustive=True).to_polars()
+    expected = {"rank": pl.Int64, "iri": pl.String, "score": pl.Float64, "title": pl.String,
+                "date": pl.String, "source": pl.String, "snippet": pl.String,
+                "document": pl.String}
+    for frame in (found, bare, empty):
+        assert {n: t for n, t in frame.schema.items() if n != "components"} == expected
+    both = pl.concat([found.drop("components"), bare.drop("components"),
+                      empty.drop("components")])
+    assert both["iri"].to_list() == [*found["iri"].to_list(), "urn:x:1"]
+
+
 def test_empty_results_give_empty_frames_with_every_column():
     empty = RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
                             exhaustive=True)
