@@ -251,6 +251,13 @@ def test_a_huge_result_prints_20_hits_and_counts_the_rest():
     assert "more hits" not in str(_many(20))
 
 
+def test_the_repr_of_a_huge_result_shows_20_hits_and_counts_the_rest():
+    shown = repr(_many(25))
+    assert shown.count("<RetrievalHit ") == 20 and "'Doc 19'" in shown and "'Doc 20'" not in shown
+    assert shown.endswith(", … 5 more]>")
+    assert repr(_many(20)).endswith("'Doc 19' https://e.org/d/19>]>")
+
+
 def test_text_forms_read_well(ctx, docs):
     ingest_all(str(docs), ctx=ctx)
     result = retrieve("chunks token limit", ctx, k=1)
