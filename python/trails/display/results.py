@@ -22,7 +22,8 @@ from trails.display.markup import (
 )
 from trails.display.snippets import marked, plain_snippet, query_terms
 
-__all__ = ["TEXT_HITS", "Hit", "components_text", "figure", "hit_html", "hit_text", "hits_html", "hits_text", "label"]
+__all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html", "hit_text",
+           "hits_html", "hits_text", "label"]
 
 # Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
 TEXT_HITS = 20
@@ -56,7 +57,7 @@ def label(hit: Hit) -> str:
     return hit.title or short_iri(hit.document or hit.iri)
 
 
-def figure(name: str, value: object, digits: int = 4) -> str:
+def component_value(name: str, value: object, digits: int = 4) -> str:
     """A score component as text: ranks (``*_rank``) as integers, scores to ``digits``
     places, and anything else a step put there as it is (a display never raises on it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -66,7 +67,8 @@ def figure(name: str, value: object, digits: int = 4) -> str:
 
 def components_text(components: Mapping[str, float]) -> str:
     """``vector 0.8123, keyword 3.1000`` (ranks as integers)."""
-    return ", ".join(f"{name} {figure(name, value)}" for name, value in components.items())
+    return ", ".join(f"{name} {component_value(name, value)}"
+                     for name, value in components.items())
 
 
 def _when(hit: Hit) -> str:
@@ -80,7 +82,7 @@ def _meta_text(hit: Hit) -> str:
 
 def _detail(hit: Hit) -> str:
     """The detail row: every score component and the filter solution that admitted the hit."""
-    rows = [(escape(name), escape(figure(name, value, 6)))
+    rows = [(escape(name), escape(component_value(name, value, 6)))
             for name, value in hit.components.items()]
     rows += [(escape(f"?{name}"), iri_link(term[1:-1]) if term.startswith("<") and
               term.endswith(">") else escape(term))
