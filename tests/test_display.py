@@ -258,6 +258,13 @@ def test_the_repr_of_a_huge_result_shows_20_hits_and_counts_the_rest():
     assert repr(_many(20)).endswith("'Doc 19' https://e.org/d/19>]>")
 
 
+def test_a_title_or_source_spanning_lines_prints_on_the_hit_s_first_line():
+    one = hit("https://e.org/c", 0.5, title="Release\nnotes\t 2024", source="a\r\nb.md")
+    lines = str(one).splitlines()
+    assert lines[0] == "0.5000  Release notes 2024  (a b.md)"
+    assert lines[1:] == ["      A passage.", "      https://e.org/c"]
+
+
 def test_text_forms_read_well(ctx, docs):
     ingest_all(str(docs), ctx=ctx)
     result = retrieve("chunks token limit", ctx, k=1)

@@ -137,8 +137,9 @@ def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
 def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
     """``1. 0.5321  Title  (2024-05-01 · docs/x.md)`` then the passage, indented."""
     score = "   -  " if hit.score is None else f"{hit.score:.4f}"
-    meta = _meta_text(hit)
-    first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {label(hit)}"
+    # A title or source spanning lines would break the layout: their whitespace is one space.
+    meta = " ".join(_meta_text(hit).split())
+    first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {' '.join(label(hit).split())}"
     lines = [first + (f"  ({meta})" if meta else "")]
     passage = plain_snippet(hit.snippet, limit=width)
     if passage:
