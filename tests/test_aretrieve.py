@@ -94,3 +94,35 @@ def test_aretrieve_raises_what_retrieve_raises_from_the_await(ctx):
         retrieve("rail", ctx, mode="graph")
     assert type(awaited.value) is type(blocking.value)
     assert str(awaited.value) == str(blocking.value)
+
+
+@pytest.mark.timeout(60)
+def test_a_cancelled_aretrieve_leaves_the_context_usable_in_the_same_loop(ctx):
+    """Cancelled while its search runs in the worker thread: the await raises CancelledError,
+    the loop goes on, and the next searches on the same context answer as before."""
+    entered, released = threading.Event(), threading.Event()
+
+    def hold(query, hits, context):
+        entered.set()
+        released.wait(timeout=30)
+        return hits
+
+    held = HybridRetriever(ctx, k=3, steps=[hold])
+    expected = answer(retrieve("rail safety", ctx, mode="hybrid", k=3))
+
+    async def cancel_then_search_again():
+        search = asyncio.ensure_future(held.aretrieve("rail safety"))
+        assert await asyncio.to_thread(entered.wait, 30)  # the search is under way
+        search.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await search
+        again = await aretrieve("rail safety", ctx, mode="hybrid", k=3)  # while one is held
+        released.set()
+        after = await asyncio.gather(*(aretrieve("rail safety", ctx, mode="hybrid", k=3)
+                                       for _ in range(3)))
+        return again, after
+
+    again, after = asyncio.run(cancel_then_search_again())
+    assert answer(again) == expected
+    assert [answer(r) for r in after] == [expected] * 3
+    assert answer(retrieve("rail safety", ctx, mode="hybrid", k=3)) == expected

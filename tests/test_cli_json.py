@@ -80,6 +80,35 @@ def test_init_json_describes_the_new_context_and_then_the_existing_one(tmp_path)
     assert again == {**made, "created": False}
 
 
+def test_init_json_with_mapping_retention_and_payload_is_one_document(tmp_path, notes):
+    db = tmp_path / "kb"
+    made = json_of(trails("--db", db, "init", "--model", "mock:16", "--map-metadata",
+                          "author=schema:author", "--retention", "tmp=P30D", "--payload",
+                          "title,date", "--json"))
+    recorded = json.loads((db / "trails.json").read_text())
+    assert made["created"] is True
+    with Context.open(db, read_only=True) as opened:
+        assert made["metadata_predicates"] == dict(opened.metadata_predicates)
+        assert made["metadata_predicates"]["author"] == "https://schema.org/author"
+        assert made["retention"] == dict(opened.retention) == {"tmp": "P30D"}
+        assert made["payload"] == list(opened.payload_fields)
+    assert set(made["payload"]) == {"title", "date"} and "payload_stale_vectors" not in made
+    assert recorded["base_iri"] == made["base_iri"]
+    # Once vectors are stored, another allowlist says they may hold other fields.
+    assert trails("--db", db, "ingest", notes / "a.md", "--quiet").exit_code == 0
+    again = json_of(trails("--db", db, "init", "--payload", "title", "--retention",
+                           "old=P1D", "--json"))
+    assert again["created"] is False and again["payload"] == ["title"]
+    assert again["retention"] == {"tmp": "P30D", "old": "P1D"}
+    assert again["payload_stale_vectors"] is True
+    said = trails("--db", db, "init", "--payload", "title,source")
+    assert said.exit_code == 0, said.output
+    assert said.stdout.splitlines()[1:] == [
+        "vector payload allowlist recorded: title, source",
+        ("vectors stored before may hold other fields: run `trails verify` to list them, "
+         "`trails verify --repair` to remove them")]
+
+
 def test_ingest_json_is_the_runs_totals_and_no_progress_on_stdout(tmp_path, notes):
     db = tmp_path / "kb"
     trails("--db", db, "init", "--model", "mock:16")
@@ -124,3 +153,39 @@ def test_load_and_export_json(tmp_path):
     to_file = json_of(trails("--db", db, "export", "-o", target, "--json"))
     assert to_file["data"] is None and to_file["output"] == str(target)
     assert len(list(ox.parse(path=str(target)))) == 3  # default scope, as turtle
+
+
+def test_every_command_with_json_prints_one_json_document_and_nothing_else(tmp_path, notes):
+    """Each command in a typical run, with the options that make it say more (a mapping, a
+    payload, a filter, --why): stdout parses whole as JSON. eval has its own test
+    (tests/test_eval.py)."""
+    db = tmp_path / "kb"
+    facts = tmp_path / "facts.ttl"
+    facts.write_text("<urn:a> <urn:p> 1 .\n")
+    filter_ = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc }"
+    ran: list[str] = []
+
+    def run(*args: object) -> object:
+        result = trails("--db", db, *args, "--json")
+        assert result.exit_code == 0, (args, result.output)
+        ran.append(str(args[0]) if args[0] != "audit" or len(args) == 1 else "audit show")
+        return json.loads(result.stdout)
+
+    run("init", "--model", "mock:16", "--map-metadata", "author=schema:author",
+        "--retention", "tmp=P30D", "--payload", "title,date,source")
+    run("ingest", notes / "a.md", notes / "b.md", notes / "c.jsonl")
+    answer = run("query", "rails routing", "--sparql", filter_, "--why", "--min-score", "-1")
+    assert isinstance(answer, dict) and answer["run_id"]
+    run("sparql", "SELECT ?d ?t WHERE { ?d a trails:Document OPTIONAL { ?d schema:name ?t } }")
+    run("sparql", "ASK { ?d a trails:Document }")
+    run("sparql", "CONSTRUCT { ?d a trails:Document } WHERE { ?d a trails:Document }")
+    run("stats")
+    run("verify")
+    run("load", facts)
+    run("export")
+    run("audit")
+    run("audit", "show", answer["run_id"])
+    run("replay", answer["run_id"])
+    run("prune", "--expired", "--dry-run")
+    run("delete", "trails://local/doc/a.md")
+    assert {" ".join(c) for c in COMMANDS} - set(ran) == {"eval"}

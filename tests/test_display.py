@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+import unicodedata
 
 import pytest
 from bs4 import BeautifulSoup
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 
 from trails import Context, MockEmbedder, ingest_all, retrieve
 from trails.display.markup import short_iri
-from trails.display.snippets import marked, plain_snippet
+from trails.display.snippets import marked, plain_snippet, query_terms
 from trails.errors import MissingExtraError
+from trails.ingest import Document
 from trails.ingest.events import DocumentFailed, DocumentIngested, IngestionStats
 from trails.kg import Triples
 from trails.records import RetrievalHit, RetrievalResult
@@ -163,6 +165,25 @@ def test_hostile_text_in_every_field_stays_text(payload):
         assert soup_of(markup).select_one(".trails-title").get_text() == payload
 
 
+def test_a_hit_made_by_hand_with_odd_values_still_displays_what_it_has():
+    # A custom retriever or step may leave the snippet None or put a non-number in the
+    # components: the display shows what there is instead of raising from a repr.
+    odd = RetrievalHit("https://e.org/c", 0.25, None, {"title": 7, "date": 20240101},
+                       {"vector": 0.25, "note": None, "flag": "boosted"})
+    result = RetrievalResult([odd], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query="anything")
+    tree = soup_of(result._repr_html_())
+    assert tree.select_one(".trails-title").get_text() == "7"
+    assert tree.select_one(".trails-passage").get_text() == ""
+    assert tree.select_one(".trails-bar")["title"] == "vector 0.2500, note None, flag boosted"
+    cells = [td.get_text() for td in tree.select(".trails-components td")]
+    assert cells == ["vector", "0.250000", "note", "None", "flag", "boosted"]
+    assert soup_of(odd._repr_html_()).select_one(".trails-title").get_text() == "7"
+    assert str(result).splitlines()[1] == " 1. 0.2500  7"
+    assert repr(odd) == "<RetrievalHit 0.2500 '7' https://e.org/c>"
+    assert result.to_pandas()["snippet"].tolist() == [""]
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(title=st.text(max_size=40), text=st.text(max_size=300), query=st.text(max_size=30))
 def test_any_title_passage_and_query_round_trip_as_text(title, text, query):
@@ -206,6 +227,42 @@ def test_an_empty_result_says_so():
     tree = soup_of(result._repr_html_())
     assert tree.select_one(".trails-empty").get_text() == "No hits."
     assert tree.find("table") is None
+
+
+def _many(count: int) -> RetrievalResult:
+    hits = [hit(f"https://e.org/d/{i}", 1.0 - i / 1000, title=f"Doc {i}") for i in range(count)]
+    return RetrievalResult(hits, mode="vector", plan="full-scan", candidates=None,
+                           exhaustive=True, query="doc")
+
+
+def test_a_huge_result_draws_200_hits_and_counts_the_rest():
+    tree = soup_of(_many(250)._repr_html_())
+    titles = [b.get_text() for b in tree.select("tbody .trails-title")]
+    assert titles == [f"Doc {i}" for i in range(200)]
+    assert tree.select_one(".trails-more").get_text() == "… 50 more hits"
+    assert soup_of(_many(200)._repr_html_()).select_one(".trails-more") is None
+
+
+def test_a_huge_result_prints_20_hits_and_counts_the_rest():
+    lines = str(_many(25)).splitlines()
+    ranked = [line for line in lines if re.match(r" ?\d+\. ", line)]
+    assert [line.split("  ")[1] for line in ranked] == [f"Doc {i}" for i in range(20)]
+    assert lines[-1] == "… 5 more hits"
+    assert "more hits" not in str(_many(20))
+
+
+def test_the_repr_of_a_huge_result_shows_20_hits_and_counts_the_rest():
+    shown = repr(_many(25))
+    assert shown.count("<RetrievalHit ") == 20 and "'Doc 19'" in shown and "'Doc 20'" not in shown
+    assert shown.endswith(", … 5 more]>")
+    assert repr(_many(20)).endswith("'Doc 19' https://e.org/d/19>]>")
+
+
+def test_a_title_or_source_spanning_lines_prints_on_the_hit_s_first_line():
+    one = hit("https://e.org/c", 0.5, title="Release\nnotes\t 2024", source="a\r\nb.md")
+    lines = str(one).splitlines()
+    assert lines[0] == "0.5000  Release notes 2024  (a b.md)"
+    assert lines[1:] == ["      A passage.", "      https://e.org/c"]
 
 
 def test_text_forms_read_well(ctx, docs):
@@ -257,6 +314,15 @@ def test_markdown_markup_is_stripped_from_the_start(text, start):
     assert plain_snippet(text) == start
 
 
+@pytest.mark.parametrize("form", ["NFC", "NFD"])
+def test_accented_and_non_latin_words_are_marked_in_either_unicode_form(form):
+    text = unicodedata.normalize(form, "Über die naïve Straße nach 東京, 日本語 ok")
+    shown = soup_of(marked(text, query_terms("über NAÏVE strasse 日本語")))
+    assert [m.get_text() for m in shown.find_all("mark")] == ["Über", "naïve", "Straße",
+                                                              "日本語"]
+    assert unicodedata.normalize("NFC", shown.get_text()) == unicodedata.normalize("NFC", text)
+
+
 def test_marking_escapes_around_the_marks():
     assert marked("a<b>fusion</b>", {"fusion", "b"}) == (
         "a&lt;<mark>b</mark>&gt;<mark>fusion</mark>&lt;/<mark>b</mark>&gt;")
@@ -291,6 +357,17 @@ def test_a_context_shows_its_stores_counts_scopes_and_embedder(tmp_path, docs):
         assert shown["audit"] == "recording searches"
         assert "documents     3" in str(ctx)
     assert summary(ctx._repr_html_())["state"] == "closed"  # a closed context still shows
+
+
+def test_a_context_of_many_scopes_names_20_and_counts_the_rest():
+    with Context.memory(MockEmbedder(dim=16)) as ctx:
+        names = [f"s{i:02d}" for i in range(25)]
+        for name in names:
+            ingest_all([Document(id=name, source=name, text="x")], ctx=ctx, scope=name)
+        scopes = ctx.stats()["scopes"]
+        expected = ", ".join(scopes[:20]) + ", … and 5 more"
+        assert summary(ctx._repr_html_())["scopes"] == expected
+        assert f"scopes        {expected}" in str(ctx)
 
 
 def test_ingest_totals_show_counts_and_each_failure(tmp_path):
@@ -373,6 +450,25 @@ def test_to_polars_has_the_same_rows(ctx, docs):
     assert frame["score"].to_list() == [h.score for h in result]
     first = frame["components"].to_list()[0]
     assert {k: v for k, v in first.items() if v is not None} == result[0].components
+
+
+def test_polars_frames_keep_their_column_types_whatever_the_hits_hold(ctx, docs):
+    pl = pytest.importorskip("polars")
+    ingest_all(str(docs), ctx=ctx)
+    found = retrieve("fusion chunks", ctx, k=2).to_polars()
+    bare = RetrievalResult([RetrievalHit("urn:x:1", 0.5, "text", {}, {"vector": 0.5})],
+                           mode="vector", plan="full-scan", candidates=None,
+                           exhaustive=True).to_polars()
+    empty = RetrievalResult([], mode="vector", plan="full-scan", candidates=None,
+                            exhaustive=True).to_polars()
+    expected = {"rank": pl.Int64, "iri": pl.String, "score": pl.Float64, "title": pl.String,
+                "date": pl.String, "source": pl.String, "snippet": pl.String,
+                "document": pl.String}
+    for frame in (found, bare, empty):
+        assert {n: t for n, t in frame.schema.items() if n != "components"} == expected
+    both = pl.concat([found.drop("components"), bare.drop("components"),
+                      empty.drop("components")])
+    assert both["iri"].to_list() == [*found["iri"].to_list(), "urn:x:1"]
 
 
 def test_empty_results_give_empty_frames_with_every_column():

@@ -163,3 +163,16 @@ def test_an_empty_result_renders_its_message(browser, tmp_path):
     render(browser, empty._repr_html_(), tmp_path, "empty")
     assert browser.find_element(By.CSS_SELECTOR, ".trails-empty").text == "No hits."
     assert browser.find_element(By.CSS_SELECTOR, ".trails-query").text == "nothing here"
+
+
+def test_a_huge_result_renders_200_rows_and_the_count_of_the_rest(browser, tmp_path):
+    hits = [RetrievalHit(f"https://e.org/d/{i}", 1.0 - i / 1000, f"Passage {i}.",
+                         {"title": f"Doc {i}"}) for i in range(230)]
+    result = RetrievalResult(hits, mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query="passage")
+    render(browser, result._repr_html_(), tmp_path, "huge")
+    rows = browser.find_elements(By.CSS_SELECTOR, ".trails-hits > tbody > tr")
+    assert len(rows) == 200
+    assert rows[-1].find_element(By.CSS_SELECTOR, ".trails-title").text == "Doc 199"
+    more = browser.find_element(By.CSS_SELECTOR, ".trails-more")
+    assert more.text == "… 30 more hits" and more.is_displayed()

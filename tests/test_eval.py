@@ -303,3 +303,16 @@ def test_collected_rankings_fuse_to_the_documents_retrieve_ranks(beir):
             assert lists["vector"].quality == pytest.approx(vector[0].score)
     with pytest.raises(ValueError, match="needs a fusion"):
         fused_run(rankings, None, doc_of)
+
+
+def test_cli_eval_shows_a_data_set_whose_name_holds_brackets_as_it_is(beir, tmp_path):
+    # On a terminal (FORCE_COLOR makes rich treat the runner's stream as one) the progress
+    # lines name the data set and the context: [brackets] there are text, not markup.
+    odd = beir.rename(beir.parent / "[bold]tiny [red]")
+    result = runner.invoke(app, ["--db", str(tmp_path / "[italic]ctx"), "eval", str(odd),
+                                 "--model", "mock:32", "--mode", "vector", "--split", "test"],
+                           env={"FORCE_COLOR": "1", "COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert f"ingesting [bold]tiny [red] (4 documents) into {tmp_path / '[italic]ctx'}" in (
+        result.stderr)
+    assert "[bold]tiny [red], split test, 3 queries" in result.stdout

@@ -18,7 +18,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from integration_corpus import DOCS, LONG, ingest_corpus
 from trails import GraphRetriever, HybridRetriever, VectorRetriever
-from trails.errors import ConfigurationError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from trails.ingest import ingest_all
 from trails.ingest.minting import doc_iri
 from trails.integrations.langchain import TrailsRetriever
@@ -107,6 +111,38 @@ def test_a_retriever_without_k_is_cut_to_k(corpus):
 
     assert len(TrailsRetriever(retriever=Plain(), k=2).invoke("graph")) == 2
     assert len(TrailsRetriever(retriever=Plain()).invoke("graph")) == 5
+
+
+class _Plain:
+    """A user's retriever: only retrieve(), always five hits, no k of its own."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def retrieve(self, query, messages=None):
+        return VectorRetriever(self.ctx, k=5).retrieve(query)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.7, True, "3"])
+@pytest.mark.parametrize("wrapped", ["trails", "plain"])
+def test_a_k_that_is_no_positive_int_is_refused_sync_and_async(corpus, wrapped, k):
+    # A retriever without a k of its own is cut to k: -1 would silently drop the last hit.
+    retriever = VectorRetriever(corpus, k=4) if wrapped == "trails" else _Plain(corpus)
+    adapter = TrailsRetriever(retriever=retriever)
+    with pytest.raises(InvalidArgumentError, match="k must be an int from 1"):
+        adapter.invoke("graph", k=k)
+    with pytest.raises(InvalidArgumentError, match="k must be an int from 1"):
+        asyncio.run(adapter.ainvoke("graph", k=k))
+    with pytest.raises(InvalidArgumentError, match="k must be an int from 1"):
+        TrailsRetriever(retriever=retriever, k=k)
+
+
+@pytest.mark.parametrize("wrapped", ["ctx", None, "a string"])
+def test_wrapping_what_cannot_retrieve_is_refused_with_what_to_wrap(ctx, wrapped):
+    wrapped = ctx if wrapped == "ctx" else wrapped
+    with pytest.raises(InvalidArgumentTypeError, match="an object with retrieve") as refused:
+        TrailsRetriever(retriever=wrapped)
+    assert ("HybridRetriever(ctx)" in str(refused.value)) == (wrapped is ctx)
 
 
 def test_graph_mode_documents_have_no_score(corpus):

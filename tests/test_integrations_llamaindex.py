@@ -15,7 +15,11 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from integration_corpus import DOCS, LONG, ingest_corpus
 from trails import GraphRetriever, HybridRetriever, VectorRetriever
-from trails.errors import ConfigurationError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from trails.ingest.minting import doc_iri
 from trails.integrations.llamaindex import TrailsLlamaRetriever
 from trails.testing import fresh_context
@@ -68,6 +72,20 @@ def test_similarity_top_k_replaces_the_retriever_s_k(corpus):
     wrapped = VectorRetriever(corpus, k=1)
     assert len(TrailsLlamaRetriever(wrapped).retrieve("graph")) == 1
     assert len(TrailsLlamaRetriever(wrapped, similarity_top_k=4).retrieve("graph")) == 4
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.7, True, "3"])
+def test_a_similarity_top_k_that_is_no_positive_int_is_refused_by_name(corpus, k):
+    with pytest.raises(InvalidArgumentError, match="similarity_top_k must be an int from 1"):
+        TrailsLlamaRetriever(VectorRetriever(corpus, k=4), similarity_top_k=k)
+
+
+@pytest.mark.parametrize("wrapped", ["ctx", None, "a string"])
+def test_wrapping_what_cannot_retrieve_is_refused_with_what_to_wrap(ctx, wrapped):
+    wrapped = ctx if wrapped == "ctx" else wrapped
+    with pytest.raises(InvalidArgumentTypeError, match="an object with retrieve") as refused:
+        TrailsLlamaRetriever(wrapped)
+    assert ("HybridRetriever(ctx)" in str(refused.value)) == (wrapped is ctx)
 
 
 def test_graph_mode_nodes_have_no_score(corpus):

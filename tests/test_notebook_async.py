@@ -16,15 +16,16 @@ pytest.importorskip("ipykernel")
 
 NOTES = 6
 
+# The notes and the context go in the test's own directory (FOLDER), which pytest removes.
 SETUP = f"""
 import sys
 sys.path.insert(0, {str(ROOT / "python")!r})
-import asyncio, json, pathlib, tempfile
+import asyncio, json, pathlib
 from trails import HybridRetriever, aretrieve, retrieve
 from trails.context import Context
 from trails.ingest.progress import ingest_with_progress
 from trails.testing import MockEmbedder
-folder = pathlib.Path(tempfile.mkdtemp())
+folder = pathlib.Path(FOLDER)
 for i in range({NOTES}):
     (folder / f"n{{i}}.md").write_text(f"Note {{i}} on trains and timetables. Stop {{i * 3}}.")
 ctx = Context.open(folder / "kb", embedder=MockEmbedder(dim=16))
@@ -44,11 +45,13 @@ print(json.dumps({"same": [[h.iri for h in a] == [h.iri for h in b]
 """
 
 
-def test_a_notebook_awaits_aretrieve_and_shows_an_html_progress_bar():
+def test_a_notebook_awaits_aretrieve_and_shows_an_html_progress_bar(tmp_path):
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (SETUP, INGEST, AWAIT)]
+    setup = SETUP.replace("FOLDER", repr(str(tmp_path)))
+    notebook.cells = [nbformat.v4.new_code_cell(source)
+                      for source in (setup, INGEST, AWAIT, "ctx.close()")]
     nbclient.NotebookClient(notebook, timeout=240, kernel_name="python3").execute()
-    _, ingest_cell, await_cell = notebook.cells
+    _, ingest_cell, await_cell, _ = notebook.cells
     bars = [o for o in ingest_cell.outputs if o.output_type == "display_data"]
     assert len(bars) == 1  # one output, updated in place through its display id
     bar = bars[0].data["text/html"]

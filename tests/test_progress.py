@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from trails.context import Context
 from trails.errors import InvalidArgumentError
-from trails.ingest import BatchEmbedded, DocumentFailed, DocumentIngested, DocumentSkipped
+from trails.ingest import BatchEmbedded, Document, DocumentFailed, DocumentIngested, DocumentSkipped
 from trails.ingest.loaders import FileLoader
 from trails.ingest.progress import (
     ProgressSnapshot,
@@ -137,6 +137,33 @@ def test_ingest_with_progress_shows_the_true_total_from_the_first_line(tmp_path)
     assert shown[-1].startswith(f"ingest: 9/9 documents, {stats.chunks} chunks embedded")
     with pytest.raises(InvalidArgumentError, match="display"):
         ingest_with_progress(folder, ctx=ctx, display="fancy")
+
+
+def test_an_interrupted_ingest_with_progress_ends_on_what_was_committed(tmp_path):
+    """A notebook's stop button raises KeyboardInterrupt inside the run: it goes on up, the
+    documents committed before it stay, and the display's last line counts them."""
+
+    def documents():
+        for i in range(200):
+            yield Document(id=f"d{i}", source=f"d{i}", text=f"Record {i} on rails.")
+        raise KeyboardInterrupt  # the interrupt arrives while the run waits for more
+
+    lines = io.StringIO()
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        with pytest.raises(KeyboardInterrupt):
+            ingest_with_progress(documents(), ctx=ctx, display="text", stream=lines,
+                                 every=0, batch_size=16)
+        committed = ctx.stats()["documents"]
+        assert 0 < committed <= 200 and ctx.verify().ok
+    last = lines.getvalue().splitlines()[-1]
+    assert last.startswith(f"ingest: interrupted: {committed} documents (")
+    assert "run the same ingest again" in last
+
+
+def test_the_html_bar_shows_its_note_escaped():
+    markup = html_bar(ProgressSnapshot(total=4, done=2, chunks=5, elapsed=1.0),
+                      note="interrupted: <b>2</b> committed")
+    assert "interrupted: &lt;b&gt;2&lt;/b&gt; committed" in markup and "<b>" not in markup
 
 
 # -- Ctrl-C --------------------------------------------------------------------------------------

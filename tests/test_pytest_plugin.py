@@ -4,6 +4,7 @@ point, free for projects that do not use it, and its fixtures isolate and clean 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -96,6 +97,40 @@ def test_the_fixtures_isolate_each_test_and_close_what_they_opened(tmp_path, ins
     assert sorted(p for p in passed if p.startswith("test_persistent")) == sorted(
         f"test_persistent[{name}]" for name in plugin.PERSISTENT_BACKENDS)
     assert len(passed) == 4 + len(plugin.BACKENDS) + len(plugin.PERSISTENT_BACKENDS)
+
+
+def test_under_xdist_each_test_has_its_own_kernel_and_leaves_no_directory(tmp_path,
+                                                                          installed_trails):
+    """Two workers, eight tests that each ingest into the fixtures: every test starts from
+    empty contexts in its own private home, and every home is gone afterwards."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    run = run_pytest(tmp_path, {**installed_trails, "SEEN": str(seen)}, """
+        import json, os, pathlib, tempfile
+        import pytest
+        from trails import retrieve
+        from trails.context import default_context
+        from trails.ingest import Document, ingest_all
+
+        @pytest.mark.parametrize("i", range(8))
+        def test_one(i, trails_ctx, trails_dir):
+            assert default_context() is trails_ctx
+            for ctx in (trails_ctx, trails_dir):
+                assert ctx.stats()["documents"] == 0
+                ingest_all([Document(id=f"d{i}", source=f"d{i}", text=f"note {i}")], ctx=ctx)
+                assert [h.document for h in retrieve("note", ctx, mode="vector", k=9)] == [
+                    f"trails://local/doc/d{i}"]
+            (pathlib.Path(tempfile.gettempdir()) / "scratch").write_text("x")
+            record = {"home": os.environ["TRAILS_HOME"], "dir": str(trails_dir.directory),
+                      "worker": os.environ.get("PYTEST_XDIST_WORKER")}
+            (pathlib.Path(os.environ["SEEN"]) / f"{i}.json").write_text(json.dumps(record))
+        """, "-n", "2")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    records = [json.loads(p.read_text()) for p in sorted(seen.iterdir())]
+    assert len(records) == 8
+    assert {r["worker"] for r in records} == {"gw0", "gw1"}
+    assert len({r["home"] for r in records}) == 8 and len({r["dir"] for r in records}) == 8
+    assert not any(os.path.exists(r["home"]) for r in records)
 
 
 def test_the_plugin_names_the_kit_s_backends():

@@ -8,8 +8,10 @@ import itertools
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
 
 from trails import retrieve
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
 from trails.ingest.minting import date_created
 from trails.testing import fresh_context
@@ -17,15 +19,32 @@ from trails.testing.strategies import (
     FIRST_DATE,
     LAST_DATE,
     TOPICS,
+    WORDS,
     FilterCase,
     chunked_documents,
     corpora,
     documents,
     filter_cases,
+    texts,
 )
 
 SLOW = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@given(st.data(), st.integers(1, 40), st.integers(0, 40))
+def test_texts_have_as_many_words_as_asked_in_short_sentences(data, least, extra):
+    text = data.draw(texts(least, least + extra))
+    sentences = text.split(". ")
+    assert least <= len(text.split()) <= least + extra
+    assert text.endswith(".") and all(1 <= len(s.split()) <= 8 for s in sentences)
+    assert set(text.replace(".", "").split()) <= set(WORDS)
+
+
+@pytest.mark.parametrize(("least", "most"), [(0, 5), (3, 2), (-1, 1)])
+def test_texts_refuse_bounds_no_text_can_meet(least, most):
+    with pytest.raises(InvalidArgumentError, match="min_words"):
+        texts(least, most)
 
 
 @given(documents())
@@ -61,6 +80,12 @@ def test_filter_cases_reach_none_some_and_all_of_a_corpus(share):
     case = find(filter_cases(min_size=3), lambda case: share(case.selectivity),
                 settings=settings(max_examples=500, database=None, phases=[Phase.generate]))
     assert share(len(case.expected) / len(case.documents))
+
+
+def test_an_empty_corpus_has_a_case_that_selects_nothing():
+    case = find(filter_cases(min_size=0), lambda case: not case.documents,
+                settings=settings(database=None))
+    assert case.expected == frozenset() and case.selectivity == 0
 
 
 def _selected(case: FilterCase, mode: str) -> set[str]:

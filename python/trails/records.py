@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.display import frames
-from trails.display.results import hit_html, hit_text, hits_html, hits_text, label
+from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hits_text, label
 
 __all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
 
@@ -182,6 +182,8 @@ class RetrievalResult(list[RetrievalHit]):
         return tuple(note[len(DEGRADED):] for note in self.notes if note.startswith(DEGRADED))
 
     def explain(self) -> str:
+        """One line: how many hits, the mode and plan, what the filter admitted, whether the
+        scan was exhaustive, what was fused (with auto fusion's weights) and the notes."""
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
         scan = "exhaustive" if self.exhaustive else "not exhaustive"
         fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
@@ -230,7 +232,12 @@ class RetrievalResult(list[RetrievalHit]):
                    else data.get("query"))
 
     def __repr__(self) -> str:
-        return f"<RetrievalResult {self.explain()}: {list.__repr__(self)}>"
+        """The explanation and the hits' reprs, the first :data:`TEXT_HITS` of them and how
+        many more (a REPL echoing a result of thousands of hits stays readable)."""
+        shown = list.__repr__(self[:TEXT_HITS])
+        if len(self) > TEXT_HITS:
+            shown = f"{shown[:-1]}, … {len(self) - TEXT_HITS} more]"
+        return f"<RetrievalResult {self.explain()}: {shown}>"
 
     def __str__(self) -> str:
         return hits_text(self, self.explain(), self.query, self.run_id)

@@ -57,6 +57,7 @@ def db_option(ctx: typer.Context) -> Path:
 
 
 def has_context(db: Path) -> bool:
+    """Whether ``db`` holds a trails context (its ``trails.json``)."""
     return (db / CONFIG_FILE).is_file()
 
 

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from trails.audit import ActivityRecord, DeletionRecord, SearchRecord, SparqlQueryRecord
 from trails.cli._common import context, db_option, has_context
@@ -80,7 +81,7 @@ def show(
     console = Console()
     for name, value in record.to_json().items():
         if name not in ("hits", "documents") and value not in (None, [], {}, ""):
-            console.print(f"[bold]{name}[/bold]: {value}", highlight=False)
+            console.print(Text.assemble((name, "bold"), f": {value}"), highlight=False)
     if isinstance(record, SearchRecord):
         rows = table("#", "score", "iri", "admitted by")
         for hit in record.hits:
@@ -89,7 +90,7 @@ def show(
         console.print(rows)
     elif isinstance(record, DeletionRecord):
         for doc in record.documents:
-            console.print(f"deleted {doc}", highlight=False)
+            console.print(f"deleted {doc}", highlight=False, markup=False)
 
 
 def replay(
@@ -135,7 +136,7 @@ def replay(
         rows.add_row("gone", iri, str(before), "")
     console.print(rows)
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 @contextlib.contextmanager

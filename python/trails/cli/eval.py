@@ -100,7 +100,9 @@ def eval_(
     show = not quiet and not as_json and console.is_terminal
     with context(db, embedder=embedder) as opened:
         if show:
-            console.print(f"ingesting {data.name} ({len(data.corpus)} documents) into {db}")
+            # A name or path is text, not rich markup: "[bold]" in it is shown as it is.
+            console.print(f"ingesting {data.name} ({len(data.corpus)} documents) into {db}",
+                          markup=False, highlight=False)
         stats = ingest_dataset(data, opened, chunker=chunker_for(chunking.value))
         if show:
             console.print(stats.summary(), highlight=False)

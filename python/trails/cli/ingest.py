@@ -90,9 +90,7 @@ def ingest(
     for source, message in stats.warnings:
         typer.echo(f"{source}: warning: {message}", err=True)
     if interrupted:
-        typer.echo(f"interrupted: {stats.ingested} documents ({stats.chunks} chunks) were "
-                   f"committed, {stats.skipped} were already current; run the same command "
-                   "again to ingest the rest", err=True)
+        typer.echo(stats.interrupted("the same command"), err=True)
         raise typer.Exit(EXIT_INTERRUPTED)
     if stats.failed:
         raise typer.Exit(EXIT_PARTIAL)

@@ -22,7 +22,7 @@ from trails._lazy import import_target
 from trails.cli.arguments import bindings, read_query
 from trails.cli.exits import EXIT_BROKEN_CONTEXT, EXIT_USER_ERROR, fail
 from trails.cli.output import print_hits, print_json
-from trails.errors import StorageError, TrailsError
+from trails.errors import InvalidArgumentError, StorageError, TrailsError
 from trails.records import RetrievalResult
 from trails.service.client import NotAnswered, ServiceClient, json_term
 from trails.service.discovery import read_service
@@ -146,7 +146,8 @@ def _request(options: dict[str, Any]) -> dict[str, Any]:
     reads them (the filter from a file, stdin or inline; ``--bind`` values typed)."""
     mode = options.get("mode", "hybrid")
     if mode == "graph" and "sparql" not in options:
-        raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
+        raise InvalidArgumentError(
+            "--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
     bound = bindings(options["bind"]) or {}
     request: dict[str, Any] = {
         "query": options["text"], "mode": mode, "k": int(options.get("k", 10)),

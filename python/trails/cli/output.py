@@ -11,7 +11,9 @@ from typing import Any
 import pyoxigraph as ox
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from trails.display.snippets import plain_snippet
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
@@ -23,15 +25,27 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout (dates in ISO form, anything else as text)."""
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
     sys.stdout.flush()
 
 
+class _TextTable(Table):
+    """A rich table whose text cells are shown as they are: a title, a snippet or a SPARQL
+    literal holding ``[red]`` or ``[/x]`` is data, not rich markup (which would restyle the
+    output, or fail to render at all)."""
+
+    def add_row(self, *renderables: Any, **options: Any) -> None:
+        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables),
+                        **options)
+
+
 def table(*columns: str) -> Table:
-    """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole)."""
-    made = Table()
+    """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole) and
+    whose text, headers included, is never read as rich markup."""
+    made = _TextTable()
     for column in columns:
-        made.add_column(column, overflow="fold")
+        made.add_column(Text(column), overflow="fold")
     return made
 
 
@@ -62,10 +76,11 @@ def print_hits(hits: RetrievalResult, why: bool) -> None:
         score = "" if hit.score is None else f"{hit.score:.4f}"
         admitted = [solution_text(hit.admitted_by)] if why else []
         rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
-                     hit.iri, " ".join(hit.snippet.split())[:200], *admitted)
+                     hit.iri, plain_snippet(hit.snippet, 200), *admitted)
     console = Console()
     console.print(rows)
-    console.print(hits.explain(), highlight=False)
+    console.print(hits.explain(), highlight=False, markup=False)
     if hits.run_id is not None:
         Console(stderr=True).print(f"recorded as run {hits.run_id} "
-                                   f"(trails audit show {hits.run_id})", highlight=False)
+                                   f"(trails audit show {hits.run_id})", highlight=False,
+                                   markup=False)

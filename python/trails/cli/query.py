@@ -13,6 +13,7 @@ from rich.console import Console
 from trails.cli._common import db_option, open_context
 from trails.cli.arguments import bindings, read_query
 from trails.cli.output import cell, print_hits, print_json, table
+from trails.errors import InvalidArgumentError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -93,7 +94,8 @@ def query(
     """
     del local  # read by trails.cli.launch: with it, a service never answers this command
     if mode.value == "graph" and sparql is None:
-        raise ValueError("--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
+        raise InvalidArgumentError(
+            "--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
     sparql_filter = None if sparql is None else read_query(sparql, "--sparql")
     with open_context(ctx) as opened:
         hits = retrieve(text, opened, mode=mode.value, k=k, sparql_filter=sparql_filter,

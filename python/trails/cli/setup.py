@@ -95,7 +95,8 @@ def init(
              "`trails verify --repair` to rewrite the vectors already stored. \"\" allows none."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {created, directory, graph, vectors, embedder, "
-        "base_iri}."),
+        "base_iri}, with metadata_predicates, retention and payload when they were given "
+        "(and payload_stale_vectors: true when stored vectors may hold other fields)."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
 
@@ -130,9 +131,9 @@ def init(
             if model is not None:
                 _check_model(db, opened, make_embedder(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
-            _report(opened, db, created=False, as_json=as_json)
+            found = _made(opened, db, created=False)
             rules = {**opened.retention, **rules} if rules else {}
-        _record(db, mapping, rules, fields)
+        _report(found, _record(db, mapping, rules, fields), as_json=as_json)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -143,34 +144,30 @@ def init(
             f"the embedded sqlite-vec store holds vectors of at most {SQLITE_VEC_MAX_DIM} "
             f"dimensions, and {embedder.identity.describe()} makes {embedder.dim}; use "
             "--vectors qdrant, or a smaller --openai-dim")
-    with _create(db, embedder, graph_part, vectors_part, base_iri) as made:
-        _report(made, db, created=True, as_json=as_json)
-    _record(db, mapping, rules, fields)
+    with _create(db, embedder, graph_part, vectors_part, base_iri) as opened:
+        made = _made(opened, db, created=True)
+    _report(made, _record(db, mapping, rules, fields), as_json=as_json)
 
 
 def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
-            fields: list[str] | None) -> None:
+            fields: list[str] | None) -> dict[str, object]:
     """Record a metadata mapping, retention rules and a payload allowlist given to init
-    (each only if given)."""
+    (each only if given); what was recorded (``payload_stale_vectors`` when vectors stored
+    before the allowlist may hold other fields)."""
+    recorded: dict[str, object] = {}
     if mapping:
         with context(db, metadata_predicates=mapping) as opened:
-            typer.echo(f"metadata mapping recorded: {dict(opened.metadata_predicates)}")
+            recorded["metadata_predicates"] = dict(opened.metadata_predicates)
     if rules:
         with context(db, retention=rules) as opened:
-            typer.echo(f"retention recorded: {dict(opened.retention)}")
+            recorded["retention"] = dict(opened.retention)
     if fields is not None:
-        _record_payload(db, fields)
-
-
-def _record_payload(db: Path, fields: list[str]) -> None:
-    """Record the payload allowlist; vectors written before it keep their payload until
-    ``verify --repair`` rewrites it, so say so when they may."""
-    with context(db, payload=fields) as opened:
-        shown = ", ".join(opened.payload_fields) or "none"
-        typer.echo(f"vector payload allowlist recorded: {shown}")
-        if opened.vectors.count():
-            typer.echo("vectors stored before may hold other fields: run `trails verify` to "
-                       "list them, `trails verify --repair` to remove them")
+        # Vectors written before keep their payload until ``verify --repair`` rewrites it.
+        with context(db, payload=fields) as opened:
+            recorded["payload"] = list(opened.payload_fields)
+            if opened.vectors.count():
+                recorded["payload_stale_vectors"] = True
+    return recorded
 
 
 def _mapping(pairs: list[str], option: str = "--map-metadata",
@@ -264,16 +261,30 @@ def _parts(opened: Context) -> dict[str, str]:
             "embedder": opened.embedder.identity.describe()}
 
 
-def _describe(opened: Context) -> str:
-    return "graph {graph}, vectors {vectors}, embedder {embedder}".format(**_parts(opened))
+def _made(opened: Context, db: Path, *, created: bool) -> dict[str, object]:
+    """What init made (or found already there)."""
+    return {"created": created, "directory": str(db), **_parts(opened),
+            "base_iri": opened.base_iri}
 
 
-def _report(opened: Context, db: Path, *, created: bool, as_json: bool) -> None:
+def _report(made: dict[str, object], recorded: dict[str, object], *, as_json: bool) -> None:
+    """Say what init made and recorded: one JSON document with ``--json`` (stdout holds
+    nothing else), else a line each."""
     if as_json:
-        print_json({"created": created, "directory": str(db), **_parts(opened),
-                    "base_iri": opened.base_iri})
-    elif created:
-        typer.echo(f"created a trails context in {db}: {_describe(opened)}, base IRI "
-                   f"{opened.base_iri}")
+        print_json({**made, **recorded})
+        return
+    parts = "graph {graph}, vectors {vectors}, embedder {embedder}".format(**made)
+    if made["created"]:
+        typer.echo(f"created a trails context in {made['directory']}: {parts}, base IRI "
+                   f"{made['base_iri']}")
     else:
-        typer.echo(f"{db} already holds a trails context ({_describe(opened)})")
+        typer.echo(f"{made['directory']} already holds a trails context ({parts})")
+    for name, what in (("metadata_predicates", "metadata mapping"),
+                       ("retention", "retention"), ("payload", "vector payload allowlist")):
+        if name in recorded:
+            value = recorded[name]
+            shown = (", ".join(value) or "none") if isinstance(value, list) else value
+            typer.echo(f"{what} recorded: {shown}")
+    if recorded.get("payload_stale_vectors"):
+        typer.echo("vectors stored before may hold other fields: run `trails verify` to list "
+                   "them, `trails verify --repair` to remove them")

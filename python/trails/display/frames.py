@@ -35,18 +35,25 @@ def to_pandas(hits: Sequence[Hit]) -> Any:
 
 
 def to_polars(hits: Sequence[Hit]) -> Any:
-    """The hits as a ``polars.DataFrame`` (columns :data:`COLUMNS`; ``components`` a struct).
+    """The hits as a ``polars.DataFrame`` (columns :data:`COLUMNS`; ``components`` a struct
+    of floats). Every other column has the same type whatever the hits hold (text stays
+    ``String`` when no hit has a source, even with no hits), so frames of several searches
+    concatenate.
 
     Raises:
         MissingExtraError: polars is not installed (``pip install "trails[polars]"``).
     """
     polars = require("polars", "RetrievalResult.to_polars()")
     rows = hit_rows(hits)
-    if not rows:
-        return polars.DataFrame({name: [] for name in COLUMNS})
     # Components differ between hits (a rank only some rankings gave): one struct field each.
     names = sorted({name for row in rows for name in row["components"]})
     for row in rows:
         row["components"] = ({name: row["components"].get(name) for name in names}
                              if names else None)
-    return polars.DataFrame(rows)
+    text = polars.String
+    schema = {"rank": polars.Int64, "iri": text, "score": polars.Float64,
+              "components": (polars.Struct({name: polars.Float64 for name in names})
+                             if names else polars.Null),
+              "title": text, "date": text, "source": text, "snippet": text, "document": text}
+    # Not strict: a component a custom step set to something else than a number is null.
+    return polars.DataFrame(rows, schema=schema, strict=False)

@@ -11,7 +11,11 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["STYLE", "escape", "iri_link", "score_bar", "short_iri", "table", "wrap"]
+__all__ = ["MAX_ROWS", "STYLE", "escape", "iri_link", "more", "score_bar", "short_iri", "table",
+           "wrap"]
+
+# Rows drawn before "… N more": a notebook cell stays readable, the object keeps them all.
+MAX_ROWS = 200
 
 STYLE = """<style>
 .trails-box{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em}
@@ -94,6 +98,13 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str = "
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
     klass = f' class="{escape(css_class)}"' if css_class else ""
     return f"<table{klass}><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def more(left_out: int, noun: str) -> str:
+    """The line under a table cut at :data:`MAX_ROWS`: ``… 50 more rows`` (empty for none)."""
+    if left_out <= 0:
+        return ""
+    return f'<p class="trails-meta trails-more">… {left_out} more {escape(noun)}</p>'
 
 
 def wrap(kind: str, inner: str) -> str:

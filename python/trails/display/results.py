@@ -10,10 +10,23 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from trails.display.markup import escape, iri_link, score_bar, short_iri, table, wrap
+from trails.display.markup import (
+    MAX_ROWS,
+    escape,
+    iri_link,
+    more,
+    score_bar,
+    short_iri,
+    table,
+    wrap,
+)
 from trails.display.snippets import marked, plain_snippet, query_terms
 
-__all__ = ["Hit", "components_text", "hit_html", "hit_text", "hits_html", "hits_text", "label"]
+__all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html", "hit_text",
+           "hits_html", "hits_text", "label"]
+
+# Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
+TEXT_HITS = 20
 
 
 class Hit(Protocol):
@@ -44,9 +57,17 @@ def label(hit: Hit) -> str:
     return hit.title or short_iri(hit.document or hit.iri)
 
 
+def component_value(name: str, value: object, digits: int = 4) -> str:
+    """A score component as text: ranks (``*_rank``) as integers, scores to ``digits``
+    places, and anything else a step put there as it is (a display never raises on it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:g}" if name.endswith("_rank") else f"{value:.{digits}f}"
+
+
 def components_text(components: Mapping[str, float]) -> str:
     """``vector 0.8123, keyword 3.1000`` (ranks as integers)."""
-    return ", ".join(f"{name} {value:g}" if name.endswith("_rank") else f"{name} {value:.4f}"
+    return ", ".join(f"{name} {component_value(name, value)}"
                      for name, value in components.items())
 
 
@@ -61,7 +82,7 @@ def _meta_text(hit: Hit) -> str:
 
 def _detail(hit: Hit) -> str:
     """The detail row: every score component and the filter solution that admitted the hit."""
-    rows = [(escape(name), escape(f"{value:g}" if name.endswith("_rank") else f"{value:.6f}"))
+    rows = [(escape(name), escape(component_value(name, value, 6)))
             for name, value in hit.components.items()]
     rows += [(escape(f"?{name}"), iri_link(term[1:-1]) if term.startswith("<") and
               term.endswith(">") else escape(term))
@@ -97,8 +118,9 @@ def hit_html(hit: Hit, query: str | None = None) -> str:
 
 def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
               run_id: str | None) -> str:
-    """A result: the explanation line (with the query and run id), then one row per hit,
-    each score bar as long as the hit's share of the best score."""
+    """A result: the explanation line (with the query and run id), then one row per hit (at
+    most :data:`~trails.display.markup.MAX_ROWS`, then how many more), each score bar as
+    long as the hit's share of the best score."""
     terms, best = query_terms(query), _best(hits)
     head = (f'<span class="trails-query">{escape(query)}</span> — ' if query else "")
     run = (f' <span class="trails-run" title="trails audit show {escape(run_id)}">run '
@@ -106,15 +128,18 @@ def hits_html(hits: Sequence[Hit], explanation: str, query: str | None,
     line = f'<p class="trails-explain">{head}{escape(explanation)}{run}</p>'
     if not hits:
         return wrap("result", line + '<p class="trails-empty">No hits.</p>')
-    rows = [_hit_cells(rank, hit, terms, best) for rank, hit in enumerate(hits, start=1)]
-    return wrap("result", line + table(("#", "score", "document"), rows, "trails-hits"))
+    rows = [_hit_cells(rank, hit, terms, best)
+            for rank, hit in enumerate(hits[:MAX_ROWS], start=1)]
+    return wrap("result", line + table(("#", "score", "document"), rows, "trails-hits")
+                + more(len(hits) - MAX_ROWS, "hits"))
 
 
 def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
     """``1. 0.5321  Title  (2024-05-01 · docs/x.md)`` then the passage, indented."""
     score = "   -  " if hit.score is None else f"{hit.score:.4f}"
-    meta = _meta_text(hit)
-    first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {label(hit)}"
+    # A title or source spanning lines would break the layout: their whitespace is one space.
+    meta = " ".join(_meta_text(hit).split())
+    first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {' '.join(label(hit).split())}"
     lines = [first + (f"  ({meta})" if meta else "")]
     passage = plain_snippet(hit.snippet, limit=width)
     if passage:
@@ -124,9 +149,11 @@ def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
 
 
 def hits_text(hits: Sequence[Hit], explanation: str, query: str | None,
-              run_id: str | None) -> str:
-    """A result for a terminal: the query and explanation, then each hit."""
+              run_id: str | None, limit: int = TEXT_HITS) -> str:
+    """A result for a terminal: the query and explanation, then the first ``limit`` hits
+    and how many more there are."""
     head = f"{query!r}: " if query else ""
     run = f" (run {run_id})" if run_id else ""
-    body = [hit_text(hit, rank) for rank, hit in enumerate(hits, start=1)]
-    return "\n".join([f"{head}{explanation}{run}", *body])
+    body = [hit_text(hit, rank) for rank, hit in enumerate(hits[:limit], start=1)]
+    rest = [f"… {len(hits) - limit} more hits"] if len(hits) > limit else []
+    return "\n".join([f"{head}{explanation}{run}", *body, *rest])

@@ -24,14 +24,15 @@ _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 
 
-def plain_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+def plain_snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     """``text`` without leading Markdown markup or inline emphasis, its whitespace collapsed,
-    cut at the last word boundary within ``limit`` characters with an ellipsis.
+    cut at the last word boundary within ``limit`` characters with an ellipsis; empty for
+    None (a hit a custom retriever made without a snippet still displays).
 
     >>> plain_snippet("## Fusion\\n\\n**Auto** fusion weighs each ranking", limit=30)
     'Fusion Auto fusion weighs each…'
     """
-    rest = text
+    rest = text or ""
     while True:
         found = _LEADING.match(rest)
         if found is None or not found.group(0):
@@ -53,18 +54,22 @@ def query_terms(query: str | None) -> frozenset[str]:
 
 
 def marked(text: str, terms: Iterable[str]) -> str:
-    """``text`` escaped for HTML, each word that is one of ``terms`` wrapped in ``<mark>``.
+    """``text`` escaped for HTML (in composed Unicode, NFC), each word that is one of
+    ``terms`` (as :func:`query_terms` gives them) wrapped in ``<mark>``.
 
     >>> marked("Fusion <b>weighs</b> rankings", {"fusion", "b"})
     '<mark>Fusion</mark> &lt;<mark>b</mark>&gt;weighs&lt;/<mark>b</mark>&gt; rankings'
     """
     wanted = frozenset(terms)
+    # Composed first, as the query's terms are: in decomposed text (``u`` + a combining
+    # diaeresis) the accent is no word character and would split "über" in two.
+    text = unicodedata.normalize("NFC", text)
     if not wanted:
         return escape(text)
     pieces: list[str] = []
     position = 0
     for word in _WORD.finditer(text):
-        if unicodedata.normalize("NFC", word.group(0)).casefold() in wanted:
+        if word.group(0).casefold() in wanted:
             pieces.append(escape(text[position:word.start()]))
             pieces.append(f"<mark>{escape(word.group(0))}</mark>")
             position = word.end()

@@ -163,6 +163,17 @@ class IngestionStats:
         return (f"{self.ingested} documents ingested, {self.skipped} skipped, {self.failed} "
                 f"failed{extra}, {self.chunks} chunks in {self.seconds:.1f}s")
 
+    def interrupted(self, again: str) -> str:
+        """What a run stopped by Ctrl-C kept, and how to finish it (``again`` names what to
+        run again: committed documents are skipped then).
+
+        >>> IngestionStats(ingested=3, chunks=7, skipped=1).interrupted("the same command")
+        'interrupted: 3 documents (7 chunks) were committed, 1 were already current; run the same command again to ingest the rest'
+        """
+        return (f"interrupted: {self.ingested} documents ({self.chunks} chunks) were "
+                f"committed, {self.skipped} were already current; run {again} again to "
+                "ingest the rest")
+
     def _fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
             "ingested": self.ingested, "skipped (unchanged)": self.skipped,

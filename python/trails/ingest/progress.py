@@ -70,6 +70,7 @@ class ProgressSnapshot:
 
     @property
     def chunks_per_second(self) -> float:
+        """Chunks embedded per second since the start (0 before any time has passed)."""
         return self.chunks / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
@@ -110,6 +111,7 @@ class ProgressTracker:
         self.chunks = 0
 
     def record(self, event: IngestEvent) -> None:
+        """Count ``event``: a document finished (in any way) or a batch of chunks embedded."""
         if isinstance(event, (DocumentIngested, DocumentSkipped, DocumentMetadataUpdated,
                               DocumentFailed)):
             self.done += 1
@@ -121,6 +123,7 @@ class ProgressTracker:
             self.total = self.done  # the files changed since they were counted
 
     def snapshot(self, now: float | None = None) -> ProgressSnapshot:
+        """The numbers at ``now`` (default: the tracker's clock now)."""
         moment = self.clock() if now is None else now
         return ProgressSnapshot(self.total, self.done, self.chunks, max(0.0, moment - self.started))
 
@@ -137,8 +140,9 @@ def count_documents(source: Source, **loader_options: Any) -> int | None:
     return None
 
 
-def html_bar(snapshot: ProgressSnapshot, title: str = "ingest") -> str:
-    """The snapshot as a self-contained HTML progress bar (inline styles, no script)."""
+def html_bar(snapshot: ProgressSnapshot, title: str = "ingest", note: str = "") -> str:
+    """The snapshot as a self-contained HTML progress bar (inline styles, no script), with
+    ``note`` (why the run ended early) as a line under it."""
     fraction = snapshot.fraction
     width = 100.0 if fraction is None else fraction * 100
     stripes = ("background:repeating-linear-gradient(45deg,#4c9be8 0 8px,#7db7ef 8px 16px)"
@@ -150,7 +154,9 @@ def html_bar(snapshot: ProgressSnapshot, title: str = "ingest") -> str:
             f'<div>{html.escape(title)}: {percent}{html.escape(snapshot.text())}</div>'
             f'<div style="width:100%;max-width:480px;height:10px;background:#e6e6e6;'
             f'border-radius:5px;overflow:hidden"><div class="trails-progress-fill" '
-            f'style="width:{width:.1f}%;height:100%;{stripes}"></div></div></div>')
+            f'style="width:{width:.1f}%;height:100%;{stripes}"></div></div>'
+            + (f'<div class="trails-progress-note">{html.escape(note)}</div>' if note else "")
+            + '</div>')
 
 
 class _NotebookDisplay:
@@ -162,8 +168,8 @@ class _NotebookDisplay:
         self.title = title
         self.handle = display.display(display.HTML(""), display_id=True)
 
-    def show(self, snapshot: ProgressSnapshot) -> None:
-        self.handle.update(self.html(html_bar(snapshot, self.title)))
+    def show(self, snapshot: ProgressSnapshot, note: str = "") -> None:
+        self.handle.update(self.html(html_bar(snapshot, self.title, note)))
 
 
 class _PlainDisplay:
@@ -173,9 +179,11 @@ class _PlainDisplay:
         self.title = title
         self.stream = stream
 
-    def show(self, snapshot: ProgressSnapshot) -> None:
+    def show(self, snapshot: ProgressSnapshot, note: str = "") -> None:
         stream = self.stream if self.stream is not None else sys.stderr
         print(f"{self.title}: {snapshot.text()}", file=stream, flush=True)
+        if note:
+            print(f"{self.title}: {note}", file=stream, flush=True)
 
 
 def in_notebook() -> bool:
@@ -198,6 +206,10 @@ def ingest_with_progress(source: Source, *, ctx: Any, display: str = "auto",
         every: seconds between updates (the last state is always shown).
         stream: where ``"text"`` writes (default: stderr).
 
+    A ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) ends the run: the documents
+    committed until then stay, the display's last line says how many, and the interrupt is
+    raised on.
+
     Raises:
         InvalidArgumentError: ``display`` is none of those.
         MissingExtraError: ``display="html"`` without IPython installed.
@@ -214,14 +226,28 @@ def ingest_with_progress(source: Source, *, ctx: Any, display: str = "auto",
         shown = _PlainDisplay("ingest", stream)
     stats = IngestionStats()
     last = float("-inf")
-    for event in ingest(source, ctx=ctx, **options):
-        stats.record(event)
-        tracker.record(event)
-        if shown is not None and tracker.clock() - last >= every:
-            last = tracker.clock()
-            shown.show(tracker.snapshot())
+    events = ingest(source, ctx=ctx, **options)
+    try:
+        for event in events:
+            stats.record(event)
+            tracker.record(event)
+            if shown is not None and tracker.clock() - last >= every:
+                last = tracker.clock()
+                shown.show(tracker.snapshot())
+    except KeyboardInterrupt:
+        # The interrupt ends the run (a notebook's stop button is this): what was committed
+        # stays, and the display ends on it before the interrupt goes on up.
+        close = getattr(events, "close", None)  # a generator: its run ends here
+        if close is not None:
+            close()
+        _finish(shown, tracker, stats, stats.interrupted("the same ingest"))
+        raise
+    _finish(shown, tracker, stats)
+    return stats
+
+
+def _finish(shown: Any, tracker: ProgressTracker, stats: IngestionStats, note: str = "") -> None:
     final = tracker.snapshot()
     stats.seconds = final.elapsed
     if shown is not None:
-        shown.show(final)
-    return stats
+        shown.show(final, note)

@@ -32,6 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from trails.integrations import hits
+from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
 
 __all__ = ["TrailsRetriever", "to_documents"]
@@ -50,7 +51,12 @@ class TrailsRetriever(BaseRetriever):
         retriever: any trails retriever (an object with ``retrieve(query)`` returning hits).
         k: how many documents to return (None: the wrapped retriever's own ``k``).
 
+    Raises:
+        InvalidArgumentError: ``k`` is not None or an int from 1 to ``MAX_K``.
+        InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
+
     Raises (when invoked):
+        InvalidArgumentError: the call's ``k`` is not an int from 1 to ``MAX_K``.
         TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
     """
 
@@ -59,9 +65,18 @@ class TrailsRetriever(BaseRetriever):
     retriever: Any
     k: int | None = None
 
+    def __init__(self, **fields: Any) -> None:
+        # Before pydantic, which would make True or "3" an int and wrap an error in its own.
+        if fields.get("k") is not None:
+            check_k(fields["k"])
+        if "retriever" in fields:  # (pydantic says it is missing)
+            hits.check_retriever(fields["retriever"])
+        super().__init__(**fields)
+
     def _k(self, kwargs: dict[str, Any]) -> int | None:
-        k = kwargs.get("k", self.k)
-        return k if k is None else int(k)
+        # Not coerced: "3" or 2.7 is a mistake the engine's check names (an int from 1 up).
+        k: int | None = kwargs.get("k", self.k)
+        return k
 
     @property
     def wrapped(self) -> Retriever:

@@ -27,6 +27,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from trails.integrations import hits
+from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
 
 __all__ = ["TrailsLlamaRetriever", "to_nodes"]
@@ -53,20 +54,26 @@ class TrailsLlamaRetriever(BaseRetriever):
         similarity_top_k: how many nodes to return (None: the wrapped retriever's own ``k``).
         callback_manager, verbose: as for any LlamaIndex retriever.
 
+    Raises:
+        InvalidArgumentError: ``similarity_top_k`` is not None or an int from 1 to ``MAX_K``.
+        InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
+
     Raises (when retrieving):
         TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
     """
 
     def __init__(self, retriever: Retriever, *, similarity_top_k: int | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
-        self.retriever = retriever
+        if similarity_top_k is not None:  # said now, not at the first search
+            check_k(similarity_top_k, "similarity_top_k")
+        self.retriever = hits.check_retriever(retriever)
         self.similarity_top_k = similarity_top_k
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return to_nodes(hits.retrieve(self.retriever, query_bundle.query_str,
-                                      self.similarity_top_k))
+                                      self.similarity_top_k, "similarity_top_k"))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return to_nodes(await hits.aretrieve(self.retriever, query_bundle.query_str,
-                                             self.similarity_top_k))
+                                             self.similarity_top_k, "similarity_top_k"))

@@ -36,6 +36,9 @@ async def aretrieve(query: str, ctx: Context | None = None, **options: Any) -> R
 
     The search runs in a worker thread; the caller's event loop keeps running meanwhile.
     Arguments are checked in that thread, so a bad one raises from the ``await``.
+    Cancelling the await raises ``CancelledError`` at once; a thread cannot be stopped, so
+    the search itself runs to its end and its answer is dropped (the audit trail still
+    records it), and the context stays usable for the next call.
 
     Raises:
         Everything :func:`trails.retrieval.retrieve.retrieve` raises, unchanged.

@@ -35,6 +35,7 @@ require("hypothesis", "trails.testing.strategies")
 from hypothesis import strategies as st
 
 from trails.config import DEFAULT_BASE_IRI
+from trails.errors import InvalidArgumentError
 from trails.ingest.document import Chunk, Document
 from trails.ingest.minting import doc_iri
 from trails.scopes import DEFAULT_SCOPE
@@ -53,10 +54,27 @@ _words = st.sampled_from(WORDS)
 
 
 def texts(min_words: int = 1, max_words: int = 30) -> st.SearchStrategy[str]:
-    """Sentences of words from :data:`WORDS` (never empty: ``min_words`` is at least 1)."""
-    sentence = st.lists(_words, min_size=1, max_size=8).map(lambda ws: " ".join(ws) + ".")
-    return st.lists(sentence, min_size=max(1, min_words // 8),
-                    max_size=max(1, max_words // 8)).map(" ".join)
+    """Sentences of words from :data:`WORDS`, ``min_words`` to ``max_words`` words in all,
+    each sentence ending with a full stop.
+
+    Raises:
+        InvalidArgumentError: ``min_words`` is below 1 (a document's text is never empty)
+            or ``max_words`` below ``min_words``.
+    """
+    if min_words < 1 or max_words < min_words:
+        raise InvalidArgumentError(f"texts() needs 1 <= min_words <= max_words, got "
+                                   f"min_words={min_words}, max_words={max_words}")
+    return _sentences(st.lists(_words, min_size=min_words, max_size=max_words))
+
+
+@st.composite
+def _sentences(draw: st.DrawFn, words: st.SearchStrategy[list[str]]) -> str:
+    """The words, split into sentences of one to eight words at drawn places."""
+    drawn = draw(words)
+    ends = [0]
+    while ends[-1] < len(drawn):
+        ends.append(min(len(drawn), ends[-1] + draw(st.integers(1, 8))))
+    return " ".join(" ".join(drawn[start:end]) + "." for start, end in itertools.pairwise(ends))
 
 
 def dates() -> st.SearchStrategy[dt.date]:
@@ -127,8 +145,9 @@ class FilterCase:
 
     @property
     def selectivity(self) -> float:
-        """The share of the corpus the filter selects (0: none, 1: all)."""
-        return len(self.expected) / len(self.documents)
+        """The share of the corpus the filter selects (0: none, 1: all; 0 for no corpus,
+        which ``filter_cases(min_size=0)`` may draw)."""
+        return len(self.expected) / len(self.documents) if self.documents else 0.0
 
 
 _Kind = tuple[str, str, dict[str, Any], Callable[[Document], bool]]
