@@ -136,8 +136,8 @@ def main() -> None:
             if result.exit_code != 0:
                 raise SystemExit(result.output)
     rows = [("cold: `trails --db DIR query TEXT --json --local`, a new process", milliseconds(cold)),
-            (("through a running service (`trails serve --db DIR`): the same command, a new "
-              "process"), milliseconds(served)),
+            (("through a running service: the same command while `trails serve --db DIR` "
+              "runs, a new process"), milliseconds(served)),
             *((f"cold, part: {name}", milliseconds(samples)) for name, samples in parts.items()),
             (("warm: the same command again in a process that has run it (context reopened, "
               "model kept)"), milliseconds(warm_cli)),

@@ -97,5 +97,6 @@ def test_cli_query_benchmark_quick_run_reports_cold_and_warm():
     assert run.returncode == 0, run.stderr[-3000:]
     figures = dict(reversed(line.strip().split(" ms  ", 1)) for line in run.stdout.splitlines()
                    if " ms  " in line)
-    assert [name.split(":")[0] for name in figures] == ["cold"] + ["cold, part"] * 3 + ["warm"] * 2
+    assert [name.split(":")[0] for name in figures] == (
+        ["cold", "through a running service"] + ["cold, part"] * 3 + ["warm"] * 2)
     assert all(float(value) > 0 for value in figures.values())

@@ -15,6 +15,7 @@ import typer
 
 from trails._lazy import import_target
 from trails.cli._common import db_option, has_context
+from trails.cli.output import print_json
 from trails.errors import ConfigurationError, StorageError
 from trails.scopes import check_scope
 from trails.service.keys import ALL_SCOPES, KeyRing, digest, new_secret
@@ -80,6 +81,9 @@ def add_key(
         ..., "--scope", metavar="SCOPE", help="A scope the key may read (repeat it); '*' for "
         "every scope."),
     write: bool = typer.Option(False, "--write", help="Also allow ingest and delete."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print only {label, secret, sha256, scopes, rights, keys_file} "
+        "as JSON."),
 ) -> None:
     """Add an API key to a keys file and print its secret, once (the file keeps its SHA-256).
 
@@ -111,6 +115,11 @@ def add_key(
             file.write(entry)
     except OSError as exc:
         raise StorageError(f"cannot write {keys}: {exc.strerror or exc}") from exc
+    if as_json:
+        print_json({"label": label.strip(), "secret": secret, "sha256": digest(secret),
+                    "scopes": scopes, "rights": ["read", "write"] if write else ["read"],
+                    "keys_file": str(keys)})
+        return
     typer.echo(secret)
     typer.echo(f"(the secret of {label.strip()!r}, shown once; {keys} keeps its SHA-256)",
                err=True)
