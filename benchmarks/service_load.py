@@ -21,6 +21,7 @@ import asyncio
 import datetime as dt
 import os
 import platform
+import random
 import re
 import statistics
 import subprocess
@@ -42,6 +43,7 @@ CLIENTS = 16
 DOCS = 20
 PARTS = 4
 REVISION = re.compile(r"revision (\d+)")
+DOC_BASE = "trails://local/doc/"
 # Each part is long enough to be a chunk of its own under the default chunkers.
 FILLER = ("The keeper climbs the spiral stair at dusk and lights the great lamp, which turns "
           "all night above the rocks so that ships passing the headland keep their course. ")
@@ -49,7 +51,7 @@ FILLER = ("The keeper climbs the spiral stair at dusk and lights the great lamp,
 
 def documents(revision: int) -> list[dict]:
     return [{"id": f"d{i}", "source": f"load/d{i}", "title": f"Lighthouse log {i}",
-             "text": "\n\n".join(f"Document {i} revision {revision} part {p}. " + FILLER * 8
+             "text": "\n\n".join(f"Document {i} revision {revision} part {p}. " + FILLER * 3
                                  for p in range(PARTS))}
             for i in range(DOCS)]
 
@@ -61,14 +63,22 @@ def chunk_counts(hits: list[dict]) -> dict[str, int]:
     return dict(counts)
 
 
-def torn(hits: list[dict], expected: dict[str, int]) -> int:
-    """Documents shown at two revisions, or with another number of chunks than each of their
-    revisions has (every revision's text has the same length, so the same chunks)."""
+def torn(hits: list[dict], expected: dict[str, int] | None) -> int:
+    """Documents shown at two revisions; with ``expected`` (an answer that holds every chunk of
+    its documents), also those with another number of chunks than their revisions have
+    (every revision's text has the same length, so the same chunks)."""
     revisions: dict[str, set[str]] = defaultdict(set)
     for hit in hits:
         revisions[hit["document"]].update(REVISION.findall(hit["snippet"]))
     counts = chunk_counts(hits)
-    return sum(1 for d in counts if len(revisions[d]) > 1 or counts[d] != expected[d])
+    return sum(1 for d in counts if len(revisions[d]) > 1
+               or (expected is not None and counts[d] != expected[d]))
+
+
+def two_documents(rng: random.Random) -> str:
+    """A filter admitting every chunk of two documents chosen at random."""
+    chosen = " ".join(f"<{DOC_BASE}d{i}>" for i in rng.sample(range(DOCS), 2))
+    return f"SELECT ?c WHERE {{ ?c schema:isPartOf ?d . VALUES ?d {{ {chosen} }} }}"
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -78,20 +88,26 @@ def percentile(samples: list[float], q: float) -> float:
 
 async def client(http: httpx.AsyncClient, number: int, stop: float, totals: dict,
                  expected: dict[str, int]) -> None:
-    mode = "hybrid" if number % 2 else "vector"
+    """Hybrid searches over two documents' chunks (each answer holds all of them, k=10) and
+    vector searches of the top 10, alternately."""
+    rng = random.Random(number)
+    hybrid = number % 2 == 1
     while time.perf_counter() < stop:
+        request = ({"query": "lighthouse keeper lamp", "k": 10, "filter": two_documents(rng)}
+                   if hybrid else {"query": "lighthouse keeper lamp", "mode": "vector", "k": 10})
         started = time.perf_counter()
-        response = await http.post("/retrieve", json={
-            "query": "lighthouse keeper lamp", "mode": mode, "k": 1000})
+        response = await http.post("/retrieve", json=request)
         totals["latency"].append(time.perf_counter() - started)
         if response.status_code != 200:
             totals["errors"].append(f"{response.status_code} {response.text[:200]}")
             continue
-        answer = response.json()
-        totals["torn"] += torn(answer["hits"], expected)
+        hits = response.json()["hits"]
+        totals["torn"] += torn(hits, expected if hybrid else None)
         totals["queries"] += 1
-        totals["documents_seen"] = max(totals["documents_seen"],
-                                       len({h["document"] for h in answer["hits"]}))
+        if hybrid and len(chunk_counts(hits)) != 2:
+            totals["errors"].append(f"a filtered answer showed {len(chunk_counts(hits))} "
+                                    "documents, not 2")
+        hybrid = not hybrid
 
 
 async def writer(http: httpx.AsyncClient, stop: float, totals: dict) -> None:
@@ -162,7 +178,8 @@ def main() -> None:
                 everything = http.post("/retrieve", json={
                     "query": "lighthouse keeper lamp", "mode": "vector", "k": 1000})
                 expected = chunk_counts(everything.json()["hits"])
-                if len(expected) != DOCS or torn(everything.json()["hits"], expected):
+                if (len(expected) != DOCS or max(expected.values()) > 5
+                        or torn(everything.json()["hits"], expected)):
                     raise SystemExit(f"the seeded context is not as expected: {expected}")
             totals = asyncio.run(load(info.url, info.token, seconds, expected))
         finally:
@@ -179,7 +196,8 @@ def main() -> None:
         ("under load: throughput", f"{totals['queries'] / totals['seconds']:.1f} queries/s"),
         ("under load: latency p50", f"{percentile(latency, 0.50):.1f} ms"),
         ("under load: latency p99", f"{percentile(latency, 0.99):.1f} ms"),
-        (f"under load: ingests completed meanwhile ({DOCS} documents x {PARTS} chunks each)",
+        ((f"under load: ingests completed meanwhile (each {DOCS} documents, "
+         f"{sum(expected.values())} chunks)"),
          f"{totals['ingests']}"),
         ("errors", f"{len(totals['errors'])}"),
         ("torn reads", f"{totals['torn']}"),
@@ -198,10 +216,12 @@ def main() -> None:
 
 `.venv/bin/python benchmarks/service_load.py` ({dt.date.today()}, {machine}, a shared machine;
 the load generator runs on the same two cores as the service): a real `trails serve` process
-on loopback, {model}. {CLIENTS} clients send `POST /retrieve` (hybrid and vector alternately,
-k=1,000: every chunk) without pause for {seconds:.0f} s while one writer re-ingests all
+on loopback, {model}. {CLIENTS} clients send `POST /retrieve` without pause (alternately a hybrid search
+filtered to two documents chosen at random, k=10, which holds all their chunks, and a vector
+search, k=10), each recorded in the audit trail, for {seconds:.0f} s while one writer re-ingests all
 {DOCS} documents at a new revision through `POST /ingest`, again and again. Each answer is
-checked: a document at two revisions, or with another number of chunks than its revisions have, is a torn read.
+checked: a document at two revisions, or (in a filtered answer) with another number of chunks
+than its revisions have, is a torn read; a filtered answer without both documents is an error.
 
 | what | measured |
 |---|---:|

@@ -105,3 +105,34 @@ def test_a_fold_that_failed_keeps_its_records_for_the_next(tmp_path, monkeypatch
         assert len(ctx.audit.pending()) == 3
         assert ctx.audit.fold() == 3
         assert ctx.kg.query(COUNT).rows[0]["n"] == 3
+
+
+def test_recording_never_waits_for_a_fold_that_is_writing_the_graph(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        assert ctx.audit.record(record("a" * 32))
+        writing, release = threading.Event(), threading.Event()
+        extend = ctx.kg.extend
+
+        def slow_extend(quads):  # the fold holds here, in the middle of its graph write
+            writing.set()
+            assert release.wait(30)
+            extend(quads)
+
+        ctx.kg.extend = slow_extend
+        folder = threading.Thread(target=ctx.audit.fold)
+        folder.start()
+        assert writing.wait(30)
+        appended = threading.Thread(target=lambda: ctx.audit.record(record("b" * 32)))
+        appended.start()
+        appended.join(10)
+        blocked = appended.is_alive()
+        release.set()
+        folder.join(30)
+        appended.join(30)
+        ctx.kg.extend = extend
+        assert not blocked, "a search's record waited for the fold's graph write"
+        # Nothing lost: the record made during the fold is pending, then folded.
+        assert [r.run_id for r in ctx.audit.pending()] == ["b" * 32]
+        ctx.audit.fold()
+        assert ctx.kg.query(COUNT).rows[0]["n"] == 2
+        assert ctx.audit.pending() == []

@@ -6,8 +6,9 @@ an append to a file of this process's own (``audit/<pid>-<token>.jsonl``): one `
 whole line, under an exclusive ``flock`` on that file. The writer folds the files into the
 audit graph: it renames a file out of the appenders' way, takes its lock (an appender that
 opened it before the rename has finished its line, or writes it after and is still read),
-reads it, adds its triples in one transaction and deletes it. An appender that finds its file
-deleted once it holds the lock writes a new one. Records are idempotent in the graph (an
+seals it (read-only) and releases the lock, reads it, adds its triples and deletes it. An
+appender that finds its file sealed or deleted once it holds the lock writes a new one, so a
+search never waits for a fold's graph write. Records are idempotent in the graph (an
 activity's IRI and triples derive from the record), so a fold that crashed before the delete
 only folds the same triples again.
 """
@@ -32,6 +33,7 @@ log = logging.getLogger("trails.audit")
 
 _SUFFIX = ".jsonl"
 _FOLDING = ".folding"
+_SEALED = 0o400  # the mode of a file a fold has read: no appender writes to it again
 
 
 class AuditLog:
@@ -52,7 +54,7 @@ class AuditLog:
                 descriptor = self._open()
                 fcntl.flock(descriptor, fcntl.LOCK_EX)
                 try:
-                    if os.fstat(descriptor).st_nlink == 0:  # folded and deleted: a new file
+                    if _sealed(descriptor):  # a fold took the file: a new one
                         os.close(descriptor)
                         self._descriptor = None
                         continue
@@ -76,6 +78,7 @@ class AuditLog:
             self._descriptor = os.open(self.directory / self._name,
                                        os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                        0o600)
+            os.fchmod(self._descriptor, 0o600)  # writable whatever the umask: unsealed
         return self._descriptor
 
     def keep_aside(self, record: ActivityRecord, name: str) -> None:
@@ -106,9 +109,17 @@ class AuditLog:
                         continue  # another writer's fold took it
                     path = moved
                 descriptor = os.open(path, os.O_RDONLY)
-                fcntl.flock(descriptor, fcntl.LOCK_EX)  # a line being appended ends first
                 taken.append((path, descriptor))
-                records.extend(_read(path))
+                fcntl.flock(descriptor, fcntl.LOCK_EX)  # a line being appended ends first
+                try:
+                    # Sealed while locked: an appender that opened the file before the
+                    # rename sees the seal once it holds the lock and writes a new file, so
+                    # nothing is added after this read, and appends never wait for the
+                    # graph write that follows.
+                    os.fchmod(descriptor, _SEALED)
+                    records.extend(_read(path))
+                finally:
+                    fcntl.flock(descriptor, fcntl.LOCK_UN)
             yield records
             for path, _ in taken:
                 path.unlink(missing_ok=True)
@@ -123,6 +134,12 @@ class AuditLog:
         files = [p for p in self.directory.iterdir()
                  if p.name.endswith((_SUFFIX, _SUFFIX + _FOLDING))]
         return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+def _sealed(descriptor: int) -> bool:
+    """Whether a fold has taken the file: sealed (read-only) or already deleted."""
+    status = os.fstat(descriptor)
+    return status.st_nlink == 0 or not status.st_mode & 0o200
 
 
 def _mtime(path: Path) -> float:

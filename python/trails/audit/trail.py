@@ -28,6 +28,9 @@ log = logging.getLogger("trails.audit")
 
 AUDIT_DIRECTORY = "audit"  # in the context's directory: the log files not folded yet
 REJECTED = "rejected.txt"  # there: records that have no RDF form, kept for a person to read
+# Quads per graph transaction when folding (whole records): large enough to be fast, small
+# enough that the graph's other writer (an ingest) never waits long for a fold.
+FOLD_BATCH = 20_000
 _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
             f"<{PROV}startedAtTime> ?t . {{filters}} }} }} ORDER BY DESC(?t) {{limit}}")
 
@@ -170,15 +173,18 @@ class AuditTrail:
                 if cutoff is None or dt.datetime.fromisoformat(r.started) >= cutoff]
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
             contextlib.nullcontext())
-        written = []
-        for record in kept:
-            try:
-                written.extend(quads(record))
-            except (ValueError, TypeError) as exc:  # one bad record must not stop every fold
-                self._reject(record, exc)
         with quiet:
-            if written:
-                self.kg.extend(written)
+            batch: list[ox.Quad] = []
+            for record in kept:
+                try:
+                    batch.extend(quads(record))
+                except (ValueError, TypeError) as exc:  # one bad record must not stop a fold
+                    self._reject(record, exc)
+                if len(batch) >= FOLD_BATCH:  # whole records per transaction, bounded, so
+                    self.kg.extend(batch)     # an ingest's graph writes interleave with a fold
+                    batch = []
+            if batch:
+                self.kg.extend(batch)
             if cutoff is not None:
                 self.kg.update(_expired(cutoff))
 
