@@ -100,3 +100,22 @@ def test_cli_query_benchmark_quick_run_reports_cold_and_warm():
     assert [name.split(":")[0] for name in figures] == (
         ["cold", "through a running service"] + ["cold, part"] * 3 + ["warm"] * 2)
     assert all(float(value) > 0 for value in figures.values())
+
+
+def test_service_load_benchmark_quick_run_has_no_errors_and_no_torn_reads():
+    """benchmarks/service_load.py --quick: 16 HTTP clients against a real `trails serve`
+    while an ingest runs through it (MockEmbedder, 10 s); the script exits non-zero on any
+    error or torn read. No timing is asserted."""
+    pytest.importorskip("fastapi")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "service_load.py"), "--quick", "--no-write"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+    )
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    pairs = [line.strip().split("  ", 1) for line in run.stdout.splitlines()]
+    figures = {pair[1].strip(): pair[0].strip() for pair in pairs if len(pair) == 2}
+    assert figures["errors"] == "0" and figures["torn reads"] == "0"
+    answered = next(v for k, v in figures.items() if k.startswith("under load: queries answered"))
+    assert int(answered.replace(",", "")) > 0
+    ingests = next(v for k, v in figures.items() if k.startswith("under load: ingests"))
+    assert int(ingests) >= 1
