@@ -6,18 +6,23 @@ Whether opentelemetry is there is decided once per process, so each setting runs
 interpreter over the same synthetic corpus (MockEmbedder: retrieval alone, the worst case for
 the ratio). It also times one ``with span(...)`` block on its own.
 
-    .venv/bin/python benchmarks/tracing.py                # 2,000 documents, 200 rounds
-    .venv/bin/python benchmarks/tracing.py --quick        # a smoke run
+    .venv/bin/python benchmarks/tracing.py                # 2,000 documents, 200 rounds; writes docs/benchmarks.md
+    .venv/bin/python benchmarks/tracing.py --quick        # a smoke run (never writes)
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import os
+import platform
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from _docs import write_region
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +90,7 @@ def run(setting: str, documents: int, rounds: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 documents, 20 rounds")
+    parser.add_argument("--no-write", action="store_true", help="print only")
     options = parser.parse_args()
     documents, rounds = (200, 20) if options.quick else (2000, 200)
     results = {setting: run(setting, documents, rounds) for setting in SETTINGS}
@@ -93,6 +99,31 @@ def main() -> None:
     print(f"{'setting':<16}" + "".join(f"{c:>16}" for c in columns))
     for setting, timings in results.items():
         print(f"{setting:<16}" + "".join(f"{timings[c]:>16.1f}" for c in columns))
+    if options.quick or options.no_write:
+        return
+    base = results["absent"]
+    rows = "\n".join(
+        f"| {setting} | " + " | ".join(
+            f"{timings[c]:,.1f}" + ("" if c == "one span block" or setting == "absent"
+                                    else f" ({timings[c] / base[c]:.2f}x)")
+            for c in columns) + " |"
+        for setting, timings in results.items())
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    write_region("tracing", f"""## What tracing costs (`benchmarks/tracing.py`)
+
+`.venv/bin/python benchmarks/tracing.py` ({dt.date.today()}, {machine}, a shared machine):
+{documents:,} documents (MockEmbedder: retrieval alone, the worst case for the ratio), {rounds}
+rounds of each search interleaved, each setting in its own interpreter. Median microseconds
+per call; in brackets, against OpenTelemetry absent.
+
+| setting | {" | ".join(columns)} |
+|---|{"---:|" * len(columns)}
+{rows}
+
+Absent (no `tracing` extra), each span is one shared do-nothing object. With the API alone
+(no SDK configured), spans are the API's non-recording ones. With the SDK, every span is
+recorded (here to memory; an exporter adds its own cost off the search's thread when batched).
+""", after="service-load")
 
 
 if __name__ == "__main__":
