@@ -8,11 +8,13 @@ that every input is named by repository, commit and path.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,3 +239,34 @@ def anserini_check(git_dir: Path, data: BeirSet, split: str, qrels_file: str,
     commit = source.commit_id()
     return (f"{split}: {len(ours):,} qrels rows and {len(kept):,} query texts equal to "
             f"{ANSERINI} {qrels_file} and {topics_file} (commit {commit[:7]})")
+
+
+def judged_test_set(source: GitSource, folder: str) -> BeirSet:
+    """A sample's BEIR folder, its test split only, keeping the queries it judges."""
+    data = read_beir_folder(source, folder, "test")
+    judged = {q for q, _, _ in data.qrels["test"]}
+    data.queries = [q for q in data.queries if q["_id"] in judged]
+    return data
+
+
+def sample_main(argv: list[str] | None, *, doc: str, name: str, repository: str, commit: str,
+                folder: str, anserini_qrels: str, anserini_topics: str,
+                positive_only: bool = False) -> int:
+    """The command line of a build script for a committed sample (a judged test split checked
+    against Anserini's copy when that is fetched); the exit code."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="folder that receives <name>/ (default: ../shared/data/beir)")
+    parser.add_argument("--git-dir", type=Path, default=mirror(repository))
+    parser.add_argument("--anserini-git-dir", type=Path, default=mirror(ANSERINI))
+    args = parser.parse_args(argv)
+    try:
+        data = judged_test_set(GitSource(args.git_dir, commit), folder)
+        checked = anserini_check(args.anserini_git_dir, data, "test", anserini_qrels,
+                                 anserini_topics, positive_only=positive_only)
+    except (SourceError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    report(name, data, write(data, args.out / name))
+    print(f"  {checked}")
+    return 0

@@ -20,7 +20,6 @@ this sample: there is only ``test``. Tune elsewhere, or by cross-validation acro
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -37,29 +36,13 @@ ANSERINI_TOPICS = "topics/topics.beir-v1.0.0-dbpedia-entity.test.tsv.gz"
 
 
 def build(source: out.GitSource) -> out.BeirSet:
-    data = out.read_beir_folder(source, FOLDER, "test")
-    judged = {q for q, _, _ in data.qrels["test"]}
-    data.queries = [q for q in data.queries if q["_id"] in judged]
-    return data
+    return out.judged_test_set(source, FOLDER)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=out.DEFAULT_OUT,
-                        help="folder that receives <name>/ (default: ../shared/data/beir)")
-    parser.add_argument("--git-dir", type=Path, default=out.mirror(REPOSITORY))
-    parser.add_argument("--anserini-git-dir", type=Path, default=out.mirror(out.ANSERINI))
-    args = parser.parse_args(argv)
-    try:
-        data = build(out.GitSource(args.git_dir, COMMIT))
-        checked = out.anserini_check(args.anserini_git_dir, data, "test", ANSERINI_QRELS,
-                                     ANSERINI_TOPICS)
-    except (out.SourceError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    out.report(NAME, data, out.write(data, args.out / NAME))
-    print(f"  {checked}")
-    return 0
+    return out.sample_main(argv, doc=__doc__, name=NAME, repository=REPOSITORY, commit=COMMIT,
+                           folder=FOLDER, anserini_qrels=ANSERINI_QRELS,
+                           anserini_topics=ANSERINI_TOPICS)
 
 
 if __name__ == "__main__":
