@@ -7,6 +7,7 @@ keyword ranking and says so; the graph failing is an error, never an unfiltered 
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socket
 import threading
@@ -352,18 +353,25 @@ def test_the_graph_failing_is_an_error_never_an_unfiltered_answer(tmp_path):
         ctx.close()
 
 
-def test_the_service_answers_degraded_over_http_when_the_embedder_dies(openai_context):
+@contextlib.contextmanager
+def served(ctx):
+    """A test client of the service over ``ctx``, once its warm-up is done."""
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
     from trails.service.app import create_app
 
-    ctx, server = openai_context
     with TestClient(create_app(ctx, None)) as client:
         deadline = time.monotonic() + 30
         while client.get("/health/ready").status_code != 200:
             assert time.monotonic() < deadline, "never ready"
             time.sleep(0.02)
+        yield client
+
+
+def test_the_service_answers_degraded_over_http_when_the_embedder_dies(openai_context):
+    ctx, server = openai_context
+    with served(ctx) as client:
         asked = {"query": "rails plugins", "k": 3, "filter": DOCS_FILTER}
         healthy = client.post("/retrieve", json=asked)
         assert healthy.status_code == 200 and healthy.json()["degraded"] == []
@@ -387,17 +395,8 @@ def test_the_service_answers_degraded_over_http_when_the_embedder_dies(openai_co
 
 
 def test_health_reports_each_remote_backend_circuit(openai_context):
-    pytest.importorskip("fastapi")
-    from fastapi.testclient import TestClient
-
-    from trails.service.app import create_app
-
     ctx, server = openai_context
-    with TestClient(create_app(ctx, None)) as client:
-        deadline = time.monotonic() + 30
-        while client.get("/health/ready").status_code != 200:
-            assert time.monotonic() < deadline, "never ready"
-            time.sleep(0.02)
+    with served(ctx) as client:
         base = server.base_url
         embedders = [b for b in client.get("/health").json()["backends"]
                      if base.startswith(b["url"])]
