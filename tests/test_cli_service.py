@@ -150,3 +150,16 @@ def test_a_killed_service_leaves_the_command_answering_here(tmp_path):
     result = json.loads(answer.stdout)
     assert result["hits"][0]["snippet"] == ALPHA_DOCS["a1"]
     assert _caller(db, result["run_id"]) == "cli-user"
+
+
+def test_a_filter_from_stdin_survives_a_query_the_service_declines(served):
+    """k above the service's limit: the service refuses the request's shape, so the command
+    answers here, and still has the filter it already read from stdin."""
+    db, _ = served
+    answer = trails("--db", str(db), "query", "glaciers", "--sparql", "-", "--bind",
+                    "skip=a1", "--scope", "alpha", "-k", "5000", "--json", stdin=FILTER)
+    assert answer.returncode == 0, answer.stderr
+    result = json.loads(answer.stdout)
+    assert result["candidates"] is not None and result["hits"]
+    assert all(not h["document"].endswith("/a1") for h in result["hits"])
+    assert _caller(db, result["run_id"]) == "cli-user"  # answered here, not by the service

@@ -13,6 +13,7 @@ both paths print the same.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -118,19 +119,20 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     if health.get("status") != "ready":
         return None
     try:
-        request = _request(options)
-        answer = client.retrieve(request)
+        query = None if "sparql" not in options else read_query(options["sparql"], "--sparql")
+    except (TrailsError, ValueError) as exc:
+        return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
+    try:
+        answer = client.retrieve(_request(options, query))
     except NotAnswered:
+        if options.get("sparql") == "-":  # the command line reads the filter from stdin again
+            sys.stdin = io.StringIO(query or "")
         return None
     except StorageError as exc:
         return fail(str(exc), EXIT_BROKEN_CONTEXT)
     except (TrailsError, ValueError) as exc:
         return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
     result = RetrievalResult.from_dict(answer, query=options["text"])
-    if not result and health.get("chunks") == 0:
-        sys.stderr.write(f"note: this context holds no documents yet; add some with `trails "
-                         f"--db {db} ingest PATH...` (files or folders: .md .txt .html .jsonl "
-                         ".pdf)\n")
     if options.get("json"):
         for note in result.notes:
             if note.startswith("min_score"):
@@ -141,9 +143,9 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     return 0
 
 
-def _request(options: dict[str, Any]) -> dict[str, Any]:
+def _request(options: dict[str, Any], sparql_filter: str | None) -> dict[str, Any]:
     """The ``POST /retrieve`` body for the command line's options, read as the command
-    reads them (the filter from a file, stdin or inline; ``--bind`` values typed)."""
+    reads them (``sparql_filter`` from a file, stdin or inline; ``--bind`` values typed)."""
     mode = options.get("mode", "hybrid")
     if mode == "graph" and "sparql" not in options:
         raise InvalidArgumentError(
@@ -151,7 +153,7 @@ def _request(options: dict[str, Any]) -> dict[str, Any]:
     bound = bindings(options["bind"]) or {}
     request: dict[str, Any] = {
         "query": options["text"], "mode": mode, "k": int(options.get("k", 10)),
-        "filter": None if "sparql" not in options else read_query(options["sparql"], "--sparql"),
+        "filter": sparql_filter,
         "bindings": {name: json_term(value) for name, value in bound.items()} or None,
         "scopes": options["scope"] or None, "fusion": options.get("fusion", "auto"),
         "why": bool(options.get("why")),
