@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["IRI", "check_text", "term_of", "to_python", "to_term"]
+__all__ = ["IRI", "check_text", "sparql_json", "term_of", "to_python", "to_term"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -180,3 +180,30 @@ def term_of(ntriples: str) -> ox.NamedNode | ox.Literal | ox.BlankNode:
     except (SyntaxError, ValueError, StopIteration):
         pass
     return ox.Literal(ntriples)
+
+
+def sparql_json(term: Any) -> dict[str, Any]:
+    """An RDF term as the SPARQL 1.1 Query Results JSON Format writes it.
+
+    >>> sparql_json(ox.Literal("3", datatype=ox.NamedNode(XSD + "integer")))
+    {'type': 'literal', 'value': '3', 'datatype': 'http://www.w3.org/2001/XMLSchema#integer'}
+
+    Raises:
+        InvalidArgumentError: a value that is no RDF term.
+    """
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        written: dict[str, Any] = {"type": "literal", "value": term.value}
+        if term.language:
+            written["xml:lang"] = term.language
+        elif term.datatype.value != XSD + "string":
+            written["datatype"] = term.datatype.value
+        return written
+    if isinstance(term, ox.Triple):
+        return {"type": "triple", "value": {"subject": sparql_json(term.subject),
+                                            "predicate": sparql_json(term.predicate),
+                                            "object": sparql_json(term.object)}}
+    raise InvalidArgumentError(f"no SPARQL JSON form for {term!r}: it is no RDF term")

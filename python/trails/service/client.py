@@ -14,11 +14,9 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-import pyoxigraph as ox
-
 from trails import errors
 from trails.errors import TrailsError
-from trails.kg.terms import to_term
+from trails.kg.terms import sparql_json, to_term
 from trails.service.discovery import ServiceInfo
 
 __all__ = ["NotAnswered", "ServiceClient", "json_term"]
@@ -34,23 +32,13 @@ class NotAnswered(Exception):
     which also says precisely what was wrong with a request."""
 
 
-def json_term(value: Any) -> dict[str, str]:
+def json_term(value: Any) -> dict[str, Any]:
     """A binding value as a SPARQL 1.1 JSON results term, which ``/retrieve`` takes.
 
     >>> json_term(3)
     {'type': 'literal', 'value': '3', 'datatype': 'http://www.w3.org/2001/XMLSchema#integer'}
     """
-    term = to_term(value)
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.Literal):
-        out = {"type": "literal", "value": term.value}
-        if term.language:
-            out["xml:lang"] = term.language
-        else:
-            out["datatype"] = term.datatype.value
-        return out
-    raise errors.InvalidArgumentTypeError(f"a binding cannot be sent to the service: {value!r}")
+    return sparql_json(to_term(value))
 
 
 class ServiceClient:

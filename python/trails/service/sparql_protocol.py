@@ -20,6 +20,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.kg.result import QueryResult
+from trails.kg.terms import sparql_json
 from trails.scopes import SCOPE_BASE, check_scope, scope_of_graph
 
 __all__ = ["SparqlRequest", "choose_media_type", "parse_sparql_request", "render_answer",
@@ -181,28 +182,9 @@ def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
 def _results_json(output: QueryResult | bool) -> dict[str, Any]:
     if isinstance(output, bool):
         return {"head": {}, "boolean": output}
-    rows = [{name: _term(term) for name, term in row.items() if term is not None}
+    rows = [{name: sparql_json(term) for name, term in row.items() if term is not None}
             for row in output.raw]
     return {"head": {"vars": list(output.variables)}, "results": {"bindings": rows}}
-
-
-def _term(term: Any) -> dict[str, Any]:
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        written: dict[str, Any] = {"type": "literal", "value": term.value}
-        if term.language:
-            written["xml:lang"] = term.language
-        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
-            written["datatype"] = term.datatype.value
-        return written
-    if isinstance(term, ox.Triple):
-        return {"type": "triple", "value": {"subject": _term(term.subject),
-                                            "predicate": _term(term.predicate),
-                                            "object": _term(term.object)}}
-    raise InvalidArgumentError(f"a SPARQL answer holds a term it cannot write: {term!r}")
 
 
 def service_description(endpoint: str, union_default: bool) -> bytes:
