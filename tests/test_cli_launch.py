@@ -3,6 +3,9 @@ exactly the queries the full command line would run with the same options, and n
 
 from __future__ import annotations
 
+import json
+import os
+
 import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -122,3 +125,12 @@ def test_what_is_forwarded_is_what_the_command_line_would_run(text, options, inl
     assert bool(got.get("json")) == expected["as_json"]
     assert bool(got.get("why")) == expected["why"]
     assert expected["local"] is False
+
+
+def test_a_service_file_naming_another_host_is_not_followed(tmp_path):
+    """The token and the query go only to loopback: a planted service.json naming another
+    host (with a live pid: this process's) leaves the command to answer in its own process."""
+    for url in ("http://192.0.2.1:8000", "https://127.0.0.1:8000", "http://example.org"):
+        (tmp_path / "service.json").write_text(json.dumps(
+            {"version": 1, "url": url, "pid": os.getpid(), "token": "t", "started": ""}))
+        assert answer_through_service(["--db", str(tmp_path), "query", "x"]) is None

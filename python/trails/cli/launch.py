@@ -114,7 +114,10 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     info = read_service(db)
     if info is None:
         return None
-    client = ServiceClient(info)
+    try:
+        client = ServiceClient(info)
+    except NotAnswered:
+        return None
     health = client.health()
     if health.get("status") != "ready":
         return None

@@ -9,6 +9,7 @@ is raised here as the same :class:`~trails.errors.TrailsError` subclass.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import urllib.parse
 from collections.abc import Mapping
@@ -45,12 +46,15 @@ class ServiceClient:
     """Calls one service with its local token."""
 
     def __init__(self, info: ServiceInfo, *, timeout: float = 60.0) -> None:
+        """Raises NotAnswered when ``info`` names no loopback HTTP address."""
         self.info = info
         self.timeout = timeout
         parsed = urllib.parse.urlsplit(info.url)
-        if parsed.scheme != "http" or not parsed.hostname:
-            raise NotAnswered(f"not a local http URL: {info.url}")
-        self._host, self._port = parsed.hostname, parsed.port or 80
+        if parsed.scheme != "http" or not _loopback(parsed.hostname):
+            # The token and the query go only to this machine's loopback: a service.json
+            # naming another host is not followed (the command answers in its own process).
+            raise NotAnswered(f"not a loopback http URL: {info.url}")
+        self._host, self._port = str(parsed.hostname), parsed.port or 80
 
     def health(self) -> dict[str, Any]:
         """``GET /health`` (``status`` is ``ready`` once models are warm); empty when the
@@ -94,6 +98,15 @@ class ServiceClient:
             return response.status, json.loads(raw) if raw else None
         except ValueError:
             return response.status, raw.decode("utf-8", "replace")
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _error(status: int, body: Any) -> Exception:
