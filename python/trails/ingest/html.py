@@ -22,6 +22,8 @@ __all__ = ["HtmlText", "html_to_text"]
 # Elements whose content is never visible text.
 _DROP_TAGS = frozenset({"title", "script", "style", "noscript", "template", "head", "svg",
                         "iframe"})
+# Tags whose content is code or inert markup, never text, not even a title's.
+_CODE_TAGS = frozenset({"script", "style", "template"})
 # Blocks that stand apart by a blank line, and blocks that take a line of their own.
 _PARAGRAPH_TAGS = frozenset({"p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
                              "table", "ul", "ol", "dl", "section", "article", "header",
@@ -73,6 +75,7 @@ class _Reader(HTMLParser):
         self.open = Counter[str]()  # open tags by name: a stray end tag costs no stack search
         self.hidden = 0  # open tags that hide their content (and those inside them)
         self.in_pre = 0
+        self.in_code = 0  # open script, style and template tags: their content is no text
         self.pieces: list[str] = []
         self.title_parts: list[str] | None = None  # collecting the first <title>'s text
         self.title_depth = -1  # where the first <title> sits on the stack
@@ -95,6 +98,7 @@ class _Reader(HTMLParser):
         self.open[tag] += 1
         self.hidden += hides
         self.in_pre += tag == "pre"
+        self.in_code += tag in _CODE_TAGS
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -111,7 +115,7 @@ class _Reader(HTMLParser):
                 break
 
     def handle_data(self, data: str) -> None:
-        if self.title_parts is not None and not self.title_done:
+        if self.title_parts is not None and not self.title_done and not self.in_code:
             self.title_parts.append(data)
         if self.hidden:
             return
@@ -139,6 +143,7 @@ class _Reader(HTMLParser):
         self.open[name] -= 1
         self.hidden -= hides
         self.in_pre -= name == "pre"
+        self.in_code -= name in _CODE_TAGS
         if name == "title" and len(self.stack) == self.title_depth:
             self.title_done = True  # the first <title> ended (not one nested in it)
         if not hides:
