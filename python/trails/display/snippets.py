@@ -54,24 +54,42 @@ def query_terms(query: str | None) -> frozenset[str]:
 
 
 def marked(text: str, terms: Iterable[str]) -> str:
-    """``text`` escaped for HTML (in composed Unicode, NFC), each word that is one of
-    ``terms`` (as :func:`query_terms` gives them) wrapped in ``<mark>``.
+    """``text`` escaped for HTML, each word that is one of ``terms`` (as :func:`query_terms`
+    gives them) wrapped in ``<mark>``; the characters shown are the passage's own.
 
     >>> marked("Fusion <b>weighs</b> rankings", {"fusion", "b"})
     '<mark>Fusion</mark> &lt;<mark>b</mark>&gt;weighs&lt;/<mark>b</mark>&gt; rankings'
+    >>> marked("U\u0308ber alles", {"\u00fcber"}) == "<mark>U\u0308ber</mark> alles"
+    True
     """
     wanted = frozenset(terms)
-    # Composed first, as the query's terms are: in decomposed text (``u`` + a combining
-    # diaeresis) the accent is no word character and would split "über" in two.
-    text = unicodedata.normalize("NFC", text)
     if not wanted:
         return escape(text)
     pieces: list[str] = []
     position = 0
-    for word in _WORD.finditer(text):
-        if word.group(0).casefold() in wanted:
-            pieces.append(escape(text[position:word.start()]))
-            pieces.append(f"<mark>{escape(word.group(0))}</mark>")
-            position = word.end()
+    for start, end in _runs(text):
+        # Compared composed (NFC), as the query's terms are, but shown as written: NFC
+        # also rewrites some characters outright (U+F900 becomes U+8C48).
+        found = text[start:end]
+        if any(w.casefold() in wanted for w in _WORD.findall(unicodedata.normalize("NFC", found))):
+            pieces.append(escape(text[position:start]))
+            pieces.append(f"<mark>{escape(found)}</mark>")
+            position = end
     pieces.append(escape(text[position:]))
     return "".join(pieces)
+
+
+def _runs(text: str) -> Iterable[tuple[int, int]]:
+    """Where the words of ``text`` stand, each with its combining marks: in decomposed text
+    (``u`` + a combining diaeresis) the accent is no word character and would split "über"
+    in two."""
+    start = None
+    for index, char in enumerate(text):
+        inside = (char.isalnum() or (start is not None and unicodedata.category(char)[0] == "M"))
+        if inside and start is None:
+            start = index
+        elif not inside and start is not None:
+            yield start, index
+            start = None
+    if start is not None:
+        yield start, len(text)
