@@ -11,6 +11,8 @@ or Gaussian noise added to the stored vectors (tune_auto.variants()).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import pickle
 import shutil
 import time
@@ -20,10 +22,13 @@ from typing import Any
 
 import _lab as lab
 import eval_beir as eb
-import tune_auto
+import numpy as np
 
 from trails import evaluation as ev
+from trails.evaluation.run import keyword_index
 from trails.rank.fusion import Ranking
+from trails.rank.keyword import keyword_quality
+from trails.retrieval.degraded import embed_query
 from trails.text import keyword_terms
 
 STUDY_CACHE = eb.CACHE / "guard_study"
@@ -92,7 +97,12 @@ def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int
     """Search every query of ``splits`` (default: every split the data set has) in every
     variant and cache the result. ``limits``: the first N queries of a split only.
 
-    Returns ``{"doc_of": {chunk-document IRI: doc id}, "qrels": {split: qrels},
+    The vector ranking is exact cosine over the store's (unit) chunk vectors, computed here
+    with numpy as the store computes it (``guard_study.py check-search`` compares it with
+    ``retrieve``); a damaged variant searches again only the ranking it damages and reuses
+    the clean other one, which the damage leaves exactly as it was.
+
+    Returns ``{"doc_of": {document IRI: doc id}, "qrels": {split: qrels},
     "rankings": {(split, variant): {query id: QueryRankings}}}``.
     """
     data = ev.load_beir(data_folder(name))
@@ -104,24 +114,83 @@ def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int
         out["doc_of"] = ev.doc_ids_by_iri(data, ctx)
         chosen = {s: dict(list(data.split(s).items())[:limits.get(s)]) for s in splits}
         out["qrels"] = chosen
-        wanted = [v for v in tune_auto.variants() if damage or v[0] == "clean"]
-        for variant, make in wanted:
-            store = make(ctx.vectors) if make else ctx.vectors
-            for split in splits:
-                started = time.perf_counter()
-                view = ev.BeirDataset(data.name, data.path, data.corpus, data.queries,
-                                      {split: chosen[split]})
-                found = lab.collect_rankings(view, split, ctx, store=store)
-                out["rankings"][(split, variant)] = {
-                    q: _with_terms(data.queries[q], lists, store) for q, lists in found.items()}
-                eb.log(f"{name} {split} {variant}: {len(found)} queries "
-                       f"({time.perf_counter() - started:.0f}s; embedding cache "
-                       f"{model.hits} hits / {model.misses} misses)")
-            if make:
+        ids, matrix = _vectors(ctx.vectors)
+        # One batched pass fills the embedding cache; embed_query (retrieve's own call)
+        # then reads each query's vector back from it.
+        model.embed_array([data.queries[q] for s in splits for q in chosen[s]])
+        queries = {s: {q: np.asarray(embed_query(model, data.queries[q]), dtype=np.float32)
+                       for q in chosen[s]} for s in splits}
+        eb.log(f"{name}: {len(ids)} chunks, queries embedded ({model.hits} hits / "
+               f"{model.misses} misses)")
+        clean: dict[str, dict[str, QueryRankings]] = {}
+        for split in splits:
+            clean[split] = {q: _keyword_side(data.queries[q], ctx.vectors,
+                                             _vector_ranking(ids, matrix, v))
+                            for q, v in queries[split].items()}
+            out["rankings"][(split, "clean")] = clean[split]
+        for variant, rate, sigma in _damage() if damage else []:
+            started = time.perf_counter()
+            if rate:
+                store = lab.derived_store(ctx.vectors,
+                                          text=functools.partial(lab.corrupt, rate=rate))
+                for split in splits:
+                    out["rankings"][(split, variant)] = {
+                        q: _keyword_side(data.queries[q], store, r.vector)
+                        for q, r in clean[split].items()}
                 store.close()
+            else:
+                noisy = _noisy(matrix, sigma)
+                for split in splits:
+                    out["rankings"][(split, variant)] = {
+                        q: dataclasses.replace(r, vector=_vector_ranking(ids, noisy,
+                                                                         queries[split][q]))
+                        for q, r in clean[split].items()}
+            eb.log(f"{name} {variant}: {time.perf_counter() - started:.0f}s")
     STUDY_CACHE.mkdir(parents=True, exist_ok=True)
     cache_path(name).write_bytes(pickle.dumps(out))
     return out
+
+
+def _damage() -> list[tuple[str, float, float]]:
+    """tune_auto.variants()'s damages, as (name, keyword letter rate, vector noise norm)."""
+    return ([(f"keyword {rate:.0%}", rate, 0.0) for rate in eb.KEYWORD_NOISE]
+            + [(f"vector {sigma:g}", 0.0, sigma) for sigma in eb.VECTOR_NOISE])
+
+
+def _vectors(store: Any) -> tuple[list[str], np.ndarray]:
+    """The store's live chunk ids (sorted, as ``all_ids``) and unit vectors."""
+    ids = store.all_ids()
+    rows = [r for start in range(0, len(ids), 2000) for r in store.get(ids[start:start + 2000])]
+    return [r.id for r in rows], np.asarray([r.vector for r in rows], dtype=np.float32)
+
+
+def _noisy(matrix: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    """``lab.derived_store(vector_noise=sigma)``'s vectors: the same noise, drawn in the same
+    batches of 2000 rows from the same seed, then unit-normalised as a store keeps them."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for start in range(0, len(matrix), 2000):
+        part = matrix[start:start + 2000]
+        noise = rng.standard_normal(part.shape).astype(np.float32)
+        parts.append(part + sigma * noise / np.sqrt(part.shape[1]))
+    noisy = np.vstack(parts)
+    return noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+
+
+def _vector_ranking(ids: list[str], matrix: np.ndarray, query: np.ndarray,
+                    depth: int = ev.CHUNK_DEPTH) -> Ranking:
+    scores = matrix @ (query / np.linalg.norm(query))
+    top = np.argpartition(-scores, min(depth, len(scores) - 1))[:depth]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    hits = [(ids[i], float(scores[i])) for i in top]
+    return Ranking("vector", hits, quality=hits[0][1] if hits else None)
+
+
+def _keyword_side(text: str, store: Any, vector: Ranking) -> QueryRankings:
+    found = keyword_index(store).keyword_search(text, ev.CHUNK_DEPTH)
+    keyword = Ranking("keyword", [(h.id, float(h.score)) for h in found],
+                      quality=keyword_quality(text, store, found))
+    return _with_terms(text, {"vector": vector, "keyword": keyword}, store)
 
 
 def _with_terms(text: str, lists: dict[str, Ranking], store: Any) -> QueryRankings:

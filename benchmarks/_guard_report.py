@@ -38,6 +38,7 @@ EVIDENCE_SETS = {
     "all": SHIPPED + AGREEMENT + SHAPE + QUERY,
 }
 DERIVED_VERSION = 1
+ALL_TUNING = " [all tuning]"  # suffix of a candidate fitted on every tuning cell
 
 
 @dataclass
@@ -55,7 +56,10 @@ class Cell:
         return max(("vector", "keyword"), key=lambda s: self.scores[s].mean())
 
     def score(self, strategy: str) -> np.ndarray:
-        return self.scores[strategy] if strategy in self.scores else self.extra[strategy]
+        if strategy in self.scores:
+            return self.scores[strategy]
+        # A candidate with no fit for this cell (no other set had tuning splits): no score.
+        return self.extra.get(strategy, np.full(len(self.queries), np.nan))
 
 
 def cells(name: str, self_hit_sets: set[str]) -> list[Cell]:
@@ -98,6 +102,8 @@ def gap_cell(cell: Cell, strategy: str) -> str:
     """The strategy's mean gap to the stronger single ranking, its 95% interval, and a mark
     when the whole interval lies below 0 (significantly below)."""
     mean, low, high = g.bootstrap_gap(cell.score(strategy), cell.scores[cell.stronger()])
+    if np.isnan(mean):
+        return "—"
     mark = " **below**" if high < 0 else ""
     return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]{mark}"
 
@@ -159,26 +165,45 @@ def today() -> str:
 def cross_validate(tests: list[Cell], tuning: list[Cell]) -> dict[str, dict[str, fit.Guard]]:
     """For every left-out set, each candidate fitted on the *other* sets' tuning cells
     (clean and damaged); its per-query nDCG@10 goes into each of the left-out set's test
-    cells (``Cell.extra``). Returns the fits, by candidate and left-out set."""
+    cells (``Cell.extra``). The same candidates fitted on every tuning cell ("all tuning",
+    the tuned view: a set's own train/dev split is in the fit) go in under ``ALL_TUNING``.
+    Returns the fits, by candidate and left-out set ("" for all tuning)."""
     fits: dict[str, dict[str, fit.Guard]] = {label: {} for label in EVIDENCE_SETS}
     memo: dict[tuple[str, ...], tuple[dict[str, fit.Guard], float]] = {}
-    for left_out in sorted({c.name for c in tests}):
-        train = [c for c in tuning if c.name != left_out]
+
+    def fitted(train: list[Cell]) -> tuple[dict[str, fit.Guard], float]:
         key = tuple(sorted({c.name for c in train}))
         if key not in memo:
             chosen = pool(train)
             memo[key] = ({label: fit.fit(chosen, NAMES, [NAMES.index(n) for n in columns])
                           for label, columns in EVIDENCE_SETS.items()}, fit.fixed_share(chosen))
-        guards, share = memo[key]
+        return memo[key]
+
+    def score(cell: Cell, guards: dict[str, fit.Guard], share: float, suffix: str) -> None:
+        cell.extra["fixed share" + suffix] = fit.interpolate(
+            cell.curve, np.full(len(cell.queries), share))
+        for label, guard in guards.items():
+            columns = [NAMES.index(n) for n in guard.names]
+            cell.extra[f"learned: {label}{suffix}"] = fit.interpolate(
+                cell.curve, guard.share(cell.features[:, columns]))
+
+    shares: dict[str, float] = {}
+    for left_out in sorted({c.name for c in tests}):
+        train = [c for c in tuning if c.name != left_out]
+        if not train:
+            continue
+        guards, shares[left_out] = fitted(train)
         for cell in (c for c in tests if c.name == left_out):
-            cell.extra["fixed share"] = fit.interpolate(cell.curve,
-                                                        np.full(len(cell.queries), share))
-            for label, guard in guards.items():
-                columns = [NAMES.index(n) for n in guard.names]
-                cell.extra[f"learned: {label}"] = fit.interpolate(
-                    cell.curve, guard.share(cell.features[:, columns]))
-                fits[label][left_out] = guard
-        fits.setdefault("_share", {})[left_out] = share  # type: ignore[assignment]
+            score(cell, guards, shares[left_out], "")
+        for label, guard in guards.items():
+            fits[label][left_out] = guard
+    if tuning:
+        guards, shares[""] = fitted(tuning)
+        for cell in tests:
+            score(cell, guards, shares[""], ALL_TUNING)
+        for label, guard in guards.items():
+            fits[label][""] = guard
+    fits["_share"] = shares  # type: ignore[assignment]
     return fits
 
 
@@ -204,8 +229,8 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
         oracle = cell.curve.max(axis=1).mean()
         lines.append(f"| {name} | {len(cell.queries)} | " + " | ".join(
             f"{cell.score(s).mean():.3f}" for s in strategies) + f" | {oracle:.3f} |")
-    lines += ["", "### Gap to the stronger single ranking, every test cell "
-              "(mean [paired bootstrap 95% CI]; **below**: the whole interval under 0)", "",
+    lines += ["", ("### Gap to the stronger single ranking, every test cell "
+              "(mean [paired bootstrap 95% CI]; **below**: the whole interval under 0)"), "",
               "| set | variant | stronger | " + " | ".join(
                   ["rrf", "auto"] + candidates) + " |",
               "|---|---|---|" + "---|" * (len(candidates) + 2)]
@@ -222,17 +247,18 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
               "| strategy | mean clean nDCG@10 over sets | mean clean gap to stronger | "
               "cells significantly below (of " + str(len(tests)) + ") | worst cell gap |",
               "|---|---|---|---|---|"]
-    for s in ["vector", "keyword", "rrf", "weighted", "auto"] + candidates:
+    for s in (["vector", "keyword", "rrf", "weighted", "auto"] + candidates
+              + [c + ALL_TUNING for c in candidates]):
         clean = [by[(n, "clean")] for n in sets]
-        mean = np.mean([c.score(s).mean() for c in clean])
-        gap = np.mean([c.score(s).mean() - c.scores[c.stronger()].mean() for c in clean])
+        mean = np.nanmean([c.score(s).mean() for c in clean])
+        gap = np.nanmean([c.score(s).mean() - c.scores[c.stronger()].mean() for c in clean])
         below = sum(significantly_below(c, s) for c in tests)
         worst = min(tests, key=lambda c: c.score(s).mean() - c.scores[c.stronger()].mean())
         lines.append(f"| {s} | {mean:.4f} | {gap:+.4f} | {below} | "
                      f"{worst.score(s).mean() - worst.scores[worst.stronger()].mean():+.3f} "
                      f"({worst.name} {worst.variant}) |")
-    lines += ["", "### Evidence: which separates queries where keyword ranks better than "
-              "vector (AUC; 0.5 = no separation, <0.5 = separates the other way)", "",
+    lines += ["", ("### Evidence: which separates queries where keyword ranks better than "
+              "vector (AUC; 0.5 = no separation, <0.5 = separates the other way)"), "",
               *evidence_table(tuning), "",
               "### Fitted guards (all-but-one tuning sets; standardised coefficients)", "",
               "| candidate | left out | fixed share | coefficients (bias last) |",
@@ -240,6 +266,7 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
     for label, per_set in fits.items():
         for left_out, guard in per_set.items():
             coefficients = ", ".join(f"{n} {t:+.2f}" for n, t in zip(guard.names, guard.theta))
-            lines.append(f"| {label} | {left_out} | {shares[left_out]:.2f} | "  # type: ignore[index]
+            lines.append(f"| {label} | {left_out or 'none (all tuning)'} | "
+                         f"{shares[left_out]:.2f} | "  # type: ignore[index]
                          f"{coefficients}, bias {guard.theta[-1]:+.2f} |")
     return "\n".join(lines) + "\n"
