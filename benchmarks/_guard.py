@@ -162,3 +162,26 @@ def bootstrap_gap(a: np.ndarray, b: np.ndarray, resamples: int = 2000,
     means = gaps[rng.integers(0, len(gaps), (resamples, len(gaps)))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(gaps.mean()), float(low), float(high)
+
+
+class SoftRampAuto(AutoFusion):
+    """The shipped auto with each clipped-linear quality ramp replaced by a logistic one
+    through the same points (mid-ramp 0.5; ramp ends about 0.12 and 0.88): no new constant.
+
+    Why: with clipped ramps a query whose two qualities are both below their ramps gets
+    confidence 0 for both, the shares fall back to even and the prior weight (vector) decides
+    even when the vector ranking is the broken one; a logistic ramp keeps the *relative*
+    evidence (how far below its ramp each quality is)."""
+
+    def _confidence(self, ranking: Ranking) -> float:
+        ramp = self.quality_ramps.get(ranking.name)
+        if ranking.quality is None or ramp is None:
+            return 1.0
+        if not math.isfinite(ranking.quality):
+            return 1.0 if ranking.quality > 0 else 0.0
+        low, high = ramp
+        x = 4.0 * (ranking.quality - (low + high) / 2) / (high - low)
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+soft_auto = SoftRampAuto()

@@ -12,11 +12,13 @@ import math
 import numpy as np
 from _guard import Prepared
 
-from trails.rank.fusion import _agreement
+from trails.rank.fusion import Ranking, _agreement
 
 FEATURES = {
     "vector_quality": "best cosine (the shipped vector quality)",
     "keyword_quality": "best BM25 over the query's BM25 weight (the shipped keyword quality)",
+    "keyword_quality_top5": "best BM25 over the summed IDF of the query's 5 rarest terms "
+                            "(coverage that does not fall with query length)",
     "agreement20": "share of the top-20 chunks both rankings list (the shipped agreement)",
     "doc_overlap10": "share of the top-10 documents both rankings list",
     "vector_top_in_keyword10": "the vector ranking's best document is in keyword's top 10",
@@ -45,7 +47,9 @@ def features(p: Prepared) -> dict[str, float]:
     return {
         "vector_quality": float(vector.quality or 0.0),
         "keyword_quality": float(keyword.quality or 0.0),
-        "agreement20": float(_agreement(p.rankings, 20) or 0.0),
+        "keyword_quality_top5": "best BM25 over the summed IDF of the query's 5 rarest terms "
+                            "(coverage that does not fall with query length)",
+    "agreement20": float(_agreement(p.rankings, 20) or 0.0),
         "doc_overlap10": len(set(v_docs) & set(k_docs)) / 10,
         "vector_top_in_keyword10": float(bool(v_docs) and v_docs[0] in k_docs),
         "keyword_top_in_vector10": float(bool(k_docs) and k_docs[0] in v_docs),
@@ -61,6 +65,11 @@ def features(p: Prepared) -> dict[str, float]:
         "min_idf": float(idfs.min()),
         "rare_share": float((idfs > 5).mean()),
     }
+
+
+def _top_terms_quality(keyword: Ranking, idfs: list[float], n: int) -> float:
+    weight = sum(sorted(idfs, reverse=True)[:n])
+    return keyword.hits[0][1] / weight if keyword.hits and weight > 0 else 0.0
 
 
 def _top_docs(p: Prepared, name: str, n: int) -> list[int]:

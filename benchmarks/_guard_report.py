@@ -24,7 +24,7 @@ from trails.rank.fusion import auto
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "fusion-study.md"
 VARIANTS = [name for name, _ in tune_auto.variants()]
-FIXED = ("keyword", "vector", "rrf", "weighted", "auto")
+FIXED = ("keyword", "vector", "rrf", "weighted", "auto", "auto soft ramps")
 NAMES = list(gf.FEATURES)
 SHIPPED = ["vector_quality", "keyword_quality", "agreement20"]
 AGREEMENT = ["doc_overlap10", "vector_top_in_keyword10", "keyword_top_in_vector10"]
@@ -32,12 +32,13 @@ SHAPE = ["vector_drop10", "keyword_drop10", "vector_margin", "keyword_margin", "
 QUERY = ["log_words", "log_terms", "mean_idf", "max_idf", "min_idf", "rare_share"]
 EVIDENCE_SETS = {
     "shipped evidence": SHIPPED,
+    "+ length-aware keyword quality": SHIPPED + ["keyword_quality_top5", "log_terms"],
     "+ agreement": SHIPPED + AGREEMENT,
     "+ score shape": SHIPPED + SHAPE,
     "+ query terms": SHIPPED + QUERY,
     "all": SHIPPED + AGREEMENT + SHAPE + QUERY,
 }
-DERIVED_VERSION = 1
+DERIVED_VERSION = 3
 ALL_TUNING = " [all tuning]"  # suffix of a candidate fitted on every tuning cell
 
 
@@ -83,6 +84,8 @@ def cells(name: str, self_hit_sets: set[str]) -> list[Cell]:
             "rrf": np.array([g.fused(p, 1.0, 1.0, "rrf") for p in prepared]),
             "weighted": np.array([g.fused(p, 0.5, 0.5, "minmax") for p in prepared]),
             "auto": np.array([g.fused(p, *g.auto_weights(p, auto)) for p in prepared]),
+            "auto soft ramps": np.array([g.fused(p, *g.auto_weights(p, g.soft_auto))
+                                         for p in prepared]),
         }
         features = np.array([[gf.features(p)[n] for n in NAMES] for p in prepared])
         curve = np.array([g.keyword_weight_grid(p, fit.GRID) for p in prepared])
@@ -232,8 +235,8 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
     lines += ["", ("### Gap to the stronger single ranking, every test cell "
               "(mean [paired bootstrap 95% CI]; **below**: the whole interval under 0)"), "",
               "| set | variant | stronger | " + " | ".join(
-                  ["rrf", "auto"] + candidates) + " |",
-              "|---|---|---|" + "---|" * (len(candidates) + 2)]
+                  ["rrf", "auto", "auto soft ramps"] + candidates) + " |",
+              "|---|---|---|" + "---|" * (len(candidates) + 3)]
     for name in sets:
         for variant in VARIANTS:
             cell = by.get((name, variant))
@@ -241,13 +244,14 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
                 continue
             stronger = cell.stronger()
             lines.append(f"| {name} | {variant} | {stronger} {cell.scores[stronger].mean():.3f} | "
-                         + " | ".join(gap_cell(cell, s) for s in ["rrf", "auto"] + candidates)
+                         + " | ".join(gap_cell(cell, s) for s in ["rrf", "auto", "auto soft ramps"]
+                                      + candidates)
                          + " |")
     lines += ["", "### Summary over the test cells", "",
               "| strategy | mean clean nDCG@10 over sets | mean clean gap to stronger | "
               "cells significantly below (of " + str(len(tests)) + ") | worst cell gap |",
               "|---|---|---|---|---|"]
-    for s in (["vector", "keyword", "rrf", "weighted", "auto"] + candidates
+    for s in (list(FIXED) + candidates
               + [c + ALL_TUNING for c in candidates]):
         clean = [by[(n, "clean")] for n in sets]
         mean = np.nanmean([c.score(s).mean() for c in clean])
