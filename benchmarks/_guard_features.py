@@ -47,9 +47,8 @@ def features(p: Prepared) -> dict[str, float]:
     return {
         "vector_quality": float(vector.quality or 0.0),
         "keyword_quality": float(keyword.quality or 0.0),
-        "keyword_quality_top5": "best BM25 over the summed IDF of the query's 5 rarest terms "
-                            "(coverage that does not fall with query length)",
-    "agreement20": float(_agreement(p.rankings, 20) or 0.0),
+        "keyword_quality_top5": _top_terms_quality(keyword, p.raw.term_idfs, 5),
+        "agreement20": float(_agreement(p.rankings, 20) or 0.0),
         "doc_overlap10": len(set(v_docs) & set(k_docs)) / 10,
         "vector_top_in_keyword10": float(bool(v_docs) and v_docs[0] in k_docs),
         "keyword_top_in_vector10": float(bool(k_docs) and k_docs[0] in v_docs),

@@ -109,3 +109,37 @@ def test_auc_by_hand():
 def test_bootstrap_interval_of_a_constant_gap_is_that_gap():
     mean, low, high = g.bootstrap_gap(np.full(50, 0.7), np.full(50, 0.5))
     assert (mean, low, high) == pytest.approx((0.2, 0.2, 0.2))
+
+
+def test_logistic_ramp_passes_through_the_ramp_and_keeps_relative_evidence():
+    soft = g.SoftRampAuto()
+    low, high = soft.quality_ramps["vector"]
+    middle = Ranking("vector", [("a", 1.0)], quality=(low + high) / 2)
+    assert soft._confidence(middle) == pytest.approx(0.5)
+    assert soft._confidence(Ranking("vector", [], quality=low)) == pytest.approx(0.119, abs=1e-3)
+    assert soft._confidence(Ranking("vector", [], quality=high)) == pytest.approx(0.881, abs=1e-3)
+    # Both qualities under their ramps (clipped ramps: both confidence 0, the prior decides):
+    # the keyword ranking, nearer its ramp, must get the larger weight.
+    vector = Ranking("vector", [("x", 0.21), ("y", 0.20)], quality=0.21)
+    keyword = Ranking("keyword", [("y", 3.0), ("z", 2.0)], quality=0.18)
+    assert auto.explain([vector, keyword])["confidence"] == {"vector": 0.0, "keyword": 0.0}
+    weights = soft.explain([vector, keyword])["weights"]
+    assert weights["keyword"] > weights["vector"]
+
+
+def test_noisy_vectors_are_the_ones_derived_store_keeps(tmp_path):
+    from _guard_collect import _noisy, _vectors
+    from _lab import derived_store
+
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    rng = np.random.default_rng(7)
+    store = SqliteVecStore(":memory:", dim=8)
+    ids = [f"c{i:04d}" for i in range(2500)]  # more than one batch of 2000
+    store.add_many(ids, rng.standard_normal((2500, 8)).astype(np.float32),
+                   [{"text": "t"}] * 2500)
+    kept_ids, matrix = _vectors(store)
+    damaged = derived_store(store, vector_noise=4.0)
+    theirs_ids, theirs = _vectors(damaged)
+    assert kept_ids == theirs_ids == sorted(ids)
+    np.testing.assert_allclose(_noisy(matrix, 4.0), theirs, atol=1e-5)
