@@ -150,6 +150,41 @@ def evidence_table(tuning: list[Cell]) -> list[str]:
     return lines + ["", "Queries per label (clean): " + "; ".join(counts) + "."]
 
 
+def evidence_medians(cells_: list[Cell]) -> list[str]:
+    """What the shipped guard saw per cell: median qualities, the mean confidences its ramps
+    give them, mean agreement and median query length (the mechanism behind each failure)."""
+    ramps = auto.quality_ramps
+    lines = [("| set | split | variant | vector quality | keyword quality | vector confidence | "
+             "keyword confidence | both confidences 0 | agreement20 | words |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells_:
+        column = {n: c.features[:, i] for i, n in enumerate(NAMES)}
+        confidence = {}
+        for name, quality in (("vector", column["vector_quality"]),
+                              ("keyword", column["keyword_quality"])):
+            low, high = ramps[name]
+            confidence[name] = np.clip((quality - low) / (high - low), 0.0, 1.0)
+        both_zero = ((confidence["vector"] == 0) & (confidence["keyword"] == 0)).mean()
+        lines.append(
+            f"| {c.name} | {c.split} | {c.variant} | {np.median(column['vector_quality']):.2f} "
+            f"| {np.median(column['keyword_quality']):.2f} | {confidence['vector'].mean():.2f} "
+            f"| {confidence['keyword'].mean():.2f} | {both_zero:.0%} "
+            f"| {column['agreement20'].mean():.2f} | {np.expm1(np.median(column['log_words'])):.0f} |")
+    return lines
+
+
+def paired(cells_: list[Cell], better: str, than: str) -> list[str]:
+    """``better - than`` per cell with its paired bootstrap interval, and the counts of
+    cells where the whole interval is above / below 0."""
+    rows, up, down = [], 0, 0
+    for c in cells_:
+        mean, low, high = g.bootstrap_gap(c.score(better), c.score(than))
+        up, down = up + (low > 0), down + (high < 0)
+        rows.append(f"{c.name} {c.split} {c.variant} {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+    return [(f"`{better}` against `{than}`: significantly better in {up} of {len(cells_)} cells, "
+            f"significantly worse in {down}."), "", "; ".join(rows) + "."]
+
+
 def write_region(body: str) -> None:
     start, end = "<!-- guard-study:start -->", "<!-- guard-study:end -->"
     text = DOC.read_text() if DOC.exists() else "# Fusion study\n"
@@ -269,6 +304,13 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
         lines.append(f"| {s} | {mean:.4f} | {gap:+.4f} | {below} | "
                      f"{worst.score(s).mean() - worst.scores[worst.stronger()].mean():+.3f} "
                      f"({worst.name} {worst.variant}) |")
+    lines += ["", "### What the shipped guard saw (test cells; ramps of `auto`)", "",
+              *evidence_medians(tests), "",
+              "### Logistic ramps against the shipped auto, paired", "",
+              "Test cells: " + paired(tests, "auto soft ramps", "auto")[0], "",
+              "Tuning cells: " + paired(tuning, "auto soft ramps", "auto")[0], "",
+              "Per cell (test, then tuning): " + paired(tests, "auto soft ramps", "auto")[2]
+              + " " + paired(tuning, "auto soft ramps", "auto")[2]]
     lines += ["", ("### Evidence: which separates queries where keyword ranks better than "
               "vector (AUC; 0.5 = no separation, <0.5 = separates the other way)"), "",
               *evidence_table(tuning), "",
