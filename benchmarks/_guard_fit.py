@@ -27,6 +27,7 @@ class Pool:
     features: np.ndarray  # (queries, features)
     curve: np.ndarray  # (queries, len(GRID)): nDCG@10 at each keyword share
     group: np.ndarray  # (queries,) group index
+    clean: np.ndarray | None = None  # per group: the undamaged cell (for the guard's rule)
 
 
 @dataclass
@@ -59,8 +60,30 @@ def objective(pool: Pool, share: np.ndarray) -> float:
     return float((sums[kept] / counts[kept]).mean())
 
 
-def fit(pool: Pool, names: Sequence[str], columns: Sequence[int], seed: int = 0) -> Guard:
-    """The guard over ``columns`` of the pool's features that maximises :func:`objective`."""
+def rule_objective(pool: Pool, share: np.ndarray) -> float:
+    """tune_auto.py's rule as one number: mean clean nDCG@10 over the clean groups, minus
+    RULE_PENALTY times each damaged group's shortfall beyond SHORTFALL_LIMIT below the
+    stronger single ranking of that group (share 0 = vector alone, share 1 = keyword alone)."""
+    assert pool.clean is not None
+    values = interpolate(pool.curve, share)
+    counts = np.bincount(pool.group)
+    kept = counts > 0
+    means = np.bincount(pool.group, weights=values)[kept] / counts[kept]
+    stronger = np.maximum(np.bincount(pool.group, weights=pool.curve[:, 0])[kept],
+                          np.bincount(pool.group, weights=pool.curve[:, -1])[kept]) / counts[kept]
+    clean = pool.clean[kept]
+    shortfall = np.maximum(0.0, stronger - means - SHORTFALL_LIMIT)[~clean]
+    return float(means[clean].mean() - RULE_PENALTY * shortfall.sum())
+
+
+SHORTFALL_LIMIT = 0.005  # tune_auto.py's
+RULE_PENALTY = 10.0
+
+
+def fit(pool: Pool, names: Sequence[str], columns: Sequence[int], seed: int = 0,
+        rule: bool = False) -> Guard:
+    """The guard over ``columns`` of the pool's features that maximises :func:`objective`
+    (``rule``: :func:`rule_objective`)."""
     x = pool.features[:, list(columns)]
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -68,7 +91,8 @@ def fit(pool: Pool, names: Sequence[str], columns: Sequence[int], seed: int = 0)
 
     def loss(theta: np.ndarray) -> float:
         share = 1.0 / (1.0 + np.exp(-(z @ theta[:-1] + theta[-1])))
-        return -objective(pool, share) + L2 * float(theta[:-1] @ theta[:-1])
+        score = rule_objective(pool, share) if rule else objective(pool, share)
+        return -score + L2 * float(theta[:-1] @ theta[:-1])
 
     rng = np.random.default_rng(seed)
     starts = [np.zeros(len(columns) + 1)] + [rng.normal(0, 1, len(columns) + 1)

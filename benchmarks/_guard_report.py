@@ -37,6 +37,10 @@ EVIDENCE_SETS = {
     "+ score shape": SHIPPED + SHAPE,
     "+ query terms": SHIPPED + QUERY,
     "all": SHIPPED + AGREEMENT + SHAPE + QUERY,
+    # Fitted to tune_auto.py's rule (clean nDCG, penalised damaged shortfall) instead of
+    # the mean nDCG of every cell.
+    "rule, + query terms": SHIPPED + QUERY,
+    "rule, all": SHIPPED + AGREEMENT + SHAPE + QUERY,
 }
 DERIVED_VERSION = 3
 ALL_TUNING = " [all tuning]"  # suffix of a candidate fitted on every tuning cell
@@ -98,7 +102,8 @@ def cells(name: str, self_hit_sets: set[str]) -> list[Cell]:
 def pool(chosen: list[Cell]) -> fit.Pool:
     groups = np.concatenate([np.full(len(c.queries), i) for i, c in enumerate(chosen)])
     return fit.Pool(np.vstack([c.features for c in chosen]),
-                    np.vstack([c.curve for c in chosen]), groups.astype(int))
+                    np.vstack([c.curve for c in chosen]), groups.astype(int),
+                    np.array([c.variant == "clean" for c in chosen]))
 
 
 def gap_cell(cell: Cell, strategy: str) -> str:
@@ -213,7 +218,8 @@ def cross_validate(tests: list[Cell], tuning: list[Cell]) -> dict[str, dict[str,
         key = tuple(sorted({c.name for c in train}))
         if key not in memo:
             chosen = pool(train)
-            memo[key] = ({label: fit.fit(chosen, NAMES, [NAMES.index(n) for n in columns])
+            memo[key] = ({label: fit.fit(chosen, NAMES, [NAMES.index(n) for n in columns],
+                                         rule=label.startswith("rule"))
                           for label, columns in EVIDENCE_SETS.items()}, fit.fixed_share(chosen))
         return memo[key]
 
