@@ -28,6 +28,12 @@ from trails.rank.fusion import RRF_CONSTANT, AutoFusion, Ranking
 DISCOUNT = 1.0 / np.log2(np.arange(2, 12))  # ranks 1..10
 
 
+# The reference evaluation (max-pooling, then ir-measures) ranks documents of equal score in
+# ascending document id; found by the property test in tests/test_guard_study.py, where a
+# ranking weighted 0 leaves all its documents tied at 0.
+TIES_DESCENDING = False
+
+
 @dataclass
 class Prepared:
     """One query, ready to fuse: arrays over the union of both rankings' chunks."""
@@ -78,12 +84,16 @@ def prepare(query_id: str, lists: QueryRankings, qrels: Mapping[str, int],
     for ranking in rankings:
         for chunk, _ in ranking.hits:
             chunks.setdefault(chunk, len(chunks))
-    docs: dict[str, int] = {}
+    # Document indices in the order the reference evaluation breaks score ties by (document
+    # id), so that a stable sort on the pooled scores ranks ties as it does.
+    names = {chunk: doc_of_chunk(chunk) for chunk in chunks}
+    docs = {name: i for i, name in enumerate(sorted({n for n in names.values() if n is not None},
+                                                    reverse=TIES_DESCENDING))}
     doc = np.full(len(chunks), -1, dtype=np.int64)
     for chunk, i in chunks.items():
-        name = doc_of_chunk(chunk)
+        name = names[chunk]
         if name is not None:
-            doc[i] = docs.setdefault(name, len(docs))
+            doc[i] = docs[name]
     gains = np.array([float(qrels.get(d, 0)) for d in docs] or [0.0])
     ideal_gains = sorted((float(g) for g in qrels.values() if g > 0), reverse=True)[:10]
     ideal = float(np.sum(np.array(ideal_gains) * DISCOUNT[:len(ideal_gains)]))
