@@ -32,8 +32,6 @@ from trails.retrieval.degraded import embed_query
 from trails.text import keyword_terms
 
 STUDY_CACHE = eb.CACHE / "guard_study"
-# eval_beir.py's data folder, or the shared one when the checkout is a worktree elsewhere.
-DATA = next((p for p in (eb.DATA, Path("/work/shared/data/beir")) if p.is_dir()), eb.DATA)
 # Splits that only have test queries are test-only sets (left out in cross-validation).
 SPLIT_ORDER = ("train", "dev", "test")
 
@@ -57,7 +55,7 @@ def arguana_test_and_validation() -> Path:
     folder = STUDY_CACHE / "data" / "arguana-tv"
     if (folder / "qrels" / "test.tsv").is_file():
         return folder
-    source = DATA / "arguana"
+    source = eb.dataset_dir("arguana")
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     kept = [line for line in (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
             if line.startswith(('{"_id": "test-', '{"_id": "validation-'))]
@@ -69,7 +67,7 @@ def arguana_test_and_validation() -> Path:
 
 
 def data_folder(name: str) -> Path:
-    return arguana_test_and_validation() if name == "arguana-tv" else DATA / name
+    return arguana_test_and_validation() if name == "arguana-tv" else eb.dataset_dir(name)
 
 
 def cache_path(name: str) -> Path:

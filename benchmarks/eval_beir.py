@@ -43,7 +43,13 @@ from trails.retrieval.retrieve import FUSIONS
 
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = CACHE / "eval_beir_results.pickle"  # the last run's numbers, for --render-only
-DATA = ROOT.parent / "shared" / "data" / "beir"
+DATA = ROOT.parent / "shared" / "data" / "beir"  # what the machine ships (SciFact, NFCorpus)
+BUILT = CACHE / "beir"  # what benchmarks/datasets/build_*.py write (ArguAna, DBpedia, MS MARCO)
+
+
+def dataset_dir(name: str, data: Path = DATA) -> Path:
+    """The folder of BEIR set ``name``: under ``data`` when it is there, else the built one."""
+    return data / name if (data / name).is_dir() else BUILT / name
 # Where tuning happens: BEIR SciFact has no dev split.
 TUNING_SPLIT = {"scifact": "train", "nfcorpus": "dev"}
 KEYWORD_NOISE = (0.1, 0.2, 0.4)  # fraction of letters replaced in the keyword index
@@ -153,7 +159,7 @@ def main() -> int:
     tuning_scores: dict[str, dict[str, dict[str, float]]] = {}
     noise_rows: list[str] = []
     timings: list[str] = []
-    datasets = {name: ev.load_beir(args.data / name) for name in args.datasets}
+    datasets = {name: ev.load_beir(dataset_dir(name, args.data)) for name in args.datasets}
     for name, data in datasets.items():
         for chunking in args.chunkings:
             phase = time.perf_counter()

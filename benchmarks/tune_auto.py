@@ -64,7 +64,7 @@ def collect(names: list[str], limit: int | None) -> dict:
     model = eb.embedder()
     out: dict = {}
     for name in names:
-        data = ev.load_beir(eb.DATA / name)
+        data = ev.load_beir(eb.dataset_dir(name))
         with eb.open_context(data, "default", model) as ctx:
             out[(name, "doc_of")] = ev.doc_ids_by_iri(data, ctx)
             for variant, make in variants():
