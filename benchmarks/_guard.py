@@ -50,17 +50,25 @@ class Prepared:
     raw: QueryRankings
 
 
+def query_evidence(lists: QueryRankings) -> dict[str, float]:
+    """What ``retrieve`` gives the keyword ranking of the query (the guard reads it), from the
+    collected terms; rankings cached before the field existed lack it."""
+    return {"terms": float(len(lists.term_idfs)), "weight": float(lists.idf_sum)}
+
+
 def drop_self(lists: QueryRankings, query_id: str, doc_of_chunk: Callable[[str], str | None]
               ) -> list[Ranking]:
     """Both rankings without the query's own document, qualities recomputed (self-hit rule).
 
     The vector quality is the best remaining cosine; the keyword quality the best remaining
     BM25 score over the query's BM25 weight (``keyword_quality``'s definition)."""
+    about = query_evidence(lists)
     out = []
     for ranking in (lists.vector, lists.keyword):
+        query = about if ranking.name == "keyword" else None
         hits = [(c, s) for c, s in ranking.hits if doc_of_chunk(c) != query_id]
         if len(hits) == len(ranking.hits):
-            out.append(ranking)
+            out.append(ranking._replace(query=query))
             continue
         if ranking.name == "vector":
             quality = hits[0][1] if hits else None
@@ -68,7 +76,7 @@ def drop_self(lists: QueryRankings, query_id: str, doc_of_chunk: Callable[[str],
             quality = None
         else:
             quality = hits[0][1] / lists.idf_sum if hits and lists.idf_sum > 0 else 0.0
-        out.append(Ranking(ranking.name, hits, quality=quality))
+        out.append(Ranking(ranking.name, hits, quality=quality, query=query))
     return out
 
 
@@ -79,7 +87,7 @@ def prepare(query_id: str, lists: QueryRankings, qrels: Mapping[str, int],
         return doc_of.get(chunk.split("/v/", 1)[0])
 
     rankings = (drop_self(lists, query_id, doc_of_chunk) if self_hits
-                else [lists.vector, lists.keyword])
+                else [lists.vector, lists.keyword._replace(query=query_evidence(lists))])
     chunks: dict[str, int] = {}
     for ranking in rankings:
         for chunk, _ in ranking.hits:

@@ -27,7 +27,7 @@ import numpy as np
 from trails import evaluation as ev
 from trails.evaluation.run import keyword_index
 from trails.rank.fusion import Ranking
-from trails.rank.keyword import keyword_quality
+from trails.rank.keyword import keyword_evidence
 from trails.retrieval.degraded import embed_query
 from trails.text import keyword_terms
 
@@ -186,8 +186,9 @@ def _vector_ranking(ids: list[str], matrix: np.ndarray, query: np.ndarray,
 
 def _keyword_side(text: str, store: Any, vector: Ranking) -> QueryRankings:
     found = keyword_index(store).keyword_search(text, ev.CHUNK_DEPTH)
-    keyword = Ranking("keyword", [(h.id, float(h.score)) for h in found],
-                      quality=keyword_quality(text, store, found))
+    quality, about = keyword_evidence(text, store, found)
+    keyword = Ranking("keyword", [(h.id, float(h.score)) for h in found], quality=quality,
+                      query=about)
     return _with_terms(text, {"vector": vector, "keyword": keyword}, store)
 
 

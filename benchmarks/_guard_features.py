@@ -31,6 +31,8 @@ FEATURES = {
     "log_words": "log of the query's word count",
     "log_terms": "log of the query's distinct non-stopword terms",
     "mean_idf": "mean IDF of the query's terms",
+    "idf_per_term": "the query's BM25 weight (keyword_idf_sum) over its term count: mean_idf "
+                    "as one store call gives it (the shipped guard reads this one)",
     "max_idf": "largest IDF of a query term",
     "min_idf": "smallest IDF of a query term",
     "rare_share": "share of query terms with IDF above 5 (rare words, names)",
@@ -60,6 +62,7 @@ def features(p: Prepared) -> dict[str, float]:
         "log_words": math.log1p(p.raw.words),
         "log_terms": math.log1p(len(p.raw.term_idfs)),
         "mean_idf": float(idfs.mean()),
+        "idf_per_term": p.raw.idf_sum / len(p.raw.term_idfs) if p.raw.term_idfs else 0.0,
         "max_idf": float(idfs.max()),
         "min_idf": float(idfs.min()),
         "rare_share": float((idfs > 5).mean()),

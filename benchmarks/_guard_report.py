@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
+import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,16 +22,21 @@ import _guard_fit as fit
 import numpy as np
 import tune_auto
 
-from trails.rank.fusion import auto
+from trails.rank.fusion import AutoFusion, auto
+
+RAMPS = AutoFusion()  # fusion="auto" before adr/0022: the quality-ramp guard of adr/0010
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "fusion-study.md"
 VARIANTS = [name for name, _ in tune_auto.variants()]
-FIXED = ("keyword", "vector", "rrf", "weighted", "auto", "auto soft ramps")
+FIXED = ("keyword", "vector", "rrf", "weighted", "auto (ramps)", "auto soft ramps", "auto")
 NAMES = list(gf.FEATURES)
 SHIPPED = ["vector_quality", "keyword_quality", "agreement20"]
 AGREEMENT = ["doc_overlap10", "vector_top_in_keyword10", "keyword_top_in_vector10"]
 SHAPE = ["vector_drop10", "keyword_drop10", "vector_margin", "keyword_margin", "keyword_listed"]
 QUERY = ["log_words", "log_terms", "mean_idf", "max_idf", "min_idf", "rare_share"]
+# The evidence the shipped guard reads (trails.rank.guard.EVIDENCE): free, from the two
+# rankings and the one store call the keyword quality already makes.
+GUARD = SHIPPED + ["log_terms", "idf_per_term", "vector_drop10", "keyword_drop10"]
 EVIDENCE_SETS = {
     "shipped evidence": SHIPPED,
     "+ length-aware keyword quality": SHIPPED + ["keyword_quality_top5", "log_terms"],
@@ -41,8 +48,9 @@ EVIDENCE_SETS = {
     # the mean nDCG of every cell.
     "rule, + query terms": SHIPPED + QUERY,
     "rule, all": SHIPPED + AGREEMENT + SHAPE + QUERY,
+    "+ query terms and score drops (shipped)": GUARD,
 }
-DERIVED_VERSION = 3
+DERIVED_VERSION = 5
 ALL_TUNING = " [all tuning]"  # suffix of a candidate fitted on every tuning cell
 
 
@@ -87,6 +95,7 @@ def cells(name: str, self_hit_sets: set[str]) -> list[Cell]:
             "vector": np.array([g.single(p, "vector") for p in prepared]),
             "rrf": np.array([g.fused(p, 1.0, 1.0, "rrf") for p in prepared]),
             "weighted": np.array([g.fused(p, 0.5, 0.5, "minmax") for p in prepared]),
+            "auto (ramps)": np.array([g.fused(p, *g.auto_weights(p, RAMPS)) for p in prepared]),
             "auto": np.array([g.fused(p, *g.auto_weights(p, auto)) for p in prepared]),
             "auto soft ramps": np.array([g.fused(p, *g.auto_weights(p, g.soft_auto))
                                          for p in prepared]),
@@ -156,9 +165,10 @@ def evidence_table(tuning: list[Cell]) -> list[str]:
 
 
 def evidence_medians(cells_: list[Cell]) -> list[str]:
-    """What the shipped guard saw per cell: median qualities, the mean confidences its ramps
-    give them, mean agreement and median query length (the mechanism behind each failure)."""
-    ramps = auto.quality_ramps
+    """What the ramp guard (adr/0010) saw per cell: median qualities, the mean confidences its
+    ramps give them, mean agreement and median query length (the mechanism behind each
+    failure)."""
+    ramps = RAMPS.quality_ramps
     lines = [("| set | split | variant | vector quality | keyword quality | vector confidence | "
              "keyword confidence | both confidences 0 | agreement20 | words |"),
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -251,6 +261,38 @@ def cross_validate(tests: list[Cell], tuning: list[Cell]) -> dict[str, dict[str,
     return fits
 
 
+def guard_module(names: list[str], self_hit_sets: set[str]) -> str:
+    """The source of python/trails/rank/_guard_fit.py: :data:`GUARD` fitted on every tuning
+    cell of ``names`` (clean and damaged), in the order of trails.rank.fusion.EVIDENCE."""
+    from trails.rank.fusion import EVIDENCE
+
+    tuning = [c for n in names for c in cells(n, self_hit_sets) if c.split != "test"]
+    guard = fit.fit(pool(tuning), NAMES, [NAMES.index(n) for n in GUARD])
+    assert len(GUARD) == len(EVIDENCE)  # the same evidence, named for each side
+    splits = ", ".join(sorted({f"{c.name} {c.split}" for c in tuning}))
+
+    def numbers(values: Sequence[float]) -> str:
+        return "(" + ", ".join(repr(round(float(v), 6)) for v in values) + ")"
+
+    about = textwrap.fill(
+        f"Written by ``benchmarks/guard_study.py fit --write`` ({today()}) from tuning splits "
+        f"only ({splits}; each clean and with either ranking damaged on purpose); see "
+        "docs/fusion-study.md and adr/0022. Do not edit by hand: refit.", 92)
+    return (f'''"""The fitted numbers of ``fusion="auto"``'s guard
+(:class:`trails.rank.fusion.GuardedFusion`), in the order of
+:data:`trails.rank.fusion.EVIDENCE`.
+
+{about}
+"""
+
+# {", ".join(GUARD)}
+CENTER = {numbers(guard.mean)}
+SCALE = {numbers(guard.scale)}
+COEFFICIENTS = {numbers(guard.theta[:-1])}
+BIAS = {round(float(guard.theta[-1]), 6)!r}
+''')
+
+
 def report(names: list[str], self_hit_sets: set[str]) -> str:
     every = [c for n in names for c in cells(n, self_hit_sets)]
     tuning = [c for c in every if c.split != "test"]
@@ -284,8 +326,8 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
     lines += ["", ("### Gap to the stronger single ranking, every test cell "
               "(mean [paired bootstrap 95% CI]; **below**: the whole interval under 0)"), "",
               "| set | variant | stronger | " + " | ".join(
-                  ["rrf", "auto", "auto soft ramps"] + candidates) + " |",
-              "|---|---|---|" + "---|" * (len(candidates) + 3)]
+                  ["rrf", "auto (ramps)", "auto soft ramps", "auto"] + candidates) + " |",
+              "|---|---|---|" + "---|" * (len(candidates) + 4)]
     for name in sets:
         for variant in VARIANTS:
             cell = by.get((name, variant))
@@ -293,7 +335,8 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
                 continue
             stronger = cell.stronger()
             lines.append(f"| {name} | {variant} | {stronger} {cell.scores[stronger].mean():.3f} | "
-                         + " | ".join(gap_cell(cell, s) for s in ["rrf", "auto", "auto soft ramps"]
+                         + " | ".join(gap_cell(cell, s) for s in ["rrf", "auto (ramps)",
+                                                                  "auto soft ramps", "auto"]
                                       + candidates)
                          + " |")
     lines += ["", "### Summary over the test cells", "",
@@ -310,13 +353,14 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
         lines.append(f"| {s} | {mean:.4f} | {gap:+.4f} | {below} | "
                      f"{worst.score(s).mean() - worst.scores[worst.stronger()].mean():+.3f} "
                      f"({worst.name} {worst.variant}) |")
-    lines += ["", "### What the shipped guard saw (test cells; ramps of `auto`)", "",
-              *evidence_medians(tests), "",
-              "### Logistic ramps against the shipped auto, paired", "",
-              "Test cells: " + paired(tests, "auto soft ramps", "auto")[0], "",
-              "Tuning cells: " + paired(tuning, "auto soft ramps", "auto")[0], "",
-              "Per cell (test, then tuning): " + paired(tests, "auto soft ramps", "auto")[2]
-              + " " + paired(tuning, "auto soft ramps", "auto")[2]]
+    lines += ["", "### What the ramp guard saw (test cells; ramps of `auto (ramps)`)", "",
+              *evidence_medians(tests), ""]
+    for better, than in (("auto", "auto (ramps)"), ("auto soft ramps", "auto (ramps)")):
+        lines += [f"### `{better}` against `{than}`, paired", "",
+                  "Test cells: " + paired(tests, better, than)[0], "",
+                  "Tuning cells: " + paired(tuning, better, than)[0], "",
+                  "Per cell (test, then tuning): " + paired(tests, better, than)[2]
+                  + " " + paired(tuning, better, than)[2], ""]
     lines += ["", ("### Evidence: which separates queries where keyword ranks better than "
               "vector (AUC; 0.5 = no separation, <0.5 = separates the other way)"), "",
               *evidence_table(tuning), "",

@@ -24,7 +24,7 @@ from trails.context import Context
 from trails.evaluation import CHUNK_DEPTH, DOC_DEPTH, BeirDataset, max_pool
 from trails.evaluation.run import keyword_index
 from trails.rank.fusion import FusionFn, Ranking
-from trails.rank.keyword import keyword_quality
+from trails.rank.keyword import keyword_evidence
 from trails.retrieval.retrieve import retrieve
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore
@@ -150,10 +150,11 @@ def collect_rankings(dataset: BeirDataset, split: str, ctx: Context, *, store: A
         keyword = keyword_index(vectors).keyword_search(text, depth)
         # Vector mode scores every hit; the check only tells the type checker so.
         scored = [(h.iri, float(h.score)) for h in found if h.score is not None]
+        quality, about = keyword_evidence(text, vectors, keyword)
         out[query_id] = {
             "vector": Ranking("vector", scored, quality=scored[0][1] if scored else None),
             "keyword": Ranking("keyword", [(h.id, float(h.score)) for h in keyword],
-                               quality=keyword_quality(text, vectors, keyword)),
+                               quality=quality, query=about),
         }
     return out
 

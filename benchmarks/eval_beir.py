@@ -126,6 +126,10 @@ def default_fusion_note() -> list[str]:
 def describe_auto() -> str:
     """What fusion="auto" is at the time of the run (its settings live in trails.rank.fusion)."""
     auto = getattr(fusion_module, "auto", None)
+    if hybrid_name() == "auto" and isinstance(auto, fusion_module.GuardedFusion):
+        return (" (retrieve()'s default: score fusion whose keyword share is a logistic "
+                "function of each query's evidence, " + ", ".join(fusion_module.EVIDENCE)
+                + "; fitted by benchmarks/guard_study.py on tuning splits, adr/0022)")
     if hybrid_name() != "auto" or not isinstance(auto, fusion_module.AutoFusion):
         return ""
     return (f" (quality-guarded score fusion, retrieve()'s default: weights "

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/guard_study.py collect dbpedia-entity   # search once, cache
     .venv/bin/python benchmarks/guard_study.py check scifact            # fast nDCG == ir-measures
     .venv/bin/python benchmarks/guard_study.py report                   # every cached set
+    .venv/bin/python benchmarks/guard_study.py fit --write              # the shipped guard
 
 ``collect`` searches every split of a data set (clean and with each damage of tune_auto.py)
 and caches both chunk rankings per query (benchmarks/.cache/guard_study/); everything else
@@ -52,6 +53,9 @@ def main() -> int:
     report = sub.add_parser("report", help="every cached set: tables, evidence, CV")
     report.add_argument("--datasets", nargs="+", help="default: every cached set")
     report.add_argument("--write", action="store_true", help="write docs/fusion-study.md")
+    fitting = sub.add_parser("fit", help="fit the shipped guard on every tuning split")
+    fitting.add_argument("--write", action="store_true",
+                         help="write python/trails/rank/_guard_fit.py")
     args = parser.parse_args()
     if args.command == "collect":
         limits = {s: int(n) for s, n in (item.split("=") for item in args.limit)}
@@ -59,9 +63,13 @@ def main() -> int:
                    backend=args.backend)
     elif args.command == "check":
         return check_against_ir_measures(args.dataset)
+    elif args.command == "fit":
+        source = gr.guard_module(cached_sets(), SELF_HIT_SETS)
+        print(source)
+        if args.write:
+            (ROOT / "python" / "trails" / "rank" / "_guard_fit.py").write_text(source)
     else:
-        names = args.datasets or sorted(p.stem for p in gc.STUDY_CACHE.glob("*.pickle")
-                                        if not p.stem.startswith("_"))
+        names = args.datasets or cached_sets()
         started = time.perf_counter()
         body = gr.report(names, SELF_HIT_SETS)
         print(body)
@@ -69,6 +77,10 @@ def main() -> int:
         if args.write:
             gr.write_region(body)
     return 0
+
+
+def cached_sets() -> list[str]:
+    return sorted(p.stem for p in gc.STUDY_CACHE.glob("*.pickle") if not p.stem.startswith("_"))
 
 
 def check_against_ir_measures(name: str) -> int:

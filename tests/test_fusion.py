@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.rank.fusion import AutoFusion, Ranking, auto, rrf, weighted
+from trails.rank.keyword import keyword_terms
 from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 VECTOR = Ranking("vector", [("x", 0.9), ("y", 0.8), ("z", 0.1)])
@@ -133,7 +135,9 @@ def test_auto_settings_are_configurable():
     keyword_only = AutoFusion(weights={"vector": 0.0, "keyword": 1.0})
     assert [d for d, _ in keyword_only([VECTOR, KEYWORD])][:2] == ["z", "w"]
     with pytest.raises(TypeError):
-        auto.weights["vector"] = 1.0  # the shared default cannot be changed by accident
+        AutoFusion().weights["vector"] = 1.0  # a shared instance cannot be changed by accident
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        auto.bias = 1.0  # type: ignore[misc]
     tuned = AutoFusion(quality_ramps={"vector": (0.5, 0.9)}, sharpen=4.0)
     assert pickle.loads(pickle.dumps(tuned)) == tuned  # e.g. for a process pool
     assert pickle.loads(pickle.dumps(auto)) == auto
@@ -240,16 +244,18 @@ def test_hybrid_rrf_fuses_vector_and_keyword_with_components(corpus):
                                          "trails://k/5"]])
 def test_default_hybrid_is_auto_over_the_exact_rankings(corpus, ids):
     """retrieve()'s default fusion is auto over the exact vector and keyword rankings of the
-    candidates, with the qualities it documents: the best cosine, and the best BM25 score
-    over the query's IDF sum."""
+    candidates, with the qualities it documents (the best cosine, and the best BM25 score
+    over the query's IDF sum) and the query's term count and IDF sum."""
     values = " ".join(f"<{i}>" for i in ids or ())
     flt = None if ids is None else f"SELECT ?c WHERE {{ VALUES ?c {{ {values} }} }}"
     result = retrieve(QUERY, corpus, k=4, sparql_filter=flt)
     vector = corpus.vectors.search(corpus.embedder.embed(QUERY), 300, ids, scopes=["default"])
     keyword = corpus.vectors.keyword_search(QUERY, 300, ids, scopes=["default"])
+    weight = corpus.vectors.keyword_idf_sum(QUERY)
     rankings = [Ranking("vector", [(h.id, h.score) for h in vector], quality=vector[0].score),
                 Ranking("keyword", [(h.id, h.score) for h in keyword],
-                        quality=keyword[0].score / corpus.vectors.keyword_idf_sum(QUERY))]
+                        quality=keyword[0].score / weight,
+                        query={"terms": float(len(keyword_terms(QUERY))), "weight": weight})]
     assert [(h.iri, h.score) for h in result] == auto(rankings)[:4]
     assert result.fusion_weights == auto.explain(rankings)["weights"]
     assert all(ids is None or h.iri in ids for h in result)

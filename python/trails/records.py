@@ -132,7 +132,7 @@ class RetrievalResult(list[RetrievalHit]):
             hits are one ranking's order.
         notes: why a ranking the call asked for is missing (e.g. a store without keywords).
         fusion_weights: the weight ``fusion="auto"`` gave each ranking for this query (empty
-            for other fusions); :meth:`trails.rank.fusion.AutoFusion.explain` says why.
+            for other fusions); :meth:`trails.rank.fusion.GuardedFusion.explain` says why.
         run_id: the id of this search in the context's audit trail (``trails audit show``),
             None when it was not recorded.
         query: the query the hits answer (``retrieve()`` sets it; the display marks its

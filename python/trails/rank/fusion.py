@@ -6,9 +6,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["RRF_CONSTANT", "AutoFusion", "FusionFn", "Ranking", "auto", "rrf", "weighted"]
+from trails.rank import _guard_fit
+
+__all__ = ["RRF_CONSTANT", "AutoFusion", "ExplainedFusion", "FusionFn", "GuardedFusion",
+           "Ranking", "auto", "rrf", "weighted"]
 
 # Cormack, Clarke & Buettcher (SIGIR 2009). Note qdrant-client defaults to 2; we do not.
 RRF_CONSTANT = 60
@@ -21,11 +24,15 @@ class Ranking(NamedTuple):
     scale (None: no evidence). ``retrieve`` sets it to the best hit's cosine similarity for
     ``"vector"`` and to the best hit's BM25 score over the query's IDF mass for ``"keyword"``
     (1.0 is about what a document holding each query term once scores). :data:`auto` reads it.
+
+    ``query``: what the ranker knows of the query itself; ``retrieve`` gives the keyword ranking
+    ``{"terms": distinct scored terms, "weight": their summed IDF in the store}``.
     """
 
     name: str
     hits: list[tuple[str, float]]
     quality: float | None = None
+    query: Mapping[str, float] | None = None
 
 
 # A fusion takes the rankings and returns (id, fused score) pairs, best first.
@@ -89,10 +96,12 @@ def weighted(
 
 
 def _minmax(scores: list[float]) -> list[float]:
-    low, high = min(scores, default=0.0), max(scores, default=0.0)
-    if high == low:
-        return [1.0] * len(scores)
-    return [(s - low) / (high - low) for s in scores]
+    """Scores mapped to [0, 1] by the finite ones' range; an infinite score to its end (a
+    custom ranker may give one; the arithmetic would turn it into NaN)."""
+    finite = [s for s in scores if math.isfinite(s)]
+    low, high = min(finite, default=0.0), max(finite, default=0.0)
+    return [1.0 if s > high or high == low else 0.0 if s < low else (s - low) / (high - low)
+            for s in scores]
 
 
 def _zscore(scores: list[float]) -> list[float]:
@@ -107,8 +116,9 @@ def _zscore(scores: list[float]) -> list[float]:
 
 @dataclass(frozen=True)
 class AutoFusion:
-    """The recommended hybrid fusion (``fusion="auto"``, :data:`auto`): score fusion guarded by
-    each ranking's own evidence of quality, so that a poor ranking cannot drag a good one down.
+    """Score fusion guarded by each ranking's own evidence of quality, so that a poor ranking
+    cannot drag a good one down: ``fusion="auto"`` before adr/0022, and what
+    :class:`GuardedFusion` falls back to for rankings it has no fit for.
 
     Per query:
 
@@ -133,10 +143,11 @@ class AutoFusion:
 
     >>> a = Ranking("vector", [("x", 0.62), ("y", 0.55), ("z", 0.40)], quality=0.62)
     >>> b = Ranking("keyword", [("y", 14.0), ("z", 9.0)], quality=0.9)
-    >>> [doc for doc, _ in auto([a, b])]  # z: second in both rankings
+    >>> ramps = AutoFusion()
+    >>> [doc for doc, _ in ramps([a, b])]  # z: second in both rankings
     ['y', 'z', 'x']
     >>> poor = Ranking("keyword", [("z", 3.0), ("w", 2.0)], quality=0.1)  # matched little
-    >>> [doc for doc, _ in auto([a, poor])]
+    >>> [doc for doc, _ in ramps([a, poor])]
     ['x', 'y', 'z', 'w']
     """
 
@@ -161,13 +172,7 @@ class AutoFusion:
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
         if len(rankings) == 1:
             return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
-        weights = self.explain(rankings)["weights"]
-        fused: dict[str, float] = {}
-        for ranking in rankings:
-            weight = weights[ranking.name]
-            for doc, value in zip((d for d, _ in ranking.hits), _by_best(ranking.hits)):
-                fused[doc] = fused.get(doc, 0.0) + weight * value
-        return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+        return _fuse_by_best(rankings, self.explain(rankings)["weights"])
 
     def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]:
         """The per-query numbers behind the fusion: each ranking's confidence and final weight,
@@ -198,6 +203,136 @@ class AutoFusion:
         return min(1.0, max(0.0, (ranking.quality - low) / (high - low)))
 
 
+@runtime_checkable
+class ExplainedFusion(Protocol):
+    """A fusion that can say, per query, what weight it gave each ranking (``retrieve`` shows
+    them as :attr:`~trails.records.RetrievalResult.fusion_weights`)."""
+
+    def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]: ...
+
+    def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]: ...
+
+
+# The evidence the guard reads, in the order of the fitted coefficients (_guard_fit).
+EVIDENCE = ("vector_quality", "keyword_quality", "agreement", "log_terms", "idf_per_term",
+            "vector_drop", "keyword_drop")
+
+
+@dataclass(frozen=True)
+class GuardedFusion:
+    """The recommended hybrid fusion (``fusion="auto"``, :data:`auto`): score fusion of a vector
+    and a keyword ranking whose keyword share is read off each query's own evidence.
+
+    Per query, ``share = sigmoid(sum_i coefficient_i * (evidence_i - mean_i) / scale_i +
+    bias)`` over :data:`EVIDENCE`, all of it free (the rankings and the one store call the
+    keyword quality already makes):
+
+    - ``vector_quality``, ``keyword_quality``: :attr:`Ranking.quality` (0 when None);
+    - ``agreement``: the share of their top 20 hits the two rankings have in common;
+    - ``log_terms``: ``log(1 + distinct scored query terms)``; ``idf_per_term``: the query's
+      summed IDF over that count (``Ranking.query`` of the keyword ranking);
+    - ``vector_drop``, ``keyword_drop``: ``(score 1 - score 10) / score 1`` of each ranking,
+      how far its top stands out.
+
+    A document's score is ``(1 - share) * vector(d) / best + share * keyword(d) / best``, in
+    [0, 1]. The coefficients were fitted on tuning splits only (SciFact train, NFCorpus dev,
+    ArguAna dev), clean and with either ranking damaged on purpose, to the best mean nDCG@10
+    (``benchmarks/guard_study.py``, docs/fusion-study.md, adr/0022). Anything else (other
+    ranking names, three rankings, a keyword ranking without quality or query evidence) fuses
+    with ``fallback``, the quality-ramp guard of adr/0010. Ties are broken by id.
+
+    >>> vector = Ranking("vector", [("x", 0.62), ("y", 0.55), ("z", 0.40)], quality=0.62)
+    >>> keyword = Ranking("keyword", [("y", 14.0), ("z", 9.0)], quality=0.9,
+    ...                   query={"terms": 3, "weight": 15.6})
+    >>> [doc for doc, _ in auto([vector, keyword])]  # y: high in both
+    ['y', 'x', 'z']
+    >>> round(auto.explain([vector, keyword])["weights"]["keyword"], 3)
+    0.393
+    """
+
+    center: tuple[float, ...] = _guard_fit.CENTER
+    scale: tuple[float, ...] = _guard_fit.SCALE
+    coefficients: tuple[float, ...] = _guard_fit.COEFFICIENTS
+    bias: float = _guard_fit.BIAS
+    fallback: AutoFusion = field(default_factory=AutoFusion)
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.center), len(self.scale), len(self.coefficients)}
+        if sizes != {len(EVIDENCE)}:
+            raise ValueError(f"a guard needs {len(EVIDENCE)} centers, scales and coefficients "
+                             f"({', '.join(EVIDENCE)}), got {sorted(sizes)}")
+
+    def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
+        if len(rankings) == 1:
+            return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
+        if evidence(rankings) is None:
+            return self.fallback(rankings)
+        return _fuse_by_best(rankings, self.explain(rankings)["weights"])
+
+    def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]:
+        """The per-query numbers behind the fusion: the evidence, the keyword share and the
+        weight of each ranking (the fallback's explanation when there is no evidence)."""
+        found = evidence(rankings)
+        if found is None:
+            return self.fallback.explain(rankings)
+        share = self.share(found)
+        return {"evidence": found, "share": share,
+                "weights": {"vector": 1.0 - share, "keyword": share}}
+
+    def share(self, found: Mapping[str, float]) -> float:
+        """The keyword share for ``found`` (as :func:`evidence` gives it)."""
+        x = sum(c * (found[n] - m) / s for n, m, s, c in
+                zip(EVIDENCE, self.center, self.scale, self.coefficients)) + self.bias
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+def evidence(rankings: Sequence[Ranking]) -> dict[str, float] | None:
+    """:data:`EVIDENCE` of a vector and a keyword ranking, or None when the rankings are not
+    exactly those two or the keyword ranking carries no quality or query evidence."""
+    by_name = {r.name: r for r in rankings}
+    if len(rankings) != 2 or set(by_name) != {"vector", "keyword"}:
+        return None
+    vector, keyword = by_name["vector"], by_name["keyword"]
+    if keyword.quality is None or not keyword.query:
+        return None
+    terms = float(keyword.query.get("terms", 0.0))
+    return {
+        "vector_quality": _finite(vector.quality),
+        "keyword_quality": _finite(keyword.quality),
+        "agreement": _agreement(rankings, 20) or 0.0,
+        "log_terms": math.log1p(terms),
+        "idf_per_term": _finite(keyword.query.get("weight", 0.0) / terms if terms else 0.0),
+        "vector_drop": _drop(vector.hits, 10),
+        "keyword_drop": _drop(keyword.hits, 10),
+    }
+
+
+def _finite(value: float | None) -> float:
+    """``value`` as a number the guard can weigh (None or NaN: 0; infinities: clipped)."""
+    if value is None or math.isnan(value):
+        return 0.0
+    return max(-1e6, min(1e6, float(value)))
+
+
+def _drop(hits: list[tuple[str, float]], depth: int) -> float:
+    """``(score 1 - score depth) / score 1`` (the last score when fewer are listed; 0 when the
+    best is not positive)."""
+    if not hits or not hits[0][1] > 0 or not math.isfinite(hits[0][1]):
+        return 0.0
+    last = float(hits[min(depth, len(hits)) - 1][1])
+    return _finite((hits[0][1] - last) / hits[0][1])
+
+
+def _fuse_by_best(rankings: Sequence[Ranking], weights: Mapping[str, float]
+                  ) -> list[tuple[str, float]]:
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        weight = weights[ranking.name]
+        for doc, value in zip((d for d, _ in ranking.hits), _by_best(ranking.hits)):
+            fused[doc] = fused.get(doc, 0.0) + weight * value
+    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
 def _by_best(hits: list[tuple[str, float]]) -> list[float]:
     """Scores over the best score, floored at 0 (min-max when the best is not positive)."""
     scores = [float(score) for _doc, score in hits]
@@ -217,5 +352,5 @@ def _agreement(rankings: Sequence[Ranking], depth: int) -> float | None:
     return sum(len(a & b) / min(len(a), len(b)) for a, b in pairs) / len(pairs)
 
 
-# ``fusion="auto"``: the recommended hybrid with its tuned settings.
-auto = AutoFusion()
+# ``fusion="auto"``: the recommended hybrid with its fitted guard.
+auto = GuardedFusion()

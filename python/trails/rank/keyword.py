@@ -12,7 +12,8 @@ from typing import Any
 from trails.text import MAX_TERMS, STOPWORDS, fts5_match, keyword_terms
 from trails.vector.stores.base import KeywordWeights
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_quality", "keyword_terms"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_evidence", "keyword_quality",
+           "keyword_terms"]
 
 
 def keyword_quality(query: str, store: object, hits: Sequence[Any],
@@ -26,9 +27,21 @@ def keyword_quality(query: str, store: object, hits: Sequence[Any],
 
     Fusion reads it as the keyword ranking's :attr:`~trails.rank.fusion.Ranking.quality`.
     """
+    return keyword_evidence(query, store, hits, scopes)[0]
+
+
+def keyword_evidence(query: str, store: object, hits: Sequence[Any],
+                     scopes: Sequence[str] | None = None,
+                     ) -> tuple[float | None, dict[str, float] | None]:
+    """:func:`keyword_quality` and what the store knows of the query, ``{"terms": distinct
+    scored terms, "weight": their summed IDF}`` (None for a store that cannot weigh a
+    query), from one ``keyword_idf_sum`` call: the keyword ranking's
+    :attr:`~trails.rank.fusion.Ranking.quality` and :attr:`~trails.rank.fusion.Ranking.query`.
+    """
     if not isinstance(store, KeywordWeights):
-        return None
+        return None, None
+    total = float(store.keyword_idf_sum(query, scopes=scopes))
+    about = {"terms": float(len(keyword_terms(query))), "weight": total}
     if not hits:
-        return 0.0
-    total = store.keyword_idf_sum(query, scopes=scopes)
-    return float(hits[0].score) / total if total > 0 else None
+        return 0.0, about
+    return (float(hits[0].score) / total if total > 0 else None), about

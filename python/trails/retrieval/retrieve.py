@@ -15,8 +15,8 @@ from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
 from trails.kg.terms import IRI
 from trails.rank._steps import Step
-from trails.rank.fusion import AutoFusion, FusionFn, Ranking, auto, rrf, weighted
-from trails.rank.keyword import keyword_quality
+from trails.rank.fusion import ExplainedFusion, FusionFn, Ranking, auto, rrf, weighted
+from trails.rank.keyword import keyword_evidence
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval import spans
@@ -96,9 +96,9 @@ def retrieve(
         vector_store, embedder: override the context's.
         fusion: how ``hybrid`` mode ranks. The default ``"auto"`` fuses the vector ranking
             and the store's BM25 keyword ranking over the same candidates and scopes
-            (``FUSION_DEPTH`` hits each), weighing each by its own evidence of quality so a
-            poor ranking cannot drag down a good one (:class:`~trails.rank.fusion.AutoFusion`,
-            ADR 0010); in ``vector`` mode, or with a store that has no keyword index, it ranks
+            (``FUSION_DEPTH`` hits each), weighing them per query by their own evidence
+            (quality, agreement, query terms) so a poor ranking cannot drag down a good one
+            (:class:`~trails.rank.fusion.GuardedFusion`, ADR 0022); in ``vector`` mode, or with a store that has no keyword index, it ranks
             by vector score. ``None`` ranks by vector score (cosine) alone. ``"rrf"``
             (reciprocal rank, constant 60), ``"weighted"`` (min-max normalised scores) or a
             callable from a list of :class:`~trails.rank.fusion.Ranking` to ``(id, score)``
@@ -335,8 +335,9 @@ def _ranked_hits(
     if fusion is not None and mode == "hybrid":
         keyword = _keyword_hits(query, store, depth, iris, scopes, notes, not lean)
         if keyword is not None:
+            quality, about = keyword_evidence(query, store, keyword, scopes)
             rankings.append(Ranking("keyword", [(h.id, h.score) for h in keyword],
-                                    quality=keyword_quality(query, store, keyword, scopes)))
+                                    quality=quality, query=about))
             metadata.update((h.id, h.metadata) for h in keyword if h.id not in metadata)
     if fusion is None:
         fused = rankings[0].hits
@@ -344,7 +345,7 @@ def _ranked_hits(
         fuse = _FUSERS[fusion] if isinstance(fusion, str) else fusion
         with span("trails.fusion", lambda: spans.fusion(fusion, rankings)):
             fused = fuse(rankings)
-        if isinstance(fuse, AutoFusion) and len(rankings) > 1:
+        if isinstance(fuse, ExplainedFusion) and len(rankings) > 1:
             weights = fuse.explain(rankings)["weights"]
     if lean:
         metadata.update(store.metadata([id for id, _ in fused[:k]]))
