@@ -211,6 +211,61 @@ def write_region(body: str) -> None:
     DOC.write_text(text)
 
 
+# Rows of the published-figures table (trails.evaluation.PUBLISHED) and how the data here
+# differs from the published corpus.
+PUBLISHED_ROWS = ("BM25 flat (Pyserini)", "all-MiniLM-L6-v2 (MTEB)")
+SET_NOTES = {
+    "arguana-tv": ("arguana", ("test and validation arguments (5,384), onnx-int8; BEIR's "
+                               "corpus holds 8,674")),
+    "dbpedia-entity": ("dbpedia-entity", "5,000-document sample, mostly judged documents"),
+    "msmarco": ("msmarco", "5,000-passage sample, mostly judged passages"),
+    "nfcorpus": ("nfcorpus", "full"),
+    "scifact": ("scifact", "full"),
+}
+
+
+def quality_table(names: list[str], self_hit_sets: set[str]) -> str:
+    """docs/benchmarks.md's table of every set: the rankings, both guards and the published
+    figures, clean test splits."""
+    from trails.evaluation import DATASET_NAMES, PUBLISHED
+
+    rows = []
+    tests = [c for n in names for c in cells(n, self_hit_sets) if c.split == "test"]
+    below = {s: sum(significantly_below(c, s) for c in tests) for s in ("auto", "auto (ramps)")}
+    for name in names:
+        cell = next(c for c in tests if c.name == name and c.variant == "clean")
+        stronger = cell.stronger()
+        mean, low, high = g.bootstrap_gap(cell.scores["auto"], cell.scores[stronger])
+        published_name, note = SET_NOTES.get(name, (name, ""))
+        published = [PUBLISHED[row].get(published_name) for row in PUBLISHED_ROWS]
+        rows.append(
+            f"| {DATASET_NAMES.get(published_name, name)} | {len(cell.queries)} | "
+            + " | ".join(f"{cell.scores[s].mean():.3f}"
+                         for s in ("keyword", "vector", "rrf", "auto (ramps)"))
+            + f" | **{cell.scores['auto'].mean():.3f}** | {mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+            f" vs {stronger} | "
+            + " | ".join("—" if v is None else f"{v:.3f}" for v in published) + f" | {note} |")
+    return "\n".join([
+        "## Ranking quality on every set (`benchmarks/guard_study.py`)", "",
+        (f"Reproduce: `.venv/bin/python benchmarks/guard_study.py report --write` ({today()}; "
+         "the rankings come from `guard_study.py collect <set>`, docs/fusion-study.md). "
+         "nDCG@10 on each set's clean test split, all-MiniLM-L6-v2 and FTS5 BM25 (Porter) over "
+         "the default chunks, 300 deep, max-pooled to documents; ArguAna with BEIR's rule that "
+         "a query's own document is no hit. *auto* is `fusion=\"auto\"` (ADR 22), *auto (ADR "
+         "10)* the ramp guard it replaced; the gap is auto against the stronger single ranking "
+         "with its paired bootstrap 95% interval. Published: the same kind of system on the "
+         "full BEIR corpus (docs/datasets.md names the sources); on the samples compare "
+         "systems with each other, not with those."), "",
+        ("| set | test queries | keyword | vector | rrf | auto (ADR 10) | auto | auto - stronger "
+         "| published BM25 | published MiniLM | corpus here |"),
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        *rows, "",
+        (f"Clean and with either ranking damaged on purpose (tune_auto.py's six damages), auto "
+         f"is significantly below the stronger ranking in {below['auto']} of {len(tests)} test "
+         f"cells (ADR 10's guard: {below['auto (ramps)']}); docs/fusion-study.md has every "
+         "cell, what else was tried and what did not work.")])
+
+
 def today() -> str:
     return datetime.date.today().isoformat()
 

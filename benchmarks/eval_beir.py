@@ -44,7 +44,7 @@ from trails.retrieval.retrieve import FUSIONS
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = CACHE / "eval_beir_results.pickle"  # the last run's numbers, for --render-only
 DATA = ROOT.parent / "shared" / "data" / "beir"  # what the machine ships (SciFact, NFCorpus)
-BUILT = CACHE / "beir"  # what benchmarks/datasets/build_*.py write (ArguAna, DBpedia, MS MARCO)
+BUILT = CACHE / "datasets"  # what benchmarks/datasets/build_*.py write (ArguAna, DBpedia, MS MARCO)
 
 
 def dataset_dir(name: str, data: Path = DATA) -> Path:

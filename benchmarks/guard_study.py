@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _guard as g
 import _guard_collect as gc
 import _guard_report as gr
+from _docs import write_region as write_benchmarks_region
 
 # Data sets whose queries are documents of the corpus (BEIR's ignore_identical_ids).
 SELF_HIT_SETS = {"arguana", "arguana-tv"}
@@ -74,8 +75,11 @@ def main() -> int:
         body = gr.report(names, SELF_HIT_SETS)
         print(body)
         print(f"[{time.perf_counter() - started:.0f}s]", file=sys.stderr)
+        table = gr.quality_table(names, SELF_HIT_SETS)
+        print(table)
         if args.write:
             gr.write_region(body)
+            write_benchmarks_region("quality", table, after="beir")
     return 0
 
 

@@ -519,10 +519,3 @@ def test_every_bar_is_its_score_over_the_best_score(scores):
         width = float(bar.select_one(".trails-bar-fill")["style"].removeprefix("width:")
                       .removesuffix("%"))
         assert abs(width - 100 * expected) <= 0.05
-
-
-def test_the_snippet_examples_hold():
-    import doctest
-
-    from trails.display import snippets
-    assert doctest.testmod(snippets).failed == 0

@@ -316,3 +316,48 @@ def test_cli_eval_shows_a_data_set_whose_name_holds_brackets_as_it_is(beir, tmp_
     assert f"ingesting [bold]tiny [red] (4 documents) into {tmp_path / '[italic]ctx'}" in (
         result.stderr)
     assert "[bold]tiny [red], split test, 3 queries" in result.stdout
+
+
+# ArguAna's shape: every query is an argument of the corpus, its relevant document the counter.
+ARGUMENTS = {
+    "a1": "nuclear power is clean energy for the grid",
+    "a1c": "nuclear waste makes power from the grid anything but clean",
+    "a2": "school uniforms reduce bullying among pupils",
+    "a2c": "pupils are bullied for far more than the clothes a school asks of them",
+}
+
+
+def _argument_set(tmp_path: Path, queries: dict[str, str]) -> Path:
+    root = tmp_path / "arguments"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in ARGUMENTS.items()))
+    (root / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries.items()))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\na1\ta1c\t1\na2\ta2c\t1\n")
+    return root
+
+
+def test_a_query_that_is_a_document_does_not_find_itself(tmp_path):
+    """BEIR's ignore_identical_ids: a query's own document is no hit, relevant or not; with
+    it, the counter-argument ranks second at best and nDCG@10 could never reach 1."""
+    data = load_beir(_argument_set(tmp_path, {"a1": ARGUMENTS["a1"], "a2": ARGUMENTS["a2"]}))
+    assert data.queries_are_documents
+    from trails import retrieve
+
+    with fresh_context(dim=256) as ctx:
+        ingest_dataset(data, ctx)
+        doc_of = doc_ids_by_iri(data, ctx)
+        unruled = {q: max_pool(retrieve(ARGUMENTS[q], ctx, mode="vector", k=10), doc_of)
+                   for q in ("a1", "a2")}
+        (result,) = evaluate(data, "test", ctx, systems=["vector"])
+    for query, counter in (("a1", "a1c"), ("a2", "a2c")):
+        assert unruled[query][:2] == [query, counter]  # what the rule removes: itself first
+        assert result.per_query[query]["nDCG@10"] == 1.0  # the counter first, not second
+
+
+def test_queries_that_only_share_ids_with_documents_are_scored_as_they_are(tmp_path):
+    # SciFact's numeric ids collide with document ids by chance; their texts differ.
+    data = load_beir(_argument_set(tmp_path, {"a1": "how clean is nuclear power",
+                                              "a2": "do uniforms stop bullying"}))
+    assert not data.queries_are_documents

@@ -61,7 +61,7 @@ def test_fast_ndcg_equals_pooling_and_trec_eval(case):
     p = g.prepare("q", lists, qrels, DOC_OF, self_hits=False)
     assert g.single(p, "vector") == pytest.approx(trec_ndcg(lists.vector.hits, qrels), abs=1e-9)
     assert g.single(p, "keyword") == pytest.approx(trec_ndcg(lists.keyword.hits, qrels), abs=1e-9)
-    fused = auto([lists.vector, lists.keyword])
+    fused = auto(p.rankings)  # with the query evidence retrieve gives the keyword ranking
     ours = g.fused(p, *g.auto_weights(p, auto))
     assert ours == pytest.approx(trec_ndcg(fused, qrels), abs=1e-9)
 
@@ -77,7 +77,8 @@ def test_self_hit_rule_drops_the_query_document_and_recomputes_qualities():
     assert [c for c, _ in kept[1].hits] == [chunk("d3", 0)]
     assert kept[1].quality == pytest.approx(0.6)  # 6 / the query's BM25 weight of 10
     untouched = g.drop_self(lists, "d7", lambda c: DOC_OF.get(c.split("/v/", 1)[0]))
-    assert untouched == [vector, keyword]
+    assert untouched == [vector, keyword._replace(query={"terms": 2.0, "weight": 10.0})]
+    assert kept[1].query == {"terms": 2.0, "weight": 10.0}  # the query's, as retrieve gives it
 
 
 def test_self_hit_rule_changes_the_score_as_ignoring_identical_ids_does():

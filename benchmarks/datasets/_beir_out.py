@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # Built sets go under the repository's benchmark cache (../shared/data holds only what the
 # machine ships, read-only); benchmarks/eval_beir.py looks there after ../shared/data/beir.
-DEFAULT_OUT = ROOT / "benchmarks" / ".cache" / "beir"
+DEFAULT_OUT = ROOT / "benchmarks" / ".cache" / "datasets"
 MIRRORS = Path("/work/.mirror")
 
 Qrels = dict[str, dict[str, int]]  # query id -> {document id: relevance}
@@ -257,7 +257,7 @@ def sample_main(argv: list[str] | None, *, doc: str, name: str, repository: str,
     against Anserini's copy when that is fetched); the exit code."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="folder that receives <name>/ (default: benchmarks/.cache/beir)")
+                        help="folder that receives <name>/ (default: benchmarks/.cache/datasets)")
     parser.add_argument("--git-dir", type=Path, default=mirror(repository))
     parser.add_argument("--anserini-git-dir", type=Path, default=mirror(ANSERINI))
     args = parser.parse_args(argv)

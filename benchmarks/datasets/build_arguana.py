@@ -103,7 +103,7 @@ def build(source: out.GitSource) -> out.BeirSet:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=out.DEFAULT_OUT,
-                        help="folder that receives <name>/ (default: benchmarks/.cache/beir)")
+                        help="folder that receives <name>/ (default: benchmarks/.cache/datasets)")
     parser.add_argument("--git-dir", type=Path, default=out.mirror(REPOSITORY))
     args = parser.parse_args(argv)
     try:

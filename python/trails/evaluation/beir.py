@@ -34,6 +34,16 @@ class BeirDataset:
     qrels: dict[str, Qrels] = field(default_factory=dict)  # split -> qrels
 
     @property
+    def queries_are_documents(self) -> bool:
+        """Whether the queries are documents of the corpus (ArguAna: a query is an argument,
+        its relevant document the counter-argument): most queries' ids are corpus ids whose
+        text is the query's. An evaluation then ignores the hit of the query's own document
+        (BEIR's and MTEB's ``ignore_identical_ids``), which would otherwise come first."""
+        same = sum(1 for q, text in self.queries.items()
+                   if q in self.corpus and self.corpus[q][1].strip() == text.strip())
+        return bool(self.queries) and same * 2 > len(self.queries)
+
+    @property
     def splits(self) -> list[str]:
         """The names of the splits that have a ``qrels/<split>.tsv`` file, sorted."""
         return sorted(self.qrels)

@@ -190,7 +190,10 @@ def run_system(searcher: Searcher, dataset: BeirDataset, split: str,
                doc_of: Mapping[str, str], *, system: str = "system",
                depth: int = DOC_DEPTH, progress: Callable[[int, int], None] | None = None,
                measures: Sequence[str] = MEASURES) -> EvalResult:
-    """Search every query of ``split``, max-pool to documents, and score the run.
+    """Search every query of ``split``, max-pool to documents, and score the run. When the
+    queries are documents of the corpus (:attr:`BeirDataset.queries_are_documents`), each
+    query's own document is left out of its run, as BEIR and MTEB score ArguAna; a fused
+    system still fuses with it (the searcher sees only the query's text).
 
     Raises:
         ValueError: a query id of the split is not in ``queries.jsonl``.
@@ -202,8 +205,12 @@ def run_system(searcher: Searcher, dataset: BeirDataset, split: str,
                          f"e.g. {missing[0]!r}")
     started = time.perf_counter()
     run: dict[str, list[str]] = {}
+    ignore_self = dataset.queries_are_documents
     for done, query_id in enumerate(qrels, start=1):
-        run[query_id] = max_pool(searcher(dataset.queries[query_id]), doc_of, depth)
+        # One more document pooled, so that dropping the query's own still leaves ``depth``.
+        pooled = max_pool(searcher(dataset.queries[query_id]), doc_of, depth + ignore_self)
+        run[query_id] = ([d for d in pooled if d != query_id][:depth] if ignore_self
+                         else pooled)
         if progress is not None:
             progress(done, len(qrels))
     means, per_query = score_run(run, qrels, measures)

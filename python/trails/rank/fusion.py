@@ -247,7 +247,7 @@ class GuardedFusion:
     >>> [doc for doc, _ in auto([vector, keyword])]  # y: high in both
     ['y', 'x', 'z']
     >>> round(auto.explain([vector, keyword])["weights"]["keyword"], 3)
-    0.393
+    0.135
     """
 
     center: tuple[float, ...] = _guard_fit.CENTER
