@@ -76,7 +76,8 @@ def open_context(data: ev.BeirDataset, chunking: str, model: lab.CachedEmbedder)
     index kept full chunk text, is rebuilt from the embedding cache)."""
     directory = CACHE / "beir" / f"{data.name}-{chunking}"
     for attempt in range(2):
-        ctx = Context.open(directory, embedder=model)
+        # No audit trail: an evaluation makes thousands of 300-deep searches nobody will audit.
+        ctx = Context.open(directory, embedder=model, audit=False)
         started = time.perf_counter()
         stats = ev.ingest_dataset(data, ctx, chunker=ev.chunker_for(chunking), batch_size=256)
         log(f"{data.name} {chunking}: {stats.summary()} ({time.perf_counter() - started:.0f}s, "
