@@ -439,8 +439,8 @@ def render(results, tuning_rows, noise_rows, timings, seconds, load, limit, tune
             ("One signal corrupted on purpose, the other untouched: *keyword*: letters of the "
              "indexed chunk text replaced at random (queries untouched); *vector*: Gaussian "
              "noise added to the stored chunk vectors. Nothing was tuned on these test splits "
-             "(`fusion=auto` was chosen on the tuning splits with the same damage, "
-             "benchmarks/tune_auto.py). A fused result under the stronger single signal "
+             "(`fusion=auto`'s guard was fitted on tuning splits only, with the same damage: "
+             "benchmarks/guard_study.py fit, ADR 22). A fused result under the stronger single signal "
              "shows the gap and its 95% paired bootstrap interval over the queries: "
              "\"below\" when the whole interval is under 0, \"within noise\" otherwise. "
              + (f"*tuned* = {tuned}, chosen above." if tuned else "")),
