@@ -150,7 +150,8 @@ class KeywordPostings:
         live = segment_of >= 0
         rows_total, tokens = int(live.sum()), int(lengths[live].sum())
         average = tokens / rows_total if rows_total else 1.0
-        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+        # No live row has a token (average 0): nothing matches, whatever a dead row's length.
+        with np.errstate(invalid="ignore", divide="ignore"):
             norm = K1 * ((1 - B) + (B * lengths) / average)
         self._masks.clear()
         self._norms.clear()
@@ -356,7 +357,8 @@ class KeywordPostings:
         if cached is not None and cached[0] is mask:
             return cached[1]
         average = float(state.lengths[mask].sum()) / rows
-        with np.errstate(invalid="ignore"):  # 0/0 when no row has a token: none matches
+        # No live row has a token (average 0): nothing matches, whatever a dead row's length.
+        with np.errstate(invalid="ignore", divide="ignore"):
             norm: np.ndarray = K1 * ((1 - B) + (B * state.lengths) / average)
         if len(self._norms) > 16:
             self._norms.clear()
