@@ -205,8 +205,9 @@ class AutoFusion:
 
 @runtime_checkable
 class ExplainedFusion(Protocol):
-    """A fusion that can say, per query, what weight it gave each ranking (``retrieve`` shows
-    them as :attr:`~trails.records.RetrievalResult.fusion_weights`)."""
+    """A fusion that can say, per query, why it fused as it did: ``explain`` returns a mapping
+    whose ``"weights"`` gives each ranking's weight (``retrieve`` shows them as
+    :attr:`~trails.records.RetrievalResult.fusion_weights`)."""
 
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]: ...
 
@@ -265,8 +266,7 @@ class GuardedFusion:
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
         if len(rankings) == 1:
             return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
-        if evidence(rankings) is None:
-            return self.fallback(rankings)
+        # The fallback's explanation when there is no evidence: its own weights, fused alike.
         return _fuse_by_best(rankings, self.explain(rankings)["weights"])
 
     def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]:

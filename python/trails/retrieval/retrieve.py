@@ -98,12 +98,13 @@ def retrieve(
             and the store's BM25 keyword ranking over the same candidates and scopes
             (``FUSION_DEPTH`` hits each), weighing them per query by their own evidence
             (quality, agreement, query terms) so a poor ranking cannot drag down a good one
-            (:class:`~trails.rank.fusion.GuardedFusion`, ADR 0022); in ``vector`` mode, or with a store that has no keyword index, it ranks
-            by vector score. ``None`` ranks by vector score (cosine) alone. ``"rrf"``
-            (reciprocal rank, constant 60), ``"weighted"`` (min-max normalised scores) or a
-            callable from a list of :class:`~trails.rank.fusion.Ranking` to ``(id, score)``
-            pairs (e.g. ``functools.partial(rrf, constant=20)``) fuse whatever rankings
-            exist: in ``vector`` mode the vector ranking alone.
+            (:class:`~trails.rank.fusion.GuardedFusion`, ADR 0022); in ``vector`` mode, or
+            with a store that has no keyword index, it ranks by vector score. ``None`` ranks
+            by vector score (cosine) alone. ``"rrf"`` (reciprocal rank, constant 60),
+            ``"weighted"`` (min-max normalised scores) or a callable from a list of
+            :class:`~trails.rank.fusion.Ranking` to ``(id, score)`` pairs (e.g.
+            ``functools.partial(rrf, constant=20)``) fuse whatever rankings exist: in
+            ``vector`` mode the vector ranking alone.
         scope: a scope name or a list of them (default: the default scope). The filter sees
             only those scopes' graphs and only those scopes' vectors are ranked.
         messages: prior conversation turns (``{"role": ..., "content": ...}``) as context for
@@ -346,7 +347,7 @@ def _ranked_hits(
         with span("trails.fusion", lambda: spans.fusion(fusion, rankings)):
             fused = fuse(rankings)
         if isinstance(fuse, ExplainedFusion) and len(rankings) > 1:
-            weights = fuse.explain(rankings)["weights"]
+            weights = dict(fuse.explain(rankings).get("weights", {}))
     if lean:
         metadata.update(store.metadata([id for id, _ in fused[:k]]))
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
