@@ -200,17 +200,6 @@ def paired(cells_: list[Cell], better: str, than: str) -> list[str]:
             f"significantly worse in {down}."), "", "; ".join(rows) + "."]
 
 
-def write_region(body: str) -> None:
-    start, end = "<!-- guard-study:start -->", "<!-- guard-study:end -->"
-    text = DOC.read_text() if DOC.exists() else "# Fusion study\n"
-    block = f"{start}\n{body.rstrip()}\n{end}"
-    if start in text and end in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(text)
-
-
 # Rows of the published-figures table (trails.evaluation.PUBLISHED) and how the data here
 # differs from the published corpus.
 PUBLISHED_ROWS = ("BM25 flat (Pyserini)", "all-MiniLM-L6-v2 (MTEB)")

@@ -45,16 +45,16 @@ CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = CACHE / "eval_beir_results.pickle"  # the last run's numbers, for --render-only
 DATA = ROOT.parent / "shared" / "data" / "beir"  # what the machine ships (SciFact, NFCorpus)
 BUILT = CACHE / "datasets"  # what benchmarks/datasets/build_*.py write (ArguAna, DBpedia, MS MARCO)
-
-
-def dataset_dir(name: str, data: Path = DATA) -> Path:
-    """The folder of BEIR set ``name``: under ``data`` when it is there, else the built one."""
-    return data / name if (data / name).is_dir() else BUILT / name
 # Where tuning happens: BEIR SciFact has no dev split.
 TUNING_SPLIT = {"scifact": "train", "nfcorpus": "dev"}
 KEYWORD_NOISE = (0.1, 0.2, 0.4)  # fraction of letters replaced in the keyword index
 VECTOR_NOISE = (2.0, 4.0, 8.0)  # norm of the Gaussian noise added to unit vectors
 CHUNK_LABEL = {"default": "default chunks", "whole": "whole doc"}
+
+
+def dataset_dir(name: str, data: Path = DATA) -> Path:
+    """The folder of BEIR set ``name``: under ``data`` when it is there, else the built one."""
+    return data / name if (data / name).is_dir() else BUILT / name
 
 
 def log(message: str) -> None:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _guard as g
 import _guard_collect as gc
 import _guard_report as gr
-from _docs import write_region as write_benchmarks_region
+from _docs import write_region
 
 # Data sets whose queries are documents of the corpus (BEIR's ignore_identical_ids).
 SELF_HIT_SETS = {"arguana", "arguana-tv"}
@@ -78,8 +78,8 @@ def main() -> int:
         table = gr.quality_table(names, SELF_HIT_SETS)
         print(table)
         if args.write:
-            gr.write_region(body)
-            write_benchmarks_region("quality", table, after="beir")
+            write_region("guard-study", body, doc=gr.DOC)
+            write_region("quality", table, after="beir")
     return 0
 
 

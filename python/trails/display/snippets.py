@@ -71,7 +71,8 @@ def marked(text: str, terms: Iterable[str]) -> str:
         # Compared composed (NFC), as the query's terms are, but shown as written: NFC
         # also rewrites some characters outright (U+F900 becomes U+8C48).
         found = text[start:end]
-        if any(w.casefold() in wanted for w in _WORD.findall(unicodedata.normalize("NFC", found))):
+        composed = unicodedata.normalize("NFC", found)
+        if any(w.casefold() in wanted for w in _WORD.findall(composed)):
             pieces.append(escape(text[position:start]))
             pieces.append(f"<mark>{escape(found)}</mark>")
             position = end
@@ -85,7 +86,7 @@ def _runs(text: str) -> Iterable[tuple[int, int]]:
     in two."""
     start = None
     for index, char in enumerate(text):
-        inside = (char.isalnum() or (start is not None and unicodedata.category(char)[0] == "M"))
+        inside = char.isalnum() or (start is not None and unicodedata.category(char)[0] == "M")
         if inside and start is None:
             start = index
         elif not inside and start is not None:
