@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trails.rank import _guard_fit
-from trails.rank.fusion import EVIDENCE, AutoFusion, GuardedFusion, Ranking, auto, evidence
+from trails.rank.fusion import (
+    EVIDENCE,
+    REACH,
+    AutoFusion,
+    GuardedFusion,
+    Ranking,
+    auto,
+    evidence,
+)
 
 VECTOR = Ranking("vector", [("x", 0.8), ("y", 0.6), ("z", 0.4)], quality=0.8)
 KEYWORD = Ranking("keyword", [("z", 12.0), ("x", 6.0), ("w", 3.0)], quality=0.75,
@@ -124,3 +132,12 @@ def test_any_two_rankings_fuse_ordered_on_one_scale_and_order_free(vector, keywo
         assert sa > sb or a < b  # ties by id
     weights = auto.explain([vector, keyword])["weights"]
     assert all(math.isfinite(w) and w >= 0 for w in weights.values())
+
+
+def test_evidence_far_outside_the_fit_counts_no_more_than_its_reach():
+    # A scope where every row holds the query's words: IDF mass near 0, keyword quality huge.
+    center = dict(zip(EVIDENCE, _guard_fit.CENTER))
+    scale = dict(zip(EVIDENCE, _guard_fit.SCALE))
+    at_reach = {**center, "keyword_quality": center["keyword_quality"]
+                + REACH * scale["keyword_quality"]}
+    assert auto.share({**center, "keyword_quality": 1e6}) == auto.share(at_reach) < 0.99

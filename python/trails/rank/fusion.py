@@ -214,6 +214,10 @@ class ExplainedFusion(Protocol):
     def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]: ...
 
 
+# How far from its center, in scales, a piece of evidence counts: the fit saw none beyond
+# 4.8, and a line must not extrapolate (a scope whose every row holds the query's words has
+# a near-zero IDF mass, so a keyword quality in the millions that says nothing).
+REACH = 5.0
 # The evidence the guard reads, in the order of the fitted coefficients (_guard_fit).
 EVIDENCE = ("vector_quality", "keyword_quality", "agreement", "log_terms", "idf_per_term",
             "vector_drop", "keyword_drop")
@@ -224,8 +228,8 @@ class GuardedFusion:
     """The recommended hybrid fusion (``fusion="auto"``, :data:`auto`): score fusion of a vector
     and a keyword ranking whose keyword share is read off each query's own evidence.
 
-    Per query, ``share = sigmoid(sum_i coefficient_i * (evidence_i - mean_i) / scale_i +
-    bias)`` over :data:`EVIDENCE`, all of it free (the rankings and the one store call the
+    Per query, ``share = sigmoid(sum_i coefficient_i * clip((evidence_i - mean_i) / scale_i,
+    -REACH, REACH) + bias)`` over :data:`EVIDENCE`, all of it free (the rankings and the one store call the
     keyword quality already makes):
 
     - ``vector_quality``, ``keyword_quality``: :attr:`Ranking.quality` (0 when None);
@@ -281,7 +285,7 @@ class GuardedFusion:
 
     def share(self, found: Mapping[str, float]) -> float:
         """The keyword share for ``found`` (as :func:`evidence` gives it)."""
-        x = sum(c * (found[n] - m) / s for n, m, s, c in
+        x = sum(c * max(-REACH, min(REACH, (found[n] - m) / s)) for n, m, s, c in
                 zip(EVIDENCE, self.center, self.scale, self.coefficients)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
