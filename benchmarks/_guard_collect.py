@@ -32,6 +32,9 @@ from trails.retrieval.degraded import embed_query
 from trails.text import keyword_terms
 
 STUDY_CACHE = eb.CACHE / "guard_study"
+# The backend a study name without "@<backend>" runs MiniLM on: the engine's own on a CPU
+# (``backend="auto"``), so that the study ranks as a user's default context ranks.
+DEFAULT_BACKEND = "onnx-int8"
 # Splits that only have test queries are test-only sets (left out in cross-validation).
 SPLIT_ORDER = ("train", "dev", "test")
 
@@ -66,8 +69,16 @@ def arguana_test_and_validation() -> Path:
     return folder
 
 
+def split_name(name: str) -> tuple[str, str]:
+    """(data set, MiniLM backend) of a study name: ``scifact`` is SciFact on the default
+    backend, ``scifact@torch`` on torch (as eval_beir.py and the published figures)."""
+    data_set, _, backend = name.partition("@")
+    return data_set, backend or DEFAULT_BACKEND
+
+
 def data_folder(name: str) -> Path:
-    return arguana_test_and_validation() if name == "arguana-tv" else eb.dataset_dir(name)
+    data_set = split_name(name)[0]
+    return arguana_test_and_validation() if data_set == "arguana-tv" else eb.dataset_dir(data_set)
 
 
 def cache_path(name: str) -> Path:
@@ -91,9 +102,10 @@ def embedder(backend: str) -> lab.CachedEmbedder:
 
 
 def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int] | None = None,
-            damage: bool = True, backend: str = "torch") -> dict[str, Any]:
+            damage: bool = True) -> dict[str, Any]:
     """Search every query of ``splits`` (default: every split the data set has) in every
-    variant and cache the result. ``limits``: the first N queries of a split only.
+    variant and cache the result under ``name`` (a data set, ``@<backend>`` for another
+    backend than :data:`DEFAULT_BACKEND`). ``limits``: the first N queries of a split only.
 
     The vector ranking is exact cosine over the store's (unit) chunk vectors, computed here
     with numpy as the store computes it (``guard_study.py check-search`` compares it with
@@ -103,12 +115,13 @@ def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int
     Returns ``{"doc_of": {document IRI: doc id}, "qrels": {split: qrels},
     "rankings": {(split, variant): {query id: QueryRankings}}}``.
     """
+    backend = split_name(name)[1]
     data = ev.load_beir(data_folder(name))
     splits = [s for s in SPLIT_ORDER if s in data.splits] if splits is None else splits
     limits = limits or {}
     out: dict[str, Any] = {"name": name, "rankings": {}, "qrels": {}, "backend": backend}
     model = embedder(backend)
-    with eb.open_context(data, "default", model) as ctx:
+    with eb.open_context(data, "default", model, backend) as ctx:
         out["doc_of"] = ev.doc_ids_by_iri(data, ctx)
         chosen = {s: dict(list(data.split(s).items())[:limits.get(s)]) for s in splits}
         out["qrels"] = chosen

@@ -71,10 +71,13 @@ def embedder() -> lab.CachedEmbedder:
     return lab.CachedEmbedder(model, CACHE / "embeddings.sqlite")
 
 
-def open_context(data: ev.BeirDataset, chunking: str, model: lab.CachedEmbedder) -> Context:
+def open_context(data: ev.BeirDataset, chunking: str, model: lab.CachedEmbedder,
+                 backend: str = "torch") -> Context:
     """The dataset's persisted context, ingested (a stale one, e.g. from before the keyword
-    index kept full chunk text, is rebuilt from the embedding cache)."""
-    directory = CACHE / "beir" / f"{data.name}-{chunking}"
+    index kept full chunk text, is rebuilt from the embedding cache). ``backend`` names the
+    model's backend: each has its own context (their vectors differ)."""
+    suffix = "" if backend == "torch" else f"-{backend}"
+    directory = CACHE / "beir" / f"{data.name}-{chunking}{suffix}"
     for attempt in range(2):
         # No audit trail: an evaluation makes thousands of 300-deep searches nobody will audit.
         ctx = Context.open(directory, embedder=model, audit=False)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "datasets"))
 import _beir_out as out
 import build_arguana
 import build_dbpedia_entity
+import build_multihop
 
 from trails.evaluation.beir import load_beir
 
@@ -249,3 +250,77 @@ def test_written_qrels_read_back_unchanged_by_trails_loader(tmp_path_factory, ro
     for q, d, s in triples:
         expected.setdefault(q, {})[d] = s
     assert load_beir(folder).split("test") == expected
+
+
+def multihop_files() -> dict[str, str]:
+    """The shapes of the HippoRAG commit's files: HotpotQA keeps ``supporting_facts`` as the
+    repr of a Python list and its corpus as {title: sentences}; MuSiQue keeps ``paragraphs``
+    as a repr too, its corpus as a list of {title, text}."""
+    hotpot_questions = [
+        {"_id": "h1", "question": " Are Ed Wood and Scott Derrickson both directors? ",
+         "supporting_facts": "[['Ed Wood', 0], ['Scott Derrickson', 0], ['Ed Wood', 1]]"},
+        {"_id": "h2", "question": "Who wrote \"Sinister\"?",
+         "supporting_facts": [["Sinister (film)", 0]]},
+    ]
+    hotpot_corpus = {"Scott Derrickson": ["Scott Derrickson is a director.", " He lives in LA."],
+                     "Ed Wood": ["Ed Wood was a filmmaker."],
+                     "Sinister (film)": ["Sinister is a 2012 film. "]}
+    musique_questions = [
+        {"id": "2hop__1_2", "question": "Who founded the publisher of X?",
+         "paragraphs": repr([
+             {"idx": 0, "title": "X", "paragraph_text": "X is published by Y.",
+              "is_supporting": True},
+             {"idx": 1, "title": "Z", "paragraph_text": "Z is unrelated.",
+              "is_supporting": False},
+             {"idx": 2, "title": "Y", "paragraph_text": "Y was founded by W.",
+              "is_supporting": True}])},
+    ]
+    musique_corpus = [{"title": "Z", "text": "Z is unrelated."},
+                      {"title": "Y", "text": "Y was founded by W."},
+                      {"title": "X", "text": "X is published by Y."},
+                      {"title": "X", "text": "Another paragraph titled X."}]
+    return {"data/hotpotqa_train.json": json.dumps(hotpot_questions),
+            "data/hotpotqa_train_corpus.json": json.dumps(hotpot_corpus),
+            "data/musique_train.json": json.dumps(musique_questions),
+            "data/musique_train_corpus.json": json.dumps(musique_corpus)}
+
+
+def test_multihop_sets_keep_the_source_order_and_the_supporting_paragraphs(tmp_path):
+    commit = commit_files(tmp_path / "src", multihop_files())
+    source = out.GitSource(tmp_path / "src" / ".git", commit)
+    for name in ("hotpotqa", "musique"):
+        out.write(build_multihop.build(source, name=name), tmp_path / "beir" / name)
+
+    hotpot = tmp_path / "beir" / "hotpotqa"
+    assert lines(hotpot / "corpus.jsonl") == [
+        {"_id": "hotpotqa-0", "title": "Scott Derrickson",
+         "text": "Scott Derrickson is a director. He lives in LA.", "metadata": {}},
+        {"_id": "hotpotqa-1", "title": "Ed Wood", "text": "Ed Wood was a filmmaker.",
+         "metadata": {}},
+        {"_id": "hotpotqa-2", "title": "Sinister (film)", "text": "Sinister is a 2012 film.",
+         "metadata": {}}]
+    assert lines(hotpot / "queries.jsonl") == [
+        {"_id": "h1", "text": "Are Ed Wood and Scott Derrickson both directors?", "metadata": {}},
+        {"_id": "h2", "text": 'Who wrote "Sinister"?', "metadata": {}}]
+    # One row per supporting paragraph, however many of its sentences are supporting facts.
+    assert (hotpot / "qrels" / "train.tsv").read_bytes() == (
+        b"query-id\tcorpus-id\tscore\r\nh1\thotpotqa-1\t1\r\nh1\thotpotqa-0\t1\r\n"
+        b"h2\thotpotqa-2\t1\r\n")
+
+    musique = tmp_path / "beir" / "musique"
+    assert [d["_id"] for d in lines(musique / "corpus.jsonl")] == [
+        "musique-0", "musique-1", "musique-2", "musique-3"]
+    # Found by title *and* text: the other paragraph titled X is not relevant.
+    assert (musique / "qrels" / "train.tsv").read_bytes() == (
+        b"query-id\tcorpus-id\tscore\r\n2hop__1_2\tmusique-2\t1\r\n"
+        b"2hop__1_2\tmusique-1\t1\r\n")
+    loaded = load_beir(musique)
+    assert loaded.splits == ["train"]
+    assert loaded.split("train") == {"2hop__1_2": {"musique-2": 1, "musique-1": 1}}
+
+
+def test_multihop_script_exits_1_naming_the_missing_mirror(tmp_path, capsys):
+    assert build_multihop.main(["--git-dir", str(tmp_path / "absent"),
+                                "--out", str(tmp_path / "beir")]) == 1
+    assert "fetch the repository first" in capsys.readouterr().err
+    assert not (tmp_path / "beir").exists()

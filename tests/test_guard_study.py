@@ -144,3 +144,48 @@ def test_noisy_vectors_are_the_ones_derived_store_keeps(tmp_path):
     theirs_ids, theirs = _vectors(damaged)
     assert kept_ids == theirs_ids == sorted(ids)
     np.testing.assert_allclose(_noisy(matrix, 4.0), theirs, atol=1e-5)
+
+
+def test_study_names_carry_the_backend_and_default_to_the_engines():
+    import _guard_collect as gc
+
+    assert gc.split_name("scifact") == ("scifact", gc.DEFAULT_BACKEND)
+    assert gc.split_name("scifact@torch") == ("scifact", "torch")
+    # What a default context runs the model on, on a CPU with onnxruntime installed.
+    from trails.vector.embedders.sentence_transformer.backends import AUTO_CPU_BACKEND
+    assert gc.DEFAULT_BACKEND == AUTO_CPU_BACKEND
+
+
+def test_leaving_a_set_out_leaves_out_its_collections_on_every_backend(monkeypatch):
+    """scifact@torch's training queries are scifact's: a fit that tests on scifact must not
+    have seen them on the other backend."""
+    import _guard_report as gr
+
+    rng = np.random.default_rng(0)
+
+    def cell(name: str, split: str) -> gr.Cell:
+        queries = [f"{name}-{split}-{i}" for i in range(4)]
+        return gr.Cell(name, split, "clean", queries, {}, rng.random((4, len(gr.NAMES))),
+                       rng.random((4, len(fit.GRID))))
+
+    pools: list[set[str]] = []
+    real_pool = gr.pool
+
+    def tracking_pool(chosen: list[gr.Cell]) -> fit.Pool:
+        pools.append({c.name for c in chosen})
+        return real_pool(chosen)
+
+    def no_fit(pool, names, columns, seed=0, rule=False):  # the fit itself is not under test
+        return fit.Guard([names[c] for c in columns], np.zeros(len(columns)),
+                         np.ones(len(columns)), np.zeros(len(columns) + 1))
+
+    monkeypatch.setattr(gr, "pool", tracking_pool)
+    monkeypatch.setattr(gr.fit, "fit", no_fit)
+    tuning = [cell("scifact", "train"), cell("scifact@torch", "train"), cell("nfcorpus", "dev")]
+    tests = [cell("scifact", "test"), cell("scifact@torch", "test"), cell("nfcorpus", "test")]
+    gr.cross_validate(tests, tuning)
+    # Left out in turn: nfcorpus, then scifact (scifact@torch reuses that fit), then none.
+    assert pools == [{"scifact", "scifact@torch"}, {"nfcorpus"},
+                     {"scifact", "scifact@torch", "nfcorpus"}]
+    label = "learned: ADR 22's evidence (query terms, score drops)"
+    assert all(label in c.extra and label + gr.ALL_TUNING in c.extra for c in tests)

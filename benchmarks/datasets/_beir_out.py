@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -270,4 +270,25 @@ def sample_main(argv: list[str] | None, *, doc: str, name: str, repository: str,
         return 1
     report(name, data, write(data, args.out / name))
     print(f"  {checked}")
+    return 0
+
+
+def build_main(argv: list[str] | None, *, doc: str, repository: str, commit: str,
+               builders: Mapping[str, Callable[[GitSource], BeirSet]]) -> int:
+    """The command line of a build script that reads one repository at a pinned commit and
+    writes one folder per entry of ``builders`` (name: how to build it); the exit code."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"folder that receives {', '.join(f'{n}/' for n in builders)} "
+                             "(default: benchmarks/.cache/datasets)")
+    parser.add_argument("--git-dir", type=Path, default=mirror(repository))
+    args = parser.parse_args(argv)
+    try:
+        source = GitSource(args.git_dir, commit)
+        built = {name: build(source) for name, build in builders.items()}
+    except (SourceError, ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for name, data in built.items():
+        report(name, data, write(data, args.out / name))
     return 0

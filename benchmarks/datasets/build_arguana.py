@@ -28,7 +28,6 @@ not published); this one holds all of them, so there are more distractors than i
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -101,18 +100,8 @@ def build(source: out.GitSource) -> out.BeirSet:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=out.DEFAULT_OUT,
-                        help="folder that receives <name>/ (default: benchmarks/.cache/datasets)")
-    parser.add_argument("--git-dir", type=Path, default=out.mirror(REPOSITORY))
-    args = parser.parse_args(argv)
-    try:
-        data = build(out.GitSource(args.git_dir, COMMIT))
-    except out.SourceError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    out.report(NAME, data, out.write(data, args.out / NAME))
-    return 0
+    return out.build_main(argv, doc=__doc__, repository=REPOSITORY, commit=COMMIT,
+                          builders={NAME: build})
 
 
 if __name__ == "__main__":
