@@ -91,16 +91,6 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def embedder(backend: str) -> lab.CachedEmbedder:
-    """eval_beir.py's cached MiniLM, on ``backend`` (its cache keys name the backend)."""
-    if backend == "torch":
-        return eb.embedder()
-    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
-
-    return lab.CachedEmbedder(SentenceTransformerEmbedder(backend=backend),
-                              eb.CACHE / "embeddings.sqlite")
-
-
 def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int] | None = None,
             damage: bool = True) -> dict[str, Any]:
     """Search every query of ``splits`` (default: every split the data set has) in every
@@ -120,7 +110,7 @@ def collect(name: str, *, splits: list[str] | None = None, limits: dict[str, int
     splits = [s for s in SPLIT_ORDER if s in data.splits] if splits is None else splits
     limits = limits or {}
     out: dict[str, Any] = {"name": name, "rankings": {}, "qrels": {}, "backend": backend}
-    model = embedder(backend)
+    model = eb.embedder(backend)
     with eb.open_context(data, "default", model, backend) as ctx:
         out["doc_of"] = ev.doc_ids_by_iri(data, ctx)
         chosen = {s: dict(list(data.split(s).items())[:limits.get(s)]) for s in splits}

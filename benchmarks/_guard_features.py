@@ -12,7 +12,7 @@ import math
 import numpy as np
 from _guard import Prepared
 
-from trails.rank.fusion import Ranking, _agreement
+from trails.rank.fusion import Ranking, _agreement, _drop
 
 FEATURES = {
     "vector_quality": "best cosine (the shipped vector quality)",
@@ -54,8 +54,8 @@ def features(p: Prepared) -> dict[str, float]:
         "doc_overlap10": len(set(v_docs) & set(k_docs)) / 10,
         "vector_top_in_keyword10": float(bool(v_docs) and v_docs[0] in k_docs),
         "keyword_top_in_vector10": float(bool(k_docs) and k_docs[0] in v_docs),
-        "vector_drop10": _drop(v, 10),
-        "keyword_drop10": _drop(k, 10),
+        "vector_drop10": _drop(vector.hits, 10),  # the guard's own (trails.rank.fusion)
+        "keyword_drop10": _drop(keyword.hits, 10),
         "vector_margin": _margin(v),
         "keyword_margin": _margin(k),
         "keyword_listed": len(k) / 300,
@@ -78,12 +78,6 @@ def _top_docs(p: Prepared, name: str, n: int) -> list[int]:
     listed = np.flatnonzero(p.present[name] & (p.doc >= 0))
     order = listed[np.argsort(-p.by_best[name][listed], kind="stable")]
     return list(dict.fromkeys(int(d) for d in p.doc[order]))[:n]
-
-
-def _drop(scores: np.ndarray, n: int) -> float:
-    if len(scores) == 0 or scores[0] <= 0:
-        return 0.0
-    return float((scores[0] - scores[min(n, len(scores)) - 1]) / scores[0])
 
 
 def _margin(scores: np.ndarray) -> float:

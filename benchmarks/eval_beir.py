@@ -61,11 +61,13 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def embedder() -> lab.CachedEmbedder:
+def embedder(backend: str = "torch") -> lab.CachedEmbedder:
+    """The packaged MiniLM on ``backend`` (torch: as the published figures), through the
+    embedding cache (its keys name the backend)."""
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     try:
-        model = SentenceTransformerEmbedder(backend="torch")
+        model = SentenceTransformerEmbedder(backend=backend)
     except TypeError:  # a trails without backends: torch is all there is
         model = SentenceTransformerEmbedder()
     return lab.CachedEmbedder(model, CACHE / "embeddings.sqlite")

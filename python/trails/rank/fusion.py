@@ -170,9 +170,7 @@ class AutoFusion:
                              self.agreement_depth, self.agreement_floor, self.sharpen))
 
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
-        if len(rankings) == 1:
-            return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
-        return _fuse_by_best(rankings, self.explain(rankings)["weights"])
+        return _fuse_explained(rankings, self.explain)
 
     def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]:
         """The per-query numbers behind the fusion: each ranking's confidence and final weight,
@@ -268,10 +266,8 @@ class GuardedFusion:
                              f"({', '.join(EVIDENCE)}), got {sorted(sizes)}")
 
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
-        if len(rankings) == 1:
-            return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
         # The fallback's explanation when there is no evidence: its own weights, fused alike.
-        return _fuse_by_best(rankings, self.explain(rankings)["weights"])
+        return _fuse_explained(rankings, self.explain)
 
     def explain(self, rankings: Sequence[Ranking]) -> dict[str, Any]:
         """The per-query numbers behind the fusion: the evidence, the keyword share and the
@@ -327,9 +323,15 @@ def _drop(hits: list[tuple[str, float]], depth: int) -> float:
     return _finite((hits[0][1] - last) / hits[0][1])
 
 
-def _fuse_by_best(rankings: Sequence[Ranking], weights: Mapping[str, float]
-                  ) -> list[tuple[str, float]]:
+def _fuse_explained(rankings: Sequence[Ranking],
+                    explain: Callable[[Sequence[Ranking]], Mapping[str, Any]],
+                    ) -> list[tuple[str, float]]:
+    """Score fusion (scores over the best) with the weights ``explain`` gives; one ranking
+    as it is."""
+    if len(rankings) == 1:
+        return sorted(rankings[0].hits, key=lambda pair: (-pair[1], pair[0]))
     fused: dict[str, float] = {}
+    weights = explain(rankings)["weights"]
     for ranking in rankings:
         weight = weights[ranking.name]
         for doc, value in zip((d for d, _ in ranking.hits), _by_best(ranking.hits)):
