@@ -35,8 +35,9 @@ from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.context import Context
+from trails.errors import ContextDamagedError, StorageError
 from trails.ingest import Document, SentenceChunker, ingest_all
-from trails.kg import OxigraphGraph
+from trails.kg import OxigraphGraph, opening
 from trails.retrieval.consistency import READ_ATTEMPTS
 from trails.testing import MockEmbedder
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
@@ -257,6 +258,59 @@ def test_read_only_opens_never_fail_while_the_writer_compacts(tmp_path):
         writer.communicate()
     assert opens >= 10
     assert sizes == sorted(sizes) and sizes[-1] > sizes[0]  # each open saw a later state
+
+
+def _count_pauses(monkeypatch) -> list[float]:
+    pauses: list[float] = []
+    monkeypatch.setattr(opening.time, "sleep", pauses.append)
+    return pauses
+
+
+def test_a_file_missing_from_a_store_nobody_writes_is_damage_raised_at_once(tmp_path, monkeypatch):
+    """Retrying is for files a moving writer deleted; the same loss in a quiet store is
+    damage, and the caller hears so at once, not after the writer's patience runs out."""
+    path = tmp_path / "graph"
+    kg = OxigraphGraph(path)
+    kg.update('INSERT DATA { <https://x/a> <https://x/p> "a" }')
+    kg.store.optimize()  # everything into tables
+    kg.close()
+    for table in path.glob("*.sst"):
+        table.unlink()
+    pauses = _count_pauses(monkeypatch)
+    with pytest.raises(ContextDamagedError, match=r"\.sst"):
+        OxigraphGraph(path, read_only=True)
+    assert pauses == []
+
+
+class _AlwaysVanished:
+    """A read-only store whose every query meets a file deleted from under it."""
+
+    def query(self, *args, **kwargs):
+        raise OSError("IO error: No such file or directory: While open a file for random "
+                      "read: g/000042.sst")
+
+
+def test_a_read_meeting_a_missing_file_in_a_quiet_store_is_not_retried(tmp_path, monkeypatch):
+    writer = OxigraphGraph(tmp_path / "g")
+    writer.update('INSERT DATA { <https://x/a> <https://x/p> "a" }')
+    writer.flush()
+    reader = OxigraphGraph(tmp_path / "g", read_only=True)
+    reader._store = _AlwaysVanished()
+    pauses = _count_pauses(monkeypatch)
+    with pytest.raises(StorageError, match="000042.sst"):
+        reader.query("SELECT ?s WHERE { ?s ?p ?o }")
+    assert pauses == []
+
+
+def test_a_read_meeting_a_missing_file_while_the_store_moves_opens_a_newer_view(tmp_path):
+    writer = OxigraphGraph(tmp_path / "g")
+    writer.update('INSERT DATA { <https://x/a> <https://x/p> "a" }')
+    writer.flush()
+    reader = OxigraphGraph(tmp_path / "g", read_only=True)
+    writer.update('INSERT DATA { <https://x/b> <https://x/p> "b" }')
+    writer.flush()  # the manifest moves on: files the reader's view lists may go
+    reader._store = _AlwaysVanished()
+    assert len(reader.query("SELECT ?s WHERE { ?s ?p ?o }").rows) == 2
 
 
 # -- the torn interleavings, made to happen -------------------------------------------------

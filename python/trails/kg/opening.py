@@ -5,28 +5,79 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import secrets
 import time
+from collections.abc import Iterator
 
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.faults import storage_fault
 
-__all__ = ["OPEN_ATTEMPTS", "REVISION_FILE", "new_revision", "open_store", "read_revision"]
+__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "new_revision", "open_store", "patience",
+           "read_revision", "store_state", "vanished_while_moving"]
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
-# deletes one ("IO error: No such file ... .sst"). Such opens are tried this many times, waiting
-# 10 ms, 20 ms, ... up to 250 ms between them (about 9 s in all: on a loaded machine a busy
-# writer's compactions can win a dozen races in a row).
-OPEN_ATTEMPTS = 40
+# deletes one ("IO error: No such file ... .sst"). Such an open is a race against the writer's
+# next compaction, each try as likely to win as the last: so tries come quickly (2-50 ms
+# apart, jittered) for this many seconds. On a loaded machine a writer compacting without
+# pause wins dozens of races in a row; a missing file in a store that is not moving is
+# damage, raised at once (vanished_while_moving).
+OPEN_PATIENCE = 30.0
 # Inside the store's directory: RocksDB leaves files of other names alone.
 REVISION_FILE = "trails-revision"
+
+StoreState = tuple[str, int, int]
+
+
+def patience(seconds: float = OPEN_PATIENCE) -> Iterator[bool]:
+    """One item per try, pausing briefly before each but the first; True for the last try
+    (the first after ``seconds``).
+
+    >>> [last for last in patience(0.0)]
+    [True]
+    """
+    deadline = time.monotonic() + seconds
+    attempt = 0
+    while True:
+        last = time.monotonic() >= deadline
+        yield last
+        if last:
+            return
+        time.sleep(random.uniform(0.002, min(0.005 * 2**attempt, 0.05)))
+        attempt += 1
+
+
+def store_state(path: str | None) -> StoreState | None:
+    """Where the store in ``path`` stands: the manifest its CURRENT file names, with that
+    manifest's size and modification time. Every flush or compaction that adds or deletes a
+    file writes to the manifest first, so the state moves before any file goes (None: in
+    memory, or unreadable)."""
+    if path is None:
+        return None
+    try:
+        with open(os.path.join(path, "CURRENT"), encoding="ascii") as file:
+            manifest = file.read().strip()
+        stat = os.stat(os.path.join(path, manifest))
+    except (OSError, UnicodeDecodeError):
+        return None
+    return manifest, stat.st_size, stat.st_mtime_ns
+
+
+def vanished_while_moving(message: str, path: str, before: StoreState | None) -> bool:
+    """Whether an error met on the store in ``path`` is a file its writer deleted since
+    ``before`` (the state when the view was opened): worth another try on a newer view. The
+    same file missing from a store that has not moved is damage."""
+    if "no such file" not in message.lower():
+        return False
+    now = store_state(path)
+    return now is not None and now != before
 
 
 def open_store(path: str | None, *, read_only: bool) -> ox.Store:
     """The Oxigraph store in ``path`` (in memory for None), opened; read-only, opened again
-    while a writer's compaction removes the files it listed (``OPEN_ATTEMPTS``).
+    while a writer's compaction removes the files it listed (for ``OPEN_PATIENCE`` seconds).
 
     Raises:
         ConfigurationError: read-only, and the directory holds no graph.
@@ -42,7 +93,8 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
         raise ConfigurationError(
             f"cannot open the graph in {path!r} read-only: it holds no graph (yet); "
             "open it once without read_only=True to create it")
-    for attempt in range(OPEN_ATTEMPTS):
+    for last in patience():
+        before = store_state(path) if read_only else None
         try:
             return ox.Store.read_only(path) if read_only else ox.Store(path)
         except (OSError, RuntimeError) as exc:
@@ -62,11 +114,7 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
                     "process (Oxigraph allows one writer). Close that process, or open this "
                     "one with read_only=True to read alongside it."
                 ) from exc.with_traceback(None)
-            # Files of a live store vanished (its CURRENT stays: RocksDB renames it in).
-            vanished = ("no such file" in message.lower()
-                        and os.path.exists(os.path.join(path, "CURRENT")))
-            if read_only and vanished and attempt + 1 < OPEN_ATTEMPTS:
-                time.sleep(min(0.01 * 2**attempt, 0.25))
+            if read_only and not last and vanished_while_moving(message, path, before):
                 continue
             # No traceback kept: its frames would hold nothing, but the cause's message is
             # all a caller can use.
@@ -74,8 +122,7 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
                 f"opening the graph in {path} failed: {message}; check the "
                 "directory (a graph trails made there, readable, on a mounted disk)")
             ) from exc.with_traceback(None)
-    raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
-
+    raise AssertionError("unreachable")  # pragma: no cover - the last try raises
 
 
 def read_revision(path: str | None) -> str | None:

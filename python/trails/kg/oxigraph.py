@@ -6,7 +6,6 @@ import contextlib
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -17,14 +16,21 @@ from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
-from trails.kg.opening import OPEN_ATTEMPTS, new_revision, open_store, read_revision
+from trails.kg.opening import (
+    new_revision,
+    open_store,
+    patience,
+    read_revision,
+    store_state,
+    vanished_while_moving,
+)
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult, Triples
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["OPEN_ATTEMPTS", "OxigraphGraph"]
+__all__ = ["OxigraphGraph"]
 
 T = TypeVar("T")
 
@@ -64,6 +70,7 @@ class OxigraphGraph:
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
+        self._view_state = store_state(self.path) if self.read_only else None
         return open_store(self.path, read_only=self.read_only)
 
     def refresh(self) -> None:
@@ -161,18 +168,19 @@ class OxigraphGraph:
         """``read()`` on the store. A read-only store is a view of the files of the moment
         it opened, and opens some of them only when a query first needs them; a writer's
         compaction may have deleted those meanwhile ("No such file"): then the store is
-        opened again (a newer view) and the read runs again, ``OPEN_ATTEMPTS`` times at
-        most."""
-        for attempt in range(OPEN_ATTEMPTS):
+        opened again (a newer view) and the read runs again, for ``OPEN_PATIENCE`` seconds
+        at most. A file missing from a store that has not moved since is damage."""
+        for last in patience():
+            opened_at = self._view_state
             try:
                 with self._faults("reading the graph in"):
                     return read()
             except StorageError as exc:
-                vanished = "no such file" in str(exc.__cause__).lower()
-                if not (self.read_only and vanished) or attempt + 1 == OPEN_ATTEMPTS:
+                if (last or not self.read_only or self.path is None
+                        or not vanished_while_moving(str(exc.__cause__), self.path, opened_at)):
                     raise
-                time.sleep(min(0.01 * 2**attempt, 0.25))  # _faults dropped it: reopened next
-        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+                # _faults dropped the store: the next try opens a newer view
+        raise AssertionError("unreachable")  # pragma: no cover - the last try raises
 
     @property
     def store(self) -> ox.Store:
