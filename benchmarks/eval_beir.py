@@ -73,13 +73,19 @@ def embedder(backend: str = "torch") -> lab.CachedEmbedder:
     return lab.CachedEmbedder(model, CACHE / "embeddings.sqlite")
 
 
+def context_dir(name: str, chunking: str, backend: str = "torch") -> Path:
+    """Where the persisted context of data set ``name`` chunked by ``chunking`` on
+    ``backend`` lives (each backend has its own: their vectors differ)."""
+    suffix = "" if backend == "torch" else f"-{backend}"
+    return CACHE / "beir" / f"{name}-{chunking}{suffix}"
+
+
 def open_context(data: ev.BeirDataset, chunking: str, model: lab.CachedEmbedder,
                  backend: str = "torch") -> Context:
     """The dataset's persisted context, ingested (a stale one, e.g. from before the keyword
     index kept full chunk text, is rebuilt from the embedding cache). ``backend`` names the
     model's backend: each has its own context (their vectors differ)."""
-    suffix = "" if backend == "torch" else f"-{backend}"
-    directory = CACHE / "beir" / f"{data.name}-{chunking}{suffix}"
+    directory = context_dir(data.name, chunking, backend)
     for attempt in range(2):
         # No audit trail: an evaluation makes thousands of 300-deep searches nobody will audit.
         ctx = Context.open(directory, embedder=model, audit=False)

@@ -5,6 +5,8 @@ the default hybrid on the same rankings (docs/fusion-study.md, finding 9).
     .venv/bin/python benchmarks/quality_ideas.py document [--sets scifact scifact@torch]
     .venv/bin/python benchmarks/quality_ideas.py feedback [--sets scifact]
     .venv/bin/python benchmarks/quality_ideas.py chunks   [--sets scifact nfcorpus]
+    .venv/bin/python benchmarks/quality_ideas.py bm25     [--sets scifact nfcorpus]
+    .venv/bin/python benchmarks/quality_ideas.py weights  [--sets scifact nfcorpus]
 
 Each reads the guard study's collection of a set (``guard_study.py collect <set>``; a plain
 name is onnx-int8, ``<set>@torch`` torch) and eval_beir.py's persisted contexts and
@@ -20,6 +22,11 @@ documents as everywhere else, on each split named.
 - ``feedback``: the vector ranking re-scored with Rocchio feedback from its own top chunks.
 - ``chunks``: the default chunker packing up to the model's token limit (2,500 characters)
   and without sentence overlap.
+- ``bm25``: the keyword ranking with other BM25 constants than FTS5's (k1 1.2, b 0.75), among
+  them Anserini's BEIR baseline (k1 0.9, b 0.4).
+- ``weights``: the ceiling of the fusion itself: every fixed keyword share of the by-best
+  score fusion (0 to 1 in steps of 0.05), and the share best for each query (an oracle no
+  searcher has), beside the guard's.
 """
 
 from __future__ import annotations
@@ -229,9 +236,46 @@ def chunks_idea(study: Study, split: str) -> Scores:
     return scores
 
 
+def bm25_idea(study: Study, split: str) -> Scores:
+    from trails.vector.stores.sqlite_vec import SqliteVecStore, keyword_postings
+
+    scores: Scores = {}
+    for query_id, rankings in study.clean(split).items():
+        scored(scores, "shipped", study.prepare(query_id, rankings, split))
+    shipped = keyword_postings.K1, keyword_postings.B
+    path = eb.context_dir(study.data.name, "default", study.backend) / "vectors.db"
+    try:
+        for k1, b in ((0.9, 0.4), (1.2, 0.4), (0.9, 0.75), (1.5, 0.75), (1.2, 0.9), (2.0, 0.75)):
+            keyword_postings.K1, keyword_postings.B = k1, b
+            store = SqliteVecStore(path, read_only=True)  # its postings norm is built anew
+            try:
+                for query_id, rankings in study.clean(split).items():
+                    redone = gc._keyword_side(study.data.queries[query_id], store,
+                                              rankings.vector)
+                    scored(scores, f"k1 {k1}, b {b}", study.prepare(query_id, redone, split))
+            finally:
+                store.close()
+    finally:
+        keyword_postings.K1, keyword_postings.B = shipped
+    return scores
+
+
+def weights_idea(study: Study, split: str) -> Scores:
+    scores: Scores = {}
+    grid = np.linspace(0.0, 1.0, 21)
+    for query_id, rankings in study.clean(split).items():
+        p = study.prepare(query_id, rankings, split)
+        scored(scores, "shipped", p, single=False)
+        by_share = g.keyword_weight_grid(p, grid)
+        for share, value in zip(grid, by_share, strict=True):
+            scores.setdefault(f"fixed keyword share {share:.2f}", []).append(float(value))
+        scores.setdefault("best share per query (oracle)", []).append(float(by_share.max()))
+    return scores
+
+
 IDEAS: dict[str, Callable[[Study, str], Scores]] = {
     "title": title_idea, "document": document_idea, "feedback": feedback_idea,
-    "chunks": chunks_idea}
+    "chunks": chunks_idea, "bm25": bm25_idea, "weights": weights_idea}
 
 
 def main() -> int:
