@@ -75,9 +75,11 @@ def vanished_while_moving(message: str, path: str, before: StoreState | None) ->
     return now is not None and now != before
 
 
-def open_store(path: str | None, *, read_only: bool) -> ox.Store:
+def open_store(path: str | None, *, read_only: bool) -> tuple[ox.Store, StoreState | None]:
     """The Oxigraph store in ``path`` (in memory for None), opened; read-only, opened again
     while a writer's compaction removes the files it listed (for ``OPEN_PATIENCE`` seconds).
+    With it, a read-only store's :func:`store_state` from just before the open that worked
+    (None otherwise): a later "No such file" is a compaction only if the state moved since.
 
     Raises:
         ConfigurationError: read-only, and the directory holds no graph.
@@ -88,7 +90,7 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
     if path is None:
         if read_only:
             raise ConfigurationError("an in-memory graph cannot be read-only; give a path")
-        return ox.Store()
+        return ox.Store(), None
     if read_only and not os.path.exists(os.path.join(path, "CURRENT")):
         raise ConfigurationError(
             f"cannot open the graph in {path!r} read-only: it holds no graph (yet); "
@@ -96,7 +98,7 @@ def open_store(path: str | None, *, read_only: bool) -> ox.Store:
     for last in patience():
         before = store_state(path) if read_only else None
         try:
-            return ox.Store.read_only(path) if read_only else ox.Store(path)
+            return (ox.Store.read_only(path), before) if read_only else (ox.Store(path), None)
         except (OSError, RuntimeError) as exc:
             message = str(exc)
             if "lock hold by current process" in message:  # RocksDB's words for this process

@@ -21,7 +21,6 @@ from trails.kg.opening import (
     open_store,
     patience,
     read_revision,
-    store_state,
     vanished_while_moving,
 )
 from trails.kg.rdfio import RdfSource
@@ -70,8 +69,8 @@ class OxigraphGraph:
         self._store: ox.Store | None = self._open()
 
     def _open(self) -> ox.Store:
-        self._view_state = store_state(self.path) if self.read_only else None
-        return open_store(self.path, read_only=self.read_only)
+        store, self._view_state = open_store(self.path, read_only=self.read_only)
+        return store
 
     def refresh(self) -> None:
         """Let a read-only graph see what its writer committed since it was opened (a
