@@ -12,7 +12,7 @@ import math
 import numpy as np
 from _guard import Prepared
 
-from trails.rank.fusion import Ranking, _agreement, _drop
+from trails.rank.fusion import Ranking, _agreement, _by_best, _drop
 
 FEATURES = {
     "vector_quality": "best cosine (the shipped vector quality)",
@@ -36,6 +36,10 @@ FEATURES = {
     "max_idf": "largest IDF of a query term",
     "min_idf": "smallest IDF of a query term",
     "rare_share": "share of query terms with IDF above 5 (rare words, names)",
+    "keyword_endorsed": "mean cosine over the best cosine of keyword's top 5 chunks: does "
+                        "the meaning vouch for the words' top",
+    "vector_endorsed": "mean BM25 over the best BM25 of vector's top 5 chunks: do the words "
+                       "vouch for the meaning's top",
 }
 
 
@@ -66,7 +70,30 @@ def features(p: Prepared) -> dict[str, float]:
         "max_idf": float(idfs.max()),
         "min_idf": float(idfs.min()),
         "rare_share": float((idfs > 5).mean()),
+        "keyword_endorsed": _endorsement(keyword, vector),
+        "vector_endorsed": _endorsement(vector, keyword),
     }
+
+
+def _endorsement(ranking: Ranking, other: Ranking, depth: int = 5) -> float:
+    """The mean score over the best that ``other`` gives ``ranking``'s top ``depth`` hits: how
+    far the other ranking vouches for this one's top. A hit ``other`` does not list scores 0
+    when ``other`` lists fewer hits (it listed every one it matches), else ``other``'s lowest
+    listed score (the hit ranks below all of them). Both lists are 300 deep, as in retrieve.
+
+    >>> words = Ranking("keyword", [("a", 8.0), ("b", 4.0)])
+    >>> meaning = Ranking("vector", [("b", 0.8), ("c", 0.6), ("d", 0.4)])
+    >>> _endorsement(words, meaning)  # a: unlisted in the longer list, its floor 0.5
+    0.75
+    >>> _endorsement(meaning, words)  # c, d: unlisted in the shorter list, 0
+    0.16666666666666666
+    """
+    if not ranking.hits:
+        return 0.0
+    scored = dict(zip((doc for doc, _ in other.hits), _by_best(other.hits)))
+    floor = min(scored.values()) if scored and len(other.hits) >= len(ranking.hits) else 0.0
+    top = ranking.hits[:depth]
+    return sum(scored.get(doc, floor) for doc, _ in top) / len(top)
 
 
 def _top_terms_quality(keyword: Ranking, idfs: list[float], n: int) -> float:

@@ -53,8 +53,11 @@ EVIDENCE_SETS = {
     # the index, so a fit over damaged cells reads a high IDF as "keyword broken", which a
     # clean query of rare names is not.
     "ADR 22's evidence without IDF per term": [n for n in GUARD if n != "idf_per_term"],
+    # Each ranking's top as the other ranking scores it: keyword's best chunks far from the
+    # query's meaning are word matches without the sense (entity questions, finding 11).
+    "ADR 22's evidence + endorsement": GUARD + ["keyword_endorsed", "vector_endorsed"],
 }
-DERIVED_VERSION = 5
+DERIVED_VERSION = 6
 ALL_TUNING = " [all tuning]"  # suffix of a candidate fitted on every tuning cell
 
 

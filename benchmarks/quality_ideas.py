@@ -7,6 +7,7 @@ the default hybrid on the same rankings (docs/fusion-study.md, finding 9).
     .venv/bin/python benchmarks/quality_ideas.py chunks   [--sets scifact nfcorpus]
     .venv/bin/python benchmarks/quality_ideas.py bm25     [--sets scifact nfcorpus]
     .venv/bin/python benchmarks/quality_ideas.py weights  [--sets scifact nfcorpus]
+    .venv/bin/python benchmarks/quality_ideas.py proximity [--sets scifact]
 
 Each reads the guard study's collection of a set (``guard_study.py collect <set>``; a plain
 name is onnx-int8, ``<set>@torch`` torch) and eval_beir.py's persisted contexts and
@@ -27,11 +28,16 @@ documents as everywhere else, on each split named.
 - ``weights``: the ceiling of the fusion itself: every fixed keyword share of the by-best
   score fusion (0 to 1 in steps of 0.05), and the share best for each query (an oracle no
   searcher has), beside the guard's.
+- ``proximity``: term proximity on top of BM25 (as the sequential dependence model adds it):
+  each of the keyword ranking's chunks gains ``alpha`` times a BM25-saturated count of the
+  query's adjacent term pairs found together (in order and adjacent, or either order within a
+  window), weighted by the rarer term's IDF; the guard reads the same qualities.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -273,9 +279,70 @@ def weights_idea(study: Study, split: str) -> Scores:
     return scores
 
 
+# (window, in order, alpha) of the proximity idea: SDM's ordered bigram and unordered windows.
+PROXIMITY = ((1, True, 0.25), (1, True, 0.5), (1, True, 1.0), (4, False, 0.25),
+             (4, False, 0.5), (8, False, 0.5), (8, False, 1.0))
+
+
+def proximity_idea(study: Study, split: str) -> Scores:
+    import apsw
+
+    from trails.text import keyword_terms
+    from trails.vector.stores.sqlite_vec.keyword_postings import K1, B, idf
+    from trails.vector.stores.sqlite_vec.schema import KEYWORD_TOKENIZER
+
+    name, *arguments = KEYWORD_TOKENIZER.split()
+    tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, arguments)
+
+    def stems(text: str, flags: int) -> list[str]:
+        return list(tokenizer(text.encode("utf-8", "surrogatepass"), flags, None,
+                              include_offsets=False, include_colocated=False))
+
+    # Every chunk's stems, as the keyword index holds them.
+    chunk_stems = {r.id: stems(str(r.metadata.get("text") or ""), apsw.FTS5_TOKENIZE_DOCUMENT)
+                   for start in range(0, len(study.ids), 2000)
+                   for r in study.ctx.vectors.get(study.ids[start:start + 2000])}
+    holding: dict[str, int] = {}
+    for chunk in chunk_stems.values():
+        for stem in set(chunk):
+            holding[stem] = holding.get(stem, 0) + 1
+    rows, mean_length = len(chunk_stems), float(np.mean([len(c) for c in chunk_stems.values()]))
+
+    def together(chunk: list[str], a: str, b: str, window: int, ordered: bool) -> int:
+        """How many of ``a``'s places have ``b`` within ``window`` after (or either side)."""
+        at_b = [i for i, stem in enumerate(chunk) if stem == b]
+        return sum(any(0 < j - i <= window if ordered else 0 < abs(j - i) <= window
+                       for j in at_b) for i, stem in enumerate(chunk) if stem == a)
+
+    scores: Scores = {}
+    for query_id, rankings in study.clean(split).items():
+        scored(scores, "shipped", study.prepare(query_id, rankings, split), single=False)
+        terms = [t[0] for w in keyword_terms(study.data.queries[query_id])
+                 if (t := stems(w, apsw.FTS5_TOKENIZE_QUERY))]
+        pairs = [(a, b) for a, b in itertools.pairwise(terms) if a != b]
+        for window, ordered, alpha in PROXIMITY:
+            hits = []
+            for chunk_id, score in rankings.keyword.hits:
+                chunk = chunk_stems.get(chunk_id, [])
+                norm = K1 * (1 - B + B * len(chunk) / mean_length)
+                bonus = 0.0
+                for a, b in pairs:
+                    if (tf := together(chunk, a, b, window, ordered)):
+                        weight = min(idf(rows, holding.get(a, 0)), idf(rows, holding.get(b, 0)))
+                        bonus += weight * tf * (K1 + 1) / (tf + norm)
+                hits.append((chunk_id, score + alpha * bonus))
+            hits.sort(key=lambda hit: (-hit[1], hit[0]))
+            label = f"{'in order' if ordered else 'any order'}, window {window}, alpha {alpha}"
+            scored(scores, label, study.prepare(query_id, gc.QueryRankings(
+                rankings.vector, rankings.keyword._replace(hits=hits), rankings.idf_sum,
+                rankings.term_idfs, rankings.words), split))
+    return scores
+
+
 IDEAS: dict[str, Callable[[Study, str], Scores]] = {
     "title": title_idea, "document": document_idea, "feedback": feedback_idea,
-    "chunks": chunks_idea, "bm25": bm25_idea, "weights": weights_idea}
+    "chunks": chunks_idea, "bm25": bm25_idea, "weights": weights_idea,
+    "proximity": proximity_idea}
 
 
 def main() -> int:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _guard as g
 import _guard_fit as fit
 from _guard_collect import QueryRankings
+from _guard_features import _endorsement
 from _guard_report import auc
 
 pytest.importorskip("ir_measures")
@@ -97,6 +98,16 @@ def test_interpolation_is_exact_on_the_grid_and_linear_between():
     curve = np.array([np.linspace(0, 1, len(fit.GRID))[::-1], np.arange(len(fit.GRID)) % 2])
     assert fit.interpolate(curve, np.array([0.0, 0.05])).tolist() == [1.0, 1.0]
     assert fit.interpolate(curve, np.array([1.0, 0.025])) == pytest.approx([0.0, 0.5])
+
+
+def test_endorsement_reads_the_other_rankings_scores_of_the_top_by_hand():
+    words = Ranking("keyword", [("a", 8.0), ("b", 4.0), ("z", 1.0)])
+    meaning = Ranking("vector", [("b", 0.8), ("c", 0.6), ("d", 0.4), ("e", 0.2)])
+    # a, z: missing from the longer list, so below its last (0.2 / 0.8); b: 0.8 / 0.8.
+    assert _endorsement(words, meaning) == pytest.approx((0.25 + 1.0 + 0.25) / 3)
+    # c, d, e: missing from the shorter list, which lists every chunk it matches: 0.
+    assert _endorsement(meaning, words, depth=4) == pytest.approx((0.5 + 0 + 0 + 0) / 4)
+    assert _endorsement(Ranking("keyword", []), meaning) == 0.0
 
 
 def test_auc_by_hand():
