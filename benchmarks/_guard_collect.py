@@ -71,8 +71,9 @@ def arguana_test_and_validation() -> Path:
 
 def split_name(name: str) -> tuple[str, str]:
     """(data set, MiniLM backend) of a study name: ``scifact`` is SciFact on the default
-    backend, ``scifact@torch`` on torch (as eval_beir.py and the published figures)."""
-    data_set, _, backend = name.partition("@")
+    backend, ``scifact@torch`` on torch (as eval_beir.py and the published figures). A
+    ``+<variant>`` after it names rankings derived from that collection (``_guard_sentences``)."""
+    data_set, _, backend = name.partition("+")[0].partition("@")
     return data_set, backend or DEFAULT_BACKEND
 
 

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/guard_study.py collect dbpedia-entity   # search once, cache
     .venv/bin/python benchmarks/guard_study.py check scifact            # fast nDCG == ir-measures
+    .venv/bin/python benchmarks/guard_study.py sentences scifact        # -> scifact+sentences
     .venv/bin/python benchmarks/guard_study.py report                   # every cached set
     .venv/bin/python benchmarks/guard_study.py fit --write              # the shipped guard
 
@@ -55,6 +56,9 @@ def main() -> int:
     get.add_argument("--limit", nargs="+", default=[], metavar="SPLIT=N",
                      help="only the first N queries of a split")
     get.add_argument("--clean-only", action="store_true", help="no damaged variants")
+    rescored = sub.add_parser("sentences", help="derive <set>+sentences: each vector ranking "
+                              "rescored with its chunks' best sentence (_guard_sentences)")
+    rescored.add_argument("dataset", help="a collected set (collect it first)")
     check = sub.add_parser("check", help="the fast nDCG@10 against ir-measures on one set")
     check.add_argument("dataset")
     report = sub.add_parser("report", help="every cached set: tables, evidence, CV")
@@ -70,6 +74,10 @@ def main() -> int:
     if args.command == "collect":
         limits = {s: int(n) for s, n in (item.split("=") for item in args.limit)}
         gc.collect(args.dataset, splits=args.splits, limits=limits, damage=not args.clean_only)
+    elif args.command == "sentences":
+        import _guard_sentences
+
+        _guard_sentences.derive(args.dataset)
     elif args.command == "check":
         return check_against_ir_measures(args.dataset)
     elif args.command == "fit":
@@ -92,7 +100,9 @@ def main() -> int:
 
 
 def cached_sets() -> list[str]:
-    return sorted(p.stem for p in gc.STUDY_CACHE.glob("*.pickle") if not p.stem.startswith("_"))
+    """Every collected set; derived ones (``<set>+<variant>``) only when named."""
+    return sorted(p.stem for p in gc.STUDY_CACHE.glob("*.pickle")
+                  if not p.stem.startswith("_") and "+" not in p.stem)
 
 
 def check_against_ir_measures(name: str) -> int:

@@ -21,8 +21,8 @@ documents as everywhere else, on each split named.
   BM25 (statistics over documents; eval_beir.py's "whole" context), or both rankings pooled
   to documents before fusing (on ``scifact@torch`` this is where 0.741 came from).
 - ``feedback``: the vector ranking re-scored with Rocchio feedback from its own top chunks.
-- ``chunks``: the default chunker packing up to the model's token limit (2,500 characters)
-  and without sentence overlap.
+- ``chunks``: the default chunker packing up to the model's token limit (2,500 characters),
+  without sentence overlap, and down to about two sentences (300 characters).
 - ``bm25``: the keyword ranking with other BM25 constants than FTS5's (k1 1.2, b 0.75), among
   them Anserini's BEIR baseline (k1 0.9, b 0.4).
 - ``weights``: the ceiling of the fusion itself: every fixed keyword share of the by-best
@@ -225,7 +225,7 @@ def chunks_idea(study: Study, split: str) -> Scores:
     scores: Scores = {}
     for query_id, rankings in study.clean(split).items():
         scored(scores, "shipped", study.prepare(query_id, rankings, split))
-    for max_chars, overlap in ((2500, 1), (1000, 0)):
+    for max_chars, overlap in ((2500, 1), (1000, 0), (300, 1)):
         folder = eb.CACHE / "beir" / f"{study.data.name}-chunks-{max_chars}-{overlap}-{study.backend}"
         with Context.open(folder, embedder=study.model, audit=False) as ctx:
             chunker = default_chunker(study.model, max_chars=max_chars, overlap=overlap)

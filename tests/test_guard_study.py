@@ -110,6 +110,24 @@ def test_endorsement_reads_the_other_rankings_scores_of_the_top_by_hand():
     assert _endorsement(Ranking("keyword", []), meaning) == 0.0
 
 
+def test_sentence_rescoring_averages_a_chunks_cosine_with_its_best_sentences_and_resorts():
+    import _guard_sentences as gs
+
+    # Chunk "a" has sentences at rows 0-1, chunk "b" one sentence at row 2 (unit vectors).
+    vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    starts = np.array([0, 2, 3])
+    ranking = Ranking("vector", [("b", 0.7), ("a", 0.5)], quality=0.7)
+    query = np.array([0.0, 2.0])  # not unit: rescore normalises it
+    out = gs.rescore(ranking, {"a": 0, "b": 1}, starts, vectors, query)
+    # a: (0.5 + max(0, 1)) / 2 = 0.75; b: (0.7 + 0.8) / 2 = 0.75; ties by id, a first.
+    assert out.hits == [("a", pytest.approx(0.75)), ("b", pytest.approx(0.75))]
+    assert out.quality == pytest.approx(0.75)
+    query = np.array([1.0, 0.0])  # a: (0.5 + 1) / 2 = 0.75; b: (0.7 + 0.6) / 2 = 0.65
+    out = gs.rescore(ranking, {"a": 0, "b": 1}, starts, vectors, query)
+    assert [c for c, _ in out.hits] == ["a", "b"] and out.hits[1][1] == pytest.approx(0.65)
+    assert out.quality == pytest.approx(0.75)  # the new best, not the old 0.7
+
+
 def test_auc_by_hand():
     positive = np.array([True, True, False, False])
     assert auc(np.array([3.0, 4.0, 1.0, 2.0]), positive) == 1.0
@@ -162,6 +180,8 @@ def test_study_names_carry_the_backend_and_default_to_the_engines():
 
     assert gc.split_name("scifact") == ("scifact", gc.DEFAULT_BACKEND)
     assert gc.split_name("scifact@torch") == ("scifact", "torch")
+    assert gc.split_name("scifact+sentences") == ("scifact", gc.DEFAULT_BACKEND)
+    assert gc.split_name("scifact@torch+sentences") == ("scifact", "torch")
     # What a default context runs the model on, on a CPU with onnxruntime installed.
     from trails.vector.embedders.sentence_transformer.backends import AUTO_CPU_BACKEND
     assert gc.DEFAULT_BACKEND == AUTO_CPU_BACKEND
