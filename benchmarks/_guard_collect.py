@@ -159,11 +159,20 @@ def _damage() -> list[tuple[str, float, float]]:
             + [(f"vector {sigma:g}", 0.0, sigma) for sigma in eb.VECTOR_NOISE])
 
 
+def _rows(store: Any) -> list[Any]:
+    """The store's live rows (sorted by id, as ``all_ids``), read 2,000 at a time."""
+    ids = store.all_ids()
+    return [r for start in range(0, len(ids), 2000) for r in store.get(ids[start:start + 2000])]
+
+
+def _matrix(rows: list[Any]) -> tuple[list[str], np.ndarray]:
+    """The rows' ids and unit vectors, in their order."""
+    return [r.id for r in rows], np.asarray([r.vector for r in rows], dtype=np.float32)
+
+
 def _vectors(store: Any) -> tuple[list[str], np.ndarray]:
     """The store's live chunk ids (sorted, as ``all_ids``) and unit vectors."""
-    ids = store.all_ids()
-    rows = [r for start in range(0, len(ids), 2000) for r in store.get(ids[start:start + 2000])]
-    return [r.id for r in rows], np.asarray([r.vector for r in rows], dtype=np.float32)
+    return _matrix(_rows(store))
 
 
 def _noisy(matrix: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:

@@ -29,14 +29,12 @@ from trails.retrieval.degraded import embed_query
 SUFFIX = "+sentences"
 
 
-def sentence_vectors(store: Any, model: Any, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(starts, vectors)``: chunk ``ids[i]``'s sentences are rows ``starts[i]`` to
-    ``starts[i + 1]`` of the unit ``vectors`` (a chunk with no sentence break is one)."""
-    texts = {r.id: str(r.metadata.get("text") or "") for start in range(0, len(ids), 2000)
-             for r in store.get(ids[start:start + 2000])}
+def sentence_vectors(rows: list[Any], model: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, vectors)``: the sentences of the chunk in ``rows[i]`` are rows ``starts[i]``
+    to ``starts[i + 1]`` of the unit ``vectors`` (a chunk with no sentence break is one)."""
     sentences, starts = [], [0]
-    for chunk in ids:
-        text = texts[chunk]
+    for row in rows:
+        text = str(row.metadata.get("text") or "")
         spans = [(a, b) for a, b in split_sentences(text) if text[a:b].strip()]
         sentences += [text[a:b] for a, b in spans] or [text]
         starts.append(len(sentences))
@@ -64,10 +62,10 @@ def derive(name: str) -> dict[str, Any]:
     backend = gc.split_name(name)[1]
     model = eb.embedder(backend)
     with eb.open_context(data, "default", model, backend) as ctx:
-        ids, _ = gc._vectors(ctx.vectors)
-        starts, clean = sentence_vectors(ctx.vectors, model, ids)
-    eb.log(f"{name}: {len(ids)} chunks, {len(clean)} sentences")
-    position = {chunk: i for i, chunk in enumerate(ids)}
+        rows = gc._rows(ctx.vectors)
+    starts, clean = sentence_vectors(rows, model)
+    eb.log(f"{name}: {len(rows)} chunks, {len(clean)} sentences")
+    position = {row.id: i for i, row in enumerate(rows)}
     damaged = {variant: gc._noisy(clean, sigma, seed=1)
                for variant, _, sigma in gc._damage() if sigma}
     queries: dict[str, np.ndarray] = {}

@@ -85,8 +85,13 @@ class Study:
         self.cache = gc.load(name)
         self.model = eb.embedder(self.backend)
         self.ctx = eb.open_context(self.data, "default", self.model, self.backend)
-        self.ids, self.matrix = gc._vectors(self.ctx.vectors)
+        rows = gc._rows(self.ctx.vectors)
+        self.ids, self.matrix = gc._matrix(rows)
+        self.metadata = {r.id: r.metadata for r in rows}
         self.doc_of = self.cache["doc_of"]
+
+    def text(self, chunk: str) -> str:
+        return str(self.metadata[chunk].get("text") or "")
 
     def document(self, chunk: str) -> str | None:
         return self.doc_of.get(chunk.split("/v/", 1)[0])
@@ -108,11 +113,9 @@ def titled(study: Study, *, keyword: bool, vector: bool) -> Any:
     """An in-memory copy of the store whose chunks carry their document's title in front."""
     from trails.vector.stores.sqlite_vec import SqliteVecStore
 
-    rows = {r.id: r for start in range(0, len(study.ids), 2000)
-            for r in study.ctx.vectors.get(study.ids[start:start + 2000])}
     texts, changed = [], []
     for i, chunk in enumerate(study.ids):
-        text = str(rows[chunk].metadata.get("text") or "")
+        text = study.text(chunk)
         document = study.document(chunk)
         title = study.data.corpus[document][0] if document else ""
         if title and not text.startswith(title):
@@ -129,8 +132,8 @@ def titled(study: Study, *, keyword: bool, vector: bool) -> Any:
     for start in range(0, len(study.ids), 2000):
         part = study.ids[start:start + 2000]
         copy.add_many(part, matrix[start:start + 2000], [
-            dict(rows[c].metadata, text=texts[start + j] if keyword else
-                 rows[c].metadata.get("text")) for j, c in enumerate(part)])
+            dict(study.metadata[c], text=texts[start + j] if keyword else study.text(c))
+            for j, c in enumerate(part)])
     return copy, matrix
 
 
@@ -226,7 +229,7 @@ def chunks_idea(study: Study, split: str) -> Scores:
     for query_id, rankings in study.clean(split).items():
         scored(scores, "shipped", study.prepare(query_id, rankings, split))
     for max_chars, overlap in ((2500, 1), (1000, 0), (300, 1)):
-        folder = eb.CACHE / "beir" / f"{study.data.name}-chunks-{max_chars}-{overlap}-{study.backend}"
+        folder = eb.context_dir(study.data.name, f"chunks-{max_chars}-{overlap}", study.backend)
         with Context.open(folder, embedder=study.model, audit=False) as ctx:
             chunker = default_chunker(study.model, max_chars=max_chars, overlap=overlap)
             ev.ingest_dataset(study.data, ctx, chunker=chunker, batch_size=256)
@@ -285,23 +288,13 @@ PROXIMITY = ((1, True, 0.25), (1, True, 0.5), (1, True, 1.0), (4, False, 0.25),
 
 
 def proximity_idea(study: Study, split: str) -> Scores:
-    import apsw
-
     from trails.text import keyword_terms
-    from trails.vector.stores.sqlite_vec.keyword_postings import K1, B, idf
+    from trails.vector.stores.sqlite_vec.keyword_postings import K1, B, apsw_tokenizers, idf
     from trails.vector.stores.sqlite_vec.schema import KEYWORD_TOKENIZER
 
-    name, *arguments = KEYWORD_TOKENIZER.split()
-    tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, arguments)
-
-    def stems(text: str, flags: int) -> list[str]:
-        return list(tokenizer(text.encode("utf-8", "surrogatepass"), flags, None,
-                              include_offsets=False, include_colocated=False))
-
+    document_stems, query_stems = apsw_tokenizers(KEYWORD_TOKENIZER)
     # Every chunk's stems, as the keyword index holds them.
-    chunk_stems = {r.id: stems(str(r.metadata.get("text") or ""), apsw.FTS5_TOKENIZE_DOCUMENT)
-                   for start in range(0, len(study.ids), 2000)
-                   for r in study.ctx.vectors.get(study.ids[start:start + 2000])}
+    chunk_stems = {chunk: document_stems(study.text(chunk)) for chunk in study.ids}
     holding: dict[str, int] = {}
     for chunk in chunk_stems.values():
         for stem in set(chunk):
@@ -318,7 +311,7 @@ def proximity_idea(study: Study, split: str) -> Scores:
     for query_id, rankings in study.clean(split).items():
         scored(scores, "shipped", study.prepare(query_id, rankings, split), single=False)
         terms = [t[0] for w in keyword_terms(study.data.queries[query_id])
-                 if (t := stems(w, apsw.FTS5_TOKENIZE_QUERY))]
+                 if (t := query_stems(w))]
         pairs = [(a, b) for a, b in itertools.pairwise(terms) if a != b]
         for window, ordered, alpha in PROXIMITY:
             hits = []

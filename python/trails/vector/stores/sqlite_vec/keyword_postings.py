@@ -35,7 +35,7 @@ from trails.vector.stores.sqlite_vec.keyword_segments import (
     write_segment,
 )
 
-__all__ = ["K1", "B", "KeywordPostings", "KeywordState", "fts5_tokenizers"]
+__all__ = ["K1", "B", "KeywordPostings", "KeywordState", "apsw_tokenizers", "fts5_tokenizers"]
 
 K1, B = 1.2, 0.75  # FTS5's bm25() defaults
 Ranked = list[tuple[str, float]]
@@ -53,7 +53,13 @@ def fts5_tokenizers(db: Database, spec: str) -> tuple[Tokenize, Tokenize] | None
     unless the store's driver is apsw (another driver's SQLite may tokenise differently)."""
     if db.driver != "apsw":
         return None
-    import apsw  # the driver is apsw, so it is installed
+    return apsw_tokenizers(spec)
+
+
+def apsw_tokenizers(spec: str) -> tuple[Tokenize, Tokenize]:
+    """(document, query) tokenizers of SQLite FTS5's ``tokenize = spec``, as apsw runs them
+    (apsw must be installed)."""
+    import apsw  # only the apsw driver and the benchmarks call this: it is installed there
 
     name, *arguments = spec.split()
     tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, arguments)
