@@ -372,3 +372,23 @@ def test_a_small_k_among_most_rows_walks_the_ranking_and_keeps_ties_by_id():
     few = {"t001", "t150", "t299"}  # the rows the walk reaches last
     same(ranked(store, "alpha beta", 2, ids=sorted(few | {"t000"})),
          fts5_ranking(store, "alpha beta", few | {"t000"})[:2])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 4), texts), min_size=1, max_size=20),
+       st.lists(queries, min_size=1, max_size=3), st.data())
+def test_rankings_of_documents_chunks_equal_fts5_restricted_to_them(rows, asked, data):
+    """Candidates given as documents rank their live chunks (through a row mask over the
+    postings) exactly as FTS5 ranks those chunks' ids."""
+    from trails.vector.stores.records import DocumentIris
+
+    store = SqliteVecStore(dim=2)
+    names = [f"c{i:02}" for i in range(len(rows))]
+    store.add_many(names, np.ones((len(rows), 2)),
+                   [{"text": text, "doc_iri": f"doc{d}"} for d, text in rows])
+    for query in asked:
+        chosen = sorted(data.draw(st.sets(st.integers(0, 5))))
+        documents = DocumentIris(f"doc{d}" for d in chosen)
+        allowed = {n for n, (d, _) in zip(names, rows) if d in chosen}
+        k = data.draw(st.integers(1, 25))
+        same(ranked(store, query, k, ids=documents), fts5_ranking(store, query, allowed)[:k])

@@ -110,6 +110,14 @@ class GenerationGraph(KnowledgeGraph, Protocol):
 
 
 @runtime_checkable
+class TsvGraph(KnowledgeGraph, Protocol):
+    """A graph that hands a SELECT's solutions over as TSV text (cheaper than a Python term
+    per value when many are read)."""
+
+    def select_tsv(self, sparql: str, scopes: Sequence[str] | None = None) -> bytes: ...
+
+
+@runtime_checkable
 class RevisionGraph(KnowledgeGraph, Protocol):
     """A graph whose ``revision`` stamp every write renews, kept with its files (so it means
     the same to every process and across runs); writes inside ``unrevised()`` leave it, for

@@ -220,13 +220,8 @@ class OxigraphGraph:
         named = [g for g in graphs if isinstance(g, ox.NamedNode)]
         return {"default_graph": graphs, "named_graphs": named}
 
-    def query(
-        self,
-        sparql: str,
-        bindings: Mapping[str, Any] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> QueryResult | bool | list[ox.Triple]:
+    def query(self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
+              scopes: Sequence[str] | None = None) -> QueryResult | bool | list[ox.Triple]:
         """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
 
         ``bindings`` maps variable names to Python values or RDF terms; they are bound as
@@ -262,13 +257,8 @@ class OxigraphGraph:
             return bool(result)
         return Triples(result)
 
-    def select_iris(
-        self,
-        sparql: str,
-        bindings: Mapping[str, Any] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-    ) -> list[str]:
+    def select_iris(self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
+                    scopes: Sequence[str] | None = None) -> list[str]:
         """Run a retrieval filter (checked with ``check_filter``) and return its IRIs in order.
 
         Non-IRI values of the projected variable are skipped; duplicates keep the first place.
@@ -276,17 +266,26 @@ class OxigraphGraph:
         # A SELECT of exactly one variable: one TSV column.
         check_filter(sparql, self.prefixes, functions=self._functions)
         check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
-        text = apply_bindings(sparql, bindings)
+        lines = self.select_tsv(apply_bindings(sparql, bindings), scopes).decode().split("\n")
+        return list(dict.fromkeys(
+            line[1:-1] for line in lines[1:] if line[:1] == "<" and line[:2] != "<<"
+        ))
+
+    def select_tsv(self, sparql: str, scopes: Sequence[str] | None = None) -> bytes:
+        """A SELECT's solutions as Oxigraph writes them in TSV (terms as SPARQL text), for
+        reading many terms at once (``select_iris``, ``kg/filter_index.py``); unchecked.
+
+        Raises:
+            SparqlError: the query does not parse or fails to evaluate.
+        """
         calls = FunctionCalls(self._functions, scopes)
         try:
-            lines = self._read(lambda: self._select_tsv(text, scopes, calls)).decode().split("\n")
+            data = self._read(lambda: self._select_tsv(sparql, scopes, calls))
         except (RuntimeError, ValueError, SyntaxError) as exc:
             calls.check()
             raise SparqlError(f"SPARQL filter failed: {exc}") from exc
         calls.check()
-        return list(dict.fromkeys(
-            line[1:-1] for line in lines[1:] if line[:1] == "<" and line[:2] != "<<"
-        ))
+        return data
 
     def _select_tsv(self, text: str, scopes: Sequence[str] | None,
                     calls: FunctionCalls) -> bytes:

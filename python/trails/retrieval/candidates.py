@@ -27,11 +27,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trails.errors import SparqlError
-from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, select
+from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGraph, select
 from trails.kg.bindings import check_bindings
+from trails.kg.filter_index import FilterIndex
 from trails.kg.planning import (
     ESTIMATE_CAP,
     FilterShape,
+    Lift,
     Triple,
     lift_to_documents,
     parse_filter,
@@ -66,6 +68,7 @@ class _GraphMemory:
         self.answers: OrderedDict[tuple[Any, ...], tuple[str, ...]] = OrderedDict()
         self.iris = 0
         self.counts: dict[str, int] = {}  # COUNT queries' answers: estimates, link checks
+        self.indexes: dict[tuple[str, ...] | None, FilterIndex] = {}  # columns, per scopes
 
     def at(self, generation: int) -> _GraphMemory:
         """This memory, emptied first if the graph has moved on."""
@@ -73,6 +76,7 @@ class _GraphMemory:
             self.answers.clear()
             self.iris = 0
             self.counts.clear()
+            self.indexes.clear()
             self.generation = generation
         return self
 
@@ -147,6 +151,10 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         lifted = None
     if lifted is not None and lifted.typed and not links_reach_documents(graph):
         lifted = None  # ?doc a trails:Document stands for the link: only if every target is one
+    if lifted is not None and isinstance(graph, TsvGraph):
+        indexed = _indexed(graph, generation, shape, lifted, terms, scopes)
+        if indexed is not None:
+            return indexed
     variable, items = ((lifted.variable, lifted.items) if lifted is not None
                        else (shape.variable, list(shape.items)))
     order = reorder(shape, lambda triple: _estimate(graph, shape, triple, terms), bound, items)
@@ -161,6 +169,30 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     documents_found = DocumentIris(iris)
     documents_found.generation = generation
     return documents_found
+
+
+def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted: Lift,
+             terms: Mapping[str, Any], scopes: Sequence[str] | None) -> DocumentIris | None:
+    """The lifted filter's documents from the graph's columns (``kg/filter_index.py``), or
+    None when it is not a shape they answer."""
+    memory = _memory(graph)
+    key = None if scopes is None else tuple(scopes)
+    with memory.lock:
+        index = memory.at(generation).indexes.get(key)
+        if index is None:
+            assert isinstance(graph, TsvGraph)  # checked by the caller
+            index = memory.indexes[key] = FilterIndex(graph.select_tsv, scopes, graph.prefixes)
+    try:
+        found = index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
+                                terms)
+    except SparqlError as exc:  # the index must not cost the caller the answer
+        log.warning("the filter index failed (%s); the graph answers", exc)
+        return None
+    if found is None:
+        return None
+    documents = DocumentIris(found)
+    documents.generation = generation
+    return documents
 
 
 def _estimate(graph: GenerationGraph, shape: FilterShape, triple: Triple,

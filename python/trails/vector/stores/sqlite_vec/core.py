@@ -211,13 +211,17 @@ class SqliteCore(BaseVectorStore):
     def _index_rows(self, where: str, params: Sequence[Any] = ()) -> None:
         """Mark the rows matching ``where`` (items ``i``) live in the index, reading their
         slots as one string: no Python object per row."""
-        joined = self._db.execute(f"SELECT group_concat(i.slot) FROM items i {where}", params)
+        joined = self._db.execute(
+            f"SELECT group_concat(i.slot), group_concat(i.rowid) FROM items i {where}", params)
         text = joined[0][0] if joined else None
         if text:
             slots = np.fromstring(str(text), dtype=np.int64, sep=",")  # C speed, no list
             if slots.min() < 0 or slots.max() >= self._index.slots:
                 raise corrupt_file(self.path, "a row names a vector slot that was never "
                                               "committed")
+            # Both aggregates walk the same rows in the same order.
+            self._index.note_rowids(slots, np.fromstring(str(joined[0][1]), dtype=np.int64,
+                                                         sep=","))
             self._index.set_alive(slots, True)
 
     def _refresh(self) -> None:
@@ -279,6 +283,8 @@ class SqliteCore(BaseVectorStore):
             schema.write_meta(self._db, "vector_slots", str(first + len(ids)))
             self._keywords.write(rowids, texts, pending)
             self._index.grow(first + len(ids))
+            self._index.note_rowids(np.arange(first, first + len(ids), dtype=np.int64),
+                                    np.asarray(rowids, dtype=np.int64))
             self._index.set_alive((slot for _, slot in existing.values()), False)
             if not pending:
                 self._index.set_alive(range(first, first + len(ids)), True)

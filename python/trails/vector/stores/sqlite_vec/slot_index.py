@@ -67,6 +67,9 @@ class SlotIndex:
         self._docs = np.empty(0, dtype=np.uint64)
         self._doc_slots = np.empty(0, dtype=np.int64)
         self._scopes = np.empty(0, dtype=np.int32)  # each slot's scope code
+        # Each slot's SQLite rowid (-1: not read yet), so a candidate set of slots becomes a
+        # mask over the keyword postings (by rowid) without a lookup by name.
+        self._rowids = np.full(0, -1, dtype=np.int64)
 
     def __len__(self) -> int:
         return self.count
@@ -92,6 +95,7 @@ class SlotIndex:
         self._ids = self._docs = np.empty(0, dtype=np.uint64)
         self._id_slots = self._doc_slots = np.empty(0, dtype=np.int64)
         self._scopes = np.empty(0, dtype=np.int32)
+        self._rowids = np.full(0, -1, dtype=np.int64)
         self._changed()
 
     def grow(self, slots: int) -> None:
@@ -110,6 +114,25 @@ class SlotIndex:
             self._alive[chosen] = alive
             self.count = int(self._alive[: self.slots].sum())
             self._changed()
+
+    def note_rowids(self, slots: np.ndarray, rowids: np.ndarray) -> None:
+        """Record the rowids of the rows naming ``slots`` (a slot is written for one row and
+        never reused, so the pair never changes)."""
+        if not len(slots):
+            return
+        needed = int(slots.max()) + 1
+        if needed > len(self._rowids):
+            grown = np.full(max(needed, 2 * len(self._rowids)), -1, dtype=np.int64)
+            grown[: len(self._rowids)] = self._rowids
+            self._rowids = grown
+        self._rowids[slots] = rowids
+
+    def rowids(self, slots: np.ndarray) -> np.ndarray | None:
+        """The rowids of ``slots`` (live ones), or None when one was never read."""
+        if len(slots) and int(slots.max()) >= len(self._rowids):
+            return None
+        found = self._rowids[slots]
+        return None if len(found) and int(found.min()) < 0 else found
 
     def _changed(self) -> None:
         self.generation += 1

@@ -18,9 +18,13 @@ from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.keyword import with_text
+from trails.vector.stores.sqlite_vec.keyword_top import top_k
+from trails.vector.stores.sqlite_vec.slot_index import Candidates
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteVecStore"]
+
+Ranked = list[tuple[str, float]]
 
 
 class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
@@ -81,14 +85,51 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         given = getattr(self._local, "ids", None)  # the caller's tuple, for the memo
         if given is None or list(given) != iris:
             given = iris
-        rows, _ = self._rows(given, scopes)
+        rows, named = self._rows(given, scopes)
         try:
-            ranked = self._ranked(match, terms, k, rows, iris, scopes,
-                                  documents_only=isinstance(given, DocumentIris))
+            ranked = self._masked(terms, k, rows, named, scopes)
+            if ranked is None:
+                ranked = self._ranked(match, terms, k, rows, iris, scopes,
+                                      documents_only=isinstance(given, DocumentIris))
         except KeyError as exc:  # in one snapshot only a damaged file can do that
             raise corrupt_file(self.path, "the keyword index names a row the store does not "
                                           "hold") from exc
         return self._hits(ranked, with_metadata)
+
+    def _masked(self, terms: list[str], k: int, rows: np.ndarray | None,
+                named: Candidates | None, scopes: list[str] | None) -> Ranked | None:
+        """The keyword ranking of the candidate slots ``rows`` through a mask over the
+        postings (by rowid): the same scores and order as ranking by their names, at the cost
+        of the masked vector scan whatever their number. None when the postings cannot rank
+        (FTS5 ranks) or every row is a candidate."""
+        postings = self._keywords.postings
+        stems = postings.stems(terms) if rows is not None else None
+        rowids = None if stems is None or rows is None else self._index.rowids(rows)
+        if stems is None or rowids is None:
+            return None
+        state = postings.state()
+        assert state is not None  # stems() answered
+        scoped = scopes is not None and not postings.covers_all(scopes)
+        mask = postings.scope_mask(state, scopes) if scoped and scopes is not None else None
+        scores = postings.scores(stems, mask, scoped)[1]
+        wanted = np.zeros(len(scores), dtype=bool)
+        wanted[rowids[rowids < len(scores)]] = True
+        scores[~wanted] = 0.0
+        while True:
+            ranked = top_k(self._db, scores, k, None)
+            strangers = [] if named is None else self._strangers(ranked, named)
+            if not strangers:
+                return ranked
+            # A hash collision let in a row the names do not stand for: rank without it.
+            for rowid in strangers:
+                scores[rowid] = 0.0
+
+    def _strangers(self, ranked: Ranked, named: Candidates) -> list[int]:
+        """The rowids among ``ranked`` that the candidate names do not stand for."""
+        rows = self._db.execute(
+            "SELECT rowid, id, doc_iri FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([id for id, _ in ranked]),))
+        return [int(r[0]) for r in rows if not named.admits(r[1], r[2])]
 
     def _ranked(self, match: str, terms: list[str], k: int, rows: np.ndarray | None,
                 iris: list[str] | None, scopes: list[str] | None, *,

@@ -1,0 +1,358 @@
+"""Document-level filters answered from columns of the graph instead of a scan (ADR 0029).
+
+A filter lifted to documents (``kg/planning.py``: ``SELECT ?doc`` over triple patterns and
+FILTERs) mostly tests properties of documents: ``?doc schema:dateCreated ?d . FILTER(?d >=
+?since)``, ``?doc meta:jurisdiction "EU"``, ``?doc meta:topic ?t . ?t rdfs:subClassOf*
+?broad``, ``FILTER NOT EXISTS { ?doc meta:classification ?c }``. Oxigraph answers each by
+walking every matching triple and writing a row per document; with a new date or a new
+jurisdiction the walk is paid again. Here a predicate's triples are read once per graph state
+into a **column** (one row per triple: the subject's code, the object's code, and the
+distinct objects as terms), and a filter becomes array operations over it:
+
+- ``?doc P <term>`` (a constant or a bound variable): the rows whose object is that term (RDF
+  term equality, as a triple pattern matches);
+- ``?doc P ?v`` with FILTERs on ``?v`` alone: the FILTERs run in Oxigraph itself over the
+  column's *distinct* values (a small store of one triple per value), so their meaning is the
+  engine's own, at a cost in distinct values (a few thousand dates), not in documents;
+- ``?doc P ?t`` where ``?t`` joins patterns that do not mention ``?doc`` (a taxonomy): those
+  patterns run in Oxigraph as ``SELECT DISTINCT ?t`` (small by nature; a large answer gives
+  up), then the rows whose object is one of them;
+- ``FILTER NOT EXISTS { ?doc P <term-or-variable> }``: the documents found by the rest, less
+  those rows' subjects.
+
+Patterns on ``?doc`` intersect. Anything else (OPTIONAL, UNION, paths on ``?doc``, a variable
+shared by two of ``?doc``'s patterns, a FILTER on two columns, blank nodes or triple terms
+among the values) is not answered here: :meth:`FilterIndex.documents` returns None and the
+filter runs in Oxigraph as before. Nothing here guesses a SPARQL semantics: every comparison,
+function and term equality is evaluated by Oxigraph or is plain term identity.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyoxigraph as ox
+
+from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
+
+__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex"]
+
+# A column is read whole only up to this many triples; a predicate with more is left to
+# Oxigraph (its column would cost more memory than the scan it saves).
+COLUMN_ROWS = 5_000_000
+# Patterns that join the documents' values (a taxonomy) may select this many values at most.
+SATELLITE_ROWS = 100_000
+_VALUE = "urn:trails:value"
+_NOT_EXISTS = re.compile(r"^FILTER\s+NOT\s+EXISTS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
+
+Term = ox.NamedNode | ox.Literal | ox.BlankNode
+# (query text, scopes) -> TSV bytes of its solutions, as the graph's own serialiser writes them
+RunTsv = Callable[[str, "Sequence[str] | None"], bytes]
+
+
+def tsv_rows(data: bytes) -> list[list[str]]:
+    """The rows of a TSV result (the header dropped), each a list of terms as text."""
+    lines = data.decode().split("\n")
+    return [line.split("\t") for line in lines[1:] if line]
+
+
+@dataclass
+class Column:
+    """The triples of one predicate (within one dataset): subjects and objects as codes."""
+
+    subjects: np.ndarray  # int64: the subject code of each triple (FilterIndex.names)
+    objects: np.ndarray  # int64: the object code of each triple (index into values)
+    values: list[str]  # the distinct objects, as TSV terms
+    codes: dict[str, int]
+    plain: bool  # no blank node or triple term among the values
+    _store: ox.Store | None = field(default=None, repr=False)
+
+    def subjects_with(self, codes: np.ndarray) -> np.ndarray:
+        """The (sorted, unique) subject codes of the rows whose object code is in ``codes``."""
+        if not len(codes):
+            return np.empty(0, dtype=np.int64)
+        return np.unique(self.subjects[np.isin(self.objects, codes)])
+
+    def store(self) -> ox.Store:
+        """The distinct values as triples ``<urn:trails:value#i> <urn:trails:value> value``:
+        FILTERs on a value run here, in Oxigraph, once per value."""
+        if self._store is None:
+            store = ox.Store()
+            body = " ".join(f"<{_VALUE}#{i}> <{_VALUE}> {value} ."
+                            for i, value in enumerate(self.values))
+            store.update(f"INSERT DATA {{ {body} }}")
+            self._store = store
+        return self._store
+
+
+class FilterIndex:
+    """Columns of one graph state (one dataset: the scopes a filter runs in), built on demand.
+
+    ``run`` evaluates a SELECT on the graph and returns Oxigraph's TSV; a FilterIndex must be
+    dropped when the graph changes (the caller keeps one per graph generation)."""
+
+    def __init__(self, run: RunTsv, scopes: Sequence[str] | None,
+                 prefixes: Mapping[str, str]) -> None:
+        self._run = run
+        self._prefixes = dict(prefixes)
+        self._scopes = None if scopes is None else list(scopes)
+        self._lock = threading.Lock()
+        self._columns: dict[str, Column | None] = {}
+        self._typed: dict[str, np.ndarray] = {}
+        self.names: list[str] = []  # subject code -> subject term (TSV)
+        self._codes: dict[str, int] = {}
+
+    # -- columns ----------------------------------------------------------------------------
+
+    def column(self, predicate: str) -> Column | None:
+        """The column of ``predicate`` (None: too large to keep)."""
+        with self._lock:
+            if predicate not in self._columns:
+                self._columns[predicate] = self._read(predicate)
+            return self._columns[predicate]
+
+    def _read(self, predicate: str) -> Column | None:
+        rows = tsv_rows(self._run(
+            f"SELECT ?s ?o WHERE {{ ?s <{predicate}> ?o }} LIMIT {COLUMN_ROWS + 1}",
+            self._scopes))
+        if len(rows) > COLUMN_ROWS:
+            return None
+        codes: dict[str, int] = {}
+        objects = np.fromiter((codes.setdefault(o, len(codes)) for _, o in rows),
+                              dtype=np.int64, count=len(rows))
+        subjects = np.fromiter((self._code(s) for s, _ in rows), dtype=np.int64,
+                               count=len(rows))
+        values = list(codes)
+        plain = not any(v.startswith(("_:", "<<")) for v in values)
+        return Column(subjects, objects, values, codes, plain)
+
+    def _code(self, name: str) -> int:
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name] = len(self.names)
+            self.names.append(name)
+        return code
+
+    def typed(self, term: str) -> np.ndarray:
+        """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk)."""
+        with self._lock:
+            if term not in self._typed:
+                rows = tsv_rows(self._run(f"SELECT ?s WHERE {{ ?s <{RDF_TYPE}> {term} }}",
+                                          self._scopes))
+                self._typed[term] = np.unique(np.fromiter(
+                    (self._code(r[0]) for r in rows), dtype=np.int64, count=len(rows)))
+            return self._typed[term]
+
+    # -- filters ----------------------------------------------------------------------------
+
+    def documents(self, variable: str, items: Sequence[Triple | Other], prologue: str,
+                  prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> list[str] | None:
+        """The IRIs ``SELECT ?variable WHERE { items }`` selects (bindings ``terms``; the
+        items' prefixed names resolved with ``prefixes``), or None when the group is not one
+        this index answers (then nothing was decided)."""
+        plan = _plan(variable, items, terms, prefixes)
+        if plan is None:
+            return None
+        constants = self._constants(plan, prologue, terms)
+        if constants is None:
+            return None
+        found: np.ndarray | None = None
+        for pattern in plan.patterns:
+            subjects = self._pattern(pattern, plan, prologue, constants, terms)
+            if subjects is None:
+                return None
+            found = subjects if found is None else np.intersect1d(found, subjects,
+                                                                  assume_unique=True)
+        if found is None:
+            return None
+        for pattern in plan.absent:
+            subjects = self._pattern(pattern, plan, prologue, constants, terms)
+            if subjects is None:
+                return None
+            found = np.setdiff1d(found, subjects, assume_unique=True)
+        return [self.names[c][1:-1] for c in found.tolist() if self.names[c][:1] == "<"
+                and self.names[c][:2] != "<<"]
+
+    def _constants(self, plan: _Plan, prologue: str,
+                   terms: Mapping[str, Term],
+                   ) -> dict[str, str] | None:
+        """Each constant object (as written) and bound variable as Oxigraph writes it in TSV,
+        so it compares with the columns' values as text."""
+        written = sorted({p.object for p in (*plan.patterns, *plan.absent)
+                          if p.object[:1] not in "?$"})
+        bound = sorted({p.object[1:] for p in (*plan.patterns, *plan.absent)
+                        if p.object[:1] in "?$" and p.object[1:] in terms})
+        wanted = [*written, *(str(terms[name]) for name in bound)]
+        if not wanted:
+            return {}
+        names = " ".join(f"?x{i}" for i in range(len(wanted)))
+        try:
+            rows = tsv_rows(self._run(
+                f"{prologue}SELECT {names} WHERE {{ VALUES ({names}) {{ ({' '.join(wanted)}) }} }}",
+                self._scopes))
+        except (SyntaxError, ValueError, RuntimeError):
+            return None
+        if len(rows) != 1 or len(rows[0]) != len(wanted):
+            return None
+        keys = [*written, *(f"?{name}" for name in bound)]
+        return dict(zip(keys, rows[0]))
+
+    def _pattern(self, pattern: Triple, plan: _Plan, prologue: str, constants: dict[str, str],
+                 terms: Mapping[str, Term],
+                 ) -> np.ndarray | None:
+        """The subject codes one pattern on the document variable admits."""
+        assert pattern.predicate is not None  # _plan keeps single predicates only
+        target = pattern.object
+        name = target[1:] if target[:1] in "?$" else None
+        if pattern.predicate == RDF_TYPE and (name is None or name in terms):
+            return self.typed(constants[target if name is None else f"?{name}"])
+        column = self.column(pattern.predicate)
+        if column is None or not column.plain:
+            return None
+        if name is None or name in terms:
+            code = column.codes.get(constants[target if name is None else f"?{name}"])
+            return column.subjects_with(np.array([] if code is None else [code], dtype=np.int64))
+        if name in plan.satellites:
+            chosen = self._satellite(name, plan, prologue, terms)
+            if chosen is None:
+                return None
+            codes = [column.codes[v] for v in chosen if v in column.codes]
+            return column.subjects_with(np.array(codes, dtype=np.int64))
+        conditions = plan.conditions.get(name, [])
+        if not conditions:
+            return np.unique(column.subjects)
+        return column.subjects_with(_passing(column, name, conditions, prologue,
+                                             self._prefixes, terms))
+
+    def _satellite(self, name: str, plan: _Plan, prologue: str,
+                   terms: Mapping[str, Term],
+                   ) -> set[str] | None:
+        """The values of ``?name`` the patterns beyond the documents select (None: too many)."""
+        body = " ".join(item.text for item in plan.satellites[name])
+        used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
+        values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
+                                      f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+        rows = tsv_rows(self._run(f"{prologue}SELECT DISTINCT ?{name} WHERE {{ {values}{body} }}"
+                                  f" LIMIT {SATELLITE_ROWS + 1}", self._scopes))
+        if len(rows) > SATELLITE_ROWS:
+            return None
+        return {row[0] for row in rows}
+
+
+def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: str,
+             prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> np.ndarray:
+    """The value codes of ``column`` that every FILTER in ``conditions`` keeps, evaluated by
+    Oxigraph over the distinct values (the filters name ``?name`` and bound variables only)."""
+    body = " ".join(condition.text for condition in conditions)
+    used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
+    values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
+                                  f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+    query = (f"{prologue}SELECT ?i WHERE {{ {values}?i <{_VALUE}> ?{name} . {body} }}")
+    solutions = column.store().query(query, prefixes=dict(prefixes))
+    assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
+    data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
+    prefix = len(_VALUE) + 2  # "<" + value IRI + "#"
+    return np.array([int(row[0][prefix:-1]) for row in tsv_rows(data)], dtype=np.int64)
+
+
+@dataclass
+class _Plan:
+    patterns: list[Triple]  # the document variable's patterns (subject), all must hold
+    absent: list[Triple]  # FILTER NOT EXISTS { one such pattern }
+    conditions: dict[str, list[Other]]  # value variable -> the FILTERs on it alone
+    satellites: dict[str, list[Triple | Other]]  # value variable -> patterns that join it
+
+
+def _plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
+          prefixes: Mapping[str, str]) -> _Plan | None:
+    """How the group splits into the document variable's patterns, the FILTERs on their
+    values and the patterns beyond; None for any other shape."""
+    if variable in terms:
+        return None
+    mine = [i for i in items if isinstance(i, Triple) and variable in i.variables]
+    others = [i for i in items if i not in mine]
+    if not mine or any(not _simple(t, variable) for t in mine):
+        return None
+    value_of = {t.object[1:]: t for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms}
+    if len(value_of) != sum(1 for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms):
+        return None  # one variable as the value of two patterns: a join, not a column test
+    plan = _Plan([], [], {}, {})
+    plan.patterns = list(mine)
+    loose = []
+    for item in others:
+        if isinstance(item, Other) and item.kind == "filter":
+            absent = _absent(item, variable, prefixes)
+            if absent is not None:
+                if _correlated(absent, item, others, value_of, terms):
+                    return None
+                plan.absent.append(absent)
+                continue
+            free = item.variables - set(terms)
+            if variable in item.variables or len(free) != 1:
+                return None
+            (name,) = free
+            if name in value_of:
+                plan.conditions.setdefault(name, []).append(item)
+                continue
+        loose.append(item)
+    if not _satellites(loose, value_of, plan, terms):
+        return None
+    if any(name in plan.satellites for name in plan.conditions):
+        return None
+    return plan
+
+
+def _correlated(absent: Triple, item: Other, others: Sequence[Triple | Other],
+                value_of: Mapping[str, Triple], terms: Mapping[str, object]) -> bool:
+    """Whether ``FILTER NOT EXISTS { ?doc P ?x }`` (``item``) shares ``?x`` with the rest of
+    the group (then it is no test of ``P`` alone)."""
+    name = absent.object[1:]
+    if absent.object[:1] not in "?$" or name in terms:
+        return False
+    return name in value_of or any(name in o.variables for o in others if o is not item)
+
+
+def _satellites(loose: list[Triple | Other], value_of: Mapping[str, Triple], plan: _Plan,
+                terms: Mapping[str, object]) -> bool:
+    """Group the patterns beyond the documents by the one value variable each joins; False
+    when a part joins none or several of them, or is not a triple pattern or FILTER."""
+    parts: list[tuple[set[str], list[Triple | Other]]] = []
+    for item in loose:
+        if isinstance(item, Other) and item.kind != "filter":
+            return False
+        names = set(item.variables) - set(terms)
+        joined_names, members = set(names), [item]
+        for part in [p for p in parts if p[0] & names]:
+            parts.remove(part)
+            joined_names |= part[0]
+            members += part[1]
+        parts.append((joined_names, members))
+    for names, group in parts:
+        joined = names & set(value_of)
+        if len(joined) != 1 or not any(isinstance(i, Triple) for i in group):
+            return False
+        plan.satellites[joined.pop()] = group
+    return True
+
+
+def _simple(triple: Triple, variable: str) -> bool:
+    """``?variable <predicate> object`` with one predicate IRI and the variable nowhere else."""
+    return (triple.subject[1:] == variable and triple.subject[:1] in "?$"
+            and triple.predicate is not None and not (triple.object[:1] in "?$"
+                                                       and triple.object[1:] == variable))
+
+
+def _absent(item: Other, variable: str, prefixes: Mapping[str, str]) -> Triple | None:
+    """The pattern of ``FILTER NOT EXISTS { ?variable <P> object }``, or None."""
+    match = _NOT_EXISTS.match(item.text.strip())
+    if match is None:
+        return None
+    inner = parse_filter(f"SELECT ?{variable} WHERE {{ {match['body']} }}", prefixes)
+    if inner is None or len(inner.items) != 1 or not isinstance(inner.items[0], Triple):
+        return None
+    triple = inner.items[0]
+    return triple if _simple(triple, variable) else None

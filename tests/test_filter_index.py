@@ -1,0 +1,179 @@
+"""Filters answered from the graph's columns (kg/filter_index.py, ADR 0029) select exactly what
+Oxigraph selects for the filter as written: random documents, user triples that break the
+shape (a second date, a date on a non-document, a wrong datatype, the value in another scope),
+taxonomies, scopes, deleted and re-ingested documents, and filters of every shape the index
+answers and some it must leave to the graph."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyoxigraph as ox
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trails.ingest import Document, ingest_all
+from trails.kg.filter_index import FilterIndex
+from trails.kg.planning import lift_to_documents, parse_filter
+from trails.kg.terms import IRI
+from trails.retrieval.candidates import filter_candidates
+from trails.retrieval.retrieve import retrieve
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder
+
+META = "https://trails.dev/meta#"
+TOPICS = "https://example.org/t/"
+LINK = "?iri schema:isPartOf ?doc ."
+DATES = [dt.date(2020, 1, 1) + dt.timedelta(days=90 * i) for i in range(12)]
+PLACES = ["EU", "US", "UK", "eu"]
+
+# (group, bindings strategy): the filter's WHERE group after the chunk link
+SHAPES = {
+    "date since": ("?doc schema:dateCreated ?d . FILTER(?d >= ?since)",
+                   st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
+    "date range": ("?doc schema:dateCreated ?d . FILTER(?d >= ?from && ?d < ?to)",
+                   st.fixed_dictionaries({"from": st.sampled_from(DATES),
+                                          "to": st.sampled_from(DATES)})),
+    "date literal": ('?doc schema:dateCreated ?d . FILTER(?d < "2021-06-01"^^xsd:date)',
+                     st.just({})),
+    "equality bound": ("?doc meta:place ?j .", st.fixed_dictionaries({"j": st.sampled_from(PLACES)})),
+    "equality written": ('?doc meta:place "EU" .', st.just({})),
+    "two properties": ("?doc meta:place ?j . ?doc schema:dateCreated ?d . FILTER(?d > ?since)",
+                       st.fixed_dictionaries({"j": st.sampled_from(PLACES),
+                                              "since": st.sampled_from(DATES)})),
+    "taxonomy": ("?doc meta:topic ?t . ?t rdfs:subClassOf* ?broad .",
+                 st.fixed_dictionaries({"broad": st.sampled_from(
+                     [IRI(TOPICS + n) for n in ("A", "B", "A1", "root", "none")])})),
+    "not exists bound": ("FILTER NOT EXISTS { ?doc meta:label ?c }",
+                         st.fixed_dictionaries({"c": st.sampled_from(["x", "y"])})),
+    "not exists any": ("?doc meta:place ?j . FILTER NOT EXISTS { ?doc meta:label ?any }",
+                       st.fixed_dictionaries({"j": st.sampled_from(PLACES)})),
+    "string function": ('?doc meta:place ?j . FILTER(LCASE(STR(?j)) = "eu")', st.just({})),
+    "any value": ("?doc meta:label ?c .", st.just({})),
+    # Shapes the index leaves to the graph: the answer must still be Oxigraph's.
+    "optional": ("?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c }", st.just({})),
+    "shared value": ("?doc meta:place ?j . ?doc meta:label ?j .", st.just({})),
+}
+
+documents_strategy = st.lists(st.fixed_dictionaries({
+    "date": st.one_of(st.none(), st.sampled_from(DATES)),
+    "place": st.one_of(st.none(), st.sampled_from(PLACES)),
+    "topic": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B1", "C"])),
+    "label": st.one_of(st.none(), st.sampled_from(["x", "y"])),
+    "scope": st.sampled_from(["default", "legal"]),
+}), min_size=1, max_size=10)
+
+USER_TRIPLES = [
+    # a second date on a document, a date on something that is no document, a wrong datatype
+    '<{doc}> schema:dateCreated "2019-01-01"^^xsd:date',
+    '<https://example.org/other> schema:dateCreated "2024-01-01"^^xsd:date',
+    '<{doc}> schema:dateCreated "not a date"',
+    '<{doc}> schema:dateCreated "2023-01-01T00:00:00"^^xsd:dateTime',
+    '<{doc}> meta:place "EU"@en',
+    '<{doc}> meta:place <https://example.org/EU>',
+    '<{doc}> meta:label "x"',
+    '<{doc}> meta:topic _:b',
+    '<https://example.org/t/C> rdfs:subClassOf <https://example.org/t/B>',
+]
+
+
+def build(ctx, docs, extra, deleted):
+    taxonomy = "\n".join(f"<{TOPICS}{a}> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}{b}> ."
+                         for a, b in (("A1", "A"), ("A2", "A"), ("B1", "B"), ("A", "root"),
+                                      ("B", "root")))
+    ctx.kg.load(taxonomy.encode(), format="ntriples")
+    for scope in ("default", "legal"):
+        batch = []
+        for n, d in enumerate(docs):
+            if d["scope"] != scope:
+                continue
+            meta = {k: v for k, v in (("date", d["date"] and d["date"].isoformat()),
+                                      ("place", d["place"]), ("label", d["label"]))
+                    if v is not None}
+            if d["topic"]:
+                meta["topic"] = f"<{TOPICS}{d['topic']}>"
+            batch.append(Document(id=f"d{n}", source=f"d{n}.md", text=f"text of document {n}. more words here.",
+                                  metadata=meta))
+        ingest_all(batch, ctx=ctx, scope=scope)
+    iris = {n: f"{ctx.base_iri}doc/d{n}" for n in range(len(docs))}
+    ids = ctx.vectors.metadata(ctx.vectors.all_ids())
+    doc_iris = sorted({m["doc_iri"] for m in ids.values()})
+    for index, (which, n) in enumerate(extra):
+        if not doc_iris:
+            break
+        triple = USER_TRIPLES[which].format(doc=doc_iris[n % len(doc_iris)])
+        graph = "" if index % 2 else " GRAPH <urn:trails:scope:legal> "
+        ctx.kg.update(f"INSERT DATA {{ {graph}{{ {triple} }} }}" if graph else
+                      f"INSERT DATA {{ {triple} }}")
+    for n in deleted:
+        if doc_iris:
+            ctx.delete_document(doc_iris[n % len(doc_iris)])
+    return iris
+
+
+def as_written(ctx, text, bindings, scopes):
+    return set(ctx.vectors.expand_ids(ctx.kg.select_iris(text, bindings, scopes=scopes)))
+
+
+def ranked_among(ctx, candidates, scopes):
+    """What a search ranks of ``candidates``: their live chunks in the searched scopes (a
+    document's user triples may sit in another scope's graph; its chunks stay in its own)."""
+    ids = ctx.vectors.expand_ids(candidates)
+    return {i for i, m in ctx.vectors.metadata(ids).items()
+            if scopes is None or m.get("scope", "default") in scopes}
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(documents_strategy,
+       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
+       st.lists(st.integers(0, 9), max_size=2), st.data())
+def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, data):
+    ctx = fresh_context(embedder=MockEmbedder(dim=8))
+    build(ctx, docs, extra, deleted)
+    for name in data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=4)):
+        group, bindings_strategy = SHAPES[name]
+        bindings = data.draw(bindings_strategy)
+        scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+        text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
+        with ctx.vectors.snapshot():
+            planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
+        written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
+        assert planned == written, (name, bindings, scopes)
+
+
+def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
+    """The shapes a compliance user writes are answered by the columns, not handed back."""
+    docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.", metadata={
+        "date": DATES[n % 12].isoformat(), "place": PLACES[n % 3], "topic": f"<{TOPICS}A1>",
+        **({"label": "x"} if n % 2 else {})}) for n in range(12)]
+    ingest_all(docs, ctx=ctx)
+    ctx.kg.load(f"<{TOPICS}A1> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}A> ."
+                .encode(), format="ntriples")
+    index = FilterIndex(ctx.kg.select_tsv, None, ctx.kg.prefixes)
+    for name, bound in (("date since", "since"), ("date range", "from to"),
+                        ("equality bound", "j"), ("taxonomy", "broad"), ("not exists bound", "c"),
+                        ("string function", ""), ("two properties", "j since")):
+        group, _ = SHAPES[name]
+        shape = parse_filter(f"SELECT ?iri WHERE {{ {LINK} {group} }}", ctx.kg.prefixes)
+        lifted = lift_to_documents(shape)
+        terms = {"since": ox.Literal("2020-06-01", datatype=ox.NamedNode(
+            "http://www.w3.org/2001/XMLSchema#date")), "from": ox.Literal("2020-01-01", datatype=ox.NamedNode(
+            "http://www.w3.org/2001/XMLSchema#date")), "to": ox.Literal("2021-01-01", datatype=ox.NamedNode(
+            "http://www.w3.org/2001/XMLSchema#date")), "j": ox.Literal("EU"),
+            "broad": ox.NamedNode(f"{TOPICS}A"), "c": ox.Literal("x")}
+        used = {k: terms[k] for k in bound.split()}
+        assert index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
+                               used) is not None, name
+
+
+def test_a_filtered_search_through_the_index_ranks_the_same_candidates_as_the_graph(ctx):
+    docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"rails document number {n} about trains.",
+                     metadata={"date": DATES[n % 12].isoformat()}) for n in range(30)]
+    ingest_all(docs, ctx=ctx)
+    text = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . FILTER(?d >= ?since) }"
+    result = retrieve("rails", ctx, sparql_filter=text, bindings={"since": DATES[6]}, k=50,
+                      fusion=None)
+    expected = as_written(ctx, text, {"since": DATES[6]}, None)
+    # n % 12 >= 6: documents 6-11 and 18-23, one chunk each
+    assert {h.iri for h in result} == expected and len(expected) == 12
