@@ -177,3 +177,31 @@ def test_a_filtered_search_through_the_index_ranks_the_same_candidates_as_the_gr
     expected = as_written(ctx, text, {"since": DATES[6]}, None)
     # n % 12 >= 6: documents 6-11 and 18-23, one chunk each
     assert {h.iri for h in result} == expected and len(expected) == 12
+
+
+def test_a_read_only_view_lifts_only_while_no_write_has_landed_since_it_opened(tmp_path):
+    from trails.context import Context
+    from trails.retrieval.consistency import can_check_documents
+
+    docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"rails document {n}.",
+                     metadata={"date": DATES[n % 12].isoformat()}) for n in range(12)]
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as writer:
+        ingest_all(docs, ctx=writer)
+    reader = Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), read_only=True)
+    text = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
+            "FILTER(?d >= ?since) }")
+    try:
+        assert can_check_documents(reader.kg, reader.vectors)
+        assert not can_check_documents(reader.kg, reader.vectors, again=True)
+        before = retrieve("rails", reader, sparql_filter=text, bindings={"since": DATES[9]},
+                          fusion=None)
+        assert len(before) == 3  # documents 9, 10 and 11
+        with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as writer:
+            ingest_all([Document(id="late", source="late.md", text="rails, late.",
+                                 metadata={"date": DATES[11].isoformat()})], ctx=writer)
+        assert not can_check_documents(reader.kg, reader.vectors)  # the stamp on disk moved
+        after = retrieve("rails", reader, sparql_filter=text, bindings={"since": DATES[9]},
+                         fusion=None)
+        assert len(after) == 4 and not after.notes
+    finally:
+        reader.close()

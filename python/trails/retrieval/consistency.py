@@ -19,7 +19,8 @@ between), the whole read starts again after a short wait (2 ms doubling to 100 m
 writer can finish the step it is in), at most ``READ_ATTEMPTS`` times; the last attempt
 answers as well as it can and says so in ``RetrievalResult.notes``.
 
-A read-only Oxigraph graph is a view of the moment it was opened (``Context.open(...,
+A read-only Oxigraph graph is a view of the moment it was opened (refreshed first when the
+revision stamp on disk says its writer has written since, ADR 0029) (``Context.open(...,
 read_only=True)`` beside a writer), so there the graph is *older* than the store and the same
 check finds the documents its view has lost; a retry then first pins the new snapshot and then
 refreshes the graph (:meth:`~trails.kg.oxigraph.OxigraphGraph.refresh`), so the graph it reads
@@ -37,7 +38,8 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from trails.kg.base import GenerationGraph, KnowledgeGraph, select
+from trails.kg.base import GenerationGraph, KnowledgeGraph, RevisionGraph, select
+from trails.kg.opening import read_revision
 from trails.records import RetrievalResult
 from trails.vector.stores.base import NumberedStates, Snapshots, VectorStore, VersionedStore
 from trails.vector.stores.records import DocumentIris
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_versions",
            "committed_in_flight", "gone_from_graph", "minted_chunk", "pinned_reads",
-           "torn_documents", "unselected_live"]
+           "torn_documents", "unselected_live", "view_current"]
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
@@ -125,7 +127,9 @@ class PinnedRead:
         if isinstance(self.store, Snapshots):
             self._held.enter_context(self.store.snapshot())
         refresh = getattr(self.kg, "refresh", None)  # a read-only Oxigraph graph has one
-        if self.again and callable(refresh):
+        stale = self.kg is not None and getattr(self.kg, "read_only", False) and \
+            not view_current(self.kg)  # its writer has written since the view opened
+        if (self.again or stale) and callable(refresh):
             try:
                 refresh()  # after the pin: the graph read next is the newer of the two
             except BaseException:
@@ -207,7 +211,9 @@ class PinnedRead:
             self._held.close()  # the newest snapshot: every step 4 the graph showed is in it
             self._held = contextlib.ExitStack()
             self._held.enter_context(store.snapshot())
-        moved = iris.generation != kg.generation
+        # A read-only view does not move when its writer writes: the stamp on disk does.
+        moved = iris.generation != kg.generation or (
+            getattr(kg, "read_only", False) and not view_current(kg))
         torn = [] if moved else committed_in_flight(kg, store, iris)
         if not moved and not torn:
             return iris
@@ -243,13 +249,25 @@ _STAGED = ("SELECT ?m ?doc WHERE { GRAPH <urn:trails:minted> { "
            "?m <https://trails.dev/ns#stagedFor> ?doc } }")
 
 
-def can_check_documents(kg: KnowledgeGraph | None, store: VectorStore) -> bool:
+def can_check_documents(kg: KnowledgeGraph | None, store: VectorStore, *,
+                        again: bool = False) -> bool:
     """Whether a filter's answer may be documents here: the graph numbers its states and the
-    store names its committed state and versions (:meth:`PinnedRead.checked`)."""
-    # A read-only graph's view lags a busy writer at every commit: each read over documents
-    # would be done again with a refresh, so such graphs evaluate filters over chunks.
-    return (isinstance(kg, GenerationGraph) and not getattr(kg, "read_only", False)
-            and isinstance(store, NumberedStates) and isinstance(store, VersionedStore))
+    store names its committed state and versions (:meth:`PinnedRead.checked`).
+
+    A read-only graph is a view of the moment it opened: it may lift only while no write to
+    the graph has completed since (its revision stamp is still the one on disk; checked again
+    after the read), and never on a read that is being done again: beside a busy writer each
+    lifted read would be torn and refreshed in turn, so those evaluate over chunks."""
+    if not (isinstance(kg, GenerationGraph) and isinstance(store, NumberedStates)
+            and isinstance(store, VersionedStore)):
+        return False
+    return not getattr(kg, "read_only", False) or (not again and view_current(kg))
+
+
+def view_current(kg: KnowledgeGraph) -> bool:
+    """Whether a read-only graph's view still has the revision stamp on disk (no write to the
+    graph completed since it opened)."""
+    return isinstance(kg, RevisionGraph) and read_revision(getattr(kg, "path", None)) == kg.revision
 
 
 def committed_in_flight(kg: KnowledgeGraph, store: VectorStore,

@@ -217,7 +217,7 @@ def retrieve(
             # unfiltered ranking by over-fetching (retrieval/expired.py).
             expired = NOTHING_EXPIRED if ctx is None else expired_now(ctx.kg, store, now)
             if graph is not None:
-                lift = mode != "graph" and can_check_documents(graph, store)
+                lift = mode != "graph" and can_check_documents(graph, store, again=read.again)
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
