@@ -313,6 +313,152 @@ def test_a_full_disk_in_the_vector_store_keeps_the_matrix_with_the_file(small_di
     store.close()
 
 
+class _FlushRefused:
+    """A graph store whose flush raises ``error`` (RocksDB's words); everything else is the
+    real store's. The raising function holds no reference to the store: a kept traceback
+    must not keep it (and its lock) alive."""
+
+    def __init__(self, store, error: str) -> None:
+        self._store = store
+
+        def flush() -> None:
+            raise OSError(error)
+
+        self.flush = flush
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+
+FULL = "IO error: No space left on device: While appending to file: graph/000042.sst"
+
+
+def test_closing_after_a_refused_flush_keeps_every_write_and_does_not_raise(context_dir):
+    """A flush only moves what RocksDB's log already holds into tables: refused for lack of
+    space at close, nothing is lost and close() is clean."""
+    ctx = Context.open(context_dir)
+    ingest_all([Document(id="late", source="mem:late", text="Written before the disk filled.")],
+               ctx=ctx)
+    ctx.kg._store = _FlushRefused(ctx.kg._store, FULL)
+    ctx.close()  # raised the StorageError before
+    with Context.open(context_dir) as again:
+        assert again.verify().ok
+        assert set(again.vectors.current_versions()) == {
+            f"trails://local/doc/{name}" for name in ("d0", "d1", "late")}
+
+
+def test_closing_still_raises_a_flush_that_failed_for_another_reason(context_dir):
+    ctx = Context.open(context_dir)
+    ctx.kg._store = _FlushRefused(ctx.kg._store, "Corruption: bad block")
+    with pytest.raises(ContextDamagedError):
+        ctx.close()
+    reopens(context_dir)
+
+
+def documents_of(directory: Path) -> dict[str, str]:
+    """Each document's current version, as the store records it."""
+    with Context.open(directory, read_only=True) as ctx:
+        return {iri: record.version for iri, record in ctx.vectors.current_versions().items()}
+
+
+@pytest.mark.parametrize("sentences", [40, 400])
+@pytest.mark.parametrize("leave", [300_000, 1_500_000, 2_500_000])
+def test_a_context_closed_on_a_full_disk_loses_nothing_and_reopens(small_disk, leave,
+                                                                   sentences):
+    """Whichever write meets the full disk (the store's, the graph's), the context closes
+    without raising while the disk is still full, every document committed before keeps its
+    version, and once space is back the same process reopens it and repair leaves it clean."""
+    directory = small_disk / "ctx"
+    make_context(directory)
+    ctx = Context.open(directory, audit=False)  # no fold at close: the graph's own flush runs
+    filler = fill(small_disk, leave=leave)
+    committed: dict[str, str] = {}
+    try:
+        with pytest.raises(StorageError):
+            for n in range(0, 400, 4):
+                ingest_all([Document(id=f"big{i}", source=f"mem:big{i}", text=" ".join(
+                    f"Sentence {j} of document {i} about tides." for j in range(sentences)))
+                    for i in range(n, n + 4)], ctx=ctx)
+                committed = {iri: record.version
+                             for iri, record in ctx.vectors.current_versions().items()}
+    finally:
+        ctx.close()  # raised a StorageError from the graph's flush before
+    filler.unlink()
+    assert committed.items() <= documents_of(directory).items()
+    with Context.open(directory) as again:
+        again.verify(repair=True)
+        assert again.verify().ok
+        assert len(retrieve(TEXT, again, mode="vector", k=2)) == 2
+
+
+@pytest.mark.parametrize("failing", ["the store's id", "trails.json"])
+def test_a_context_whose_creation_failed_part_way_opens_once_the_fault_is_gone(
+        tmp_path, monkeypatch, failing):
+    """trails.json is written last: a creation that failed before it left parts that record
+    the id it chose, and the next open takes that id instead of refusing them as another
+    context's."""
+    directory = tmp_path / "new"
+    full = StorageError("writing failed: the disk is full")
+
+    def refuse(*args, **kwargs):
+        raise full
+
+    if failing == "trails.json":
+        monkeypatch.setattr("trails.context.write_config", refuse)
+    else:
+        monkeypatch.setattr(SqliteVecStore, "bind_context", refuse)
+    with pytest.raises(StorageError):
+        Context.open(directory, embedder=MockEmbedder(dim=DIM))
+    monkeypatch.undo()
+    make_context(directory)  # raised ContextDamagedError ("belongs to another context")
+    reopens(directory)
+
+
+def test_creating_a_context_on_a_disk_filling_up_fails_cleanly_or_works(small_disk):
+    """Wherever the space runs out while a new context is made, the open is a StorageError
+    or a context, and once space is back the directory opens as a whole context."""
+    failed = 0
+    for n, leave in enumerate(range(200_000, 520_000, 40_000)):
+        directory = small_disk / f"ctx{n}"
+        filler = fill(small_disk, leave=leave)
+        try:
+            Context.open(directory, embedder=MockEmbedder(dim=DIM)).close()
+        except StorageError:
+            failed += 1
+        finally:
+            filler.unlink()
+        make_context(directory)
+        reopens(directory)
+        shutil.rmtree(directory)
+    assert failed  # the disk was small enough to fail some creations
+
+
+def test_an_audit_record_cut_short_by_a_full_disk_leaves_the_log_whole(context_dir, monkeypatch):
+    """A full disk writes part of a line, then refuses the rest: the part is taken back, so
+    the next record does not join it (and both would be lost to the fold)."""
+    from trails.audit import log as audit_log
+
+    with Context.open(context_dir) as ctx:
+        retrieve(TEXT, ctx, k=1)
+        real = audit_log.os.write
+        calls = []
+
+        def cut(descriptor, data):
+            calls.append(len(data))
+            if len(calls) == 1:
+                return real(descriptor, bytes(data)[:7])  # what fitted
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(audit_log.os, "write", cut)
+        retrieve(TEXT, ctx, k=1)
+        assert ctx.audit.failures == 1
+        monkeypatch.undo()
+        retrieve(TEXT, ctx, k=1)
+        assert len(ctx.audit.pending()) == 2
+    with Context.open(context_dir) as again:
+        assert len(again.audit.activities(limit=None)) == 2
+
+
 FSIZE_INGEST = r"""
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError, StorageError
-from trails.faults import storage_fault
+from trails.faults import is_full_disk, storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
@@ -32,6 +33,7 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 __all__ = ["OxigraphGraph"]
 
 T = TypeVar("T")
+log = logging.getLogger("trails.graph")
 
 
 
@@ -433,12 +435,21 @@ class OxigraphGraph:
 
     def close(self) -> None:
         """Flush and release the store (safe to call twice). The store is released even when
-        the flush fails (a full disk): the same process can open the directory again. Any
-        later call raises a ConfigurationError saying the graph is closed."""
+        the flush fails, so the same process can open the directory again. A flush refused
+        for lack of space is only logged: every write that returned is in RocksDB's write-ahead
+        log already, which the next open replays (a flush only moves it into tables), so a
+        context closing after a full disk closes cleanly. Any later call raises a
+        ConfigurationError saying the graph is closed."""
         if self._closed:
             return
         try:
             self.flush()
+        except StorageError as exc:
+            if not is_full_disk(exc):
+                raise
+            # The text only: a kept record must not keep the failure's frames alive.
+            log.warning("%s; the graph's writes are kept in its log and read at the next "
+                        "open", str(exc))
         finally:
             self._closed = True
             self._store = None  # pyoxigraph closes on drop
