@@ -479,7 +479,7 @@ def test_a_file_size_limit_is_a_storage_error_with_exit_3(context_dir, tmp_path)
                              str(context_dir), str(source)], capture_output=True, text=True,
                             timeout=300, check=False)
     assert_one_line_exit_3(result, str(context_dir))
-    assert "full" in result.stderr or "I/O" in result.stderr
+    assert "full" in result.stderr and "free some space" in result.stderr  # not "an I/O error"
     reopens(context_dir)  # the killed-in-the-middle ingest left a context that opens
 
 
@@ -558,3 +558,37 @@ def test_only_storage_faults_are_translated():
                       ContextDamagedError)
     full = storage_fault(OSError("IO error: No space left on device"), "g", "writing")
     assert type(full) is StorageError and "g" in str(full)
+
+
+class _RefusingConnection:
+    """An apsw connection whose statements fail as SQLite words a write the system refused."""
+
+    def __init__(self, number: int) -> None:
+        self.system_errno = number
+
+    def execute(self, sql, params=()):
+        import apsw
+
+        raise apsw.IOError("disk I/O error")
+
+
+@pytest.mark.parametrize("number, words", [(28, "No space left"), (27, "too large"),
+                                           (122, "quota")])
+def test_a_write_refused_for_space_is_a_full_disk_whatever_sqlite_calls_it(number, words):
+    from trails.vector.stores.sqlite_vec.driver import Database
+
+    database = Database(_RefusingConnection(number), "apsw", "kb/vectors.db")
+    with pytest.raises(StorageError) as caught:
+        database.execute("INSERT INTO items VALUES (1)")
+    message = str(caught.value)
+    assert "kb/vectors.db" in message and "full" in message and "free some space" in message
+    assert words in message
+
+
+def test_an_io_error_of_another_kind_stays_an_io_error():
+    from trails.vector.stores.sqlite_vec.driver import Database
+
+    database = Database(_RefusingConnection(5), "apsw", "kb/vectors.db")  # EIO
+    with pytest.raises(StorageError, match="I/O error") as caught:
+        database.execute("SELECT 1")
+    assert "full" not in str(caught.value)
