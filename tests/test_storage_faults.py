@@ -391,6 +391,32 @@ def test_a_context_closed_on_a_full_disk_loses_nothing_and_reopens(small_disk, l
         assert len(retrieve(TEXT, again, mode="vector", k=2)) == 2
 
 
+def test_verify_after_a_disk_full_command_line_ingest_is_clean_or_repaired(small_disk,
+                                                                          tmp_path):
+    """The ingest exits 3 naming the full disk; once space is back `trails verify` exits 0
+    (consistent) or 2 (what the cut-off ingest staged), `verify --repair` removes that, and
+    `verify` then exits 0; every document committed before is kept."""
+    directory = small_disk / "ctx"
+    make_context(directory)
+    before = documents_of(directory)
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for i in range(30):
+        (sources / f"f{i}.txt").write_text(" ".join(
+            f"Sentence {j} of document {i} about tides." for j in range(400)))
+    filler = fill(small_disk, leave=2_000_000)
+    assert_one_line_exit_3(cli("--db", str(directory), "ingest", "-q", str(sources)), "full")
+    filler.unlink()
+    check = cli("--db", str(directory), "verify")
+    assert check.returncode in (0, 2), check.stderr
+    if check.returncode == 2:
+        repair = cli("--db", str(directory), "verify", "--repair")
+        assert repair.returncode == 2 and "repaired" in repair.stdout, repair.stderr
+        check = cli("--db", str(directory), "verify")
+    assert check.returncode == 0 and "consistent" in check.stdout, (check.stdout, check.stderr)
+    assert before.items() <= documents_of(directory).items()
+
+
 @pytest.mark.parametrize("failing", ["the store's id", "trails.json"])
 def test_a_context_whose_creation_failed_part_way_opens_once_the_fault_is_gone(
         tmp_path, monkeypatch, failing):
