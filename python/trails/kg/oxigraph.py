@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -13,11 +12,12 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError, StorageError
-from trails.faults import is_full_disk, storage_fault
+from trails.faults import storage_fault
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import (
+    kept_in_the_log,
     new_revision,
     open_store,
     patience,
@@ -33,7 +33,6 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 __all__ = ["OxigraphGraph"]
 
 T = TypeVar("T")
-log = logging.getLogger("trails.graph")
 
 
 
@@ -434,22 +433,13 @@ class OxigraphGraph:
             )
 
     def close(self) -> None:
-        """Flush and release the store (safe to call twice). The store is released even when
-        the flush fails, so the same process can open the directory again. A flush refused
-        for lack of space is only logged: every write that returned is in RocksDB's write-ahead
-        log already, which the next open replays (a flush only moves it into tables), so a
-        context closing after a full disk closes cleanly. Any later call raises a
-        ConfigurationError saying the graph is closed."""
+        """Flush (refused for lack of space: only logged, ``kept_in_the_log``) and release
+        the store, even when the flush fails; twice is fine; later calls say it is closed."""
         if self._closed:
             return
         try:
-            self.flush()
-        except StorageError as exc:
-            if not is_full_disk(exc):
-                raise
-            # The text only: a kept record must not keep the failure's frames alive.
-            log.warning("%s; the graph's writes are kept in its log and read at the next "
-                        "open", str(exc))
+            with kept_in_the_log():
+                self.flush()
         finally:
             self._closed = True
             self._store = None  # pyoxigraph closes on drop
