@@ -184,29 +184,39 @@ def here() -> str:
     return str(Path(__file__).resolve().parent)
 
 
-def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, here):
-    directory, done = tmp_path / "ctx", tmp_path / "done"
-    make_context(directory)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(directory), "14", str(done),
-                               here], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    readers = [subprocess.Popen([sys.executable, "-c", READER, str(directory), str(done), style,
-                                 here], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for style in ("reopen", "reopen", "threads")]
+def beside_a_writer(directory: Path, done: Path, here: str, seconds: int,
+                    readers: list[tuple[str, ...]]) -> tuple[int, list[dict]]:
+    """Run WRITER for ``seconds`` and reader processes (each a script and its arguments after
+    the directory and the done file) until it is done: its revisions and their totals."""
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(directory), str(seconds),
+                               str(done), here], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    started = [subprocess.Popen([sys.executable, "-c", script, str(directory), str(done), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for script, *args in readers]
     try:
         out, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err[-3000:]
         revisions = json.loads(out)["revisions"]
         results = []
-        for reader in readers:
+        for reader in started:
             out, err = reader.communicate(timeout=120)
             assert reader.returncode == 0, err[-3000:]
             results.append(json.loads(out))
     finally:
         done.write_text("done")
-        for process in [writer, *readers]:
+        for process in [writer, *started]:
             if process.poll() is None:
                 process.kill()
                 process.communicate()
+    return revisions, results
+
+
+def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, here):
+    directory, done = tmp_path / "ctx", tmp_path / "done"
+    make_context(directory)
+    revisions, results = beside_a_writer(directory, done, here, 14, [
+        (READER, style, here) for style in ("reopen", "reopen", "threads")])
     assert revisions >= 4, "the writer committed too few revisions to race with"
     for result in results:
         assert result["errors"] == [], result["errors"][:10]
@@ -583,3 +593,121 @@ def test_any_interleaving_of_commits_and_a_read_gives_whole_versions(tmp_path_fa
         assert torn == 0
         assert missing == 0 or any("retrieve again" in note for note in result.notes)
         assert calls[0] <= READ_ATTEMPTS
+
+
+# -- readers that open the context for each query ------------------------------------------
+
+# Where a writer can stand in ADR 0005's four steps when a reader opens or reads.
+STEPS = ["staged", "chunk triples", "published", "committed"]
+
+
+class _Paused(Exception):
+    """The writer stops here (as a process does between two steps when another is scheduled)."""
+
+
+def _write_until(monkeypatch, ctx: Context, revision: int, step: str | None,
+                 ids: range) -> None:
+    """Ingest ``ids`` at ``revision`` through ADR 0005's ``step`` and stop there (None:
+    write nothing)."""
+    if step is None:
+        return
+    from trails.ingest import writer
+
+    stop = STEPS.index(step)
+    real = writer.VersionWriter
+    stage, add, clean = real._stage_vectors, real._add_chunk_triples, real.clean_graph
+
+    def staged(self, docs):
+        stage(self, docs)
+        if stop == 0:
+            raise _Paused
+
+    def added(self, docs):
+        add(self, docs)
+        if stop == 1:
+            raise _Paused
+
+    def cleaned(self, docs):
+        if stop == 2:
+            raise _Paused
+        clean(self, docs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(real, "_stage_vectors", staged)
+        patch.setattr(real, "_add_chunk_triples", added)
+        patch.setattr(real, "clean_graph", cleaned)
+        try:
+            ingest_all(documents(revision, ids), ctx=ctx, chunker=CHUNKER)
+        except _Paused:
+            pass
+
+
+READS = {  # what each kind of read must show whole: (mode, filter, query, documents)
+    "vector": ("vector", None, "lighthouse part", range(DOCS)),
+    "hybrid, chunk filter": ("hybrid", CHUNK_FILTER, "lighthouse", range(0, DOCS, 2)),
+    "hybrid, document filter": ("hybrid", DOC_FILTER, "lighthouse", range(1, DOCS, 2)),
+    "graph, chunk filter": ("graph", CHUNK_FILTER, "x", range(0, DOCS, 2)),
+}
+
+
+@pytest.mark.parametrize("opened", [None, *STEPS], ids=lambda s: f"opened at {s}")
+@pytest.mark.parametrize("read", STEPS, ids=lambda s: f"read at {s}")
+def test_a_read_only_open_beside_a_writer_between_any_two_steps_sees_whole_versions(
+        tmp_path, monkeypatch, opened, read):
+    """A read-only context takes its graph view when it opens and its store snapshot when it
+    reads; the writer may stand at any of the four steps at either moment (an earlier
+    revision cut off where the reader opened, the next one where it reads; one batch of every
+    document, or one document). Every answer holds whole versions of every document."""
+    for ids in (range(DOCS), range(1)):
+        directory = tmp_path / f"ctx{len(ids)}"
+        make_context(directory)
+        with Context.open(directory) as writer:
+            _write_until(monkeypatch, writer, 1, opened, ids)
+            with Context.open(directory, read_only=True) as reader:
+                _write_until(monkeypatch, writer, 2, read, ids)
+                for kind, (mode, sparql, query, docs) in READS.items():
+                    hits = retrieve(query, reader, mode=mode, k=100, sparql_filter=sparql)
+                    assert problems(list(hits), {doc_iri(i) for i in docs}) == (0, 0), (
+                        kind, len(ids), [h.id for h in hits], hits.notes)
+
+
+PER_QUERY_READER = r"""
+import json, sys
+sys.path[:0] = [sys.argv[3]]
+from pathlib import Path
+from test_concurrency import READS, doc_iri, problems
+from trails import retrieve
+from trails.context import Context
+
+directory, done = sys.argv[1], Path(sys.argv[2])
+totals = {"reads": 0, "torn": 0, "missing": 0, "errors": []}
+kinds = list(READS)
+while not done.exists():
+    kind = kinds[totals["reads"] % len(kinds)]
+    mode, sparql, query, docs = READS[kind]
+    try:
+        with Context.open(directory, read_only=True, audit=False) as ctx:  # one open per query
+            hits = retrieve(query, ctx, mode=mode, k=100, sparql_filter=sparql)
+        torn, missing = problems(list(hits), {doc_iri(i) for i in docs})
+        totals["torn"] += torn
+        totals["missing"] += missing
+        if torn or missing:
+            totals["errors"].append(f"{kind}: torn={torn} missing={missing} "
+                                    f"{[h.id for h in hits]} {hits.notes}")
+    except Exception as exc:
+        totals["errors"].append(f"{kind}: {type(exc).__name__}: {exc}"[:500])
+    totals["reads"] += 1
+print(json.dumps(totals))
+"""
+
+
+def test_readers_opening_the_context_for_each_query_see_whole_versions(tmp_path, here):
+    """Bounded: a re-ingesting, compacting writer for a few seconds, two readers opening a
+    read-only context for every query (graph view and store snapshot taken anew each time)."""
+    directory, done = tmp_path / "ctx", tmp_path / "done"
+    make_context(directory)
+    _, results = beside_a_writer(directory, done, here, 8, [(PER_QUERY_READER, here)] * 2)
+    for result in results:
+        assert result["errors"] == [], result["errors"][:10]
+        assert (result["torn"], result["missing"]) == (0, 0)
+        assert result["reads"] >= 8, result

@@ -313,6 +313,178 @@ def test_a_full_disk_in_the_vector_store_keeps_the_matrix_with_the_file(small_di
     store.close()
 
 
+class _FlushRefused:
+    """A graph store whose flush raises ``error`` (RocksDB's words); everything else is the
+    real store's. The raising function holds no reference to the store: a kept traceback
+    must not keep it (and its lock) alive."""
+
+    def __init__(self, store, error: str) -> None:
+        self._store = store
+
+        def flush() -> None:
+            raise OSError(error)
+
+        self.flush = flush
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+
+FULL = "IO error: No space left on device: While appending to file: graph/000042.sst"
+
+
+def test_closing_after_a_refused_flush_keeps_every_write_and_does_not_raise(context_dir):
+    """A flush only moves what RocksDB's log already holds into tables: refused for lack of
+    space at close, nothing is lost and close() is clean."""
+    ctx = Context.open(context_dir)
+    ingest_all([Document(id="late", source="mem:late", text="Written before the disk filled.")],
+               ctx=ctx)
+    ctx.kg._store = _FlushRefused(ctx.kg._store, FULL)
+    ctx.close()  # raised the StorageError before
+    with Context.open(context_dir) as again:
+        assert again.verify().ok
+        assert set(again.vectors.current_versions()) == {
+            f"trails://local/doc/{name}" for name in ("d0", "d1", "late")}
+
+
+def test_closing_still_raises_a_flush_that_failed_for_another_reason(context_dir):
+    ctx = Context.open(context_dir)
+    ctx.kg._store = _FlushRefused(ctx.kg._store, "Corruption: bad block")
+    with pytest.raises(ContextDamagedError):
+        ctx.close()
+    reopens(context_dir)
+
+
+def documents_of(directory: Path) -> dict[str, str]:
+    """Each document's current version, as the store records it."""
+    with Context.open(directory, read_only=True) as ctx:
+        return {iri: record.version for iri, record in ctx.vectors.current_versions().items()}
+
+
+@pytest.mark.parametrize("sentences", [40, 400])
+@pytest.mark.parametrize("leave", [300_000, 1_500_000, 2_500_000])
+def test_a_context_closed_on_a_full_disk_loses_nothing_and_reopens(small_disk, leave,
+                                                                   sentences):
+    """Whichever write meets the full disk (the store's, the graph's), the context closes
+    without raising while the disk is still full, every document committed before keeps its
+    version, and once space is back the same process reopens it and repair leaves it clean."""
+    directory = small_disk / "ctx"
+    make_context(directory)
+    ctx = Context.open(directory, audit=False)  # no fold at close: the graph's own flush runs
+    filler = fill(small_disk, leave=leave)
+    committed: dict[str, str] = {}
+    try:
+        with pytest.raises(StorageError):
+            for n in range(0, 400, 4):
+                ingest_all([Document(id=f"big{i}", source=f"mem:big{i}", text=" ".join(
+                    f"Sentence {j} of document {i} about tides." for j in range(sentences)))
+                    for i in range(n, n + 4)], ctx=ctx)
+                committed = {iri: record.version
+                             for iri, record in ctx.vectors.current_versions().items()}
+    finally:
+        ctx.close()  # raised a StorageError from the graph's flush before
+    filler.unlink()
+    assert committed.items() <= documents_of(directory).items()
+    with Context.open(directory) as again:
+        again.verify(repair=True)
+        assert again.verify().ok
+        assert len(retrieve(TEXT, again, mode="vector", k=2)) == 2
+
+
+def test_verify_after_a_disk_full_command_line_ingest_is_clean_or_repaired(small_disk,
+                                                                          tmp_path):
+    """The ingest exits 3 naming the full disk; once space is back `trails verify` exits 0
+    (consistent) or 2 (what the cut-off ingest staged), `verify --repair` removes that, and
+    `verify` then exits 0; every document committed before is kept."""
+    directory = small_disk / "ctx"
+    make_context(directory)
+    before = documents_of(directory)
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for i in range(30):
+        (sources / f"f{i}.txt").write_text(" ".join(
+            f"Sentence {j} of document {i} about tides." for j in range(400)))
+    filler = fill(small_disk, leave=2_000_000)
+    assert_one_line_exit_3(cli("--db", str(directory), "ingest", "-q", str(sources)), "full")
+    filler.unlink()
+    check = cli("--db", str(directory), "verify")
+    assert check.returncode in (0, 2), check.stderr
+    if check.returncode == 2:
+        repair = cli("--db", str(directory), "verify", "--repair")
+        assert repair.returncode == 2 and "repaired" in repair.stdout, repair.stderr
+        check = cli("--db", str(directory), "verify")
+    assert check.returncode == 0 and "consistent" in check.stdout, (check.stdout, check.stderr)
+    assert before.items() <= documents_of(directory).items()
+
+
+@pytest.mark.parametrize("failing", ["the store's id", "trails.json"])
+def test_a_context_whose_creation_failed_part_way_opens_once_the_fault_is_gone(
+        tmp_path, monkeypatch, failing):
+    """trails.json is written last: a creation that failed before it left parts that record
+    the id it chose, and the next open takes that id instead of refusing them as another
+    context's."""
+    directory = tmp_path / "new"
+    full = StorageError("writing failed: the disk is full")
+
+    def refuse(*args, **kwargs):
+        raise full
+
+    if failing == "trails.json":
+        monkeypatch.setattr("trails.context.write_config", refuse)
+    else:
+        monkeypatch.setattr(SqliteVecStore, "bind_context", refuse)
+    with pytest.raises(StorageError):
+        Context.open(directory, embedder=MockEmbedder(dim=DIM))
+    monkeypatch.undo()
+    make_context(directory)  # raised ContextDamagedError ("belongs to another context")
+    reopens(directory)
+
+
+def test_creating_a_context_on_a_disk_filling_up_fails_cleanly_or_works(small_disk):
+    """Wherever the space runs out while a new context is made, the open is a StorageError
+    or a context, and once space is back the directory opens as a whole context."""
+    failed = 0
+    for n, leave in enumerate(range(200_000, 520_000, 40_000)):
+        directory = small_disk / f"ctx{n}"
+        filler = fill(small_disk, leave=leave)
+        try:
+            Context.open(directory, embedder=MockEmbedder(dim=DIM)).close()
+        except StorageError:
+            failed += 1
+        finally:
+            filler.unlink()
+        make_context(directory)
+        reopens(directory)
+        shutil.rmtree(directory)
+    assert failed  # the disk was small enough to fail some creations
+
+
+def test_an_audit_record_cut_short_by_a_full_disk_leaves_the_log_whole(context_dir, monkeypatch):
+    """A full disk writes part of a line, then refuses the rest: the part is taken back, so
+    the next record does not join it (and both would be lost to the fold)."""
+    from trails.audit import log as audit_log
+
+    with Context.open(context_dir) as ctx:
+        retrieve(TEXT, ctx, k=1)
+        real = audit_log.os.write
+        calls = []
+
+        def cut(descriptor, data):
+            calls.append(len(data))
+            if len(calls) == 1:
+                return real(descriptor, bytes(data)[:7])  # what fitted
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(audit_log.os, "write", cut)
+        retrieve(TEXT, ctx, k=1)
+        assert ctx.audit.failures == 1
+        monkeypatch.undo()
+        retrieve(TEXT, ctx, k=1)
+        assert len(ctx.audit.pending()) == 2
+    with Context.open(context_dir) as again:
+        assert len(again.audit.activities(limit=None)) == 2
+
+
 FSIZE_INGEST = r"""
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
@@ -333,7 +505,7 @@ def test_a_file_size_limit_is_a_storage_error_with_exit_3(context_dir, tmp_path)
                              str(context_dir), str(source)], capture_output=True, text=True,
                             timeout=300, check=False)
     assert_one_line_exit_3(result, str(context_dir))
-    assert "full" in result.stderr or "I/O" in result.stderr
+    assert "full" in result.stderr and "free some space" in result.stderr  # not "an I/O error"
     reopens(context_dir)  # the killed-in-the-middle ingest left a context that opens
 
 
@@ -412,3 +584,37 @@ def test_only_storage_faults_are_translated():
                       ContextDamagedError)
     full = storage_fault(OSError("IO error: No space left on device"), "g", "writing")
     assert type(full) is StorageError and "g" in str(full)
+
+
+class _RefusingConnection:
+    """An apsw connection whose statements fail as SQLite words a write the system refused."""
+
+    def __init__(self, number: int) -> None:
+        self.system_errno = number
+
+    def execute(self, sql, params=()):
+        import apsw
+
+        raise apsw.IOError("disk I/O error")
+
+
+@pytest.mark.parametrize("number, words", [(28, "No space left"), (27, "too large"),
+                                           (122, "quota")])
+def test_a_write_refused_for_space_is_a_full_disk_whatever_sqlite_calls_it(number, words):
+    from trails.vector.stores.sqlite_vec.driver import Database
+
+    database = Database(_RefusingConnection(number), "apsw", "kb/vectors.db")
+    with pytest.raises(StorageError) as caught:
+        database.execute("INSERT INTO items VALUES (1)")
+    message = str(caught.value)
+    assert "kb/vectors.db" in message and "full" in message and "free some space" in message
+    assert words in message
+
+
+def test_an_io_error_of_another_kind_stays_an_io_error():
+    from trails.vector.stores.sqlite_vec.driver import Database
+
+    database = Database(_RefusingConnection(5), "apsw", "kb/vectors.db")  # EIO
+    with pytest.raises(StorageError, match="I/O error") as caught:
+        database.execute("SELECT 1")
+    assert "full" not in str(caught.value)

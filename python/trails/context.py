@@ -207,6 +207,7 @@ class Context:
         wanted_retention = None if retention is None else check_retention(retention)
         wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
+        creating = config is None
         if config is not None:
             check_base_iri(config.base_iri, f"base_iri in {root / CONFIG_FILE}")
             check_retention(config.retention)  # before anything opens: nothing stays locked
@@ -230,8 +231,10 @@ class Context:
                 config.vectors, root, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(config.embedder.identity)
-            check_parts_belong(root, config, graph if kg is None else None, store,
-                               read_only=read_only)
+            context_id = check_parts_belong(root, config, graph if kg is None else None, store,
+                                            read_only=read_only, creating=creating)
+            if creating and context_id != config.id:
+                config = config.model_copy(update={"id": context_id})
             if metadata_predicates is not None:
                 wanted = expand_predicates(metadata_predicates)
                 if wanted != config.metadata_predicates and not read_only:

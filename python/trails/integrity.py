@@ -81,10 +81,16 @@ def check_parts_present(root: Path, config: ContextConfig) -> None:
 
 
 def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | None,
-                       store: VectorStore, *, read_only: bool) -> None:
+                       store: VectorStore, *, read_only: bool, creating: bool = False) -> str | None:
     """Check that the embedded parts record this context's id (``trails.json``'s, or for a
     context made before ids were kept, the one its parts agree on), and record it in a part
     that has none yet when ``read_only`` is off. ``trails.json`` itself is never rewritten.
+    Returns the context's id (None: read-only, and nothing records one).
+
+    ``creating``: ``trails.json`` does not exist yet, so ``config.id`` is only a proposal. It
+    is written last, so parts that record an id (agreeing with each other) are what a
+    creation that failed part way (a full disk) left: the context takes their id, and opening
+    the directory again finishes the creation instead of refusing its own parts.
 
     Raises:
         ContextDamagedError: a part records another context's id.
@@ -94,7 +100,8 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
     marker = graph / GRAPH_MARKER if graph is not None else None
     graph_id = _read_marker(marker) if marker is not None else None
     store_id = store.context_id if isinstance(store, ContextMarked) else None
-    expected = config.id or graph_id or store_id
+    expected = (graph_id or store_id or config.id) if creating else (
+        config.id or graph_id or store_id)
     for part, recorded in (("graph", graph_id), ("vector store", store_id)):
         if recorded is not None and recorded != expected:
             raise ContextDamagedError(
@@ -102,7 +109,7 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
                 f"{recorded}, the context is {expected}): the two halves of a context must "
                 f"come from the same directory; {_FIX}")
     if read_only:
-        return
+        return expected
     expected = expected or new_context_id()
     if marker is not None and graph_id is None:
         try:
@@ -111,6 +118,7 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
             raise StorageError(f"cannot write {marker}: {exc.strerror or exc}") from exc
     if isinstance(store, ContextMarked) and store_id is None:
         store.bind_context(expected)
+    return expected
 
 
 def _read_marker(marker: Path) -> str | None:

@@ -16,6 +16,7 @@ only folds the same triples again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -58,7 +59,7 @@ class AuditLog:
                         os.close(descriptor)
                         self._descriptor = None
                         continue
-                    os.write(descriptor, line)
+                    _append_whole(descriptor, line)
                     return
                 finally:
                     if self._descriptor is not None:
@@ -134,6 +135,23 @@ class AuditLog:
         files = [p for p in self.directory.iterdir()
                  if p.name.endswith((_SUFFIX, _SUFFIX + _FOLDING))]
         return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+def _append_whole(descriptor: int, line: bytes) -> None:
+    """Append ``line`` whole, or leave the file as it was and raise OSError: a line cut short
+    by a full disk would otherwise join the next record appended to it, and both be lost."""
+    start = os.fstat(descriptor).st_size
+    try:
+        view = memoryview(line)
+        while view:
+            written = os.write(descriptor, view)
+            if written == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            view = view[written:]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(descriptor, start)
+        raise
 
 
 def _sealed(descriptor: int) -> bool:

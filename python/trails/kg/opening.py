@@ -4,6 +4,7 @@ the revision stamp kept beside its files."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import secrets
@@ -13,9 +14,10 @@ from collections.abc import Iterator
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
-from trails.faults import storage_fault
+from trails.faults import is_full_disk, storage_fault
 
-__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "new_revision", "open_store", "patience",
+__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "kept_in_the_log", "new_revision", "open_store",
+           "patience",
            "read_revision", "store_state", "vanished_while_moving"]
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
@@ -29,6 +31,7 @@ OPEN_PATIENCE = 30.0
 REVISION_FILE = "trails-revision"
 
 StoreState = tuple[str, int, int]
+log = logging.getLogger("trails.graph")
 
 
 def patience(seconds: float = OPEN_PATIENCE) -> Iterator[bool]:
@@ -150,3 +153,20 @@ def new_revision(path: str | None) -> str:
                 file.write(revision)
             os.replace(temporary, target)
     return revision
+
+
+@contextlib.contextmanager
+def kept_in_the_log() -> Iterator[None]:
+    """Around the flush a writable store gets as it closes: a flush refused for lack of space
+    is only logged. Every write that returned is in RocksDB's write-ahead log already, which
+    the next open replays (a flush only moves it into tables), so a context closing after a
+    full disk closes cleanly. Any other failure is raised."""
+    try:
+        yield
+    except StorageError as exc:
+        if not is_full_disk(exc):
+            raise
+        # The text only: a kept log record must not keep the failure's frames (and through
+        # them the store and its lock) alive.
+        log.warning("%s; the graph's writes are kept in its log and read at the next open",
+                    str(exc))

@@ -17,6 +17,7 @@ from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import (
+    kept_in_the_log,
     new_revision,
     open_store,
     patience,
@@ -431,13 +432,13 @@ class OxigraphGraph:
             )
 
     def close(self) -> None:
-        """Flush and release the store (safe to call twice). The store is released even when
-        the flush fails (a full disk): the same process can open the directory again. Any
-        later call raises a ConfigurationError saying the graph is closed."""
+        """Flush (refused for lack of space: only logged, ``kept_in_the_log``) and release
+        the store, even when the flush fails; twice is fine; later calls say it is closed."""
         if self._closed:
             return
         try:
-            self.flush()
+            with kept_in_the_log():
+                self.flush()
         finally:
             self._closed = True
             self._store = None  # pyoxigraph closes on drop

@@ -9,6 +9,7 @@ small :class:`Database` interface so the store never cares which one it got.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,9 @@ from trails.errors import ConfigurationError, MissingExtraError
 from trails.faults import translated
 
 __all__ = ["Database", "open_database"]
+
+# What the system says when a write finds no space: a full disk, a quota, a file size limit.
+_FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 class Database:
@@ -49,15 +53,28 @@ class Database:
         return self._connection
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        connection = self._live
-        with translated(self.path, "using the vector store"):
+        with self._statement("using the vector store") as connection:
             return list(connection.execute(sql, tuple(params)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            connection = self._live
-            with translated(self.path, "writing the vector store"):
+            with self._statement("writing the vector store") as connection:
                 connection.executemany(sql, rows)
+
+    @contextlib.contextmanager
+    def _statement(self, action: str) -> Iterator[Any]:
+        """The connection, its failures raised as storage faults. SQLite reports a write
+        refused for lack of space (or past a file size limit) as a "disk I/O error" at times;
+        the error number the system gave it says which, so the fault says the disk is full."""
+        connection = self._live
+        with translated(self.path, action):
+            try:
+                yield connection
+            except Exception as exc:
+                number = getattr(connection, "system_errno", 0)  # apsw keeps it
+                if number not in _FULL_DISK or "i/o" not in str(exc).lower():
+                    raise
+                raise OSError(number, f"{os.strerror(number)} ({exc})") from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
