@@ -172,3 +172,122 @@ def test_listing_binds_its_caller_and_time():
     assert audit.activities(caller="nobody") == []
     assert len(audit.activities(since=NOW - dt.timedelta(days=2))) == 3
     assert audit.activities(since=NOW) == []
+
+
+# -- the audit graph is written by trails alone ---------------------------------------------------
+
+def forged_quads() -> list[ox.Quad]:
+    from trails.audit.prov import quads
+    return quads(record(99, 0, "search", "mallory", 1))
+
+
+def forged_in(format: ox.RdfFormat) -> bytes:
+    return ox.serialize(forged_quads(), format=format)
+
+
+@pytest.mark.parametrize("format", [ox.RdfFormat.TRIG, ox.RdfFormat.N_QUADS,
+                                    ox.RdfFormat.JSON_LD])
+def test_loading_into_the_audit_graph_is_refused_in_every_format(format):
+    from trails.errors import ConfigurationError
+
+    audit = trail()
+    audit.record(record(1, 0, "search", "alice", 1))
+    audit.fold()
+    before = audit_quads(audit.kg), len(audit.kg)
+    with pytest.raises(ConfigurationError, match="audit trail"):
+        audit.kg.load(forged_in(format), format=format.file_extension)
+    assert (audit_quads(audit.kg), len(audit.kg)) == before
+    assert [r.caller for r in audit.activities()] == ["alice"]
+
+
+def test_every_write_primitive_refuses_the_audit_graph():
+    from trails.errors import ConfigurationError
+
+    audit = trail()
+    audit.record(record(1, 0, "search", "alice", 1))
+    audit.fold()
+    kg, before = audit.kg, audit_quads(audit.kg)
+    nquads = forged_in(ox.RdfFormat.N_QUADS).decode()
+    writes = [lambda: kg.add(forged_quads()[0]), lambda: kg.extend(forged_quads()),
+              lambda: kg.extend(iter(forged_quads())), lambda: kg.bulk_extend(forged_quads()),
+              lambda: kg.load_nquads(nquads), lambda: kg.remove_graph(AUDIT_GRAPH)]
+    for write in writes:
+        with pytest.raises(ConfigurationError, match="audit trail"):
+            write()
+    assert audit_quads(kg) == before
+    kg.extend([ox.Quad(ox.NamedNode("urn:x:a"), ox.NamedNode("urn:x:b"), ox.Literal("c"),
+                       ox.NamedNode("urn:trails:scope:legal"))])  # any other graph: fine
+    kg.load_nquads('<urn:x:a> <urn:x:b> "<urn:trails:audit>" <urn:trails:scope:legal> .\n')
+    assert len(kg) == len(before) + 2
+
+
+RUN = "urn:trails:run:" + "9" * 32
+UPDATES = [
+    f'INSERT DATA {{ GRAPH <urn:trails:audit> {{ <{RUN}> a prov:Activity }} }}',
+    f'INSERT DATA {{ GRAPH <urn:trails:\\u0061udit> {{ <{RUN}> a prov:Activity }} }}',
+    f'PREFIX t: <urn:trails:> INSERT DATA {{ GRAPH t:audit {{ <{RUN}> a prov:Activity }} }}',
+    f'PREFIX u: <urn:> INSERT DATA {{ GRAPH u:trails\\:audit {{ <{RUN}> a prov:Activity }} }}',
+    f'WITH <urn:trails:audit> INSERT {{ <{RUN}> a prov:Activity }} WHERE {{}}',
+    (f'INSERT {{ GRAPH ?g {{ <{RUN}> a prov:Activity }} }} WHERE '
+     '{ BIND(IRI(CONCAT("urn:trails:", "aud", "it")) AS ?g) }'),
+    f'insert {{ graph $g {{ <{RUN}> a prov:Activity }} }} where {{ ?x <urn:x:g> $g }}',
+    "ADD DEFAULT TO <urn:trails:audit>",
+    "COPY <urn:trails:scope:legal> TO <urn:trails:audit>",
+    "MOVE <urn:trails:scope:legal> TO <urn:trails:audit>",
+    "CLEAR GRAPH <urn:trails:audit>",
+    "DROP GRAPH <urn:trails:audit>",
+    "DELETE WHERE { GRAPH <urn:trails:audit> { ?s ?p ?o } }",
+    ('INSERT DATA { <urn:x:a> <urn:x:b> 1 } ; '
+     'INSERT DATA { GRAPH <urn:trails:audit> { <urn:x:a> <urn:x:b> 1 } }'),
+]
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_updates_that_could_write_the_audit_graph_are_refused(update):
+    from trails.errors import SparqlError
+
+    audit = trail()
+    audit.kg.extend([ox.Quad(ox.NamedNode("urn:x:a"), ox.NamedNode("urn:x:g"), AUDIT_GRAPH),
+                     ox.Quad(ox.NamedNode("urn:x:a"), ox.NamedNode("urn:x:b"), ox.Literal(1),
+                             ox.NamedNode("urn:trails:scope:legal"))])
+    audit.record(record(1, 0, "search", "alice", 1))
+    audit.fold()
+    before = audit_quads(audit.kg), len(audit.kg)
+    with pytest.raises(SparqlError, match="audit trail"):
+        audit.kg.update(update)
+    assert (audit_quads(audit.kg), len(audit.kg)) == before
+
+
+def test_updates_elsewhere_still_work_and_the_fold_still_writes():
+    audit = trail(retention_days=30)
+    kg = audit.kg
+    kg.update('INSERT DATA { GRAPH <urn:trails:scope:legal> { <urn:x:a> <urn:x:b> '
+              '"urn:trails:audited" } }')  # a string that only starts like it
+    assert len(kg) == 1
+    kg.update("INSERT { GRAPH <urn:trails:scope:legal> { ?s <urn:x:c> 1 } } "
+              "WHERE { GRAPH ?g { ?s ?p ?o } }")
+    audit.record(record(1, 0, "search", "alice", 1))
+    audit.record(record(2, 400, "search", "bob", 1))
+    assert audit.fold() == 2
+    assert [r.caller for r in audit.activities()] == ["alice"]
+    kg.update("DELETE WHERE { GRAPH ?g { <urn:x:a> ?p ?o } }")
+    assert audit_quads(kg)
+
+
+def test_trails_load_refuses_the_audit_graph_and_audit_lists_only_real_runs(audited, tmp_path):
+    from typer.testing import CliRunner
+
+    from trails.cli import app
+
+    root, runs = audited
+    runner = CliRunner()
+    for suffix, format in ((".trig", ox.RdfFormat.TRIG), (".nq", ox.RdfFormat.N_QUADS),
+                           (".jsonld", ox.RdfFormat.JSON_LD)):
+        forged = tmp_path / f"forged{suffix}"
+        forged.write_bytes(forged_in(format))
+        result = runner.invoke(app, ["--db", str(root), "load", str(forged)])
+        assert result.exit_code == 1, result.output
+        assert "audit trail" in result.stderr and "Traceback" not in result.stderr
+    listed = runner.invoke(app, ["--db", str(root), "audit", "--json"])
+    assert "mallory" not in listed.stdout
+    assert {run for run in runs if run in listed.stdout} == set(runs)

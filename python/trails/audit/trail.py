@@ -19,8 +19,9 @@ from trails.audit.prov import parse_time, quads, read_records
 from trails.audit.records import ActivityRecord, run_id_of, run_iri
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
 from trails.config import AuditConfig
-from trails.errors import UnknownRunError
+from trails.errors import StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
+from trails.kg.reserved import writing_audit_graph
 from trails.kg.terms import IRI
 
 __all__ = ["AUDIT_DIRECTORY", "AuditTrail", "default_caller"]
@@ -84,6 +85,27 @@ class AuditTrail:
             log.warning("could not record audit activity %s (%d failure(s) so far): %s",
                         record.run_id, self.failures, exc)
             return False
+
+    def record_first(self, record: ActivityRecord) -> None:
+        """Keep ``record`` before what it records happens (a deletion): on the disk when this
+        returns, so no kill can leave the act without its record.
+
+        Raises:
+            StorageError: it could not be written; do not go on with the act.
+        """
+        try:
+            if self._log is not None:
+                self._log.append(record, sync=True)
+            else:
+                with self._lock:
+                    self._memory.append(record)
+        except OSError as exc:
+            self.failures += 1
+            raise StorageError(
+                f"could not record {record.kind} {record.run_id} in the audit log "
+                f"{self._log.directory if self._log else ''} ({exc.strerror or exc}), so it "
+                "was not done; make the log writable (free space, permissions) and run it "
+                "again") from exc
 
     def pending(self) -> list[ActivityRecord]:
         """Records not yet in the graph."""
@@ -177,7 +199,7 @@ class AuditTrail:
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
             contextlib.nullcontext())
-        with quiet:
+        with quiet, writing_audit_graph():  # the one writer of the audit graph
             batch: list[ox.Quad] = []
             for record in records:
                 try:
