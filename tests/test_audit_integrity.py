@@ -291,3 +291,28 @@ def test_trails_load_refuses_the_audit_graph_and_audit_lists_only_real_runs(audi
     listed = runner.invoke(app, ["--db", str(root), "audit", "--json"])
     assert "mallory" not in listed.stdout
     assert {run for run in runs if run in listed.stdout} == set(runs)
+
+
+def test_a_document_whose_metadata_names_the_audit_graph_is_written_and_deleted():
+    from trails.ingest import Document, ingest_all
+    from trails.testing import fresh_context
+
+    with fresh_context() as ctx:
+        named = {"title": "About <urn:trails:audit>", "see": "urn:trails:audit"}
+        ingest_all([Document("a", "a", "Rails.", metadata=named)], ctx=ctx)
+        ingest_all([Document("a", "a", "Rails.", metadata={**named, "v": 2})], ctx=ctx)
+        assert ctx.delete_document("trails://local/doc/a")
+        assert ctx.verify().ok and len(ctx.kg) == 0
+
+
+def test_a_delete_through_a_variable_graph_made_from_a_string_is_refused():
+    from trails.errors import SparqlError
+
+    audit = trail()
+    audit.record(record(1, 0, "search", "alice", 1))
+    audit.fold()
+    before = audit_quads(audit.kg)
+    with pytest.raises(SparqlError, match="audit trail"):
+        audit.kg.update('DELETE { GRAPH ?g { ?s ?p ?o } } WHERE { '
+                        'BIND(IRI("urn:trails:audit") AS ?g) GRAPH ?g { ?s ?p ?o } }')
+    assert audit_quads(audit.kg) == before

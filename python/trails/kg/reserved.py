@@ -6,9 +6,9 @@ never happened, so every write a graph takes from outside (``load`` in any forma
 ``extend``, ``bulk_extend``, ``load_nquads``, ``update``, ``remove_graph``) is refused when it
 names that graph, and trails' own fold writes it inside :func:`writing_audit_graph`.
 
-An update is judged by its text, escapes undone: it is refused when it names the graph (in an
-IRI, a string, a prefixed name a declared or predefined prefix could make), or when it
-inserts into a graph chosen by a variable. Wiping every graph (``DROP ALL``) is allowed and
+An update is judged by its text, escapes undone: it is refused when it names the graph (an
+IRI, a prefixed name a declared or predefined prefix could make, or a string where a
+variable names a graph), or when it inserts into a graph chosen by a variable. Wiping every graph (``DROP ALL``) is allowed and
 takes the trail with the rest. Writes through :attr:`OxigraphGraph.store` (the raw
 pyoxigraph store) bypass trails altogether.
 """
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError
-from trails.kg.sparql import code_only
+from trails.kg.sparql import code_only, iri_refs
 
 __all__ = ["AUDIT_GRAPH_IRI", "check_nquads", "check_quads", "check_removal", "check_update",
            "writing_audit_graph"]
@@ -98,14 +98,18 @@ def check_update(text: str, prefixes: Mapping[str, str]) -> None:
     if _WRITING.get():
         return
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+    code = code_only(plain)
     declared = {**prefixes, **{name or "": iri for name, iri in _PREFIX.findall(plain)}}
     near = sorted(f"{name}:" for name, iri in declared.items()
-                  if iri and AUDIT_GRAPH_IRI.startswith(iri) and f"{name}:" in plain)
-    if _NAMED.search(plain) or near:
+                  if iri and AUDIT_GRAPH_IRI.startswith(iri) and f"{name}:" in code)
+    variable = _VARIABLE_GRAPH.search(code) is not None
+    # A string matters only where a variable could make it the graph (BIND(IRI("...") AS ?g)):
+    # elsewhere it is a value (a document's title), never a graph.
+    if AUDIT_GRAPH_IRI in iri_refs(plain) or near or (variable and _NAMED.search(plain)):
         raise SparqlError(f"{_WHY}: this update names it{' through ' + near[0] if near else ''}"
                           "; nothing was written. Write your triples to a scope's graph or "
                           "one of your own")
-    if _inserts_into_variable_graph(code_only(plain)):
+    if variable and _inserts_into_variable_graph(code):
         raise SparqlError(f"{_WHY}, and this update inserts into a graph chosen by a variable, "
                           "which could be that one; nothing was written. Name the graphs it "
                           "inserts into (GRAPH <urn:trails:scope:NAME> { ... })")
