@@ -14,7 +14,7 @@ import pytest
 from trails.audit import AUDIT_DIRECTORY
 from trails.context import Context
 from trails.errors import StorageError
-from trails.ingest import ingest_all
+from trails.ingest import Document, ingest_all
 from trails.testing import MockEmbedder, fresh_context
 
 NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
@@ -98,3 +98,44 @@ def test_a_context_that_does_not_audit_deletes_without_records(tmp_path):
         assert [d.iri for d in ctx.prune_expired(now=NOW)] == sorted(
             f"trails://local/doc/{name}" for name in NAMES)
         assert documents(ctx) == set() and ctx.audit.pending() == []
+
+
+PRUNING_WORKER = """
+import sys, time
+from trails.context import Context
+
+ctx = Context.open(sys.argv[1])
+original = ctx.vectors.delete_document
+
+def slowed(iri):  # a document half deleted for a while: the widest window for a kill
+    removed = original(iri)
+    time.sleep(0.01)
+    return removed
+
+ctx.vectors.delete_document = slowed
+print("ready", flush=True)
+ctx.prune_expired()
+ctx.close()
+"""
+
+
+@pytest.mark.parametrize("kill_after", [0.05, 0.3])
+def test_a_prune_killed_with_sigkill_leaves_every_deleted_document_recorded(tmp_path,
+                                                                            kill_after):
+    from killing import run_worker
+
+    root = tmp_path / "kb"
+    with Context.open(root, embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(f"d{i}", f"d{i}", f"Note {i} on rails.",
+                             metadata={"expires": "2020-01-01"}) for i in range(40)], ctx=ctx)
+        before = documents(ctx)
+    run_worker(PRUNING_WORKER, [root], kill_after)
+    with Context.open(root) as ctx:
+        gone = before - documents(ctx)
+        recorded_there = {doc for r in ctx.audit.activities(limit=None)
+                          if r.kind == "deletion" for doc in r.documents}
+        assert gone <= recorded_there
+        ctx.prune_expired()  # the next prune finishes, and records what it deletes
+        assert documents(ctx) == set()
+        assert before <= {doc for r in ctx.audit.activities(limit=None)
+                           if r.kind == "deletion" for doc in r.documents}
