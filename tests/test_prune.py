@@ -100,3 +100,59 @@ def test_documents_given_from_python_are_never_pruned(tree, monkeypatch):
         ingest_all(".", ctx=ctx)
         assert ingest_all(".", ctx=ctx, prune=True).pruned == 0
         assert "crm-export" in sources(ctx)
+
+
+def test_documents_whose_source_label_looks_like_a_path_are_never_pruned(tree, monkeypatch):
+    docs, _ = tree
+    monkeypatch.chdir(docs)
+    from trails.ingest import Document
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        # Given from Python (or the service) with labels that resolve under the folder and
+        # name no existing file: they came from no file, so no file's absence removes them.
+        given = [Document("runbook", "runbook.md", "Rails runbook."),
+                 Document("c-note", "notes/c.md", "Rails note."),
+                 Document("absolute", str(docs / "gone.md"), "Rails absolute label.")]
+        ingest_all(given, ctx=ctx)
+        (docs / "a.md").unlink()
+        events = list(ingest(docs, ctx=ctx, prune=True))
+        assert [e.source.rsplit("/", 1)[-1] for e in events
+                if isinstance(e, DocumentPruned)] == ["a.md"]
+        assert {"runbook.md", "c.md", "gone.md"} <= set(sources(ctx))
+        assert ingest_all(".", ctx=ctx, prune=True).pruned == 0
+
+
+def test_documents_ingested_before_files_were_recorded_are_kept_until_ingested_again(tree):
+    docs, _ = tree
+    from trails.ingest import Document
+    from trails.ingest.events import DocumentMetadataUpdated
+    with fresh_context() as ctx:
+        # What an older ingest wrote: the file's path as the label, no recorded file.
+        old = [Document(name, str(docs / name), (docs / name).read_text())
+               for name in ("a.md", "b.md")]
+        ingest_all(old, ctx=ctx)
+        (docs / "a.md").unlink()
+        events = list(ingest(docs, ctx=ctx, prune=True))
+        assert not [e for e in events if isinstance(e, DocumentPruned)]  # no guessing
+        assert "a.md" in sources(ctx)
+        # Ingesting the folder recorded b.md's file (a metadata update, no re-embedding).
+        assert [e.doc_iri for e in events if isinstance(e, DocumentMetadataUpdated)] == [
+            "trails://local/doc/b.md"]
+        (docs / "b.md").unlink()
+        assert ingest_all(docs, ctx=ctx, prune=True).pruned == 1
+        assert "b.md" not in sources(ctx) and "a.md" in sources(ctx)
+
+
+def test_prune_judges_recorded_files_whatever_the_working_directory(tree, tmp_path,
+                                                                    monkeypatch):
+    docs, other = tree
+    (other / "docs").mkdir()  # the same relative name, somewhere else
+    monkeypatch.chdir(tmp_path)
+    with fresh_context() as ctx:
+        ingest_all("docs", ctx=ctx)
+        monkeypatch.chdir(other)  # "docs" now names other/docs, which holds nothing
+        assert ingest_all("docs", ctx=ctx, prune=True).pruned == 0
+        assert sources(ctx) == ["a.md", "b.md", "c.md"]
+        (docs / "b.md").unlink()
+        assert ingest_all(docs, ctx=ctx, prune=True).pruned == 1
+        assert sources(ctx) == ["a.md", "c.md"]

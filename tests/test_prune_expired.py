@@ -44,7 +44,7 @@ def recorded(monkeypatch):
     """What reaches record_deletion, the one call site for auditing deletions."""
     calls: list[list[tuple[str, dt.datetime]]] = []
     monkeypatch.setattr(retention, "record_deletion",
-                        lambda ctx, documents, reason, expired_at: calls.append(
+                        lambda ctx, documents, reason, expired_at, caller: calls.append(
                             [(iri, expired_at[iri]) for iri in documents]))
     return calls
 
@@ -77,7 +77,7 @@ def test_prune_removes_exactly_the_expired_documents_from_both_stores(corpus, re
     ctx = corpus
     removed = ctx.prune_expired(now=NOW)
     assert sorted(tuple(r) for r in removed) == sorted(EXPIRED)
-    assert recorded == [[tuple(r) for r in removed]]
+    assert recorded == [[tuple(r)] for r in removed]  # each before its deletion
     for iri, _ in EXPIRED:
         assert vectors_of(ctx, iri) == []
         assert triples_about(ctx, iri) == (1 if iri == doc("gone") else 0)  # the user's triple
@@ -87,7 +87,7 @@ def test_prune_removes_exactly_the_expired_documents_from_both_stores(corpus, re
     hits = retrieve("payroll", ctx, mode="vector", k=20, scope=["default", "tmp"], now=NOW)
     assert {h.iri.rsplit("/v/", 1)[0] for h in hits} == {doc("kept"), doc("plain"),
                                                          doc("fresh", "tmp")}
-    assert ctx.prune_expired(now=NOW) == [] and len(recorded) == 1  # nothing left to record
+    assert ctx.prune_expired(now=NOW) == [] and len(recorded) == 2  # nothing left to record
 
 
 def test_a_dry_run_lists_the_same_documents_and_deletes_nothing(corpus, recorded):

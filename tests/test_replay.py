@@ -134,7 +134,9 @@ def test_the_command_line_lists_shows_and_replays(kb):
     assert report["same"] == [h["iri"] for h in run["hits"]]
     human = cli(kb, "replay", run["run_id"])
     assert "the same answer" in human.output
-    missing = cli(kb, "audit", "show", "nope")
-    assert missing.exit_code == 1 and "no recorded run 'nope'" in missing.output
+    missing = cli(kb, "audit", "show", "0" * 32)
+    assert missing.exit_code == 1 and f"no recorded run '{'0' * 32}'" in missing.output
+    malformed = cli(kb, "audit", "show", "nope")
+    assert malformed.exit_code == 1 and "'nope' is no run id" in malformed.output
     bad_date = cli(kb, "audit", "--since", "last tuesday")
     assert bad_date.exit_code == 1 and "ISO 8601" in bad_date.output

@@ -38,7 +38,7 @@ from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
-from trails.ingest.retention import prune_expired, record_deletion
+from trails.ingest.retention import delete_recorded, prune_expired
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -282,14 +282,15 @@ class Context:
         Triples you added about the document survive (ADR 0012) unless
         ``include_user_triples=True``. Returns False when there was no such document. The
         audit trail records the deletion with ``caller`` (default: ``ctx.audit.caller``, else
-        the login name) as who asked for it.
+        the login name) as who asked for it, on the disk before anything is removed.
+
+        Raises:
+            StorageError: the record could not be written (nothing was deleted).
         """
         self._check_writable()
         parts: ContextParts = self
-        deleted = maintenance.delete_document(parts, iri, include_user_triples=include_user_triples)
-        if deleted:
-            record_deletion(parts, [iri], reason="deleted on request", caller=caller)
-        return deleted
+        return delete_recorded(parts, iri, reason="deleted on request", caller=caller,
+                               include_user_triples=include_user_triples)
 
     def prune_expired(self, *, now: datetime | None = None,
                       dry_run: bool = False) -> list[ExpiredDocument]:

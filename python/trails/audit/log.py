@@ -46,8 +46,9 @@ class AuditLog:
         self._lock = threading.Lock()  # one line at a time from this process
         self._descriptor: int | None = None  # kept open: an append is one write
 
-    def append(self, record: ActivityRecord) -> None:
-        """Add ``record`` (raises OSError when the file cannot be written)."""
+    def append(self, record: ActivityRecord, *, sync: bool = False) -> None:
+        """Add ``record`` (raises OSError when the file cannot be written); with ``sync`` it
+        is on the disk when this returns (a record that must come before what it records)."""
         line = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
                 + "\n").encode("utf-8")
         with self._lock:
@@ -60,6 +61,8 @@ class AuditLog:
                         self._descriptor = None
                         continue
                     _append_whole(descriptor, line)
+                    if sync:
+                        os.fsync(descriptor)
                     return
                 finally:
                     if self._descriptor is not None:

@@ -29,7 +29,7 @@ from trails.audit.records import (
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, JSON, PROV, RDF_TYPE, RDFS_LABEL, XSD
 from trails.kg.terms import term_of
 
-__all__ = ["agent_iri", "quads", "read_records"]
+__all__ = ["agent_iri", "parse_time", "quads", "read_records"]
 
 
 def _p(namespace: str, local: str) -> ox.NamedNode:
@@ -41,7 +41,9 @@ def _json(value: object) -> ox.Literal:
 
 
 def _time(value: str) -> ox.Literal:
-    return ox.Literal(value, datatype=ox.NamedNode(XSD + "dateTime"))
+    # Always with an offset: SPARQL cannot order a time without one against one with, so
+    # retention could never find such a record expired.
+    return ox.Literal(parse_time(value).isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
 
 
 def agent_iri(caller: str) -> ox.NamedNode:
@@ -163,5 +165,10 @@ def read_records(rows: Sequence[str]) -> list[ActivityRecord]:
 
 
 def parse_time(value: str) -> dt.datetime:
-    """A record's time (ISO 8601, UTC)."""
-    return dt.datetime.fromisoformat(value)
+    """A record's time (ISO 8601; one without an offset is UTC, as trails writes them).
+
+    Raises:
+        ValueError: no ISO 8601 time (TypeError: no text).
+    """
+    moment = dt.datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

@@ -6,17 +6,20 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from trails.errors import InvalidArgumentError
 from trails.records import DEGRADED
 
 __all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord",
-           "from_json", "new_run_id", "query_digest", "run_iri"]
+           "from_json", "new_run_id", "query_digest", "run_id_of", "run_iri"]
 
 RUN_BASE = "urn:trails:run:"
+_RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id makes
 
 
 def new_run_id() -> str:
@@ -25,6 +28,22 @@ def new_run_id() -> str:
 
 def run_iri(run_id: str) -> str:
     return RUN_BASE + run_id
+
+
+def run_id_of(run: object) -> str:
+    """The run id ``run`` names: the id itself (32 hexadecimal digits, as ``trails audit``
+    lists them) or its IRI ``urn:trails:run:<id>``.
+
+    Raises:
+        InvalidArgumentError: anything else (it could only name no run, or another one).
+    """
+    text = run.strip() if isinstance(run, str) else ""
+    found = text.removeprefix(RUN_BASE)
+    if not _RUN_ID.fullmatch(found.lower()):
+        raise InvalidArgumentError(
+            f"{str(run)[:80]!r} is no run id: a run id is 32 hexadecimal digits (as `trails "
+            f"audit` lists them), or its IRI {RUN_BASE}<id>")
+    return found.lower()
 
 
 def query_digest(query: str) -> str:

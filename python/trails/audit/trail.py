@@ -15,12 +15,14 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from trails.audit.log import AuditLog
-from trails.audit.prov import quads, read_records
-from trails.audit.records import ActivityRecord, run_iri
-from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, XSD
+from trails.audit.prov import parse_time, quads, read_records
+from trails.audit.records import ActivityRecord, run_id_of, run_iri
+from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
 from trails.config import AuditConfig
-from trails.errors import UnknownRunError
+from trails.errors import StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
+from trails.kg.reserved import writing_audit_graph
+from trails.kg.terms import IRI
 
 __all__ = ["AUDIT_DIRECTORY", "AuditTrail", "default_caller"]
 
@@ -32,7 +34,10 @@ REJECTED = "rejected.txt"  # there: records that have no RDF form, kept for a pe
 # enough that the graph's other writer (an ingest) never waits long for a fold.
 FOLD_BATCH = 20_000
 _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
-            f"<{PROV}startedAtTime> ?t . {{filters}} }} }} ORDER BY DESC(?t) {{limit}}")
+            f"<{PROV}startedAtTime> ?t . {{caller}} }} {{since}} }} ORDER BY DESC(?t) {{limit}}")
+_SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
+_CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller"
+_RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
 
 
 def default_caller() -> str:
@@ -81,6 +86,27 @@ class AuditTrail:
                         record.run_id, self.failures, exc)
             return False
 
+    def record_first(self, record: ActivityRecord) -> None:
+        """Keep ``record`` before what it records happens (a deletion): on the disk when this
+        returns, so no kill can leave the act without its record.
+
+        Raises:
+            StorageError: it could not be written; do not go on with the act.
+        """
+        try:
+            if self._log is not None:
+                self._log.append(record, sync=True)
+            else:
+                with self._lock:
+                    self._memory.append(record)
+        except OSError as exc:
+            self.failures += 1
+            raise StorageError(
+                f"could not record {record.kind} {record.run_id} in the audit log "
+                f"{self._log.directory if self._log else ''} ({exc.strerror or exc}), so it "
+                "was not done; make the log writable (free space, permissions) and run it "
+                "again") from exc
+
     def pending(self) -> list[ActivityRecord]:
         """Records not yet in the graph."""
         if self._log is None:
@@ -117,20 +143,21 @@ class AuditTrail:
         """Recorded activities, newest first: folded ones (after folding, when this context
         may write) and pending ones."""
         self.fold()
-        filters = []
         moment = None if since is None else (
             since if since.tzinfo else since.replace(tzinfo=dt.timezone.utc))
+        bindings: dict[str, object] = {}  # values travel bound, never pasted (ADR 0003)
         if moment is not None:
-            filters.append(f"FILTER(?t >= {ox.Literal(moment.isoformat(), datatype=ox.NamedNode(XSD + 'dateTime'))})")
+            bindings["since"] = _date_time(moment)
         if caller is not None:
-            filters.append(f"?run <{PROV}wasAssociatedWith> ?agent . "
-                           f"?agent <http://www.w3.org/2000/01/rdf-schema#label> {ox.Literal(caller)}")
-        text = _RECORDS.replace("{filters}", " ".join(filters)).replace(
-            "{limit}", "" if limit is None else f"LIMIT {int(limit)}")
-        found = read_records([str(v) for v in select(self.kg, text).column("record")])
+            bindings["caller"] = caller
+        text = (_RECORDS.replace("{caller}", _CALLER if caller is not None else "")
+                .replace("{since}", _SINCE if moment is not None else "")
+                .replace("{limit}", "" if limit is None else f"LIMIT {int(limit)}"))
+        found = read_records([str(v) for v in
+                              select(self.kg, text, bindings or None).column("record")])
+        floor = max((m for m in (moment, self._cutoff()) if m is not None), default=None)
         pending = [r for r in self.pending()
-                   if (caller is None or r.caller == caller)
-                   and (moment is None or dt.datetime.fromisoformat(r.started) >= moment)]
+                   if (caller is None or r.caller == caller) and _kept(r, floor)]
         merged = {r.run_id: r for r in [*found, *pending]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         return ordered if limit is None else ordered[:limit]
@@ -139,15 +166,16 @@ class AuditTrail:
         """The activity ``run`` (its id, or its IRI ``urn:trails:run:<id>``).
 
         Raises:
+            InvalidArgumentError: ``run`` is no run id (nor a run's IRI).
             UnknownRunError: no such activity (or it is past the retention).
         """
-        run_id = run.rsplit(":", 1)[-1].strip()
+        run_id = run_id_of(run)
         for record in self.pending():
-            if record.run_id == run_id:
+            if record.run_id == run_id and _kept(record, self._cutoff()):
                 return record
-        rows = select(self.kg, f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ "
-                               f"<{run_iri(run_id)}> <{AUDIT}record> ?record }} }}")
-        found = read_records([str(v) for v in rows.column("record")])
+        rows = select(self.kg, _RECORD, {"run": IRI(run_iri(run_id))})
+        found = [r for r in read_records([str(v) for v in rows.column("record")])
+                 if r.run_id == run_id]
         if not found:
             raise UnknownRunError(
                 f"no recorded run {run!r} in this context; list runs with `trails audit` "
@@ -169,15 +197,14 @@ class AuditTrail:
         return dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)
 
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
-        kept = [r for r in records
-                if cutoff is None or dt.datetime.fromisoformat(r.started) >= cutoff]
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
             contextlib.nullcontext())
-        with quiet:
+        with quiet, writing_audit_graph():  # the one writer of the audit graph
             batch: list[ox.Quad] = []
-            for record in kept:
+            for record in records:
                 try:
-                    batch.extend(quads(record))
+                    if cutoff is None or parse_time(record.started) >= cutoff:
+                        batch.extend(quads(record))
                 except (ValueError, TypeError) as exc:  # one bad record must not stop a fold
                     self._reject(record, exc)
                 if len(batch) >= FOLD_BATCH:  # whole records per transaction, bounded, so
@@ -198,12 +225,35 @@ class AuditTrail:
             self._log.keep_aside(record, REJECTED)
 
 
+def _date_time(moment: dt.datetime) -> ox.Literal:
+    return ox.Literal(moment.isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
+
+
+def _kept(record: ActivityRecord, floor: dt.datetime | None) -> bool:
+    """Whether ``record`` started at or after ``floor`` (a record with no time never is)."""
+    try:
+        return floor is None or parse_time(record.started) >= floor
+    except (ValueError, TypeError):
+        return False
+
+
+# The nodes of an activity (what prov.quads mints under its IRI) from the activity ?run.
+_NODES = ("BIND(?run AS ?s)", f"?run <{AUDIT}binding> ?s", f"?run <{PROV}qualifiedUsage> ?s",
+          f"?run <{PROV}qualifiedUsage>/<{AUDIT}admittedBy> ?s")
+
+
 def _expired(cutoff: dt.datetime) -> str:
-    """The update dropping every activity started before ``cutoff`` with what hangs off it."""
-    moment = ox.Literal(cutoff.isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
-    return (f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} }} WHERE {{ GRAPH {AUDIT_GRAPH} {{ "
-            f"?run <{PROV}startedAtTime> ?t . FILTER(?t < {moment}) "
-            f"{{ BIND(?run AS ?s) }} UNION {{ ?run <{AUDIT}binding> ?s }} UNION "
-            f"{{ ?run <{PROV}qualifiedUsage> ?s }} UNION "
-            f"{{ ?run <{PROV}qualifiedUsage> ?u . ?u <{AUDIT}admittedBy> ?s }} "
-            f"?s ?p ?o }} }}")
+    """The update dropping every activity started before ``cutoff``, every triple of it and
+    of the nodes it owns (bindings, hits, their admitting solutions), then the agents no
+    activity names any more; nothing else.
+
+    Each branch finds its own expired activity: a variable bound outside a group is not
+    visible inside it, so a branch that only reads ``?run`` would match every triple."""
+    expired = f"?run <{PROV}startedAtTime> ?t . FILTER(?t < {_date_time(cutoff)})"
+    branches = " UNION ".join(f"{{ {expired} {node} }}" for node in _NODES)
+    graph = f"GRAPH {AUDIT_GRAPH}"
+    return (f"DELETE {{ {graph} {{ ?s ?p ?o }} }} WHERE {{ {graph} {{ {{ {branches} }} "
+            f"?s ?p ?o }} }} ;\n"
+            f"DELETE {{ {graph} {{ ?agent ?p ?o }} }} WHERE {{ {graph} {{ "
+            f"?agent a <{PROV}Agent> FILTER NOT EXISTS {{ ?any <{PROV}wasAssociatedWith> ?agent }} "
+            f"?agent ?p ?o }} }}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
+from trails.kg.reserved import AUDIT_GRAPH_IRI
+
 __all__ = ["AUDIT", "AUDIT_GRAPH", "JSON", "PROV", "RDFS_LABEL", "RDF_TYPE", "XSD"]
 
 PROV = "http://www.w3.org/ns/prov#"
@@ -16,4 +18,4 @@ RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 RDFS_LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
 # The named graph of every audit record: no scope's, so a retrieval filter (confined to its
 # scopes' graphs) never reads it, nor does a scoped query; an unscoped query reads everything.
-AUDIT_GRAPH = ox.NamedNode("urn:trails:audit")
+AUDIT_GRAPH = ox.NamedNode(AUDIT_GRAPH_IRI)

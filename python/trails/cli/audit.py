@@ -68,7 +68,8 @@ def audit(
 @app.command("show")
 def show(
     ctx: typer.Context,
-    run: str = typer.Argument(..., metavar="RUN", help="A run id (or urn:trails:run:ID)."),
+    run: str = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits, as "
+                              "`trails audit` lists them) or urn:trails:run:ID."),
     as_json: bool = typer.Option(False, "--json", help="Print the record as JSON."),
 ) -> None:
     """Print one recorded run whole: what was asked, against which state, what came back and
@@ -95,7 +96,8 @@ def show(
 
 def replay(
     ctx: typer.Context,
-    run: str = typer.Argument(..., metavar="RUN", help="The id of the recorded search."),
+    run: str = typer.Argument(..., metavar="RUN", help="The id of the recorded search (32 "
+                              "hexadecimal digits, as `trails audit` lists them)."),
     query: Optional[str] = typer.Option(  # noqa: UP045
         None, "--query", metavar="TEXT",
         help="The query text, when the context kept only its SHA-256."),

@@ -35,7 +35,9 @@ def load(
     """Load RDF files into the graph: an ontology, facts about documents, links.
 
     All the files load in one transaction: a syntax error names the file, line and column,
-    and nothing of any file is loaded (exit 1). Prints the quads each file held.
+    and nothing of any file is loaded (exit 1). Prints the quads each file held. The audit
+    graph (urn:trails:audit) is written by trails alone: a file with triples in it is
+    refused, and nothing is loaded (exit 1).
 
     Example:
 

@@ -43,8 +43,9 @@ def ingest(
     exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB",
                                       help="Skip files or folders matching (repeatable)."),
     prune: bool = typer.Option(False, "--prune",
-                               help="Then delete the documents whose source files under these "
-                                    "paths are gone."),
+                               help="Then delete the documents read from files under these "
+                                    "paths that are gone (each recorded in the audit trail "
+                                    "first)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only the run's totals as JSON: {ingested, skipped, failed, "
@@ -54,8 +55,9 @@ def ingest(
     """Ingest files and folders: load, chunk, embed and commit each document.
 
     Unchanged documents are skipped; a document whose metadata alone changed is updated
-    without embedding. With --prune, documents whose source files under PATH were deleted
-    are removed too. Prints a summary, then each failure as SOURCE: REASON and each warning
+    without embedding. With --prune, documents read from files under PATH that were deleted
+    since are removed too: only those (trails records each document's file when it ingests
+    it), never a document given from Python or the service, whatever its source label. Prints a summary, then each failure as SOURCE: REASON and each warning
     on stderr. Exits 2 if any document failed (the others are committed), else 0.
 
     The progress bar (stderr, on a terminal) shows documents done of the total counted

@@ -71,9 +71,9 @@ def shown(value: object, limit: int = 100) -> str:
 def document_problem(document: Document) -> str | None:
     """Why ``document`` cannot be written (a field of the wrong type, text UTF-8 cannot
     hold, metadata with no RDF form), or None."""
-    for name in ("id", "source", "text", "media_type", "title"):
+    for name in ("id", "source", "text", "media_type", "title", "origin"):
         value = getattr(document, name, None)
-        if value is None and name == "title":
+        if value is None and name in ("title", "origin"):
             continue
         if not isinstance(value, str):
             return f"{name} must be a str, got {type(value).__name__}"

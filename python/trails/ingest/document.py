@@ -33,7 +33,9 @@ class Document:
     ``id`` is deterministic from the source (a file's path relative to the ingested root, a
     record's id field), so the same source is the same document in every process. ``metadata``
     holds user fields (front matter, record fields); ``date``/``created`` there become
-    ``schema:dateCreated``.
+    ``schema:dateCreated``. ``origin`` is the absolute path of the file it was read from
+    (the file loader sets it; ``None`` for a document given any other way): ``ingest
+    --prune`` deletes a document only when that file is gone, never by its ``source`` label.
 
     Raises:
         InvalidArgumentTypeError: a field of the wrong type (``id``, ``source``, ``text`` and
@@ -50,10 +52,13 @@ class Document:
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     media_type: str = "text/plain"
+    origin: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("id", "source", "text", "media_type"):
             _need(isinstance(getattr(self, name), str), name, "a str", getattr(self, name))
+        _need(self.origin is None or isinstance(self.origin, str), "origin",
+              "a str (an absolute file path) or None", self.origin)
         _need(self.title is None or isinstance(self.title, str), "title", "a str or None",
               self.title)
         _need(isinstance(self.metadata, Mapping), "metadata", "a mapping (dict) of fields",

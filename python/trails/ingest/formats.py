@@ -35,9 +35,9 @@ class Parsed(NamedTuple):
     media_type: str = "text/plain"
     key: str | None = None
 
-    def to_document(self, id: str, source: str) -> Document:
+    def to_document(self, id: str, source: str, origin: str | None = None) -> Document:
         return Document(id=id, source=source, text=self.text, title=self.title,
-                        metadata=dict(self.metadata), media_type=self.media_type)
+                        metadata=dict(self.metadata), media_type=self.media_type, origin=origin)
 
 
 def parse_text(text: str) -> Parsed:

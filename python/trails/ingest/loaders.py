@@ -173,22 +173,25 @@ class FileLoader:
 
     def _load_file(self, doc_id: str, path: Path) -> Iterator[Document | LoadFailure]:
         source = str(path)
+        origin = os.path.abspath(path)  # what --prune checks, whatever the working directory
         try:
             data = _read_regular(path)
             suffix = path.suffix.lower()
             if suffix == ".jsonl":
-                yield from self._load_jsonl(doc_id, source, _decode(data))
+                yield from self._load_jsonl(doc_id, source, _decode(data), origin)
             elif suffix == ".pdf":
-                yield _parse_pdf_safely(data).to_document(doc_id, source)
+                yield _parse_pdf_safely(data).to_document(doc_id, source, origin)
             else:
-                yield _PARSERS.get(suffix, parse_text)(_decode(data)).to_document(doc_id, source)
+                yield _PARSERS.get(suffix, parse_text)(_decode(data)).to_document(
+                    doc_id, source, origin)
         except (OSError, ValueError, MissingExtraError) as exc:  # UnicodeDecodeError: a ValueError
             # A missing extra fails this file only, and its message names the pip command.
             yield LoadFailure(source, _reason(exc))
         except Exception as exc:  # noqa: BLE001 - whatever a file makes a parser do, it fails alone
             yield LoadFailure(source, _unexpected(exc))
 
-    def _load_jsonl(self, doc_id: str, source: str, text: str) -> Iterator[Document | LoadFailure]:
+    def _load_jsonl(self, doc_id: str, source: str, text: str,
+                    origin: str) -> Iterator[Document | LoadFailure]:
         seen: dict[str, int] = {}
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
@@ -208,7 +211,7 @@ class FileLoader:
                                   f"duplicate id {record_id!r}, first on line {seen[record_id]}")
                 continue
             seen[record_id] = lineno
-            yield parsed.to_document(record_id, source)
+            yield parsed.to_document(record_id, source, origin)
 
 
 _RDF_SKIPPED = ("an RDF file (facts, not a document), skipped: load it into the graph with "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyoxigraph as ox
@@ -274,17 +275,24 @@ def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]],
         ctx.kg.update(" ;\n".join(operations[start : start + 500]))
 
 
-def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bool = False) -> bool:
+def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bool = False,
+                    before_removal: Callable[[], object] | None = None) -> bool:
     """Remove a document: vectors first (retrieval stops seeing it), then the chunk and
     document triples trails wrote in its scope (ADR 0012). Triples others added about it
     survive unless ``include_user_triples``, which removes every triple whose subject is the
-    document or one of its chunks. Returns False if nothing was found."""
+    document or one of its chunks. Returns False if nothing was found.
+
+    ``before_removal`` is called once the document is found and before anything of it is
+    removed (its audit record: it must exist before the deletion does); if it raises, nothing
+    is removed."""
     store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()
     scopes |= set(select(ctx.kg, "SELECT ?s WHERE { ?doc trails:scope ?s }",
                          {"doc": IRI(doc_iri)}).column("s"))
     chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
+    if before_removal is not None and (record or scopes or chunk_scopes):
+        before_removal()
     removed = store.delete_document(doc_iri)
     if include_user_triples:
         _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])

@@ -23,6 +23,7 @@ __all__ = [
     "CHUNK_PREDICATES",
     "MINTED",
     "MINTED_GRAPH",
+    "SOURCE_FILE",
     "check_base_iri",
     "chunk_iri",
     "chunk_nquads",
@@ -259,6 +260,8 @@ def _document_triples(
         (s, _MEDIA_TYPE, ox.Literal(document.media_type)),
         (s, _SCOPE, ox.Literal(scope)),
     ]
+    if document.origin is not None:  # in the manifest: ingesting a file again records it
+        triples.append((s, SOURCE_FILE, ox.Literal(document.origin)))
     created = date_created(document.metadata)
     if created is not None:
         triples.append((s, _DATE_CREATED, to_term(created)))
@@ -380,6 +383,7 @@ CHUNK_PREDICATES = tuple(p.value for p in (
 _INTEGER = "^^<http://www.w3.org/2001/XMLSchema#integer>"
 _DOCUMENT, _CHUNK = _t("Document"), _t("Chunk")
 _DOCUMENT_ID, _SOURCE, _NAME = _t("documentId"), _t("source"), _s("name")
+SOURCE_FILE = _t("sourceFile")  # the file a document was loaded from (prune reads it)
 _CONTENT_HASH, _CHUNK_COUNT, _CURRENT_VERSION = _t("contentHash"), _t("chunkCount"), _t("currentVersion")
 _MEDIA_TYPE, _SCOPE, _DATE_CREATED = _t("mediaType"), _t("scope"), _s("dateCreated")
 _EXPIRES = ox.NamedNode(EXPIRES)

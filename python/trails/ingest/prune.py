@@ -1,11 +1,18 @@
 """Sync with the source: delete the documents whose source files are gone.
 
 ``ingest(paths, prune=True)`` (``trails ingest --prune``) ends with this: every document of the
-scope whose recorded source lies under one of the ingested paths and no longer exists is
-deleted, one at a time, each as crash-safe as :func:`~trails.ingest.maintenance.delete_document`
-(a kill leaves the document whole or gone, and the next ``--prune`` finishes). A source that
-still exists is never pruned, even when this run skipped it (``--include``/``--exclude``, a
-file that failed to load): only its absence says the user removed it.
+scope that the file loader read from a file under one of the ingested paths
+(``trails:sourceFile``, the file's absolute path, recorded at ingest), and whose file no
+longer exists, is deleted, one at a time, its audit record first, each as crash-safe as
+:func:`~trails.ingest.maintenance.delete_document` (a kill leaves the document whole or gone,
+and the next ``--prune`` finishes).
+
+What decides is only that recorded file, never the document's ``source`` label: a document
+given from Python or through the service (``source="runbook.md"``) has no file and is never
+pruned, whatever the working directory; nor is a document ingested before files were
+recorded (ingesting its folder again records them). A source that still exists is never
+pruned, even when this run skipped it (``--include``/``--exclude``, a file that failed to
+load): only its absence says the user removed it.
 """
 
 from __future__ import annotations
@@ -16,17 +23,19 @@ from pathlib import Path
 
 from trails.errors import InvalidArgumentError
 from trails.ingest.events import DocumentPruned
-from trails.ingest.loaders import KNOWN_SUFFIXES
-from trails.ingest.maintenance import delete_document
-from trails.ingest.retention import record_deletion
+from trails.ingest.minting import SOURCE_FILE
+from trails.ingest.retention import delete_recorded
 from trails.kg.base import select
 from trails.parts import ContextParts
 
 __all__ = ["prune_missing", "prune_roots"]
 
+_FILES = f"SELECT ?doc ?file WHERE {{ ?doc a trails:Document ; {SOURCE_FILE} ?file }}"
+
 
 def prune_roots(source: object) -> list[Path]:
-    """The ingested paths, resolved; refused unless every one is an existing path."""
+    """The ingested paths, as written (absolute) and resolved; refused unless every one is
+    an existing path."""
     if isinstance(source, (str, os.PathLike)):
         given = [source]
     elif isinstance(source, (list, tuple)) and all(isinstance(p, (str, os.PathLike))
@@ -35,26 +44,24 @@ def prune_roots(source: object) -> list[Path]:
     else:
         raise InvalidArgumentError("prune=True needs the ingested files or folders as paths, "
                                    "to know which documents came from them")
-    roots = [Path(p).resolve() for p in given]
-    missing = [str(p) for p, root in zip(given, roots) if not root.exists()]
+    missing = [str(p) for p in given if not Path(p).exists()]
     if missing:
         raise InvalidArgumentError(f"cannot prune: {', '.join(missing)} does not exist (check the path; "
                          "pruning a missing folder would delete every document from it)")
-    return roots
+    return list(dict.fromkeys(root for p in given
+                              for root in (Path(os.path.abspath(p)), Path(p).resolve())))
 
 
 def prune_missing(ctx: ContextParts, scope: str, roots: list[Path]) -> Iterator[DocumentPruned]:
-    """Delete the scope's documents whose source is under ``roots`` and is gone."""
-    rows = select(ctx.kg, "SELECT ?doc ?source WHERE { ?doc a trails:Document ; "
-                          "trails:source ?source }", scopes=[scope])
-    for row in rows:
-        source = str(row["source"])
-        path = Path(source).resolve()
-        # Only what the file loader could have read: a Document given from Python with a
-        # source label ("crm-export") is no file, and its absence proves nothing.
-        if (path.suffix.lower() not in KNOWN_SUFFIXES or path.exists()
-                or not any(path == root or root in path.parents for root in roots)):
+    """Delete the scope's documents read from a file under ``roots`` that is gone."""
+    for row in select(ctx.kg, _FILES, scopes=[scope]):
+        file = Path(str(row["file"]))
+        if not file.is_absolute() or file.exists() or not _under(file, roots):
             continue
-        if delete_document(ctx, str(row["doc"])):
-            record_deletion(ctx, [str(row["doc"])], reason=f"source removed: {source}")
-        yield DocumentPruned(str(row["doc"]), source)
+        delete_recorded(ctx, str(row["doc"]), reason=f"source removed: {file}")
+        yield DocumentPruned(str(row["doc"]), str(file))
+
+
+def _under(file: Path, roots: list[Path]) -> bool:
+    named = {file, file.parent.resolve() / file.name}  # as recorded, and its folder resolved
+    return any(path == root or root in path.parents for path in named for root in roots)

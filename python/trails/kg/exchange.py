@@ -15,6 +15,7 @@ import pyoxigraph as ox
 
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads, write_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
+from trails.kg.reserved import check_quads
 from trails.scopes import DEFAULT_SCOPE
 
 __all__ = ["dump_quads", "load_quads", "rdflib_of"]
@@ -29,13 +30,14 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
 
     Raises:
         ValueError: ``format=`` with an rdflib graph (it has no text format to name).
+        ConfigurationError: a quad in the audit graph, which trails alone writes.
     """
     if is_rdflib_graph(source):
         if format is not None:
             raise ValueError("format= names the format of a file or text; an rdflib graph "
                              "needs none, so leave it out")
         source, format = from_rdflib(source)
-    quads = read_quads(source, format, scope, base_iri=base_iri)
+    quads = check_quads(read_quads(source, format, scope, base_iri=base_iri))
     add(quads)
     return len(quads)
 

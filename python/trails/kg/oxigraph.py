@@ -25,6 +25,7 @@ from trails.kg.opening import (
     vanished_while_moving,
 )
 from trails.kg.rdfio import RdfSource
+from trails.kg.reserved import check_nquads, check_quads, check_removal, check_update
 from trails.kg.result import QueryResult, Triples
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
@@ -304,6 +305,7 @@ class OxigraphGraph:
         """Run a SPARQL 1.1 update (INSERT DATA, DELETE WHERE, ...)."""
         self._check_writable()
         text = apply_bindings(sparql, bindings) if bindings else sparql
+        check_update(text, self.prefixes)
         try:
             with self._faults("writing the graph in"):
                 self._s.update(text, prefixes=self.prefixes)
@@ -313,21 +315,19 @@ class OxigraphGraph:
             raise SparqlError(f"SPARQL update failed: {exc}") from exc
 
     def add(self, quad: ox.Quad) -> None:
-        self._check_writable()
-        with self._faults("writing the graph in"):
-            self._s.add(quad)
+        self.extend([quad])
 
     def extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add quads in one transaction: all or none."""
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._s.extend(quads)
+            self._s.extend(check_quads(quads))
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._s.bulk_extend(quads)
+            self._s.bulk_extend(check_quads(quads))
 
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
@@ -343,10 +343,11 @@ class OxigraphGraph:
         """
         self._check_writable()
         with self._faults("writing the graph in"):
-            self._s.load(text, format=ox.RdfFormat.N_QUADS, lenient=True)
+            self._s.load(check_nquads(text), format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
+        check_removal(graph)
         with self._faults("writing the graph in"):
             self._s.remove_graph(graph)
 

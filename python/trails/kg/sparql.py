@@ -17,6 +17,7 @@ __all__ = [
     "check_filter",
     "check_limits",
     "code_only",
+    "iri_refs",
     "looks_like_update",
     "parser_sees_service",
     "refuse_service",
@@ -137,6 +138,15 @@ def looks_like_update(query: str) -> bool:
 def code_only(query: str) -> str:
     """``query`` with strings, IRIs and comments blanked (same length, same positions)."""
     return _OPAQUE.sub(lambda m: " " * len(m.group()), query)
+
+
+def iri_refs(query: str) -> list[str]:
+    """The IRIs written out in ``query`` (not those in its strings or comments).
+
+    >>> iri_refs('INSERT DATA { <x:a> <x:b> "<x:c>" } # <x:d>')
+    ['x:a', 'x:b']
+    """
+    return [m.group()[1:-1] for m in _OPAQUE.finditer(query) if m.group().startswith("<")]
 
 
 def check_filter(

@@ -58,6 +58,7 @@ from trails.kg.remote.rewrite import (
 from trails.kg.remote.transport import ATOMIC as _ATOMIC
 from trails.kg.remote.transport import article as _a
 from trails.kg.remote.transport import send
+from trails.kg.reserved import check_quads, check_removal, check_update
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
 from trails.kg.variables import check_bound
@@ -217,6 +218,7 @@ class SparqlEndpointGraph:
                 which Virtuoso acknowledges without doing.
         """
         text = apply_bindings(sparql, bindings) if bindings else sparql
+        check_update(text, self.prefixes)
         text = with_prefixes(text, self.prefixes)
         if self._virtuoso:
             refuse_whole_store_updates(text)
@@ -235,7 +237,7 @@ class SparqlEndpointGraph:
         Each request is atomic; if one fails, the earlier ones stay (adding quads is
         idempotent, so re-running the whole call finishes the work).
         """
-        for batch in batches(quads, self.batch_size):
+        for batch in batches(check_quads(quads), self.batch_size):
             self._post(self.update_url, "update",
                        insert_data(batch, self._stored_default, virtuoso=self._virtuoso), [])
 
@@ -245,6 +247,7 @@ class SparqlEndpointGraph:
 
     def remove_graph(self, graph: ox.NamedNode | ox.DefaultGraph) -> None:
         """Remove a named graph and its triples (the default graph: its triples)."""
+        check_removal(graph)
         if isinstance(graph, ox.DefaultGraph):
             where = f"GRAPH <{self._stored_default}>" if self._stored_default else "DEFAULT"
             self.update(f"CLEAR SILENT {where}")
