@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from trails import Context
+from trails.audit.records import query_digest
 from trails.cli import app
 from trails.ingest import Document, ingest_all
 from trails.service.keys import digest
@@ -389,12 +390,14 @@ def test_a_search_refused_after_parsing_is_recorded(kb, empty_keys, arguments, e
 
 
 def test_sparql_queries_are_recorded_as_over_http(kb, keys):
+    asked = "ASK { ?recorded ?p ?o }"
+
     async def calls(session):
-        return payload(await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }"}))
+        return payload(await session.call_tool("sparql", {"query": asked}))
 
     assert session_run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"],
                        calls) == {"boolean": True}
     with Context.open(kb, read_only=True) as ctx:
         records = [r for r in ctx.audit.activities(caller="analyst", limit=None)
-                   if r.kind == "sparql"]
+                   if r.kind == "sparql" and r.query_sha256 == query_digest(asked)]
     assert [(r.form, r.scopes, r.answers) for r in records] == [("ASK", ["public"], 1)]

@@ -60,8 +60,8 @@ def client(seeded):
 
 
 def searches(ctx, caller: str) -> list[SearchRecord]:
-    return [r for r in ctx.audit.pending()
-            if isinstance(r, SearchRecord) and r.caller == caller]
+    return [r for r in ctx.audit.activities(caller=caller, limit=None)
+            if isinstance(r, SearchRecord)]
 
 
 # -- every search is recorded ----------------------------------------------------------------

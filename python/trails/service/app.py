@@ -36,7 +36,6 @@ from trails.context import Context
 from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
-from trails.retrieval.asynchronous import aretrieve
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.keys import ApiKey, KeyRing
@@ -48,8 +47,14 @@ from trails.service.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, status_of
-from trails.service.requests import record_sparql, retrieve_options, run_sparql
+from trails.service.problems import error_body, printable, status_of
+from trails.service.requests import (
+    keyed_search,
+    record_sparql,
+    request_call,
+    retrieve_options,
+    run_sparql,
+)
 from trails.service.sparql_protocol import (
     FORM,
     GRAPH_TYPES,
@@ -180,7 +185,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         errors = exc.errors()
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
                           for e in errors[:5])
-        return JSONResponse({"error": "RequestValidationError", "message": where,
+        return JSONResponse({"error": "RequestValidationError", "message": printable(where),
                              "detail": _plain(errors)}, status_code=422)
 
     fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
@@ -198,14 +203,8 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
-        key.require("read")
-        options = await asyncio.to_thread(retrieve_options, state, key, body)
-        if options is None:  # the key's scopes hold nothing yet
-            return {"query": body.query, "hits": [], "mode": body.mode, "plan": "empty",
-                    "candidates": 0, "exhaustive": True, "rankings": [], "fusion_weights": {},
-                    "notes": ["none of the scopes this key grants holds anything"],
-                    "run_id": None, "degraded": []}
-        result = await aretrieve(body.query, ctx, **options)
+        result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
+                                         lambda: retrieve_options(state, body))
         return {"query": body.query, **result.to_dict()}
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
