@@ -76,6 +76,16 @@ def test_a_search_in_scopes_that_hold_nothing_is_recorded(client, seeded):
     assert record.hits == [] and record.scopes == []
 
 
+@pytest.mark.parametrize("body", [{"filter": "SELECT ?c WHERE { ?c "}, {"mode": "graph"},
+                                  {"mode": "vector", "filter": "SELECT ?c WHERE { ?c ?p ?o }"}])
+def test_a_mistake_is_refused_and_recorded_even_where_nothing_is_to_search(client, seeded,
+                                                                           body):
+    response = client.post("/retrieve", json={"query": "glaciers", **body},
+                           headers=auth("ghost-only"))
+    assert response.status_code == 400, response.text
+    assert [r.plan for r in searches(seeded, "ghost-only")] == ["refused"]
+
+
 @pytest.mark.parametrize(("label", "body", "status"), [
     ("alpha-reader", {"scopes": ["beta"]}, 403),                       # a scope not granted
     ("alpha-and-ghost", {"scopes": ["ghost"]}, 400),                   # granted, holds nothing

@@ -15,9 +15,9 @@ import pyoxigraph as ox
 from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
-from trails.kg.base import QueryOutput
+from trails.kg.base import FunctionGraph, QueryOutput
 from trails.kg.remote.rewrite import query_form
-from trails.kg.sparql import check_limits, code_only, refuse_service
+from trails.kg.sparql import check_filter, check_limits, code_only, refuse_service
 from trails.kg.terms import IRI
 from trails.records import RetrievalResult
 from trails.retrieval.recording import SearchCall, observe, record_refusal
@@ -79,6 +79,7 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
         scopes = search_scopes(ctx, key, call.scopes or None)
         arguments = options()
         if scopes is not None and not scopes:
+            _check_filter(ctx, call)  # nothing to search, but a mistake is still one
             empty = RetrievalResult([], mode=call.mode, plan="empty", candidates=0,
                                     exhaustive=True, notes=[NOTHING_GRANTED])
             searched = dataclasses.replace(call, scopes=[], started=started, why=False,
@@ -90,6 +91,25 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
     except Exception as error:
         record_refusal(ctx, dataclasses.replace(call, started=started), error)
         raise
+
+
+def _check_filter(ctx: Context, call: SearchCall) -> None:
+    """Refuse what ``retrieve()`` would refuse of ``call``'s filter before reading anything.
+
+    Raises:
+        UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
+        ValueError: graph mode without a filter, vector mode with one.
+    """
+    if call.sparql_filter is None:
+        if call.mode == "graph":
+            raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
+        return
+    if call.mode == "vector":
+        raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
+                         "mode='hybrid' to rank only the filter's candidates")
+    check_limits(call.sparql_filter)
+    functions = ctx.kg.functions if isinstance(ctx.kg, FunctionGraph) else ()
+    check_filter(call.sparql_filter, ctx.kg.prefixes, functions=functions)
 
 
 def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
