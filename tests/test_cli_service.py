@@ -163,3 +163,35 @@ def test_a_filter_from_stdin_survives_a_query_the_service_declines(served):
     assert result["candidates"] is not None and result["hits"]
     assert all(not h["document"].endswith("/a1") for h in result["hits"])
     assert _caller(db, result["run_id"]) == "cli-user"  # answered here, not by the service
+
+
+def test_serve_answers_its_own_and_allowed_hosts_only(tmp_path):
+    import httpx
+
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                                "--port", "0", "--log-level", "warning",
+                                "--allowed-host", "search.internal"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        deadline = time.monotonic() + 90
+        while (info := read_service(db)) is None:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "service.json never appeared"
+            time.sleep(0.05)
+        with httpx.Client(base_url=info.url, timeout=30) as http:
+            statuses = {host: http.get("/health", headers={"Host": host}).status_code
+                        for host in ("search.internal", "evil.example", "localhost")}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    assert statuses == {"search.internal": 200, "evil.example": 421, "localhost": 200}
+
+
+def test_serve_refuses_an_allowed_host_that_is_no_host_name(tmp_path):
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    out = trails("--db", str(db), "serve", "--port", "0", "--allowed-host", "http://x/")
+    assert out.returncode != 0
+    assert "no host name" in out.stderr and "Traceback" not in out.stderr

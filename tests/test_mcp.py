@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from trails import Context
+from trails.audit.records import query_digest
 from trails.cli import app
 from trails.ingest import Document, ingest_all
 from trails.service.keys import digest
@@ -255,3 +256,148 @@ def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message):
 def _triples(kb: Path) -> int:
     with Context.open(kb, read_only=True) as ctx:
         return ctx.kg.query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }")[0]["n"]
+
+
+# -- every call is answered, every search recorded (issue: hardening, third round) -----------
+
+class RawServer:
+    """``trails mcp`` spoken to line by line, for what the SDK's client would not send."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trails.cli", "mcp", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert self.answer()["id"] == 0
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def send(self, line: str | bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = 60) -> dict[str, Any]:
+        import selectors
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                raise AssertionError("the server never answered")
+        return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(60)
+
+
+LONE = "\\ud800"
+SURROGATE_CALLS = [
+    ("retrieve", '{"query": "x%s"}'),
+    ("retrieve", '{"query": "x", "filter": "SELECT ?iri WHERE { ?iri ?p \\"%s\\" }"}'),
+    ("retrieve", ('{"query": "x", "filter": "SELECT ?iri WHERE { ?iri ?p ?o }", '
+                 '"bindings": {"o": "%s"}}')),
+    ("retrieve", ('{"query": "x", "filter": "SELECT ?iri WHERE { ?iri ?p ?o }", '
+                 '"bindings": {"o%s": "v"}}')),
+    ("retrieve", '{"query": "x", "scopes": ["public%s"]}'),
+    ("retrieve", '{"query": "x", "mode": "%s"}'),
+    ("sparql", '{"query": "ASK { ?s ?p \\"%s\\" }"}'),
+    ("sparql", '{"query": "ASK { ?s ?p ?o }", "bindings": {"o": "%s"}}'),
+    ("sparql", '{"query": "ASK { ?s ?p ?o }", "scopes": ["%s"]}'),
+    ("%s", '{"query": "x"}'),
+]
+
+
+def test_a_lone_surrogate_in_any_argument_is_answered_with_an_error(kb):
+    server = RawServer(["--db", str(kb)])
+    try:
+        for n, (tool, arguments) in enumerate(SURROGATE_CALLS, 1):
+            name, given = tool.replace("%s", LONE), arguments.replace("%s", LONE)
+            server.send(f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": '
+                        f'{{"name": "{name}", "arguments": {given}}}}}')
+            answer = server.answer()
+            assert answer["id"] == n
+            assert "surrogate" in json.dumps(answer), answer
+            assert "error" in answer or answer["result"]["isError"], answer
+        # The server still answers afterwards.
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
+            "name": "retrieve", "arguments": {"query": PUBLIC_WORD, "scopes": ["public"]}}}))
+        assert server.answer()["result"]["structuredContent"]["hits"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("line", [
+    (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "retrieve", '
+    b'"arguments": {"query": "\xed\xa0\x80"}}}'),                       # a surrogate as UTF-8
+    (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "retrieve", '
+    b'"arguments": {"query": "\xff"}}}'),                               # no UTF-8 at all
+    b'{"jsonrpc": "2.0", "id": 5, "method": 7}',                        # no JSON-RPC request
+])
+def test_a_request_the_protocol_cannot_read_is_answered_by_id(kb, line):
+    server = RawServer(["--db", str(kb)])
+    try:
+        server.send(line)
+        answer = server.answer()
+        assert answer["id"] == 5 and answer["error"]["message"], answer
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def empty_keys(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("keys") / "keys.toml"
+    path.write_text('[[key]]\nlabel = "hr-only"\nsecret = "hr-only-secret-1234"\n'
+                    'scopes = ["hr"]\n\n'
+                    '[[key]]\nlabel = "public-hr"\nsecret = "public-hr-secret-12"\n'
+                    'scopes = ["public", "hr"]\n')
+    return path
+
+
+def _searches(kb: Path, caller: str) -> list[Any]:
+    with Context.open(kb, read_only=True) as ctx:
+        return [r for r in ctx.audit.activities(caller=caller, limit=None) if r.kind == "search"]
+
+
+def test_a_search_in_scopes_that_hold_nothing_is_recorded(kb, empty_keys):
+    async def calls(session):
+        return await session.call_tool("retrieve", {"query": "unheard-of words"})
+
+    session_run(["--db", str(kb), "--keys", str(empty_keys), "--key-label", "hr-only"], calls)
+    records = _searches(kb, "hr-only")
+    assert [r.query for r in records] == ["unheard-of words"]
+    assert records[0].hits == []
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    ({"query": "refused one", "scopes": ["hr"]}, "'hr'"),
+    ({"query": "refused two", "scopes": ["finance"]}, "'finance'"),
+    ({"query": "refused three", "filter": "SELECT ?iri WHERE { ?iri "}, "parse"),
+])
+def test_a_search_refused_after_parsing_is_recorded(kb, empty_keys, arguments, expected):
+    async def calls(session):
+        return error_text(await session.call_tool("retrieve", arguments))
+
+    message = session_run(["--db", str(kb), "--keys", str(empty_keys), "--key-label",
+                           "public-hr"], calls)
+    assert expected in message
+    assert "finance" not in message or arguments.get("scopes") == ["finance"]
+    [record] = [r for r in _searches(kb, "public-hr") if r.query == arguments["query"]]
+    assert record.plan == "refused" and record.hits == []
+
+
+def test_sparql_queries_are_recorded_as_over_http(kb, keys):
+    asked = "ASK { ?recorded ?p ?o }"
+
+    async def calls(session):
+        return payload(await session.call_tool("sparql", {"query": asked}))
+
+    assert session_run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"],
+                       calls) == {"boolean": True}
+    with Context.open(kb, read_only=True) as ctx:
+        records = [r for r in ctx.audit.activities(caller="analyst", limit=None)
+                   if r.kind == "sparql" and r.query_sha256 == query_digest(asked)]
+    assert [(r.form, r.scopes, r.answers) for r in records] == [("ASK", ["public"], 1)]

@@ -345,10 +345,10 @@ def test_metrics_count_requests_latencies_and_ingests(client):
 
 
 def test_a_bug_is_a_500_with_its_class_only_and_is_counted(client, monkeypatch):
-    async def broken(*args, **kwargs):
+    def broken(*args, **kwargs):
         raise RuntimeError("a path like /home/someone/secret")
 
-    monkeypatch.setattr("trails.service.app.aretrieve", broken)
+    monkeypatch.setattr("trails.service.app.keyed_search", broken)
     response = _retrieve(client, "admin")
     assert response.status_code == 500
     assert response.json()["error"] == "InternalError"

@@ -55,21 +55,29 @@ def scope_of_graph(graph: str) -> str | None:
     return graph[len(SCOPE_BASE):] if graph.startswith(SCOPE_BASE) else None
 
 
-def check_known_scopes(scopes: Sequence[str], known: Collection[str]) -> None:
+def check_known_scopes(scopes: Sequence[str], known: Collection[str], *,
+                       readable: Collection[str] | None = None) -> None:
     """Refuse a read of a scope that holds nothing: a typo would otherwise read as "nothing
-    matched". The default scope always exists.
+    matched". The default scope always exists. ``readable``: the scopes the caller may read
+    (None: every scope); the message names no other, so it never tells one tenant another's.
 
     >>> check_known_scopes(["legal"], ["default", "legal"])
     >>> check_known_scopes(["legl"], ["default", "legal"])
     Traceback (most recent call last):
     ...
     trails.errors.UnknownScopeError: unknown scope 'legl' (did you mean 'legal'?); the scopes that exist: default, legal
+    >>> check_known_scopes(["legl"], ["default", "legal", "hr"], readable=["legl", "legal"])
+    Traceback (most recent call last):
+    ...
+    trails.errors.UnknownScopeError: unknown scope 'legl' (did you mean 'legal'?); the scopes you may read that hold anything: legal
     """
     for scope in scopes:
         if scope == DEFAULT_SCOPE or scope in known:
             continue
-        existing = sorted({DEFAULT_SCOPE, *known})
+        existing = sorted(s for s in {DEFAULT_SCOPE, *known} if readable is None or s in readable)
         close = difflib.get_close_matches(scope, existing, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UnknownScopeError(
-            f"unknown scope {scope!r}{hint}; the scopes that exist: {', '.join(existing)}")
+        listed = (f"the scopes that exist: {', '.join(existing)}" if readable is None else
+                  f"the scopes you may read that hold anything: {', '.join(existing)}"
+                  if existing else "none of the scopes you may read holds anything yet")
+        raise UnknownScopeError(f"unknown scope {scope!r}{hint}; {listed}")

@@ -41,6 +41,10 @@ def serve(
         None, "--reranker", metavar="MODEL", help="A cross-encoder directory or package, for "
         "the 'rerank' step (warmed at start-up)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn's log level."),
+    allowed_host: list[str] = typer.Option(
+        [], "--allowed-host", metavar="NAME[:PORT]", help="Another Host name the service "
+        "answers (repeat it), e.g. behind a proxy; '*' for any. Without keys only its own "
+        "addresses are answered (DNS rebinding); with keys any, unless this is given."),
 ) -> None:
     """Serve the context over HTTP: retrieve, SPARQL 1.1 Protocol, ingest (docs/service.md).
 
@@ -69,7 +73,7 @@ def serve(
         typer.echo(f"trails serve: listening on {url} (service.json in {db})")
 
     run(db, host=host, port=port, keys=ring, read_only=read_only, reranker=ranker,
-        announce=announce, log_level=log_level)
+        announce=announce, log_level=log_level, allowed_hosts=allowed_host or None)
 
 
 @keys_app.command("add")

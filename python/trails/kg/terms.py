@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["IRI", "check_text", "sparql_json", "term_of", "to_python", "to_term"]
+__all__ = ["IRI", "check_json_text", "check_text", "sparql_json", "term_of", "to_python", "to_term"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -89,6 +89,33 @@ def check_text(text: str, what: str) -> str:
             "UTF-8 cannot encode (a bad decode or a JSON \\ud800 escape?); remove it or "
             "decode the source properly") from None
     return text
+
+
+def check_json_text(value: object, what: str) -> None:
+    """Refuse a lone surrogate in any string of a parsed JSON value (its keys too): JSON
+    can spell one (``"\\ud800"`` without its pair) and Python's reader keeps it, but UTF-8,
+    and so every store and every answer, cannot hold it.
+
+    Raises:
+        InvalidArgumentError: naming where in ``what`` the surrogate is.
+
+    >>> check_json_text({"query": "x", "scopes": ["a\\ud800"]}, "the request")
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentError: the request.scopes[0] holds a lone surrogate '\\ud800' at offset 1, which UTF-8 cannot encode (a bad decode or a JSON \\ud800 escape?); remove it or decode the source properly
+    """
+    pending: list[tuple[object, str]] = [(value, what)]
+    while pending:  # a loop, not recursion: a deeply nested value cannot exhaust the stack
+        item, where = pending.pop()
+        if isinstance(item, str):
+            check_text(item, where)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(key, str):
+                    check_text(key, f"a key of {where}")
+                pending.append((inner, f"{where}.{key}"))
+        elif isinstance(item, (list, tuple)):
+            pending.extend((inner, f"{where}[{n}]") for n, inner in enumerate(item))
 
 
 def _named_node(iri: str) -> ox.NamedNode:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trails.audit import HitRecord, SearchRecord, default_caller, new_run_id, query_digest
+from trails.audit.records import started_now
 from trails.kg.base import RevisionGraph
 from trails.kg.bindings import check_bindings
 from trails.records import RetrievalResult
@@ -27,9 +28,13 @@ from trails.vector.stores.base import RevisionedStore, VectorStore
 if TYPE_CHECKING:
     from trails.context import Context
 
-__all__ = ["LOG_TEXT", "REPLAYING", "RetrieveEvent", "SearchCall", "observe", "revisions"]
+__all__ = ["LOG_TEXT", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
+           "record_refusal", "revisions"]
 
 log = logging.getLogger("trails.retrieve")
+
+# The plan of a search refused after its arguments were read; its note says why.
+REFUSED = "refused"
 
 # Query text goes to log records (and spans) only when TRAILS_LOG_TEXT is set: logs travel
 # further than the graph.
@@ -109,6 +114,32 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
             result = _with_hits(result, list(result), run_id=record.run_id)
     _announce(ctx, RetrieveEvent(result, call, seconds, caller))
     return result
+
+
+def record_refusal(ctx: Context, call: SearchCall, error: BaseException) -> str | None:
+    """Record a search refused after its arguments were read (a scope not granted, a filter
+    that does not parse, a backend down): the trail keeps every search, whatever its answer.
+    Plan :data:`REFUSED`, no hits, a note naming the error. Its run id, or None when the
+    context does not audit or the record could not be built or written (logged, never
+    raised: the refusal is what the caller hears about)."""
+    trail = ctx.audit
+    if not trail.enabled:
+        return None
+    message = " ".join(str(error).split()) or type(error).__name__
+    refused = RetrievalResult([], mode=call.mode, plan=REFUSED, candidates=0, exhaustive=True,
+                              notes=[f"refused: {type(error).__name__}: {message}"])
+    try:
+        try:
+            if call.bindings:
+                check_bindings(call.bindings)
+        except (TypeError, ValueError):  # the bindings may be why it was refused
+            call = dataclasses.replace(call, bindings=None)
+        record = _record(refused, call, call.caller or trail.caller or default_caller(),
+                         started_now(), keep_text=trail.settings.query_text == "full")
+    except Exception:
+        log.exception("a refused search could not be recorded")
+        return None
+    return record.run_id if trail.record(record) else None
 
 
 def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -36,8 +36,8 @@ from trails.context import Context
 from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
-from trails.retrieval.asynchronous import aretrieve
 from trails.service.documents import delete_confined, ingest_events
+from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
@@ -47,8 +47,14 @@ from trails.service.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, status_of
-from trails.service.requests import record_sparql, retrieve_options, run_sparql
+from trails.service.problems import error_body, printable, status_of
+from trails.service.requests import (
+    keyed_search,
+    record_sparql,
+    request_call,
+    retrieve_options,
+    run_sparql,
+)
 from trails.service.sparql_protocol import (
     FORM,
     GRAPH_TYPES,
@@ -91,7 +97,8 @@ def _sparql_doc(method: str) -> dict[str, Any]:
 
 def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | None, *,
                read_only: bool = False, reranker: Step | None = None,
-               extra_keys: tuple[ApiKey, ...] = (), fold_seconds: float = 30.0) -> FastAPI:
+               extra_keys: tuple[ApiKey, ...] = (), fold_seconds: float = 30.0,
+               allowed_hosts: Sequence[str] | None = None) -> FastAPI:
     """A FastAPI application serving one context.
 
     Args:
@@ -102,11 +109,18 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         reranker: the cross-encoder the ``rerank`` step uses, warmed at start-up.
         extra_keys: keys valid for this run (the ``service.json`` token).
         fold_seconds: how often the writer folds the audit log into the audit graph.
+        allowed_hosts: more ``Host`` names the service answers (``*``: any). Without keys
+            it answers only requests addressed to it (:mod:`trails.service.hosts`: DNS
+            rebinding); with keys, any unless these are given.
 
     Raises:
+        ConfigurationError: an allowed host that is no host name.
         Everything :meth:`Context.open` raises, for a directory.
     """
     fastapi_app: FastAPI
+    if keys is not None and allowed_hosts is None:
+        allowed_hosts = [ANY_HOST]  # a key is what a rebound page lacks
+    hosts = check_allowed_hosts(allowed_hosts or ())
     if isinstance(ctx_or_dir, Context):
         ctx, owned = ctx_or_dir, False
     else:
@@ -171,7 +185,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         errors = exc.errors()
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
                           for e in errors[:5])
-        return JSONResponse({"error": "RequestValidationError", "message": where,
+        return JSONResponse({"error": "RequestValidationError", "message": printable(where),
                              "detail": _plain(errors)}, status_code=422)
 
     fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
@@ -183,18 +197,14 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                             status_code=exc.status_code, headers=exc.headers)
 
     fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
+    # Added last, so it stands outermost: no route, no metric, sees a refused request.
+    fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
-        key.require("read")
-        options = await asyncio.to_thread(retrieve_options, state, key, body)
-        if options is None:  # the key's scopes hold nothing yet
-            return {"query": body.query, "hits": [], "mode": body.mode, "plan": "empty",
-                    "candidates": 0, "exhaustive": True, "rankings": [], "fusion_weights": {},
-                    "notes": ["none of the scopes this key grants holds anything"],
-                    "run_id": None, "degraded": []}
-        result = await aretrieve(body.query, ctx, **options)
+        result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
+                                         lambda: retrieve_options(state, body))
         return {"query": body.query, **result.to_dict()}
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:

@@ -8,7 +8,8 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pyoxigraph as ox
@@ -63,6 +64,10 @@ async def ingest_events(state: ServiceState, key: ApiKey, body: IngestRequest,
     """The server-sent events of an ingest: one per pipeline event, then ``summary`` (or
     ``error`` if the run stopped). What can be refused is refused before the first byte.
 
+    The whole run happens in one worker thread, in the writer's turn, which passes on only
+    when that thread is done: a client that goes away stops the run at its next event (what
+    was committed stays), and the next write waits until it has stopped.
+
     Raises:
         PermissionDeniedError: the key does not grant the scope written to.
         InvalidArgumentError: a malformed scope or document.
@@ -70,54 +75,77 @@ async def ingest_events(state: ServiceState, key: ApiKey, body: IngestRequest,
     """
     scope = check_scope(body.scope or DEFAULT_SCOPE)
     key.confine([scope])
-    documents = _documents(body)
-    await state.write_lock.acquire()
+    run = _IngestRun(state.ctx, _documents(body), scope, asyncio.get_running_loop())
+    await state.start_write(run.run)
     try:
-        events = ingest(documents, ctx=state.ctx, scope=scope)
-        first = await asyncio.to_thread(_next, events)
+        first = await run.events.get()
     except BaseException:
-        state.write_lock.release()
-        metrics.failures.inc()
+        run.stop.set()  # the request went away before its first event
         raise
-    return _stream(state, events, first, metrics)
+    if isinstance(first, BaseException):
+        metrics.failures.inc()
+        raise first
+    return _stream(run, first, metrics)
 
 
-def _next(events: Iterator[IngestEvent]) -> IngestEvent | None:
-    return next(events, None)
+_END = object()  # the run is over
 
 
-async def _stream(state: ServiceState, events: Iterator[IngestEvent], first: IngestEvent | None,
+class _IngestRun:
+    """One ingest, run to its end (or to the event after its client left) in one thread,
+    handing each event to the event loop as it comes."""
+
+    def __init__(self, ctx: Context, documents: list[Document], scope: str,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.ctx, self.documents, self.scope, self.loop = ctx, documents, scope, loop
+        self.events: asyncio.Queue[Any] = asyncio.Queue()
+        self.stop = threading.Event()  # set when nobody reads the events any more
+
+    def run(self) -> None:
+        try:
+            events = ingest(self.documents, ctx=self.ctx, scope=self.scope)
+            try:
+                for event in events:
+                    self._hand(event)
+                    if self.stop.is_set():
+                        log.warning("an ingest's client went away; it stopped after its "
+                                    "current step (what was committed stays)")
+                        break
+            finally:
+                close = getattr(events, "close", None)  # a generator: it cleans up now, in
+                if close is not None:                   # the thread it runs in
+                    close()
+        except Exception as exc:  # noqa: BLE001 - raised or streamed on the request's side
+            self._hand(exc)
+        else:
+            self._hand(_END)
+
+    def _hand(self, item: object) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.events.put_nowait, item)
+        except RuntimeError:  # the event loop is gone (shutdown): nobody reads on
+            self.stop.set()
+
+
+async def _stream(run: _IngestRun, first: IngestEvent,
                   metrics: ServiceMetrics) -> AsyncIterator[bytes]:
     stats = IngestionStats()
-    event = first
+    item: Any = first
     try:
-        while event is not None:
-            stats.record(event)
-            _count(event, metrics)
-            data = event_json(event)
+        while item is not _END:
+            if isinstance(item, BaseException):
+                log.error("ingest stopped", exc_info=item)
+                metrics.failures.inc()
+                yield _sse("error", {"kind": "error", **error_body(item)})
+                return
+            stats.record(item)
+            _count(item, metrics)
+            data = event_json(item)
             yield _sse(data["kind"], data)
-            event = await asyncio.to_thread(_next, events)
-        summary = {"kind": "summary", **dataclasses.asdict(stats)}
-        yield _sse("summary", summary)
-    except Exception as exc:
-        log.exception("ingest stopped")
-        metrics.failures.inc()
-        yield _sse("error", {"kind": "error", **error_body(exc)})
+            item = await run.events.get()
+        yield _sse("summary", {"kind": "summary", **dataclasses.asdict(stats)})
     finally:
-        try:
-            _close(events)
-        finally:
-            state.write_lock.release()
-
-
-def _close(events: Iterator[IngestEvent]) -> None:
-    """Stop the pipeline where it is (a client that went away): what was committed stays."""
-    close = getattr(events, "close", None)
-    try:
-        if close is not None:
-            close()
-    except ValueError:  # still running in its worker thread: it stops at its next event
-        log.warning("an abandoned ingest is still finishing its current step")
+        run.stop.set()  # done, or the client went away: the run stops at its next event
 
 
 def _count(event: object, metrics: ServiceMetrics) -> None:
@@ -155,14 +183,16 @@ async def delete_confined(state: ServiceState, key: ApiKey, iri: str) -> None:
     absent = UnknownDocumentError(
         f"no document {iri} in the scopes this key grants; the documents' IRIs are the "
         "'document' of retrieve hits")
-    async with state.write_lock:
-        scopes = await asyncio.to_thread(document_scopes, state.ctx, iri)
+
+    def delete() -> bool:
+        scopes = document_scopes(state.ctx, iri)
         if not scopes:
-            raise absent
+            return False
         try:
             key.confine(sorted(scopes))
-        except PermissionDeniedError:
-            raise absent from None
-        deleted = await asyncio.to_thread(state.ctx.delete_document, iri, caller=key.label)
-    if not deleted:
+        except PermissionDeniedError:  # another scope's: answered as absent
+            return False
+        return state.ctx.delete_document(iri, caller=key.label)
+
+    if not await state.write(delete):
         raise absent

@@ -14,33 +14,38 @@ built, never at ``import trails``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _datetime
+import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
+from pydantic import ValidationError as PydanticValidationError
 
 from trails._lazy import require
+from trails.audit.records import started_now
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
     InvalidArgumentError,
     SparqlError,
     TrailsError,
-    UnknownScopeError,
     UnsafeFilterError,
 )
 from trails.kg.bindings import check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
-from trails.kg.terms import IRI
+from trails.kg.terms import IRI, check_json_text
 from trails.retrieval.arguments import MAX_K
+from trails.retrieval.recording import SearchCall
 from trails.retrieval.retrieve import Mode as RetrieveMode
-from trails.retrieval.retrieve import known_scopes, retrieve
-from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.scopes import normalize_scopes
 from trails.service.keys import ApiKey, KeyRing
+from trails.service.requests import keyed_search, record_sparql, search_scopes
 
 __all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
 
@@ -129,10 +134,11 @@ def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybri
         PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
-    confined = _confined(ctx, key, scopes)
-    result = retrieve(query, ctx, mode=mode, k=k, sparql_filter=filter,
-                      bindings=_bindings(bindings), scope=confined, min_score=min_score,
+    call = SearchCall(query=query, mode=mode, k=k, sparql_filter=filter, bindings=bindings,
+                      scopes=list(scopes or ()), fusion="auto", min_score=min_score,
                       caller=key.label)
+    result = keyed_search(ctx, key, call, lambda: {"bindings": _bindings(bindings),
+                                                   "min_score": min_score})
     answer = result.to_dict()
     return {"hits": [{name: hit[name] for name in (
                 "iri", "score", "title", "date", "source", "snippet", "document")}
@@ -151,7 +157,10 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
         UnsafeFilterError: an update, SERVICE, or a query past the size limits.
         SparqlError: the query does not parse or fails.
     """
-    confined = _confined(ctx, key, scopes)
+    started = started_now()
+    confined = search_scopes(ctx, key, scopes)
+    if confined is not None and not confined:  # no granted scope holds anything: read them
+        confined = key.confine(None)           # all, and find nothing
     check_limits(query)
     refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
     try:
@@ -162,6 +171,7 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
                 "this server is read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR...) "
                 "are refused; send a SELECT, ASK, CONSTRUCT or DESCRIBE query") from exc
         raise
+    record_sparql(ctx, key.label, query, confined, output, started)
     if isinstance(output, bool):
         return {"boolean": output}
     if isinstance(output, QueryResult):
@@ -209,33 +219,87 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
 
 
 def run_stdio(ctx: Context, key: ApiKey) -> None:
-    """Serve ``ctx`` over stdin/stdout until the client closes the stream."""
-    build_server(ctx, key).run("stdio")
+    """Serve ``ctx`` over stdin/stdout until the client closes the stream. Every request is
+    answered: one the SDK could not read (not UTF-8, not JSON, a lone surrogate, no JSON-RPC
+    request) gets an error here, under its id, instead of the silence the client would wait
+    on forever."""
+    server = build_server(ctx, key)
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None or not hasattr(lowlevel, "run"):  # an SDK shaped otherwise
+        log.warning("this MCP SDK's server has no low-level run(); unreadable requests go "
+                    "unanswered")
+        server.run("stdio")
+        return
+    stdio = require("mcp.server.stdio", "The MCP server (trails mcp)")
+    stdio.anyio.run(_serve_stdio, stdio, lowlevel)  # the SDK's own anyio
 
 
-def _confined(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
-    """The scopes a call runs with: those asked for, each granted by the key and holding
-    something; none asked for, every granted scope that holds something (None: the key grants
-    every scope and the call named none). An unknown name is refused listing only the scopes
-    the key grants, so an error never names another tenant's scope.
+async def _serve_stdio(stdio: Any, lowlevel: Any) -> None:
+    anyio = stdio.anyio
+    replies: list[Any] = []  # the stream answers go to, once the transport has made it
+    lines = _readable_lines(anyio.wrap_file(sys.stdin.buffer), replies)
+    async with stdio.stdio_server(stdin=lines) as (read_stream, write_stream):
+        replies.append(write_stream)
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
-    Raises:
-        PermissionDeniedError: a scope the key does not grant.
-        UnknownScopeError: a granted scope that holds nothing, or no granted scope holds any.
-    """
-    confined = key.confine(None if requested is None else normalize_scopes(list(requested)))
-    if confined is None:
-        return None
-    visible = [s for s in known_scopes(ctx, confined) if key.scopes is None or s in key.scopes]
-    if requested is not None:
-        check_known_scopes(confined, visible)
-        return confined
-    present = [scope for scope in confined if scope in visible or scope == DEFAULT_SCOPE]
-    if not present:
-        raise UnknownScopeError(
-            f"none of the scopes the key {key.label!r} grants ({', '.join(confined)}) holds "
-            "anything yet; ingest into one of them first")
-    return present
+
+async def _readable_lines(source: Any, replies: list[Any]) -> AsyncIterator[str]:
+    """The lines of ``source`` the SDK can read; each other one answered with an error."""
+    message = require("mcp.shared.message", "The MCP server (trails mcp)")
+    types = require("mcp", "The MCP server (trails mcp)").types
+    async for raw in source:
+        text, refusal = unreadable(raw)
+        if refusal is None:
+            yield text
+            continue
+        request, code, reason = refusal
+        if replies:
+            await replies[0].send(message.SessionMessage(types.JSONRPCError(
+                jsonrpc="2.0", id=request, error=types.ErrorData(code=code, message=reason))))
+
+
+# JSON-RPC's error codes for a request that cannot be read.
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | None]:
+    """One line from the client as text, and, when the SDK could not read it, the error to
+    answer it with: the request's id (None when it has none), a JSON-RPC code, a message."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "", (_request_id(raw.decode("utf-8", "replace")), PARSE_ERROR,
+                    f"the message is not UTF-8 (byte {exc.start}); send it as UTF-8")
+    if not text.strip():
+        return text, None
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return text, (None, PARSE_ERROR,
+                      f"the message is not JSON ({exc}); send one JSON-RPC message per line")
+    request = _request_id(parsed)
+    try:
+        check_json_text(parsed, "message")
+    except InvalidArgumentError as exc:
+        return text, (request, INVALID_PARAMS, str(exc))
+    types = require("mcp", "The MCP server (trails mcp)").types
+    try:
+        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "it"
+        return text, (request, INVALID_REQUEST,
+                      f"the message is no JSON-RPC 2.0 message: {where}: {first['msg']}")
+    return text, None
+
+
+def _request_id(message: object) -> int | str | None:
+    """The id a reply must carry: the message's, if it is one JSON-RPC allows."""
+    if isinstance(message, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            message = json.loads(message)
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
 
 
 def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:

@@ -1,7 +1,7 @@
 """The service's requests and responses as pydantic models: what ``/openapi.json`` states.
 
-Only pydantic (a base dependency) is imported here, so the shapes can be read and tested
-without the ``service`` extra.
+Only pydantic and trails' own term checks (base dependencies) are imported here, so the
+shapes can be read and tested without the ``service`` extra.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from trails.kg.terms import check_json_text
 
 __all__ = ["DocumentIn", "ErrorBody", "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest",
            "RetrieveResponse", "StepSpec", "TermObject"]
@@ -19,6 +21,17 @@ MAX_K = 1000
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Body(_Strict):
+    """A request body: besides its schema, no lone surrogate in any of its strings (JSON
+    can spell one, UTF-8 cannot hold it), refused as a whole before any field is read."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        check_json_text(data, "body")
+        return data
 
 
 class TermObject(_Strict):
@@ -42,7 +55,7 @@ class StepSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class RetrieveRequest(_Strict):
+class RetrieveRequest(_Body):
     """``POST /retrieve``: the arguments of ``trails.retrieve``."""
 
     query: str = Field(min_length=1, max_length=10_000)
@@ -114,7 +127,7 @@ class DocumentIn(_Strict):
         return self
 
 
-class IngestRequest(_Strict):
+class IngestRequest(_Body):
     """``POST /ingest``: documents, and the scope they go to (default scope if none)."""
 
     documents: list[DocumentIn] = Field(min_length=1, max_length=10_000)

@@ -25,7 +25,7 @@ from trails.errors import (
     UnknownRunError,
 )
 
-__all__ = ["error_body", "status_of"]
+__all__ = ["error_body", "printable", "status_of"]
 
 
 # Most specific first: the first class an error is an instance of gives its status.
@@ -67,4 +67,10 @@ def error_body(exc: BaseException) -> dict[str, str]:
                 "message": f"internal error ({type(exc).__name__}); this is a bug in trails, "
                            "the service's log has the details"}
     message = " ".join(str(exc).split()) or type(exc).__name__
-    return {"error": type(exc).__name__, "message": message}
+    return {"error": type(exc).__name__, "message": printable(message)}
+
+
+def printable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate (from a request's own text, quoted
+    back) written as its escape, so that an error can always be answered."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

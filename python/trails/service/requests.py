@@ -4,9 +4,10 @@ retrieve, and a SPARQL query run within the key's scopes. Blocking: called in wo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyoxigraph as ox
@@ -14,37 +15,101 @@ import pyoxigraph as ox
 from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
-from trails.kg.base import QueryOutput
+from trails.kg.base import FunctionGraph, QueryOutput
 from trails.kg.remote.rewrite import query_form
-from trails.kg.sparql import check_limits, code_only, refuse_service
+from trails.kg.sparql import check_filter, check_limits, code_only, refuse_service
 from trails.kg.terms import IRI
-from trails.retrieval.retrieve import known_scopes
-from trails.scopes import DEFAULT_SCOPE
+from trails.records import RetrievalResult
+from trails.retrieval.recording import SearchCall, observe, record_refusal
+from trails.retrieval.retrieve import known_scopes, retrieve
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.service.keys import ApiKey
 from trails.service.models import RetrieveRequest, TermObject
 from trails.service.state import ServiceState
 from trails.service.steps import build_steps
 
-__all__ = ["read_scopes", "record_sparql", "retrieve_options", "run_sparql", "term_bindings"]
+__all__ = ["NOTHING_GRANTED", "keyed_search", "record_sparql", "request_call",
+           "retrieve_options", "run_sparql", "search_scopes", "term_bindings"]
+
+# The note of an answer whose key's scopes hold nothing yet.
+NOTHING_GRANTED = "none of the scopes this key grants holds anything"
 
 _UPDATE_WORDS = re.compile(
     r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
 
 
-def read_scopes(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
-    """The scopes a retrieve runs with: ``requested`` checked against the key; a scoped key
-    that asked for none reads every scope it grants that holds anything (an empty list when
-    none does). None (a key with every scope, asking for none): the default scope, as the
-    library reads it.
+def search_scopes(ctx: Context, key: ApiKey,
+                  requested: Sequence[str] | None) -> list[str] | None:
+    """The scopes a search on behalf of ``key`` reads. Those asked for, each granted and
+    holding something; none asked for, every granted scope that holds something (an empty
+    list when none does); None for a key with every scope that asked for none (the default
+    scope, as the library reads it). An error names only scopes the key may read.
 
     Raises:
         PermissionDeniedError: ``requested`` names a scope the key does not grant.
+        UnknownScopeError: ``requested`` names a granted scope that holds nothing.
+        ValueError: a malformed scope name.
     """
-    confined = key.confine(requested)
-    if requested is None and confined is not None:
-        known = set(known_scopes(ctx, confined)) | {DEFAULT_SCOPE}
-        return [scope for scope in confined if scope in known]
+    asked = None if requested is None else normalize_scopes(list(requested))
+    confined = key.confine(asked)
+    if confined is None:
+        return None
+    known = known_scopes(ctx, confined)
+    if asked is None:
+        return [scope for scope in confined if scope in known or scope == DEFAULT_SCOPE]
+    check_known_scopes(confined, known, readable=key.scopes)
     return confined
+
+
+def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
+                 options: Callable[[], dict[str, Any]]) -> RetrievalResult:
+    """``retrieve(call.query)`` on behalf of ``key``, recorded in the audit trail whatever
+    its answer. It reads :func:`search_scopes` (when none of them holds anything, an answer
+    without hits, recorded as such); ``options()`` builds the rest of ``retrieve()``'s
+    keyword arguments. A search refused after its request was read (a right or scope the
+    key lacks, a filter that does not parse, an argument out of range, a backend down) is
+    recorded as refused (``call`` says what was asked), then raised.
+
+    Raises:
+        Everything :func:`search_scopes`, ``options`` and ``retrieve()`` raise.
+    """
+    started = started_now()
+    try:
+        key.require("read")
+        scopes = search_scopes(ctx, key, call.scopes or None)
+        arguments = options()
+        if scopes is not None and not scopes:
+            _check_filter(ctx, call)  # nothing to search, but a mistake is still one
+            empty = RetrievalResult([], mode=call.mode, plan="empty", candidates=0,
+                                    exhaustive=True, notes=[NOTHING_GRANTED])
+            searched = dataclasses.replace(call, scopes=[], started=started, why=False,
+                                           bindings=arguments.get("bindings"))
+            return observe(empty, ctx, searched, 0.0, started_now())
+        return retrieve(call.query, ctx, mode=call.mode, k=call.k,  # type: ignore[arg-type]
+                        sparql_filter=call.sparql_filter, scope=scopes, caller=key.label,
+                        **arguments)
+    except Exception as error:
+        record_refusal(ctx, dataclasses.replace(call, started=started), error)
+        raise
+
+
+def _check_filter(ctx: Context, call: SearchCall) -> None:
+    """Refuse what ``retrieve()`` would refuse of ``call``'s filter before reading anything.
+
+    Raises:
+        UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
+        ValueError: graph mode without a filter, vector mode with one.
+    """
+    if call.sparql_filter is None:
+        if call.mode == "graph":
+            raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
+        return
+    if call.mode == "vector":
+        raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
+                         "mode='hybrid' to rank only the filter's candidates")
+    check_limits(call.sparql_filter)
+    functions = ctx.kg.functions if isinstance(ctx.kg, FunctionGraph) else ()
+    check_filter(call.sparql_filter, ctx.kg.prefixes, functions=functions)
 
 
 def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -78,26 +143,28 @@ def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return converted
 
 
-def retrieve_options(state: ServiceState, key: ApiKey,
-                     body: RetrieveRequest) -> dict[str, Any] | None:
-    """The keyword arguments of ``retrieve()`` for ``body`` on behalf of ``key``; None when
-    the key's scopes hold nothing (the answer is empty).
+def retrieve_options(state: ServiceState, body: RetrieveRequest) -> dict[str, Any]:
+    """The keyword arguments of ``retrieve()`` for ``body`` beyond its query, mode, k,
+    filter and scopes (:func:`keyed_search` passes those).
 
     Raises:
-        PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError: an unknown step or option, a malformed binding or ``now``.
     """
-    scopes = read_scopes(state.ctx, key, body.scopes)
-    if scopes is not None and not scopes:
-        return None
     return {
-        "mode": body.mode, "k": body.k, "sparql_filter": body.filter,
-        "bindings": term_bindings(body.bindings), "scope": scopes,
+        "bindings": term_bindings(body.bindings),
         "fusion": None if body.fusion == "none" else body.fusion,
         "steps": build_steps([(s.name, s.options) for s in body.steps], state.reranker),
-        "min_score": body.min_score, "caller": key.label, "why": body.why,
-        "now": _moment(body.now), "fallback": None if body.fallback == "none" else body.fallback,
+        "min_score": body.min_score, "why": body.why, "now": _moment(body.now),
+        "fallback": None if body.fallback == "none" else body.fallback,
     }
+
+
+def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
+    """What ``body`` asks, as the audit trail records a search."""
+    return SearchCall(query=body.query, mode=body.mode, k=body.k, sparql_filter=body.filter,
+                      bindings=body.bindings, scopes=body.scopes or [], fusion=body.fusion,
+                      steps=[s.name for s in body.steps], min_score=body.min_score,
+                      caller=caller, why=body.why)
 
 
 def _moment(text: str | None) -> dt.datetime | None:

@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trails._lazy import require
@@ -52,11 +52,14 @@ def is_loopback(host: str) -> bool:
 
 def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000,
           keys: KeyRing | None = None, read_only: bool = False, reranker: Step | None = None,
-          announce: Callable[[str], None] = print, log_level: str = "info") -> None:
+          announce: Callable[[str], None] = print, log_level: str = "info",
+          allowed_hosts: Sequence[str] | None = None) -> None:
     """Serve the context in ``directory`` until Ctrl-C or SIGTERM.
 
     Once the socket is bound, ``directory/service.json`` names the URL and a token valid
-    for this run (:mod:`trails.service.discovery`) and ``announce`` gets the URL.
+    for this run (:mod:`trails.service.discovery`) and ``announce`` gets the URL. Without
+    keys, a request whose ``Host`` names neither the bound address nor loopback nor one of
+    ``allowed_hosts`` is refused (:mod:`trails.service.hosts`).
 
     Raises:
         ConfigurationError: a host that is not loopback without keys (anyone who can reach
@@ -72,7 +75,7 @@ def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: i
                     "scope and the right to write", host)
     token = new_secret()
     app = create_app(directory, keys, read_only=read_only, reranker=reranker,
-                     extra_keys=(local_key(token),))
+                     extra_keys=(local_key(token),), allowed_hosts=allowed_hosts)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                             workers=1, access_log=False)
     written: list[ServiceInfo] = []

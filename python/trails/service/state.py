@@ -12,8 +12,9 @@ import getpass
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from trails.context import Context
 from trails.errors import ReadOnlyServiceError
@@ -33,6 +34,8 @@ WARM_UP_CALLER = "trails serve (warm-up)"
 ANONYMOUS = ApiKey("anonymous", "", None, frozenset({"read", "write"}))
 # How often the writer folds the audit log into the audit graph.
 FOLD_SECONDS = 30.0
+
+T = TypeVar("T")
 
 
 def local_key(secret: str) -> ApiKey:
@@ -107,6 +110,33 @@ class ServiceState:
                 "this service serves its context read-only (trails serve --read-only): it "
                 "cannot ingest or delete. Restart it without --read-only, or write with "
                 "'trails ingest' while no service holds the context for writing")
+
+    # -- the writer's turn --------------------------------------------------------------------
+
+    async def start_write(self, work: Callable[[], T]) -> asyncio.Future[T]:
+        """Wait for the writer's turn, then run ``work`` (blocking) in a worker thread.
+
+        The turn passes on when ``work`` itself returns, not when the request that asked
+        for it stops waiting: a client that goes away cancels its request, but no thread can
+        be cancelled, and the next write must not run beside it.
+        """
+        await self.write_lock.acquire()
+        try:
+            task = asyncio.ensure_future(asyncio.to_thread(work))
+        except BaseException:
+            self.write_lock.release()
+            raise
+        task.add_done_callback(self._end_turn)
+        return task
+
+    async def write(self, work: Callable[[], T]) -> T:
+        """``work()`` in the writer's turn (:meth:`start_write`), awaited."""
+        return await asyncio.shield(await self.start_write(work))
+
+    def _end_turn(self, task: asyncio.Future[Any]) -> None:
+        self.write_lock.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("a write failed", exc_info=task.exception())  # raised to its caller
 
     # -- warm-up -------------------------------------------------------------------------------
 
