@@ -99,6 +99,8 @@ def test_bad_settings_and_linkers_are_refused():
         LabelLinker(LABEL)
     with pytest.raises(InvalidArgumentError, match="reads no labels"):
         LabelLinker([])
+    with pytest.raises(InvalidArgumentError, match="no absolute IRI"):
+        LabelLinker(["rdfs:label> } DROP ALL {"])
     with pytest.raises(InvalidArgumentError, match="min_length"):
         LabelLinker(min_length=0)
     with pytest.raises(InvalidArgumentTypeError, match="linker must be a Linker"):

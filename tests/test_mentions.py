@@ -257,3 +257,66 @@ def test_linked_graphs_satisfy_the_shapes_and_a_broken_mention_does_not(ctx):
     node = next(graph.subjects(rdflib.RDF.type, rdflib.URIRef("https://trails.dev/ns#Mention")))
     graph.remove((node, rdflib.URIRef("https://trails.dev/ns#entity"), None))
     assert not validate(graph, shacl_graph=shapes, inference="none")[0]
+
+
+def test_link_after_the_ontology_changes_reports_what_changed(ctx):
+    ingest_all([doc("a", "Initech and Hooli."), doc("b", "Acme Holdings only.")], ctx=ctx,
+               linker=LabelLinker())
+    before = links(ctx)
+    assert ctx.link().added == [] and links(ctx) == before  # nothing changed: nothing to do
+    ctx.kg.update('PREFIX ex: <https://ex.org/> PREFIX skos: <http://www.w3.org/2004/02/skos/core#> '
+                  'DELETE DATA { ex:hooli rdfs:label "Hooli" } ; '
+                  'INSERT DATA { ex:acme skos:altLabel "Initech" }')
+    report = ctx.link()
+    chunk_a = next(c for c, e in before if e == EX + "initech")
+    assert report.added == [(chunk_a, EX + "acme")]
+    assert report.removed == [(chunk_a, EX + "hooli")]
+    assert (report.mentions_added, report.mentions_removed) == (1, 1)
+    assert links(ctx) == before - {(chunk_a, EX + "hooli")} | {(chunk_a, EX + "acme")}
+    assert no_orphan_mentions(ctx) and ctx.verify().ok
+    assert ctx.link().added == []  # run again: nothing left to do
+    ingest_all([doc("c", "Globex.")], ctx=ctx)  # ingested without a linker
+    assert ctx.link().added == [(next(iter(c for c, e in links(ctx) if "doc/c" in c)),
+                                 EX + "globex")]
+
+
+def test_link_is_refused_on_a_read_only_context(ctx, tmp_path):
+    from trails.context import Context
+    from trails.errors import ConfigurationError
+
+    with Context.open(tmp_path / "c", embedder=ctx.embedder) as writable:
+        writable.kg.update(ONTOLOGY)
+        ingest_all([doc("a", "ACME.")], ctx=writable)
+    with Context.open(tmp_path / "c", read_only=True) as reader, pytest.raises(
+            ConfigurationError, match="read-only"):
+        reader.link()
+
+
+def test_the_command_line_links_at_ingest_and_re_links(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from trails.cli.commands import app
+
+    runner = CliRunner()
+    kb, notes, onto = tmp_path / "kb", tmp_path / "notes", tmp_path / "onto.ttl"
+    notes.mkdir()
+    (notes / "a.md").write_text("Initech signed with Hooli.\n")
+    onto.write_text('<https://ex.org/initech> <http://www.w3.org/2000/01/rdf-schema#label> '
+                    '"Initech" .\n')
+
+    def run(*args: str):
+        result = runner.invoke(app, ["--db", str(kb), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("init", "--model", "mock")
+    run("load", str(onto))
+    run("ingest", str(notes), "--link", "--quiet")
+    onto.write_text('<https://ex.org/hooli> <http://www.w3.org/2000/01/rdf-schema#label> '
+                    '"Hooli" .\n')
+    run("load", str(onto))
+    report = json.loads(run("link", "--json"))
+    assert [e for _, e in report["added"]] == [EX + "hooli"] and report["removed"] == []
+    assert "0 links added" in run("link")

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import pyoxigraph as ox
+
 from trails._lazy import require
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
@@ -111,6 +113,16 @@ def _fold_char(ch: str, case: bool, accents: bool) -> str:
     return ch
 
 
+def _checked_iri(predicate: object) -> str:
+    """A label predicate, checked as an absolute IRI before it reaches a query."""
+    try:
+        return ox.NamedNode(predicate).value  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"label predicate {predicate!r} is no absolute IRI ({exc}); "
+                                   "give one such as http://www.w3.org/2000/01/rdf-schema#label"
+                                   ) from None
+
+
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
@@ -150,7 +162,7 @@ class LabelLinker:
         if isinstance(predicates, str):
             raise InvalidArgumentTypeError("LabelLinker(predicates=...) takes a list of "
                                            "predicate IRIs, not one string")
-        self.predicates = tuple(predicates)
+        self.predicates = tuple(_checked_iri(p) for p in predicates)
         if not self.predicates:
             raise InvalidArgumentError("LabelLinker(predicates=[]) reads no labels; name at "
                                        "least one label predicate (rdfs:label...)")
