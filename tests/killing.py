@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -24,3 +27,26 @@ def run_worker(script: str, args: list[Path], kill_after: float | None) -> bool:
     worker.send_signal(signal.SIGKILL)
     worker.communicate(timeout=30)
     return worker.returncode == 0
+
+
+def killed_copies(script: str, base: Path, args: list[Path], root: Path, kills: int,
+                  seed: int) -> Iterator[tuple[Path, Path]]:
+    """Copies of ``base`` that the worker ran on (``script base *args``) and was killed at a
+    random moment of its measured duration: ``(state, the same state copied untouched)``.
+    Goes on (bounded) until ``kills // 2`` kills landed mid-run, and checks that they did."""
+    timing = root / "timing"
+    shutil.copytree(base, timing)
+    started = time.perf_counter()
+    run_worker(script, [timing, *args], None)
+    duration = time.perf_counter() - started
+    rng = random.Random(seed)
+    interrupted = attempts = 0
+    while (attempts < kills or interrupted < kills // 2) and attempts < 3 * kills:
+        state = root / f"kill{attempts}"
+        attempts += 1
+        shutil.copytree(base, state)
+        interrupted += not run_worker(script, [state, *args], rng.uniform(0.0, duration))
+        untouched = root / f"{state.name}-norepair"
+        shutil.copytree(state, untouched)
+        yield state, untouched
+    assert interrupted >= kills // 2, "kills should land while the worker is running"

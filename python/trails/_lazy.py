@@ -34,6 +34,8 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "tiktoken": ("tiktoken", "vector-openai"),
     "qdrant_client": ("qdrant-client", "vector-qdrant"),
     "pypdf": ("pypdf", "pdf"),
+    # The label linker's matcher (trails.ingest.linking).
+    "ahocorasick_rs": ("ahocorasick-rs", "linking"),
     "httpx": ("httpx", "remote"),
     "rdflib": ("rdflib", "rdflib"),
     "pandas": ("pandas", "pandas"),

@@ -36,8 +36,10 @@ from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsEr
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
+from trails.ingest.linking import LabelLinker, Linker
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
+from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
@@ -274,6 +276,15 @@ class Context:
             self._check_writable()
         parts: ContextParts = self
         return maintenance.verify(parts, repair=repair)
+
+    def link(self, linker: Linker | None = None, *,
+             scopes: str | Sequence[str] | None = None) -> LinkReport:
+        """Link the current chunks to the entities of their scope's graph again (after the
+        ontology changed), with ``linker`` (default: ``LabelLinker()``); what was added and
+        removed (ADR 0031). Each batch of documents changes in one graph update."""
+        self._check_writable()
+        parts: ContextParts = self
+        return relink(parts, LabelLinker() if linker is None else linker, scopes)
 
     def delete_document(self, iri: str, *, include_user_triples: bool = False,
                         caller: str | None = None) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from trails.cli import audit, graph, ingest, maintenance, mcp, query, serve, setup
+from trails.cli import audit, graph, ingest, link, maintenance, mcp, query, serve, setup
 from trails.cli import eval as evaluation
 from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
@@ -129,6 +129,7 @@ app.command("query")(query.query)
 app.command("sparql")(query.sparql)
 app.command("stats")(maintenance.stats)
 app.command("verify")(maintenance.verify)
+app.command("link")(link.link)
 app.command("delete")(maintenance.delete)
 app.command("prune")(maintenance.prune)
 app.command("load")(graph.load)

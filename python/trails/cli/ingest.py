@@ -24,6 +24,7 @@ from trails.cli.output import print_json
 from trails.context import Context
 from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
+from trails.ingest.linking import LabelLinker
 from trails.ingest.minting import check_base_iri
 from trails.ingest.progress import ProgressTracker, count_documents
 
@@ -46,6 +47,9 @@ def ingest(
                                help="Then delete the documents read from files under these "
                                     "paths that are gone (each recorded in the audit trail "
                                     "first)."),
+    link: bool = typer.Option(False, "--link",
+                              help="Link each chunk written to the entities of the scope's "
+                                   "graph whose labels it names (trails link re-links later)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only the run's totals as JSON: {ingested, skipped, failed, "
@@ -70,6 +74,7 @@ def ingest(
     ```
     trails --db ./kb ingest notes/ README.md --scope team --exclude "drafts/*"
     trails --db ./kb ingest notes/ --prune
+    trails --db ./kb ingest notes/ --link
     trails --db ./kb ingest notes/ --json
     ```
     """
@@ -79,7 +84,8 @@ def ingest(
     total = count_documents([str(p) for p in paths], **options)
     with open_context(ctx, write=True) as opened:
         stats, interrupted = _run_ingest(opened, paths, total, quiet, scope=scope,
-                                         base_iri=base_iri, prune=prune, **options)
+                                         base_iri=base_iri, prune=prune,
+                                         linker=LabelLinker() if link else None, **options)
     if as_json:
         print_json({**asdict(stats),
                     "failures": [{"source": s, "reason": r} for s, r in stats.failures],

@@ -16,6 +16,7 @@ from trails.ingest.writer import (
     STAGED_FOR,
     finish_update,
     graph_block,
+    mention_deletes,
     owned_document_deletes,
 )
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
@@ -263,12 +264,14 @@ def _rebuild_chunks(ctx: ContextParts, record: DocumentVersion, ids: list[str]) 
 def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]],
                      only: str | None = None) -> None:
     """Delete the triples of these subjects in their scopes (``only``: those whose ``?p ?o``
-    pass this FILTER expression)."""
+    pass this FILTER expression), and the mention nodes of those that are chunks."""
     def operation(subject: str, scope: str) -> str:
-        block = graph_block(scope, f"{ox.NamedNode(subject)} ?p ?o")
+        node = ox.NamedNode(subject)
+        block = graph_block(scope, f"{node} ?p ?o")
+        mentions = mention_deletes(scope, f"VALUES ?c {{ {node} }}")  # a chunk's: first
         if only is None:
-            return f"DELETE WHERE {{ {block} }}"
-        return f"DELETE {{ {block} }} WHERE {{ {block} FILTER({only}) }}"
+            return f"{mentions} ;\nDELETE WHERE {{ {block} }}"
+        return f"{mentions} ;\nDELETE {{ {block} }} WHERE {{ {block} FILTER({only}) }}"
 
     operations = [operation(s, scope) for s, scope in subjects]
     for start in range(0, len(operations), 500):  # bounded updates for remote endpoints too

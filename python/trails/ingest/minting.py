@@ -377,9 +377,10 @@ MINTED_GRAPH = ox.NamedNode("urn:trails:minted")
 MINTED = _t("minted")  # a document's manifest, in MINTED_GRAPH
 # The predicates trails writes on chunk subjects: all a new version or a delete removes from
 # a chunk (its rdf:type only when it is trails:Chunk), so a user's triples about it survive.
+# Its mentions (trails.ingest.mentions) are part of the version too.
 CHUNK_PREDICATES = tuple(p.value for p in (
     _s("isPartOf"), _s("text"), _s("position"), _t("startOffset"), _t("endOffset"),
-    _t("version")))
+    _t("version"), _t("mentions"), _t("hasMention")))
 _INTEGER = "^^<http://www.w3.org/2001/XMLSchema#integer>"
 _DOCUMENT, _CHUNK = _t("Document"), _t("Chunk")
 _DOCUMENT_ID, _SOURCE, _NAME = _t("documentId"), _t("source"), _s("name")

@@ -42,6 +42,7 @@ from trails.ingest.events import (
     SourceSkipped,
 )
 from trails.ingest.expiry import expiry_problem
+from trails.ingest.linking import Linker, ScopeLinker, check_linker
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import (
     date_created,
@@ -88,6 +89,7 @@ def ingest(
     max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
     base_iri: str | None = None,
     prune: bool = False,
+    linker: Linker | None = None,
     **loader_options: Any,
 ) -> Iterator[IngestEvent]:
     """Ingest documents into ``ctx`` and yield events as work happens.
@@ -104,6 +106,10 @@ def ingest(
         prune: after the run, delete the documents of this scope whose source file lies
             under one of the ingested paths and no longer exists (one at a time, each
             crash-safe; ``DocumentPruned`` events). Paths only.
+        linker: links each chunk it writes to the entities of the scope's graph
+            (:class:`trails.ingest.linking.LabelLinker`: by their labels), as part of its
+            version (ADR 0031); the graph is read once, when the run starts. Documents whose
+            version is already current are skipped as ever: ``ctx.link()`` re-links them.
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
     A document that cannot be written (text UTF-8 cannot hold, metadata with no RDF form, a
@@ -122,9 +128,11 @@ def ingest(
                                          max_batch_tokens, base_iri, prune)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
+    check_linker(linker)
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
+    run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
     stats, started = IngestionStats(), time.perf_counter()
     try:
         for event in _events(run, source, sanitizer, base, roots, prune, loader_options):
@@ -204,6 +212,7 @@ class _Run:
         self.batches_since_commit = 0
         self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
+        self.linker: ScopeLinker | None = None
 
     def prefetch(self, items: list[Document | LoadFailure], base: str) -> None:
         """Look up the version records of the documents about to be taken, all at once."""
@@ -268,6 +277,13 @@ class _Run:
             yield DocumentFailed(document.source, f"chunker: {problem}", iri)
             return
         pending = PendingDocument(document, iri, version, chunks, replaced)
+        if self.linker is not None and state != "metadata":
+            try:
+                pending.mentions = [self.linker.mentions(chunk) for chunk in chunks]
+            except Exception as exc:  # noqa: BLE001 - a linker's failure is that document's
+                yield DocumentFailed(document.source,
+                                     f"linking failed: {type(exc).__name__}: {exc}", iri)
+                return
         if state == "graph-behind":
             self.writer.finish_graph([pending])
             yield self._ingested(pending)

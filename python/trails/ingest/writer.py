@@ -30,6 +30,8 @@ import numpy.typing as npt
 import pyoxigraph as ox
 
 from trails.ingest.document import Chunk, Document
+from trails.ingest.linking import Mention
+from trails.ingest.mentions import MENTION_PREDICATES, mention_nquads, mention_quads
 from trails.ingest.minting import (
     CHUNK_PREDICATES,
     MINTED,
@@ -55,6 +57,7 @@ __all__ = [
     "VersionWriter",
     "finish_update",
     "graph_block",
+    "mention_deletes",
     "owned_document_deletes",
     "staged_manifest_node",
 ]
@@ -75,6 +78,7 @@ class PendingDocument:
 
     missing: int = 0
     manifest: str | None = None  # its document triples (N-Triples), once built
+    mentions: list[list[Mention]] = field(default_factory=list)  # per chunk, when linked
 
     def __post_init__(self) -> None:
         self.vectors = [None] * len(self.chunks)
@@ -124,6 +128,16 @@ _LEGACY_OWNED = (f'(STRSTARTS(STR(?p), "{TRAILS}") || STRSTARTS(STR(?p), "{META}
                  "?o = trails:Document)")
 
 
+def mention_deletes(scope: str, chunks: str) -> str:
+    """An update deleting the mention nodes of the chunks ``chunks`` binds to ``?c`` (a
+    pattern), only the triples trails wrote on them; the chunk's own ``trails:hasMention``
+    and ``trails:mentions`` go with its other triples (:data:`OWNED_ON_CHUNKS`)."""
+    owned = ("(?mp IN (" + ", ".join(f"<{p}>" for p in MENTION_PREDICATES) + ") || "
+             "(?mp = rdf:type && ?mo = trails:Mention))")
+    return (f"DELETE {{ {graph_block(scope, '?m ?mp ?mo')} }} WHERE {{ {chunks} "
+            f"{graph_block(scope, '?c trails:hasMention ?m . ?m ?mp ?mo')} FILTER({owned}) }}")
+
+
 def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) -> list[str]:
     """SPARQL updates that delete exactly the triples trails wrote about these documents in
     ``scope`` (their manifests, ADR 0012) and the manifests; never a user's triple."""
@@ -169,7 +183,11 @@ def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
     written = "".join(graph_block(scope, manifest) + f" GRAPH {MINTED_GRAPH} {{ "
                       f"{ox.NamedNode(d)} {MINTED} {ox.Literal(manifest)} }} "
                       for d, _, manifest in documents)
+    stale_chunks = (f"VALUES (?doc ?keep) {{ {values} }} "
+                    + graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v")
+                    + " FILTER(?v != ?keep)")
     return " ;\n".join([
+        mention_deletes(scope, stale_chunks),  # first: the chunks' triples lead to them
         (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
          f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}"),
         *owned_document_deletes(kg, [d for d, _, _ in documents], scope),
@@ -280,8 +298,16 @@ class VersionWriter:
             documents,
             lambda d: chunk_nquads(d.chunks, d.iri, d.version, self.scope) + "".join(
                 f"{q.subject} {q.predicate} {q.object} {q.graph_name} .\n"
-                for q in self._staged_quads(d)),
-            lambda d: chunk_quads(d.chunks, d.iri, d.version, self.scope) + self._staged_quads(d))
+                for q in self._staged_quads(d)) + "".join(
+                mention_nquads(c, m, self.scope) for c, m in self._linked(d)),
+            lambda d: chunk_quads(d.chunks, d.iri, d.version, self.scope) + self._staged_quads(d)
+            + [q for c, m in self._linked(d) for q in mention_quads(c, m, self.scope)])
+
+    @staticmethod
+    def _linked(d: PendingDocument) -> list[tuple[str, list[Mention]]]:
+        """(chunk IRI, its mentions) for the chunks of ``d`` that mention something."""
+        return [(chunk_iri(d.iri, d.version, chunk.position), found)
+                for chunk, found in zip(d.chunks, d.mentions) if found]
 
     def manifest(self, d: PendingDocument) -> str:
         """The document triples step 4 writes (built once: steps 2 and 4 both need them)."""

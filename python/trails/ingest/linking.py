@@ -1,0 +1,287 @@
+"""Linking chunks to the entities of the user's graph: the ``Linker`` protocol and
+``LabelLinker``, which finds the entities' own labels in the text (ADR 0031).
+
+A linker is bound to one scope's graph (:meth:`Linker.for_scope`), where it reads what it
+needs once (the labels), and then reports each chunk's :class:`Mention` s: the entity, the
+characters that justify the link and their offsets in the *document's* text. The writer
+turns them into ``<chunk> trails:mentions <entity>`` and a mention node with that
+provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its version.
+
+>>> import pyoxigraph as ox
+>>> from trails.kg import OxigraphGraph
+>>> kg = OxigraphGraph()
+>>> kg.add(ox.Quad(ox.NamedNode("https://ex.org/acme"),
+...                ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label"), ox.Literal("ACME")))
+>>> from trails.ingest.document import Chunk
+>>> [(m.entity, m.text, m.start) for m in
+...  LabelLinker().for_scope(kg, "default").mentions(Chunk("Sold to Acme.", 10, 23, 0))]
+[('https://ex.org/acme', 'Acme', 18)]
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import pyoxigraph as ox
+
+from trails._lazy import require
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.document import Chunk
+from trails.kg.base import KnowledgeGraph, select
+
+__all__ = [
+    "DEFAULT_LABEL_PREDICATES",
+    "LabelLinker",
+    "Linker",
+    "Mention",
+    "ScopeLinker",
+    "check_linker",
+    "fold",
+]
+
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+DEFAULT_LABEL_PREDICATES = (RDFS_LABEL, SKOS + "prefLabel", SKOS + "altLabel",
+                            "https://schema.org/name")
+
+
+@dataclass(frozen=True, order=True)
+class Mention:
+    """One link from a chunk to an entity, with what justifies it.
+
+    ``start``/``end`` are offsets in the document's text (``document.text[start:end] ==
+    text``); ``label`` and ``predicate`` say which of the entity's labels matched (None for a
+    linker that does not match labels, a model); ``linker`` names the linker."""
+
+    start: int
+    end: int
+    entity: str
+    text: str
+    label: str | None = None
+    predicate: str | None = None
+    linker: str = "label"
+
+
+@runtime_checkable
+class ScopeLinker(Protocol):
+    """A linker bound to one scope's graph: the mentions in one chunk."""
+
+    def mentions(self, chunk: Chunk) -> list[Mention]: ...
+
+
+@runtime_checkable
+class Linker(Protocol):
+    """Links text to the entities of a graph. ``for_scope`` reads what the linker needs from
+    the scope's graph, once per run; an NER model or an extractor can implement it too, with
+    the same provenance (:class:`Mention`)."""
+
+    def for_scope(self, kg: KnowledgeGraph, scope: str) -> ScopeLinker: ...
+
+
+def check_linker(linker: object) -> None:
+    """Refuse, before anything is written, a ``linker`` that is none.
+
+    Raises:
+        InvalidArgumentTypeError: it has no ``for_scope(kg, scope)`` method.
+    """
+    if linker is not None and not isinstance(linker, Linker):
+        raise InvalidArgumentTypeError(
+            f"linker must be a Linker (LabelLinker(), or any object with a for_scope(kg, "
+            f"scope) method), got {type(linker).__name__}")
+
+
+def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
+    """``text`` as the matcher compares it: case folded, accents removed, every whitespace
+    character a space (each character folded on its own, so offsets can be mapped back).
+
+    >>> fold("Société  Générale\\n")
+    'societe  generale '
+    """
+    return "".join(_fold_char(ch, case, accents) for ch in text)
+
+
+def _fold_char(ch: str, case: bool, accents: bool) -> str:
+    if ch.isspace():
+        return " "
+    if case:
+        ch = ch.casefold()
+    if accents and not ch.isascii():
+        ch = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    return ch
+
+
+def _checked_iri(predicate: object) -> str:
+    """A label predicate, checked as an absolute IRI before it reaches a query."""
+    try:
+        return ox.NamedNode(predicate).value  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"label predicate {predicate!r} is no absolute IRI ({exc}); "
+                                   "give one such as http://www.w3.org/2000/01/rdf-schema#label"
+                                   ) from None
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+@dataclass(frozen=True)
+class _Label:
+    entity: str
+    label: str
+    predicate: str
+
+
+class LabelLinker:
+    """Links a chunk to every entity of the scope's graph one of whose labels occurs in it.
+
+    Args:
+        predicates: the label predicates (IRIs); by default ``rdfs:label``,
+            ``skos:prefLabel``, ``skos:altLabel`` and ``schema:name``.
+        languages: the language tags a label may have (``"en"`` also takes ``"en-GB"``;
+            ``""`` is a label without one); None: every label.
+        case, accents: fold case and remove accents before matching (both by default).
+        nested: also report a label found inside a longer one found at the same place
+            ("America" in "Bank of America"); by default only the longest, leftmost match.
+        min_length: labels shorter than this (folded, in characters) are ignored: a one-letter
+            label would link every chunk.
+
+    Matches fall on word boundaries (a label's first and last letters or digits are not
+    next to another), on many labels at once (Aho-Corasick, ``ahocorasick-rs``). The labels
+    are read when the linker is bound to a scope: documents and chunks trails wrote are no
+    entities (their ``schema:name`` is a title).
+    """
+
+    name = "label"
+
+    def __init__(self, predicates: Iterable[str] = DEFAULT_LABEL_PREDICATES, *,
+                 languages: Iterable[str] | None = None, case: bool = True,
+                 accents: bool = True, nested: bool = False, min_length: int = 2) -> None:
+        if isinstance(predicates, str):
+            raise InvalidArgumentTypeError("LabelLinker(predicates=...) takes a list of "
+                                           "predicate IRIs, not one string")
+        self.predicates = tuple(_checked_iri(p) for p in predicates)
+        if not self.predicates:
+            raise InvalidArgumentError("LabelLinker(predicates=[]) reads no labels; name at "
+                                       "least one label predicate (rdfs:label...)")
+        self.languages = None if languages is None else tuple(
+            lang.lower() for lang in ([languages] if isinstance(languages, str) else languages))
+        self.case, self.accents, self.nested = case, accents, nested
+        if not isinstance(min_length, int) or min_length < 1:
+            raise InvalidArgumentError(f"LabelLinker(min_length={min_length!r}) must be an "
+                                       "int >= 1")
+        self.min_length = min_length
+
+    def for_scope(self, kg: KnowledgeGraph, scope: str) -> LabelMatcher:
+        """Read the labels of the scope's graph (one query) and build the matcher."""
+        return self.matcher(self._labels(kg, scope))
+
+    def matcher(self, labels: Iterable[tuple[str, str, str]]) -> LabelMatcher:
+        """A matcher over ``(entity IRI, label, predicate IRI)`` triples."""
+        return LabelMatcher([_Label(*item) for item in labels], self)
+
+    def _labels(self, kg: KnowledgeGraph, scope: str) -> list[tuple[str, str, str]]:
+        predicates = ", ".join(f"<{p}>" for p in self.predicates)
+        rows = select(kg, "SELECT ?e ?label ?p (LANG(?label) AS ?lang) WHERE { ?e ?p ?label "
+                          f"FILTER(?p IN ({predicates}) && isLiteral(?label) && isIRI(?e)) "
+                          "FILTER NOT EXISTS { ?e a ?own FILTER(?own IN (trails:Document, "
+                          "trails:Chunk, trails:Mention)) } }", scopes=[scope])
+        return [(str(row["e"]), str(row["label"]), str(row["p"])) for row in rows
+                if self._language_kept(str(row["lang"] or ""))]
+
+    def _language_kept(self, lang: str) -> bool:
+        if self.languages is None:
+            return True
+        lang = lang.lower()
+        return lang in self.languages or lang.split("-")[0] in self.languages
+
+
+class LabelMatcher:
+    """A :class:`LabelLinker` bound to a set of labels: finds them in chunks."""
+
+    def __init__(self, labels: Sequence[_Label], settings: LabelLinker) -> None:
+        self.settings = settings
+        by_pattern: dict[str, list[_Label]] = {}
+        for label in labels:
+            pattern = fold(label.label.strip(), case=settings.case, accents=settings.accents)
+            if len(pattern.strip()) >= settings.min_length:
+                by_pattern.setdefault(pattern, []).append(label)
+        self.patterns = list(by_pattern)
+        self.labels = [sorted(set(found), key=lambda x: (x.entity, x.predicate, x.label))
+                       for found in by_pattern.values()]
+        self._automaton: Any = None
+        if self.patterns:
+            ac = require("ahocorasick_rs", "linking chunks to entities by their labels")
+            self._automaton = ac.AhoCorasick(self.patterns)
+
+    def __len__(self) -> int:
+        """How many distinct folded labels it looks for."""
+        return len(self.patterns)
+
+    def mentions(self, chunk: Chunk) -> list[Mention]:
+        """The chunk's mentions, ordered by offset, with document offsets."""
+        return [Mention(chunk.start + start, chunk.start + end, label.entity,
+                        chunk.text[start:end], label.label, label.predicate,
+                        self.settings.name)
+                for start, end, index in self.spans(chunk.text)
+                for label in self.labels[index]]
+
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        """``(start, end, pattern index)`` of every label found in ``text`` (offsets in
+        ``text``), on word boundaries; only the leftmost longest of overlapping ones unless
+        ``nested``."""
+        if self._automaton is None or not text:
+            return []
+        folded, origin = self._folded(text)
+        found = []
+        for index, start, end in self._automaton.find_matches_as_indexes(folded, overlapping=True):
+            if self._bounded(folded, start, end, origin):
+                found.append((origin(start), origin(end), index))
+        return found if self.settings.nested else _leftmost_longest(found)
+
+    def _folded(self, text: str) -> tuple[str, Any]:
+        """The folded text, and a map from its offsets to the text's (a folded character's
+        offset is that of the character it came from; past the end is the text's length)."""
+        settings = self.settings
+        if text.isascii():  # folding keeps every offset
+            folded = text.translate(_ASCII_SPACES)
+            return (folded.lower() if settings.case else folded), _same
+        parts, starts = [], []
+        for offset, ch in enumerate(text):
+            part = _fold_char(ch, settings.case, settings.accents)
+            parts.append(part)
+            starts.extend([offset] * len(part))
+        starts.append(len(text))
+        return "".join(parts), starts.__getitem__
+
+    @staticmethod
+    def _bounded(folded: str, start: int, end: int, origin: Any) -> bool:
+        """A match on word boundaries, of whole characters of the text."""
+        if start > 0 and _is_word(folded[start]) and _is_word(folded[start - 1]):
+            return False
+        if end < len(folded) and _is_word(folded[end - 1]) and _is_word(folded[end]):
+            return False
+        # A character that folds to several ("ß" -> "ss") is matched whole or not at all.
+        return (start == 0 or origin(start - 1) != origin(start)) and (
+            end == len(folded) or origin(end - 1) != origin(end))
+
+
+_ASCII_SPACES = str.maketrans("\t\n\v\f\r\x1c\x1d\x1e\x1f", " " * 9)
+
+
+def _same(offset: int) -> int:
+    return offset
+
+
+def _leftmost_longest(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Of overlapping matches, the leftmost, then the longest (a span is one pattern: the
+    patterns are distinct folded labels)."""
+    kept: list[tuple[int, int, int]] = []
+    end = -1
+    for start, stop, index in sorted(found, key=lambda m: (m[0], -m[1])):
+        if start >= end:
+            kept.append((start, stop, index))
+            end = stop
+    return kept

@@ -1,0 +1,185 @@
+"""The label linker: which labels it finds in a text, where, and why (ADR 0031).
+
+Expected spans are written out by hand or computed by a brute-force reference that tries
+every span of the text; the linker's own matcher never computes an expected value.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.document import Chunk
+from trails.ingest.linking import LabelLinker, Linker, Mention, ScopeLinker, check_linker
+
+LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+
+
+def found(text: str, labels: dict[str, str], **options: object) -> list[tuple[str, str]]:
+    """(entity, matched text) for each mention of ``labels`` (entity -> label) in ``text``."""
+    matcher = LabelLinker(**options).matcher((e, label, LABEL) for e, label in labels.items())
+    return [(m.entity, m.text) for m in matcher.mentions(Chunk(text, 0, len(text), 0))]
+
+
+def test_labels_match_whole_words_only():
+    labels = {"acme": "ACME", "cpp": "C++", "ai": "AI"}
+    assert found("ACMEs and subacme and ACME_X", labels) == []
+    assert found("(ACME), ACME. acme!", labels) == [("acme", "ACME"), ("acme", "ACME"),
+                                                     ("acme", "acme")]
+    assert found("We write C++ code; C++11 too.", labels) == [("cpp", "C++"), ("cpp", "C++")]
+    assert found("FAIR and AIR, but AI.", labels) == [("ai", "AI")]
+
+
+def test_case_and_accent_folding_can_each_be_turned_off():
+    labels = {"sg": "Société Générale"}
+    text = "Deal with SOCIETE GENERALE, then société générale, then Société Générale."
+    assert [t for _, t in found(text, labels)] == [
+        "SOCIETE GENERALE", "société générale", "Société Générale"]
+    assert [t for _, t in found(text, labels, case=False)] == ["Société Générale"]
+    assert [t for _, t in found(text, labels, accents=False)] == [
+        "société générale", "Société Générale"]
+    assert found(text, labels, case=False, accents=False) == [("sg", "Société Générale")]
+
+
+def test_folding_keeps_offsets_in_the_original_text():
+    text = "Straße, STRASSE, and Cafe\u0301 (decomposed) and Ǆemal."
+    labels = {"street": "strasse", "cafe": "cafe", "dz": "dzemal"}
+    matcher = LabelLinker().matcher((e, label, LABEL) for e, label in labels.items())
+    mentions = matcher.mentions(Chunk(text, 100, 100 + len(text), 0))
+    assert [(m.entity, m.text) for m in mentions] == [
+        ("street", "Straße"), ("street", "STRASSE"), ("cafe", "Cafe\u0301"), ("dz", "Ǆemal")]
+    for m in mentions:  # offsets are the document's: the chunk starts at 100
+        assert text[m.start - 100 : m.end - 100] == m.text
+
+
+def test_a_character_that_folds_to_several_is_matched_whole():
+    # "ß" folds to "ss": the label "s" must not match half of it.
+    assert found("Maß s", {"s": "ss"}) == []
+    assert found("Maß s", {"s": "s"}, min_length=1) == [("s", "s")]
+
+
+def test_whitespace_in_a_label_matches_a_line_break():
+    assert found("sold to ACME\nCorp today", {"acme": "ACME Corp"}) == [("acme", "ACME\nCorp")]
+
+
+def test_overlapping_labels_keep_the_leftmost_longest_unless_nested():
+    labels = {"boa": "Bank of America", "us": "America", "bank": "Bank"}
+    text = "Bank of America and America."
+    assert found(text, labels) == [("boa", "Bank of America"), ("us", "America")]
+    assert sorted(found(text, labels, nested=True)) == sorted([
+        ("boa", "Bank of America"), ("bank", "Bank"), ("us", "America"), ("us", "America")])
+    # Overlapping without nesting: the leftmost wins.
+    assert found("New York Times Square", {"nyt": "New York Times", "ts": "Times Square"}) == [
+        ("nyt", "New York Times")]
+
+
+def test_one_label_of_several_entities_links_them_all_with_its_predicates():
+    matcher = LabelLinker().matcher([
+        ("paris-city", "Paris", LABEL), ("paris-person", "Paris", "https://schema.org/name"),
+        ("paris-city", "paris", "http://www.w3.org/2004/02/skos/core#altLabel")])
+    mentions = matcher.mentions(Chunk("In Paris.", 0, 9, 0))
+    assert {(m.entity, m.label, m.predicate) for m in mentions} == {
+        ("paris-city", "Paris", LABEL), ("paris-person", "Paris", "https://schema.org/name"),
+        ("paris-city", "paris", "http://www.w3.org/2004/02/skos/core#altLabel")}
+    assert {(m.start, m.end, m.text) for m in mentions} == {(3, 8, "Paris")}
+
+
+def test_short_labels_are_ignored_below_min_length():
+    assert found("A B c", {"a": "A"}) == []
+    assert found("A B c", {"a": "A"}, min_length=1) == [("a", "A")]
+    assert found("anything", {"blank": "   "}, min_length=1) == []
+
+
+def test_bad_settings_and_linkers_are_refused():
+    with pytest.raises(InvalidArgumentTypeError, match="list of predicate IRIs"):
+        LabelLinker(LABEL)
+    with pytest.raises(InvalidArgumentError, match="reads no labels"):
+        LabelLinker([])
+    with pytest.raises(InvalidArgumentError, match="no absolute IRI"):
+        LabelLinker(["rdfs:label> } DROP ALL {"])
+    with pytest.raises(InvalidArgumentError, match="min_length"):
+        LabelLinker(min_length=0)
+    with pytest.raises(InvalidArgumentTypeError, match="linker must be a Linker"):
+        check_linker("LabelLinker")
+    assert isinstance(LabelLinker(), Linker)
+    assert isinstance(LabelLinker().matcher([]), ScopeLinker)
+    assert LabelLinker().matcher([]).mentions(Chunk("ACME", 0, 4, 0)) == []
+
+
+# -- the matcher against a brute-force reference ------------------------------------------
+
+def _fold(text: str) -> str:
+    """The reference's folding, written out: lower case, no accents, spaces."""
+    out = []
+    for ch in text:
+        if ch.isspace():
+            out.append(" ")
+            continue
+        ch = ch.casefold()
+        out.append("".join(c for c in unicodedata.normalize("NFKD", ch)
+                           if not unicodedata.combining(c)))
+    return "".join(out)
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _reference(text: str, labels: list[str]) -> set[tuple[int, int, str]]:
+    """Every span of ``text`` that folds to a label, on word boundaries (tries them all)."""
+    out = set()
+    for label in labels:
+        pattern = _fold(label.strip())
+        if len(pattern.strip()) < 2:
+            continue
+        for i in range(len(text)):
+            for j in range(i + 1, len(text) + 1):
+                if _fold(text[i:j]) != pattern:
+                    continue
+                left = _fold(text[i - 1]) if i else ""
+                right = _fold(text[j]) if j < len(text) else ""
+                if (left and _word(left[-1]) and _word(pattern[0])) or (
+                        right and _word(right[0]) and _word(pattern[-1])):
+                    continue
+                out.add((i, j, pattern))
+    return out
+
+
+ALPHABET = st.sampled_from(list("abAB éÉßs-.\n"))
+WORDS = st.text(ALPHABET, min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(ALPHABET, max_size=40), labels=st.lists(WORDS, min_size=1, max_size=4))
+def test_no_label_occurrence_is_missed_and_every_span_folds_to_its_label(text, labels):
+    entities = {f"e{i}": label for i, label in enumerate(labels)}
+    matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
+    mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
+    for m in mentions:
+        assert _fold(text[m.start : m.end]) == _fold(m.label.strip())
+        assert m.text == text[m.start : m.end]
+    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    assert reported == _reference(text, labels)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(ALPHABET, max_size=40), labels=st.lists(WORDS, min_size=1, max_size=4))
+def test_without_nesting_the_kept_spans_are_the_leftmost_longest(text, labels):
+    matcher = LabelLinker().matcher((f"e{i}", label, LABEL) for i, label in enumerate(labels))
+    kept = sorted({(m.start, m.end) for m in matcher.mentions(Chunk(text, 0, len(text), 0))})
+    everything = sorted({(i, j) for i, j, _ in _reference(text, labels)})
+    expected, end = [], -1  # greedy by start, longest first
+    for i, j in sorted(everything, key=lambda s: (s[0], -s[1])):
+        if i >= end:
+            expected.append((i, j))
+            end = j
+    assert kept == expected
+
+
+def test_mentions_are_plain_values():
+    m = Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
+    assert m.linker == "label" and m == Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
