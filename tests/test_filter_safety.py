@@ -58,7 +58,8 @@ def nested(depth: int) -> str:
 @pytest.mark.parametrize("query, limit", [
     (nested(5000), "nests"),
     ("SELECT ?c WHERE { ?c ?p ?o FILTER(" + "(" * 5000 + "1" + ")" * 5000 + ") }", "nests"),
-    ("SELECT ?c WHERE { ?c ?p ?o " + "FILTER(?o > 1) " * 40000 + "}", "characters"),
+    ("SELECT ?c WHERE { ?c ?p ?o " + "FILTER(?o > 1) " * 40000 + "}", "clauses"),
+    ("SELECT ?c WHERE { ?c ?p ?o } " + "# comment\n" * 500_000, "characters"),
     ("SELECT ?c WHERE { ?c ?p ?o " + "FILTER(?o>1)" * 300 + "}", "clauses"),
     ("SELECT ?c WHERE { ?c ?p ?o " + " ".join(f"OPTIONAL {{ ?c <urn:p{i}> ?v{i} }}"
                                                for i in range(700)) + " }", "clauses"),

@@ -15,6 +15,7 @@ from trails.errors import (
     ConfigurationError,
     DimensionMismatchError,
     EmbeddingModelMismatchError,
+    InvalidArgumentError,
     InvalidVectorError,
     TrailsError,
 )
@@ -533,3 +534,80 @@ def test_a_store_with_only_the_protocol_retrieves_and_refuses_to_ingest(tmp_path
         with pytest.raises(ConfigurationError, match="versioned commits"):
             ctx.verify()
         assert store.count() == 3  # nothing was written
+
+
+WRONG_ARGUMENTS = [
+    pytest.param(lambda s: s.add("b", basis(1), metadata="x"), "metadata", id="add-metadata-str"),
+    pytest.param(lambda s: s.add("b", basis(1), metadata=3), "metadata", id="add-metadata-int"),
+    pytest.param(lambda s: s.add("b", basis(1), metadata=[("k", 1)]), "metadata",
+                 id="add-metadata-pairs"),
+    pytest.param(lambda s: s.add("b", basis(1), metadata={1: "x"}), "metadata keys",
+                 id="add-metadata-key"),
+    pytest.param(lambda s: s.add(3, basis(1)), "id", id="add-id-int"),
+    pytest.param(lambda s: s.add("", basis(1)), "id", id="add-id-empty"),
+    pytest.param(lambda s: s.add("b", None), "vector", id="add-vector-none"),
+    pytest.param(lambda s: s.add("b", "12345678"), "vector", id="add-vector-str"),
+    pytest.param(lambda s: s.add_many("bc", [basis(1), basis(2)]), "ids", id="add_many-ids-str"),
+    pytest.param(lambda s: s.add_many(None, [basis(1)]), "ids", id="add_many-ids-none"),
+    pytest.param(lambda s: s.add_many([b"b"], [basis(1)]), "ids[0]", id="add_many-id-bytes"),
+    pytest.param(lambda s: s.add_many(["b"], [basis(1)], {"k": 1}), "metadata",
+                 id="add_many-metadata-dict"),
+    pytest.param(lambda s: s.add_many(["b"], [basis(1)], ["x"]), "metadata[0]",
+                 id="add_many-metadata-item"),
+    pytest.param(lambda s: s.add_many(["b"], [basis(1)], 7), "metadata",
+                 id="add_many-metadata-int"),
+    pytest.param(lambda s: s.search(basis(0), k="3"), "k", id="search-k-str"),
+    pytest.param(lambda s: s.search(basis(0), k=1.5), "k", id="search-k-float"),
+    pytest.param(lambda s: s.search(basis(0), k=None), "k", id="search-k-none"),
+    pytest.param(lambda s: s.search(basis(0), k=-1), "k", id="search-k-negative"),
+    pytest.param(lambda s: s.search(basis(0), ids="a"), "ids", id="search-ids-str"),
+    pytest.param(lambda s: s.search(basis(0), ids=5), "ids", id="search-ids-int"),
+    pytest.param(lambda s: s.search(basis(0), ids=[5]), "ids[0]", id="search-ids-item"),
+    pytest.param(lambda s: s.search(basis(0), scopes="default"), "scopes", id="search-scopes-str"),
+    pytest.param(lambda s: s.search(basis(0), scopes=[None]), "scopes[0]",
+                 id="search-scopes-item"),
+    pytest.param(lambda s: s.search(None), "vector", id="search-vector-none"),
+    pytest.param(lambda s: s.get("a"), "ids", id="get-str"),
+    pytest.param(lambda s: s.get(None), "ids", id="get-none"),
+    pytest.param(lambda s: s.get([1]), "ids[0]", id="get-item"),
+    pytest.param(lambda s: s.metadata(None), "ids", id="metadata-none"),
+    pytest.param(lambda s: s.delete(5), "id", id="delete-int"),
+    pytest.param(lambda s: s.delete(None), "id", id="delete-none"),
+    pytest.param(lambda s: s.delete(["a"]), "id", id="delete-list"),
+    pytest.param(lambda s: s.delete_many("a"), "ids", id="delete_many-str"),
+    pytest.param(lambda s: s.delete_many(None), "ids", id="delete_many-none"),
+    pytest.param(lambda s: s.delete_many([5]), "ids[0]", id="delete_many-item"),
+    pytest.param(lambda s: s.delete_where("a"), "filters", id="delete_where-str"),
+    pytest.param(lambda s: s.delete_where([("doc_iri", "d")]), "filters", id="delete_where-list"),
+]
+
+
+@pytest.mark.parametrize("call, argument", WRONG_ARGUMENTS)
+def test_a_wrong_argument_is_an_invalid_argument_error_naming_it(store_factory, call, argument):
+    store = store_factory.new(DIM)
+    store.add("a", basis(0), {"k": 1})
+    with pytest.raises(InvalidArgumentError) as raised:
+        call(store)
+    assert str(raised.value).startswith(f"{argument} ")
+    assert store.count() == 1 and store.get(["a"])[0].metadata == {"k": 1}
+
+
+KEYWORD_WRONG_ARGUMENTS = [
+    pytest.param(lambda s: s.keyword_search(None), "query", id="query-none"),
+    pytest.param(lambda s: s.keyword_search(5), "query", id="query-int"),
+    pytest.param(lambda s: s.keyword_search("web", k="3"), "k", id="k-str"),
+    pytest.param(lambda s: s.keyword_search("web", ids="a"), "ids", id="ids-str"),
+    pytest.param(lambda s: s.keyword_search("web", scopes="default"), "scopes", id="scopes-str"),
+]
+
+
+@pytest.mark.parametrize("call, argument", KEYWORD_WRONG_ARGUMENTS)
+def test_a_wrong_keyword_search_argument_is_an_invalid_argument_error(store_factory, call,
+                                                                      argument):
+    store = store_factory.new(DIM)
+    if not isinstance(store, KeywordIndex):
+        pytest.skip("no keyword index")
+    store.add("a", basis(0), {"text": "web"})
+    with pytest.raises(InvalidArgumentError) as raised:
+        call(store)
+    assert str(raised.value).startswith(f"{argument} ")

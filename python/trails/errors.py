@@ -18,6 +18,7 @@ says what was wrong and what to do next. The tree::
     │   ├── UnsafeFilterError         a retrieval filter is not a read-only single-variable SELECT
     │   └── UnboundVariableError      a filter uses a variable that nothing binds
     ├── RdfSyntaxError                RDF to load does not parse (names the line and column)
+    │   └── RdfLimitError             RDF to load passes a bound (size, literal, XML entities)
     ├── VectorError                   a vector cannot be stored or compared
     │   ├── DimensionMismatchError    a vector or store has another dimension than expected
     │   └── InvalidVectorError        a vector holds NaN/inf or has zero length
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidVectorError",
     "MissingExtraError",
     "PermissionDeniedError",
+    "RdfLimitError",
     "RdfSyntaxError",
     "ReadOnlyServiceError",
     "RewriteError",
@@ -141,6 +143,13 @@ class RdfSyntaxError(TrailsError):
         self.source = source
         self.line = line
         self.column = column
+
+
+class RdfLimitError(RdfSyntaxError):
+    """RDF given to load passes a bound on what trails parses (its size, a literal's size, what
+    its XML entities expand to), so it was refused before being built; nothing of it was
+    loaded. The message names the bound and how to load the data (split the file, drop the
+    entity declarations)."""
 
 
 class VectorError(TrailsError):

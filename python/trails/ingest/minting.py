@@ -60,11 +60,26 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     'trails://local/doc/docs/a%20b.md'
     >>> doc_iri("trails://local/", "docs/a.md", scope="legal")
     'trails://local/scope/legal/doc/docs/a.md'
+
+    A segment that IRI normalisation would remove or merge (``..``, ``.``, an empty one) is
+    marked, so that no id can climb out of its scope's path or onto another document's IRI:
+
+    >>> doc_iri("trails://local/", "../../scope/legal/doc/a.md")
+    'trails://local/doc/..!/..!/scope/legal/doc/a.md'
     """
-    path = quote(doc_id, safe="/-._~")
+    path = "/".join(_marked(segment) for segment in quote(doc_id, safe="/-._~").split("/"))
     if scope == DEFAULT_SCOPE:
         return f"{base}doc/{path}"
     return f"{base}scope/{scope}/doc/{path}"
+
+
+def _marked(segment: str) -> str:
+    """A path segment that normalisation (RFC 3986: ``remove_dot_segments``; and the
+    normalisers that merge ``//``) would rewrite, with a ``!`` after it. ``quote`` writes every
+    other ``!`` as ``%21``, and ``%`` as ``%25`` (so no ``%2E`` can be decoded into a dot), so
+    the marked form is no other id's: minting stays one to one, and an id without such a
+    segment mints the IRI it always did."""
+    return segment + "!" if segment in ("", ".", "..") else segment
 
 
 def check_base_iri(base: Any, option: str = "base_iri") -> str:

@@ -8,8 +8,10 @@ pyoxigraph as an N-Triples term, so quotes or braces in a value can never change
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -19,6 +21,13 @@ from trails.kg.terms import Term, to_term
 __all__ = ["apply_bindings", "check_bindings"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What Oxigraph can compare: an xsd:integer of 64 bits, an xsd:decimal of 128 bits with 18
+# digits after the point. A literal outside them is kept as text, and every comparison with it
+# is an error, so ``FILTER(?n > 5)`` with n = 10**40 would answer nothing (ADR 0025).
+_INT64 = range(-(2**63), 2**63)
+_DECIMAL_PLACES = 18
+_DECIMAL_MAX = Decimal(2**127 - 1).scaleb(-_DECIMAL_PLACES)
+_QUANTUM = Decimal(1).scaleb(-_DECIMAL_PLACES)
 
 
 def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
@@ -40,10 +49,10 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     >>> apply_bindings("SELECT ?s WHERE { ?s ?p ?o }", {"o": 3})
     'SELECT ?s WHERE { VALUES (?o) { ("3"^^<http://www.w3.org/2001/XMLSchema#integer>) } ?s ?p ?o }'
     """
-    terms = check_bindings(bindings)
+    code = code_only(query)
+    terms = check_bindings(bindings, exact=_is_update(code))
     if not terms:
         return query
-    code = code_only(query)
     for name in terms:
         if not re.search(rf"[?$]{name}\b", code):
             raise InvalidArgumentError(
@@ -57,8 +66,14 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     return query[: brace + 1] + block + query[brace + 1 :]
 
 
-def check_bindings(bindings: object) -> dict[str, Term]:
+def check_bindings(bindings: object, *, exact: bool = False) -> dict[str, Term]:
     """Each binding's RDF term, by variable name; an error names the binding that has none.
+
+    A number the embedded graph cannot compare as written (an int beyond 64 bits, a
+    ``Decimal`` beyond 128 bits or with over 18 digits after the point) binds as the nearest
+    number it can: an exact ``xsd:decimal`` while one holds it, else an ``xsd:double`` (the
+    type XPath compares mixed numbers in), so comparisons answer as they should. ``exact``
+    (an update, which stores what it binds) writes every number exactly instead.
 
     Raises:
         InvalidArgumentTypeError: ``bindings`` is not a mapping (or None), or a value has a
@@ -80,14 +95,15 @@ def check_bindings(bindings: object) -> dict[str, Term]:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise InvalidArgumentError(f"binding name {name!r} is not a SPARQL variable name "
                                        "(letters, digits and _, without the ?)")
-        terms[name] = _term(name, value)
+        terms[name] = _term(name, value, exact)
     return terms
 
 
-def _term(name: str, value: Any) -> Term:
+def _term(name: str, value: Any, exact: bool) -> Term:
     """``value`` as an RDF term; a failure names the binding and the value."""
     try:
-        return to_term(value)
+        term = to_term(value)  # refuses what has no term at all, whatever ``exact`` says
+        return term if exact else to_term(_comparable(value))
     except InvalidArgumentError as exc:
         try:
             shown = repr(value)
@@ -95,6 +111,25 @@ def _term(name: str, value: Any) -> Term:
             shown = f"<{type(value).__name__}>"
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
         raise type(exc)(f"binding {name!r} = {shown}: {exc}") from None
+
+
+def _comparable(value: Any) -> Any:
+    """``value``, or the nearest number Oxigraph compares when it cannot hold ``value``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, Decimal)):
+        return value
+    if isinstance(value, numbers.Integral) and int(value) in _INT64:
+        return value
+    number = Decimal(int(value)) if isinstance(value, numbers.Integral) else value
+    if abs(number) > _DECIMAL_MAX:
+        return float(number)  # past a double's range: an infinity, still in order
+    if number.as_tuple().exponent < -_DECIMAL_PLACES:  # type: ignore[operator]
+        return number.quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
+    return number
+
+
+def _is_update(code: str) -> bool:
+    form = _FORM.search(code)
+    return form is not None and form.group().upper() in ("INSERT", "DELETE", "WITH")
 
 
 def _keyword(words: str) -> re.Pattern[str]:

@@ -23,10 +23,21 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, RdfSyntaxError
+from trails.errors import ConfigurationError, RdfLimitError, RdfSyntaxError
 from trails.scopes import scope_graph
 
-__all__ = ["FORMATS", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads", "write_quads"]
+__all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_CHARS",
+           "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads", "write_quads"]
+
+# Bounds on what load parses, measured before the quads are built (as front matter is): the
+# input (after its XML entities are expanded), one literal (pyoxigraph's lexers hold a token in
+# 16 MiB; its RDF/XML reader has no such bound), and what XML entities may add to the input:
+# 8 MiB, or ten times the input's size if more (nested entities, the "billion laughs", turn
+# 750 bytes into 1.2 GB and abort the process).
+MAX_RDF_BYTES = 1 << 30
+MAX_LITERAL_CHARS = 16 << 20
+ENTITY_ALLOWANCE = 8 << 20
+ENTITY_AMPLIFICATION = 10
 
 # The names --format and format= take (the first of each format is the one help lists).
 FORMATS: dict[str, ox.RdfFormat] = {
@@ -92,6 +103,8 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
 
     Raises:
         RdfSyntaxError: the input does not parse (the message names the line and column).
+        RdfLimitError: the input passes a bound (:data:`MAX_RDF_BYTES`, a literal over
+            :data:`MAX_LITERAL_CHARS`, XML entities expanding past :data:`ENTITY_ALLOWANCE`).
         ConfigurationError: no such file, an unknown format, or ``scope=`` with named graphs.
     """
     path, data = _input(source)
@@ -100,11 +113,99 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     else:
         fmt = _sniff(data)
     name = str(path) if path is not None else "the RDF text"
+    _check_size(name, len(data))
+    if fmt == ox.RdfFormat.RDF_XML:
+        _check_entities(name, data)
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
         raise _syntax_error(name, fmt, exc, _typo_hint(source, path)) from exc
+    except MemoryError as exc:  # a token past the lexer's buffer: a literal or an IRI
+        raise _too_long(name, "a literal or IRI") from exc
+    if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
+        _check_literals(name, quads)
     return quads if scope is None else _into_scope(quads, scope, name)
+
+
+def _check_size(name: str, size: int, added_by: str = "") -> None:
+    if size > MAX_RDF_BYTES:
+        raise RdfLimitError(
+            f"{name} is {size:,} bytes{added_by}; load takes at most {MAX_RDF_BYTES:,} bytes "
+            "at a time: split it into several files (N-Triples or N-Quads split at any line) "
+            "and load each; nothing was loaded", source=name)
+
+
+def _too_long(name: str, what: str) -> RdfLimitError:
+    return RdfLimitError(
+        f"{name} holds {what} over {MAX_LITERAL_CHARS:,} characters, more than load reads "
+        "in one term; keep large texts out of the graph (ingest them as documents) or split "
+        "the value; nothing was loaded", source=name)
+
+
+def _check_literals(name: str, quads: list[ox.Quad]) -> None:
+    for quad in quads:
+        if isinstance(quad.object, ox.Literal) and len(quad.object.value) > MAX_LITERAL_CHARS:
+            raise _too_long(name, "a literal")
+
+
+_ENTITY_WORD = re.compile(rb"<!ENTITY\b")
+_ENTITY = re.compile(rb"""<!ENTITY\s+(%\s*)?([^\s"'%>]+)\s+(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_REFERENCE = re.compile(rb"&([A-Za-z_:][^\s&;<>\"']*);")
+
+
+def _check_entities(name: str, data: bytes) -> None:
+    """Refuse RDF/XML whose entity declarations would expand past the bounds, measured from
+    the declarations before the parser expands anything."""
+    declared = list(_ENTITY.finditer(data))
+    if not declared:
+        if _ENTITY_WORD.search(data):
+            raise _entity_error(name, "an entity declaration it cannot read")
+        return
+    values: dict[bytes, bytes] = {}
+    for match in declared:
+        if match.group(1) is not None or match.group(5) is not None:
+            raise _entity_error(name, "a parameter or external entity (<!ENTITY % ...>, "
+                                      "SYSTEM, PUBLIC)")
+        values.setdefault(match.group(2), match.group(3) if match.group(3) is not None
+                          else match.group(4))
+    if len(_ENTITY_WORD.findall(data)) != len(declared):
+        raise _entity_error(name, "an entity declaration it cannot read")
+    budget = max(ENTITY_ALLOWANCE, ENTITY_AMPLIFICATION * len(data))
+    sizes: dict[bytes, int] = {}
+
+    def size(entity: bytes, seen: tuple[bytes, ...]) -> int:
+        if entity in seen:
+            raise _entity_error(name, f"the entity {entity.decode(errors='replace')!r}, "
+                                      "which refers to itself")
+        if entity not in sizes:
+            total = len(values[entity])
+            for ref in _REFERENCE.finditer(values[entity]):
+                if ref.group(1) in values:
+                    total += size(ref.group(1), (*seen, entity)) - len(ref.group())
+                    if total > budget:
+                        break
+            sizes[entity] = total
+        return sizes[entity]
+
+    added = 0
+    for ref in _REFERENCE.finditer(data, declared[-1].end()):
+        if ref.group(1) in values:
+            try:
+                added += size(ref.group(1), ()) - len(ref.group())
+            except RecursionError:
+                raise _entity_error(name, "entities nested too deep to measure") from None
+            if added > budget:
+                raise _entity_error(name, f"entities that expand to over {budget:,} bytes "
+                                          "(nested entities, a \"billion laughs\")")
+    _check_size(name, len(data) + added, " once its entities are expanded")
+
+
+def _entity_error(name: str, what: str) -> RdfLimitError:
+    return RdfLimitError(
+        f"{name} declares {what}; load reads RDF/XML entities only while they expand to at "
+        f"most {ENTITY_ALLOWANCE:,} bytes or {ENTITY_AMPLIFICATION} times the file's size: "
+        "write the values out (or convert the file to Turtle) and load it again; nothing was "
+        "loaded", source=name)
 
 
 def _input(source: RdfSource) -> tuple[Path | None, bytes]:
@@ -118,6 +219,7 @@ def _input(source: RdfSource) -> tuple[Path | None, bytes]:
                         f"{type(source).__name__}")
     path = Path(source)
     try:
+        _check_size(str(path), path.stat().st_size)
         return path, path.read_bytes()
     except FileNotFoundError as exc:
         raise ConfigurationError(f"no such file: {path}; pass RDF text as bytes (or as a "

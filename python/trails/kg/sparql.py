@@ -55,15 +55,36 @@ _OPAQUE = re.compile(
     r'|<(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>'
     r"|#[^\n\r]*"
 )
-# Limits checked before the parser sees a filter: its recursive descent overflows the stack on
-# deep nesting (a crash, not an error) and planning grows with the number of clauses.
-MAX_FILTER_CHARS = 100_000
+# Limits on a query's shape, checked before the parser sees it: its recursive descent
+# overflows the stack on deep nesting or a long chain of operators (a crash, not an error), and
+# planning grows steeply with the clauses, the triple patterns of one group (a star of 128
+# takes 16 s to plan, of 300 minutes) and the operators. Length is no danger in itself (a
+# VALUES list of 40,000 IRIs parses in a tenth of a second); MAX_FILTER_CHARS is a last resort.
+MAX_FILTER_CHARS = 4_000_000
 MAX_NESTING = 64
 MAX_CLAUSES = 256
 MAX_PATH_STEPS = 128
+MAX_GROUP_PATTERNS = 48
+MAX_PATTERNS = 1024
+MAX_OPERATORS = 512
 _CLAUSES = re.compile(r"\b(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)\b",
                       re.IGNORECASE)
-_PATH_STEPS = re.compile(r"[/|^]")
+# The tokens of a query's code (strings, IRIs and comments blanked) that its shape is made of.
+# Names, variables, numbers, blank nodes and language tags are matched whole first, so a dot,
+# a hyphen or a sign inside one is no separator or operator.
+_SHAPE = re.compile(r"""\s*  # a run of blanks in the same match: scanning them one by one is slow
+    (?:(?P<term>[?$]\w+
+      | \d+\.\d*[eE][+-]?\d+ | \.?\d+(?:[eE][+-]?\d+)? | \d*\.\d+(?:[eE][+-]?\d+)?
+      | _:[\w-]+(?:[\w.-]*[\w-])? | @[A-Za-z]+(?:-[A-Za-z0-9]+)*
+      | (?:[A-Za-z_][\w-]*(?:[\w.-]*[\w-])?)?:(?:[\w%\\:-](?:[\w.%\\:-]*[\w%\\:-])?)?
+      | [A-Za-z_][\w-]*)
+    | (?P<datatype>\^\^)
+    | (?P<path>(?<![|^])[/|^](?![|^]))
+    | (?P<operator>\|\||&&|!=|<=|>=|[=<>+*!?-])
+    | (?P<separator>[.;,])
+    | (?P<open>[({\[])
+    | (?P<close>[)}\]]))
+""", re.VERBOSE)
 # Keywords only: not ``?add``, ``$copy``, ``schema:copy`` or a prefix ``move:`` (those are a
 # malformed query's names, and the error must then say "does not parse", not "update").
 _UPDATE_WORDS = re.compile(
@@ -206,7 +227,9 @@ def check_filter(
 
 
 def check_limits(query: str, code: str | None = None) -> None:
-    """Refuse a query larger or deeper than the parser and planner handle in bounded time.
+    """Refuse a query whose shape the parser and planner do not handle in bounded time: nesting,
+    clauses, triple patterns (in one group and in all), operators and property-path steps;
+    and, as a last resort, over :data:`MAX_FILTER_CHARS` characters.
 
     Raises:
         UnsafeFilterError: naming the limit that was passed.
@@ -215,24 +238,80 @@ def check_limits(query: str, code: str | None = None) -> None:
         raise UnsafeFilterError(f"the SPARQL query is {len(query):,} characters long; the limit "
                                 f"is {MAX_FILTER_CHARS:,}")
     code = code_only(query) if code is None else code
-    depth = 0
-    for char in code:
-        if char in "({[":
-            depth += 1
-            if depth > MAX_NESTING:
-                raise UnsafeFilterError(
-                    f"the SPARQL query nests groups or parentheses more than {MAX_NESTING} "
-                    "deep; flatten it")
-        elif char in ")}]":
-            depth -= 1
     clauses = len(_CLAUSES.findall(code))
     if clauses > MAX_CLAUSES:
         raise UnsafeFilterError(f"the SPARQL query has {clauses} clauses (OPTIONAL, FILTER, "
                                 f"UNION, SELECT...); the limit is {MAX_CLAUSES}")
-    steps = len(_PATH_STEPS.findall(code))
-    if steps > MAX_PATH_STEPS:
-        raise UnsafeFilterError(f"the SPARQL query has {steps} property-path steps; the limit "
-                                f"is {MAX_PATH_STEPS}")
+    _check_shape(code)
+
+
+def _check_shape(code: str) -> None:
+    """One pass over the tokens of ``code``, stopping at the first limit passed.
+
+    A VALUES block holds data, not expressions (a sign there belongs to its number). Brackets
+    holding only terms are a collection, ``(1 2 3)``, two triple patterns an item; those
+    holding an operator or a comma are an expression."""
+    stack: list[str | list[int]] = []  # the open brackets; [terms, expression?] for a "("
+    in_group: list[int] = []  # triple patterns so far in each open { group
+    counts = {"operator": 0, "path": 0, "patterns": 0}
+    values_next = False
+    for token in _SHAPE.finditer(code):
+        kind = token.lastgroup
+        if kind is None:  # blanks at the end
+            break
+        text = token.group(kind)
+        top = stack[-1] if stack else None
+        if kind == "open":
+            stack.append([0, 0] if text == "(" else "V" if values_next and text == "{" else text)
+            values_next = values_next and text != "{"  # VALUES (?a ?b) { ... }
+            if len(stack) > MAX_NESTING:
+                raise UnsafeFilterError(
+                    f"the SPARQL query nests groups or parentheses more than {MAX_NESTING} "
+                    "deep; flatten it")
+            if stack[-1] == "{":
+                in_group.append(0)
+                _add_patterns(in_group, counts, 1)
+        elif kind == "close":
+            closed = stack.pop() if stack else None
+            if closed == "{":
+                in_group.pop()
+            elif isinstance(closed, list) and not closed[1] and in_group and "V" not in stack:
+                _add_patterns(in_group, counts, 2 * closed[0])
+        elif "V" in stack:
+            continue
+        elif isinstance(top, list):
+            top[0 if kind == "term" else 1] += 1
+        elif kind == "term":
+            values_next = values_next or text.upper() == "VALUES"
+        elif kind == "separator" and in_group and top in ("{", "["):
+            _add_patterns(in_group, counts, 1)
+        if kind in ("operator", "path") and "V" not in stack:
+            _count_operator(counts, kind)
+
+
+def _count_operator(counts: dict[str, int], kind: str) -> None:
+    counts[kind] += 1
+    if counts["operator"] > MAX_OPERATORS:
+        raise UnsafeFilterError(
+            f"the SPARQL query has over {MAX_OPERATORS} operators (||, &&, =, <, +, ...); use "
+            "VALUES or IN (...) for a long list of alternatives")
+    if counts["path"] > MAX_PATH_STEPS:
+        raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATH_STEPS} property-path "
+                                f"steps; the limit is {MAX_PATH_STEPS}")
+
+
+def _add_patterns(in_group: list[int], counts: dict[str, int], added: int) -> None:
+    """Count ``added`` more triple patterns in the innermost group."""
+    in_group[-1] += added
+    counts["patterns"] += added
+    if in_group[-1] > MAX_GROUP_PATTERNS:
+        raise UnsafeFilterError(
+            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns, more "
+            "than the planner orders in bounded time; split it into groups (OPTIONAL, UNION) "
+            "or use fewer patterns")
+    if counts["patterns"] > MAX_PATTERNS:
+        raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATTERNS} triple patterns; "
+                                f"the limit is {MAX_PATTERNS}")
 
 
 def refuse_service(query: str, prefixes: dict[str, str] | None = None) -> None:

@@ -29,9 +29,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from trails.errors import ConfigurationError, DimensionMismatchError, EmbeddingModelMismatchError
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+    InvalidArgumentError,
+)
 from trails.text import keyword_terms
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
+from trails.vector.stores import arguments
 
 # Re-exported: the checks every store applies to input vectors, and their encoding.
 from trails.vector.stores.arrays import (
@@ -289,7 +295,8 @@ class BaseVectorStore(abc.ABC):
 
     def add(self, id: str, vector: VectorLike, metadata: Mapping[str, Any] | None = None) -> None:
         """Insert or replace one vector."""
-        self.add_many([id], [vector], [metadata])
+        self.add_many([arguments.check_id(id)], [arguments.check_vector(vector)],
+                      [arguments.check_metadata(metadata)])
 
     def add_many(self, ids: Sequence[str], vectors: Batch, metadata: Metadatas = None, *,
                  pending: bool = False) -> None:
@@ -306,17 +313,16 @@ class BaseVectorStore(abc.ABC):
         """``add_many``'s arguments, checked before anything is written: the ids, the vectors
         as unit float32 rows, and a copy of each metadata. No ids: no vectors are checked."""
         self._check_writable()
-        checked = [self._check_id(i) for i in ids]
+        checked = [arguments.check_id(i, f"ids[{n}]")
+                   for n, i in enumerate(arguments.check_ids(ids))]
         if len(set(checked)) != len(checked):
-            raise ValueError("ids passed to add_many must be unique within the call")
-        metas = [dict(m or {}) for m in (metadata or [None] * len(checked))]
-        if len(metas) != len(checked):
-            raise ValueError(f"got {len(checked)} ids but {len(metas)} metadata entries")
+            raise InvalidArgumentError("ids passed to add_many must be unique within the call")
+        metas = arguments.check_metadatas(metadata, len(checked))
         if not checked:
             return checked, np.empty((0, self._dim), dtype=np.float32), metas
-        unit = normalize_rows(as_matrix(vectors, self._dim))
+        unit = normalize_rows(as_matrix(arguments.check_vector(vectors, "vectors"), self._dim))
         if len(unit) != len(checked):
-            raise ValueError(f"got {len(checked)} ids but {len(unit)} vectors")
+            raise InvalidArgumentError(f"got {len(checked)} ids but {len(unit)} vectors")
         return checked, unit, metas
 
     def search(self, vector: VectorLike, k: int = 10, ids: Iterable[str] | None = None, *,
@@ -338,22 +344,23 @@ class BaseVectorStore(abc.ABC):
         ``with_metadata=False`` lets a store leave the hits' metadata empty (``{}``) when
         reading it costs time: fusion ranks hundreds of hits and then needs the metadata of
         the few it keeps, which :meth:`metadata` fetches."""
-        if k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        return self._search_unit(unit_rows(as_matrix(vector, self._dim))[0], k, ids, scopes,
+        k = arguments.check_k(k)
+        ids = None if ids is None else arguments.check_ids(ids)
+        query = unit_rows(as_matrix(arguments.check_vector(vector), self._dim))[0]
+        return self._search_unit(query, k, ids, arguments.check_scopes(scopes),
                                  with_metadata=with_metadata)
 
     def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The metadata of the ids that exist, as search hits carry it."""
-        return {row.id: row.metadata for row in self.get(ids)}
+        return {row.id: row.metadata for row in self.get(arguments.check_ids(ids))}
 
     def delete(self, id: str) -> bool:
         """Remove one vector; True if it existed."""
-        return self.delete_many([id]) == 1
+        return self.delete_many([arguments.check_id(id)]) == 1
 
     def delete_many(self, ids: Iterable[str]) -> int:
         """Remove vectors by id; returns how many existed."""
-        return self._delete_ids(list(ids))
+        return self._delete_ids(list(arguments.check_ids(ids)))
 
     def delete_where(self, filters: Mapping[str, Any]) -> int:
         """Remove every vector whose metadata equals all of ``filters``; returns how many.
@@ -367,11 +374,12 @@ class BaseVectorStore(abc.ABC):
         >>> store.delete_where({"doc_iri": "d1"}), store.count()
         (1, 1)
         """
-        if not filters:
-            raise ValueError("delete_where needs at least one filter; to empty a store use a new one")
+        if not arguments.check_filters(filters):
+            raise InvalidArgumentError("delete_where needs at least one filter; to empty a "
+                                       "store use a new one")
         for key in filters:
             if not isinstance(key, str) or not _KEY.match(key):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"metadata key {key!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
         return self._delete_matching(filters)
 
@@ -381,12 +389,6 @@ class BaseVectorStore(abc.ABC):
                 f"vector store {self._label!r} was opened read-only; reopen it without "
                 "read_only=True to change it"
             )
-
-    @staticmethod
-    def _check_id(id: str) -> str:
-        if not isinstance(id, str) or not id:
-            raise ValueError(f"vector ids must be non-empty strings, got {id!r}")
-        return id
 
     def __enter__(self) -> Self:
         return self
@@ -415,12 +417,11 @@ class BaseKeywordIndex(abc.ABC):
         syntax; a query without words gives ``[]``. Scores are positive, higher is better,
         sorted by score descending, ties by id. ``with_metadata`` as in ``search_with_plan``.
         """
-        if k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
+        k = arguments.check_k(k)
         self._check_keyword_support()
-        terms = keyword_terms(query, stopwords)
-        iris = None if ids is None else list(dict.fromkeys(i for i in ids if isinstance(i, str)))
-        scope_list = None if scopes is None else list(scopes)
+        terms = keyword_terms(arguments.check_text(query), stopwords)
+        iris = None if ids is None else list(dict.fromkeys(arguments.check_ids(ids)))
+        scope_list = None if scopes is None else list(arguments.check_scopes(scopes) or ())
         if not terms or k == 0 or iris == [] or scope_list == []:
             return []
         return self._keyword_ranked(terms, k, iris, scope_list, with_metadata=with_metadata)

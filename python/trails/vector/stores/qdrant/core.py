@@ -15,6 +15,7 @@ from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.faults import translated
 from trails.resilience import Resilience
 from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores import arguments
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.qdrant import local, schema
 from trails.vector.stores.qdrant.faults import GuardedClient
@@ -223,8 +224,8 @@ class QdrantCore(BaseVectorStore):
     @locked
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
-        wanted = list(ids)
-        unique = list(dict.fromkeys(point_id(i) for i in wanted if isinstance(i, str)))
+        wanted = list(arguments.check_ids(ids))
+        unique = list(dict.fromkeys(point_id(i) for i in wanted))
         found = {}
         for start in range(0, len(unique), PAGE):
             for r in self._c.retrieve(self.collection, unique[start : start + PAGE],

@@ -36,6 +36,7 @@ from trails.errors import ConfigurationError, ContextDamagedError
 from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.base import BaseVectorStore
 from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
@@ -416,7 +417,7 @@ class SqliteCore(BaseVectorStore):
     @reads
     def metadata(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The metadata of the ids that exist, as search hits carry it (no vectors read)."""
-        return self._metadata(list(ids))
+        return self._metadata(list(arguments.check_ids(ids)))
 
     def _metadata(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids:

@@ -12,6 +12,7 @@ from trails.errors import TrailsError
 from trails.faults import corrupt_file
 from trails.scopes import DEFAULT_SCOPE
 from trails.text import keyword_terms
+from trails.vector.stores import arguments
 from trails.vector.stores.arrays import VectorLike, as_matrix, encode, normalize_rows
 from trails.vector.stores.base import BaseKeywordIndex, StoredVector, VectorHit
 from trails.vector.stores.matrix import VectorMatrix
@@ -192,7 +193,7 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
         >>> round(store.keyword_idf_sum("routes"), 4)  # "rout": 1 of 3 rows
         0.5108
         """
-        terms = keyword_terms(query, stopwords)
+        terms = keyword_terms(arguments.check_text(query), stopwords)
         if not terms:
             return 0.0
         with self.snapshot():
@@ -202,7 +203,7 @@ class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
     @reads
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
-        wanted = list(ids)
+        wanted = list(arguments.check_ids(ids))
         rows = self._db.execute(
             "SELECT id, metadata, slot, text FROM items WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(wanted),),

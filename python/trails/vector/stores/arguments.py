@@ -1,0 +1,118 @@
+"""The checks of a store method's arguments other than vectors: ids, metadata, ``k``, scopes.
+
+Each returns the argument in the form the store works with, or raises
+``InvalidArgumentTypeError`` (a wrong type, also a ``TypeError``) or ``InvalidArgumentError``
+(a wrong value, also a ``ValueError``) naming the argument and what it takes. A bare string
+where a list of ids or scopes belongs is refused, not read as a list of its characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+__all__ = ["check_filters", "check_id", "check_ids", "check_k", "check_metadata",
+           "check_metadatas", "check_scopes", "check_text", "check_vector"]
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def check_id(id: object, name: str = "id") -> str:
+    """A vector id: a non-empty string."""
+    if not isinstance(id, str):
+        raise InvalidArgumentTypeError(f"{name} must be a non-empty str (a vector id), got "
+                                       f"{_shown(id)}")
+    if not id:
+        raise InvalidArgumentError(f"{name} must be a non-empty str (a vector id), got ''")
+    return id
+
+
+def check_ids(ids: object, name: str = "ids") -> Sequence[str]:
+    """Strings from an iterable of them (a list or tuple, kept as it is with its type, or a
+    set, a generator... read into a list)."""
+    if isinstance(ids, (str, bytes, Mapping)) or not isinstance(ids, Iterable):
+        raise InvalidArgumentTypeError(
+            f"{name} must be a list (or another iterable) of str, got {_shown(ids)}"
+            + ("; wrap one in a list" if isinstance(ids, str) else ""))
+    checked = ids if isinstance(ids, (list, tuple)) else list(ids)
+    for i, item in enumerate(checked):
+        if not isinstance(item, str):
+            raise InvalidArgumentTypeError(f"{name}[{i}] must be a str, got {_shown(item)}")
+    return checked
+
+
+def check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
+    """A copy of one vector's metadata: a mapping with str keys, or None (empty)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgumentTypeError(
+            f"{name} must be a mapping of str keys to values (a dict) or None, got "
+            f"{_shown(metadata)}")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise InvalidArgumentTypeError(f"{name} keys must be str, got {_shown(key)}")
+    return dict(metadata)
+
+
+def check_metadatas(metadata: object, count: int) -> list[dict[str, Any]]:
+    """``count`` metadata copies from a sequence of mappings or None (None: all empty)."""
+    if metadata is None:
+        return [{} for _ in range(count)]
+    if isinstance(metadata, (str, bytes, Mapping)) or not isinstance(metadata, Iterable):
+        raise InvalidArgumentTypeError(
+            "metadata must be a list with one mapping (or None) per id, got "
+            f"{_shown(metadata)}" + ("; wrap one mapping in a list"
+                                     if isinstance(metadata, Mapping) else ""))
+    metas = [check_metadata(m, f"metadata[{i}]") for i, m in enumerate(metadata)]
+    if len(metas) != count:
+        raise InvalidArgumentError(f"got {count} ids but {len(metas)} metadata entries; pass "
+                                   "one mapping (or None) per id")
+    return metas
+
+
+def check_k(k: object) -> int:
+    """``k``: an int >= 0 (how many hits)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise InvalidArgumentTypeError(f"k must be an int >= 0 (how many hits), got {_shown(k)}")
+    if k < 0:
+        raise InvalidArgumentError(f"k must be >= 0, got {k}")
+    return int(k)
+
+
+def check_scopes(scopes: object) -> Sequence[str] | None:
+    """Scope names as a list, or None (every scope)."""
+    return None if scopes is None else check_ids(scopes, "scopes")
+
+
+def check_text(query: object, name: str = "query") -> str:
+    """A text argument (a keyword query)."""
+    if not isinstance(query, str):
+        raise InvalidArgumentTypeError(f"{name} must be a str, got {_shown(query)}")
+    return query
+
+
+_V = TypeVar("_V")
+
+
+def check_vector(vector: _V, name: str = "vector") -> _V:
+    """A vector's container: no text, mapping or None (numbers are checked by ``as_matrix``)."""
+    if vector is None or isinstance(vector, (str, bytes, Mapping)):
+        raise InvalidArgumentTypeError(f"{name} must be a sequence of numbers (a list or a "
+                                       f"numpy array), got {_shown(vector)}")
+    return vector
+
+
+def check_filters(filters: object) -> Mapping[str, Any]:
+    """``delete_where``'s filters: a non-empty mapping."""
+    if not isinstance(filters, Mapping):
+        raise InvalidArgumentTypeError("filters must be a mapping of metadata keys to values "
+                                       f"({{'doc_iri': ...}}), got {_shown(filters)}")
+    return filters
