@@ -13,6 +13,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
+from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
@@ -239,9 +240,27 @@ class OxigraphGraph:
             check_limits(sparql)
             refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
-        calls = FunctionCalls(self._functions, scopes)
+        return self._evaluate(text, self._graphs(scopes), FunctionCalls(self._functions, scopes))
+
+    def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
+                      base_iri: str | None = None) -> QueryResult | bool | list[ox.Triple]:
+        """Run a query over ``dataset`` (its default graph is the graphs' union, each stored
+        copy of a triple counted, as ``scopes=`` does), never calling out: see
+        :class:`~trails.kg.base.DatasetGraph`.
+
+        Raises:
+            SparqlError: the query does not parse, is too large, uses SERVICE or fails.
+        """
+        check_limits(sparql)
+        refuse_service(sparql, self.prefixes)
+        graphs = {"default_graph": list(dataset.default), "named_graphs": list(dataset.named),
+                  "base_iri": base_iri}
+        return self._evaluate(sparql, graphs, FunctionCalls(self._functions, scopes))
+
+    def _evaluate(self, text: str, graphs: dict[str, Any],
+                  calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
         try:
-            output = self._read(lambda: self._run(text, scopes, calls))
+            output = self._read(lambda: self._run(text, graphs, calls))
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -250,10 +269,9 @@ class OxigraphGraph:
         calls.check()
         return output
 
-    def _run(self, text: str, scopes: Sequence[str] | None,
+    def _run(self, text: str, graphs: dict[str, Any],
              calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
-        result = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                               **calls.options())
+        result = self._s.query(text, prefixes=self.prefixes, **graphs, **calls.options())
         if isinstance(result, ox.QuerySolutions):
             variables = [v.value for v in result.variables]
             raw = [{name: solution[name] for name in variables} for solution in result]
