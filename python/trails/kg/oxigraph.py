@@ -25,7 +25,7 @@ from trails.kg.opening import (
     vanished_while_moving,
 )
 from trails.kg.rdfio import RdfSource
-from trails.kg.result import QueryResult, Triples
+from trails.kg.result import QueryResult, query_output
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
@@ -33,7 +33,6 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 __all__ = ["OxigraphGraph"]
 
 T = TypeVar("T")
-
 
 
 class OxigraphGraph:
@@ -244,13 +243,7 @@ class OxigraphGraph:
 
     def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
                       base_iri: str | None = None) -> QueryResult | bool | list[ox.Triple]:
-        """Run a query over ``dataset`` (its default graph is the graphs' union, each stored
-        copy of a triple counted, as ``scopes=`` does), never calling out: see
-        :class:`~trails.kg.base.DatasetGraph`.
-
-        Raises:
-            SparqlError: the query does not parse, is too large, uses SERVICE or fails.
-        """
+        """:class:`~trails.kg.base.DatasetGraph`'s query (a union counts each stored copy)."""
         check_limits(sparql)
         refuse_service(sparql, self.prefixes)
         graphs = {"default_graph": list(dataset.default), "named_graphs": list(dataset.named),
@@ -260,7 +253,8 @@ class OxigraphGraph:
     def _evaluate(self, text: str, graphs: dict[str, Any],
                   calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
         try:
-            output = self._read(lambda: self._run(text, graphs, calls))
+            output = self._read(lambda: query_output(self._s.query(
+                text, prefixes=self.prefixes, **graphs, **calls.options())))
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
         except (RuntimeError, ValueError) as exc:
@@ -268,17 +262,6 @@ class OxigraphGraph:
             raise SparqlError(f"SPARQL query failed: {exc}") from exc
         calls.check()
         return output
-
-    def _run(self, text: str, graphs: dict[str, Any],
-             calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
-        result = self._s.query(text, prefixes=self.prefixes, **graphs, **calls.options())
-        if isinstance(result, ox.QuerySolutions):
-            variables = [v.value for v in result.variables]
-            raw = [{name: solution[name] for name in variables} for solution in result]
-            return QueryResult(variables, raw)
-        if isinstance(result, ox.QueryBoolean):
-            return bool(result)
-        return Triples(result)
 
     def select_iris(
         self,

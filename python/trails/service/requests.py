@@ -147,8 +147,9 @@ def _granted_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph:
             pass  # no scope's name: a graph like any other
     if key.scopes is not None:
         raise PermissionDeniedError(
-            f"the API key {key.label!r} may not read the graph <{iri}>: it reads only the "
-            f"graphs of its scopes ({SCOPE_BASE}NAME for {', '.join(sorted(key.scopes))})")
+            f"the API key {key.label!r} does not grant the scope of the graph <{iri}>; it "
+            f"reads only its scopes' graphs ({SCOPE_BASE}NAME for "
+            f"{', '.join(sorted(key.scopes))})")
     return ox.NamedNode(iri)
 
 
