@@ -24,6 +24,7 @@ from trails.kg.opening import (
     read_revision,
     vanished_while_moving,
 )
+from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult, query_output
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
@@ -243,7 +244,6 @@ class OxigraphGraph:
 
     def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
                       base_iri: str | None = None) -> QueryResult | bool | list[ox.Triple]:
-        """:class:`~trails.kg.base.DatasetGraph`'s query (a union counts each stored copy)."""
         check_limits(sparql)
         refuse_service(sparql, self.prefixes)
         graphs = {"default_graph": list(dataset.default), "named_graphs": list(dataset.named),
@@ -256,7 +256,7 @@ class OxigraphGraph:
             output = self._read(lambda: query_output(self._s.query(
                 text, prefixes=self.prefixes, **graphs, **calls.options())))
         except SyntaxError as exc:
-            raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
+            raise SparqlError(parse_problem(text, self.prefixes, str(exc))) from exc
         except (RuntimeError, ValueError) as exc:
             calls.check()
             raise SparqlError(f"SPARQL query failed: {exc}") from exc

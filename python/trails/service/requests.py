@@ -5,7 +5,6 @@ retrieve, and a SPARQL query run within the key's scopes. Blocking: called in wo
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,8 +14,9 @@ from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, st
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.kg.base import Dataset, DatasetGraph, QueryOutput
+from trails.kg.parse_errors import is_update
 from trails.kg.remote.rewrite import query_form
-from trails.kg.sparql import check_limits, code_only, refuse_service
+from trails.kg.sparql import check_limits, refuse_service
 from trails.kg.terms import IRI
 from trails.retrieval.retrieve import known_scopes
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, check_scope, scope_graph, scope_of_graph
@@ -27,10 +27,6 @@ from trails.service.state import ServiceState
 from trails.service.steps import build_steps
 
 __all__ = ["confine_dataset", "dataset_scopes", "read_scopes", "record_sparql", "retrieve_options", "run_sparql", "term_bindings"]
-
-_UPDATE_WORDS = re.compile(
-    r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
-
 
 def read_scopes(ctx: Context, key: ApiKey, requested: Sequence[str] | None) -> list[str] | None:
     """The scopes a retrieve runs with: ``requested`` checked against the key; a scoped key
@@ -171,7 +167,7 @@ def run_sparql(ctx: Context, query: str, dataset: Dataset, base_iri: str) -> Que
         InvalidArgumentError: the graph cannot run a query over such a dataset.
     """
     check_limits(query)
-    if _looks_like_update(query):  # no query starts so: refused whether or not it parses
+    if is_update(query):  # no query starts so: refused whether or not it parses
         raise PermissionDeniedError(
             "this endpoint answers SPARQL queries only: updates are refused. Add documents "
             "with POST /ingest and remove them with DELETE /documents/{iri}")
@@ -187,13 +183,6 @@ def run_sparql(ctx: Context, query: str, dataset: Dataset, base_iri: str) -> Que
             f"this context's graph ({type(ctx.kg).__name__}) runs queries over scopes only: "
             "name the same scope graphs as default-graph-uri and named-graph-uri")
     return ctx.kg.query(query, None, scopes=scopes)
-
-
-def _looks_like_update(query: str) -> bool:
-    """Whether a request's text starts (after its prologue) with an update's keyword."""
-    code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
-    body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
-    return bool(_UPDATE_WORDS.match(body))
 
 
 def record_sparql(ctx: Context, caller: str, query: str, scopes: Sequence[str] | None,
