@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # stops when that fails; `make typecheck` runs it alone, `make test TYPECHECK=0` skips it.
 TYPECHECK ?= 1
 
-.PHONY: demo test typecheck bench clean virtuoso chromium
+.PHONY: demo test typecheck bench clean virtuoso chromium jena
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,8 +56,24 @@ chromium:
 			|| echo "apt-get could not install chromium: the browser display tests skip"; \
 	fi
 
+# Debian's Apache Jena for the SPARQL client tests (`arq.rsparql` against `trails serve`; they
+# skip without it): installed as root with apt-get when missing, as for Virtuoso.
+# `make test JENA=0` leaves it alone.
+JENA ?= 1
+jena:
+	@if [ -f /usr/share/java/jena-arq.jar ]; then :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "Jena not found and not root: the Jena client tests skip (install: apt-get install -y libapache-jena-java)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "Jena not found and no apt-get: the Jena client tests skip"; \
+	else \
+		echo "installing libapache-jena-java for the Jena client tests"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libapache-jena-java) >/dev/null \
+			|| echo "apt-get could not install libapache-jena-java: the Jena client tests skip"; \
+	fi
+
 # pytest exits 5 when it collects nothing: that is a broken suite, never a pass.
-test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) \
+test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) $(if $(filter 1,$(JENA)),jena) \
 		$(if $(filter 1,$(CHROMIUM)),chromium)
 	$(PY) -m pytest -n 2 -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status

@@ -146,7 +146,7 @@ def test_no_key_and_unknown_key_are_401_with_a_bearer_challenge(client):
     for headers in ({}, {"Authorization": "Bearer nope-nope-nope-nope"}, {"X-API-Key": "x"}):
         response = client.post("/retrieve", json={"query": "x"}, headers=headers)
         assert response.status_code == 401
-        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.headers["www-authenticate"] == 'Bearer realm="trails"'
         assert response.json()["error"] == "AuthenticationError"
     assert client.get("/sparql", params={"query": "ASK {}"}).status_code == 401
 

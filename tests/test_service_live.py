@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rdflib import Graph
+from rdflib import Graph, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 from SPARQLWrapper import JSON, TURTLE, SPARQLWrapper
 
@@ -123,6 +123,36 @@ def test_rdflib_sparqlstore_reads_through_the_service(url):
     rows = list(graph.query(TEXTS))
     assert [str(row[0]) for row in rows] == sorted(ALPHA_DOCS.values())
     assert graph.query("ASK { ?s ?p ?o }").askAnswer is True
+
+
+def test_sparqlwrapper_sends_a_default_graph_and_named_graphs(url):
+    client = SPARQLWrapper(url + "/sparql")
+    client.addCustomHttpHeader("Authorization", f"Bearer {SECRETS['admin']}")
+    client.setReturnFormat(JSON)
+    client.addDefaultGraph("urn:trails:scope:beta")
+    client.setQuery(TEXTS)
+    rows = client.query().convert()["results"]["bindings"]
+    assert [row["t"]["value"] for row in rows] == sorted(BETA_DOCS.values())
+    named = SPARQLWrapper(url + "/sparql/")
+    named.addCustomHttpHeader("Authorization", f"Bearer {SECRETS['alpha-reader']}")
+    named.setReturnFormat(JSON)
+    named.addNamedGraph("urn:trails:scope:alpha")
+    named.setQuery("SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g")
+    rows = named.query().convert()["results"]["bindings"]
+    assert [row["g"]["value"] for row in rows] == ["urn:trails:scope:alpha"]
+    named.addNamedGraph("urn:trails:scope:beta")  # not alpha-reader's
+    with pytest.raises(Exception, match="403|Forbidden"):
+        named.query()
+
+
+def test_rdflib_sparqlstore_bound_to_a_scope_graph(url):
+    for label, scope, expected in (("alpha-reader", "alpha", ALPHA_DOCS), ("admin", "beta",
+                                                                           BETA_DOCS)):
+        store = SPARQLStore(url + "/sparql", headers={
+            "Authorization": f"Bearer {SECRETS[label]}"})
+        graph = Graph(store, identifier=URIRef(f"urn:trails:scope:{scope}"))
+        texts = sorted(str(o) for o in graph.objects(None, URIRef("https://schema.org/text")))
+        assert texts == sorted(expected.values()), label
 
 
 def test_sparql_endpoint_graph_queries_the_service_with_scopes(url):

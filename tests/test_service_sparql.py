@@ -15,6 +15,7 @@ from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import SparqlQueryRecord
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.service.app import create_app
+from trails.service.keys import KeyRing
 from trails.service.sparql_protocol import (
     GRAPH_TYPES,
     RESULT_TYPES,
@@ -130,15 +131,145 @@ def test_the_dataset_may_name_scope_graphs_and_is_still_confined_to_the_key(clie
     assert refused.status_code == 403
 
 
-@pytest.mark.parametrize("params", [
-    {"default-graph-uri": "http://example.org/elsewhere",
-     "named-graph-uri": "http://example.org/elsewhere"},
-    {"default-graph-uri": ALPHA_GRAPH},
-    {"named-graph-uri": ALPHA_GRAPH},
-])
-def test_a_dataset_it_cannot_honour_is_a_400(client, params):
-    response = client.get("/sparql", params={"query": TEXTS, **params}, headers=bearer("admin"))
+GRAPH_TEXTS = "SELECT ?t WHERE { GRAPH ?g { ?c schema:text ?t } } ORDER BY ?t"
+
+
+def test_the_dataset_is_read_as_the_protocol_defines_it(client):
+    def texts(query, **dataset):
+        return _texts(client.get("/sparql", params={"query": query, **dataset},
+                                 headers=bearer("admin")))
+
+    assert texts(TEXTS, **{"default-graph-uri": ALPHA_GRAPH}) == sorted(ALPHA_DOCS.values())
+    assert texts(GRAPH_TEXTS, **{"default-graph-uri": ALPHA_GRAPH}) == []  # no named graphs
+    assert texts(TEXTS, **{"named-graph-uri": BETA_GRAPH}) == []  # an empty default graph
+    assert texts(GRAPH_TEXTS, **{"named-graph-uri": BETA_GRAPH}) == sorted(BETA_DOCS.values())
+    mixed = {"default-graph-uri": ALPHA_GRAPH, "named-graph-uri": BETA_GRAPH}
+    assert texts(TEXTS, **mixed) == sorted(ALPHA_DOCS.values())
+    assert texts(GRAPH_TEXTS, **mixed) == sorted(BETA_DOCS.values())
+    both = [("query", TEXTS), ("default-graph-uri", ALPHA_GRAPH),
+            ("default-graph-uri", BETA_GRAPH)]
+    merged = client.get("/sparql", params=both, headers=bearer("admin"))
+    assert _texts(merged) == sorted([*ALPHA_DOCS.values(), *BETA_DOCS.values()])
+
+
+def test_a_graph_no_scope_holds_is_an_empty_graph_for_a_key_with_every_scope(client):
+    response = client.get("/sparql", params={
+        "query": TEXTS, "default-graph-uri": "http://example.org/elsewhere"},
+        headers=bearer("admin"))
+    assert _texts(response) == []
+
+
+OUTSIDE = [BETA_GRAPH, "urn:trails:minted", "urn:trails:audit", "urn:trails:scope:default",
+           "http://example.org/nowhere", "urn:trails:scope:nosuchscope"]
+
+
+@pytest.mark.parametrize("parameter", ["default-graph-uri", "named-graph-uri"])
+def test_a_scoped_key_naming_any_graph_outside_its_scopes_is_refused_alike(client, parameter):
+    answers = [client.get("/sparql", params={"query": GRAPH_TEXTS, parameter: graph},
+                          headers=bearer("alpha-reader")) for graph in OUTSIDE]
+    assert {a.status_code for a in answers} == {403}
+    # The same words whether the graph exists or not: a refusal tells nothing of the graph.
+    assert len({a.json()["message"].replace(g, "GRAPH") for a, g in zip(answers, OUTSIDE)}) == 1
+
+
+def test_the_default_dataset_holds_the_scopes_only(client):
+    for label in ("admin", "alpha-reader"):
+        for graph in ("urn:trails:minted", "urn:trails:audit"):
+            response = client.get("/sparql", params={
+                "query": f"ASK {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}"}, headers=bearer(label))
+            assert response.json()["boolean"] is False, (label, graph)
+        predicates = client.get("/sparql", params={
+            "query": "SELECT DISTINCT ?p WHERE { ?s ?p ?o }"}, headers=bearer(label))
+        assert not any("minted" in row["p"]["value"]
+                       for row in predicates.json()["results"]["bindings"])
+
+
+def test_the_same_triple_in_two_scopes_is_two_solutions_and_one_with_distinct(tmp_path):
+    ctx = seeded_context(tmp_path / "kb")
+    for scope in ("alpha", "beta"):
+        ctx.kg.load("<urn:x:s> <urn:x:p> <urn:x:o> .", format="nt", scope=scope)
+    try:
+        with TestClient(create_app(ctx, keys())) as client:
+            def rows(query):
+                response = client.get("/sparql", params={"query": query},
+                                      headers=bearer("all-reader"))
+                return response.json()["results"]["bindings"]
+
+            assert len(rows("SELECT ?o WHERE { <urn:x:s> <urn:x:p> ?o }")) == 2
+            assert len(rows("SELECT DISTINCT ?o WHERE { <urn:x:s> <urn:x:p> ?o }")) == 1
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("graph", ["not an iri", "urn:trails:scope:a b"])
+def test_a_dataset_naming_no_iri_is_a_400(client, graph):
+    response = client.get("/sparql", params={"query": TEXTS, "default-graph-uri": graph},
+                          headers=bearer("admin"))
     assert response.status_code == 400
+    assert "no absolute IRI" in response.json()["message"]
+
+
+def test_an_update_sent_by_get_is_refused(client):
+    for path in ("/sparql", "/sparql/"):
+        response = client.get(path, params={"update": "CLEAR ALL"}, headers=bearer("admin"))
+        assert response.status_code == 403, path
+        assert "updates are refused" in response.json()["message"]
+
+
+def test_the_path_with_a_slash_answers_without_a_redirect(client):
+    response = client.post("/sparql/", content=b"ASK {}", follow_redirects=False, headers={
+        **bearer("admin"), "Content-Type": "application/sparql-query"})
+    assert response.status_code == 200
+    assert response.json()["boolean"] is True
+
+
+def test_relative_iris_resolve_against_the_endpoint(client):
+    response = client.post("/sparql", content=b"CONSTRUCT { <s> <p> 1 } WHERE {}", headers={
+        **bearer("admin"), "Content-Type": "application/sparql-query"})
+    assert response.status_code == 200, response.text
+    (triple,) = ox.parse(response.content, format=ox.RdfFormat.N_TRIPLES)
+    assert triple.subject.value == str(client.base_url) + "/s"
+
+
+CONTROL = 'SELECT ?x WHERE { BIND("a\\u0001b" AS ?x) }'
+
+
+def test_an_answer_xml_cannot_carry_comes_in_another_accepted_format_or_a_406(client):
+    xml_only = client.get("/sparql", params={"query": CONTROL}, headers={
+        **bearer("admin"), "Accept": "application/sparql-results+xml"})
+    assert xml_only.status_code == 406
+    assert "application/sparql-results+json" in xml_only.json()["message"]
+    fallback = client.get("/sparql", params={"query": CONTROL}, headers={
+        **bearer("admin"), "Accept": "application/sparql-results+xml, */*;q=0.1"})
+    assert fallback.status_code == 200
+    assert fallback.headers["content-type"].startswith("application/sparql-results+json")
+    assert fallback.json()["results"]["bindings"][0]["x"]["value"] == "a\x01b"
+    construct = "CONSTRUCT { <urn:s> <urn:p> ?x } WHERE { BIND(\"a\\u000Cb\" AS ?x) }"
+    rdf_xml = client.get("/sparql", params={"query": construct}, headers={
+        **bearer("admin"), "Accept": "application/rdf+xml"})
+    assert rdf_xml.status_code == 406
+    plain = client.get("/sparql", params={"query": "SELECT ?x WHERE { BIND(\"ok\" AS ?x) }"},
+                       headers={**bearer("admin"), "Accept": "application/sparql-results+xml"})
+    assert plain.headers["content-type"].startswith("application/sparql-results+xml")
+
+
+def test_an_unknown_key_gets_a_challenge_with_a_realm_and_no_file_path(tmp_path):
+    keys_file = tmp_path / "secret-place" / "keys.toml"
+    keys_file.parent.mkdir()
+    keys_file.write_text(keys_file_text := "[[key]]\nlabel = \"a\"\nsecret = \"s" + "x" * 20
+                         + "\"\nscopes = [\"*\"]\n")
+    assert keys_file_text
+    ctx = seeded_context(tmp_path / "kb")
+    try:
+        with TestClient(create_app(ctx, KeyRing.load(keys_file))) as client:
+            for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789"}):
+                response = client.get("/sparql", params={"query": "ASK {}"}, headers=headers)
+                assert response.status_code == 401
+                assert response.headers["www-authenticate"].startswith("Bearer realm=")
+                assert "secret-place" not in response.text
+                assert str(tmp_path) not in response.text
+    finally:
+        ctx.close()
 
 
 def test_other_content_types_and_bodies_are_400s(client):
@@ -165,12 +296,23 @@ def test_parse_reads_each_way_of_sending_a_query():
         parse_sparql_request("GET", None, [("update", "CLEAR ALL")], b"")
 
 
-def test_the_dataset_becomes_the_scopes_it_names():
+def test_the_dataset_is_the_graphs_each_parameter_names():
     request = parse_sparql_request("GET", None, [
-        ("query", "ASK {}"), ("default-graph-uri", ALPHA_GRAPH), ("named-graph-uri", ALPHA_GRAPH),
-        ("default-graph-uri", BETA_GRAPH), ("named-graph-uri", BETA_GRAPH)], b"")
-    assert request.scopes == ["alpha", "beta"]
-    assert parse_sparql_request("GET", None, [("query", "ASK {}")], b"").scopes is None
+        ("query", "ASK {}"), ("default-graph-uri", ALPHA_GRAPH), ("named-graph-uri", BETA_GRAPH),
+        ("default-graph-uri", BETA_GRAPH), ("default-graph-uri", ALPHA_GRAPH)], b"")
+    assert (request.default_graphs, request.named_graphs) == (
+        [ALPHA_GRAPH, BETA_GRAPH], [BETA_GRAPH])
+    only_named = parse_sparql_request("GET", None, [
+        ("query", "ASK {}"), ("named-graph-uri", ALPHA_GRAPH)], b"")
+    assert (only_named.default_graphs, only_named.named_graphs) == ([], [ALPHA_GRAPH])
+    none = parse_sparql_request("GET", None, [("query", "ASK {}")], b"")
+    assert (none.default_graphs, none.named_graphs) == (None, None)
+
+
+def test_a_body_in_another_charset_is_refused():
+    with pytest.raises(InvalidArgumentError, match="UTF-16"):
+        parse_sparql_request("POST", "application/sparql-query; charset=UTF-16", [],
+                             "ASK {}".encode("utf-16"))
 
 
 @pytest.mark.parametrize(("accept", "expected"), [
@@ -216,7 +358,7 @@ def test_each_answered_query_is_recorded_with_the_key_label(tmp_path):
             "alpha-reader", "SELECT", ["alpha"], len(ALPHA_DOCS), TEXTS)
         theirs = records[ask.headers["trails-run-id"]]
         assert (theirs.caller, theirs.form, theirs.scopes, theirs.answers) == (
-            "admin", "ASK", [], 1)
+            "admin", "ASK", ["default", "alpha", "beta"], 1)  # every scope it read
         assert ctx.audit.pending() == []  # the service folded them as it shut down
         triples = ctx.kg.query("CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <urn:trails:audit> "
                                "{ ?s ?p ?o } }")

@@ -30,6 +30,7 @@ says what was wrong and what to do next. The tree::
     ├── AuthenticationError           a service request with no API key, or one it does not know
     ├── PermissionDeniedError         an API key without the right or the scope a request needs
     ├── ReadOnlyServiceError          a write sent to a service that serves its context read-only
+    ├── NotAcceptableError            no format the client accepts can carry the answer
     └── UnknownDocumentError          a document IRI that the context (in the caller's scopes) lacks
 
 Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidArgumentTypeError",
     "InvalidVectorError",
     "MissingExtraError",
+    "NotAcceptableError",
     "PermissionDeniedError",
     "RdfLimitError",
     "RdfSyntaxError",
@@ -205,7 +207,7 @@ class UnknownRunError(TrailsError):
 
 class AuthenticationError(TrailsError):
     """A request to the service carried no API key, or one the service does not know. The
-    message says where the service reads its keys and how to send one."""
+    message says how to send one (never where the service keeps its keys)."""
 
 
 class PermissionDeniedError(TrailsError):
@@ -216,6 +218,11 @@ class PermissionDeniedError(TrailsError):
 class ReadOnlyServiceError(TrailsError):
     """A write (ingest, delete) sent to a service started with ``--read-only``: its context is
     open for reading only. The message says to restart it without that option."""
+
+
+class NotAcceptableError(TrailsError):
+    """An answer none of the formats a client accepts can carry (a control character in a
+    literal has no place in XML 1.0). The message names the formats that can."""
 
 
 class UnknownDocumentError(TrailsError):

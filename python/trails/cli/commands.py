@@ -14,6 +14,7 @@ edge (:meth:`_Group.main`), never a traceback. Exit codes:
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -91,12 +92,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"trails {importlib.metadata.version('trails')}")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
     db: Optional[Path] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
         None, "--db", envvar="TRAILS_DB", metavar="DIR",
         help="The context directory (made by `trails init`)."),
+    _version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version,
+        help="Print the version of trails and exit."),
 ) -> None:
     """Knowledge-graph plus vector retrieval over a context directory.
 

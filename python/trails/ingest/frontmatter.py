@@ -66,7 +66,25 @@ def load_front_matter(text: str) -> Any:
         _measure(text)
         return yaml.load(text, Loader=_FrontMatterLoader)
     except yaml.YAMLError as exc:
-        raise ValueError(f"invalid YAML front matter: {exc}") from exc
+        raise ValueError(yaml_problem(text, exc)) from exc
+
+
+def yaml_problem(text: str, exc: yaml.YAMLError) -> str:
+    """One line: where the front matter stops parsing, the line, what YAML found, what to do."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML front matter: {problem}. {_QUOTING}"
+    lines = text.splitlines() or [""]
+    line = lines[min(mark.line, len(lines) - 1)]
+    hint = ("indent with spaces: YAML does not allow tabs" if "\t" in line
+            else _QUOTING)
+    return (f"invalid YAML front matter at line {mark.line + 1}, column {mark.column + 1} "
+            f"({line.strip()!r}): {problem}. {hint}")
+
+
+_QUOTING = ("A value that holds ': ' or ' #', or starts with one of [ ] { } , & * ! | > ' \" "
+            "% @ `, must be quoted: write key: \"the value\"")
 
 
 def _measure(text: str) -> None:

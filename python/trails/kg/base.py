@@ -8,6 +8,8 @@ implement all of it. What only some graphs can do is a narrower protocol, checke
 - :class:`FunctionGraph`: custom SPARQL functions evaluated in this process
   (``trails:similarity``); a remote endpoint cannot call back into Python.
 - :class:`NQuadsGraph`: loads N-Quads text in one transaction, the ingest writer's fast path.
+- :class:`DatasetGraph`: runs a query over a dataset of any graphs (the SPARQL 1.1 Protocol's
+  ``default-graph-uri``/``named-graph-uri``), with a base IRI for relative IRIs.
 - :class:`GenerationGraph`: numbers its states, so a filter's answer can be kept until the
   graph changes (a remote endpoint can change at any time unseen).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import pyoxigraph as ox
@@ -25,7 +28,7 @@ from trails.errors import SparqlError
 from trails.kg.rdfio import RdfSource
 from trails.kg.result import QueryResult
 
-__all__ = ["FunctionGraph", "GenerationGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput",
+__all__ = ["Dataset", "DatasetGraph", "FunctionGraph", "GenerationGraph", "KnowledgeGraph", "NQuadsGraph", "QueryOutput",
            "RevisionGraph", "select"]
 
 # SELECT -> QueryResult, ASK -> bool, CONSTRUCT/DESCRIBE -> triples.
@@ -98,6 +101,27 @@ class FunctionGraph(KnowledgeGraph, Protocol):
     def register_function(
         self, iri: str, fn: Callable[..., Any], *, per_query: bool = False
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A query's RDF dataset: the graphs whose triples make its default graph (``DefaultGraph``
+    for the store's default graph) and the named graphs ``GRAPH`` can reach. It replaces
+    whatever ``FROM``/``FROM NAMED`` the query text names."""
+
+    default: tuple[ox.NamedNode | ox.DefaultGraph, ...]
+    named: tuple[ox.NamedNode, ...]
+
+
+@runtime_checkable
+class DatasetGraph(KnowledgeGraph, Protocol):
+    """A graph that runs a query over a :class:`Dataset` of any of its graphs."""
+
+    def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
+                      base_iri: str | None = None) -> QueryOutput:
+        """``sparql`` over ``dataset`` only (never a ``SERVICE`` call); ``scopes`` are what
+        per-query functions may read, ``base_iri`` resolves relative IRIs."""
+        ...
 
 
 @runtime_checkable

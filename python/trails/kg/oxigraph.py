@@ -13,6 +13,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
+from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
@@ -24,9 +25,10 @@ from trails.kg.opening import (
     read_revision,
     vanished_while_moving,
 )
+from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
 from trails.kg.reserved import check_nquads, check_quads, check_removal, check_update
-from trails.kg.result import QueryResult, Triples
+from trails.kg.result import QueryResult, query_output
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
@@ -34,7 +36,6 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 __all__ = ["OxigraphGraph"]
 
 T = TypeVar("T")
-
 
 
 class OxigraphGraph:
@@ -236,28 +237,28 @@ class OxigraphGraph:
             check_limits(sparql)
             refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
-        calls = FunctionCalls(self._functions, scopes)
+        return self._evaluate(text, self._graphs(scopes), FunctionCalls(self._functions, scopes))
+
+    def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
+                      base_iri: str | None = None) -> QueryResult | bool | list[ox.Triple]:
+        check_limits(sparql)
+        refuse_service(sparql, self.prefixes)
+        graphs = {"default_graph": list(dataset.default), "named_graphs": list(dataset.named),
+                  "base_iri": base_iri}
+        return self._evaluate(sparql, graphs, FunctionCalls(self._functions, scopes))
+
+    def _evaluate(self, text: str, graphs: dict[str, Any],
+                  calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
         try:
-            output = self._read(lambda: self._run(text, scopes, calls))
+            output = self._read(lambda: query_output(self._s.query(
+                text, prefixes=self.prefixes, **graphs, **calls.options())))
         except SyntaxError as exc:
-            raise SparqlError(f"SPARQL query does not parse: {exc}") from exc
+            raise SparqlError(parse_problem(text, self.prefixes, str(exc))) from exc
         except (RuntimeError, ValueError) as exc:
             calls.check()
             raise SparqlError(f"SPARQL query failed: {exc}") from exc
         calls.check()
         return output
-
-    def _run(self, text: str, scopes: Sequence[str] | None,
-             calls: FunctionCalls) -> QueryResult | bool | list[ox.Triple]:
-        result = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
-                               **calls.options())
-        if isinstance(result, ox.QuerySolutions):
-            variables = [v.value for v in result.variables]
-            raw = [{name: solution[name] for name in variables} for solution in result]
-            return QueryResult(variables, raw)
-        if isinstance(result, ox.QueryBoolean):
-            return bool(result)
-        return Triples(result)
 
     def select_iris(self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
                     scopes: Sequence[str] | None = None) -> list[str]:
@@ -276,10 +277,7 @@ class OxigraphGraph:
     def select_tsv(self, sparql: str, scopes: Sequence[str] | None = None) -> bytes:
         """A SELECT's solutions as Oxigraph writes them in TSV (terms as SPARQL text), for
         reading many terms at once (``select_iris``, ``kg/filter_index.py``); unchecked.
-
-        Raises:
-            SparqlError: the query does not parse or fails to evaluate.
-        """
+        Raises SparqlError when the query does not parse or fails to evaluate."""
         calls = FunctionCalls(self._functions, scopes)
         try:
             data = self._read(lambda: self._select_tsv(sparql, scopes, calls))

@@ -11,7 +11,7 @@ import pyoxigraph as ox
 from trails.display.tables import Cell, rows_html, rows_text
 from trails.kg.terms import to_python
 
-__all__ = ["QueryResult", "Triples", "term_cell"]
+__all__ = ["QueryResult", "Triples", "query_output", "term_cell"]
 
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -101,3 +101,15 @@ class Triples(list[ox.Triple]):
     def _repr_html_(self) -> str:
         return rows_html("triples", ("subject", "predicate", "object"), self._cells(),
                          self._caption())
+
+
+def query_output(result: Any) -> QueryResult | bool | Triples:
+    """pyoxigraph's answer to a query as the graph returns it: SELECT -> QueryResult, ASK ->
+    bool, CONSTRUCT/DESCRIBE -> Triples."""
+    if isinstance(result, ox.QuerySolutions):
+        variables = [v.value for v in result.variables]
+        return QueryResult(variables, [{name: solution[name] for name in variables}
+                                       for solution in result])
+    if isinstance(result, ox.QueryBoolean):
+        return bool(result)
+    return Triples(result)

@@ -49,6 +49,8 @@ from trails.service.models import (
 )
 from trails.service.problems import error_body, printable, status_of
 from trails.service.requests import (
+    confine_dataset,
+    dataset_scopes,
     keyed_search,
     record_sparql,
     request_call,
@@ -175,7 +177,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         status = status_of(exc)
         if status == 500:
             log.error("request failed", exc_info=exc)
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthenticationError) else None
+        # A realm: some clients (Jena's) cannot read a bare "Bearer" challenge.
+        headers = ({"WWW-Authenticate": 'Bearer realm="trails"'}
+                   if isinstance(exc, AuthenticationError) else None)
         return JSONResponse(error_body(exc), status_code=status, headers=headers)
 
     for kind in (TrailsError, ValueError, TypeError, SyntaxError):
@@ -211,25 +215,29 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         key.require("read")
         body = await request.body() if request.method == "POST" else b""
         params = list(request.query_params.multi_items())
-        if request.method == "GET" and not any(name == "query" for name, _ in params):
-            return Response(service_description(str(request.url.replace(query="")), True),
+        endpoint = str(request.url.replace(query=""))
+        names = {name for name, _ in params}
+        if request.method == "GET" and "query" not in names and "update" not in names:
+            return Response(service_description(endpoint, True),
                             media_type="application/n-triples")
         parsed = parse_sparql_request(request.method, request.headers.get("content-type"),
                                       params, body)
-        scopes = key.confine(parsed.scopes)
+        dataset = confine_dataset(ctx, key, parsed)
         started = started_now()
-        output = await asyncio.to_thread(run_sparql, ctx, parsed.query, scopes)
-        run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query, scopes,
-                                         output, started)
+        output = await asyncio.to_thread(run_sparql, ctx, parsed.query, dataset, endpoint)
+        run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query,
+                                         dataset_scopes(dataset), output, started)
         content, media = render_answer(output, request.headers.get("accept"))
         headers = {"Trails-Run-Id": run_id} if run_id else None
         return Response(content, media_type=media, headers=headers)
 
-    for method in ("GET", "POST"):
-        fastapi_app.add_api_route(
-            "/sparql", sparql, methods=[method], operation_id=f"sparql_{method.lower()}",
-            summary="SPARQL 1.1 Protocol: queries (updates are refused)",
-            openapi_extra=_sparql_doc(method), responses=_ERRORS, response_class=Response)
+    for path in ("/sparql", "/sparql/"):  # both spellings answer: no redirect to lose a POST
+        for method in ("GET", "POST"):
+            fastapi_app.add_api_route(
+                path, sparql, methods=[method], include_in_schema=path == "/sparql",
+                operation_id=f"sparql_{method.lower()}" + ("" if path == "/sparql" else "_slash"),
+                summary="SPARQL 1.1 Protocol: queries (updates are refused)",
+                openapi_extra=_sparql_doc(method), responses=_ERRORS, response_class=Response)
 
     @fastapi_app.post("/ingest", responses={**_ERRORS, 200: {
         "description": "Server-sent events: one per ingest event, then a summary",

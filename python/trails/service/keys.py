@@ -133,9 +133,10 @@ class KeyRing:
             if hmac.compare_digest(key.sha256, presented):
                 found = key
         if found is None:
+            # Never the keys file's path: a caller with a wrong key learns nothing of the host.
             raise AuthenticationError(
-                f"the API key sent is not one of the keys in {self.source}; check it, or add "
-                "it with 'trails keys add'")
+                "the API key sent is not one this service accepts; check it, or ask whoever "
+                "runs the service to add one with 'trails keys add'")
         return found
 
     @classmethod

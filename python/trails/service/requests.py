@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,27 +14,35 @@ import pyoxigraph as ox
 from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
-from trails.kg.base import FunctionGraph, QueryOutput
+from trails.kg.base import Dataset, DatasetGraph, FunctionGraph, QueryOutput
+from trails.kg.parse_errors import is_update
 from trails.kg.remote.rewrite import query_form
-from trails.kg.sparql import check_filter, check_limits, code_only, refuse_service
+from trails.kg.sparql import check_filter, check_limits, refuse_service
 from trails.kg.terms import IRI
 from trails.records import RetrievalResult
 from trails.retrieval.recording import SearchCall, observe, record_refusal
 from trails.retrieval.retrieve import known_scopes, retrieve
-from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.scopes import (
+    DEFAULT_SCOPE,
+    SCOPE_BASE,
+    check_known_scopes,
+    check_scope,
+    normalize_scopes,
+    scope_graph,
+    scope_of_graph,
+)
 from trails.service.keys import ApiKey
 from trails.service.models import RetrieveRequest, TermObject
+from trails.service.sparql_protocol import SparqlRequest
 from trails.service.state import ServiceState
 from trails.service.steps import build_steps
 
-__all__ = ["NOTHING_GRANTED", "keyed_search", "record_sparql", "request_call",
-           "retrieve_options", "run_sparql", "search_scopes", "term_bindings"]
+__all__ = ["NOTHING_GRANTED", "confine_dataset", "dataset_scopes", "keyed_search",
+           "record_sparql", "request_call", "retrieve_options", "run_sparql", "search_scopes",
+           "term_bindings"]
 
 # The note of an answer whose key's scopes hold nothing yet.
 NOTHING_GRANTED = "none of the scopes this key grants holds anything"
-
-_UPDATE_WORDS = re.compile(
-    r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
 
 
 def search_scopes(ctx: Context, key: ApiKey,
@@ -181,28 +188,78 @@ def _moment(text: str | None) -> dt.datetime | None:
     return moment
 
 
-def run_sparql(ctx: Context, query: str, scopes: Sequence[str] | None) -> QueryOutput:
-    """Run a protocol query confined to ``scopes`` (None: every graph); never a SERVICE call,
-    never an update.
+def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:
+    """The dataset a protocol query runs over, within ``key``'s scopes.
+
+    Without ``default-graph-uri``/``named-graph-uri``: the scopes the key reads (a key with
+    every scope: every scope that holds triples), each both merged into the default graph
+    and a named graph, and no other graph (not the minting or audit records). With them: the
+    graphs they name, as the protocol defines; a key with every scope may name any graph, a
+    scoped key only its scopes' graphs (``urn:trails:scope:NAME``; the default scope's graph
+    is the store's default graph).
+
+    Raises:
+        PermissionDeniedError: a named graph lies outside the key's scopes (whether or not it
+            exists, so the answer tells nothing about graphs the key cannot read).
+    """
+    if request.default_graphs is None and request.named_graphs is None:
+        scopes = key.confine(None)
+        graphs = [scope_graph(s) for s in (ctx.kg.scopes() if scopes is None else scopes)]
+        return Dataset(tuple(graphs), tuple(g for g in graphs if isinstance(g, ox.NamedNode)))
+    default = [_granted_graph(key, iri) for iri in request.default_graphs or ()]
+    named = [_granted_graph(key, iri) for iri in request.named_graphs or ()]
+    return Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
+
+
+def _granted_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph:
+    scope = scope_of_graph(iri)
+    if scope is not None and (key.scopes is None or scope in key.scopes):
+        try:
+            return scope_graph(check_scope(scope))
+        except ValueError:
+            pass  # no scope's name: a graph like any other
+    if key.scopes is not None:
+        raise PermissionDeniedError(
+            f"the API key {key.label!r} does not grant the scope of the graph <{iri}>; it "
+            f"reads only its scopes' graphs ({SCOPE_BASE}NAME for "
+            f"{', '.join(sorted(key.scopes))})")
+    return ox.NamedNode(iri)
+
+
+def dataset_scopes(dataset: Dataset) -> list[str]:
+    """The scopes whose graphs a dataset reads (the audit record's scopes)."""
+    scopes = [DEFAULT_SCOPE if isinstance(g, ox.DefaultGraph) else scope_of_graph(g.value)
+              for g in (*dataset.default, *dataset.named)]
+    return list(dict.fromkeys(s for s in scopes if s is not None))
+
+
+def run_sparql(ctx: Context, query: str, dataset: Dataset, base_iri: str) -> QueryOutput:
+    """Run a protocol query over ``dataset`` (see :func:`confine_dataset`), relative IRIs
+    resolved against ``base_iri`` (the endpoint's URL); never a SERVICE call, never an
+    update.
 
     Raises:
         SparqlError: the query does not parse, is too large, or uses SERVICE.
         PermissionDeniedError: the text is an update.
+        InvalidArgumentError: the graph cannot run a query over such a dataset.
     """
     check_limits(query)
-    if _looks_like_update(query):  # no query starts so: refused whether or not it parses
+    if is_update(query):  # no query starts so: refused whether or not it parses
         raise PermissionDeniedError(
             "this endpoint answers SPARQL queries only: updates are refused. Add documents "
             "with POST /ingest and remove them with DELETE /documents/{iri}")
     refuse_service(query, ctx.kg.prefixes)
-    return ctx.kg.query(query, None, scopes=None if scopes is None else list(scopes))
-
-
-def _looks_like_update(query: str) -> bool:
-    """Whether a request's text starts (after its prologue) with an update's keyword."""
-    code = code_only(query)  # IRIs blanked: a prologue is its keywords and prefix names
-    body = re.sub(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*", "", code)
-    return bool(_UPDATE_WORDS.match(body))
+    if isinstance(ctx.kg, DatasetGraph):
+        return ctx.kg.query_dataset(query, dataset, scopes=dataset_scopes(dataset),
+                                    base_iri=base_iri)
+    scopes = dataset_scopes(dataset)  # a graph that can only be confined to scopes
+    graphs = [scope_graph(s) for s in scopes]
+    if (not scopes or set(graphs) != set(dataset.default)
+            or {g for g in graphs if isinstance(g, ox.NamedNode)} != set(dataset.named)):
+        raise InvalidArgumentError(
+            f"this context's graph ({type(ctx.kg).__name__}) runs queries over scopes only: "
+            "name the same scope graphs as default-graph-uri and named-graph-uri")
+    return ctx.kg.query(query, None, scopes=scopes)
 
 
 def record_sparql(ctx: Context, caller: str, query: str, scopes: Sequence[str] | None,

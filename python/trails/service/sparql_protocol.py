@@ -2,15 +2,16 @@
 format the client accepts.
 
 Pure functions over text and pyoxigraph terms (no HTTP framework), so every rule is tested
-without a server. A request's dataset (``default-graph-uri``, ``named-graph-uri``) may name
-scope graphs only, the same ones as default and as named graphs: that is the dataset
-``kg.query(..., scopes=...)`` builds, so such a request runs as those scopes (still confined
-to the caller's key). Anything else is refused rather than answered over another dataset.
+without a server. A request's dataset (``default-graph-uri``, ``named-graph-uri``) is read as
+the protocol defines it: the graphs named as default make the default graph, those named as
+named are the named graphs; :func:`trails.service.requests.confine_dataset` then checks them
+against the caller's key.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import InvalidArgumentError, PermissionDeniedError
+from trails.errors import InvalidArgumentError, NotAcceptableError, PermissionDeniedError
 from trails.kg.result import QueryResult
 from trails.kg.terms import sparql_json
-from trails.scopes import SCOPE_BASE, check_scope, scope_of_graph
+from trails.scopes import SCOPE_BASE
 
-__all__ = ["SparqlRequest", "choose_media_type", "parse_sparql_request", "render_answer",
+__all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "parse_sparql_request", "render_answer",
            "service_description"]
 
 FORM = "application/x-www-form-urlencoded"
@@ -42,6 +43,9 @@ _RESULTS_FORMAT = {
     "text/csv": ox.QueryResultsFormat.CSV,
     "text/tab-separated-values": ox.QueryResultsFormat.TSV}
 _QUAD_FORMATS = ("application/n-quads", "application/trig")
+_XML_TYPES = ("application/sparql-results+xml", "application/rdf+xml")
+# What XML 1.0 forbids, even escaped: C0 controls but tab, newline and carriage return.
+_NOT_IN_XML = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
 _UPDATE_REFUSAL = (
     "this endpoint answers SPARQL queries only: updates are refused. Add documents with "
     "POST /ingest and remove them with DELETE /documents/{iri}")
@@ -49,10 +53,12 @@ _UPDATE_REFUSAL = (
 
 @dataclass(frozen=True)
 class SparqlRequest:
-    """A query, and the scopes its dataset names (None: the protocol named no dataset)."""
+    """A query and the dataset the protocol names: the graph IRIs of its default graph and
+    its named graphs (both None: the request named no dataset; one named, the other empty)."""
 
     query: str
-    scopes: list[str] | None
+    default_graphs: list[str] | None = None
+    named_graphs: list[str] | None = None
 
 
 def parse_sparql_request(method: str, content_type: str | None,
@@ -71,6 +77,10 @@ def parse_sparql_request(method: str, content_type: str | None,
     if method == "POST":
         if media == UPDATE_TYPE:
             raise PermissionDeniedError(_UPDATE_REFUSAL)
+        charset = re.search(r";\s*charset\s*=\s*\"?([^\s;\"]+)", content_type or "", re.IGNORECASE)
+        if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
+            raise InvalidArgumentError(
+                f"the request body is {charset.group(1)}; send it as UTF-8 (charset=UTF-8)")
         text = _utf8(body)
         if media == FORM:
             fields += urllib.parse.parse_qsl(text, keep_blank_values=True)
@@ -93,9 +103,11 @@ def parse_sparql_request(method: str, content_type: str | None,
         raise InvalidArgumentError("more than one SPARQL query in one request; send one")
     if not queries[0].strip():
         raise InvalidArgumentError("the SPARQL query is empty")
-    defaults = [value for name, value in fields if name == "default-graph-uri"]
-    named = [value for name, value in fields if name == "named-graph-uri"]
-    return SparqlRequest(queries[0], _dataset_scopes(defaults, named))
+    defaults = _graph_iris(fields, "default-graph-uri")
+    named = _graph_iris(fields, "named-graph-uri")
+    if not defaults and not named:
+        return SparqlRequest(queries[0])
+    return SparqlRequest(queries[0], defaults, named)
 
 
 def _utf8(body: bytes) -> str:
@@ -106,47 +118,47 @@ def _utf8(body: bytes) -> str:
                                    f"{exc.start}); send UTF-8") from None
 
 
-def _dataset_scopes(defaults: list[str], named: list[str]) -> list[str] | None:
-    if not defaults and not named:
-        return None
-    if set(defaults) != set(named):
-        raise InvalidArgumentError(
-            "default-graph-uri and named-graph-uri must name the same graphs here (the scopes "
-            "to query, each as both); leave both out to query every scope your key grants")
-    scopes = []
-    for graph in dict.fromkeys(defaults):
-        scope = scope_of_graph(graph)
+def _graph_iris(fields: Sequence[tuple[str, str]], parameter: str) -> list[str]:
+    """The distinct graph IRIs a dataset parameter names, each checked to be an IRI."""
+    iris = list(dict.fromkeys(value.strip() for name, value in fields if name == parameter))
+    for iri in iris:
         try:
-            if scope is None:
-                raise ValueError("not a scope graph")
-            scopes.append(check_scope(scope))
+            ox.NamedNode(iri)
         except ValueError:
             raise InvalidArgumentError(
-                f"the dataset names {graph!r}, which is no scope's graph; name scopes as "
-                f"{SCOPE_BASE}NAME") from None
-    return scopes
+                f"{parameter}={iri!r} is no absolute IRI; name a graph by its IRI, e.g. "
+                f"{SCOPE_BASE}NAME for a scope") from None
+    return iris
 
 
 def choose_media_type(accept: str | None, offered: Sequence[str]) -> str:
     """The offered type the ``Accept`` header prefers (q-values, ``type/*``, ``*/*``); the
     first offered when it names none of them (a lenient answer beats a 406)."""
-    best, best_q = offered[0], 0.0
+    return next(iter(acceptable_types(accept, offered)), offered[0])
+
+
+def acceptable_types(accept: str | None, offered: Sequence[str]) -> list[str]:
+    """The offered types the ``Accept`` header allows (q > 0), most preferred first; every
+    offered type, in order, without a header."""
+    if not (accept or "").strip():
+        return list(offered)
+    quality: dict[str, float] = {}
     for position, item in enumerate((accept or "").split(",")):
         parts = [part.strip() for part in item.split(";")]
         media = parts[0].lower()
-        quality = 1.0
+        weight = 1.0
         for parameter in parts[1:]:
             key, _, value = parameter.partition("=")
             if key.strip() == "q":
                 try:
-                    quality = float(value)
+                    weight = float(value)
                 except ValueError:
-                    quality = 0.0
-        for candidate in offered:
-            if _matches(media, candidate) and quality > best_q:
-                best, best_q = candidate, quality - position * 1e-6  # earlier wins ties
-                break
-    return best
+                    weight = 0.0
+        for rank, candidate in enumerate(offered):
+            if _matches(media, candidate) and weight > 0:
+                score = weight - position * 1e-6 - rank * 1e-9  # earlier wins ties
+                quality[candidate] = max(quality.get(candidate, 0.0), score)
+    return sorted(quality, key=lambda media: -quality[media])
 
 
 def _matches(pattern: str, media: str) -> bool:
@@ -160,23 +172,38 @@ def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
                   accept: str | None) -> tuple[bytes, str]:
     """The answer's bytes and media type: SELECT and ASK as SPARQL results (JSON, XML, CSV,
     TSV), CONSTRUCT and DESCRIBE as RDF (N-Triples, Turtle, N-Quads, TriG, RDF/XML, JSON-LD,
-    N3), whichever ``accept`` prefers."""
+    N3), whichever ``accept`` prefers among those that can carry it (XML 1.0 cannot carry
+    most control characters: such an answer comes in the next format accepted).
+
+    Raises:
+        NotAcceptableError: only XML is accepted and the answer holds such a character.
+    """
+    offered = RESULT_TYPES if isinstance(output, (QueryResult, bool)) else GRAPH_TYPES
+    wanted = acceptable_types(accept, offered) or [offered[0]]
+    for media in wanted:
+        content = _serialize(output, media)
+        if media not in _XML_TYPES or not _NOT_IN_XML.search(content):
+            return content, media
+    carriers = [media for media in offered if media not in _XML_TYPES]
+    raise NotAcceptableError(
+        "the answer holds a control character, which XML 1.0 cannot carry; accept one of "
+        f"{', '.join(carriers)}")
+
+
+def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> bytes:
     if isinstance(output, (QueryResult, bool)):
-        media = choose_media_type(accept, RESULT_TYPES)
-        document = _results_json(output)
+        document = json.dumps(_results_json(output)).encode("utf-8")
         if _RESULTS_FORMAT[media] is ox.QueryResultsFormat.JSON:
-            return json.dumps(document).encode("utf-8"), media
-        parsed = ox.parse_query_results(json.dumps(document).encode("utf-8"),
-                                        format=ox.QueryResultsFormat.JSON)
-        return parsed.serialize(format=_RESULTS_FORMAT[media]) or b"", media
-    media = choose_media_type(accept, GRAPH_TYPES)
+            return document
+        parsed = ox.parse_query_results(document, format=ox.QueryResultsFormat.JSON)
+        return parsed.serialize(format=_RESULTS_FORMAT[media]) or b""
     rdf_format = ox.RdfFormat.from_media_type(media)
     if rdf_format is None:  # every offered type is one pyoxigraph knows
         raise InvalidArgumentError(f"no RDF format for {media!r}")
     items: list[Any] = list(output)
     if media in _QUAD_FORMATS:
         items = [ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in items]
-    return ox.serialize(items, format=rdf_format) or b"", media
+    return ox.serialize(items, format=rdf_format) or b""
 
 
 def _results_json(output: QueryResult | bool) -> dict[str, Any]:

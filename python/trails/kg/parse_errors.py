@@ -1,0 +1,67 @@
+"""Why a SPARQL text does not parse, in one line a person can act on.
+
+pyoxigraph's parser says what token it expected, listing Unicode ranges (a typo'd prefix gives
+some 500 characters of them) and, for an update sent as a query, "expected CONSTRUCT". The
+two commonest mistakes are named instead: a prefix nobody declared, and an update keyword
+where a query was expected. Anything else keeps the parser's words, ranges shortened.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+from trails.kg.sparql import code_only
+
+__all__ = ["is_update", "parse_problem"]
+
+_UPDATE_WORDS = re.compile(
+    r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
+_PROLOGUE = re.compile(r"(?is)^\s*((PREFIX\s+[\w.-]*:|BASE)\s*)*")
+_DECLARED = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*)?:", re.IGNORECASE)
+# A prefixed name: a prefix (possibly empty) and a colon, not inside an IRI, string or
+# variable, and not a declaration.
+_PREFIXED = re.compile(r"(?<![\w?$:.-])([A-Za-z][\w.-]*)?:(?=[\w%\\]|\s|$)")
+_POSITION = re.compile(r"error at (\d+):(\d+)")
+_RANGES = re.compile(r"\[[^\]]*\\u\{[^\]]*\](\s*\|\s*\[[^\]]*\])*|\['[^\]]*\]")
+
+
+def is_update(text: str) -> bool:
+    """Whether ``text`` starts (after its prologue) with an update's keyword."""
+    body = _PROLOGUE.sub("", code_only(text))  # IRIs blanked: a prologue is keywords, names
+    return bool(_UPDATE_WORDS.match(body))
+
+
+def parse_problem(text: str, prefixes: Mapping[str, str], error: str) -> str:
+    """One line saying why ``text`` does not parse ("SPARQL query does not parse: ..."),
+    given the parser's ``error`` and the prefixes the graph declares for every query."""
+    return "SPARQL query does not parse: " + _reason(text, prefixes, error)
+
+
+def _reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
+    if is_update(text):
+        word = _UPDATE_WORDS.match(_PROLOGUE.sub("", code_only(text)))
+        keyword = word.group(1).upper() if word else "an update"
+        return (f"this is a SPARQL update ({keyword}), not a query: queries are read-only. "
+                "Change documents with ingest and delete, or the graph with kg.update()")
+    code = code_only(text)
+    declared = set(prefixes) | {m.group(1) or "" for m in _DECLARED.finditer(code)}
+    for match in _PREFIXED.finditer(code):
+        name = match.group(1) or ""
+        if name in declared or _is_declaration(code, match.start()):
+            continue
+        line = code.count("\n", 0, match.start()) + 1
+        close = difflib.get_close_matches(name, sorted(declared), n=1)
+        hint = f"did you mean `{close[0]}:`? " if close else ""
+        return (f"unknown prefix `{name}:` (line {line}); {hint}declare it with PREFIX "
+                f"{name}: <...>, or use one of {', '.join(f'{p}:' for p in sorted(declared))}")
+    position = _POSITION.search(error)
+    where = f"at line {position.group(1)}, column {position.group(2)}: " if position else ""
+    words = re.sub(r"(a name character, )+a name character", "a name character",
+                   _RANGES.sub("a name character", _POSITION.sub("", error)))
+    return where + " ".join(words.replace("error :", "").split()).lstrip(": ")
+
+
+def _is_declaration(code: str, start: int) -> bool:
+    return bool(re.search(r"PREFIX\s+$", code[:start], re.IGNORECASE))

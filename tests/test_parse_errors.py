@@ -1,0 +1,75 @@
+"""Every SPARQL text that does not parse gets one line naming the mistake: an unknown prefix
+(with the closest declared one), an update where a query belongs, or the parser's position
+and expectation with its Unicode ranges shortened."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trails import Context
+from trails.errors import SparqlError
+from trails.kg import OxigraphGraph
+from trails.vector.embedders.mock import MockEmbedder
+
+KG = OxigraphGraph()
+
+
+def _message(query: str) -> str:
+    with pytest.raises(SparqlError) as caught:
+        KG.query(query)
+    message = str(caught.value)
+    assert "\n" not in message and "\\u{" not in message and len(message) < 400, message
+    return message
+
+
+@pytest.mark.parametrize(("query", "prefix", "suggestion"), [
+    ("SELECT ?n WHERE { ?x schem:name ?n }", "schem:", "schema:"),
+    ("SELECT ?n WHERE {\n ?x a schema:Thing .\n ?x rdfss:label ?n }", "rdfss:", "rdfs:"),
+    ("PREFIX ex: <urn:ex#>\nASK { ?x ex:a ?y ; exx:b ?z }", "exx:", "ex:"),
+    ("CONSTRUCT { ?s foo:p ?o } WHERE { ?s ?p ?o }", "foo:", None),
+])
+def test_an_unknown_prefix_is_named(query, prefix, suggestion):
+    message = _message(query)
+    assert f"unknown prefix `{prefix}`" in message
+    if suggestion:
+        assert f"did you mean `{suggestion}`" in message
+
+
+@pytest.mark.parametrize("update", [
+    "INSERT DATA { <urn:a> <urn:b> <urn:c> }", "DELETE WHERE { ?s ?p ?o }",
+    "PREFIX x: <urn:x#> CLEAR ALL", "  drop graph <urn:g>",
+    "WITH <urn:g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", "LOAD <http://example.org/x>"])
+def test_an_update_sent_as_a_query_says_so(update):
+    message = _message(update)
+    assert "this is a SPARQL update" in message and "read-only" in message
+
+
+def test_other_mistakes_keep_the_position_without_the_unicode_ranges():
+    message = _message("SELECT ?x WHERE { ?x")
+    assert "at line 1, column 21" in message
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8))
+def test_any_undeclared_prefix_is_named(prefix):
+    if prefix in KG.prefixes:
+        return
+    assert f"unknown prefix `{prefix}:`" in _message(f"SELECT * WHERE {{ ?s {prefix}:p ?o }}")
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("SELECT ?n WHERE { ?x schem:name ?n }", "unknown prefix `schem:`"),
+    ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "this is a SPARQL update (INSERT)"),
+])
+def test_the_cli_prints_the_one_line(tmp_path, query, expected):
+    Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+    done = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(tmp_path / "kb"),
+                           "sparql", query], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode != 0
+    assert expected in done.stderr
+    assert "Traceback" not in done.stderr
