@@ -50,7 +50,7 @@ def public_dsn(dsn: str) -> str:
 
 class PgCore(BaseVectorStore):
     """What every part of ``PgVectorStore`` builds on: the pool, the table names (``_n``),
-    transactions (:meth:`_run`) and the snapshot a thread holds (``_local.conn``)."""
+    transactions (:meth:`_run`) and the snapshot a thread holds (``_local``)."""
 
     def __init__(
         self,
@@ -147,8 +147,8 @@ class PgCore(BaseVectorStore):
             raise ConfigurationError(f"vector store {self._label!r} is closed; open a new one")
         if write:
             self._check_writable()
-        pinned = getattr(self._local, "conn", None)
-        if pinned is not None and not write:
+        pinned = None if write else self._snapshot_connection()
+        if pinned is not None:
             with translated(self.location):
                 return work(pinned)
 
@@ -169,24 +169,39 @@ class PgCore(BaseVectorStore):
         return self._psycopg.sql.SQL(template).format(**self._n._asdict())
 
     @contextmanager
-    def _pinned(self) -> Iterator[Any]:
-        """This thread's snapshot connection: a REPEATABLE READ, read-only transaction held
-        for the block (nested blocks share the outer one)."""
-        if getattr(self._local, "conn", None) is not None:
-            yield self._local.conn
-            return
+    def _pinned(self) -> Iterator[None]:
+        """Hold this thread's snapshot for the block: a REPEATABLE READ, read-only transaction
+        on a connection of its own, begun at the first read inside (so an unreachable server
+        fails that read, where retrieval can answer around it). Blocks nest."""
         if self._closed:
             raise ConfigurationError(f"vector store {self._label!r} is closed; open a new one")
-        conn = self._guard(lambda: self._begin_snapshot(), write=False)
-        self._local.conn = conn
-        try:
-            yield conn
-        finally:
-            self._local.conn = None
+        local = self._local
+        if getattr(local, "depth", 0):
+            local.depth += 1
             try:
-                conn.rollback()
+                yield
             finally:
-                self._pool.putconn(conn)
+                local.depth -= 1
+            return
+        local.depth, local.conn = 1, None
+        try:
+            yield
+        finally:
+            conn, local.conn, local.depth = local.conn, None, 0
+            if conn is not None:
+                try:
+                    conn.rollback()
+                finally:
+                    self._pool.putconn(conn)
+
+    def _snapshot_connection(self) -> Any:
+        """The connection of this thread's snapshot (None outside one), begun at first use."""
+        local = self._local
+        if not getattr(local, "depth", 0):
+            return None
+        if local.conn is None:
+            local.conn = self._guard(self._begin_snapshot, write=False)
+        return local.conn
 
     def _begin_snapshot(self) -> Any:
         conn = self._pool.getconn()

@@ -35,6 +35,9 @@ _UNAVAILABLE = {"08", "57P01", "57P02", "57P03", "53300"}  # connection, shutdow
 _REFUSED = {"28000": "the server refused the role", "28P01": "the password was refused",
             "3D000": "the database does not exist", "42501": "the role lacks a privilege",
             "25006": "the store was opened read-only", "0A000": "the server lacks a feature"}
+# What libpq says (without a SQLSTATE) when the server refuses to let a connection in.
+_REFUSALS = ("password authentication failed", "does not exist", "no pg_hba.conf entry",
+             "password is required", "permission denied for database")
 # Failures before any statement reached the server: a write may be tried again.
 _NEVER_SENT = {"PoolTimeout", "ConnectionTimeout"}
 _CONNECTING = ("connection refused", "could not connect", "no such file or directory",
@@ -52,8 +55,7 @@ def translate(exc: BaseException, location: str) -> BaseException:
     kind, text, state = type(exc).__name__, str(exc).strip(), _sqlstate(exc)
     where = f"PostgreSQL at {location}"
     lowered = text.lower()
-    if state in _REFUSED or "password authentication failed" in lowered or (
-            "does not exist" in lowered and "database" in lowered):
+    if state in _REFUSED or any(refusal in lowered for refusal in _REFUSALS):
         reason = _REFUSED.get(state, "the server refused the connection")
         return ConfigurationError(
             f"{where}: {reason}: {text[:300]}. Check the DSN's user and database, set "
