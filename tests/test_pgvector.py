@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pg_support import pg_server
 from test_keyword_scopes import by_hand
 from trails import retrieve
 from trails.context import Context
@@ -26,7 +26,6 @@ from trails.errors import (
     ConfigurationError,
     EndpointUnavailableError,
     InvalidArgumentError,
-    TrailsError,
 )
 from trails.ingest import Document, ingest_all
 from trails.resilience import Resilience
@@ -36,18 +35,13 @@ from trails.vector.stores.records import DocumentVersion
 pytest.importorskip("psycopg")
 pytest.importorskip("pgserver")
 
-from trails.testing.servers.postgres import PostgresServer, shared_server
+from trails.testing.servers.postgres import PostgresServer
 from trails.vector.stores.pgvector import PgVectorStore
 
 
 @pytest.fixture(scope="module")
 def server():
-    try:
-        return shared_server()
-    except TrailsError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL test server: {exc}")
+    return pg_server()
 
 
 @pytest.fixture
