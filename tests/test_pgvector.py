@@ -404,3 +404,57 @@ def test_an_outage_gives_endpoint_unavailable_and_the_keyword_fallback(tmp_path)
                     time.sleep(0.5)
         finally:
             ctx.close()
+
+
+# -- HNSW only where a measured recall holds ----------------------------------------------
+
+
+def test_the_index_answers_only_broad_searches_after_a_measured_recall(dsn):
+    vectors = np.random.default_rng(5).standard_normal((300, 8))
+    ids = [f"v{i:03d}" for i in range(300)]
+    store = PgVectorStore(dsn, dim=8, hnsw=True)
+    try:
+        store.add_many(ids, vectors, [{"scope": "a" if i < 200 else "b"} for i in range(300)])
+        query = vectors[7]
+        exact = store.search(query, k=10)
+        assert store.search_with_plan(query, k=10)[1].name == "pg-exact"  # not measured yet
+        assert store.explain(query, k=10).indexed is False
+        assert store.measure_recall(queries=30, k=10) >= 0.95
+        hits, plan = store.search_with_plan(query, k=10)
+        assert plan == ("pg-hnsw", 300, False)
+        assert next(h.id for h in hits) == exact[0].id == "v007"
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        explained = store.explain(query, k=10)
+        assert explained.indexed and "hnsw" in explained.text
+        assert "hnsw" not in store.explain(query, k=10, ids=ids[:5]).text
+        # A narrow filter ranks its candidates exactly.
+        narrow, narrow_plan = store.search_with_plan(query, k=3, ids=ids[:5])
+        assert narrow_plan == ("pg-filtered-exact", 5, True)
+        assert [h.id for h in narrow] == [h.id for h in store.search(query, k=3, ids=ids[:5])]
+        # A broad filter the index leaves short (its rows are far from the query): exact.
+        store.ann_share = 0.0
+        far = ids[:3]
+        away = -vectors[:3].mean(axis=0)
+        fallback, fallback_plan = store.search_with_plan(away, k=3, ids=far)
+        assert fallback_plan == ("pg-hnsw+exact-fallback", 3, True)
+        assert sorted(h.id for h in fallback) == far
+    finally:
+        store.close()
+
+
+def test_a_recall_below_the_bound_or_an_outgrown_measurement_keeps_search_exact(dsn):
+    rng = np.random.default_rng(6)
+    store = PgVectorStore(dsn, dim=8, hnsw=True, min_recall=1.0)
+    try:
+        store.add_many([f"a{i}" for i in range(50)], rng.standard_normal((50, 8)))
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_recall = 0.99, ann_rows = 50")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-exact"
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_recall = 1.0, ann_rows = 20")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-exact"
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_rows = 50")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-hnsw"
+    finally:
+        store.close()

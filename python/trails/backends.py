@@ -144,7 +144,8 @@ def _pg_dsn(recorded: Setting) -> str | None:
 
 # PgVectorStore's settings that trails.json records when they differ from these defaults.
 _PG_DEFAULTS: dict[str, Setting] = {"pool_min": 1, "pool_max": 4, "connect_timeout": 5.0,
-                                    "statement_timeout": 60.0, "hnsw": False}
+                                    "statement_timeout": 60.0, "hnsw": False,
+                                    "min_recall": 0.95}
 
 
 def _describe_pgvector(store: PgVectorStore, root: Path) -> Settings | None:

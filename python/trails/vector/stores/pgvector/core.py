@@ -65,6 +65,7 @@ class PgCore(BaseVectorStore):
         connect_timeout: float = 5.0,
         statement_timeout: float = 60.0,
         hnsw: bool = False,
+        min_recall: float = 0.95,
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         self._closed = True  # until the pool is open: close() has nothing to release
@@ -95,6 +96,9 @@ class PgCore(BaseVectorStore):
         self.pool_min, self.pool_max = pool_min, pool_max
         self.connect_timeout, self.statement_timeout = float(connect_timeout), float(statement_timeout)
         self.hnsw = hnsw
+        if not isinstance(min_recall, (int, float)) or not 0 < min_recall <= 1:
+            raise InvalidArgumentError(f"min_recall must be in (0, 1], got {min_recall!r}")
+        self.min_recall = float(min_recall)
         self.resilience = Resilience.from_settings(resilience)
         self._breaker = breaker_for("PostgreSQL", f"postgresql://{self.dsn}", self.resilience)
         self._local = threading.local()

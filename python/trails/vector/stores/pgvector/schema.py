@@ -81,7 +81,7 @@ def ddl(dim: int) -> list[str]:
         " scope text NOT NULL, content_hash text NOT NULL, chunks integer NOT NULL)"),
         ("CREATE TABLE {meta} (one boolean PRIMARY KEY DEFAULT true CHECK (one),"
         " format integer NOT NULL, dim integer NOT NULL, embedder jsonb,"
-        " revision text NOT NULL)"),
+        " revision text NOT NULL, ann_recall double precision, ann_rows bigint)"),
     ]
 
 
