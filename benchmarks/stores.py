@@ -1,4 +1,5 @@
-"""Vector stores side by side: SqliteVecStore and QdrantStore (qdrant-client's local mode).
+"""Vector stores side by side: SqliteVecStore, QdrantStore (qdrant-client's local mode) and
+PgVectorStore (PostgreSQL with pgvector).
 
 benchmarks/hybrid.py's corpus, graph and filter (100,000 clustered 384-d unit vectors, a
 ``trails:bucket`` per chunk so that ``FILTER(?b < ?limit)`` selects an exact fraction), loaded
@@ -6,6 +7,11 @@ into both stores in one run and measured on the same queries: ingest (``add_many
 search over all vectors (k=10) and hybrid ``retrieve()`` at every selectivity, each store's
 ``search_with_plan`` step timed inside the call, recall@10 against exact float64 brute force;
 then ``QdrantStore(path=...)`` against ``":memory:"`` on a sample of the vectors.
+
+PgVectorStore runs on a server given by ``--pg-dsn``, else on a throwaway local server started
+with pgserver (the dev extra), and is left out when neither is there (``--no-pgvector``). It
+takes every query, as SqliteVecStore does; the fused default (``retrieve()`` with keyword and
+vector rankings fused) is measured on all three at a few selectivities.
 
 In local mode QdrantStore applies the candidate filter to qdrant-client's in-process arrays and
 scores with numpy (qdrant-client would check the filter point by point in Python: seconds to
@@ -52,12 +58,15 @@ from hybrid import (
 )
 
 from trails.context import Context
+from trails.errors import TrailsError
 from trails.vector import retrieve
+from trails.vector.stores.pgvector import PgVectorStore
 from trails.vector.stores.qdrant import QdrantStore
 from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 ROOT = Path(__file__).resolve().parent.parent
-STORES = ("sqlite-vec", "qdrant")
+STORES = ["sqlite-vec", "qdrant"]  # main() adds "pgvector" when it has a server
+FUSED_SELECTIVITIES = (None, 0.01, 0.5)  # None: unfiltered
 BATCH = 20_000  # vectors per add_many call, as hybrid.py builds its store
 
 
@@ -104,10 +113,14 @@ def compare(s: Samples, seed: int, ctxs: dict, clocks: dict, names: list[str],
             s.add("sparql", clocks["sparql"][-1][0])
         s.recall(name, (h.iri for h in res), truth)
         plans[name] = (plan.name, [(h.iri, h.score) for h in res])
-    if len(plans) == len(STORES):
+    if "qdrant" in plans:
         s.add("same", float(plans["qdrant"][1] == plans["sqlite-vec"][1]))
         for key in ("rank", "e2e"):  # paired, per query
             s.add("x_" + key, s[f"{key}_qdrant"][-1] / s[f"{key}_sqlite-vec"][-1])
+    if "pgvector" in plans:
+        s.add("same_pg", float(plans["pgvector"][1] == plans["sqlite-vec"][1]))
+        for key in ("rank", "e2e"):
+            s.add("xpg_" + key, s[f"{key}_pgvector"][-1] / s[f"{key}_sqlite-vec"][-1])
     return {name: plan for name, (plan, _) in plans.items()}
 
 
@@ -126,6 +139,8 @@ def summary(s: Samples, plans: dict, **extra) -> dict:
     out["q_qdrant"] = len(s.get("e2e_qdrant", []))
     out["q_sqlite-vec"] = len(s.get("e2e_sqlite-vec", []))
     out["same_n"] = int(sum(s.get("same", [])))
+    out["q_pgvector"] = len(s.get("e2e_pgvector", []))
+    out["same_pg_n"] = int(sum(s.get("same_pg", [])))
     return out
 
 
@@ -164,6 +179,62 @@ def run_hybrid(ctxs, clocks, qs, bucket, truth64, ids, budget_ms: float,
             fit.append((len(rows), out[-1]["e2e_qdrant"]))
         print(f"hybrid {pct(sel)}: {out[-1]['q_qdrant']} qdrant queries, {spent / 1e3:.0f} s")
     return out
+
+
+def run_fused(ctxs, qs, bucket, rounds: int = 1) -> list[dict]:
+    """The default retrieve() (hybrid, keyword and vector rankings fused) on every store, at
+    FUSED_SELECTIVITIES: median ms per query."""
+    out = []
+    for sel in FUSED_SELECTIVITIES:
+        s = Samples()
+        kwargs = {} if sel is None else {"sparql_filter": FILTER,
+                                         "bindings": {"limit": max(1, round(sel * BUCKETS))}}
+        for qi in range(rounds * len(qs)):
+            for name in (STORES[i] for i in np.random.default_rng(qi).permutation(len(STORES))):
+                s.time("fused_" + name, retrieve, f"q{qi % len(qs)}", ctxs[name], k=K, **kwargs)
+        out.append(s.summary(sel=sel))
+    return out
+
+
+def pg_tables(build: dict, vector: dict, hybrid: list[dict], fused: list[dict]):
+    """(title, headers, rows) for PgVectorStore beside SqliteVecStore."""
+    rows = [["vector search (all)", f"{vector['q_pgvector']}", ms(vector["rank_pgvector"]),
+             ms(vector["e2e_pgvector"]), times(vector["xpg_e2e"]),
+             f"{vector['r_pgvector']:.3f}", f"{vector['same_pg_n']}/{vector['q_pgvector']}",
+             vector["plans"].get("pgvector", "-")]]
+    rows += [[f"hybrid {pct(r['sel'])} ({r['cands']:,})", str(r["q_pgvector"]),
+              ms(r["rank_pgvector"]), ms(r["e2e_pgvector"]), times(r["xpg_e2e"]),
+              f"{r['r_pgvector']:.3f}", f"{r['same_pg_n']}/{r['q_pgvector']}",
+              r["plans"].get("pgvector", "-")] for r in hybrid]
+    f_rows = [["unfiltered" if r["sel"] is None else pct(r["sel"]),
+               *(ms(r.get("fused_" + name)) for name in STORES)] for r in fused]
+    return [(f"PgVectorStore beside SqliteVecStore (ingest {build['pgvector']:.1f} s)",
+             ["search", "queries", "pgvector rank ms", "pgvector retrieve() ms",
+              "retrieve() pgvector / sqlite-vec", "recall@10", "identical hits", "plan"], rows),
+            ("The fused default: retrieve() ms, keyword and vector rankings fused",
+             ["selectivity", *STORES], f_rows)]
+
+
+def pg_render(parts) -> str:
+    (title, head, rows), (f_title, f_head, f_rows) = parts
+    return f"""
+
+### {title}
+
+PgVectorStore in a local PostgreSQL (over a unix socket; {pg_facts()}), exact search (no
+HNSW index): each ranking is one SQL statement over the candidates, ordered by pgvector's
+inner product, its top rows re-scored in float64. "identical hits" compares its ids and
+scores with SqliteVecStore's.
+
+{markdown_table(head, rows)}
+
+### {f_title}
+
+{markdown_table(f_head, f_rows)}"""
+
+
+def pg_facts() -> str:
+    return f"psycopg {version('psycopg')}, pgvector (Python) {version('pgvector')}"
 
 
 def folder_mb(path: str) -> float:
@@ -373,15 +444,38 @@ def reflow(text: str, width: int = 96) -> str:
         for block in blocks)
 
 
-def build(tmp: str, vectors, ids, metas) -> tuple[dict, dict]:
+def build(tmp: str, vectors, ids, metas, pg_dsn: str | None) -> tuple[dict, dict]:
     stores = {"sqlite-vec": SqliteVecStore(os.path.join(tmp, "vectors.db"), dim=DIM),
               "qdrant": QdrantStore(dim=DIM)}
+    if pg_dsn is not None:
+        stores["pgvector"] = PgVectorStore(pg_dsn, table="bench_stores", dim=DIM)
+        if stores["pgvector"].count():
+            raise RuntimeError("table bench_stores is not empty; drop it or use another --pg-dsn")
     seconds = {name: ingest(store, vectors, ids, metas) for name, store in stores.items()}
     for name, store in stores.items():
         if store.count() != len(ids):
             raise RuntimeError(f"{name} holds {store.count()} vectors, not {len(ids)}")
         print(f"{name}: {len(ids):,} vectors in {seconds[name]:.1f} s")
     return stores, seconds
+
+
+def pg_server(args) -> tuple[object | None, str | None]:
+    """(a server this run started, the DSN PgVectorStore uses), or (None, None) without one;
+    adds "pgvector" to STORES when there is one."""
+    if args.no_pgvector:
+        return None, None
+    if args.pg_dsn:
+        STORES.append("pgvector")
+        return None, args.pg_dsn
+    try:
+        from trails.testing.servers.postgres import PostgresServer
+
+        server = PostgresServer()
+    except TrailsError as exc:
+        print(f"PgVectorStore left out: {exc}")
+        return None, None
+    STORES.append("pgvector")
+    return server, server.new_schema()
 
 
 def main() -> int:
@@ -396,6 +490,9 @@ def main() -> int:
     parser.add_argument("--persist-sample", type=int,
                         help="vectors in the path= / :memory: comparison (default 2,000)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pg-dsn", help="a PostgreSQL database with pgvector (default: a "
+                        "throwaway local server, with pgserver)")
+    parser.add_argument("--no-pgvector", action="store_true", help="leave PgVectorStore out")
     args = parser.parse_args()
     n, queries, budget, cap, sample = ((1_000, 3, 0.5, 60.0, 100) if args.quick
                                        else (100_000, 30, 60.0, 150.0, 2_000))
@@ -409,8 +506,9 @@ def main() -> int:
     vectors, bucket, qs = corpus(n, queries, rng)
     ids = [chunk_iri(i) for i in range(n)]
     metas = [{"doc_iri": doc_iri(i // 10), "snippet": f"chunk {i}"} for i in range(n)]
+    server, pg_dsn = pg_server(args)
     with tempfile.TemporaryDirectory() as tmp:
-        stores, build_s = build(tmp, vectors, ids, metas)
+        stores, build_s = build(tmp, vectors, ids, metas, pg_dsn)
         kg = build_graph(bucket)
         ctxs = {name: Context(kg, store, LookupEmbedder(qs)) for name, store in stores.items()}
         clocks = {name: clock(store, "search_with_plan") for name, store in stores.items()}
@@ -423,9 +521,13 @@ def main() -> int:
         loads.append(os.getloadavg()[0])
         hybrid = run_hybrid(ctxs, clocks, qs, bucket, truth64, matrix.ids, budget * 1e3, cap * 1e3)
         loads.append(os.getloadavg()[0])
+        fused = run_fused(ctxs, qs, bucket) if "pgvector" in stores else []
+        loads.append(os.getloadavg()[0])
         for store in stores.values():
             store.close()
         persisted = run_persisted(tmp, vectors, ids, metas, qs, sample)
+    if server is not None:
+        server.close()
     loads.append(os.getloadavg()[0])
     load = f"{loads[0]:.1f} before, {loads[-1]:.1f} after, at most {max(loads):.1f} between plans"
     minutes = (time.perf_counter() - started) / 60
@@ -439,12 +541,19 @@ def main() -> int:
             else f"{pct(r['sel'])}=skipped" for r in hybrid))
     same, total = (sum(r[key] for r in [vector, *hybrid]) for key in ("same_n", "q_qdrant"))
     print(f"identical hits qdrant = sqlite-vec: {same}/{total}")
+    pg_parts = pg_tables(build_s, vector, hybrid, fused) if "pgvector" in STORES else None
+    if pg_parts is not None:
+        for part in pg_parts:
+            show(*part)
+        same, total = (sum(r[key] for r in [vector, *hybrid]) for key in ("same_pg_n", "q_pgvector"))
+        print(f"identical hits pgvector = sqlite-vec: {same}/{total}")
     print(f"vector search qdrant / sqlite-vec {vector['x_rank']:.0f}x (retrieve() "
           f"{vector['x_e2e']:.0f}x); ingest {build_s['qdrant'] / build_s['sqlite-vec']:.1f}x; "
           f"load {load}; {minutes:.1f} min")
     if not args.no_write:
         rate = persisted[1]["n"] / persisted[1]["add"]
-        body = reflow(render(parts, vector, hybrid, n, queries, args, load, minutes, rate))
+        body = reflow(render(parts, vector, hybrid, n, queries, args, load, minutes, rate)
+                      + (pg_render(pg_parts) if pg_parts is not None else ""))
         write_region("stores", body, after="hybrid")
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 0

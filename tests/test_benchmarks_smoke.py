@@ -50,6 +50,12 @@ def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
     same = re.search(r"^identical hits qdrant = sqlite-vec: (\d+)/(\d+)$", run.stdout,
                      flags=re.MULTILINE)
     assert same and same.group(1) == same.group(2) != "0", run.stdout[-3000:]
+    if "PgVectorStore left out" not in run.stdout:  # PostgreSQL ran: exact and identical too
+        line = re.search(r"^recall@10 pgvector hybrid: (.*)$", run.stdout, flags=re.MULTILINE)
+        assert line and set(re.findall(r"=(\S+)", line.group(1))) == {"1.000"}, run.stdout[-3000:]
+        same = re.search(r"^identical hits pgvector = sqlite-vec: (\d+)/(\d+)$", run.stdout,
+                         flags=re.MULTILINE)
+        assert same and same.group(1) == same.group(2) != "0", run.stdout[-3000:]
 
 
 def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():

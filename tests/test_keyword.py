@@ -14,14 +14,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from old_stores import make_old_store
+from pg_support import pg_server
 from trails.errors import ConfigurationError
 from trails.text import STOPWORDS, fts5_match, keyword_terms
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore, schema
 
-BACKENDS = ["sqlite-vec", "qdrant"]
+BACKENDS = ["sqlite-vec", "qdrant", "pgvector"]
 
 
 def make_store(backend: str, dim: int = 2):
+    if backend == "pgvector":
+        from trails.vector.stores.pgvector import PgVectorStore
+
+        return PgVectorStore(pg_server().new_schema(), dim=dim)
     if backend == "qdrant":
         pytest.importorskip("qdrant_client")
         from trails.vector.stores.qdrant import QdrantStore

@@ -36,7 +36,7 @@ def _distributions(requirements: list[str]) -> set[str]:
 
 def test_the_three_kinds_hold_the_backends_trails_ships():
     assert set(GRAPHS) == {"oxigraph", "sparql"}
-    assert set(VECTOR_STORES) == {"sqlite-vec", "qdrant"}
+    assert set(VECTOR_STORES) == {"sqlite-vec", "qdrant", "pgvector"}
     assert set(EMBEDDERS) == {"mock", "sentence-transformers", "openai"}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from pg_support import pg_context
 from trails import retrieve
 from trails.context import Context
 from trails.ingest import Document, DocumentIngested, DocumentSkipped, ingest, ingest_all
@@ -35,11 +36,12 @@ def _folder(root: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def scoped(tmp_path):
-    """A context holding the folder in scopes a and b, and orchard.txt in the default scope."""
+@pytest.fixture(params=["sqlite-vec", "pgvector"])
+def scoped(tmp_path, request):
+    """A context holding the folder in scopes a and b, and orchard.txt in the default scope
+    (its vectors in the embedded store, or in PostgreSQL)."""
     folder = _folder(tmp_path)
-    ctx = fresh_context(dim=32)
+    ctx = fresh_context(dim=32) if request.param == "sqlite-vec" else pg_context(32)
     for scope in ("a", "b"):
         stats = ingest_all(folder, ctx=ctx, scope=scope)
         assert stats.ingested == 3

@@ -79,11 +79,12 @@ def test_store_satisfies_the_protocol_and_reports_dim(store_factory):
 
 
 def test_store_declares_its_capabilities(store_factory):
-    """Every backend has versioned commits and a keyword index; only SqliteVecStore weighs a
-    query (QdrantStore's BM25 statistics are its own)."""
+    """Every backend has versioned commits and a keyword index; SqliteVecStore and
+    PgVectorStore weigh a query (QdrantStore's BM25 statistics are its own)."""
     store = store_factory.new(DIM)
     assert isinstance(store, VersionedStore) and isinstance(store, KeywordIndex)
-    assert isinstance(store, KeywordWeights) is store_factory.name.startswith("sqlite-vec")
+    assert isinstance(store, KeywordWeights) is store_factory.name.startswith(
+        ("sqlite-vec", "pgvector"))
 
 
 def test_add_then_get_returns_the_unit_vector_and_metadata(store_factory):

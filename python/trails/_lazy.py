@@ -33,6 +33,11 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "openai": ("openai", "vector-openai"),
     "tiktoken": ("tiktoken", "vector-openai"),
     "qdrant_client": ("qdrant-client", "vector-qdrant"),
+    "psycopg": ("psycopg", "pgvector"),
+    "psycopg_pool": ("psycopg-pool", "pgvector"),
+    "pgvector.psycopg": ("pgvector", "pgvector"),
+    # The PostgreSQL test server (trails.testing.servers.postgres).
+    "pgserver": ("pgserver", "dev"),
     "pypdf": ("pypdf", "pdf"),
     # The label linker's matcher (trails.ingest.linking).
     "ahocorasick_rs": ("ahocorasick-rs", "linking"),

@@ -26,7 +26,8 @@ _making = threading.RLock()
 # Environment variables that change what the engine talks to; isolated in tests.
 ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
             "OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS", "TRAILS_HOME", "TRAILS_DB",
-            "TRAILS_MODEL", "QDRANT_URL", "QDRANT_API_KEY", "TRAILS_CALLER", "TRAILS_LOG_TEXT")
+            "TRAILS_MODEL", "QDRANT_URL", "QDRANT_API_KEY", "TRAILS_CALLER", "TRAILS_LOG_TEXT",
+            "TRAILS_PG_DSN")
 
 
 def cached(key: Hashable, make: Callable[[], T]) -> T:

@@ -22,6 +22,8 @@ from trails.kg.base import KnowledgeGraph
 from trails.registry import EMBEDDERS, GRAPHS, VECTOR_STORES, Backends
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore
+from trails.vector.stores.pgvector.core import DSN_ENV as PG_DSN_ENV
+from trails.vector.stores.pgvector.core import public_dsn
 
 if TYPE_CHECKING:
     from trails.kg.oxigraph import OxigraphGraph
@@ -29,12 +31,14 @@ if TYPE_CHECKING:
     from trails.vector.embedders.mock import MockEmbedder
     from trails.vector.embedders.openai import OpenAIEmbedder
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
+    from trails.vector.stores.pgvector import PgVectorStore
     from trails.vector.stores.qdrant import QdrantStore
     from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 __all__ = [
     "DEFAULT_MODEL",
     "GRAPH_DIR",
+    "PG_DSN_ENV",
     "QDRANT_DIR",
     "QDRANT_KEY_ENV",
     "SPARQL_AUTH_ENV",
@@ -120,6 +124,38 @@ def _open_qdrant(cls: type[Any], settings: Settings, where: Where) -> Any:
     return cls(**options, dim=where.dim, read_only=where.read_only)
 
 
+def _open_pgvector(cls: type[Any], settings: Settings, where: Where) -> Any:
+    options: dict[str, Any] = dict(settings)
+    options["dsn"] = _pg_dsn(options.get("dsn"))
+    return cls(**options, dim=where.dim, read_only=where.read_only)
+
+
+def _pg_dsn(recorded: Setting) -> str | None:
+    """The DSN to connect with: the recorded one (no password: libpq reads ``PGPASSWORD``
+    or ``~/.pgpass``), or ``$TRAILS_PG_DSN`` when it is the same DSN with a password (or
+    when nothing is recorded)."""
+    full = os.environ.get(PG_DSN_ENV) or None
+    if recorded is None or recorded == "":
+        return full
+    if full is not None and public_dsn(full) == public_dsn(str(recorded)):
+        return full
+    return str(recorded)
+
+
+# PgVectorStore's settings that trails.json records when they differ from these defaults.
+_PG_DEFAULTS: dict[str, Setting] = {"pool_min": 1, "pool_max": 4, "connect_timeout": 5.0,
+                                    "statement_timeout": 60.0, "hnsw": False,
+                                    "min_recall": 0.95}
+
+
+def _describe_pgvector(store: PgVectorStore, root: Path) -> Settings | None:
+    settings: Settings = {"dsn": store.dsn, "table": store.table}
+    for name, default in _PG_DEFAULTS.items():
+        if getattr(store, name) != default:
+            settings[name] = getattr(store, name)
+    return settings
+
+
 def _describe_sqlite_vec(store: SqliteVecStore, root: Path) -> Settings | None:
     return None if store.path == ":memory:" else {"path": _relative(store.path, root)}
 
@@ -169,6 +205,7 @@ _OPENERS: dict[str, Opener] = {
     "sparql": _open_sparql,
     "sqlite-vec": _open_sqlite_vec,
     "qdrant": _open_qdrant,
+    "pgvector": _open_pgvector,
 }
 # Embedders whose identity, not only their settings, decides how they are rebuilt.
 _REBUILDERS: dict[str, Callable[[type[Any], Settings, EmbedderIdentity], Any]] = {
@@ -179,6 +216,7 @@ _DESCRIBERS: dict[str, Describer] = {
     "sparql": _describe_sparql,
     "sqlite-vec": _describe_sqlite_vec,
     "qdrant": _describe_qdrant,
+    "pgvector": _describe_pgvector,
     "mock": _describe_mock,
     "openai": _describe_openai,
     "sentence-transformers": _describe_sentence_transformer,

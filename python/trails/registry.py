@@ -124,6 +124,10 @@ VECTOR_STORES = Backends("vector store", {
         "trails.vector.stores.qdrant:QdrantStore", extra="vector-qdrant",
         requires=("qdrant_client",),
         summary="a Qdrant server (url) or a local Qdrant folder (path)"),
+    "pgvector": Backend(
+        "trails.vector.stores.pgvector:PgVectorStore", extra="pgvector",
+        requires=("psycopg", "psycopg_pool", "pgvector.psycopg"),
+        summary="a PostgreSQL table with pgvector (dsn)"),
 })
 
 EMBEDDERS = Backends("embedder", {

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterable
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_terms"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "fts5_match", "keyword_terms", "text_words"]
 
 # Lucene's English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET), which the Anserini /
 # Pyserini BM25 baselines use. Dropped from queries only: the index keeps every word.
@@ -50,6 +50,17 @@ def keyword_terms(query: str, stopwords: Iterable[str] | None = None) -> list[st
     words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", query))))
     kept = [w for w in words if w not in stop]
     return (kept or words)[:MAX_TERMS]
+
+
+def text_words(text: str) -> list[str]:
+    """Every case-folded word of ``text`` in order, repeats kept: what an index that counts
+    term frequencies itself holds of a row (the same words :func:`keyword_terms` makes of a
+    query).
+
+    >>> text_words("Rails, rails and RAILS_2")
+    ['rails', 'rails', 'and', 'rails', '2']
+    """
+    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
 
 
 def fts5_match(terms: Iterable[str]) -> str | None:

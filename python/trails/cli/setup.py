@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from trails.backends import QDRANT_DIR, QDRANT_KEY_ENV, SPARQL_AUTH_ENV, open_graph, open_vectors
+from trails.backends import (
+    PG_DSN_ENV,
+    QDRANT_DIR,
+    QDRANT_KEY_ENV,
+    SPARQL_AUTH_ENV,
+    open_graph,
+    open_vectors,
+)
 from trails.cli._common import (
     DEFAULT_MODEL,
     MAX_DIM,
@@ -64,7 +72,8 @@ def init(
         "(Virtuoso 7, query URL .../sparql) for --graph sparql."),
     vectors: Optional[VectorBackend] = typer.Option(  # noqa: UP045
         None, "--vectors", help="sqlite-vec: embedded in the directory (default); qdrant: a "
-        "Qdrant server (--qdrant-url) or a local Qdrant folder (--qdrant-path)."),
+        "Qdrant server (--qdrant-url) or a local Qdrant folder (--qdrant-path); pgvector: "
+        "PostgreSQL (--pg-dsn)."),
     qdrant_url: Optional[str] = typer.Option(  # noqa: UP045
         None, "--qdrant-url", metavar="URL",
         help=f"A Qdrant server (--vectors qdrant); its API key from ${QDRANT_KEY_ENV}."),
@@ -73,6 +82,13 @@ def init(
         help=f"A local Qdrant folder (--vectors qdrant; default: {QDRANT_DIR}/ in the context)."),
     qdrant_collection: str = typer.Option(
         "trails", "--qdrant-collection", metavar="NAME", help="The Qdrant collection."),
+    pg_dsn: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--pg-dsn", metavar="DSN",
+        help="A PostgreSQL database with pgvector (--vectors pgvector), e.g. "
+             "postgresql://user@host:5432/db; recorded without its password, which comes from "
+             f"$PGPASSWORD or ${PG_DSN_ENV} (the whole DSN) on every open."),
+    pg_table: str = typer.Option(
+        "trails", "--pg-table", metavar="NAME", help="The store's PostgreSQL table."),
     openai_base_url: Optional[str] = typer.Option(  # noqa: UP045
         None, "--openai-base-url", metavar="URL",
         help="An OpenAI-compatible server for --model openai:MODEL (default: OpenAI)."),
@@ -113,6 +129,8 @@ def init(
     trails --db ./kb init --vectors qdrant --qdrant-url http://localhost:6333 \\
         --graph sparql --endpoint http://localhost:7878/query \\
         --model openai:text-embedding-3-small
+    PGPASSWORD=... trails --db ./kb init --vectors pgvector \\
+        --pg-dsn postgresql://trails@db.internal:5432/kb
     ```
     """
     db = db_option(ctx)
@@ -124,7 +142,10 @@ def init(
     fields = None if payload is None else list(check_payload_fields(
         [f.strip() for f in payload.split(",") if f.strip()], "--payload"))
     graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
-    vectors_part = _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection)
+    vectors_part = (_pg_part(pg_dsn, pg_table) if vectors is not None and vectors.value == "pgvector"
+                    else _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection))
+    if pg_dsn is not None and (vectors is None or vectors.value != "pgvector"):
+        raise ConfigurationError("--pg-dsn applies to --vectors pgvector")
     if has_context(db):
         _check_same(db, model, base_iri, graph_part, vectors_part)
         with context(db, read_only=True) as opened:
@@ -214,6 +235,15 @@ def _vectors_part(choice: VectorBackend | None, url: str | None,
                                  "local folder), not both")
     where = {"url": url} if url is not None else {"path": str(path.resolve()) if path else None}
     return PartConfig(backend="qdrant", settings={"collection": collection, **where})
+
+
+def _pg_part(dsn: str | None, table: str) -> PartConfig:
+    """``--vectors pgvector``: the DSN given, else ``$TRAILS_PG_DSN``."""
+    if dsn is None and not os.environ.get(PG_DSN_ENV):
+        raise ConfigurationError(
+            f"--vectors pgvector needs --pg-dsn postgresql://user@host:5432/db (or "
+            f"${PG_DSN_ENV})")
+    return PartConfig(backend="pgvector", settings={"dsn": dsn, "table": table})
 
 
 def _create(db: Path, embedder: Embedder, graph: PartConfig | None,

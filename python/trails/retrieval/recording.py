@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from trails.audit import HitRecord, SearchRecord, default_caller, new_run_id, query_digest
 from trails.audit.records import started_now
+from trails.errors import EndpointUnavailableError
 from trails.kg.base import RevisionGraph
 from trails.kg.bindings import check_bindings
 from trails.records import RetrievalResult
@@ -77,7 +78,18 @@ def revisions(ctx: Context | None, store: VectorStore) -> dict[str, str | None]:
     """The graph's and the store's revision stamps now (call inside the read's snapshot)."""
     graph = None if ctx is None else ctx.kg
     return {"graph": graph.revision if _is(graph, RevisionGraph) else None,  # type: ignore[union-attr]
-            "store": store.revision() if _is(store, RevisionedStore) else None}  # type: ignore[attr-defined]
+            "store": _store_revision(store)}
+
+
+def _store_revision(store: VectorStore) -> str | None:
+    """The store's stamp; None when it has none, or when it is unreachable (an answer that
+    fell back to keywords is still recorded, as of an unknown store state)."""
+    if not _is(store, RevisionedStore):
+        return None
+    try:
+        return store.revision()  # type: ignore[attr-defined, no-any-return]
+    except EndpointUnavailableError:
+        return None
 
 
 _KNOWN: dict[tuple[type, type], bool] = {}

@@ -19,6 +19,7 @@ project that never uses these fixtures pays nothing for them.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,9 +38,12 @@ __all__ = ["BACKENDS", "PERSISTENT_BACKENDS"]
 # The names of trails.testing.stores.FACTORIES, listed here so that loading the plugin imports
 # no store (a test checks the two lists agree).
 _QDRANT = importlib.util.find_spec("qdrant_client") is not None
+_PGVECTOR = all(importlib.util.find_spec(m) is not None
+                for m in ("psycopg", "psycopg_pool", "pgvector", "pgserver"))
 BACKENDS = ["sqlite-vec-memory", "sqlite-vec-file"] + (
-    ["qdrant-memory", "qdrant-path"] if _QDRANT else [])
-PERSISTENT_BACKENDS = ["sqlite-vec-file"] + (["qdrant-path"] if _QDRANT else [])
+    ["qdrant-memory", "qdrant-path"] if _QDRANT else []) + (["pgvector"] if _PGVECTOR else [])
+PERSISTENT_BACKENDS = ["sqlite-vec-file"] + (["qdrant-path"] if _QDRANT else []) + (
+    ["pgvector"] if _PGVECTOR else [])
 STORE_DIM = 64
 
 
@@ -62,10 +66,23 @@ def trails_dir(trails_ctx: Context, tmp_path: Path) -> Iterator[Context]:
 
 def _factory(name: str, tmp_path: Path) -> Iterator[StoreFactory]:
     factory = kit.factory_named(name)(tmp_path)
+    if name == "pgvector":
+        _server_or_skip(factory)
     try:
         yield factory
     finally:
         factory.close_all()
+
+
+def _server_or_skip(factory: StoreFactory) -> None:
+    """Start the PostgreSQL test server, or skip the test when it cannot start here (never
+    under CI, where it must run)."""
+    try:
+        factory.dsn  # type: ignore[attr-defined]  # noqa: B018 - starts the server
+    except Exception as exc:  # a TrailsError: pgserver is missing or did not start
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL test server: {exc}")
 
 
 @pytest.fixture(params=BACKENDS)

@@ -10,8 +10,10 @@ made when the test ends:
   object (a second connection) on the same data.
 
 :data:`FACTORIES` lists the backends installed here: the two sqlite-vec ones always, the two
-Qdrant local-mode ones when qdrant-client is installed (``trails[vector-qdrant]``). Importing
-this module does not import qdrant-client; making a Qdrant store does.
+Qdrant local-mode ones when qdrant-client is installed (``trails[vector-qdrant]``), and
+``pgvector`` (a fresh schema of the process's PostgreSQL test server,
+:func:`trails.testing.servers.postgres.shared_server`) when psycopg and pgserver are
+(``trails[pgvector,dev]``). Importing this module imports neither client; making a store does.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from trails.errors import InvalidArgumentError
+from trails.testing.servers.postgres import shared_server
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.base import VectorStore
+from trails.vector.stores.pgvector import PgVectorStore
 from trails.vector.stores.qdrant import QdrantStore
 from trails.vector.stores.sqlite_vec import SqliteVecStore
 
@@ -31,6 +35,9 @@ __all__ = ["FACTORIES", "PERSISTENT", "QDRANT_INSTALLED", "StoreFactory", "facto
 
 # qdrant-client is an optional extra: its backends join the list when it is installed.
 QDRANT_INSTALLED = importlib.util.find_spec("qdrant_client") is not None
+# PgVectorStore's client and the test server's wheel.
+PGVECTOR_INSTALLED = all(importlib.util.find_spec(m) is not None
+                         for m in ("psycopg", "psycopg_pool", "pgvector", "pgserver"))
 
 
 class StoreFactory:
@@ -118,8 +125,35 @@ class QdrantLocalFolder(StoreFactory):
             QdrantStore(dim=dim, path=self.path, embedder=embedder, read_only=read_only))
 
 
+class PgVectorSchema(StoreFactory):
+    """Stores in a schema of their own on the process's PostgreSQL test server."""
+
+    name = "pgvector"
+    persistent = True
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(tmp_path)
+        self._dsn: str | None = None
+
+    @property
+    def dsn(self) -> str:
+        """The DSN of this factory's schema (made, and the server started, at first use)."""
+        if self._dsn is None:
+            self._dsn = shared_server().new_schema()
+        return self._dsn
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._keep(PgVectorStore(self.dsn, dim=dim, embedder=embedder))
+
+    def reopen(self, dim: int | None = None, embedder: EmbedderIdentity | None = None,
+               read_only: bool = False) -> VectorStore:
+        return self._keep(
+            PgVectorStore(self.dsn, dim=dim, embedder=embedder, read_only=read_only))
+
+
 FACTORIES: list[type[StoreFactory]] = [SqliteVecMemory, SqliteVecFile] + (
-    [QdrantMemory, QdrantLocalFolder] if QDRANT_INSTALLED else [])
+    [QdrantMemory, QdrantLocalFolder] if QDRANT_INSTALLED else []) + (
+    [PgVectorSchema] if PGVECTOR_INSTALLED else [])
 PERSISTENT: list[type[StoreFactory]] = [f for f in FACTORIES if f.persistent]
 
 

@@ -1,0 +1,150 @@
+"""The tables trails keeps in PostgreSQL, and how a row is made of a vector and its metadata.
+
+For a store called ``<table>`` (an identifier, by default ``trails``), in the connection's
+schema:
+
+- ``<table>``: one row per vector: ``id``, ``embedding vector(dim)`` (pgvector), ``metadata
+  jsonb`` as the caller gave it, the promoted fields ``doc_iri``, ``scope``, ``version``,
+  ``pending`` that filters and commits use, and the keyword text (``body``, the metadata's
+  ``text``, else its ``snippet``) with its length in words;
+- ``<table>__terms``: the keyword index: ``(term, id, tf)`` for every word of every row's
+  text, so BM25 runs in SQL on statistics of any subset of rows (the caller's scopes);
+- ``<table>__versions``: one row per document: its current version (ADR 0005);
+- ``<table>__meta``: one row: format, dimension, embedder identity, and the revision every
+  commit renews;
+- ``<table>__hnsw``: the optional HNSW index (inner product) on the embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.scopes import DEFAULT_SCOPE
+from trails.text import text_words
+from trails.vector.stores.arrays import optional_str
+
+__all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "names", "row", "term_rows"]
+
+FORMAT = 1
+# Lower-case so that PostgreSQL folds nothing, short so that the derived names fit in 63 bytes.
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+
+class Names(NamedTuple):
+    """The quoted names of a store's tables and index (``psycopg.sql.Identifier`` values)."""
+
+    items: Any
+    terms: Any
+    versions: Any
+    meta: Any
+    hnsw: Any
+    table: str
+
+
+def names(sql: Any, table: str) -> Names:
+    """The names for ``table`` (``sql``: ``psycopg.sql``).
+
+    Raises:
+        ConfigurationError: ``table`` is not a lower-case identifier of at most 41 characters.
+    """
+    if not isinstance(table, str) or not _IDENTIFIER.match(table):
+        raise ConfigurationError(
+            f"table={table!r} cannot name a PgVectorStore: use a lower-case identifier "
+            "([a-z_][a-z0-9_]*, at most 41 characters)")
+    items, terms, versions, meta, hnsw = (
+        sql.Identifier(table + suffix)
+        for suffix in ("", "__terms", "__versions", "__meta", "__hnsw"))
+    return Names(items, terms, versions, meta, hnsw, table)
+
+
+def ddl(dim: int) -> list[str]:
+    """The statements that create a store, with ``{items}``, ``{terms}``... for its names."""
+    return [
+        (f"CREATE TABLE {{items}} (id text PRIMARY KEY, embedding vector({dim}) NOT NULL,"
+        " metadata jsonb NOT NULL, doc_iri text, scope text NOT NULL, version text,"
+        " pending boolean NOT NULL DEFAULT false, body text,"
+        " body_len integer NOT NULL DEFAULT 0)"),
+        "CREATE INDEX ON {items} (doc_iri)",
+        "CREATE INDEX ON {items} (scope) WHERE NOT pending",
+        "CREATE INDEX ON {items} (id) WHERE pending",
+        ("CREATE TABLE {terms} (term text NOT NULL, id text NOT NULL REFERENCES {items} (id)"
+        " ON DELETE CASCADE, tf integer NOT NULL, PRIMARY KEY (term, id))"),
+        "CREATE INDEX ON {terms} (id)",
+        ("CREATE TABLE {versions} (doc_iri text PRIMARY KEY, version text NOT NULL,"
+        " scope text NOT NULL, content_hash text NOT NULL, chunks integer NOT NULL)"),
+        ("CREATE TABLE {meta} (one boolean PRIMARY KEY DEFAULT true CHECK (one),"
+        " format integer NOT NULL, dim integer NOT NULL, embedder jsonb,"
+        " revision text NOT NULL, ann_recall double precision, ann_rows bigint)"),
+    ]
+
+
+class Row(NamedTuple):
+    """The values of one ``<table>`` row, in the order of :data:`COLUMNS`."""
+
+    id: str
+    embedding: Any
+    metadata: str
+    doc_iri: str | None
+    scope: str
+    version: str | None
+    pending: bool
+    body: str | None
+    body_len: int
+
+
+COLUMNS = Row._fields
+
+
+def body_of(metadata: Mapping[str, Any]) -> str | None:
+    """The text a row is ranked by for keywords: its ``text``, else its ``snippet``."""
+    for key in ("text", "snippet"):
+        value = metadata.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def row(id: str, embedding: Any, metadata: Mapping[str, Any], pending: bool) -> Row:
+    """The row for a checked vector. Metadata goes through JSON as the other stores keep it
+    (values without a JSON form as their ``str``).
+
+    Raises:
+        InvalidArgumentError: a NUL character, which PostgreSQL text cannot hold, in the id
+            or the metadata; or a float JSON cannot hold (NaN, infinity).
+    """
+    try:
+        text = json.dumps(metadata, default=str, allow_nan=False)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"the metadata of {id!r} holds a number JSON cannot hold (NaN or infinity): {exc}; "
+            "store it as a string or leave it out") from exc
+    if "\x00" in id or "\\u0000" in text:
+        raise InvalidArgumentError(
+            f"vector {id!r}: PostgreSQL cannot store a NUL character (\\x00) in an id or in "
+            "metadata; remove it")
+    plain = json.loads(text)
+    body = body_of(plain)
+    return Row(id, embedding, text, optional_str(plain.get("doc_iri")),
+               str(plain.get("scope") or DEFAULT_SCOPE), optional_str(plain.get("version")),
+               pending, body, 0 if body is None else len(text_words(body)))
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A stored embedding as float32 (pgvector's ``Vector``, or an array already)."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def term_rows(r: Row) -> list[tuple[str, str, int]]:
+    """The keyword index's rows for ``r``: ``(term, id, tf)``."""
+    if r.body is None:
+        return []
+    return [(term, r.id, tf) for term, tf in Counter(text_words(r.body)).items()]

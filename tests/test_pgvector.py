@@ -1,0 +1,460 @@
+"""PgVectorStore against a real PostgreSQL server with pgvector (trails.testing.servers.postgres).
+
+The store contract suite runs on it through the ``pgvector`` store factory; these tests hold
+what is its own: typed, parameterised metadata filters; BM25 in SQL on the caller's scopes'
+statistics; snapshots and versioned commits in transactions; reopening a context from its
+directory; and what an unreachable or refusing server gives.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pg_support import pg_server
+from test_keyword_scopes import by_hand
+from trails import retrieve
+from trails.context import Context
+from trails.errors import (
+    ConfigurationError,
+    EndpointUnavailableError,
+    InvalidArgumentError,
+)
+from trails.ingest import Document, ingest_all
+from trails.resilience import Resilience
+from trails.vector.embedders.mock import MockEmbedder
+from trails.vector.stores.records import DocumentVersion
+
+pytest.importorskip("psycopg")
+pytest.importorskip("pgserver")
+
+from trails.testing.servers.postgres import PostgresServer
+from trails.vector.stores.pgvector import PgVectorStore
+
+
+@pytest.fixture(scope="module")
+def server():
+    return pg_server()
+
+
+@pytest.fixture
+def dsn(server):
+    return server.new_schema()
+
+
+@pytest.fixture
+def store(dsn):
+    made = PgVectorStore(dsn, dim=2)
+    yield made
+    made.close()
+
+
+def no_retry() -> Resilience:
+    return Resilience(attempts=1, failure_threshold=1000)
+
+
+# -- typed, parameterised metadata filters ------------------------------------------------
+
+
+def typed_rows(store) -> None:
+    values = {"int": 1, "float": 1.0, "true": True, "string": "1", "null": None, "list": [1]}
+    ids = sorted(values)
+    store.add_many(ids, np.ones((len(ids), 2)), [{"v": values[i], "name": i} for i in ids])
+    store.add("missing", [1, 0], {"name": "missing"})
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1, ["float", "int"]),        # JSON numbers compare by value: 1 == 1.0
+    (True, ["true"]),             # ... but never as a boolean
+    ("1", ["string"]),
+    (None, ["null"]),             # an explicit null, not a missing key
+    ([1], ["list"]),
+    (2, []),
+])
+def test_find_and_count_compare_metadata_as_typed_json(store, value, expected):
+    typed_rows(store)
+    found = store.find({"v": value}, limit=10)
+    assert [row.id for row in found] == expected
+    assert store.count({"v": value}) == len(expected)
+    assert all(row.metadata["name"] == row.id for row in found)
+
+
+def test_find_keeps_id_order_limits_and_skips_staged_rows(store):
+    store.add_many(["c", "a", "b"], np.ones((3, 2)), [{"k": "x"}] * 3)
+    store.add_many(["s"], [[1, 0]], [{"k": "x"}], pending=True)
+    assert [r.id for r in store.find({"k": "x"}, limit=2)] == ["a", "b"]
+    assert [r.id for r in store.find({"k": "x"}, limit=10)] == ["a", "b", "c"]
+    assert store.count({"k": "x"}) == 3 and store.count() == 3
+    assert store.find({"k": "x"}, limit=0) == []
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        store.find({"k": "x"}, limit=-1)
+
+
+HOSTILE = ["'; DROP TABLE trails; --", "k') OR true --", "a\"b", "$1", "%s", "' OR '1'='1"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_filter_keys_and_values_are_parameters_never_sql(store, text):
+    store.add("a", [1, 0], {text: text, "k": 1})
+    assert [r.id for r in store.find({text: text})] == ["a"]
+    assert store.count({text: "other"}) == 0 and store.count({"k": text}) == 0
+    assert store.count() == 1  # the table is still there, whole
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(value=st.recursive(
+    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(
+        st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                   max_size=3), max_leaves=6))
+def test_a_stored_value_is_found_by_itself_and_only_by_equal_json(server, value):
+    store = PgVectorStore(server.new_schema(), dim=2)
+    try:
+        store.add_many(["x", "y"], [[1, 0], [0, 1]], [{"v": value}, {"v": "other"}])
+        assert [r.id for r in store.find({"v": value}, limit=5)] == (
+            ["x", "y"] if value == "other" else ["x"])
+        assert store.get(["x"])[0].metadata == {"v": value}
+    finally:
+        store.close()
+
+
+def test_delete_where_compares_typed_json_and_none_matches_nothing(store):
+    typed_rows(store)
+    assert store.delete_where({"v": None}) == 0
+    assert store.delete_where({"v": True}) == 1
+    assert store.delete_where({"v": 1}) == 2
+    assert store.delete_where({"doc_iri": None}) == 0
+
+
+def test_nul_characters_are_refused_before_anything_is_written(store):
+    store.add("a", [1, 0], {"k": 1})
+    with pytest.raises(InvalidArgumentError, match="NUL"):
+        store.add_many(["b", "c"], [[1, 0], [0, 1]], [{"k": 2}, {"k": "x\x00y"}])
+    assert store.all_ids() == ["a"]
+
+
+# -- BM25 in SQL, scoped ------------------------------------------------------------------
+
+
+WORDS = ["apple", "boat", "camel", "dune", "eagle", "fjord"]
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(public=st.lists(texts, min_size=1, max_size=5), secret=st.lists(texts, max_size=5),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
+def test_keyword_scores_are_bm25_on_the_callers_scopes_alone(server, public, secret, query):
+    rows = {f"p{i}": ("public", t) for i, t in enumerate(public)}
+    rows |= {f"s{i}": ("secret", t) for i, t in enumerate(secret)}
+    store = PgVectorStore(server.new_schema(), dim=2)
+    try:
+        ids = list(rows)
+        store.add_many(ids, np.ones((len(ids), 2)),
+                       [{"scope": rows[i][0], "text": rows[i][1]} for i in ids])
+        store.add_many(["staged"], [[1, 1]], [{"scope": "public", "text": query}], pending=True)
+        seen = {h.id: h.score for h in store.keyword_search(query, k=50, scopes=["public"])}
+        hand = by_hand(query, {i: t for i, (s, t) in rows.items() if s == "public"})
+        assert seen.keys() == hand.keys()
+        for i, score in seen.items():
+            assert score == pytest.approx(hand[i], rel=1e-9)
+        public_rows = sum(s == "public" for s, _ in rows.values())
+        terms = set(query.split())
+        expected_idf = sum(
+            max(math.log((public_rows - df + 0.5) / (df + 0.5)), 1e-6)
+            for df in (sum(t in text.split() for s, text in rows.values() if s == "public")
+                       for t in terms))
+        assert store.keyword_idf_sum(query, scopes=["public"]) == pytest.approx(
+            expected_idf, rel=1e-9)
+    finally:
+        store.close()
+
+
+def test_candidates_restrict_the_ranking_and_keep_the_scopes_statistics(store):
+    store.add_many(["a", "b", "c"], np.ones((3, 2)), [
+        {"text": "apple boat", "doc_iri": "d1"}, {"text": "apple apple camel", "doc_iri": "d2"},
+        {"text": "dune", "doc_iri": "d2"}])
+    everything = {h.id: h.score for h in store.keyword_search("apple", k=10)}
+    only = store.keyword_search("apple", k=10, ids=["d2"])
+    assert [(h.id, h.score) for h in only] == [("b", everything["b"])]
+
+
+# -- commits and snapshots ----------------------------------------------------------------
+
+
+def test_publish_swaps_whole_versions_in_one_transaction(store):
+    store.add_many(["d/v1/0", "d/v1/1"], [[1, 0], [0, 1]],
+                   [{"doc_iri": "d", "version": "v1", "text": "old"}] * 2, pending=True)
+    assert store.all_ids() == [] and store.keyword_search("old") == []
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 2)])
+    assert store.all_ids() == ["d/v1/0", "d/v1/1"]
+    store.add_many(["d/v2/0"], [[1, 1]], [{"doc_iri": "d", "version": "v2", "text": "new"}],
+                   pending=True)
+    assert store.all_ids() == ["d/v1/0", "d/v1/1"]
+    store.publish([DocumentVersion("d", "v2", "default", "h2", 1)])
+    assert store.all_ids() == ["d/v2/0"]
+    assert store.current_versions() == {"d": DocumentVersion("d", "v2", "default", "h2", 1)}
+    assert [h.id for h in store.keyword_search("old new")] == ["d/v2/0"]
+
+
+def test_a_snapshot_holds_one_state_while_another_connection_commits(dsn):
+    reader, writer = PgVectorStore(dsn, dim=2), PgVectorStore(dsn, dim=2)
+    try:
+        writer.add("a", [1, 0], {"text": "apple"})
+        with reader.snapshot():
+            before = reader.revision()
+            writer.add("b", [1, 0], {"text": "apple"})
+            writer.delete("a")
+            assert reader.all_ids() == ["a"]
+            assert [h.id for h in reader.search([1, 0], k=5)] == ["a"]
+            assert [h.id for h in reader.keyword_search("apple")] == ["a"]
+            assert reader.revision() == before
+        assert reader.all_ids() == ["b"] and reader.revision() != before
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_threads_read_and_write_at_once_and_every_read_sees_whole_batches(dsn):
+    store = PgVectorStore(dsn, dim=2, pool_max=4)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for batch in range(15):
+                ids = [f"b{batch:02d}-{i}" for i in range(5)]
+                store.add_many(ids, np.ones((5, 2)), [{"batch": batch}] * 5)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                with store.snapshot():
+                    assert store.count() % 5 == 0
+                    assert len(store.search([1, 1], k=1000)) == store.count()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    store.close()
+    assert not errors, errors
+
+
+# -- contexts: init, reopen, scopes --------------------------------------------------------
+
+
+def docs() -> list[Document]:
+    return [Document(id=f"d{i}", source=f"d{i}.md",
+                     text=f"Document {i} talks about {['rails', 'django', 'flask'][i % 3]} "
+                          f"routing and views number {i}.") for i in range(6)]
+
+
+def test_a_context_reopens_from_its_directory_alone_without_recording_a_password(
+        dsn, tmp_path, monkeypatch):
+    directory = tmp_path / "ctx"
+    embedder = MockEmbedder(dim=16)
+    with_password = dsn + " password=s3cret-value"
+    # The test server trusts local connections: a password is accepted and never needed.
+    with Context.open(directory, embedder=embedder,
+                      vectors=PgVectorStore(with_password, dim=16, statement_timeout=30)) as ctx:
+        ingest_all(docs()[:3], ctx=ctx)
+        ingest_all(docs()[3:], ctx=ctx, scope="secret")
+    recorded = (directory / "trails.json").read_text()
+    assert "s3cret" not in recorded
+    vectors = json.loads(recorded)["vectors"]
+    assert vectors["backend"] == "pgvector"
+    assert vectors["settings"]["statement_timeout"] == 30
+    with Context.open(directory) as ctx:
+        assert isinstance(ctx.vectors, PgVectorStore)
+        assert ctx.vectors.statement_timeout == 30
+        default = retrieve("rails routing", ctx, mode="hybrid", k=10)
+        secret = retrieve("rails routing", ctx, mode="hybrid", k=10, scope="secret")
+        assert {h.document for h in default} == {f"trails://local/doc/d{i}" for i in range(3)}
+        assert {h.document for h in secret} == {
+            f"trails://local/scope/secret/doc/d{i}" for i in range(3, 6)}
+        assert ctx.verify().ok
+
+
+def test_trails_dsn_from_the_environment_is_used_only_for_the_recorded_server(
+        dsn, tmp_path, monkeypatch):
+    from trails.backends import _pg_dsn
+
+    monkeypatch.setenv("TRAILS_PG_DSN", dsn + " password=from-env")
+    assert _pg_dsn(dsn) == dsn + " password=from-env"
+    assert _pg_dsn(dsn.replace("dbname=postgres", "dbname=other")) == dsn.replace(
+        "dbname=postgres", "dbname=other")
+    assert _pg_dsn(None) == dsn + " password=from-env"
+
+
+def test_trails_init_records_pgvector_and_the_cli_reopens_it(dsn, tmp_path):
+    from typer.testing import CliRunner
+
+    from trails.cli import app
+
+    directory = tmp_path / "kb"
+    runner = CliRunner()
+    made = runner.invoke(app, ["--db", str(directory), "init", "--model", "mock:16",
+                               "--vectors", "pgvector", "--pg-dsn", dsn, "--json"])
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.output)["vectors"] == "pgvector"
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a.md").write_text("Rails routing maps URLs to controllers.")
+    ingested = runner.invoke(app, ["--db", str(directory), "ingest", str(source)])
+    assert ingested.exit_code == 0, ingested.output
+    with Context.open(directory) as ctx:
+        assert ctx.vectors.count() >= 1
+    missing = runner.invoke(app, ["--db", str(tmp_path / "other"), "init", "--model", "mock:16",
+                                  "--vectors", "pgvector"])
+    assert missing.exit_code != 0 and "--pg-dsn" in missing.output
+
+
+# -- a server that is down or refuses -----------------------------------------------------
+
+
+def test_no_server_is_endpoint_unavailable_naming_it_without_the_password(tmp_path):
+    dsn = f"host={tmp_path} port=5999 user=u password=topsecret dbname=db"
+    with pytest.raises(EndpointUnavailableError) as caught:
+        PgVectorStore(dsn, dim=2, connect_timeout=1, resilience=no_retry())
+    assert str(tmp_path) in str(caught.value) and "topsecret" not in str(caught.value)
+
+
+def test_a_missing_database_or_role_is_a_configuration_error(server):
+    base = server.dsn
+    with pytest.raises(ConfigurationError, match="database"):
+        PgVectorStore(base.replace("/postgres?", "/no_such_db?"), dim=2, resilience=no_retry())
+    with pytest.raises(ConfigurationError, match="role"):
+        PgVectorStore(base.replace("postgres:@", "nobody:@"), dim=2, resilience=no_retry())
+
+
+def test_a_table_trails_did_not_make_and_bad_names_are_refused(dsn):
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE theirs (id int)")
+    with pytest.raises(ConfigurationError, match="not a trails vector store"):
+        PgVectorStore(dsn, table="theirs", dim=2)
+    with pytest.raises(ConfigurationError, match="identifier"):
+        PgVectorStore(dsn, table="x; DROP TABLE theirs", dim=2)
+
+
+def test_a_statement_past_the_timeout_is_endpoint_unavailable(store):
+    store.add("a", [1, 0])
+    slow = PgVectorStore(store._dsn, dim=2, statement_timeout=0.05, resilience=no_retry())
+    try:
+        with pytest.raises(EndpointUnavailableError, match="statement_timeout"):
+            slow._run(lambda conn: conn.execute("SELECT pg_sleep(1)"))
+    finally:
+        slow.close()
+
+
+def test_a_read_only_store_cannot_write_even_through_sql(dsn):
+    PgVectorStore(dsn, dim=2).close()
+    reader = PgVectorStore(dsn, read_only=True)
+    try:
+        with pytest.raises(ConfigurationError, match="read-only"):
+            reader.add("a", [1, 0])
+        with pytest.raises(ConfigurationError, match="read-only"):
+            reader._run(lambda conn: conn.execute(reader._sql("DELETE FROM {items}")))
+    finally:
+        reader.close()
+
+
+def test_an_outage_gives_endpoint_unavailable_and_the_keyword_fallback(tmp_path):
+    with PostgresServer() as own:  # its own server: this one goes down
+        store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1,
+                              resilience=no_retry())
+        ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
+        try:
+            ingest_all(docs(), ctx=ctx)
+            healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
+            assert not healthy.degraded
+            own.stop()
+            with pytest.raises(EndpointUnavailableError):
+                store.count()
+            with pytest.raises(EndpointUnavailableError, match="fallback"):
+                retrieve("rails routing", ctx, mode="vector", k=3)
+            found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
+            assert found.degraded and found.plan == "keyword-fallback"
+            assert found[0].document in {h.document for h in healthy}
+            own.start()  # the pool reconnects on its own, with backoff
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    assert store.count() == len(store.all_ids()) > 0
+                    break
+                except EndpointUnavailableError:
+                    assert time.monotonic() < deadline, "the store never reconnected"
+                    time.sleep(0.5)
+        finally:
+            ctx.close()
+
+
+# -- HNSW only where a measured recall holds ----------------------------------------------
+
+
+def test_the_index_answers_only_broad_searches_after_a_measured_recall(dsn):
+    vectors = np.random.default_rng(5).standard_normal((300, 8))
+    ids = [f"v{i:03d}" for i in range(300)]
+    store = PgVectorStore(dsn, dim=8, hnsw=True)
+    try:
+        store.add_many(ids, vectors, [{"scope": "a" if i < 200 else "b"} for i in range(300)])
+        query = vectors[7]
+        exact = store.search(query, k=10)
+        assert store.search_with_plan(query, k=10)[1].name == "pg-exact"  # not measured yet
+        assert store.explain(query, k=10).indexed is False
+        assert store.measure_recall(queries=30, k=10) >= 0.95
+        hits, plan = store.search_with_plan(query, k=10)
+        assert plan == ("pg-hnsw", 300, False)
+        assert next(h.id for h in hits) == exact[0].id == "v007"
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        explained = store.explain(query, k=10)
+        assert explained.indexed and "hnsw" in explained.text
+        assert "hnsw" not in store.explain(query, k=10, ids=ids[:5]).text
+        # A narrow filter ranks its candidates exactly.
+        narrow, narrow_plan = store.search_with_plan(query, k=3, ids=ids[:5])
+        assert narrow_plan == ("pg-filtered-exact", 5, True)
+        assert [h.id for h in narrow] == [h.id for h in store.search(query, k=3, ids=ids[:5])]
+        # A broad filter the index leaves short (its rows are far from the query): exact.
+        store.ann_share = 0.0
+        far = ids[:3]
+        away = -vectors[:3].mean(axis=0)
+        fallback, fallback_plan = store.search_with_plan(away, k=3, ids=far)
+        assert fallback_plan == ("pg-hnsw+exact-fallback", 3, True)
+        assert sorted(h.id for h in fallback) == far
+    finally:
+        store.close()
+
+
+def test_a_recall_below_the_bound_or_an_outgrown_measurement_keeps_search_exact(dsn):
+    rng = np.random.default_rng(6)
+    store = PgVectorStore(dsn, dim=8, hnsw=True, min_recall=1.0)
+    try:
+        store.add_many([f"a{i}" for i in range(50)], rng.standard_normal((50, 8)))
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_recall = 0.99, ann_rows = 50")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-exact"
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_recall = 1.0, ann_rows = 20")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-exact"
+        store._run(lambda conn: conn.execute(store._sql(
+            "UPDATE {meta} SET ann_rows = 50")), write=True)
+        assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-hnsw"
+    finally:
+        store.close()
