@@ -236,6 +236,27 @@ def test_search_is_sorted_descending_with_top_k_of_brute_force(store_factory):
         assert scores == sorted(scores, reverse=True)
 
 
+def test_hits_read_as_records_and_as_mappings(store_factory):
+    """A hit reads as the trails.vector design shows it, ``{id, score, metadata}``, and as the
+    record it always was (attributes, position, unpacking)."""
+    store = store_factory.new(DIM)
+    store.add("trails://app/Chunk/1", basis(0), {"iri": "trails://app/Chunk/1", "snippet": "s"})
+    (hit,) = store.search(basis(0), k=1)
+    assert hit["id"] == hit.id == hit[0] == "trails://app/Chunk/1"
+    assert hit["score"] == hit.score == hit[1] == pytest.approx(1.0)
+    assert hit["metadata"] == hit.metadata == hit[2] == {"iri": "trails://app/Chunk/1",
+                                                          "snippet": "s"}
+    assert dict(hit) == {"id": "trails://app/Chunk/1", "score": hit.score,
+                         "metadata": {"iri": "trails://app/Chunk/1", "snippet": "s"}}
+    assert list(hit.keys()) == ["id", "score", "metadata"]
+    assert hit.get("missing") is None and hit.get("id") == "trails://app/Chunk/1"
+    id_, score, metadata = hit
+    assert (id_, score, metadata) == tuple(hit)
+    assert hit[-1] is hit.metadata and hit[:2] == (hit.id, hit.score)
+    with pytest.raises(KeyError, match="nothing"):
+        hit["nothing"]
+
+
 def test_search_k_zero_and_default(store_factory):
     store, _ = filled(store_factory, n=15)
     assert store.search(basis(0), k=0) == []
