@@ -40,6 +40,7 @@ from trails.retrieval.expired import Expired
 from trails.retrieval.graph_order import snippet
 from trails.text import keyword_terms
 from trails.vector.stores.base import KeywordIndex
+from trails.vector.stores.records import back_reference
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -100,8 +101,13 @@ def keyword_fallback(
     scopes: list[str],
     fallback: str | None,
     expired: Expired,
+    *,
+    rows: Sequence[str] | None = None,
 ) -> RetrievalResult:
     """The keyword ranking of the candidates ``iris`` (every chunk when None), marked degraded.
+
+    ``rows``: the store's names for the candidates (``retrieval/back_references.py``;
+    default ``iris``).
 
     Raises:
         EmbeddingError, EndpointUnavailableError: the failure itself when ``fallback`` does
@@ -120,10 +126,11 @@ def keyword_fallback(
     if iris is not None and not iris:
         hits: list[RetrievalHit] = []
     elif part == "embedder" and isinstance(store, KeywordIndex):
-        hits = [RetrievalHit(h.id, h.score, snippet(h.metadata), h.metadata,
-                             {"keyword": h.score, "keyword_rank": rank})
+        hits = [RetrievalHit(back_reference(h.id, h.metadata), h.score, snippet(h.metadata),
+                             h.metadata, {"keyword": h.score, "keyword_rank": rank})
                 for rank, h in enumerate(store.keyword_search(
-                    query, k, iris, scopes=scopes, with_metadata=True), 1)]
+                    query, k, iris if rows is None else rows, scopes=scopes,
+                    with_metadata=True), 1)]
     else:
         if ctx is None:
             raise EndpointUnavailableError(f"{reason}; with no context there is no graph to "

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple, SupportsIndex, overload
 
-__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit"]
+__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit",
+           "back_reference"]
+
+
+def back_reference(id: str, metadata: Mapping[str, Any]) -> str:
+    """The graph resource a row stands for: its ``metadata["iri"]`` when that is a non-empty
+    string (the trails.vector convention: the id may then be anything), else its id.
+
+    >>> back_reference("vec-0", {"iri": "trails://app/Chunk/1"}), back_reference("c", {})
+    ('trails://app/Chunk/1', 'c')
+    """
+    iri = metadata.get("iri")
+    return iri if isinstance(iri, str) and iri else id
 
 
 class DocumentIris(tuple[str, ...]):

@@ -18,12 +18,12 @@ from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.keyword import with_text
-from trails.vector.stores.sqlite_vec.versions import SqliteVersions
+from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 
 __all__ = ["SqliteVecStore"]
 
 
-class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
+class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
     """The embedded vector store: one SQLite file (rows, metadata, texts, keyword index) and two
     append-only vector files beside it (``<path>.f32``, ``<path>.keys``).
 
