@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["FALLBACKS", "GRAPH_KEYWORD_LIMIT", "VectorSideFailure", "check_fallback",
            "embed_query", "keyword_fallback"]
 
-FALLBACKS: tuple[str | None, ...] = ("auto", "keyword", None)
+FALLBACKS: tuple[str | None, ...] = ("auto", "keyword", "skip", None)
 # Most chunk texts read from the graph to rank without the store: a filter's candidates, or a
 # whole small context. Past it, an outage is reported rather than answered slowly.
 GRAPH_KEYWORD_LIMIT = 5000
@@ -78,7 +78,8 @@ def check_fallback(fallback: object) -> str | None:
     if fallback not in FALLBACKS:
         raise InvalidArgumentError(
             f"fallback must be 'auto' (hybrid queries fall back to keywords when the vector "
-            f"side fails), 'keyword' (vector queries too) or None (never); got {fallback!r}")
+            f"side fails), 'keyword' (vector queries too), 'skip' (an empty answer that says "
+            f"why) or None (raise); got {fallback!r}")
     return fallback
 
 
@@ -117,6 +118,10 @@ def keyword_fallback(
     part, error = ((failure.part, failure.error) if isinstance(failure, VectorSideFailure)
                    else ("vector store", failure))
     reason = f"{part} unreachable: {error}"
+    if fallback == "skip":  # the plugin design's on_error: skip, never silent
+        return RetrievalResult([], mode=mode, plan="skipped", candidates=None, exhaustive=False,
+                               notes=[f"skipped: the {part} failed (fallback='skip')"],
+                               degraded=(reason,))
     if fallback is None or (mode == "vector" and fallback != "keyword"):
         hint = ("pass fallback='keyword' to rank by keywords while it is down" if mode == "vector"
                 else "pass fallback='auto' to rank by keywords while it is down")

@@ -145,7 +145,8 @@ def retrieve(
             (``trails.retrieval.expired``).
         fallback: when the embedder or vector store fails, ``"auto"`` answers a hybrid query
             with the keyword ranking of the same candidates (``result.degraded`` says why),
-            ``"keyword"`` a vector query too, ``None`` never (docs/resilience.md).
+            ``"keyword"`` a vector query too, ``"skip"`` any query with no hits and a
+            note saying which part failed, ``None`` never: it raises (docs/resilience.md).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
