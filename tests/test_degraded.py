@@ -92,6 +92,18 @@ def test_the_keyword_fallback_ranks_only_the_candidates_as_a_healthy_keyword_ret
     assert [(h.iri, h.score) for h in found] == [(h.iri, h.score) for h in healthy]
 
 
+@pytest.mark.parametrize("mode, sparql", [("hybrid", values_filter([1, 2])), ("vector", None)])
+def test_skip_answers_empty_and_says_why_in_every_mode(served, mode, sparql):
+    """The plugin design's ``on_error: skip``: no hits, never an exception, and the answer
+    says which part failed (a silent empty answer would read as "nothing matched")."""
+    ctx, dead = served
+    found = retrieve("rails", ctx, mode=mode, sparql_filter=sparql, embedder=dead,
+                     fallback="skip")
+    assert list(found) == [] and found.plan == "skipped"
+    assert len(found.degraded) == 1 and found.degraded[0].startswith("embedder unreachable")
+    assert any("skipped" in note for note in found.notes)
+
+
 def test_an_unknown_fallback_is_refused_by_name(served):
     ctx, _ = served
     with pytest.raises(InvalidArgumentError, match="fallback"):

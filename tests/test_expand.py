@@ -191,3 +191,23 @@ def test_expansion_keeps_the_hits(corpus, order, size, window, depth):
         out = step("q", hits, corpus)
         assert [(h.iri, h.score, h.snippet) for h in out] == [
             (h.iri, h.score, h.snippet) for h in hits]
+
+
+@pytest.mark.parametrize("mode, field", [("document", "document_text"), ("neighbours", "neighbours")])
+def test_min_score_expands_only_the_hits_at_or_above_it(corpus, mode, field):
+    """The data flow's parent-document step: only a hit whose (rerank) score reaches the
+    threshold gets its parent; the others pass through untouched, in their places."""
+    hits = hits_of(corpus, A)  # scores 1.0, 0.9, 0.8, 0.7
+    graphless = RetrievalHit("https://ex.org/unscored", None, "", {"scope": "default"})
+    out = ParentDocument(mode, min_score=0.8)("q", [*hits, graphless], corpus)
+    assert [h.iri for h in out] == [h.iri for h in hits] + [graphless.iri]
+    assert [field in h.metadata for h in out] == [True, True, True, False, False]
+    assert out[3] == hits[3] and out[4] == graphless
+    if mode == "document":
+        assert out[0].metadata["document_text"] == LONG
+
+
+@pytest.mark.parametrize("bad", [float("nan"), "0.8", True])
+def test_min_score_must_be_a_number(bad):
+    with pytest.raises(ValueError, match="min_score"):
+        ParentDocument(min_score=bad)

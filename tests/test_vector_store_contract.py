@@ -21,12 +21,15 @@ from trails.errors import (
 )
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.base import (
+    BackReferences,
+    BaseVectorStore,
     KeywordIndex,
     KeywordWeights,
     VectorHit,
     VectorStore,
     VersionedStore,
 )
+from trails.vector.stores.records import DocumentIris
 
 DIM = 8
 
@@ -238,6 +241,27 @@ def test_search_is_sorted_descending_with_top_k_of_brute_force(store_factory):
         assert scores == sorted(scores, reverse=True)
 
 
+def test_hits_read_as_records_and_as_mappings(store_factory):
+    """A hit reads as the trails.vector design shows it, ``{id, score, metadata}``, and as the
+    record it always was (attributes, position, unpacking)."""
+    store = store_factory.new(DIM)
+    store.add("trails://app/Chunk/1", basis(0), {"iri": "trails://app/Chunk/1", "snippet": "s"})
+    (hit,) = store.search(basis(0), k=1)
+    assert hit["id"] == hit.id == hit[0] == "trails://app/Chunk/1"
+    assert hit["score"] == hit.score == hit[1] == pytest.approx(1.0)
+    assert hit["metadata"] == hit.metadata == hit[2] == {"iri": "trails://app/Chunk/1",
+                                                          "snippet": "s"}
+    assert dict(hit) == {"id": "trails://app/Chunk/1", "score": hit.score,
+                         "metadata": {"iri": "trails://app/Chunk/1", "snippet": "s"}}
+    assert list(hit.keys()) == ["id", "score", "metadata"]
+    assert hit.get("missing") is None and hit.get("id") == "trails://app/Chunk/1"
+    id_, score, metadata = hit
+    assert (id_, score, metadata) == tuple(hit)
+    assert hit[-1] is hit.metadata and hit[:2] == (hit.id, hit.score)
+    with pytest.raises(KeyError, match="nothing"):
+        hit["nothing"]
+
+
 def test_search_k_zero_and_default(store_factory):
     store, _ = filled(store_factory, n=15)
     assert store.search(basis(0), k=0) == []
@@ -305,6 +329,78 @@ def test_ids_may_name_documents_whose_chunks_become_candidates(store_factory):
     assert sorted(store.expand_ids(["doc0", "doc1/c2", "missing"])) == [
         "doc0/c0", "doc0/c1", "doc0/c2", "doc1/c2"
     ]
+
+
+def test_rows_are_named_by_their_metadata_iri_whatever_their_id(store_factory):
+    """The trails.vector design's back-reference: ``metadata["iri"]`` names a row's graph
+    resource; a row without one is named by its id; a document names its chunks."""
+    store = store_factory.new(DIM)
+    assert isinstance(store, BackReferences)
+    store.add_many(["c1", "c2"], random_vectors(2, seed=30), [{"iri": "c1"}, {}])
+    assert not store.has_back_references()  # every id is its IRI: the fast path holds
+    store.add_many(["vec-0", "vec-1", "c3", "c4"], random_vectors(4, seed=31),
+                   [{"iri": "trails://app/Chunk/1"}, {"iri": "trails://app/Chunk/2",
+                                                      "doc_iri": "doc"},
+                    {"iri": "c4"}, {"iri": "c3"}])  # c3 and c4 swapped
+    assert store.has_back_references()
+    assert store.rows_named(["trails://app/Chunk/1", "c1", "c2", "c3", "vec-1", "nobody"]) == {
+        "vec-0": "trails://app/Chunk/1", "c1": "c1", "c2": "c2", "c4": "c3"}
+    assert store.rows_named(["doc"]) == {"vec-1": "trails://app/Chunk/2"}
+    assert store.rows_named(DocumentIris(["doc", "trails://app/Chunk/1"])) == {
+        "vec-1": "trails://app/Chunk/2"}
+    assert store.rows_named([]) == {}
+    store.delete_many(["vec-0", "vec-1", "c3", "c4"])
+    assert not store.has_back_references()
+
+
+def test_find_and_count_compare_metadata_as_typed_json_values(store_factory):
+    """The retrieval runtime's metadata-only lookups: typed equality (1 == 1.0, but
+    1 != True != "1"), a stored null is not a missing key, ids in order, no vector search."""
+    store = store_factory.new(DIM)
+    rows = {"e": {"n": 1}, "b": {"n": 1.0}, "d": {"n": True}, "a": {"n": "1"},
+            "c": {"n": None, "doc": "x"}, "f": {"doc": "x"}, "g": {"n": [1, {"k": "v"}]},
+            "h": {"n": 1, "text": "full text", "doc": "x"}}
+    store.add_many(list(rows), random_vectors(len(rows), seed=40), list(rows.values()))
+    ids = lambda filters, limit=100: [row.id for row in store.find(filters, limit)]
+    assert ids({"n": 1}) == ["b", "e", "h"] == ids({"n": 1.0})
+    assert ids({"n": True}) == ["d"] and ids({"n": "1"}) == ["a"] and ids({"n": False}) == []
+    assert ids({"n": None}) == ["c"]  # f has no "n": missing is not null
+    assert ids({"n": [1.0, {"k": "v"}]}) == ["g"] and ids({"n": [1]}) == []
+    assert ids({"n": 1, "doc": "x"}) == ["h"] and ids({"text": "full text"}) == ["h"]
+    assert ids({"doc": "x"}, limit=2) == ["c", "f"] and ids({"doc": "x"}) == ["c", "f", "h"]
+    assert ids({"n": 1}, limit=1) == ["b"] == [r.id for r in store.find({"n": 1})]
+    assert store.find({"n": 1}, limit=0) == []
+    (found,) = store.find({"n": True})
+    assert found.metadata == {"n": True} and len(found.vector) == DIM
+    assert [store.count({"n": v}) for v in (1, True, "1", None, 2)] == [3, 1, 1, 1, 0]
+    assert store.count() == store.count(None) == store.count({}) == len(rows)
+    # A store of one's own that writes no query gets the same answers from the base class.
+    scan = lambda filters, limit=None: BaseVectorStore._matching(store, filters, limit)
+    assert scan({"n": 1}) == ["b", "e", "h"] and scan({"n": None}) == ["c"]
+    assert scan({"doc": "x"}, 2) == ["c", "f"] and scan({"text": "full text"}) == ["h"]
+    store.delete("b")
+    assert ids({"n": 1}) == ["e", "h"] and store.count({"n": 1}) == 2
+
+
+def test_find_refuses_bad_filters_and_limits(store_factory):
+    store = store_factory.new(DIM)
+    for bad in ({"a.b": 1}, {"x'); --": 1}, {1: 1}, ["n"]):
+        with pytest.raises(TrailsError, match="identifier|mapping"):
+            store.find(bad)
+        with pytest.raises(TrailsError, match="identifier|mapping"):
+            store.count(bad)
+    for limit in (-1, 1.5, True, "3"):
+        with pytest.raises(TrailsError, match="limit"):
+            store.find({"n": 1}, limit)
+
+
+def test_find_never_sees_staged_rows(store_factory):
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no staged rows without versioned commits")
+    store.add_many(["s"], random_vectors(1, seed=41), [{"doc_iri": "d", "version": "1"}],
+                   pending=True)
+    assert store.find({"doc_iri": "d"}) == [] and store.count({"doc_iri": "d"}) == 0
 
 
 # -- delete, get, count ------------------------------------------------------------------
@@ -503,8 +599,11 @@ class OnlyVectors:
     def delete_where(self, filters):
         return self._inner.delete_where(filters)
 
-    def count(self):
-        return self._inner.count()
+    def find(self, filters, limit=1):
+        return self._inner.find(filters, limit)
+
+    def count(self, filters=None):
+        return self._inner.count(filters)
 
     def close(self):
         self._inner.close()

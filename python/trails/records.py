@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.display import frames
+from trails.display.context import ContextBlock, context_block
 from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hits_text, label
 
 __all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
@@ -162,6 +163,9 @@ class RetrievalResult(list[RetrievalHit]):
         super().__init__(hits)
         self.run_id = run_id
         self.query = query
+        # The embedder that embedded the query (retrieve() sets it): to_context counts tokens
+        # with its tokenizer when it has one.
+        self.embedder: Any = None
         self.mode = mode
         self.plan = plan
         self.candidates = candidates
@@ -170,6 +174,30 @@ class RetrievalResult(list[RetrievalHit]):
         marked = [DEGRADED + reason for reason in degraded if DEGRADED + reason not in notes]
         self.notes = (*marked, *notes)
         self.fusion_weights = dict(fusion_weights or {})
+
+    def to_context(self, max_tokens: int | None = None, template: str | None = None, *,
+                   tokenizer: Any = None) -> ContextBlock:
+        """The hits as a prompt's evidence block: in rank order, each a numbered passage with
+        its citation (``[1] title | date | source | <iri>``, then the chunk's text), as many as
+        fit in ``max_tokens`` (the template included; the best hit alone over budget is cut to
+        fit). ``template`` holds ``{{ context }}`` where the passages go and may hold
+        ``{{ query }}``. Tokens are counted with ``tokenizer`` (a tiktoken Encoding, a Hugging
+        Face tokenizer or a callable), else the tokenizer of the embedder that embedded the
+        query when it has one, else tiktoken's ``cl100k_base``. The answer is a ``str`` that
+        also says which hits it holds (``.hits``, ``.omitted``, ``.truncated``, ``.tokens``).
+
+        >>> hits = [RetrievalHit("https://ex.org/c1", 0.9, "Rails is a web framework.",
+        ...                      {"title": "Rails", "date": "2024-05-01", "source": "a.md"})]
+        >>> result = RetrievalResult(hits, mode="vector", plan="full-scan", candidates=None,
+        ...                          exhaustive=True)
+        >>> print(result.to_context(template="Retrieved evidence: {{ context }}"))
+        Retrieved evidence: [1] Rails | 2024-05-01 | a.md | <https://ex.org/c1>
+        Rails is a web framework.
+        """
+        if tokenizer is None and self.embedder is not None:
+            tokenizer = getattr(self.embedder, "tokenizer", None)
+        return context_block(self, query=self.query, max_tokens=max_tokens, template=template,
+                             tokenizer=tokenizer)
 
     @property
     def degraded(self) -> tuple[str, ...]:

@@ -19,8 +19,8 @@ from trails.evaluation.beir import BeirDataset, documents
 from trails.evaluation.metrics import DOC_DEPTH, MEASURES, ChunkHit, max_pool, score_run
 from trails.ingest import Chunker, IngestionStats, ingest_all
 from trails.ingest.chunkers import SentenceChunker, default_chunker
+from trails.ingest.chunking import chunker_id as describe_chunker
 from trails.ingest.minting import doc_iri, version_of
-from trails.ingest.pipeline import _describe
 from trails.rank import Step
 from trails.rank.fusion import FusionFn
 from trails.retrieval.retrieve import FUSIONS, retrieve
@@ -119,7 +119,7 @@ def _check_same_settings(dataset: BeirDataset, ctx: Context, chunker: Chunker | 
     stored = versioned(ctx.vectors, "ingesting a BEIR corpus").current_versions(list(iris))
     if not stored:
         return
-    chunker_id = _describe(chunker if chunker is not None else default_chunker(ctx.embedder))
+    chunker_id = describe_chunker(chunker if chunker is not None else default_chunker(ctx.embedder))
     embedder_id = ctx.embedder.identity.model_dump_json()
     if all(stored[i].version != version_of(iris[i], chunker_id, embedder_id) for i in stored):
         raise ConfigurationError(

@@ -28,6 +28,7 @@ from trails.ingest.document import Chunk, Document
 from trails.ingest.minting import check_base_iri
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
+from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
     "MAX_METADATA_DEPTH",
@@ -35,6 +36,7 @@ __all__ = [
     "check_ingest_arguments",
     "chunk_problem",
     "document_problem",
+    "given_vectors",
     "printable",
     "shown",
     "vector_problems",
@@ -217,6 +219,30 @@ def vector_problems(vectors: object, count: int, dim: int,
                 out[index] = vector
                 problems.append(None)
     return out, problems
+
+
+def given_vectors(document: Document, chunks: Sequence[Chunk], identity: EmbedderIdentity,
+                  ) -> tuple[dict[int, npt.NDArray[np.float32]], str | None]:
+    """The vectors ``chunks`` came with (``Chunk.vector``), by chunk index, checked against
+    the context's embedder ``identity``; or why they cannot be stored."""
+    given = [(index, chunk.vector) for index, chunk in enumerate(chunks)
+             if chunk.vector is not None]
+    if not given:
+        return {}, None
+    made_by = document.embedded_by
+    if made_by is None:
+        return {}, ("its chunks come with vectors but embedded_by names no embedder: pass "
+                    "embedded_by=<the embedder that made them>.identity")
+    if not made_by.compatible_with(identity):
+        return {}, (f"its vectors were made by embedder {made_by.describe()} but this context "
+                    f"embeds with {identity.describe()}, and scores across models mean nothing;"
+                    " leave vector=None to embed those chunks here")
+    vectors, problems = vector_problems([v for _, v in given], len(given), identity.dim)
+    for (index, _), problem in zip(given, problems):
+        if problem is not None:
+            return {}, (f"chunk {index}'s vector (dimension {identity.dim} expected): "
+                        + problem.replace("the embedder returned ", ""))
+    return {index: vectors[n] for n, (index, _) in enumerate(given)}, None
 
 
 def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: object,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
     "Chunk",
@@ -37,6 +38,11 @@ class Document:
     (the file loader sets it; ``None`` for a document given any other way): ``ingest
     --prune`` deletes a document only when that file is gone, never by its ``source`` label.
 
+    ``chunks`` (optional) are the document's chunks as computed elsewhere: they replace the
+    chunker, and a chunk with a ``vector`` is stored with it instead of being embedded;
+    ``embedded_by`` then names the embedder that made the vectors, which must be compatible
+    with the context's (same model and dimension), else the document fails.
+
     Raises:
         InvalidArgumentTypeError: a field of the wrong type (``id``, ``source``, ``text`` and
             ``media_type`` are strings, ``title`` a string or None, ``metadata`` a mapping).
@@ -53,8 +59,16 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     media_type: str = "text/plain"
     origin: str | None = None
+    chunks: Sequence[Chunk] | None = None  # kept as a tuple
+    embedded_by: EmbedderIdentity | None = None
 
     def __post_init__(self) -> None:
+        if self.chunks is not None and not isinstance(self.chunks, tuple):
+            _need(isinstance(self.chunks, Sequence) and not isinstance(self.chunks, str),
+                  "chunks", "a list of Chunk", self.chunks)
+            object.__setattr__(self, "chunks", tuple(self.chunks))
+        _need(self.embedded_by is None or isinstance(self.embedded_by, EmbedderIdentity),
+              "embedded_by", "an EmbedderIdentity (embedder.identity)", self.embedded_by)
         for name in ("id", "source", "text", "media_type"):
             _need(isinstance(getattr(self, name), str), name, "a str", getattr(self, name))
         _need(self.origin is None or isinstance(self.origin, str), "origin",
@@ -86,6 +100,9 @@ class Chunk:
     start: int
     end: int
     position: int
+    # An embedding computed elsewhere (a Document's given chunks): stored as it is, never
+    # embedded again (ingestion checks it against the context's embedder).
+    vector: Sequence[float] | None = field(default=None, compare=False, repr=False)
 
 
 @runtime_checkable

@@ -50,9 +50,18 @@ class DocumentFailed:
 
 @dataclass(frozen=True)
 class BatchEmbedded:
+    """One embedding call: ``chunks`` embedded, ``tokens`` (the embedder's count, else an
+    estimate) in ``seconds``. ``doc_iris`` are the documents whose chunks it embedded, and
+    ``batch_index`` each one's own batch number (0 for a document's first batch), in the
+    same order. ``cost`` is ``tokens × price_per_million_tokens / 10⁶`` when the embedder
+    declares that price, else None."""
+
     chunks: int
     tokens: int
     seconds: float
+    doc_iris: tuple[str, ...] = ()
+    batch_index: tuple[int, ...] = ()
+    cost: float | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import is_dataclass
 from typing import Any, TypeVar
 
 from trails.errors import ConfigurationError
@@ -16,15 +15,16 @@ from trails.ingest.checks import (
     check_ingest_arguments,
     chunk_problem,
     document_problem,
+    given_vectors,
     printable,
     shown,
     vector_problems,
 )
 from trails.ingest.chunkers import default_chunker
+from trails.ingest.chunking import chunker_id, chunking_of
 from trails.ingest.document import (
     Chunker,
     Document,
-    FingerprintedChunker,
     LoadFailure,
     Sanitizer,
 )
@@ -198,7 +198,7 @@ class _Run:
         self.ctx = ctx
         self.scope = scope
         self.chunker = chunker if chunker is not None else default_chunker(ctx.embedder)
-        self.chunker_id = _describe(self.chunker)
+        self.chunker_id = chunker_id(self.chunker)
         self.embedder_id = ctx.embedder.identity.model_dump_json()
         self.estimate_tokens = _token_estimator(ctx.embedder)
         self.writer = VersionWriter(ctx, scope)
@@ -211,6 +211,7 @@ class _Run:
         self.ready_chunks = 0
         self.batches_since_commit = 0
         self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
+        self.batches_of: dict[str, int] = {}  # doc IRI -> its batches embedded so far
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
         self.linker: ScopeLinker | None = None
 
@@ -254,7 +255,7 @@ class _Run:
         yield DocumentStarted(iri, document.source)
         for problem in date_problems(document.metadata):
             yield DocumentWarning(iri, document.source, problem)
-        version = version_of(document, self.chunker_id, self.embedder_id)
+        version = version_of(document, chunking_of(document, self.chunker_id), self.embedder_id)
         try:  # the document's triples, built now: what fails here must not fail a commit
             document_manifest(document, iri, version, 0, self.scope, self.ctx.metadata_predicates,
                               self.ctx.retention)
@@ -267,7 +268,8 @@ class _Run:
             return
         try:
             with self.trace.chunk() as chunking:
-                chunks = list(self.chunker.chunk(document))
+                chunks = list(self.chunker.chunk(document) if document.chunks is None
+                              else document.chunks)
                 chunking.set({"trails.ingest.chunks": len(chunks)})
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
@@ -275,6 +277,11 @@ class _Run:
         problem = chunk_problem(document, chunks)
         if problem is not None:
             yield DocumentFailed(document.source, f"chunker: {problem}", iri)
+            return
+        given, problem = given_vectors(document, chunks, self.ctx.embedder.identity)
+        if problem is not None:
+            yield DocumentFailed(document.source, f"document {shown(document.id)}: {problem}",
+                                 iri)
             return
         pending = PendingDocument(document, iri, version, chunks, replaced)
         if self.linker is not None and state != "metadata":
@@ -293,7 +300,11 @@ class _Run:
             yield DocumentMetadataUpdated(iri, document.source)
             return
         self.open.append(pending)
+        for index, vector in given.items():  # computed elsewhere: never embedded again
+            pending.fill(index, vector)
         for index, chunk in enumerate(chunks):
+            if index in given:
+                continue
             tokens = self.estimate_tokens(chunk.text)
             self.queue.append((pending, index, tokens))
             self.queued_tokens += tokens
@@ -349,7 +360,18 @@ class _Run:
         for (document, index, _), vector in zip(batch, vectors):
             if id(document) not in bad:
                 document.fill(index, vector)
-        yield BatchEmbedded(len(batch), sum(t for _, _, t in batch), time.perf_counter() - started)
+        yield self._embedded(batch, time.perf_counter() - started)
+
+    def _embedded(self, batch: list[tuple[PendingDocument, int, int]], seconds: float,
+                  ) -> BatchEmbedded:
+        """The event of an embedded batch: its documents, each one's batch number, the cost."""
+        iris = tuple(dict.fromkeys(d.iri for d, _, _ in batch))
+        numbers = tuple(self.batches_of.get(iri, 0) for iri in iris)
+        self.batches_of.update((iri, n + 1) for iri, n in zip(iris, numbers))
+        tokens = sum(t for _, _, t in batch)
+        price = getattr(self.ctx.embedder, "price_per_million_tokens", None)
+        cost = None if not isinstance(price, (int, float)) else tokens * price / 1_000_000
+        return BatchEmbedded(len(batch), tokens, seconds, iris, numbers, cost)
 
     def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:
         lost = self._drop(documents)
@@ -422,14 +444,3 @@ def _groups(items: Iterable[T], size: int) -> Iterator[list[T]]:
         raise
     if group:
         yield group
-
-
-def _describe(chunker: Chunker) -> str:
-    """A stable description of a chunker's settings: part of every document version."""
-    if isinstance(chunker, FingerprintedChunker) and isinstance(chunker.fingerprint, str):
-        return chunker.fingerprint
-    described: object = chunker  # any chunker may be a dataclass: its repr lists its fields
-    if is_dataclass(described):
-        return repr(chunker)
-    settings = {k: v for k, v in sorted(vars(chunker).items()) if isinstance(v, (int, float, str, bool))}
-    return f"{type(chunker).__qualname__}{settings}"

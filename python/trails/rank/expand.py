@@ -6,6 +6,7 @@ every look-up is confined to the hit's own scope (``metadata["scope"]``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -30,29 +31,41 @@ class ParentDocument:
       positions away, the hit itself included, as ``{"iri", "text", "position"}`` dicts in
       position order.
 
-    A hit that is not a chunk in the graph gets ``None`` or ``[]``.
+    A hit that is not a chunk in the graph gets ``None`` or ``[]``. With ``min_score`` only
+    the hits whose score is at least that are expanded (the others, and hits without a score,
+    pass through untouched): put it after a reranker to fetch parents for confident hits only.
 
     >>> ParentDocument("neighbours", window=2)
     ParentDocument(mode='neighbours', window=2)
     """
 
-    def __init__(self, mode: Mode = "document", window: int = 1) -> None:
+    def __init__(self, mode: Mode = "document", window: int = 1, *,
+                 min_score: float | None = None) -> None:
         if mode not in ("document", "neighbours"):
             raise ValueError(f"mode must be 'document' or 'neighbours', got {mode!r}")
         if not isinstance(window, int) or window < 0:
             raise ValueError(f"window must be a non-negative integer, got {window!r}")
-        self.mode, self.window = mode, window
+        if min_score is not None and (isinstance(min_score, bool)
+                                      or not isinstance(min_score, (int, float))
+                                      or math.isnan(min_score)):
+            raise ValueError(f"min_score must be a number or None, got {min_score!r}")
+        self.mode, self.window, self.min_score = mode, window, min_score
 
     def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
         ctx = need_ctx(ctx, "ParentDocument")
+        chosen = [h for h in hits if self._expands(h)]
         fetch = self._documents if self.mode == "document" else self._neighbours
         found: dict[tuple[str, str], Any] = {}
-        for scope, group in by_scope(hits).items():
+        for scope, group in by_scope(chosen).items():
             got = fetch(ctx, scope, [h.iri for h in group])
             found.update({(scope, iri): item for iri, item in got.items()})
         missing: list[Any] | None = None if self.mode == "document" else []
         name = "document_text" if self.mode == "document" else "neighbours"
-        return [annotated(h, **{name: found.get(key(h), missing)}) for h in hits]
+        return [annotated(h, **{name: found.get(key(h), missing)}) if self._expands(h) else h
+                for h in hits]
+
+    def _expands(self, hit: H) -> bool:
+        return self.min_score is None or (hit.score is not None and hit.score >= self.min_score)
 
     def _documents(self, ctx: ContextParts, scope: str, iris: list[str]) -> dict[str, str]:
         located = select(
@@ -89,7 +102,8 @@ class ParentDocument:
         return found
 
     def __repr__(self) -> str:
-        return f"ParentDocument(mode={self.mode!r}, window={self.window})"
+        floor = "" if self.min_score is None else f", min_score={self.min_score}"
+        return f"ParentDocument(mode={self.mode!r}, window={self.window}{floor})"
 
 
 def assemble(chunks: Sequence[dict[str, Any]]) -> str:

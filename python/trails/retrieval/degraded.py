@@ -40,6 +40,7 @@ from trails.retrieval.expired import Expired
 from trails.retrieval.graph_order import snippet
 from trails.text import keyword_terms
 from trails.vector.stores.base import KeywordIndex
+from trails.vector.stores.records import back_reference
 
 if TYPE_CHECKING:
     from trails.context import Context
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["FALLBACKS", "GRAPH_KEYWORD_LIMIT", "VectorSideFailure", "check_fallback",
            "embed_query", "keyword_fallback"]
 
-FALLBACKS: tuple[str | None, ...] = ("auto", "keyword", None)
+FALLBACKS: tuple[str | None, ...] = ("auto", "keyword", "skip", None)
 # Most chunk texts read from the graph to rank without the store: a filter's candidates, or a
 # whole small context. Past it, an outage is reported rather than answered slowly.
 GRAPH_KEYWORD_LIMIT = 5000
@@ -77,7 +78,8 @@ def check_fallback(fallback: object) -> str | None:
     if fallback not in FALLBACKS:
         raise InvalidArgumentError(
             f"fallback must be 'auto' (hybrid queries fall back to keywords when the vector "
-            f"side fails), 'keyword' (vector queries too) or None (never); got {fallback!r}")
+            f"side fails), 'keyword' (vector queries too), 'skip' (an empty answer that says "
+            f"why) or None (raise); got {fallback!r}")
     return fallback
 
 
@@ -100,8 +102,13 @@ def keyword_fallback(
     scopes: list[str],
     fallback: str | None,
     expired: Expired,
+    *,
+    rows: Sequence[str] | None = None,
 ) -> RetrievalResult:
     """The keyword ranking of the candidates ``iris`` (every chunk when None), marked degraded.
+
+    ``rows``: the store's names for the candidates (``retrieval/back_references.py``;
+    default ``iris``).
 
     Raises:
         EmbeddingError, EndpointUnavailableError: the failure itself when ``fallback`` does
@@ -111,6 +118,10 @@ def keyword_fallback(
     part, error = ((failure.part, failure.error) if isinstance(failure, VectorSideFailure)
                    else ("vector store", failure))
     reason = f"{part} unreachable: {error}"
+    if fallback == "skip":  # the plugin design's on_error: skip, never silent
+        return RetrievalResult([], mode=mode, plan="skipped", candidates=None, exhaustive=False,
+                               notes=[f"skipped: the {part} failed (fallback='skip')"],
+                               degraded=(reason,))
     if fallback is None or (mode == "vector" and fallback != "keyword"):
         hint = ("pass fallback='keyword' to rank by keywords while it is down" if mode == "vector"
                 else "pass fallback='auto' to rank by keywords while it is down")
@@ -120,10 +131,11 @@ def keyword_fallback(
     if iris is not None and not iris:
         hits: list[RetrievalHit] = []
     elif part == "embedder" and isinstance(store, KeywordIndex):
-        hits = [RetrievalHit(h.id, h.score, snippet(h.metadata), h.metadata,
-                             {"keyword": h.score, "keyword_rank": rank})
+        hits = [RetrievalHit(back_reference(h.id, h.metadata), h.score, snippet(h.metadata),
+                             h.metadata, {"keyword": h.score, "keyword_rank": rank})
                 for rank, h in enumerate(store.keyword_search(
-                    query, k, iris, scopes=scopes, with_metadata=True), 1)]
+                    query, k, iris if rows is None else rows, scopes=scopes,
+                    with_metadata=True), 1)]
     else:
         if ctx is None:
             raise EndpointUnavailableError(f"{reason}; with no context there is no graph to "

@@ -10,6 +10,7 @@ import pyoxigraph as ox
 
 from trails.kg.base import select
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.back_references import live_rows
 from trails.retrieval.consistency import minted_chunk
 from trails.scopes import DEFAULT_SCOPE
 
@@ -25,10 +26,14 @@ def graph_hits(
 ) -> RetrievalResult:
     chosen = _without_dead_chunks(iris, k, store, ctx, scopes)
     # Metadata only of live rows of these scopes: an IRI the caller's graph mentions may also
-    # name a staged row, or another scope's row the graph no longer types as a chunk.
-    live = set(store.expand_ids(chosen)) & set(chosen)
-    stored = {s.id: s.metadata for s in store.get([i for i in chosen if i in live])
-              if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
+    # name a staged row, or another scope's row the graph no longer types as a chunk. A row
+    # stands for the IRI its metadata["iri"] names (retrieval/back_references.py).
+    wanted = set(chosen)
+    rows = {id: iri for id, iri in live_rows(store, chosen).items() if iri in wanted}
+    stored: dict[str, dict[str, Any]] = {}
+    for s in store.get(list(rows)):
+        if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes:
+            stored.setdefault(rows[s.id], s.metadata)
     hits = [RetrievalHit(i, None, snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
     return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
 
@@ -61,8 +66,8 @@ def _without_dead_chunks(
         documents = {row["c"] for row in kinds if row["t"].endswith("#Document")}
         # A minted chunk IRI with a live vector counts even when the graph, read after the
         # filter, no longer types it: a writer's step 4 may have removed it meanwhile.
-        live = set(store.expand_ids(i for i in part if i in chunks or minted_chunk(i)))
-        visible = {s.id for s in store.get(live)
+        live = live_rows(store, [i for i in part if i in chunks or minted_chunk(i)])
+        visible = {live[s.id] for s in store.get(list(live))
                    if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes}
         if documents:
             visible |= set(select(

@@ -21,6 +21,7 @@ from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval import spans
 from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
+from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
 from trails.retrieval.degraded import (
@@ -37,6 +38,7 @@ from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.tracing import span, traced
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
+from trails.vector.stores.records import back_reference
 
 if TYPE_CHECKING:
     from trails.vector.embedders.base import Embedder
@@ -143,7 +145,8 @@ def retrieve(
             (``trails.retrieval.expired``).
         fallback: when the embedder or vector store fails, ``"auto"`` answers a hybrid query
             with the keyword ranking of the same candidates (``result.degraded`` says why),
-            ``"keyword"`` a vector query too, ``None`` never (docs/resilience.md).
+            ``"keyword"`` a vector query too, ``"skip"`` any query with no hits and a
+            note saying which part failed, ``None`` never: it raises (docs/resilience.md).
 
     Raises:
         InvalidArgumentError: an argument out of range or of the wrong type (an
@@ -217,7 +220,8 @@ def retrieve(
             # unfiltered ranking by over-fetching (retrieval/expired.py).
             expired = NOTHING_EXPIRED if ctx is None else expired_now(ctx.kg, store, now)
             if graph is not None:
-                lift = mode != "graph" and can_check_documents(graph, store, again=read.again)
+                lift = (mode != "graph" and can_check_documents(graph, store, again=read.again)
+                        and not resolves_by_iri(store))  # rows named by metadata["iri"]: chunks
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift)))
             if mode == "graph":
@@ -226,14 +230,16 @@ def retrieve(
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
+                rows = iris  # the store's names for them, once it answers
                 try:
+                    rows = candidate_rows(store, iris)
                     result = _ranked_hits(query, expired.hiding(store), model,
-                                          k if not steps else max(k, STEP_DEPTH), iris, fusion,
+                                          k if not steps else max(k, STEP_DEPTH), rows, fusion,
                                           mode, scopes)
                 except (VectorSideFailure, EndpointUnavailableError) as failure:
                     result = keyword_fallback(failure, query, expired.hiding(store), ctx,
                                               max(k, STEP_DEPTH) if steps else k, iris, mode,
-                                              scopes, fallback, expired)
+                                              scopes, fallback, expired, rows=rows)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     with span("trails.step", spans.step(step)):
                         result = _same_result(result, expired.keep_hits(step(query,
@@ -252,6 +258,7 @@ def retrieve(
                       revisions=state,
                       embedder=None if model is None else model.identity.describe())
     answer.query = query  # the display marks its terms in each passage
+    answer.embedder = model  # to_context counts tokens with its tokenizer
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
 
 
@@ -353,7 +360,8 @@ def _ranked_hits(
     positions = {r.name: {doc: (rank, value) for rank, (doc, value) in enumerate(r.hits, 1)}
                  for r in rankings}
     hits = [
-        RetrievalHit(id, score, snippet(metadata.get(id, {})), metadata.get(id, {}),
+        RetrievalHit(back_reference(id, metadata.get(id, {})), score,
+                     snippet(metadata.get(id, {})), metadata.get(id, {}),
                      _components(id, score, positions, fusion))
         for id, score in fused[:k]
     ]

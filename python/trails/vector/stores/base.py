@@ -9,8 +9,9 @@
   ranking that ``retrieve`` fuses; without it fusion runs on the vector ranking alone, with a
   note), :class:`KeywordWeights` (a query's BM25 weight, from which fusion reads the keyword
   ranking's quality), :class:`Snapshots` (reads that share one committed state) and
-  :class:`NumberedStates` (a name for each committed state). ``SqliteVecStore`` has all
-  five, ``QdrantStore`` all but ``KeywordWeights`` and ``NumberedStates``.
+  :class:`NumberedStates` (a name for each committed state), and :class:`BackReferences`
+  (:mod:`.lookups`). ``SqliteVecStore`` has all six, ``QdrantStore`` all but
+  ``KeywordWeights`` and ``NumberedStates``.
 - :class:`BaseVectorStore` and :class:`BaseKeywordIndex`: the checks and preambles every store
   shares (input validation, scope and candidate normalisation), as template methods.
 
@@ -22,7 +23,6 @@ importable from here.
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -35,7 +35,6 @@ from trails.errors import (
     EmbeddingModelMismatchError,
     InvalidArgumentError,
 )
-from trails.text import keyword_terms
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores import arguments
 
@@ -49,20 +48,28 @@ from trails.vector.stores.arrays import (
     optional_str,
     unit_rows,
 )
+from trails.vector.stores.keywords import BaseKeywordIndex  # re-exported
+from trails.vector.stores.lookups import (  # re-exported
+    BackReferences,
+    MetadataLookups,
+    check_keys,
+    json_equal,
+    metadata_matches,
+)
 from trails.vector.stores.records import DocumentVersion, SearchPlan, StoredVector, VectorHit
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex", "KeywordWeights",
-    "NumberedStates", "RevisionedStore", "ScopeListing", "SearchPlan", "Snapshots", "StoredVector", "VectorHit",
-    "VectorLike", "VectorStore", "VersionedStore", "as_matrix", "check_compatible", "decode",
-    "encode", "normalize_rows", "optional_str", "unit_rows", "versioned"
+    "BackReferences", "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex",
+    "KeywordWeights", "NumberedStates", "RevisionedStore", "ScopeListing", "SearchPlan",
+    "Snapshots", "StoredVector", "VectorHit", "VectorLike", "VectorStore", "VersionedStore",
+    "as_matrix", "check_compatible", "decode", "encode", "json_equal", "metadata_matches",
+    "normalize_rows", "optional_str", "unit_rows", "versioned"
 ]
 
 Batch = Sequence[VectorLike] | np.ndarray
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a metadata key delete_where accepts
 Metadatas = Sequence[Mapping[str, Any] | None] | None
 
 
@@ -112,7 +119,9 @@ class VectorStore(Protocol):
 
     def delete_where(self, filters: Mapping[str, Any]) -> int: ...
 
-    def count(self) -> int: ...
+    def find(self, filters: Mapping[str, Any], limit: int = 1) -> list[StoredVector]: ...
+
+    def count(self, filters: Mapping[str, Any] | None = None) -> int: ...
 
     def close(self) -> None: ...
 
@@ -211,7 +220,7 @@ def versioned(store: object, purpose: str) -> VersionedStore:
     return store
 
 
-class BaseVectorStore(abc.ABC):
+class BaseVectorStore(MetadataLookups, abc.ABC):
     """Derives ``add``, the checks of ``add_many`` and ``delete_where``, ``search``,
     ``metadata``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and ``len()`` from
     the abstract methods below (``_label`` is the store's name in messages)."""
@@ -263,7 +272,8 @@ class BaseVectorStore(abc.ABC):
         """``delete_where`` for at least one filter, every key an identifier."""
 
     @abc.abstractmethod
-    def count(self) -> int: ...
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
+        """Live vectors; with ``filters``, those :meth:`find` would find (``_count_matching``)."""
 
     @abc.abstractmethod
     def close(self) -> None: ...
@@ -377,10 +387,7 @@ class BaseVectorStore(abc.ABC):
         if not arguments.check_filters(filters):
             raise InvalidArgumentError("delete_where needs at least one filter; to empty a "
                                        "store use a new one")
-        for key in filters:
-            if not isinstance(key, str) or not _KEY.match(key):
-                raise InvalidArgumentError(
-                    f"metadata key {key!r} must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        check_keys(filters)
         return self._delete_matching(filters)
 
     def _check_writable(self) -> None:
@@ -398,42 +405,6 @@ class BaseVectorStore(abc.ABC):
 
     def __len__(self) -> int:
         return self.count()
-
-
-class BaseKeywordIndex(abc.ABC):
-    """Derives :class:`KeywordIndex`'s ``keyword_search`` (its checks, the query's terms, the
-    candidates and scopes normalised, the empty cases) from :meth:`_keyword_ranked`."""
-
-    def keyword_search(
-        self, query: str, k: int = 10, ids: Iterable[str] | None = None, *,
-        scopes: Sequence[str] | None = None, stopwords: Iterable[str] | None = None,
-        with_metadata: bool = True,
-    ) -> list[VectorHit]:
-        """Top-``k`` live rows by BM25 over their text, optionally over ``ids``.
-
-        ``ids`` and ``scopes`` restrict exactly as in ``search``: the result is the full
-        ranking filtered to the admitted rows, cut to ``k``. The query is a bag of words (see
-        :func:`trails.text.keyword_terms`; ``stopwords`` as there), never the index's query
-        syntax; a query without words gives ``[]``. Scores are positive, higher is better,
-        sorted by score descending, ties by id. ``with_metadata`` as in ``search_with_plan``.
-        """
-        k = arguments.check_k(k)
-        self._check_keyword_support()
-        terms = keyword_terms(arguments.check_text(query), stopwords)
-        iris = None if ids is None else list(dict.fromkeys(arguments.check_ids(ids)))
-        scope_list = None if scopes is None else list(arguments.check_scopes(scopes) or ())
-        if not terms or k == 0 or iris == [] or scope_list == []:
-            return []
-        return self._keyword_ranked(terms, k, iris, scope_list, with_metadata=with_metadata)
-
-    def _check_keyword_support(self) -> None:
-        """Raise ConfigurationError when this store cannot rank keywords after all."""
-
-    @abc.abstractmethod
-    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
-                        scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
-        """``keyword_search`` for words, ``k >= 1``, non-empty unique ``iris`` and ``scopes``
-        (None: unrestricted)."""
 
 
 def check_compatible(embedder: Embedder, store: VectorStore) -> None:

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple, SupportsIndex, overload
 
-__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit"]
+__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit",
+           "back_reference"]
+
+
+def back_reference(id: str, metadata: Mapping[str, Any]) -> str:
+    """The graph resource a row stands for: its ``metadata["iri"]`` when that is a non-empty
+    string (the trails.vector convention: the id may then be anything), else its id.
+
+    >>> back_reference("vec-0", {"iri": "trails://app/Chunk/1"}), back_reference("c", {})
+    ('trails://app/Chunk/1', 'c')
+    """
+    iri = metadata.get("iri")
+    return iri if isinstance(iri, str) and iri else id
 
 
 class DocumentIris(tuple[str, ...]):
@@ -17,11 +30,43 @@ class DocumentIris(tuple[str, ...]):
 
 
 class VectorHit(NamedTuple):
-    """One search result: cosine similarity in [-1, 1], higher is better."""
+    """One search result: cosine similarity in [-1, 1], higher is better.
+
+    A record (``hit.id``, ``hit[0]``, ``id, score, metadata = hit``) that also reads as the
+    mapping ``{"id", "score", "metadata"}``: ``hit["id"]``, ``hit.get(...)``, ``hit.keys()``
+    and ``dict(hit)`` (ADR 0028). It stays a tuple: ``len``, iteration, ``in`` and ``==``
+    are the tuple's.
+
+    >>> hit = VectorHit("c1", 0.5, {"iri": "c1"})
+    >>> hit["score"], dict(hit)
+    (0.5, {'id': 'c1', 'score': 0.5, 'metadata': {'iri': 'c1'}})
+    """
 
     id: str
     score: float
     metadata: dict[str, Any]
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> Any: ...
+    @overload
+    def __getitem__(self, key: slice) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
+
+    def __getitem__(self, key: SupportsIndex | slice | str) -> Any:
+        if isinstance(key, str):
+            if key not in self._fields:
+                raise KeyError(f"a vector hit has {', '.join(self._fields)}; no {key!r}")
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        """The field names, as a mapping's keys (so ``dict(hit)`` works)."""
+        return self._fields
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field ``key``, or ``default`` when a hit has no such field."""
+        return getattr(self, key) if key in self._fields else default
 
 
 class StoredVector(NamedTuple):

@@ -325,7 +325,7 @@ class PgCore(BaseVectorStore):
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
         """Other keys than ``doc_iri`` and ``scope`` compare metadata values as JSON (1 is
         not true, ``None`` matches nothing)."""
-        where = self._matching(filters, promoted=True)
+        where = self._where_clause(filters, promoted=True)
         if where is None:
             self._check_writable()
             return 0
@@ -335,7 +335,7 @@ class PgCore(BaseVectorStore):
             write=True)
 
     @staticmethod
-    def _matching(filters: Mapping[str, Any], *, promoted: bool
+    def _where_clause(filters: Mapping[str, Any], *, promoted: bool
                   ) -> tuple[str, list[Any]] | None:
         """A WHERE clause for metadata equal to every filter, with its parameters (no value
         is pasted into SQL), or None when nothing can match. Values compare as JSON: 1 equals
@@ -387,7 +387,7 @@ class PgCore(BaseVectorStore):
         """
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgumentError(f"limit must be an integer >= 0, got {limit!r}")
-        clause, params = self._matching(dict(filters), promoted=False) or ("FALSE", [])
+        clause, params = self._where_clause(dict(filters), promoted=False) or ("FALSE", [])
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, embedding, metadata FROM {items} WHERE NOT pending AND " + clause
             + " ORDER BY id LIMIT %s"), [*params, limit]).fetchall())
@@ -396,7 +396,7 @@ class PgCore(BaseVectorStore):
     def count(self, filters: Mapping[str, Any] | None = None) -> int:
         """Live vectors (staged ones are not counted until published); with ``filters``, those
         whose metadata equals every filter value (as :meth:`find` compares)."""
-        clause, params = self._matching(dict(filters or {}), promoted=False) or ("FALSE", [])
+        clause, params = self._where_clause(dict(filters or {}), promoted=False) or ("FALSE", [])
         return int(self._run(lambda conn: conn.execute(self._sql(
             "SELECT count(*) FROM {items} WHERE NOT pending AND " + clause),
             params).fetchone()[0]))

@@ -18,6 +18,7 @@ from typing import Any
 from trails.errors import ConfigurationError
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.arrays import optional_str
+from trails.vector.stores.records import back_reference
 
 __all__ = ["FORMAT", "KEYWORD_FIELD", "META_ID", "PAGE", "POINT_NAMESPACE", "check_existing",
            "create", "eq", "metadata_of", "payload", "point_id", "read_meta"]
@@ -67,6 +68,8 @@ def payload(id: str, metadata: dict[str, Any], pending: bool) -> dict[str, Any]:
         KEYWORD_FIELD: text if isinstance(text, str) else None,
         "text_given": given,
         "doc_iri": optional_str(metadata.get("doc_iri")),
+        # metadata["iri"] when it names another resource than the id (BackReferences).
+        "back_reference": None if back_reference(id, metadata) == id else metadata["iri"],
         "scope": str(metadata.get("scope") or DEFAULT_SCOPE),
         "version": optional_str(metadata.get("version")),
         "pending": pending,
@@ -100,7 +103,8 @@ def create(client: Any, m: Any, collection: str, versions_collection: str, dim: 
         collection, vectors_config=m.VectorParams(size=dim, distance=m.Distance.DOT))
     with warnings.catch_warnings():  # local mode warns that it keeps no payload indexes
         warnings.filterwarnings("ignore", message="Payload indexes have no effect")
-        for field, kind in (("doc_iri", "KEYWORD"), ("scope", "KEYWORD"), ("pending", "BOOL")):
+        for field, kind in (("doc_iri", "KEYWORD"), ("scope", "KEYWORD"), ("pending", "BOOL"),
+                            ("back_reference", "KEYWORD")):
             client.create_payload_index(collection, field, getattr(m.PayloadSchemaType, kind))
         client.create_payload_index(versions_collection, "kind", m.PayloadSchemaType.KEYWORD)
     create_keyword_index(client, m, collection)

@@ -10,17 +10,18 @@ index returns a short list. In local mode the same answers come from numpy
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from trails.vector.stores.base import metadata_matches
 from trails.vector.stores.matrix import _exact_cosine
 from trails.vector.stores.qdrant import local
 from trails.vector.stores.qdrant.lock import locked
 from trails.vector.stores.qdrant.schema import eq, metadata_of, point_id
 from trails.vector.stores.qdrant.versions import QdrantVersions
-from trails.vector.stores.records import SearchPlan, VectorHit
+from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
 
 __all__ = ["EXACT_THRESHOLD", "OVERFETCH", "QdrantSearch"]
 
@@ -139,6 +140,43 @@ class QdrantSearch(QdrantVersions):
         return sorted(p["id"] for p, old in zip(payloads, self._stale(payloads)) if not old)
 
     @locked
+    def has_back_references(self) -> bool:
+        """Whether some live point's ``metadata["iri"]`` is a string other than its id (the
+        ``back_reference`` payload field; points written before it existed count as none)."""
+        m = self._m
+        flt = self._live_filter(None, None)
+        flt.must_not.append(m.IsEmptyCondition(is_empty=m.PayloadField(key="back_reference")))
+        return int(self._c.count(self.collection, count_filter=flt, exact=True).count) > 0
+
+    @locked
+    def rows_named(self, iris: Iterable[str]) -> dict[str, str]:
+        """``{id: back-reference}`` of the live points whose back-reference (``metadata["iri"]``,
+        else the id) or document is one of ``iris`` (only the document for a
+        ``DocumentIris``), by id."""
+        documents_only = isinstance(iris, DocumentIris)
+        wanted = list(dict.fromkeys(i for i in iris if isinstance(i, str)))
+        if not wanted:
+            return {}
+        m = self._m
+        named = [m.FieldCondition(key="doc_iri", match=m.MatchAny(any=wanted))]
+        if not documents_only:
+            named += [m.HasIdCondition(has_id=[point_id(i) for i in wanted]),
+                      m.FieldCondition(key="back_reference", match=m.MatchAny(any=wanted))]
+        flt = self._live_filter(None, None)
+        flt.must = [m.Filter(should=named)]
+        payloads = [r.payload for r in self._scroll(
+            self.collection, flt, payload=["id", "doc_iri", "version", "versioned",
+                                           "back_reference"])]
+        chosen = set(wanted)
+        found = {}
+        for p, old in zip(payloads, self._stale(payloads)):
+            name = p.get("back_reference") or p["id"]  # the SQL store's rule, from the payload
+            if not old and (p.get("doc_iri") in chosen or
+                            (not documents_only and name in chosen)):
+                found[p["id"]] = name
+        return dict(sorted(found.items()))
+
+    @locked
     def all_ids(self) -> list[str]:
         """Ids of live (published) vectors, sorted."""
         points = self._local_points()
@@ -154,8 +192,32 @@ class QdrantSearch(QdrantVersions):
                               facet_filter=self._live_filter(None, None))
         return sorted(str(hit.value) for hit in found.hits)
 
-    def count(self) -> int:
-        """Live vectors (staged ones are not counted until published)."""
+    @locked
+    def _matching(self, filters: dict[str, Any], limit: int | None) -> list[str]:
+        """Qdrant narrows by each string, boolean, number and null value; every value is
+        then compared as a JSON value (:func:`~..base.metadata_matches`), by id."""
+        flt = self._live_filter(None, None)
+        flt.must = [self._json_condition(key, value) for key, value in filters.items()
+                    if key != "text" and not isinstance(value, (list, dict))] or None
+        payloads = [r.payload for r in self._scroll(self.collection, flt)]
+        found = sorted(p["id"] for p, old in zip(payloads, self._stale(payloads))
+                       if not old and metadata_matches(metadata_of(p), filters))
+        return found[:limit]
+
+    def _json_condition(self, key: str, value: Any) -> Any:
+        m = self._m
+        field = f"metadata.{key}"
+        if value is None:
+            return m.IsNullCondition(is_null=m.PayloadField(key=field))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return m.FieldCondition(key=field, range=m.Range(gte=value, lte=value))
+        return eq(m, field, value)
+
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
+        """Live vectors (staged ones are not counted until published); with ``filters``,
+        the live points :meth:`find` would find."""
+        if filters:
+            return self._count_matching(filters)
         points = self._local_points()
         if points is not None:
             return len(local.rows(points, None, None))

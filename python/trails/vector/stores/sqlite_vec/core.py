@@ -429,10 +429,11 @@ class SqliteCore(BaseVectorStore):
         return {r[0]: with_text(r[1], r[2]) for r in rows}
 
     @reads
-    def count(self) -> int:
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
         """Live vectors (staged ones are not counted until published): the index's count at
-        this snapshot (a SQL count reads an index of every row: 0.2 s at a million)."""
-        return len(self._index)
+        this snapshot (a SQL count reads an index of every row: 0.2 s at a million). With
+        ``filters``, the live rows :meth:`find` would find."""
+        return len(self._index) if not filters else self._count_matching(filters)
 
     @property
     def closed(self) -> bool:

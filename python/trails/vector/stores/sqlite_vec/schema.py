@@ -19,13 +19,15 @@ from trails.vector.stores.sqlite_vec.keyword_postings import fts5_tokenizers
 from trails.vector.stores.sqlite_vec.keyword_segments import create_tables, write_segment
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys
 
-__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "prepare", "read_meta", "write_meta"]
+__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "REFERS_ELSEWHERE", "prepare", "read_meta", "write_meta"]
 
 # The keyword index's tokenizer: Porter stemming over unicode61 words with diacritics removed
 # (the Anserini/Pyserini BM25 baselines stem too).
 KEYWORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # What a row's keyword index entry holds: its full text, else its snippet.
 INDEXED = "COALESCE(text, metadata ->> '$.text', metadata ->> '$.snippet', '')"
+# The rows m006 indexes: metadata["iri"] present and other than the id.
+REFERS_ELSEWHERE = "metadata ->> '$.iri' <> id"
 
 
 def m001_create_tables(db: Database, dim: int, files: VectorFiles) -> None:
@@ -145,8 +147,17 @@ def m005_keyword_postings(db: Database, dim: int, files: VectorFiles) -> None:
         write_segment(db, [(int(r), str(t), c) for r, t, c in rows], tokenizers[0])
 
 
+def m006_back_references(db: Database, dim: int, files: VectorFiles) -> None:
+    """The rows whose ``metadata["iri"]`` names another resource than their id (the
+    trails.vector design's back-reference), indexed by it: a partial index, empty while every
+    row's id is its IRI (what ingestion writes), so that common case costs nothing and one
+    probe of it tells retrieval whether candidates need resolving (``BackReferences``)."""
+    db.execute(f"CREATE INDEX items_back_reference ON items(metadata ->> '$.iri')"
+               f" WHERE {REFERS_ELSEWHERE}")
+
+
 MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m004_vector_files,
-              m005_keyword_postings]
+              m005_keyword_postings, m006_back_references]
 
 
 def prepare(db: Database, path: str, dim: int | None, read_only: bool,

@@ -20,15 +20,15 @@ from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.keyword import with_text
 from trails.vector.stores.sqlite_vec.keyword_top import top_k
+from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 from trails.vector.stores.sqlite_vec.slot_index import Candidates
-from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteVecStore"]
 
 Ranked = list[tuple[str, float]]
 
 
-class SqliteVecStore(SqliteVersions, BaseKeywordIndex):
+class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
     """The embedded vector store: one SQLite file (rows, metadata, texts, keyword index) and two
     append-only vector files beside it (``<path>.f32``, ``<path>.keys``).
 

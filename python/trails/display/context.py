@@ -1,0 +1,117 @@
+"""Hits as a prompt's evidence block: one numbered passage per hit, each with its citation
+(title, date, source, IRI), within a token budget (``RetrievalResult.to_context``).
+
+Tokens are counted with the tokenizer given: a tiktoken ``Encoding``, a Hugging Face
+tokenizer, or any callable from text to a count; by default tiktoken's ``cl100k_base`` (the
+bundled offline copy), the tokenizer of OpenAI's chat and embedding models.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from trails._lazy import load_cl100k
+from trails.display.results import Hit
+from trails.errors import InvalidArgumentError
+
+__all__ = ["DEFAULT_TEMPLATE", "ContextBlock", "context_block", "token_counter"]
+
+DEFAULT_TEMPLATE = "{{ context }}"
+_PLACEHOLDER = re.compile(r"\{\{\s*(context|query)\s*\}\}")
+
+
+class ContextBlock(str):
+    """The prompt text, and what went into it: ``hits`` (the passages included, in order),
+    ``omitted`` (hits left out for the budget), ``truncated`` (whether the last passage was
+    cut to fit) and ``tokens`` (the text's count)."""
+
+    hits: tuple[Hit, ...] = ()
+    omitted: int = 0
+    truncated: bool = False
+    tokens: int = 0
+
+
+def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
+    """How many tokens a text is, for ``tokenizer`` (see the module docstring)."""
+    if tokenizer is None:
+        tokenizer = load_cl100k("counting a prompt's tokens")
+    if callable(getattr(tokenizer, "encode_ordinary", None)):  # a tiktoken Encoding
+        return lambda text: len(tokenizer.encode_ordinary(text))
+    if callable(getattr(tokenizer, "convert_ids_to_tokens", None)):  # Hugging Face
+        return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    if callable(tokenizer):
+        return lambda text: int(tokenizer(text))
+    raise InvalidArgumentError(
+        f"tokenizer must be a tiktoken Encoding, a Hugging Face tokenizer or a callable from "
+        f"text to a token count; got {type(tokenizer).__name__}")
+
+
+def context_block(hits: Sequence[Hit], *, query: str | None = None,
+                  max_tokens: int | None = None, template: str | None = None,
+                  tokenizer: Any = None) -> ContextBlock:
+    """The evidence block for ``hits`` in rank order (see ``RetrievalResult.to_context``)."""
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                   or max_tokens < 1):
+        raise InvalidArgumentError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}")
+    template = DEFAULT_TEMPLATE if template is None else template
+    if not isinstance(template, str) or "context" not in _PLACEHOLDER.findall(template):
+        raise InvalidArgumentError(
+            "template must be a string holding {{ context }} where the evidence goes "
+            f"(and optionally {{{{ query }}}}); got {template!r}")
+    count = token_counter(tokenizer)
+
+    def render(passages: list[str]) -> str:
+        values = {"context": "\n\n".join(passages), "query": query or ""}
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+    passages: list[str] = []
+    truncated = False
+    if max_tokens is not None and count(render([])) > max_tokens:
+        raise InvalidArgumentError(
+            f"the template alone is {count(render([]))} tokens, over max_tokens={max_tokens}; "
+            "shorten it or raise max_tokens")
+    for number, hit in enumerate(hits, 1):
+        passage = _passage(number, hit)
+        if max_tokens is None or count(render([*passages, passage])) <= max_tokens:
+            passages.append(passage)
+            continue
+        if not passages:  # the best hit alone is over budget: as much of it as fits
+            cut = _longest_fitting(passage, lambda p: count(render([p])) <= max_tokens)
+            if cut:
+                passages.append(cut)
+                truncated = True
+        break
+    text = render(passages)
+    block = ContextBlock(text)
+    block.hits = tuple(hits[:len(passages)])
+    block.omitted = len(hits) - len(passages)
+    block.truncated = truncated
+    block.tokens = count(text)
+    return block
+
+
+def _passage(number: int, hit: Hit) -> str:
+    """``[n] title | date | source | <iri>``, then the chunk's text (else its snippet)."""
+    date = hit.date
+    cited = [hit.title, None if date is None else date.isoformat(), hit.source, f"<{hit.iri}>"]
+    text = getattr(hit, "metadata", {}).get("text")
+    body = text if isinstance(text, str) and text else hit.snippet
+    return f"[{number}] " + " | ".join(part for part in cited if part) + "\n" + body
+
+
+def _longest_fitting(passage: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``passage`` (its citation line whole) that ``fits``; empty when
+    not even the citation does."""
+    head = passage.split("\n", 1)[0] + "\n"
+    if not fits(head):
+        return ""
+    low, high = len(head), len(passage)  # fits(passage[:low]); the answer is in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(passage[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return passage[:low]

