@@ -46,7 +46,7 @@ COMMANDS = [c for c in _commands(typer.main.get_command(app)) if c not in SERVER
 def test_the_commands_are_the_ones_this_file_knows():
     assert {" ".join(c) for c in COMMANDS} == {
         "init", "ingest", "query", "sparql", "stats", "verify", "delete", "prune", "load",
-        "export", "eval", "audit", "audit show", "replay", "keys add"}
+        "export", "eval", "audit", "audit show", "replay", "link", "keys add"}
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -191,6 +191,8 @@ def test_every_command_with_json_prints_one_json_document_and_nothing_else(tmp_p
     run("replay", answer["run_id"])
     run("prune", "--expired", "--dry-run")
     run("delete", "trails://local/doc/a.md")
+    linked = run("link")
+    assert isinstance(linked, dict)
     added = run("keys", "add", "analyst", "--keys", tmp_path / "keys.toml", "--scope", "public")
     ran[-1] = "keys add"
     assert isinstance(added, dict) and added["label"] == "analyst"

@@ -39,6 +39,15 @@ def memo(author: str = AUTHOR, body: str = "Rails is released under the MIT lice
 def store_bytes(factory) -> bytes:
     """Every byte of every file the store keeps (the SQLite file and its WAL, the vector
     files; the Qdrant folder)."""
+    if factory.name == "pgvector":  # every row of every table of the store's schema, as text
+        import psycopg
+
+        with psycopg.connect(factory.dsn) as db:
+            tables = [t for (t,) in db.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema()")]
+            return b"".join(str(row).encode() for table in tables for (row,) in db.execute(
+                f'SELECT row_to_json(t)::text FROM "{table}" t'))
     root = factory.tmp_path
     return b"".join(p.read_bytes() for p in sorted(root.rglob("*"))
                     if p.is_file() and SOURCE_DIR not in p.parts)
@@ -50,6 +59,12 @@ def stored_payloads(factory) -> list[dict]:
         with sqlite3.connect(factory.path) as db:
             return [json.loads(m) for (m,) in db.execute(
                 "SELECT metadata FROM items WHERE doc_iri IS NOT NULL")]
+    if factory.name == "pgvector":  # the server's own rows, through a connection of our own
+        import psycopg
+
+        with psycopg.connect(factory.dsn) as db:
+            return [dict(m) for (m,) in db.execute(
+                "SELECT metadata FROM trails WHERE doc_iri IS NOT NULL")]
     from qdrant_client import QdrantClient  # local mode reads the folder itself
 
     client = QdrantClient(path=str(factory.path))

@@ -17,9 +17,11 @@ from trails._lazy import require
 from trails.errors import ConfigurationError, DimensionMismatchError, InvalidArgumentError
 from trails.resilience import Resilience, breaker_for
 from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.stores import arguments
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.pgvector import schema
 from trails.vector.stores.pgvector.faults import guarded, translated
+from trails.vector.stores.records import DocumentIris, back_reference
 
 __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
 
@@ -368,8 +370,8 @@ class PgCore(BaseVectorStore):
 
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
-        wanted = list(ids)
-        unique = list(dict.fromkeys(i for i in wanted if isinstance(i, str)))
+        wanted = list(arguments.check_ids(ids))
+        unique = list(dict.fromkeys(wanted))
         if not unique:
             return []
         rows = self._run(lambda conn: conn.execute(self._sql(
@@ -387,7 +389,8 @@ class PgCore(BaseVectorStore):
         """
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgumentError(f"limit must be an integer >= 0, got {limit!r}")
-        clause, params = self._where_clause(dict(filters), promoted=False) or ("FALSE", [])
+        checked = self._checked_filters(filters, "find")
+        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, embedding, metadata FROM {items} WHERE NOT pending AND " + clause
             + " ORDER BY id LIMIT %s"), [*params, limit]).fetchall())
@@ -396,10 +399,36 @@ class PgCore(BaseVectorStore):
     def count(self, filters: Mapping[str, Any] | None = None) -> int:
         """Live vectors (staged ones are not counted until published); with ``filters``, those
         whose metadata equals every filter value (as :meth:`find` compares)."""
-        clause, params = self._where_clause(dict(filters or {}), promoted=False) or ("FALSE", [])
+        checked = self._checked_filters(filters or {}, "count")
+        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
         return int(self._run(lambda conn: conn.execute(self._sql(
             "SELECT count(*) FROM {items} WHERE NOT pending AND " + clause),
             params).fetchone()[0]))
+
+    def has_back_references(self) -> bool:
+        """Whether some live row's ``metadata["iri"]`` is a string other than its id
+        (``BackReferences``)."""
+        return bool(self._run(lambda conn: conn.execute(self._sql(
+            "SELECT EXISTS (SELECT 1 FROM {items} WHERE NOT pending AND"
+            " jsonb_typeof(metadata -> 'iri') = 'string' AND metadata ->> 'iri' <> ''"
+            " AND metadata ->> 'iri' <> id)")).fetchone()[0]))
+
+    def rows_named(self, iris: Iterable[str]) -> dict[str, str]:
+        """``{id: back-reference}`` of the live rows whose back-reference (``metadata["iri"]``,
+        else the id) or document is one of ``iris`` (only the document for a
+        ``DocumentIris``)."""
+        documents_only = isinstance(iris, DocumentIris)
+        names = [i for i in iris if isinstance(i, str)]
+        rows = self._run(lambda conn: conn.execute(self._sql(
+            "SELECT id, metadata ->> 'iri', doc_iri FROM {items} WHERE NOT pending AND"
+            " (doc_iri = ANY(%s) OR id = ANY(%s) OR metadata ->> 'iri' = ANY(%s)) ORDER BY id"),
+            (names, names, names)).fetchall())
+        wanted, found = set(names), {}
+        for id, iri, doc in rows:  # the SQL shortlists; the back-reference decides
+            name = back_reference(id, {"iri": iri})
+            if doc in wanted or (not documents_only and name in wanted):
+                found[id] = name
+        return found
 
     def close(self) -> None:
         """Close the pool's connections. Idempotent."""
