@@ -2,7 +2,7 @@
 commit, write a BEIR-layout folder byte for byte the same on every run, and check it.
 
 Standard library only. The sources are git directories as the tool library's ``fetch``
-leaves them (``/work/.mirror/<owner>+<repo>/repo``, no work tree), read with ``git`` itself so
+leaves them (``<the fetched copy of <owner>+<repo>>``, no work tree), read with ``git`` itself so
 that every input is named by repository, commit and path.
 """
 

@@ -7,7 +7,7 @@ Source: the corpus of Wachsmuth, Syed and Stein (ACL 2018), folder
 ``arguana-counterargs-corpus/`` as committed in cchang-vassar/Semantic-Relations-in-Vector-
 Embeddings at commit 420c6ae7 (it was deleted from that repository later; the fetched git
 directory keeps the history). Fetch it with the tool library's ``fetch`` so that
-``/work/.mirror/cchang-vassar+Semantic-Relations-in-Vector-Embeddings/repo`` exists, or pass
+``<the fetched copy of cchang-vassar+Semantic-Relations-in-Vector-Embeddings>`` exists, or pass
 its git directory with ``--git-dir``.
 
 Shape, as BEIR built it: a query is one debate point (``<stance>NNa``), its one relevant

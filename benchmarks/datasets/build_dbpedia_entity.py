@@ -6,7 +6,7 @@ abstracts, graded judgements (2 highly relevant, 1 relevant, 0 judged not releva
                                                        [--anserini-git-dir DIR]
 
 Source: ``datasets/dbpedia/`` of agentset-ai/embedding-leaderboard at commit 7a1376c
-(``/work/.mirror/agentset-ai+embedding-leaderboard/repo`` once fetched). No copy of BEIR's
+(``<the fetched copy of agentset-ai+embedding-leaderboard>`` once fetched). No copy of BEIR's
 4.6-million-document corpus can be had here, so the sample is taken as it is: 50 test
 queries, of which 40 have judgements, every document judged for those 40 (3,658) and 1,342
 others. Kept: the 40 judged queries, their qrels rows unchanged, the 5,000 documents in the

@@ -6,7 +6,7 @@ against short web passages, graded judgements (3 perfectly, 2 highly, 1 related)
                                                 [--anserini-git-dir DIR]
 
 Source: ``datasets/msmarco/`` of agentset-ai/embedding-leaderboard at commit 7a1376c
-(``/work/.mirror/agentset-ai+embedding-leaderboard/repo`` once fetched). No copy of the
+(``<the fetched copy of agentset-ai+embedding-leaderboard>`` once fetched). No copy of the
 8.8-million-passage collection can be had here, so the sample is taken as it is: 50
 queries, the 43 judged TREC DL 2019 queries among them, every passage judged relevant
 (score 1 to 3) for those 43 (4,102) and 898 others. The sample leaves out the 5,158 rows

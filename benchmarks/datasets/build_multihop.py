@@ -6,7 +6,7 @@ paragraphs and the distractors the data set chose for it), split ``train`` only.
 
 Source: ``data/hotpotqa_train.json`` and ``data/musique_train.json`` with their
 ``*_corpus.json`` as committed in OSU-NLP-Group/HippoRAG at commit 3d95d25 (fetch it with the
-tool library's ``fetch`` so that ``/work/.mirror/OSU-NLP-Group+HippoRAG/repo`` exists, or pass
+tool library's ``fetch`` so that ``<the fetched copy of OSU-NLP-Group+HippoRAG>`` exists, or pass
 its git directory with ``--git-dir``): 100 questions of each data set's training split.
 
 Why these two: the guard study (docs/fusion-study.md) needs tuning data of the entity regime.
