@@ -68,8 +68,17 @@ def layer_of(module: str) -> int:
 
 
 class Import:
-    def __init__(self, target: str, line: int, in_function: bool) -> None:
+    def __init__(self, target: str, line: int, in_function: bool, mirror: bool = False) -> None:
         self.target, self.line, self.in_function = target, line, in_function
+        # A package's `if TYPE_CHECKING:` block that mirrors its lazy names for type checkers:
+        # it never runs, and test_type_checkers_see_what_lazy_names_resolve_to holds it to the
+        # lazy map, so it may name any layer.
+        self.mirror = mirror
+
+
+def is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+        and node.test.id == "TYPE_CHECKING"
 
 
 def imports(path: Path, name: str) -> Iterator[Import]:
@@ -77,13 +86,15 @@ def imports(path: Path, name: str) -> Iterator[Import]:
     tree = ast.parse(path.read_text(), filename=str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
-    def visit(node: ast.AST, in_function: bool) -> Iterator[Import]:
+    def visit(node: ast.AST, in_function: bool, mirror: bool = False) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
             inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                        ast.Lambda))
+            mirrors = mirror or (node is tree and path.name == "__init__.py"
+                                 and is_type_checking_block(child))
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    yield Import(alias.name, child.lineno, in_function)
+                    yield Import(alias.name, child.lineno, in_function, mirror)
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
@@ -95,8 +106,8 @@ def imports(path: Path, name: str) -> Iterator[Import]:
                     targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
                                for a in child.names]
                 for target in dict.fromkeys(targets):
-                    yield Import(target, child.lineno, in_function)
-            yield from visit(child, inside)
+                    yield Import(target, child.lineno, in_function, mirror)
+            yield from visit(child, inside, mirrors)
 
     yield from visit(tree, False)
 
@@ -107,7 +118,8 @@ MODULES = modules()
 def trails_imports() -> Iterator[tuple[str, Import]]:
     for name, path in MODULES.items():
         for found in imports(path, name):
-            if found.target == "trails" or found.target.startswith("trails."):
+            if (found.target == "trails" or found.target.startswith("trails.")) \
+                    and not found.mirror:
                 yield name, found
 
 
@@ -190,3 +202,39 @@ def test_no_module_is_a_grab_bag(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for p in MODULES.values()
             if (n := len(p.read_text().splitlines())) > limit}
     assert not long, f"modules over {limit} lines (split them by concern): {long}"
+
+
+def lazy_map(tree: ast.Module) -> dict[str, str] | None:
+    """The ``name -> "module:attribute"`` map a package passes to ``lazy_attributes``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_attributes":
+            return ast.literal_eval(node.args[1])
+    return None
+
+
+def type_checking_names(tree: ast.Module) -> dict[str, str]:
+    """What the package's top-level ``if TYPE_CHECKING:`` block imports, as name -> target."""
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if is_type_checking_block(node):
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
+                for alias in statement.names:
+                    names[alias.asname or alias.name] = f"{statement.module}:{alias.name}"
+    return names
+
+
+def test_type_checkers_see_what_lazy_names_resolve_to():
+    # A lazy name is `object` to a user's type checker unless the package also imports it
+    # under TYPE_CHECKING; both must name the same thing, or the checker is told a lie.
+    packages = 0
+    for path in MODULES.values():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = lazy_map(tree)
+        if path.name != "__init__.py" or targets is None:
+            continue
+        packages += 1
+        assert type_checking_names(tree) == targets, (
+            f"{path.relative_to(PACKAGE.parent)}: its `if TYPE_CHECKING:` imports must be "
+            "exactly its lazy names")
+    assert packages >= 6

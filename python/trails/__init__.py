@@ -7,9 +7,36 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trails._lazy import lazy_attributes
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from trails.context import Context, set_default_context
+    from trails.errors import TrailsError
+    from trails.ingest import Chunk, Document, IngestionStats, ingest, ingest_all
+    from trails.kg import KnowledgeGraph
+    from trails.kg.oxigraph import OxigraphGraph
+    from trails.rank import Reranker
+    from trails.rank.rewrite import QueryRewriter
+    from trails.records import RetrievalHit, RetrievalResult
+    from trails.retrieval.asynchronous import aretrieve
+    from trails.retrieval.replay import replay
+    from trails.retrieval.retrieve import retrieve
+    from trails.retrieval.retrievers import (
+        CompositeRetriever,
+        GraphRetriever,
+        HybridRetriever,
+        RerankedRetriever,
+        Retriever,
+        VectorRetriever,
+    )
+    from trails.vector.embedders.base import Embedder, EmbedderIdentity
+    from trails.vector.embedders.mock import MockEmbedder
+    from trails.vector.stores.base import VectorHit, VectorStore
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
 
 __all__ = [
     "Chunk",

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trails._lazy import lazy_attributes
 from trails.ingest.document import Chunk, Chunker, Document, Loader, LoadFailure, Sanitizer
 from trails.ingest.events import (
@@ -26,6 +28,11 @@ from trails.ingest.events import (
     SourceSkipped,
 )
 from trails.ingest.pipeline import aingest, ingest, ingest_all
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from trails.ingest.chunkers import SentenceChunker, TokenChunker
+    from trails.ingest.loaders import FileLoader
+    from trails.ingest.sanitize import RegexRedactor
 
 __all__ = [
     "BatchEmbedded",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from trails.errors import ConfigurationError
@@ -54,6 +53,7 @@ from trails.ingest.minting import (
 from trails.ingest.prune import prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
+from trails.ingest.variants import in_a_thread, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts, IngestObserved
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
@@ -172,22 +172,8 @@ def _announce(ctx: ContextParts, stats: IngestionStats) -> None:
                 log.exception("an on_ingest hook raised; the ingest went on")
 
 
-def ingest_all(source: Source, **kwargs: Any) -> IngestionStats:
-    """Run :func:`ingest` to the end and return its totals."""
-    stats = IngestionStats()
-    started = time.perf_counter()
-    for event in ingest(source, **kwargs):
-        stats.record(event)
-    stats.seconds = time.perf_counter() - started
-    return stats
-
-
-async def aingest(source: Source, **kwargs: Any) -> AsyncIterator[IngestEvent]:
-    """The async twin of :func:`ingest`: the work runs in a thread, events arrive here."""
-    events = ingest(source, **kwargs)
-    done = object()
-    while (event := await asyncio.to_thread(next, events, done)) is not done:
-        yield event  # type: ignore[misc]
+ingest_all = to_the_end(ingest)
+aingest = in_a_thread(ingest)
 
 
 class _Run:

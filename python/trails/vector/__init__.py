@@ -15,7 +15,9 @@ from trails.vector.stores.base import (
     VectorStore,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from trails.records import RetrievalHit, RetrievalResult
+    from trails.retrieval import retrieve
     from trails.vector.embedders.openai import OpenAIEmbedder
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
     from trails.vector.stores.qdrant import QdrantStore

@@ -1,0 +1,84 @@
+"""What a user's own type checker sees: the public names with their real types.
+
+`import trails` resolves its names lazily (``__getattr__``), which a type checker reads as
+``object``; the packages mirror each lazy name under ``TYPE_CHECKING`` (tests/test_layers.py
+holds the mirror to the lazy map). Here a user program is checked with ``mypy --strict`` under
+the project's own settings, so it shares the cache ``make typecheck`` has just filled.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+mypy_api = pytest.importorskip("mypy.api")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+USER_PROGRAM = """
+    from trails import Context, Document, MockEmbedder, RetrievalResult, ingest_all, retrieve
+    from trails.kg import SparqlEndpointGraph
+    from trails.testing import fresh_context
+    from trails.vector import SqliteVecStore
+
+
+    def best(ctx: Context) -> str:
+        ingest_all([Document(id="a", source="a", text="Rails.")], ctx=ctx)
+        result: RetrievalResult = retrieve("rails", ctx, k=3, mode="hybrid")
+        return result[0].iri if result else ""
+
+
+    def stores() -> tuple[type[SqliteVecStore], type[SparqlEndpointGraph], int]:
+        return SqliteVecStore, SparqlEndpointGraph, MockEmbedder(dim=8).dim
+
+
+    with fresh_context() as ctx:
+        print(best(ctx))
+"""
+
+
+def check(tmp_path: Path, program: str) -> tuple[str, int]:
+    source = tmp_path / "user_program.py"
+    source.write_text(textwrap.dedent(program))
+    out, err, status = mypy_api.run([
+        "--config-file", str(ROOT / "pyproject.toml"),
+        "--cache-dir", str(ROOT / ".venv" / ".mypy_cache"),
+        "--strict", str(source),
+    ])
+    return out + err, status
+
+
+@pytest.fixture(autouse=True)
+def _at_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyproject's mypy_path ("python") is relative to the working directory.
+    monkeypatch.chdir(ROOT)
+
+
+def test_a_user_program_type_checks_strictly(tmp_path: Path) -> None:
+    report, status = check(tmp_path, USER_PROGRAM)
+    assert status == 0, report
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    ('n: int = retrieve("q", ctx)', 'expression has type "RetrievalResult"'),
+    ('retrieve("q", ctx, kk=3)', 'Unexpected keyword argument "kk"'),
+    ('retrieve("q", ctx, mode="fuzzy")', '"mode"'),
+    ('ctx.nothing_here()', '"Context" has no attribute "nothing_here"'),
+    ('ingest_all([], ctx=ctx, batch_size="64")', 'Argument "batch_size" has incompatible type "str"'),
+])
+def test_a_users_mistake_is_caught_by_their_type_checker(
+    tmp_path: Path, mistake: str, message: str
+) -> None:
+    # Were the names `object` or `Any`, these would pass silently or fail for another reason.
+    program = f"""
+        from trails import Context, ingest_all, retrieve
+
+
+        def use(ctx: Context) -> None:
+            {mistake}
+    """
+    report, status = check(tmp_path, program)
+    assert status == 1 and message in report, report
+
