@@ -153,8 +153,8 @@ def test_write_refuses_inconsistent_sets_and_writes_nothing(tmp_path, qrels, mes
     assert not (tmp_path / "set").exists()
 
 
-def test_missing_source_names_the_fetch_to_run(tmp_path):
-    with pytest.raises(out.SourceError, match="fetch the repository first"):
+def test_missing_source_names_the_clone_to_make(tmp_path):
+    with pytest.raises(out.SourceError, match="clone the repository and pass its git directory with --git-dir"):
         out.GitSource(tmp_path / "absent", "0" * 40)
     commit_files(tmp_path / "src", {"a.txt": "a"})
     with pytest.raises(out.SourceError, match="has no commit"):
@@ -167,7 +167,7 @@ def test_build_script_exits_1_with_a_message_when_the_mirror_is_absent(tmp_path)
                           "--git-dir", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 1
-    assert "fetch the repository first" in run.stderr and "Traceback" not in run.stderr
+    assert "clone the repository and pass its git directory" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "o").exists()
 
 
@@ -322,5 +322,5 @@ def test_multihop_sets_keep_the_source_order_and_the_supporting_paragraphs(tmp_p
 def test_multihop_script_exits_1_naming_the_missing_mirror(tmp_path, capsys):
     assert build_multihop.main(["--git-dir", str(tmp_path / "absent"),
                                 "--out", str(tmp_path / "beir")]) == 1
-    assert "fetch the repository first" in capsys.readouterr().err
+    assert "clone the repository and pass its git directory" in capsys.readouterr().err
     assert not (tmp_path / "beir").exists()

@@ -18,10 +18,12 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from trails.cli import app
+from trails.errors import InvalidArgumentError
 from trails.evaluation import (
     doc_ids_by_iri,
     documents,
     evaluate,
+    find_dataset,
     format_table,
     ingest_dataset,
     load_beir,
@@ -91,6 +93,26 @@ def test_load_beir_reads_corpus_queries_and_every_split(beir):
 def test_load_beir_refuses_a_folder_that_is_not_beir(tmp_path):
     with pytest.raises(ValueError, match="not a BEIR data set"):
         load_beir(tmp_path)
+
+
+def test_a_data_set_is_found_by_name_only_where_trails_beir_dir_says(beir, tmp_path,
+                                                                      monkeypatch):
+    # The library reads the user's data where the user says, never a folder it guesses
+    # (a `shared/data/beir` beside the working directory was once one).
+    guessed = tmp_path / "work" / "shared" / "data" / "beir"
+    guessed.mkdir(parents=True)
+    (guessed / "tiny").symlink_to(beir)
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.delenv("TRAILS_BEIR_DIR", raising=False)
+    with pytest.raises(InvalidArgumentError, match="TRAILS_BEIR_DIR is not set"):
+        find_dataset("tiny")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("TRAILS_BEIR_DIR", f"{elsewhere}:{beir.parent}")
+    assert find_dataset("tiny") == beir
+    assert find_dataset(beir) == beir  # a folder is taken as given
+    with pytest.raises(InvalidArgumentError, match="no BEIR data set 'scifact' in"):
+        find_dataset("scifact")
 
 
 def test_documents_are_title_blank_line_text_with_the_beir_id(beir):

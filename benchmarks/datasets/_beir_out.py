@@ -1,9 +1,9 @@
 """Shared parts of the build_<name>.py scripts: read files out of a git mirror at a pinned
 commit, write a BEIR-layout folder byte for byte the same on every run, and check it.
 
-Standard library only. The sources are git directories as the tool library's ``fetch``
-leaves them (``<the fetched copy of <owner>+<repo>>``, no work tree), read with ``git`` itself so
-that every input is named by repository, commit and path.
+Standard library only. The sources are git clones of public repositories (bare or not: no work
+tree is needed), given with ``--git-dir`` or found as ``$TRAILS_GIT_MIRRORS/<owner>+<repo>/repo``,
+and read with ``git`` itself so that every input is named by repository, commit and path.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Built sets go under the repository's benchmark cache (../shared/data holds only what the
 # machine ships, read-only); benchmarks/eval_beir.py looks there after ../shared/data/beir.
 DEFAULT_OUT = ROOT / "benchmarks" / ".cache" / "datasets"
-MIRRORS = Path("/work/.mirror")
+# Where clones of the source repositories are found by name, when the user keeps them together.
+MIRRORS = os.environ.get("TRAILS_GIT_MIRRORS")
 
 Qrels = dict[str, dict[str, int]]  # query id -> {document id: relevance}
 
@@ -33,8 +34,11 @@ class SourceError(RuntimeError):
 
 
 def mirror(owner_repo: str) -> Path:
-    """The git directory that ``fetch github:<owner>/<repo>`` leaves on this machine."""
-    return MIRRORS / owner_repo.replace("/", "+") / "repo"
+    """The clone of ``owner/repo`` under ``$TRAILS_GIT_MIRRORS`` (``<owner>+<repo>/repo``), or
+    a path naming the repository to clone when that variable is not set."""
+    name = owner_repo.replace("/", "+")
+    root = Path(MIRRORS) if MIRRORS else Path(f"<a clone of github.com/{owner_repo}>")
+    return root / name / "repo" if MIRRORS else root
 
 
 @dataclass
@@ -46,12 +50,12 @@ class GitSource:
 
     def __post_init__(self) -> None:
         if not Path(self.git_dir).exists():
-            raise SourceError(f"{self.git_dir} does not exist: fetch the repository first "
-                              f"(or pass its git directory with --git-dir)")
+            raise SourceError(f"{self.git_dir} does not exist: clone the repository and pass "
+                              "its git directory with --git-dir (or set TRAILS_GIT_MIRRORS)")
         kind = self._git("cat-file", "-t", self.commit, check=False).strip()
         if kind != "commit":
             raise SourceError(f"{self.git_dir} has no commit {self.commit}: fetch the "
-                              f"repository again or pass a git directory that has it")
+                              "repository's history or pass a git directory that has it")
 
     def _git(self, *args: str, check: bool = True) -> str:
         run = subprocess.run(["git", "--git-dir", str(self.git_dir), *args],
@@ -215,7 +219,7 @@ def anserini_check(git_dir: Path, data: BeirSet, split: str, qrels_file: str,
         ValueError: naming the first difference.
     """
     if not Path(git_dir).exists():
-        return f"not compared with {ANSERINI}: {git_dir} is absent (fetch it to compare)"
+        return f"not compared with {ANSERINI}: {git_dir} is absent (clone it to compare)"
     source = GitSource(git_dir, "HEAD")
     files = source.read_many([qrels_file, topics_file])
     topics_raw = files[topics_file]

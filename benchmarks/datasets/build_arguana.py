@@ -6,9 +6,8 @@ training and validation splits as ``train`` and ``dev``.
 Source: the corpus of Wachsmuth, Syed and Stein (ACL 2018), folder
 ``arguana-counterargs-corpus/`` as committed in cchang-vassar/Semantic-Relations-in-Vector-
 Embeddings at commit 420c6ae7 (it was deleted from that repository later; the fetched git
-directory keeps the history). Fetch it with the tool library's ``fetch`` so that
-``<the fetched copy of cchang-vassar+Semantic-Relations-in-Vector-Embeddings>`` exists, or pass
-its git directory with ``--git-dir``.
+directory keeps the history). Clone it and pass its git directory with ``--git-dir`` (or keep
+it as ``$TRAILS_GIT_MIRRORS/cchang-vassar+Semantic-Relations-in-Vector-Embeddings/repo``).
 
 Shape, as BEIR built it: a query is one debate point (``<stance>NNa``), its one relevant
 document is the counter written against that point (``<stance>NNb``, score 1); the corpus is

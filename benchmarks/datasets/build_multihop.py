@@ -5,9 +5,10 @@ paragraphs and the distractors the data set chose for it), split ``train`` only.
     python benchmarks/datasets/build_multihop.py [--out DIR] [--git-dir DIR]
 
 Source: ``data/hotpotqa_train.json`` and ``data/musique_train.json`` with their
-``*_corpus.json`` as committed in OSU-NLP-Group/HippoRAG at commit 3d95d25 (fetch it with the
-tool library's ``fetch`` so that ``<the fetched copy of OSU-NLP-Group+HippoRAG>`` exists, or pass
-its git directory with ``--git-dir``): 100 questions of each data set's training split.
+``*_corpus.json`` as committed in OSU-NLP-Group/HippoRAG at commit 3d95d25 (clone it and pass
+its git directory with ``--git-dir``, or keep it as
+``$TRAILS_GIT_MIRRORS/OSU-NLP-Group+HippoRAG/repo``): 100 questions of each data set's
+training split.
 
 Why these two: the guard study (docs/fusion-study.md) needs tuning data of the entity regime.
 DBpedia-Entity has only a test sample here; these are *training* splits of two other

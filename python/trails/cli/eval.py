@@ -43,7 +43,7 @@ def eval_(
     dataset: str = typer.Argument(
         ..., metavar="DATASET",
         help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), or a name such as "
-             "scifact looked up in $TRAILS_BEIR_DIR, then shared/data/beir."),
+             "scifact looked up in the folders of $TRAILS_BEIR_DIR."),
     split: str = typer.Option("test", "--split", metavar="SPLIT",
                               help="The qrels file to score (qrels/SPLIT.tsv)."),
     modes: list[EvalMode] = typer.Option(
@@ -79,7 +79,7 @@ def eval_(
 
     ```
     trails eval scifact --split test
-    trails eval ../shared/data/beir/nfcorpus --mode vector --mode hybrid --limit 50
+    trails eval data/beir/nfcorpus --mode vector --mode hybrid --limit 50
     ```
     """
     data = load_beir(find_dataset(dataset))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document
 
 __all__ = ["BeirDataset", "Qrels", "documents", "find_dataset", "load_beir"]
@@ -128,20 +129,23 @@ def documents(dataset: BeirDataset,
 
 
 def find_dataset(name_or_path: str | Path) -> Path:
-    """A BEIR folder from a path, or from a name (``scifact``) looked up in
-    ``$TRAILS_BEIR_DIR``, then ``shared/data/beir`` in the current folder or its parent.
+    """A BEIR folder from a path, or from a name (``scifact``) looked up in the folders of
+    ``$TRAILS_BEIR_DIR`` (``os.pathsep``-separated). trails looks nowhere else: data sets are
+    the user's, wherever they keep them.
 
     Raises:
-        ValueError: no such folder, and no data set of that name in those places.
+        InvalidArgumentError: no such folder, and no data set of that name in those folders.
     """
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path
     roots = [Path(p) for p in os.environ.get("TRAILS_BEIR_DIR", "").split(os.pathsep) if p]
-    roots += [Path("shared/data/beir"), Path("../shared/data/beir")]
     for root in roots:
         if (root / str(name_or_path) / "corpus.jsonl").is_file():
             return root / str(name_or_path)
-    raise ValueError(f"no BEIR data set {str(name_or_path)!r}: give a folder holding "
-                     "corpus.jsonl, queries.jsonl and qrels/, or a name found in "
-                     "$TRAILS_BEIR_DIR or shared/data/beir")
+    where = (f"in $TRAILS_BEIR_DIR ({os.pathsep.join(map(str, roots))})" if roots
+             else "($TRAILS_BEIR_DIR is not set)")
+    raise InvalidArgumentError(
+        f"no BEIR data set {str(name_or_path)!r} {where}: give the folder holding its "
+        "corpus.jsonl, queries.jsonl and qrels/, or set TRAILS_BEIR_DIR to the folder that "
+        "holds it by name")

@@ -232,7 +232,7 @@ def evaluate(dataset: BeirDataset, split: str, ctx: Context, *,
         progress: called as ``progress(system, done, total)`` after each query.
 
     >>> from trails.evaluation import load_beir, evaluate  # doctest: +SKIP
-    >>> dataset = load_beir("shared/data/beir/scifact")  # doctest: +SKIP
+    >>> dataset = load_beir("data/beir/scifact")  # doctest: +SKIP
     >>> evaluate(dataset, "test", ctx, systems=["keyword", "vector", "hybrid"])  # doctest: +SKIP
     """
     results = []
