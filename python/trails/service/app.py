@@ -37,11 +37,15 @@ from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
 from trails.service.documents import delete_confined, ingest_events
+from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
     ErrorBody,
+    FeedbackList,
+    FeedbackOut,
+    FeedbackRequest,
     HealthBody,
     IngestRequest,
     RetrieveRequest,
@@ -257,6 +261,17 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         state.require_writable()
         await delete_confined(state, key, iri)
         return {"deleted": iri}
+
+    @fastapi_app.post("/runs/{run}/feedback", response_model=FeedbackOut, responses=_ERRORS,
+                      summary="Record feedback (up or down, a note) on a recorded run")
+    async def feedback(run: str, body: FeedbackRequest,
+                       key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        return await asyncio.to_thread(give_feedback, ctx, key, run, body.rating, body.note)
+
+    @fastapi_app.get("/runs/{run}/feedback", response_model=FeedbackList, responses=_ERRORS,
+                     summary="The feedback recorded on a run, newest first")
+    async def feedback_list(run: str, key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        return await asyncio.to_thread(listed_feedback, ctx, key, run)
 
     @fastapi_app.get("/health", response_model=HealthBody, summary="Liveness: always 200")
     async def health() -> dict[str, Any]:

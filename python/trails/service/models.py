@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trails.kg.terms import check_json_text
 
-__all__ = ["DocumentIn", "ErrorBody", "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest",
-           "RetrieveResponse", "StepSpec", "TermObject"]
+__all__ = ["DocumentIn", "ErrorBody", "FeedbackList", "FeedbackOut", "FeedbackRequest",
+           "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest", "RetrieveResponse",
+           "StepSpec", "TermObject"]
 
 # The largest k a request may ask for (retrieve() has its own, larger bound).
 MAX_K = 1000
@@ -132,6 +133,33 @@ class IngestRequest(_Body):
 
     documents: list[DocumentIn] = Field(min_length=1, max_length=10_000)
     scope: str | None = None
+
+
+class FeedbackRequest(_Body):
+    """``POST /runs/{run}/feedback``: what the caller thinks of a recorded run."""
+
+    rating: Literal["up", "down"]
+    note: str | None = Field(default=None, max_length=10_000)
+
+
+class FeedbackOut(BaseModel):
+    """One feedback record, as the audit trail keeps it."""
+
+    kind: str
+    run_id: str
+    caller: str
+    started: str
+    ended: str
+    run: str
+    rating: str
+    note: str | None
+
+
+class FeedbackList(BaseModel):
+    """``GET /runs/{run}/feedback``: the run and its feedback, newest first."""
+
+    run: str
+    feedback: list[FeedbackOut]
 
 
 class ErrorBody(BaseModel):
