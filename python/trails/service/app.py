@@ -39,6 +39,7 @@ from trails.resilience import breakers
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
+from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
@@ -211,9 +212,11 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
         result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
                                          lambda: retrieve_options(state, body))
-        return {"query": body.query, **result.to_dict()}
+        return injected(result, {"query": body.query, **result.to_dict()}, body.inject_mode,
+                        body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
         key.require("read")

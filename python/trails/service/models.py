@@ -79,6 +79,14 @@ class RetrieveRequest(_Body):
         "'degraded'); keyword does so for vector queries too; none answers 503")
     now: str | None = Field(default=None, description="ISO 8601 date-time with an offset: the "
                             "moment expiries are judged at")
+    inject_mode: Literal["prompt_append", "metadata_only", "none"] = Field(
+        default="metadata_only", description="prompt_append: also answer 'context', the "
+        "evidence block result.to_context() builds (max_tokens, template); metadata_only: the "
+        "hits with their citations; none: no hits (a note says how many were found)")
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="the "
+                                   "evidence block's token budget (prompt_append only)")
+    template: str | None = Field(default=None, max_length=100_000, description="the evidence "
+                                 "block's template, holding {{ context }} (prompt_append only)")
 
 
 class HitOut(BaseModel):
@@ -96,6 +104,16 @@ class HitOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ContextOut(BaseModel):
+    """The evidence block of ``inject_mode="prompt_append"`` (``RetrievalResult.to_context``)."""
+
+    text: str
+    tokens: int
+    hits: list[str]
+    omitted: int
+    truncated: bool
+
+
 class RetrieveResponse(BaseModel):
     """``RetrievalResult.to_dict()``, with the query and what the answer did without."""
 
@@ -110,6 +128,7 @@ class RetrieveResponse(BaseModel):
     notes: list[str]
     run_id: str | None
     degraded: list[str]
+    context: ContextOut | None = None
 
 
 class DocumentIn(_Strict):
