@@ -7,19 +7,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from service_support import bearer, keys, seeded_context
+from service_support import bearer, seeded_client
 from trails import retrieve
 from trails.audit import FeedbackRecord
 from trails.cli import app
 from trails.context import Context
 from trails.errors import InvalidArgumentError, UnknownRunError
 from trails.ingest import Document, ingest_all
-from trails.service.app import create_app
 from trails.testing import MockEmbedder, fresh_context
 
 runner = CliRunner()
@@ -154,10 +152,8 @@ def test_the_cli_refuses_an_unknown_run_both_ratings_or_none(tmp_path):
 
 @pytest.fixture
 def service(tmp_path):
-    ctx = seeded_context(tmp_path / "kb")
-    with TestClient(create_app(ctx, keys())) as client:
-        yield client, ctx
-    ctx.close()
+    with seeded_client(tmp_path / "kb") as both:
+        yield both
 
 
 def _run(client, label, **body):

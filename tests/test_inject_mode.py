@@ -6,28 +6,29 @@ prompt_append."""
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
-from service_support import bearer, keys, seeded_context
+from service_support import bearer, seeded_client
 from trails import retrieve
 from trails.errors import InvalidArgumentError
-from trails.service.app import create_app
 from trails.service.mcp import chosen_key, search
 
 TEMPLATE = "Evidence for {{ query }}:\n{{ context }}"
 
 
 @pytest.fixture
-def seeded(tmp_path):
-    ctx = seeded_context(tmp_path / "kb")
-    yield ctx
-    ctx.close()
+def service(tmp_path):
+    with seeded_client(tmp_path / "kb") as both:
+        yield both
 
 
 @pytest.fixture
-def client(seeded):
-    with TestClient(create_app(seeded, keys())) as test_client:
-        yield test_client
+def seeded(service):
+    return service[1]
+
+
+@pytest.fixture
+def client(service):
+    return service[0]
 
 
 def _post(client, **body):
