@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -95,3 +96,19 @@ def live_server(app: object) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@contextlib.contextmanager
+def seeded_client(directory: Path) -> Iterator[tuple[Any, Context]]:
+    """A TestClient of the service (with :func:`keys`) on a :func:`seeded_context`, and the
+    context; both closed after."""
+    from fastapi.testclient import TestClient
+
+    from trails.service.app import create_app
+
+    ctx = seeded_context(directory)
+    try:
+        with TestClient(create_app(ctx, keys())) as client:
+            yield client, ctx
+    finally:
+        ctx.close()

@@ -113,3 +113,26 @@ def test_a_search_record_survives_json_and_the_graph(query, caller, filter_, bin
     label = store.query(f"SELECT ?l WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?a a <http://www.w3.org/ns/prov#Agent> ; "
                         "<http://www.w3.org/2000/01/rdf-schema#label> ?l } }")
     assert [row["l"].value for row in label] == [caller]
+
+
+def test_feedback_folds_into_conforming_prov_in_declared_terms(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(id="d", source="d.md", text="Seals rest on rocks.")], ctx=ctx)
+        run = retrieve("seals", ctx).run_id
+        ctx.audit.feedback(run, "down", note="wrong rocks")
+        ctx.audit.feedback(run, "up")
+        ctx.audit.fold()
+        graph = audit_graph(ctx)
+    ok, report = conforms(graph)
+    assert ok, report
+    feedback = set(graph.subjects(rdflib.RDF.type, AUDIT.Feedback))
+    assert len(feedback) == 2
+    assert {graph.value(f, AUDIT.feedbackOn) for f in feedback} == {
+        rdflib.URIRef(f"urn:trails:run:{run}")}
+    used = {p for p in graph.predicates() if str(p).startswith(str(AUDIT))}
+    declared = set(ONTOLOGY.subjects(rdflib.RDF.type, rdflib.RDF.Property))
+    assert used <= declared, used - declared
+    (one,) = feedback & set(graph.subjects(AUDIT.rating, rdflib.Literal("up")))
+    broken = rdflib.Graph() + graph
+    broken.set((one, AUDIT.rating, rdflib.Literal("sideways")))
+    assert not conforms(broken)[0]

@@ -14,7 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trails.errors import EndpointUnavailableError, InvalidArgumentError, TrailsError
-from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
+from trails.resilience import (
+    CircuitBreaker,
+    Failure,
+    RateLimiter,
+    Resilience,
+    backoff,
+    breaker_for,
+    rate_limiter_for,
+    retry_after,
+)
 
 URL = "http://127.0.0.1:7878"
 
@@ -394,3 +403,100 @@ def test_an_interrupted_probe_lets_the_next_call_probe():
     assert Resilience().call(operation, down_is_retryable, circuit, sleep=clock.sleep,
                              clock=clock) == "answer"
     assert calls == [1] and circuit.state == "closed"
+
+
+# -- a configurable backoff and a requests-per-second throttle -------------------------------
+
+
+def test_the_backoff_multiplier_and_jitter_are_settings():
+    clock = Clock()
+    policy = Resilience(attempts=4, initial_backoff=0.5, max_backoff=100.0, multiplier=3.0,
+                        jitter=0.0)
+    operation, _ = failing(3)
+    policy.call(operation, down_is_retryable, breaker(clock), sleep=clock.sleep, clock=clock)
+    assert clock.slept == [0.5, 1.5, 4.5]  # no jitter: exactly initial * multiplier**n
+    capped = Resilience(attempts=4, initial_backoff=0.5, max_backoff=1.0, multiplier=3.0,
+                        jitter=0.0)
+    clock = Clock()
+    operation, _ = failing(3)
+    capped.call(operation, down_is_retryable, breaker(clock), sleep=clock.sleep, clock=clock)
+    assert clock.slept == [0.5, 1.0, 1.0]
+    assert Resilience.from_settings({"multiplier": 1.5, "jitter": 0.25}).settings() == {
+        "multiplier": 1.5, "jitter": 0.25}
+
+
+@given(attempt=st.integers(0, 200), initial=st.floats(0, 10), cap=st.floats(0, 100),
+       multiplier=st.floats(1, 10), jitter=st.floats(0, 1), draw=st.floats(0, 1))
+def test_jittered_backoff_stays_between_its_floor_and_its_ceiling(attempt, initial, cap,
+                                                                    multiplier, jitter, draw):
+    ceiling = min(cap, initial * multiplier ** min(attempt, 60))
+    waited = backoff(attempt, initial, cap, draw=lambda: draw, multiplier=multiplier,
+                     jitter=jitter)
+    assert ceiling * (1 - jitter) - 1e-9 <= waited <= ceiling + 1e-9
+
+
+@pytest.mark.parametrize("settings", [{"multiplier": 0.5}, {"multiplier": float("inf")},
+                                      {"jitter": -0.1}, {"jitter": 1.5}, {"max_rps": 0},
+                                      {"max_rps": -2}, {"max_rps": float("nan")},
+                                      {"max_rps": "10"}])
+def test_backoff_and_throttle_settings_out_of_range_are_refused_by_name(settings):
+    (name,) = settings
+    with pytest.raises(InvalidArgumentError, match=name):
+        Resilience.from_settings(settings)
+
+
+def test_max_rps_spaces_the_calls_to_one_endpoint():
+    clock = Clock()
+    policy = Resilience(max_rps=4.0)
+    circuit = breaker(clock)
+    for _ in range(5):
+        policy.call(lambda: "ok", down_is_retryable, circuit, sleep=clock.sleep, clock=clock)
+    assert clock.now - 1000.0 == pytest.approx(1.0)  # 5 calls at 4 per second: 4 gaps of 1/4 s
+    unthrottled = Clock()
+    for _ in range(5):
+        Resilience().call(lambda: "ok", down_is_retryable, breaker(unthrottled),
+                          sleep=unthrottled.sleep, clock=unthrottled)
+    assert unthrottled.slept == []
+
+
+def test_every_retry_is_throttled_too():
+    clock = Clock()
+    policy = Resilience(attempts=3, initial_backoff=0.0, max_rps=2.0)
+    operation, calls = failing(2)
+    policy.call(operation, down_is_retryable, breaker(clock), sleep=clock.sleep, clock=clock)
+    assert len(calls) == 3 and clock.now - 1000.0 == pytest.approx(1.0)
+
+
+def test_threads_sharing_a_throttle_never_share_a_slot():
+    frozen = 50.0
+    waits: list[float] = []
+    lock = threading.Lock()
+
+    def sleep(seconds: float) -> None:
+        with lock:
+            waits.append(seconds)
+
+    bucket = RateLimiter(10.0, clock=lambda: frozen)
+    barrier = threading.Barrier(8)
+
+    def take() -> None:
+        barrier.wait()
+        for _ in range(5):
+            bucket.acquire(sleep=sleep)
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # 40 calls at 10 per second on a clock that stands still: the first goes at once, each
+    # other one is given a slot of its own, 1/10 s after the one before.
+    assert sorted(waits) == pytest.approx([n / 10 for n in range(1, 40)])
+
+
+def test_one_throttle_per_endpoint_and_rate():
+    policy = Resilience(max_rps=3.0)
+    first = breaker_for("the SPARQL endpoint", URL + "/query", policy)
+    again = breaker_for("the SPARQL endpoint", URL + "/update", policy)
+    assert rate_limiter_for(first, policy) is rate_limiter_for(again, policy)
+    assert rate_limiter_for(first, Resilience()) is None

@@ -293,3 +293,35 @@ def test_the_lexical_check_ignores_strings_comments_and_other_prefixes():
     assert not uses_similarity("SELECT ?c WHERE { ?c ?p ?o } # trails:similarity(?c)")
     assert not uses_similarity("SELECT ?c WHERE { ?c ex:similarity ?o }")
     assert uses_similarity("SELECT ?c WHERE { } ORDER BY trails:similarity(?c, ?q)")
+
+
+def _renamed_copy(ctx, ids) -> Context:
+    """A context with ctx's graph and vectors, each row stored under the id ids(n) and naming
+    its chunk in metadata["iri"] (the trails.vector design's back-reference)."""
+    rows = ctx.vectors.get(ctx.vectors.all_ids())
+    store = SqliteVecStore(":memory:", dim=ctx.embedder.dim)
+    for n, row in enumerate(rows):
+        store.add(ids(n, row.id), row.vector, {**row.metadata, "iri": row.id})
+    kg = OxigraphGraph()
+    kg.load(ctx.kg.dump(format="nquads"), format="nquads")
+    return Context(kg, store, ctx.embedder)
+
+
+@pytest.mark.parametrize("ids", [lambda n, iri: f"vec-{n}",
+                                 lambda n, iri: iri + "#row",
+                                 lambda n, iri: f"vec-{(n + 1) % 10**6}"])
+def test_similarity_finds_a_chunk_by_its_back_reference_whatever_the_row_id(corpus, ids):
+    copy = _renamed_copy(corpus, ids)
+    for text in ('"rails routing"', '"elephants"'):
+        by_iri = ranked(corpus, text, 50)
+        by_reference = ranked(copy, text, 50)
+        assert by_iri and all(score is not None for _, score in by_iri)
+        assert by_reference == by_iri
+
+
+def test_a_row_named_by_a_chunk_id_but_referring_elsewhere_is_not_that_chunk(corpus):
+    # Each row's id is another chunk's IRI: every value must follow metadata["iri"], not the id.
+    iris = sorted(corpus.vectors.all_ids())
+    shifted = dict(zip(iris, iris[1:] + iris[:1], strict=True))
+    copy = _renamed_copy(corpus, lambda n, iri: shifted[iri])
+    assert ranked(copy, '"rails routing"', 50) == ranked(corpus, '"rails routing"', 50)

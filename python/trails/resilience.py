@@ -5,8 +5,9 @@ A remote call runs through :meth:`Resilience.call`:
 
 - **Retries.** A failure worth another try (connection refused or reset, a timeout, HTTP 5xx,
   429) is retried up to ``attempts`` times in all, waiting ``backoff(n)`` between tries: a
-  uniformly random delay in ``[0, min(max_backoff, initial_backoff * 2**n)]`` ("full jitter",
-  so clients that failed together do not come back together), or what the server asked for
+  random delay up to ``min(max_backoff, initial_backoff * multiplier**n)``, no less than
+  ``1 - jitter`` of it (``jitter=1``, the default, is "full jitter", so clients that failed
+  together do not come back together), or what the server asked for
   (``Retry-After``, at most ``max_retry_after``). No new try starts once ``deadline`` seconds
   have passed, so with each try bounded by the backend's ``timeout`` a call ends within
   ``deadline + timeout`` seconds, never hangs. What is worth retrying is the backend's to say
@@ -18,6 +19,10 @@ A remote call runs through :meth:`Resilience.call`:
   naming the backend, the URL and when it will be probed; after ``cool_down`` seconds one call
   goes through as a probe (*half-open*): its success closes the circuit, its failure opens it
   for another ``cool_down``.
+
+- **Throttle.** With ``max_rps``, every try to an endpoint takes a slot of a token bucket shared
+  by the endpoint's clients in the process (:class:`RateLimiter`): at most ``max_rps`` tries a
+  second, each waiting for its own slot.
 
 Nothing here imports a client library: backends translate their own failures.
 """
@@ -38,8 +43,8 @@ from trails import _state
 from trails.errors import EndpointUnavailableError, InvalidArgumentError
 
 __all__ = [
-    "CircuitBreaker", "Failure", "Resilience", "backoff", "breaker_for", "breakers",
-    "retry_after"]
+    "CircuitBreaker", "Failure", "RateLimiter", "Resilience", "backoff", "breaker_for",
+    "breakers", "rate_limiter_for", "retry_after"]
 
 T = TypeVar("T")
 State = Literal["closed", "open", "half-open"]
@@ -61,12 +66,15 @@ class Resilience:
 
     Args:
         attempts: tries in all for one call (1: no retry).
-        initial_backoff, max_backoff: the backoff of retry ``n`` is drawn from
-            ``[0, min(max_backoff, initial_backoff * 2**n)]`` seconds.
+        initial_backoff, max_backoff, multiplier: the backoff ceiling of retry ``n`` is
+            ``min(max_backoff, initial_backoff * multiplier**n)`` seconds.
+        jitter: the random share of a backoff, from 0 (wait the ceiling) to 1 (anything from 0
+            to the ceiling: "full jitter").
         deadline: no try starts after this many seconds since the call began.
         max_retry_after: a server asking to wait longer than this is not waited for.
         failure_threshold: consecutive failed calls that open the circuit.
         cool_down: seconds the circuit stays open before one probe call goes through.
+        max_rps: at most this many tries a second to the endpoint (None: no throttle).
 
     Raises:
         InvalidArgumentError: a setting out of range.
@@ -79,6 +87,9 @@ class Resilience:
     max_retry_after: float = 60.0
     failure_threshold: int = 5
     cool_down: float = 30.0
+    multiplier: float = 2.0
+    jitter: float = 1.0
+    max_rps: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.attempts, int) or self.attempts < 1:
@@ -93,6 +104,13 @@ class Resilience:
             if not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
                 raise InvalidArgumentError(f"{name} must be a finite number of seconds >= 0, "
                                            f"got {value!r}")
+        _check_number("multiplier", self.multiplier, 1.0, math.inf, "from 1 up")
+        _check_number("jitter", self.jitter, 0.0, 1.0, "from 0 to 1")
+        if self.max_rps is not None:
+            _check_number("max_rps", self.max_rps, 0.0, math.inf, "above 0 (None: no throttle)")
+            if self.max_rps == 0:
+                raise InvalidArgumentError("max_rps must be above 0 requests a second (None: "
+                                           "no throttle), got 0")
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Resilience | None) -> Resilience:
@@ -140,11 +158,14 @@ class Resilience:
         """
         started = clock()
         probing = breaker.admit()
+        throttle = rate_limiter_for(breaker, self)
         attempt = 0
         try:
             while True:
                 outcome: Failure | None
                 try:
+                    if throttle is not None:
+                        throttle.acquire(sleep=sleep, clock=clock)
                     value = operation()
                 except Exception as exc:  # an interrupt is no verdict on the endpoint
                     try:
@@ -187,17 +208,29 @@ class Resilience:
         asked = outcome.retry_after
         if asked is not None and asked > 0:
             return asked if asked <= self.max_retry_after else None
-        return backoff(attempt - 1, self.initial_backoff, self.max_backoff)
+        return backoff(attempt - 1, self.initial_backoff, self.max_backoff,
+                       multiplier=self.multiplier, jitter=self.jitter)
+
+
+def _check_number(name: str, value: object, low: float, high: float, meaning: str) -> None:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not low <= value <= high or math.isinf(value)):
+        raise InvalidArgumentError(f"{name} must be a finite number {meaning}, got {value!r}")
 
 
 def backoff(attempt: int, initial: float, cap: float,
-            draw: Callable[[], float] = random.random) -> float:
-    """Full-jitter exponential backoff: uniform in ``[0, min(cap, initial * 2**attempt)]``.
+            draw: Callable[[], float] = random.random, *, multiplier: float = 2.0,
+            jitter: float = 1.0) -> float:
+    """Jittered exponential backoff: uniform in ``[(1 - jitter) * c, c]`` where ``c`` is
+    ``min(cap, initial * multiplier**attempt)`` (``jitter=1``: full jitter, from 0).
 
     >>> backoff(3, 0.5, 2.0, draw=lambda: 1.0)
     2.0
+    >>> backoff(2, 1.0, 60.0, multiplier=3.0, jitter=0.0)
+    9.0
     """
-    return min(cap, initial * 2.0 ** min(attempt, 60)) * draw()
+    ceiling = min(cap, initial * multiplier ** min(attempt, 60))
+    return ceiling * (1.0 - jitter + jitter * draw())
 
 
 def retry_after(headers: Any, clock: Callable[[], float] = time.time) -> float | None:
@@ -313,6 +346,41 @@ def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     return _state.cached(key, lambda: CircuitBreaker(
         backend, origin, failure_threshold=policy.failure_threshold,
         cool_down=policy.cool_down))
+
+
+class RateLimiter:
+    """A token bucket of one token refilled ``rate`` times a second: each :meth:`acquire`
+    takes the next free slot, ``1 / rate`` seconds after the one before, and sleeps until it.
+
+    Thread-safe: a slot is reserved under the lock and slept for outside it, so no two callers
+    share a slot and none holds the others up beyond its own wait.
+    """
+
+    def __init__(self, rate: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._next: float | None = None  # when the next slot is free
+
+    def acquire(self, *, sleep: Callable[[float], None] = time.sleep,
+                clock: Callable[[], float] | None = None) -> None:
+        """Wait for a slot of one's own (``clock``: the caller's, when it has one)."""
+        now = (clock or self._clock)()
+        with self._lock:
+            slot = now if self._next is None else max(now, self._next)
+            self._next = slot + 1.0 / self.rate
+        if slot > now:
+            sleep(slot - now)
+
+
+def rate_limiter_for(breaker: CircuitBreaker, policy: Resilience) -> RateLimiter | None:
+    """The process's throttle for the endpoint of ``breaker`` at ``policy.max_rps`` (shared
+    by every client of the endpoint), or None without ``max_rps``."""
+    if policy.max_rps is None:
+        return None
+    rate = float(policy.max_rps)
+    key = ("rate-limit", breaker.backend, breaker.url, rate)
+    return _state.cached(key, lambda: RateLimiter(rate))
 
 
 def breakers() -> list[CircuitBreaker]:

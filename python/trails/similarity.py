@@ -8,7 +8,9 @@ one query can filter, join and order by meaning::
     ORDER BY DESC(trails:similarity(?c, "rails routing")) LIMIT 10
 
 The value is an ``xsd:double``: the cosine similarity of the chunk's stored vector with the
-embedded text, computed exactly as ``retrieve()`` scores it. It is unbound for anything that is
+embedded text, computed exactly as ``retrieve()`` scores it. A chunk's vector is the row that
+names it in ``metadata["iri"]``, whatever the row's id (its id, when it names none). It is
+unbound for anything that is
 not a live vector of the query's scopes (a document IRI, a chunk still being written, another
 scope's chunk). Each distinct text is embedded once per query, each chunk's vector read once.
 A remote SPARQL endpoint cannot call back into Python: there the function is refused.
@@ -28,6 +30,7 @@ from trails.kg.base import FunctionGraph
 from trails.kg.sparql import SIMILARITY
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import as_matrix, check_compatible, unit_rows
+from trails.vector.stores.rows import live_rows
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -99,9 +102,12 @@ class _Similarity:
 
     def _live_vector(self, iri: str) -> np.ndarray | None:
         store = self._context().vectors
-        if store.expand_ids([iri]) != [iri]:
-            return None  # not a vector id (a document, say) or not live
-        stored = store.get([iri])
+        # The row standing for the chunk: named by its metadata["iri"] whatever its id (the
+        # back-reference, ADR 0028); none for a document, or a chunk with no live row.
+        row = next((id for id, named in live_rows(store, [iri]).items() if named == iri), None)
+        if row is None:
+            return None
+        stored = store.get([row])
         if not stored:
             return None
         scope = str(stored[0].metadata.get("scope") or DEFAULT_SCOPE)

@@ -1,9 +1,10 @@
-"""The audit trail: every search, deletion and service SPARQL query recorded as W3C PROV-O activities in the
+"""The audit trail: every search, deletion, service SPARQL query and feedback on a run recorded as W3C PROV-O activities in the
 context's audit graph (docs/compliance.md, ADR 0018)."""
 
 from trails.audit.records import (
     ActivityRecord,
     DeletionRecord,
+    FeedbackRecord,
     HitRecord,
     SearchRecord,
     SparqlQueryRecord,
@@ -15,5 +16,5 @@ from trails.audit.trail import AUDIT_DIRECTORY, AuditTrail, default_caller
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
 
 __all__ = ["AUDIT", "AUDIT_DIRECTORY", "AUDIT_GRAPH", "PROV", "ActivityRecord", "AuditTrail",
-           "DeletionRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord", "default_caller",
+           "DeletionRecord", "FeedbackRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord", "default_caller",
            "new_run_id", "query_digest", "run_iri"]

@@ -1,7 +1,8 @@
 """Audit records as PROV-O triples in the audit graph, and back.
 
-Each activity is a ``prov:Activity`` (``audit:Search``, ``audit:Deletion`` or
-``audit:SparqlQuery``) with its times,
+Each activity is a ``prov:Activity`` (``audit:Search``, ``audit:Deletion``,
+``audit:SparqlQuery`` or ``audit:Feedback``, which names the run it rates by
+``audit:feedbackOn``) with its times,
 its agent (``prov:wasAssociatedWith``, labelled with the caller), what it was asked and
 against which state, and for a search each returned chunk as ``prov:used`` with a
 ``prov:qualifiedUsage`` carrying rank, score, components, document and the filter solution
@@ -22,11 +23,22 @@ import pyoxigraph as ox
 from trails.audit.records import (
     ActivityRecord,
     DeletionRecord,
+    FeedbackRecord,
     SearchRecord,
     SparqlQueryRecord,
     from_json,
+    run_iri,
 )
-from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, JSON, PROV, RDF_TYPE, RDFS_LABEL, XSD
+from trails.audit.vocabulary import (
+    AUDIT,
+    AUDIT_GRAPH,
+    JSON,
+    PROV,
+    RDF_TYPE,
+    RDFS_COMMENT,
+    RDFS_LABEL,
+    XSD,
+)
 from trails.kg.terms import term_of
 
 __all__ = ["agent_iri", "parse_time", "quads", "read_records"]
@@ -85,6 +97,12 @@ def quads(record: ActivityRecord) -> list[ox.Quad]:
         triples.append((run, _p(AUDIT, "form"), ox.Literal(record.form)))
         triples.append((run, _p(AUDIT, "answers"), ox.Literal(record.answers)))
         triples += [(run, _p(AUDIT, "scope"), ox.Literal(scope)) for scope in record.scopes]
+    elif isinstance(record, FeedbackRecord):
+        triples.append((run, RDF_TYPE, _p(AUDIT, "Feedback")))
+        triples.append((run, _p(AUDIT, "feedbackOn"), ox.NamedNode(run_iri(record.run))))
+        triples.append((run, _p(AUDIT, "rating"), ox.Literal(record.rating)))
+        if record.note is not None:
+            triples.append((run, RDFS_COMMENT, ox.Literal(record.note)))
     return [ox.Quad(s, p, o, AUDIT_GRAPH) for s, p, o in triples]
 
 

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from trails.errors import InvalidArgumentError
 from trails.records import DEGRADED
 
-__all__ = ["ActivityRecord", "DeletionRecord", "HitRecord", "SearchRecord", "SparqlQueryRecord",
-           "from_json", "new_run_id", "query_digest", "run_id_of", "run_iri"]
+__all__ = ["RATINGS", "ActivityRecord", "DeletionRecord", "FeedbackRecord", "HitRecord",
+           "SearchRecord", "SparqlQueryRecord", "from_json", "new_run_id", "query_digest", "run_id_of", "run_iri"]
 
 RUN_BASE = "urn:trails:run:"
 _RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id makes
@@ -155,6 +155,20 @@ class SparqlQueryRecord(ActivityRecord):
     answers: int = 0
 
 
+RATINGS = ("up", "down")
+
+
+@dataclass(frozen=True)
+class FeedbackRecord(ActivityRecord):
+    """What a person said of a recorded run (its id in ``run``): ``up`` or ``down``, and a note
+    (None: no note). Its own activity, so the run's record stays exactly what was recorded."""
+
+    kind: ClassVar[str] = "feedback"
+    run: str = ""
+    rating: str = "up"
+    note: str | None = None
+
+
 def from_json(data: Mapping[str, Any]) -> ActivityRecord:
     """The record a :meth:`ActivityRecord.to_json` line holds.
 
@@ -170,6 +184,8 @@ def from_json(data: Mapping[str, Any]) -> ActivityRecord:
         return DeletionRecord(**values)
     if kind == SparqlQueryRecord.kind:
         return SparqlQueryRecord(**values)
+    if kind == FeedbackRecord.kind:
+        return FeedbackRecord(**values)
     raise ValueError(f"no audit record kind {kind!r}")
 
 

@@ -16,10 +16,18 @@ import pyoxigraph as ox
 
 from trails.audit.log import AuditLog
 from trails.audit.prov import parse_time, quads, read_records
-from trails.audit.records import ActivityRecord, run_id_of, run_iri
+from trails.audit.records import (
+    RATINGS,
+    ActivityRecord,
+    FeedbackRecord,
+    new_run_id,
+    run_id_of,
+    run_iri,
+    started_now,
+)
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
 from trails.config import AuditConfig
-from trails.errors import StorageError, UnknownRunError
+from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
 from trails.kg.reserved import writing_audit_graph
 from trails.kg.terms import IRI
@@ -38,6 +46,8 @@ _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record
 _SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
 _CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller"
 _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
+_FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}feedbackOn> ?run ; "
+             f"<{AUDIT}record> ?record }} }}")
 
 
 def default_caller() -> str:
@@ -181,6 +191,47 @@ class AuditTrail:
                 f"no recorded run {run!r} in this context; list runs with `trails audit` "
                 "(records past the retention are gone)")
         return found[0]
+
+    def feedback(self, run: str, rating: str, *, note: str | None = None,
+                 caller: str | None = None) -> FeedbackRecord:
+        """Record what ``caller`` thinks of the recorded run ``run`` (its id or IRI, read as
+        :meth:`get` reads it): ``rating`` ``"up"`` or ``"down"``, with an optional ``note``.
+        Recorded as its own activity beside the run (on the disk when this returns; the fold
+        writes it into the audit graph), whether or not searches are being recorded.
+
+        Raises:
+            InvalidArgumentError: ``run`` is no run id, names feedback, or ``rating`` or
+                ``note`` is not what it takes.
+            UnknownRunError: no such run (nothing is recorded).
+            StorageError: the record could not be written.
+        """
+        if rating not in RATINGS:
+            raise InvalidArgumentError(f"rating {rating!r} is not one trails records: give 'up' "
+                                       "or 'down' (`trails audit feedback RUN --up|--down`)")
+        if note is not None and not isinstance(note, str):
+            raise InvalidArgumentError(f"note must be text or None, not {type(note).__name__}")
+        rated = self.get(run)
+        if isinstance(rated, FeedbackRecord):
+            raise InvalidArgumentError(
+                f"{rated.run_id} is feedback on the run {rated.run}, not a run; give "
+                f"feedback on {rated.run} itself")
+        moment = started_now()
+        record = FeedbackRecord(run_id=new_run_id(), caller=caller or self.caller or
+                                default_caller(), started=moment, ended=moment,
+                                run=rated.run_id, rating=rating, note=note)
+        self.record_first(record)
+        return record
+
+    def feedback_on(self, run: str) -> list[FeedbackRecord]:
+        """The feedback recorded on the run ``run`` (its id or IRI), newest first."""
+        run_id = run_id_of(run)
+        rows = select(self.kg, _FEEDBACK, {"run": IRI(run_iri(run_id))})
+        found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
+                             *self.pending()]
+                 if isinstance(r, FeedbackRecord) and r.run == run_id
+                 and _kept(r, self._cutoff())]
+        unique = {r.run_id: r for r in found}
+        return sorted(unique.values(), key=lambda r: r.started, reverse=True)
 
     def close(self) -> None:
         """Fold what is pending (a writable context) and release the log file."""

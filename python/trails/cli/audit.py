@@ -1,4 +1,5 @@
-"""``trails audit`` (list and show recorded runs) and ``trails replay`` (run one again)."""
+"""``trails audit`` (list and show recorded runs, give feedback on one) and ``trails replay``
+(run one again)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from trails.audit import ActivityRecord, DeletionRecord, SearchRecord, SparqlQueryRecord
+from trails.audit import (
+    ActivityRecord,
+    DeletionRecord,
+    FeedbackRecord,
+    SearchRecord,
+    SparqlQueryRecord,
+)
 from trails.cli._common import context, db_option, has_context
 from trails.cli.output import print_json, solution_text, table
 from trails.context import Context
@@ -21,6 +28,8 @@ from trails.retrieval.replay import replay as replay_run
 __all__ = ["app", "replay"]
 
 app = typer.Typer(no_args_is_help=False, add_completion=False)
+_RUN = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits, as `trails "
+                      "audit` lists them) or urn:trails:run:ID.")
 
 
 @app.callback(invoke_without_command=True)
@@ -33,7 +42,7 @@ def audit(
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
 ) -> None:
-    """List recorded searches and deletions, newest first (see `trails audit show RUN`).
+    """List recorded searches, deletions and feedback, newest first (see `trails audit show RUN`).
 
     Every search on a context that audits is recorded as a PROV-O activity in its audit
     graph (urn:trails:audit), which `trails sparql` can query. Listing folds what other
@@ -44,6 +53,7 @@ def audit(
     ```
     trails --db ./kb audit --since 2024-05-01 --caller alice
     trails --db ./kb audit show 5a72...
+    trails --db ./kb audit feedback 5a72... --down --note "cites a withdrawn claim"
     ```
     """
     if ctx.invoked_subcommand is not None:
@@ -68,16 +78,16 @@ def audit(
 @app.command("show")
 def show(
     ctx: typer.Context,
-    run: str = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits, as "
-                              "`trails audit` lists them) or urn:trails:run:ID."),
+    run: str = _RUN,
     as_json: bool = typer.Option(False, "--json", help="Print the record as JSON."),
 ) -> None:
     """Print one recorded run whole: what was asked, against which state, what came back and
     why each hit was allowed."""
     with _auditing(ctx) as opened:
         record = opened.audit.get(run)
+        feedback = opened.audit.feedback_on(record.run_id)
     if as_json:
-        print_json(record.to_json())
+        print_json({**record.to_json(), "feedback": [f.to_json() for f in feedback]})
         return
     console = Console()
     for name, value in record.to_json().items():
@@ -92,6 +102,37 @@ def show(
     elif isinstance(record, DeletionRecord):
         for doc in record.documents:
             console.print(f"deleted {doc}", highlight=False, markup=False)
+    for given in feedback:
+        console.print(f"feedback {given.rating} by {given.caller} at {given.started[:19]}"
+                      + ("" if given.note is None else f": {given.note}"),
+                      highlight=False, markup=False)
+
+
+@app.command("feedback")
+def feedback(
+    ctx: typer.Context,
+    run: str = _RUN,
+    down: bool = typer.Option(False, "--down", help="The answer was bad."),
+    up: bool = typer.Option(False, "--up", help="The answer was good."),
+    note: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--note", metavar="TEXT", help="What was right or wrong with it."),
+    caller: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--caller", metavar="NAME", help="Who says so (default: TRAILS_CALLER, login)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the feedback record as JSON."),
+) -> None:
+    """Record feedback on a recorded run: --up or --down, with an optional --note. It is kept
+    as its own activity beside the run, and `trails audit show RUN` lists it.
+
+    An unknown run is refused and nothing is recorded.
+    """
+    if up == down:
+        raise InvalidArgumentError("give exactly one of --up and --down")
+    with _auditing(ctx) as opened:
+        record = opened.audit.feedback(run, "up" if up else "down", note=note, caller=caller)
+    if as_json:
+        print_json(record.to_json())
+        return
+    typer.echo(f"recorded {record.rating} on {record.run} as {record.run_id}")
 
 
 def replay(
@@ -180,6 +221,9 @@ def _summary(run: ActivityRecord) -> tuple[str, str]:
         asked = run.query if run.query is not None else f"sha256:{run.query_sha256[:12]}"
         scoped = f" in {','.join(run.scopes)}" if run.scopes else ""
         return f"sparql {run.form}{scoped}: {' '.join(asked.split())}"[:120], str(run.answers)
+    if isinstance(run, FeedbackRecord):
+        said = "" if run.note is None else f": {' '.join(run.note.split())}"
+        return f"{run.rating} on {run.run}{said}"[:120], ""
     return "", ""
 
 

@@ -10,17 +10,12 @@ when its back-reference, or its document, is one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from trails.vector.stores.base import BackReferences, VectorStore
+from trails.vector.stores.base import VectorStore
+from trails.vector.stores.rows import live_rows, resolves_by_iri
 
 __all__ = ["candidate_rows", "live_rows", "resolves_by_iri"]
-
-
-def resolves_by_iri(store: VectorStore) -> bool:
-    """Whether some row of ``store`` names its IRI in metadata under another id (a store
-    without the capability names every row by its id)."""
-    return isinstance(store, BackReferences) and store.has_back_references()
 
 
 def candidate_rows(store: VectorStore, iris: Sequence[str] | None) -> Sequence[str] | None:
@@ -29,10 +24,3 @@ def candidate_rows(store: VectorStore, iris: Sequence[str] | None) -> Sequence[s
     if iris is None or not resolves_by_iri(store):
         return iris
     return tuple(store.rows_named(iris))  # type: ignore[attr-defined]
-
-
-def live_rows(store: VectorStore, iris: Iterable[str]) -> dict[str, str]:
-    """``{id: IRI}`` of the live rows ``iris`` name (by back-reference, or as their document)."""
-    if resolves_by_iri(store):
-        return store.rows_named(iris)  # type: ignore[attr-defined, no-any-return]
-    return {id: id for id in store.expand_ids(iris)}

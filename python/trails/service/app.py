@@ -37,11 +37,16 @@ from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
 from trails.service.documents import delete_confined, ingest_events
+from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
+from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
     ErrorBody,
+    FeedbackList,
+    FeedbackOut,
+    FeedbackRequest,
     HealthBody,
     IngestRequest,
     RetrieveRequest,
@@ -207,9 +212,11 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
         result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
                                          lambda: retrieve_options(state, body))
-        return {"query": body.query, **result.to_dict()}
+        return injected(result, {"query": body.query, **result.to_dict()}, body.inject_mode,
+                        body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
         key.require("read")
@@ -257,6 +264,17 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         state.require_writable()
         await delete_confined(state, key, iri)
         return {"deleted": iri}
+
+    @fastapi_app.post("/runs/{run}/feedback", response_model=FeedbackOut, responses=_ERRORS,
+                      summary="Record feedback (up or down, a note) on a recorded run")
+    async def feedback(run: str, body: FeedbackRequest,
+                       key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        return await asyncio.to_thread(give_feedback, ctx, key, run, body.rating, body.note)
+
+    @fastapi_app.get("/runs/{run}/feedback", response_model=FeedbackList, responses=_ERRORS,
+                     summary="The feedback recorded on a run, newest first")
+    async def feedback_list(run: str, key: ApiKey = Depends(caller)) -> dict[str, Any]:
+        return await asyncio.to_thread(listed_feedback, ctx, key, run)
 
     @fastapi_app.get("/health", response_model=HealthBody, summary="Liveness: always 200")
     async def health() -> dict[str, Any]:

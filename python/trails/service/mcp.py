@@ -44,6 +44,7 @@ from trails.retrieval.arguments import MAX_K
 from trails.retrieval.recording import SearchCall
 from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.scopes import normalize_scopes
+from trails.service.injection import InjectMode, check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.requests import keyed_search, record_sparql, search_scopes
 
@@ -78,6 +79,13 @@ Scopes = Annotated[list[str] | None, Field(description=(
 MinScore = Annotated[float | None, Field(description=(
     "Drop hits whose final score is below this; its scale is the fusion's (cosine for "
     "vector mode, 0 to 1 for hybrid)."))]
+Inject = Annotated[InjectMode, Field(description=(
+    "prompt_append: also answer 'context', the evidence block to append to a prompt (each "
+    "passage numbered with its citation); metadata_only: the hits alone; none: no hits."))]
+MaxTokens = Annotated[int | None, Field(ge=1, description=(
+    "prompt_append only: the evidence block's token budget (the best hits that fit)."))]
+Template = Annotated[str | None, Field(description=(
+    "prompt_append only: the block's template, holding {{ context }} (and maybe {{ query }})."))]
 SparqlText = Annotated[str, Field(description=(
     "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
     "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
@@ -127,24 +135,29 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
 def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybrid", k: int = 10,
            filter: str | None = None, bindings: Mapping[str, Any] | None = None,
            scopes: Sequence[str] | None = None, min_score: float | None = None,
-           ) -> dict[str, Any]:
-    """The ``retrieve`` tool: hits with provenance, and how they were found.
+           inject_mode: InjectMode = "metadata_only", max_tokens: int | None = None,
+           template: str | None = None) -> dict[str, Any]:
+    """The ``retrieve`` tool: hits with provenance, and how they were found (with the
+    evidence block for a prompt under ``inject_mode="prompt_append"``, as over HTTP).
 
     Raises:
         PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
+    check_injection(inject_mode, max_tokens, template)  # before searching
     call = SearchCall(query=query, mode=mode, k=k, sparql_filter=filter, bindings=bindings,
                       scopes=list(scopes or ()), fusion="auto", min_score=min_score,
                       caller=key.label)
     result = keyed_search(ctx, key, call, lambda: {"bindings": _bindings(bindings),
                                                    "min_score": min_score})
     answer = result.to_dict()
-    return {"hits": [{name: hit[name] for name in (
-                "iri", "score", "title", "date", "source", "snippet", "document")}
-                     for hit in answer["hits"]],
-            **{name: answer[name] for name in (
-                "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}}
+    return injected(result, {
+        "hits": [{name: hit[name] for name in (
+            "iri", "score", "title", "date", "source", "snippet", "document")}
+            for hit in answer["hits"]],
+        **{name: answer[name] for name in (
+            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}},
+        inject_mode, max_tokens, template)
 
 
 def read_graph(ctx: Context, key: ApiKey, query: str,
@@ -198,10 +211,12 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
 
     def retrieve_tool(query: Query, mode: Mode = "hybrid", k: TopK = 10, filter: Filter = None,
                       bindings: Bindings = None, scopes: Scopes = None,
-                      min_score: MinScore = None) -> dict[str, Any]:
+                      min_score: MinScore = None, inject_mode: Inject = "metadata_only",
+                      max_tokens: MaxTokens = None, template: Template = None) -> dict[str, Any]:
         return _as_tool_error(sdk, lambda: search(
             ctx, key, query, mode=mode, k=k, filter=filter, bindings=bindings, scopes=scopes,
-            min_score=min_score))
+            min_score=min_score, inject_mode=inject_mode, max_tokens=max_tokens,
+            template=template))
 
     def sparql_tool(query: SparqlText, bindings: Bindings = None,
                     scopes: Scopes = None) -> dict[str, Any]:

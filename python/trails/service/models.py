@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trails.kg.terms import check_json_text
 
-__all__ = ["DocumentIn", "ErrorBody", "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest",
-           "RetrieveResponse", "StepSpec", "TermObject"]
+__all__ = ["DocumentIn", "ErrorBody", "FeedbackList", "FeedbackOut", "FeedbackRequest",
+           "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest", "RetrieveResponse",
+           "StepSpec", "TermObject"]
 
 # The largest k a request may ask for (retrieve() has its own, larger bound).
 MAX_K = 1000
@@ -78,6 +79,14 @@ class RetrieveRequest(_Body):
         "'degraded'); keyword does so for vector queries too; none answers 503")
     now: str | None = Field(default=None, description="ISO 8601 date-time with an offset: the "
                             "moment expiries are judged at")
+    inject_mode: Literal["prompt_append", "metadata_only", "none"] = Field(
+        default="metadata_only", description="prompt_append: also answer 'context', the "
+        "evidence block result.to_context() builds (max_tokens, template); metadata_only: the "
+        "hits with their citations; none: no hits (a note says how many were found)")
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="the "
+                                   "evidence block's token budget (prompt_append only)")
+    template: str | None = Field(default=None, max_length=100_000, description="the evidence "
+                                 "block's template, holding {{ context }} (prompt_append only)")
 
 
 class HitOut(BaseModel):
@@ -95,6 +104,16 @@ class HitOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ContextOut(BaseModel):
+    """The evidence block of ``inject_mode="prompt_append"`` (``RetrievalResult.to_context``)."""
+
+    text: str
+    tokens: int
+    hits: list[str]
+    omitted: int
+    truncated: bool
+
+
 class RetrieveResponse(BaseModel):
     """``RetrievalResult.to_dict()``, with the query and what the answer did without."""
 
@@ -109,6 +128,7 @@ class RetrieveResponse(BaseModel):
     notes: list[str]
     run_id: str | None
     degraded: list[str]
+    context: ContextOut | None = None
 
 
 class DocumentIn(_Strict):
@@ -132,6 +152,33 @@ class IngestRequest(_Body):
 
     documents: list[DocumentIn] = Field(min_length=1, max_length=10_000)
     scope: str | None = None
+
+
+class FeedbackRequest(_Body):
+    """``POST /runs/{run}/feedback``: what the caller thinks of a recorded run."""
+
+    rating: Literal["up", "down"]
+    note: str | None = Field(default=None, max_length=10_000)
+
+
+class FeedbackOut(BaseModel):
+    """One feedback record, as the audit trail keeps it."""
+
+    kind: str
+    run_id: str
+    caller: str
+    started: str
+    ended: str
+    run: str
+    rating: str
+    note: str | None
+
+
+class FeedbackList(BaseModel):
+    """``GET /runs/{run}/feedback``: the run and its feedback, newest first."""
+
+    run: str
+    feedback: list[FeedbackOut]
 
 
 class ErrorBody(BaseModel):
