@@ -29,6 +29,7 @@ from typing import Any
 from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGraph, select
 from trails.kg.bindings import check_bindings
+from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
 from trails.kg.planning import (
     ESTIMATE_CAP,
@@ -181,7 +182,7 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
         index = memory.at(generation).indexes.get(key)
         if index is None:
             assert isinstance(graph, TsvGraph)  # checked by the caller
-            index = memory.indexes[key] = FilterIndex(graph.select_tsv, scopes, graph.prefixes)
+            index = memory.indexes[key] = _new_index(graph, scopes)
     try:
         found = index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
                                 terms)
@@ -193,6 +194,18 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
     documents = DocumentIris(found)
     documents.generation = generation
     return documents
+
+
+def _new_index(graph: TsvGraph, scopes: Sequence[str] | None) -> FilterIndex:
+    """Columns for ``graph`` in ``scopes``, kept on disk under the graph's settled revision
+    when it has one (a fresh process then reads them back instead of the graph)."""
+    path: str | None = getattr(graph, "path", None)
+    revision: str | None = getattr(graph, "settled_revision", None)
+    if path is None or revision is None:
+        return FilterIndex(graph.select_tsv, scopes, graph.prefixes)
+    return FilterIndex(graph.select_tsv, scopes, graph.prefixes,
+                       files=ColumnFiles(path, revision, scopes),
+                       current=lambda: getattr(graph, "settled_revision", None) == revision)
 
 
 def _estimate(graph: GenerationGraph, shape: FilterShape, triple: Triple,
