@@ -144,6 +144,20 @@ class FilterIndex:
             files.save(kind, key, kept)
         return kept
 
+    def counted(self, query: str, patterns: Sequence[str], count: Callable[[], int]) -> int:
+        """``count()``, the answer of ``query`` (a COUNT of ``patterns`` over the graph), kept
+        per revision like the columns (a fresh process's link checks then read no graph)."""
+        files = self._files if all(self._keepable(p) for p in patterns) else None
+        if files is not None and self._current():
+            kept = files.load("count", query)
+            if kept is not None and len(kept.subjects) == 1:
+                return int(kept.subjects[0])
+        found = count()
+        if files is not None and self._current():
+            files.save("count", query, Kept(np.array([found], dtype=np.int64),
+                                            np.empty(0, np.int64), [], []))
+        return found
+
     def _keepable(self, pattern: str) -> bool:
         """Whether what ``pattern`` matches may be kept per revision: the audit graph, which
         a union of all graphs reads too, is written without a new revision (ADR 0021)."""
