@@ -231,3 +231,25 @@ def test_kept_columns_select_exactly_what_the_graph_does(docs, extra, deleted, c
                         ctx.close()
         finally:
             reader.close()
+
+
+def test_a_view_opened_across_a_write_reads_the_graph(tmp_path, monkeypatch):
+    """The stamp changed while the view opened: the view may show the write, so it names no
+    revision and its filters read the graph rather than the old revision's columns."""
+    from trails.kg import oxigraph
+    from trails.kg.opening import new_revision
+
+    corpus(tmp_path / "kb")
+    opening = oxigraph.open_store
+
+    def across_a_write(path, *, read_only):
+        opened = opening(path, read_only=read_only)
+        new_revision(path)  # a writer's write completed meanwhile
+        return opened
+
+    monkeypatch.setattr(oxigraph, "open_store", across_a_write)
+    with open_context(tmp_path / "kb", read_only=True) as ctx:
+        assert ctx.kg.settled_revision is None
+        reads = column_reads(ctx)
+        assert planned(ctx) == written(ctx) and len(written(ctx)) == 6
+        assert any(r.startswith("SELECT ?s ?o WHERE") for r in reads)
