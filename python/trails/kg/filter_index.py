@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyoxigraph as ox
 
+from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
+from trails.kg.reserved import AUDIT_GRAPH_IRI
 
 __all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex"]
 
@@ -93,16 +95,22 @@ class FilterIndex:
     """Columns of one graph state (one dataset: the scopes a filter runs in), built on demand.
 
     ``run`` evaluates a SELECT on the graph and returns Oxigraph's TSV; a FilterIndex must be
-    dropped when the graph changes (the caller keeps one per graph generation)."""
+    dropped when the graph changes (the caller keeps one per graph generation). With ``files``
+    (the graph's settled revision when the index was made) columns are kept on disk and read
+    back (``kg/column_files.py``) while ``current()`` says the graph still shows that revision.
+    """
 
     def __init__(self, run: RunTsv, scopes: Sequence[str] | None,
-                 prefixes: Mapping[str, str]) -> None:
+                 prefixes: Mapping[str, str], files: ColumnFiles | None = None,
+                 current: Callable[[], bool] = lambda: False) -> None:
         self._run = run
+        self._files = files
+        self._current = current
         self._prefixes = dict(prefixes)
         self._scopes = None if scopes is None else list(scopes)
         self._lock = threading.Lock()
         self._columns: dict[str, Column | None] = {}
-        self._typed: dict[str, np.ndarray] = {}
+        self._typed: dict[str, np.ndarray | None] = {}
         self.names: list[str] = []  # subject code -> subject term (TSV)
         self._codes: dict[str, int] = {}
 
@@ -112,23 +120,73 @@ class FilterIndex:
         """The column of ``predicate`` (None: too large to keep)."""
         with self._lock:
             if predicate not in self._columns:
-                self._columns[predicate] = self._read(predicate)
+                kept = self._kept("column", predicate, f"?s <{predicate}> ?o", pairs=True)
+                if not kept.whole:
+                    self._columns[predicate] = None
+                else:
+                    codes = {value: code for code, value in enumerate(kept.values)}
+                    plain = not any(v.startswith(("_:", "<<")) for v in kept.values)
+                    self._columns[predicate] = Column(self._coded(kept), kept.objects,
+                                                      kept.values, codes, plain)
             return self._columns[predicate]
 
-    def _read(self, predicate: str) -> Column | None:
-        rows = tsv_rows(self._run(
-            f"SELECT ?s ?o WHERE {{ ?s <{predicate}> ?o }} LIMIT {COLUMN_ROWS + 1}",
-            self._scopes))
+    def _kept(self, kind: str, key: str, pattern: str, *, pairs: bool) -> Kept:
+        """The rows of ``pattern`` (``?s`` and ``?o``: a column, or ``?s`` alone: a class's
+        members), from this revision's file when there is one, else from the graph (and then
+        kept for the next process)."""
+        files = self._files if self._keepable(pattern) else None
+        if files is not None and self._current():
+            kept = files.load(kind, key)
+            if kept is not None:
+                return kept
+        kept = self._read(pattern, pairs)
+        if files is not None and self._current():  # nothing was written while it was read
+            files.save(kind, key, kept)
+        return kept
+
+    def counted(self, query: str, patterns: Sequence[str], count: Callable[[], int]) -> int:
+        """``count()``, the answer of ``query`` (a COUNT of ``patterns`` over the graph), kept
+        per revision like the columns (a fresh process's link checks then read no graph)."""
+        files = self._files if all(self._keepable(p) for p in patterns) else None
+        if files is not None and self._current():
+            kept = files.load("count", query)
+            if kept is not None and len(kept.subjects) == 1:
+                return int(kept.subjects[0])
+        found = count()
+        if files is not None and self._current():
+            files.save("count", query, Kept(np.array([found], dtype=np.int64),
+                                            np.empty(0, np.int64), [], []))
+        return found
+
+    def _keepable(self, pattern: str) -> bool:
+        """Whether what ``pattern`` matches may be kept per revision: the audit graph, which
+        a union of all graphs reads too, is written without a new revision (ADR 0021)."""
+        if self._files is None:
+            return False
+        if self._scopes is not None:
+            return True
+        probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
+        return not tsv_rows(self._run(probe, None))
+
+    def _read(self, pattern: str, pairs: bool) -> Kept:
+        rows = tsv_rows(self._run(f"SELECT ?s{' ?o' if pairs else ''} WHERE {{ {pattern} }} "
+                                  f"LIMIT {COLUMN_ROWS + 1}", self._scopes))
         if len(rows) > COLUMN_ROWS:
-            return None
+            return Kept(np.empty(0, np.int64), np.empty(0, np.int64), [], [], whole=False)
+        names: dict[str, int] = {}
+        subjects = np.fromiter((names.setdefault(r[0], len(names)) for r in rows),
+                               dtype=np.int64, count=len(rows))
         codes: dict[str, int] = {}
-        objects = np.fromiter((codes.setdefault(o, len(codes)) for _, o in rows),
-                              dtype=np.int64, count=len(rows))
-        subjects = np.fromiter((self._code(s) for s, _ in rows), dtype=np.int64,
-                               count=len(rows))
-        values = list(codes)
-        plain = not any(v.startswith(("_:", "<<")) for v in values)
-        return Column(subjects, objects, values, codes, plain)
+        objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
+                              dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
+        return Kept(subjects, objects, list(names), list(codes))
+
+    def _coded(self, kept: Kept) -> np.ndarray:
+        """The rows' subjects as this index's subject codes."""
+        local = np.fromiter((self._code(name) for name in kept.names), dtype=np.int64,
+                            count=len(kept.names))
+        coded: np.ndarray = local[kept.subjects]
+        return coded
 
     def _code(self, name: str) -> int:
         code = self._codes.get(name)
@@ -137,14 +195,13 @@ class FilterIndex:
             self.names.append(name)
         return code
 
-    def typed(self, term: str) -> np.ndarray:
-        """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk)."""
+    def typed(self, term: str) -> np.ndarray | None:
+        """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk;
+        None: too many to keep)."""
         with self._lock:
             if term not in self._typed:
-                rows = tsv_rows(self._run(f"SELECT ?s WHERE {{ ?s <{RDF_TYPE}> {term} }}",
-                                          self._scopes))
-                self._typed[term] = np.unique(np.fromiter(
-                    (self._code(r[0]) for r in rows), dtype=np.int64, count=len(rows)))
+                kept = self._kept("class", term, f"?s <{RDF_TYPE}> {term}", pairs=False)
+                self._typed[term] = np.unique(self._coded(kept)) if kept.whole else None
             return self._typed[term]
 
     # -- filters ----------------------------------------------------------------------------

@@ -16,9 +16,9 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.faults import is_full_disk, storage_fault
 
-__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "kept_in_the_log", "new_revision", "open_store",
-           "patience",
-           "read_revision", "store_state", "vanished_while_moving"]
+__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "WRITING", "kept_in_the_log", "mark_writing",
+           "new_revision", "open_store", "patience", "read_revision", "settled", "store_state",
+           "vanished_while_moving"]
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
 # deletes one ("IO error: No such file ... .sst"). Such an open is a race against the writer's
@@ -29,6 +29,10 @@ __all__ = ["OPEN_PATIENCE", "REVISION_FILE", "kept_in_the_log", "new_revision", 
 OPEN_PATIENCE = 30.0
 # Inside the store's directory: RocksDB leaves files of other names alone.
 REVISION_FILE = "trails-revision"
+# A stamp that begins so names no state: written *before* a write, so that a stamp naming a
+# state (``settled``) is never on disk while the graph is being changed or after a crash
+# during a change (what is kept per revision, ADR 0029, relies on it).
+WRITING = "writing-"
 
 StoreState = tuple[str, int, int]
 log = logging.getLogger("trails.graph")
@@ -141,10 +145,16 @@ def read_revision(path: str | None) -> str | None:
         return None  # a stamp is a hint for replays: never a reason to fail a query
 
 
-def new_revision(path: str | None) -> str:
+def settled(revision: str | None) -> bool:
+    """Whether ``revision`` names one state of the graph: written after a write completed and
+    before the next began (not a :data:`WRITING` mark, not missing)."""
+    return revision is not None and not revision.startswith(WRITING)
+
+
+def new_revision(path: str | None, *, prefix: str = "") -> str:
     """A new stamp for the graph in ``path``, written beside its files (renamed into place, so
     a reader sees the old stamp or the new one)."""
-    revision = secrets.token_hex(8)
+    revision = prefix + secrets.token_hex(8)
     if path is not None:
         target = os.path.join(path, REVISION_FILE)
         temporary = f"{target}.{revision}.tmp"
@@ -153,6 +163,31 @@ def new_revision(path: str | None) -> str:
                 file.write(revision)
             os.replace(temporary, target)
     return revision
+
+
+def mark_writing(path: str | None) -> None:
+    """Before a write to the graph in ``path``: replace its stamp by a :data:`WRITING` mark,
+    or remove it, so no settled stamp survives the write's start (a crash mid-write included).
+
+    Raises:
+        StorageError: the stamp can be neither replaced nor removed (then the write must not
+            go on: the stamp would still name the state before it).
+    """
+    if path is None:
+        return
+    mark = new_revision(path, prefix=WRITING)
+    if read_revision(path) == mark:
+        return
+    target = os.path.join(path, REVISION_FILE)
+    try:
+        os.remove(target)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(
+            f"cannot mark the graph in {path} as being written ({exc}): its revision stamp "
+            f"{target} can be neither replaced nor removed; make the directory writable"
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -170,3 +205,45 @@ def kept_in_the_log() -> Iterator[None]:
         # them the store and its lock) alive.
         log.warning("%s; the graph's writes are kept in its log and read at the next open",
                     str(exc))
+
+
+class Stamp:
+    """The revision stamp as one graph object knows it: the one it wrote last (writable), or
+    the one on disk when its view opened (read-only), and whether that names what it reads."""
+
+    def __init__(self, path: str | None, read_only: bool) -> None:
+        self.path = path
+        self.read_only = read_only
+        self.revision = read_revision(path) if read_only else None
+        self.exact = False  # a view shows the state its stamp names
+        self.raw = False  # the store was handed out: writes may bypass the stamp
+
+    def on_disk(self) -> str | None:
+        return read_revision(self.path)
+
+    def opened(self, before: str | None) -> None:
+        """A view just opened with ``before`` on disk: it shows that state if the stamp is
+        still the same (a write replaces it before it starts)."""
+        self.revision = before
+        self.exact = read_revision(self.path) == before
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around a write: a :data:`WRITING` mark before, a new stamp after (a mark again once
+        the store was handed out)."""
+        mark_writing(self.path)
+        yield
+        self.revision = new_revision(self.path, prefix=WRITING if self.raw else "")
+
+    def handed_out(self, store: ox.Store) -> ox.Store:
+        """``store``, given away: from now on no stamp here names a state."""
+        if not self.read_only and self.path is not None and not self.raw:
+            self.raw = True
+            self.revision = new_revision(self.path, prefix=WRITING)
+        return store
+
+    def settled(self) -> str | None:
+        """The stamp naming exactly the state the graph object reads, or None."""
+        revision = self.revision if self.read_only else read_revision(self.path)
+        exact = self.path is not None and not self.raw and (self.exact or not self.read_only)
+        return revision if exact and settled(revision) else None

@@ -17,14 +17,7 @@ from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
-from trails.kg.opening import (
-    kept_in_the_log,
-    new_revision,
-    open_store,
-    patience,
-    read_revision,
-    vanished_while_moving,
-)
+from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
 from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
 from trails.kg.reserved import check_nquads, check_quads, check_removal, check_update
@@ -68,8 +61,9 @@ class OxigraphGraph:
         self._states = itertools.count(1)
         self._generation = 0
         self._quiet = threading.local()  # writes that leave the revision (unrevised())
-        self._revision = read_revision(self.path) if self.read_only else None
+        self._stamp = Stamp(self.path, read_only)
         self._store: ox.Store | None = self._open()
+        self._stamp.opened(self._stamp.revision)
 
     def _open(self) -> ox.Store:
         store, self._view_state = open_store(self.path, read_only=self.read_only)
@@ -87,8 +81,9 @@ class OxigraphGraph:
             with self._opening:
                 # Before and after: a read overlapping the swap is never credited to either view.
                 self._moved()
-                self._revision = read_revision(self.path)
+                before = self._stamp.on_disk()
                 self._store = self._open()
+                self._stamp.opened(before)
                 self._moved()
 
     @property
@@ -101,12 +96,17 @@ class OxigraphGraph:
     def revision(self) -> str | None:
         """A stamp every write through this class renews, kept beside the store's files, so
         that another process (and a later run) can tell whether the graph changed
-        (``RevisionGraph``). A read-only view has the stamp of when it was opened. Writes
-        through :attr:`store` do not renew it. None: nothing was written since the stamp
-        existed."""
-        if self._revision is None and not self.read_only:
-            self._revision = read_revision(self.path)
-        return self._revision
+        (``RevisionGraph``); a read-only view has the one of when it opened; once :attr:`store`
+        is handed out, writes renew it as marks. None: none written since it existed."""
+        if self._stamp.revision is None and not self.read_only:
+            self._stamp.revision = self._stamp.on_disk()
+        return self._stamp.revision
+
+    @property
+    def settled_revision(self) -> str | None:
+        """The stamp naming exactly the state read here (None: none does, e.g. mid-write or
+        the store handed out); :meth:`unrevised` writes are not covered (ADR 0029)."""
+        return self._stamp.settled()
 
     @contextlib.contextmanager
     def unrevised(self) -> Iterator[None]:
@@ -135,6 +135,7 @@ class OxigraphGraph:
             with self._opening:
                 if self._store is None:  # a newer view, for a read-only graph: a new state
                     self._moved()
+                    self._stamp.exact = False  # newer than its stamp, perhaps
                     self._store = self._open()
                     self._moved()
                 store = self._store
@@ -148,12 +149,12 @@ class OxigraphGraph:
         :attr:`generation` as it starts and again when it ends, so a read that overlaps it is
         never credited with the state after it."""
         writing = action.startswith("writing")
+        stamped = writing and not getattr(self._quiet, "on", False)
         if writing:
             self._moved()
         try:
-            yield
-            if writing and not getattr(self._quiet, "on", False):
-                self._revision = new_revision(self.path)
+            with self._stamp.writing() if stamped else contextlib.nullcontext():
+                yield
         except (OSError, RuntimeError) as exc:
             fault = storage_fault(exc, self.path or "the in-memory graph", action)
             if fault is None:
@@ -187,9 +188,10 @@ class OxigraphGraph:
     @property
     def store(self) -> ox.Store:
         """The underlying pyoxigraph store, for anything this wrapper does not cover (what
-        was read before may be stale after: the :attr:`generation` moves on)."""
+        was read before may be stale after: the :attr:`generation` moves on); writes through
+        it bypass the stamp, so from here on no stamp this object writes is ``settled``."""
         self._moved()
-        return self._s
+        return self._stamp.handed_out(self._s)
 
     @property
     def functions(self) -> frozenset[str]:

@@ -29,6 +29,7 @@ from typing import Any
 from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGraph, select
 from trails.kg.bindings import check_bindings
+from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
 from trails.kg.planning import (
     ESTIMATE_CAP,
@@ -53,10 +54,15 @@ log = logging.getLogger("trails.retrieve")
 # Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
 CACHED_FILTERS = 64
 CACHED_IRIS = 1_000_000
-_COUNT_LINKS = "SELECT (COUNT(*) AS ?n) WHERE { ?c <https://schema.org/isPartOf> ?d }"
-_COUNT_CHUNKS = "SELECT (COUNT(*) AS ?n) WHERE { ?c a <https://trails.dev/ns#Chunk> }"
-_COUNT_TYPED_TARGETS = ("SELECT (COUNT(*) AS ?n) WHERE { ?c <https://schema.org/isPartOf> ?d . "
-                        "?d a <https://trails.dev/ns#Document> }")
+_LINK = "?c <https://schema.org/isPartOf> ?d"
+_CHUNK = "?c a <https://trails.dev/ns#Chunk>"
+_DOCUMENT = "?d a <https://trails.dev/ns#Document>"
+_COUNT_LINKS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_LINK} }}"
+_COUNT_CHUNKS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_CHUNK} }}"
+_COUNT_TYPED_TARGETS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_LINK} . {_DOCUMENT} }}"
+# The link checks' counts, kept per graph revision with the columns: (query, its patterns)
+_KEPT_COUNTS = {_COUNT_LINKS: [_LINK], _COUNT_CHUNKS: [_CHUNK],
+                _COUNT_TYPED_TARGETS: [_LINK, _DOCUMENT]}
 
 
 class _GraphMemory:
@@ -175,13 +181,8 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
              terms: Mapping[str, Any], scopes: Sequence[str] | None) -> DocumentIris | None:
     """The lifted filter's documents from the graph's columns (``kg/filter_index.py``), or
     None when it is not a shape they answer."""
-    memory = _memory(graph)
-    key = None if scopes is None else tuple(scopes)
-    with memory.lock:
-        index = memory.at(generation).indexes.get(key)
-        if index is None:
-            assert isinstance(graph, TsvGraph)  # checked by the caller
-            index = memory.indexes[key] = FilterIndex(graph.select_tsv, scopes, graph.prefixes)
+    assert isinstance(graph, TsvGraph)  # checked by the caller
+    index = _index(graph, generation, scopes)
     try:
         found = index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
                                 terms)
@@ -193,6 +194,31 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
     documents = DocumentIris(found)
     documents.generation = generation
     return documents
+
+
+def _index(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None,
+           ) -> FilterIndex:
+    """The columns of ``graph`` at ``generation`` in ``scopes`` (made on first use)."""
+    memory = _memory(graph)
+    key = None if scopes is None else tuple(scopes)
+    with memory.lock:
+        index = memory.at(generation).indexes.get(key)
+        if index is None:
+            assert isinstance(graph, TsvGraph)
+            index = memory.indexes[key] = _new_index(graph, scopes)
+        return index
+
+
+def _new_index(graph: TsvGraph, scopes: Sequence[str] | None) -> FilterIndex:
+    """Columns for ``graph`` in ``scopes``, kept on disk under the graph's settled revision
+    when it has one (a fresh process then reads them back instead of the graph)."""
+    path: str | None = getattr(graph, "path", None)
+    revision: str | None = getattr(graph, "settled_revision", None)
+    if path is None or revision is None:
+        return FilterIndex(graph.select_tsv, scopes, graph.prefixes)
+    return FilterIndex(graph.select_tsv, scopes, graph.prefixes,
+                       files=ColumnFiles(path, revision, scopes),
+                       current=lambda: getattr(graph, "settled_revision", None) == revision)
 
 
 def _estimate(graph: GenerationGraph, shape: FilterShape, triple: Triple,
@@ -219,8 +245,12 @@ def _count(graph: GenerationGraph, query: str) -> int:
         known = memory.at(generation).counts.get(query)
     if known is not None:
         return known
-    rows = select(graph, query).rows
-    count = int(rows[0]["n"]) if rows else 0
+    def counted() -> int:
+        rows = select(graph, query).rows
+        return int(rows[0]["n"]) if rows else 0
+
+    count = (_index(graph, generation, None).counted(query, _KEPT_COUNTS[query], counted)
+             if query in _KEPT_COUNTS and isinstance(graph, TsvGraph) else counted())
     with memory.lock:
         memory.at(generation).counts[query] = count
     return count
