@@ -17,7 +17,7 @@ from rich.table import Table
 
 from trails import retrieve
 from trails.context import Context
-from trails.display.snippets import plain_snippet
+from trails.display.results import hit_passage
 from trails.ingest import ingest_all
 from trails.kg import IRI
 
@@ -56,7 +56,7 @@ def main() -> None:
             places = [str(hit.components.get(f"{name}_rank", "-"))
                       for name in ("vector", "keyword")]
             table.add_row(str(rank), f"{hit.score:.3f}", *places, doc["name"],
-                          str(doc["created"]), plain_snippet(hit.snippet, 200))
+                          str(doc["created"]), hit_passage(hit, 200))
         console.print(table)
         console.print(hits.explain())
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from trails.display.snippets import plain_snippet
+from trails.display.results import hit_passage
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
@@ -76,7 +76,7 @@ def print_hits(hits: RetrievalResult, why: bool) -> None:
         score = "" if hit.score is None else f"{hit.score:.4f}"
         admitted = [solution_text(hit.admitted_by)] if why else []
         rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
-                     hit.iri, plain_snippet(hit.snippet, 200), *admitted)
+                     hit.iri, hit_passage(hit, 200), *admitted)
     console = Console()
     console.print(rows)
     console.print(hits.explain(), highlight=False, markup=False)
