@@ -45,8 +45,12 @@ trails --db ./kb query "how do we deploy?" --json
   up what it committed; run it again for the rest).
 - **Progress**: `ingest` counts the documents before it starts (a walk of the files), then
   shows on stderr, on a terminal, documents done of that total, chunks per second and the
-  time left. In Python, `trails.ingest.progress.ingest_with_progress(paths, ctx=ctx)` does
+  time left (at the rate of the last 30 seconds, counted down between finishes); every failed
+  document is then named on stderr with its reason. In Python, `trails.ingest.progress.ingest_with_progress(paths, ctx=ctx)` does
   the same: an HTML bar in a notebook, lines on stderr elsewhere.
+- **Tables** are as wide as the terminal, or `COLUMNS` when it is set, or 140 columns when
+  the output is a pipe or a file. The passage column of `query` gets what the other columns
+  leave (title, source and IRI are capped at a share of the width each); run ids never wrap.
 - **One writer, many readers**: `query`, `sparql`, `stats` and `verify` (without `--repair`)
   open the context read-only, so they work while another process ingests; they see the data
   as it was when they opened it. `init`, `ingest` and `verify --repair` need the writer's

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from trails import retrieve
 from trails.context import Context
+from trails.display.results import hit_passage
 from trails.ingest import ingest_all
 from trails.kg import IRI
 
@@ -40,6 +41,8 @@ def main() -> None:
     with Context.open(target) as ctx:
         stats = ingest_all([ROOT / "docs", ROOT / "adr"], ctx=ctx, root=ROOT, include=["*.md"])
         console.print(f"[bold]ingested[/] {stats.summary()}")
+        for problem in stats.problems():  # every failure named, with what to do about it
+            console.print(problem, markup=False, highlight=False)
         hits = retrieve(QUESTION, ctx, mode="hybrid", k=5, sparql_filter=FILTER,
                         bindings={"since": SINCE})
         table = Table(title=f"{QUESTION!r} — documents created since {SINCE}")
@@ -53,7 +56,7 @@ def main() -> None:
             places = [str(hit.components.get(f"{name}_rank", "-"))
                       for name in ("vector", "keyword")]
             table.add_row(str(rank), f"{hit.score:.3f}", *places, doc["name"],
-                          str(doc["created"]), " ".join(hit.snippet.split())[:200])
+                          str(doc["created"]), hit_passage(hit, 200))
         console.print(table)
         console.print(hits.explain())
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from trails import Context, MockEmbedder, ingest_all, retrieve
 from trails.display.markup import short_iri
-from trails.display.snippets import marked, plain_snippet, query_terms
+from trails.display.snippets import markdown_text, marked, plain_snippet, query_terms
 from trails.errors import MissingExtraError
 from trails.ingest import Document
 from trails.ingest.events import DocumentFailed, DocumentIngested, IngestionStats
@@ -303,7 +303,7 @@ def test_a_snippet_is_whole_words_within_its_limit_with_an_ellipsis_when_cut(wor
 @pytest.mark.parametrize(("text", "start"), [
     ("---\n## Heading\n\nBody", "Heading Body"),
     ("> quoted **bold** line", "quoted bold line"),
-    ("- item one\n- item two", "item one - item two"),
+    ("- item one\n- item two", "item one item two"),
     ("1. first step", "first step"),
     ("```python\ncode here", "code here"),
     ("| a | b |", "a | b |"),
@@ -313,6 +313,93 @@ def test_a_snippet_is_whole_words_within_its_limit_with_an_ellipsis_when_cut(wor
 ])
 def test_markdown_markup_is_stripped_from_the_start(text, start):
     assert plain_snippet(text) == start
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("The *Agreement* holds", "The Agreement holds"),
+    ("The _Agreement_ holds", "The Agreement holds"),
+    ("See [ADR 10](../adr/0010-fusion.md) for why", "See ADR 10 for why"),
+    ("See <https://e.org/x> too", "See https://e.org/x too"),
+    ("A ![the diagram](img/d.png) shows it", "A the diagram shows it"),
+    ("Call `retrieve(ctx, k=5)` first", "Call retrieve(ctx, k=5) first"),
+    ("Old ~~wrong~~ text", "Old wrong text"),
+    ("Intro.\n\n### A *deep* heading\n\nBody", "Intro. A deep heading Body"),
+    ("Escaped \\*stars\\* stay", "Escaped *stars* stay"),
+    ("__init__ runs before __call__", "__init__ runs before __call__"),
+    ("<b>tags</b> are text", "<b>tags</b> are text"),
+    ("| a | b |\n|---|---|\n| 1 | 2 |", "a b 1 2"),
+])
+def test_markdown_is_shown_as_its_plain_text(text, shown):
+    assert plain_snippet(text) == shown
+
+
+# Words, each alone or inside one Markdown construct (a link's text may be several words).
+_plain_words = st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=9), min_size=1,
+                        max_size=4)
+_constructs = st.lists(st.tuples(st.sampled_from(
+    ["{}", "*{}*", "**{}**", "_{}_", "`{}`", "[{}](https://e.org/a_b*c)", "![{}](i.png)",
+     "~~{}~~"]), _plain_words), min_size=1, max_size=40)
+
+
+@given(parts=_constructs, limit=st.integers(min_value=10, max_value=200),
+       prefix=st.integers(min_value=1, max_value=2000))
+def test_a_snippet_of_markdown_is_whole_words_and_never_cut_inside_a_construct(
+        parts, limit, prefix):
+    text = " ".join(form.format(" ".join(words)) for form, words in parts)
+    words = [w for _, group in parts for w in group]
+    for whole, source in ((True, text), (False, text[:prefix])):
+        snippet = plain_snippet(source, limit=limit, whole=whole)
+        assert not set(snippet) & set("*_`[]()!~"), snippet  # no markup, opened or closed
+        shown = snippet.removesuffix("…").split()
+        assert shown == words[:len(shown)]  # whole words, from the start, in order
+        assert len(snippet) <= limit + 1
+        if whole and len(" ".join(words)) > limit or not whole:
+            assert snippet.endswith("…") or not snippet
+
+
+def test_a_stored_snippet_cut_mid_word_and_mid_link_ends_on_a_word_with_an_ellipsis(tmp_path):
+    text = ("Fusion weights were settled in [ADR 10](../adr/0010-fusion-weights.md) after "
+            "*long* debate. ") * 6
+    stored = text[:280]  # what ingest stores: the chunk's first 280 characters
+    assert not stored.endswith((" ", ".")) or "](" in stored[-40:]
+    bare = RetrievalHit("https://e.org/d/c/0", 0.5, stored, {"title": "T"})
+    full = RetrievalHit("https://e.org/d/c/0", 0.5, stored, {"title": "T", "text": text})
+    result = RetrievalResult([bare], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, query="fusion")
+    html_passage = soup_of(result._repr_html_()).select_one(".trails-passage").get_text()
+    text_passage = str(result).splitlines()[2].strip()
+    framed = result.to_pandas()["snippet"][0] if _has("pandas") else html_passage
+    for shown in (html_passage, text_passage, framed):
+        assert shown.endswith("…"), shown
+        assert not set(shown) & set("*[]()`"), shown
+        body = shown.removesuffix("…").split()
+        assert body and body[-1] in markdown_text(text).replace(".", "").split()
+    # With the chunk's whole text at hand, the passage is cut from it, not from the snippet.
+    assert plain_snippet(text) in soup_of(RetrievalResult(
+        [full], mode="vector", plan="full-scan", candidates=None, exhaustive=True,
+        query=None)._repr_html_()).select_one(".trails-passage").get_text() + "…"
+
+
+def _has(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def test_ingested_markdown_shows_its_words_without_markup_everywhere(ctx, tmp_path):
+    folder = tmp_path / "md"
+    folder.mkdir()
+    body = " ".join(f"The *Agreement* on [ADR {n}](../adr/00{n}.md) uses `fusion`." for n in
+                    range(40))
+    (folder / "a.md").write_text(f"---\ntitle: A\n---\n## **Heading**\n\n{body}\n")
+    ingest_all(str(folder), ctx=ctx)
+    result = retrieve("agreement fusion", ctx, k=1)
+    html_passage = soup_of(result._repr_html_()).select_one(".trails-passage").get_text()
+    for shown in (html_passage, str(result).splitlines()[2]):
+        assert "Agreement" in shown and shown.endswith("…")
+        assert not set(shown) & set("*[]()`#"), shown
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFD"])

@@ -176,3 +176,63 @@ def test_a_huge_result_renders_200_rows_and_the_count_of_the_rest(browser, tmp_p
     assert rows[-1].find_element(By.CSS_SELECTOR, ".trails-title").text == "Doc 199"
     more = browser.find_element(By.CSS_SELECTOR, ".trails-more")
     assert more.text == "… 30 more hits" and more.is_displayed()
+
+
+# -- under the notebooks' own stylesheets -------------------------------------------------------
+
+VENDOR = Path(__file__).resolve().parent / "vendor" / "notebook-css"
+# Each notebook's stylesheet, and the element its output cell wraps an HTML output in.
+NOTEBOOKS = {
+    "jupyterlab": ("jupyterlab-rendermime-base.css",
+                   ('<div class="jp-OutputArea-output jp-RenderedHTMLCommon jp-RenderedHTML" '
+                    'data-mime-type="text/html">{}</div>')),
+    "classic": ("nbclassic-style.min.css",
+                '<div class="output_subarea output_html rendered_html output_result">{}</div>'),
+}
+# What a cell of each table looks like wherever it renders, read back from the browser.
+CELL_STYLE = """
+return Array.from(document.querySelectorAll('.trails-box td, .trails-box th')).map(c => {
+  const s = getComputedStyle(c);
+  return [c.closest('table').className, s.textAlign, s.verticalAlign, s.borderBottomStyle];
+});"""
+TABLE_MARGIN = """
+return Array.from(document.querySelectorAll('.trails-box table')).map(
+  t => getComputedStyle(t).marginLeft);"""
+
+
+def every_object(tmp_path, docs) -> dict[str, str]:
+    """The HTML of each kind of object trails shows in a notebook."""
+    with Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=64)) as ctx:
+        stats = ingest_all(str(docs), ctx=ctx)
+        result = retrieve("fusion quality", ctx, k=3)
+        ctx.kg.update('INSERT DATA { <https://e.org/a> <https://e.org/p> 12 }')
+        shown = {"result": result._repr_html_(), "hit": result[0]._repr_html_(),
+                 "context": ctx._repr_html_(), "stats": stats._repr_html_(),
+                 "select": ctx.kg.query("SELECT ?s ?o WHERE { ?s <https://e.org/p> ?o }")
+                 ._repr_html_(),
+                 "construct": ctx.kg.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 3")
+                 ._repr_html_()}
+    return shown
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOKS))
+def test_every_table_reads_left_aligned_under_the_notebooks_own_css(
+        browser, tmp_path, docs, notebook):
+    sheet, cell = NOTEBOOKS[notebook]
+    css = (VENDOR / sheet).read_text(encoding="utf-8")
+    for kind, markup in every_object(tmp_path, docs).items():
+        page = tmp_path / f"{notebook}-{kind}.html"
+        page.write_text(f'<!doctype html><html><head><meta charset="utf-8"><title>trails</title>'
+                        f'<style>{css}</style></head><body>{cell.format(markup)}</body></html>',
+                        encoding="utf-8")
+        browser.get(page.as_uri())
+        browser.save_screenshot(str(tmp_path / f"{notebook}-{kind}.png"))
+        styles = browser.execute_script(CELL_STYLE)
+        assert styles, kind
+        # Text and numbers alike start at the left of their column, at the top of the row,
+        # with trails' own rule under each row: the notebook's right-aligned, centred,
+        # borderless cells never win.
+        assert {(align, valign, border) for _, align, valign, border in styles} == {
+            ("left", "top", "solid")}, (notebook, kind, styles)
+        assert set(browser.execute_script(TABLE_MARGIN)) == {"0px"}, (notebook, kind)
+        assert browser.execute_script(PWNED)

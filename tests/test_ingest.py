@@ -37,6 +37,7 @@ from trails.ingest import (
     ingest,
     ingest_all,
 )
+from trails.ingest.formats import parse_markdown
 from trails.kg.base import KnowledgeGraph, NQuadsGraph
 from trails.kg.oxigraph import OxigraphGraph
 from trails.testing import MockEmbedder, fresh_context
@@ -797,3 +798,34 @@ def test_verify_on_a_persisted_context_after_reopening(tmp_path):
         assert ctx.verify().ok
         assert ingest_all(folder, ctx=ctx).ingested == 1
         assert ctx.verify().ok and ctx.vectors.count() == 3
+
+
+# -- a document's title: explicit, else its metadata's, else its id's tail -------------------
+
+@pytest.mark.parametrize(("title", "metadata", "shown"), [
+    (None, {"title": "From metadata"}, "From metadata"),
+    ("Explicit", {"title": "From metadata"}, "Explicit"),  # title= wins over metadata
+    (None, {"title": 2024}, "2024"),  # a YAML or JSON number is still a name
+    (None, {"title": "  "}, "note-7"),  # blank: none given, the id's tail
+    (None, {}, "note-7"),
+])
+def test_a_title_in_metadata_names_the_document_in_the_graph_and_its_hits(
+        tmp_path, title, metadata, shown):
+    document = Document(id="notes/note-7", source="notes/note-7", title=title,
+                        metadata=metadata, text="Agreement on fusion weights was reached.")
+    assert document.title == (None if shown == "note-7" else shown)
+    with Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16)) as ctx:
+        assert ingest_all([document], ctx=ctx).ingested == 1
+        names = {str(row["name"]) for row in ctx.kg.query(
+            "SELECT ?name WHERE { ?doc schema:name ?name }")}
+        assert names == {shown}
+        hits = retrieve("fusion weights", ctx, k=1)
+        assert [hit.title for hit in hits] == [shown]
+
+
+def test_front_matter_title_is_the_title_and_an_explicit_one_wins(tmp_path):
+    (tmp_path / "a.md").write_text("---\ntitle: Front\n---\n# Heading\n\nBody text here.\n")
+    parsed = parse_markdown((tmp_path / "a.md").read_text())
+    document = parsed.to_document("a.md", "a.md")
+    assert document.title == "Front"
+    assert dataclasses.replace(document, title="Explicit").title == "Explicit"

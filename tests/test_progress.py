@@ -6,6 +6,7 @@ summary that matches what the context then holds, and exit code 130."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import pty
@@ -111,6 +112,63 @@ def test_the_tracker_never_shows_more_done_than_its_total(events, total, steps):
         assert snapshot.eta is None or snapshot.eta >= 0
     finished = sum(not isinstance(e, BatchEmbedded) for e in events)
     assert tracker.done == finished and tracker.total == max(total, finished)
+
+
+def _bursty_run(total: int, burst: int, every: float, step: float = 0.5):
+    """A steady run (``burst`` documents finishing together every ``every`` seconds) on a fake
+    clock, sampled every ``step`` seconds: the (moment, eta) pairs a display would show."""
+    now = [0.0]
+    tracker = ProgressTracker(total, clock=lambda: now[0])
+    shown = []
+    while tracker.done < total:
+        now[0] = round(now[0] + step, 6)
+        if now[0] % every == 0:
+            for _ in range(min(burst, total - tracker.done)):
+                tracker.record(DocumentSkipped("i", "s"))
+        shown.append((now[0], tracker.snapshot().eta))
+    return shown
+
+
+@pytest.mark.parametrize(("burst", "every"), [(1, 1.0), (5, 5.0), (20, 10.0), (3, 1.5)])
+def test_the_time_left_of_a_steady_run_counts_down_without_jumps(burst, every):
+    shown = [(moment, eta) for moment, eta in _bursty_run(200, burst, every) if eta is not None]
+    assert len(shown) > 10
+    for (before, was), (after, now) in itertools.pairwise(shown):
+        # A second later the run has a second less to go: never more than a second off
+        # (today's estimate from documents done so far swung by a burst's worth each time).
+        assert abs(now - (was - (after - before))) <= 1.0 + 1e-9, (before, was, after, now)
+    # And it is the truth: the run ends at 200 documents over burst/every a second.
+    moment, eta = shown[len(shown) // 2]
+    assert eta == pytest.approx(200 * every / burst - moment, abs=every + 1)
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 20), st.integers(0, 6)), min_size=1, max_size=60))
+def test_between_documents_finishing_the_time_left_only_counts_down(steps):
+    now = [0.0]
+    tracker = ProgressTracker(1000, clock=lambda: now[0])
+    previous = None
+    for step, finished in steps:
+        now[0] += step
+        for _ in range(finished):
+            tracker.record(DocumentSkipped("i", "s"))
+        eta = tracker.snapshot().eta
+        if finished == 0 and previous is not None and eta is not None:
+            assert eta == pytest.approx(max(0.0, previous - step))
+        assert eta is None or eta >= 0
+        previous = eta
+
+
+def test_the_rate_follows_a_run_that_speeds_up_within_the_window():
+    now = [0.0]
+    tracker = ProgressTracker(1000, clock=lambda: now[0], window=30.0)
+    for _ in range(100):  # 1 document a second for 100 s
+        now[0] += 1.0
+        tracker.record(DocumentSkipped("i", "s"))
+    for _ in range(400):  # then 10 a second for 40 s
+        now[0] += 0.1
+        tracker.record(DocumentSkipped("i", "s"))
+    # 500 left at 10 a second: 50 s (the run's average since the start would say ~140 s).
+    assert tracker.snapshot().eta == pytest.approx(50.0, rel=0.05)
 
 
 def test_the_html_bar_is_escaped_and_as_wide_as_the_fraction():

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from trails.audit import (
@@ -20,7 +19,7 @@ from trails.audit import (
     SparqlQueryRecord,
 )
 from trails.cli._common import context, db_option, has_context
-from trails.cli.output import print_json, solution_text, table
+from trails.cli.output import console, print_json, solution_text, table
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
 from trails.retrieval.replay import replay as replay_run
@@ -68,11 +67,11 @@ def audit(
         typer.echo("no recorded runs" + (" matching these options" if since or caller else
                                          "; searches are recorded while auditing is on"))
         return
-    rows = table("run", "started", "caller", "kind", "what", "hits")
+    rows = table("run", "started", "caller", "kind", "what", "hits", ids=("run",))
     for run in runs:
         rows.add_row(run.run_id, run.started[:19].replace("T", " "), run.caller, run.kind,
                      *_summary(run))
-    Console().print(rows)
+    console().print(rows)
 
 
 @app.command("show")
@@ -89,21 +88,21 @@ def show(
     if as_json:
         print_json({**record.to_json(), "feedback": [f.to_json() for f in feedback]})
         return
-    console = Console()
+    out = console()
     for name, value in record.to_json().items():
         if name not in ("hits", "documents") and value not in (None, [], {}, ""):
-            console.print(Text.assemble((name, "bold"), f": {value}"), highlight=False)
+            out.print(Text.assemble((name, "bold"), f": {value}"), highlight=False)
     if isinstance(record, SearchRecord):
         rows = table("#", "score", "iri", "admitted by")
         for hit in record.hits:
             rows.add_row(str(hit.rank), "" if hit.score is None else f"{hit.score:.4f}", hit.iri,
                          solution_text(hit.admitted_by))
-        console.print(rows)
+        out.print(rows)
     elif isinstance(record, DeletionRecord):
         for doc in record.documents:
-            console.print(f"deleted {doc}", highlight=False, markup=False)
+            out.print(f"deleted {doc}", highlight=False, markup=False)
     for given in feedback:
-        console.print(f"feedback {given.rating} by {given.caller} at {given.started[:19]}"
+        out.print(f"feedback {given.rating} by {given.caller} at {given.started[:19]}"
                       + ("" if given.note is None else f": {given.note}"),
                       highlight=False, markup=False)
 
@@ -161,9 +160,9 @@ def replay(
                        for name in ("moved", "new", "gone")},
                     "changed": report.changed, "notes": report.notes})
         return
-    console = Console()
+    out = console()
     changed = ", ".join(f"{part} {_changed(flag)}" for part, flag in report.changed.items())
-    console.print(f"replay of {report.original.run_id}"
+    out.print(f"replay of {report.original.run_id}"
                   f"{'' if report.result.run_id is None else ' as ' + report.result.run_id}: "
                   f"{'the same answer' if report.identical else 'the answer changed'} "
                   f"({changed})", highlight=False)
@@ -177,9 +176,9 @@ def replay(
         rows.add_row("new", iri, "", str(after))
     for iri, before in report.gone:
         rows.add_row("gone", iri, str(before), "")
-    console.print(rows)
+    out.print(rows)
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        out.print(f"note: {note}", highlight=False, markup=False)
 
 
 @contextlib.contextmanager

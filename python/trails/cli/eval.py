@@ -106,6 +106,8 @@ def eval_(
         stats = ingest_dataset(data, opened, chunker=chunker_for(chunking.value))
         if show:
             console.print(stats.summary(), highlight=False)
+            for problem in stats.problems():
+                console.print(problem, highlight=False, markup=False)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       console=console, disable=not show) as bar:
             tasks: dict[str, TaskID] = {}

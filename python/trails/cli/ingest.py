@@ -93,10 +93,8 @@ def ingest(
                     "interrupted": interrupted})
     else:
         typer.echo(stats.summary())
-    for source, reason in stats.failures:
-        typer.echo(f"{source}: {reason}", err=True)
-    for source, message in stats.warnings:
-        typer.echo(f"{source}: warning: {message}", err=True)
+    for problem in stats.problems():
+        typer.echo(problem, err=True)
     if interrupted:
         typer.echo(stats.interrupted("the same command"), err=True)
         raise typer.Exit(EXIT_INTERRUPTED)

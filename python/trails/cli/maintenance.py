@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
-from rich.console import Console
 
 from trails.cli._common import EXIT_PARTIAL, open_context
-from trails.cli.output import cell, print_json, table
+from trails.cli.output import cell, console, print_json, table
 from trails.errors import ConfigurationError
 
 __all__ = ["delete", "prune", "stats", "verify"]
@@ -36,7 +35,7 @@ def stats(
     rows.show_header = False
     for key, value in counts.items():
         rows.add_row(key, ", ".join(value) if isinstance(value, list) else cell(value))
-    Console().print(rows)
+    console().print(rows)
 
 
 def verify(

@@ -5,7 +5,9 @@ prints with these and loads no engine."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyoxigraph as ox
@@ -13,11 +15,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from trails.display.snippets import plain_snippet
+from trails.display.results import hit_passage
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
-__all__ = ["cell", "print_hits", "print_json", "solution_text", "table"]
+__all__ = ["PIPE_WIDTH", "cell", "console", "print_hits", "print_json", "solution_text", "table"]
+
+# The width of what is printed to a pipe or a file when COLUMNS does not say: wide enough for
+# a table of hits to give its passages whole lines, narrow enough to read in a pager.
+PIPE_WIDTH = 140
 
 
 def _jsonable(value: Any) -> Any:
@@ -40,12 +46,32 @@ class _TextTable(Table):
                         **options)
 
 
-def table(*columns: str) -> Table:
+def console(stderr: bool = False) -> Console:
+    """Where tables are printed: as wide as the terminal, or as ``COLUMNS`` says, or
+    :data:`PIPE_WIDTH` columns when the output is a pipe or a file (not 80: a table of seven
+    columns would fold its passages one word a line)."""
+    made = Console(stderr=stderr)
+    if made.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
+        return made
+    return Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def table(*columns: str, ids: Iterable[str] = (), shares: Mapping[str, float] | None = None,
+          width: int = PIPE_WIDTH) -> Table:
     """A table whose cells fold instead of being cut with an ellipsis (IRIs stay whole) and
-    whose text, headers included, is never read as rich markup."""
+    whose text, headers included, is never read as rich markup.
+
+    ``ids`` name columns of identifiers (run ids) that never wrap: an id cut in two cannot be
+    copied. ``shares`` caps columns at a share of the ``width`` printed to, so that the one
+    column left free (a passage) gets the rest of the line instead of being folded down to
+    the width of the others.
+    """
     made = _TextTable()
+    no_wrap, capped = set(ids), dict(shares or {})
     for column in columns:
-        made.add_column(Text(column), overflow="fold")
+        share = capped.get(column)
+        made.add_column(Text(column), overflow="fold", no_wrap=column in no_wrap,
+                        width=None if share is None else max(8, int(share * width)))
     return made
 
 
@@ -70,16 +96,18 @@ def solution_text(solution: dict[str, str] | None) -> str:
 def print_hits(hits: RetrievalResult, why: bool) -> None:
     """The hits as a table (where each comes from, then the IRI and the passage), how they
     were found, and the audit run that recorded them (on stderr: stdout stays the answer)."""
+    out = console()
+    # The passage takes what the other columns leave: they are capped at a share each.
+    shares = {"title": 0.1, "source": 0.1, "iri": 0.15, "admitted by": 0.1}
     rows = table("#", "score", "title", "date", "source", "iri", "snippet",
-                 *(("admitted by",) if why else ()))
+                 *(("admitted by",) if why else ()), shares=shares, width=out.width)
     for rank, hit in enumerate(hits, start=1):
         score = "" if hit.score is None else f"{hit.score:.4f}"
         admitted = [solution_text(hit.admitted_by)] if why else []
         rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
-                     hit.iri, plain_snippet(hit.snippet, 200), *admitted)
-    console = Console()
-    console.print(rows)
-    console.print(hits.explain(), highlight=False, markup=False)
+                     hit.iri, hit_passage(hit, 200), *admitted)
+    out.print(rows)
+    out.print(hits.explain(), highlight=False, markup=False)
     if hits.run_id is not None:
         Console(stderr=True).print(f"recorded as run {hits.run_id} "
                                    f"(trails audit show {hits.run_id})", highlight=False,

@@ -8,11 +8,10 @@ from typing import Optional
 
 import pyoxigraph as ox
 import typer
-from rich.console import Console
 
 from trails.cli._common import db_option, open_context
 from trails.cli.arguments import bindings, read_query
-from trails.cli.output import cell, print_hits, print_json, table
+from trails.cli.output import cell, console, print_hits, print_json, table
 from trails.errors import InvalidArgumentError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
@@ -157,7 +156,7 @@ def sparql(
         rows = table(*result.variables)
         for row in result:
             rows.add_row(*(cell(row[v]) for v in result.variables))
-        Console().print(rows)
+        console().print(rows)
         typer.echo(f"{len(result)} rows")
 
 

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trails._lazy import require
-from trails.display.results import Hit
-from trails.display.snippets import plain_snippet
+from trails.display.results import Hit, hit_passage
 
 __all__ = ["COLUMNS", "hit_rows", "to_pandas", "to_polars"]
 
@@ -20,7 +19,7 @@ def hit_rows(hits: Sequence[Hit]) -> list[dict[str, Any]]:
     return [{"rank": rank, "iri": hit.iri, "score": hit.score,
              "components": dict(hit.components), "title": hit.title,
              "date": None if hit.date is None else hit.date.isoformat(),
-             "source": hit.source, "snippet": plain_snippet(hit.snippet), "document": hit.document}
+             "source": hit.source, "snippet": hit_passage(hit), "document": hit.document}
             for rank, hit in enumerate(hits, start=1)]
 
 

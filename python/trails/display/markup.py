@@ -17,19 +17,26 @@ __all__ = ["MAX_ROWS", "STYLE", "escape", "iri_link", "more", "score_bar", "shor
 # Rows drawn before "… N more": a notebook cell stays readable, the object keeps them all.
 MAX_ROWS = 200
 
-STYLE = """<style>
-.trails-box{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em}
-.trails-box table{border-collapse:collapse;margin:4px 0}
-.trails-box th,.trails-box td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;
-vertical-align:top}
-.trails-box th{background:#f4f4f4}
-.trails-explain{color:#555;margin:2px 0 6px}
-.trails-meta{color:#666;font-size:12px}
-.trails-scorecell{white-space:nowrap}
-.trails-bar{display:inline-block;width:100px;height:8px;background:#eee;vertical-align:middle}
-.trails-bar-fill{display:block;height:8px;background:#3b7dd8}
-.trails-box mark{background:#fff1a8;padding:0}
-.trails-box details summary{cursor:pointer;color:#666;font-size:12px}
+# Tables are styled through ``div.trails-box table.trails-table``: a notebook's own rules for
+# output tables (JupyterLab's ``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td``, the
+# classic Notebook's ``.rendered_html td``) right-align, centre and unborder every cell, and
+# they must not outrank these. Every cell is left-aligned, numbers too (in tabular figures, so
+# a column of them still lines up): a cell reads like the text around it.
+_TABLE = "div.trails-box table.trails-table"
+STYLE = f"""<style>
+.trails-box{{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em}}
+{_TABLE}{{border-collapse:collapse;margin:4px 0;table-layout:auto;font-size:13px}}
+{_TABLE} th,{_TABLE} td{{border:none;border-bottom:1px solid #ddd;padding:3px 8px;
+text-align:left;vertical-align:top;white-space:normal;line-height:1.4;
+font-variant-numeric:tabular-nums;background:none}}
+{_TABLE} th{{background:#f4f4f4}}
+.trails-explain{{color:#555;margin:2px 0 6px;text-align:left}}
+.trails-meta{{color:#666;font-size:12px}}
+.trails-scorecell{{white-space:nowrap}}
+.trails-bar{{display:inline-block;width:100px;height:8px;background:#eee;vertical-align:middle}}
+.trails-bar-fill{{display:block;height:8px;background:#3b7dd8}}
+.trails-box mark{{background:#fff1a8;padding:0}}
+.trails-box details summary{{cursor:pointer;color:#666;font-size:12px}}
 </style>"""
 
 # The last separator before a position: an IRI is shortened at one, keeping the tail.
@@ -96,8 +103,9 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str = "
     by the caller (through :func:`escape` or the helpers above)."""
     cells = "".join(f"<th>{escape(name)}</th>" for name in head)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
-    klass = f' class="{escape(css_class)}"' if css_class else ""
-    return f"<table{klass}><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+    klass = escape(f"trails-table {css_class}".strip())
+    return f'<table class="{klass}"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
+
 
 
 def more(left_out: int, noun: str) -> str:

@@ -20,10 +20,10 @@ from trails.display.markup import (
     table,
     wrap,
 )
-from trails.display.snippets import marked, plain_snippet, query_terms
+from trails.display.snippets import SNIPPET_CHARS, marked, plain_snippet, query_terms
 
-__all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html", "hit_text",
-           "hits_html", "hits_text", "label"]
+__all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html", "hit_passage",
+           "hit_text", "hits_html", "hits_text", "label"]
 
 # Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
 TEXT_HITS = 20
@@ -55,6 +55,19 @@ class Hit(Protocol):
 def label(hit: Hit) -> str:
     """What a person calls the hit: its title, else its document's or its own short IRI."""
     return hit.title or short_iri(hit.document or hit.iri)
+
+
+def hit_passage(hit: Hit, limit: int = SNIPPET_CHARS) -> str:
+    """What every display shows of a hit's text: its chunk's whole text when the hit carries
+    it (``metadata["text"]``), else its snippet, as plain words (Markdown rendered) cut on a
+    word within ``limit`` characters. A stored snippet is the chunk's first
+    ``SNIPPET_CHARS`` characters: one that long was cut from more, so it ends before its
+    last partial word or open Markdown construct, with an ellipsis."""
+    text = getattr(hit, "metadata", {}).get("text")
+    if isinstance(text, str) and text:
+        return plain_snippet(text, limit)
+    snippet = hit.snippet or ""
+    return plain_snippet(snippet, limit, whole=len(snippet) < SNIPPET_CHARS)
 
 
 def component_value(name: str, value: object, digits: int = 4) -> str:
@@ -96,10 +109,10 @@ def _detail(hit: Hit) -> str:
 
 def _hit_cells(rank: int, hit: Hit, terms: frozenset[str], best: float | None) -> list[str]:
     meta = " · ".join(escape(part) for part in (_when(hit), hit.source or "") if part)
-    passage = marked(plain_snippet(hit.snippet), terms)
+    shown = marked(hit_passage(hit), terms)
     document = (f'<div class="trails-title"><b>{escape(label(hit))}</b></div>'
                 + (f'<div class="trails-meta">{meta}</div>' if meta else "")
-                + f'<div class="trails-passage">{passage}</div>'
+                + f'<div class="trails-passage">{shown}</div>'
                 + f'<div class="trails-meta">{iri_link(hit.iri)}</div>' + _detail(hit))
     bar = score_bar(hit.score, best, components_text(hit.components))
     return [f'<span class="trails-rank">{rank}</span>', bar, document]
@@ -141,9 +154,9 @@ def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
     meta = " ".join(_meta_text(hit).split())
     first = f"{'' if rank is None else f'{rank:>2}. '}{score}  {' '.join(label(hit).split())}"
     lines = [first + (f"  ({meta})" if meta else "")]
-    passage = plain_snippet(hit.snippet, limit=width)
-    if passage:
-        lines.append("      " + passage)
+    shown = hit_passage(hit, limit=width)
+    if shown:
+        lines.append("      " + shown)
     lines.append("      " + hit.iri)
     return "\n".join(lines)
 

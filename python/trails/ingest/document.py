@@ -38,6 +38,11 @@ class Document:
     (the file loader sets it; ``None`` for a document given any other way): ``ingest
     --prune`` deletes a document only when that file is gone, never by its ``source`` label.
 
+    ``title`` is the document's name (``schema:name``, a hit's title). Given as ``title=``
+    it wins; else ``metadata["title"]`` is the title (as text; a blank one is none), which is
+    how Markdown front matter and a JSONL record's title field name a document too; else the
+    last part of ``id`` names it.
+
     ``chunks`` (optional) are the document's chunks as computed elsewhere: they replace the
     chunker, and a chunk with a ``vector`` is stored with it instead of being embedded;
     ``embedded_by`` then names the embedder that made the vectors, which must be compatible
@@ -77,6 +82,10 @@ class Document:
               self.title)
         _need(isinstance(self.metadata, Mapping), "metadata", "a mapping (dict) of fields",
               self.metadata)
+        if self.title is None and self.metadata.get("title") is not None:
+            # str(): a YAML or JSON number is a name too, as parse_markdown reads it.
+            given = str(self.metadata["title"]).strip()
+            object.__setattr__(self, "title", given or None)
         if not self.id:
             raise InvalidArgumentError("Document(id='') names no document: give a non-empty "
                                        "id (a path, a record key) that names it in every run")

@@ -172,6 +172,17 @@ class IngestionStats:
         return (f"{self.ingested} documents ingested, {self.skipped} skipped, {self.failed} "
                 f"failed{extra}, {self.chunks} chunks in {self.seconds:.1f}s")
 
+    def problems(self) -> list[str]:
+        """One line per document that failed and per warning, each naming its source and
+        the reason: what :meth:`summary` only counts.
+
+        >>> stats = IngestionStats(failed=1, failures=[("adr/9.md", "not UTF-8")])
+        >>> stats.problems()
+        ['adr/9.md: failed: not UTF-8']
+        """
+        return ([f"{source}: failed: {reason}" for source, reason in self.failures]
+                + [f"{source}: warning: {message}" for source, message in self.warnings])
+
     def interrupted(self, again: str) -> str:
         """What a run stopped by Ctrl-C kept, and how to finish it (``again`` names what to
         run again: committed documents are skipped then).

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
+from trails.display.snippets import SNIPPET_CHARS  # what a stored snippet holds
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
 from trails.ingest.expiry import EXPIRES, document_expiry
@@ -41,7 +42,6 @@ __all__ = [
 
 SCHEMA = "https://schema.org/"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-SNIPPET_CHARS = 280
 _KEY = re.compile(r"[^A-Za-z0-9_\-]")
 
 

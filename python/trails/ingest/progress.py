@@ -17,6 +17,7 @@ import html
 import importlib.util
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -44,6 +45,9 @@ __all__ = [
     "ingest_with_progress",
 ]
 
+# Seconds of recent finishes the rate is measured over (ProgressTracker's default window).
+WINDOW = 30.0
+
 
 @dataclass(frozen=True)
 class ProgressSnapshot:
@@ -54,12 +58,17 @@ class ProgressSnapshot:
         done: documents finished: committed, skipped as unchanged, updated, or failed.
         chunks: chunks embedded so far.
         elapsed: seconds since the run started.
+        rate: documents finished per second over the tracker's recent window (None when
+            not known: then the rate since the start is used).
+        since_finished: seconds since the last document finished.
     """
 
     total: int | None
     done: int
     chunks: int
     elapsed: float
+    rate: float | None = None
+    since_finished: float = 0.0
 
     @property
     def fraction(self) -> float | None:
@@ -75,11 +84,18 @@ class ProgressSnapshot:
 
     @property
     def eta(self) -> float | None:
-        """Seconds left at the rate documents have finished so far (None until one has, or
-        without a total)."""
+        """Seconds left: the documents to go at :attr:`rate`, counted down since the last one
+        finished (None until one has, or without a total).
+
+        Documents finish in bursts (a commit reports several at once): an estimate from the
+        documents done at each moment would fall at every burst and climb between them. Timed
+        from the last finish instead, it only counts down between bursts, and a steady run's
+        bursts land where the countdown already was.
+        """
         if self.total is None or self.done <= 0 or self.elapsed <= 0:
             return None
-        return max(0, self.total - self.done) * self.elapsed / self.done
+        rate = self.rate if self.rate else self.done / self.elapsed
+        return max(0.0, max(0, self.total - self.done) / rate - self.since_finished)
 
     def text(self) -> str:
         """One line: ``12/40 documents, 230 chunks embedded, 45.1 chunks/s, 0:00:08 left``."""
@@ -101,17 +117,24 @@ class ProgressTracker:
     Args:
         total: documents the run will see (:func:`count_documents`), None for a stream.
         clock: where time comes from (seconds, monotonic).
+        window: seconds of recent finishes the rate is measured over: long enough to smooth
+            the bursts of a commit, short enough to follow a run that speeds up or slows.
     """
 
-    def __init__(self, total: int | None, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, total: int | None, clock: Callable[[], float] = time.perf_counter,
+                 window: float = WINDOW) -> None:
         self.total = total
         self.clock = clock
+        self.window = window
         self.started = clock()
         self.done = 0
         self.chunks = 0
+        # (moment, done) at each finish; the first is the window's start (the run's at first).
+        self._finishes: deque[tuple[float, int]] = deque([(self.started, 0)])
 
     def record(self, event: IngestEvent) -> None:
         """Count ``event``: a document finished (in any way) or a batch of chunks embedded."""
+        before = self.done
         if isinstance(event, (DocumentIngested, DocumentSkipped, DocumentMetadataUpdated,
                               DocumentFailed)):
             self.done += 1
@@ -121,11 +144,26 @@ class ProgressTracker:
             self.chunks += event.chunks
         if self.total is not None and self.done > self.total:
             self.total = self.done  # the files changed since they were counted
+        if self.done != before:
+            self._finished(self.clock())
+
+    def _finished(self, moment: float) -> None:
+        finishes = self._finishes
+        if finishes[-1][0] == moment:  # a burst: one sample for all its documents
+            finishes.pop()
+        finishes.append((moment, self.done))
+        # The window starts at the last finish at least ``window`` seconds back.
+        while len(finishes) > 2 and finishes[1][0] <= moment - self.window:
+            finishes.popleft()
 
     def snapshot(self, now: float | None = None) -> ProgressSnapshot:
         """The numbers at ``now`` (default: the tracker's clock now)."""
         moment = self.clock() if now is None else now
-        return ProgressSnapshot(self.total, self.done, self.chunks, max(0.0, moment - self.started))
+        (first, done_then), (last, done_now) = self._finishes[0], self._finishes[-1]
+        rate = (done_now - done_then) / (last - first) if last > first else None
+        return ProgressSnapshot(self.total, self.done, self.chunks,
+                                max(0.0, moment - self.started), rate,
+                                max(0.0, moment - last))
 
 
 def count_documents(source: Source, **loader_options: Any) -> int | None:
