@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from trails.cli import app
 from trails.context import Context
+from trails.ingest import Document, ingest_all
 
 runner = CliRunner()
 
@@ -46,7 +47,7 @@ COMMANDS = [c for c in _commands(typer.main.get_command(app)) if c not in SERVER
 def test_the_commands_are_the_ones_this_file_knows():
     assert {" ".join(c) for c in COMMANDS} == {
         "init", "ingest", "query", "sparql", "stats", "verify", "delete", "prune", "load",
-        "export", "eval", "audit", "audit show", "replay", "link", "keys add"}
+        "export", "eval", "audit", "audit show", "audit feedback", "replay", "link", "keys add"}
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -171,7 +172,8 @@ def test_every_command_with_json_prints_one_json_document_and_nothing_else(tmp_p
     def run(*args: object) -> object:
         result = trails("--db", db, *args, "--json")
         assert result.exit_code == 0, (args, result.output)
-        ran.append(str(args[0]) if args[0] != "audit" or len(args) == 1 else "audit show")
+        ran.append(" ".join(map(str, args[:2])) if args[0] == "audit" and len(args) > 1
+                   else str(args[0]))
         return json.loads(result.stdout)
 
     run("init", "--model", "mock:16", "--map-metadata", "author=schema:author",
@@ -188,6 +190,7 @@ def test_every_command_with_json_prints_one_json_document_and_nothing_else(tmp_p
     run("export")
     run("audit")
     run("audit", "show", answer["run_id"])
+    run("audit", "feedback", answer["run_id"], "--down", "--note", "stale")
     run("replay", answer["run_id"])
     run("prune", "--expired", "--dry-run")
     run("delete", "trails://local/doc/a.md")
@@ -199,3 +202,17 @@ def test_every_command_with_json_prints_one_json_document_and_nothing_else(tmp_p
     assert added["sha256"] in (tmp_path / "keys.toml").read_text()
     assert added["secret"] not in (tmp_path / "keys.toml").read_text()
     assert {" ".join(c) for c in COMMANDS} - set(ran) == {"eval"}
+
+
+def test_audit_feedback_json_is_the_record_written(tmp_path):
+    db = tmp_path / "kb"
+    json_of(trails("--db", db, "init", "--model", "mock:16", "--json"))
+    with Context.open(db) as ctx:
+        ingest_all([Document(id="a", source="a", text="Rails routing.")], ctx=ctx)
+    run = json_of(trails("--db", db, "query", "rails", "--json"))["run_id"]
+    given = json_of(trails("--db", db, "audit", "feedback", run, "--up", "--note", "ok",
+                           "--json"))
+    assert (given["kind"], given["run"], given["rating"], given["note"]) == (
+        "feedback", run, "up", "ok")
+    with Context.open(db) as ctx:
+        assert [f.run_id for f in ctx.audit.feedback_on(run)] == [given["run_id"]]
