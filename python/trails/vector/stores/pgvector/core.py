@@ -3,6 +3,7 @@ writes, deletes, and reads by id or by metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -14,7 +15,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails._lazy import require
-from trails.errors import ConfigurationError, DimensionMismatchError, InvalidArgumentError
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EndpointUnavailableError,
+    InvalidArgumentError,
+)
 from trails.resilience import Resilience, breaker_for
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
@@ -177,8 +183,10 @@ class PgCore(BaseVectorStore):
     @contextmanager
     def _pinned(self) -> Iterator[None]:
         """Hold this thread's snapshot for the block: a REPEATABLE READ, read-only transaction
-        on a connection of its own, begun at the first read inside (so an unreachable server
-        fails that read, where retrieval can answer around it). Blocks nest."""
+        on a connection of its own, taken when the block begins: a reader that reads the
+        graph next relies on the snapshot being no newer than that graph read (ADR 5's
+        torn-read checks). A server unreachable then fails the first read inside instead,
+        where retrieval can answer around it. Blocks nest."""
         if self._closed:
             raise ConfigurationError(f"vector store {self._label!r} is closed; open a new one")
         local = self._local
@@ -191,6 +199,8 @@ class PgCore(BaseVectorStore):
             return
         local.depth, local.conn = 1, None
         try:
+            with contextlib.suppress(EndpointUnavailableError), translated(self.location):
+                local.conn = self._begin_snapshot()
             yield
         finally:
             conn, local.conn, local.depth = local.conn, None, 0
@@ -303,17 +313,34 @@ class PgCore(BaseVectorStore):
                pending: bool) -> None:
         """``add_many``: every row and its keyword terms in one transaction."""
         rows = [schema.row(i, v, m, pending) for i, v, m in zip(ids, unit, metas)]
-        terms = [t for r in rows for t in schema.term_rows(r)]
 
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
                 cur.executemany(self._sql(_UPSERT), rows)
-                cur.execute(self._sql("DELETE FROM {terms} WHERE id = ANY(%s)"), (ids,))
-                with cur.copy(self._sql("COPY {terms} (term, id, tf) FROM STDIN")) as copy:
-                    for term in terms:
-                        copy.write_row(term)
+            self._write_terms(conn, rows)
 
         self._run(work, write=True)
+
+    def _rewrite_rows(self, conn: Any, rows: list[schema.Row]) -> None:
+        """Replace the metadata of existing rows, and everything derived from it (the
+        promoted columns, the keyword text and its terms), keeping their vectors."""
+        with conn.cursor() as cur:
+            cur.executemany(self._sql(
+                "UPDATE {items} SET metadata = %s::jsonb, doc_iri = %s, scope = %s,"
+                " version = %s, body = %s, body_len = %s WHERE id = %s"),
+                [(r.metadata, r.doc_iri, r.scope, r.version, r.body, r.body_len, r.id)
+                 for r in rows])
+        self._write_terms(conn, rows)
+
+    def _write_terms(self, conn: Any, rows: list[schema.Row]) -> None:
+        """The keyword index's rows of ``rows``, replacing any they had."""
+        with conn.cursor() as cur:
+            cur.execute(self._sql("DELETE FROM {terms} WHERE id = ANY(%s)"),
+                        ([r.id for r in rows],))
+            with cur.copy(self._sql("COPY {terms} (term, id, tf) FROM STDIN")) as copy:
+                for r in rows:
+                    for term in schema.term_rows(r):
+                        copy.write_row(term)
 
     def _delete_ids(self, ids: list[str]) -> int:
         wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
