@@ -34,7 +34,6 @@ __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
 T = TypeVar("T")
 # The full DSN (password included) when none is given; trails.json never records a password.
 DSN_ENV = "TRAILS_PG_DSN"
-_PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
 _UPSERT = (
     "INSERT INTO {items} (id, embedding, metadata, doc_iri, scope, version, pending, body,"
     " body_len) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE"
@@ -354,7 +353,7 @@ class PgCore(BaseVectorStore):
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
         """Other keys than ``doc_iri`` and ``scope`` compare metadata values as JSON (1 is
         not true, ``None`` matches nothing)."""
-        where = self._where_clause(filters, promoted=True)
+        where = schema.where_clause(filters, promoted=True)
         if where is None:
             self._check_writable()
             return 0
@@ -362,36 +361,6 @@ class PgCore(BaseVectorStore):
         return self._run(lambda conn: len(conn.execute(self._sql(
             "DELETE FROM {items} WHERE " + clause + " RETURNING id"), params).fetchall()),
             write=True)
-
-    @staticmethod
-    def _where_clause(filters: Mapping[str, Any], *, promoted: bool
-                  ) -> tuple[str, list[Any]] | None:
-        """A WHERE clause for metadata equal to every filter, with its parameters (no value
-        is pasted into SQL), or None when nothing can match. Values compare as JSON: 1 equals
-        1.0 but not true or "1". With ``promoted`` (delete_where), ``doc_iri`` and ``scope``
-        compare the promoted columns and ``None`` matches nothing; else a ``None`` matches an
-        explicit null, never a missing key."""
-        clauses, params = ["TRUE"], list[Any]()
-        for key, value in filters.items():
-            if not isinstance(key, str):
-                raise InvalidArgumentError(f"metadata filter keys are strings, got {key!r}")
-            if promoted and key in _PROMOTED:
-                if value is None:
-                    return None
-                clauses.append(f"{key} = %s")
-                params.append(str(value))
-                continue
-            if value is None and promoted:
-                return None
-            try:
-                encoded = json.dumps(value, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise InvalidArgumentError(
-                    f"metadata filter {key!r}: {value!r} has no JSON form to compare ({exc})"
-                ) from exc
-            clauses.append("metadata -> %s = %s::jsonb")
-            params.extend([key, encoded])
-        return " AND ".join(clauses), params
 
     # -- reads by id or metadata ----------------------------------------------------------
 
@@ -417,7 +386,7 @@ class PgCore(BaseVectorStore):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgumentError(f"limit must be an integer >= 0, got {limit!r}")
         checked = self._checked_filters(filters, "find")
-        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
+        clause, params = schema.where_clause(checked, promoted=False) or ("FALSE", [])
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, embedding, metadata FROM {items} WHERE NOT pending AND " + clause
             + " ORDER BY id LIMIT %s"), [*params, limit]).fetchall())
@@ -427,7 +396,7 @@ class PgCore(BaseVectorStore):
         """Live vectors (staged ones are not counted until published); with ``filters``, those
         whose metadata equals every filter value (as :meth:`find` compares)."""
         checked = self._checked_filters(filters or {}, "count")
-        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
+        clause, params = schema.where_clause(checked, promoted=False) or ("FALSE", [])
         return int(self._run(lambda conn: conn.execute(self._sql(
             "SELECT count(*) FROM {items} WHERE NOT pending AND " + clause),
             params).fetchone()[0]))
