@@ -196,7 +196,8 @@ def run_fused(ctxs, qs, bucket, rounds: int = 1) -> list[dict]:
     return out
 
 
-def pg_tables(build: dict, vector: dict, hybrid: list[dict], fused: list[dict]):
+def pg_tables(build: dict, sizes: dict, n: int, vector: dict, hybrid: list[dict],
+              fused: list[dict]):
     """(title, headers, rows) for PgVectorStore beside SqliteVecStore."""
     rows = [["vector search (all)", f"{vector['q_pgvector']}", ms(vector["rank_pgvector"]),
              ms(vector["e2e_pgvector"]), times(vector["xpg_e2e"]),
@@ -208,7 +209,10 @@ def pg_tables(build: dict, vector: dict, hybrid: list[dict], fused: list[dict]):
               r["plans"].get("pgvector", "-")] for r in hybrid]
     f_rows = [["unfiltered" if r["sel"] is None else pct(r["sel"]),
                *(ms(r.get("fused_" + name)) for name in STORES)] for r in fused]
-    return [(f"PgVectorStore beside SqliteVecStore (ingest {build['pgvector']:.1f} s)",
+    size = sum(sizes[key] for key in ("table", "terms", "other"))
+    disk = (f"{size / 2**20:,.0f} MB on disk, {size / n:,.0f} bytes per chunk, of which the"
+            f" keyword index {sizes['terms'] / n:,.0f}; shared_buffers {sizes['shared_buffers']}")
+    return [(f"PgVectorStore beside SqliteVecStore (ingest {build['pgvector']:.1f} s; {disk})",
              ["search", "queries", "pgvector rank ms", "pgvector retrieve() ms",
               "retrieve() pgvector / sqlite-vec", "recall@10", "identical hits", "plan"], rows),
             ("The fused default: retrieve() ms, keyword and vector rankings fused",
@@ -361,7 +365,7 @@ def render(parts, vector: dict, hybrid: list[dict], n: int, queries: int, args, 
     ratios = [r["x_rank"] for r in ran] or [float("nan")]
     return f"""## Vector stores side by side (`benchmarks/stores.py`)
 
-Reproduce: `.venv/bin/python benchmarks/stores.py` ({minutes:.1f} minutes for this run;
+Reproduce: `{" ".join([".venv/bin/python benchmarks/stores.py", *sys.argv[1:]])}` ({minutes:.1f} minutes for this run;
 `--quick` for a smoke run). Measured {datetime.date.today().isoformat()} on {facts()}.
 
 Load average (1 minute) {load}: the machine is shared with other jobs,
@@ -459,6 +463,20 @@ def build(tmp: str, vectors, ids, metas, pg_dsn: str | None) -> tuple[dict, dict
     return stores, seconds
 
 
+def pg_sizes(store: PgVectorStore) -> dict:
+    """Bytes on the server: the table with its indexes and TOAST, the keyword index, and
+    PostgreSQL's shared_buffers (what the sizing table in docs/scale.md is made of)."""
+    def read(conn):
+        names = [store.table + suffix for suffix in ("", "__terms", "__versions", "__meta")]
+        row = conn.execute(
+            "SELECT pg_total_relation_size(%s::regclass), pg_total_relation_size(%s::regclass),"
+            " pg_total_relation_size(%s::regclass) + pg_total_relation_size(%s::regclass),"
+            " current_setting('shared_buffers')", names).fetchone()
+        return {"table": row[0], "terms": row[1], "other": row[2], "shared_buffers": row[3]}
+
+    return store._run(read)
+
+
 def pg_server(args) -> tuple[object | None, str | None]:
     """(a server this run started, the DSN PgVectorStore uses), or (None, None) without one;
     adds "pgvector" to STORES when there is one."""
@@ -493,10 +511,11 @@ def main() -> int:
     parser.add_argument("--pg-dsn", help="a PostgreSQL database with pgvector (default: a "
                         "throwaway local server, with pgserver)")
     parser.add_argument("--no-pgvector", action="store_true", help="leave PgVectorStore out")
+    parser.add_argument("--chunks", type=int, help="vectors in the corpus (default 100,000)")
     args = parser.parse_args()
     n, queries, budget, cap, sample = ((1_000, 3, 0.5, 60.0, 100) if args.quick
                                        else (100_000, 30, 60.0, 150.0, 2_000))
-    queries = args.queries or queries
+    n, queries = args.chunks or n, args.queries or queries
     args.qdrant_budget = budget = args.qdrant_budget or budget
     args.qdrant_cap = cap = args.qdrant_cap or cap
     sample = min(args.persist_sample or sample, n)
@@ -509,6 +528,7 @@ def main() -> int:
     server, pg_dsn = pg_server(args)
     with tempfile.TemporaryDirectory() as tmp:
         stores, build_s = build(tmp, vectors, ids, metas, pg_dsn)
+        sizes = pg_sizes(stores["pgvector"]) if "pgvector" in stores else {}
         kg = build_graph(bucket)
         ctxs = {name: Context(kg, store, LookupEmbedder(qs)) for name, store in stores.items()}
         clocks = {name: clock(store, "search_with_plan") for name, store in stores.items()}
@@ -541,7 +561,7 @@ def main() -> int:
             else f"{pct(r['sel'])}=skipped" for r in hybrid))
     same, total = (sum(r[key] for r in [vector, *hybrid]) for key in ("same_n", "q_qdrant"))
     print(f"identical hits qdrant = sqlite-vec: {same}/{total}")
-    pg_parts = pg_tables(build_s, vector, hybrid, fused) if "pgvector" in STORES else None
+    pg_parts = pg_tables(build_s, sizes, n, vector, hybrid, fused) if "pgvector" in STORES else None
     if pg_parts is not None:
         for part in pg_parts:
             show(*part)

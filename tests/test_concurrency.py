@@ -15,6 +15,10 @@ read path to it under real concurrency and at the exact moments that could tear 
   writer committing between a reader's two keyword statements, and one between a matrix
   reload's row read and its version read;
 - threads sharing one store object with a writer thread.
+
+Every test that needs no SQLite internals runs on each store with these promises:
+SqliteVecStore, and PgVectorStore against the real PostgreSQL test server (``store_kind``;
+a context on PostgreSQL keeps its graph in its directory as any other).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from trails.ingest import Document, SentenceChunker, ingest_all
 from trails.kg import OxigraphGraph, opening
 from trails.retrieval.consistency import READ_ATTEMPTS
 from trails.testing import MockEmbedder
+from trails.vector.stores.base import VectorStore
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 DIM = 32
@@ -63,8 +68,39 @@ def doc_iri(i: int) -> str:
     return f"trails://local/doc/d{i}"
 
 
-def make_context(directory: Path) -> None:
-    with Context.open(directory, embedder=MockEmbedder(dim=DIM)) as ctx:
+STORES = ["sqlite-vec", "pgvector"]
+
+
+@pytest.fixture(params=STORES)
+def store_kind(request) -> str:
+    return str(request.param)
+
+
+def new_store(kind: str, directory: Path, dim: int) -> VectorStore | None:
+    """A new store of ``kind`` for a context in ``directory`` (None: the context's default,
+    SqliteVecStore in the directory); PgVectorStore in a new schema of the test server."""
+    if kind == "sqlite-vec":
+        return None
+    from pg_support import pg_server
+    from trails.vector.stores.pgvector import PgVectorStore
+
+    return PgVectorStore(pg_server().new_schema(), dim=dim)
+
+
+def second_handle(store: VectorStore) -> VectorStore:
+    """Another object (another connection) on the same stored vectors, as a second process
+    would open them."""
+    if isinstance(store, SqliteVecStore):
+        return SqliteVecStore(store.path)
+    from trails.vector.stores.pgvector import PgVectorStore
+
+    assert isinstance(store, PgVectorStore)
+    return PgVectorStore(store.dsn, table=store.table)
+
+
+def make_context(directory: Path, kind: str = "sqlite-vec") -> None:
+    with Context.open(directory, embedder=MockEmbedder(dim=DIM),
+                      vectors=new_store(kind, directory, DIM)) as ctx:
         ingest_all(documents(0), ctx=ctx, chunker=CHUNKER)
 
 
@@ -212,9 +248,10 @@ def beside_a_writer(directory: Path, done: Path, here: str, seconds: int,
     return revisions, results
 
 
-def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, here):
+def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, here,
+                                                                   store_kind):
     directory, done = tmp_path / "ctx", tmp_path / "done"
-    make_context(directory)
+    make_context(directory, store_kind)
     revisions, results = beside_a_writer(directory, done, here, 14, [
         (READER, style, here) for style in ("reopen", "reopen", "threads")])
     assert revisions >= 4, "the writer committed too few revisions to race with"
@@ -327,12 +364,12 @@ def test_a_read_meeting_a_missing_file_while_the_store_moves_opens_a_newer_view(
 
 
 @pytest.fixture
-def two_handles(tmp_path):
+def two_handles(tmp_path, store_kind):
     """A context (the reader) and a writer sharing its graph with its own store connection:
     the writer's commits land while the reader holds its snapshot."""
-    make_context(tmp_path / "ctx")
+    make_context(tmp_path / "ctx", store_kind)
     reader = Context.open(tmp_path / "ctx")
-    writer_store = SqliteVecStore(tmp_path / "ctx" / "vectors.db")
+    writer_store = second_handle(reader.vectors)
     writer = Context(reader.kg, writer_store, reader.embedder)
     yield reader, writer
     writer_store.close()
@@ -441,8 +478,8 @@ def test_a_filter_that_skips_the_live_version_is_no_tear(two_handles, monkeypatc
     assert seen == [0] and list(result) == [] and not result.notes
 
 
-def test_a_read_only_graph_left_behind_by_its_writer_is_refreshed(tmp_path):
-    make_context(tmp_path / "ctx")
+def test_a_read_only_graph_left_behind_by_its_writer_is_refreshed(tmp_path, store_kind):
+    make_context(tmp_path / "ctx", store_kind)
     with Context.open(tmp_path / "ctx") as writer, \
             Context.open(tmp_path / "ctx", read_only=True) as reader:
         ingest_all(documents(7), ctx=writer, chunker=CHUNKER)  # after the reader opened
@@ -503,8 +540,8 @@ def test_a_commit_during_a_matrix_reload_is_never_missed(tmp_path):
     writer.close()
 
 
-def test_threads_sharing_a_store_with_a_writer_thread_see_whole_versions(tmp_path):
-    store = SqliteVecStore(tmp_path / "v.db", dim=4)
+def test_threads_sharing_a_store_with_a_writer_thread_see_whole_versions(tmp_path, store_kind):
+    store = new_store(store_kind, tmp_path, 4) or SqliteVecStore(tmp_path / "v.db", dim=4)
     docs, chunks, stop = 5, 3, threading.Event()
     rng = np.random.default_rng(0)
 
@@ -563,13 +600,14 @@ def test_threads_sharing_a_store_with_a_writer_thread_see_whole_versions(tmp_pat
                       max_size=READ_ATTEMPTS + 1),
        mode=st.sampled_from(["hybrid", "graph"]))
 def test_any_interleaving_of_commits_and_a_read_gives_whole_versions(tmp_path_factory, moves,
-                                                                     mode):
+                                                                     mode, store_kind):
     """Whatever documents a writer commits just before and just after each of a read's graph
     filters, the answer holds whole versions; a document is missing only with a note."""
     directory = tmp_path_factory.mktemp("ctx")
-    with Context.open(directory, embedder=MockEmbedder(dim=DIM)) as reader:
+    with Context.open(directory, embedder=MockEmbedder(dim=DIM),
+                      vectors=new_store(store_kind, directory, DIM)) as reader:
         ingest_all(documents(0, range(3)), ctx=reader, chunker=CHUNKER)
-        writer = Context(reader.kg, SqliteVecStore(directory / "vectors.db"), reader.embedder)
+        writer = Context(reader.kg, second_handle(reader.vectors), reader.embedder)
         real, calls, revision = reader.kg.select_iris, [0], [0]
 
         def commit(docs: set[int]) -> None:
@@ -653,14 +691,14 @@ READS = {  # what each kind of read must show whole: (mode, filter, query, docum
 @pytest.mark.parametrize("opened", [None, *STEPS], ids=lambda s: f"opened at {s}")
 @pytest.mark.parametrize("read", STEPS, ids=lambda s: f"read at {s}")
 def test_a_read_only_open_beside_a_writer_between_any_two_steps_sees_whole_versions(
-        tmp_path, monkeypatch, opened, read):
+        tmp_path, monkeypatch, opened, read, store_kind):
     """A read-only context takes its graph view when it opens and its store snapshot when it
     reads; the writer may stand at any of the four steps at either moment (an earlier
     revision cut off where the reader opened, the next one where it reads; one batch of every
     document, or one document). Every answer holds whole versions of every document."""
     for ids in (range(DOCS), range(1)):
         directory = tmp_path / f"ctx{len(ids)}"
-        make_context(directory)
+        make_context(directory, store_kind)
         with Context.open(directory) as writer:
             _write_until(monkeypatch, writer, 1, opened, ids)
             with Context.open(directory, read_only=True) as reader:
@@ -701,11 +739,12 @@ print(json.dumps(totals))
 """
 
 
-def test_readers_opening_the_context_for_each_query_see_whole_versions(tmp_path, here):
+def test_readers_opening_the_context_for_each_query_see_whole_versions(tmp_path, here,
+                                                                       store_kind):
     """Bounded: a re-ingesting, compacting writer for a few seconds, two readers opening a
     read-only context for every query (graph view and store snapshot taken anew each time)."""
     directory, done = tmp_path / "ctx", tmp_path / "done"
-    make_context(directory)
+    make_context(directory, store_kind)
     _, results = beside_a_writer(directory, done, here, 8, [(PER_QUERY_READER, here)] * 2)
     for result in results:
         assert result["errors"] == [], result["errors"][:10]

@@ -191,6 +191,45 @@ def test_candidates_restrict_the_ranking_and_keep_the_scopes_statistics(store):
     assert [(h.id, h.score) for h in only] == [("b", everything["b"])]
 
 
+PATCHES = [  # a metadata-only update that changes what a keyword or scoped search finds
+    {"text": "dune eagle"},  # the keyword text itself
+    {"text": None},  # text removed: the snippet is ranked instead
+    {"snippet": "fjord fjord", "text": None},
+    {"scope": "secret"},  # the row moves to another scope
+    {"scope": "secret", "text": "eagle", "topic": 3},
+    {"topic": 3},  # nothing keyword search reads
+]
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: json.dumps(p))
+def test_update_payload_reindexes_what_keyword_and_scoped_searches_read(server, patch):
+    """After ``update_payload`` every search answers as on a store that was given the patched
+    metadata in the first place: the same hits, scores and scopes, keyword text included."""
+    before = {"a": {"doc_iri": "d1", "scope": "public", "text": "apple boat", "snippet": "camel"},
+              "b": {"doc_iri": "d1", "scope": "public", "text": "apple", "snippet": "dune"},
+              "c": {"doc_iri": "d2", "scope": "public", "text": "apple eagle", "snippet": "x"}}
+    after = {i: {k: v for k, v in ({**m, **patch} if m["doc_iri"] == "d1" else m).items()
+                 if v is not None} for i, m in before.items()}
+    vectors = np.eye(3)[:, :2] + 0.5
+    patched, fresh = (PgVectorStore(server.new_schema(), dim=2) for _ in range(2))
+    try:
+        patched.add_many(list(before), vectors, list(before.values()))
+        assert patched.update_payload("d1", patch) == 2
+        fresh.add_many(list(after), vectors, list(after.values()))
+        for scopes in (None, ["public"], ["secret"]):
+            for words in ("apple", "boat", "camel", "dune", "eagle", "fjord", "apple eagle"):
+                assert ([(h.id, h.score, h.metadata) for h in
+                         patched.keyword_search(words, k=10, scopes=scopes)]
+                        == [(h.id, h.score, h.metadata) for h in
+                            fresh.keyword_search(words, k=10, scopes=scopes)]), (words, scopes)
+            assert ([h.id for h in patched.search([1, 1], k=10, scopes=scopes)]
+                    == [h.id for h in fresh.search([1, 1], k=10, scopes=scopes)]), scopes
+        assert patched.find({"topic": 3}, limit=5) == fresh.find({"topic": 3}, limit=5)
+    finally:
+        patched.close()
+        fresh.close()
+
+
 # -- commits and snapshots ----------------------------------------------------------------
 
 

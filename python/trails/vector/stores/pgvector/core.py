@@ -3,6 +3,7 @@ writes, deletes, and reads by id or by metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -14,7 +15,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails._lazy import require
-from trails.errors import ConfigurationError, DimensionMismatchError, InvalidArgumentError
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EndpointUnavailableError,
+    InvalidArgumentError,
+)
 from trails.resilience import Resilience, breaker_for
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
@@ -28,7 +34,6 @@ __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
 T = TypeVar("T")
 # The full DSN (password included) when none is given; trails.json never records a password.
 DSN_ENV = "TRAILS_PG_DSN"
-_PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
 _UPSERT = (
     "INSERT INTO {items} (id, embedding, metadata, doc_iri, scope, version, pending, body,"
     " body_len) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE"
@@ -177,8 +182,10 @@ class PgCore(BaseVectorStore):
     @contextmanager
     def _pinned(self) -> Iterator[None]:
         """Hold this thread's snapshot for the block: a REPEATABLE READ, read-only transaction
-        on a connection of its own, begun at the first read inside (so an unreachable server
-        fails that read, where retrieval can answer around it). Blocks nest."""
+        on a connection of its own, taken when the block begins: a reader that reads the
+        graph next relies on the snapshot being no newer than that graph read (ADR 5's
+        torn-read checks). A server unreachable then fails the first read inside instead,
+        where retrieval can answer around it. Blocks nest."""
         if self._closed:
             raise ConfigurationError(f"vector store {self._label!r} is closed; open a new one")
         local = self._local
@@ -191,6 +198,8 @@ class PgCore(BaseVectorStore):
             return
         local.depth, local.conn = 1, None
         try:
+            with contextlib.suppress(EndpointUnavailableError), translated(self.location):
+                local.conn = self._begin_snapshot()
             yield
         finally:
             conn, local.conn, local.depth = local.conn, None, 0
@@ -303,17 +312,34 @@ class PgCore(BaseVectorStore):
                pending: bool) -> None:
         """``add_many``: every row and its keyword terms in one transaction."""
         rows = [schema.row(i, v, m, pending) for i, v, m in zip(ids, unit, metas)]
-        terms = [t for r in rows for t in schema.term_rows(r)]
 
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
                 cur.executemany(self._sql(_UPSERT), rows)
-                cur.execute(self._sql("DELETE FROM {terms} WHERE id = ANY(%s)"), (ids,))
-                with cur.copy(self._sql("COPY {terms} (term, id, tf) FROM STDIN")) as copy:
-                    for term in terms:
-                        copy.write_row(term)
+            self._write_terms(conn, rows)
 
         self._run(work, write=True)
+
+    def _rewrite_rows(self, conn: Any, rows: list[schema.Row]) -> None:
+        """Replace the metadata of existing rows, and everything derived from it (the
+        promoted columns, the keyword text and its terms), keeping their vectors."""
+        with conn.cursor() as cur:
+            cur.executemany(self._sql(
+                "UPDATE {items} SET metadata = %s::jsonb, doc_iri = %s, scope = %s,"
+                " version = %s, body = %s, body_len = %s WHERE id = %s"),
+                [(r.metadata, r.doc_iri, r.scope, r.version, r.body, r.body_len, r.id)
+                 for r in rows])
+        self._write_terms(conn, rows)
+
+    def _write_terms(self, conn: Any, rows: list[schema.Row]) -> None:
+        """The keyword index's rows of ``rows``, replacing any they had."""
+        with conn.cursor() as cur:
+            cur.execute(self._sql("DELETE FROM {terms} WHERE id = ANY(%s)"),
+                        ([r.id for r in rows],))
+            with cur.copy(self._sql("COPY {terms} (term, id, tf) FROM STDIN")) as copy:
+                for r in rows:
+                    for term in schema.term_rows(r):
+                        copy.write_row(term)
 
     def _delete_ids(self, ids: list[str]) -> int:
         wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
@@ -327,7 +353,7 @@ class PgCore(BaseVectorStore):
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
         """Other keys than ``doc_iri`` and ``scope`` compare metadata values as JSON (1 is
         not true, ``None`` matches nothing)."""
-        where = self._where_clause(filters, promoted=True)
+        where = schema.where_clause(filters, promoted=True)
         if where is None:
             self._check_writable()
             return 0
@@ -335,36 +361,6 @@ class PgCore(BaseVectorStore):
         return self._run(lambda conn: len(conn.execute(self._sql(
             "DELETE FROM {items} WHERE " + clause + " RETURNING id"), params).fetchall()),
             write=True)
-
-    @staticmethod
-    def _where_clause(filters: Mapping[str, Any], *, promoted: bool
-                  ) -> tuple[str, list[Any]] | None:
-        """A WHERE clause for metadata equal to every filter, with its parameters (no value
-        is pasted into SQL), or None when nothing can match. Values compare as JSON: 1 equals
-        1.0 but not true or "1". With ``promoted`` (delete_where), ``doc_iri`` and ``scope``
-        compare the promoted columns and ``None`` matches nothing; else a ``None`` matches an
-        explicit null, never a missing key."""
-        clauses, params = ["TRUE"], list[Any]()
-        for key, value in filters.items():
-            if not isinstance(key, str):
-                raise InvalidArgumentError(f"metadata filter keys are strings, got {key!r}")
-            if promoted and key in _PROMOTED:
-                if value is None:
-                    return None
-                clauses.append(f"{key} = %s")
-                params.append(str(value))
-                continue
-            if value is None and promoted:
-                return None
-            try:
-                encoded = json.dumps(value, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise InvalidArgumentError(
-                    f"metadata filter {key!r}: {value!r} has no JSON form to compare ({exc})"
-                ) from exc
-            clauses.append("metadata -> %s = %s::jsonb")
-            params.extend([key, encoded])
-        return " AND ".join(clauses), params
 
     # -- reads by id or metadata ----------------------------------------------------------
 
@@ -390,7 +386,7 @@ class PgCore(BaseVectorStore):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgumentError(f"limit must be an integer >= 0, got {limit!r}")
         checked = self._checked_filters(filters, "find")
-        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
+        clause, params = schema.where_clause(checked, promoted=False) or ("FALSE", [])
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, embedding, metadata FROM {items} WHERE NOT pending AND " + clause
             + " ORDER BY id LIMIT %s"), [*params, limit]).fetchall())
@@ -400,7 +396,7 @@ class PgCore(BaseVectorStore):
         """Live vectors (staged ones are not counted until published); with ``filters``, those
         whose metadata equals every filter value (as :meth:`find` compares)."""
         checked = self._checked_filters(filters or {}, "count")
-        clause, params = self._where_clause(checked, promoted=False) or ("FALSE", [])
+        clause, params = schema.where_clause(checked, promoted=False) or ("FALSE", [])
         return int(self._run(lambda conn: conn.execute(self._sql(
             "SELECT count(*) FROM {items} WHERE NOT pending AND " + clause),
             params).fetchone()[0]))

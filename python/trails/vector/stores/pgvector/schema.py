@@ -30,9 +30,11 @@ from trails.scopes import DEFAULT_SCOPE
 from trails.text import text_words
 from trails.vector.stores.arrays import optional_str
 
-__all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "names", "row", "term_rows"]
+__all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "names", "row", "term_rows",
+           "where_clause"]
 
 FORMAT = 1
+_PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
 # Lower-case so that PostgreSQL folds nothing, short so that the derived names fit in 63 bytes.
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
@@ -148,3 +150,32 @@ def term_rows(r: Row) -> list[tuple[str, str, int]]:
     if r.body is None:
         return []
     return [(term, r.id, tf) for term, tf in Counter(text_words(r.body)).items()]
+
+
+def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, list[Any]] | None:
+    """A WHERE clause for metadata equal to every filter, with its parameters (no value
+    is pasted into SQL), or None when nothing can match. Values compare as JSON: 1 equals
+    1.0 but not true or "1". With ``promoted`` (delete_where), ``doc_iri`` and ``scope``
+    compare the promoted columns and ``None`` matches nothing; else a ``None`` matches an
+    explicit null, never a missing key."""
+    clauses, params = ["TRUE"], list[Any]()
+    for key, value in filters.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"metadata filter keys are strings, got {key!r}")
+        if promoted and key in _PROMOTED:
+            if value is None:
+                return None
+            clauses.append(f"{key} = %s")
+            params.append(str(value))
+            continue
+        if value is None and promoted:
+            return None
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"metadata filter {key!r}: {value!r} has no JSON form to compare ({exc})"
+            ) from exc
+        clauses.append("metadata -> %s = %s::jsonb")
+        params.extend([key, encoded])
+    return " AND ".join(clauses), params

@@ -14,10 +14,10 @@ state, whatever a writer commits meanwhile.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.vector.stores.pgvector import schema
 from trails.vector.stores.pgvector.core import PgCore
 from trails.vector.stores.records import DocumentVersion
 
@@ -88,13 +88,25 @@ class PgVersions(PgCore):
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every row of a document, in one transaction (a
         metadata-only change: no vector is touched); a None value removes the field.
-        Returns how many rows the document has."""
+        Returns how many rows the document has.
+
+        Each row is then what ``add_many`` makes of its new metadata: the promoted columns
+        (``scope``...), the keyword text and its index follow, so keyword and scoped searches
+        answer as if the rows had been written with it."""
         self._check_writable()
-        kept = json.dumps({k: v for k, v in fields.items() if v is not None}, default=str)
-        gone = [k for k, v in fields.items() if v is None]
-        return self._run(lambda conn: len(conn.execute(self._sql(
-            "UPDATE {items} SET metadata = (metadata - %s::text[]) || %s::jsonb"
-            " WHERE doc_iri = %s RETURNING id"), (gone, kept, doc_iri)).fetchall()), write=True)
+        patch = dict(fields)
+
+        def work(conn: Any) -> int:
+            found = conn.execute(self._sql(
+                "SELECT id, metadata, pending FROM {items} WHERE doc_iri = %s ORDER BY id"
+                " FOR UPDATE"), (doc_iri,)).fetchall()
+            rows = [schema.row(id, None, {k: v for k, v in {**old, **patch}.items()
+                                          if v is not None}, pending)
+                    for id, old, pending in found]
+            self._rewrite_rows(conn, rows)
+            return len(rows)
+
+        return self._run(work, write=True)
 
     def current_versions(self, doc_iris: Iterable[str] | None = None
                          ) -> dict[str, DocumentVersion]:
