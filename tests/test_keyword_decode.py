@@ -6,6 +6,8 @@ lists are decoded in runs, and the rowids and frequencies must come out as they 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,7 +33,7 @@ def encoded(rowids: list[int], tfs: list[int], dense: bool) -> tuple[int, int, b
         width = 1 if max(tfs) < 1 << 8 else 2
         return first, len(rowids), None, bytes([width]) + np.array(
             frequencies, dtype=WIDTH[width]).tobytes()
-    gaps = [b - a for a, b in zip(rowids, rowids[1:])]
+    gaps = [b - a for a, b in pairwise(rowids)]
     return first, len(rowids), narrow(gaps), narrow(tfs)
 
 
