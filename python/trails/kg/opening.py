@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.faults import is_full_disk, storage_fault
 
-__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "kept_in_the_log", "new_revision", "open_store",
+__all__ = ["LOG_CUT_BYTES", "OPEN_PATIENCE", "REVISION_FILE", "cut_log", "kept_in_the_log", "new_revision", "open_store",
            "patience",
            "read_revision", "store_state", "vanished_while_moving"]
 
@@ -153,6 +153,28 @@ def new_revision(path: str | None) -> str:
                 file.write(revision)
             os.replace(temporary, target)
     return revision
+
+
+# Write-ahead logs larger than this are cut when a writable graph closes (ADR 0036).
+LOG_CUT_BYTES = 16 * 1024 * 1024
+
+
+def cut_log(path: str | None) -> None:
+    """Remove the write-ahead logs a closed writable store left in ``path`` (None: in
+    memory or read-only, nothing to do).
+
+    RocksDB keeps them after a flush until the store is next opened, and after a long
+    ingest they held more bytes than the graph's data. One open (which replays nothing a
+    flush already wrote, and deletes the logs) and close does it. Logs of at most
+    ``LOG_CUT_BYTES`` are left for the next open. Another process that took the graph in
+    between, or any failure here, leaves the logs as they were: the next open cuts them."""
+    if path is None:
+        return
+    with contextlib.suppress(OSError, RuntimeError):
+        logs = sum(entry.stat().st_size for entry in os.scandir(path)
+                   if entry.name.endswith(".log"))
+        if logs > LOG_CUT_BYTES:
+            ox.Store(path)  # dropped at once: opened, replayed, closed
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import dump_quads, load_quads, rdflib_of
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import (
+    cut_log,
     kept_in_the_log,
     new_revision,
     open_store,
@@ -441,6 +442,7 @@ class OxigraphGraph:
         finally:
             self._closed = True
             self._store = None  # pyoxigraph closes on drop
+        cut_log(None if self.read_only else self.path)
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else self.path
