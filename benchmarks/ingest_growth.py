@@ -61,20 +61,20 @@ def render(rows: list[dict], end: dict, args: argparse.Namespace) -> str:
     first, last = rows[0], rows[-1]
     lines = [
         "### Ingest as the corpus grows (ADR 36)", "",
-        f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch}`, "
-        f"{dt.date.today().isoformat()}, {facts()}; load average "
-        f"{rows[0]['load']:.1f} at the start, {rows[-1]['load']:.1f} at the end (the machine "
-        "is shared: CPU-ms per chunk is the steadier figure).", "",
+        (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch}`, "
+         f"{dt.date.today().isoformat()}, {facts()}; load average "
+         f"{rows[0]['load']:.1f} at the start, {rows[-1]['load']:.1f} at the end (the machine "
+         "is shared: CPU-ms per chunk is the steadier figure)."), "",
         "| batch | chunks before | chunks | chunks/s | CPU-ms per chunk |",
         "| ---: | ---: | ---: | ---: | ---: |"]
     shown = rows if len(rows) <= 12 else rows[:3] + rows[len(rows) // 2 - 1:len(rows) // 2 + 1] + rows[-3:]
     lines += [f"| {rows.index(r) + 1} | {r['before']:,} | {r['chunks']:,} | {r['per_s']:,.0f} | "
               f"{r['cpu_ms']:.2f} |" for r in shown]
     parts = ", ".join(f"{k} {v * 1024:.0f} MB" for k, v in end["parts"].items() if v > 1e-4)
-    lines += ["", f"Last batch against the first: {last['per_s'] / first['per_s']:.2f}x the "
-              f"chunks/s, {last['cpu_ms'] / first['cpu_ms']:.2f}x the CPU per chunk. After "
-              f"close ({end['close_s']:.1f} s): {end['bytes_per_chunk']:,.0f} bytes per chunk "
-              f"on disk at {end['chunks']:,} chunks ({parts})."]
+    lines += ["", (f"Last batch against the first: {last['per_s'] / first['per_s']:.2f}x the "
+                   f"chunks/s, {last['cpu_ms'] / first['cpu_ms']:.2f}x the CPU per chunk. After "
+                   f"close ({end['close_s']:.1f} s): {end['bytes_per_chunk']:,.0f} bytes per "
+                   f"chunk on disk at {end['chunks']:,} chunks ({parts}).")]
     return "\n".join(lines)
 
 
