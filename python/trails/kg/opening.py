@@ -16,9 +16,9 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.faults import is_full_disk, storage_fault
 
-__all__ = ["OPEN_PATIENCE", "REVISION_FILE", "WRITING", "kept_in_the_log", "mark_writing",
-           "new_revision", "open_store", "patience", "read_revision", "settled", "store_state",
-           "vanished_while_moving"]
+__all__ = ["LOG_CUT_BYTES", "OPEN_PATIENCE", "REVISION_FILE", "WRITING", "cut_log",
+           "kept_in_the_log", "mark_writing", "new_revision", "open_store", "patience",
+           "read_revision", "settled", "store_state", "vanished_while_moving"]
 
 # A read-only open lists the writer's files, then opens them; a flush or compaction in between
 # deletes one ("IO error: No such file ... .sst"). Such an open is a race against the writer's
@@ -190,6 +190,28 @@ def mark_writing(path: str | None) -> None:
         ) from exc
 
 
+# Write-ahead logs larger than this are cut when a writable graph closes (ADR 0036).
+LOG_CUT_BYTES = 16 * 1024 * 1024
+
+
+def cut_log(path: str | None) -> None:
+    """Remove the write-ahead logs a closed writable store left in ``path`` (None: in
+    memory or read-only, nothing to do).
+
+    RocksDB keeps them after a flush until the store is next opened, and after a long
+    ingest they held more bytes than the graph's data. One open (which replays nothing a
+    flush already wrote, and deletes the logs) and close does it. Logs of at most
+    ``LOG_CUT_BYTES`` are left for the next open. Another process that took the graph in
+    between, or any failure here, leaves the logs as they were: the next open cuts them."""
+    if path is None:
+        return
+    with contextlib.suppress(OSError, RuntimeError):
+        logs = sum(entry.stat().st_size for entry in os.scandir(path)
+                   if entry.name.endswith(".log"))
+        if logs > LOG_CUT_BYTES:
+            ox.Store(path)  # dropped at once: opened, replayed, closed
+
+
 @contextlib.contextmanager
 def kept_in_the_log() -> Iterator[None]:
     """Around the flush a writable store gets as it closes: a flush refused for lack of space
@@ -247,3 +269,8 @@ class Stamp:
         revision = self.revision if self.read_only else read_revision(self.path)
         exact = self.path is not None and not self.raw and (self.exact or not self.read_only)
         return revision if exact and settled(revision) else None
+
+    def closed(self) -> None:
+        """The graph object closed its store: a writable one's long logs go (:func:`cut_log`)."""
+        if not self.read_only:
+            cut_log(self.path)

@@ -429,8 +429,7 @@ class OxigraphGraph:
         if self.read_only:
             raise ConfigurationError(
                 f"the knowledge graph in {self.path!r} was opened read-only; reopen it "
-                "without read_only=True (only one process may write) to change it"
-            )
+                "without read_only=True (only one process may write) to change it")
 
     def close(self) -> None:
         """Flush (refused for lack of space: only logged, ``kept_in_the_log``) and release
@@ -443,6 +442,7 @@ class OxigraphGraph:
         finally:
             self._closed = True
             self._store = None  # pyoxigraph closes on drop
+        self._stamp.closed()
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else self.path

@@ -95,14 +95,21 @@ def decode_postings(listed: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.n
     lists, concatenated in order."""
     if all(r[2] is not None for r in listed):
         return _decode_sparse(listed)
-    parts = []
+    # Each run of sparse lists between dense ones is decoded in one bulk call: a list at a
+    # time costs a dozen numpy calls, and a merge page holds thousands of lists.
+    parts, run = [], []
     for row in listed:
-        if row[2] is None:
-            frequencies = dense_frequencies(row[3])
-            held = np.flatnonzero(frequencies)
-            parts.append((held + int(row[0]), frequencies[held].astype(np.int64)))
-        else:
-            parts.append(_decode_sparse([row]))
+        if row[2] is not None:
+            run.append(row)
+            continue
+        if run:
+            parts.append(_decode_sparse(run))
+            run = []
+        frequencies = dense_frequencies(row[3])
+        held = np.flatnonzero(frequencies)
+        parts.append((held + int(row[0]), frequencies[held].astype(np.int64)))
+    if run:
+        parts.append(_decode_sparse(run))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
