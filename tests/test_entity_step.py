@@ -149,3 +149,12 @@ def test_the_guard_holds_when_the_entities_tell_nothing(base, weight):
     for entity in ({h.iri: 1.0 for h in hits}, {}):
         out, _ = raise_mentioning(hits, entity, weight=weight)
         assert [(h.iri, h.score) for h in out] == [(h.iri, h.score) for h in hits]
+
+
+def test_a_raised_hit_shows_the_entities_it_mentions(ctx):
+    boosted = retrieve(QUERY, ctx, k=6, steps=[EntityBoost(weight=0.9)])
+    assert boosted[0].metadata["mentions"] == [EX + "initech"]
+    assert "mentions https://ex.org/initech" in str(boosted)
+    assert 'href="https://ex.org/initech"' in boosted._repr_html_()
+    plain = retrieve(QUERY, ctx, k=6)
+    assert "mentions" not in str(plain)

@@ -25,6 +25,7 @@ from trails.kg.base import GenerationGraph, select
 from trails.rank._steps import (
     H,
     NotedHits,
+    annotated,
     by_scope,
     key,
     need_ctx,
@@ -93,18 +94,22 @@ class EntityBoost:
                  ) -> NotedHits[H]:
         ctx = need_ctx(ctx, "EntityBoost")
         entity_scores: dict[tuple[str, str], float] = {}
+        found: dict[tuple[str, str], list[str]] = {}
         linked: list[str] = []
         for scope, group in by_scope(hits).items():
             named = self._query_entities(ctx.kg, scope, query)
             linked += [e for e in named if e not in linked]
             reach = self._within_hops(ctx.kg, scope, named)
-            for iri, score in self._mentioning(ctx.kg, scope, [h.iri for h in group],
-                                               reach).items():
-                entity_scores[(scope, iri)] = score
+            for iri, entities in self._mentioning(ctx.kg, scope, [h.iri for h in group],
+                                                  reach).items():
+                found[(scope, iri)] = entities
+                entity_scores[(scope, iri)] = sum(reach[e] for e in entities)
         if not linked:
             return NotedHits(hits, ["entities: no entity named in the query; order kept"])
         ranked, weights = raise_mentioning(hits, {key(h): entity_scores.get(key(h), 0.0)
                                                   for h in hits}, weight=self.weight, keyed=key)
+        # What the display shows of each hit: the entities it was raised for.
+        ranked = [annotated(h, mentions=found[key(h)]) if key(h) in found else h for h in ranked]
         raised = sum(1 for h in hits if entity_scores.get(key(h)))
         note = (f"entities: {', '.join(linked)} linked in the query; {raised} of {len(hits)} "
                 f"hits mention them or a neighbour (weight {weights.get('entities', 0.0):.3f})")
@@ -146,17 +151,16 @@ class EntityBoost:
 
     @staticmethod
     def _mentioning(kg: KnowledgeGraph, scope: str, chunks: list[str],
-                    reach: Mapping[str, float]) -> dict[str, float]:
-        """Each chunk's entity score: the summed weights of the entities of ``reach`` it
-        mentions."""
+                    reach: Mapping[str, float]) -> dict[str, list[str]]:
+        """The entities of ``reach`` each chunk mentions, sorted."""
         if not reach or not chunks:
             return {}
         rows = select(kg, f"SELECT ?c ?e WHERE {{ {values('c', chunks)} {values('e', reach)} "
                           "?c trails:mentions ?e }", scopes=[scope]).rows
-        scores: dict[str, float] = {}
-        for row in rows:
-            scores[str(row["c"])] = scores.get(str(row["c"]), 0.0) + reach[str(row["e"])]
-        return scores
+        found: dict[str, list[str]] = {}
+        for row in sorted(rows, key=lambda r: (str(r["c"]), str(r["e"]))):
+            found.setdefault(str(row["c"]), []).append(str(row["e"]))
+        return found
 
     def __repr__(self) -> str:
         return (f"EntityBoost(neighbours={self.neighbours!r}, hops={self.hops}, "
