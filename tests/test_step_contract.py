@@ -13,7 +13,14 @@ import pytest
 
 from trails import retrieve
 from trails.ingest import Document, ingest_all
-from trails.rank import MMR, CrossEncoderReranker, Neighbourhood, ParentDocument, RecencyDecay
+from trails.rank import (
+    MMR,
+    CrossEncoderReranker,
+    EntityBoost,
+    Neighbourhood,
+    ParentDocument,
+    RecencyDecay,
+)
 from trails.retrieval import HybridRetriever, RerankedRetriever, VectorRetriever
 from trails.testing import fresh_context
 
@@ -52,6 +59,7 @@ STEPS = {
     "recency": lambda model: RecencyDecay(horizon_days=365, now=dt.datetime(2026, 1, 1)),
     "parent": lambda model: ParentDocument(),
     "neighbourhood": lambda model: Neighbourhood(),
+    "entities": lambda model: EntityBoost(),
 }
 
 

@@ -123,6 +123,8 @@ class SearchRecord(ActivityRecord):
     store_revision: str | None = None
     replay_of: str | None = None
     hits: list[HitRecord] = field(default_factory=list)
+    # The user's entities the filter named (written out or bound; ADR 0037).
+    entities: list[str] = field(default_factory=list)
 
     @property
     def degraded(self) -> list[str]:

@@ -23,7 +23,7 @@ from trails.display.markup import (
 from trails.display.snippets import SNIPPET_CHARS, marked, plain_snippet, query_terms
 
 __all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html", "hit_passage",
-           "hit_text", "hits_html", "hits_text", "label"]
+           "hit_text", "hits_html", "hits_text", "label", "mentions"]
 
 # Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
 TEXT_HITS = 20
@@ -107,13 +107,26 @@ def _detail(hit: Hit) -> str:
             f'{table(("part", "value"), rows, "trails-components")}</details>')
 
 
+def mentions(hit: object) -> list[str]:
+    """The entity IRIs a step found the hit mentioning (``metadata["mentions"]``), if any."""
+    found = (getattr(hit, "metadata", None) or {}).get("mentions")
+    return [str(e) for e in found] if isinstance(found, (list, tuple)) else []
+
+
+def _mentions_html(hit: Hit) -> str:
+    found = mentions(hit)
+    return (f'<div class="trails-meta">mentions {", ".join(iri_link(e) for e in found)}</div>'
+            if found else "")
+
+
 def _hit_cells(rank: int, hit: Hit, terms: frozenset[str], best: float | None) -> list[str]:
     meta = " · ".join(escape(part) for part in (_when(hit), hit.source or "") if part)
     shown = marked(hit_passage(hit), terms)
     document = (f'<div class="trails-title"><b>{escape(label(hit))}</b></div>'
                 + (f'<div class="trails-meta">{meta}</div>' if meta else "")
                 + f'<div class="trails-passage">{shown}</div>'
-                + f'<div class="trails-meta">{iri_link(hit.iri)}</div>' + _detail(hit))
+                + f'<div class="trails-meta">{iri_link(hit.iri)}</div>' + _mentions_html(hit)
+                + _detail(hit))
     bar = score_bar(hit.score, best, components_text(hit.components))
     return [f'<span class="trails-rank">{rank}</span>', bar, document]
 
@@ -158,6 +171,8 @@ def hit_text(hit: Hit, rank: int | None = None, width: int = 100) -> str:
     if shown:
         lines.append("      " + shown)
     lines.append("      " + hit.iri)
+    if mentions(hit):
+        lines.append("      mentions " + ", ".join(short_iri(e) for e in mentions(hit)))
     return "\n".join(lines)
 
 

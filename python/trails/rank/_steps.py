@@ -163,3 +163,12 @@ def check_scored(hits: Sequence[Any], step: str) -> None:
 def by_score(hits: Sequence[H]) -> list[H]:
     """Stable sort by score, best first (equal scores keep their order)."""
     return sorted(hits, key=lambda h: -(h.score or 0.0))
+
+
+class NotedHits(list[H]):
+    """A step's hits with notes on what it did (``retrieve`` adds them to the answer's
+    notes, so ``result.explain()`` shows them)."""
+
+    def __init__(self, hits: Iterable[H] = (), notes: Sequence[str] = ()) -> None:
+        super().__init__(hits)
+        self.notes = tuple(notes)

@@ -22,6 +22,7 @@ from trails.errors import EndpointUnavailableError
 from trails.kg.base import RevisionGraph
 from trails.kg.bindings import check_bindings
 from trails.records import RetrievalResult
+from trails.retrieval.filter_entities import filter_entities
 from trails.retrieval.why import admitting_solutions
 from trails.tracing import LOG_TEXT
 from trails.vector.stores.base import RevisionedStore, VectorStore
@@ -122,6 +123,9 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
     if trail.enabled:
         record = _record(result, call, caller, ended,
                          keep_text=trail.settings.query_text == "full")
+        if call.sparql_filter:
+            record = dataclasses.replace(record, entities=filter_entities(
+                ctx.kg, call.sparql_filter, check_bindings(call.bindings or {}), call.scopes))
         if trail.record(record):
             result = _with_hits(result, list(result), run_id=record.run_id)
     _announce(ctx, RetrieveEvent(result, call, seconds, caller))

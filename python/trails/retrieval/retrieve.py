@@ -242,8 +242,9 @@ def retrieve(
                                               scopes, fallback, expired, rows=rows)
                 for step in steps:  # a step (graph expansion) may bring an expired chunk back
                     with span("trails.step", spans.step(step)):
-                        result = _same_result(result, expired.keep_hits(step(query,
-                                                                             list(result), ctx)))
+                        returned = step(query, list(result), ctx)
+                        result = _same_result(result, expired.keep_hits(returned),
+                                              getattr(returned, "notes", ()))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
                 answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:
@@ -299,10 +300,12 @@ def known_scopes(ctx: Context, wanted: Sequence[str] = ()) -> list[str]:
     return sorted(known)
 
 
-def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit]) -> RetrievalResult:
+def _same_result(result: RetrievalResult, hits: Sequence[RetrievalHit],
+                 notes: Sequence[str] = ()) -> RetrievalResult:
+    """``result`` with other hits, and more notes (what a step says it did)."""
     return RetrievalResult(hits, mode=result.mode, plan=result.plan, candidates=result.candidates,
                            exhaustive=result.exhaustive, rankings=result.rankings,
-                           notes=result.notes, fusion_weights=result.fusion_weights)
+                           notes=[*result.notes, *notes], fusion_weights=result.fusion_weights)
 
 
 def _need(ctx: Context | None, argument: str) -> Context:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trails.errors import InvalidArgumentError
-from trails.rank import MMR, Neighbourhood, ParentDocument, RecencyDecay, Step
+from trails.rank import MMR, EntityBoost, Neighbourhood, ParentDocument, RecencyDecay, Step
 
 __all__ = ["STEP_OPTIONS", "build_steps"]
 
@@ -22,6 +22,7 @@ _FACTORIES: dict[str, tuple[Callable[..., Step], tuple[str, ...]]] = {
     "recency": (RecencyDecay, ("horizon_days", "floor", "predicate")),
     "parent_document": (ParentDocument, ("mode", "window")),
     "neighbourhood": (Neighbourhood, ("predicates", "depth")),
+    "entities": (EntityBoost, ("neighbours", "hops", "decay", "weight")),
 }
 STEP_OPTIONS: dict[str, tuple[str, ...]] = {
     **{name: options for name, (_, options) in _FACTORIES.items()}, "rerank": ()}

@@ -1,0 +1,160 @@
+"""The entity-aware ranking step (``EntityBoost``, ADR 0037): the query's own words linked to
+the user's entities raise the hits that mention them or their neighbours, under a guard, and
+never change which hits there are. Expected orders are read off the texts by hand."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trails import retrieve
+from trails.errors import InvalidArgumentError
+from trails.ingest import Document, ingest_all
+from trails.ingest.linking import LabelLinker
+from trails.rank import EntityBoost
+from trails.rank.entities import raise_mentioning
+from trails.records import RetrievalHit
+from trails.service.steps import build_steps
+from trails.testing import fresh_context
+
+EX = "https://ex.org/"
+ONTOLOGY = """PREFIX ex: <https://ex.org/> PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
+INSERT DATA {
+  ex:acme rdfs:label "ACME" .
+  ex:globex rdfs:label "Globex" ; ex:subOrganizationOf ex:acme .
+  ex:initech rdfs:label "Initech" ; skos:altLabel "Initrode" ;
+             ex:subOrganizationOf ex:globex .
+  ex:hooli rdfs:label "Hooli" .
+}"""
+# The plain texts repeat the query's other words; the entity's chunk names it by another
+# label, so no ranking but the entities' sees that it answers the query.
+TEXTS = {
+    "plain-1": "quarterly revenue report quarterly revenue report numbers",
+    "plain-2": "quarterly revenue report quarterly revenue figures",
+    "plain-3": "quarterly revenue report and outlook",
+    "initech": "Initrode staff party photos",
+    "globex": "Globex staff party photos",
+    "hooli": "Hooli staff party photos",
+}
+QUERY = "quarterly revenue report of Initech"
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    with fresh_context(dim=64) as ctx:
+        ctx.kg.update(ONTOLOGY)
+        ingest_all([Document(id=i, source=i, text=t) for i, t in TEXTS.items()], ctx=ctx,
+                   linker=LabelLinker())
+        yield ctx
+
+
+def which(result) -> list[str]:
+    """The document each hit is a chunk of, by its text."""
+    by_text = {t: i for i, t in TEXTS.items()}
+    return [by_text[h.snippet] for h in result]
+
+
+def test_a_chunk_naming_the_querys_entity_is_raised(ctx):
+    plain = retrieve(QUERY, ctx, k=6)
+    assert which(plain)[0] != "initech"
+    boosted = retrieve(QUERY, ctx, k=6, steps=[EntityBoost(weight=0.9)])
+    assert which(boosted)[0] == "initech"
+    assert set(which(boosted)) == set(which(plain))
+    assert "entities" in boosted[0].components
+    assert "initech" in boosted.explain()  # which entities the query linked, in explain()
+
+
+def test_neighbours_within_k_hops_over_the_configured_predicates(ctx):
+    query = "quarterly revenue report of ACME"
+    own = which(retrieve(query, ctx, k=6, steps=[EntityBoost(weight=0.9)]))
+    assert {"globex", "initech"} & set(own[:1]) == set()
+    one = which(retrieve(query, ctx, k=6, steps=[EntityBoost(
+        neighbours=["https://ex.org/subOrganizationOf"], hops=1, weight=0.9)]))
+    assert one[0] == "globex" and one.index("initech") > one.index("plain-1")
+    two = which(retrieve(query, ctx, k=6, steps=[EntityBoost(
+        neighbours=["https://ex.org/subOrganizationOf"], hops=2, weight=0.9)]))
+    assert set(two[:2]) == {"globex", "initech"}
+    assert "hooli" not in two[:3]  # not a neighbour at any depth
+
+
+def test_a_query_naming_no_entity_leaves_the_answer_as_it_was(ctx):
+    plain = retrieve("quarterly revenue report", ctx, k=6)
+    boosted = retrieve("quarterly revenue report", ctx, k=6, steps=[EntityBoost(weight=0.9)])
+    assert [(h.iri, h.score) for h in boosted] == [(h.iri, h.score) for h in plain]
+    assert "no entity" in boosted.explain()
+
+
+def test_entities_of_another_scope_raise_nothing():
+    with fresh_context(dim=64) as ctx:
+        ctx.kg.update(ONTOLOGY.replace("INSERT DATA {", "INSERT DATA { GRAPH <urn:trails:scope:b> {")
+                      + "}")
+        ingest_all([Document(id=i, source=i, text=t) for i, t in TEXTS.items()], ctx=ctx,
+                   linker=LabelLinker())
+        plain = retrieve(QUERY, ctx, k=6)
+        boosted = retrieve(QUERY, ctx, k=6, steps=[EntityBoost(weight=0.9)])
+        assert [h.iri for h in boosted] == [h.iri for h in plain]
+
+
+def test_the_service_names_the_step():
+    step = build_steps([("entities", {"neighbours": [EX + "subOrganizationOf"], "hops": 2})])[0]
+    assert isinstance(step, EntityBoost) and step.hops == 2
+
+
+@pytest.mark.parametrize("options", [{"hops": -1}, {"hops": 1.5}, {"weight": 1.5},
+                                     {"weight": float("nan")}, {"neighbours": ["nope:x"]},
+                                     {"neighbours": "https://ex.org/p"}, {"decay": 0},
+                                     {"linker": object()}])
+def test_bad_options_are_refused_by_name(options):
+    with pytest.raises(InvalidArgumentError, match=next(iter(options))):
+        EntityBoost(**options)
+
+
+def test_without_a_context_it_says_how_to_give_one():
+    with pytest.raises(Exception, match="ctx"):
+        EntityBoost()("q", [RetrievalHit("a", 1.0, "")], None)
+
+
+scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.lists(scores, min_size=1, max_size=30),
+       mentions=st.lists(st.one_of(st.none(), scores), min_size=30, max_size=30),
+       weight=scores)
+def test_only_the_order_changes_and_only_mentioning_hits_rise(base, mentions, weight):
+    base = sorted(base, reverse=True)
+    hits = [RetrievalHit(f"h{i}", s, "") for i, s in enumerate(base)]
+    entity = {h.iri: m for h, m in zip(hits, mentions) if m}
+    out, _ = raise_mentioning(hits, entity, weight=weight)
+    assert sorted(h.iri for h in out) == sorted(h.iri for h in hits)  # same candidates
+    scores_out = [h.score for h in out]
+    assert scores_out == sorted(scores_out, reverse=True)
+    old = {h.iri: i for i, h in enumerate(hits)}
+    new = {h.iri: i for i, h in enumerate(out)}
+    others = [h.iri for h in out if h.iri not in entity]
+    assert others == sorted(others, key=old.__getitem__)  # the rest keep their order
+    for iri in entity:
+        assert new[iri] <= old[iri] or all(  # a mentioning hit never falls below one it beat
+            o in entity for o in [h.iri for h in out[:new[iri]]] if old[o] > old[iri])
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=st.lists(scores, min_size=1, max_size=30), weight=scores)
+def test_the_guard_holds_when_the_entities_tell_nothing(base, weight):
+    base = sorted(base, reverse=True)
+    hits = [RetrievalHit(f"h{i}", s, "") for i, s in enumerate(base)]
+    # Every hit mentions them alike, or none does: no evidence, the order and scores stay.
+    for entity in ({h.iri: 1.0 for h in hits}, {}):
+        out, _ = raise_mentioning(hits, entity, weight=weight)
+        assert [(h.iri, h.score) for h in out] == [(h.iri, h.score) for h in hits]
+
+
+def test_a_raised_hit_shows_the_entities_it_mentions(ctx):
+    boosted = retrieve(QUERY, ctx, k=6, steps=[EntityBoost(weight=0.9)])
+    assert boosted[0].metadata["mentions"] == [EX + "initech"]
+    assert "mentions https://ex.org/initech" in str(boosted)
+    assert 'href="https://ex.org/initech"' in boosted._repr_html_()
+    plain = retrieve(QUERY, ctx, k=6)
+    assert "mentions" not in str(plain)
