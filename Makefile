@@ -1,4 +1,5 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Each sets itself up.
+# `make test-fast` is the everyday tier of the tests (docs/testing.md).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # stops when that fails; `make typecheck` runs it alone, `make test TYPECHECK=0` skips it.
 TYPECHECK ?= 1
 
-.PHONY: demo test typecheck bench clean virtuoso chromium jena
+.PHONY: demo test test-fast typecheck bench clean virtuoso chromium jena
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +77,14 @@ jena:
 test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) $(if $(filter 1,$(JENA)),jena) \
 		$(if $(filter 1,$(CHROMIUM)),chromium)
 	$(PY) -m pytest -n 2 -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+# The everyday tier (docs/testing.md): no test marked slow (the real model, large data), none
+# that starts a server or drives a browser, each property test with at most 10 examples
+# (hypothesis profile `fast`); no type check. `make test` runs everything.
+FAST_TIER := not slow and not server and not browser
+test-fast: $(STAMP)
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -n 2 -q -m "$(FAST_TIER)"; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 bench: $(STAMP)

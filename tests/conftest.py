@@ -15,8 +15,25 @@ from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Hypothesis profiles (docs/testing.md): `make test` runs each property test with the examples
+# it asks for; `make test-fast` (HYPOTHESIS_PROFILE=fast) runs at most FAST_EXAMPLES of each.
+FAST_EXAMPLES = 10
+settings.register_profile("thorough", deadline=None)
+settings.register_profile("fast", max_examples=FAST_EXAMPLES, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "thorough"))
+
+# The tiers' markers that a test's module or parameters decide (pyproject.toml registers
+# them): `server` for a test that starts a server process or an HTTP server (the service,
+# MCP, PostgreSQL, Virtuoso, Jena), `browser` for one that drives a headless browser.
+SERVER_MODULES = {"test_cli_service", "test_mcp", "test_pgvector", "test_pgvector_crash",
+                  "test_remote_virtuoso", "test_service_hardening", "test_service_jena",
+                  "test_service_live", "test_w3c_protocol"}
+SERVER_PARAMETERS = {"pgvector", "virtuoso"}
+BROWSER_MODULES = {"test_display_browser"}
 
 PLUGIN = "trails.testing.pytest_plugin"
 # An install made from this pyproject registers the plugin (entry point pytest11); an older
@@ -102,3 +119,27 @@ def installed_trails(tmp_path_factory):
     assert built.returncode == 0, f"installing this checkout failed:\n{built.stderr[-3000:]}"
     env["PYTHONPATH"] = str(site)
     return env
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__ if item.module else ""
+        parameters = set(item.callspec.id.split("-")) if hasattr(item, "callspec") else set()
+        if module in SERVER_MODULES or parameters & SERVER_PARAMETERS:
+            item.add_marker(pytest.mark.server)
+        if module in BROWSER_MODULES:
+            item.add_marker(pytest.mark.browser)
+        if settings.get_current_profile_name() == "fast":
+            _at_most_fast_examples(item)
+
+
+def _at_most_fast_examples(item: pytest.Item) -> None:
+    """Cap a property test's own ``@settings(max_examples=...)`` at the fast profile's count:
+    a profile only fills the settings a test leaves out. hypothesis keeps a test's settings
+    on the function it wraps (``given`` reads them from there when the test runs)."""
+    test = getattr(item, "obj", None)
+    if getattr(test, "hypothesis", None) is None:  # not a @given test
+        return
+    own = test._hypothesis_internal_use_settings
+    if own.max_examples > FAST_EXAMPLES:
+        test._hypothesis_internal_use_settings = settings(own, max_examples=FAST_EXAMPLES)

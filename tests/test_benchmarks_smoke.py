@@ -16,6 +16,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # each runs a benchmark script: not in `make test-fast`
+
 SELECTIVITIES = ["0.01%", "0.1%", "1%", "10%", "50%", "100%"]
 
 

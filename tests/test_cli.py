@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _cli import run_trails as run_here
 from conftest import ROOT
 from trails.cli import app, make_embedder, parse_binding
 from trails.kg import IRI
@@ -505,32 +506,33 @@ time.sleep(600)
 
 
 def test_read_only_commands_work_while_another_process_writes(kb, notes):
+    """The commands run in this process (tests/_cli.py); the writer is another one."""
     writer = subprocess.Popen([sys.executable, "-c", _HOLD_OPEN, str(kb)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
-        query = run_trails("--db", kb, "query", "Rails", "--json")
+        query = run_here("--db", kb, "query", "Rails", "--json")
         assert query.returncode == 0, query.stderr
         assert len(json.loads(query.stdout)["hits"]) == 3
-        stats = run_trails("--db", kb, "stats", "--json")
+        stats = run_here("--db", kb, "stats", "--json")
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["documents"] == 3
-        assert run_trails("--db", kb, "sparql", "ASK { ?s ?p ?o }").stdout == "true\n"
-        assert run_trails("--db", kb, "verify").returncode == 0
+        assert run_here("--db", kb, "sparql", "ASK { ?s ?p ?o }").stdout == "true\n"
+        assert run_here("--db", kb, "verify").returncode == 0
 
-        ingest = run_trails("--db", kb, "ingest", notes)
+        ingest = run_here("--db", kb, "ingest", notes)
         assert ingest.returncode == 1
         line = one_line_error(ingest.stderr)
         assert "another process" in line and "writing" in line
         assert ingest.stdout == ""
-        repair = run_trails("--db", kb, "verify", "--repair")
+        repair = run_here("--db", kb, "verify", "--repair")
         assert repair.returncode == 1
         one_line_error(repair.stderr)
     finally:
         writer.kill()
         writer.wait(timeout=30)
     deadline = time.monotonic() + 30  # the lock is released when the writer is gone
-    while run_trails("--db", kb, "ingest", notes).returncode != 0:
+    while run_here("--db", kb, "ingest", notes).returncode != 0:
         assert time.monotonic() < deadline, "the context stayed locked after the writer died"
         time.sleep(0.5)
 

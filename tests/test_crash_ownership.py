@@ -22,6 +22,8 @@ from trails.ingest import ingest_all
 from trails.kg import IRI
 from trails.vector import MockEmbedder
 
+pytestmark = pytest.mark.slow  # kills a real writer at many random moments: not in `make test-fast`
+
 KILLS = int(os.environ.get("TRAILS_CRASH_KILLS", "8"))
 DOCS, GONE = 30, (3, 17)
 EX = "https://example.org/"

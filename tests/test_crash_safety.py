@@ -25,6 +25,8 @@ from trails.context import Context
 from trails.ingest import ingest_all
 from trails.vector import MockEmbedder
 
+pytestmark = pytest.mark.slow  # kills a real writer at many random moments: not in `make test-fast`
+
 KILLS = int(os.environ.get("TRAILS_CRASH_KILLS", "10"))
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "iota", "kappa", "lambda", "sigma", "omega"]
 

@@ -102,9 +102,9 @@ def imports(path: Path, name: str) -> Iterator[Import]:
                     base = ".".join(anchor + ([base] if base else []))
                 targets = [base]
                 if base == "trails" or base.startswith("trails."):
-                    # `from trails.vector import stores` imports the submodule.
-                    targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
-                               for a in child.names]
+                    # `from trails.vector import stores` imports the submodule, and
+                    # `from trails import retrieve` the module a lazy name stands for.
+                    targets = [_imported_by_name(base, a.name) for a in child.names]
                 for target in dict.fromkeys(targets):
                     yield Import(target, child.lineno, in_function, mirror)
             yield from visit(child, inside, mirrors)
@@ -112,7 +112,31 @@ def imports(path: Path, name: str) -> Iterator[Import]:
     yield from visit(tree, False)
 
 
+def _imported_by_name(package: str, name: str) -> str:
+    qualified = f"{package}.{name}"
+    if qualified in MODULES:
+        return qualified
+    return LAZY.get(qualified, package)
+
+
+def lazy_names() -> dict[str, str]:
+    """``package.Name -> module`` for every name a package resolves on first access
+    (``lazy_attributes(__name__, {"Name": "module:attribute"}, ...)``): taking the name
+    imports that module."""
+    found = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_attributes"
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Dict)):
+                for key, value in zip(node.args[1].keys, node.args[1].values, strict=True):
+                    assert isinstance(key, ast.Constant) and isinstance(value, ast.Constant), (
+                        f"{path}: lazy_attributes takes a literal name -> 'module:attribute' map")
+                    found[f"{name}.{key.value}"] = value.value.partition(":")[0]
+    return found
+
+
 MODULES = modules()
+LAZY = lazy_names()
 
 
 def trails_imports() -> Iterator[tuple[str, Import]]:
@@ -139,15 +163,47 @@ def test_imports_point_down_the_layers():
 
 
 def test_no_import_cycle():
-    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    """Every module imports first in a fresh interpreter, whatever the order: an import
+    fails on its order only by reaching a module still being initialised, that is through a
+    cycle of this graph (type-only imports included, so it is stricter than Python)."""
+    edges: dict[str, set[str]] = {name: set() for name in MODULES}
     for name, found in trails_imports():
         target = found.target
         while target not in MODULES and "." in target:
             target = target.rpartition(".")[0]  # `from pkg.mod import name`
-        if target != name and target in MODULES:
-            graph[name].add(target)
-    cycle = find_cycle(graph)
+        if target in MODULES:
+            edges[name].add(target)
+    cycle = find_cycle(import_graph(edges))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def _packages_above(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:n]) for n in range(1, len(parts))}
+
+
+def import_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """What importing each module runs: its imports, and the packages above each of them
+    (Python runs a package's ``__init__`` before its submodule), except the importer's own
+    packages, which are already in ``sys.modules`` when its body runs."""
+    return {name: {module for target in targets for module in {target} | _packages_above(target)
+                   if module != name and module not in _packages_above(name)}
+            for name, targets in edges.items()}
+
+
+def test_the_import_graph_runs_the_packages_above_an_import():
+    # p.a imports q.b: q's __init__ runs first, and it imports q.c, which imports p.a.
+    assert find_cycle(import_graph({"p": set(), "p.a": {"q.b"}, "q": {"q.c"}, "q.b": set(),
+                                    "q.c": {"p.a"}})) == ["p.a", "q", "q.c", "p.a"]
+    # A package re-exporting its submodules is no cycle.
+    assert find_cycle(import_graph({"p": {"p.a"}, "p.a": {"p.b"}, "p.b": set()})) is None
+
+
+def test_a_lazy_name_is_an_import_of_its_module():
+    assert LAZY["trails.retrieve"] == "trails.retrieval.retrieve"
+    assert _imported_by_name("trails", "retrieve") == "trails.retrieval.retrieve"
+    assert _imported_by_name("trails.vector", "stores") == "trails.vector.stores"
+    assert _imported_by_name("trails", "__version__") == "trails"
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -4,13 +4,11 @@ and expectation with its Unicode ranges shortened."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _cli import run_trails
 from trails import Context
 from trails.errors import SparqlError
 from trails.kg import OxigraphGraph
@@ -67,9 +65,7 @@ def test_any_undeclared_prefix_is_named(prefix):
 ])
 def test_the_cli_prints_the_one_line(tmp_path, query, expected):
     Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
-    done = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(tmp_path / "kb"),
-                           "sparql", query], capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = run_trails("--db", tmp_path / "kb", "sparql", query)
     assert done.returncode != 0
     assert expected in done.stderr
     assert "Traceback" not in done.stderr

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _cli import run_trails
 from trails import retrieve
 from trails.context import Context
 from trails.errors import (
@@ -47,9 +48,10 @@ def make_context(directory: Path, docs: int = 2) -> None:
                     for i in range(docs)], ctx=ctx)
 
 
-def cli(*args: str, **options) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
-                          text=True, timeout=120, check=False, **options)
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``trails ARGS``, in this process (tests/_cli.py): a failed command must release the
+    context here too, as a library call would."""
+    return run_trails(*args)
 
 
 def assert_one_line_exit_3(result: subprocess.CompletedProcess[str], *words: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _cli import run_trails
 from old_stores import make_old_store
 from trails.context import Context
 from trails.errors import ContextDamagedError, InvalidArgumentTypeError, StorageError
@@ -168,9 +169,7 @@ def test_the_command_line_exits_3_naming_a_truncated_vector_file(tmp_path):
                              text=f"Lighthouses guide ships past the rocks, number {i}.")
                     for i in range(3)], ctx=ctx)
     target = damage(directory / "vectors.db", "f32", "truncated")
-    result = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(directory),
-                             "query", "ships"], capture_output=True, text=True, timeout=120,
-                            check=False)
+    result = run_trails("--db", directory, "query", "ships")
     assert result.returncode == 3, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
