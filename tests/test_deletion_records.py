@@ -139,3 +139,25 @@ def test_a_prune_killed_with_sigkill_leaves_every_deleted_document_recorded(tmp_
         assert documents(ctx) == set()
         assert before <= {doc for r in ctx.audit.activities(limit=None)
                            if r.kind == "deletion" for doc in r.documents}
+
+
+@pytest.mark.parametrize("damage", ["orphan", "unfinished"])
+def test_every_document_repair_removes_is_recorded_first(tmp_path, damage):
+    """verify --repair deletes through the one recorded path: each document it removes (an
+    orphan the graph still describes, or a version that cannot be made whole) has its
+    deletion record, naming the caller, and no record names a document still there."""
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(id=n, source=n, text=f"Note {n} on rails.") for n in NAMES],
+                   ctx=ctx)
+        victim = min(documents(ctx))
+        if damage == "orphan":  # the vectors gone, the graph still describing it
+            ctx.vectors.delete_document(victim)
+        else:  # a vector of the current version lost: the version cannot be made whole
+            row = next(r[0] for r in ctx.vectors.managed_rows() if r[1] == victim)
+            ctx.vectors.delete_many([row])
+        report = ctx.verify(repair=True, caller="repairer")
+        assert report.removed == [victim]
+        deletions = [r for r in ctx.audit.pending() if r.kind == "deletion"]
+        assert [(r.documents, r.caller) for r in deletions] == [([victim], "repairer")]
+        assert deletions[0].reason.startswith("repair")
+        assert victim not in documents(ctx) and ctx.verify().ok

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import DeletionRecord, SearchRecord
+from trails.ingest.events import IngestionStats
 from trails.service.app import create_app
 from trails.service.state import WARM_UP_CALLER
 from trails.vector.embedders.mock import MockEmbedder
@@ -214,6 +215,18 @@ def test_ingest_streams_each_event_in_order_then_a_summary(client):
     assert [d["source"] for k, d in events if k == "document_failed"] == ["b5"]
     assert _snippets(_retrieve(client, "beta-writer", query="badgers", k=1)) == [
         "Badgers dig at night."]
+
+
+def test_the_ingest_summary_reports_the_run_s_wall_time(client, monkeypatch):
+    """The summary's seconds are the run's wall time (here a clock that reads 100.0 when the
+    run starts and 104.0 ever after: a four-second run), not 0.0."""
+    readings = iter([100.0])
+    monkeypatch.setattr(IngestionStats, "clock", lambda: next(readings, 104.0), raising=False)
+    events = _events(client.post("/ingest", json={"scope": "beta", "documents": [
+        {"id": "b9", "text": "Bitterns boom in the reeds."}]}, headers=bearer("beta-writer")))
+    summary = events[-1][1]
+    assert (summary["kind"], summary["ingested"]) == ("summary", 1)
+    assert summary["seconds"] == 4.0
 
 
 def test_ingest_into_a_scope_the_key_lacks_is_refused_before_anything_is_written(client):

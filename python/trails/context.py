@@ -270,12 +270,15 @@ class Context:
                    audit_enabled=audit if isinstance(audit, bool) else None,
                    on_retrieve=on_retrieve, on_ingest=on_ingest)
 
-    def verify(self, repair: bool = False) -> maintenance.VerifyReport:
-        """Check that graph and vectors agree; ``repair=True`` removes what a crash left."""
+    def verify(self, repair: bool = False, *,
+               caller: str | None = None) -> maintenance.VerifyReport:
+        """Check that graph and vectors agree; ``repair=True`` removes what a crash left,
+        each document it deletes recorded in the audit trail first, with ``caller`` (default:
+        ``ctx.audit.caller``, else the login name) as who asked."""
         if repair:
             self._check_writable()
         parts: ContextParts = self
-        return maintenance.verify(parts, repair=repair)
+        return maintenance.verify(parts, repair=repair, caller=caller)
 
     def link(self, linker: Linker | None = None, *,
              scopes: str | Sequence[str] | None = None) -> LinkReport:

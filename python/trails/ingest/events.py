@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from trails.display.tables import summary_html, summary_text
 
@@ -126,7 +129,14 @@ IngestEvent = (
 
 @dataclass
 class IngestionStats:
-    """Totals of one ingest run (``ingest_all`` returns it)."""
+    """Totals of one ingest run (``ingest_all`` returns it).
+
+    ``seconds`` is the wall time from the moment these totals were made to the last event
+    recorded: whoever sums a run up (a command, the service, a notebook) reports its real
+    duration without timing it separately.
+    """
+
+    clock: ClassVar[Callable[[], float]] = time.perf_counter  # monotonic seconds
 
     ingested: int = 0
     skipped: int = 0
@@ -140,7 +150,11 @@ class IngestionStats:
     pruned: int = 0
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self._started = type(self).clock()
+
     def record(self, event: IngestEvent) -> None:
+        self.seconds = type(self).clock() - self._started
         if isinstance(event, DocumentIngested):
             self.ingested += 1
             self.chunks += event.chunks

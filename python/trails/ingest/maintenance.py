@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from trails.audit import DeletionRecord, default_caller, new_run_id
+from trails.audit.records import started_now
 from trails.ingest.document import Chunk
 from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
@@ -21,11 +24,15 @@ from trails.ingest.writer import (
 )
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.terms import IRI
-from trails.parts import ContextParts
+from trails.parts import Audited, ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
 from trails.vector.stores.base import DocumentVersion, versioned
 
-__all__ = ["VerifyReport", "delete_document", "verify"]
+__all__ = ["VerifyReport", "delete_document", "delete_recorded", "record_deletion", "verify"]
+
+# Why repair deletes a document, as its audit record says.
+REPAIR_REASON = "repair: it could not be made whole from what is stored"
+ORPHAN_REASON = "repair: the graph described it with no recorded version"
 
 _CHUNKS = "?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v ."
 
@@ -136,14 +143,16 @@ def _staged_manifests(kg: KnowledgeGraph) -> dict[tuple[str, str], str]:
             if row["node"].startswith(row["doc"] + "/v/")}
 
 
-def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
+def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None) -> VerifyReport:
     """Compare graph and vectors; with ``repair=True`` finish what an interrupted write left.
 
     Repair never invents data and never drops committed work it can complete: a committed
     version (its vectors all live, the commit point passed) whose graph step was cut off is
     finished from its staged manifest and its vectors' texts; what was never committed
     (staged vectors, stale chunks and manifests) is deleted; a document that cannot be made
-    whole from what is stored is removed (the next ingest of its source writes it again).
+    whole from what is stored is removed (the next ingest of its source writes it again),
+    through :func:`delete_recorded`: each removal is in the audit trail, with ``caller``,
+    before anything of the document goes.
     """
     store, kg = versioned(ctx.vectors, "verify"), ctx.kg
     versions = store.current_versions()
@@ -174,7 +183,7 @@ def verify(ctx: ContextParts, repair: bool = False) -> VerifyReport:
     report.payload_outside_allowlist = sorted(row_id for ids in outside.values()
                                               for row_id in ids)
     if repair and not report.ok:
-        _repair(ctx, report, chunks, versions, rows, staged)
+        _repair(ctx, report, chunks, versions, rows, staged, caller)
         _trim_payloads(ctx, outside)
         report.repaired = True
     return report
@@ -205,7 +214,7 @@ def _trim_payloads(ctx: ContextParts, outside: dict[str, dict[str, list[str]]]) 
 
 def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str, str, str]],
             versions: dict[str, DocumentVersion], rows: list[tuple[str, str, str | None, bool]],
-            staged: dict[tuple[str, str], str]) -> None:
+            staged: dict[tuple[str, str], str], caller: str | None) -> None:
     # A committed version: every row of the document live and of the recorded version, as
     # many as recorded (publish wrote them in one transaction). Its graph step may have been
     # cut off; everything it needs is stored, so it is finished, never deleted.
@@ -233,7 +242,7 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
         # are nowhere else); a current graph missing chunks needs only the vectors' texts.
         if record is None or doc not in committed or (doc in report.graph_behind
                                                        and manifest is None):
-            delete_document(ctx, doc)
+            delete_recorded(ctx, doc, reason=REPAIR_REASON, caller=caller)
             report.removed.append(doc)
             continue
         if doc in short:  # the graph lost chunk triples: the vectors hold their text
@@ -242,7 +251,7 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
             ctx.kg.update(finish_update(ctx.kg, [(doc, record.version, manifest)], record.scope))
         report.finished.append(doc)
     for doc in report.orphan_documents:
-        delete_document(ctx, doc)
+        delete_recorded(ctx, doc, reason=ORPHAN_REASON, caller=caller)
         report.removed.append(doc)
 
 
@@ -305,3 +314,40 @@ def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bo
     for scope in sorted(scopes or {DEFAULT_SCOPE}):
         ctx.kg.update(" ;\n".join(owned_document_deletes(ctx.kg, [doc_iri], scope)))
     return bool(record or removed or chunk_scopes or scopes)
+
+
+def delete_recorded(ctx: ContextParts, document: str, *, reason: str,
+                    expired_at: Mapping[str, dt.datetime] | None = None,
+                    caller: str | None = None, include_user_triples: bool = False) -> bool:
+    """Delete ``document`` as :func:`~trails.ingest.maintenance.delete_document` does, its
+    audit record written first (:func:`record_deletion`); False when there was no such
+    document (nothing is recorded).
+
+    Raises:
+        StorageError: the record could not be written (nothing was deleted), or a store
+            failed.
+    """
+    return delete_document(ctx, document, include_user_triples=include_user_triples,
+                           before_removal=lambda: record_deletion(
+                               ctx, [document], reason=reason, expired_at=expired_at,
+                               caller=caller))
+
+
+def record_deletion(ctx: ContextParts, documents: Sequence[str], *, reason: str,
+                    expired_at: Mapping[str, dt.datetime] | None = None,
+                    caller: str | None = None) -> None:
+    """Record in the context's audit trail that ``documents`` are deleted, and why: one
+    ``audit:Deletion`` activity, each document ``prov:invalidated`` (for retention, the moment
+    each expired is kept with the record). Call it before deleting (:func:`delete_recorded`
+    does). Nothing is recorded for a context that does not audit.
+
+    Raises:
+        StorageError: the record could not be written to the disk; do not delete.
+    """
+    if not documents or not isinstance(ctx, Audited) or not ctx.audit.enabled:
+        return
+    moment = started_now()
+    ctx.audit.record_first(DeletionRecord(
+        run_id=new_run_id(), caller=caller or ctx.audit.caller or default_caller(),
+        started=moment, ended=moment, reason=reason, documents=list(documents),
+        expired_at={iri: when.isoformat() for iri, when in (expired_at or {}).items()}))

@@ -14,13 +14,12 @@ next run finishes), and a record that cannot be written stops the deletion.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
 
-from trails.audit import DeletionRecord, default_caller, new_run_id
-from trails.audit.records import started_now
 from trails.ingest.expiry import ExpiredDocument, expired_documents, utc_now
-from trails.ingest.maintenance import delete_document
-from trails.parts import Audited, ContextParts
+
+# The one recorded deletion path lives beside the deletion it records (repair uses it too).
+from trails.ingest.maintenance import delete_recorded, record_deletion
+from trails.parts import ContextParts
 
 __all__ = ["delete_recorded", "prune_expired", "record_deletion"]
 
@@ -44,40 +43,3 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
     return [document for document in expired
             if delete_recorded(ctx, document.iri, reason="expired",
                                expired_at={document.iri: document.expires})]
-
-
-def delete_recorded(ctx: ContextParts, document: str, *, reason: str,
-                    expired_at: Mapping[str, dt.datetime] | None = None,
-                    caller: str | None = None, include_user_triples: bool = False) -> bool:
-    """Delete ``document`` as :func:`~trails.ingest.maintenance.delete_document` does, its
-    audit record written first (:func:`record_deletion`); False when there was no such
-    document (nothing is recorded).
-
-    Raises:
-        StorageError: the record could not be written (nothing was deleted), or a store
-            failed.
-    """
-    return delete_document(ctx, document, include_user_triples=include_user_triples,
-                           before_removal=lambda: record_deletion(
-                               ctx, [document], reason=reason, expired_at=expired_at,
-                               caller=caller))
-
-
-def record_deletion(ctx: ContextParts, documents: Sequence[str], *, reason: str,
-                    expired_at: Mapping[str, dt.datetime] | None = None,
-                    caller: str | None = None) -> None:
-    """Record in the context's audit trail that ``documents`` are deleted, and why: one
-    ``audit:Deletion`` activity, each document ``prov:invalidated`` (for retention, the moment
-    each expired is kept with the record). Call it before deleting (:func:`delete_recorded`
-    does). Nothing is recorded for a context that does not audit.
-
-    Raises:
-        StorageError: the record could not be written to the disk; do not delete.
-    """
-    if not documents or not isinstance(ctx, Audited) or not ctx.audit.enabled:
-        return
-    moment = started_now()
-    ctx.audit.record_first(DeletionRecord(
-        run_id=new_run_id(), caller=caller or ctx.audit.caller or default_caller(),
-        started=moment, ended=moment, reason=reason, documents=list(documents),
-        expired_at={iri: when.isoformat() for iri, when in (expired_at or {}).items()}))

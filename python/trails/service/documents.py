@@ -100,6 +100,7 @@ class _IngestRun:
         self.ctx, self.documents, self.scope, self.loop = ctx, documents, scope, loop
         self.events: asyncio.Queue[Any] = asyncio.Queue()
         self.stop = threading.Event()  # set when nobody reads the events any more
+        self.stats = IngestionStats()  # its clock starts with the request
 
     def run(self) -> None:
         try:
@@ -129,7 +130,7 @@ class _IngestRun:
 
 async def _stream(run: _IngestRun, first: IngestEvent,
                   metrics: ServiceMetrics) -> AsyncIterator[bytes]:
-    stats = IngestionStats()
+    stats = run.stats
     item: Any = first
     try:
         while item is not _END:
