@@ -195,3 +195,17 @@ def test_serve_refuses_an_allowed_host_that_is_no_host_name(tmp_path):
     out = trails("--db", str(db), "serve", "--port", "0", "--allowed-host", "http://x/")
     assert out.returncode != 0
     assert "no host name" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["delete", "trails://local/doc/a1"], ["verify", "--repair"], ["prune", "--expired"],
+    ["link"], ["ingest", "{db}/trails.json"]])
+def test_a_write_beside_a_running_service_says_how_instead_of_waiting(served, command):
+    """Every writing command, while `trails serve` holds the context: one line naming the
+    service and how to write (stop it, or the HTTP call), never "wait for it to finish"."""
+    db, process = served
+    answer = trails("--db", str(db), *[part.format(db=db) for part in command])
+    assert answer.returncode == 1, answer.stderr
+    error = answer.stderr.strip()
+    assert "wait for it to finish" not in error and "Traceback" not in error
+    assert f"pid {process.pid}" in error and "/ingest" in error and len(error.splitlines()) == 1

@@ -44,4 +44,6 @@ def test_the_compliance_walkthrough_runs_as_written(tmp_path, monkeypatch):
                 assert "?created=2024-03-12" in done.stdout.replace("\n", "")
             if words[2:4] == ["audit", "show"]:
                 assert "analyst@example.org" in done.stdout
-    assert [w[2] for w in ran] == ["query", "audit", "audit"]
+    assert [" ".join(w[2:4]) for w in ran] == [
+        "query pump seal failure", "audit --since", "audit show", "audit feedback",
+        "audit feedback"]

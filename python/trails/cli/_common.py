@@ -23,6 +23,7 @@ from trails.cli.exits import (
 from trails.config import CONFIG_FILE
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
+from trails.service.discovery import read_service
 from trails.vector.embedders.base import Embedder
 
 __all__ = [
@@ -79,6 +80,15 @@ def context(db: Path, **options: Any) -> Context:
     except ContextLockedError as exc:
         if "this process" in str(exc):  # a handle this process forgot to close: said as is
             raise
+        service = read_service(db)
+        if service is not None:  # a service never finishes: waiting would be forever
+            raise ContextLockedError(
+                f"{db} is served for writing by `trails serve` (pid {service.pid}, "
+                f"{service.url}), which runs until it is stopped. Stop it (Ctrl-C where it "
+                f"runs, or kill -TERM {service.pid}) and run this command again, or send the "
+                f"write to the service: POST {service.url}/ingest, DELETE "
+                f"{service.url}/documents/IRI (docs/service.md). Read-only commands (query, "
+                "sparql, stats, verify) work meanwhile.") from exc
         raise ContextLockedError(
             f"{db} is open for writing in another process (one writer at a time); wait for it "
             "to finish. Read-only commands (query, sparql, stats, verify) work meanwhile.") from exc
