@@ -76,7 +76,7 @@ def test_a_record_holds_the_whole_search(tmp_path, monkeypatch):
         assert hit.score == shown.score and hit.components == shown.components
     started = dt.datetime.fromisoformat(record.started)
     assert started <= dt.datetime.fromisoformat(record.ended)
-    assert abs(started - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=5)
+    assert abs(started - dt.datetime.now(dt.UTC)) < dt.timedelta(minutes=5)
 
 
 def test_the_caller_argument_wins_and_a_blank_one_is_refused(tmp_path, monkeypatch):
@@ -174,7 +174,7 @@ def test_a_read_only_reader_records_and_the_writer_folds(tmp_path):
 def test_records_older_than_the_retention_are_dropped_at_the_next_fold(tmp_path):
     with make(tmp_path / "kb", audit=AuditConfig(retention_days=30)) as ctx:
         fresh = retrieve("rail", ctx).run_id
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         for days, run in ((400, "a" * 32), (31, "b" * 32), (29, "c" * 32)):
             started = (now - dt.timedelta(days=days)).isoformat()
             ctx.audit.record(SearchRecord(run_id=run, caller="old", started=started,
@@ -189,7 +189,7 @@ def test_records_older_than_the_retention_are_dropped_at_the_next_fold(tmp_path)
 def test_listing_filters_by_time_and_caller(tmp_path):
     with make(tmp_path / "kb") as ctx:
         retrieve("one", ctx, caller="alice")
-        middle = dt.datetime.now(dt.timezone.utc)
+        middle = dt.datetime.now(dt.UTC)
         retrieve("two", ctx, caller="bob")
         retrieve("three", ctx, caller="alice")
         ctx.audit.fold()
@@ -346,7 +346,7 @@ def test_a_record_without_an_rdf_form_never_blocks_the_fold(tmp_path):
 
 
 def result_time() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()
 
 
 def test_hooks_can_be_given_when_the_context_opens(tmp_path):

@@ -317,7 +317,7 @@ _texts = st.text(alphabet=_characters, max_size=30)
 _scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**100), max_value=2**100),
     st.floats(allow_nan=True, allow_infinity=True), _texts, st.dates(),
-    st.datetimes(timezones=st.sampled_from([None, dt.timezone.utc])),
+    st.datetimes(timezones=st.sampled_from([None, dt.UTC])),
     st.decimals(allow_nan=True, allow_infinity=True), st.binary(max_size=4),
     st.just(object()), st.builds(IRI, _texts))
 _values = st.recursive(_scalars, lambda inner: st.one_of(

@@ -584,7 +584,7 @@ def test_a_missing_dataframe_library_names_the_pip_command(monkeypatch, module, 
 
 
 def test_a_hit_with_a_datetime_date_keeps_it_in_frames():
-    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)
     one = RetrievalHit("https://e.org/c", 0.5, "t", {"date": when.isoformat()})
     result = RetrievalResult([one], mode="vector", plan="full-scan", candidates=None,
                              exhaustive=True)

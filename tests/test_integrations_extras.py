@@ -8,9 +8,9 @@ import json
 import subprocess
 import sys
 import textwrap
+import tomllib
 
 import pytest
-import tomllib
 
 from conftest import ROOT
 

@@ -123,7 +123,7 @@ TYPED_VALUES = {
     "dec": Decimal("3.14"),
     "yes": True,
     "day": dt.date(2024, 2, 29),
-    "when": dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.timezone.utc),
+    "when": dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.UTC),
     "en": "colour",
     "fr": "couleur",
     "str": "plain",

@@ -12,9 +12,9 @@ import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 
 import pytest
-import tomllib
 
 from conftest import ROOT
 

@@ -7,9 +7,9 @@ import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 
 import pytest
-import tomllib
 
 import trails
 import trails.ingest

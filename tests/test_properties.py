@@ -325,7 +325,7 @@ def test_encode_is_little_endian_float32(values):
 
 
 naive_or_offset = st.sampled_from([
-    None, dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
+    None, dt.UTC, dt.timezone(dt.timedelta(hours=5, minutes=30)),
     dt.timezone(-dt.timedelta(hours=11)),
 ])
 plain_values = st.one_of(

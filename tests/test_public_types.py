@@ -82,3 +82,13 @@ def test_a_users_mistake_is_caught_by_their_type_checker(
     report, status = check(tmp_path, program)
     assert status == 1 and message in report, report
 
+
+
+def test_the_declared_python_is_the_one_checked() -> None:
+    # The library uses typing.Self, tomllib and datetime.UTC (3.11); mypy checks it as 3.11, so
+    # pip must not install it on an older interpreter.
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    checked = project["tool"]["mypy"]["python_version"]
+    assert project["project"]["requires-python"] == f">={checked}"

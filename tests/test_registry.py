@@ -8,9 +8,9 @@ import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 
 import pytest
-import tomllib
 
 from conftest import ROOT
 from trails import _lazy

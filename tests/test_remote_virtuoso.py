@@ -93,7 +93,7 @@ def kg(server):
 
 # -- values and datasets ---------------------------------------------------------------------
 
-ZONES = st.sampled_from([dt.timezone.utc, dt.timezone(dt.timedelta(hours=2)),
+ZONES = st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=2)),
                          dt.timezone(dt.timedelta(hours=-5, minutes=-30))])
 VALUES = st.one_of(
     st.text(st.characters(exclude_categories=("Cs",)), max_size=40),

@@ -193,4 +193,4 @@ def from_json(data: Mapping[str, Any]) -> ActivityRecord:
 
 def started_now() -> str:
     """The current time, as records keep it."""
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()

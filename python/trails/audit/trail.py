@@ -154,7 +154,7 @@ class AuditTrail:
         may write) and pending ones."""
         self.fold()
         moment = None if since is None else (
-            since if since.tzinfo else since.replace(tzinfo=dt.timezone.utc))
+            since if since.tzinfo else since.replace(tzinfo=dt.UTC))
         bindings: dict[str, object] = {}  # values travel bound, never pasted (ADR 0003)
         if moment is not None:
             bindings["since"] = _date_time(moment)
@@ -245,7 +245,7 @@ class AuditTrail:
         days = self.settings.retention_days
         if days is None:
             return None
-        return dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)
+        return dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
 
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (

@@ -205,7 +205,7 @@ def _date(text: str | None) -> dt.datetime | None:
     except ValueError:
         raise InvalidArgumentError(f"--since {text!r} is no date; use ISO 8601, e.g. "
                                    "2024-05-01 or 2024-05-01T09:00:00+00:00") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def _summary(run: ActivityRecord) -> tuple[str, str]:

@@ -167,7 +167,7 @@ _PARSERS: dict[str, Any] = {
     "double": float, "float": float, "decimal": Decimal,
     "boolean": lambda s: s in ("true", "1"),
     "date": dt.date.fromisoformat,
-    "dateTime": lambda s: dt.datetime.fromisoformat(s.replace("Z", "+00:00")),
+    "dateTime": lambda s: dt.datetime.fromisoformat(s),
 }
 
 

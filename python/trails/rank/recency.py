@@ -84,7 +84,7 @@ class RecencyDecay:
         ctx = need_ctx(ctx, "RecencyDecay")
         check_scored(hits, "RecencyDecay")
         dates = self.dates(ctx, hits)
-        now = _utc(self.now if self.now is not None else dt.datetime.now(dt.timezone.utc))
+        now = _utc(self.now if self.now is not None else dt.datetime.now(dt.UTC))
         out = []
         for hit in hits:
             when = dates.get(key(hit))
@@ -115,7 +115,7 @@ def _as_datetime(raw: Any) -> dt.datetime | None:
     """A date, datetime or ISO string as an aware UTC datetime; anything else None."""
     if isinstance(raw, str):
         try:
-            raw = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            raw = dt.datetime.fromisoformat(raw)
         except ValueError:
             return None
     if isinstance(raw, (dt.date, dt.datetime)):
@@ -127,5 +127,5 @@ def _utc(when: dt.date | dt.datetime) -> dt.datetime:
     if not isinstance(when, dt.datetime):
         when = dt.datetime(when.year, when.month, when.day)
     if when.tzinfo is None:
-        return when.replace(tzinfo=dt.timezone.utc)
-    return when.astimezone(dt.timezone.utc)
+        return when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC)

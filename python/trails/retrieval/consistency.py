@@ -45,7 +45,7 @@ from trails.vector.stores.base import NumberedStates, Snapshots, VectorStore, Ve
 from trails.vector.stores.records import DocumentIris
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_versions",
            "committed_in_flight", "gone_from_graph", "minted_chunk", "pinned_reads",

@@ -22,12 +22,11 @@ import hmac
 import json
 import os
 import secrets
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-
-import tomllib
 
 from trails.errors import AuthenticationError, ConfigurationError, PermissionDeniedError
 from trails.scopes import check_scope

@@ -84,7 +84,7 @@ def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: i
         port_bound = _port(server)
         url = f"http://{_url_host(host)}:{port_bound}"
         info = ServiceInfo(url=url, pid=os.getpid(), token=token,
-                           started=dt.datetime.now(dt.timezone.utc).isoformat())
+                           started=dt.datetime.now(dt.UTC).isoformat())
         write_service(directory, info)
         written.append(info)
         announce(url)

@@ -24,7 +24,7 @@ from trails._lazy import require
 from trails.errors import EndpointUnavailableError
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["PostgresServer", "shared_server"]
 

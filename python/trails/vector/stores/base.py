@@ -59,7 +59,7 @@ from trails.vector.stores.lookups import (  # re-exported
 from trails.vector.stores.records import DocumentVersion, SearchPlan, StoredVector, VectorHit
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = [
     "BackReferences", "BaseKeywordIndex", "BaseVectorStore", "DocumentVersion", "KeywordIndex",

@@ -22,7 +22,7 @@ from trails.vector.stores.pgvector.core import PgCore
 from trails.vector.stores.records import DocumentVersion
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["PgVersions"]
 

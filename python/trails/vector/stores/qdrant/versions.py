@@ -28,7 +28,7 @@ from trails.vector.stores.qdrant.schema import eq, point_id
 from trails.vector.stores.records import DocumentVersion
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["QdrantVersions"]
 

@@ -48,7 +48,7 @@ from trails.vector.stores.sqlite_vec.slot_index import Candidates, SlotIndex
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys, vector_checksums
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["SqliteCore", "reads"]
 

@@ -22,7 +22,7 @@ from trails.vector.stores.sqlite_vec.schema import INDEXED, KEYWORD_TOKENIZER
 from trails.vector.stores.sqlite_vec.scoped_bm25 import ScopedBm25
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["Fts5Index", "Match", "bm25_idf", "take_texts", "with_text"]
 
