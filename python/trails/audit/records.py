@@ -16,10 +16,14 @@ from trails.errors import InvalidArgumentError
 from trails.records import DEGRADED
 
 __all__ = ["RATINGS", "ActivityRecord", "DeletionRecord", "FeedbackRecord", "HitRecord",
-           "SearchRecord", "SparqlQueryRecord", "from_json", "new_run_id", "query_digest", "run_id_of", "run_iri"]
+           "SearchRecord", "SparqlQueryRecord", "from_json", "new_run_id", "query_digest", "run_id_of", "run_iri",
+           "run_prefix_of"]
 
 RUN_BASE = "urn:trails:run:"
 _RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id makes
+# A short prefix, as git takes one: enough digits that a typo rarely lands on another run.
+MIN_PREFIX = 4
+_RUN_PREFIX = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},31}}")
 
 
 def new_run_id() -> str:
@@ -37,13 +41,29 @@ def run_id_of(run: object) -> str:
     Raises:
         InvalidArgumentError: anything else (it could only name no run, or another one).
     """
-    text = run.strip() if isinstance(run, str) else ""
-    found = text.removeprefix(RUN_BASE)
-    if not _RUN_ID.fullmatch(found.lower()):
+    found = _stripped(run)
+    if not _RUN_ID.fullmatch(found):
         raise InvalidArgumentError(
             f"{str(run)[:80]!r} is no run id: a run id is 32 hexadecimal digits (as `trails "
-            f"audit` lists them), or its IRI {RUN_BASE}<id>")
-    return found.lower()
+            f"audit` lists them) or a unique prefix of at least {MIN_PREFIX} of them, or its "
+            f"IRI {RUN_BASE}<id>")
+    return found
+
+
+def run_prefix_of(run: object) -> str | None:
+    """The prefix ``run`` is when it is a short run id (4 to 31 hexadecimal digits, like a
+    git commit's), else None: a whole id, or no run id at all (:func:`run_id_of` says which).
+
+    >>> run_prefix_of("9F3a"), run_prefix_of("9f3"), run_prefix_of("urn:trails:run:9f3a")
+    ('9f3a', None, '9f3a')
+    """
+    found = _stripped(run)
+    return found if _RUN_PREFIX.fullmatch(found) else None
+
+
+def _stripped(run: object) -> str:
+    text = run.strip() if isinstance(run, str) else ""
+    return text.removeprefix(RUN_BASE).lower()
 
 
 def query_digest(query: str) -> str:

@@ -23,6 +23,7 @@ from trails.audit.records import (
     new_run_id,
     run_id_of,
     run_iri,
+    run_prefix_of,
     started_now,
 )
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
@@ -46,6 +47,10 @@ _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record
 _SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
 _CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller"
 _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
+# Runs whose IRI starts with a bound stem: how a short prefix finds its run. A few more than
+# one is enough to say a prefix is ambiguous and show some of what it matches.
+_PREFIXED = (f"SELECT DISTINCT ?run WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?r }} "
+             "FILTER(STRSTARTS(STR(?run), ?stem)) } LIMIT 6")
 _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}feedbackOn> ?run ; "
              f"<{AUDIT}record> ?record }} }}")
 
@@ -172,14 +177,42 @@ class AuditTrail:
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         return ordered if limit is None else ordered[:limit]
 
-    def get(self, run: str) -> ActivityRecord:
-        """The activity ``run`` (its id, or its IRI ``urn:trails:run:<id>``).
+    def resolve(self, run: str) -> str:
+        """The whole run id ``run`` names: an id, a run's IRI, or a unique prefix of at least
+        four hexadecimal digits (as git takes a commit's).
 
         Raises:
-            InvalidArgumentError: ``run`` is no run id (nor a run's IRI).
+            InvalidArgumentError: ``run`` is no run id, or a prefix of several runs' (some are
+                named: give more digits).
+            UnknownRunError: a prefix of no recorded run.
+        """
+        prefix = run_prefix_of(run)
+        if prefix is None:
+            return run_id_of(run)
+        found = {r.run_id for r in self.pending()
+                 if r.run_id.startswith(prefix) and _kept(r, self._cutoff())}
+        rows = select(self.kg, _PREFIXED, {"stem": run_iri(prefix)})  # bound, never pasted
+        found.update(str(v).removeprefix(run_iri("")) for v in rows.column("run"))
+        if len(found) == 1:
+            return found.pop()
+        if not found:
+            raise UnknownRunError(
+                f"no recorded run starts with {prefix!r} in this context; list runs with "
+                "`trails audit` (records past the retention are gone)")
+        shown = ", ".join(sorted(found)[:5])
+        raise InvalidArgumentError(
+            f"{prefix!r} is the start of several runs ({shown}{', ...' if len(found) > 5 else ''}"
+            "); give more of its digits")
+
+    def get(self, run: str) -> ActivityRecord:
+        """The activity ``run`` (its id, its IRI ``urn:trails:run:<id>``, or a unique prefix
+        of the id: :meth:`resolve`).
+
+        Raises:
+            InvalidArgumentError: ``run`` is no run id (nor a run's IRI), or an ambiguous prefix.
             UnknownRunError: no such activity (or it is past the retention).
         """
-        run_id = run_id_of(run)
+        run_id = self.resolve(run)
         for record in self.pending():
             if record.run_id == run_id and _kept(record, self._cutoff()):
                 return record
@@ -223,8 +256,9 @@ class AuditTrail:
         return record
 
     def feedback_on(self, run: str) -> list[FeedbackRecord]:
-        """The feedback recorded on the run ``run`` (its id or IRI), newest first."""
-        run_id = run_id_of(run)
+        """The feedback recorded on the run ``run`` (as :meth:`resolve` reads it), newest
+        first."""
+        run_id = self.resolve(run)
         rows = select(self.kg, _FEEDBACK, {"run": IRI(run_iri(run_id))})
         found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
                              *self.pending()]

@@ -28,7 +28,8 @@ __all__ = ["app", "replay"]
 
 app = typer.Typer(no_args_is_help=False, add_completion=False)
 _RUN = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits, as `trails "
-                      "audit` lists them) or urn:trails:run:ID.")
+                      "audit` lists them), a unique prefix of 4 or more of them, or "
+                      "urn:trails:run:ID.")
 
 
 @app.callback(invoke_without_command=True)
@@ -137,7 +138,8 @@ def feedback(
 def replay(
     ctx: typer.Context,
     run: str = typer.Argument(..., metavar="RUN", help="The id of the recorded search (32 "
-                              "hexadecimal digits, as `trails audit` lists them)."),
+                              "hexadecimal digits, as `trails audit` lists them, or a unique "
+                              "prefix of 4 or more)."),
     query: Optional[str] = typer.Option(  # noqa: UP045
         None, "--query", metavar="TEXT",
         help="The query text, when the context kept only its SHA-256."),
