@@ -14,7 +14,7 @@ from trails import retrieve
 from trails.cli import app
 from trails.context import Context
 from trails.errors import ConfigurationError
-from trails.ingest import Document, ingest_all, retention
+from trails.ingest import Document, ingest_all, maintenance
 from trails.kg import IRI
 from trails.kg.oxigraph import OxigraphGraph
 from trails.vector.embedders.mock import MockEmbedder
@@ -43,7 +43,7 @@ def vectors_of(ctx: Context, iri: str) -> list[str]:
 def recorded(monkeypatch):
     """What reaches record_deletion, the one call site for auditing deletions."""
     calls: list[list[tuple[str, dt.datetime]]] = []
-    monkeypatch.setattr(retention, "record_deletion",
+    monkeypatch.setattr(maintenance, "record_deletion",
                         lambda ctx, documents, reason, expired_at, caller: calls.append(
                             [(iri, expired_at[iri]) for iri in documents]))
     return calls
