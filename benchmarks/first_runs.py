@@ -6,8 +6,8 @@ Build a context once with ``scale.py --keep DIR`` (``--docs N`` for its size), t
 as users open it, writable or read-only (how ``trails query`` opens it), with any version of
 the code, side by side in one session:
 
-    .venv/bin/python benchmarks/scale.py --docs 20000 --keep /tmp/scale20k --no-write
-    .venv/bin/python benchmarks/first_runs.py /tmp/scale20k --read-only
+    .venv/bin/python benchmarks/scale.py --docs 20000 --keep DIR --no-write
+    .venv/bin/python benchmarks/first_runs.py DIR --read-only
 
 Prints one JSON line per row (milliseconds, the median over ``--queries`` query texts).
 

@@ -15,7 +15,7 @@ of ~900 characters per document, half the documents in scope ``legal``) with
 
     .venv/bin/python benchmarks/scale.py                        # 131,000 documents (~1M chunks)
     .venv/bin/python benchmarks/scale.py --quick --no-write     # ~6,500 documents (~50,000 chunks)
-    .venv/bin/python benchmarks/scale.py --keep /tmp/scale      # build once, measure again later
+    .venv/bin/python benchmarks/scale.py --keep DIR           # build once, measure again later
 """
 
 from __future__ import annotations
