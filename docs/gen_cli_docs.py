@@ -3,14 +3,16 @@
     python docs/gen_cli_docs.py           # rewrite docs/cli.md
     python docs/gen_cli_docs.py --check   # exit 1 if docs/cli.md is out of date
 
-Each help text is rendered in a subprocess with a fixed width and colour switched off, so the
-output does not depend on the terminal (or CI variables such as FORCE_COLOR) of whoever runs
-it; trailing spaces and repeated blank lines are dropped. tests/test_cli.py checks that the
+Every help text is rendered in one subprocess with a fixed width and colour switched off, so
+the output does not depend on the terminal (or CI variables such as FORCE_COLOR) of whoever
+runs it, and one interpreter's imports serve all commands; trailing spaces and repeated blank
+lines are dropped. tests/test_cli.py checks that the
 checked-in file equals :func:`render`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -99,28 +101,52 @@ def commands() -> list[str]:
     return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def help_text(*args: str) -> str:
-    """``trails ARGS --help`` as a terminal of WIDTH columns shows it, trimmed."""
-    out = subprocess.run([sys.executable, "-m", "trails.cli", *args, "--help"], env=_env(),
-                         capture_output=True, text=True, check=True).stdout
+def _trimmed(out: str) -> str:
     lines = [line.rstrip() for line in out.splitlines()]
     kept = [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]
     return "\n".join(kept).strip("\n")
 
 
-def _section(args: list[str]) -> str:
-    command = " ".join(["trails", *args])
-    title = f"## `{command}`" if args else "## Overview"
-    return f"{title}\n\n```text\n$ {command} --help\n{help_text(*args)}\n```\n"
+def _emit_help() -> None:
+    """In the child process: every command's ``--help`` as JSON, keyed by its arguments."""
+    from typer.testing import CliRunner
+
+    from trails.cli import app
+
+    runner = CliRunner()
+    texts = {}
+    for args in [[], *([name] for name in commands())]:
+        result = runner.invoke(app, [*args, "--help"])
+        if result.exit_code != 0:
+            raise SystemExit(f"trails {' '.join(args)} --help failed: {result.output}")
+        texts[" ".join(args)] = _trimmed(result.output)
+    print(json.dumps(texts))
+
+
+def help_texts() -> dict[str, str]:
+    """``trails ARGS --help`` for the overview ("") and each command, as WIDTH columns show it."""
+    out = subprocess.run([sys.executable, __file__, "--emit-help"], env=_env(),
+                         capture_output=True, text=True, check=True).stdout
+    texts: dict[str, str] = json.loads(out)
+    return texts
+
+
+def _section(command: str, text: str) -> str:
+    shown = f"trails {command}" if command else "trails"
+    title = f"## `{shown}`" if command else "## Overview"
+    return f"{title}\n\n```text\n$ {shown} --help\n{text}\n```\n"
 
 
 def render() -> str:
     """The whole of docs/cli.md."""
-    sections = [_section([])] + [_section([name]) for name in commands()]
+    sections = [_section(command, text) for command, text in help_texts().items()]
     return INTRO + "\n" + "\n".join(sections)
 
 
 def main(argv: list[str]) -> int:
+    if "--emit-help" in argv:
+        _emit_help()
+        return 0
     text = render()
     if "--check" in argv:
         if TARGET.read_text(encoding="utf-8") != text:
