@@ -1,4 +1,5 @@
-"""The fusion studies' helpers (eval_beir.py, tune_auto.py), built on ``trails.evaluation``.
+"""Helpers for ranking runs on BEIR data (eval_beir.py here; studies/tune_auto.py and the guard
+study), built on ``trails.evaluation``.
 
 - :class:`CachedEmbedder`: vectors kept in a SQLite file, so a rerun embeds nothing again;
 - :func:`collect_rankings` / :func:`fused_run`: each query's two rankings, searched once and

@@ -141,13 +141,13 @@ def describe_auto() -> str:
     if hybrid_name() == "auto" and isinstance(auto, fusion_module.GuardedFusion):
         return (" (retrieve()'s default: score fusion whose keyword share is a logistic "
                 "function of each query's evidence, " + ", ".join(fusion_module.EVIDENCE)
-                + "; fitted by benchmarks/guard_study.py on tuning splits, adr/0022)")
+                + "; fitted by studies/guard_study.py on tuning splits, adr/0022)")
     if hybrid_name() != "auto" or not isinstance(auto, fusion_module.AutoFusion):
         return ""
     return (f" (quality-guarded score fusion, retrieve()'s default: weights "
             f"{dict(auto.weights)}, quality ramps {dict(auto.quality_ramps)}, sharpen "
             f"{auto.sharpen:g} below agreement {auto.agreement_floor:g}; chosen by "
-            "benchmarks/tune_auto.py)")
+            "studies/tune_auto.py)")
 
 
 def main() -> int:
@@ -451,7 +451,7 @@ def render(results, tuning_rows, noise_rows, timings, seconds, load, limit, tune
              "indexed chunk text replaced at random (queries untouched); *vector*: Gaussian "
              "noise added to the stored chunk vectors. Nothing was tuned on these test splits "
              "(`fusion=auto`'s guard was fitted on tuning splits only, with the same damage: "
-             "benchmarks/guard_study.py fit, ADR 22). A fused result under the stronger single signal "
+             "studies/guard_study.py fit, ADR 22). A fused result under the stronger single signal "
              "shows the gap and its 95% paired bootstrap interval over the queries: "
              "\"below\" when the whole interval is under 0, \"within noise\" otherwise. "
              + (f"*tuned* = {tuned}, chosen above." if tuned else "")),

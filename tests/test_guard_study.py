@@ -1,4 +1,4 @@
-"""The guard study's arithmetic (``benchmarks/_guard*.py``): its fast nDCG@10 must equal
+"""The guard study's arithmetic (``studies/_guard*.py``): its fast nDCG@10 must equal
 max-pooling plus ir-measures (trec_eval) on any rankings, the self-hit rule must drop exactly
 the query's own document and recompute both qualities without it, and the fitting and
 separation helpers must give the values worked out by hand."""
@@ -17,6 +17,7 @@ from trails.evaluation import max_pool, score_run
 from trails.rank.fusion import Ranking, auto
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "studies"))
 import _guard as g
 import _guard_fit as fit
 from _guard_collect import QueryRankings

@@ -294,3 +294,29 @@ def test_type_checkers_see_what_lazy_names_resolve_to():
             f"{path.relative_to(PACKAGE.parent)}: its `if TYPE_CHECKING:` imports must be "
             "exactly its lazy names")
     assert packages >= 6
+
+
+# The harness users run (benchmarks/) and the research that chose the defaults (studies/) sit
+# beside the package: studies may use the harness's helpers, never the other way round, and
+# neither reaches into trails' private names (a study that needs one needs a public function).
+SCRIPTS = PACKAGE.parents[1]
+
+
+def _script_imports(folder: str) -> Iterator[tuple[Path, int, str, list[str]]]:
+    for path in sorted((SCRIPTS / folder).glob("**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                yield path, node.lineno, node.module, [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield path, node.lineno, alias.name, []
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "studies", "examples"])
+def test_scripts_use_only_public_names_of_trails(folder):
+    wrong = [f"{path.relative_to(SCRIPTS)}:{line} imports {module}: {names}"
+             for path, line, module, names in _script_imports(folder)
+             if module.split(".")[0] == "trails"
+             and (any(part.startswith("_") for part in module.split("."))
+                  or any(name.startswith("_") for name in names))]
+    assert not wrong, wrong

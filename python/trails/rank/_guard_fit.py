@@ -2,7 +2,7 @@
 (:class:`trails.rank.fusion.GuardedFusion`), in the order of
 :data:`trails.rank.fusion.EVIDENCE`.
 
-Written by ``benchmarks/guard_study.py fit --write`` (2026-11-24) from tuning splits only
+Written by ``studies/guard_study.py fit --write`` (2026-11-24) from tuning splits only
 (arguana-tv dev, nfcorpus@torch dev, scifact@torch train; each clean and with either ranking
 damaged on purpose); see docs/fusion-study.md and adr/0022. Do not edit by hand: refit.
 """

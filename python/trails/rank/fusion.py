@@ -240,7 +240,7 @@ class GuardedFusion:
     A document's score is ``(1 - share) * vector(d) / best + share * keyword(d) / best``, in
     [0, 1]. The coefficients were fitted on tuning splits only (SciFact train, NFCorpus dev,
     ArguAna dev), clean and with either ranking damaged on purpose, to the best mean nDCG@10
-    (``benchmarks/guard_study.py``, docs/fusion-study.md, adr/0022). Anything else (other
+    (``studies/guard_study.py``, docs/fusion-study.md, adr/0022). Anything else (other
     ranking names, three rankings, a keyword ranking without quality or query evidence) fuses
     with ``fallback``, the quality-ramp guard of adr/0010. Ties are broken by id.
 

@@ -1,10 +1,10 @@
 """A study of fusion="auto"'s guard on data it was never tuned on (docs/fusion-study.md).
 
-    .venv/bin/python benchmarks/guard_study.py collect dbpedia-entity   # search once, cache
-    .venv/bin/python benchmarks/guard_study.py check scifact            # fast nDCG == ir-measures
-    .venv/bin/python benchmarks/guard_study.py sentences scifact        # -> scifact+sentences
-    .venv/bin/python benchmarks/guard_study.py report                   # every cached set
-    .venv/bin/python benchmarks/guard_study.py fit --write              # the shipped guard
+    .venv/bin/python studies/guard_study.py collect dbpedia-entity   # search once, cache
+    .venv/bin/python studies/guard_study.py check scifact            # fast nDCG == ir-measures
+    .venv/bin/python studies/guard_study.py sentences scifact        # -> scifact+sentences
+    .venv/bin/python studies/guard_study.py report                   # every cached set
+    .venv/bin/python studies/guard_study.py fit --write              # the shipped guard
 
 ``collect`` searches every split of a data set (clean and with each damage of tune_auto.py)
 and caches both chunk rankings per query (benchmarks/.cache/guard_study/); everything else

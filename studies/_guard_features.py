@@ -12,7 +12,7 @@ import math
 import numpy as np
 from _guard import Prepared
 
-from trails.rank.fusion import Ranking, _agreement, _by_best, _drop
+from trails.rank.fusion import Ranking, evidence
 
 FEATURES = {
     "vector_quality": "best cosine (the shipped vector quality)",
@@ -50,16 +50,18 @@ def features(p: Prepared) -> dict[str, float]:
     k = np.array([s for _, s in keyword.hits])
     v_docs, k_docs = _top_docs(p, "vector", 10), _top_docs(p, "keyword", 10)
     idfs = np.array(p.raw.term_idfs or [0.0])
+    # The guard's own evidence, as retrieve computes it (public: trails.rank.fusion.evidence).
+    shipped = evidence(p.rankings) or dict.fromkeys(("agreement", "vector_drop", "keyword_drop"), 0.0)
     return {
         "vector_quality": float(vector.quality or 0.0),
         "keyword_quality": float(keyword.quality or 0.0),
         "keyword_quality_top5": _top_terms_quality(keyword, p.raw.term_idfs, 5),
-        "agreement20": float(_agreement(p.rankings, 20) or 0.0),
+        "agreement20": shipped["agreement"],
         "doc_overlap10": len(set(v_docs) & set(k_docs)) / 10,
         "vector_top_in_keyword10": float(bool(v_docs) and v_docs[0] in k_docs),
         "keyword_top_in_vector10": float(bool(k_docs) and k_docs[0] in v_docs),
-        "vector_drop10": _drop(vector.hits, 10),  # the guard's own (trails.rank.fusion)
-        "keyword_drop10": _drop(keyword.hits, 10),
+        "vector_drop10": shipped["vector_drop"],
+        "keyword_drop10": shipped["keyword_drop"],
         "vector_margin": _margin(v),
         "keyword_margin": _margin(k),
         "keyword_listed": len(k) / 300,
@@ -90,10 +92,16 @@ def _endorsement(ranking: Ranking, other: Ranking, depth: int = 5) -> float:
     """
     if not ranking.hits:
         return 0.0
-    scored = dict(zip((doc for doc, _ in other.hits), _by_best(other.hits)))
+    scored = dict(zip((doc for doc, _ in other.hits), _over_best(other.hits)))
     floor = min(scored.values()) if scored and len(other.hits) >= len(ranking.hits) else 0.0
     top = ranking.hits[:depth]
     return sum(scored.get(doc, floor) for doc, _ in top) / len(top)
+
+
+def _over_best(hits: list[tuple[str, float]]) -> list[float]:
+    """Scores over the best, floored at 0 (all 0 when the best is not positive)."""
+    best = max((score for _, score in hits), default=0.0)
+    return [max(0.0, score / best) if best > 0 else 0.0 for _, score in hits]
 
 
 def _top_terms_quality(keyword: Ranking, idfs: list[float], n: int) -> float:

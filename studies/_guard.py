@@ -1,4 +1,4 @@
-"""The guard study's arithmetic, from cached rankings only (benchmarks/guard_study.py).
+"""The guard study's arithmetic, from cached rankings only (studies/guard_study.py).
 
 Each query's two chunk rankings become one array per normalisation over the union of their
 chunks (:class:`Prepared`), so a fusion of the form ``a * f(vector) + b * g(keyword)``,

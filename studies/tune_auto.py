@@ -2,8 +2,8 @@
 tuning splits only (SciFact train, NFCorpus dev), each clean and with one ranking damaged
 on purpose, and the rule that picks one (docs/benchmarks.md, ADR 0010).
 
-    .venv/bin/python benchmarks/tune_auto.py              # full run, writes the doc region
-    .venv/bin/python benchmarks/tune_auto.py --limit 20 --no-write   # a quick look
+    .venv/bin/python studies/tune_auto.py              # full run, writes the doc region
+    .venv/bin/python studies/tune_auto.py --limit 20 --no-write   # a quick look
 
 The damage is eval_beir.py's: letters of the keyword index's text replaced at random, or
 Gaussian noise added to the stored vectors. A setting's *shortfall* on a split is how far its
@@ -180,7 +180,7 @@ def render(grid, scores, mean, chosen, met, tests, names, seconds, load, limit) 
     splits = tuning_splits(names)
     same = label(grid[chosen]) == label(auto)
     lines = [
-        "## How `fusion=\"auto\"` was tuned (`benchmarks/tune_auto.py`)",
+        "## How `fusion=\"auto\"` was tuned (`studies/tune_auto.py`)",
         "",
         (f"Measured {datetime.date.today().isoformat()}"
          + (f" on the first {limit} queries of each split" if limit else "")

@@ -1,4 +1,4 @@
-"""The guard study's tables (benchmarks/guard_study.py report), from cached rankings only.
+"""The guard study's tables (studies/guard_study.py report), from cached rankings only.
 
 A *cell* is one data set, split and variant (clean, or one ranking damaged): its queries'
 nDCG@10 under every fixed strategy, their evidence and their nDCG@10 at every keyword share
@@ -245,8 +245,8 @@ def quality_table(names: list[str], self_hit_sets: set[str]) -> str:
             f" vs {stronger} | "
             + " | ".join("—" if v is None else f"{v:.3f}" for v in published) + f" | {note} |")
     return "\n".join([
-        "## Ranking quality on every set (`benchmarks/guard_study.py`)", "",
-        (f"Reproduce: `.venv/bin/python benchmarks/guard_study.py report --write` ({today()}; "
+        "## Ranking quality on every set (`studies/guard_study.py`)", "",
+        (f"Reproduce: `.venv/bin/python studies/guard_study.py report --write` ({today()}; "
          "the rankings come from `guard_study.py collect <set>`, docs/fusion-study.md). "
          "nDCG@10 on each set's clean test split, all-MiniLM-L6-v2 and FTS5 BM25 (Porter) over "
          "the default chunks, 300 deep, max-pooled to documents; ArguAna with BEIR's rule that "
@@ -334,7 +334,7 @@ def guard_module(names: list[str], self_hit_sets: set[str]) -> str:
         return "(" + ", ".join(repr(round(float(v), 6)) for v in values) + ")"
 
     about = textwrap.fill(
-        f"Written by ``benchmarks/guard_study.py fit --write`` ({today()}) from tuning splits "
+        f"Written by ``studies/guard_study.py fit --write`` ({today()}) from tuning splits "
         f"only ({splits}; each clean and with either ranking damaged on purpose); see "
         "docs/fusion-study.md and adr/0022. Do not edit by hand: refit.", 92)
     return (f'''"""The fitted numbers of ``fusion="auto"``'s guard
@@ -362,7 +362,7 @@ def report(names: list[str], self_hit_sets: set[str]) -> str:
     strategies = list(FIXED) + candidates
     by = {(c.name, c.variant): c for c in tests}
     sets = sorted({c.name for c in tests})
-    lines = [f"Measured {today()} by `benchmarks/guard_study.py report` over the cached "
+    lines = [f"Measured {today()} by `studies/guard_study.py report` over the cached "
              f"rankings of: {', '.join(names)}. Tuning cells: "
              + ", ".join(sorted({f'{c.name} {c.split} ({len(c.queries)} queries)'
                                  for c in tuning})) + ".", "",

@@ -1,13 +1,13 @@
 """Ideas for the SciFact goal (0.74 nDCG@10) that were measured and not shipped, each against
 the default hybrid on the same rankings (docs/fusion-study.md, finding 9).
 
-    .venv/bin/python benchmarks/quality_ideas.py title   [--sets scifact nfcorpus]
-    .venv/bin/python benchmarks/quality_ideas.py document [--sets scifact scifact@torch]
-    .venv/bin/python benchmarks/quality_ideas.py feedback [--sets scifact]
-    .venv/bin/python benchmarks/quality_ideas.py chunks   [--sets scifact nfcorpus]
-    .venv/bin/python benchmarks/quality_ideas.py bm25     [--sets scifact nfcorpus]
-    .venv/bin/python benchmarks/quality_ideas.py weights  [--sets scifact nfcorpus]
-    .venv/bin/python benchmarks/quality_ideas.py proximity [--sets scifact]
+    .venv/bin/python studies/quality_ideas.py title   [--sets scifact nfcorpus]
+    .venv/bin/python studies/quality_ideas.py document [--sets scifact scifact@torch]
+    .venv/bin/python studies/quality_ideas.py feedback [--sets scifact]
+    .venv/bin/python studies/quality_ideas.py chunks   [--sets scifact nfcorpus]
+    .venv/bin/python studies/quality_ideas.py bm25     [--sets scifact nfcorpus]
+    .venv/bin/python studies/quality_ideas.py weights  [--sets scifact nfcorpus]
+    .venv/bin/python studies/quality_ideas.py proximity [--sets scifact]
 
 Each reads the guard study's collection of a set (``guard_study.py collect <set>``; a plain
 name is onnx-int8, ``<set>@torch`` torch) and eval_beir.py's persisted contexts and
