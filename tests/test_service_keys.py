@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from _cli import run_trails
 from trails.errors import AuthenticationError, ConfigurationError, PermissionDeniedError
 from trails.service.keys import KeyRing, digest
 
@@ -100,3 +103,21 @@ def test_malformed_key_files_say_what_is_wrong(text, message):
 def test_a_missing_keys_file_is_a_configuration_error(tmp_path):
     with pytest.raises(ConfigurationError, match="trails keys add"):
         KeyRing.load(tmp_path / "nope.toml", environ={})
+
+
+@settings(max_examples=25, deadline=None)
+@given(label=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
+       .filter(str.strip))
+@example(label="analyst \N{GRINNING FACE}")  # a character outside the BMP: JSON's \ud83d pair is no TOML
+def test_a_key_added_from_the_terminal_is_read_back_with_its_label(tmp_path_factory, label):
+    """`trails keys add` writes TOML that the keys file reader reads back, whatever the label
+    holds (quotes, backslashes, control characters, any script)."""
+    keys = tmp_path_factory.mktemp("keys") / "keys.toml"
+    first = run_trails("keys", "add", "first", "--keys", keys, "--scope", "public")
+    added = run_trails("keys", "add", label, "--keys", keys, "--scope", "public",
+                       "--scope", "finance", "--write", "--json")
+    assert first.returncode == 0 and added.returncode == 0, added.stderr
+    ring = KeyRing.load(keys)
+    key = ring.authenticate(json.loads(added.stdout)["secret"])
+    assert (key.label, sorted(key.scopes)) == (label.strip(), ["finance", "public"])
+    assert key.can("write")

@@ -64,6 +64,8 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "fastapi": ("fastapi", "service"),
     "uvicorn": ("uvicorn", "service"),
     "prometheus_client": ("prometheus-client", "service"),
+    # trails keys add: the keys file is TOML, written by a TOML writer.
+    "tomli_w": ("tomli-w", "service"),
 }
 
 

@@ -6,14 +6,13 @@ of the command line works without it.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from trails._lazy import import_target
+from trails._lazy import import_target, require
 from trails.cli._common import db_option, has_context
 from trails.cli.output import print_json
 from trails.errors import ConfigurationError, StorageError
@@ -101,11 +100,10 @@ def add_key(
         raise ConfigurationError("the label names the key in the audit trail: give one")
     scopes = [s if s == ALL_SCOPES else check_scope(s) for s in scope]
     secret = new_secret()
-    entry = ("\n[[key]]\n"
-             f"label = {json.dumps(label.strip())}\n"
-             f"sha256 = \"{digest(secret)}\"\n"
-             f"scopes = {json.dumps(scopes)}\n"
-             f"rights = {json.dumps(['read', 'write'] if write else ['read'])}\n")
+    tomli_w = require("tomli_w", "trails keys add")
+    entry = "\n" + tomli_w.dumps({"key": [{
+        "label": label.strip(), "sha256": digest(secret), "scopes": scopes,
+        "rights": ["read", "write"] if write else ["read"]}]})
     existing = ""
     if keys.exists():
         try:
