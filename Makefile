@@ -73,10 +73,11 @@ jena:
 			|| echo "apt-get could not install libapache-jena-java: the Jena client tests skip"; \
 	fi
 
-# pytest exits 5 when it collects nothing: that is a broken suite, never a pass.
+# pytest exits 5 when it collects nothing: that is a broken suite, never a pass. The 25 slowest
+# tests are listed at the end, so a run shows where the suite's time goes.
 test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) $(if $(filter 1,$(JENA)),jena) \
 		$(if $(filter 1,$(CHROMIUM)),chromium)
-	$(PY) -m pytest -n 2 -q; status=$$?; \
+	$(PY) -m pytest -n 2 -q --durations=25; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The everyday tier (docs/testing.md): no test marked slow (the real model, large data), none
