@@ -31,6 +31,10 @@ def make_old_store(path: Path, dim: int, version: int,
     with db.transaction():
         for migration in schema.MIGRATIONS[:version]:
             migration(db, dim, VectorFiles(":memory:", dim))
+        # Those releases' m001 also made the vec0 table their vectors lived in.
+        db.load_sqlite_vec("making an old store")
+        db.execute(f"CREATE VIRTUAL TABLE vec_items USING vec0(embedding float[{dim}]"
+                   " distance_metric=cosine)")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(version),))
         unit = normalize_rows(np.asarray([r[1] for r in rows], dtype=np.float64))
         for rowid, ((id, _, metadata), vector) in enumerate(zip(rows, unit), start=1):

@@ -320,3 +320,14 @@ def test_scripts_use_only_public_names_of_trails(folder):
              and (any(part.startswith("_") for part in module.split("."))
                   or any(name.startswith("_") for name in names))]
     assert not wrong, wrong
+
+
+def test_no_module_needs_a_platform_lock_module():
+    """Locks go through portalocker (ADR 0044), so `import trails.context` and the audit trail
+    work on Windows too: no module imports fcntl or msvcrt itself."""
+    wrong = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in PACKAGE.glob("**/*.py")
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Import | ast.ImportFrom)
+             and {(a.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+                  for a in node.names} & {"fcntl", "msvcrt"}]
+    assert not wrong, wrong

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import numpy as np
 import pytest
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, MissingExtraError
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 
@@ -119,3 +120,17 @@ def test_a_snapshot_holds_one_state_for_every_kind_of_read(tmp_path):
     reader.add("x", [1, 0])  # outside it, writes work again
     reader.close()
     writer.close()
+
+
+def test_a_store_of_the_current_schema_works_without_the_sqlite_vec_extension(tmp_path, monkeypatch):
+    """Vectors live in the vector files (ADR 0014): making, filling, searching and reopening a
+    store never loads sqlite-vec (ADR 0044); only what uses vec0 asks for it, by name."""
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # import sqlite_vec now fails
+    with SqliteVecStore(tmp_path / "v.db", dim=3) as store:
+        store.add_many(["a", "b"], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+                       [{"text": "alpha"}, {"text": "beta"}])
+        assert [h.id for h in store.search([1.0, 0.1, 0.0], k=1)] == ["a"]
+    with SqliteVecStore(tmp_path / "v.db", read_only=True) as store:
+        assert [h.id for h in store.search([0.1, 1.0, 0.0], k=2)] == ["b", "a"]
+        with pytest.raises(MissingExtraError, match="pip install"):
+            store.knn_sqlite_vec([1.0, 0.0, 0.0], k=1)

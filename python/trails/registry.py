@@ -118,7 +118,6 @@ GRAPHS = Backends("graph", {
 VECTOR_STORES = Backends("vector store", {
     "sqlite-vec": Backend(
         "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="sqlite-vec",
-        requires=("sqlite_vec",),
         summary="embedded SQLite file in the context directory"),
     "qdrant": Backend(
         "trails.vector.stores.qdrant:QdrantStore", extra="vector-qdrant",

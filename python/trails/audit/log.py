@@ -3,7 +3,7 @@ by its writer (ADR 0018).
 
 A search must not wait for the graph's one writer, nor turn a reader into one, so recording is
 an append to a file of this process's own (``audit/<pid>-<token>.jsonl``): one ``write`` of a
-whole line, under an exclusive ``flock`` on that file. The writer folds the files into the
+whole line, under an exclusive lock on that file (portalocker: ``flock`` on POSIX). The writer folds the files into the
 audit graph: it renames a file out of the appenders' way, takes its lock (an appender that
 opened it before the rename has finished its line, or writes it after and is still read),
 seals it (read-only) and releases the lock, reads it, adds its triples and deletes it. An
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -25,6 +24,8 @@ import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+import portalocker
 
 from trails.audit.records import ActivityRecord, from_json
 
@@ -54,7 +55,7 @@ class AuditLog:
         with self._lock:
             for _ in range(3):
                 descriptor = self._open()
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE)
                 try:
                     if _sealed(descriptor):  # a fold took the file: a new one
                         os.close(descriptor)
@@ -66,7 +67,7 @@ class AuditLog:
                     return
                 finally:
                     if self._descriptor is not None:
-                        fcntl.flock(descriptor, fcntl.LOCK_UN)
+                        portalocker.unlock(descriptor)
             raise OSError(f"the audit log {self.directory / self._name} kept vanishing")
 
     def close(self) -> None:
@@ -114,7 +115,7 @@ class AuditLog:
                     path = moved
                 descriptor = os.open(path, os.O_RDONLY)
                 taken.append((path, descriptor))
-                fcntl.flock(descriptor, fcntl.LOCK_EX)  # a line being appended ends first
+                portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE)  # a line being appended ends first
                 try:
                     # Sealed while locked: an appender that opened the file before the
                     # rename sees the seal once it holds the lock and writes a new file, so
@@ -123,7 +124,7 @@ class AuditLog:
                     os.fchmod(descriptor, _SEALED)
                     records.extend(_read(path))
                 finally:
-                    fcntl.flock(descriptor, fcntl.LOCK_UN)
+                    portalocker.unlock(descriptor)
             yield records
             for path, _ in taken:
                 path.unlink(missing_ok=True)

@@ -14,7 +14,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import portalocker
 
 from trails._lazy import require
 from trails.errors import ConfigurationError, EmbeddingError
@@ -33,9 +33,6 @@ from trails.vector.embedders.sentence_transformer.model_files import max_length,
 from trails.vector.embedders.sentence_transformer.onnx_runtime import OnnxEncoder
 from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
 from trails.vector.embedders.sentence_transformer.tokenization import batch_tokenizer
-
-if sys.platform != "win32":  # POSIX advisory locks; Windows exports unlocked (_exclusive_lock)
-    import fcntl
 
 __all__ = ["EXPORT_FORMAT", "default_onnx_cache_dir", "ensure_onnx_export", "export_key"]
 
@@ -134,20 +131,14 @@ def ensure_onnx_export(model_path: Path, export_dir: Path, backend: str, *,
 
 @contextlib.contextmanager
 def _exclusive_lock(lock_file: Path) -> Iterator[None]:
-    """An exclusive advisory lock held for the block (POSIX flock; released if we crash).
-
-    Without fcntl (Windows) there is no lock: the atomic renames still keep files whole, and
-    two processes merely both export.
-    """
-    if sys.platform == "win32":  # pragma: no cover - no fcntl there
-        yield
-        return
+    """An exclusive lock on ``lock_file`` held for the block (released if we crash): one
+    process exports while the others wait and then reuse its files."""
     with open(lock_file, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE)
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            portalocker.unlock(handle)
 
 
 @contextlib.contextmanager

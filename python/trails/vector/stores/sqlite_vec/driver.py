@@ -1,9 +1,13 @@
-"""Open a SQLite connection that can load sqlite-vec, whatever the Python's own sqlite3 allows.
+"""Open the store's SQLite file, whatever the Python's own sqlite3 allows.
 
-Many Pythons (pyenv and macOS builds among them) ship a ``sqlite3`` that cannot load
-extensions. We try, in order: apsw (bundles a recent SQLite with FTS5), sqlean.py, and the
-standard library; the first that can load sqlite-vec wins. All three are driven through the
-small :class:`Database` interface so the store never cares which one it got.
+We try, in order: apsw (bundles a recent SQLite with FTS5), sqlean.py, and the standard
+library. All three are driven through the small :class:`Database` interface so the store
+never cares which one it got.
+
+The store keeps no vector in SQLite (ADR 0014), so the sqlite-vec extension is loaded only
+where its ``vec0`` tables are used (ADR 0044): migrating a store written before m004 and
+:meth:`~trails.vector.stores.sqlite_vec.SqliteVecStore.knn_sqlite_vec`. Many Pythons (pyenv
+and macOS builds among them) ship a ``sqlite3`` that cannot load extensions; apsw can.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Database:
         self._in_transaction = False
         self._reading = False
         self._closed = False
+        self._sqlite_vec = False
 
     @property
     def _live(self) -> Any:
@@ -51,6 +56,23 @@ class Database:
                 f"vector store {self.path!r} is closed; open it again (or the context that "
                 "holds it) to use it")
         return self._connection
+
+    def load_sqlite_vec(self, purpose: str) -> None:
+        """Load the sqlite-vec extension into this connection (once), for ``purpose``."""
+        if self._sqlite_vec:
+            return
+        sqlite_vec = require("sqlite_vec", purpose)
+        connection = self._live
+        if not hasattr(connection, "enable_load_extension"):
+            raise MissingExtraError("apsw", "sqlite-vec",
+                                    f"{purpose} (this Python's sqlite3 cannot load extensions)")
+        connection.enable_load_extension(True)
+        try:
+            with translated(self.path, "loading sqlite-vec"):
+                connection.load_extension(sqlite_vec.loadable_path())
+        finally:
+            connection.enable_load_extension(False)
+        self._sqlite_vec = True
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._statement("using the vector store") as connection:
@@ -185,23 +207,19 @@ def _open_apsw(path: str, read_only: bool) -> Any:
     else:
         connection = apsw.Connection(
             path, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
-    connection.enable_load_extension(True)
     return connection
 
 
 def _open_stdlib_like(module_name: str, path: str, read_only: bool) -> Any:
     module = importlib.import_module(module_name)
     target = _uri(path, on_read_only_mount(path)) if read_only and path != ":memory:" else path
-    connection = module.connect(
+    return module.connect(
         target, isolation_level=None, check_same_thread=False, uri=target.startswith("file:")
     )
-    connection.enable_load_extension(True)
-    return connection
 
 
 def open_database(path: str, *, read_only: bool = False) -> Database:
-    """Connect to ``path`` (or ``":memory:"``) with sqlite-vec loaded."""
-    sqlite_vec = require("sqlite_vec", "SqliteVecStore")
+    """Connect to ``path`` (or ``":memory:"``)."""
     attempts: list[tuple[str, Callable[[], Any]]] = [
         ("apsw", lambda: _open_apsw(path, read_only)),
         ("sqlean", lambda: _open_stdlib_like("sqlean", path, read_only)),
@@ -211,11 +229,8 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
         try:
             with translated(path, "opening the vector store"):
                 connection = opener()
-        except (ImportError, AttributeError):
-            continue  # driver missing, or built without extension loading
-        connection.load_extension(sqlite_vec.loadable_path())
-        if driver != "apsw":
-            connection.enable_load_extension(False)
+        except ImportError:
+            continue  # driver missing
         database = Database(connection, driver, path)
         try:
             database.execute("PRAGMA busy_timeout = 5000")
@@ -227,6 +242,4 @@ def open_database(path: str, *, read_only: bool = False) -> Database:
             database.close()
             raise
         return database
-    raise MissingExtraError(
-        "apsw", "vector", "SqliteVecStore (this Python's sqlite3 cannot load extensions)"
-    )
+    raise MissingExtraError("apsw", "sqlite-vec", "SqliteVecStore (no SQLite driver found)")

@@ -31,7 +31,8 @@ REFERS_ELSEWHERE = "metadata ->> '$.iri' <> id"
 
 
 def m001_create_tables(db: Database, dim: int, files: VectorFiles) -> None:
-    """The rows and, until m004 moves them out, their vectors in a vec0 table."""
+    """The rows. Stores made before m004 also kept their vectors here, in a vec0 table
+    (``vec_items``) that m004 moves out; a new store never has one."""
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     db.execute(
         "CREATE TABLE items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
@@ -39,9 +40,6 @@ def m001_create_tables(db: Database, dim: int, files: VectorFiles) -> None:
     )
     db.execute("CREATE INDEX items_doc_iri ON items(doc_iri)")
     db.execute("CREATE INDEX items_scope ON items(scope)")
-    db.execute(
-        f"CREATE VIRTUAL TABLE vec_items USING vec0(embedding float[{dim}] distance_metric=cosine)"
-    )
     db.execute("INSERT INTO meta VALUES ('dim', ?)", (str(dim),))
 
 
@@ -103,7 +101,10 @@ def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
     file_id = files.create()
     scopes: list[str] = []
     slot, last = 0, 0
-    while True:  # in batches: a large store is copied without holding it in memory twice
+    old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_items'")
+    if old:  # vectors kept in SQLite before this migration: read through sqlite-vec
+        db.load_sqlite_vec("upgrading a SqliteVecStore written before schema 4")
+    while old:  # in batches: a large store is copied without holding it in memory twice
         rows = db.execute(
             "SELECT i.rowid, i.id, i.doc_iri, COALESCE(i.scope, ?), v.embedding FROM items i"
             " JOIN vec_items v ON v.rowid = i.rowid WHERE i.rowid > ? ORDER BY i.rowid"
@@ -121,7 +122,7 @@ def m004_vector_files(db: Database, dim: int, files: VectorFiles) -> None:
                        [(slot + n, r[0]) for n, r in enumerate(rows)])
         slot, last = slot + len(rows), rows[-1][0]
     db.execute("DELETE FROM items WHERE slot IS NULL")  # a row without a vector: never shown
-    db.execute("DROP TABLE vec_items")
+    db.execute("DROP TABLE IF EXISTS vec_items")
     write_meta(db, "vector_file", file_id)
     write_meta(db, "vector_slots", str(slot))
     write_meta(db, "scopes", json.dumps(scopes))

@@ -237,6 +237,7 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         """
         query = encode(normalize_rows(as_matrix(vector, self._dim))[0])
         if getattr(self, "_knn_generation", None) != self._index.generation:
+            self._db.load_sqlite_vec("SqliteVecStore.knn_sqlite_vec")
             self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.knn_items USING"
                              f" vec0(embedding float[{self._dim}] distance_metric=cosine)")
             self._db.execute("DELETE FROM temp.knn_items")
