@@ -92,3 +92,24 @@ def test_the_declared_python_is_the_one_checked() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     checked = project["tool"]["mypy"]["python_version"]
     assert project["project"]["requires-python"] == f">={checked}"
+
+
+def test_each_public_name_is_what_it_says_once_its_package_is_loaded() -> None:
+    """`trails.ingest` names the function and a package: once the package is imported (any
+    context opens it), Python binds the name to the package. It still ingests when called, so
+    `from trails import ingest` works (and is what type checkers see) in any order."""
+    import importlib
+
+    import trails
+    from trails.ingest import DocumentIngested
+    from trails.testing import fresh_context
+
+    for name in trails.__all__:
+        importlib.util.find_spec(f"trails.{name}") and importlib.import_module(f"trails.{name}")
+    from trails import Document, ingest
+
+    with fresh_context() as ctx:
+        events = list(ingest([Document(id="a", source="a", text="Rails is a framework.")],
+                             ctx=ctx))
+        assert any(isinstance(event, DocumentIngested) for event in events)
+        assert len(trails.retrieve("rails", ctx, k=1)) == 1

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING
 
 from trails._lazy import lazy_attributes
@@ -68,3 +70,18 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "TokenChunker": "trails.ingest.chunkers:TokenChunker",
     "RegexRedactor": "trails.ingest.sanitize:RegexRedactor",
 }, __all__)
+
+
+class _IngestPackage(types.ModuleType):
+    """This package, callable as :func:`ingest`.
+
+    ``trails.ingest`` is both this package and the public function ``trails.ingest``: once the
+    package is imported (opening a context does), Python binds the name ``ingest`` of the
+    ``trails`` module to the package, so ``from trails import ingest`` gives the package.
+    Calling it ingests, as the function does, so the public name works whichever one it is.
+    """
+
+    __call__ = staticmethod(ingest)
+
+
+sys.modules[__name__].__class__ = _IngestPackage
