@@ -73,19 +73,26 @@ jena:
 			|| echo "apt-get could not install libapache-jena-java: the Jena client tests skip"; \
 	fi
 
+# Bytecode is written (whatever PYTHONDONTWRITEBYTECODE says), and the package compiled first:
+# the suite starts hundreds of Python processes (the CLI, killed writers), each of which would
+# otherwise compile every module of trails again, and pytest keeps its rewritten test modules.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 # pytest exits 5 when it collects nothing: that is a broken suite, never a pass. The 25 slowest
 # tests are listed at the end, so a run shows where the suite's time goes.
 test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) $(if $(filter 1,$(JENA)),jena) \
 		$(if $(filter 1,$(CHROMIUM)),chromium)
-	$(PY) -m pytest -n 2 -q --durations=25; status=$$?; \
+	$(PY) -m compileall -q python >/dev/null
+	$(PYTEST) -n 2 -q --durations=25; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The everyday tier (docs/testing.md): no test marked slow (the real model, large data), none
-# that starts a server or drives a browser, each property test with at most 10 examples
-# (hypothesis profile `fast`); no type check. `make test` runs everything.
-FAST_TIER := not slow and not server and not browser
+# that starts a server, drives a browser or is about real processes (kills, Ctrl-C); each
+# property test with at most 10 examples (hypothesis profile `fast`); no type check.
+# `make test` runs everything.
+FAST_TIER := not slow and not server and not browser and not process
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -n 2 -q -m "$(FAST_TIER)"; status=$$?; \
+	$(PY) -m compileall -q python >/dev/null
+	HYPOTHESIS_PROFILE=fast $(PYTEST) -n 2 -q -m "$(FAST_TIER)"; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 bench: $(STAMP)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,13 @@ SERVER_MODULES = {"test_cli_service", "test_mcp", "test_pgvector", "test_pgvecto
                   "test_service_live", "test_w3c_protocol"}
 SERVER_PARAMETERS = {"pgvector", "virtuoso"}
 BROWSER_MODULES = {"test_display_browser"}
+# Tests about real processes of trails (a writer killed at random moments, Ctrl-C, readers and
+# writers in several processes, a project's own pytest run): the process is the point, so
+# they cannot run in this one. Marked `process`: the whole module, or a test whose name says.
+PROCESS_MODULES = {"test_vector_file_crash", "test_mentions_crash", "test_concurrency",
+                   "test_audit_concurrency", "test_pytest_plugin", "test_example_project",
+                   "test_compliance_doc", "test_context_locking"}
+PROCESS_NAMES = re.compile(r"kill|ctrl_c|real_process|crash|console_script")
 
 PLUGIN = "trails.testing.pytest_plugin"
 # An install made from this pyproject registers the plugin (entry point pytest11); an older
@@ -129,6 +137,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.server)
         if module in BROWSER_MODULES:
             item.add_marker(pytest.mark.browser)
+        if module in PROCESS_MODULES or PROCESS_NAMES.search(item.name):
+            item.add_marker(pytest.mark.process)
         if settings.get_current_profile_name() == "fast":
             _at_most_fast_examples(item)
 

@@ -99,7 +99,9 @@ def test_aretrieve_raises_what_retrieve_raises_from_the_await(ctx):
 @pytest.mark.timeout(60)
 def test_a_cancelled_aretrieve_leaves_the_context_usable_in_the_same_loop(ctx):
     """Cancelled while its search runs in the worker thread: the await raises CancelledError,
-    the loop goes on, and the next searches on the same context answer as before."""
+    the loop goes on, and the next searches on the same context answer as before. (The
+    cancelled search's thread still runs to its end, holding the store's snapshot: a search
+    started meanwhile waits for it, so the hold is released first.)"""
     entered, released = threading.Event(), threading.Event()
 
     def hold(query, hits, context):
@@ -116,8 +118,8 @@ def test_a_cancelled_aretrieve_leaves_the_context_usable_in_the_same_loop(ctx):
         search.cancel()
         with pytest.raises(asyncio.CancelledError):
             await search
-        again = await aretrieve("rail safety", ctx, mode="hybrid", k=3)  # while one is held
         released.set()
+        again = await aretrieve("rail safety", ctx, mode="hybrid", k=3)
         after = await asyncio.gather(*(aretrieve("rail safety", ctx, mode="hybrid", k=3)
                                        for _ in range(3)))
         return again, after

@@ -8,12 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _cli import run_trails
-from conftest import BROWSER_MODULES, FAST_EXAMPLES, ROOT, SERVER_MODULES, _at_most_fast_examples
+from conftest import (
+    BROWSER_MODULES,
+    FAST_EXAMPLES,
+    PROCESS_MODULES,
+    ROOT,
+    SERVER_MODULES,
+    _at_most_fast_examples,
+)
 
 
 def test_every_module_the_markers_name_is_a_test_module():
     """A renamed module would silently join the everyday tier."""
-    for name in sorted(SERVER_MODULES | BROWSER_MODULES):
+    for name in sorted(SERVER_MODULES | BROWSER_MODULES | PROCESS_MODULES):
         assert (ROOT / "tests" / f"{name}.py").is_file(), name
 
 
