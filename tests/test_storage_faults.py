@@ -620,3 +620,50 @@ def test_an_io_error_of_another_kind_stays_an_io_error():
     with pytest.raises(StorageError, match="I/O error") as caught:
         database.execute("SELECT 1")
     assert "full" not in str(caught.value)
+
+
+def _small_store(path: Path) -> None:
+    with SqliteVecStore(path, dim=4) as store:
+        store.add_many([f"id{i}" for i in range(40)], np.random.default_rng(1).random((40, 4)),
+                       [{"text": f"word{i} lighthouse"} for i in range(40)])
+
+
+def test_a_header_of_no_known_schema_format_is_a_damaged_store(tmp_path):
+    """SQLite reads bytes 44-47 as the schema format (1-4): any other is a damaged file, not
+    apsw's 'unsupported file format'."""
+    path = tmp_path / "v.db"
+    _small_store(path)
+    data = bytearray(path.read_bytes())
+    data[44:48] = (9).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ContextDamagedError, match="corrupt") as caught, \
+            SqliteVecStore(path, read_only=True) as store:
+        store.search([1, 0, 0, 0], k=5)
+    assert_not_raw(caught.value)
+
+
+@pytest.mark.parametrize("damage", ["reversed", "negative", "short"])
+def test_keyword_segment_rows_that_are_not_a_segment_are_a_damaged_store(tmp_path, damage):
+    """A segment's rowids are stored ordered and non-negative, one per row: read otherwise
+    they would index the wrong rows (numpy wraps a negative index) or fail inside numpy."""
+    import apsw
+
+    path = tmp_path / "v.db"
+    _small_store(path)
+    db = apsw.Connection(str(path))
+    segment, blob = next(db.execute("SELECT segment, rowids FROM keyword_segments"))
+    rowids = np.frombuffer(blob, dtype="<i8").copy()
+    if damage == "reversed":
+        rowids = rowids[::-1].copy()
+    elif damage == "negative":
+        rowids[0] = -5
+    else:
+        rowids = rowids[:-1]
+    db.execute("UPDATE keyword_segments SET rowids = ? WHERE segment = ?",
+               (rowids.astype("<i8").tobytes(), segment))
+    db.close()
+    with pytest.raises(ContextDamagedError, match="keyword index") as caught, \
+            SqliteVecStore(path, read_only=True) as store:
+        store.keyword_search("lighthouse", k=5)
+    assert_not_raw(caught.value)
+    assert str(path) in str(caught.value)

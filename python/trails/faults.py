@@ -39,7 +39,8 @@ _FAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
      "check that the path exists and that this user may read and write it"),
 )
 _CORRUPT = ("corruption", "corrupterror", "notadberror", "malformed", "not a database",
-            "may be corrupted", "checksum mismatch", "bad magic number")
+            "may be corrupted", "checksum mismatch", "bad magic number",
+            "unsupported file format")  # SQLite: a header whose schema format is no known one
 _IO = ("ioerror", "io error", "i/o error", "disk i/o")
 
 

@@ -15,14 +15,17 @@ write transactions: a crash or a rollback leaves the committed state as it was.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from trails.errors import TrailsError
+from trails.faults import corrupt_file
 from trails.vector.stores.sqlite_vec.driver import Database
 from trails.vector.stores.sqlite_vec.keyword_segments import (
     SegmentRows,
@@ -99,6 +102,24 @@ class KeywordState:
         return found
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def decoded(method: F) -> F:
+    """``method`` reads the index's blobs: one that does not decode (numpy's ValueError,
+    IndexError, KeyError on a damaged file) is the store file's ContextDamagedError."""
+    @functools.wraps(method)
+    def wrapper(self: KeywordPostings, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except TrailsError:
+            raise
+        except (ValueError, IndexError, KeyError, OverflowError) as exc:
+            raise corrupt_file(self._db.path, f"its keyword index does not decode: {exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
 class KeywordPostings:
     """The keyword postings of one connection: upkeep in write transactions, rankings in
     snapshots. Unusable (every method says so, the caller ranks with FTS5) when the driver
@@ -118,6 +139,7 @@ class KeywordPostings:
 
     # -- the committed state --------------------------------------------------------------
 
+    @decoded
     def state(self) -> KeywordState | None:
         """The live rows at the state the connection reads now (None: rank with FTS5)."""
         if self._document is None or not self._db.execute(
@@ -275,6 +297,7 @@ class KeywordPostings:
         assert self._query is not None  # after stems() answered
         return list(dict.fromkeys(self._query(text)))
 
+    @decoded
     def _postings(self, state: KeywordState, stem: str,
                   mask: np.ndarray | None) -> tuple[int, Postings, list[Dense]]:
         """The live rows holding ``stem``: how many (within ``mask``, when given), the sparse
@@ -285,6 +308,11 @@ class KeywordPostings:
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
         sparse = [r for r in listed if r[3] is not None]
         rowids, counts = decode_postings([r[1:] for r in sparse])
+        size = len(state.segment_of)
+        if len(rowids) and not 0 <= int(rowids.min()) <= int(rowids.max()) < size:
+            raise ValueError(f"postings of {stem!r} name rows the segments do not hold")
+        if any(r[3] is None and not 0 <= int(r[1]) < size for r in listed):
+            raise ValueError(f"a dense list of {stem!r} starts outside the segments' rows")
         if any(int(r[0]) not in state.whole for r in sparse):
             owner = np.repeat(np.array([int(r[0]) for r in sparse], dtype=np.int64),
                               [int(r[2]) for r in sparse])

@@ -156,11 +156,17 @@ class SegmentRows:
 
 
 def read_segment(db: Database, segment: int) -> SegmentRows:
+    """The rows of ``segment``; ValueError when they are not what a segment holds (a damaged
+    file), since a negative or unordered rowid would index the wrong rows without an error."""
     rows, rowids, lengths, scopes = db.execute(
         "SELECT rows, rowids, lengths, scopes FROM keyword_segments WHERE segment = ?",
         (segment,))[0]
-    return SegmentRows(np.frombuffer(rowids, dtype="<i8").astype(np.int64),
+    read = SegmentRows(np.frombuffer(rowids, dtype="<i8").astype(np.int64),
                        _widen(lengths, rows), np.frombuffer(scopes, dtype="<i8").astype(np.int64))
+    ordered = len(read.rowids) == 0 or (read.rowids[0] >= 0 and bool(np.all(np.diff(read.rowids) > 0)))
+    if not ordered or not len(read.rowids) == len(read.lengths) == len(read.scopes) == rows:
+        raise ValueError(f"keyword segment {segment} does not hold {rows} ordered rows")
+    return read
 
 
 def segment_tokens(db: Database) -> dict[int, str]:
