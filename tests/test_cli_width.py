@@ -1,17 +1,15 @@
 """Tables fit where they are printed: a pipe gets PIPE_WIDTH columns (COLUMNS when set), the
-passage column gets the room the others leave, and run ids never wrap. Through the real
-``trails`` command, its output piped."""
+passage column gets the room the others leave, and run ids never wrap. Through the ``trails``
+command's entry point, its output captured as a pipe captures it (not a terminal)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _cli import run_trails
 from trails.cli.output import PIPE_WIDTH
 
 PASSAGE = ("Auto fusion weighs each ranking by its evidence of quality, so that a poor "
@@ -19,12 +17,8 @@ PASSAGE = ("Auto fusion weighs each ranking by its evidence of quality, so that 
 
 
 def run(*args: object, columns: int | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    done = subprocess.run([sys.executable, "-m", "trails.cli", *map(str, args)], env=env,
-                          capture_output=True, text=True,  # a pipe, never a terminal
-                          timeout=300, check=False)
+    env = {"COLUMNS": None if columns is None else str(columns), "LINES": None}
+    done = run_trails(*args, env=env)  # captured: never a terminal
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -39,49 +39,56 @@ USER_PROGRAM = """
 """
 
 
-def check(tmp_path: Path, program: str) -> tuple[str, int]:
-    source = tmp_path / "user_program.py"
-    source.write_text(textwrap.dedent(program))
-    out, err, status = mypy_api.run([
-        "--config-file", str(ROOT / "pyproject.toml"),
-        "--cache-dir", str(ROOT / ".venv" / ".mypy_cache"),
-        "--strict", str(source),
-    ])
-    return out + err, status
-
-
-@pytest.fixture(autouse=True)
-def _at_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    # pyproject's mypy_path ("python") is relative to the working directory.
-    monkeypatch.chdir(ROOT)
-
-
-def test_a_user_program_type_checks_strictly(tmp_path: Path) -> None:
-    report, status = check(tmp_path, USER_PROGRAM)
-    assert status == 0, report
-
-
-@pytest.mark.parametrize(("mistake", "message"), [
+MISTAKES = [
     ('n: int = retrieve("q", ctx)', 'expression has type "RetrievalResult"'),
     ('retrieve("q", ctx, kk=3)', 'Unexpected keyword argument "kk"'),
     ('retrieve("q", ctx, mode="fuzzy")', '"mode"'),
     ('ctx.nothing_here()', '"Context" has no attribute "nothing_here"'),
     ('ingest_all([], ctx=ctx, batch_size="64")', 'Argument "batch_size" has incompatible type "str"'),
-])
+]
+
+MISTAKE_PROGRAM = """
+    from trails import Context, ingest_all, retrieve
+
+
+    def use(ctx: Context) -> None:
+        {mistake}
+"""
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """mypy --strict's report on each program, by file name, from one run over them all (one
+    run loads the package's types once: a run per program cost ~10 s each)."""
+    folder = tmp_path_factory.mktemp("user_programs")
+    programs = {"user_program.py": USER_PROGRAM} | {
+        f"mistake_{n}.py": MISTAKE_PROGRAM.format(mistake=mistake)
+        for n, (mistake, _) in enumerate(MISTAKES)}
+    for name, program in programs.items():
+        (folder / name).write_text(textwrap.dedent(program))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)  # pyproject's mypy_path ("python") is relative to the working directory
+        out, err, _status = mypy_api.run([
+            "--config-file", str(ROOT / "pyproject.toml"),
+            "--cache-dir", str(ROOT / ".venv" / ".mypy_cache"),
+            "--strict", *(str(folder / name) for name in programs)])
+    assert "error: " in out, out + err  # the mistakes were seen at all
+    return {name: "\n".join(line for line in (out + err).splitlines() if f"{name}:" in line)
+            for name in programs}
+
+
+def test_a_user_program_type_checks_strictly(reports: dict[str, str]) -> None:
+    assert reports["user_program.py"] == ""
+
+
+@pytest.mark.parametrize(("number", "message"),
+                         [(n, message) for n, (_, message) in enumerate(MISTAKES)],
+                         ids=[mistake for mistake, _ in MISTAKES])
 def test_a_users_mistake_is_caught_by_their_type_checker(
-    tmp_path: Path, mistake: str, message: str
+    reports: dict[str, str], number: int, message: str
 ) -> None:
     # Were the names `object` or `Any`, these would pass silently or fail for another reason.
-    program = f"""
-        from trails import Context, ingest_all, retrieve
-
-
-        def use(ctx: Context) -> None:
-            {mistake}
-    """
-    report, status = check(tmp_path, program)
-    assert status == 1 and message in report, report
-
+    assert message in reports[f"mistake_{number}.py"], reports[f"mistake_{number}.py"]
 
 
 def test_the_declared_python_is_the_one_checked() -> None:

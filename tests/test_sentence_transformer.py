@@ -102,6 +102,7 @@ def test_contexts_share_one_loaded_model():
     assert first.warm() is second.warm()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "onnx-int8"])
 def test_threads_embedding_at_once_get_what_one_thread_gets(backend):
     """Concurrent aretrieve calls embed their queries from many threads with one shared model:
