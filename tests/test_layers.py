@@ -8,6 +8,7 @@ docs/architecture.md draws the same layers.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,9 +82,15 @@ def is_type_checking_block(node: ast.AST) -> bool:
         and node.test.id == "TYPE_CHECKING"
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for every test here."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def imports(path: Path, name: str) -> Iterator[Import]:
     """Every import in the module, type-only ones included, with whether it sits in a function."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
     def visit(node: ast.AST, in_function: bool, mirror: bool = False) -> Iterator[Import]:
@@ -125,7 +132,7 @@ def lazy_names() -> dict[str, str]:
     imports that module."""
     found = {}
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(parsed(path)):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_attributes"
                     and len(node.args) > 1 and isinstance(node.args[1], ast.Dict)):
                 for key, value in zip(node.args[1].keys, node.args[1].values, strict=True):
@@ -285,7 +292,7 @@ def test_type_checkers_see_what_lazy_names_resolve_to():
     # under TYPE_CHECKING; both must name the same thing, or the checker is told a lie.
     packages = 0
     for path in MODULES.values():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parsed(path)
         targets = lazy_map(tree)
         if path.name != "__init__.py" or targets is None:
             continue
@@ -325,8 +332,8 @@ def test_scripts_use_only_public_names_of_trails(folder):
 def test_no_module_needs_a_platform_lock_module():
     """Locks go through portalocker (ADR 0044), so `import trails.context` and the audit trail
     work on Windows too: no module imports fcntl or msvcrt itself."""
-    wrong = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in PACKAGE.glob("**/*.py")
-             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    wrong = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in MODULES.values()
+             for node in ast.walk(parsed(path))
              if isinstance(node, ast.Import | ast.ImportFrom)
              and {(a.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
                   for a in node.names} & {"fcntl", "msvcrt"}]
