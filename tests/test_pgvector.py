@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from pg_support import pg_server
 from test_keyword_scopes import by_hand
+from test_sqlite_vec import PATCHES, assert_same_searches
 from trails import retrieve
 from trails.context import Context
 from trails.errors import (
@@ -191,16 +192,6 @@ def test_candidates_restrict_the_ranking_and_keep_the_scopes_statistics(store):
     assert [(h.id, h.score) for h in only] == [("b", everything["b"])]
 
 
-PATCHES = [  # a metadata-only update that changes what a keyword or scoped search finds
-    {"text": "dune eagle"},  # the keyword text itself
-    {"text": None},  # text removed: the snippet is ranked instead
-    {"snippet": "fjord fjord", "text": None},
-    {"scope": "secret"},  # the row moves to another scope
-    {"scope": "secret", "text": "eagle", "topic": 3},
-    {"topic": 3},  # nothing keyword search reads
-]
-
-
 @pytest.mark.parametrize("patch", PATCHES, ids=lambda p: json.dumps(p))
 def test_update_payload_reindexes_what_keyword_and_scoped_searches_read(server, patch):
     """After ``update_payload`` every search answers as on a store that was given the patched
@@ -216,15 +207,7 @@ def test_update_payload_reindexes_what_keyword_and_scoped_searches_read(server, 
         patched.add_many(list(before), vectors, list(before.values()))
         assert patched.update_payload("d1", patch) == 2
         fresh.add_many(list(after), vectors, list(after.values()))
-        for scopes in (None, ["public"], ["secret"]):
-            for words in ("apple", "boat", "camel", "dune", "eagle", "fjord", "apple eagle"):
-                assert ([(h.id, h.score, h.metadata) for h in
-                         patched.keyword_search(words, k=10, scopes=scopes)]
-                        == [(h.id, h.score, h.metadata) for h in
-                            fresh.keyword_search(words, k=10, scopes=scopes)]), (words, scopes)
-            assert ([h.id for h in patched.search([1, 1], k=10, scopes=scopes)]
-                    == [h.id for h in fresh.search([1, 1], k=10, scopes=scopes)]), scopes
-        assert patched.find({"topic": 3}, limit=5) == fresh.find({"topic": 3}, limit=5)
+        assert_same_searches(patched, fresh)
     finally:
         patched.close()
         fresh.close()

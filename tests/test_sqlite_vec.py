@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 
 import numpy as np
 import pytest
 
-from trails.errors import ConfigurationError, MissingExtraError
+from trails.errors import ConfigurationError, InvalidArgumentError, MissingExtraError
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 
@@ -134,3 +135,60 @@ def test_a_store_of_the_current_schema_works_without_the_sqlite_vec_extension(tm
         assert [h.id for h in store.search([0.1, 1.0, 0.0], k=2)] == ["b", "a"]
         with pytest.raises(MissingExtraError, match="pip install"):
             store.knn_sqlite_vec([1.0, 0.0, 0.0], k=1)
+
+
+PATCHES = [  # a metadata-only update that changes what a keyword or scoped search finds
+    {"text": "dune eagle"},  # the keyword text itself
+    {"text": None},  # text removed: the snippet is ranked instead
+    {"snippet": "fjord fjord", "text": None},
+    {"scope": "secret"},  # the row moves to another scope
+    {"scope": "secret", "text": "eagle", "topic": 3},
+    {"topic": 3},  # nothing keyword search reads
+]
+
+
+def assert_same_searches(patched, fresh) -> None:
+    """Keyword, vector and metadata searches of the PATCHES rows answer alike on both stores."""
+    for scopes in (None, ["public"], ["secret"]):
+        for words in ("apple", "boat", "camel", "dune", "eagle", "fjord", "apple eagle"):
+            assert ([(h.id, h.score, h.metadata) for h in
+                     patched.keyword_search(words, k=10, scopes=scopes)]
+                    == [(h.id, h.score, h.metadata) for h in
+                        fresh.keyword_search(words, k=10, scopes=scopes)]), (words, scopes)
+        assert ([(h.id, h.score) for h in patched.search([1, 1], k=10, scopes=scopes)]
+                == [(h.id, h.score) for h in fresh.search([1, 1], k=10, scopes=scopes)])
+    assert patched.find({"topic": 3}, limit=5) == fresh.find({"topic": 3}, limit=5)
+
+
+@pytest.mark.parametrize("pending", [False, True])
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: json.dumps(p))
+def test_update_payload_reindexes_what_keyword_and_scoped_searches_read(tmp_path, patch, pending):
+    """After ``update_payload`` every search answers as on a store that was given the patched
+    metadata in the first place (the same hits, scores and scopes, keyword text included), and
+    staged rows stay staged until they are published."""
+    before = {"a": {"doc_iri": "d1", "scope": "public", "text": "apple boat", "snippet": "camel"},
+              "b": {"doc_iri": "d1", "scope": "public", "text": "apple", "snippet": "dune"},
+              "c": {"doc_iri": "d2", "scope": "public", "text": "apple eagle", "snippet": "x"}}
+    before = {i: {**m, "version": "v1"} for i, m in before.items()}
+    after = {i: {k: v for k, v in ({**m, **patch} if m["doc_iri"] == "d1" else m).items()
+                 if v is not None} for i, m in before.items()}
+    vectors = np.eye(3)[:, :2] + 0.5
+    with SqliteVecStore(tmp_path / "p.db", dim=2) as patched, \
+            SqliteVecStore(tmp_path / "f.db", dim=2) as fresh:
+        for store, rows in ((patched, before), (fresh, after)):
+            store.add_many(list(rows), vectors, list(rows.values()), pending=pending)
+            if store is patched:
+                assert patched.update_payload("d1", patch) == 2
+            if pending:
+                store.publish([DocumentVersion("d1", "v1", "public", "h1", 2),
+                               DocumentVersion("d2", "v1", "public", "h2", 1)])
+        assert_same_searches(patched, fresh)
+
+
+def test_update_payload_refuses_to_change_which_document_a_row_is(tmp_path):
+    with SqliteVecStore(tmp_path / "v.db", dim=2) as store:
+        store.add_many(["a"], [[1.0, 0.0]], [{"doc_iri": "d1", "version": "v1", "text": "x"}])
+        for field in ("doc_iri", "version"):
+            with pytest.raises(InvalidArgumentError, match=field):
+                store.update_payload("d1", {field: "other"})
+        assert store.metadata(["a"])["a"]["doc_iri"] == "d1"

@@ -12,9 +12,16 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from trails.errors import InvalidArgumentError
 from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
+
+# Metadata fields the store also keeps outside the row's JSON: the keyword index's text (its
+# snippet when there is none) and the scope (a column, and the vector files' keys).
+_DERIVED = frozenset({"text", "snippet", "scope"})
+# The fields that name a row's document and version (the versions table follows them).
+_IDENTITY = frozenset({"doc_iri", "version"})
 
 __all__ = ["SqliteVersions"]
 
@@ -97,16 +104,43 @@ class SqliteVersions(SqliteCore):
         self._compact_if_worth_it()
 
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
-        """Set metadata ``fields`` on every row of a document, in one transaction (a
-        metadata-only change: no vector is touched); a None value removes the field.
-        Returns how many rows changed."""
+        """Set metadata ``fields`` on every row of a document (a metadata-only change: no
+        vector is embedded again); a None value removes the field. Returns how many rows
+        changed.
+
+        Each row is then what ``add_many`` makes of its new metadata: a field the store keeps
+        outside the JSON too (the keyword text, the snippet it falls back to, the scope) has
+        its rows written again, so keyword and scoped searches answer as if the rows had been
+        added with it. The fields that say which document and version a row is cannot change.
+        """
         self._check_writable()
-        patch = json.dumps(dict(fields), default=str)
-        with self._writing():
-            changed = self._db.execute(
-                "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
-                " RETURNING rowid", (patch, doc_iri))
-        return len(changed)
+        fixed = sorted(_IDENTITY & set(fields))
+        if fixed:
+            raise InvalidArgumentError(
+                f"update_payload cannot change {', '.join(fixed)}: they say which document "
+                "and version a row is; delete the document and add its rows again")
+        if not _DERIVED & set(fields):
+            patch = json.dumps(dict(fields), default=str)
+            with self._writing():
+                changed = self._db.execute(
+                    "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
+                    " RETURNING rowid", (patch, doc_iri))
+            return len(changed)
+        with self.snapshot():
+            rows = self._db.execute(
+                "SELECT id, slot, pending FROM items WHERE doc_iri = ? ORDER BY id", (doc_iri,))
+            metas = self._metadata([r[0] for r in rows])
+            vectors = self._index.vectors()[[int(r[1]) for r in rows]].copy() if rows else None
+        # Published and staged rows keep their state (a version being ingested stays staged);
+        # each state is one transaction.
+        for pending in (False, True):
+            chosen = [n for n, r in enumerate(rows) if bool(r[2]) == pending]
+            if chosen and vectors is not None:
+                ids = [rows[n][0] for n in chosen]
+                patched = [{k: v for k, v in {**metas[i], **fields}.items() if v is not None}
+                           for i in ids]
+                self._write(ids, vectors[chosen], patched, pending)
+        return len(rows)
 
     @reads
     def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
