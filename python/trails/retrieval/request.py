@@ -185,7 +185,7 @@ class SearchRequest(BaseModel):
 
     @field_validator("now", mode="before")
     @classmethod
-    def _now(cls, now: object) -> dt.datetime | None:
+    def _now(cls, now: object) -> object:
         if isinstance(now, str):
             try:
                 now = dt.datetime.fromisoformat(now)
@@ -195,7 +195,7 @@ class SearchRequest(BaseModel):
         if now is None:
             return None
         utc_now(now)  # type: ignore[arg-type]  # a datetime with an offset, or refused
-        return now  # type: ignore[return-value]
+        return now
 
     @model_validator(mode="after")
     def _runs(self) -> SearchRequest:

@@ -68,6 +68,9 @@ class RetrieveRequest(SearchRequest):
     steps: list[StepSpec] = Field(  # type: ignore[assignment]
         default_factory=list, max_length=10, description="post-ranking steps by name (GET "
         "/steps lists them)")
+    now: str | None = Field(  # type: ignore[assignment]
+        default=None, description="ISO 8601 date-time with an offset: the moment expiries "
+        "are judged at")
     inject_mode: Literal["prompt_append", "metadata_only", "none"] = Field(
         default="metadata_only", description="prompt_append: also answer 'context', the "
         "evidence block result.to_context() builds (max_tokens, template); metadata_only: the "
@@ -94,6 +97,17 @@ class RetrieveRequest(SearchRequest):
     @classmethod
     def _steps(cls, steps: object) -> object:
         return steps  # names and options: checked as they are built (service/steps.py)
+
+    # Checked when the search runs (retrieve() builds the SearchRequest that refuses them),
+    # so that a refusal of a parsed body is recorded in the audit trail, under its key.
+    @field_validator("now", mode="before")
+    @classmethod
+    def _now(cls, now: object) -> object:
+        return now
+
+    @model_validator(mode="after")
+    def _runs(self) -> RetrieveRequest:
+        return self
 
 
 class HitOut(BaseModel):
