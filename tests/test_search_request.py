@@ -13,6 +13,8 @@ from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.errors import InvalidArgumentError
 from trails.service.app import create_app
+from trails.service.mcp import chosen_key
+from trails.service.mcp import search as mcp_search
 from trails.service.models import RetrieveRequest
 
 # Python's spelling of an option that JSON spells otherwise.
@@ -91,6 +93,18 @@ def test_a_good_request_gets_the_same_answer_everywhere(service, options):
     answer = _http(client, {"scopes": ["alpha"], **options})
     assert answer.status_code == 200, answer.text
     assert [h["iri"] for h in answer.json()["hits"]] == [h.iri for h in python]
+
+
+# The options the MCP tool takes (its own parameters, in the request's names).
+MCP_OPTIONS = {"mode", "k", "filter", "scopes", "min_score"}
+
+
+@pytest.mark.parametrize("options", [o for o in BAD if set(o) <= MCP_OPTIONS], ids=repr)
+def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, options):
+    ctx, _ = service
+    python = _refusal(lambda: _python(ctx, options))
+    assert _refusal(lambda: mcp_search(ctx, chosen_key(None, None, None), "alpine",
+                                       **options)) == python
 
 
 def test_an_unknown_field_is_refused_by_the_request_and_over_http(service):

@@ -19,6 +19,7 @@ from trails.kg.remote.rewrite import query_form
 from trails.kg.sparql import check_filter, check_limits, refuse_service
 from trails.kg.terms import IRI
 from trails.records import RetrievalResult
+from trails.retrieval.arguments import check_scope_argument
 from trails.retrieval.recording import SearchCall, observe, record_refusal
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import (
@@ -26,7 +27,6 @@ from trails.scopes import (
     SCOPE_BASE,
     check_known_scopes,
     check_scope,
-    normalize_scopes,
     scope_graph,
     scope_of_graph,
 )
@@ -54,9 +54,9 @@ def search_scopes(ctx: Context, key: ApiKey,
     Raises:
         PermissionDeniedError: ``requested`` names a scope the key does not grant.
         UnknownScopeError: ``requested`` names a granted scope that holds nothing.
-        ValueError: a malformed scope name.
+        InvalidArgumentError: a malformed scope name, or an empty list.
     """
-    asked = None if requested is None else normalize_scopes(list(requested))
+    asked = None if requested is None else check_scope_argument(list(requested))
     confined = key.confine(asked)
     if confined is None:
         return None
