@@ -104,12 +104,12 @@ def test_a_malformed_term_binding_is_a_400(client):
     assert response.json()["error"] == "InvalidArgumentError"
 
 
-def test_steps_by_name_run_and_unknown_ones_are_422(client):
+def test_steps_by_name_run_and_unknown_ones_are_400(client):
     ran = _retrieve(client, "admin", scopes=["alpha"],
                     steps=[{"name": "parent_document", "options": {"mode": "document"}}])
     assert ran.status_code == 200
     assert ran.json()["hits"][0]["metadata"]["document_text"] in ALPHA_DOCS.values()
-    assert _retrieve(client, "admin", steps=[{"name": "shell"}]).status_code == 422
+    assert _retrieve(client, "admin", steps=[{"name": "shell"}]).status_code == 400
     bad_option = _retrieve(client, "admin", steps=[{"name": "mmr", "options": {"x": 1}}])
     assert bad_option.status_code == 400 and "lambda_" in bad_option.json()["message"]
     bad_value = _retrieve(client, "admin", steps=[{"name": "mmr", "options": {"lambda_": 7}}])
@@ -135,10 +135,12 @@ def test_bad_arguments_are_400_with_a_message_never_500(client, body):
     assert set(response.json()) == {"error", "message"} and response.json()["message"]
 
 
-def test_schema_violations_are_422(client):
-    for body in ({"query": ""}, {"query": "x", "k": 0}, {"query": "x", "k": "ten"},
+def test_a_search_the_request_refuses_is_400_as_retrieve_refuses_it(client):
+    for body in ({"query": "x", "k": 0}, {"query": "x", "k": "ten"},
                  {"query": "x", "mode": "psychic"}, {"query": "x", "bogus": 1}):
-        assert client.post("/retrieve", json=body, headers=bearer("admin")).status_code == 422
+        answer = client.post("/retrieve", json=body, headers=bearer("admin"))
+        assert answer.status_code == 400 and answer.json()["error"].startswith(
+            "InvalidArgument"), answer.text
 
 
 # -- authentication ----------------------------------------------------------------------------

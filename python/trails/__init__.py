@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from trails.records import RetrievalHit, RetrievalResult
     from trails.retrieval.asynchronous import aretrieve
     from trails.retrieval.replay import replay
+    from trails.retrieval.request import SearchRequest
     from trails.retrieval.retrieve import retrieve
     from trails.retrieval.retrievers import (
         CompositeRetriever,
@@ -57,6 +58,7 @@ __all__ = [
     "RetrievalHit",
     "RetrievalResult",
     "Retriever",
+    "SearchRequest",
     "SqliteVecStore",
     "TrailsError",
     "VectorHit",
@@ -85,6 +87,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "retrieve": "trails.retrieval.retrieve:retrieve",
     "aretrieve": "trails.retrieval.asynchronous:aretrieve",
     "replay": "trails.retrieval.replay:replay",
+    "SearchRequest": "trails.retrieval.request:SearchRequest",
     "SqliteVecStore": "trails.vector.stores.sqlite_vec:SqliteVecStore",
     "TrailsError": "trails.errors:TrailsError",
     "VectorHit": "trails.vector.stores.base:VectorHit",

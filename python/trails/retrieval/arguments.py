@@ -13,12 +13,11 @@ type, an :class:`~trails.errors.InvalidArgumentTypeError` (also a ``TypeError``)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trails.context import Context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
-from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_text
 from trails.rank.rewrite import QueryRewriter, check_messages
 from trails.scopes import normalize_scopes
@@ -31,6 +30,7 @@ __all__ = [
     "check_k",
     "check_messages_argument",
     "check_min_score",
+    "check_mode",
     "check_query",
     "check_retrieve_arguments",
     "check_scope_argument",
@@ -50,6 +50,14 @@ def check_k(k: object, name: str = "k") -> int:
     if not 1 <= k <= MAX_K:
         raise InvalidArgumentError(f"{name} must be an int from 1 to {MAX_K}, got {_shown(k)}")
     return k
+
+
+def check_mode(mode: object, modes: Sequence[str]) -> str:
+    """``mode`` if it is one of ``modes``."""
+    if not isinstance(mode, str) or mode not in modes:
+        raise InvalidArgumentError(f"mode must be one of {', '.join(map(repr, modes))}; got "
+                                   f"{_shown(mode)}")
+    return mode
 
 
 def check_query(query: object) -> str:
@@ -144,53 +152,28 @@ def check_messages_argument(messages: object) -> list[dict[str, str]]:
         raise InvalidArgumentError(str(exc)) from None
 
 
-def check_retrieve_arguments(
-    query: object, ctx: object, *, mode: object, modes: Sequence[str], k: object,
-    sparql_filter: object, bindings: object, vector_store: object, embedder: object,
-    fusion: object, fusions: Sequence[str], scope: object, messages: object, rewriter: object,
-    steps: object,
-) -> None:
-    """Everything ``retrieve()`` is given, checked before any work.
+def check_retrieve_arguments(ctx: object, *, vector_store: object, embedder: object,
+                             messages: object, rewriter: object) -> None:
+    """What ``retrieve()`` is given besides its request (a
+    :class:`~trails.retrieval.request.SearchRequest` checks that): the parts that answer it.
 
     Raises:
         InvalidArgumentTypeError: an argument of the wrong type.
-        InvalidArgumentError: a value out of range or not among the choices.
+        InvalidArgumentError: malformed messages.
     """
-    check_query(query)
     if ctx is not None and not isinstance(ctx, Context):
         raise InvalidArgumentTypeError(f"ctx must be a trails Context (Context.open(...)) or "
                                        f"None, got {type(ctx).__name__}")
-    if not isinstance(mode, str) or mode not in modes:
-        raise InvalidArgumentError(f"mode must be one of {', '.join(map(repr, modes))}; got "
-                                   f"{_shown(mode)}")
-    check_k(k)
-    if sparql_filter is not None:
-        if not isinstance(sparql_filter, str):
-            raise InvalidArgumentTypeError(f"sparql_filter must be a SPARQL SELECT (str) or "
-                                           f"None, got {type(sparql_filter).__name__}")
-        check_text(sparql_filter, "sparql_filter")
-    check_bindings(bindings)
-    if isinstance(bindings, Mapping) and bindings and sparql_filter is None:
-        raise InvalidArgumentError("bindings were given without a sparql_filter to bind them in")
-    if mode == "vector" and sparql_filter is not None:
-        raise InvalidArgumentError("mode='vector' ranks every vector and takes no sparql_filter; "
-                                   "use mode='hybrid' to rank only the filter's candidates")
-    if mode == "graph" and sparql_filter is None:
-        raise InvalidArgumentError("mode='graph' needs a sparql_filter selecting the IRIs to "
-                                   "return")
     if vector_store is not None and not isinstance(vector_store, VectorStore):
         raise InvalidArgumentTypeError(f"vector_store must be a VectorStore or None, got "
                                        f"{type(vector_store).__name__}")
     if embedder is not None and not isinstance(embedder, Embedder):
         raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got "
                                        f"{type(embedder).__name__}")
-    check_fusion(fusion, fusions)
-    check_scope_argument(scope)
     check_messages_argument(messages)
     if rewriter is not None and not isinstance(rewriter, QueryRewriter):
         raise InvalidArgumentTypeError(f"rewriter must have a rewrite(query, messages) method, "
                                        f"got {type(rewriter).__name__}")
-    check_steps(steps)
 
 
 def _shown(value: object) -> str:

@@ -6,7 +6,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,13 +20,12 @@ from trails.rank.keyword import keyword_evidence
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval import spans
-from trails.retrieval.arguments import check_min_score, check_retrieve_arguments
+from trails.retrieval.arguments import check_retrieve_arguments
 from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
 from trails.retrieval.degraded import (
     VectorSideFailure,
-    check_fallback,
     embed_query,
     keyword_fallback,
 )
@@ -34,6 +33,7 @@ from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import SearchCall, observe, revisions
+from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.tracing import span, traced
@@ -46,12 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FUSIONS", "MODES", "Mode", "retrieve"]
 
-Mode = Literal["vector", "graph", "hybrid"]
-MODES: tuple[str, ...] = get_args(Mode)
-# fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
-# "auto" (the default: quality-guarded score fusion, tuned on training qrels; ADR 0010).
+# The fusions by name (FUSIONS, in trails.retrieval.request, lists the same names).
 _FUSERS: dict[str, FusionFn] = {"rrf": rrf, "weighted": weighted, "auto": auto}
-FUSIONS: tuple[str, ...] = tuple(_FUSERS)
 # Each ranking feeds fusion this many hits (at least k): fusion needs hits beyond the top-k, and
 # on BEIR 300 beat 100 for every fusion (docs/benchmarks.md).
 FUSION_DEPTH = 300
@@ -169,33 +165,36 @@ def retrieve(
     >>> retrieve("anything", ctx, mode="vector")
     <RetrievalResult 0 hits, mode=vector, plan=full-scan, all vectors, exhaustive: []>
     """
-    check_retrieve_arguments(query, ctx, mode=mode, modes=MODES, k=k, sparql_filter=sparql_filter,
-                             bindings=bindings, vector_store=vector_store, embedder=embedder,
-                             fusion=fusion, fusions=FUSIONS, scope=scope, messages=messages,
-                             rewriter=rewriter, steps=steps)
-    threshold = check_min_score(min_score, mode)
-    fallback = check_fallback(fallback)
+    request = SearchRequest(query=query, mode=mode, k=k, filter=sparql_filter,
+                            bindings=bindings, scopes=scope, fusion=fusion, steps=steps,
+                            min_score=min_score, fallback=fallback, why=why, now=now)
+    check_retrieve_arguments(ctx, vector_store=vector_store, embedder=embedder,
+                             messages=messages, rewriter=rewriter)
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
+    return _run(request, ctx, vector_store, embedder, messages, rewriter, caller)
+
+
+def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore | None,
+         embedder: Embedder | None, messages: Sequence[Mapping[str, str]] | None,
+         rewriter: QueryRewriter | None, caller: str | None) -> RetrievalResult:
+    """Answer a checked request (``retrieve()``'s body)."""
+    query, mode, k, sparql_filter = request.query, request.mode, request.k, request.filter
+    bindings, fusion, steps, now = request.bindings, request.fusion, request.steps, request.now
+    threshold, fallback, why = request.min_score, request.fallback, request.why
     clock, started, asked, fusion_asked = time.perf_counter(), started_now(), query, fusion
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
-    if isinstance(fusion, str) and fusion not in FUSIONS:
-        raise ValueError(f"fusion must be None, a callable or one of {FUSIONS}; got {fusion!r}")
     if fusion == "auto" and mode != "hybrid":
         fusion = None  # one ranking: auto passes it through, so skip fusion's deeper search
     if ctx is None and vector_store is None:
         ctx = default_context()
-    scopes = normalize_scopes(scope)
+    scopes = normalize_scopes(None if request.scopes is None else list(request.scopes))
     if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
         check_known_scopes(scopes, known_scopes(ctx, scopes))  # a typo must not read as "no match"
 
     iris: Sequence[str] | None = None
-    if mode == "vector" and sparql_filter is not None:
-        # Silently ignoring the filter could return what the caller meant to exclude.
-        raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
-                         "mode='hybrid' to rank only the filter's candidates")
     graph = None
     if mode in ("graph", "hybrid") and sparql_filter is not None:
         if ctx is None:
@@ -203,10 +202,6 @@ def retrieve(
                 f"mode={mode!r} with a sparql_filter needs a knowledge graph: pass ctx=..."
             )
         graph = ctx.kg
-    elif mode == "graph":
-        raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
-    elif bindings:
-        raise ValueError("bindings were given without a sparql_filter to bind them in")
 
     store = vector_store if vector_store is not None else _need(ctx, "vector_store").vectors
     # One committed state of the store for the whole answer, pinned before the filter reads

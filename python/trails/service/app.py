@@ -36,6 +36,7 @@ from trails.context import Context
 from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
+from trails.retrieval.request import refusal
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
@@ -190,8 +191,12 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     for kind in (TrailsError, ValueError, TypeError, SyntaxError):
         fastapi_app.add_exception_handler(kind, on_error)
 
-    async def on_invalid(_: Request, exc: RequestValidationError) -> Response:
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = exc.errors()
+        if request.url.path == "/retrieve" and errors and errors[0].get("type") != "json_invalid":
+            # A search is refused as retrieve() refuses it: the same error, the same message.
+            inside = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]
+            return await on_error(request, refusal(inside, RetrieveRequest))  # type: ignore[arg-type]
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
                           for e in errors[:5])
         return JSONResponse({"error": "RequestValidationError", "message": printable(where),

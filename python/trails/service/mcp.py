@@ -40,7 +40,7 @@ from trails.kg.bindings import check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.kg.terms import IRI, check_json_text
-from trails.retrieval.arguments import MAX_K
+from trails.retrieval.arguments import MAX_K, check_scope_argument
 from trails.retrieval.recording import SearchCall
 from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.scopes import normalize_scopes
@@ -145,6 +145,8 @@ def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybri
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
     check_injection(inject_mode, max_tokens, template)  # before searching
+    if scopes is not None:
+        check_scope_argument(scopes)  # [] is refused as retrieve() refuses it, not read as None
     call = SearchCall(query=query, mode=mode, k=k, sparql_filter=filter, bindings=bindings,
                       scopes=list(scopes or ()), fusion="auto", min_score=min_score,
                       caller=key.label)

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
+from trails.retrieval.request import SearchRequest
 
 __all__ = ["DocumentIn", "ErrorBody", "FeedbackList", "FeedbackOut", "FeedbackRequest",
            "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest", "RetrieveResponse",
            "StepSpec", "TermObject"]
-
-# The largest k a request may ask for (retrieve() has its own, larger bound).
-MAX_K = 1000
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -56,29 +54,23 @@ class StepSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class RetrieveRequest(_Body):
-    """``POST /retrieve``: the arguments of ``trails.retrieve``."""
+class RetrieveRequest(SearchRequest):
+    """``POST /retrieve``: a :class:`~trails.retrieval.request.SearchRequest` (the same
+    fields, checks and limits as ``trails.retrieve``), its bindings and steps as JSON spells
+    them, and how the answer is delivered."""
 
-    query: str = Field(min_length=1, max_length=10_000)
-    mode: Literal["vector", "graph", "hybrid"] = "hybrid"
-    k: int = Field(default=10, ge=1, le=MAX_K)
-    filter: str | None = Field(default=None, max_length=100_000,
-                               description="a SPARQL SELECT projecting one variable")
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     bindings: dict[str, BindingValue] | None = Field(
         default=None, description="values for the filter's variables: a JSON scalar (bound as "
         "the Python API binds it) or a SPARQL JSON results term {type, value, datatype?, "
         "xml:lang?}")
-    scopes: list[str] | None = Field(default=None, min_length=1, max_length=100)
-    fusion: Literal["auto", "rrf", "weighted", "none"] = "auto"
-    steps: list[StepSpec] = Field(default_factory=list, max_length=10)
-    min_score: float | None = Field(default=None, allow_inf_nan=False)
-    why: bool | None = None
-    fallback: Literal["auto", "keyword", "none"] = Field(
-        default="auto", description="when the embedder or vector store fails: auto answers a "
-        "hybrid query with the keyword ranking of the same candidates (and says so in "
-        "'degraded'); keyword does so for vector queries too; none answers 503")
-    now: str | None = Field(default=None, description="ISO 8601 date-time with an offset: the "
-                            "moment expiries are judged at")
+    steps: list[StepSpec] = Field(  # type: ignore[assignment]
+        default_factory=list, max_length=10, description="post-ranking steps by name (GET "
+        "/steps lists them)")
+    now: str | None = Field(  # type: ignore[assignment]
+        default=None, description="ISO 8601 date-time with an offset: the moment expiries "
+        "are judged at")
     inject_mode: Literal["prompt_append", "metadata_only", "none"] = Field(
         default="metadata_only", description="prompt_append: also answer 'context', the "
         "evidence block result.to_context() builds (max_tokens, template); metadata_only: the "
@@ -87,6 +79,35 @@ class RetrieveRequest(_Body):
                                    "evidence block's token budget (prompt_append only)")
     template: str | None = Field(default=None, max_length=100_000, description="the evidence "
                                  "block's template, holding {{ context }} (prompt_append only)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        check_json_text(data, "body")
+        return data
+
+    @field_validator("bindings", mode="before")
+    @classmethod
+    def _bindings(cls, bindings: object) -> object:
+        if not isinstance(bindings, dict):
+            check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
+        return bindings  # terms as JSON: each checked once converted (requests.term_bindings)
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _steps(cls, steps: object) -> object:
+        return steps  # names and options: checked as they are built (service/steps.py)
+
+    # Checked when the search runs (retrieve() builds the SearchRequest that refuses them),
+    # so that a refusal of a parsed body is recorded in the audit trail, under its key.
+    @field_validator("now", mode="before")
+    @classmethod
+    def _now(cls, now: object) -> object:
+        return now
+
+    @model_validator(mode="after")
+    def _runs(self) -> RetrieveRequest:
+        return self
 
 
 class HitOut(BaseModel):

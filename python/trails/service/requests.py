@@ -5,7 +5,6 @@ retrieve, and a SPARQL query run within the key's scopes. Blocking: called in wo
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from trails.kg.remote.rewrite import query_form
 from trails.kg.sparql import check_filter, check_limits, refuse_service
 from trails.kg.terms import IRI
 from trails.records import RetrievalResult
+from trails.retrieval.arguments import check_scope_argument
 from trails.retrieval.recording import SearchCall, observe, record_refusal
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import (
@@ -27,7 +27,6 @@ from trails.scopes import (
     SCOPE_BASE,
     check_known_scopes,
     check_scope,
-    normalize_scopes,
     scope_graph,
     scope_of_graph,
 )
@@ -55,9 +54,9 @@ def search_scopes(ctx: Context, key: ApiKey,
     Raises:
         PermissionDeniedError: ``requested`` names a scope the key does not grant.
         UnknownScopeError: ``requested`` names a granted scope that holds nothing.
-        ValueError: a malformed scope name.
+        InvalidArgumentError: a malformed scope name, or an empty list.
     """
-    asked = None if requested is None else normalize_scopes(list(requested))
+    asked = None if requested is None else check_scope_argument(list(requested))
     confined = key.confine(asked)
     if confined is None:
         return None
@@ -158,34 +157,20 @@ def retrieve_options(state: ServiceState, body: RetrieveRequest) -> dict[str, An
         InvalidArgumentError: an unknown step or option, a malformed binding or ``now``.
     """
     return {
-        "bindings": term_bindings(body.bindings),
-        "fusion": None if body.fusion == "none" else body.fusion,
+        "bindings": term_bindings(body.bindings), "fusion": body.fusion,
         "steps": build_steps([(s.name, s.options) for s in body.steps], state.reranker),
-        "min_score": body.min_score, "why": body.why, "now": _moment(body.now),
-        "fallback": None if body.fallback == "none" else body.fallback,
+        "min_score": body.min_score, "why": body.why, "now": body.now,
+        "fallback": body.fallback,
     }
 
 
 def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
     """What ``body`` asks, as the audit trail records a search."""
     return SearchCall(query=body.query, mode=body.mode, k=body.k, sparql_filter=body.filter,
-                      bindings=body.bindings, scopes=body.scopes or [], fusion=body.fusion,
+                      bindings=body.bindings, scopes=list(body.scopes or ()),
+                      fusion=body.fusion,
                       steps=[s.name for s in body.steps], min_score=body.min_score,
                       caller=caller, why=body.why)
-
-
-def _moment(text: str | None) -> dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgumentError(
-            f"now={text!r} is no ISO 8601 date-time; write e.g. 2026-01-01T00:00:00+00:00"
-        ) from None
-    if moment.tzinfo is None:
-        raise InvalidArgumentError(f"now={text!r} has no offset; add one (+00:00 for UTC)")
-    return moment
 
 
 def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:

@@ -1,0 +1,236 @@
+"""One search as one value: :class:`SearchRequest`, what ``retrieve()`` is asked.
+
+``retrieve(query, ctx, **options)`` builds one; the service's ``POST /retrieve`` body, the
+MCP tool and the CLI take the same fields, so a request gets the same answer, or the same
+refusal, wherever it comes from (ADR 0043). Its checks are those of
+:mod:`trails.retrieval.arguments`, so a mistake is an
+:class:`~trails.errors.InvalidArgumentError` (an :class:`~trails.errors.InvalidArgumentTypeError`
+for a value of the wrong type) with the message Python callers have always seen::
+
+    >>> SearchRequest(query="rails", k=0)
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentError: k must be an int from 1 to 1000000, got 0
+    >>> SearchRequest(query="rails", mode="graph", filter="SELECT ?iri WHERE {}").k
+    10
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.expiry import utc_now
+from trails.kg.bindings import check_bindings
+from trails.kg.terms import check_text
+from trails.retrieval.arguments import (
+    check_fusion,
+    check_k,
+    check_min_score,
+    check_mode,
+    check_query,
+    check_scope_argument,
+    check_steps,
+)
+from trails.retrieval.degraded import FALLBACKS, check_fallback
+
+__all__ = ["FUSIONS", "MODES", "Mode", "SearchRequest", "refusal"]
+
+Mode = Literal["vector", "graph", "hybrid"]
+MODES: tuple[str, ...] = get_args(Mode)
+# fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
+# "auto" (the default: quality-guarded score fusion, tuned on training qrels; ADR 0010).
+FUSIONS: tuple[str, ...] = ("rrf", "weighted", "auto")
+# How JSON (HTTP, MCP, the CLI) spells None for fusion and fallback.
+_NONE = "none"
+
+_Fusion = Annotated[Any, WithJsonSchema({
+    "anyOf": [{"enum": [*FUSIONS, _NONE]}, {"type": "null"}], "default": "auto",
+    "description": "how hybrid mode fuses the vector and keyword rankings; none (or null): "
+                   "by vector score alone (Python also takes a callable)"})]
+_Steps = Annotated[tuple[Any, ...], WithJsonSchema({
+    "type": "array", "description": "post-ranking steps (Python: callables step(query, hits, "
+    "ctx); over HTTP: {name, options} objects, see GET /steps)"})]
+_Fallback = Annotated[str | None, WithJsonSchema({
+    "anyOf": [{"enum": [f for f in FALLBACKS if f is not None] + [_NONE]},
+              {"type": "null"}], "default": "auto",
+    "description": "when the embedder or vector store fails: auto answers a hybrid query with "
+                   "the keyword ranking of the same candidates (and says so in 'degraded'); "
+                   "keyword does so for vector queries too; skip answers no hits with a note; "
+                   "none (or null) refuses"})]
+
+
+class SearchRequest(BaseModel):
+    """What one search asks: the options of ``retrieve()`` that say *what* to find (which
+    context, store, embedder, rewriter and caller answer it are not part of it).
+
+    Frozen, and refusing any field it does not know. Built from JSON as from Python: ``fusion``
+    and ``fallback`` take ``"none"`` for None, ``now`` an ISO 8601 string with an offset.
+
+    Raises:
+        InvalidArgumentError: a value out of range or not among the choices, an unknown
+            field, or a combination that cannot run (``mode="graph"`` without a filter).
+        InvalidArgumentTypeError: a value of the wrong type.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str = Field(description="The question, in natural language.")
+    mode: Mode = Field(default="hybrid", description=(
+        "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
+        "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))
+    k: int = Field(default=10, description="At most this many hits.")
+    filter: str | None = Field(default=None, description=(
+        "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank "
+        "(retrieve()'s sparql_filter)."))
+    bindings: Mapping[str, Any] | None = Field(default=None, description=(
+        "Values for the filter's variables, bound as RDF terms (never pasted into the text)."))
+    scopes: tuple[str, ...] | None = Field(default=None, description=(
+        "The scopes to search (retrieve()'s scope; default: the default scope, or over the "
+        "service every scope the key grants)."))
+    fusion: _Fusion = "auto"
+    steps: _Steps = ()
+    min_score: float | None = Field(default=None, description=(
+        "Drop hits whose final score is below this; its scale is the fusion's."))
+    fallback: _Fallback = "auto"
+    why: bool | None = Field(default=None, description=(
+        "Give each hit of a filtered search the filter's solution that admitted it (default: "
+        "when the audit trail keeps it)."))
+    now: dt.datetime | None = Field(default=None, description=(
+        "The moment documents' expiries are judged at (ISO 8601 with an offset; default: now)."))
+
+    def __init__(self, **fields: Any) -> None:
+        try:
+            super().__init__(**fields)
+        except ValidationError as error:
+            raise refusal(error.errors()) from None
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query(cls, query: object) -> str:
+        return check_query(query)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, mode: object) -> object:
+        return check_mode(mode, MODES)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, k: object) -> int:
+        return check_k(k)
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _filter(cls, text: object) -> str | None:
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgumentTypeError(f"sparql_filter must be a SPARQL SELECT (str) or "
+                                           f"None, got {type(text).__name__}")
+        return None if text is None else check_text(text, "sparql_filter")
+
+    @field_validator("bindings", mode="before")
+    @classmethod
+    def _bindings(cls, bindings: object) -> object:
+        check_bindings(bindings)
+        return bindings
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _scopes(cls, scopes: object) -> tuple[str, ...] | None:
+        return None if scopes is None else tuple(check_scope_argument(scopes))
+
+    @field_validator("fusion", mode="before")
+    @classmethod
+    def _fusion(cls, fusion: object) -> object:
+        fusion = None if fusion == _NONE else fusion
+        check_fusion(fusion, FUSIONS)
+        return fusion
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _steps(cls, steps: object) -> object:
+        return check_steps(steps)
+
+    @field_validator("min_score", mode="before")
+    @classmethod
+    def _min_score(cls, min_score: object, info: ValidationInfo) -> float | None:
+        return check_min_score(min_score, info.data.get("mode", "hybrid"))
+
+    @field_validator("fallback", mode="before")
+    @classmethod
+    def _fallback(cls, fallback: object) -> str | None:
+        return check_fallback(None if fallback == _NONE else fallback)
+
+    @field_validator("why", mode="before")
+    @classmethod
+    def _why(cls, why: object) -> bool | None:
+        if why is not None and not isinstance(why, bool):
+            raise InvalidArgumentTypeError(f"why must be True, False or None, got "
+                                           f"{type(why).__name__} {why!r:.80}")
+        return why
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _now(cls, now: object) -> object:
+        if isinstance(now, str):
+            try:
+                now = dt.datetime.fromisoformat(now)
+            except ValueError:
+                raise InvalidArgumentError(f"now={now!r:.80} is no ISO 8601 date-time; write "
+                                           f"e.g. 2026-01-01T00:00:00+00:00") from None
+        if now is None:
+            return None
+        utc_now(now)  # type: ignore[arg-type]  # a datetime with an offset, or refused
+        return now
+
+    @model_validator(mode="after")
+    def _runs(self) -> SearchRequest:
+        """The combinations no mode can run: refused rather than silently ignored."""
+        if self.bindings and self.filter is None:
+            raise InvalidArgumentError("bindings were given without a sparql_filter to bind "
+                                       "them in")
+        if self.mode == "vector" and self.filter is not None:
+            raise InvalidArgumentError("mode='vector' ranks every vector and takes no "
+                                       "sparql_filter; use mode='hybrid' to rank only the "
+                                       "filter's candidates")
+        if self.mode == "graph" and self.filter is None:
+            raise InvalidArgumentError("mode='graph' needs a sparql_filter selecting the IRIs "
+                                       "to return")
+        return self
+
+
+def refusal(errors: Sequence[ErrorDetails],
+            model: type[BaseModel] | None = None) -> InvalidArgumentError:
+    """The first mistake of a refused request (``ValidationError.errors()``) as the error
+    ``retrieve()`` raises for it: the check's own error when one of :class:`SearchRequest`'s
+    checks refused it, else one naming the field (an unknown field, a value of the wrong type
+    for a field a JSON body adds)."""
+    first = errors[0]
+    raised = first.get("ctx", {}).get("error")
+    if isinstance(raised, InvalidArgumentError):
+        return raised
+    return _named(first, model or SearchRequest)
+
+
+def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentError:
+    where = ".".join(str(part) for part in details["loc"]) or "request"
+    if details["type"] == "extra_forbidden":
+        known = ", ".join(model.model_fields)
+        return InvalidArgumentError(f"{where} is no option of a search; a search takes {known}")
+    kind = (InvalidArgumentTypeError if details["type"].endswith("_type")
+            else InvalidArgumentError)
+    return kind(f"{where}: {details['msg']}")

@@ -1,0 +1,124 @@
+"""One search, one refusal: a request is checked by ``trails.SearchRequest`` wherever it comes
+from, so Python's ``retrieve()``, the request model itself and ``POST /retrieve`` accept the
+same requests and refuse the same ones with the same error and message (ADR 0043)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service_support import bearer, keys, seeded_context
+from trails import SearchRequest, retrieve
+from trails.errors import InvalidArgumentError
+from trails.service.app import create_app
+from trails.service.mcp import chosen_key
+from trails.service.mcp import search as mcp_search
+from trails.service.models import RetrieveRequest
+
+# Python's spelling of an option that JSON spells otherwise.
+PYTHON_NAMES = {"filter": "sparql_filter", "scopes": "scope"}
+FILTER = "SELECT ?iri WHERE { ?iri ?p ?o }"
+
+GOOD = [
+    {"k": 1001},
+    {"k": 1},
+    {"mode": "vector", "k": 3},
+    {"fusion": "rrf"},
+    {"fallback": "skip"},
+    {"why": False},
+    {"now": "2026-01-01T00:00:00+00:00"},
+]
+BAD = [
+    {"k": 0},
+    {"k": 1_000_001},
+    {"k": True},
+    {"k": "ten"},
+    {"k": 2.0},
+    {"mode": "psychic"},
+    {"fusion": "best"},
+    {"fusion": 3},
+    {"fallback": "retry"},
+    {"scopes": ["no such scope!"]},
+    {"scopes": []},
+    {"bindings": {"x": 1}},
+    {"bindings": ["x"]},
+    {"min_score": "high"},
+    {"mode": "graph"},
+    {"mode": "vector", "filter": FILTER},
+    {"mode": "graph", "filter": FILTER, "min_score": 0.5},
+    {"why": "yes"},
+    {"now": "yesterday"},
+    {"now": "2026-01-01T00:00:00"},
+]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory) -> Any:
+    ctx = seeded_context(tmp_path_factory.mktemp("kb"))
+    with TestClient(create_app(ctx, keys())) as client:
+        yield ctx, client
+
+
+def _python(ctx: Any, options: dict[str, Any]) -> Any:
+    return retrieve("alpine", ctx, **{PYTHON_NAMES.get(n, n): v for n, v in options.items()})
+
+
+def _http(client: TestClient, options: dict[str, Any]) -> Any:
+    return client.post("/retrieve", json={"query": "alpine", **options},
+                       headers=bearer("admin"))
+
+
+def _refusal(call: Any) -> tuple[str, str]:
+    with pytest.raises(InvalidArgumentError) as raised:
+        call()
+    return type(raised.value).__name__, str(raised.value)
+
+
+@pytest.mark.parametrize("options", BAD, ids=repr)
+def test_a_bad_request_gets_the_same_refusal_everywhere(service, options):
+    ctx, client = service
+    python = _refusal(lambda: _python(ctx, options))
+    assert _refusal(lambda: SearchRequest(query="alpine", **options)) == python
+    answer = _http(client, options)
+    assert answer.status_code == 400, answer.text
+    assert (answer.json()["error"], answer.json()["message"]) == python
+
+
+@pytest.mark.parametrize("options", GOOD, ids=repr)
+def test_a_good_request_gets_the_same_answer_everywhere(service, options):
+    ctx, client = service
+    python = _python(ctx, {"scopes": ["alpha"], **options})
+    answer = _http(client, {"scopes": ["alpha"], **options})
+    assert answer.status_code == 200, answer.text
+    assert [h["iri"] for h in answer.json()["hits"]] == [h.iri for h in python]
+
+
+# The options the MCP tool takes (its own parameters, in the request's names).
+MCP_OPTIONS = {"mode", "k", "filter", "scopes", "min_score"}
+
+
+@pytest.mark.parametrize("options", [o for o in BAD if set(o) <= MCP_OPTIONS], ids=repr)
+def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, options):
+    ctx, _ = service
+    python = _refusal(lambda: _python(ctx, options))
+    assert _refusal(lambda: mcp_search(ctx, chosen_key(None, None, None), "alpine",
+                                       **options)) == python
+
+
+def test_an_unknown_field_is_refused_by_the_request_and_over_http(service):
+    _, client = service
+    refused = _refusal(lambda: SearchRequest(query="alpine", top_k=3))
+    answer = _http(client, {"top_k": 3})
+    assert answer.status_code == 400
+    assert answer.json()["error"] == refused[0] == "InvalidArgumentError"
+    assert "top_k" in refused[1] and "top_k" in answer.json()["message"]
+
+
+def test_the_request_is_frozen_and_the_body_is_the_request():
+    request = SearchRequest(query="alpine", k=3)
+    with pytest.raises(ValueError):
+        request.k = 4  # type: ignore[misc]
+    assert issubclass(RetrieveRequest, SearchRequest)
+    assert set(SearchRequest.model_fields) <= set(RetrieveRequest.model_fields)
