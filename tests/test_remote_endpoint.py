@@ -284,6 +284,6 @@ def test_arguments_are_checked():
         SparqlEndpointGraph("http://127.0.0.1:9/query", timeout=0)
     kg = SparqlEndpointGraph("http://127.0.0.1:9/sparql")
     assert kg.update_url == "http://127.0.0.1:9/sparql"
-    assert SparqlEndpointGraph("http://h:1/query").update_url == "http://h:1/update"
+    assert SparqlEndpointGraph("https://h:1/query").update_url == "https://h:1/update"
     with pytest.raises(ValueError, match="scopes"):
         kg.query("ASK {}", scopes=[])

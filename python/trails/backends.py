@@ -20,7 +20,9 @@ from trails.config import EmbedderConfig, PartConfig, Setting
 from trails.errors import ConfigurationError
 from trails.kg.base import KnowledgeGraph
 from trails.registry import EMBEDDERS, GRAPHS, VECTOR_STORES, Backends
+from trails.resilience import Resilience
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
+from trails.vector.embedders.openai import DEFAULT_RESILIENCE as OPENAI_RESILIENCE
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.pgvector.core import DSN_ENV as PG_DSN_ENV
 from trails.vector.stores.pgvector.core import public_dsn
@@ -105,7 +107,15 @@ def _describe_sparql(kg: SparqlEndpointGraph, root: Path) -> Settings | None:
         settings["default_graph_uri"] = kg.default_graph_uri
     if kg.dialect != "standard":
         settings["dialect"] = kg.dialect
-    return settings
+    return _with_resilience(settings, kg.resilience)
+
+
+def _with_resilience(settings: Settings, policy: Resilience,
+                     default: Resilience | None = None) -> Settings:
+    """``settings`` and, when it differs from the part's ``default``, its resilience policy
+    (retries, breaker, ``max_rps``, ``require_tls``): a reopen keeps what the user chose."""
+    chosen = policy.settings(default)
+    return {**settings, "resilience": chosen} if chosen else settings
 
 
 # -- vector stores -----------------------------------------------------------------------------
@@ -153,7 +163,7 @@ def _describe_pgvector(store: PgVectorStore, root: Path) -> Settings | None:
     for name, default in _PG_DEFAULTS.items():
         if getattr(store, name) != default:
             settings[name] = getattr(store, name)
-    return settings
+    return _with_resilience(settings, store.resilience)
 
 
 def _describe_sqlite_vec(store: SqliteVecStore, root: Path) -> Settings | None:
@@ -165,10 +175,12 @@ def _describe_qdrant(store: QdrantStore, root: Path) -> Settings | None:
     if location in (":memory:", "client"):  # nothing on disk, or a client only the caller has
         return None
     if "://" in location:
-        return {"collection": store.collection, "url": location}
+        return _with_resilience({"collection": store.collection, "url": location},
+                                store.resilience)
     if Path(location).is_dir():  # local mode
         return {"collection": store.collection, "path": _relative(location, root)}
-    return {"collection": store.collection, "url": f"http://{location}"}  # host:port
+    return _with_resilience({"collection": store.collection, "url": f"http://{location}"},
+                            store.resilience)  # host:port
 
 
 # -- embedders ---------------------------------------------------------------------------------
@@ -191,7 +203,8 @@ def _describe_openai(embedder: OpenAIEmbedder, root: Path) -> Settings | None:
     settings: Settings = {"model": embedder.model, "dim": embedder.dim}
     if embedder.base_url is not None:
         settings["base_url"] = embedder.base_url
-    return settings
+    # The policy as given: `resilience` folds in max_retries and the backoff, recorded apart.
+    return _with_resilience(settings, embedder._policy, OPENAI_RESILIENCE)
 
 
 def _describe_sentence_transformer(embedder: SentenceTransformerEmbedder, root: Path

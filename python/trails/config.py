@@ -57,8 +57,10 @@ _READABLE = (1, FORMAT)
 
 # What every vector carried before the allowlist existed: a trails.json without ``payload``.
 LEGACY_PAYLOAD: Final = ("source", "title", "date")
-# A setting is a JSON scalar: settings are constructor options, never objects or secrets.
-Setting = str | int | float | bool | None
+# A setting is a JSON scalar, or one level of them (a backend's ``resilience`` policy):
+# settings are constructor options, never objects or secrets.
+Scalar = str | int | float | bool | None
+Setting = Scalar | dict[str, Scalar]
 
 
 class PartConfig(BaseModel):

@@ -29,6 +29,7 @@ Nothing here imports a client library: backends translate their own failures.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import random
 import threading
@@ -40,7 +41,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar
 
 from trails import _state
-from trails.errors import EndpointUnavailableError, InvalidArgumentError
+from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
 
 __all__ = [
     "CircuitBreaker", "Failure", "RateLimiter", "Resilience", "backoff", "breaker_for",
@@ -75,6 +76,9 @@ class Resilience:
         failure_threshold: consecutive failed calls that open the circuit.
         cool_down: seconds the circuit stays open before one probe call goes through.
         max_rps: at most this many tries a second to the endpoint (None: no throttle).
+        require_tls: refuse a plain ``http://`` URL to a host other than this machine (a
+            loopback address or ``localhost``): queries, documents and keys would cross the
+            network in clear. False allows it (a private network you trust).
 
     Raises:
         InvalidArgumentError: a setting out of range.
@@ -90,6 +94,7 @@ class Resilience:
     multiplier: float = 2.0
     jitter: float = 1.0
     max_rps: float | None = None
+    require_tls: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.attempts, int) or self.attempts < 1:
@@ -106,6 +111,9 @@ class Resilience:
                                            f"got {value!r}")
         _check_number("multiplier", self.multiplier, 1.0, math.inf, "from 1 up")
         _check_number("jitter", self.jitter, 0.0, 1.0, "from 0 to 1")
+        if not isinstance(self.require_tls, bool):
+            raise InvalidArgumentError(f"require_tls must be true or false, got "
+                                       f"{self.require_tls!r}")
         if self.max_rps is not None:
             _check_number("max_rps", self.max_rps, 0.0, math.inf, "above 0 (None: no throttle)")
             if self.max_rps == 0:
@@ -128,9 +136,23 @@ class Resilience:
                 f"unknown resilience settings {unknown}; known: {sorted(cls.__dataclass_fields__)}")
         return replace(cls(), **dict(settings or {}))
 
-    def settings(self) -> dict[str, Any]:
-        """The fields that differ from the defaults (what ``trails.json`` records)."""
-        default = Resilience()
+    def check_url(self, what: str, *urls: str | None) -> None:
+        """Refuse each of ``urls`` (``what`` it reaches) that is plain ``http://`` to a host
+        other than this machine, when :attr:`require_tls` is on.
+
+        Raises:
+            ConfigurationError: naming the URL and the two ways on (https, or allowing it).
+        """
+        for url in urls:
+            parts = urllib.parse.urlsplit(url or "")
+            if (self.require_tls and parts.scheme.lower() == "http"
+                    and not _is_this_machine(parts.hostname or "")):
+                raise _in_clear(what, str(url))
+
+    def settings(self, default: Resilience | None = None) -> dict[str, Any]:
+        """The fields that differ from ``default`` (the defaults when None): what
+        ``trails.json`` records."""
+        default = default or Resilience()
         return {name: getattr(self, name) for name in self.__dataclass_fields__
                 if getattr(self, name) != getattr(default, name)}
 
@@ -388,3 +410,22 @@ def breakers() -> list[CircuitBreaker]:
     return [value for key, value in list(_state.model_cache.items())
             if isinstance(key, tuple) and key[:1] == ("circuit-breaker",)
             and isinstance(value, CircuitBreaker)]
+
+
+def _is_this_machine(host: str) -> bool:
+    """``localhost`` (and its subdomains) or a loopback address: traffic that never leaves."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _in_clear(what: str, url: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{what} {url!r} is plain http:// to another machine: queries, documents and keys "
+        "would cross the network in clear. Use https://, or allow it for a network you trust "
+        "with resilience={'require_tls': False} (trails.json: \"resilience\": "
+        "{\"require_tls\": false})")

@@ -26,7 +26,7 @@ from trails.cli._common import (
     make_embedder,
 )
 from trails.cli.output import print_json
-from trails.config import PartConfig, read_config
+from trails.config import PartConfig, Setting, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
 from trails.ingest.expiry import check_retention
@@ -214,8 +214,7 @@ def _graph_part(choice: GraphBackend | None, endpoint: str | None,
         return None
     if not endpoint:
         raise ConfigurationError("--graph sparql needs --endpoint URL (the query URL)")
-    settings: dict[str, str | int | float | bool | None] = {
-        "query_url": endpoint, "update_url": update_endpoint}
+    settings: dict[str, Setting] = {"query_url": endpoint, "update_url": update_endpoint}
     if dialect is not None:
         settings["dialect"] = dialect
     return PartConfig(backend="sparql", settings=settings)

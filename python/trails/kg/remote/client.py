@@ -142,14 +142,14 @@ class SparqlEndpointGraph:
         # Where quads of the default graph are written: a named graph on Virtuoso.
         self._stored_default = default_graph_uri if self._virtuoso else None
         self.prefixes = dict(PREFIXES)
-        # As the embedded graph's attribute: whether writes are refused here. The server
-        # decides what it accepts (credentials, a read-only endpoint); this client refuses none.
+        # Whether writes are refused here: the server decides (credentials, a read-only one).
         self.read_only = False
         self._client: httpx.Client = self._httpx.Client(
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
             follow_redirects=False, verify=_ssl_context(self._httpx))
         self._plain_default_graph: bool | None = None  # None: not checked yet
         self.resilience = Resilience.from_settings(resilience)
+        self.resilience.check_url("the SPARQL endpoint", self.query_url, self.update_url)
         self._breaker = breaker_for("the SPARQL endpoint", self.query_url, self.resilience)
 
     @property

@@ -10,6 +10,7 @@ packed under the API's limits before anything is sent.
 from __future__ import annotations
 
 import base64
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -36,6 +37,8 @@ MAX_INPUTS_PER_REQUEST = 2048    # array inputs per request
 MAX_REQUEST_TOKENS = 300_000     # summed over one request's inputs
 # Status codes worth another try: request timeout, lock conflict, rate limit, server errors.
 RETRY_STATUSES = frozenset({408, 409, 429})
+# The breaker's policy when none is given: a batch of embeddings may take minutes.
+DEFAULT_RESILIENCE = Resilience(deadline=300.0)
 
 
 class Usage(NamedTuple):
@@ -121,7 +124,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         self.max_retry_after = max_retry_after
         self._sleep = sleep
         self._policy = Resilience.from_settings(
-            resilience if resilience is not None else {"deadline": 300.0})
+            resilience if resilience is not None else DEFAULT_RESILIENCE)
+        self._policy.check_url("the embeddings endpoint",
+                               base_url or os.environ.get("OPENAI_BASE_URL"))
         self.deadline = self._policy.deadline
         self._clock = clock
         self._encoding: Any = None

@@ -51,6 +51,8 @@ class QdrantCore(BaseVectorStore):
         qdrant = require("qdrant_client", "QdrantStore")
         self.timeout = timeout
         self.resilience = Resilience.from_settings(resilience)
+        # host= alone speaks plain http (the client's default).
+        self.resilience.check_url("the Qdrant server", url or (f"http://{host}" if host else None))
         self._m = qdrant.models
         self.collection = collection
         self.versions_collection = f"{collection}__versions"
