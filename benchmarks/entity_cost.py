@@ -10,7 +10,7 @@ vocabulary) matched by ``LabelLinker`` in ``--chunks`` synthetic chunks of 80 wo
 (onnx-int8), without a linker. Both are quoted per chunk; the issue's budget is linking at
 most 20% of the pipeline's time.
 
-The query step: the HotpotQA sample's context as ``entity_study.py`` links it, the default
+The query step: the HotpotQA sample's context as ``_multihop.py`` links it (``studies/entity_study.py``'s too), the default
 hybrid (k=10) against the same search with ``EntityBoost`` over ``ex:linksTo`` at 2 hops,
 each query run both ways in turn, median latency (budget: 1.5x).
 """
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
 from _docs import write_region
-from entity_study import LINKER, LINKS_TO, linked_context
+from _multihop import LINKER, LINKS_TO, linked_context
 
 from trails import Context
 from trails.ingest import Document, ingest_all

@@ -319,6 +319,14 @@ def _script_imports(folder: str) -> Iterator[tuple[Path, int, str, list[str]]]:
                     yield path, node.lineno, alias.name, []
 
 
+def test_the_harness_never_imports_a_study():
+    studies = {path.stem for path in (SCRIPTS / "studies").glob("*.py")}
+    wrong = [f"{path.relative_to(SCRIPTS)}:{line} imports {module}"
+             for path, line, module, _ in _script_imports("benchmarks")
+             if module.split(".")[0] in studies]
+    assert studies and not wrong, wrong
+
+
 @pytest.mark.parametrize("folder", ["benchmarks", "studies", "examples"])
 def test_scripts_use_only_public_names_of_trails(folder):
     wrong = [f"{path.relative_to(SCRIPTS)}:{line} imports {module}: {names}"

@@ -3,14 +3,10 @@ samples: recall@10 and nDCG@10 of the default hybrid with and without it (docs/b
 region ``entities``).
 
     python benchmarks/datasets/build_multihop.py     # once: the samples in BEIR layout
-    python benchmarks/entity_study.py [--no-write]
+    python studies/entity_study.py [--no-write]
 
-Each paragraph's title is an entity (``rdfs:label`` the title, ``skos:altLabel`` the title
-without a trailing parenthesis: "Kiss and Tell (1945 film)" is also "Kiss and Tell"); the
-corpus is ingested through the real pipeline (the default chunker, onnx-int8 as the guard
-study) and linked with ``ctx.link()``, so a chunk that names another paragraph's title
-mentions it. ``ex:linksTo`` joins a paragraph's entity to each entity its chunks mention,
-the graph the step's neighbours follow.
+The linked contexts are the harness's (``benchmarks/_multihop.py``): each paragraph's title
+is an entity, and ``ex:linksTo`` joins a paragraph's entity to each entity its chunks name.
 
 The questions are split in file order: the first half tunes the step (hops and weight, best
 mean nDCG@10), the second half reports it, with the guard study's paired bootstrap
@@ -22,69 +18,27 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
-import pyoxigraph as ox
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import eval_beir as eb
 from _docs import write_region
 from _guard import bootstrap_gap
-from _guard_collect import DEFAULT_BACKEND
+from _multihop import LINKER, LINKS_TO, linked_context
 
 from trails import evaluation as ev
-from trails.ingest.linking import RDFS_LABEL, SKOS, LabelLinker
-from trails.kg.base import select
 from trails.rank import EntityBoost
 from trails.retrieval.retrieve import STEP_DEPTH, retrieve
 
 SETS = ("hotpotqa", "musique")
-EX = "https://example.org/entity/"
-LINKS_TO = EX + "linksTo"
 HOPS = (0, 1, 2)
 WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7)
-LINKER = LabelLinker([RDFS_LABEL, SKOS + "altLabel"])
-
-
-def entity(doc_id: str) -> str:
-    return EX + doc_id
-
-
-def ontology(data: ev.BeirDataset) -> list[ox.Quad]:
-    """Each paragraph's title as an entity's label (and without a trailing parenthesis)."""
-    quads = []
-    for doc_id, (title, _text) in data.corpus.items():
-        subject = ox.NamedNode(entity(doc_id))
-        quads.append(ox.Quad(subject, ox.NamedNode(RDFS_LABEL), ox.Literal(title)))
-        short = re.sub(r"\s*\([^)]*\)\s*$", "", title)
-        if short and short != title:
-            quads.append(ox.Quad(subject, ox.NamedNode(SKOS + "altLabel"), ox.Literal(short)))
-    return quads
-
-
-def linked_context(name: str):  # type: ignore[no-untyped-def]
-    data = ev.load_beir(eb.dataset_dir(name))
-    model = eb.embedder(DEFAULT_BACKEND)
-    ctx = eb.open_context(data, "default", model, DEFAULT_BACKEND)
-    doc_of = ev.doc_ids_by_iri(data, ctx)
-    if not select(ctx.kg, f"SELECT ?s WHERE {{ ?s <{LINKS_TO}> ?o }} LIMIT 1").rows:
-        ctx.kg.extend(ontology(data))
-        report = ctx.link(LINKER)
-        eb.log(f"{name}: linked ({report.mentions_added} mentions added)")
-        rows = select(ctx.kg, "SELECT DISTINCT ?doc ?e WHERE { ?c trails:mentions ?e ; "
-                              "schema:isPartOf ?doc }").rows
-        edges = {(doc_of[str(r["doc"])], str(r["e"])) for r in rows if str(r["doc"]) in doc_of}
-        ctx.kg.extend([ox.Quad(ox.NamedNode(entity(d)), ox.NamedNode(LINKS_TO), ox.NamedNode(e))
-                       for d, e in sorted(edges) if e != entity(d)])
-        eb.log(f"{name}: {len(rows)} chunk-entity links, {len(edges)} paragraph links")
-    return data, ctx, doc_of
-
-
 def scores(ranked: list[str], relevant: dict[str, int]) -> tuple[float, float]:
     """(recall@10, nDCG@10) of document ids ``ranked`` (binary gains, trec_eval's)."""
     gold = {d for d, g in relevant.items() if g > 0}
@@ -124,7 +78,7 @@ def study(name: str) -> dict[str, object]:
 
 def render(results: list[dict[str, object]]) -> str:
     lines = ["## Entity-aware ranking (ADR 0037)", "",
-             ("`python benchmarks/entity_study.py` (onnx-int8, the default chunker). The default "
+             ("`python studies/entity_study.py` (onnx-int8, the default chunker). The default "
              "hybrid's top 50 re-ranked by `EntityBoost` over `ex:linksTo` (a paragraph's "
              "entity to each title its chunks name); hops and weight tuned on the first half "
              "of each sample's questions, reported on the second half; gap = with - without, "
