@@ -152,9 +152,9 @@ def test_a_killed_service_leaves_the_command_answering_here(tmp_path):
     assert _caller(db, result["run_id"]) == "cli-user"
 
 
-def test_a_filter_from_stdin_survives_a_query_the_service_declines(served):
-    """k above the service's limit: the service refuses the request's shape, so the command
-    answers here, and still has the filter it already read from stdin."""
+def test_a_filter_from_stdin_and_a_large_k_go_through_the_service(served):
+    """k above what HTTP used to cap (1,000): one request model, one limit (ADR 0043), so the
+    service answers it as Python would, with the filter the command read from stdin."""
     db, _ = served
     answer = trails("--db", str(db), "query", "glaciers", "--sparql", "-", "--bind",
                     "skip=a1", "--scope", "alpha", "-k", "5000", "--json", stdin=FILTER)
@@ -162,7 +162,7 @@ def test_a_filter_from_stdin_survives_a_query_the_service_declines(served):
     result = json.loads(answer.stdout)
     assert result["candidates"] is not None and result["hits"]
     assert all(not h["document"].endswith("/a1") for h in result["hits"])
-    assert _caller(db, result["run_id"]) == "cli-user"  # answered here, not by the service
+    assert _caller(db, result["run_id"]) == f"local:{getpass.getuser()}"  # the service's
 
 
 def test_serve_answers_its_own_and_allowed_hosts_only(tmp_path):
