@@ -91,6 +91,66 @@ def test_a_sparql_endpoint(tmp_path, notes, sparql_server):
     cleared.close()
 
 
+def test_resilience_options_are_recorded_for_the_remote_parts_and_reopened(
+        tmp_path, sparql_server, monkeypatch):
+    """`--resilience NAME=VALUE` sets the policy of each remote part (here the endpoint and
+    an OpenAI-compatible server), typed as JSON; the embedded store takes none; a later
+    init adds to what is recorded; a fresh open gets the same policy back."""
+    pytest.importorskip("openai")
+    from trails.context import Context
+    from trails.resilience import Resilience
+    from trails.testing.servers.openai import OpenAICompatibleServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    db = tmp_path / "kb"
+    with OpenAICompatibleServer(api_key="test") as server:
+        made = trails("--db", db, "init", "--graph", "sparql", "--endpoint",
+                      sparql_server.query_url, "--model", "openai:text-embedding-3-small",
+                      "--openai-base-url", server.base_url, "--openai-dim", "16",
+                      "--resilience", "max_rps=5", "--resilience", "attempts=4",
+                      "--resilience", "require_tls=false", "--json")
+        assert made.exit_code == 0, made.stderr
+        assert json.loads(made.stdout)["resilience"] == {
+            "max_rps": 5, "attempts": 4, "require_tls": False}
+        again = trails("--db", db, "init", "--resilience", "deadline=12.5")
+        assert again.exit_code == 0, again.stderr
+        config = json.loads((db / "trails.json").read_text())
+        chosen = {"max_rps": 5, "attempts": 4, "require_tls": False, "deadline": 12.5}
+        assert config["graph"]["settings"]["resilience"] == chosen
+        assert config["embedder"]["settings"]["resilience"] == chosen
+        assert "resilience" not in config["vectors"]["settings"]  # embedded: no network
+        with Context.open(db) as reopened:
+            assert reopened.kg.resilience == Resilience.from_settings(chosen)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    (["--resilience", "max_rps=5"], "remote part"),
+    (["--resilience", "attempts=0", "--graph", "sparql", "--endpoint", "http://127.0.0.1:9/q"],
+     "attempts"),
+    (["--resilience", "retries=3", "--graph", "sparql", "--endpoint", "http://127.0.0.1:9/q"],
+     "unknown resilience settings"),
+    (["--resilience", "require_tls=no", "--graph", "sparql", "--endpoint", "http://127.0.0.1:9/q"],
+     "require_tls"),
+    (["--resilience", "max_rps", "--graph", "sparql", "--endpoint", "http://127.0.0.1:9/q"],
+     "NAME=VALUE"),
+])
+def test_a_resilience_option_that_cannot_apply_is_refused_before_anything_is_made(
+        tmp_path, options, words):
+    result = trails("--db", tmp_path / "kb", "init", "--model", "mock:8", *options)
+    assert result.exit_code == 1, result.output
+    assert words in one_line_error(result.stderr)
+    assert not (tmp_path / "kb").exists()
+
+
+def test_resilience_on_a_context_without_a_remote_part_is_refused(tmp_path):
+    db = tmp_path / "kb"
+    assert trails("--db", db, "init", "--model", "mock:8").exit_code == 0
+    before = (db / "trails.json").read_text()
+    refused = trails("--db", db, "init", "--resilience", "max_rps=5")
+    assert refused.exit_code == 1 and "remote part" in one_line_error(refused.stderr)
+    assert (db / "trails.json").read_text() == before
+
+
 def test_an_openai_compatible_embedder(tmp_path, notes, monkeypatch):
     pytest.importorskip("openai")
     pytest.importorskip("tiktoken")

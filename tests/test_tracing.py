@@ -224,6 +224,27 @@ def test_no_text_in_any_span_by_default(spans, monkeypatch):
     assert leaked == []
 
 
+def test_a_digest_level_keeps_its_query_out_of_every_span(spans, monkeypatch, tmp_path):
+    """Under TRAILS_LOG_TEXT a search of a scope whose security level keeps only digests
+    (AuditConfig.digest_levels) puts its query in no span; another scope's search does."""
+    from trails.config import AuditConfig
+    from trails.context import Context
+    from trails.testing import MockEmbedder
+
+    monkeypatch.setenv("TRAILS_LOG_TEXT", "1")
+    audit = AuditConfig(levels={"hr": "protected"}, digest_levels=["protected"])
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), audit=audit) as ctx:
+        for scope in ("hr", "default"):
+            ingested(ctx, [Document(scope, "mem", "Salaries rose.")], scope=scope)
+        spans.clear()
+        retrieve(f"what does the {MARKER} earn", ctx, scope=["default", "hr"])
+        assert [v for v in every_value(spans.get_finished_spans()) if MARKER in v] == []
+        spans.clear()
+        retrieve(f"what does the {MARKER} earn", ctx)
+    [root] = by_name(spans.get_finished_spans())["trails.retrieve"]
+    assert root.attributes["gen_ai.retrieval.query.text"] == f"what does the {MARKER} earn"
+
+
 def test_trails_log_text_adds_the_query_the_filter_and_the_hits(spans, monkeypatch):
     monkeypatch.setenv("TRAILS_LOG_TEXT", "1")
     ctx = fresh_context()

@@ -27,13 +27,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from trails.errors import ConfigurationError
 from trails.faults import corrupt_file, translated
+from trails.scopes import NAME_PATTERN
 from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
@@ -57,6 +59,10 @@ _READABLE = (1, FORMAT)
 
 # What every vector carried before the allowlist existed: a trails.json without ``payload``.
 LEGACY_PAYLOAD: Final = ("source", "title", "date")
+# A scope's name and a security level's: letters, digits, '_', '.', '-' (trails.scopes).
+ScopeName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+LevelName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+
 # A setting is a JSON scalar, or one level of them (a backend's ``resilience`` policy):
 # settings are constructor options, never objects or secrets.
 Scalar = str | int | float | bool | None
@@ -94,6 +100,12 @@ class AuditConfig(BaseModel):
     replay then needs the text given again). ``retention_days``: records older than this are
     dropped when the trail is next folded into the graph (None: kept). ``why``: keep, for
     each hit of a filtered search, the filter's solution that admitted it.
+
+    ``levels``: each scope's security level (``{"hr": "protected", "default": "official"}``):
+    every record of a search or SPARQL query names the levels of the scopes it read, so
+    "every search that read protected data" is one query of the trail. ``digest_levels``:
+    the levels whose searches keep only the query's digest, whatever ``query_text`` says (and
+    whose query text the log never shows).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -102,7 +114,24 @@ class AuditConfig(BaseModel):
     query_text: Literal["full", "sha256"] = "full"
     retention_days: int | None = Field(default=None, ge=1)
     why: bool = True
+    levels: dict[ScopeName, LevelName] = {}
+    digest_levels: list[LevelName] = []
 
+    def levels_of(self, scopes: Sequence[str] | None) -> dict[str, str]:
+        """Scope -> level for each of ``scopes`` that has one; None (every scope, as a SPARQL
+        query confined to none) gives every level set.
+
+        >>> AuditConfig(levels={"hr": "protected"}).levels_of(["hr", "default"])
+        {'hr': 'protected'}
+        """
+        if scopes is None:
+            return dict(self.levels)
+        return {scope: self.levels[scope] for scope in scopes if scope in self.levels}
+
+    def digest_only(self, scopes: Sequence[str] | None) -> bool:
+        """Whether a search of ``scopes`` reads a scope of a digest level: its record keeps
+        only the query's digest, and logs and spans never show its text."""
+        return bool(set(self.levels_of(scopes).values()) & set(self.digest_levels))
 
 class ContextConfig(BaseModel):
     """The whole of ``trails.json``."""

@@ -15,13 +15,15 @@ import pyoxigraph as ox
 from trails.errors import UnknownScopeError
 
 __all__ = [
-    "DEFAULT_SCOPE", "SCOPE_BASE", "check_known_scopes", "normalize_scopes", "scope_graph",
+    "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "normalize_scopes", "scope_graph",
     "scope_of_graph",
 ]
 
 DEFAULT_SCOPE = "default"
 SCOPE_BASE = "urn:trails:scope:"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+# A scope's name (and a security level's, trails.config.AuditConfig).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+_NAME = re.compile(NAME_PATTERN)
 
 
 def check_scope(scope: str) -> str:

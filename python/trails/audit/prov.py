@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyoxigraph as ox
 
@@ -97,6 +97,7 @@ def quads(record: ActivityRecord) -> list[ox.Quad]:
         triples.append((run, _p(AUDIT, "form"), ox.Literal(record.form)))
         triples.append((run, _p(AUDIT, "answers"), ox.Literal(record.answers)))
         triples += [(run, _p(AUDIT, "scope"), ox.Literal(scope)) for scope in record.scopes]
+        triples += _levels(run, record.levels)
     elif isinstance(record, FeedbackRecord):
         triples.append((run, RDF_TYPE, _p(AUDIT, "Feedback")))
         triples.append((run, _p(AUDIT, "feedbackOn"), ox.NamedNode(run_iri(record.run))))
@@ -124,6 +125,7 @@ def _search(run: ox.NamedNode, record: SearchRecord,
         yield binding, _p(a, "value"), term_of(value)
     for scope in record.scopes:
         yield run, _p(a, "scope"), ox.Literal(scope)
+    yield from _levels(run, record.levels)
     if record.fusion is not None:
         yield run, _p(a, "fusion"), ox.Literal(record.fusion)
     for step in record.steps:
@@ -169,6 +171,13 @@ def _search(run: ox.NamedNode, record: SearchRecord,
             yield usage, _p(a, "admittedBy"), solution
             yield solution, _p(a, "variable"), ox.Literal(name)
             yield solution, _p(a, "value"), term_of(value)
+
+
+def _levels(run: ox.NamedNode, levels: Mapping[str, str],
+            ) -> list[tuple[ox.NamedNode, ox.NamedNode, ox.Literal]]:
+    """One ``audit:securityLevel`` per level the run read (AuditConfig.levels)."""
+    return [(run, _p(AUDIT, "securityLevel"), ox.Literal(level))
+            for level in sorted(set(levels.values()))]
 
 
 def read_records(rows: Sequence[str]) -> list[ActivityRecord]:

@@ -130,6 +130,8 @@ class SearchRecord(ActivityRecord):
     filter: str | None = None
     bindings: dict[str, str] = field(default_factory=dict)  # variable -> N-Triples term
     scopes: list[str] = field(default_factory=list)
+    # Scope -> its security level, for the scopes read that have one (AuditConfig.levels).
+    levels: dict[str, str] = field(default_factory=dict)
     fusion: str | None = None
     steps: list[str] = field(default_factory=list)
     min_score: float | None = None
@@ -166,14 +168,15 @@ class DeletionRecord(ActivityRecord):
 @dataclass(frozen=True)
 class SparqlQueryRecord(ActivityRecord):
     """One SPARQL query answered for a caller (the service's ``/sparql``): its text (or only
-    its digest), its form, the scopes it was confined to (empty: every graph) and how many
-    answers it gave (rows, triples, or 1 for an ASK)."""
+    its digest), its form, the scopes it was confined to (empty: every graph; its levels are
+    then every level set) and how many answers it gave (rows, triples, or 1 for an ASK)."""
 
     kind: ClassVar[str] = "sparql"
     query_sha256: str = ""
     query: str | None = None  # None when the context keeps digests only
     form: str = "SELECT"
     scopes: list[str] = field(default_factory=list)
+    levels: dict[str, str] = field(default_factory=dict)  # as SearchRecord.levels
     answers: int = 0
 
 

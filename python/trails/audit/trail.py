@@ -43,9 +43,11 @@ REJECTED = "rejected.txt"  # there: records that have no RDF form, kept for a pe
 # enough that the graph's other writer (an ingest) never waits long for a fold.
 FOLD_BATCH = 20_000
 _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
-            f"<{PROV}startedAtTime> ?t . {{caller}} }} {{since}} }} ORDER BY DESC(?t) {{limit}}")
+            f"<{PROV}startedAtTime> ?t . {{caller}} {{level}} }} {{since}} }} "
+            "ORDER BY DESC(?t) {limit}")
 _SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
 _CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller"
+_LEVEL = f"?run <{AUDIT}securityLevel> ?level ."
 _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
 # Runs whose IRI starts with a bound stem: how a short prefix finds its run. A few more than
 # one is enough to say a prefix is ambiguous and show some of what it matches.
@@ -154,9 +156,10 @@ class AuditTrail:
         return len(records)
 
     def activities(self, *, since: dt.datetime | None = None, caller: str | None = None,
-                   limit: int | None = 100) -> list[ActivityRecord]:
+                   level: str | None = None, limit: int | None = 100) -> list[ActivityRecord]:
         """Recorded activities, newest first: folded ones (after folding, when this context
-        may write) and pending ones."""
+        may write) and pending ones. ``level``: only those that read a scope of this security
+        level (``AuditConfig.levels``, as recorded when each ran)."""
         self.fold()
         moment = None if since is None else (
             since if since.tzinfo else since.replace(tzinfo=dt.UTC))
@@ -165,14 +168,18 @@ class AuditTrail:
             bindings["since"] = _date_time(moment)
         if caller is not None:
             bindings["caller"] = caller
+        if level is not None:
+            bindings["level"] = level
         text = (_RECORDS.replace("{caller}", _CALLER if caller is not None else "")
+                .replace("{level}", _LEVEL if level is not None else "")
                 .replace("{since}", _SINCE if moment is not None else "")
                 .replace("{limit}", "" if limit is None else f"LIMIT {int(limit)}"))
         found = read_records([str(v) for v in
                               select(self.kg, text, bindings or None).column("record")])
         floor = max((m for m in (moment, self._cutoff()) if m is not None), default=None)
         pending = [r for r in self.pending()
-                   if (caller is None or r.caller == caller) and _kept(r, floor)]
+                   if (caller is None or r.caller == caller) and _kept(r, floor)
+                   and (level is None or level in getattr(r, "levels", {}).values())]
         merged = {r.run_id: r for r in [*found, *pending]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         return ordered if limit is None else ordered[:limit]

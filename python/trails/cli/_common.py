@@ -5,7 +5,7 @@ Bindings and query text are read in :mod:`trails.cli.arguments`, output written 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from trails.cli.exits import (
     EXIT_PARTIAL,
     EXIT_USER_ERROR,
 )
-from trails.config import CONFIG_FILE
+from trails.config import CONFIG_FILE, Scalar
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
 from trails.service.discovery import read_service
@@ -97,11 +97,13 @@ def context(db: Path, **options: Any) -> Context:
 # -- the embedder ------------------------------------------------------------------------------
 
 def model_choice(spec: str, *, openai_base_url: str | None = None,
-                 openai_dim: int | None = None) -> tuple[str, Settings]:
+                 openai_dim: int | None = None,
+                 resilience: Mapping[str, Scalar] | None = None) -> tuple[str, Settings]:
     """The embedder backend and settings a ``--model`` value names.
 
     ``mock`` or ``mock:DIM``; ``openai:MODEL`` (with the OpenAI options); anything else is a
-    sentence-transformers model name or directory.
+    sentence-transformers model name or directory. ``resilience``: the policy of an
+    OpenAI-compatible endpoint (``trails init --resilience``).
 
     >>> model_choice("openai:text-embedding-3-small", openai_dim=256)
     ('openai', {'model': 'text-embedding-3-small', 'dim': 256})
@@ -113,6 +115,8 @@ def model_choice(spec: str, *, openai_base_url: str | None = None,
             settings["dim"] = openai_dim
         if openai_base_url is not None:
             settings["base_url"] = openai_base_url
+        if resilience:
+            settings["resilience"] = dict(resilience)
         return "openai", settings
     if openai_base_url is not None or openai_dim is not None:
         raise InvalidArgumentError("--openai-base-url and --openai-dim apply to --model openai:MODEL")
@@ -127,11 +131,12 @@ def model_choice(spec: str, *, openai_base_url: str | None = None,
 
 
 def make_embedder(spec: str, *, openai_base_url: str | None = None,
-                  openai_dim: int | None = None) -> Embedder:
+                  openai_dim: int | None = None,
+                  resilience: Mapping[str, Scalar] | None = None) -> Embedder:
     """The embedder a ``--model`` value names (see :func:`model_choice`).
 
     >>> make_embedder("mock:8").identity.describe()
     'trails-mock-bow:seed=0 (dim=8, normalized=True)'
     """
     return new_embedder(*model_choice(spec, openai_base_url=openai_base_url,
-                                      openai_dim=openai_dim))
+                                      openai_dim=openai_dim, resilience=resilience))

@@ -39,6 +39,9 @@ def audit(
         None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601)."),
     caller: Optional[str] = typer.Option(  # noqa: UP045
         None, "--caller", metavar="NAME", help="Only runs by this caller."),
+    level: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--level", metavar="LEVEL", help="Only runs that read a scope of this security "
+        "level (`trails init --security-level SCOPE=LEVEL`)."),
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
 ) -> None:
@@ -52,6 +55,7 @@ def audit(
 
     ```
     trails --db ./kb audit --since 2024-05-01 --caller alice
+    trails --db ./kb audit --level protected
     trails --db ./kb audit show 5a72...
     trails --db ./kb audit feedback 5a72... --down --note "cites a withdrawn claim"
     ```
@@ -60,12 +64,12 @@ def audit(
         return
     moment = _date(since)
     with _auditing(ctx) as opened:
-        runs = opened.audit.activities(since=moment, caller=caller, limit=limit)
+        runs = opened.audit.activities(since=moment, caller=caller, level=level, limit=limit)
     if as_json:
         print_json([r.to_json() for r in runs])
         return
     if not runs:
-        typer.echo("no recorded runs" + (" matching these options" if since or caller else
+        typer.echo("no recorded runs" + (" matching these options" if since or caller or level else
                                          "; searches are recorded while auditing is on"))
         return
     rows = table("run", "started", "caller", "kind", "what", "hits", ids=("run",))

@@ -25,8 +25,17 @@ from trails.cli._common import (
     has_context,
     make_embedder,
 )
+from trails.cli.init_options import (
+    NO_REMOTE,
+    audit_with,
+    pairs,
+    record_policy,
+    remote,
+    resilience_option,
+    with_policy,
+)
 from trails.cli.output import print_json
-from trails.config import PartConfig, Setting, read_config
+from trails.config import AuditConfig, PartConfig, Setting, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
 from trails.ingest.expiry import check_retention
@@ -109,9 +118,25 @@ def init(
              "title,source,date,author; default none: it stays in the graph, and hits read "
              "it from there). Recorded, also on an existing context: then run "
              "`trails verify --repair` to rewrite the vectors already stored. \"\" allows none."),
+    resilience: list[str] = typer.Option(
+        [], "--resilience", metavar="NAME=VALUE",
+        help="A resilience setting of each remote part (the SPARQL endpoint, a Qdrant server, "
+             "PostgreSQL, an OpenAI-compatible endpoint), e.g. max_rps=5, attempts=4, "
+             "deadline=60, require_tls=false (repeatable; recorded, also on an existing "
+             "context; docs/resilience.md names them all)."),
+    security_level: list[str] = typer.Option(
+        [], "--security-level", metavar="SCOPE=LEVEL",
+        help="The security level of SCOPE (e.g. hr=protected): every audit record of a search "
+             "that reads SCOPE names it, and `trails audit --level LEVEL` lists them "
+             "(repeatable; recorded, also on an existing context, beside the levels it holds)."),
+    digest_level: list[str] = typer.Option(
+        [], "--digest-level", metavar="LEVEL",
+        help="Searches that read a scope of LEVEL keep only the query's SHA-256 in the audit "
+             "trail, and logs never show their text (repeatable; recorded)."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {created, directory, graph, vectors, embedder, "
-        "base_iri}, with metadata_predicates, retention and payload when they were given "
+        "base_iri}, with metadata_predicates, retention, payload, resilience and audit when "
+        "they were given "
         "(and payload_stale_vectors: true when stored vectors may hold other fields)."),
 ) -> None:
     """Create a context directory: the graph, the vector store and the embedder it records.
@@ -136,14 +161,19 @@ def init(
     db = db_option(ctx)
     if base_iri is not None:
         check_base_iri(base_iri, "--base-iri")  # before anything is made
-    mapping = _mapping(map_metadata)
+    mapping = pairs(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
-    rules = check_retention(_mapping(retention, "--retention", "SCOPE=PERIOD"))
+    rules = check_retention(pairs(retention, "--retention", "SCOPE=PERIOD"))
     fields = None if payload is None else list(check_payload_fields(
         [f.strip() for f in payload.split(",") if f.strip()], "--payload"))
-    graph_part = _graph_part(graph, endpoint, update_endpoint, sparql_dialect)
-    vectors_part = (_pg_part(pg_dsn, pg_table) if vectors is not None and vectors.value == "pgvector"
-                    else _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection))
+    policy = resilience_option(resilience)
+    levels = pairs(security_level, "--security-level", "SCOPE=LEVEL")
+    audit_with(AuditConfig(), levels, digest_level)  # a bad name: refused before anything
+    graph_part = with_policy(_graph_part(graph, endpoint, update_endpoint, sparql_dialect),
+                              policy)
+    vectors_part = with_policy(
+        _pg_part(pg_dsn, pg_table) if vectors is not None and vectors.value == "pgvector"
+        else _vectors_part(vectors, qdrant_url, qdrant_path, qdrant_collection), policy)
     if pg_dsn is not None and (vectors is None or vectors.value != "pgvector"):
         raise ConfigurationError("--pg-dsn applies to --vectors pgvector")
     if has_context(db):
@@ -154,12 +184,18 @@ def init(
                     model, openai_base_url=openai_base_url, openai_dim=openai_dim))
             found = _made(opened, db, created=False)
             rules = {**opened.retention, **rules} if rules else {}
-        _report(found, _record(db, mapping, rules, fields), as_json=as_json)
+        if policy:
+            record_policy(db, policy)
+        _report(found, {**_record(db, mapping, rules, fields, levels, digest_level),
+                        **({"resilience": policy} if policy else {})}, as_json=as_json)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
+    remote_model = (model or "").startswith("openai:")
+    if policy and not (remote_model or remote(graph_part) or remote(vectors_part)):
+        raise ConfigurationError(NO_REMOTE)
     embedder = make_embedder(model or DEFAULT_MODEL, openai_base_url=openai_base_url,
-                             openai_dim=openai_dim)
+                             openai_dim=openai_dim, resilience=policy if remote_model else None)
     if vectors_part is None and embedder.dim > SQLITE_VEC_MAX_DIM:
         raise ConfigurationError(
             f"the embedded sqlite-vec store holds vectors of at most {SQLITE_VEC_MAX_DIM} "
@@ -167,15 +203,23 @@ def init(
             "--vectors qdrant, or a smaller --openai-dim")
     with _create(db, embedder, graph_part, vectors_part, base_iri) as opened:
         made = _made(opened, db, created=True)
-    _report(made, _record(db, mapping, rules, fields), as_json=as_json)
+    _report(made, {**_record(db, mapping, rules, fields, levels, digest_level),
+                   **({"resilience": policy} if policy else {})}, as_json=as_json)
 
 
 def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
-            fields: list[str] | None) -> dict[str, object]:
-    """Record a metadata mapping, retention rules and a payload allowlist given to init
-    (each only if given); what was recorded (``payload_stale_vectors`` when vectors stored
-    before the allowlist may hold other fields)."""
+            fields: list[str] | None, levels: dict[str, str],
+            digest_levels: list[str]) -> dict[str, object]:
+    """Record a metadata mapping, retention rules, a payload allowlist and security levels
+    given to init (each only if given); what was recorded (``payload_stale_vectors`` when
+    vectors stored before the allowlist may hold other fields)."""
     recorded: dict[str, object] = {}
+    if levels or digest_levels:
+        config = read_config(db)
+        audit = audit_with(config.audit if config else AuditConfig(), levels, digest_levels)
+        with context(db, audit=audit) as opened:
+            recorded["audit"] = opened.audit.settings.model_dump(
+                include={"levels", "digest_levels"})
     if mapping:
         with context(db, metadata_predicates=mapping) as opened:
             recorded["metadata_predicates"] = dict(opened.metadata_predicates)
@@ -189,18 +233,6 @@ def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
             if opened.vectors.count():
                 recorded["payload_stale_vectors"] = True
     return recorded
-
-
-def _mapping(pairs: list[str], option: str = "--map-metadata",
-             form: str = "KEY=PREDICATE") -> dict[str, str]:
-    """``--map-metadata KEY=PREDICATE`` (or another ``option``'s) pairs as a mapping."""
-    mapping = {}
-    for pair in pairs:
-        key, sep, predicate = pair.partition("=")
-        if not sep or not key or not predicate:
-            raise ConfigurationError(f"{option} needs {form}, got {pair!r}")
-        mapping[key] = predicate
-    return mapping
 
 
 def _graph_part(choice: GraphBackend | None, endpoint: str | None,
@@ -309,7 +341,9 @@ def _report(made: dict[str, object], recorded: dict[str, object], *, as_json: bo
     else:
         typer.echo(f"{made['directory']} already holds a trails context ({parts})")
     for name, what in (("metadata_predicates", "metadata mapping"),
-                       ("retention", "retention"), ("payload", "vector payload allowlist")):
+                       ("retention", "retention"), ("payload", "vector payload allowlist"),
+                       ("resilience", "resilience policy of the remote parts"),
+                       ("audit", "audit security levels")):
         if name in recorded:
             value = recorded[name]
             shown = (", ".join(value) or "none") if isinstance(value, list) else value

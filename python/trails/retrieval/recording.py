@@ -28,6 +28,7 @@ from trails.tracing import LOG_TEXT
 from trails.vector.stores.base import RevisionedStore, VectorStore
 
 if TYPE_CHECKING:
+    from trails.config import AuditConfig
     from trails.context import Context
 
 __all__ = ["LOG_TEXT", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
@@ -121,8 +122,7 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
         result = _with_hits(result, [dataclasses.replace(h, admitted_by=s)
                                      for h, s in zip(result, solutions, strict=True)])
     if trail.enabled:
-        record = _record(result, call, caller, ended,
-                         keep_text=trail.settings.query_text == "full")
+        record = _record(result, call, caller, ended, trail.settings)
         if call.sparql_filter:
             record = dataclasses.replace(record, entities=filter_entities(
                 ctx.kg, call.sparql_filter, check_bindings(call.bindings or {}), call.scopes))
@@ -151,7 +151,7 @@ def record_refusal(ctx: Context, call: SearchCall, error: BaseException) -> str 
         except (TypeError, ValueError):  # the bindings may be why it was refused
             call = dataclasses.replace(call, bindings=None)
         record = _record(refused, call, call.caller or trail.caller or default_caller(),
-                         started_now(), keep_text=trail.settings.query_text == "full")
+                         started_now(), trail.settings)
     except Exception:
         log.exception("a refused search could not be recorded")
         return None
@@ -159,14 +159,16 @@ def record_refusal(ctx: Context, call: SearchCall, error: BaseException) -> str 
 
 
 def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
-            keep_text: bool) -> SearchRecord:
+            settings: AuditConfig) -> SearchRecord:
     terms = check_bindings(call.bindings) if call.bindings else {}
+    keep_text = settings.query_text == "full" and not settings.digest_only(call.scopes)
     return SearchRecord(
         run_id=new_run_id(), caller=caller, started=call.started, ended=ended,
         query_sha256=query_digest(call.query), query=call.query if keep_text else None,
         mode=call.mode, k=call.k, filter=call.sparql_filter,
         bindings={name: str(term) for name, term in terms.items()},
-        scopes=list(call.scopes), fusion=_name(call.fusion),
+        scopes=list(call.scopes), levels=settings.levels_of(call.scopes),
+        fusion=_name(call.fusion),
         steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
         plan=result.plan, candidates=result.candidates, exhaustive=result.exhaustive,
         fusion_weights=dict(result.fusion_weights) or None, notes=list(result.notes),
@@ -194,7 +196,7 @@ def _announce(ctx: Context, event: RetrieveEvent) -> None:
              "plan": result.plan, "seconds": round(event.seconds, 6), "run_id": result.run_id,
              "caller": event.caller}
     if log.isEnabledFor(logging.INFO):
-        if os.environ.get(LOG_TEXT):
+        if os.environ.get(LOG_TEXT) and not ctx.audit.settings.digest_only(call.scopes):
             extra["query"] = call.query
         log.info("retrieve %s", " ".join(f"{k}={v}" for k, v in extra.items()),
                  extra={"trails": extra})

@@ -39,9 +39,22 @@ def retrieve_arguments(call: Mapping[str, Any]) -> Attributes:
         "trails.retrieve.steps": len(call.get("steps") or ()),
         "trails.retrieve.min_score": call.get("min_score"),
     }
-    if text_allowed() and isinstance(call.get("query"), str):
+    if text_allowed() and isinstance(call.get("query"), str) and not _digest_only(call):
         attributes["gen_ai.retrieval.query.text"] = call["query"]
     return attributes
+
+
+def _digest_only(call: Mapping[str, Any]) -> bool:
+    """Whether the search reads a scope whose security level keeps only the query's digest
+    (``AuditConfig.digest_levels``): its text then goes into no span either."""
+    audit = getattr(call.get("ctx"), "audit", None)
+    settings = getattr(audit, "settings", None)
+    if settings is None:
+        return False
+    try:
+        return bool(settings.digest_only(normalize_scopes(call.get("scope"))))
+    except (TypeError, ValueError):
+        return True  # a scope retrieve() will refuse: nothing said of its query
 
 
 def retrieve_result(result: RetrievalResult) -> Attributes:

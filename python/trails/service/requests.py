@@ -80,9 +80,11 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
         Everything :func:`search_scopes`, ``options`` and ``retrieve()`` raise.
     """
     started = started_now()
+    read = call  # once the scopes are known, the refusal record names them (and their levels)
     try:
         key.require("read")
         scopes = search_scopes(ctx, key, call.scopes or None)
+        read = dataclasses.replace(call, scopes=[DEFAULT_SCOPE] if scopes is None else scopes)
         arguments = options()
         if scopes is not None and not scopes:
             _check_filter(ctx, call)  # nothing to search, but a mistake is still one
@@ -95,7 +97,7 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
                         sparql_filter=call.sparql_filter, scope=scopes, caller=key.label,
                         **arguments)
     except Exception as error:
-        record_refusal(ctx, dataclasses.replace(call, started=started), error)
+        record_refusal(ctx, dataclasses.replace(read, started=started), error)
         raise
 
 
@@ -255,10 +257,13 @@ def record_sparql(ctx: Context, caller: str, query: str, scopes: Sequence[str] |
     if not ctx.audit.enabled:
         return None
     answers = int(output) if isinstance(output, bool) else len(output)
+    settings = ctx.audit.settings
     record = SparqlQueryRecord(
         run_id=new_run_id(), caller=caller, started=started, ended=started_now(),
         query_sha256=query_digest(query),
-        query=query if ctx.audit.settings.query_text == "full" else None,
+        query=query if settings.query_text == "full" and not settings.digest_only(scopes)
+        else None,
         form="ASK" if isinstance(output, bool) else query_form(query),
-        scopes=[] if scopes is None else list(scopes), answers=answers)
+        scopes=[] if scopes is None else list(scopes), levels=settings.levels_of(scopes),
+        answers=answers)
     return record.run_id if ctx.audit.record(record) else None
