@@ -208,8 +208,9 @@ def test_the_cli_records_levels_and_lists_runs_by_level(tmp_path):
     [run] = json.loads(listed.stdout)
     assert run["scopes"] == ["hr"] and run["levels"] == {"hr": "protected"}
     assert run["query"] is None
-    none = trails("--db", db, "audit", "--level", "secret")
+    none = trails("--db", db, "audit", "--level", "protectd")
     assert none.exit_code == 0 and "no recorded runs matching" in none.stdout
+    assert "'protectd' is no security level" in none.stdout and "official, protected" in none.stdout
 
 
 @pytest.mark.parametrize("option", [["--security-level", "hr"], ["--security-level", "h r=x"],
