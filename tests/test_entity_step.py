@@ -158,3 +158,72 @@ def test_a_raised_hit_shows_the_entities_it_mentions(ctx):
     assert 'href="https://ex.org/initech"' in boosted._repr_html_()
     plain = retrieve(QUERY, ctx, k=6)
     assert "mentions" not in str(plain)
+
+
+# -- how far each mentioned entity is from the query's ---------------------------------------
+
+_NODES = [f"{EX}n{i}" for i in range(8)]
+_LINK, _OTHER = f"{EX}link", f"{EX}other"
+
+
+def _distances(edges, named, hops):
+    """Shortest distances from ``named`` over ``edges`` (either way round), step by step:
+    the test's own walk, not the step's."""
+    seen = dict.fromkeys(named, 0)
+    frontier = list(named)
+    for distance in range(1, hops + 1):
+        frontier = [b for a in frontier for x, y in edges for b in ((y,) if x == a else
+                    (x,) if y == a else ()) if b not in seen]
+        for node in frontier:
+            seen.setdefault(node, distance)
+    return seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(edges=st.lists(st.tuples(st.sampled_from(_NODES), st.sampled_from(_NODES),
+                                st.sampled_from([_LINK, _OTHER])), max_size=14),
+       named=st.lists(st.sampled_from(_NODES), min_size=1, max_size=2, unique=True),
+       targets=st.sets(st.sampled_from(_NODES)), hops=st.integers(0, 3),
+       kept=st.booleans())
+def test_reach_is_the_shortest_distance_over_the_configured_predicate_only(
+        edges, named, targets, hops, kept):
+    """The walk in memory (edges kept per generation) and the graph's own distance queries
+    (too many edges to keep) both give each target within ``hops`` of the named entities,
+    over ex:link only, ``decay ** distance``; a hub's other edges count for nothing."""
+    import trails.rank.entities as module
+
+    step = EntityBoost(neighbours=[_LINK], hops=hops, decay=0.5)
+    previous = module.MAX_KEPT_EDGES
+    module.MAX_KEPT_EDGES = previous if kept else -1  # -1: never kept, always asked
+    try:
+        with fresh_context(dim=8) as ctx:
+            if edges:
+                ctx.kg.update("INSERT DATA { " + " ".join(
+                    f"<{a}> <{p}> <{b}> ." for a, b, p in edges) + " }")
+            reach = step._reach(ctx.kg, "default", named, set(targets))
+    finally:
+        module.MAX_KEPT_EDGES = previous
+    linked = [(a, b) for a, b, p in edges if p == _LINK]
+    expected = {node: 0.5 ** d for node, d in _distances(linked, named, hops).items()
+                if node in targets}
+    assert reach == expected
+
+
+def test_the_kept_edges_follow_the_graph_when_it_changes():
+    step = EntityBoost(neighbours=[_LINK], hops=2)
+    with fresh_context(dim=8) as ctx:
+        ctx.kg.update(f"INSERT DATA {{ <{EX}a> <{_LINK}> <{EX}b> }}")
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}c"}) == {}
+        ctx.kg.update(f"INSERT DATA {{ <{EX}c> <{_LINK}> <{EX}b> }}")
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}c"}) == {f"{EX}c": 0.25}
+        ctx.kg.update(f"DELETE DATA {{ <{EX}a> <{_LINK}> <{EX}b> }}")
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}c"}) == {}
+
+
+def test_edges_of_another_scope_are_not_walked():
+    step = EntityBoost(neighbours=[_LINK], hops=1)
+    with fresh_context(dim=8) as ctx:
+        ctx.kg.update(f"INSERT DATA {{ GRAPH <urn:trails:scope:other> "
+                      f"{{ <{EX}a> <{_LINK}> <{EX}b> }} }}")
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}b"}) == {}
+        assert step._reach(ctx.kg, "other", [f"{EX}a"], {f"{EX}b"}) == {f"{EX}b": 0.5}

@@ -13,6 +13,7 @@ none, the answer stays exactly as it was. It never adds or drops a hit.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,12 @@ if TYPE_CHECKING:
     from trails.parts import ContextParts
 
 __all__ = ["EntityBoost", "raise_mentioning"]
+
+# Undirected edges along a step's predicates: entity -> its neighbours.
+Adjacency = dict[str, set[str]]
+# The most edges a step keeps in memory per scope (~150 bytes each); past it, each query
+# asks the graph for the distances instead.
+MAX_KEPT_EDGES = 2_000_000
 
 # An entity ranking counts as far as it is selective: the share of the hits that mention
 # none of the entities, through this ramp, is its confidence (ADR 10's quality ramps).
@@ -88,6 +95,7 @@ class EntityBoost:
         self.neighbours, self.hops = list(neighbours), hops
         self.decay, self.weight = float(decay), float(weight)
         self._bound: dict[tuple[int, str], tuple[int | None, ScopeLinker]] = {}
+        self._edges: dict[tuple[int, str], tuple[int, Adjacency | None]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None
@@ -99,11 +107,16 @@ class EntityBoost:
         for scope, group in by_scope(hits).items():
             named = self._query_entities(ctx.kg, scope, query)
             linked += [e for e in named if e not in linked]
-            reach = self._within_hops(ctx.kg, scope, named)
-            for iri, entities in self._mentioning(ctx.kg, scope, [h.iri for h in group],
-                                                  reach).items():
-                found[(scope, iri)] = entities
-                entity_scores[(scope, iri)] = sum(reach[e] for e in entities)
+            if not named:
+                continue
+            mentioned = self._mentions(ctx.kg, scope, [h.iri for h in group])
+            reach = self._reach(ctx.kg, scope, named,
+                                {e for entities in mentioned.values() for e in entities})
+            for iri, entities in mentioned.items():
+                within = [e for e in entities if e in reach]
+                if within:
+                    found[(scope, iri)] = within
+                    entity_scores[(scope, iri)] = sum(reach[e] for e in within)
         if not linked:
             return NotedHits(hits, ["entities: no entity named in the query; order kept"])
         ranked, weights = raise_mentioning(hits, {key(h): entity_scores.get(key(h), 0.0)
@@ -132,31 +145,75 @@ class EntityBoost:
             self._bound[(id(kg), scope)] = (generation, bound)
             return bound
 
-    def _within_hops(self, kg: KnowledgeGraph, scope: str, named: list[str]) -> dict[str, float]:
-        """Each entity within ``hops`` of the named ones along the predicates, with its
-        weight (``decay ** distance``; 1 for the named)."""
-        reach = dict.fromkeys(named, 1.0)
-        frontier, weight = list(named), 1.0
-        for _ in range(self.hops if self._predicates else 0):
-            if not frontier:
+    def _reach(self, kg: KnowledgeGraph, scope: str, named: list[str],
+               targets: set[str]) -> dict[str, float]:
+        """Each of ``targets`` (the entities the hits mention) within ``hops`` of the named
+        entities along the predicates, in either direction, with its weight: ``decay **
+        distance``, the shortest (1 for a named one).
+
+        On a graph with generations, walked in memory over the predicates' edges, read once
+        per generation (:meth:`_adjacency`). Elsewhere, or when there are too many edges to
+        keep, asked from both ends at once, one query per distance: the graph walks from the
+        named entities only towards what the hits mention, so a hub's thousands of
+        neighbours never come back to Python."""
+        adjacency = self._adjacency(kg, scope)
+        if adjacency is not None:
+            return _walk(adjacency, named, targets, self.hops, self.decay)
+        reach = dict.fromkeys((e for e in named if e in targets), 1.0)
+        remaining, weight = targets - reach.keys(), 1.0
+        for distance in range(1, self.hops + 1 if self._predicates else 1):
+            if not remaining:
                 break
             weight *= self.decay
-            rows = select(kg, f"SELECT DISTINCT ?n WHERE {{ {values('e', frontier)} "
-                              f"{values('p', self._predicates)} "
-                              "{ ?e ?p ?n } UNION { ?n ?p ?e } FILTER(isIRI(?n)) }",
+            rows = select(kg, f"SELECT DISTINCT ?t WHERE {{ {values('e', named)} "
+                              f"{values('t', remaining)} {self._path(distance)} }}",
                           scopes=[scope]).rows
-            frontier = [str(r["n"]) for r in rows if str(r["n"]) not in reach]
-            reach.update(dict.fromkeys(frontier, weight))
+            for row in rows:
+                reach[str(row["t"])] = weight
+                remaining.discard(str(row["t"]))
         return reach
 
+    def _adjacency(self, kg: KnowledgeGraph, scope: str) -> Adjacency | None:
+        """The predicates' edges between IRIs in ``scope``, both ways round, kept while the
+        graph's generation stays the same (a query's walk then reads no graph); None for a
+        graph without generations, with no predicates, or with more than
+        :data:`MAX_KEPT_EDGES` edges."""
+        if not self._predicates or not isinstance(kg, GenerationGraph) or not self.hops:
+            return None
+        generation = kg.generation
+        with self._lock:
+            kept = self._edges.get((id(kg), scope))
+            if kept is not None and kept[0] == generation:
+                return kept[1]
+            rows = select(kg, f"SELECT ?a ?b WHERE {{ {values('p', self._predicates)} ?a ?p ?b "
+                              f"FILTER(isIRI(?a) && isIRI(?b)) }} LIMIT {MAX_KEPT_EDGES + 1}",
+                          scopes=[scope]).rows
+            adjacency: Adjacency | None = None
+            if len(rows) <= MAX_KEPT_EDGES:
+                adjacency = {}
+                for row in rows:
+                    a, b = str(row["a"]), str(row["b"])
+                    adjacency.setdefault(a, set()).add(b)
+                    adjacency.setdefault(b, set()).add(a)
+            self._edges[(id(kg), scope)] = (generation, adjacency)
+            return adjacency
+
+    def _path(self, distance: int) -> str:
+        """Graph patterns joining ``?e`` to ``?t`` in exactly ``distance`` steps along the
+        predicates, either way round each, through IRIs only (as a walk step by step)."""
+        nodes = ["?e", *(f"?m{i}" for i in range(1, distance)), "?t"]
+        steps = [f"{values(f'p{i}', self._predicates)} {{ {a} ?p{i} {b} }} UNION "
+                 f"{{ {b} ?p{i} {a} }}" for i, (a, b) in enumerate(itertools.pairwise(nodes))]
+        inner = " ".join(f"FILTER(isIRI({m}))" for m in nodes[1:-1])
+        return " ".join(steps) + (" " + inner if inner else "")
+
     @staticmethod
-    def _mentioning(kg: KnowledgeGraph, scope: str, chunks: list[str],
-                    reach: Mapping[str, float]) -> dict[str, list[str]]:
-        """The entities of ``reach`` each chunk mentions, sorted."""
-        if not reach or not chunks:
+    def _mentions(kg: KnowledgeGraph, scope: str, chunks: list[str]) -> dict[str, list[str]]:
+        """The entities each chunk mentions, sorted."""
+        if not chunks:
             return {}
-        rows = select(kg, f"SELECT ?c ?e WHERE {{ {values('c', chunks)} {values('e', reach)} "
-                          "?c trails:mentions ?e }", scopes=[scope]).rows
+        rows = select(kg, f"SELECT ?c ?e WHERE {{ {values('c', chunks)} ?c trails:mentions ?e }}",
+                      scopes=[scope]).rows
         found: dict[str, list[str]] = {}
         for row in sorted(rows, key=lambda r: (str(r["c"]), str(r["e"]))):
             found.setdefault(str(row["c"]), []).append(str(row["e"]))
@@ -165,6 +222,31 @@ class EntityBoost:
     def __repr__(self) -> str:
         return (f"EntityBoost(neighbours={self.neighbours!r}, hops={self.hops}, "
                 f"decay={self.decay}, weight={self.weight})")
+
+
+def _walk(adjacency: Adjacency, named: list[str], targets: set[str], hops: int,
+          decay: float) -> dict[str, float]:
+    """Breadth first from ``named`` over ``adjacency``: each of ``targets`` within ``hops``
+    with ``decay ** distance``. The last step is taken from whichever side is smaller, the
+    frontier's neighbours or the targets' (a hub's neighbours are not listed for nothing)."""
+    reach = dict.fromkeys(named, 1.0)
+    frontier, weight = list(named), 1.0
+    for step in range(1, hops + 1):
+        if not frontier:
+            break
+        weight *= decay
+        if step == hops:
+            remaining = [t for t in targets if t not in reach]
+            outward = sum(len(adjacency.get(e, ())) for e in frontier)
+            if sum(len(adjacency.get(t, ())) for t in remaining) < outward:
+                near = set(frontier)
+                reach.update((t, weight) for t in remaining
+                             if not near.isdisjoint(adjacency.get(t, ())))
+                break
+        frontier = list(dict.fromkeys(n for e in frontier for n in adjacency.get(e, ())
+                                      if n not in reach))
+        reach.update(dict.fromkeys(frontier, weight))
+    return {e: w for e, w in reach.items() if e in targets}
 
 
 def _number(value: object) -> bool:
