@@ -120,3 +120,22 @@ def test_each_public_name_is_what_it_says_once_its_package_is_loaded() -> None:
                              ctx=ctx))
         assert any(isinstance(event, DocumentIngested) for event in events)
         assert len(trails.retrieve("rails", ctx, k=1)) == 1
+
+
+def test_the_top_level_lists_what_a_newcomer_needs_and_keeps_the_names_it_used_to() -> None:
+    """`trails.__all__` (and `dir(trails)`) names the entry points and the values they take
+    and give, not the parts, which live in their packages; the parts' names listed there
+    before still import, as the very same objects."""
+    import trails
+    from trails.kg import KnowledgeGraph, OxigraphGraph
+    from trails.vector import MockEmbedder, SqliteVecStore, VectorHit, VectorStore
+
+    assert {"retrieve", "ingest", "Context", "Document", "SearchRequest", "RetrievalResult",
+            "TrailsError"} <= set(trails.__all__)
+    kept = {"MockEmbedder": MockEmbedder, "SqliteVecStore": SqliteVecStore,
+            "VectorHit": VectorHit, "VectorStore": VectorStore,
+            "KnowledgeGraph": KnowledgeGraph, "OxigraphGraph": OxigraphGraph}
+    for name, value in kept.items():
+        assert name not in trails.__all__ and name not in dir(trails)
+        assert getattr(trails, name) is value
+    assert len(trails.__all__) <= 21  # it goes down, never up

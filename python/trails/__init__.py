@@ -13,14 +13,17 @@ from trails._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+# What the lazy names below resolve to, for type checkers. `import X as X`: a name kept at the
+# top level for programs written against it (its home is the package it names), still
+# exported to type checkers though __all__ no longer lists it.
+if TYPE_CHECKING:
     from trails.context import Context, set_default_context
     from trails.errors import TrailsError
     from trails.ingest import Chunk, Document, IngestionStats, ingest, ingest_all
-    from trails.kg import KnowledgeGraph
-    from trails.kg.oxigraph import OxigraphGraph
-    from trails.rank import Reranker
-    from trails.rank.rewrite import QueryRewriter
+    from trails.kg import KnowledgeGraph as KnowledgeGraph
+    from trails.kg.oxigraph import OxigraphGraph as OxigraphGraph
+    from trails.rank import Reranker as Reranker
+    from trails.rank.rewrite import QueryRewriter as QueryRewriter
     from trails.records import RetrievalHit, RetrievalResult
     from trails.retrieval.asynchronous import aretrieve
     from trails.retrieval.replay import replay
@@ -34,36 +37,30 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
         Retriever,
         VectorRetriever,
     )
-    from trails.vector.embedders.base import Embedder, EmbedderIdentity
-    from trails.vector.embedders.mock import MockEmbedder
-    from trails.vector.stores.base import VectorHit, VectorStore
-    from trails.vector.stores.sqlite_vec import SqliteVecStore
+    from trails.vector.embedders.base import Embedder as Embedder
+    from trails.vector.embedders.base import EmbedderIdentity as EmbedderIdentity
+    from trails.vector.embedders.mock import MockEmbedder as MockEmbedder
+    from trails.vector.stores.base import VectorHit as VectorHit
+    from trails.vector.stores.base import VectorStore as VectorStore
+    from trails.vector.stores.sqlite_vec import SqliteVecStore as SqliteVecStore
 
+# What a newcomer meets: ingest, search, the values they pass and get back, the retrievers.
+# The parts (graphs, stores, embedders, steps) live in trails.kg, trails.vector, trails.rank.
 __all__ = [
     "Chunk",
     "CompositeRetriever",
     "Context",
     "Document",
-    "Embedder",
-    "EmbedderIdentity",
     "GraphRetriever",
     "HybridRetriever",
     "IngestionStats",
-    "KnowledgeGraph",
-    "MockEmbedder",
-    "OxigraphGraph",
-    "QueryRewriter",
     "RerankedRetriever",
-    "Reranker",
     "RetrievalHit",
     "RetrievalResult",
     "Retriever",
     "SearchRequest",
-    "SqliteVecStore",
     "TrailsError",
-    "VectorHit",
     "VectorRetriever",
-    "VectorStore",
     "__version__",
     "aretrieve",
     "ingest",

@@ -134,10 +134,11 @@ def lazy_attributes(
         __getattr__, __dir__ = lazy_attributes(__name__, {"QdrantStore":
             "trails.vector.stores.qdrant:QdrantStore"}, __all__)
 
-    ``__dir__`` lists ``public`` (usually ``__all__``) and the lazy names.
+    ``__dir__`` lists ``public`` (usually ``__all__``); without it, the lazy names. A lazy
+    name left out of ``public`` still resolves (a name kept for older programs).
     """
     names = dict(targets)
-    listed = sorted(set(public) | set(names))
+    listed = sorted(set(public) or set(names))
 
     def __getattr__(name: str) -> object:
         target = names.get(name)
