@@ -4,6 +4,7 @@ same requests and refuse the same ones with the same error and message (ADR 0043
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.errors import InvalidArgumentError
 from trails.service.app import create_app
-from trails.service.mcp import chosen_key
+from trails.service.mcp import build_server, chosen_key
 from trails.service.mcp import search as mcp_search
 from trails.service.models import RetrieveRequest
 
@@ -95,16 +96,58 @@ def test_a_good_request_gets_the_same_answer_everywhere(service, options):
     assert [h["iri"] for h in answer.json()["hits"]] == [h.iri for h in python]
 
 
-# The options the MCP tool takes (its own parameters, in the request's names).
-MCP_OPTIONS = {"mode", "k", "filter", "scopes", "min_score"}
+def _mcp_tool(ctx: Any, options: dict[str, Any]) -> Any:
+    """The MCP server's ``retrieve`` tool, called through the SDK in this process."""
+    server = build_server(ctx, chosen_key(None, None, None))
+    return asyncio.run(server.call_tool("retrieve", {"query": "alpine", **options}))
 
 
-@pytest.mark.parametrize("options", [o for o in BAD if set(o) <= MCP_OPTIONS], ids=repr)
+@pytest.mark.parametrize("options", BAD, ids=repr)
 def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, options):
     ctx, _ = service
     python = _refusal(lambda: _python(ctx, options))
     assert _refusal(lambda: mcp_search(ctx, chosen_key(None, None, None), "alpine",
                                        **options)) == python
+    with pytest.raises(Exception) as through_the_sdk:  # the SDK's ToolError, carrying it
+        _mcp_tool(ctx, options)
+    assert str(through_the_sdk.value).endswith(python[1])
+
+
+@pytest.mark.parametrize("options", GOOD, ids=repr)
+def test_the_mcp_tool_answers_a_good_request_as_python_does(service, options):
+    ctx, _ = service
+    python = _python(ctx, {"scopes": ["alpha"], **options})
+    answer = _mcp_tool(ctx, {"scopes": ["alpha"], **options})
+    assert not answer.is_error, answer.content
+    assert [h["iri"] for h in answer.structured_content["hits"]] == [h.iri for h in python]
+
+
+def test_the_mcp_tools_arguments_are_the_requests_fields(service):
+    """Every field of the request is an argument of the tool, with the request's own
+    description and choices; only the query is required."""
+    ctx, _ = service
+    server = build_server(ctx, chosen_key(None, None, None))
+    [tool] = [t for t in asyncio.run(server.list_tools()) if t.name == "retrieve"]
+    properties = tool.input_schema["properties"]
+    declared = RetrieveRequest.model_json_schema()["properties"]
+    assert set(properties) == set(RetrieveRequest.model_fields) >= set(SearchRequest.model_fields)
+    assert tool.input_schema["required"] == ["query"]
+    for name, field in declared.items():
+        assert properties[name].get("description") == field.get("description"), name
+    assert properties["mode"]["enum"] == ["vector", "graph", "hybrid"]
+    assert "entities" in properties["steps"]["items"]["properties"]["name"]["enum"]
+
+
+def test_every_step_the_service_builds_can_be_asked_for(service):
+    """A step the service knows is accepted in a request (the body's list of names is the
+    one build_steps keeps); an unknown one is refused naming the steps."""
+    ctx, client = service
+    for name in ("entities", "mmr", "recency"):
+        answer = _http(client, {"scopes": ["alpha"], "steps": [{"name": name}]})
+        assert answer.status_code == 200, (name, answer.text)
+    refused = _http(client, {"steps": [{"name": "psychic"}]})
+    assert refused.status_code == 400
+    assert "psychic" in refused.json()["message"] and "entities" in refused.json()["message"]
 
 
 def test_an_unknown_field_is_refused_by_the_request_and_over_http(service):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _datetime
+import inspect
 import json
 import logging
 import re
@@ -23,7 +24,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic import ValidationError as PydanticValidationError
 
 from trails._lazy import require
@@ -40,13 +41,17 @@ from trails.kg.bindings import check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.kg.terms import IRI, check_json_text
-from trails.retrieval.arguments import MAX_K, check_scope_argument
-from trails.retrieval.recording import SearchCall
-from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.scopes import normalize_scopes
-from trails.service.injection import InjectMode, check_injection, injected
+from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
-from trails.service.requests import keyed_search, record_sparql, search_scopes
+from trails.service.models import RetrieveRequest
+from trails.service.requests import (
+    keyed_search,
+    record_sparql,
+    request_call,
+    retrieve_options,
+    search_scopes,
+)
 
 __all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
 
@@ -60,32 +65,12 @@ MAX_ROWS = 1000
 
 T = TypeVar("T")
 
-Query = Annotated[str, Field(description="The question, in natural language.")]
-Mode = Annotated[RetrieveMode, Field(description=(
-    "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
-    "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))]
-TopK = Annotated[int, Field(ge=1, le=MAX_K, description="At most this many hits.")]
-Filter = Annotated[str | None, Field(description=(
-    "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank, e.g. "
-    "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
-    "FILTER(?d >= ?since) }. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
 Bindings = Annotated[dict[str, Any] | None, Field(description=(
     "Values for the query's variables, bound as RDF terms (never pasted into the text): "
     "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
     "date, an ISO datetime a dateTime, anything else a string."))]
 Scopes = Annotated[list[str] | None, Field(description=(
-    "The scopes to search (default: every scope this server's key grants; for a key with "
-    "every scope, the default scope)."))]
-MinScore = Annotated[float | None, Field(description=(
-    "Drop hits whose final score is below this; its scale is the fusion's (cosine for "
-    "vector mode, 0 to 1 for hybrid)."))]
-Inject = Annotated[InjectMode, Field(description=(
-    "prompt_append: also answer 'context', the evidence block to append to a prompt (each "
-    "passage numbered with its citation); metadata_only: the hits alone; none: no hits."))]
-MaxTokens = Annotated[int | None, Field(ge=1, description=(
-    "prompt_append only: the evidence block's token budget (the best hits that fit)."))]
-Template = Annotated[str | None, Field(description=(
-    "prompt_append only: the block's template, holding {{ context }} (and maybe {{ query }})."))]
+    "The scopes to read (default: every scope this server's key grants)."))]
 SparqlText = Annotated[str, Field(description=(
     "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
     "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
@@ -132,34 +117,63 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
                   frozenset({"read"}))
 
 
-def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybrid", k: int = 10,
-           filter: str | None = None, bindings: Mapping[str, Any] | None = None,
-           scopes: Sequence[str] | None = None, min_score: float | None = None,
-           inject_mode: InjectMode = "metadata_only", max_tokens: int | None = None,
-           template: str | None = None) -> dict[str, Any]:
+def search(ctx: Context, key: ApiKey, query: str, **options: Any) -> dict[str, Any]:
     """The ``retrieve`` tool: hits with provenance, and how they were found (with the
     evidence block for a prompt under ``inject_mode="prompt_append"``, as over HTTP).
+    ``options`` are the fields of ``POST /retrieve``'s body (:class:`RetrieveRequest`, a
+    :class:`~trails.retrieval.request.SearchRequest`), checked by it: the same refusal as
+    in Python and over HTTP (ADR 0043).
 
     Raises:
         PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
     """
-    check_injection(inject_mode, max_tokens, template)  # before searching
-    if scopes is not None:
-        check_scope_argument(scopes)  # [] is refused as retrieve() refuses it, not read as None
-    call = SearchCall(query=query, mode=mode, k=k, sparql_filter=filter, bindings=bindings,
-                      scopes=list(scopes or ()), fusion="auto", min_score=min_score,
-                      caller=key.label)
-    result = keyed_search(ctx, key, call, lambda: {"bindings": _bindings(bindings),
-                                                   "min_score": min_score})
+    body = RetrieveRequest(query=query, **options)
+    check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
+    result = keyed_search(ctx, key, request_call(body, key.label),
+                          lambda: retrieve_options(body))
     answer = result.to_dict()
     return injected(result, {
         "hits": [{name: hit[name] for name in (
             "iri", "score", "title", "date", "source", "snippet", "document")}
             for hit in answer["hits"]],
         **{name: answer[name] for name in (
-            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}},
-        inject_mode, max_tokens, template)
+            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id",
+            "degraded")}},
+        body.inject_mode, body.max_tokens, body.template)
+
+
+def tool_signature(model: type[BaseModel]) -> inspect.Signature:
+    """A tool's parameters: the fields of ``model``, each shown to the client with the
+    field's own JSON schema (description, choices, default) and typed ``Any`` to the SDK,
+    so that ``model`` alone checks the values and refuses them as Python does. A plain
+    string (the query) stays ``str``: the SDK would otherwise read a query such as
+    ``null`` or ``[1]`` as JSON."""
+    schema = model.model_json_schema()
+    definitions = schema.get("$defs", {})
+    parameters = []
+    for name, info in model.model_fields.items():
+        shown = _inlined(schema["properties"][name], definitions)
+        typed = str if info.annotation is str else Any
+        default = (inspect.Parameter.empty if info.is_required()
+                   else info.get_default(call_default_factory=True))
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                            default=default,
+                                            annotation=Annotated[typed, WithJsonSchema(shown)]))
+    return inspect.Signature(parameters, return_annotation=dict[str, Any])
+
+
+def _inlined(schema: Any, definitions: Mapping[str, Any]) -> Any:
+    """``schema`` with each ``{"$ref": "#/$defs/NAME"}`` replaced by that definition: a
+    parameter's schema stands alone, outside the model's."""
+    if isinstance(schema, list):
+        return [_inlined(item, definitions) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inlined(definitions[ref.removeprefix("#/$defs/")], definitions)
+    return {key: _inlined(value, definitions) for key, value in schema.items()}
 
 
 def read_graph(ctx: Context, key: ApiKey, query: str,
@@ -211,14 +225,11 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
     server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS)
     read_only = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
-    def retrieve_tool(query: Query, mode: Mode = "hybrid", k: TopK = 10, filter: Filter = None,
-                      bindings: Bindings = None, scopes: Scopes = None,
-                      min_score: MinScore = None, inject_mode: Inject = "metadata_only",
-                      max_tokens: MaxTokens = None, template: Template = None) -> dict[str, Any]:
-        return _as_tool_error(sdk, lambda: search(
-            ctx, key, query, mode=mode, k=k, filter=filter, bindings=bindings, scopes=scopes,
-            min_score=min_score, inject_mode=inject_mode, max_tokens=max_tokens,
-            template=template))
+    def retrieve_tool(**arguments: Any) -> dict[str, Any]:
+        return _as_tool_error(sdk, lambda: search(ctx, key, **arguments))
+
+    # The parameters are POST /retrieve's body: one definition of a search (ADR 0043).
+    retrieve_tool.__signature__ = tool_signature(RetrieveRequest)  # type: ignore[attr-defined]
 
     def sparql_tool(query: SparqlText, bindings: Bindings = None,
                     scopes: Scopes = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
 from trails.retrieval.request import SearchRequest
+from trails.service.steps import STEP_OPTIONS
 
 __all__ = ["DocumentIn", "ErrorBody", "FeedbackList", "FeedbackOut", "FeedbackRequest",
            "HealthBody", "HitOut", "IngestRequest", "RetrieveRequest", "RetrieveResponse",
@@ -50,7 +51,9 @@ BindingValue = TermObject | bool | int | float | str
 class StepSpec(_Strict):
     """A post-ranking step by name, with its options (``GET /steps`` lists them)."""
 
-    name: Literal["mmr", "recency", "parent_document", "neighbourhood", "rerank"]
+    # The names build_steps knows (one list: a step added there is offered here); it refuses
+    # any other, naming them.
+    name: str = Field(json_schema_extra={"enum": list(STEP_OPTIONS)})
     options: dict[str, Any] = Field(default_factory=dict)
 
 
