@@ -141,7 +141,7 @@ def test_the_mcp_tools_arguments_are_the_requests_fields(service):
 def test_every_step_the_service_builds_can_be_asked_for(service):
     """A step the service knows is accepted in a request (the body's list of names is the
     one build_steps keeps); an unknown one is refused naming the steps."""
-    ctx, client = service
+    _, client = service
     for name in ("entities", "mmr", "recency"):
         answer = _http(client, {"scopes": ["alpha"], "steps": [{"name": name}]})
         assert answer.status_code == 200, (name, answer.text)
