@@ -30,6 +30,7 @@ from trails.vector.stores.base import RevisionedStore, VectorStore
 if TYPE_CHECKING:
     from trails.config import AuditConfig
     from trails.context import Context
+    from trails.retrieval.request import SearchRequest
 
 __all__ = ["LOG_TEXT", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
            "record_refusal", "revisions"]
@@ -64,6 +65,18 @@ class SearchCall:
     started: str = ""
     embedder: str | None = None
     revisions: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: SearchRequest, *, scopes: Sequence[str] | None = None,
+           **context: Any) -> SearchCall:
+        """The call ``request`` makes (one definition of a search, ADR 0043): ``scopes`` as
+        they were resolved (default: the request's); ``context`` says who asked and against
+        what (``caller``, ``started``, ``revisions``, ``embedder``, ``replay_of``)."""
+        return cls(query=request.query, mode=request.mode, k=request.k,
+                   sparql_filter=request.filter, bindings=request.bindings,
+                   scopes=list(request.scopes or ()) if scopes is None else list(scopes),
+                   fusion=request.fusion, steps=request.steps, min_score=request.min_score,
+                   why=request.why, **context)
 
 
 @dataclass(frozen=True)

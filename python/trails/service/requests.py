@@ -169,11 +169,7 @@ def retrieve_options(body: RetrieveRequest, reranker: Step | None = None) -> dic
 
 def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
     """What ``body`` asks, as the audit trail records a search."""
-    return SearchCall(query=body.query, mode=body.mode, k=body.k, sparql_filter=body.filter,
-                      bindings=body.bindings, scopes=list(body.scopes or ()),
-                      fusion=body.fusion,
-                      steps=[s.name for s in body.steps], min_score=body.min_score,
-                      caller=caller, why=body.why)
+    return SearchCall.of(body, caller=caller)  # each step recorded by its name
 
 
 def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:
