@@ -394,6 +394,31 @@ def test_find_refuses_bad_filters_and_limits(store_factory):
             store.find({"n": 1}, limit)
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"),
+                                   [1, float("nan")], {"k": float("inf")}])
+def test_find_and_count_refuse_a_number_json_cannot_hold(store_factory, value):
+    """NaN equals nothing and infinity has no JSON form: such a filter is a mistake, named,
+    not an empty answer (pgvector, sqlite-vec and Qdrant alike)."""
+    store = store_factory.new(DIM)
+    store.add("a", basis(0), {"n": 1})
+    for lookup in (lambda: store.find({"n": value}, 10), lambda: store.count({"n": value})):
+        with pytest.raises(InvalidArgumentError, match="'n'.*(NaN|infinity)"):
+            lookup()
+
+
+def test_find_and_count_compare_integers_beyond_64_bits_exactly(store_factory):
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b", "c", "d", "e"], random_vectors(5, seed=41),
+                   [{"n": 2**70}, {"n": 2**70 + 1}, {"n": -2**64}, {"n": 2**63 - 1},
+                    {"n": 2**53 + 1}])
+    assert [row.id for row in store.find({"n": 2**53 + 1}, 10)] == ["e"]
+    assert store.find({"n": 2**53}, 10) == []
+    assert [row.id for row in store.find({"n": 2**70 + 1}, 10)] == ["b"]
+    assert [row.id for row in store.find({"n": -2**64}, 10)] == ["c"]
+    assert [row.id for row in store.find({"n": 2**63 - 1}, 10)] == ["d"]
+    assert store.count({"n": 2**70}) == 1 and store.count({"n": 2**90}) == 0
+
+
 def test_find_never_sees_staged_rows(store_factory):
     store = store_factory.new(DIM)
     if not isinstance(store, VersionedStore):
