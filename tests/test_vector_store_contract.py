@@ -170,6 +170,25 @@ def test_add_many_with_one_bad_vector_stores_nothing(store_factory, bad, error):
     assert ids_of(store.search(basis(0), k=5)) == ["old1", "old2"]
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), [1, -float("inf")],
+                                 {"deep": {"x": float("nan")}}])
+def test_metadata_json_cannot_hold_is_refused_and_nothing_is_stored(store_factory, bad):
+    """A NaN or an infinity in metadata has no JSON form (and would never match ``find``):
+    every store refuses it by the row's id, as pgvector must, and keeps what it held."""
+    store = store_factory.new(DIM)
+    store.add_many(["old1", "old2"], [basis(0), basis(1)], [{"v": 1, "doc_iri": "d"}, {"v": 1}])
+    with pytest.raises(InvalidArgumentError, match="'new2'.*(NaN|infinity)"):
+        store.add_many(["new1", "old1", "new2"], random_vectors(3, seed=2),
+                       [{"v": 2}, {"v": 2}, {"v": bad}])
+    with pytest.raises(InvalidArgumentError, match="NaN|infinity"):
+        store.add("new3", basis(2), {"v": bad})
+    if isinstance(store, VersionedStore):
+        with pytest.raises(InvalidArgumentError, match="NaN|infinity"):
+            store.update_payload("d", {"v": bad})
+    assert store.count() == 2 and store.get(["new1", "new2", "new3"]) == []
+    assert [row.metadata["v"] for row in store.get(["old1", "old2"])] == [1, 1]
+
+
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)
 def test_bad_vectors_raise_the_specific_trails_error(store_factory, bad, error):
     store = store_factory.new(DIM)
