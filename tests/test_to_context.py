@@ -101,6 +101,16 @@ def test_the_embedders_tokenizer_counts_when_it_has_one():
         found.to_context(max_tokens=5, tokenizer=ENCODING))
 
 
+@pytest.mark.parametrize("template, unknown", [
+    ("{{ question }}\n{{ context }}", "question"), ("{{ context }}\n{{ hits }}", "hits"),
+    ("{{ context }} {{ query.text }}", "query.text"), ("{{context}}{{}}", "")])
+def test_a_placeholder_trails_does_not_fill_is_refused_by_name(template, unknown):
+    """A template placeholder other than context and query would reach the prompt as it is
+    (a jinja habit such as {{ question }}): refused, naming it, instead."""
+    with pytest.raises(InvalidArgumentError, match=r"\{\{ ?" + unknown.replace(".", r"\.")):
+        result().to_context(template=template)
+
+
 @pytest.mark.parametrize("arguments", [
     {"template": "no placeholder"}, {"template": 3}, {"max_tokens": 0}, {"max_tokens": True},
     {"max_tokens": 2.5}, {"max_tokens": 3, "template": "A long preamble " * 5 + "{{ context }}"},
