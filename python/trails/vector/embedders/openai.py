@@ -10,6 +10,7 @@ packed under the API's limits before anything is sent.
 from __future__ import annotations
 
 import base64
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 
 from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
-from trails.errors import EmbeddingError
+from trails.errors import EmbeddingError, InvalidArgumentError
 from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
 
@@ -73,6 +74,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             its defaults with a 300 s deadline). The arguments above set its retries. After
             ``failure_threshold`` failed calls in a row, calls to this API's endpoint fail at
             once with EndpointUnavailableError until a probe succeeds (docs/resilience.md).
+        price_per_million_tokens: what a million tokens cost (your plan's price, e.g. 0.02
+            dollars for ``text-embedding-3-small``): ingestion's ``BatchEmbedded`` events then
+            carry each batch's ``cost``; None (the default) reports no cost.
         sleep, clock: ``time.sleep`` and ``time.time``, replaceable in tests.
 
     Raises:
@@ -104,7 +108,16 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         resilience: Resilience | Mapping[str, Any] | None = None,
+        price_per_million_tokens: float | None = None,
     ) -> None:
+        if price_per_million_tokens is not None and (
+                isinstance(price_per_million_tokens, bool)
+                or not isinstance(price_per_million_tokens, (int, float))
+                or not 0 <= price_per_million_tokens < math.inf):
+            raise InvalidArgumentError(
+                "price_per_million_tokens must be a finite number >= 0 (what a million tokens "
+                f"cost) or None, got {price_per_million_tokens!r}")
+        self.price_per_million_tokens = price_per_million_tokens
         if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
             raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
         if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:
