@@ -124,3 +124,19 @@ def test_an_embedder_without_a_price_reports_no_cost():
     (event,) = [e for e in ingest([Document("a", "mem", "One.")], ctx=ctx)
                 if isinstance(e, BatchEmbedded)]
     assert event.cost is None and event.doc_iris == ("trails://local/doc/a",)
+
+
+@pytest.mark.parametrize("chunks", [
+    [Chunk("Something else.", 0, 15, 0, vector=[1.0] * 8)],
+    [Chunk("Rails is a web framework.", 0, 25, 1, vector=[1.0] * 8)],
+    [],
+])
+def test_given_chunks_that_do_not_fit_the_text_are_named_as_the_documents_own(chunks):
+    """A document that brings its own chunks used no chunker: its failure says the given
+    chunks are wrong, not a chunker, and stores nothing."""
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    document = Document("d", "mem", TEXT, chunks=chunks, embedded_by=embedder.identity)
+    (failed,) = [e for e in ingest([document], ctx=ctx) if isinstance(e, DocumentFailed)]
+    assert failed.reason.startswith("document 'd': its given chunks: ")
+    assert "chunker" not in failed.reason and ctx.vectors.count() == 0

@@ -160,8 +160,8 @@ def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
     """
     text = document.text
     if not chunks and text.strip():
-        return ("the chunker returned no chunks for a document with text, which would then "
-                "never be found; return at least one chunk")
+        return ("no chunks for a document with text, which would then never be found; give "
+                "at least one chunk")
     before: Chunk | None = None
     for index, chunk in enumerate(chunks):
         where = f"chunk {index}"

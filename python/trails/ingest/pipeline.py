@@ -262,7 +262,9 @@ class _Run:
             return
         problem = chunk_problem(document, chunks)
         if problem is not None:
-            yield DocumentFailed(document.source, f"chunker: {problem}", iri)
+            whose = ("chunker: " if document.chunks is None  # given chunks used no chunker
+                     else f"document {shown(document.id)}: its given chunks: ")
+            yield DocumentFailed(document.source, whose + problem, iri)
             return
         given, problem = given_vectors(document, chunks, self.ctx.embedder.identity)
         if problem is not None:
