@@ -273,6 +273,9 @@ def test_hits_read_as_records_and_as_mappings(store_factory):
     assert dict(hit) == {"id": "trails://app/Chunk/1", "score": hit.score,
                          "metadata": {"iri": "trails://app/Chunk/1", "snippet": "s"}}
     assert list(hit.keys()) == ["id", "score", "metadata"]
+    assert list(hit.items()) == [("id", hit.id), ("score", hit.score), ("metadata", hit.metadata)]
+    assert list(hit.values()) == [hit.id, hit.score, hit.metadata]
+    assert [dict(h) for h in store.search(basis(0), k=1)] == [dict(hit)]  # JSON-ready rows
     assert hit.get("missing") is None and hit.get("id") == "trails://app/Chunk/1"
     id_, score, metadata = hit
     assert (id_, score, metadata) == tuple(hit)
