@@ -10,7 +10,6 @@ packed under the API's limits before anything is sent.
 from __future__ import annotations
 
 import base64
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,9 +20,9 @@ import numpy as np
 
 from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
-from trails.errors import EmbeddingError, InvalidArgumentError
+from trails.errors import EmbeddingError
 from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
 
@@ -110,14 +109,8 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         resilience: Resilience | Mapping[str, Any] | None = None,
         price_per_million_tokens: float | None = None,
     ) -> None:
-        if price_per_million_tokens is not None and (
-                isinstance(price_per_million_tokens, bool)
-                or not isinstance(price_per_million_tokens, (int, float))
-                or not 0 <= price_per_million_tokens < math.inf):
-            raise InvalidArgumentError(
-                "price_per_million_tokens must be a finite number >= 0 (what a million tokens "
-                f"cost) or None, got {price_per_million_tokens!r}")
         self.price_per_million_tokens = price_per_million_tokens
+        declared_price(self)  # refuses a price that is none
         if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
             raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
         if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:
