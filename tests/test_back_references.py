@@ -104,36 +104,56 @@ rows = st.lists(st.tuples(st.sampled_from([f"{EX}chunk/{i}" for i in range(6)] +
                 min_size=1, max_size=12)
 
 
+examples = given(rows=rows, chosen=st.sets(st.integers(0, 5)),
+                 id_kind=st.sampled_from(["opaque", "shuffled-iris"]),
+                 query=st.lists(st.floats(-1, 1, allow_nan=False), min_size=4, max_size=4))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=rows, chosen=st.sets(st.integers(0, 5)), id_kind=st.sampled_from(
-    ["opaque", "shuffled-iris"]), query=st.lists(st.floats(-1, 1, allow_nan=False),
-                                                min_size=4, max_size=4))
+@examples
 def test_hybrid_over_metadata_iri_equals_brute_force_over_the_candidates(rows, chosen, id_kind,
                                                                          query):
     """Whatever the ids (opaque, or other rows' IRIs), hybrid ranks exactly the rows whose
     metadata["iri"] is a candidate (a row without one is named by its id)."""
+    hybrid_equals_brute_force(SqliteVecStore(dim=4), rows, chosen, id_kind, query)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@examples
+def test_hybrid_over_metadata_iri_equals_brute_force_on_every_store(store_factory, rows, chosen,
+                                                                    id_kind, query):
+    """The same property on each installed backend (sqlite-vec, Qdrant local, pgvector): a
+    persistent backend's store is emptied first, as each example starts from no rows."""
+    store = store_factory.new(4)
+    try:
+        store.delete_many(store.all_ids())
+        hybrid_equals_brute_force(store, rows, chosen, id_kind, query)
+    finally:
+        store.close()
+
+
+def hybrid_equals_brute_force(store, rows, chosen, id_kind, query) -> None:
+    """Fill the empty ``store`` with ``rows`` under opaque ids or other rows' IRIs, and check
+    hybrid retrieval against float64 cosine over the rows whose back-reference is chosen."""
     if sum(x * x for x in query) < 1e-3:
         query = [1.0, 0.0, 0.0, 0.0]
     ctx = fresh_context(dim=4)
     candidates = [f"{EX}chunk/{i}" for i in sorted(chosen)]
     ctx.kg.load("".join(f"<{c}> a <{EX}Thing> .\n" for c in candidates) or
                 f"<{EX}x> a <{EX}Other> .", format="turtle")
-    store = SqliteVecStore(dim=4)
     names = [f"{EX}chunk/{(n * 5 + 3) % 6}" for n in range(len(rows))]
     expected = []
     for n, (iri, vector) in enumerate(rows):
         id = f"row-{n}" if id_kind == "opaque" else names[n]
-        if id_kind != "opaque" and any(id == f"row-{m}" for m in range(n)):
-            continue
         metadata = {} if iri is None else {"iri": iri}
         if store.get([id]):
             continue  # an id used twice: keep the first row
         store.add(id, vector, metadata)
         if (iri if iri is not None else id) in candidates:
             expected.append((iri if iri is not None else id, cosine(vector, query)))
-    embedder = _FixedEmbedder(query)
     hits = retrieve("q", ctx=ctx, mode="hybrid", k=20, fusion=None, vector_store=store,
-                    embedder=embedder,
+                    embedder=_FixedEmbedder(query),
                     sparql_filter=f"SELECT ?iri WHERE {{ ?iri a <{EX}Thing> }}")
     assert sorted(h.iri for h in hits) == sorted(iri for iri, _ in expected)
     assert sorted(h.score for h in hits) == pytest.approx(sorted(s for _, s in expected),

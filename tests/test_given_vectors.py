@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from trails import retrieve
+from trails.errors import InvalidArgumentError
 from trails.ingest import ingest, ingest_all
 from trails.ingest.chunkers import SentenceChunker
 from trails.ingest.document import Chunk, Document
@@ -124,3 +125,31 @@ def test_an_embedder_without_a_price_reports_no_cost():
     (event,) = [e for e in ingest([Document("a", "mem", "One.")], ctx=ctx)
                 if isinstance(e, BatchEmbedded)]
     assert event.cost is None and event.doc_iris == ("trails://local/doc/a",)
+
+
+@pytest.mark.parametrize("chunks", [
+    [Chunk("Something else.", 0, 15, 0, vector=[1.0] * 8)],
+    [Chunk("Rails is a web framework.", 0, 25, 1, vector=[1.0] * 8)],
+    [],
+])
+def test_given_chunks_that_do_not_fit_the_text_are_named_as_the_documents_own(chunks):
+    """A document that brings its own chunks used no chunker: its failure says the given
+    chunks are wrong, not a chunker, and stores nothing."""
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    document = Document("d", "mem", TEXT, chunks=chunks, embedded_by=embedder.identity)
+    (failed,) = [e for e in ingest([document], ctx=ctx) if isinstance(e, DocumentFailed)]
+    assert failed.reason.startswith("document 'd': its given chunks: ")
+    assert "chunker" not in failed.reason and ctx.vectors.count() == 0
+
+
+@pytest.mark.parametrize("price", ["20", float("nan"), -1.0, True])
+def test_a_price_that_is_no_price_is_refused_before_anything_is_written(price):
+    """An embedder declaring a price that cannot price tokens would report no cost, or a
+    wrong one: ingest refuses it by name first."""
+    embedder = CountingEmbedder()
+    embedder.price_per_million_tokens = price
+    ctx = fresh_context(embedder=embedder)
+    with pytest.raises(InvalidArgumentError, match="price_per_million_tokens"):
+        list(ingest([Document("a", "mem", "One.")], ctx=ctx))
+    assert ctx.vectors.count() == 0 and embedder.texts == []

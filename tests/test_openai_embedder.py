@@ -24,6 +24,7 @@ from trails.errors import (
     ConfigurationError,
     EmbeddingError,
     EmbeddingModelMismatchError,
+    InvalidArgumentError,
     TrailsError,
 )
 from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
@@ -395,6 +396,22 @@ def test_ingest_end_to_end_reports_api_tokens(server, make):
         hits = retrieve("web framework written in Ruby", ctx, mode="vector", k=1)
         assert "Rails" in hits[0].snippet
         assert ctx.vectors.embedder_identity == embedder.identity
+
+
+def test_a_declared_price_gives_each_batch_its_cost(server, make):
+    """The runtime's EmbeddingMetrics carry cost: an OpenAI embedder told its price (dollars
+    per million tokens, e.g. 0.02 for text-embedding-3-small) prices each batch's tokens."""
+    docs = [Document(id="a", source="a.md", text="Rails is a web framework."),
+            Document(id="b", source="b.md", text="Elephants are grey.")]
+    with fresh_context(embedder=make(price_per_million_tokens=0.02)) as ctx:
+        batches = [e for e in ingest(docs, ctx=ctx, batch_size=1)
+                   if isinstance(e, BatchEmbedded)]
+    assert len(batches) == 2 and all(b.tokens > 0 for b in batches)
+    assert [b.cost for b in batches] == pytest.approx([b.tokens * 0.02 / 1e6 for b in batches])
+    assert make().price_per_million_tokens is None
+    for bad in (-1, float("nan"), "0.02", True):
+        with pytest.raises(InvalidArgumentError, match="price_per_million_tokens"):
+            make(price_per_million_tokens=bad)
 
 
 # -- packaging ----------------------------------------------------------------------------

@@ -118,6 +118,22 @@ def test_steps_by_name_run_and_unknown_ones_are_400(client):
     assert no_reranker.status_code == 400 and "--reranker" in no_reranker.json()["message"]
 
 
+def test_parent_document_takes_the_data_flows_min_score_over_http(client):
+    """The data flow's parent documents for confident hits only: over HTTP as in Python
+    (ParentDocument(min_score=...)); the hits below it pass through unexpanded."""
+    plain = _retrieve(client, "admin", scopes=["alpha"], k=3).json()["hits"]
+    scores = sorted(hit["score"] for hit in plain)
+    floor = scores[-1]  # only the best hit reaches it
+    ran = _retrieve(client, "admin", scopes=["alpha"], k=3, steps=[
+        {"name": "parent_document", "options": {"mode": "document", "min_score": floor}}])
+    assert ran.status_code == 200, ran.text
+    expanded = ["document_text" in hit["metadata"] for hit in ran.json()["hits"]]
+    assert expanded == [hit["score"] >= floor for hit in plain] and sum(expanded) >= 1
+    bad = _retrieve(client, "admin", steps=[
+        {"name": "parent_document", "options": {"min_score": "high"}}])
+    assert bad.status_code == 400 and "min_score" in bad.json()["message"]
+
+
 @pytest.mark.parametrize("body", [
     {"mode": "vector", "filter": "SELECT ?c WHERE { ?c ?p ?o }"},
     {"mode": "graph"},

@@ -12,6 +12,7 @@ import itertools
 import pytest
 
 from trails import retrieve
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
 from trails.rank import (
     MMR,
@@ -93,3 +94,43 @@ def test_two_partial_steps_in_a_row_stay_in_order(corpus, model_dir):
     steps = [CrossEncoderReranker(model_dir, top_n=4), MMR(lambda_=0.5, top_n=2)]
     hits = retrieve("rails sessions", corpus, k=10, steps=steps)
     assert in_score_order(hits) and len(hits) == 10
+
+
+BUILDERS = {"ParentDocument": ParentDocument, "Neighbourhood": Neighbourhood,
+            "RecencyDecay": RecencyDecay, "MMR": MMR,
+            "CrossEncoderReranker": lambda **given: CrossEncoderReranker("no-model-here", **given)}
+
+
+@pytest.mark.parametrize("step, arguments, named", [
+    ("ParentDocument", {"min_score": float("inf")}, "min_score"),
+    ("ParentDocument", {"min_score": -float("inf")}, "min_score"),
+    ("ParentDocument", {"min_score": float("nan")}, "min_score"),
+    ("ParentDocument", {"min_score": "0.8"}, "min_score"),
+    ("ParentDocument", {"window": True}, "window"),
+    ("ParentDocument", {"window": -1}, "window"),
+    ("ParentDocument", {"mode": "parent"}, "mode"),
+    ("Neighbourhood", {"depth": 0}, "depth"),
+    ("Neighbourhood", {"depth": True}, "depth"),
+    ("RecencyDecay", {"horizon_days": float("nan")}, "horizon_days"),
+    ("RecencyDecay", {"horizon_days": "60"}, "horizon_days"),
+    ("RecencyDecay", {"horizon_days": 0}, "horizon_days"),
+    ("RecencyDecay", {"floor": float("nan")}, "floor"),
+    ("RecencyDecay", {"floor": "0.5"}, "floor"),
+    ("RecencyDecay", {"floor": 1.5}, "floor"),
+    ("MMR", {"lambda_": float("nan")}, "lambda_"),
+    ("MMR", {"lambda_": "0.5"}, "lambda_"),
+    ("MMR", {"top_n": "3"}, "top_n"),
+    ("MMR", {"top_n": 0}, "top_n"),
+    ("MMR", {"relevance": "dot"}, "relevance"),
+    ("CrossEncoderReranker", {"top_n": 0}, "top_n"),
+    ("CrossEncoderReranker", {"top_n": "20"}, "top_n"),
+    ("CrossEncoderReranker", {"batch_size": 0.5}, "batch_size"),
+])
+def test_the_data_flows_steps_refuse_bad_settings_with_a_trails_error_naming_them(
+        step, arguments, named):
+    """Recency, MMR, rerank and parent-document steps are built from configuration: a wrong
+    setting (NaN, infinity, a string for a number, a bool for a count) is an
+    InvalidArgumentError naming it, when the step is made, not a bare ValueError or
+    TypeError, nor a step that silently changes nothing."""
+    with pytest.raises(InvalidArgumentError, match=named):
+        BUILDERS[step](**arguments)

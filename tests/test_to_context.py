@@ -80,6 +80,39 @@ def test_the_block_never_exceeds_the_budget_and_keeps_whole_passages_while_they_
         assert block.startswith("Retrieved evidence:\n[1] Nvidia results | 2024-02-21")
 
 
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=120)
+plain = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="{}"),
+                max_size=60)  # a template's text around its one placeholder
+any_hits = st.lists(st.builds(
+    lambda n, text, title, date: RetrievalHit(
+        f"https://ex.org/c{n}", 0.5, text[:40],
+        {"text": text, **({"title": title} if title else {}), **({"date": date} if date else {})}),
+    st.integers(0, 10**6), texts, st.one_of(st.none(), texts),
+    st.sampled_from([None, "2024-01-02", "not a date"])), max_size=6)
+COUNTERS = {"tiktoken": tokens, "words": lambda text: len(text.split()), "chars": len}
+
+
+@settings(max_examples=150, deadline=None)
+@given(hits=any_hits, budget=st.integers(1, 300), counter=st.sampled_from(sorted(COUNTERS)),
+       template=st.one_of(st.none(), st.builds(lambda a, b: f"{a}{{{{ context }}}}{b}", plain,
+                                               plain)), query=texts)
+def test_no_budget_is_ever_exceeded_whatever_the_hits_template_and_tokenizer(
+        hits, budget, counter, template, query):
+    """For any hits, template, tokenizer and budget: the block fits, or the template alone
+    does not and that is refused by name; the hits kept are a prefix, the rest counted."""
+    count = COUNTERS[counter]
+    try:
+        block = result(hits, query).to_context(max_tokens=budget, template=template,
+                                               tokenizer=None if counter == "tiktoken" else count)
+    except InvalidArgumentError as error:
+        assert "template alone" in str(error)
+        assert count((template or "").replace("{{ context }}", "")) > budget
+        return
+    assert count(block) <= budget and block.tokens == count(block)
+    assert list(block.hits) == hits[:len(block.hits)]
+    assert block.omitted == len(hits) - len(block.hits)
+
+
 def test_the_embedders_tokenizer_counts_when_it_has_one():
     class WordEmbedder(MockEmbedder):
         """A token-aware embedder whose tokens are words."""
@@ -99,6 +132,16 @@ def test_the_embedders_tokenizer_counts_when_it_has_one():
     assert block.tokens == len(block.split()) == 5 and len(block.hits) == 1
     assert found.to_context(max_tokens=5, tokenizer=ENCODING).tokens == tokens(
         found.to_context(max_tokens=5, tokenizer=ENCODING))
+
+
+@pytest.mark.parametrize("template, unknown", [
+    ("{{ question }}\n{{ context }}", "question"), ("{{ context }}\n{{ hits }}", "hits"),
+    ("{{ context }} {{ query.text }}", "query.text"), ("{{context}}{{}}", "")])
+def test_a_placeholder_trails_does_not_fill_is_refused_by_name(template, unknown):
+    """A template placeholder other than context and query would reach the prompt as it is
+    (a jinja habit such as {{ question }}): refused, naming it, instead."""
+    with pytest.raises(InvalidArgumentError, match=r"\{\{ ?" + unknown.replace(".", r"\.")):
+        result().to_context(template=template)
 
 
 @pytest.mark.parametrize("arguments", [

@@ -170,6 +170,25 @@ def test_add_many_with_one_bad_vector_stores_nothing(store_factory, bad, error):
     assert ids_of(store.search(basis(0), k=5)) == ["old1", "old2"]
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), [1, -float("inf")],
+                                 {"deep": {"x": float("nan")}}])
+def test_metadata_json_cannot_hold_is_refused_and_nothing_is_stored(store_factory, bad):
+    """A NaN or an infinity in metadata has no JSON form (and would never match ``find``):
+    every store refuses it by the row's id, as pgvector must, and keeps what it held."""
+    store = store_factory.new(DIM)
+    store.add_many(["old1", "old2"], [basis(0), basis(1)], [{"v": 1, "doc_iri": "d"}, {"v": 1}])
+    with pytest.raises(InvalidArgumentError, match="'new2'.*(NaN|infinity)"):
+        store.add_many(["new1", "old1", "new2"], random_vectors(3, seed=2),
+                       [{"v": 2}, {"v": 2}, {"v": bad}])
+    with pytest.raises(InvalidArgumentError, match="NaN|infinity"):
+        store.add("new3", basis(2), {"v": bad})
+    if isinstance(store, VersionedStore):
+        with pytest.raises(InvalidArgumentError, match="NaN|infinity"):
+            store.update_payload("d", {"v": bad})
+    assert store.count() == 2 and store.get(["new1", "new2", "new3"]) == []
+    assert [row.metadata["v"] for row in store.get(["old1", "old2"])] == [1, 1]
+
+
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)
 def test_bad_vectors_raise_the_specific_trails_error(store_factory, bad, error):
     store = store_factory.new(DIM)
@@ -254,6 +273,9 @@ def test_hits_read_as_records_and_as_mappings(store_factory):
     assert dict(hit) == {"id": "trails://app/Chunk/1", "score": hit.score,
                          "metadata": {"iri": "trails://app/Chunk/1", "snippet": "s"}}
     assert list(hit.keys()) == ["id", "score", "metadata"]
+    assert list(hit.items()) == [("id", hit.id), ("score", hit.score), ("metadata", hit.metadata)]
+    assert list(hit.values()) == [hit.id, hit.score, hit.metadata]
+    assert [dict(h) for h in store.search(basis(0), k=1)] == [dict(hit)]  # JSON-ready rows
     assert hit.get("missing") is None and hit.get("id") == "trails://app/Chunk/1"
     id_, score, metadata = hit
     assert (id_, score, metadata) == tuple(hit)
@@ -392,6 +414,31 @@ def test_find_refuses_bad_filters_and_limits(store_factory):
     for limit in (-1, 1.5, True, "3"):
         with pytest.raises(TrailsError, match="limit"):
             store.find({"n": 1}, limit)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"),
+                                   [1, float("nan")], {"k": float("inf")}])
+def test_find_and_count_refuse_a_number_json_cannot_hold(store_factory, value):
+    """NaN equals nothing and infinity has no JSON form: such a filter is a mistake, named,
+    not an empty answer (pgvector, sqlite-vec and Qdrant alike)."""
+    store = store_factory.new(DIM)
+    store.add("a", basis(0), {"n": 1})
+    for lookup in (lambda: store.find({"n": value}, 10), lambda: store.count({"n": value})):
+        with pytest.raises(InvalidArgumentError, match="'n'.*(NaN|infinity)"):
+            lookup()
+
+
+def test_find_and_count_compare_integers_beyond_64_bits_exactly(store_factory):
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b", "c", "d", "e"], random_vectors(5, seed=41),
+                   [{"n": 2**70}, {"n": 2**70 + 1}, {"n": -2**64}, {"n": 2**63 - 1},
+                    {"n": 2**53 + 1}])
+    assert [row.id for row in store.find({"n": 2**53 + 1}, 10)] == ["e"]
+    assert store.find({"n": 2**53}, 10) == []
+    assert [row.id for row in store.find({"n": 2**70 + 1}, 10)] == ["b"]
+    assert [row.id for row in store.find({"n": -2**64}, 10)] == ["c"]
+    assert [row.id for row in store.find({"n": 2**63 - 1}, 10)] == ["d"]
+    assert store.count({"n": 2**70}) == 1 and store.count({"n": 2**90}) == 0
 
 
 def test_find_never_sees_staged_rows(store_factory):

@@ -20,6 +20,7 @@ __all__ = ["DEFAULT_TEMPLATE", "ContextBlock", "context_block", "token_counter"]
 
 DEFAULT_TEMPLATE = "{{ context }}"
 _PLACEHOLDER = re.compile(r"\{\{\s*(context|query)\s*\}\}")
+_ANY_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
 
 class ContextBlock(str):
@@ -60,6 +61,12 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
         raise InvalidArgumentError(
             "template must be a string holding {{ context }} where the evidence goes "
             f"(and optionally {{{{ query }}}}); got {template!r}")
+    unknown = [m.strip() for m in _ANY_PLACEHOLDER.findall(template)
+               if m.strip() not in ("context", "query")]
+    if unknown:  # it would reach the prompt as written
+        raise InvalidArgumentError(
+            f"template placeholder {{{{ {unknown[0]} }}}} is not one trails fills: use "
+            "{{ context }} (the evidence) and {{ query }} (the question) only")
     count = token_counter(tokenizer)
 
     def render(passages: list[str]) -> str:

@@ -28,7 +28,7 @@ from trails.ingest.document import Chunk, Document
 from trails.ingest.minting import check_base_iri
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
-from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.embedders.base import EmbedderIdentity, declared_price
 
 __all__ = [
     "MAX_METADATA_DEPTH",
@@ -160,8 +160,8 @@ def chunk_problem(document: Document, chunks: Sequence[object]) -> str | None:
     """
     text = document.text
     if not chunks and text.strip():
-        return ("the chunker returned no chunks for a document with text, which would then "
-                "never be found; return at least one chunk")
+        return ("no chunks for a document with text, which would then never be found; give "
+                "at least one chunk")
     before: Chunk | None = None
     for index, chunk in enumerate(chunks):
         where = f"chunk {index}"
@@ -280,5 +280,6 @@ def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: 
             raise InvalidArgumentError(f"{option} must be a positive int, got {value}")
     if not isinstance(prune, bool):
         raise InvalidArgumentTypeError(f"prune must be True or False, got {type(prune).__name__}")
+    declared_price(ctx.embedder)  # a price that is none would report a wrong cost
     base = check_base_iri(ctx.base_iri if base_iri is None else base_iri)
     return name, base

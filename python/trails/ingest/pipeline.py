@@ -56,7 +56,7 @@ from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts, IngestObserved
-from trails.vector.embedders.base import Embedder, TokenCountingEmbedder
+from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declared_price
 
 __all__ = ["aingest", "ingest", "ingest_all"]
 
@@ -262,7 +262,9 @@ class _Run:
             return
         problem = chunk_problem(document, chunks)
         if problem is not None:
-            yield DocumentFailed(document.source, f"chunker: {problem}", iri)
+            whose = ("chunker: " if document.chunks is None  # given chunks used no chunker
+                     else f"document {shown(document.id)}: its given chunks: ")
+            yield DocumentFailed(document.source, whose + problem, iri)
             return
         given, problem = given_vectors(document, chunks, self.ctx.embedder.identity)
         if problem is not None:
@@ -355,8 +357,8 @@ class _Run:
         numbers = tuple(self.batches_of.get(iri, 0) for iri in iris)
         self.batches_of.update((iri, n + 1) for iri, n in zip(iris, numbers))
         tokens = sum(t for _, _, t in batch)
-        price = getattr(self.ctx.embedder, "price_per_million_tokens", None)
-        cost = None if not isinstance(price, (int, float)) else tokens * price / 1_000_000
+        price = declared_price(self.ctx.embedder)
+        cost = None if price is None else tokens * price / 1_000_000
         return BatchEmbedded(len(batch), tokens, seconds, iris, numbers, cost)
 
     def _fail(self, documents: Iterable[PendingDocument], exc: Exception) -> Iterator[IngestEvent]:

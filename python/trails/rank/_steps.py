@@ -7,13 +7,16 @@ touches the stores. Nothing here imports ``trails.retrieval.retrieve`` (which im
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.kg.base import select
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
@@ -70,6 +73,25 @@ def values(variable: str, iris: Iterable[str]) -> str:
     """``VALUES ?variable { <a> <b> }``; each IRI is serialised (and checked) by pyoxigraph."""
     terms = " ".join(dict.fromkeys(str(ox.NamedNode(i)) for i in iris))
     return f"VALUES ?{variable} {{ {terms} }}"
+
+
+def check_setting(name: str, value: object, *, integer: bool = False, at_least: float | None = None,
+                  above: float | None = None, at_most: float | None = None) -> None:
+    """Refuse a step's setting that is not a finite number (an integer when ``integer``) in
+    its range, naming it: steps are built from configuration, where a string, a bool, NaN or
+    infinity is a mistake, not a step that silently changes nothing.
+
+    Raises:
+        InvalidArgumentError: naming the setting, its range and the value given.
+    """
+    bounds = [(">=", at_least, operator.ge), (">", above, operator.gt),
+              ("<=", at_most, operator.le)]
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not (isinstance(value, kind) and math.isfinite(value)
+            and all(bound is None or test(value, bound) for _, bound, test in bounds)):
+        wanted = "".join(f" {sign} {bound}" for sign, bound, _ in bounds if bound is not None)
+        kind_text = "an integer" if integer else "a finite number"
+        raise InvalidArgumentError(f"{name} must be {kind_text}{wanted}, got {value!r}")
 
 
 def predicate_node(name: str) -> ox.NamedNode:

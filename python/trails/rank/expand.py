@@ -6,14 +6,24 @@ every look-up is confined to the hit's own scope (``metadata["scope"]``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from trails.errors import InvalidArgumentError
 from trails.kg.base import select
 from trails.kg.sparql import TRAILS
 from trails.kg.terms import IRI
-from trails.rank._steps import H, annotated, by_scope, key, need_ctx, predicate_node, value, values
+from trails.rank._steps import (
+    H,
+    annotated,
+    by_scope,
+    check_setting,
+    key,
+    need_ctx,
+    predicate_node,
+    value,
+    values,
+)
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -42,13 +52,10 @@ class ParentDocument:
     def __init__(self, mode: Mode = "document", window: int = 1, *,
                  min_score: float | None = None) -> None:
         if mode not in ("document", "neighbours"):
-            raise ValueError(f"mode must be 'document' or 'neighbours', got {mode!r}")
-        if not isinstance(window, int) or window < 0:
-            raise ValueError(f"window must be a non-negative integer, got {window!r}")
-        if min_score is not None and (isinstance(min_score, bool)
-                                      or not isinstance(min_score, (int, float))
-                                      or math.isnan(min_score)):
-            raise ValueError(f"min_score must be a number or None, got {min_score!r}")
+            raise InvalidArgumentError(f"mode must be 'document' or 'neighbours', got {mode!r}")
+        check_setting("window", window, integer=True, at_least=0)
+        if min_score is not None:
+            check_setting("min_score", min_score)
         self.mode, self.window, self.min_score = mode, window, min_score
 
     def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:
@@ -156,8 +163,7 @@ class Neighbourhood:
     """
 
     def __init__(self, predicates: Sequence[str] | None = None, depth: int = 1) -> None:
-        if not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+        check_setting("depth", depth, integer=True, at_least=1)
         if isinstance(predicates, str):
             predicates = [predicates]
         self.predicates = None if predicates is None else list(predicates)

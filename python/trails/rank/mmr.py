@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from trails.rank._steps import H, below, check_scored, need_ctx, rescored
+from trails.errors import InvalidArgumentError
+from trails.rank._steps import H, below, check_scored, check_setting, need_ctx, rescored
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -40,8 +41,7 @@ def mmr(
     >>> mmr([1, 0], [[1, 0], [1, 0], [0, 1]], lambda_=0.3, k=2).order
     [0, 2]
     """
-    if not 0.0 <= lambda_ <= 1.0:
-        raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
+    check_setting("lambda_", lambda_, at_least=0, at_most=1)
     matrix = _unit(np.atleast_2d(np.asarray(vectors, dtype=np.float64)))
     n = 0 if matrix.size == 0 else len(matrix)
     k = n if k is None else max(0, min(k, n))
@@ -91,12 +91,12 @@ class MMR:
 
     def __init__(self, lambda_: float = 0.5, top_n: int | None = None,
                  relevance: Relevance = "cosine") -> None:
-        if not 0.0 <= lambda_ <= 1.0:
-            raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
-        if top_n is not None and top_n < 1:
-            raise ValueError(f"top_n must be >= 1 or None, got {top_n}")
+        check_setting("lambda_", lambda_, at_least=0, at_most=1)
+        if top_n is not None:
+            check_setting("top_n", top_n, integer=True, at_least=1)
         if relevance not in ("cosine", "score"):
-            raise ValueError(f"relevance must be 'cosine' or 'score', got {relevance!r}")
+            raise InvalidArgumentError(
+                f"relevance must be 'cosine' or 'score', got {relevance!r}")
         self.lambda_, self.top_n, self.relevance = lambda_, top_n, relevance
 
     def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None) -> list[H]:

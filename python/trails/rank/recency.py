@@ -10,6 +10,7 @@ from trails.rank._steps import (
     H,
     by_score,
     check_scored,
+    check_setting,
     key,
     need_ctx,
     predicate_node,
@@ -72,10 +73,8 @@ class RecencyDecay:
     def __init__(self, horizon_days: float = 60, floor: float = 0.5,
                  now: dt.date | dt.datetime | None = None,
                  predicate: str = "schema:dateCreated") -> None:
-        if horizon_days <= 0:
-            raise ValueError(f"horizon_days must be > 0, got {horizon_days}")
-        if not 0.0 <= floor <= 1.0:
-            raise ValueError(f"floor must be in [0, 1], got {floor}")
+        check_setting("horizon_days", horizon_days, above=0)
+        check_setting("floor", floor, at_least=0, at_most=1)
         self.horizon_days, self.floor, self.now = horizon_days, floor, now
         self.predicate = predicate
         self._node = predicate_node(predicate)

@@ -20,7 +20,16 @@ from trails import _state
 from trails._lazy import require
 from trails.errors import ConfigurationError
 from trails.parts import ContextParts
-from trails.rank._steps import H, below, by_score, key, rescored, scoped_rows, values
+from trails.rank._steps import (
+    H,
+    below,
+    by_score,
+    check_setting,
+    key,
+    rescored,
+    scoped_rows,
+    values,
+)
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -85,8 +94,8 @@ class CrossEncoderReranker(BaseReranker):
 
     def __init__(self, model_path: str | os.PathLike[str], top_n: int = 50, batch_size: int = 32,
                  device: str | None = None) -> None:
-        if top_n < 1 or batch_size < 1:
-            raise ValueError(f"top_n and batch_size must be >= 1, got {top_n} and {batch_size}")
+        check_setting("top_n", top_n, integer=True, at_least=1)
+        check_setting("batch_size", batch_size, integer=True, at_least=1)
         self.path = resolve_cross_encoder(model_path)
         self.top_n = top_n
         self.batch_size = batch_size

@@ -20,7 +20,7 @@ __all__ = ["STEP_OPTIONS", "build_steps"]
 _FACTORIES: dict[str, tuple[Callable[..., Step], tuple[str, ...]]] = {
     "mmr": (MMR, ("lambda_", "top_n", "relevance")),
     "recency": (RecencyDecay, ("horizon_days", "floor", "predicate")),
-    "parent_document": (ParentDocument, ("mode", "window")),
+    "parent_document": (ParentDocument, ("mode", "window", "min_score")),
     "neighbourhood": (Neighbourhood, ("predicates", "depth")),
     "entities": (EntityBoost, ("neighbours", "hops", "decay", "weight")),
 }

@@ -13,6 +13,7 @@ protocol, checked with ``isinstance``:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import Any, Protocol, cast, runtime_checkable
@@ -21,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from trails.errors import InvalidArgumentError
+
 __all__ = [
     "BaseEmbedder",
     "Embedder",
@@ -28,6 +31,7 @@ __all__ = [
     "TokenAwareEmbedder",
     "TokenCountingEmbedder",
     "Vectors",
+    "declared_price",
 ]
 
 # One float32 row per text.
@@ -106,6 +110,24 @@ class TokenCountingEmbedder(Embedder, Protocol):
     """
 
     def count_tokens(self, text: str) -> int: ...
+
+
+def declared_price(embedder: object) -> float | None:
+    """The price an embedder declares (``price_per_million_tokens``: what a million tokens
+    cost), which ingestion turns into each batch's ``cost``; None when it declares none.
+
+    Raises:
+        InvalidArgumentError: a price that is not a finite number >= 0 (it would report a
+            wrong cost, or none).
+    """
+    price = getattr(embedder, "price_per_million_tokens", None)
+    if price is None:
+        return None
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price < math.inf:
+        raise InvalidArgumentError(
+            "price_per_million_tokens must be a finite number >= 0 (what a million tokens "
+            f"cost) or None, got {price!r}")
+    return float(price)
 
 
 class BaseEmbedder:

@@ -22,7 +22,7 @@ from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import EmbeddingError
 from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
+from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
 
@@ -73,6 +73,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             its defaults with a 300 s deadline). The arguments above set its retries. After
             ``failure_threshold`` failed calls in a row, calls to this API's endpoint fail at
             once with EndpointUnavailableError until a probe succeeds (docs/resilience.md).
+        price_per_million_tokens: what a million tokens cost (your plan's price, e.g. 0.02
+            dollars for ``text-embedding-3-small``): ingestion's ``BatchEmbedded`` events then
+            carry each batch's ``cost``; None (the default) reports no cost.
         sleep, clock: ``time.sleep`` and ``time.time``, replaceable in tests.
 
     Raises:
@@ -104,7 +107,10 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         resilience: Resilience | Mapping[str, Any] | None = None,
+        price_per_million_tokens: float | None = None,
     ) -> None:
+        self.price_per_million_tokens = price_per_million_tokens
+        declared_price(self)  # refuses a price that is none
         if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
             raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
         if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:

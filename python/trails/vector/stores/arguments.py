@@ -8,6 +8,7 @@ where a list of ids or scopes belongs is refused, not read as a list of its char
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -16,7 +17,11 @@ import numpy as np
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["check_filters", "check_id", "check_ids", "check_k", "check_metadata",
-           "check_metadatas", "check_scopes", "check_text", "check_vector"]
+           "check_metadatas", "check_scopes", "check_text", "check_vector", "metadata_json"]
+
+# One encoder for every row instead of a new one per call (json.dumps builds one whenever it
+# is given options).
+_METADATA_JSON = json.JSONEncoder(default=str, sort_keys=True, allow_nan=False).encode
 
 
 def _shown(value: object) -> str:
@@ -60,6 +65,22 @@ def check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
         if not isinstance(key, str):
             raise InvalidArgumentTypeError(f"{name} keys must be str, got {_shown(key)}")
     return dict(metadata)
+
+
+def metadata_json(metadata: Mapping[str, Any], whose: str) -> str:
+    """``metadata`` as every store keeps it: JSON text, keys sorted, a value without a JSON
+    form as its ``str`` (a date as its ISO text).
+
+    Raises:
+        InvalidArgumentError: a NaN or an infinity (no JSON form; it would match no lookup),
+            naming ``whose`` metadata it is.
+    """
+    try:
+        return _METADATA_JSON(metadata)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"{whose} holds a number JSON cannot hold (NaN or infinity): {exc}; store it as a "
+            "string or leave it out") from exc
 
 
 def check_metadatas(metadata: object, count: int) -> list[dict[str, Any]]:

@@ -97,7 +97,17 @@ class MetadataLookups(abc.ABC):
             raise InvalidArgumentError(
                 f"{purpose} takes a mapping of metadata keys to values, got {filters!r}")
         check_keys(filters)
-        checked: dict[str, Any] = json.loads(json.dumps(dict(filters), default=str))
+        checked: dict[str, Any] = {}
+        for key, value in filters.items():
+            try:  # NaN equals nothing and infinity has no JSON form: a filter of either is a
+                # mistake, named here rather than answered by no rows on one store, an error
+                # on another
+                checked[key] = json.loads(json.dumps(value, default=str, allow_nan=False))
+            except ValueError as exc:
+                raise InvalidArgumentError(
+                    f"metadata filter {key!r}: {value!r} holds a number JSON cannot hold (NaN "
+                    "or infinity), so it matches no stored metadata; compare another value"
+                ) from exc
         return checked
 
 

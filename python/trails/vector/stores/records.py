@@ -33,9 +33,10 @@ class VectorHit(NamedTuple):
     """One search result: cosine similarity in [-1, 1], higher is better.
 
     A record (``hit.id``, ``hit[0]``, ``id, score, metadata = hit``) that also reads as the
-    mapping ``{"id", "score", "metadata"}``: ``hit["id"]``, ``hit.get(...)``, ``hit.keys()``
-    and ``dict(hit)`` (ADR 0028). It stays a tuple: ``len``, iteration, ``in`` and ``==``
-    are the tuple's.
+    mapping ``{"id", "score", "metadata"}``: ``hit["id"]``, ``hit.get(...)``, ``keys()``,
+    ``items()``, ``values()`` and ``dict(hit)`` (ADR 0028). It stays a tuple: ``len``,
+    iteration, ``in``, ``==`` and ``json.dumps`` are the tuple's (``dict(hit)`` for a JSON
+    object).
 
     >>> hit = VectorHit("c1", 0.5, {"iri": "c1"})
     >>> hit["score"], dict(hit)
@@ -67,6 +68,14 @@ class VectorHit(NamedTuple):
     def get(self, key: str, default: Any = None) -> Any:
         """The field ``key``, or ``default`` when a hit has no such field."""
         return getattr(self, key) if key in self._fields else default
+
+    def items(self) -> list[tuple[str, Any]]:
+        """``(field, value)`` pairs, as a mapping's items."""
+        return list(zip(self._fields, self))
+
+    def values(self) -> list[Any]:
+        """The field values in order, as a mapping's values."""
+        return list(self)
 
 
 class StoredVector(NamedTuple):

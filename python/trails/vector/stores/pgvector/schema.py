@@ -28,6 +28,7 @@ import numpy as np
 from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.scopes import DEFAULT_SCOPE
 from trails.text import text_words
+from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 
 __all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "names", "row", "term_rows",
@@ -121,12 +122,7 @@ def row(id: str, embedding: Any, metadata: Mapping[str, Any], pending: bool) -> 
         InvalidArgumentError: a NUL character, which PostgreSQL text cannot hold, in the id
             or the metadata; or a float JSON cannot hold (NaN, infinity).
     """
-    try:
-        text = json.dumps(metadata, default=str, allow_nan=False)
-    except ValueError as exc:
-        raise InvalidArgumentError(
-            f"the metadata of {id!r} holds a number JSON cannot hold (NaN or infinity): {exc}; "
-            "store it as a string or leave it out") from exc
+    text = arguments.metadata_json(metadata, f"the metadata of {id!r}")
     if "\x00" in id or "\\u0000" in text:
         raise InvalidArgumentError(
             f"vector {id!r}: PostgreSQL cannot store a NUL character (\\x00) in an id or in "

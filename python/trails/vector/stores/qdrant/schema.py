@@ -17,6 +17,7 @@ from typing import Any
 
 from trails.errors import ConfigurationError
 from trails.scopes import DEFAULT_SCOPE
+from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.records import back_reference
 
@@ -64,7 +65,7 @@ def payload(id: str, metadata: dict[str, Any], pending: bool) -> dict[str, Any]:
         text = metadata.get("snippet")
     return {
         "id": id,
-        "metadata": json.loads(json.dumps(metadata, default=str)),
+        "metadata": json.loads(arguments.metadata_json(metadata, f"the metadata of {id!r}")),
         KEYWORD_FIELD: text if isinstance(text, str) else None,
         "text_given": given,
         "doc_iri": optional_str(metadata.get("doc_iri")),

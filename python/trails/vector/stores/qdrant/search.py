@@ -198,7 +198,8 @@ class QdrantSearch(QdrantVersions):
         then compared as a JSON value (:func:`~..base.metadata_matches`), by id."""
         flt = self._live_filter(None, None)
         flt.must = [self._json_condition(key, value) for key, value in filters.items()
-                    if key != "text" and not isinstance(value, (list, dict))] or None
+                    if key != "text" and not isinstance(value, (list, dict))
+                    and not _past_float_precision(value)] or None
         payloads = [r.payload for r in self._scroll(self.collection, flt)]
         found = sorted(p["id"] for p, old in zip(payloads, self._stale(payloads))
                        if not old and metadata_matches(metadata_of(p), filters))
@@ -223,3 +224,9 @@ class QdrantSearch(QdrantVersions):
             return len(local.rows(points, None, None))
         return int(self._c.count(self.collection, count_filter=self._live_filter(None, None),
                                  exact=True).count)
+
+
+def _past_float_precision(value: Any) -> bool:
+    """An integer a float cannot hold exactly (beyond 2**53): Qdrant's range condition takes
+    floats, so such a value is compared in Python only, exactly."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53

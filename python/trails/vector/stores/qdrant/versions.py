@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.vector.stores import arguments
 from trails.vector.stores.qdrant.core import QdrantCore
 from trails.vector.stores.qdrant.lock import locked
 from trails.vector.stores.qdrant.schema import eq, point_id
@@ -167,7 +168,8 @@ class QdrantVersions(QdrantCore):
                 delete_payload=m.DeletePayload(keys=gone, filter=points)))
         if kept:
             operations.append(m.SetPayloadOperation(set_payload=m.SetPayload(
-                payload=json.loads(json.dumps(kept, default=str)), filter=points,
+                payload=json.loads(arguments.metadata_json(kept, "update_payload's fields")),
+                filter=points,
                 key="metadata")))
         if rows and operations:
             self._c.batch_update_points(self.collection, wait=True,

@@ -66,9 +66,6 @@ def reads(method: F) -> F:
 
 # How many candidate sets (``ids`` tuples) a store remembers, most recent first.
 MEMO_SIZE = 4
-# json.dumps(m, default=str, sort_keys=True), with one encoder for every row instead of
-# a new one per call (json.dumps builds one whenever it is given options).
-_METADATA_JSON = json.JSONEncoder(default=str, sort_keys=True).encode
 
 
 class SqliteCore(BaseVectorStore):
@@ -262,7 +259,8 @@ class SqliteCore(BaseVectorStore):
         The vectors go to fresh slots, flushed to disk before the rows naming them commit; a
         replaced row's old slot is left as it is (a snapshot may still read it)."""
         texts = take_texts(metas)  # stored once, in items.text (see schema.m003)
-        payload = [_METADATA_JSON(m) for m in metas]
+        payload = [arguments.metadata_json(m, f"the metadata of {id!r}")
+                   for id, m in zip(ids, metas)]
         docs = [optional_str(m.get("doc_iri")) for m in metas]
         scopes = [_scope(m) for m in metas]
         with self._writing():

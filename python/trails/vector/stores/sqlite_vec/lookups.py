@@ -70,6 +70,10 @@ class SqliteLookups(SqliteVersions):
                 where.append(f"{kind} = '{json.dumps(value)}'")
             elif isinstance(value, (int, float)):
                 where.append(f"{kind} IN ('integer', 'real') AND {path} = ?")
+                if isinstance(value, int) and not -2**63 <= value < 2**63:
+                    # SQLite reads an integer beyond 64 bits as a real: narrow by that,
+                    # then compare exactly in Python
+                    value, exact = float(value), False
                 params.append(value)
             elif isinstance(value, str):
                 where.append(f"{kind} = 'text' AND {path} = ?")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trails.errors import InvalidArgumentError
+from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
@@ -120,7 +121,7 @@ class SqliteVersions(SqliteCore):
                 f"update_payload cannot change {', '.join(fixed)}: they say which document "
                 "and version a row is; delete the document and add its rows again")
         if not _DERIVED & set(fields):
-            patch = json.dumps(dict(fields), default=str)
+            patch = arguments.metadata_json(fields, "update_payload's fields")
             with self._writing():
                 changed = self._db.execute(
                     "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
