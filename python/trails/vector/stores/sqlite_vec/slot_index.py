@@ -32,15 +32,28 @@ class Candidates:
         self.names = names
         self._hashes = hashes
         self.documents_only = documents_only
+        self._order: np.ndarray | None = None  # positions of the names by hash, when asked
+        self._sorted = np.empty(0, dtype=np.uint64)
 
     def admits(self, id: str, doc: str | None) -> bool:
         """Whether the row ``id`` (of document ``doc``) is one the names stand for."""
         for name in ((doc,) if self.documents_only else (id, doc)):
             if name is not None:
                 hashed = key_hashes([name])[0]
-                if any(self.names[int(j)] == name for j in np.flatnonzero(self._hashes == hashed)):
+                if any(self.names[int(j)] == name for j in self._named(hashed)):
                     return True
         return False
+
+    def _named(self, hashed: np.uint64) -> np.ndarray:
+        """The positions of the names of hash ``hashed``: a binary search, the hashes sorted
+        once on the first check (each of a query's hundreds of checks scanning every name
+        cost more than the search at half a million candidates)."""
+        if self._order is None:
+            self._order = np.argsort(self._hashes, kind="stable")
+            self._sorted = self._hashes[self._order]
+        low = int(np.searchsorted(self._sorted, hashed, side="left"))
+        high = int(np.searchsorted(self._sorted, hashed, side="right"))
+        return self._order[low:high]
 
 
 class SlotIndex:
