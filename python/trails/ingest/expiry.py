@@ -50,8 +50,11 @@ EXPIRES = "https://trails.dev/ns#expires"
 _FORMAT = ("a date (2025-01-31: expired from the start of that day, UTC) or a datetime with "
            "an offset (2025-01-31T17:00:00+01:00)")
 _PERIOD = re.compile(r"^P(\d{1,6})D$")
-_EXPIRIES = ("SELECT ?doc ?expires WHERE { ?doc a trails:Document ; "
-             f"<{EXPIRES}> ?expires }}")
+# The expiries first, the type checked per expiry: written as one pattern, an on-disk graph
+# walked every document's type for each question (0.8 s at 20,000 documents, none expiring,
+# against 1 ms), the cost of every fresh process's first search.
+_EXPIRIES = (f"SELECT ?doc ?expires WHERE {{ ?doc <{EXPIRES}> ?expires "
+             "FILTER EXISTS { ?doc a trails:Document } }")
 
 
 class ExpiredDocument(NamedTuple):
