@@ -166,6 +166,22 @@ def test_no_label_occurrence_is_missed_and_every_span_folds_to_its_label(text, l
     assert reported == _reference(text, labels)
 
 
+# ASCII texts take their own path (offsets kept, boundaries found by one regex scan):
+# digits, "_" and labels that begin or end with punctuation ("C++") are its edge cases.
+ASCII = st.sampled_from(list("abAB1_ +-.\n"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(ASCII, max_size=40),
+       labels=st.lists(st.text(ASCII, min_size=1, max_size=5), min_size=1, max_size=4))
+def test_in_ascii_text_no_label_is_missed_and_none_crosses_a_word(text, labels):
+    entities = {f"e{i}": label for i, label in enumerate(labels)}
+    matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
+    mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
+    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    assert reported == _reference(text, labels)
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(ALPHABET, max_size=40), labels=st.lists(WORDS, min_size=1, max_size=4))
 def test_without_nesting_the_kept_spans_are_the_leftmost_longest(text, labels):

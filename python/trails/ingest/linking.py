@@ -20,6 +20,7 @@ provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -235,10 +236,15 @@ class LabelMatcher:
         if self._automaton is None or not text:
             return []
         folded, origin = self._folded(text)
-        found = []
-        for index, start, end in self._automaton.find_matches_as_indexes(folded, overlapping=True):
-            if self._bounded(folded, start, end, origin):
-                found.append((origin(start), origin(end), index))
+        matches = self._automaton.find_matches_as_indexes(folded, overlapping=True)
+        if origin is _same:  # ASCII: offsets kept, and the text's word boundaries found at once
+            bounds = {m.start() for m in _BOUNDARY.finditer(folded)}
+            found = [(start, end, index) for index, start, end in matches
+                     if (start in bounds or not _is_word(folded[start]))
+                     and (end in bounds or not _is_word(folded[end - 1]))]
+        else:
+            found = [(origin(start), origin(end), index) for index, start, end in matches
+                     if self._bounded(folded, start, end, origin)]
         return found if self.settings.nested else _leftmost_longest(found)
 
     def _folded(self, text: str) -> tuple[str, Any]:
@@ -268,6 +274,10 @@ class LabelMatcher:
             end == len(folded) or origin(end - 1) != origin(end))
 
 
+# Where a word character meets a non-word one (or the text's end): in ASCII, \w is exactly
+# _is_word's letters, digits and "_". A match is on word boundaries when each of its ends is
+# one of these, or is not inside a word at all (a label that starts or ends with punctuation).
+_BOUNDARY = re.compile(r"\b")
 _ASCII_SPACES = str.maketrans("\t\n\v\f\r\x1c\x1d\x1e\x1f", " " * 9)
 
 
