@@ -95,7 +95,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    sample, asked, rounds = ((100, 10, 1) if args.quick
+    # --quick is a smoke run (tests/test_benchmarks_smoke.py): every mode and setting once.
+    sample, asked, rounds = ((50, 5, 1) if args.quick
                              else (args.sample, args.queries, args.rounds))
     asked_queries = queries(asked)
     results = {}
@@ -104,7 +105,7 @@ def main() -> None:
         setups = [(f"MiniLM, {sample:,} SciFact documents", documents(sample),
                    SentenceTransformerEmbedder()),
                   ("MockEmbedder(384), all 5,183 SciFact documents",
-                   documents(None if not args.quick else 300), MockEmbedder(dim=384))]
+                   documents(None if not args.quick else 100), MockEmbedder(dim=384))]
         for n, (name, docs, embedder) in enumerate(setups):
             print(f"{name}:", flush=True)
             with build(Path(work) / f"ctx{n}", docs, embedder) as ctx:

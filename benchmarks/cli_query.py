@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small corpus, few runs")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    size, runs = (100, 3) if args.quick else (1500, 9)
+    # --quick is a smoke run (tests/test_benchmarks_smoke.py): each figure measured once.
+    size, runs = (100, 1) if args.quick else (1500, 9)
     asked = queries(runs)
     python = [sys.executable]
     env_note = "HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") else ""

@@ -110,10 +110,11 @@ def test_sentence_chunker_properties(text, max_chars, overlap):
     assert chunker.chunk(doc(text)) == chunks  # deterministic
 
 
-# From 4 tokens up: below that, one character can take more tokens than allowed on its own
+# The token chunkers' properties run 60 examples (a tokenizer call per chunk is their cost); the
+# character chunker's, cheap, 300. From 4 tokens up: below that, one character can take more tokens than allowed on its own
 # (a Hangul syllable is 3 word pieces, an emoji 2-3 tiktoken tokens); see TokenChunker.
 @given(text=texts, max_tokens=st.integers(4, 40), overlap=st.integers(0, 5))
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_token_chunker_properties_minilm(minilm, text, max_tokens, overlap):
     chunker = TokenChunker(minilm, max_tokens, min(overlap, max_tokens - 1))
@@ -124,7 +125,7 @@ def test_token_chunker_properties_minilm(minilm, text, max_tokens, overlap):
 
 
 @given(text=texts, max_tokens=st.integers(4, 40), overlap=st.integers(0, 5))
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_token_chunker_properties_tiktoken(cl100k, text, max_tokens, overlap):
     chunker = TokenChunker(cl100k, max_tokens, min(overlap, max_tokens - 1))
@@ -135,7 +136,7 @@ def test_token_chunker_properties_tiktoken(cl100k, text, max_tokens, overlap):
 
 
 @given(text=texts, max_tokens=st.integers(4, 30), max_chars=st.integers(1, 200))
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=50, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_token_capped_sentence_chunker_properties(minilm, text, max_tokens, max_chars):
     count = tokens_of(minilm).count

@@ -20,31 +20,48 @@ from conftest import ROOT
 pytest.importorskip("sentence_transformers", reason="the local model needs trails[local-model]")
 
 
-LOAD = textwrap.dedent("""
-    import json, sys
+# One process loads the model three times, the model cache emptied between loads: quietly
+# first (a fresh process, where tqdm's import warns), then with verbose=True, then with
+# TRAILS_MODEL_PROGRESS=1. A marker line on stderr divides what each load wrote. One process
+# instead of three: starting torch and loading the weights is most of each test's time.
+MARK = "--- next load ---"
+LOADS = textwrap.dedent("""
+    import json, os, sys
+    import trails._state
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
-    embedder = SentenceTransformerEmbedder(backend="torch"{verbose})
-    vector = embedder.embed("a short sentence")
     import transformers.utils.logging as hf_logging
-    print(json.dumps({{"dim": len(vector), "bars_after": hf_logging.is_progress_bar_enabled(),
-                       "verbosity_after": hf_logging.get_verbosity()}}))
+    reports = []
+    for verbose, env in ((None, None), (True, None), (None, "1")):
+        if env is not None:
+            os.environ["TRAILS_MODEL_PROGRESS"] = env
+        trails._state.model_cache.clear()
+        options = {} if verbose is None else {"verbose": verbose}
+        vector = SentenceTransformerEmbedder(backend="torch", **options).embed("a sentence")
+        reports.append({"dim": len(vector), "bars_after": hf_logging.is_progress_bar_enabled(),
+                        "verbosity_after": hf_logging.get_verbosity()})
+        print(sys.argv[1], file=sys.stderr, flush=True)  # MARK
+    print(json.dumps(reports))
 """)
 
 
-def load_in_subprocess(verbose: str = "", env: dict[str, str] | None = None):
+@pytest.fixture(scope="module")
+def loads() -> list[tuple[dict, str]]:
+    """(report, stderr) of each load: quiet, verbose=True, TRAILS_MODEL_PROGRESS=1."""
     environment = {name: value for name, value in os.environ.items()
                    if name != "TRAILS_MODEL_PROGRESS"}
-    environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1", **(env or {})})
-    run = subprocess.run([sys.executable, "-c", LOAD.format(verbose=verbose)], cwd=ROOT,
-                         env=environment, capture_output=True, text=True, timeout=300,
-                         check=False)
+    environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"})
+    run = subprocess.run([sys.executable, "-c", LOADS, MARK], cwd=ROOT, env=environment,
+                         capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.splitlines()[-1]), run.stderr
+    reports = json.loads(run.stdout.splitlines()[-1])
+    stderrs = run.stderr.split(MARK + "\n")
+    assert len(reports) == 3 and len(stderrs) == 4 and stderrs[3] == "", run.stderr[-3000:]
+    return list(zip(reports, stderrs[:3]))
 
 
 @pytest.mark.slow
-def test_loading_the_model_writes_nothing_about_weights_to_stderr():
-    report, stderr = load_in_subprocess()
+def test_loading_the_model_writes_nothing_about_weights_to_stderr(loads):
+    report, stderr = loads[0]  # the process's first load: tqdm is imported here
     assert report["dim"] == 384
     assert "Loading weights" not in stderr
     assert "TqdmWarning" not in stderr and "it/s]" not in stderr
@@ -54,11 +71,9 @@ def test_loading_the_model_writes_nothing_about_weights_to_stderr():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("verbose", "env"), [(", verbose=True", None),
-                                              ("", {"TRAILS_MODEL_PROGRESS": "1"})],
-                         ids=["verbose=True", "TRAILS_MODEL_PROGRESS=1"])
-def test_asking_for_progress_shows_the_weight_loading_bar(verbose, env):
-    report, stderr = load_in_subprocess(verbose, env)
+@pytest.mark.parametrize("load", [1, 2], ids=["verbose=True", "TRAILS_MODEL_PROGRESS=1"])
+def test_asking_for_progress_shows_the_weight_loading_bar(loads, load):
+    report, stderr = loads[load]
     assert report["dim"] == 384
     assert "Loading weights" in stderr and "103/103" in stderr
 

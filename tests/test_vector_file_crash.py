@@ -134,7 +134,10 @@ def test_killed_writers_leave_every_committed_vector_and_nothing_else(tmp_path):
     model: set[str] = set()
     start = 0
     rng = random.Random(20261123)
-    moments = ["mid-append", "before-commit", "mid-commit"] * 3 + ["random"] * 24
+    # Each chosen moment twice (the second writer appends over the first one's garbage), then
+    # random moments: the chosen ones are where a torn write can happen; the random ones catch
+    # what they miss. Each writer is a new interpreter, so their number is the test's cost.
+    moments = ["mid-append", "before-commit", "mid-commit"] * 2 + ["random"] * 10
     for moment in moments:
         lines = run_writer(path, start, moment, rng.uniform(0.0, 0.6))
         start = max(start, apply(lines, model))
