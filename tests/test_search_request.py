@@ -4,6 +4,7 @@ same requests and refuse the same ones with the same error and message (ADR 0043
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -12,9 +13,9 @@ from fastapi.testclient import TestClient
 from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.errors import InvalidArgumentError
+from trails.retrieval.arguments import MAX_K
 from trails.service.app import create_app
-from trails.service.mcp import chosen_key
-from trails.service.mcp import search as mcp_search
+from trails.service.mcp import build_server, chosen_key
 from trails.service.models import RetrieveRequest
 
 # Python's spelling of an option that JSON spells otherwise.
@@ -61,6 +62,12 @@ def service(tmp_path_factory) -> Any:
         yield ctx, client
 
 
+@pytest.fixture(scope="module")
+def mcp_server(service) -> Any:
+    pytest.importorskip("mcp")
+    return build_server(service[0], chosen_key(None, None, None))
+
+
 def _python(ctx: Any, options: dict[str, Any]) -> Any:
     return retrieve("alpine", ctx, **{PYTHON_NAMES.get(n, n): v for n, v in options.items()})
 
@@ -70,10 +77,26 @@ def _http(client: TestClient, options: dict[str, Any]) -> Any:
                        headers=bearer("admin"))
 
 
+def _mcp(server: Any, options: dict[str, Any]) -> Any:
+    """The ``retrieve`` tool called in-process, as the SDK calls it for a client."""
+    return asyncio.run(server.call_tool("retrieve", {"query": "alpine", **options}))
+
+
 def _refusal(call: Any) -> tuple[str, str]:
     with pytest.raises(InvalidArgumentError) as raised:
         call()
     return type(raised.value).__name__, str(raised.value)
+
+
+def _mcp_refusal(server: Any, options: dict[str, Any]) -> tuple[str, str]:
+    """The tool error a client reads, and the error it carries."""
+    with pytest.raises(Exception) as raised:
+        _mcp(server, options)
+    cause = raised.value
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    assert str(raised.value) == f"Error executing tool retrieve: {cause}"
+    return type(cause).__name__, str(cause)
 
 
 @pytest.mark.parametrize("options", BAD, ids=repr)
@@ -95,16 +118,40 @@ def test_a_good_request_gets_the_same_answer_everywhere(service, options):
     assert [h["iri"] for h in answer.json()["hits"]] == [h.iri for h in python]
 
 
-# The options the MCP tool takes (its own parameters, in the request's names).
-MCP_OPTIONS = {"mode", "k", "filter", "scopes", "min_score"}
-
-
-@pytest.mark.parametrize("options", [o for o in BAD if set(o) <= MCP_OPTIONS], ids=repr)
-def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, options):
+@pytest.mark.parametrize("options", BAD + [{"top_k": 3}], ids=repr)
+def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, mcp_server, options):
     ctx, _ = service
-    python = _refusal(lambda: _python(ctx, options))
-    assert _refusal(lambda: mcp_search(ctx, chosen_key(None, None, None), "alpine",
-                                       **options)) == python
+    python = _refusal(lambda: _python(ctx, options) if "top_k" not in options
+                      else SearchRequest(query="alpine", **options))
+    mcp = _mcp_refusal(mcp_server, options)
+    if "top_k" in options:  # the tool names its own fields too (inject_mode, ...)
+        assert mcp[0] == python[0] and mcp[1].startswith(python[1])
+    else:
+        assert mcp == python
+
+
+@pytest.mark.parametrize("options", GOOD, ids=repr)
+def test_the_mcp_tool_answers_a_good_request_as_python_does(service, mcp_server, options):
+    ctx, _ = service
+    python = _python(ctx, {"scopes": ["alpha"], **options})
+    answer = _mcp(mcp_server, {"scopes": ["alpha"], **options})
+    assert not answer.is_error, answer.content
+    assert [h["iri"] for h in answer.structured_content["hits"]] == [h.iri for h in python]
+
+
+def test_the_mcp_schema_is_the_requests_schema(mcp_server):
+    """Every field of the request is an argument of the tool, with its type, limits,
+    choices, default and description."""
+    [tool] = [t for t in asyncio.run(mcp_server.list_tools()) if t.name == "retrieve"]
+    published = tool.input_schema["properties"]
+    request = SearchRequest.model_json_schema()["properties"]
+    assert set(request) <= set(published)
+    # These are spelt as JSON spells them (terms by value, steps by name, now as text).
+    for name in set(request) - {"bindings", "steps", "now"}:
+        assert published[name] == request[name], name
+    assert (published["k"]["minimum"], published["k"]["maximum"]) == (1, MAX_K)
+    assert tool.input_schema["required"] == ["query"]
+    assert tool.input_schema.get("additionalProperties") is False
 
 
 def test_an_unknown_field_is_refused_by_the_request_and_over_http(service):

@@ -219,7 +219,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
         check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
         result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
-                                         lambda: retrieve_options(state, body))
+                                         lambda: retrieve_options(body, state.reranker))
         return injected(result, {"query": body.query, **result.to_dict()}, body.inject_mode,
                         body.max_tokens, body.template)
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from trails._lazy import require
@@ -40,15 +40,19 @@ from trails.kg.bindings import check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.kg.terms import IRI, check_json_text
-from trails.retrieval.arguments import MAX_K, check_scope_argument
-from trails.retrieval.recording import SearchCall
-from trails.retrieval.retrieve import Mode as RetrieveMode
 from trails.scopes import normalize_scopes
-from trails.service.injection import InjectMode, check_injection, injected
+from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
-from trails.service.requests import keyed_search, record_sparql, search_scopes
+from trails.service.models import RetrieveRequest
+from trails.service.requests import (
+    keyed_search,
+    record_sparql,
+    request_call,
+    retrieve_options,
+    search_scopes,
+)
 
-__all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
+__all__ = ["ANONYMOUS", "MAX_ROWS", "ToolArguments", "build_server", "chosen_key", "run_stdio"]
 
 log = logging.getLogger("trails.mcp")
 
@@ -60,15 +64,6 @@ MAX_ROWS = 1000
 
 T = TypeVar("T")
 
-Query = Annotated[str, Field(description="The question, in natural language.")]
-Mode = Annotated[RetrieveMode, Field(description=(
-    "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
-    "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))]
-TopK = Annotated[int, Field(ge=1, le=MAX_K, description="At most this many hits.")]
-Filter = Annotated[str | None, Field(description=(
-    "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank, e.g. "
-    "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
-    "FILTER(?d >= ?since) }. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
 Bindings = Annotated[dict[str, Any] | None, Field(description=(
     "Values for the query's variables, bound as RDF terms (never pasted into the text): "
     "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
@@ -76,16 +71,6 @@ Bindings = Annotated[dict[str, Any] | None, Field(description=(
 Scopes = Annotated[list[str] | None, Field(description=(
     "The scopes to search (default: every scope this server's key grants; for a key with "
     "every scope, the default scope)."))]
-MinScore = Annotated[float | None, Field(description=(
-    "Drop hits whose final score is below this; its scale is the fusion's (cosine for "
-    "vector mode, 0 to 1 for hybrid)."))]
-Inject = Annotated[InjectMode, Field(description=(
-    "prompt_append: also answer 'context', the evidence block to append to a prompt (each "
-    "passage numbered with its citation); metadata_only: the hits alone; none: no hits."))]
-MaxTokens = Annotated[int | None, Field(ge=1, description=(
-    "prompt_append only: the evidence block's token budget (the best hits that fit)."))]
-Template = Annotated[str | None, Field(description=(
-    "prompt_append only: the block's template, holding {{ context }} (and maybe {{ query }})."))]
 SparqlText = Annotated[str, Field(description=(
     "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
     "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
@@ -132,26 +117,33 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
                   frozenset({"read"}))
 
 
-def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybrid", k: int = 10,
-           filter: str | None = None, bindings: Mapping[str, Any] | None = None,
-           scopes: Sequence[str] | None = None, min_score: float | None = None,
-           inject_mode: InjectMode = "metadata_only", max_tokens: int | None = None,
-           template: str | None = None) -> dict[str, Any]:
+class ToolArguments(RetrieveRequest):
+    """The ``retrieve`` tool's arguments: the body of ``POST /retrieve`` (a
+    :class:`~trails.retrieval.request.SearchRequest`, its fields, checks, limits and
+    descriptions, and the delivery fields), its bindings' strings typed as ``trails query
+    --bind`` types them. Its JSON schema is the tool's input schema."""
+
+    bindings: dict[str, bool | int | float | str] | None = Field(  # type: ignore[assignment]
+        default=None, description=(
+            "Values for the filter's variables, bound as RDF terms (never pasted into the "
+            "text): numbers and booleans as typed; a string \"<http://...>\" is an IRI, "
+            "\"2024-01-01\" a date, an ISO datetime a dateTime, anything else a string."))
+
+
+def search(ctx: Context, key: ApiKey, query: str, **arguments: Any) -> dict[str, Any]:
     """The ``retrieve`` tool: hits with provenance, and how they were found (with the
     evidence block for a prompt under ``inject_mode="prompt_append"``, as over HTTP).
+    ``arguments`` are :class:`ToolArguments`' (a request's fields, as JSON spells them).
 
     Raises:
         PermissionDeniedError: a scope the key does not grant.
-        InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
+        InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them,
+            with the same messages.
     """
-    check_injection(inject_mode, max_tokens, template)  # before searching
-    if scopes is not None:
-        check_scope_argument(scopes)  # [] is refused as retrieve() refuses it, not read as None
-    call = SearchCall(query=query, mode=mode, k=k, sparql_filter=filter, bindings=bindings,
-                      scopes=list(scopes or ()), fusion="auto", min_score=min_score,
-                      caller=key.label)
-    result = keyed_search(ctx, key, call, lambda: {"bindings": _bindings(bindings),
-                                                   "min_score": min_score})
+    body = ToolArguments(query=query, **arguments)
+    check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
+    result = keyed_search(ctx, key, request_call(body, key.label), lambda: {
+        **retrieve_options(body, None), "bindings": _bindings(body.bindings)})
     answer = result.to_dict()
     return injected(result, {
         "hits": [{name: hit[name] for name in (
@@ -159,7 +151,7 @@ def search(ctx: Context, key: ApiKey, query: str, *, mode: RetrieveMode = "hybri
             for hit in answer["hits"]],
         **{name: answer[name] for name in (
             "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}},
-        inject_mode, max_tokens, template)
+        body.inject_mode, body.max_tokens, body.template)
 
 
 def read_graph(ctx: Context, key: ApiKey, query: str,
@@ -208,31 +200,45 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
     """
     sdk = require("mcp.server.mcpserver", "The MCP server (trails mcp)")
     types = require("mcp", "The MCP server (trails mcp)").types
-    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS)
     read_only = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
-    def retrieve_tool(query: Query, mode: Mode = "hybrid", k: TopK = 10, filter: Filter = None,
-                      bindings: Bindings = None, scopes: Scopes = None,
-                      min_score: MinScore = None, inject_mode: Inject = "metadata_only",
-                      max_tokens: MaxTokens = None, template: Template = None) -> dict[str, Any]:
-        return _as_tool_error(sdk, lambda: search(
-            ctx, key, query, mode=mode, k=k, filter=filter, bindings=bindings, scopes=scopes,
-            min_score=min_score, inject_mode=inject_mode, max_tokens=max_tokens,
-            template=template))
+    def retrieve_tool(arguments: dict[str, Any]) -> dict[str, Any]:
+        return _as_tool_error(sdk, lambda: search(ctx, key, **arguments))
+
+    retrieve = _request_tool(sdk.tools.Tool.from_function(
+        retrieve_tool, name="retrieve", annotations=read_only, description=(
+            "Find the passages (chunks) that best answer a question, optionally only among the "
+            "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, "
+            "source, snippet, document) and the plan that found them.")))
+    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS, tools=[retrieve])
 
     def sparql_tool(query: SparqlText, bindings: Bindings = None,
                     scopes: Scopes = None) -> dict[str, Any]:
         return _as_tool_error(sdk, lambda: read_graph(ctx, key, query, bindings, scopes))
 
-    server.add_tool(retrieve_tool, name="retrieve", annotations=read_only, description=(
-        "Find the passages (chunks) that best answer a question, optionally only among the "
-        "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, source, "
-        "snippet, document) and the plan that found them."))
     server.add_tool(sparql_tool, name="sparql", annotations=read_only, description=(
         "Run a read-only SPARQL query on the knowledge graph, confined to the scopes this "
         f"server may read. SELECT returns variables and rows (at most {MAX_ROWS}), ASK a "
         "boolean, CONSTRUCT/DESCRIBE triples."))
     return server
+
+
+def _request_tool(tool: Any) -> Any:
+    """``tool`` (taking ``arguments``) as the SDK's tool whose input schema is
+    :class:`ToolArguments`' JSON schema and whose arguments all reach ``arguments`` as sent:
+    the request model checks them, with ``retrieve()``'s messages, not the SDK."""
+    base = require("mcp.server.mcpserver.utilities.func_metadata",
+                   "The MCP server (trails mcp)").ArgModelBase
+
+    class Sent(base):  # type: ignore[misc, valid-type]  # a class the SDK builds
+        model_config = ConfigDict(extra="allow")
+
+        def model_dump_one_level(self) -> dict[str, Any]:
+            return {"arguments": dict(self.model_extra or {})}
+
+    return tool.model_copy(update={
+        "parameters": ToolArguments.model_json_schema(),
+        "fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": Sent})})
 
 
 def run_stdio(ctx: Context, key: ApiKey) -> None:

@@ -18,6 +18,7 @@ from trails.kg.parse_errors import is_update
 from trails.kg.remote.rewrite import query_form
 from trails.kg.sparql import check_filter, check_limits, refuse_service
 from trails.kg.terms import IRI
+from trails.rank import Step
 from trails.records import RetrievalResult
 from trails.retrieval.arguments import check_scope_argument
 from trails.retrieval.recording import SearchCall, observe, record_refusal
@@ -33,7 +34,6 @@ from trails.scopes import (
 from trails.service.keys import ApiKey
 from trails.service.models import RetrieveRequest, TermObject
 from trails.service.sparql_protocol import SparqlRequest
-from trails.service.state import ServiceState
 from trails.service.steps import build_steps
 
 __all__ = ["NOTHING_GRANTED", "confine_dataset", "dataset_scopes", "keyed_search",
@@ -149,7 +149,7 @@ def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return converted
 
 
-def retrieve_options(state: ServiceState, body: RetrieveRequest) -> dict[str, Any]:
+def retrieve_options(body: RetrieveRequest, reranker: Step | None) -> dict[str, Any]:
     """The keyword arguments of ``retrieve()`` for ``body`` beyond its query, mode, k,
     filter and scopes (:func:`keyed_search` passes those).
 
@@ -158,7 +158,7 @@ def retrieve_options(state: ServiceState, body: RetrieveRequest) -> dict[str, An
     """
     return {
         "bindings": term_bindings(body.bindings), "fusion": body.fusion,
-        "steps": build_steps([(s.name, s.options) for s in body.steps], state.reranker),
+        "steps": build_steps([(s.name, s.options) for s in body.steps], reranker),
         "min_score": body.min_score, "why": body.why, "now": body.now,
         "fallback": body.fallback,
     }
