@@ -14,6 +14,7 @@ from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.errors import InvalidArgumentError
 from trails.retrieval.arguments import MAX_K
+from trails.retrieval.recording import SearchCall
 from trails.service.app import create_app
 from trails.service.mcp import build_server, chosen_key
 from trails.service.models import RetrieveRequest
@@ -169,3 +170,14 @@ def test_the_request_is_frozen_and_the_body_is_the_request():
         request.k = 4  # type: ignore[misc]
     assert issubclass(RetrieveRequest, SearchRequest)
     assert set(SearchRequest.model_fields) <= set(RetrieveRequest.model_fields)
+
+
+def test_the_audit_call_is_what_the_request_asks():
+    request = SearchRequest(query="alpine", k=7, filter=FILTER, bindings={"x": 1},
+                            scopes=["alpha"], fusion="rrf", min_score=0.25, why=True)
+    call = SearchCall.asked(request, "ana", started="2026-01-01T00:00:00Z")
+    assert (call.query, call.mode, call.k, call.sparql_filter, dict(call.bindings or {}),
+            list(call.scopes), call.fusion, list(call.steps), call.min_score, call.caller,
+            call.why, call.started) == (
+        "alpine", "hybrid", 7, FILTER, {"x": 1}, ["alpha"], "rrf", [], 0.25, "ana", True,
+        "2026-01-01T00:00:00Z")

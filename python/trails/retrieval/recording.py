@@ -29,6 +29,7 @@ from trails.vector.stores.base import RevisionedStore, VectorStore
 
 if TYPE_CHECKING:
     from trails.context import Context
+    from trails.retrieval.request import SearchRequest
 
 __all__ = ["LOG_TEXT", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
            "record_refusal", "revisions"]
@@ -63,6 +64,17 @@ class SearchCall:
     started: str = ""
     embedder: str | None = None
     revisions: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def asked(cls, request: SearchRequest, caller: str | None = None,
+              **recorded: Any) -> SearchCall:
+        """What ``request`` asks, as the trail records it; ``recorded`` adds what the search
+        learnt (when it started, the scopes it read, the revisions, the embedder)."""
+        return cls(**{"query": request.query, "mode": request.mode, "k": request.k,
+                      "sparql_filter": request.filter, "bindings": request.bindings,
+                      "scopes": list(request.scopes or ()), "fusion": request.fusion,
+                      "steps": request.steps, "min_score": request.min_score,
+                      "caller": caller, "why": request.why, **recorded})
 
 
 @dataclass(frozen=True)

@@ -182,8 +182,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     """Answer a checked request (``retrieve()``'s body)."""
     query, mode, k, sparql_filter = request.query, request.mode, request.k, request.filter
     bindings, fusion, steps, now = request.bindings, request.fusion, request.steps, request.now
-    threshold, fallback, why = request.min_score, request.fallback, request.why
-    clock, started, asked, fusion_asked = time.perf_counter(), started_now(), query, fusion
+    threshold, fallback = request.min_score, request.fallback
+    clock, started = time.perf_counter(), started_now()
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if fusion == "auto" and mode != "hybrid":
@@ -248,11 +248,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
             break
     if answer is None:
         raise AssertionError("unreachable: the last read answers whatever it finds")
-    call = SearchCall(query=asked, mode=mode, k=k, sparql_filter=sparql_filter,
-                      bindings=bindings, scopes=scopes, fusion=fusion_asked, steps=steps,
-                      min_score=threshold, caller=caller, why=why, started=started,
-                      revisions=state,
-                      embedder=None if model is None else model.identity.describe())
+    call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
+                            embedder=None if model is None else model.identity.describe())
     answer.query = query  # the display marks its terms in each passage
     answer.embedder = model  # to_context counts tokens with its tokenizer
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())

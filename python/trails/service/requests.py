@@ -166,11 +166,7 @@ def retrieve_options(body: RetrieveRequest, reranker: Step | None) -> dict[str, 
 
 def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
     """What ``body`` asks, as the audit trail records a search."""
-    return SearchCall(query=body.query, mode=body.mode, k=body.k, sparql_filter=body.filter,
-                      bindings=body.bindings, scopes=list(body.scopes or ()),
-                      fusion=body.fusion,
-                      steps=[s.name for s in body.steps], min_score=body.min_score,
-                      caller=caller, why=body.why)
+    return SearchCall.asked(body, caller, steps=[s.name for s in body.steps])
 
 
 def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:
