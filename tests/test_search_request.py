@@ -13,9 +13,10 @@ from fastapi.testclient import TestClient
 from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.errors import InvalidArgumentError
+from trails.retrieval.arguments import MAX_K
+from trails.retrieval.recording import SearchCall
 from trails.service.app import create_app
 from trails.service.mcp import build_server, chosen_key
-from trails.service.mcp import search as mcp_search
 from trails.service.models import RetrieveRequest
 
 # Python's spelling of an option that JSON spells otherwise.
@@ -62,6 +63,12 @@ def service(tmp_path_factory) -> Any:
         yield ctx, client
 
 
+@pytest.fixture(scope="module")
+def mcp_server(service) -> Any:
+    pytest.importorskip("mcp")
+    return build_server(service[0], chosen_key(None, None, None))
+
+
 def _python(ctx: Any, options: dict[str, Any]) -> Any:
     return retrieve("alpine", ctx, **{PYTHON_NAMES.get(n, n): v for n, v in options.items()})
 
@@ -71,10 +78,26 @@ def _http(client: TestClient, options: dict[str, Any]) -> Any:
                        headers=bearer("admin"))
 
 
+def _mcp(server: Any, options: dict[str, Any]) -> Any:
+    """The ``retrieve`` tool called in-process, as the SDK calls it for a client."""
+    return asyncio.run(server.call_tool("retrieve", {"query": "alpine", **options}))
+
+
 def _refusal(call: Any) -> tuple[str, str]:
     with pytest.raises(InvalidArgumentError) as raised:
         call()
     return type(raised.value).__name__, str(raised.value)
+
+
+def _mcp_refusal(server: Any, options: dict[str, Any]) -> tuple[str, str]:
+    """The tool error a client reads, and the error it carries."""
+    with pytest.raises(Exception) as raised:
+        _mcp(server, options)
+    cause = raised.value
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    assert str(raised.value) == f"Error executing tool retrieve: {cause}"
+    return type(cause).__name__, str(cause)
 
 
 @pytest.mark.parametrize("options", BAD, ids=repr)
@@ -96,58 +119,40 @@ def test_a_good_request_gets_the_same_answer_everywhere(service, options):
     assert [h["iri"] for h in answer.json()["hits"]] == [h.iri for h in python]
 
 
-def _mcp_tool(ctx: Any, options: dict[str, Any]) -> Any:
-    """The MCP server's ``retrieve`` tool, called through the SDK in this process."""
-    server = build_server(ctx, chosen_key(None, None, None))
-    return asyncio.run(server.call_tool("retrieve", {"query": "alpine", **options}))
-
-
-@pytest.mark.parametrize("options", BAD, ids=repr)
-def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, options):
+@pytest.mark.parametrize("options", BAD + [{"top_k": 3}], ids=repr)
+def test_the_mcp_tool_refuses_a_bad_request_as_python_does(service, mcp_server, options):
     ctx, _ = service
-    python = _refusal(lambda: _python(ctx, options))
-    assert _refusal(lambda: mcp_search(ctx, chosen_key(None, None, None), "alpine",
-                                       **options)) == python
-    with pytest.raises(Exception) as through_the_sdk:  # the SDK's ToolError, carrying it
-        _mcp_tool(ctx, options)
-    assert str(through_the_sdk.value).endswith(python[1])
+    python = _refusal(lambda: _python(ctx, options) if "top_k" not in options
+                      else SearchRequest(query="alpine", **options))
+    mcp = _mcp_refusal(mcp_server, options)
+    if "top_k" in options:  # the tool names its own fields too (inject_mode, ...)
+        assert mcp[0] == python[0] and mcp[1].startswith(python[1])
+    else:
+        assert mcp == python
 
 
 @pytest.mark.parametrize("options", GOOD, ids=repr)
-def test_the_mcp_tool_answers_a_good_request_as_python_does(service, options):
+def test_the_mcp_tool_answers_a_good_request_as_python_does(service, mcp_server, options):
     ctx, _ = service
     python = _python(ctx, {"scopes": ["alpha"], **options})
-    answer = _mcp_tool(ctx, {"scopes": ["alpha"], **options})
+    answer = _mcp(mcp_server, {"scopes": ["alpha"], **options})
     assert not answer.is_error, answer.content
     assert [h["iri"] for h in answer.structured_content["hits"]] == [h.iri for h in python]
 
 
-def test_the_mcp_tools_arguments_are_the_requests_fields(service):
-    """Every field of the request is an argument of the tool, with the request's own
-    description and choices; only the query is required."""
-    ctx, _ = service
-    server = build_server(ctx, chosen_key(None, None, None))
-    [tool] = [t for t in asyncio.run(server.list_tools()) if t.name == "retrieve"]
-    properties = tool.input_schema["properties"]
-    declared = RetrieveRequest.model_json_schema()["properties"]
-    assert set(properties) == set(RetrieveRequest.model_fields) >= set(SearchRequest.model_fields)
+def test_the_mcp_schema_is_the_requests_schema(mcp_server):
+    """Every field of the request is an argument of the tool, with its type, limits,
+    choices, default and description."""
+    [tool] = [t for t in asyncio.run(mcp_server.list_tools()) if t.name == "retrieve"]
+    published = tool.input_schema["properties"]
+    request = SearchRequest.model_json_schema()["properties"]
+    assert set(request) <= set(published)
+    # These are spelt as JSON spells them (terms by value, steps by name, now as text).
+    for name in set(request) - {"bindings", "steps", "now"}:
+        assert published[name] == request[name], name
+    assert (published["k"]["minimum"], published["k"]["maximum"]) == (1, MAX_K)
     assert tool.input_schema["required"] == ["query"]
-    for name, field in declared.items():
-        assert properties[name].get("description") == field.get("description"), name
-    assert properties["mode"]["enum"] == ["vector", "graph", "hybrid"]
-    assert "entities" in properties["steps"]["items"]["properties"]["name"]["enum"]
-
-
-def test_every_step_the_service_builds_can_be_asked_for(service):
-    """A step the service knows is accepted in a request (the body's list of names is the
-    one build_steps keeps); an unknown one is refused naming the steps."""
-    _, client = service
-    for name in ("entities", "mmr", "recency"):
-        answer = _http(client, {"scopes": ["alpha"], "steps": [{"name": name}]})
-        assert answer.status_code == 200, (name, answer.text)
-    refused = _http(client, {"steps": [{"name": "psychic"}]})
-    assert refused.status_code == 400
-    assert "psychic" in refused.json()["message"] and "entities" in refused.json()["message"]
+    assert tool.input_schema.get("additionalProperties") is False
 
 
 def test_an_unknown_field_is_refused_by_the_request_and_over_http(service):
@@ -165,3 +170,29 @@ def test_the_request_is_frozen_and_the_body_is_the_request():
         request.k = 4  # type: ignore[misc]
     assert issubclass(RetrieveRequest, SearchRequest)
     assert set(SearchRequest.model_fields) <= set(RetrieveRequest.model_fields)
+
+
+def test_the_audit_call_is_what_the_request_asks():
+    request = SearchRequest(query="alpine", k=7, filter=FILTER, bindings={"x": 1},
+                            scopes=["alpha"], fusion="rrf", min_score=0.25, why=True)
+    call = SearchCall.asked(request, "ana", started="2026-01-01T00:00:00Z")
+    assert (call.query, call.mode, call.k, call.sparql_filter, dict(call.bindings or {}),
+            list(call.scopes), call.fusion, list(call.steps), call.min_score, call.caller,
+            call.why, call.started) == (
+        "alpine", "hybrid", 7, FILTER, {"x": 1}, ["alpha"], "rrf", [], 0.25, "ana", True,
+        "2026-01-01T00:00:00Z")
+
+
+def test_every_step_the_service_builds_can_be_asked_for(service):
+    """A step the service knows is accepted in a request (the body's list of names is the
+    one build_steps keeps); an unknown one is refused naming the steps."""
+    _, client = service
+    for name in ("entities", "mmr", "recency"):
+        answer = _http(client, {"scopes": ["alpha"], "steps": [{"name": name}]})
+        assert answer.status_code == 200, (name, answer.text)
+    refused = _http(client, {"steps": [{"name": "psychic"}]})
+    assert refused.status_code == 400
+    assert "psychic" in refused.json()["message"] and "entities" in refused.json()["message"]
+    schema = RetrieveRequest.model_json_schema()
+    step = schema["$defs"]["StepSpec"]["properties"]["name"]
+    assert "entities" in step["enum"]

@@ -58,6 +58,7 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     # The MCP server (trails.service.mcp, `trails mcp`): the official Python SDK.
     "mcp": ("mcp", "mcp"),
     "mcp.server.mcpserver": ("mcp", "mcp"),
+    "mcp.server.mcpserver.utilities.func_metadata": ("mcp", "mcp"),
     "mcp.server.stdio": ("mcp", "mcp"),
     "mcp.shared.message": ("mcp", "mcp"),
     # trails serve: the HTTP application, its server and its metrics.

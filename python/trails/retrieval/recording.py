@@ -67,16 +67,15 @@ class SearchCall:
     revisions: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, request: SearchRequest, *, scopes: Sequence[str] | None = None,
-           **context: Any) -> SearchCall:
-        """The call ``request`` makes (one definition of a search, ADR 0043): ``scopes`` as
-        they were resolved (default: the request's); ``context`` says who asked and against
-        what (``caller``, ``started``, ``revisions``, ``embedder``, ``replay_of``)."""
-        return cls(query=request.query, mode=request.mode, k=request.k,
-                   sparql_filter=request.filter, bindings=request.bindings,
-                   scopes=list(request.scopes or ()) if scopes is None else list(scopes),
-                   fusion=request.fusion, steps=request.steps, min_score=request.min_score,
-                   why=request.why, **context)
+    def asked(cls, request: SearchRequest, caller: str | None = None,
+              **recorded: Any) -> SearchCall:
+        """What ``request`` asks, as the trail records it; ``recorded`` adds what the search
+        learnt (when it started, the scopes it read, the revisions, the embedder)."""
+        return cls(**{"query": request.query, "mode": request.mode, "k": request.k,
+                      "sparql_filter": request.filter, "bindings": request.bindings,
+                      "scopes": list(request.scopes or ()), "fusion": request.fusion,
+                      "steps": request.steps, "min_score": request.min_score,
+                      "caller": caller, "why": request.why, **recorded})
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from trails.ingest.expiry import utc_now
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_text
 from trails.retrieval.arguments import (
+    MAX_K,
     check_fusion,
     check_k,
     check_min_score,
@@ -93,7 +94,7 @@ class SearchRequest(BaseModel):
     mode: Mode = Field(default="hybrid", description=(
         "hybrid: rank the filter's candidates (every chunk without a filter) by vector and "
         "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))
-    k: int = Field(default=10, description="At most this many hits.")
+    k: int = Field(default=10, ge=1, le=MAX_K, description="At most this many hits.")
     filter: str | None = Field(default=None, description=(
         "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank "
         "(retrieve()'s sparql_filter)."))
@@ -117,7 +118,7 @@ class SearchRequest(BaseModel):
         try:
             super().__init__(**fields)
         except ValidationError as error:
-            raise refusal(error.errors()) from None
+            raise refusal(error.errors(), type(self)) from None
 
     @field_validator("query", mode="before")
     @classmethod

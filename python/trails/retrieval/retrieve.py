@@ -183,7 +183,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     query, mode, k, sparql_filter = request.query, request.mode, request.k, request.filter
     bindings, fusion, steps, now = request.bindings, request.fusion, request.steps, request.now
     threshold, fallback = request.min_score, request.fallback
-    clock, started = time.perf_counter(), started_now()  # the record keeps what was asked
+    clock, started = time.perf_counter(), started_now()
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
     if fusion == "auto" and mode != "hybrid":
@@ -248,9 +248,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
             break
     if answer is None:
         raise AssertionError("unreachable: the last read answers whatever it finds")
-    call = SearchCall.of(request, scopes=scopes, caller=caller, started=started,
-                         revisions=state,
-                         embedder=None if model is None else model.identity.describe())
+    call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
+                            embedder=None if model is None else model.identity.describe())
     answer.query = query  # the display marks its terms in each passage
     answer.embedder = model  # to_context counts tokens with its tokenizer
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _datetime
-import inspect
 import json
 import logging
 import re
@@ -24,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from trails._lazy import require
@@ -53,7 +52,7 @@ from trails.service.requests import (
     search_scopes,
 )
 
-__all__ = ["ANONYMOUS", "MAX_ROWS", "build_server", "chosen_key", "run_stdio"]
+__all__ = ["ANONYMOUS", "MAX_ROWS", "ToolArguments", "build_server", "chosen_key", "run_stdio"]
 
 log = logging.getLogger("trails.mcp")
 
@@ -70,7 +69,8 @@ Bindings = Annotated[dict[str, Any] | None, Field(description=(
     "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
     "date, an ISO datetime a dateTime, anything else a string."))]
 Scopes = Annotated[list[str] | None, Field(description=(
-    "The scopes to read (default: every scope this server's key grants)."))]
+    "The scopes to search (default: every scope this server's key grants; for a key with "
+    "every scope, the default scope)."))]
 SparqlText = Annotated[str, Field(description=(
     "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
     "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
@@ -117,63 +117,41 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
                   frozenset({"read"}))
 
 
-def search(ctx: Context, key: ApiKey, query: str, **options: Any) -> dict[str, Any]:
+class ToolArguments(RetrieveRequest):
+    """The ``retrieve`` tool's arguments: the body of ``POST /retrieve`` (a
+    :class:`~trails.retrieval.request.SearchRequest`, its fields, checks, limits and
+    descriptions, and the delivery fields), its bindings' strings typed as ``trails query
+    --bind`` types them. Its JSON schema is the tool's input schema."""
+
+    bindings: dict[str, bool | int | float | str] | None = Field(  # type: ignore[assignment]
+        default=None, description=(
+            "Values for the filter's variables, bound as RDF terms (never pasted into the "
+            "text): numbers and booleans as typed; a string \"<http://...>\" is an IRI, "
+            "\"2024-01-01\" a date, an ISO datetime a dateTime, anything else a string."))
+
+
+def search(ctx: Context, key: ApiKey, query: str, **arguments: Any) -> dict[str, Any]:
     """The ``retrieve`` tool: hits with provenance, and how they were found (with the
     evidence block for a prompt under ``inject_mode="prompt_append"``, as over HTTP).
-    ``options`` are the fields of ``POST /retrieve``'s body (:class:`RetrieveRequest`, a
-    :class:`~trails.retrieval.request.SearchRequest`), checked by it: the same refusal as
-    in Python and over HTTP (ADR 0043).
+    ``arguments`` are :class:`ToolArguments`' (a request's fields, as JSON spells them).
 
     Raises:
         PermissionDeniedError: a scope the key does not grant.
-        InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them.
+        InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them,
+            with the same messages.
     """
-    body = RetrieveRequest(query=query, **options)
+    body = ToolArguments(query=query, **arguments)
     check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
-    result = keyed_search(ctx, key, request_call(body, key.label),
-                          lambda: retrieve_options(body))
+    result = keyed_search(ctx, key, request_call(body, key.label), lambda: {
+        **retrieve_options(body, None), "bindings": _bindings(body.bindings)})
     answer = result.to_dict()
     return injected(result, {
         "hits": [{name: hit[name] for name in (
             "iri", "score", "title", "date", "source", "snippet", "document")}
             for hit in answer["hits"]],
         **{name: answer[name] for name in (
-            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id",
-            "degraded")}},
+            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}},
         body.inject_mode, body.max_tokens, body.template)
-
-
-def tool_signature(model: type[BaseModel]) -> inspect.Signature:
-    """A tool's parameters: the fields of ``model``, each shown to the client with the
-    field's own JSON schema (description, choices, default) and typed ``Any`` to the SDK,
-    so that ``model`` alone checks the values and refuses them as Python does. A plain
-    string (the query) stays ``str``: the SDK would otherwise read a query such as
-    ``null`` or ``[1]`` as JSON."""
-    schema = model.model_json_schema()
-    definitions = schema.get("$defs", {})
-    parameters = []
-    for name, info in model.model_fields.items():
-        shown = _inlined(schema["properties"][name], definitions)
-        typed = str if info.annotation is str else Any
-        default = (inspect.Parameter.empty if info.is_required()
-                   else info.get_default(call_default_factory=True))
-        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                            default=default,
-                                            annotation=Annotated[typed, WithJsonSchema(shown)]))
-    return inspect.Signature(parameters, return_annotation=dict[str, Any])
-
-
-def _inlined(schema: Any, definitions: Mapping[str, Any]) -> Any:
-    """``schema`` with each ``{"$ref": "#/$defs/NAME"}`` replaced by that definition: a
-    parameter's schema stands alone, outside the model's."""
-    if isinstance(schema, list):
-        return [_inlined(item, definitions) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _inlined(definitions[ref.removeprefix("#/$defs/")], definitions)
-    return {key: _inlined(value, definitions) for key, value in schema.items()}
 
 
 def read_graph(ctx: Context, key: ApiKey, query: str,
@@ -222,28 +200,45 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
     """
     sdk = require("mcp.server.mcpserver", "The MCP server (trails mcp)")
     types = require("mcp", "The MCP server (trails mcp)").types
-    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS)
     read_only = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
-    def retrieve_tool(**arguments: Any) -> dict[str, Any]:
+    def retrieve_tool(arguments: dict[str, Any]) -> dict[str, Any]:
         return _as_tool_error(sdk, lambda: search(ctx, key, **arguments))
 
-    # The parameters are POST /retrieve's body: one definition of a search (ADR 0043).
-    retrieve_tool.__signature__ = tool_signature(RetrieveRequest)  # type: ignore[attr-defined]
+    retrieve = _request_tool(sdk.tools.Tool.from_function(
+        retrieve_tool, name="retrieve", annotations=read_only, description=(
+            "Find the passages (chunks) that best answer a question, optionally only among the "
+            "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, "
+            "source, snippet, document) and the plan that found them.")))
+    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS, tools=[retrieve])
 
     def sparql_tool(query: SparqlText, bindings: Bindings = None,
                     scopes: Scopes = None) -> dict[str, Any]:
         return _as_tool_error(sdk, lambda: read_graph(ctx, key, query, bindings, scopes))
 
-    server.add_tool(retrieve_tool, name="retrieve", annotations=read_only, description=(
-        "Find the passages (chunks) that best answer a question, optionally only among the "
-        "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, source, "
-        "snippet, document) and the plan that found them."))
     server.add_tool(sparql_tool, name="sparql", annotations=read_only, description=(
         "Run a read-only SPARQL query on the knowledge graph, confined to the scopes this "
         f"server may read. SELECT returns variables and rows (at most {MAX_ROWS}), ASK a "
         "boolean, CONSTRUCT/DESCRIBE triples."))
     return server
+
+
+def _request_tool(tool: Any) -> Any:
+    """``tool`` (taking ``arguments``) as the SDK's tool whose input schema is
+    :class:`ToolArguments`' JSON schema and whose arguments all reach ``arguments`` as sent:
+    the request model checks them, with ``retrieve()``'s messages, not the SDK."""
+    base = require("mcp.server.mcpserver.utilities.func_metadata",
+                   "The MCP server (trails mcp)").ArgModelBase
+
+    class Sent(base):  # type: ignore[misc, valid-type]  # a class the SDK builds
+        model_config = ConfigDict(extra="allow")
+
+        def model_dump_one_level(self) -> dict[str, Any]:
+            return {"arguments": dict(self.model_extra or {})}
+
+    return tool.model_copy(update={
+        "parameters": ToolArguments.model_json_schema(),
+        "fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": Sent})})
 
 
 def run_stdio(ctx: Context, key: ApiKey) -> None:

@@ -151,7 +151,7 @@ def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return converted
 
 
-def retrieve_options(body: RetrieveRequest, reranker: Step | None = None) -> dict[str, Any]:
+def retrieve_options(body: RetrieveRequest, reranker: Step | None) -> dict[str, Any]:
     """The keyword arguments of ``retrieve()`` for ``body`` beyond its query, mode, k,
     filter and scopes (:func:`keyed_search` passes those); ``reranker``: what the ``rerank``
     step runs (the service's cross-encoder, if it has one).
@@ -169,7 +169,7 @@ def retrieve_options(body: RetrieveRequest, reranker: Step | None = None) -> dic
 
 def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
     """What ``body`` asks, as the audit trail records a search."""
-    return SearchCall.of(body, caller=caller)  # each step recorded by its name
+    return SearchCall.asked(body, caller, steps=[s.name for s in body.steps])
 
 
 def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:
