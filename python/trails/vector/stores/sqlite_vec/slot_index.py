@@ -26,21 +26,23 @@ __all__ = ["Candidates", "SlotIndex"]
 class Candidates:
     """The live slots some names stand for (sorted, unique), and the names, to check hits."""
 
-    def __init__(self, slots: np.ndarray, names: Sequence[str], hashes: np.ndarray, *,
+    def __init__(self, slots: np.ndarray, names: Sequence[str], *,
                  documents_only: bool = False) -> None:
         self.slots = slots
         self.names = names
-        self._hashes = hashes
         self.documents_only = documents_only
+        self._named: frozenset[str] | None = None  # the names as a set, made at the first check
 
     def admits(self, id: str, doc: str | None) -> bool:
-        """Whether the row ``id`` (of document ``doc``) is one the names stand for."""
-        for name in ((doc,) if self.documents_only else (id, doc)):
-            if name is not None:
-                hashed = key_hashes([name])[0]
-                if any(self.names[int(j)] == name for j in np.flatnonzero(self._hashes == hashed)):
-                    return True
-        return False
+        """Whether the row ``id`` (of document ``doc``) is one the names stand for: its real
+        names compared with the names asked for (a hash collision never admits a row).
+
+        A set of the names, made once per candidate set, answers each hit in constant time:
+        a fused search checks hundreds of hits against tens of thousands of names."""
+        if self._named is None:
+            self._named = frozenset(n for n in self.names if isinstance(n, str))
+        return (doc is not None and doc in self._named) or (
+            not self.documents_only and id in self._named)
 
 
 class SlotIndex:
@@ -182,7 +184,7 @@ class SlotIndex:
             mask = np.zeros(self.slots, dtype=bool)
             mask[found] = True
             slots = np.flatnonzero(mask)
-        return Candidates(slots, names, hashes, documents_only=documents_only)
+        return Candidates(slots, names, documents_only=documents_only)
 
     def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
