@@ -423,7 +423,8 @@ class PgCore(BaseVectorStore):
             return {}
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, metadata ->> 'iri', doc_iri FROM {items} WHERE NOT pending AND"
-            " (doc_iri = ANY(%s) OR id = ANY(%s) OR metadata ->> 'iri' = ANY(%s)) ORDER BY id"),
+            " (doc_iri IN (SELECT unnest(%s::text[])) OR id IN (SELECT unnest(%s::text[]))"
+            " OR metadata ->> 'iri' IN (SELECT unnest(%s::text[]))) ORDER BY id"),
             (names, names, names)).fetchall())
         wanted, found = set(names), {}
         for id, iri, doc in rows:  # the SQL shortlists; the back-reference decides

@@ -49,7 +49,10 @@ class PgSearch(PgAnn):
                 clauses.append(f"{row}doc_iri = ANY(%s)")
                 params.append(list(iris))
             else:
-                clauses.append(f"({row}id = ANY(%s) OR {row}doc_iri = ANY(%s))")
+                # IN (SELECT unnest): a hashed subplan; "= ANY" under OR scans the whole
+                # array for every row (50,000 candidates: minutes on 100,000 rows).
+                clauses.append(f"({row}id IN (SELECT unnest(%s::text[])) OR {row}doc_iri IN"
+                               " (SELECT unnest(%s::text[])))")
                 params.extend([list(iris), list(iris)])
         if scopes is not None:
             clauses.append(f"{row}scope = ANY(%s)")
