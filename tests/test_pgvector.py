@@ -354,11 +354,17 @@ def test_trails_init_records_pgvector_and_the_cli_reopens_it(dsn, tmp_path):
 # -- a server that is down or refuses -----------------------------------------------------
 
 
-def test_no_server_is_endpoint_unavailable_naming_it_without_the_password(tmp_path):
-    dsn = f"host={tmp_path} port=5999 user=u password=topsecret dbname=db"
+@pytest.mark.parametrize("secret", ["password", "sslpassword"])
+def test_no_server_is_endpoint_unavailable_naming_it_without_the_password(tmp_path, secret):
+    """Neither the password nor the client key's passphrase reaches a message or a record."""
+    dsn = f"host={tmp_path} port=5999 user=u {secret}=topsecret dbname=db"
     with pytest.raises(EndpointUnavailableError) as caught:
         PgVectorStore(dsn, dim=2, connect_timeout=1, resilience=no_retry())
     assert str(tmp_path) in str(caught.value) and "topsecret" not in str(caught.value)
+    from trails.vector.stores.pgvector.core import public_dsn
+
+    assert "topsecret" not in public_dsn(dsn)
+    assert "topsecret" not in public_dsn(f"postgresql://u@h/db?{secret}=topsecret")
 
 
 def test_a_missing_database_or_role_is_a_configuration_error(server):
@@ -484,3 +490,13 @@ def test_a_recall_below_the_bound_or_an_outgrown_measurement_keeps_search_exact(
         assert store.search_with_plan(rng.standard_normal(8), k=5)[1].name == "pg-hnsw"
     finally:
         store.close()
+
+
+def test_version_lookups_by_a_document_no_row_can_hold_find_nothing(store):
+    store.add_many(["d/v1/0"], [[1, 0]], [{"doc_iri": "d", "version": "v1"}], pending=True)
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 1)])
+    assert store.current_versions(["d\x00", "d"]) == {
+        "d": DocumentVersion("d", "v1", "default", "h1", 1)}
+    assert store.document_rows("d\x00") == [] and store.delete_document("d\x00") == 0
+    assert store.update_payload("d\x00", {"k": 1}) == 0
+    assert store.all_ids() == ["d/v1/0"]

@@ -86,3 +86,64 @@ def test_a_backends_policy_is_recorded_and_reopened_from_trails_json(tmp_path):
         again.close()
     plain = describe_graph(SparqlEndpointGraph("https://graph.example.org/query"), tmp_path)
     assert "resilience" not in plain.settings  # the defaults are not written out
+
+
+# PostgreSQL speaks no URL scheme: libpq's sslmode says whether a connection may run in clear
+# (its default, prefer, falls back to one), so a DSN to another machine needs require or verify-*.
+PG_ELSEWHERE = ["postgresql://trails@db.internal:5432/kb", "host=10.0.0.7 dbname=kb",
+                "postgresql://trails@db.internal/kb?sslmode=prefer",
+                "host=db.internal sslmode=disable dbname=kb", "host=/tmp,db.internal dbname=kb",
+                "host=localhost hostaddr=10.0.0.7 dbname=kb"]
+PG_ENCRYPTED_OR_HERE = ["postgresql://trails@db.internal/kb?sslmode=require",
+                        "host=db.internal sslmode=verify-full dbname=kb",
+                        "host=/var/run/postgresql dbname=kb", "dbname=kb",
+                        "postgresql://trails@localhost:5999/kb", "host=127.0.0.1 port=5999",
+                        "host=::1 port=5999"]
+
+
+def pg_store(dsn: str, **kwargs):
+    pytest.importorskip("psycopg")
+    from trails.vector.stores.pgvector import PgVectorStore
+
+    return PgVectorStore(dsn, dim=2, connect_timeout=1,
+                         resilience={"attempts": 1, **kwargs.pop("resilience", {})}, **kwargs)
+
+
+@pytest.mark.parametrize("dsn", PG_ELSEWHERE)
+def test_postgres_in_clear_to_another_machine_is_refused_before_connecting(dsn, monkeypatch):
+    monkeypatch.delenv("PGSSLMODE", raising=False)
+    with pytest.raises(ConfigurationError) as caught:
+        pg_store(dsn + " password=topsecret" if "://" not in dsn else dsn)
+    message = str(caught.value)
+    assert "sslmode=require" in message and "require_tls" in message
+    assert "topsecret" not in message
+
+
+@pytest.mark.parametrize("dsn", PG_ENCRYPTED_OR_HERE)
+def test_postgres_with_tls_or_on_this_machine_gets_to_connect(dsn, monkeypatch):
+    """Past the check, nothing listens there: the server is unavailable, not refused."""
+    from trails.errors import EndpointUnavailableError
+
+    monkeypatch.delenv("PGSSLMODE", raising=False)
+    monkeypatch.setenv("PGPORT", "5999")
+    monkeypatch.setenv("PGHOST", "/nonexistent-socket-dir")
+    with pytest.raises(EndpointUnavailableError):
+        pg_store(dsn)
+
+
+def test_postgres_tls_from_the_environment_or_allowed_in_the_policy(monkeypatch):
+    from trails.errors import EndpointUnavailableError
+
+    dsn = "host=db.internal port=5999 dbname=kb"
+    monkeypatch.setenv("PGSSLMODE", "require")
+    with pytest.raises(EndpointUnavailableError):
+        pg_store(dsn)
+    monkeypatch.setenv("PGSSLMODE", "allow")
+    with pytest.raises(ConfigurationError, match="sslmode=allow"):
+        pg_store(dsn)
+    monkeypatch.delenv("PGSSLMODE")
+    monkeypatch.setenv("PGHOST", "db.internal")  # libpq's host when the DSN names none
+    with pytest.raises(ConfigurationError, match="require_tls"):
+        pg_store("dbname=kb")
+    with pytest.raises(EndpointUnavailableError):
+        pg_store(dsn, resilience={"require_tls": False})

@@ -35,7 +35,7 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar
@@ -145,9 +145,24 @@ class Resilience:
         """
         for url in urls:
             parts = urllib.parse.urlsplit(url or "")
-            if (self.require_tls and parts.scheme.lower() == "http"
-                    and not _is_this_machine(parts.hostname or "")):
-                raise _in_clear(what, str(url))
+            if parts.scheme.lower() == "http":
+                self.check_clear(what, str(url), [parts.hostname or ""])
+
+    def check_clear(self, what: str, where: str, hosts: Iterable[str], *,
+                    reason: str = "is plain http:// to another machine",
+                    fix: str = "Use https://") -> None:
+        """Refuse a connection that may run in clear (``reason``) to ``where`` (``what`` it
+        reaches) when one of ``hosts`` is another machine and :attr:`require_tls` is on.
+
+        Raises:
+            ConfigurationError: naming ``where``, ``fix`` and how to allow it.
+        """
+        if self.require_tls and not all(_is_this_machine(host) for host in hosts):
+            raise ConfigurationError(
+                f"{what} {where!r} {reason}: queries, documents and keys would cross the "
+                f"network in clear. {fix}, or allow it for a network you trust with "
+                "resilience={'require_tls': False} (trails.json: \"resilience\": "
+                "{\"require_tls\": false})")
 
     def settings(self, default: Resilience | None = None) -> dict[str, Any]:
         """The fields that differ from ``default`` (the defaults when None): what
@@ -422,10 +437,3 @@ def _is_this_machine(host: str) -> bool:
     except ValueError:
         return False
 
-
-def _in_clear(what: str, url: str) -> ConfigurationError:
-    return ConfigurationError(
-        f"{what} {url!r} is plain http:// to another machine: queries, documents and keys "
-        "would cross the network in clear. Use https://, or allow it for a network you trust "
-        "with resilience={'require_tls': False} (trails.json: \"resilience\": "
-        "{\"require_tls\": false})")

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from trails.text import keyword_terms
 from trails.vector.stores import arguments
-from trails.vector.stores.records import VectorHit
+from trails.vector.stores.records import DocumentIris, VectorHit
 
 __all__ = ["BaseKeywordIndex"]
 
@@ -32,9 +32,13 @@ class BaseKeywordIndex(abc.ABC):
         k = arguments.check_k(k)
         self._check_keyword_support()
         terms = keyword_terms(arguments.check_text(query), stopwords)
-        iris = None if ids is None else list(dict.fromkeys(arguments.check_ids(ids)))
+        iris: Sequence[str] | None = None
+        if ids is not None:
+            iris = list(dict.fromkeys(arguments.check_ids(ids)))
+            if isinstance(ids, DocumentIris):  # documents only: tell _keyword_ranked so
+                iris = DocumentIris(iris)
         scope_list = None if scopes is None else list(arguments.check_scopes(scopes) or ())
-        if not terms or k == 0 or iris == [] or scope_list == []:
+        if not terms or k == 0 or (iris is not None and not iris) or scope_list == []:
             return []
         return self._keyword_ranked(terms, k, iris, scope_list, with_metadata=with_metadata)
 
@@ -42,7 +46,8 @@ class BaseKeywordIndex(abc.ABC):
         """Raise ConfigurationError when this store cannot rank keywords after all."""
 
     @abc.abstractmethod
-    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
+    def _keyword_ranked(self, terms: list[str], k: int, iris: Sequence[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
-        """``keyword_search`` for words, ``k >= 1``, non-empty unique ``iris`` and ``scopes``
-        (None: unrestricted)."""
+        """``keyword_search`` for words, ``k >= 1``, non-empty unique ``iris`` (a
+        ``DocumentIris`` when the caller's were: documents only) and ``scopes`` (None:
+        unrestricted)."""

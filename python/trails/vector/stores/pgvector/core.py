@@ -26,7 +26,7 @@ from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.pgvector import schema
-from trails.vector.stores.pgvector.faults import guarded, translated
+from trails.vector.stores.pgvector.faults import check_tls, guarded, translated
 from trails.vector.stores.records import DocumentIris, back_reference
 
 __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
@@ -34,6 +34,8 @@ __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
 T = TypeVar("T")
 # The full DSN (password included) when none is given; trails.json never records a password.
 DSN_ENV = "TRAILS_PG_DSN"
+# The DSN's secrets: the password and the passphrase of the client's TLS key.
+_SECRETS = ("password", "sslpassword")
 _UPSERT = (
     "INSERT INTO {items} (id, embedding, metadata, doc_iri, scope, version, pending, body,"
     " body_len) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE"
@@ -43,7 +45,7 @@ _UPSERT = (
 
 
 def public_dsn(dsn: str) -> str:
-    """``dsn`` without its password, as ``key=value`` pairs: what messages and ``trails.json``
+    """``dsn`` without its secrets (password, sslpassword), as ``key=value`` pairs: what messages and ``trails.json``
     show."""
     conninfo = require("psycopg", "PgVectorStore").conninfo
     try:
@@ -51,7 +53,8 @@ def public_dsn(dsn: str) -> str:
     except Exception as exc:  # psycopg.ProgrammingError: not a DSN
         raise ConfigurationError(f"not a PostgreSQL DSN: {exc}; pass e.g. "
                                  "postgresql://user@host:5432/dbname") from exc
-    params.pop("password", None)
+    for secret in _SECRETS:
+        params.pop(secret, None)
     return str(conninfo.make_conninfo(**params))
 
 
@@ -107,6 +110,7 @@ class PgCore(BaseVectorStore):
             raise InvalidArgumentError(f"min_recall must be in (0, 1], got {min_recall!r}")
         self.min_recall = float(min_recall)
         self.resilience = Resilience.from_settings(resilience)
+        check_tls(self._psycopg.conninfo.conninfo_to_dict(given), self.dsn, self.resilience)
         self._breaker = breaker_for("PostgreSQL", f"postgresql://{self.dsn}", self.resilience)
         self._local = threading.local()
         self._identity: EmbedderIdentity | None = None
@@ -342,7 +346,7 @@ class PgCore(BaseVectorStore):
                         copy.write_row(term)
 
     def _delete_ids(self, ids: list[str]) -> int:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        wanted = schema.held(ids)
         if not wanted:
             self._check_writable()
             return 0
@@ -367,7 +371,7 @@ class PgCore(BaseVectorStore):
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
         wanted = list(arguments.check_ids(ids))
-        unique = list(dict.fromkeys(wanted))
+        unique = schema.held(wanted)
         if not unique:
             return []
         rows = self._run(lambda conn: conn.execute(self._sql(
@@ -414,10 +418,13 @@ class PgCore(BaseVectorStore):
         else the id) or document is one of ``iris`` (only the document for a
         ``DocumentIris``)."""
         documents_only = isinstance(iris, DocumentIris)
-        names = [i for i in iris if isinstance(i, str)]
+        names = schema.held(iris)
+        if not names:
+            return {}
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, metadata ->> 'iri', doc_iri FROM {items} WHERE NOT pending AND"
-            " (doc_iri = ANY(%s) OR id = ANY(%s) OR metadata ->> 'iri' = ANY(%s)) ORDER BY id"),
+            " (doc_iri IN (SELECT unnest(%s::text[])) OR id IN (SELECT unnest(%s::text[]))"
+            " OR metadata ->> 'iri' IN (SELECT unnest(%s::text[]))) ORDER BY id"),
             (names, names, names)).fetchall())
         wanted, found = set(names), {}
         for id, iri, doc in rows:  # the SQL shortlists; the back-reference decides

@@ -20,13 +20,14 @@ connection was made), and the server's circuit breaker makes calls fail at once 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
 from trails.errors import ConfigurationError, EndpointUnavailableError, StorageError, TrailsError
 from trails.resilience import CircuitBreaker, Failure, Resilience
 
-__all__ = ["guarded", "translate", "translated"]
+__all__ = ["check_tls", "guarded", "translate", "translated"]
 
 T = TypeVar("T")
 
@@ -42,6 +43,30 @@ _REFUSALS = ("password authentication failed", "does not exist", "no pg_hba.conf
 _NEVER_SENT = {"PoolTimeout", "ConnectionTimeout"}
 _CONNECTING = ("connection refused", "could not connect", "no such file or directory",
                "connection to server", "timeout expired", "could not translate host name")
+
+
+# The sslmodes that never let a connection run in clear (libpq's default, prefer, falls back).
+_ENCRYPTED = {"require", "verify-ca", "verify-full"}
+
+
+def check_tls(params: Mapping[str, str | None], location: str, policy: Resilience) -> None:
+    """Refuse, under ``policy.require_tls``, a DSN (``params``: its keywords) that may reach
+    another machine in clear: a host or hostaddr (``PGHOST``/``PGHOSTADDR`` when it names
+    none) that is neither a unix socket nor this machine, with an sslmode (``PGSSLMODE``,
+    else libpq's ``prefer``) that allows a connection without TLS.
+
+    Raises:
+        ConfigurationError: naming the DSN (without its password) and the two ways on.
+    """
+    mode = params.get("sslmode") or os.environ.get("PGSSLMODE") or "prefer"
+    if mode in _ENCRYPTED:
+        return
+    hosts = [host for key in ("host", "hostaddr")
+             for host in (params.get(key) or os.environ.get(f"PG{key.upper()}") or "").split(",")]
+    policy.check_clear(
+        "PostgreSQL at", location, [h for h in hosts if h and not h.startswith(("/", "@"))],
+        reason=f"is reached with sslmode={mode}, which lets a connection run without TLS",
+        fix="Add sslmode=require (or verify-full) to the DSN, or set PGSSLMODE")
 
 
 def _sqlstate(exc: BaseException) -> str:

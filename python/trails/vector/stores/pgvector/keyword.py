@@ -16,6 +16,7 @@ from typing import Any
 
 from trails.text import keyword_terms
 from trails.vector.stores.base import BaseKeywordIndex
+from trails.vector.stores.pgvector.schema import held
 from trails.vector.stores.pgvector.search import PgSearch
 from trails.vector.stores.records import DocumentIris, VectorHit
 
@@ -37,16 +38,21 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
     """:class:`~trails.vector.stores.base.KeywordIndex` and
     :class:`~trails.vector.stores.base.KeywordWeights` on ``<table>__terms``."""
 
-    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
+    def _keyword_ranked(self, terms: list[str], k: int, iris: Sequence[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
-        stats, params = self._statistics(scopes, terms)
-        clause, restrict = self._live(iris, None, isinstance(iris, DocumentIris), "i.")
+        names = None if iris is None else held(iris)
+        scope_list = None if scopes is None else held(scopes)
+        if names == [] or scope_list == []:
+            return []
+        stats, params = self._statistics(scope_list, terms)
+        clause, restrict = self._live(names, None, isinstance(iris, DocumentIris), "i.")
         statement = self._sql(
             "WITH " + stats + ", scored AS (SELECT t.id, sum(idf.idf * t.tf * %s / (t.tf + %s"
             " * (%s + %s * p.body_len / nullif(s.avgdl, 0)))) AS score FROM {terms} t"
             " JOIN pool p USING (id) JOIN idf USING (term) CROSS JOIN stats s GROUP BY t.id)"
             " SELECT i.id, sc.score" + (", i.metadata" if with_metadata else "")
-            + " FROM scored sc JOIN {items} i USING (id) WHERE " + clause + " ORDER BY sc.score DESC, i.id LIMIT %s")
+            + " FROM scored sc JOIN {items} i USING (id) WHERE " + clause
+            + " ORDER BY sc.score DESC, i.id LIMIT %s")
         rows = self._run(lambda conn: conn.execute(statement, [
             *params, _K1 + 1, _K1, 1 - _B, _B, *restrict, k]).fetchall())
         return [VectorHit(r[0], float(r[1]), r[2] if with_metadata else {}) for r in rows]
@@ -64,11 +70,11 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
         terms = keyword_terms(query, stopwords)
         if not terms:
             return 0.0
-        stats, params = self._statistics(None if scopes is None else list(scopes), terms)
+        stats, params = self._statistics(None if scopes is None else held(scopes), terms)
         statement = self._sql(
             "WITH " + stats + " SELECT s.n, coalesce(sum(idf.idf), 0), count(idf.term)"
             " FROM stats s LEFT JOIN idf ON true GROUP BY s.n")
-        n, total, held = self._run(lambda conn: conn.execute(statement, params).fetchone())
-        missing = len(terms) - int(held)  # a term no row holds: n = 0
+        n, total, found = self._run(lambda conn: conn.execute(statement, params).fetchone())
+        missing = len(terms) - int(found)  # a term no row holds: n = 0
         full = max(math.log((n + 0.5) / 0.5), 1e-6)
         return float(total) + missing * full

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,8 +31,8 @@ from trails.text import text_words
 from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 
-__all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "names", "row", "term_rows",
-           "where_clause"]
+__all__ = ["FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "held", "names", "row",
+           "term_rows", "where_clause"]
 
 FORMAT = 1
 _PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
@@ -134,6 +134,13 @@ def row(id: str, embedding: Any, metadata: Mapping[str, Any], pending: bool) -> 
                pending, body, 0 if body is None else len(text_words(body)))
 
 
+def held(strings: Iterable[Any]) -> list[str]:
+    """The strings among ``strings`` that a row can hold, once each, in order. PostgreSQL
+    text cannot hold a NUL character (:func:`row` refuses one), so an id, document IRI or
+    scope with one names no row: a lookup leaves it out rather than send it."""
+    return list(dict.fromkeys(s for s in strings if isinstance(s, str) and "\x00" not in s))
+
+
 def as_array(value: Any) -> np.ndarray:
     """A stored embedding as float32 (pgvector's ``Vector``, or an array already)."""
     if hasattr(value, "to_numpy"):
@@ -153,13 +160,14 @@ def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, li
     is pasted into SQL), or None when nothing can match. Values compare as JSON: 1 equals
     1.0 but not true or "1". With ``promoted`` (delete_where), ``doc_iri`` and ``scope``
     compare the promoted columns and ``None`` matches nothing; else a ``None`` matches an
-    explicit null, never a missing key."""
+    explicit null, never a missing key. A value holding a NUL character matches nothing
+    (no row holds one)."""
     clauses, params = ["TRUE"], list[Any]()
     for key, value in filters.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(f"metadata filter keys are strings, got {key!r}")
         if promoted and key in _PROMOTED:
-            if value is None:
+            if value is None or not held([str(value)]):
                 return None
             clauses.append(f"{key} = %s")
             params.append(str(value))
@@ -172,6 +180,8 @@ def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, li
             raise InvalidArgumentError(
                 f"metadata filter {key!r}: {value!r} has no JSON form to compare ({exc})"
             ) from exc
+        if "\\u0000" in encoded:
+            return None
         clauses.append("metadata -> %s = %s::jsonb")
         params.extend([key, encoded])
     return " AND ".join(clauses), params

@@ -95,6 +95,8 @@ class PgVersions(PgCore):
         answer as if the rows had been written with it."""
         self._check_writable()
         patch = dict(fields)
+        if not schema.held([doc_iri]):
+            return 0
 
         def work(conn: Any) -> int:
             found = conn.execute(self._sql(
@@ -113,12 +115,14 @@ class PgVersions(PgCore):
         """The recorded current version of each document (all documents when ``None``)."""
         query, params = "SELECT * FROM {versions}", list[Any]()
         if doc_iris is not None:
-            query, params = query + " WHERE doc_iri = ANY(%s)", [list(doc_iris)]
+            query, params = query + " WHERE doc_iri = ANY(%s)", [schema.held(doc_iris)]
         rows = self._run(lambda conn: conn.execute(self._sql(query), params).fetchall())
         return {r[0]: DocumentVersion(*r) for r in rows}
 
     def document_rows(self, doc_iri: str) -> list[tuple[str, str | None, bool]]:
         """Every row of a document: ``(id, version, pending)``, by id."""
+        if not schema.held([doc_iri]):
+            return []
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id, version, pending FROM {items} WHERE doc_iri = %s ORDER BY id"),
             (doc_iri,)).fetchall())
@@ -139,6 +143,10 @@ class PgVersions(PgCore):
     def delete_document(self, doc_iri: str) -> int:
         """Remove every vector of a document and its version record, in one transaction;
         returns vectors removed."""
+        if not schema.held([doc_iri]):
+            self._check_writable()
+            return 0
+
         def work(conn: Any) -> int:
             conn.execute(self._sql("DELETE FROM {versions} WHERE doc_iri = %s"), (doc_iri,))
             return len(conn.execute(self._sql(

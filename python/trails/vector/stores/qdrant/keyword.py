@@ -7,6 +7,7 @@ as they restrict vector search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trails.errors import ConfigurationError
@@ -30,9 +31,10 @@ class QdrantKeywords(QdrantSearch, BaseKeywordIndex):
                 ' pip install -U "trails[vector-qdrant]"')
 
     @locked
-    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
+    def _keyword_ranked(self, terms: list[str], k: int, iris: Sequence[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
         # Payloads arrive with the points either way: with_metadata=False saves nothing here.
+        iris = None if iris is None else list(iris)
         text = self._m.TextQuery(text=" ".join(terms))
         points = self._local_points()
         if points is not None:

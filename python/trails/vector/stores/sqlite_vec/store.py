@@ -78,19 +78,20 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
     """
 
     @reads
-    def _keyword_ranked(self, terms: list[str], k: int, iris: list[str] | None,
+    def _keyword_ranked(self, terms: list[str], k: int, iris: Sequence[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
         """BM25 statistics are those of the live rows in ``scopes`` (every live row without
         them), so no scope's words move another's scores; ``iris`` then restrict the ranking."""
         match = self._keywords.match(terms)
+        unique = None if iris is None else list(iris)
         given = getattr(self._local, "ids", None)  # the caller's tuple, for the memo
-        if given is None or list(given) != iris:
+        if given is None or unique is None or list(given) != unique:
             given = iris
         rows, named = self._rows(given, scopes)
         try:
             ranked = self._masked(terms, k, rows, named, scopes)
             if ranked is None:
-                ranked = self._ranked(match, terms, k, rows, iris, scopes,
+                ranked = self._ranked(match, terms, k, rows, unique, scopes,
                                       documents_only=isinstance(given, DocumentIris))
         except KeyError as exc:  # in one snapshot only a damaged file can do that
             raise corrupt_file(self.path, "the keyword index names a row the store does not "
