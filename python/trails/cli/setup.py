@@ -155,7 +155,7 @@ def init(
         --graph sparql --endpoint http://localhost:7878/query \\
         --model openai:text-embedding-3-small
     PGPASSWORD=... trails --db ./kb init --vectors pgvector \\
-        --pg-dsn postgresql://trails@db.internal:5432/kb
+        --pg-dsn "postgresql://trails@db.internal:5432/kb?sslmode=require"
     ```
     """
     db = db_option(ctx)
