@@ -500,3 +500,19 @@ def test_version_lookups_by_a_document_no_row_can_hold_find_nothing(store):
     assert store.document_rows("d\x00") == [] and store.delete_document("d\x00") == 0
     assert store.update_payload("d\x00", {"k": 1}) == 0
     assert store.all_ids() == ["d/v1/0"]
+
+
+@pytest.mark.parametrize("few", [0, 5000])  # every list many, every list few
+def test_a_few_or_many_candidate_names_select_the_same_rows(store, monkeypatch, few):
+    """A few names are looked up in the indexes, many matched by a hashed subplan: either way
+    a search names exactly the rows whose id or document is among them."""
+    from trails.vector.stores.pgvector import search
+
+    monkeypatch.setattr(search, "FEW_CANDIDATES", few)
+    vectors = np.random.default_rng(5).standard_normal((40, 2))
+    store.add_many([f"c{i}" for i in range(40)], vectors,
+                   [{"doc_iri": f"d{i % 8}"} for i in range(40)])
+    names = ["c3", "c17", "d5", "unknown", *[f"x{i}" for i in range(1200)]]
+    wanted = {f"c{i}" for i in range(40) if f"c{i}" in names or f"d{i % 8}" in names}
+    hits = store.search(np.array([1.0, 0.0]), k=40, ids=names)
+    assert {h.id for h in hits} == wanted

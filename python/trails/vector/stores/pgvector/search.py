@@ -30,6 +30,9 @@ class Explanation(NamedTuple):
     indexed: bool
     text: str
 
+# Up to this many candidate names, each is looked up in the indexes; past it, matched by a
+# hashed subplan over the table (a round threshold, not a measured crossing).
+FEW_CANDIDATES = 1000
 # Rows fetched beyond k, so near ties at the k-th place can be ordered in float64.
 OVERFETCH = 16
 
@@ -48,6 +51,11 @@ class PgSearch(PgAnn):
             if documents_only:
                 clauses.append(f"{row}doc_iri = ANY(%s)")
                 params.append(list(iris))
+            elif len(iris) <= FEW_CANDIDATES:
+                # A few names: "= ANY" lets each of the id and doc_iri indexes find its rows
+                # (a bitmap OR), where the hashed subplan below would read the whole table.
+                clauses.append(f"({row}id = ANY(%s) OR {row}doc_iri = ANY(%s))")
+                params.extend([list(iris), list(iris)])
             else:
                 # IN (SELECT unnest): a hashed subplan; "= ANY" under OR scans the whole
                 # array for every row (50,000 candidates: minutes on 100,000 rows).
