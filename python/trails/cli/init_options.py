@@ -29,7 +29,7 @@ def pairs(given: list[str], option: str = "--map-metadata",
 
 
 # The backends that reach another server, and so take a resilience policy.
-_REMOTE = ("sparql", "pgvector")
+_REMOTE = ("sparql", "pgvector", "openai")
 NO_REMOTE = ("--resilience applies to a remote part: --graph sparql, --vectors qdrant "
              "--qdrant-url, --vectors pgvector or --model openai:MODEL")
 
@@ -73,15 +73,11 @@ def record_policy(db: Path, policy: dict[str, Scalar]) -> None:
         config = read_config(db)
         if config is None:  # pragma: no cover - has_context checked the file exists
             return
-        embedder = config.embedder
-        changed = {"graph": with_policy(config.graph, policy),
-                   "vectors": with_policy(config.vectors, policy)}
-        if embedder.backend == "openai":
-            changed["embedder"] = embedder.model_copy(update={"settings": {
-                **embedder.settings, "resilience": {**_policy_of(embedder.settings), **policy}}})
-        if not (remote(config.graph) or remote(config.vectors) or "embedder" in changed):
+        parts = {name: getattr(config, name) for name in ("graph", "vectors", "embedder")}
+        if not any(remote(part) for part in parts.values()):
             raise ConfigurationError(f"{db} has no remote part: {NO_REMOTE}")
-        write_config(db, config.model_copy(update=changed))
+        write_config(db, config.model_copy(update={
+            name: with_policy(part, policy) for name, part in parts.items()}))
 
 
 def _policy_of(settings: dict[str, Setting]) -> dict[str, Scalar]:

@@ -35,7 +35,7 @@ from trails.cli.init_options import (
     with_policy,
 )
 from trails.cli.output import print_json
-from trails.config import AuditConfig, PartConfig, Setting, read_config
+from trails.config import AuditConfig, PartConfig, Scalar, Setting, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
 from trails.ingest.expiry import check_retention
@@ -186,8 +186,8 @@ def init(
             rules = {**opened.retention, **rules} if rules else {}
         if policy:
             record_policy(db, policy)
-        _report(found, {**_record(db, mapping, rules, fields, levels, digest_level),
-                        **({"resilience": policy} if policy else {})}, as_json=as_json)
+        _report(found, _record(db, mapping, rules, fields, levels, digest_level, policy),
+                as_json=as_json)
         return
     if db.exists() and (not db.is_dir() or any(db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
@@ -203,17 +203,18 @@ def init(
             "--vectors qdrant, or a smaller --openai-dim")
     with _create(db, embedder, graph_part, vectors_part, base_iri) as opened:
         made = _made(opened, db, created=True)
-    _report(made, {**_record(db, mapping, rules, fields, levels, digest_level),
-                   **({"resilience": policy} if policy else {})}, as_json=as_json)
+    _report(made, _record(db, mapping, rules, fields, levels, digest_level, policy),
+            as_json=as_json)
 
 
 def _record(db: Path, mapping: dict[str, str], rules: dict[str, str],
             fields: list[str] | None, levels: dict[str, str],
-            digest_levels: list[str]) -> dict[str, object]:
+            digest_levels: list[str], policy: dict[str, Scalar]) -> dict[str, object]:
     """Record a metadata mapping, retention rules, a payload allowlist and security levels
-    given to init (each only if given); what was recorded (``payload_stale_vectors`` when
-    vectors stored before the allowlist may hold other fields)."""
-    recorded: dict[str, object] = {}
+    given to init (each only if given); what was recorded, with the resilience ``policy``
+    the remote parts were given (``payload_stale_vectors`` when vectors stored before the
+    allowlist may hold other fields)."""
+    recorded: dict[str, object] = {"resilience": policy} if policy else {}
     if levels or digest_levels:
         config = read_config(db)
         audit = audit_with(config.audit if config else AuditConfig(), levels, digest_levels)
