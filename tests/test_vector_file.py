@@ -413,6 +413,27 @@ def test_garbage_is_compacted_into_the_next_generation_and_the_old_files_go(buil
         assert again.count() == 61
 
 
+def test_a_compaction_deletes_generations_that_killed_writers_left_behind(built, monkeypatch):
+    """A writer killed just after a switch leaves the old files; one killed before its switch
+    leaves a next generation nobody committed. The next compaction deletes both kinds, so
+    however the kills fall at most one generation beside the live one is ever on disk."""
+    path, rows = built
+    monkeypatch.setattr(compaction, "GARBAGE_FLOOR", 10)
+    store = SqliteVecStore(path)
+    store.add_many(list(rows), vectors(60, seed=7))
+    store.add_many(list(rows), vectors(60, seed=8))  # compacted: generation 1 is live
+    assert generation_files(path) == ["v.db.1.f32", "v.db.1.keys"]
+    for stale in ("v.db.f32", "v.db.keys", "v.db.2.f32", "v.db.2.keys", "v.db.7.f32"):
+        (path.parent / stale).write_bytes(b"left by a killed writer")
+    store.add_many(list(rows), vectors(60, seed=9))
+    store.add_many(list(rows), vectors(60, seed=10))  # compacted again: generation 2
+    assert generation_files(path) == ["v.db.2.f32", "v.db.2.keys"]
+    query = vectors(1, seed=11)[0]
+    assert [h.id for h in store.search(query, k=5)] == brute_force(
+        dict(zip(rows, vectors(60, seed=10))), query, 5)
+    store.close()
+
+
 def test_a_reader_whose_snapshot_names_deleted_files_reads_again(built, monkeypatch):
     path, rows = built
     monkeypatch.setattr(compaction, "GARBAGE_FLOOR", 10)

@@ -4,13 +4,18 @@ Slots are append-only (a replaced or deleted row's slot stays, since a snapshot 
 so the files grow with every re-ingest. When the slots no row names outnumber the rows (and a
 floor), the store copies the named ones, in slot order, into new files (``<store>.<n>.f32``,
 ``<store>.<n>.keys``), flushed to disk, and renumbers ``items.slot`` and records the new files
-in one transaction: the commit is the switch. A crash before it leaves the new files as garbage
-(the next compaction writes over them); after it, the old files are deleted. A process that
+in one transaction: the commit is the switch. A crash before it leaves the new files as garbage,
+a crash just after it the old ones; each compaction first deletes every generation but the
+live one, so at most one is ever left behind. After the switch the old files are deleted. A process that
 mapped them keeps reading its snapshot from them (the inode lives while mapped); one whose
 snapshot names them but finds them gone reads again in a fresh snapshot.
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
+import re
 
 import numpy as np
 
@@ -18,7 +23,7 @@ from trails.vector.stores.sqlite_vec import schema
 from trails.vector.stores.sqlite_vec.driver import Database
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles
 
-__all__ = ["GARBAGE_FLOOR", "compact", "worth_compacting"]
+__all__ = ["GARBAGE_FLOOR", "compact", "remove_stale_generations", "worth_compacting"]
 
 # Below this many unnamed slots a compaction saves too little to be worth a rewrite.
 GARBAGE_FLOOR = 4096
@@ -41,6 +46,7 @@ def compact(db: Database, files: VectorFiles, slots: int) -> VectorFiles:
     Raises:
         StorageError: the new files cannot be written (nothing is switched).
     """
+    remove_stale_generations(files)
     named = np.array([r[0] for r in db.execute("SELECT slot FROM items ORDER BY slot")],
                      dtype=np.int64)
     fresh = VectorFiles(files.path, files.dim, files.generation + 1)
@@ -57,3 +63,18 @@ def compact(db: Database, files: VectorFiles, slots: int) -> VectorFiles:
     schema.write_meta(db, "vector_generation", str(fresh.generation))
     schema.write_meta(db, "vector_slots", str(len(named)))
     return fresh
+
+
+def remove_stale_generations(live: VectorFiles) -> None:
+    """Delete the files of every generation but ``live``'s: the old files a writer killed just
+    after a switch did not delete, and a next generation a writer killed before its switch
+    never committed. Runs in the write transaction, so no other writer is compacting."""
+    if live.path == ":memory:":
+        return
+    folder, name = os.path.split(os.path.abspath(live.path))
+    generation = re.compile(rf"^{re.escape(name)}(?:\.(\d+))?\.(?:f32|keys)$")
+    for entry in os.listdir(folder):
+        match = generation.match(entry)
+        if match and int(match.group(1) or 0) != live.generation:
+            with contextlib.suppress(OSError):  # gone already: another open removed it
+                os.unlink(os.path.join(folder, entry))

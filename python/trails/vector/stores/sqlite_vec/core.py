@@ -305,8 +305,6 @@ class SqliteCore(BaseVectorStore):
         self._index.use(fresh)
         self._version = -1  # slots renumbered: read the index again at the next read
         old.remove()
-        if old.generation > 0:  # left behind by a crash right after the previous switch
-            VectorFiles(self.path, self._dim, old.generation - 1).remove()
 
     def _scope_codes(self, scopes: list[str]) -> list[int]:
         """Each scope's code, recording new scopes (in the caller's write transaction)."""
