@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toy_store import ENTRY, ToyStore
 from trails import retrieve
@@ -123,3 +126,40 @@ def test_the_registry_line_puts_the_store_into_the_contract_suite():
     assert toy and len(toy) == len(file)  # every test the other stores run
     assert sorted(set(with_toy) - set(toy)) == sorted(without)
     assert not any("toy" in t for t in without)
+
+
+# -- the defaults BaseVectorStore gives a store of eight methods ------------------------------
+
+ROW = st.fixed_dictionaries({"doc_iri": st.sampled_from(["d1", "d2", "d3"]),
+                             "kind": st.sampled_from(["a", "b", 1, True, None])})
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.dictionaries(st.sampled_from([f"c{i}" for i in range(8)] + ["d1"]), ROW,
+                            max_size=8),
+       named=st.lists(st.sampled_from(["c0", "c3", "d1", "d2", "missing"]), max_size=4),
+       wanted=st.fixed_dictionaries({}, optional={"doc_iri": st.sampled_from(["d1", "d2"]),
+                                                  "kind": st.sampled_from(["a", 1, True, None])}))
+def test_the_scanning_defaults_answer_as_a_store_s_own_queries(rows, named, wanted):
+    """``expand_ids``, ``count`` and ``find`` of a store that writes only the eight abstract
+    methods agree with SqliteVecStore's, which answers them with queries; ``delete_where``
+    removes exactly the rows whose metadata equals every filter as typed JSON."""
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    with tempfile.TemporaryDirectory() as folder:
+        toy, reference = ToyStore(Path(folder) / "t.json", dim=2), SqliteVecStore(dim=2)
+        for store in (toy, reference):
+            if rows:
+                store.add_many(list(rows), [[1.0, float(n)] for n in range(len(rows))],
+                               list(rows.values()))
+        assert toy.expand_ids(named) == sorted(reference.expand_ids(named))
+        assert toy.count() == reference.count() == len(rows)
+        assert toy.count(wanted) == reference.count(wanted)
+        assert toy.find(wanted, limit=3) == reference.find(wanted, limit=3)
+        if wanted:  # typed equality, and None matches nothing (as PgVectorStore's query)
+            gone = sorted(i for i, row in rows.items() if all(
+                v is not None and type(row[k]) is type(v) and row[k] == v
+                for k, v in wanted.items()))
+            assert toy.delete_where(wanted) == len(gone)
+            assert toy.all_ids() == sorted(set(rows) - set(gone))
+        reference.close()

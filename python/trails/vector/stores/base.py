@@ -290,9 +290,13 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
         return len(self.all_ids()) if filters is None else self._count_matching(filters)
 
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        """``delete_where`` for at least one filter, every key an identifier."""
-        return self._delete_ids(self._matching(self._checked_filters(filters, "delete_where"),
-                                               None))
+        """``delete_where`` for at least one filter, every key an identifier: values compare
+        as typed JSON, as ``find``'s do, except that ``None`` matches nothing."""
+        checked = self._checked_filters(filters, "delete_where")
+        if any(value is None for value in checked.values()):
+            self._check_writable()
+            return 0
+        return self._delete_ids(self._matching(checked, None))
 
     # -- derived --------------------------------------------------------------------------
 
