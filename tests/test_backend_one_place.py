@@ -163,3 +163,12 @@ def test_the_scanning_defaults_answer_as_a_store_s_own_queries(rows, named, want
             assert toy.delete_where(wanted) == len(gone)
             assert toy.all_ids() == sorted(set(rows) - set(gone))
         reference.close()
+
+
+def test_a_registered_class_without_the_two_methods_is_named_when_opened(tmp_path):
+    VECTOR_STORES.register("bare", Backend("trails.vector.stores.base:BaseVectorStore"))
+    try:
+        with pytest.raises(ConfigurationError, match=r"'bare' \(BaseVectorStore\).*from_settings"):
+            open_vectors(PartConfig(backend="bare", settings={}), tmp_path, dim=DIM)
+    finally:
+        VECTOR_STORES.unregister("bare")
