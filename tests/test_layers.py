@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trails", "trails.errors", "trails.faults", "trails.records", "trails._lazy", "trails._state",
      "trails.resilience",
      "trails.tracing",
-     "trails.scopes", "trails.registry", "trails.text", "trails._openai", "trails.display"),
+     "trails.scopes", "trails.registry", "trails.recorded", "trails.text", "trails._openai", "trails.display"),
     ("trails.kg", "trails.vector"),
     ("trails.parts", "trails.similarity", "trails.config", "trails.backends", "trails.integrity",
      "trails.audit"),

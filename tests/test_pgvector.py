@@ -319,7 +319,7 @@ def test_a_context_reopens_from_its_directory_alone_without_recording_a_password
 
 def test_trails_dsn_from_the_environment_is_used_only_for_the_recorded_server(
         dsn, tmp_path, monkeypatch):
-    from trails.backends import _pg_dsn
+    from trails.vector.stores.pgvector.store import dsn_to_connect as _pg_dsn
 
     monkeypatch.setenv("TRAILS_PG_DSN", dsn + " password=from-env")
     assert _pg_dsn(dsn) == dsn + " password=from-env"

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from trails.errors import ConfigurationError
 from trails.faults import corrupt_file, translated
+from trails.recorded import Scalar, Setting
 from trails.scopes import NAME_PATTERN
 from trails.vector.embedders.base import EmbedderIdentity
 
@@ -47,6 +48,7 @@ __all__ = [
     "ContextConfig",
     "EmbedderConfig",
     "PartConfig",
+    "Scalar",
     "Setting",
     "read_config",
     "write_config",
@@ -62,11 +64,6 @@ LEGACY_PAYLOAD: Final = ("source", "title", "date")
 # A scope's name and a security level's: letters, digits, '_', '.', '-' (trails.scopes).
 ScopeName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 LevelName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-
-# A setting is a JSON scalar, or one level of them (a backend's ``resilience`` policy):
-# settings are constructor options, never objects or secrets.
-Scalar = str | int | float | bool | None
-Setting = Scalar | dict[str, Scalar]
 
 
 class PartConfig(BaseModel):

@@ -20,11 +20,13 @@ import uuid
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from trails.backends import GRAPH_DIR, VECTORS_FILE, Where
 from trails.config import ContextConfig, PartConfig
 from trails.errors import ContextDamagedError, StorageError
 from trails.kg.base import KnowledgeGraph
+from trails.kg.oxigraph import GRAPH_DIR
+from trails.recorded import Where
 from trails.vector.stores.base import VectorStore
+from trails.vector.stores.sqlite_vec.store import VECTORS_FILE
 
 __all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "new_context_id"]
 

@@ -11,21 +11,55 @@ backend: :meth:`Backends.load` imports the one that is chosen, and only that one
 >>> EMBEDDERS.load("mock").__name__
 'MockEmbedder'
 
-Adding a backend: one entry here, and in :mod:`trails.backends` how to open it from its
-recorded settings and which settings describe an open one.
+Adding a backend is one module and one entry here. The module's class implements
+:class:`trails.recorded.Recordable` (``from_settings`` and ``recorded_settings``: how
+``trails.json`` reopens it, its secrets read from the environment there), or for an embedder
+:class:`trails.vector.embedders.base.Rebuildable`; the entry names the class, the extra that
+installs its packages and, for a vector store, how a test makes an empty one
+(:class:`StoreFixture`): the shared contract suite (``trails_store_factory``) then runs on
+it. A plugin of its own registers at import with :meth:`Backends.register`.
+
+>>> [fixture.id for fixture in VECTOR_STORES["sqlite-vec"].tests]
+['sqlite-vec-memory', 'sqlite-vec-file']
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trails._lazy import import_target, require
 from trails.errors import ConfigurationError
+from trails.recorded import Settings
 
-__all__ = ["EMBEDDERS", "GRAPHS", "VECTOR_STORES", "Backend", "Backends"]
+__all__ = ["EMBEDDERS", "GRAPHS", "VECTOR_STORES", "Backend", "Backends", "StoreFixture",
+           "installed"]
+
+
+@dataclass(frozen=True)
+class StoreFixture:
+    """How the shared vector store suites make an empty store of one backend
+    (``trails_store_factory[<id>]``, :mod:`trails.testing.stores`).
+
+    Attributes:
+        id: the test id, unique over every backend.
+        settings: what the kit's default factory opens the store from, as ``trails.json``
+            would, inside the test's own directory
+            (:class:`trails.testing.stores.RecordedStores`).
+        factory: instead, ``"module:Class"`` of a ``StoreFactory`` of its own (an in-memory
+            store, a test server).
+        persistent: its data can be reopened (``trails_persistent_store_factory``).
+        requires: modules the test needs beyond the backend's own (a test server's).
+    """
+
+    id: str
+    settings: Settings = field(default_factory=dict)
+    factory: str | None = None
+    persistent: bool = True
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,12 +74,15 @@ class Backend:
             the backend is loaded, so a missing one is reported before anything is built.
             Packages the backend loads later on its own (a model) are not listed.
         summary: one line for people.
+        tests: for a vector store, how the shared suites make empty ones (one
+            :class:`StoreFixture` each way); without any the contract suite skips it.
     """
 
     target: str
     extra: str | None = None
     requires: tuple[str, ...] = ()
     summary: str = ""
+    tests: tuple[StoreFixture, ...] = ()
 
 
 class Backends(Mapping[str, Backend]):
@@ -92,6 +129,22 @@ class Backends(Mapping[str, Backend]):
             raise ConfigurationError(f"{self.kind} {name!r} names {entry.target}, not a class")
         return loaded
 
+    def register(self, name: str, entry: Backend) -> None:
+        """Add backend ``name`` (a plugin registering its own at import). Registering the
+        same entry again does nothing.
+
+        Raises:
+            ConfigurationError: another backend has that name.
+        """
+        if self._entries.setdefault(name, entry) != entry:
+            raise ConfigurationError(
+                f"{self.kind} {name!r} is already registered ({self._entries[name].target}); "
+                "choose another name")
+
+    def unregister(self, name: str) -> None:
+        """Remove backend ``name`` if registered (a test's own, when it ends)."""
+        self._entries.pop(name, None)
+
     def name_of(self, cls: type) -> str | None:
         """The name under which ``cls`` itself (not a subclass) is registered, if any.
 
@@ -106,6 +159,12 @@ class Backends(Mapping[str, Backend]):
         return None
 
 
+def installed(modules: tuple[str, ...]) -> bool:
+    """Whether every module (``"pgvector.psycopg"``: its top package) can be imported,
+    without importing any."""
+    return all(importlib.util.find_spec(module.split(".")[0]) is not None for module in modules)
+
+
 GRAPHS = Backends("graph", {
     "oxigraph": Backend(
         "trails.kg.oxigraph:OxigraphGraph",
@@ -118,15 +177,23 @@ GRAPHS = Backends("graph", {
 VECTOR_STORES = Backends("vector store", {
     "sqlite-vec": Backend(
         "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="sqlite-vec",
-        summary="embedded SQLite file in the context directory"),
+        summary="embedded SQLite file in the context directory",
+        tests=(StoreFixture("sqlite-vec-memory", factory="trails.testing.stores:SqliteVecMemory",
+                            persistent=False),
+               StoreFixture("sqlite-vec-file", factory="trails.testing.stores:SqliteVecFile"))),
     "qdrant": Backend(
         "trails.vector.stores.qdrant:QdrantStore", extra="vector-qdrant",
         requires=("qdrant_client",),
-        summary="a Qdrant server (url) or a local Qdrant folder (path)"),
+        summary="a Qdrant server (url) or a local Qdrant folder (path)",
+        tests=(StoreFixture("qdrant-memory", factory="trails.testing.stores:QdrantMemory",
+                            persistent=False),
+               StoreFixture("qdrant-path", factory="trails.testing.stores:QdrantLocalFolder"))),
     "pgvector": Backend(
         "trails.vector.stores.pgvector:PgVectorStore", extra="pgvector",
         requires=("psycopg", "psycopg_pool", "pgvector.psycopg"),
-        summary="a PostgreSQL table with pgvector (dsn)"),
+        summary="a PostgreSQL table with pgvector (dsn)",
+        tests=(StoreFixture("pgvector", factory="trails.testing.stores:PgVectorSchema",
+                            requires=("pgserver",)),)),
 })
 
 EMBEDDERS = Backends("embedder", {

@@ -9,14 +9,7 @@ from typing import Optional
 
 import typer
 
-from trails.backends import (
-    PG_DSN_ENV,
-    QDRANT_DIR,
-    QDRANT_KEY_ENV,
-    SPARQL_AUTH_ENV,
-    open_graph,
-    open_vectors,
-)
+from trails.backends import open_graph, open_vectors
 from trails.cli._common import (
     DEFAULT_MODEL,
     MAX_DIM,
@@ -42,9 +35,12 @@ from trails.ingest.expiry import check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
 from trails.kg.base import KnowledgeGraph
+from trails.kg.remote.connection import SPARQL_AUTH_ENV
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
+from trails.vector.stores.pgvector.core import DSN_ENV as PG_DSN_ENV
+from trails.vector.stores.qdrant.store import QDRANT_DIR, QDRANT_KEY_ENV
 
 __all__ = ["GraphBackend", "VectorBackend", "init"]
 

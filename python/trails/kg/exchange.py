@@ -2,7 +2,8 @@
 adding quads in one transaction and listing the quads of a scope (or of every graph).
 
 Both backends delegate here, so a file loads and exports the same way into the embedded graph
-and into a SPARQL endpoint.
+and into a SPARQL endpoint; :class:`QuadExport` gives both the same ``dump`` and
+``to_rdflib``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.reserved import check_quads
 from trails.scopes import DEFAULT_SCOPE
 
-__all__ = ["dump_quads", "load_quads", "rdflib_of"]
+__all__ = ["QuadExport", "dump_quads", "load_quads", "rdflib_of"]
 
 # What load() takes: a path, RDF text or bytes, or an rdflib Graph/Dataset.
 LoadSource = RdfSource | Any
@@ -56,3 +57,38 @@ def dump_quads(quads: Callable[[str | None], Iterable[ox.Quad]],
 def rdflib_of(quads: Iterable[ox.Quad]) -> Any:
     """The quads as an ``rdflib.Dataset`` (see :func:`trails.kg.rdflib_bridge.to_rdflib`)."""
     return to_rdflib(quads)
+
+
+class QuadExport:
+    """``dump`` and ``to_rdflib`` for a graph that lists the quads of a scope (``_quads``)
+    and has its ``prefixes``."""
+
+    prefixes: dict[str, str]
+
+    def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
+        """One scope's quads, or every graph's (``scope`` None)."""
+        raise NotImplementedError
+
+    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
+             scope: str | None = None) -> str | None:
+        """Export RDF: the text, or None after writing ``path`` (replaced whole).
+
+        TriG, N-Quads or JSON-LD without ``scope`` hold every graph; a triple format
+        (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
+        scope). The format comes from ``format``, else ``path``'s suffix, else TriG.
+
+        >>> from trails.kg.oxigraph import OxigraphGraph
+        >>> kg = OxigraphGraph()
+        >>> kg.load(b'<https://x/a> <https://schema.org/name> "A" .', scope="legal")
+        1
+        >>> print(kg.dump(format="turtle", scope="legal"), end="")  # doctest: +ELLIPSIS
+        @prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+        ...
+        <https://x/a> schema:name "A" .
+        """
+        return dump_quads(self._quads, path, format, scope, self.prefixes)
+
+    def to_rdflib(self, scope: str | None = None) -> Any:
+        """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` backed by an
+        in-memory Oxigraph store (``pip install "trails[rdflib]"``)."""
+        return rdflib_of(self._quads(scope))

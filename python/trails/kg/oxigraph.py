@@ -7,7 +7,8 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyoxigraph as ox
 
@@ -15,7 +16,7 @@ from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
 from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
-from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
 from trails.kg.parse_errors import parse_problem
@@ -24,14 +25,20 @@ from trails.kg.reserved import check_nquads, check_quads, check_removal, check_u
 from trails.kg.result import QueryResult, query_output
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
+from trails.recorded import Settings, Where, relative
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["OxigraphGraph"]
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["GRAPH_DIR", "OxigraphGraph"]
+
+GRAPH_DIR = "graph"  # where a context keeps its embedded graph, unless settings say
 
 T = TypeVar("T")
 
 
-class OxigraphGraph:
+class OxigraphGraph(QuadExport):
     """A knowledge graph in memory (``path=None``) or in a directory, queried with SPARQL 1.1.
 
     Queries see the union of all graphs unless ``scopes`` confines them: then the scopes'
@@ -383,29 +390,6 @@ class OxigraphGraph:
             # keep the store (and its lock) alive once _faults has dropped it.
             return load_quads(self.extend, source, format, scope, base_iri)
 
-    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
-             scope: str | None = None) -> str | None:
-        """Export RDF: the text, or None after writing ``path`` (replaced whole).
-
-        TriG, N-Quads or JSON-LD without ``scope`` hold every graph; a triple format
-        (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
-        scope). The format comes from ``format``, else ``path``'s suffix, else TriG.
-
-        >>> kg = OxigraphGraph()
-        >>> kg.load(b'<https://x/a> <https://schema.org/name> "A" .', scope="legal")
-        1
-        >>> print(kg.dump(format="turtle", scope="legal"), end="")  # doctest: +ELLIPSIS
-        @prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
-        ...
-        <https://x/a> schema:name "A" .
-        """
-        return dump_quads(self._quads, path, format, scope, self.prefixes)
-
-    def to_rdflib(self, scope: str | None = None) -> Any:
-        """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` backed by an
-        in-memory Oxigraph store (``pip install "trails[rdflib]"``)."""
-        return rdflib_of(self._quads(scope))
-
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         graph = None if scope is None else scope_graph(scope)
         return self._s.quads_for_pattern(None, None, None, graph)
@@ -448,3 +432,12 @@ class OxigraphGraph:
         where = "memory" if self.path is None else self.path
         state = "closed" if self._closed else f"quads={len(self)}"
         return f"<OxigraphGraph {where} {state}>"
+
+    # -- trails.json (trails.recorded.Recordable) ---------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings, where: Where) -> Self:
+        return cls(where.path(settings.get("path"), GRAPH_DIR), read_only=where.read_only)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        return None if self.path is None else {"path": relative(self.path, root)}

@@ -27,12 +27,12 @@ from trails._lazy import lazy_attributes
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from trails.testing.kernel import context_directory, fresh_context, isolated_kernel
     from trails.testing.models import tiny_cross_encoder
-    from trails.testing.stores import factory_named
+    from trails.testing.stores import factory_named, factory_names
     from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = [
-    "MockEmbedder", "context_directory", "factory_named", "fresh_context", "isolated_kernel",
-    "tiny_cross_encoder",
+    "MockEmbedder", "context_directory", "factory_named", "factory_names", "fresh_context",
+    "isolated_kernel", "tiny_cross_encoder",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -40,6 +40,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "isolated_kernel": "trails.testing.kernel:isolated_kernel",
     "context_directory": "trails.testing.kernel:context_directory",
     "factory_named": "trails.testing.stores:factory_named",
+    "factory_names": "trails.testing.stores:factory_names",
     "tiny_cross_encoder": "trails.testing.models:tiny_cross_encoder",
     "MockEmbedder": "trails.vector.embedders.mock:MockEmbedder",
 }, __all__)

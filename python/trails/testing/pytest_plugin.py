@@ -10,19 +10,20 @@ project that never uses these fixtures pays nothing for them.
 - ``trails_dir``: a context persisted in a temporary directory (``trails_dir.directory``),
   inside the same isolated kernel, closed after the test.
 - ``trails_store_factory``: makes empty vector stores of one backend; the tests that use it
-  run once per installed backend (sqlite-vec in memory and in a file; Qdrant local mode in
-  memory and in a folder when qdrant-client is installed).
+  run once per way each registered vector store names (``trails.registry``'s
+  ``StoreFixture``s) whose packages are installed: sqlite-vec in memory and in a file; Qdrant
+  local mode in memory and in a folder when qdrant-client is installed; pgvector with
+  pgserver; a store a plugin registers, as soon as it is registered.
 - ``trails_persistent_store_factory``: the same, over the backends whose data can be reopened.
 - ``trails_store``: an empty 64-dimensional store of each installed backend.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,18 +34,31 @@ if TYPE_CHECKING:
     from trails.testing.stores import StoreFactory
     from trails.vector.stores.base import VectorStore
 
+    BACKENDS: list[str]  # module __getattr__ below
+    PERSISTENT_BACKENDS: list[str]
+
 __all__ = ["BACKENDS", "PERSISTENT_BACKENDS"]
 
-# The names of trails.testing.stores.FACTORIES, listed here so that loading the plugin imports
-# no store (a test checks the two lists agree).
-_QDRANT = importlib.util.find_spec("qdrant_client") is not None
-_PGVECTOR = all(importlib.util.find_spec(m) is not None
-                for m in ("psycopg", "psycopg_pool", "pgvector", "pgserver"))
-BACKENDS = ["sqlite-vec-memory", "sqlite-vec-file"] + (
-    ["qdrant-memory", "qdrant-path"] if _QDRANT else []) + (["pgvector"] if _PGVECTOR else [])
-PERSISTENT_BACKENDS = ["sqlite-vec-file"] + (["qdrant-path"] if _QDRANT else []) + (
-    ["pgvector"] if _PGVECTOR else [])
 STORE_DIM = 64
+# The fixtures that run once per store, and whether only persistent stores apply.
+_PER_STORE = {"trails_store_factory": False, "trails_persistent_store_factory": True}
+
+
+def __getattr__(name: str) -> Any:
+    """``BACKENDS`` and ``PERSISTENT_BACKENDS``: the test ids the store fixtures run over,
+    read from the registry when asked (loading the plugin imports no store)."""
+    if name in ("BACKENDS", "PERSISTENT_BACKENDS"):
+        return kit.factory_names(persistent=name == "PERSISTENT_BACKENDS")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run a test that uses a store fixture once per registered, installed store; read at
+    collection, so a store registered before (a plugin's) is in."""
+    for fixture, persistent in _PER_STORE.items():
+        if fixture in metafunc.fixturenames:
+            names = kit.factory_names(persistent=persistent)
+            metafunc.parametrize(fixture, names, ids=names, indirect=True)
 
 
 @pytest.fixture
@@ -66,33 +80,32 @@ def trails_dir(trails_ctx: Context, tmp_path: Path) -> Iterator[Context]:
 
 def _factory(name: str, tmp_path: Path) -> Iterator[StoreFactory]:
     factory = kit.factory_named(name)(tmp_path)
-    if name == "pgvector":
-        _server_or_skip(factory)
+    _ready_or_skip(factory)
     try:
         yield factory
     finally:
         factory.close_all()
 
 
-def _server_or_skip(factory: StoreFactory) -> None:
-    """Start the PostgreSQL test server, or skip the test when it cannot start here (never
-    under CI, where it must run)."""
+def _ready_or_skip(factory: StoreFactory) -> None:
+    """Start what the factory needs (a test server), or skip the test when it cannot start
+    here (never under CI, where it must run)."""
     try:
-        factory.dsn  # type: ignore[attr-defined]  # noqa: B018 - starts the server
+        factory.prepare()
     except Exception as exc:  # a TrailsError: pgserver is missing or did not start
         if os.environ.get("CI"):
             raise
-        pytest.skip(f"no PostgreSQL test server: {exc}")
+        pytest.skip(f"no {factory.name} test server: {exc}")
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def trails_store_factory(request: pytest.FixtureRequest,
                          tmp_path: Path) -> Iterator[StoreFactory]:
     """Makes empty stores of one installed backend (the test runs once per backend)."""
     yield from _factory(request.param, tmp_path)
 
 
-@pytest.fixture(params=PERSISTENT_BACKENDS)
+@pytest.fixture
 def trails_persistent_store_factory(request: pytest.FixtureRequest,
                                     tmp_path: Path) -> Iterator[StoreFactory]:
     """Like ``trails_store_factory``, over the backends whose data can be reopened."""

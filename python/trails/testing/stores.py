@@ -9,21 +9,26 @@ made when the test ends:
 - ``reopen(dim=None, embedder=None, read_only=False)``: persistent factories only; another
   object (a second connection) on the same data.
 
-:data:`FACTORIES` lists the backends installed here: the two sqlite-vec ones always, the two
-Qdrant local-mode ones when qdrant-client is installed (``trails[vector-qdrant]``), and
-``pgvector`` (a fresh schema of the process's PostgreSQL test server,
-:func:`trails.testing.servers.postgres.shared_server`) when psycopg and pgserver are
-(``trails[pgvector,dev]``). Importing this module imports neither client; making a store does.
+The list comes from :data:`trails.registry.VECTOR_STORES`: each registered store names its
+ways (:class:`~trails.registry.StoreFixture`), and :func:`factories` keeps those whose
+packages are installed here: the two sqlite-vec ones always, the two Qdrant local-mode ones
+when qdrant-client is installed (``trails[vector-qdrant]``), and ``pgvector`` (a fresh schema
+of the process's PostgreSQL test server, :func:`trails.testing.servers.postgres.shared_server`)
+when psycopg and pgserver are (``trails[pgvector,dev]``). A store registered later (a
+plugin's) joins at the next collection. Importing this module imports neither client; making
+a store does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
-from trails.errors import InvalidArgumentError
+from trails._lazy import import_target
+from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.recorded import Recordable, Settings, Where
+from trails.registry import VECTOR_STORES, StoreFixture, installed
 from trails.testing.servers.postgres import shared_server
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores.base import VectorStore
@@ -31,13 +36,13 @@ from trails.vector.stores.pgvector import PgVectorStore
 from trails.vector.stores.qdrant import QdrantStore
 from trails.vector.stores.sqlite_vec import SqliteVecStore
 
-__all__ = ["FACTORIES", "PERSISTENT", "QDRANT_INSTALLED", "StoreFactory", "factory_named"]
+__all__ = ["FACTORIES", "PERSISTENT", "QDRANT_INSTALLED", "RecordedStores", "StoreFactory",
+           "factories", "factory_named", "factory_names"]
 
 # qdrant-client is an optional extra: its backends join the list when it is installed.
-QDRANT_INSTALLED = importlib.util.find_spec("qdrant_client") is not None
+QDRANT_INSTALLED = installed(("qdrant_client",))
 # PgVectorStore's client and the test server's wheel.
-PGVECTOR_INSTALLED = all(importlib.util.find_spec(m) is not None
-                         for m in ("psycopg", "psycopg_pool", "pgvector", "pgserver"))
+PGVECTOR_INSTALLED = installed(("psycopg", "psycopg_pool", "pgvector", "pgserver"))
 
 
 class StoreFactory:
@@ -53,6 +58,10 @@ class StoreFactory:
     def _keep(self, store: VectorStore) -> VectorStore:
         self._made.append(store)
         return store
+
+    def prepare(self) -> None:
+        """Start what the stores need (a test server) before the test; the fixture skips the
+        test when it cannot start here."""
 
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
         """An empty store of dimension ``dim`` (persistent backends: the same file each call)."""
@@ -142,6 +151,9 @@ class PgVectorSchema(StoreFactory):
             self._dsn = shared_server().new_schema()
         return self._dsn
 
+    def prepare(self) -> None:
+        self.dsn  # noqa: B018 - starts the server
+
     def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
         return self._keep(PgVectorStore(self.dsn, dim=dim, embedder=embedder))
 
@@ -151,9 +163,67 @@ class PgVectorSchema(StoreFactory):
             PgVectorStore(self.dsn, dim=dim, embedder=embedder, read_only=read_only))
 
 
-FACTORIES: list[type[StoreFactory]] = [SqliteVecMemory, SqliteVecFile] + (
-    [QdrantMemory, QdrantLocalFolder] if QDRANT_INSTALLED else []) + (
-    [PgVectorSchema] if PGVECTOR_INSTALLED else [])
+class RecordedStores(StoreFactory):
+    """Stores of a registered backend opened from settings as ``trails.json`` reopens them
+    (``from_settings``), inside the test's directory: the default way of a
+    :class:`~trails.registry.StoreFixture` without a factory of its own."""
+
+    backend: ClassVar[str]
+    settings: ClassVar[Settings]
+
+    def _open(self, dim: int | None, embedder: EmbedderIdentity | None,
+              read_only: bool) -> VectorStore:
+        cls = VECTOR_STORES.load(self.backend)
+        if not issubclass(cls, Recordable):
+            raise ConfigurationError(
+                f"vector store {self.backend!r} has no from_settings: give its StoreFixture a "
+                "factory, or implement trails.recorded.Recordable")
+        store = self._keep(cast(VectorStore, cls.from_settings(
+            dict(self.settings), Where(self.tmp_path, read_only, dim))))
+        if embedder is not None:
+            store.bind_embedder(embedder)
+        return store
+
+    def new(self, dim: int, embedder: EmbedderIdentity | None = None) -> VectorStore:
+        return self._open(dim, embedder, read_only=False)
+
+    def reopen(self, dim: int | None = None, embedder: EmbedderIdentity | None = None,
+               read_only: bool = False) -> VectorStore:
+        if not self.persistent:
+            return super().reopen(dim, embedder, read_only)
+        return self._open(dim, embedder, read_only)
+
+
+def factories() -> list[type[StoreFactory]]:
+    """One factory per way each registered vector store names, if installed here."""
+    found: list[type[StoreFactory]] = []
+    for backend, entry in VECTOR_STORES.items():
+        for fixture in entry.tests:
+            if installed(entry.requires + fixture.requires):
+                found.append(_factory(backend, fixture))
+    return found
+
+
+def _factory(backend: str, fixture: StoreFixture) -> type[StoreFactory]:
+    if fixture.factory is not None:
+        factory = import_target(fixture.factory)
+        if not (isinstance(factory, type) and issubclass(factory, StoreFactory)
+                and factory.name == fixture.id and factory.persistent == fixture.persistent):
+            raise ConfigurationError(
+                f"{fixture.factory} (the test factory of vector store {backend!r}) must be a "
+                f"StoreFactory named {fixture.id!r} with persistent={fixture.persistent}")
+        return factory
+    return type(f"RecordedStores[{fixture.id}]", (RecordedStores,), {
+        "name": fixture.id, "persistent": fixture.persistent, "backend": backend,
+        "settings": dict(fixture.settings)})
+
+
+def factory_names(persistent: bool = False) -> list[str]:
+    """The test ids of :func:`factories` (only the persistent ones' with ``persistent``)."""
+    return [f.name for f in factories() if f.persistent or not persistent]
+
+
+FACTORIES: list[type[StoreFactory]] = factories()
 PERSISTENT: list[type[StoreFactory]] = [f for f in FACTORIES if f.persistent]
 
 
@@ -163,9 +233,10 @@ def factory_named(name: str) -> type[StoreFactory]:
     Raises:
         InvalidArgumentError: no installed backend has that name (the message lists them).
     """
-    for factory in FACTORIES:
+    found = factories()
+    for factory in found:
         if factory.name == name:
             return factory
     raise InvalidArgumentError(
         f"no installed vector store backend is called {name!r}: use one of "
-        f"{[f.name for f in FACTORIES]} (the Qdrant ones need trails[vector-qdrant])")
+        f"{[f.name for f in found]} (the Qdrant ones need trails[vector-qdrant])")

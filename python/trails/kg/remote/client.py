@@ -7,15 +7,12 @@ confines a query to scopes, and how failures are reported.
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from trails import _state
 from trails._lazy import require
 from trails.errors import (
     ConfigurationError,
@@ -23,8 +20,10 @@ from trails.errors import (
     SparqlError,
 )
 from trails.kg.bindings import apply_bindings
-from trails.kg.exchange import dump_quads, load_quads, rdflib_of
+from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.rdfio import RdfSource
+from trails.kg.remote.connection import auth_headers, ssl_context
+from trails.kg.remote.connection import update_url as _default_update_url
 from trails.kg.remote.dialect import (
     VIRTUOSO_DEFAULT_GRAPH,
     Params,
@@ -62,11 +61,13 @@ from trails.kg.reserved import check_quads, check_removal, check_update
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter
 from trails.kg.variables import check_bound
+from trails.recorded import Settings, Where, with_resilience
 from trails.resilience import Resilience, breaker_for
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, scope_graph, scope_of_graph
 
 if TYPE_CHECKING:
-    import ssl
+    from pathlib import Path
+    from typing import Self
 
     import httpx
 
@@ -79,7 +80,7 @@ _UPDATE = "application/sparql-update"
 _UNION_DEFAULT_GRAPH = "http://www.w3.org/ns/sparql-service-description#UnionDefaultGraph"
 
 
-class SparqlEndpointGraph:
+class SparqlEndpointGraph(QuadExport):
     """A knowledge graph on a SPARQL 1.1 endpoint, with the surface of ``OxigraphGraph``.
 
     Args:
@@ -131,7 +132,7 @@ class SparqlEndpointGraph:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self._httpx = require("httpx", "A knowledge graph on a SPARQL endpoint")
         self.query_url = query_url
-        self.update_url = update_url if update_url is not None else _update_url(query_url)
+        self.update_url = update_url if update_url is not None else _default_update_url(query_url)
         self.timeout = float(timeout)
         self.batch_size = batch_size
         self.dialect = check_dialect(dialect)
@@ -146,7 +147,7 @@ class SparqlEndpointGraph:
         self.read_only = False
         self._client: httpx.Client = self._httpx.Client(
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
-            follow_redirects=False, verify=_ssl_context(self._httpx))
+            follow_redirects=False, verify=ssl_context(self._httpx))
         self._plain_default_graph: bool | None = None  # None: not checked yet
         self.resilience = Resilience.from_settings(resilience)
         self.resilience.check_url("the SPARQL endpoint", self.query_url, self.update_url)
@@ -274,15 +275,6 @@ class SparqlEndpointGraph:
         except TypeError as exc:  # a blank-node graph name
             raise ConfigurationError(f"{exc}; nothing was loaded") from exc
         self._post(self.update_url, "update", body, [])
-
-    def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
-             scope: str | None = None) -> str | None:
-        """Export RDF (see :meth:`trails.kg.OxigraphGraph.dump`), read with one SPARQL query."""
-        return dump_quads(self._quads, path, format, scope, self.prefixes)
-
-    def to_rdflib(self, scope: str | None = None) -> Any:
-        """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` (``trails[rdflib]``)."""
-        return rdflib_of(self._quads(scope))
 
     def _quads(self, scope: str | None) -> list[ox.Quad]:
         """One scope's quads (confined as a scoped query is), or every graph's in one query,
@@ -435,16 +427,19 @@ class SparqlEndpointGraph:
             self._plain_default_graph = None  # the server may come back with other options
             raise
 
+    # -- trails.json (trails.recorded.Recordable) ---------------------------------------
 
-def _update_url(query_url: str) -> str:
-    """``.../update`` beside a ``.../query`` URL, else the query URL itself."""
-    if query_url.endswith("/query"):
-        return query_url[: -len("/query")] + "/update"
-    return query_url
+    @classmethod
+    def from_settings(cls, settings: Settings, where: Where) -> Self:
+        """Secrets are not settings: the Authorization header is ``$TRAILS_SPARQL_AUTH``."""
+        options: dict[str, Any] = dict(settings)
+        return cls(**options, headers=auth_headers())
 
-
-def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
-    """One default TLS context per process: building one (the CA bundle) takes ~0.2 s."""
-    context: ssl.SSLContext = _state.cached(
-        ("tls-context",), lambda: httpx.create_ssl_context(trust_env=True))
-    return context
+    def recorded_settings(self, root: Path) -> Settings | None:
+        settings: Settings = {"query_url": self.query_url, "update_url": self.update_url,
+                              "timeout": self.timeout, "batch_size": self.batch_size}
+        if self.default_graph_uri is not None:
+            settings["default_graph_uri"] = self.default_graph_uri
+        if self.dialect != "standard":
+            settings["dialect"] = self.dialect
+        return with_resilience(settings, self.resilience)

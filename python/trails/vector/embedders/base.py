@@ -9,6 +9,10 @@ protocol, checked with ``isinstance``:
   can cut documents into pieces the model sees whole.
 - :class:`TokenCountingEmbedder`: counts tokens the way its API limits and bills them, so
   ingestion can budget each embedding batch in tokens.
+
+A registered embedder (:mod:`trails.registry`) is also :class:`Rebuildable`: ``trails.json``
+records its settings and rebuilds it from them and the identity its vectors carry;
+:class:`BaseEmbedder` gives the defaults (its constructor's options; nothing recorded).
 """
 
 from __future__ import annotations
@@ -16,18 +20,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from itertools import islice
-from typing import Any, Protocol, cast, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from trails.errors import InvalidArgumentError
+from trails.recorded import Settings
+
+if TYPE_CHECKING:
+    from typing import Self
 
 __all__ = [
     "BaseEmbedder",
     "Embedder",
     "EmbedderIdentity",
+    "Rebuildable",
     "TokenAwareEmbedder",
     "TokenCountingEmbedder",
     "Vectors",
@@ -175,3 +185,26 @@ class BaseEmbedder:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.identity.describe()}>"
+
+    # -- trails.json (Rebuildable) ----------------------------------------------------------
+
+    @classmethod
+    def from_record(cls, settings: Settings, identity: EmbedderIdentity) -> Self:
+        """The embedder ``settings`` record, as its constructor's options."""
+        options: dict[str, Any] = dict(settings)
+        return cast(Any, cls)(**options)  # type: ignore[no-any-return]
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        """The settings that rebuild this embedder, or None: then ``trails.json`` keeps only
+        its identity, and the embedder is passed in again (or inferred from the identity)."""
+        return None
+
+
+@runtime_checkable
+class Rebuildable(Protocol):
+    """An embedder ``trails.json`` can record, and rebuild to embed as its vectors were made."""
+
+    @classmethod
+    def from_record(cls, settings: Settings, identity: EmbedderIdentity) -> Self: ...
+
+    def recorded_settings(self, root: Path) -> Settings | None: ...

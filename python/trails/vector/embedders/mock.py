@@ -9,11 +9,13 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import filterfalse
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from trails import _state
+from trails.recorded import Settings
 from trails.vector.embedders.base import BaseEmbedder
 
 __all__ = ["MockEmbedder"]
@@ -111,6 +113,10 @@ class MockEmbedder(BaseEmbedder):
                 vector = vector / float(np.linalg.norm(vector))
             out[i] = vector
         return out
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        return {"dim": self.dim, "seed": self.seed}
+
 
 
 class _Vocabulary:

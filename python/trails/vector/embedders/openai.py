@@ -14,15 +14,19 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import EmbeddingError
+from trails.recorded import Settings, with_resilience
 from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["KNOWN_MODELS", "OpenAIEmbedder", "Usage", "load_cl100k"]
 
@@ -145,6 +149,14 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         if not identity.model.startswith("openai/"):
             raise ValueError(f"not an OpenAI embedder identity: {identity.describe()}")
         return cls(identity.model.split("/", 1)[1], dim=identity.dim, **options)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        """Model, dimension, endpoint and the policy as given (``resilience`` folds in
+        ``max_retries`` and the backoff, recorded apart); the key is ``$OPENAI_API_KEY``."""
+        settings: Settings = {"model": self.model, "dim": self.dim}
+        if self.base_url is not None:
+            settings["base_url"] = self.base_url
+        return with_resilience(settings, self._policy, DEFAULT_RESILIENCE)
 
     # -- tokens -------------------------------------------------------------------------------
 

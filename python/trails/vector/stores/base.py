@@ -223,7 +223,13 @@ def versioned(store: object, purpose: str) -> VersionedStore:
 class BaseVectorStore(MetadataLookups, abc.ABC):
     """Derives ``add``, the checks of ``add_many`` and ``delete_where``, ``search``,
     ``metadata``, ``delete``, ``delete_many``, ``bind_embedder``, ``with`` and ``len()`` from
-    the abstract methods below (``_label`` is the store's name in messages)."""
+    the eight abstract methods below: what the engine cannot do without (writing, exact
+    search, deleting by id, reading by id, listing ids, the embedder's record, closing).
+
+    ``expand_ids``, ``count``, ``find``, ``delete_where`` (``_delete_matching``) and
+    ``_label`` (the store's name in messages) have defaults that scan the store's metadata
+    through ``all_ids`` and ``get``: right for any store, slow for a large one, so a backend
+    replaces them with queries (the three shipped stores do)."""
 
     _dim: int
     read_only: bool
@@ -231,10 +237,6 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
     _new_home: ClassVar[str] = "a new store"
 
     # -- what a backend writes ------------------------------------------------------------
-
-    @property
-    @abc.abstractmethod
-    def _label(self) -> str: ...
 
     @property
     @abc.abstractmethod
@@ -259,24 +261,42 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
         """Remove these ids; how many existed."""
 
     @abc.abstractmethod
-    def expand_ids(self, iris: Iterable[str]) -> list[str]: ...
-
-    @abc.abstractmethod
     def get(self, ids: Iterable[str]) -> list[StoredVector]: ...
 
     @abc.abstractmethod
     def all_ids(self) -> list[str]: ...
 
     @abc.abstractmethod
-    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        """``delete_where`` for at least one filter, every key an identifier."""
-
-    @abc.abstractmethod
-    def count(self, filters: Mapping[str, Any] | None = None) -> int:
-        """Live vectors; with ``filters``, those :meth:`find` would find (``_count_matching``)."""
-
-    @abc.abstractmethod
     def close(self) -> None: ...
+
+    # -- defaults a backend may replace with queries -----------------------------------------
+
+    @property
+    def _label(self) -> str:
+        return type(self).__name__
+
+    def expand_ids(self, iris: Iterable[str]) -> list[str]:
+        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document
+        IRIs (``metadata["doc_iri"]``), sorted."""
+        wanted = {i for i in iris if isinstance(i, str)}
+        if not wanted:
+            return []
+        every = self.metadata(self.all_ids())
+        return sorted(id for id, metadata in every.items()
+                      if id in wanted or metadata.get("doc_iri") in wanted)
+
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
+        """Live vectors; with ``filters``, those :meth:`find` would find."""
+        return len(self.all_ids()) if filters is None else self._count_matching(filters)
+
+    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
+        """``delete_where`` for at least one filter, every key an identifier: values compare
+        as typed JSON, as ``find``'s do, except that ``None`` matches nothing."""
+        checked = self._checked_filters(filters, "delete_where")
+        if any(value is None for value in checked.values()):
+            self._check_writable()
+            return 0
+        return self._delete_ids(self._matching(checked, None))
 
     # -- derived --------------------------------------------------------------------------
 

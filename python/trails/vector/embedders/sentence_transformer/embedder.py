@@ -13,6 +13,7 @@ import numpy as np
 from trails import _state
 from trails._lazy import require
 from trails.errors import ConfigurationError, EmbeddingError, MissingExtraError
+from trails.recorded import Settings
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
 from trails.vector.embedders.sentence_transformer.backends import (
     backend_of_revision,
@@ -36,6 +37,8 @@ from trails.vector.embedders.sentence_transformer.quiet import quiet_loading
 from trails.vector.embedders.sentence_transformer.tokenization import hf_tokenizer
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from sentence_transformers import SentenceTransformer
 
 __all__ = ["SentenceTransformerEmbedder"]
@@ -94,7 +97,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         return self._known_dim
 
     @classmethod
-    def from_identity(cls, identity: EmbedderIdentity) -> SentenceTransformerEmbedder:
+    def from_identity(cls, identity: EmbedderIdentity) -> Self:
         """The embedder a recorded identity names, on the backend that made its vectors.
 
         When that backend cannot run here (onnxruntime missing), "auto" is used instead: the
@@ -185,3 +188,17 @@ class SentenceTransformerEmbedder(BaseEmbedder):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.identity.describe()} backend={self.backend}>"
+
+    # -- trails.json (trails.vector.embedders.base.Rebuildable) ---------------------------
+
+    @classmethod
+    def from_record(cls, settings: Settings, identity: EmbedderIdentity) -> Self:
+        """:meth:`from_identity`: the inference backend that made the vectors (or a fallback);
+        a model directory comes from ``settings``, as the identity names only its folder."""
+        model = settings.get("model")
+        named = identity if model is None else identity.model_copy(update={"model": str(model)})
+        return cls.from_identity(named)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        folder = Path(self.model).expanduser()
+        return {"model": str(folder.resolve()) if folder.is_dir() else self.model}

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING, Any
+
+from trails.recorded import Setting, Settings, Where, with_resilience
+from trails.vector.stores.pgvector.core import DSN_ENV, public_dsn
 from trails.vector.stores.pgvector.keyword import PgKeywords
 
-__all__ = ["PgVectorStore"]
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Self
+
+__all__ = ["PgVectorStore", "dsn_to_connect"]
+
+# The settings trails.json records when they differ from these defaults.
+_DEFAULTS: dict[str, Setting] = {"pool_min": 1, "pool_max": 4, "connect_timeout": 5.0,
+                                 "statement_timeout": 60.0, "hnsw": False, "min_recall": 0.95}
 
 
 class PgVectorStore(PgKeywords):
@@ -46,3 +59,31 @@ class PgVectorStore(PgKeywords):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"count={self.count()}"
         return f"<PgVectorStore table={self.table!r} dsn={self.dsn!r} dim={self._dim} {state}>"
+
+    # -- trails.json (trails.recorded.Recordable) ---------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings, where: Where) -> Self:
+        options: dict[str, Any] = dict(settings)
+        options["dsn"] = dsn_to_connect(options.get("dsn"))
+        return cls(**options, dim=where.dim, read_only=where.read_only)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        """The DSN without its password, the table, and the options set otherwise."""
+        settings: Settings = {"dsn": self.dsn, "table": self.table}
+        for name, default in _DEFAULTS.items():
+            if getattr(self, name) != default:
+                settings[name] = getattr(self, name)
+        return with_resilience(settings, self.resilience)
+
+
+def dsn_to_connect(recorded: Setting) -> str | None:
+    """The DSN to connect with: the recorded one (no password: libpq reads ``PGPASSWORD``
+    or ``~/.pgpass``), or ``$TRAILS_PG_DSN`` when it is the same DSN with a password (or
+    when nothing is recorded)."""
+    full = os.environ.get(DSN_ENV) or None
+    if recorded is None or recorded == "":
+        return full
+    if full is not None and public_dsn(full) == public_dsn(str(recorded)):
+        return full
+    return str(recorded)

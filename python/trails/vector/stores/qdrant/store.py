@@ -3,9 +3,20 @@ local mode (in-process, in memory or in a folder) for tests and small data."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trails.recorded import Settings, Where, relative, with_resilience
 from trails.vector.stores.qdrant.keyword import QdrantKeywords
 
-__all__ = ["QdrantStore"]
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["QDRANT_DIR", "QDRANT_KEY_ENV", "QdrantStore"]
+
+QDRANT_DIR = "qdrant"  # a context's local-mode folder, unless settings say
+QDRANT_KEY_ENV = "QDRANT_API_KEY"  # a server's API key, read each time a context opens
 
 
 class QdrantStore(QdrantKeywords):
@@ -57,3 +68,27 @@ class QdrantStore(QdrantKeywords):
         state = "closed" if self._closed else f"count={self.count()}"
         return (f"<QdrantStore collection={self.collection!r} location={self.location!r} "
                 f"dim={self._dim} {state}>")
+
+    # -- trails.json (trails.recorded.Recordable) ---------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings, where: Where) -> Self:
+        """A server (``url``: its API key from ``$QDRANT_API_KEY``) or a local folder."""
+        options: dict[str, Any] = dict(settings)
+        if "url" in options:
+            options["api_key"] = os.environ.get(QDRANT_KEY_ENV) or None
+        else:
+            options["path"] = where.path(options.get("path"), QDRANT_DIR)
+        return cls(**options, dim=where.dim, read_only=where.read_only)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        location = self.location
+        if location in (":memory:", "client"):  # nothing on disk, or a client only the caller has
+            return None
+        if "://" in location:
+            return with_resilience({"collection": self.collection, "url": location},
+                                   self.resilience)
+        if Path(location).is_dir():  # local mode
+            return {"collection": self.collection, "path": relative(location, root)}
+        return with_resilience({"collection": self.collection, "url": f"http://{location}"},
+                               self.resilience)  # host:port

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trails.errors import TrailsError
 from trails.faults import corrupt_file
+from trails.recorded import Settings, Where, relative
 from trails.scopes import DEFAULT_SCOPE
 from trails.text import keyword_terms
 from trails.vector.stores import arguments
@@ -23,7 +26,12 @@ from trails.vector.stores.sqlite_vec.keyword_top import top_k
 from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 from trails.vector.stores.sqlite_vec.slot_index import Candidates
 
-__all__ = ["SqliteVecStore"]
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["VECTORS_FILE", "SqliteVecStore"]
+
+VECTORS_FILE = "vectors.db"  # where a context keeps its store, unless settings say
 
 Ranked = list[tuple[str, float]]
 
@@ -275,3 +283,13 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
             except TrailsError:  # a damaged file: repr still answers
                 state = "damaged"
         return f"<SqliteVecStore path={self.path!r} dim={self._dim} {state}>"
+
+    # -- trails.json (trails.recorded.Recordable) ---------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings, where: Where) -> Self:
+        return cls(where.path(settings.get("path"), VECTORS_FILE), dim=where.dim,
+                   read_only=where.read_only)
+
+    def recorded_settings(self, root: Path) -> Settings | None:
+        return None if self.path == ":memory:" else {"path": relative(self.path, root)}

@@ -1,0 +1,39 @@
+"""What ``SparqlEndpointGraph`` connects with: the update URL beside a query URL, the TLS
+context every endpoint shares, and the ``Authorization`` header taken from the environment."""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from trails import _state
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["SPARQL_AUTH_ENV", "auth_headers", "ssl_context", "update_url"]
+
+# The value of the Authorization header sent to a SPARQL endpoint ("Bearer TOKEN", "Basic ...").
+SPARQL_AUTH_ENV = "TRAILS_SPARQL_AUTH"
+
+
+def update_url(query_url: str) -> str:
+    """``.../update`` beside a ``.../query`` URL, else the query URL itself."""
+    if query_url.endswith("/query"):
+        return query_url[: -len("/query")] + "/update"
+    return query_url
+
+
+def ssl_context(httpx: ModuleType) -> ssl.SSLContext:
+    """One default TLS context per process: building one (the CA bundle) takes ~0.2 s."""
+    context: ssl.SSLContext = _state.cached(
+        ("tls-context",), lambda: httpx.create_ssl_context(trust_env=True))
+    return context
+
+
+def auth_headers() -> dict[str, str] | None:
+    """The ``Authorization`` header ``$TRAILS_SPARQL_AUTH`` holds, read each time a graph
+    opens from ``trails.json`` (a secret is never recorded)."""
+    auth = os.environ.get(SPARQL_AUTH_ENV)
+    return {"Authorization": auth} if auth else None
