@@ -61,12 +61,13 @@ def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
 
 
 def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
-    """benchmarks/scale.py --quick on 2,000 documents (~15,000 chunks): every filter shape at
-    every share selects, as planned, exactly the chunks its best hand-ordered form selects;
-    open, ingest and the report run to the end."""
+    """benchmarks/scale.py --quick on 1,000 documents (~7,700 chunks): every filter shape at
+    every share selects, as planned, exactly the chunks its best hand-ordered form selects,
+    and some (an empty answer would agree with anything); open, ingest and the report run to
+    the end."""
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--no-write",
-         "--queries", "1", "--docs", "2000"],
+         "--queries", "1", "--docs", "1000"],
         capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
     )
     assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-3000:])

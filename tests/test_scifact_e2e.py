@@ -39,8 +39,8 @@ pytestmark = [
                        reason='needs ir-measures: pip install "trails[dev]"'),
 ]
 
-QUERIES = 100  # sampled SciFact test queries (of 300)
-DISTRACTORS = 300  # random non-relevant documents ingested beside the relevant ones
+QUERIES = 60  # sampled SciFact test queries (of 300)
+DISTRACTORS = 200  # random non-relevant documents ingested beside the relevant ones
 K_DOCS = 10
 # Chunks fetched per query before pooling to documents: a document has a few chunks, so 10
 # chunks can name fewer than 10 documents; 50 always covers the top 10 documents here.
@@ -49,7 +49,7 @@ K_CHUNKS = 50
 # Thresholds for the real model on this sample (measured: see the test's printed numbers and
 # docs/benchmarks.md). nDCG@10 must reach the full-corpus published 0.645: the subset can only
 # be easier. Recall@10 of 0.80 sits well below what the model reaches and far above the
-# controls (measured: model 0.92; MockEmbedder 0.67, wrong documents 0.06).
+# controls (measured: model 0.917; MockEmbedder 0.697, wrong documents 0.050).
 MIN_NDCG = 0.645
 MIN_RECALL = 0.80
 # A broken pipeline must lose at least this much recall@10 against the real model.
