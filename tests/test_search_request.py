@@ -9,11 +9,17 @@ import json
 from typing import Any
 
 import pytest
+import typer
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from _cli import run_trails
 from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
+from trails.cli import app
+from trails.cli.arguments import SEARCH_OPTIONS, search_fields
 from trails.errors import InvalidArgumentError, TrailsError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.recording import SearchCall
@@ -333,3 +339,33 @@ def test_a_good_request_gets_the_same_hits_in_python_http_mcp_and_the_terminal(
     assert [h["iri"] for h in http.json()["hits"]] == python
     assert [h["iri"] for h in mcp.structured_content["hits"]] == python
     assert [h["iri"] for h in json.loads(terminal.stdout)["hits"]] == python
+
+
+def test_every_field_of_a_search_is_an_option_of_trails_query():
+    """A field added to the request is an option of the command, or this fails (the steps
+    are Python callables or named service steps: not a command line's)."""
+    command = typer.main.get_command(app).commands["query"]  # type: ignore[attr-defined]
+    flags = {flag for param in command.params for flag in param.opts}
+    assert set(SEARCH_OPTIONS) == set(SearchRequest.model_fields) - {"query", "steps"}
+    assert all(set(option) <= flags for option in SEARCH_OPTIONS.values())
+    shown = CliRunner().invoke(app, ["query", "--help"], env={"COLUMNS": "200"}).stdout
+    for choice in ("vector", "graph", "hybrid", "rrf", "weighted", "keyword", "skip",
+                   "1,000,000"):
+        assert choice in shown
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers().filter(lambda n: not 1 <= n <= MAX_K).map(str),
+                 st.floats(allow_nan=False).map(repr), st.text(max_size=8)))
+def test_any_bad_k_in_the_terminal_is_refused_as_the_request_refuses_it(tmp_path_factory, k):
+    """Whatever ``-k`` is given, the terminal says what the request says of the value it
+    reads as JSON would (before any context is opened)."""
+    value = search_fields("alpine", {"k": k})["k"]
+    if isinstance(value, int) and 1 <= value <= MAX_K:
+        return
+    with pytest.raises(InvalidArgumentError) as refused:
+        SearchRequest(query="alpine", k=value)
+    db = tmp_path_factory.getbasetemp() / "nothing-here"
+    result = CliRunner().invoke(app, ["--db", str(db), "query", "alpine", "-k", k])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {' '.join(str(refused.value).split())}\n"
