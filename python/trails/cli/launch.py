@@ -6,9 +6,10 @@ command line is a plain ``query``, this module sends it to the service and print
 exactly as the command would, loading no engine, model or HTTP package: the whole call takes a
 fraction of a second. Anything else (another command, ``--help``, an option this reader does
 not know, ``--local``, a service that is gone or not ready) runs the full command line, which
-answers in this process. The typer command stays the one definition of the options: this
-reader only recognises the ones it forwards, and ``tests/test_cli_service.py`` checks that
-both paths print the same.
+answers in this process. Both paths read the search's options with one function
+(:func:`trails.cli.arguments.search_fields`) and leave every check to ``trails.SearchRequest``
+(here, the service's): a mistake is refused in the same words either way.
+``tests/test_cli_service.py`` checks that both paths print the same.
 """
 
 from __future__ import annotations
