@@ -40,11 +40,13 @@ trails --db ./kb query "how do we deploy?" --json
 ```
 
 - **Exit codes**: `0` success; `1` user error, reported as one line on stderr with no
-  traceback (this includes usage errors such as an unknown option or `--mode` value, which
-  click would report with 2); `2` partial failure: `ingest` with failed documents, `verify`
-  that found inconsistencies; `3` the context's files cannot be read or written; `4` a bug
-  in trails; `130` interrupted by Ctrl-C (`ingest` stops after the step under way and sums
-  up what it committed; run it again for the rest).
+  traceback (this includes usage errors such as an unknown option, which click would
+  report with 2; a value a search does not take, such as `-k 0` or an unknown `--mode`, is
+  refused by `trails.SearchRequest` in the words Python, HTTP and MCP use for it); `2`
+  partial failure: `ingest` with failed documents, `verify` that found inconsistencies;
+  `3` the context's files cannot be read or written; `4` a bug in trails; `130`
+  interrupted by Ctrl-C (`ingest` stops after the step under way and sums up what it
+  committed; run it again for the rest).
 - **Progress**: `ingest` counts the documents before it starts (a walk of the files), then
   shows on stderr, on a terminal, documents done of that total, chunks per second and the
   time left (at the rate of the last 30 seconds, counted down between finishes); every failed

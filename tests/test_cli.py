@@ -339,7 +339,7 @@ def test_graph_mode_returns_the_filter_iris_without_scores(kb, tmp_path):
 def test_graph_mode_without_a_filter_is_a_user_error(kb):
     result = trails("--db", kb, "query", "Rails", "--mode", "graph")
     assert result.exit_code == 1
-    assert "--sparql" in one_line_error(result.stderr)
+    assert "mode='graph' needs a sparql_filter" in one_line_error(result.stderr)
 
 
 def test_an_unknown_mode_is_a_user_error_listing_the_modes(kb):

@@ -52,7 +52,8 @@ def _fails_cleanly(*args: object, codes: tuple[int, ...] = (1,)) -> str:
 
 @pytest.mark.parametrize("value", [HUGE, "-1", "0", "1000001", "1.5", "x", "", "1e3"])
 def test_query_k_out_of_range_names_the_option(kb, value):
-    assert "-k" in _fails_cleanly("--db", kb, "query", "rails", "-k", value)
+    line = _fails_cleanly("--db", kb, "query", "rails", "-k", value)
+    assert line.startswith("Error: k must be an int from 1 to 1000000, got ")
 
 
 @pytest.mark.parametrize("bind", [
@@ -133,4 +134,4 @@ def test_a_real_process_given_a_huge_k_prints_one_line(kb):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
-    assert line.startswith("Error: ") and "-k" in line
+    assert line == f"Error: k must be an int from 1 to 1000000, got {HUGE}"

@@ -120,7 +120,13 @@ def test_a_filter_read_from_a_file_and_from_stdin(served, tmp_path):
 @pytest.mark.parametrize("options, message", [
     (["--sparql", "SELECT ?c WHERE { ?c ?p "], "SPARQL"),
     (["--scope", "nosuchscope"], "nosuchscope"),
-    (["--mode", "graph"], "--sparql"),
+    (["--mode", "graph"], "mode='graph' needs a sparql_filter selecting the IRIs to return"),
+    # Refused by the request (trails.SearchRequest), here and in the service alike.
+    (["-k", "three"], "k must be an int from 1 to 1000000, got str 'three'"),
+    (["-k", "0"], "k must be an int from 1 to 1000000, got 0"),
+    (["--min-score", "nan"], "min_score must be a number, got NaN"),
+    (["--fallback", "retry"], "fallback must be 'auto'"),
+    (["--now", "yesterday"], "now='yesterday' is no ISO 8601 date-time"),
 ])
 def test_mistakes_fail_the_same_way_through_the_service(served, options, message):
     db, _ = served

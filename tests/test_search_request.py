@@ -5,14 +5,22 @@ same requests and refuse the same ones with the same error and message (ADR 0043
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
+import typer
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from _cli import run_trails
 from service_support import bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
-from trails.errors import InvalidArgumentError
+from trails.cli import app
+from trails.cli.arguments import SEARCH_OPTIONS, search_fields
+from trails.errors import InvalidArgumentError, TrailsError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.recording import SearchCall
 from trails.service.app import create_app
@@ -196,3 +204,168 @@ def test_every_step_the_service_builds_can_be_asked_for(service):
     schema = RetrieveRequest.model_json_schema()
     step = schema["$defs"]["StepSpec"]["properties"]["name"]
     assert "entities" in step["enum"]
+
+
+# -- the terminal too: one table, four ways in --------------------------------------------------
+
+# A filter whose ?skip the cases bind; the seeded documents are named a1, a2, b1, b2.
+SKIPPING = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?d . ?d schema:name ?n . "
+            "FILTER(?n != ?skip) }")
+# (the request as Python and JSON give it, the same request as `trails query` options, the
+# words of its refusal). The words are written here, not taken from the code.
+REFUSED = [
+    ({"k": 0}, ["-k", "0"], "k must be an int from 1 to 1000000, got 0"),
+    ({"k": -3}, ["-k", "-3"], "k must be an int from 1 to 1000000, got -3"),
+    ({"k": 1_000_001}, ["--k", "1000001"], "k must be an int from 1 to 1000000, got 1000001"),
+    ({"k": 2.5}, ["-k", "2.5"], "k must be an int from 1 to 1000000, got float 2.5"),
+    ({"k": "ten"}, ["-k", "ten"], "k must be an int from 1 to 1000000, got str 'ten'"),
+    ({"mode": "psychic"}, ["--mode", "psychic"],
+     "mode must be one of 'vector', 'graph', 'hybrid'; got 'psychic'"),
+    ({"fusion": "best"}, ["--fusion", "best"],
+     "fusion must be None, a callable or one of ('rrf', 'weighted', 'auto'); got 'best'"),
+    ({"fallback": "retry"}, ["--fallback", "retry"],
+     ("fallback must be 'auto' (hybrid queries fall back to keywords when the vector side "
+      "fails), 'keyword' (vector queries too), 'skip' (an empty answer that says why) or None "
+      "(raise); got 'retry'")),
+    ({"min_score": float("nan")}, ["--min-score", "nan"],
+     "min_score must be a number, got NaN; pass None for no threshold"),
+    ({"min_score": "high"}, ["--min-score", "high"],
+     "min_score must be a number (a threshold on the final score) or None, got str 'high'"),
+    ({"min_score": 10**400}, ["--min-score", "1" + "0" * 400],
+     "min_score must be a number a float can hold, got 1000000000"),
+    ({"mode": "graph", "filter": SKIPPING, "bindings": {"skip": "a1"}, "min_score": 0.5},
+     ["--mode", "graph", "--sparql", SKIPPING, "--bind", "skip=a1", "--min-score", "0.5"],
+     "min_score does not apply to mode='graph': graph hits have no score"),
+    ({"mode": "graph"}, ["--mode", "graph"],
+     "mode='graph' needs a sparql_filter selecting the IRIs to return"),
+    ({"mode": "vector", "filter": SKIPPING}, ["--mode", "vector", "--sparql", SKIPPING],
+     "mode='vector' ranks every vector and takes no sparql_filter"),
+    ({"bindings": {"skip": "a1"}}, ["--bind", "skip=a1"],
+     "bindings were given without a sparql_filter to bind them in"),
+    ({"filter": SKIPPING, "bindings": {"bad_name!": 1}}, ["--sparql", SKIPPING, "--bind",
+                                                          "bad_name!=1"],
+     "binding name 'bad_name!' is not a SPARQL variable name"),
+    ({"scopes": ["no such scope!"]}, ["--scope", "no such scope!"],
+     "scope: scope names are 1-128 characters of letters, digits"),
+    ({"scopes": ["gamma"]}, ["--scope", "gamma"],
+     "unknown scope 'gamma'; the scopes that exist: alpha, beta, default"),
+    ({"now": "yesterday"}, ["--now", "yesterday"],
+     "now='yesterday' is no ISO 8601 date-time; write e.g. 2026-01-01T00:00:00+00:00"),
+    ({"now": "2026-01-01T00:00:00"}, ["--now", "2026-01-01T00:00:00"],
+     "has no offset, so it names no moment"),
+    ({"filter": "SELECT ?iri WHERE { ?iri "}, ["--sparql", "SELECT ?iri WHERE { ?iri "],
+     "the SPARQL filter does not parse: error at 1:26"),
+]
+ANSWERED = [
+    ({"k": 1}, ["-k", "1"]),
+    ({"mode": "vector", "k": 3}, ["--mode", "vector", "-k", "3"]),
+    ({"fusion": "rrf"}, ["--fusion", "rrf"]),
+    ({"fusion": "none"}, ["--fusion", "none"]),
+    ({"fallback": "skip"}, ["--fallback", "skip"]),
+    ({"min_score": -1.0}, ["--min-score", "-1"]),
+    ({"now": "2026-01-01T00:00:00+00:00"}, ["--now", "2026-01-01T00:00:00+00:00"]),
+    ({"filter": SKIPPING, "bindings": {"skip": "a1"}, "why": True},
+     ["--sparql", SKIPPING, "--bind", "skip=a1", "--why"]),
+    ({"mode": "graph", "filter": SKIPPING, "bindings": {"skip": "a2"}},
+     ["--mode", "graph", "--sparql", SKIPPING, "--bind", "skip=a2"]),
+]
+
+
+@pytest.fixture(scope="module")
+def terminal_db(tmp_path_factory) -> Any:
+    """A directory holding the same documents as ``service``'s, for ``trails query``."""
+    db = tmp_path_factory.mktemp("terminal") / "kb"
+    seeded_context(db).close()
+    return db
+
+
+def _trails_query(db: Any, options: list[str]) -> Any:
+    return run_trails("--db", db, "query", "alpine", *options)
+
+
+def _first_trails_error(error: BaseException) -> BaseException:
+    """The error the MCP tool refused with (the SDK wraps it)."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, TrailsError):
+        cause = cause.__cause__
+    assert cause is not None, error
+    return cause
+
+
+def _four_refusals(service: Any, server: Any, db: Any, request: dict[str, Any],
+                   options: list[str]) -> dict[str, str]:
+    ctx, client = service
+    refusals = {}
+    with pytest.raises(TrailsError) as raised:
+        _python(ctx, request)
+    refusals["python"] = str(raised.value)
+    answer = client.post("/retrieve", content=json.dumps({"query": "alpine", **request}),
+                         headers={**bearer("admin"), "Content-Type": "application/json"})
+    assert answer.status_code == 400, answer.text
+    refusals["http"] = answer.json()["message"]
+    with pytest.raises(Exception) as tool_error:
+        _mcp(server, request)
+    refusals["mcp"] = str(_first_trails_error(tool_error.value))
+    terminal = _trails_query(db, options)
+    assert terminal.returncode == 1, terminal.stdout
+    assert "Traceback" not in terminal.stderr
+    [line] = terminal.stderr.splitlines()
+    refusals["terminal"] = line.removeprefix("Error: ")
+    # The terminal says a message on one line: compare the words, whatever spaces them.
+    return {way: " ".join(message.split()) for way, message in refusals.items()}
+
+
+@pytest.mark.parametrize(("request_", "options", "words"), REFUSED, ids=lambda v: repr(v)[:60])
+def test_a_mistake_is_refused_in_the_same_words_in_python_http_mcp_and_the_terminal(
+        service, mcp_server, terminal_db, request_, options, words):
+    refusals = _four_refusals(service, mcp_server, terminal_db, request_, options)
+    assert all(words in message for message in refusals.values()), refusals
+    assert len(set(refusals.values())) == 1, refusals
+
+
+@pytest.mark.parametrize(("request_", "options"), ANSWERED, ids=lambda v: repr(v)[:60])
+def test_a_good_request_gets_the_same_hits_in_python_http_mcp_and_the_terminal(
+        service, mcp_server, terminal_db, request_, options):
+    ctx, client = service
+    request = {"scopes": ["alpha"], **request_}
+    python = [hit.iri for hit in _python(ctx, request)]
+    http = _http(client, request)
+    assert http.status_code == 200, http.text
+    mcp = _mcp(mcp_server, request)
+    assert not mcp.is_error, mcp.content
+    terminal = _trails_query(terminal_db, ["--scope", "alpha", *options, "--json"])
+    assert terminal.returncode == 0, terminal.stderr
+    assert python, "the seeded context answers every one of these"
+    assert [h["iri"] for h in http.json()["hits"]] == python
+    assert [h["iri"] for h in mcp.structured_content["hits"]] == python
+    assert [h["iri"] for h in json.loads(terminal.stdout)["hits"]] == python
+
+
+def test_every_field_of_a_search_is_an_option_of_trails_query():
+    """A field added to the request is an option of the command, or this fails (the steps
+    are Python callables or named service steps: not a command line's)."""
+    command = typer.main.get_command(app).commands["query"]  # type: ignore[attr-defined]
+    flags = {flag for param in command.params for flag in param.opts}
+    assert set(SEARCH_OPTIONS) == set(SearchRequest.model_fields) - {"query", "steps"}
+    assert all(set(option) <= flags for option in SEARCH_OPTIONS.values())
+    shown = CliRunner().invoke(app, ["query", "--help"], env={"COLUMNS": "200"}).stdout
+    for choice in ("vector", "graph", "hybrid", "rrf", "weighted", "keyword", "skip",
+                   "1,000,000"):
+        assert choice in shown
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers().filter(lambda n: not 1 <= n <= MAX_K).map(str),
+                 st.floats(allow_nan=False).map(repr), st.text(max_size=8)))
+def test_any_bad_k_in_the_terminal_is_refused_as_the_request_refuses_it(tmp_path_factory, k):
+    """Whatever ``-k`` is given, the terminal says what the request says of the value it
+    reads as JSON would (before any context is opened)."""
+    value = search_fields("alpine", {"k": k})["k"]
+    if isinstance(value, int) and 1 <= value <= MAX_K:
+        return
+    with pytest.raises(InvalidArgumentError) as refused:
+        SearchRequest(query="alpine", k=value)
+    db = tmp_path_factory.getbasetemp() / "nothing-here"
+    result = CliRunner().invoke(app, ["--db", str(db), "query", "alpine", "-k", k])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {' '.join(str(refused.value).split())}\n"

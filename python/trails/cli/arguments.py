@@ -1,13 +1,14 @@
-"""What the command line reads from its arguments: SPARQL text (inline, a file, or stdin)
-and ``--bind`` values typed as RDF terms. Light on purpose: a query a service answers
-(:mod:`trails.cli.launch`) reads its arguments with these and loads no engine."""
+"""What the command line reads from its arguments: SPARQL text (inline, a file, or stdin),
+``--bind`` values typed as RDF terms, and ``trails query``'s options as the fields of a
+search (``trails.SearchRequest``, which checks them). Light on purpose: a query a service
+answers (:mod:`trails.cli.launch`) reads its arguments with these and loads no engine."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,20 @@ from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import IRI
 
-__all__ = ["bindings", "parse_binding", "read_query"]
+__all__ = ["SEARCH_FLAGS", "SEARCH_OPTIONS", "bindings", "parse_binding", "read_query",
+           "search_fields"]
+
+# `trails query`'s options that are fields of a search (trails.SearchRequest), by field: the
+# command declares these, the console script forwards them to a service (trails.cli.launch).
+SEARCH_OPTIONS: dict[str, tuple[str, ...]] = {
+    "mode": ("--mode",), "k": ("--k", "-k"), "filter": ("--sparql",), "bindings": ("--bind",),
+    "scopes": ("--scope",), "fusion": ("--fusion",), "min_score": ("--min-score",),
+    "fallback": ("--fallback",), "now": ("--now",), "why": ("--why",)}
+# The field each flag sets.
+SEARCH_FLAGS = {flag: field for field, flags in SEARCH_OPTIONS.items() for flag in flags}
+# The fields given as repeated options, and the one given as a flag.
+REPEATED = ("bindings", "scopes")
+FLAG = "why"
 
 
 def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
@@ -76,9 +90,9 @@ def parse_binding(text: str) -> tuple[str, Any]:
         raise InvalidArgumentError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
     try:
         value = _typed(raw, kind or _guess_type(raw))
-        check_bindings({name: value})  # a name or value no query could take: said here
     except (ValueError, OverflowError) as exc:
         raise InvalidArgumentError(f"--bind {text!r}: {exc}") from None
+    check_bindings({name: value})  # a name or value no query could take: said as retrieve() says it
     return name, value
 
 
@@ -110,3 +124,47 @@ def _typed(raw: str, kind: str) -> Any:
 def bindings(values: list[str]) -> dict[str, Any] | None:
     """The ``--bind`` options as a bindings mapping (None when there are none)."""
     return dict(parse_binding(v) for v in values) or None
+
+
+# -- a search --------------------------------------------------------------------------------
+
+def search_fields(text: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of the search ``trails query TEXT`` asks for, from its options by field
+    name (None, ``[]`` or ``False``: not given, the request's default holds).
+
+    Read, not checked: trails.SearchRequest checks every field, so a mistake is refused with
+    the message Python, HTTP and MCP give for it. The filter is read from its file or stdin,
+    ``--bind`` values are typed, and a number is read as JSON reads one (``-k 1.5`` is the
+    float 1.5, ``-k ten`` the text ``'ten'``).
+
+    >>> search_fields("rails", {"k": "3", "min_score": "nan", "scopes": [], "why": False})
+    {'query': 'rails', 'k': 3, 'min_score': nan}
+
+    Raises:
+        InvalidArgumentError, ConfigurationError: a malformed ``--bind``, an unreadable
+            filter file.
+    """
+    fields: dict[str, Any] = {"query": text}
+    for name, value in options.items():
+        if value is None or value is False or value == []:
+            continue
+        if name == "filter":
+            value = read_query(value, "--sparql")
+        elif name == "bindings":
+            value = bindings(value)
+        elif name in ("k", "min_score"):
+            value = _number(value)
+        fields[name] = value
+    return fields
+
+
+def _number(text: str) -> int | float | str:
+    """``text`` as the number it spells, else itself (for the request to refuse, naming it)."""
+    try:
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text) or text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            return float(text)
+    except ValueError:  # an int too long to convert
+        pass
+    return text

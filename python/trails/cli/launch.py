@@ -6,9 +6,10 @@ command line is a plain ``query``, this module sends it to the service and print
 exactly as the command would, loading no engine, model or HTTP package: the whole call takes a
 fraction of a second. Anything else (another command, ``--help``, an option this reader does
 not know, ``--local``, a service that is gone or not ready) runs the full command line, which
-answers in this process. The typer command stays the one definition of the options: this
-reader only recognises the ones it forwards, and ``tests/test_cli_service.py`` checks that
-both paths print the same.
+answers in this process. Both paths read the search's options with one function
+(:func:`trails.cli.arguments.search_fields`) and leave every check to ``trails.SearchRequest``
+(here, the service's): a mistake is refused in the same words either way.
+``tests/test_cli_service.py`` checks that both paths print the same.
 """
 
 from __future__ import annotations
@@ -20,21 +21,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from trails._lazy import import_target
-from trails.cli.arguments import bindings, read_query
+from trails.cli.arguments import FLAG, REPEATED, SEARCH_FLAGS, search_fields
 from trails.cli.exits import EXIT_BROKEN_CONTEXT, EXIT_USER_ERROR, fail
 from trails.cli.output import print_hits, print_json
-from trails.errors import InvalidArgumentError, StorageError, TrailsError
+from trails.errors import StorageError, TrailsError
 from trails.records import RetrievalResult
 from trails.service.client import NotAnswered, ServiceClient, json_term
 from trails.service.discovery import read_service
 
 __all__ = ["answer_through_service", "main", "service_request"]
 
-# Options forwarded to the service: the ones that take a value, and the flags.
-_VALUED = {"--mode": "mode", "--k": "k", "-k": "k", "--sparql": "sparql", "--bind": "bind",
-           "--scope": "scope", "--fusion": "fusion", "--min-score": "min_score"}
-_FLAGS = {"--why": "why", "--json": "json"}
-_REPEATED = ("bind", "scope")
+# The options forwarded to the service: the search's (trails.cli.arguments), and --json.
+_VALUED = {flag: field for flag, field in SEARCH_FLAGS.items() if field != FLAG}
+_FLAGS = {**{flag: field for flag, field in SEARCH_FLAGS.items() if field == FLAG},
+          "--json": "json"}
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
             return None
     if not args or db is None:
         return None
-    options: dict[str, Any] = {"bind": [], "scope": []}
+    options: dict[str, Any] = {field: [] for field in REPEATED}
     texts: list[str] = []
     rest = iter(args[1:])
     for token in rest:
@@ -74,7 +74,7 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
             if value is None:
                 return None
             key = _VALUED[name if sep else token]
-            if key in _REPEATED:
+            if key in REPEATED:
                 options[key].append(value)
             elif key in options:  # given twice: the command line says which one wins
                 return None
@@ -88,20 +88,10 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
             return None
         else:
             texts.append(token)
-    if len(texts) != 1 or not _numbers_parse(options):
+    if len(texts) != 1:
         return None
     options["text"] = texts[0]
     return db, options
-
-
-def _numbers_parse(options: dict[str, Any]) -> bool:
-    """Whether ``-k`` and ``--min-score`` read as numbers (else the command line says why)."""
-    try:
-        int(options.get("k", "10"))
-        float(options.get("min_score", "0"))
-    except ValueError:
-        return False
-    return True
 
 
 def answer_through_service(argv: Sequence[str]) -> int | None:
@@ -121,15 +111,16 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     health = client.health()
     if health.get("status") != "ready":
         return None
-    try:
-        query = None if "sparql" not in options else read_query(options["sparql"], "--sparql")
+    try:  # read as the command reads them; the service checks them as the command does
+        fields = search_fields(options["text"], {
+            name: value for name, value in options.items() if name not in ("text", "json")})
     except (TrailsError, ValueError) as exc:
         return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
     try:
-        answer = client.retrieve(_request(options, query))
+        answer = client.retrieve(_body(fields))
     except NotAnswered:
-        if options.get("sparql") == "-":  # the command line reads the filter from stdin again
-            sys.stdin = io.StringIO(query or "")
+        if options.get("filter") == "-":  # the command line reads the filter from stdin again
+            sys.stdin = io.StringIO(fields.get("filter", ""))
         return None
     except StorageError as exc:
         return fail(str(exc), EXIT_BROKEN_CONTEXT)
@@ -142,25 +133,11 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
                 sys.stderr.write(note + "\n")
         print_json(result.to_dict())
     else:
-        print_hits(result, bool(options.get("why")))
+        print_hits(result, bool(options.get(FLAG)))
     return 0
 
 
-def _request(options: dict[str, Any], sparql_filter: str | None) -> dict[str, Any]:
-    """The ``POST /retrieve`` body for the command line's options, read as the command
-    reads them (``sparql_filter`` from a file, stdin or inline; ``--bind`` values typed)."""
-    mode = options.get("mode", "hybrid")
-    if mode == "graph" and "sparql" not in options:
-        raise InvalidArgumentError(
-            "--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
-    bound = bindings(options["bind"]) or {}
-    request: dict[str, Any] = {
-        "query": options["text"], "mode": mode, "k": int(options.get("k", 10)),
-        "filter": sparql_filter,
-        "bindings": {name: json_term(value) for name, value in bound.items()} or None,
-        "scopes": options["scope"] or None, "fusion": options.get("fusion", "auto"),
-        "why": bool(options.get("why")),
-    }
-    if "min_score" in options:
-        request["min_score"] = float(options["min_score"])
-    return request
+def _body(fields: dict[str, Any]) -> dict[str, Any]:
+    """The ``POST /retrieve`` body for the fields of a search (its bindings as JSON terms)."""
+    bound = fields.get("bindings") or {}
+    return {**fields, "bindings": {name: json_term(v) for name, v in bound.items()} or None}

@@ -2,63 +2,67 @@
 
 from __future__ import annotations
 
-import enum
 import json
-from typing import Optional
+from typing import Any, Optional
 
 import pyoxigraph as ox
 import typer
 
 from trails.cli._common import db_option, open_context
-from trails.cli.arguments import bindings, read_query
+from trails.cli.arguments import REPEATED, SEARCH_OPTIONS, bindings, read_query, search_fields
 from trails.cli.output import cell, console, print_hits, print_json, table
-from trails.errors import InvalidArgumentError
-from trails.retrieval.arguments import MAX_K
-from trails.retrieval.retrieve import FUSIONS, MODES, known_scopes, retrieve
+from trails.retrieval.request import SearchRequest
+from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
 
-__all__ = ["Fusion", "Mode", "query", "sparql"]
+__all__ = ["query", "search_option", "sparql"]
 
-# The library's lists, so the choices cannot drift from what retrieve() accepts.
-Mode = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
-    "Mode", {m: m for m in MODES}, type=str)
-Fusion = enum.Enum(  # type: ignore[misc]  # mypy reads only literal members
-    "Fusion", {f: f for f in (*FUSIONS, "none")}, type=str)
+# What each field of a search is, as the request states it (its description, choices, limits
+# and default): the options' help cannot drift from what the request accepts.
+_FIELDS: dict[str, dict[str, Any]] = SearchRequest.model_json_schema()["properties"]
+
+
+def search_option(field: str, more: str = "", *, metavar: str | None = None) -> Any:
+    """The ``trails query`` option for a field of :class:`~trails.SearchRequest`: its help
+    is the field's description (then ``more``), its choices and limits the request's. The
+    value is taken as text and checked by the request, never by the option."""
+    schema = _FIELDS[field]
+    choices = [c for part in schema.get("anyOf", [schema]) for c in part.get("enum", [])]
+    described = str(schema.get("description", ""))
+    limits = (f"From {schema['minimum']:,} to {schema['maximum']:,}." if "maximum" in schema
+              else "")
+    default = schema.get("default")  # as text, the request reads it as it reads the option
+    return typer.Option(
+        False if field == "why" else [] if field in REPEATED else
+        None if default is None else str(default), *SEARCH_OPTIONS[field],
+        metavar=metavar or (f"<{'|'.join(choices)}>" if choices else None),
+        show_default=default not in (None, False),
+        help=" ".join(t for t in (described[:1].upper() + described[1:], limits, more) if t))
 
 
 def query(
     ctx: typer.Context,
     text: str = typer.Argument(..., metavar="TEXT", help="The question, in natural language."),
-    mode: Mode = typer.Option(Mode["hybrid"], "--mode", help="vector: nearest chunks; hybrid: rank "
-                              "the --sparql filter's candidates; graph: the filter's IRIs."),
-    k: int = typer.Option(10, "--k", "-k", min=1, max=MAX_K,
-                          help=f"At most this many hits (1 to {MAX_K:,})."),
-    sparql: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
-        None, "--sparql", metavar="QUERY_OR_FILE",
-        help="Filter: a SELECT of one variable (chunk or document IRIs), given inline, as a "
-             "file holding it, or - for stdin."),
-    bind: list[str] = typer.Option(
-        [], "--bind", metavar="NAME=VALUE",
-        help="Bind ?NAME in the filter (repeatable). VALUE is typed: 2024-01-01 date, "
-             "ISO datetime, 42 int, 1.5 float, true/false bool, `<http://...>` IRI, else "
-             "string; force a type with NAME:TYPE=VALUE (str int float bool date datetime iri)."),
-    scope: list[str] = typer.Option([], "--scope", metavar="SCOPE",
-                                    help="Scope to search (repeatable; default: default)."),
-    fusion: Fusion = typer.Option(
-        Fusion["auto"], "--fusion",
-        help="How hybrid ranks: auto fuses the vector and keyword rankings, each weighed by "
-             "its own evidence of quality; rrf and weighted fuse them plainly; none ranks by "
-             "vector score alone."),
-    why: bool = typer.Option(
-        False, "--why", help="Show for each hit the filter's solution that admitted it."),
+    mode: Optional[str] = search_option("mode"),  # noqa: UP045 - typer reads it at runtime
+    k: Optional[str] = search_option("k", metavar="INTEGER"),  # noqa: UP045
+    sparql: Optional[str] = search_option(  # noqa: UP045
+        "filter", "Given inline, as a file holding it, or - for stdin.",
+        metavar="QUERY_OR_FILE"),
+    bind: list[str] = search_option(  # noqa: B008 - a typer option, read at runtime
+        "bindings", "Repeatable: NAME=VALUE binds ?NAME. VALUE is typed: 2024-01-01 date, "
+        "ISO datetime, 42 int, 1.5 float, true/false bool, `<http://...>` IRI, else string; "
+        "force a type with NAME:TYPE=VALUE (str int float bool date datetime iri).",
+        metavar="NAME=VALUE"),
+    scope: list[str] = search_option(  # noqa: B008 - a typer option, read at runtime
+        "scopes", "Repeatable.", metavar="SCOPE"),
+    fusion: Optional[str] = search_option("fusion"),  # noqa: UP045
+    min_score: Optional[str] = search_option("min_score", metavar="SCORE"),  # noqa: UP045
+    fallback: Optional[str] = search_option("fallback"),  # noqa: UP045
+    now: Optional[str] = search_option("now", metavar="DATETIME"),  # noqa: UP045
+    why: bool = search_option("why"),
     caller: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
         None, "--caller", metavar="NAME",
         help="Who searches, for the audit trail (default: TRAILS_CALLER, else the login)."),
-    min_score: Optional[float] = typer.Option(  # noqa: UP045
-        None, "--min-score", metavar="SCORE",
-        help="Drop hits whose final score is below SCORE; its scale is the fusion's: cosine "
-             "in [-1, 1] for --mode vector or --fusion none, 0 to 1 for auto, tiny rank sums "
-             "for rrf (see docs/retrieval.md). Not with --mode graph (no scores)."),
     local: bool = typer.Option(
         False, "--local",
         help="Answer in this process even when a service (`trails serve`) serves the "
@@ -92,15 +96,13 @@ def query(
     ```
     """
     del local  # read by trails.cli.launch: with it, a service never answers this command
-    if mode.value == "graph" and sparql is None:
-        raise InvalidArgumentError(
-            "--mode graph needs --sparql QUERY_OR_FILE, a filter selecting the IRIs")
-    sparql_filter = None if sparql is None else read_query(sparql, "--sparql")
+    # One check for every option of the search: the request's, worded as everywhere else.
+    request = SearchRequest(**search_fields(text, {
+        "mode": mode, "k": k, "filter": sparql, "bindings": bind, "scopes": scope,
+        "fusion": fusion, "min_score": min_score, "fallback": fallback, "now": now,
+        "why": why}))
     with open_context(ctx) as opened:
-        hits = retrieve(text, opened, mode=mode.value, k=k, sparql_filter=sparql_filter,
-                        bindings=bindings(bind), scope=scope or None,
-                        fusion=None if fusion.value == "none" else fusion.value,
-                        caller=caller, why=why or None, min_score=min_score)
+        hits = retrieve(request.query, opened, **request.options(), caller=caller)
         empty = not hits and opened.vectors.count() == 0
     if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
         typer.echo(f"note: this context holds no documents yet; add some with `trails --db "
@@ -113,9 +115,6 @@ def query(
         print_json(hits.to_dict())
         return
     print_hits(hits, why)
-
-
-
 
 
 def sparql(
@@ -158,9 +157,6 @@ def sparql(
             rows.add_row(*(cell(row[v]) for v in result.variables))
         console().print(rows)
         typer.echo(f"{len(result)} rows")
-
-
-
 
 
 def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:

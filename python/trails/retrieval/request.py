@@ -58,11 +58,13 @@ MODES: tuple[str, ...] = get_args(Mode)
 FUSIONS: tuple[str, ...] = ("rrf", "weighted", "auto")
 # How JSON (HTTP, MCP, the CLI) spells None for fusion and fallback.
 _NONE = "none"
+# retrieve()'s names for the fields it names otherwise.
+_PYTHON_NAMES = {"filter": "sparql_filter", "scopes": "scope"}
 
 _Fusion = Annotated[Any, WithJsonSchema({
     "anyOf": [{"enum": [*FUSIONS, _NONE]}, {"type": "null"}], "default": "auto",
     "description": "how hybrid mode fuses the vector and keyword rankings; none (or null): "
-                   "by vector score alone (Python also takes a callable)"})]
+                   "by vector score alone."})]
 _Steps = Annotated[tuple[Any, ...], WithJsonSchema({
     "type": "array", "description": "post-ranking steps (Python: callables step(query, hits, "
     "ctx); over HTTP: {name, options} objects, see GET /steps)"})]
@@ -72,7 +74,7 @@ _Fallback = Annotated[str | None, WithJsonSchema({
     "description": "when the embedder or vector store fails: auto answers a hybrid query with "
                    "the keyword ranking of the same candidates (and says so in 'degraded'); "
                    "keyword does so for vector queries too; skip answers no hits with a note; "
-                   "none (or null) refuses"})]
+                   "none (or null) refuses."})]
 
 
 class SearchRequest(BaseModel):
@@ -96,17 +98,18 @@ class SearchRequest(BaseModel):
         "keyword evidence; vector: nearest chunks; graph: the filter's IRIs in its order."))
     k: int = Field(default=10, ge=1, le=MAX_K, description="At most this many hits.")
     filter: str | None = Field(default=None, description=(
-        "A SPARQL SELECT projecting one variable, the chunk or document IRIs to rank "
-        "(retrieve()'s sparql_filter)."))
+        "A SPARQL SELECT projecting one variable: the chunk or document IRIs to rank."))
     bindings: Mapping[str, Any] | None = Field(default=None, description=(
         "Values for the filter's variables, bound as RDF terms (never pasted into the text)."))
     scopes: tuple[str, ...] | None = Field(default=None, description=(
-        "The scopes to search (retrieve()'s scope; default: the default scope, or over the "
-        "service every scope the key grants)."))
+        "The scopes to search (default: the default scope, or over the service every "
+        "scope the key grants)."))
     fusion: _Fusion = "auto"
     steps: _Steps = ()
     min_score: float | None = Field(default=None, description=(
-        "Drop hits whose final score is below this; its scale is the fusion's."))
+        "Drop hits whose final score is below this; its scale is the fusion's: cosine in "
+        "[-1, 1] for mode vector or fusion none, 0 to 1 for auto, tiny rank sums for rrf "
+        "(docs/retrieval.md). Not with mode graph (no scores)."))
     fallback: _Fallback = "auto"
     why: bool | None = Field(default=None, description=(
         "Give each hit of a filtered search the filter's solution that admitted it (default: "
@@ -197,6 +200,13 @@ class SearchRequest(BaseModel):
             return None
         utc_now(now)  # type: ignore[arg-type]  # a datetime with an offset, or refused
         return now
+
+    def options(self) -> dict[str, Any]:
+        """The request as ``retrieve()``'s keyword arguments besides the query (its
+        ``filter`` and ``scopes`` are ``sparql_filter`` and ``scope`` there)."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return {_PYTHON_NAMES.get(name, name): value for name, value in fields.items()
+                if name in SearchRequest.model_fields and name != "query"}
 
     @model_validator(mode="after")
     def _runs(self) -> SearchRequest:

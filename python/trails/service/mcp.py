@@ -355,10 +355,7 @@ def _bindings(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
         else:
             raise InvalidArgumentError(f"binding {name!r} must be a string, number or boolean, "
                                        f"not {type(value).__name__}")
-    try:
-        check_bindings(bound)  # a name or a value no query could take: said here
-    except ValueError as exc:
-        raise InvalidArgumentError(f"bindings: {exc}") from None
+    check_bindings(bound)  # a name or a value no query could take: said as retrieve() says it
     return bound
 
 
