@@ -786,12 +786,9 @@ def test_a_lookup_by_a_string_no_row_holds_finds_nothing_even_with_a_nul(store_f
     assert ids_of(store.search(basis(0), k=5, ids=["a", "a\x00"])) == ["a"]
 
 
-def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_factory, request):
+def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_factory):
     """A ``DocumentIris`` candidate is a document whose chunks rank, never a vector id: a row
     whose id happens to equal it is left out of both rankings (a plain id list admits it)."""
-    if store_factory.name.startswith("qdrant"):
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="QdrantStore's filter reads a DocumentIris as point ids too"))
     store = store_factory.new(DIM)
     store.add_many(["c1", "d2"], [basis(0), basis(1)],
                    [{"doc_iri": "d1", "text": "apple"}, {"doc_iri": "other", "text": "apple"}])
