@@ -6,7 +6,9 @@ Expected scores come from an independent reference: exactly rounded float64 dot 
 
 from __future__ import annotations
 
+import datetime
 import math
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -489,6 +491,93 @@ def test_delete_where_on_doc_iri_and_on_another_key(store_factory):
     with pytest.raises(ValueError):
         store.delete_where({"lang') OR 1=1 --": "x"})
     assert store.count() == 2
+
+
+# Values no metadata filter compares: no JSON value holds them (anywhere in a list or dict).
+NOT_JSON_VALUES = [
+    pytest.param({1, 2}, id="set"), pytest.param(frozenset({"a"}), id="frozenset"),
+    pytest.param(b"x", id="bytes"), pytest.param(bytearray(b"x"), id="bytearray"),
+    pytest.param(object(), id="object"), pytest.param(Decimal("1.5"), id="decimal"),
+    pytest.param(1 + 2j, id="complex"), pytest.param({1: "a"}, id="dict-with-int-key"),
+    pytest.param([1, [2, {3}]], id="nested-set"), pytest.param({"k": b"x"}, id="dict-of-bytes"),
+    pytest.param(int, id="type"),
+]
+# Values find and count compare as JSON, and delete_where (one scalar per key) refuses.
+COMPOUND_VALUES = [pytest.param([1], id="list"), pytest.param((1,), id="tuple"),
+                   pytest.param({"a": 1}, id="dict"), pytest.param([[1]], id="nested-list"),
+                   pytest.param([], id="empty-list")]
+ROWS = {"a": {"n": 1, "doc_iri": "d1"}, "b": {"n": True, "doc_iri": "d1"},
+        "c": {"n": "1", "doc_iri": "d2"}, "d": {"n": 1.0, "doc_iri": "d2"},
+        "e": {"n": [1], "doc_iri": "d3"}, "f": {"n": {"a": 1}, "doc_iri": "d3"}}
+
+
+def with_rows(factory):
+    store = factory.new(DIM)
+    store.add_many(list(ROWS), random_vectors(len(ROWS), seed=16), list(ROWS.values()))
+    return store
+
+
+def assert_untouched(store):
+    assert {r.id: r.metadata for r in store.get(list(ROWS))} == ROWS
+
+
+@pytest.mark.parametrize("value", NOT_JSON_VALUES)
+def test_a_filter_value_no_json_value_holds_is_refused_by_every_lookup(store_factory, value):
+    """Every store refuses the same values the same way, naming the key and what it takes,
+    never answering by a driver's error or by comparing the value's text."""
+    store = with_rows(store_factory)
+    calls = [lambda: store.find({"n": value}, 10), lambda: store.count({"n": value}),
+             lambda: store.delete_where({"n": value}),
+             lambda: store.delete_where({"doc_iri": "d1", "n": value})]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match=r"'n'.*str, int, float, bool"):
+            call()
+    assert_untouched(store)
+
+
+@pytest.mark.parametrize("value", COMPOUND_VALUES)
+def test_delete_where_takes_one_scalar_per_key_and_deletes_nothing_else(store_factory, value):
+    store = with_rows(store_factory)
+    for filters in ({"n": value}, {"doc_iri": "d3", "n": value}, {"doc_iri": value},
+                    {"scope": value}):
+        key = "n" if "n" in filters else next(iter(filters))
+        with pytest.raises(InvalidArgumentError, match=f"'{key}'.*str"):
+            store.delete_where(filters)
+    assert_untouched(store)
+    assert len(store.find({"n": value}, 10)) == (0 if value in ([], [[1]]) else 1)
+
+
+@pytest.mark.parametrize("value", [1, 1.5, True, None])
+def test_delete_where_takes_a_string_for_doc_iri_and_scope(store_factory, value):
+    """``doc_iri`` and ``scope`` hold strings: another value is a mistake (``None`` matches
+    nothing), not a lookup of its text."""
+    store = with_rows(store_factory)
+    store.add("g", basis(0), {"doc_iri": "1", "scope": "1"})
+    for key in ("doc_iri", "scope"):
+        if value is None:
+            assert store.delete_where({key: value}) == 0
+            continue
+        with pytest.raises(InvalidArgumentError, match=f"'{key}'.*str"):
+            store.delete_where({key: value})
+    assert store.count() == len(ROWS) + 1
+
+
+def test_delete_where_compares_scalars_as_typed_json_as_find_does(store_factory):
+    """1 == 1.0, but 1 != True != "1" (as ``find``); numpy scalars are the numbers they hold
+    and a date is its ISO text, as stored metadata holds it."""
+    store = with_rows(store_factory)
+    store.add_many(["g", "h"], random_vectors(2, seed=17),
+                   [{"day": datetime.date(2026, 1, 2)}, {"m": 3}])
+    assert [r.id for r in store.find({"n": np.int64(1)}, 10)] == ["a", "d"]
+    assert [r.id for r in store.find({"n": np.bool_(True)}, 10)] == ["b"]
+    assert store.count({"n": np.float32(1.0)}) == 2 and store.count({"m": np.int8(3)}) == 1
+    assert [r.id for r in store.find({"day": datetime.date(2026, 1, 2)}, 10)] == ["g"]
+    assert store.delete_where({"n": True}) == 1
+    assert store.delete_where({"n": "1"}) == 1
+    assert store.delete_where({"n": np.int64(1)}) == 2
+    assert store.delete_where({"m": 3.0}) == 1
+    assert store.delete_where({"day": datetime.date(2026, 1, 2)}) == 1
+    assert sorted(store.all_ids()) == ["e", "f"]
 
 
 def test_get_keeps_input_order_and_skips_missing(store_factory):
