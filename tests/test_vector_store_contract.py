@@ -12,6 +12,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trails.errors import (
     ConfigurationError,
@@ -578,6 +580,72 @@ def test_delete_where_compares_scalars_as_typed_json_as_find_does(store_factory)
     assert store.delete_where({"m": 3.0}) == 1
     assert store.delete_where({"day": datetime.date(2026, 1, 2)}) == 1
     assert sorted(store.all_ids()) == ["e", "f"]
+
+
+# Stored values of "n" (row "m" has none), and an independent reference of typed JSON
+# equality: booleans, numbers, strings, null, lists and objects are distinct kinds.
+STORED_N = {"a": 1, "b": True, "c": "1", "d": 1.0, "e": None, "f": [1], "g": {"a": 1},
+            "h": 0, "i": False, "j": "a", "k": [], "l": {}, "n": [1, "a"]}
+JSON_SCALARS = (st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["1", "a", ""])
+                | st.floats(-2, 2, allow_nan=False).filter(lambda x: x != 0 or str(x) == "0.0"))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=2)
+                           | st.dictionaries(st.sampled_from(["a", "k"]), inner, max_size=2),
+                           max_leaves=3)
+NOT_JSON = (st.sets(st.integers(0, 2), max_size=2) | st.binary(max_size=2)
+            | st.builds(object) | st.decimals(allow_nan=False, places=1, max_value=5))
+
+
+def kind(value):
+    if value is None or isinstance(value, (bool, str, list, dict)):
+        return type(value)
+    return float  # a JSON number, int or float
+
+
+def same_json(stored, wanted) -> bool:
+    if kind(stored) is not kind(wanted):
+        return False
+    if isinstance(stored, list):
+        return len(stored) == len(wanted) and all(map(same_json, stored, wanted))
+    if isinstance(stored, dict):
+        return stored.keys() == wanted.keys() and all(same_json(stored[k], wanted[k])
+                                                      for k in stored)
+    return stored == wanted
+
+
+def holds_no_json(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(holds_no_json(v) for v in value)
+    if isinstance(value, dict):
+        return any(holds_no_json(v) for v in value.values())
+    return kind(value) is float and not isinstance(value, (int, float))
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSON_VALUES | NOT_JSON | st.lists(JSON_SCALARS | NOT_JSON, min_size=1, max_size=2))
+def test_every_lookup_matches_typed_json_or_refuses_and_deletes_only_matches(store_factory,
+                                                                            value):
+    """For any value, ``find`` and ``count`` give exactly the rows holding an equal JSON
+    value, ``delete_where`` deletes exactly those (a scalar; None matches nothing), and a
+    value a lookup does not take is an InvalidArgumentError that changes nothing."""
+    store = store_factory.new(DIM)
+    rows = {**{id: {"n": n} for id, n in STORED_N.items()}, "m": {"x": 1}}
+    store.add_many(list(rows), random_vectors(len(rows), seed=18), list(rows.values()))
+    matching = sorted(id for id, n in STORED_N.items() if same_json(n, value))
+    if holds_no_json(value):
+        for lookup in (lambda: store.find({"n": value}, 100), lambda: store.count({"n": value})):
+            with pytest.raises(InvalidArgumentError, match="'n'"):
+                lookup()
+    else:
+        assert [r.id for r in store.find({"n": value}, 100)] == matching
+        assert store.count({"n": value}) == len(matching)
+    if holds_no_json(value) or isinstance(value, (list, dict)):
+        with pytest.raises(InvalidArgumentError, match="'n'"):
+            store.delete_where({"n": value})
+        assert store.count() == len(rows)
+    else:
+        assert store.delete_where({"n": value}) == (0 if value is None else len(matching))
+        assert sorted(store.all_ids()) == sorted(set(rows) - set(
+            [] if value is None else matching))
 
 
 def test_get_keeps_input_order_and_skips_missing(store_factory):
