@@ -556,13 +556,18 @@ def test_a_server_gone_mid_session_opens_its_own_circuit_and_a_probe_closes_it(
             ingest_all(docs(), ctx=ctx)
             healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
             own.stop()
+            tries, connection = [], store._pool.connection
+            monkeypatch.setattr(store._pool, "connection",
+                                lambda *args, **kwargs: tries.append(1) or connection())
             for _ in range(QUICK.failure_threshold):  # each call tries twice, then fails
                 with pytest.raises(EndpointUnavailableError) as failure:
                     store.count()
                 assert "circuit is open" not in str(failure.value)
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold
             assert store._breaker.state == "open"
             with pytest.raises(EndpointUnavailableError, match="circuit is open") as failure:
                 store.count()
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold  # nothing sent
             assert "PostgreSQL at postgresql://" in str(failure.value)
             # A snapshot begun while the circuit is open asks for no connection either.
             monkeypatch.setattr(store._pool, "getconn", lambda *args, **kwargs: pytest.fail(
