@@ -337,16 +337,20 @@ def test_trails_init_records_pgvector_and_the_cli_reopens_it(dsn, tmp_path):
     directory = tmp_path / "kb"
     runner = CliRunner()
     made = runner.invoke(app, ["--db", str(directory), "init", "--model", "mock:16",
-                               "--vectors", "pgvector", "--pg-dsn", dsn, "--json"])
+                               "--vectors", "pgvector", "--pg-dsn", dsn + " password=s3cret-cli",
+                               "--resilience", "attempts=2", "--json"])
     assert made.exit_code == 0, made.output
     assert json.loads(made.output)["vectors"] == "pgvector"
+    recorded = (directory / "trails.json").read_text()
+    assert "s3cret" not in recorded and "s3cret" not in made.output
+    assert json.loads(recorded)["vectors"]["settings"]["resilience"] == {"attempts": 2}
     source = tmp_path / "src"
     source.mkdir()
     (source / "a.md").write_text("Rails routing maps URLs to controllers.")
     ingested = runner.invoke(app, ["--db", str(directory), "ingest", str(source)])
     assert ingested.exit_code == 0, ingested.output
     with Context.open(directory) as ctx:
-        assert ctx.vectors.count() >= 1
+        assert ctx.vectors.count() >= 1 and ctx.vectors.resilience.attempts == 2
     missing = runner.invoke(app, ["--db", str(tmp_path / "other"), "init", "--model", "mock:16",
                                   "--vectors", "pgvector"])
     assert missing.exit_code != 0 and "--pg-dsn" in missing.output
