@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import time
 
@@ -336,19 +337,122 @@ def test_trails_init_records_pgvector_and_the_cli_reopens_it(dsn, tmp_path):
     directory = tmp_path / "kb"
     runner = CliRunner()
     made = runner.invoke(app, ["--db", str(directory), "init", "--model", "mock:16",
-                               "--vectors", "pgvector", "--pg-dsn", dsn, "--json"])
+                               "--vectors", "pgvector", "--pg-dsn", dsn + " password=s3cret-cli",
+                               "--resilience", "attempts=2", "--json"])
     assert made.exit_code == 0, made.output
     assert json.loads(made.output)["vectors"] == "pgvector"
+    recorded = (directory / "trails.json").read_text()
+    assert "s3cret" not in recorded and "s3cret" not in made.output
+    assert json.loads(recorded)["vectors"]["settings"]["resilience"] == {"attempts": 2}
     source = tmp_path / "src"
     source.mkdir()
     (source / "a.md").write_text("Rails routing maps URLs to controllers.")
     ingested = runner.invoke(app, ["--db", str(directory), "ingest", str(source)])
     assert ingested.exit_code == 0, ingested.output
     with Context.open(directory) as ctx:
-        assert ctx.vectors.count() >= 1
+        assert ctx.vectors.count() >= 1 and ctx.vectors.resilience.attempts == 2
     missing = runner.invoke(app, ["--db", str(tmp_path / "other"), "init", "--model", "mock:16",
                                   "--vectors", "pgvector"])
     assert missing.exit_code != 0 and "--pg-dsn" in missing.output
+
+
+def test_pool_timeout_and_hnsw_settings_reopen_from_the_directory_alone(dsn, tmp_path):
+    """Every setting that differs from its default is recorded (never the password) and a
+    store reopened from ``trails.json`` alone has them all, and runs with them."""
+    chosen = {"pool_min": 2, "pool_max": 3, "connect_timeout": 2.5, "statement_timeout": 7.0,
+              "hnsw": True, "min_recall": 0.9}
+    directory = tmp_path / "ctx"
+    made = PgVectorStore(dsn + " password=s3cret-value", table="kb", dim=16, resilience=QUICK,
+                         **chosen)
+    with Context.open(directory, embedder=MockEmbedder(dim=16), vectors=made) as ctx:
+        ingest_all(docs()[:2], ctx=ctx)
+        stored = made.count()
+    recorded = (directory / "trails.json").read_text()
+    assert "s3cret" not in recorded
+    assert json.loads(recorded)["vectors"]["settings"] == {
+        "dsn": made.dsn, "table": "kb", **chosen, "resilience": QUICK.settings()}
+    with Context.open(directory) as ctx:
+        store = ctx.vectors
+        assert {name: getattr(store, name) for name in chosen} == chosen
+        assert (store.table, store.resilience, store._breaker) == ("kb", QUICK, made._breaker)
+        assert (store._pool.min_size, store._pool.max_size, store._pool.timeout) == (2, 3, 2.5)
+        timeout = store._run(lambda conn: conn.execute("SHOW statement_timeout").fetchone()[0])
+        assert timeout == "7s" and store.count() == stored > 0
+    plain = tmp_path / "plain"  # defaults are not recorded: a reopen takes today's defaults
+    with Context.open(plain, embedder=MockEmbedder(dim=16), vectors=PgVectorStore(
+            dsn, table="plain", dim=16)):
+        pass
+    assert set(json.loads((plain / "trails.json").read_text())["vectors"]["settings"]) == {
+        "dsn", "table"}
+
+
+def test_a_recorded_statement_timeout_cancels_a_blocked_read_with_a_clear_error(dsn, tmp_path):
+    """A read held up (here by another session's lock) past the statement_timeout that
+    trails.json records ends as EndpointUnavailableError naming the setting, outside a
+    snapshot and inside one, never as psycopg's error; the store works once it is free."""
+    import psycopg
+
+    directory = tmp_path / "ctx"
+    store = PgVectorStore(dsn, dim=16, statement_timeout=0.2, resilience=no_retry())
+    with Context.open(directory, embedder=MockEmbedder(dim=16), vectors=store) as ctx:
+        ingest_all(docs()[:2], ctx=ctx)
+    with Context.open(directory) as ctx, psycopg.connect(dsn) as blocker:
+        reopened = ctx.vectors
+        assert reopened.statement_timeout == 0.2
+        blocker.execute(reopened._sql("LOCK TABLE {items} IN ACCESS EXCLUSIVE MODE"))
+        with pytest.raises(EndpointUnavailableError, match="statement_timeout") as caught:
+            reopened.count()
+        assert not isinstance(caught.value, psycopg.Error)
+        with reopened.snapshot(), pytest.raises(EndpointUnavailableError,
+                                                match="statement_timeout"):
+            reopened.search([1.0] * 16, k=3)
+        with pytest.raises(EndpointUnavailableError, match="fallback"):
+            retrieve("rails routing", ctx, mode="vector", k=3)
+        blocker.rollback()
+        assert reopened.count() == len(reopened.all_ids()) > 0
+
+
+@pytest.mark.parametrize("missing", [("psycopg",), ("psycopg_pool",),
+                                     ("pgvector", "pgvector.psycopg")])
+def test_a_missing_client_package_names_the_pgvector_extra(missing, monkeypatch, tmp_path):
+    """The store, ``trails init --vectors pgvector`` and a context that records one say
+    which extra installs what is missing; init writes nothing."""
+    from typer.testing import CliRunner
+
+    from trails.cli import app
+    from trails.errors import MissingExtraError
+
+    for module in missing:
+        monkeypatch.setitem(sys.modules, module, None)  # import now fails as if not installed
+    with pytest.raises(MissingExtraError, match=r'pip install "trails\[pgvector\]"'):
+        PgVectorStore("host=/nowhere dbname=kb", dim=2)
+    made = CliRunner().invoke(app, ["--db", str(tmp_path / "kb"), "init", "--model", "mock:4",
+                                    "--vectors", "pgvector", "--pg-dsn", "host=/nowhere"])
+    assert made.exit_code != 0 and 'pip install "trails[pgvector]"' in made.output
+    assert "Traceback" not in made.output and not (tmp_path / "kb" / "trails.json").exists()
+
+
+def test_the_pgvector_extra_installs_every_package_the_store_requires():
+    """Each optional module the store's package loads (``require``) is installed by
+    ``trails[pgvector]`` as pyproject lists it, and the registry names the same modules."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from trails import _lazy
+    from trails.registry import VECTOR_STORES
+
+    package = Path(PgVectorStore.__module__.replace(".", "/")).parent
+    root = Path(__file__).resolve().parents[1]
+    source = "".join(p.read_text() for p in (root / "python" / package).glob("*.py"))
+    required = set(re.findall(r'require\("([\w.]+)"', source))
+    assert required == set(VECTOR_STORES["pgvector"].requires)
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["pgvector"]
+    listed = {re.match(r"[\w.-]+", r).group().lower() for r in extra}
+    for module in required:
+        distribution, name = _lazy.OPTIONAL_MODULES[module]
+        assert name == "pgvector" and distribution in listed
 
 
 # -- a server that is down or refuses -----------------------------------------------------
@@ -436,6 +540,63 @@ def test_an_outage_gives_endpoint_unavailable_and_the_keyword_fallback(tmp_path)
                     time.sleep(0.5)
         finally:
             ctx.close()
+
+
+# The cool-down outlasts a connect timeout (1 s), so the circuit stays open between calls.
+QUICK = Resilience(attempts=2, initial_backoff=0.01, max_backoff=0.05, failure_threshold=2,
+                   cool_down=4)
+
+
+def test_a_server_gone_mid_session_opens_its_own_circuit_and_a_probe_closes_it(
+        server, tmp_path, monkeypatch):
+    """The breaker counts failed calls per server: at its threshold calls fail at once
+    (nothing sent), retrieval falls back to keywords, another server's stores with the same
+    policy go on, and the first call after the cool-down probes and closes the circuit."""
+    with PostgresServer() as own:  # its own server: this one goes down
+        store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1, resilience=QUICK)
+        neighbour = PgVectorStore(server.new_schema(), dim=2, resilience=QUICK)
+        ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
+        try:
+            ingest_all(docs(), ctx=ctx)
+            healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
+            own.stop()
+            tries, connection = [], store._pool.connection
+            monkeypatch.setattr(store._pool, "connection",
+                                lambda *args, **kwargs: tries.append(1) or connection())
+            for _ in range(QUICK.failure_threshold):  # each call tries twice, then fails
+                with pytest.raises(EndpointUnavailableError) as failure:
+                    store.count()
+                assert "circuit is open" not in str(failure.value)
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold
+            assert store._breaker.state == "open"
+            with pytest.raises(EndpointUnavailableError, match="circuit is open") as failure:
+                store.count()
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold  # nothing sent
+            assert "PostgreSQL at postgresql://" in str(failure.value)
+            # A snapshot begun while the circuit is open asks for no connection either.
+            monkeypatch.setattr(store._pool, "getconn", lambda *args, **kwargs: pytest.fail(
+                "a snapshot asked for a connection while the circuit was open"))
+            with store.snapshot(), pytest.raises(EndpointUnavailableError, match="circuit"):
+                store.count()
+            monkeypatch.undo()
+            found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
+            assert found.plan == "keyword-fallback" and "circuit is open" in found.degraded[0]
+            assert found[0].document in {h.document for h in healthy}
+            neighbour.add("a", [1, 0])  # another server: its own circuit, closed
+            assert neighbour.count() == 1 and neighbour._breaker.state == "closed"
+            own.start()
+            deadline = time.monotonic() + 30
+            while True:  # a probe after each cool-down, until the pool reconnects
+                time.sleep(QUICK.cool_down)
+                try:
+                    assert store.count() == len(store.all_ids()) > 0
+                    break
+                except EndpointUnavailableError:
+                    assert time.monotonic() < deadline, "the circuit never closed"
+            assert store._breaker.state == "closed"
+        finally:
+            ctx.close()
+            neighbour.close()
 
 
 # -- HNSW only where a measured recall holds ----------------------------------------------

@@ -326,3 +326,21 @@ def test_hit_metadata_is_a_copy():
     store.search([1.0, 0.0], 1)[0].metadata["tags"].append("changed")
     store.keyword_search("rails", 1)[0].metadata["tags"].append("changed")
     assert store.get(["a"])[0].metadata == {"tags": ["x"], "snippet": "rails"}
+
+
+def test_document_iris_name_documents_only_on_the_filter_path_too():
+    """A ``DocumentIris`` restricts by ``doc_iri`` alone in a server's filter as in local
+    mode: a point whose id equals a document IRI is not a candidate (a plain list admits it)."""
+    from trails.vector.stores.records import DocumentIris
+
+    store = QdrantStore(dim=2)
+    store.add_many(["c1", "d2"], [[1, 0], [0, 1]],
+                   [{"doc_iri": "d1", "text": "apple"}, {"doc_iri": "other", "text": "apple"}])
+    documents = DocumentIris(["d1", "d2"])
+    direct = lambda s, method, *args: getattr(s, method)(*args)
+    for path in (direct, by_filter):
+        ranked = (path(store, "search", [0, 1], 5, documents),
+                  path(store, "keyword_search", "apple", 5, documents))
+        assert [[hit.id for hit in hits] for hits in ranked] == [["c1"], ["c1"]]
+        assert [h.id for h in path(store, "search", [0, 1], 5, ["d2"])] == ["d2"]
+        assert path(store, "search", [0, 1], 5, DocumentIris([])) == []

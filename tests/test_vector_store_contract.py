@@ -6,10 +6,14 @@ Expected scores come from an independent reference: exactly rounded float64 dot 
 
 from __future__ import annotations
 
+import datetime
 import math
+from decimal import Decimal
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trails.errors import (
     ConfigurationError,
@@ -491,6 +495,159 @@ def test_delete_where_on_doc_iri_and_on_another_key(store_factory):
     assert store.count() == 2
 
 
+# Values no metadata filter compares: no JSON value holds them (anywhere in a list or dict).
+NOT_JSON_VALUES = [
+    pytest.param({1, 2}, id="set"), pytest.param(frozenset({"a"}), id="frozenset"),
+    pytest.param(b"x", id="bytes"), pytest.param(bytearray(b"x"), id="bytearray"),
+    pytest.param(object(), id="object"), pytest.param(Decimal("1.5"), id="decimal"),
+    pytest.param(1 + 2j, id="complex"), pytest.param({1: "a"}, id="dict-with-int-key"),
+    pytest.param([1, [2, {3}]], id="nested-set"), pytest.param({"k": b"x"}, id="dict-of-bytes"),
+    pytest.param(int, id="type"),
+]
+# Values find and count compare as JSON, and delete_where (one scalar per key) refuses.
+COMPOUND_VALUES = [pytest.param([1], id="list"), pytest.param((1,), id="tuple"),
+                   pytest.param({"a": 1}, id="dict"), pytest.param([[1]], id="nested-list"),
+                   pytest.param([], id="empty-list")]
+ROWS = {"a": {"n": 1, "doc_iri": "d1"}, "b": {"n": True, "doc_iri": "d1"},
+        "c": {"n": "1", "doc_iri": "d2"}, "d": {"n": 1.0, "doc_iri": "d2"},
+        "e": {"n": [1], "doc_iri": "d3"}, "f": {"n": {"a": 1}, "doc_iri": "d3"}}
+
+
+def with_rows(factory):
+    store = factory.new(DIM)
+    store.add_many(list(ROWS), random_vectors(len(ROWS), seed=16), list(ROWS.values()))
+    return store
+
+
+def assert_untouched(store):
+    assert {r.id: r.metadata for r in store.get(list(ROWS))} == ROWS
+
+
+@pytest.mark.parametrize("value", NOT_JSON_VALUES)
+def test_a_filter_value_no_json_value_holds_is_refused_by_every_lookup(store_factory, value):
+    """Every store refuses the same values the same way, naming the key and what it takes,
+    never answering by a driver's error or by comparing the value's text."""
+    store = with_rows(store_factory)
+    calls = [lambda: store.find({"n": value}, 10), lambda: store.count({"n": value}),
+             lambda: store.delete_where({"n": value}),
+             lambda: store.delete_where({"doc_iri": "d1", "n": value})]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match=r"'n'.*str, int, float, bool"):
+            call()
+    assert_untouched(store)
+
+
+@pytest.mark.parametrize("value", COMPOUND_VALUES)
+def test_delete_where_takes_one_scalar_per_key_and_deletes_nothing_else(store_factory, value):
+    store = with_rows(store_factory)
+    for filters in ({"n": value}, {"doc_iri": "d3", "n": value}, {"doc_iri": value},
+                    {"scope": value}):
+        key = "n" if "n" in filters else next(iter(filters))
+        with pytest.raises(InvalidArgumentError, match=f"'{key}'.*str"):
+            store.delete_where(filters)
+    assert_untouched(store)
+    assert len(store.find({"n": value}, 10)) == (0 if value in ([], [[1]]) else 1)
+
+
+@pytest.mark.parametrize("value", [1, 1.5, True, None])
+def test_delete_where_takes_a_string_for_doc_iri_and_scope(store_factory, value):
+    """``doc_iri`` and ``scope`` hold strings: another value is a mistake (``None`` matches
+    nothing), not a lookup of its text."""
+    store = with_rows(store_factory)
+    store.add("g", basis(0), {"doc_iri": "1", "scope": "1"})
+    for key in ("doc_iri", "scope"):
+        if value is None:
+            assert store.delete_where({key: value}) == 0
+            continue
+        with pytest.raises(InvalidArgumentError, match=f"'{key}'.*str"):
+            store.delete_where({key: value})
+    assert store.count() == len(ROWS) + 1
+
+
+def test_delete_where_compares_scalars_as_typed_json_as_find_does(store_factory):
+    """1 == 1.0, but 1 != True != "1" (as ``find``); numpy scalars are the numbers they hold
+    and a date is its ISO text, as stored metadata holds it."""
+    store = with_rows(store_factory)
+    store.add_many(["g", "h"], random_vectors(2, seed=17),
+                   [{"day": datetime.date(2026, 1, 2)}, {"m": 3}])
+    assert [r.id for r in store.find({"n": np.int64(1)}, 10)] == ["a", "d"]
+    assert [r.id for r in store.find({"n": np.bool_(True)}, 10)] == ["b"]
+    assert store.count({"n": np.float32(1.0)}) == 2 and store.count({"m": np.int8(3)}) == 1
+    assert [r.id for r in store.find({"day": datetime.date(2026, 1, 2)}, 10)] == ["g"]
+    assert store.delete_where({"n": True}) == 1
+    assert store.delete_where({"n": "1"}) == 1
+    assert store.delete_where({"n": np.int64(1)}) == 2
+    assert store.delete_where({"m": 3.0}) == 1
+    assert store.delete_where({"day": datetime.date(2026, 1, 2)}) == 1
+    assert sorted(store.all_ids()) == ["e", "f"]
+
+
+# Stored values of "n" (row "m" has none), and an independent reference of typed JSON
+# equality: booleans, numbers, strings, null, lists and objects are distinct kinds.
+STORED_N = {"a": 1, "b": True, "c": "1", "d": 1.0, "e": None, "f": [1], "g": {"a": 1},
+            "h": 0, "i": False, "j": "a", "k": [], "l": {}, "n": [1, "a"]}
+JSON_SCALARS = (st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["1", "a", ""])
+                | st.floats(-2, 2, allow_nan=False).filter(lambda x: x != 0 or str(x) == "0.0"))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=2)
+                           | st.dictionaries(st.sampled_from(["a", "k"]), inner, max_size=2),
+                           max_leaves=3)
+NOT_JSON = (st.sets(st.integers(0, 2), max_size=2) | st.binary(max_size=2)
+            | st.builds(object) | st.decimals(allow_nan=False, places=1, max_value=5))
+
+
+def kind(value):
+    if value is None or isinstance(value, (bool, str, list, dict)):
+        return type(value)
+    return float  # a JSON number, int or float
+
+
+def same_json(stored, wanted) -> bool:
+    if kind(stored) is not kind(wanted):
+        return False
+    if isinstance(stored, list):
+        return len(stored) == len(wanted) and all(map(same_json, stored, wanted))
+    if isinstance(stored, dict):
+        return stored.keys() == wanted.keys() and all(same_json(stored[k], wanted[k])
+                                                      for k in stored)
+    return stored == wanted
+
+
+def holds_no_json(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(holds_no_json(v) for v in value)
+    if isinstance(value, dict):
+        return any(holds_no_json(v) for v in value.values())
+    return kind(value) is float and not isinstance(value, (int, float))
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSON_VALUES | NOT_JSON | st.lists(JSON_SCALARS | NOT_JSON, min_size=1, max_size=2))
+def test_every_lookup_matches_typed_json_or_refuses_and_deletes_only_matches(store_factory,
+                                                                            value):
+    """For any value, ``find`` and ``count`` give exactly the rows holding an equal JSON
+    value, ``delete_where`` deletes exactly those (a scalar; None matches nothing), and a
+    value a lookup does not take is an InvalidArgumentError that changes nothing."""
+    store = store_factory.new(DIM)
+    rows = {**{id: {"n": n} for id, n in STORED_N.items()}, "m": {"x": 1}}
+    store.add_many(list(rows), random_vectors(len(rows), seed=18), list(rows.values()))
+    matching = sorted(id for id, n in STORED_N.items() if same_json(n, value))
+    if holds_no_json(value):
+        for lookup in (lambda: store.find({"n": value}, 100), lambda: store.count({"n": value})):
+            with pytest.raises(InvalidArgumentError, match="'n'"):
+                lookup()
+    else:
+        assert [r.id for r in store.find({"n": value}, 100)] == matching
+        assert store.count({"n": value}) == len(matching)
+    if holds_no_json(value) or isinstance(value, (list, dict)):
+        with pytest.raises(InvalidArgumentError, match="'n'"):
+            store.delete_where({"n": value})
+        assert store.count() == len(rows)
+    else:
+        assert store.delete_where({"n": value}) == (0 if value is None else len(matching))
+        assert sorted(store.all_ids()) == sorted(set(rows) - set(
+            [] if value is None else matching))
+
+
 def test_get_keeps_input_order_and_skips_missing(store_factory):
     store, inputs = filled(store_factory, n=6)
     got = store.get(["v04", "missing", "v01", "v05"])
@@ -786,12 +943,9 @@ def test_a_lookup_by_a_string_no_row_holds_finds_nothing_even_with_a_nul(store_f
     assert ids_of(store.search(basis(0), k=5, ids=["a", "a\x00"])) == ["a"]
 
 
-def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_factory, request):
+def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_factory):
     """A ``DocumentIris`` candidate is a document whose chunks rank, never a vector id: a row
     whose id happens to equal it is left out of both rankings (a plain id list admits it)."""
-    if store_factory.name.startswith("qdrant"):
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="QdrantStore's filter reads a DocumentIris as point ids too"))
     store = store_factory.new(DIM)
     store.add_many(["c1", "d2"], [basis(0), basis(1)],
                    [{"doc_iri": "d1", "text": "apple"}, {"doc_iri": "other", "text": "apple"}])

@@ -52,7 +52,7 @@ from trails.vector.stores.keywords import BaseKeywordIndex  # re-exported
 from trails.vector.stores.lookups import (  # re-exported
     BackReferences,
     MetadataLookups,
-    check_keys,
+    checked_filters,
     json_equal,
     metadata_matches,
 )
@@ -395,8 +395,11 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
     def delete_where(self, filters: Mapping[str, Any]) -> int:
         """Remove every vector whose metadata equals all of ``filters``; returns how many.
 
-        Keys are identifiers (``[A-Za-z_][A-Za-z0-9_]*``); ``doc_iri`` and ``scope`` compare
-        the promoted fields, ``None`` matches nothing there.
+        Keys are identifiers (``[A-Za-z_][A-Za-z0-9_]*``), each compared with one value: a
+        str, int, float, bool or date, as typed JSON (``1 == 1.0``, but ``1 != True != "1"``,
+        as :meth:`find`); ``None`` matches nothing. ``doc_iri`` and ``scope`` compare the
+        promoted fields and take a str. Anything else (a list, a dict, a set, bytes...) is
+        refused with InvalidArgumentError before anything is deleted.
 
         >>> from trails.vector.stores.sqlite_vec import SqliteVecStore
         >>> store = SqliteVecStore(dim=2)
@@ -407,8 +410,7 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
         if not arguments.check_filters(filters):
             raise InvalidArgumentError("delete_where needs at least one filter; to empty a "
                                        "store use a new one")
-        check_keys(filters)
-        return self._delete_matching(filters)
+        return self._delete_matching(checked_filters(filters, "delete_where", scalars=True))
 
     def _check_writable(self) -> None:
         if self.read_only:

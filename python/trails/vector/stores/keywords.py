@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from trails.text import keyword_terms
 from trails.vector.stores import arguments
-from trails.vector.stores.records import DocumentIris, VectorHit
+from trails.vector.stores.records import VectorHit, distinct_names
 
 __all__ = ["BaseKeywordIndex"]
 
@@ -34,9 +34,7 @@ class BaseKeywordIndex(abc.ABC):
         terms = keyword_terms(arguments.check_text(query), stopwords)
         iris: Sequence[str] | None = None
         if ids is not None:
-            iris = list(dict.fromkeys(arguments.check_ids(ids)))
-            if isinstance(ids, DocumentIris):  # documents only: tell _keyword_ranked so
-                iris = DocumentIris(iris)
+            iris = distinct_names(arguments.check_ids(ids))  # a DocumentIris stays one
         scope_list = None if scopes is None else list(arguments.check_scopes(scopes) or ())
         if not terms or k == 0 or (iris is not None and not iris) or scope_list == []:
             return []

@@ -10,15 +10,20 @@
 from __future__ import annotations
 
 import abc
-import json
+import datetime
+import math
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from trails.errors import InvalidArgumentError
 from trails.vector.stores.records import StoredVector
 
-__all__ = ["BackReferences", "MetadataLookups", "check_keys", "json_equal", "metadata_matches"]
+__all__ = ["BackReferences", "MetadataLookups", "check_keys", "checked_filters", "json_equal",
+           "metadata_matches"]
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a metadata key find and count accept
 
@@ -96,19 +101,67 @@ class MetadataLookups(abc.ABC):
         if not isinstance(filters, Mapping):
             raise InvalidArgumentError(
                 f"{purpose} takes a mapping of metadata keys to values, got {filters!r}")
-        check_keys(filters)
-        checked: dict[str, Any] = {}
-        for key, value in filters.items():
-            try:  # NaN equals nothing and infinity has no JSON form: a filter of either is a
-                # mistake, named here rather than answered by no rows on one store, an error
-                # on another
-                checked[key] = json.loads(json.dumps(value, default=str, allow_nan=False))
-            except ValueError as exc:
-                raise InvalidArgumentError(
-                    f"metadata filter {key!r}: {value!r} holds a number JSON cannot hold (NaN "
-                    "or infinity), so it matches no stored metadata; compare another value"
-                ) from exc
-        return checked
+        return checked_filters(filters, purpose, scalars=False)
+
+
+# What each lookup compares, said in its refusals.
+_SCALARS = "a str, int, float, bool, None or date"
+_TAKES = {False: f"{_SCALARS}, or a list or dict of them",
+          True: "one str, int, float, bool or date per key (None matches nothing)"}
+_PROMOTED = ("doc_iri", "scope")  # delete_where compares the fields stores promote: strings
+
+
+def checked_filters(filters: Mapping[str, Any], purpose: str, *, scalars: bool
+                    ) -> dict[str, Any]:
+    """``filters`` (a mapping) with identifier keys and each value in its JSON form, as
+    stored metadata holds it: a numpy number as the number, a date as its ISO text (metadata
+    is stored so), a tuple as a list. Every store's ``find``, ``count`` and (``scalars``)
+    ``delete_where`` refuse the same values through this one check.
+
+    Raises:
+        InvalidArgumentError: naming the key and what ``purpose`` compares: a value no JSON
+            value holds (a set, bytes, a Decimal, an object...), a NaN or infinity (equal to
+            nothing), with ``scalars`` a list or dict, or a ``doc_iri``/``scope`` that is not
+            a str.
+    """
+    check_keys(filters)
+    checked: dict[str, Any] = {}
+    for key, value in filters.items():
+        if scalars and key in _PROMOTED and not (value is None or isinstance(value, str)):
+            raise InvalidArgumentError(
+                f"metadata filter {key!r}: {purpose} compares a str (a {key}) or None, got "
+                f"{_shown(value)}")
+        checked[key] = _json_value(value, key, purpose, scalars)
+    return checked
+
+
+def _json_value(value: Any, key: str, purpose: str, scalars: bool) -> Any:
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):  # equal to nothing, and no JSON form: a mistake
+            raise InvalidArgumentError(
+                f"metadata filter {key!r}: {value!r} is a number JSON cannot hold (NaN or "
+                f"infinity), so it matches no stored metadata; {purpose} compares "
+                f"{_TAKES[scalars]}")
+        return float(value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return str(value)  # stored metadata holds a date as this text
+    if not scalars and isinstance(value, (list, tuple)):
+        return [_json_value(item, key, purpose, scalars) for item in value]
+    if not scalars and isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return {k: _json_value(v, key, purpose, scalars) for k, v in value.items()}
+    raise InvalidArgumentError(
+        f"metadata filter {key!r}: {purpose} compares {_TAKES[scalars]}, got {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:60] + '...'}"
 
 
 def check_keys(filters: Mapping[str, Any]) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, SupportsIndex, overload
 
 __all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit",
-           "back_reference"]
+           "back_reference", "distinct_names"]
 
 
 def back_reference(id: str, metadata: Mapping[str, Any]) -> str:
@@ -27,6 +27,17 @@ class DocumentIris(tuple[str, ...]):
     ``generation``: the graph generation the filter read (None: not known)."""
 
     generation: int | None = None
+
+
+def distinct_names(ids: Iterable[object]) -> Sequence[str]:
+    """The strings of ``ids``, each once, in order; a ``DocumentIris`` when ``ids`` was one
+    (a store then matches them as documents only).
+
+    >>> distinct_names(["a", "b", "a"]), type(distinct_names(DocumentIris(["d", "d"]))).__name__
+    (['a', 'b'], 'DocumentIris')
+    """
+    names = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+    return DocumentIris(names) if isinstance(ids, DocumentIris) else names
 
 
 class VectorHit(NamedTuple):

@@ -26,7 +26,7 @@ from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
 from trails.vector.stores.base import BaseVectorStore, StoredVector
 from trails.vector.stores.pgvector import schema
-from trails.vector.stores.pgvector.faults import check_tls, guarded, translated
+from trails.vector.stores.pgvector.faults import check_tls, guarded, server_url, translated
 from trails.vector.stores.records import DocumentIris, back_reference
 
 __all__ = ["DSN_ENV", "PgCore", "public_dsn"]
@@ -110,8 +110,9 @@ class PgCore(BaseVectorStore):
             raise InvalidArgumentError(f"min_recall must be in (0, 1], got {min_recall!r}")
         self.min_recall = float(min_recall)
         self.resilience = Resilience.from_settings(resilience)
-        check_tls(self._psycopg.conninfo.conninfo_to_dict(given), self.dsn, self.resilience)
-        self._breaker = breaker_for("PostgreSQL", f"postgresql://{self.dsn}", self.resilience)
+        params = self._psycopg.conninfo.conninfo_to_dict(given)
+        check_tls(params, self.dsn, self.resilience)
+        self._breaker = breaker_for("PostgreSQL", server_url(params), self.resilience)
         self._local = threading.local()
         self._identity: EmbedderIdentity | None = None
         self._dim, meta = self._guard(lambda: self._prepare(dim), write=True)
@@ -188,8 +189,8 @@ class PgCore(BaseVectorStore):
         """Hold this thread's snapshot for the block: a REPEATABLE READ, read-only transaction
         on a connection of its own, taken when the block begins: a reader that reads the
         graph next relies on the snapshot being no newer than that graph read (ADR 5's
-        torn-read checks). A server unreachable then fails the first read inside instead,
-        where retrieval can answer around it. Blocks nest."""
+        torn-read checks). A server unreachable then (or its circuit open) fails the first
+        read inside instead, where retrieval can answer around it. Blocks nest."""
         if self._closed:
             raise ConfigurationError(f"vector store {self._label!r} is closed; open a new one")
         local = self._local
@@ -202,8 +203,9 @@ class PgCore(BaseVectorStore):
             return
         local.depth, local.conn = 1, None
         try:
-            with contextlib.suppress(EndpointUnavailableError), translated(self.location):
-                local.conn = self._begin_snapshot()
+            with contextlib.suppress(EndpointUnavailableError):  # under the breaker: an
+                # open circuit fails here at once, not after the connect timeout
+                local.conn = self._guard(self._begin_snapshot, write=False)
             yield
         finally:
             conn, local.conn, local.depth = local.conn, None, 0

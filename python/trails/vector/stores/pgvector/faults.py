@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
 from trails.errors import ConfigurationError, EndpointUnavailableError, StorageError, TrailsError
 from trails.resilience import CircuitBreaker, Failure, Resilience
 
-__all__ = ["check_tls", "guarded", "translate", "translated"]
+__all__ = ["check_tls", "guarded", "server_url", "translate", "translated"]
 
 T = TypeVar("T")
 
@@ -67,6 +68,22 @@ def check_tls(params: Mapping[str, str | None], location: str, policy: Resilienc
         "PostgreSQL at", location, [h for h in hosts if h and not h.startswith(("/", "@"))],
         reason=f"is reached with sslmode={mode}, which lets a connection run without TLS",
         fix="Add sslmode=require (or verify-full) to the DSN, or set PGSSLMODE")
+
+
+def server_url(params: Mapping[str, str | None]) -> str:
+    """The server a DSN (``params``: its keywords) reaches, as the URL its circuit breaker is
+    keyed by: ``postgresql://`` and its host(s) (a socket directory quoted) and port(s), as
+    libpq picks them (``PGHOST``, ``PGPORT``, else the local socket and 5432). Databases,
+    users and options of one server share its breaker; two servers never do.
+
+    >>> server_url({"host": "/tmp/pg", "port": "5433", "dbname": "kb"})
+    'postgresql://%2Ftmp%2Fpg:5433'
+    """
+    def given(key: str) -> str:
+        return params.get(key) or os.environ.get(f"PG{key.upper()}") or ""
+
+    host = given("hostaddr") or given("host") or "localhost"
+    return f"postgresql://{urllib.parse.quote(host, safe='')}:{given('port') or '5432'}"
 
 
 def _sqlstate(exc: BaseException) -> str:

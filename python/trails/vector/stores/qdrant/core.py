@@ -16,7 +16,7 @@ from trails.faults import translated
 from trails.resilience import Resilience
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
-from trails.vector.stores.base import BaseVectorStore, StoredVector
+from trails.vector.stores.base import BaseVectorStore, StoredVector, metadata_matches
 from trails.vector.stores.qdrant import local, schema
 from trails.vector.stores.qdrant.faults import GuardedClient
 from trails.vector.stores.qdrant.lock import SharedFolders, locked
@@ -184,30 +184,30 @@ class QdrantCore(BaseVectorStore):
 
     @locked
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        """Other keys than ``doc_iri`` and ``scope`` compare metadata values: strings,
-        numbers or booleans (``None`` matches nothing)."""
-        conditions = [self._condition(key, value) for key, value in filters.items() if key != "text"]
+        """Points whose ``doc_iri``/``scope`` fields and metadata equal ``filters`` (scalars,
+        checked by ``delete_where``; ``None`` matches nothing). Qdrant's conditions shortlist
+        (a match also admits an array holding the value, a range ``true``...); the metadata
+        then decides as JSON values (:func:`~..base.metadata_matches`)."""
+        conditions = [self._condition(key, value) for key, value in filters.items()
+                      if key != "text"]
         self._check_writable()
         if any(c is None for c in conditions):
             return 0
+        rest = {k: v for k, v in filters.items() if k not in _PROMOTED}
+        fields = ["id", "metadata", KEYWORD_FIELD, "text_given"] if rest else ["id"]
         records: Iterable[Any] = self._scroll(self.collection, self._m.Filter(
-            must=conditions or None), payload=["id", KEYWORD_FIELD, "text_given"])
-        if "text" in filters:  # stored as the keyword field (see schema.payload): compared here
-            records = (r for r in records if r.payload.get("text_given")
-                       and r.payload.get(KEYWORD_FIELD) == filters["text"])
-        return self._delete_ids([r.payload["id"] for r in records])
+            must=conditions or None), payload=fields)
+        return self._delete_ids([r.payload["id"] for r in records
+                                 if metadata_matches(metadata_of(r.payload), rest)])
 
     def _condition(self, key: str, value: Any) -> Any:
         m = self._m
-        if key in _PROMOTED:
-            return None if value is None else eq(m, key, str(value))
         if value is None:
             return None
-        if isinstance(value, (str, bool)):
-            return eq(m, f"metadata.{key}", value)
-        if isinstance(value, (int, float)):  # numbers compare by value, as SQLite's json does
-            return m.FieldCondition(key=f"metadata.{key}", range=m.Range(gte=value, lte=value))
-        raise ValueError(f"delete_where compares strings, numbers and booleans; got {value!r}")
+        if key in _PROMOTED or isinstance(value, (str, bool)):
+            return eq(m, key if key in _PROMOTED else f"metadata.{key}", value)
+        # a number: compared by value (1 == 1.0), as SQLite's json does
+        return m.FieldCondition(key=f"metadata.{key}", range=m.Range(gte=value, lte=value))
 
     @locked
     def _delete_ids(self, ids: list[str]) -> int:

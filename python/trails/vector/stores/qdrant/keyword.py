@@ -34,7 +34,6 @@ class QdrantKeywords(QdrantSearch, BaseKeywordIndex):
     def _keyword_ranked(self, terms: list[str], k: int, iris: Sequence[str] | None,
                         scopes: list[str] | None, *, with_metadata: bool) -> list[VectorHit]:
         # Payloads arrive with the points either way: with_metadata=False saves nothing here.
-        iris = None if iris is None else list(iris)
         text = self._m.TextQuery(text=" ".join(terms))
         points = self._local_points()
         if points is not None:
@@ -57,7 +56,7 @@ class QdrantKeywords(QdrantSearch, BaseKeywordIndex):
             limit *= 2
 
     def _local_keyword(self, points: local.LocalPoints, text: Any, k: int,
-                       iris: list[str] | None, scopes: list[str] | None) -> list[VectorHit]:
+                       iris: Sequence[str] | None, scopes: list[str] | None) -> list[VectorHit]:
         """Local mode: qdrant-client ranks every matching point in one query without a filter;
         :func:`local.keyword` keeps the eligible, current ones."""
         ranking = self._c.query_points(self.collection, query=text, using=KEYWORD_FIELD,

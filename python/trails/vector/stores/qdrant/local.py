@@ -35,7 +35,7 @@ import numpy as np
 from trails.errors import ContextLockedError
 from trails.vector.stores.matrix import _exact_cosine
 from trails.vector.stores.qdrant.schema import metadata_of
-from trails.vector.stores.records import SearchPlan, VectorHit
+from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
 
 __all__ = ["LocalPoints", "internals_problem", "is_local", "keyword", "locked_folder",
            "open_folder", "points", "rows", "search"]
@@ -150,19 +150,24 @@ def points(client: Any, collection: str) -> LocalPoints | None:
     return None
 
 
-def rows(points: LocalPoints, iris: set[str] | None, scopes: set[str] | None) -> np.ndarray:
+def rows(points: LocalPoints, iris: set[str] | None, scopes: set[str] | None, *,
+         documents_only: bool = False) -> np.ndarray:
     """Rows of the points the live filter admits, ascending: not deleted, not pending,
-    named by id (as ``HasId`` on its point id) or by ``doc_iri``, in one of ``scopes``."""
+    named by id (as ``HasId`` on its point id; not with ``documents_only``) or by
+    ``doc_iri``, in one of ``scopes``."""
+    by_id = not documents_only
     found = np.array([r for r, p in enumerate(points.payload)
-                      if (iris is None or p.get("id") in iris or p.get("doc_iri") in iris)
+                      if (iris is None or p.get("doc_iri") in iris
+                          or (by_id and p.get("id") in iris))
                       and (scopes is None or p.get("scope") in scopes)
                       and p.get("pending") is not True], dtype=np.intp)
     return found[points.deleted[found] == 0]  # type: ignore[no-any-return]
 
 
-def search(points: LocalPoints, query: np.ndarray, k: int, iris: Iterable[str] | None,
+def search(points: LocalPoints, query: np.ndarray, k: int, iris: Sequence[str] | None,
            scopes: Iterable[str] | None, stale: Stale) -> tuple[list[VectorHit], SearchPlan]:
-    """The filter path's search on the collection's own arrays: the same hits, scores, plan.
+    """The filter path's search on the collection's own arrays: the same hits, scores, plan
+    (``iris`` as in the filter: a ``DocumentIris`` names documents only).
 
     Every eligible point is scored in float32 (one BLAS product), those that may belong to
     the top k (within twice the float32 error bound of the k-th) are checked for superseded
@@ -172,7 +177,7 @@ def search(points: LocalPoints, query: np.ndarray, k: int, iris: Iterable[str] |
     name = "qdrant-full" if wanted is None else "qdrant-filtered-exact"
     if wanted == set() or scope_set == set():
         return [], SearchPlan(name, 0, True)
-    eligible = rows(points, wanted, scope_set)
+    eligible = rows(points, wanted, scope_set, documents_only=isinstance(iris, DocumentIris))
     plan = SearchPlan(name, len(eligible), True)
     if k == 0 or not len(eligible):
         return [], plan
@@ -198,13 +203,14 @@ def search(points: LocalPoints, query: np.ndarray, k: int, iris: Iterable[str] |
 
 
 def keyword(points: LocalPoints, ranking: Iterable[tuple[str, float]], k: int, page: int,
-            iris: list[str] | None, scopes: list[str] | None, stale: Stale) -> list[VectorHit]:
+            iris: Sequence[str] | None, scopes: list[str] | None, stale: Stale) -> list[VectorHit]:
     """``keyword_search`` from qdrant-client's BM25 ``ranking`` of every matching point
     (``(id, score)``, asked for without a filter: with one, local mode would check it point by
     point, and again for each larger limit): the eligible points of it, superseded ones
     dropped, ``page`` at a time."""
     eligible = rows(points, None if iris is None else set(iris),
-                    None if scopes is None else set(scopes))
+                    None if scopes is None else set(scopes),
+                    documents_only=isinstance(iris, DocumentIris))
     row_of = {points.payload[r]["id"]: r for r in eligible}
     ranked = sorted(((id, score) for id, score in ranking if id in row_of),
                     key=lambda hit: (-hit[1], hit[0]))

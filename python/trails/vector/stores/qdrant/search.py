@@ -21,7 +21,7 @@ from trails.vector.stores.qdrant import local
 from trails.vector.stores.qdrant.lock import locked
 from trails.vector.stores.qdrant.schema import eq, metadata_of, point_id
 from trails.vector.stores.qdrant.versions import QdrantVersions
-from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
+from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit, distinct_names
 
 __all__ = ["EXACT_THRESHOLD", "OVERFETCH", "QdrantSearch"]
 
@@ -44,13 +44,12 @@ class QdrantSearch(QdrantVersions):
                      scopes: Sequence[str] | None, *, with_metadata: bool = True,
                      ) -> tuple[list[VectorHit], SearchPlan]:
         # Payloads arrive with the points either way: with_metadata=False saves nothing here.
-        named = None if ids is None else (i for i in ids if isinstance(i, str))
+        iris = None if ids is None else distinct_names(ids)
         points = self._local_points()
         if points is not None:
-            return local.search(points, query, k, named, scopes, self._stale)
-        iris = None if named is None else list(dict.fromkeys(named))
+            return local.search(points, query, k, iris, scopes, self._stale)
         scope_list = None if scopes is None else list(scopes)
-        if iris == [] or scope_list == []:
+        if (iris is not None and not iris) or scope_list == []:
             return [], SearchPlan("qdrant-filtered-exact" if iris is not None else "qdrant-full",
                                   0, True)
         flt = self._live_filter(iris, scope_list)
@@ -66,14 +65,15 @@ class QdrantSearch(QdrantVersions):
         hits = [VectorHit(p.payload["id"], score, metadata_of(p.payload)) for p, score in ranked]
         return hits, SearchPlan(name, candidates, exhaustive=exact)
 
-    def _live_filter(self, iris: list[str] | None, scopes: list[str] | None) -> Any:
-        """Points named by ``iris`` (point ids or ``doc_iri``), in ``scopes``, not pending."""
+    def _live_filter(self, iris: Sequence[str] | None, scopes: list[str] | None) -> Any:
+        """Points named by ``iris`` (point ids or ``doc_iri``; only ``doc_iri`` for a
+        ``DocumentIris``), in ``scopes``, not pending."""
         m = self._m
         must = []
         if iris is not None:
-            must.append(m.Filter(should=[
-                m.HasIdCondition(has_id=[point_id(i) for i in iris]),
-                m.FieldCondition(key="doc_iri", match=m.MatchAny(any=iris))]))
+            documents = m.FieldCondition(key="doc_iri", match=m.MatchAny(any=list(iris)))
+            must.append(documents if isinstance(iris, DocumentIris) else m.Filter(should=[
+                m.HasIdCondition(has_id=[point_id(i) for i in iris]), documents]))
         if scopes is not None:
             must.append(m.FieldCondition(key="scope", match=m.MatchAny(any=scopes)))
         return m.Filter(must=must or None, must_not=[eq(m, "pending", True)])

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trails.vector.stores.base import metadata_matches
@@ -16,6 +16,9 @@ from trails.vector.stores.sqlite_vec.keyword import with_text
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteLookups"]
+
+# Columns promoted out of the JSON metadata so delete_where on them uses an index.
+_COLUMNS = ("doc_iri", "scope")
 
 
 class SqliteLookups(SqliteVersions):
@@ -59,31 +62,54 @@ class SqliteLookups(SqliteVersions):
     def _matching(self, filters: dict[str, Any], limit: int | None) -> list[str]:
         """The rows SQL finds by each value's JSON type and value; a text, list or object
         value is then checked in Python (:func:`~.base.metadata_matches`)."""
-        where, exact = ["pending = 0"], True
-        params: list[Any] = []
-        for key, value in filters.items():
-            if key == "text":  # a string text lives in its own column (schema m003)
-                exact = False
-                continue
-            kind, path = f"json_type(metadata, '$.{key}')", f"metadata ->> '$.{key}'"
-            if value is None or isinstance(value, bool):
-                where.append(f"{kind} = '{json.dumps(value)}'")
-            elif isinstance(value, (int, float)):
-                where.append(f"{kind} IN ('integer', 'real') AND {path} = ?")
-                if isinstance(value, int) and not -2**63 <= value < 2**63:
-                    # SQLite reads an integer beyond 64 bits as a real: narrow by that,
-                    # then compare exactly in Python
-                    value, exact = float(value), False
-                params.append(value)
-            elif isinstance(value, str):
-                where.append(f"{kind} = 'text' AND {path} = ?")
-                params.append(value)
-            else:
-                where.append(f"{kind} = '{'object' if isinstance(value, dict) else 'array'}'")
-                exact = False
+        where, params, exact = _typed_where(filters)
         cut = f" LIMIT {int(limit)}" if exact and limit is not None else ""
-        rows = self._db.execute(f"SELECT id, metadata, text FROM items WHERE"
+        rows = self._db.execute(f"SELECT id, metadata, text FROM items WHERE pending = 0 AND"
                                 f" {' AND '.join(where)} ORDER BY id{cut}", params)
         if exact:
             return [r[0] for r in rows]
         return [r[0] for r in rows if metadata_matches(with_text(r[1], r[2]), filters)][:limit]
+
+    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
+        """Rows staged or live whose promoted ``doc_iri``/``scope`` columns and metadata equal
+        ``filters`` (checked scalars, compared as :meth:`_matching` does; None: nothing)."""
+        if any(value is None for value in filters.values()):
+            self._check_writable()
+            return 0
+        rest = {k: v for k, v in filters.items() if k not in _COLUMNS}
+        where, params, exact = _typed_where(rest)
+        where += [f"{key} = ?" for key in _COLUMNS if key in filters]
+        params += [filters[key] for key in _COLUMNS if key in filters]
+        with self._writing():  # the ids and their deletion: one transaction
+            rows = self._db.execute(
+                f"SELECT id, metadata, text FROM items WHERE {' AND '.join(where)}", params)
+            return self._delete_ids([r[0] for r in rows if exact or metadata_matches(
+                with_text(r[1], r[2]), rest)])
+
+
+def _typed_where(filters: Mapping[str, Any]) -> tuple[list[str], list[Any], bool]:
+    """WHERE clauses (and their parameters) for rows whose metadata holds each filter's
+    JSON type and value, and whether they are exact (else a text, list, object or huge
+    integer value is to be checked in Python, :func:`~.base.metadata_matches`)."""
+    where, params, exact = ["1"], list[Any](), True
+    for key, value in filters.items():
+        if key == "text":  # a string text lives in its own column (schema m003)
+            exact = False
+            continue
+        kind, path = f"json_type(metadata, '$.{key}')", f"metadata ->> '$.{key}'"
+        if value is None or isinstance(value, bool):
+            where.append(f"{kind} = '{json.dumps(value)}'")
+        elif isinstance(value, (int, float)):
+            where.append(f"{kind} IN ('integer', 'real') AND {path} = ?")
+            if isinstance(value, int) and not -2**63 <= value < 2**63:
+                # SQLite reads an integer beyond 64 bits as a real: narrow by that,
+                # then compare exactly in Python
+                value, exact = float(value), False
+            params.append(value)
+        elif isinstance(value, str):
+            where.append(f"{kind} = 'text' AND {path} = ?")
+            params.append(value)
+        else:
+            where.append(f"{kind} = '{'object' if isinstance(value, dict) else 'array'}'")
+            exact = False
+    return where, params, exact

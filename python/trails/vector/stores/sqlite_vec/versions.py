@@ -14,7 +14,6 @@ from typing import Any
 
 from trails.errors import InvalidArgumentError
 from trails.vector.stores import arguments
-from trails.vector.stores.arrays import optional_str
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
 
@@ -26,29 +25,9 @@ _IDENTITY = frozenset({"doc_iri", "version"})
 
 __all__ = ["SqliteVersions"]
 
-# Columns promoted out of the JSON metadata so filters on them use an index.
-_COLUMNS = ("doc_iri", "scope")
-
-
 class SqliteVersions(SqliteCore):
     """:class:`~trails.vector.stores.base.VersionedStore` on the ``items`` and ``versions``
     tables."""
-
-    def _delete_matching(self, filters: Mapping[str, Any]) -> int:
-        clauses, params = [], []
-        for key, value in filters.items():
-            if key in _COLUMNS:
-                clauses.append(f"{key} = ?")
-                params.append(optional_str(value))
-            elif key == "text":  # kept in its own column (m003), or in older rows' JSON
-                clauses.append("COALESCE(text, json_extract(metadata, '$.text')) = ?")
-                params.append(value)
-            else:
-                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
-                params.append(value)
-        with self._writing():  # the ids and their deletion: one transaction
-            rows = self._db.execute(f"SELECT id FROM items WHERE {' AND '.join(clauses)}", params)
-            return self._delete_ids([r[0] for r in rows])
 
     def _delete_ids(self, ids: list[str]) -> int:
         self._check_writable()
