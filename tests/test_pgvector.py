@@ -516,3 +516,27 @@ def test_a_few_or_many_candidate_names_select_the_same_rows(store, monkeypatch, 
     wanted = {f"c{i}" for i in range(40) if f"c{i}" in names or f"d{i % 8}" in names}
     hits = store.search(np.array([1.0, 0.0]), k=40, ids=names)
     assert {h.id for h in hits} == wanted
+
+
+def statements_of(store, monkeypatch) -> list[str]:
+    """Every SQL template the store formats from now on (its statements, in order)."""
+    seen: list[str] = []
+    inner = store._sql
+
+    def recording(template: str):
+        seen.append(template)
+        return inner(template)
+
+    monkeypatch.setattr(store, "_sql", recording)
+    return seen
+
+
+def test_a_filtered_exact_search_reads_only_its_candidates(store, monkeypatch):
+    """Without an HNSW index no statement of a filtered search counts every live row (a read
+    of the whole table, whatever the filter's size); with one, the count decides."""
+    store.add_many([f"c{i}" for i in range(20)], np.eye(2)[np.arange(20) % 2],
+                   [{"doc_iri": f"d{i % 4}"} for i in range(20)])
+    seen = statements_of(store, monkeypatch)
+    hits = store.search(np.array([1.0, 0.0]), k=3, ids=["c2", "d1"])
+    assert [h.id for h in hits] == ["c2", "c1", "c13"]
+    assert seen and not [s for s in seen if s.rstrip().endswith("WHERE NOT pending")]

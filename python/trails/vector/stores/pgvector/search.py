@@ -81,8 +81,7 @@ class PgSearch(PgAnn):
             if k == 0 or candidates == 0:
                 return [], SearchPlan(name, candidates, True)
             fallback = name
-            if self._ann_allowed(conn, candidates, None if ids is None and scopes is None
-                                 else self._count(conn, "NOT pending", [])):
+            if self._ann_allowed(conn, candidates, ids is not None or scopes is not None):
                 limit = min(k + OVERFETCH, candidates)
                 rows = self._ann_rows(conn, query, clause, params, limit, columns)
                 if len(rows) >= limit:  # else the filter left the index short: score exactly
