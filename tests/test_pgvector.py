@@ -665,8 +665,8 @@ def test_version_lookups_by_a_document_no_row_can_hold_find_nothing(store):
 
 @pytest.mark.parametrize("few", [0, 5000])  # every list many, every list few
 def test_a_few_or_many_candidate_names_select_the_same_rows(store, monkeypatch, few):
-    """A few names are looked up in the indexes, many matched by a hashed subplan: either way
-    a search names exactly the rows whose id or document is among them."""
+    """A few names are looked up in the indexes (a semi-join), many matched by a hashed
+    subplan: either way a search names exactly the rows whose id or document is among them."""
     from trails.vector.stores.pgvector import search
 
     monkeypatch.setattr(search, "FEW_CANDIDATES", few)
@@ -677,3 +677,62 @@ def test_a_few_or_many_candidate_names_select_the_same_rows(store, monkeypatch, 
     wanted = {f"c{i}" for i in range(40) if f"c{i}" in names or f"d{i % 8}" in names}
     hits = store.search(np.array([1.0, 0.0]), k=40, ids=names)
     assert {h.id for h in hits} == wanted
+
+
+def statements_of(store, monkeypatch) -> list[str]:
+    """Every SQL template the store formats from now on (its statements, in order)."""
+    seen: list[str] = []
+    inner = store._sql
+
+    def recording(template: str):
+        seen.append(template)
+        return inner(template)
+
+    monkeypatch.setattr(store, "_sql", recording)
+    return seen
+
+
+def test_a_filtered_exact_search_reads_only_its_candidates(store, monkeypatch):
+    """Without an HNSW index no statement of a filtered search counts every live row (a read
+    of the whole table, whatever the filter's size); with one, the count decides."""
+    store.add_many([f"c{i}" for i in range(20)], np.eye(2)[np.arange(20) % 2],
+                   [{"doc_iri": f"d{i % 4}"} for i in range(20)])
+    seen = statements_of(store, monkeypatch)
+    hits = store.search(np.array([1.0, 0.0]), k=3, ids=["c2", "d1"])
+    assert [h.id for h in hits] == ["c2", "c1", "c13"]
+    assert seen and not [s for s in seen if s.rstrip().endswith("WHERE NOT pending")]
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_both_forms_of_a_candidate_filter_rank_alike(store, monkeypatch, data):
+    """The same searches, keyword rankings and expansions through the semi-join (a few names)
+    and the hashed subplan (many): the same rows, the same order, what brute force says."""
+    from trails.vector.stores.pgvector import search
+
+    store.delete_many([f"c{i}" for i in range(30)])  # the examples share the store
+    n = data.draw(st.integers(1, 30))
+    docs = data.draw(st.lists(st.sampled_from(["d0", "d1", "d2", None]), min_size=n, max_size=n))
+    pending = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    ids = [f"c{i}" for i in range(n)]
+    vectors = np.random.default_rng(n).standard_normal((n, 2))
+    for i in range(n):
+        meta = {"text": f"word{i % 3} common"} | ({} if docs[i] is None else {"doc_iri": docs[i]})
+        store.add_many([ids[i]], vectors[i:i + 1], [meta], pending=pending[i])
+    names = data.draw(st.lists(st.sampled_from([*ids, "d0", "d1", "d2", "nothing"]),
+                               min_size=1, max_size=12))
+    live = [i for i in range(n) if not pending[i] and (ids[i] in names or docs[i] in names)]
+    query = np.array([1.0, 0.5])
+    scores = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
+    expected = sorted((ids[i] for i in live), key=lambda id: (-scores[ids.index(id)], id))
+    answers = []
+    for few in (0, 1000):
+        monkeypatch.setattr(search, "FEW_CANDIDATES", few)
+        answers.append(([h.id for h in store.search(query, k=n, ids=names)],
+                        store.expand_ids(names),
+                        [(h.id, round(h.score, 9)) for h in store.keyword_search(
+                            "common", k=n, ids=names)]))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == expected and answers[0][1] == sorted(ids[i] for i in live)
+    assert sorted(id for id, _ in answers[0][2]) == sorted(ids[i] for i in live)

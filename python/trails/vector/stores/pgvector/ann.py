@@ -105,18 +105,20 @@ class PgAnn(PgVersions):
         finally:
             conn.execute("SELECT set_config('enable_seqscan', 'on', true)")
 
-    def _ann_allowed(self, conn: Any, candidates: int, live: int | None) -> bool:
-        """Whether the index may answer a search over ``candidates`` of ``live`` rows (None:
-        unfiltered)."""
+    def _ann_allowed(self, conn: Any, candidates: int, filtered: bool) -> bool:
+        """Whether the index may answer a search over ``candidates`` rows (a ``filtered``
+        share of the live rows, else all of them). The live rows are counted only when an
+        index with a measured recall could answer: counting reads the whole table."""
         if not self.hnsw:
             return False
         measured = conn.execute(self._sql("SELECT ann_recall, ann_rows FROM {meta}")).fetchone()
         if measured is None or measured[0] is None or measured[0] < self.min_recall:
             return False
-        total = candidates if live is None else live
-        if total > 2 * int(measured[1] or 0):
+        live = candidates if not filtered else int(conn.execute(self._sql(
+            "SELECT count(*) FROM {items} WHERE NOT pending")).fetchone()[0])
+        if live > 2 * int(measured[1] or 0):
             return False
-        return live is None or candidates >= self.ann_share * live
+        return not filtered or candidates >= self.ann_share * live
 
     def _ann_rows(self, conn: Any, query: Any, clause: str, params: list[Any],
                   limit: int, columns: str) -> list[Any]:

@@ -30,9 +30,12 @@ class Explanation(NamedTuple):
     indexed: bool
     text: str
 
-# Up to this many candidate names, each is looked up in the indexes; past it, matched by a
-# hashed subplan over the table (a round threshold, not a measured crossing).
-FEW_CANDIDATES = 1000
+# Up to this many candidate names, a semi-join looks each up in the id and doc_iri indexes;
+# past it, a hashed subplan matches them in one scan of the table. Measured at 100,000 rows
+# (EXPLAIN ANALYZE, docs/benchmarks.md): the lookups cost ~0.05 ms a name, the scan ~5 us a
+# row, so they cross near a tenth of the table (10,000 names here); below the crossing the
+# lookups win by up to the whole scan (10 names: 5 ms against 330 ms at load 8).
+FEW_CANDIDATES = 10_000
 # Rows fetched beyond k, so near ties at the k-th place can be ordered in float64.
 OVERFETCH = 16
 
@@ -52,13 +55,15 @@ class PgSearch(PgAnn):
                 clauses.append(f"{row}doc_iri = ANY(%s)")
                 params.append(list(iris))
             elif len(iris) <= FEW_CANDIDATES:
-                # A few names: "= ANY" lets each of the id and doc_iri indexes find its rows
-                # (a bitmap OR), where the hashed subplan below would read the whole table.
-                clauses.append(f"({row}id = ANY(%s) OR {row}doc_iri = ANY(%s))")
+                # A semi-join on the ids: the names, and the chunks of the documents among
+                # them. PostgreSQL looks each up in its index; "= ANY" under OR scans the
+                # array for every row once the array is large or the plan generic (1,000
+                # names: 0.2-4.5 s where this takes 60-80 ms).
+                clauses.append(f"{row}id IN (SELECT unnest(%s::text[]) UNION ALL SELECT d.id"
+                               " FROM {items} d WHERE d.doc_iri IN (SELECT unnest(%s::text[])))")
                 params.extend([list(iris), list(iris)])
             else:
-                # IN (SELECT unnest): a hashed subplan; "= ANY" under OR scans the whole
-                # array for every row (50,000 candidates: minutes on 100,000 rows).
+                # IN (SELECT unnest): a hashed subplan, one pass over the table.
                 clauses.append(f"({row}id IN (SELECT unnest(%s::text[])) OR {row}doc_iri IN"
                                " (SELECT unnest(%s::text[])))")
                 params.extend([list(iris), list(iris)])
@@ -81,8 +86,7 @@ class PgSearch(PgAnn):
             if k == 0 or candidates == 0:
                 return [], SearchPlan(name, candidates, True)
             fallback = name
-            if self._ann_allowed(conn, candidates, None if ids is None and scopes is None
-                                 else self._count(conn, "NOT pending", [])):
+            if self._ann_allowed(conn, candidates, ids is not None or scopes is not None):
                 limit = min(k + OVERFETCH, candidates)
                 rows = self._ann_rows(conn, query, clause, params, limit, columns)
                 if len(rows) >= limit:  # else the filter left the index short: score exactly
