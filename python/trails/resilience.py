@@ -28,6 +28,7 @@ Nothing here imports a client library: backends translate their own failures.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import random
@@ -216,22 +217,6 @@ class Resilience:
                 breaker.release()  # an interrupted probe must not leave the circuit waiting
             raise
 
-    def _backoff_wait(self) -> Callable[[RetryCallState], float]:
-        """The wait before retry ``n`` (tenacity's ``attempt_number`` is ``n + 1``) when the
-        server does not say: uniform in ``[(1 - jitter) * c, c]``, ``c`` being
-        ``min(max_backoff, initial_backoff * multiplier**n)``, as the sum of tenacity's fixed
-        exponential wait (the floor) and its full-jitter one (the random share)."""
-        import tenacity
-
-        share = self.jitter
-        fixed = tenacity.wait_exponential(multiplier=self.initial_backoff * (1 - share),
-                                          max=self.max_backoff * (1 - share),
-                                          exp_base=self.multiplier)
-        drawn = tenacity.wait_random_exponential(multiplier=self.initial_backoff * share,
-                                                 max=self.max_backoff * share,
-                                                 exp_base=self.multiplier)
-        return fixed + drawn
-
 
 class _Call:
     """One call's judgements, as tenacity's callbacks: whether a try's outcome is worth
@@ -247,7 +232,7 @@ class _Call:
         self.started = clock()
         self.probing = False
         self.failure = Failure()
-        self.backoff = policy._backoff_wait()
+        self.backoff = _backoff_wait(policy)
 
     def admit(self, state: RetryCallState) -> None:
         """Before each try: an open circuit fails the call (other callers' failures may have
@@ -298,6 +283,25 @@ class _Call:
         else:
             self.breaker.succeeded(self.probing)
         self.probing = False
+
+
+@functools.lru_cache(maxsize=256)
+def _backoff_wait(policy: Resilience) -> Callable[[RetryCallState], float]:
+    """``policy``'s wait before retry ``n`` (tenacity's ``attempt_number`` is ``n + 1``) when
+    the server does not say: uniform in ``[(1 - jitter) * c, c]``, ``c`` being
+    ``min(max_backoff, initial_backoff * multiplier**n)``, as the sum of tenacity's fixed
+    exponential wait (the floor) and its full-jitter one (the random share). Made once per
+    policy: it holds no state."""
+    import tenacity
+
+    share = policy.jitter
+    fixed = tenacity.wait_exponential(multiplier=policy.initial_backoff * (1 - share),
+                                      max=policy.max_backoff * (1 - share),
+                                      exp_base=policy.multiplier)
+    drawn = tenacity.wait_random_exponential(multiplier=policy.initial_backoff * share,
+                                             max=policy.max_backoff * share,
+                                             exp_base=policy.multiplier)
+    return fixed + drawn
 
 
 def _outcome(state: RetryCallState) -> Future:
