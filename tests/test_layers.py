@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "trails"
 # specific prefix wins. docs/architecture.md explains each layer.
 LAYERS: list[tuple[str, ...]] = [
     ("trails", "trails.errors", "trails.faults", "trails.records", "trails._lazy", "trails._state",
-     "trails.resilience",
+     "trails.circuit", "trails.resilience",
      "trails.tracing",
      "trails.scopes", "trails.registry", "trails.recorded", "trails.text", "trails._openai", "trails.display"),
     ("trails.kg", "trails.vector"),
@@ -44,6 +44,9 @@ OPTIONAL_ROOTS = {name.split(".")[0] for name in OPTIONAL_MODULES} | {
     "llama_index", "IPython",
     # A base dependency, but slow to import and needed only to load HTML.
     "bs4",
+    # A base dependency, but slow to import (asyncio) and needed only by a remote call's
+    # retries (trails.resilience, ADR 0049).
+    "tenacity",
 }
 
 

@@ -28,6 +28,7 @@ from trails.errors import (
     TrailsError,
 )
 from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
+from trails.resilience import CircuitBreaker, Failure
 from trails.testing import fresh_context
 from trails.testing.servers.openai import OpenAICompatibleServer
 from trails.vector.embedders.base import TokenAwareEmbedder, TokenCountingEmbedder
@@ -214,9 +215,20 @@ def test_5xx_retries_with_exponential_backoff_and_jitter(server, make, sleeps):
 
 
 def test_backoff_is_capped(make):
-    embedder = make(initial_backoff=1.0, max_backoff=4.0)
-    assert all(0.0 <= embedder._backoff(n) <= 4.0 for n in range(2, 40))
-    assert max(embedder._backoff(3) for _ in range(400)) > 3.0  # the whole range is drawn
+    policy = make(initial_backoff=1.0, max_backoff=4.0).resilience  # what its retries run under
+    circuit = CircuitBreaker("the OpenAI embeddings API", "http://127.0.0.1:1",
+                             failure_threshold=10**6)
+    waits: list[float] = []
+
+    def down() -> None:
+        raise ConnectionError("refused")
+
+    for _ in range(100):
+        with pytest.raises(ConnectionError):
+            policy.call(down, lambda exc: Failure(), circuit, sleep=waits.append)
+    assert len(waits) == 100 * 6  # max_retries=6
+    assert all(0.0 <= wait <= 4.0 for wait in waits)
+    assert max(waits[3::6]) > 3.0  # the whole range up to the cap is drawn
 
 
 def test_exhausted_retries_raise_embedding_error(server, make, sleeps):

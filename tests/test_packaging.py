@@ -19,7 +19,8 @@ from conftest import ROOT
 from trails import _lazy as _extras
 from trails.errors import ConfigurationError, MissingExtraError, TrailsError
 
-HEAVY = ["torch", "openai", "qdrant_client", "sentence_transformers", "transformers", "tiktoken"]
+HEAVY = ["torch", "openai", "qdrant_client", "sentence_transformers", "transformers", "tiktoken",
+         "tenacity"]
 
 
 def loaded_after(code: str) -> list[str]:
@@ -45,6 +46,20 @@ def test_the_test_kit_and_a_mock_retrieval_load_no_heavy_package():
         ctx.vectors.add("trails://a", ctx.embedder.embed("rails"))
         assert retrieve("rails", ctx)[0].iri == "trails://a"
     """) == []
+
+
+def test_a_resilience_policy_loads_its_retry_library_only_to_make_a_call():
+    # trails init and trails.json validate policies; only a remote call runs the retry loop.
+    assert loaded_after("""
+        from trails.resilience import Resilience, breaker_for
+        policy = Resilience.from_settings({"attempts": 2, "jitter": 0.5})
+        breaker_for("the SPARQL endpoint", "https://example.org/sparql", policy)
+    """) == []
+    assert loaded_after("""
+        from trails.resilience import Resilience, breaker_for
+        circuit = breaker_for("the SPARQL endpoint", "https://example.org/sparql", Resilience())
+        Resilience().call(lambda: 1, lambda exc: None, circuit)
+    """) == ["tenacity"]
 
 
 def test_the_import_check_can_see_a_heavy_import():

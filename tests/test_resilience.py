@@ -500,3 +500,119 @@ def test_one_throttle_per_endpoint_and_rate():
     again = breaker_for("the SPARQL endpoint", URL + "/update", policy)
     assert rate_limiter_for(first, policy) is rate_limiter_for(again, policy)
     assert rate_limiter_for(first, Resilience()) is None
+
+
+# -- the retry loop's promises, whatever runs it (tenacity since ADR 0049) -------------------
+
+
+def always_down(exc: BaseException) -> Failure | None:
+    return Failure()
+
+
+@given(attempts=st.integers(1, 8), initial=st.floats(0, 10), cap=st.floats(0, 100),
+       multiplier=st.floats(1, 10), jitter=st.floats(0, 1))
+def test_each_retry_waits_between_its_floor_and_its_ceiling(attempts, initial, cap, multiplier,
+                                                           jitter):
+    clock = Clock()
+    policy = Resilience(attempts=attempts, initial_backoff=initial, max_backoff=cap,
+                        multiplier=multiplier, jitter=jitter, deadline=1e9)
+    operation, calls = failing(attempts - 1)
+    assert policy.call(operation, always_down, breaker(clock), sleep=clock.sleep,
+                       clock=clock) == "answer"
+    assert len(calls) == attempts and len(clock.slept) == attempts - 1
+    for n, waited in enumerate(clock.slept):
+        ceiling = min(cap, initial * multiplier ** n)
+        assert ceiling * (1 - jitter) - 1e-9 <= waited <= ceiling + 1e-9
+
+
+def test_full_jitter_spreads_the_waits_of_clients_that_failed_together():
+    clock = Clock()
+    policy = Resilience(attempts=2, initial_backoff=1.0, max_backoff=1.0)
+    for _ in range(20):
+        operation, _ = failing(1)
+        policy.call(operation, always_down, breaker(clock), sleep=clock.sleep, clock=clock)
+    assert len(clock.slept) == 20 and len(set(clock.slept)) > 10
+    assert all(0.0 <= waited <= 1.0 for waited in clock.slept)
+
+
+@given(attempts=st.integers(1, 12))
+def test_a_call_that_keeps_failing_makes_exactly_attempts_tries(attempts):
+    clock = Clock()
+    operation, calls = failing(100)
+    circuit = breaker(clock, threshold=100)
+    with pytest.raises(Down, match=f"try {attempts}$"):
+        Resilience(attempts=attempts, initial_backoff=0.01).call(
+            operation, always_down, circuit, sleep=clock.sleep, clock=clock)
+    assert len(calls) == attempts and len(clock.slept) == attempts - 1
+    assert circuit.failures == 1
+
+
+def test_a_wait_that_would_end_after_the_deadline_is_not_started():
+    clock = Clock()
+    operation, _ = failing(100)
+    policy = Resilience(attempts=10, deadline=4.0, max_retry_after=60.0)
+    with pytest.raises(Down, match="try 1$"):
+        policy.call(operation, lambda exc: Failure(retry_after=6.0), breaker(clock),
+                    sleep=clock.sleep, clock=clock)
+    assert clock.slept == []
+    operation, _ = failing(100)
+    # Waits end at 2 and 4 s (a try may start at the deadline, not after); a third, at 6 s.
+    with pytest.raises(Down, match="try 3$"):
+        policy.call(operation, lambda exc: Failure(retry_after=2.0), breaker(clock),
+                    sleep=clock.sleep, clock=clock)
+    assert clock.slept == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("asked", [0.0, -3.0])
+def test_a_retry_after_in_the_past_falls_back_to_the_backoff(asked):
+    clock = Clock()
+    operation, _ = failing(1)
+    Resilience(initial_backoff=0.5, jitter=0.0).call(
+        operation, lambda exc: Failure(retry_after=asked), breaker(clock), sleep=clock.sleep,
+        clock=clock)
+    assert clock.slept == [0.5]
+
+
+def test_a_retry_after_at_its_limit_is_waited_for():
+    clock = Clock()
+    operation, _ = failing(1)
+    assert Resilience(max_retry_after=4.0).call(
+        operation, lambda exc: Failure(retry_after=4.0), breaker(clock), sleep=clock.sleep,
+        clock=clock) == "answer"
+    assert clock.slept == [4.0]
+
+
+def test_an_error_while_judging_a_failure_is_raised_as_it_is_and_not_retried():
+    clock = Clock()
+    circuit = breaker(clock, threshold=2)
+    circuit.failed()
+    operation, calls = failing(100)
+
+    def judge(exc: BaseException) -> Failure | None:
+        raise InvalidArgumentError("the server refused the key")
+
+    with pytest.raises(InvalidArgumentError, match="refused the key"):
+        Resilience().call(operation, judge, circuit, sleep=clock.sleep, clock=clock)
+    assert len(calls) == 1 and clock.slept == [] and circuit.failures == 0
+
+
+def test_an_interrupt_while_waiting_is_raised_and_is_no_verdict_on_the_endpoint():
+    clock = Clock()
+    circuit = breaker(clock, threshold=1)
+    operation, calls = failing(100)
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Resilience().call(operation, always_down, circuit, sleep=interrupted, clock=clock)
+    assert len(calls) == 1 and circuit.failures == 0 and circuit.state == "closed"
+
+
+def test_a_refused_answer_not_worth_retrying_is_returned_at_once_and_counted():
+    clock = Clock()
+    circuit = breaker(clock, threshold=1)
+    answers = iter([400, 200])
+    assert Resilience().call(lambda: next(answers), always_down, circuit, sleep=clock.sleep,
+                             clock=clock, refused=lambda code: Failure(retryable=False)) == 400
+    assert clock.slept == [] and circuit.state == "open"

@@ -3,23 +3,22 @@ breaker per endpoint (docs/resilience.md, ADR 0020).
 
 A remote call runs through :meth:`Resilience.call`:
 
-- **Retries.** A failure worth another try (connection refused or reset, a timeout, HTTP 5xx,
-  429) is retried up to ``attempts`` times in all, waiting ``backoff(n)`` between tries: a
-  random delay up to ``min(max_backoff, initial_backoff * multiplier**n)``, no less than
+- **Retries** (run by tenacity, ADR 0049). A failure worth another try (connection refused or
+  reset, a timeout, HTTP 5xx, 429) is retried up to ``attempts`` times in all, waiting between
+  tries a random delay up to ``min(max_backoff, initial_backoff * multiplier**n)``, no less than
   ``1 - jitter`` of it (``jitter=1``, the default, is "full jitter", so clients that failed
   together do not come back together), or what the server asked for
   (``Retry-After``, at most ``max_retry_after``). No new try starts once ``deadline`` seconds
   have passed, so with each try bounded by the backend's ``timeout`` a call ends within
   ``deadline + timeout`` seconds, never hangs. What is worth retrying is the backend's to say
   (a ``classify`` function): an update the server may have received is not retried.
-- **Circuit breaker.** Each endpoint (backend and ``scheme://host:port``) has one
-  :class:`CircuitBreaker`, shared by every client of it in the process: after
-  ``failure_threshold`` consecutive failed calls (a call fails once its retries are spent) it
-  *opens*, and every call fails at once with :class:`~trails.errors.EndpointUnavailableError`
+- **Circuit breaker** (:mod:`trails.circuit`). Each endpoint (backend and
+  ``scheme://host:port``) has one :class:`CircuitBreaker`, shared by every client of it in
+  the process: after ``failure_threshold`` consecutive failed calls (a call fails once its
+  retries are spent) it *opens*, and every call fails at once with :class:`~trails.errors.EndpointUnavailableError`
   naming the backend, the URL and when it will be probed; after ``cool_down`` seconds one call
   goes through as a probe (*half-open*): its success closes the circuit, its failure opens it
   for another ``cool_down``.
-
 - **Throttle.** With ``max_rps``, every try to an endpoint takes a slot of a token bucket shared
   by the endpoint's clients in the process (:class:`RateLimiter`): at most ``max_rps`` tries a
   second, each waiting for its own slot.
@@ -29,26 +28,29 @@ Nothing here imports a client library: backends translate their own failures.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import random
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trails import _state
-from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
+from trails.circuit import CircuitBreaker, RateLimiter
+from trails.errors import ConfigurationError, InvalidArgumentError
+
+if TYPE_CHECKING:  # tenacity itself loads with the first remote call (Resilience.call)
+    from tenacity import Future, RetryCallState
 
 __all__ = [
     "CircuitBreaker", "Failure", "RateLimiter", "Resilience", "backoff", "breaker_for",
     "breakers", "rate_limiter_for", "retry_after"]
 
 T = TypeVar("T")
-State = Literal["closed", "open", "half-open"]
 
 
 @dataclass(frozen=True)
@@ -193,60 +195,119 @@ class Resilience:
             EndpointUnavailableError: the circuit is open (nothing was sent).
             Exception: what ``operation`` raised last, once retries are spent.
         """
-        started = clock()
-        probing = breaker.admit()
+        import tenacity  # slow to import (asyncio): loaded by the first remote call only
+
+        run = _Call(self, breaker, classify, refused, clock)
         throttle = rate_limiter_for(breaker, self)
-        attempt = 0
+
+        def attempt() -> T:
+            if throttle is not None:
+                throttle.acquire(sleep=sleep, clock=clock)
+            return operation()
+
+        tries = tenacity.stop_after_attempt(self.attempts)
+        retrying = tenacity.Retrying(
+            before=run.admit, retry=run.worth_another_try, wait=run.wait,
+            stop=lambda state: tries(state) or run.out_of_time(state), sleep=sleep,
+            retry_error_callback=run.give_up)
         try:
-            while True:
-                outcome: Failure | None
-                try:
-                    if throttle is not None:
-                        throttle.acquire(sleep=sleep, clock=clock)
-                    value = operation()
-                except Exception as exc:  # an interrupt is no verdict on the endpoint
-                    try:
-                        outcome = classify(exc)
-                    except Exception:
-                        breaker.succeeded(probing)  # the endpoint answered; the caller's error
-                        raise
-                    if outcome is None:
-                        breaker.succeeded(probing)
-                        raise
-                    last: tuple[Exception | None, Any] = (exc, None)
-                else:
-                    outcome = refused(value) if refused is not None else None
-                    if outcome is None:
-                        breaker.succeeded(probing)
-                        return value
-                    last = (None, value)
-                attempt += 1
-                wait = self._wait(outcome, attempt)
-                if wait is None or probing or clock() - started + wait > self.deadline:
-                    breaker.failed(probing)
-                    if last[0] is not None:
-                        raise last[0]
-                    return last[1]  # type: ignore[no-any-return]
-                sleep(wait)
-                # Other threads' failures may have opened the circuit meanwhile (this call
-                # then fails at once), or its cool-down may be over (this try is its probe).
-                probing = breaker.admit()
-        except Exception:
-            raise
-        except BaseException:
-            if probing:  # an interrupted probe must not leave the circuit waiting for it
-                breaker.release()
+            return retrying(attempt)
+        except BaseException as exc:
+            if run.probing and not isinstance(exc, Exception):
+                breaker.release()  # an interrupted probe must not leave the circuit waiting
             raise
 
-    def _wait(self, outcome: Failure, attempt: int) -> float | None:
-        """Seconds before the next try, or None when there is none."""
-        if not outcome.retryable or attempt >= self.attempts:
-            return None
-        asked = outcome.retry_after
-        if asked is not None and asked > 0:
-            return asked if asked <= self.max_retry_after else None
-        return backoff(attempt - 1, self.initial_backoff, self.max_backoff,
-                       multiplier=self.multiplier, jitter=self.jitter)
+
+class _Call:
+    """One call's judgements, as tenacity's callbacks: whether a try's outcome is worth
+    another try (each outcome judged once; the breaker told once, when the call ends), how long
+    to wait, and when to stop."""
+
+    def __init__(self, policy: Resilience, breaker: CircuitBreaker,
+                 classify: Callable[[BaseException], Failure | None],
+                 refused: Callable[[Any], Failure | None] | None,
+                 clock: Callable[[], float]) -> None:
+        self.policy, self.breaker, self.clock = policy, breaker, clock
+        self.classify, self.refused = classify, refused
+        self.started = clock()
+        self.probing = False
+        self.failure = Failure()
+        self.backoff = _backoff_wait(policy)
+
+    def admit(self, state: RetryCallState) -> None:
+        """Before each try: an open circuit fails the call (other callers' failures may have
+        opened it during a wait), and a half-open one makes this try its probe."""
+        self.probing = self.breaker.admit()
+
+    def worth_another_try(self, state: RetryCallState) -> bool:
+        outcome = _outcome(state)
+        if outcome.failed:
+            exc = outcome.exception()
+            if not isinstance(exc, Exception):
+                return False  # an interrupt is no verdict on the endpoint
+            try:
+                failure = self.classify(exc)
+            except Exception:
+                self._settle(failed=False)  # the endpoint answered; the caller's error
+                raise
+        else:
+            failure = self.refused(outcome.result()) if self.refused is not None else None
+        if failure is None:
+            self._settle(failed=False)
+            return False
+        asked = failure.retry_after
+        if not failure.retryable or (asked is not None and asked > self.policy.max_retry_after):
+            self._settle(failed=True)
+            return False
+        self.failure = failure
+        return True
+
+    def wait(self, state: RetryCallState) -> float:
+        asked = self.failure.retry_after
+        return asked if asked is not None and asked > 0 else self.backoff(state)
+
+    def out_of_time(self, state: RetryCallState) -> bool:
+        """A probe is one try; no try starts after the deadline."""
+        return self.probing or (self.clock() - self.started + state.upcoming_sleep
+                                > self.policy.deadline)
+
+    def give_up(self, state: RetryCallState) -> Any:
+        """Retries are spent: the call failed; its last error is raised (or its last refused
+        value returned)."""
+        self._settle(failed=True)
+        return _outcome(state).result()
+
+    def _settle(self, *, failed: bool) -> None:
+        if failed:
+            self.breaker.failed(self.probing)
+        else:
+            self.breaker.succeeded(self.probing)
+        self.probing = False
+
+
+@functools.lru_cache(maxsize=256)
+def _backoff_wait(policy: Resilience) -> Callable[[RetryCallState], float]:
+    """``policy``'s wait before retry ``n`` (tenacity's ``attempt_number`` is ``n + 1``) when
+    the server does not say: uniform in ``[(1 - jitter) * c, c]``, ``c`` being
+    ``min(max_backoff, initial_backoff * multiplier**n)``, as the sum of tenacity's fixed
+    exponential wait (the floor) and its full-jitter one (the random share). Made once per
+    policy: it holds no state."""
+    import tenacity
+
+    share = policy.jitter
+    fixed = tenacity.wait_exponential(multiplier=policy.initial_backoff * (1 - share),
+                                      max=policy.max_backoff * (1 - share),
+                                      exp_base=policy.multiplier)
+    drawn = tenacity.wait_random_exponential(multiplier=policy.initial_backoff * share,
+                                             max=policy.max_backoff * share,
+                                             exp_base=policy.multiplier)
+    return fixed + drawn
+
+
+def _outcome(state: RetryCallState) -> Future:
+    """The outcome of the try tenacity asks about (it asks only once a try has ended)."""
+    assert state.outcome is not None
+    return state.outcome
 
 
 def _check_number(name: str, value: object, low: float, high: float, meaning: str) -> None:
@@ -259,7 +320,9 @@ def backoff(attempt: int, initial: float, cap: float,
             draw: Callable[[], float] = random.random, *, multiplier: float = 2.0,
             jitter: float = 1.0) -> float:
     """Jittered exponential backoff: uniform in ``[(1 - jitter) * c, c]`` where ``c`` is
-    ``min(cap, initial * multiplier**attempt)`` (``jitter=1``: full jitter, from 0).
+    ``min(cap, initial * multiplier**attempt)`` (``jitter=1``: full jitter, from 0): one draw
+    (from ``draw``) of what a policy's retry ``attempt`` waits when the server does not say,
+    for a caller that waits on its own.
 
     >>> backoff(3, 0.5, 2.0, draw=lambda: 1.0)
     2.0
@@ -292,88 +355,6 @@ def retry_after(headers: Any, clock: Callable[[], float] = time.time) -> float |
     return None
 
 
-class CircuitBreaker:
-    """The state of one endpoint: closed, open (calls fail at once) or half-open (one probe).
-
-    Thread-safe. ``clock`` (``time.monotonic``) is replaceable in tests.
-    """
-
-    def __init__(self, backend: str, url: str, *, failure_threshold: int = 5,
-                 cool_down: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.backend = backend
-        self.url = url
-        self.failure_threshold = failure_threshold
-        self.cool_down = cool_down
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._failures = 0
-        self._opened_at: float | None = None
-        self._probing = False
-
-    @property
-    def state(self) -> State:
-        """``closed``, ``open`` or ``half-open`` (the cool-down is over, or a probe runs)."""
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            if self._probing or self._clock() - self._opened_at >= self.cool_down:
-                return "half-open"
-            return "open"
-
-    @property
-    def failures(self) -> int:
-        """Consecutive failed calls so far."""
-        return self._failures
-
-    def admit(self) -> bool:
-        """Let a call through: False for an ordinary call, True for the one probe of a
-        half-open circuit.
-
-        Raises:
-            EndpointUnavailableError: the circuit is open, or a probe is already running.
-        """
-        with self._lock:
-            if self._opened_at is None:
-                return False
-            now = self._clock()
-            due = self._opened_at + self.cool_down
-            if now >= due and not self._probing:
-                self._probing = True
-                return True
-            when = ("a probe is running now" if self._probing
-                    else f"it will be probed in {due - now:.1f} s")
-            raise EndpointUnavailableError(
-                f"{self.backend} at {self.url} is unavailable: its circuit is open after "
-                f"{self._failures} consecutive failed calls, so nothing was sent; {when}. "
-                "Check that the server is running and reachable; calls resume once a probe "
-                "succeeds")
-
-    def succeeded(self, probe: bool = False) -> None:
-        """A call got an answer: the circuit closes."""
-        with self._lock:
-            if probe or not self._probing:
-                self._failures, self._opened_at, self._probing = 0, None, False
-
-    def release(self) -> None:
-        """The probe ended without a verdict (interrupted): the next call may probe."""
-        with self._lock:
-            self._probing = False
-
-    def failed(self, probe: bool = False) -> None:
-        """A call failed: count it, and open the circuit at the threshold (a failed probe
-        opens it again for a whole cool-down)."""
-        with self._lock:
-            self._failures += 1
-            if probe:
-                self._probing = False
-                self._opened_at = self._clock()
-            elif self._opened_at is None and self._failures >= self.failure_threshold:
-                self._opened_at = self._clock()
-
-    def __repr__(self) -> str:
-        return f"<CircuitBreaker {self.backend} {self.url} {self.state}>"
-
-
 def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     """The process's breaker for ``backend`` at ``url``'s ``scheme://host:port`` (one per
     endpoint and settings, shared by every client of it)."""
@@ -383,31 +364,6 @@ def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     return _state.cached(key, lambda: CircuitBreaker(
         backend, origin, failure_threshold=policy.failure_threshold,
         cool_down=policy.cool_down))
-
-
-class RateLimiter:
-    """A token bucket of one token refilled ``rate`` times a second: each :meth:`acquire`
-    takes the next free slot, ``1 / rate`` seconds after the one before, and sleeps until it.
-
-    Thread-safe: a slot is reserved under the lock and slept for outside it, so no two callers
-    share a slot and none holds the others up beyond its own wait.
-    """
-
-    def __init__(self, rate: float, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate = rate
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._next: float | None = None  # when the next slot is free
-
-    def acquire(self, *, sleep: Callable[[float], None] = time.sleep,
-                clock: Callable[[], float] | None = None) -> None:
-        """Wait for a slot of one's own (``clock``: the caller's, when it has one)."""
-        now = (clock or self._clock)()
-        with self._lock:
-            slot = now if self._next is None else max(now, self._next)
-            self._next = slot + 1.0 / self.rate
-        if slot > now:
-            sleep(slot - now)
 
 
 def rate_limiter_for(breaker: CircuitBreaker, policy: Resilience) -> RateLimiter | None:

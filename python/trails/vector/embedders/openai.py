@@ -22,7 +22,7 @@ from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import EmbeddingError
 from trails.recorded import Settings, with_resilience
-from trails.resilience import CircuitBreaker, Failure, Resilience, backoff, breaker_for, retry_after
+from trails.resilience import CircuitBreaker, Failure, Resilience, breaker_for, retry_after
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
 
 if TYPE_CHECKING:
@@ -314,10 +314,6 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
                 f"than max_retry_after={self.max_retry_after:g} s; try again later"
             )
         return wait
-
-    def _backoff(self, attempt: int) -> float:
-        """Retry ``attempt``'s wait when the server does not say (:func:`trails.resilience.backoff`)."""
-        return backoff(attempt, self.initial_backoff, self.max_backoff)
 
 
 def _resolve_dim(model: str, dim: int | None) -> tuple[int, int | None]:
