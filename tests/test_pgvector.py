@@ -736,3 +736,33 @@ def test_both_forms_of_a_candidate_filter_rank_alike(store, monkeypatch, data):
     assert answers[0] == answers[1]
     assert answers[0][0] == expected and answers[0][1] == sorted(ids[i] for i in live)
     assert sorted(id for id, _ in answers[0][2]) == sorted(ids[i] for i in live)
+
+
+def test_whether_any_row_has_a_back_reference_is_answered_from_its_own_index(dsn):
+    """Every filtered search asks whether some row's metadata["iri"] names another IRI: a
+    partial index of those rows answers it (a table made before the index gets it at its next
+    writable open), and the answer follows the rows."""
+    from trails.vector.stores.pgvector import schema
+
+    def plan(store) -> str:
+        def explain(conn):
+            conn.execute("SET LOCAL enable_seqscan = off")
+            return conn.execute(store._sql(
+                "EXPLAIN SELECT EXISTS (SELECT 1 FROM {items} WHERE NOT pending AND "
+                + schema.BACK_REFERENCE + ")")).fetchall()
+        return "\n".join(row[0] for row in store._run(explain))
+
+    with PgVectorStore(dsn, dim=2, table="refs") as store:
+        store.add_many(["c1", "c2"], np.eye(2), [{"iri": "c1"}, {"text": "no iri"}])
+        assert not store.has_back_references()
+        assert "refs__back_refs" in plan(store) and "Seq Scan" not in plan(store)
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP INDEX refs__back_refs")
+    with PgVectorStore(dsn, table="refs") as store:  # an older table, opened writable
+        assert "refs__back_refs" in plan(store)
+        store.add_many(["c3"], np.eye(2)[:1], [{"iri": "urn:chunk:3"}])
+        assert store.has_back_references()
+        store.delete_many(["c3"])
+        assert not store.has_back_references()

@@ -262,6 +262,9 @@ class PgCore(BaseVectorStore):
                     f"vector store {self._label!r} holds {stored}-dimensional vectors but "
                     f"dim={dim} was requested; use an embedder of dimension {stored} or another "
                     "table")
+            if not self.read_only and conn.execute(  # a table made before the index existed
+                    "SELECT to_regclass(%s)", (self.table + "__back_refs",)).fetchone()[0] is None:
+                conn.execute(self._sql(schema.BACK_REFERENCES_INDEX))
             if self.hnsw and not self.read_only:
                 conn.execute(self._sql(
                     "CREATE INDEX IF NOT EXISTS {hnsw} ON {items} USING hnsw"
@@ -411,9 +414,8 @@ class PgCore(BaseVectorStore):
         """Whether some live row's ``metadata["iri"]`` is a string other than its id
         (``BackReferences``)."""
         return bool(self._run(lambda conn: conn.execute(self._sql(
-            "SELECT EXISTS (SELECT 1 FROM {items} WHERE NOT pending AND"
-            " jsonb_typeof(metadata -> 'iri') = 'string' AND metadata ->> 'iri' <> ''"
-            " AND metadata ->> 'iri' <> id)")).fetchone()[0]))
+            "SELECT EXISTS (SELECT 1 FROM {items} WHERE NOT pending AND "
+            + schema.BACK_REFERENCE + ")")).fetchone()[0]))
 
     def rows_named(self, iris: Iterable[str]) -> dict[str, str]:
         """``{id: back-reference}`` of the live rows whose back-reference (``metadata["iri"]``,
