@@ -50,7 +50,8 @@ class StoreFixture:
             would, inside the test's own directory
             (:class:`trails.testing.stores.RecordedStores`).
         factory: instead, ``"module:Class"`` of a ``StoreFactory`` of its own (an in-memory
-            store, a test server).
+            store, a test server). The shipped stores' factories are the kit's own, found by
+            ``id`` there: the engine never names the test kit.
         persistent: its data can be reopened (``trails_persistent_store_factory``).
         requires: modules the test needs beyond the backend's own (a test server's).
     """
@@ -178,21 +179,19 @@ VECTOR_STORES = Backends("vector store", {
     "sqlite-vec": Backend(
         "trails.vector.stores.sqlite_vec:SqliteVecStore", extra="sqlite-vec",
         summary="embedded SQLite file in the context directory",
-        tests=(StoreFixture("sqlite-vec-memory", factory="trails.testing.stores:SqliteVecMemory",
-                            persistent=False),
-               StoreFixture("sqlite-vec-file", factory="trails.testing.stores:SqliteVecFile"))),
+        tests=(StoreFixture("sqlite-vec-memory", persistent=False),
+               StoreFixture("sqlite-vec-file"))),
     "qdrant": Backend(
         "trails.vector.stores.qdrant:QdrantStore", extra="vector-qdrant",
         requires=("qdrant_client",),
         summary="a Qdrant server (url) or a local Qdrant folder (path)",
-        tests=(StoreFixture("qdrant-memory", factory="trails.testing.stores:QdrantMemory",
-                            persistent=False),
-               StoreFixture("qdrant-path", factory="trails.testing.stores:QdrantLocalFolder"))),
+        tests=(StoreFixture("qdrant-memory", persistent=False),
+               StoreFixture("qdrant-path"))),
     "pgvector": Backend(
         "trails.vector.stores.pgvector:PgVectorStore", extra="pgvector",
         requires=("psycopg", "psycopg_pool", "pgvector.psycopg"),
         summary="a PostgreSQL table with pgvector (dsn)",
-        tests=(StoreFixture("pgvector", factory="trails.testing.stores:PgVectorSchema",
+        tests=(StoreFixture("pgvector",
                             requires=("pgserver",)),)),
 })
 

@@ -194,6 +194,12 @@ class RecordedStores(StoreFactory):
         return self._open(dim, embedder, read_only)
 
 
+# The shipped stores' factories, by the fixture ids their registry entries declare (the engine
+# never names the test kit; a plugin's store names its own factory in its entry).
+SHIPPED: dict[str, type[StoreFactory]] = {factory.name: factory for factory in (
+    SqliteVecMemory, SqliteVecFile, QdrantMemory, QdrantLocalFolder, PgVectorSchema)}
+
+
 def factories() -> list[type[StoreFactory]]:
     """One factory per way each registered vector store names, if installed here."""
     found: list[type[StoreFactory]] = []
@@ -205,6 +211,8 @@ def factories() -> list[type[StoreFactory]]:
 
 
 def _factory(backend: str, fixture: StoreFixture) -> type[StoreFactory]:
+    if fixture.factory is None and fixture.id in SHIPPED:
+        return SHIPPED[fixture.id]
     if fixture.factory is not None:
         factory = import_target(fixture.factory)
         if not (isinstance(factory, type) and issubclass(factory, StoreFactory)
