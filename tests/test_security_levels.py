@@ -22,6 +22,7 @@ from trails.audit import AUDIT_GRAPH, SearchRecord
 from trails.audit.records import query_digest
 from trails.config import AuditConfig
 from trails.context import Context
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
 from trails.service.app import create_app
 from trails.testing import MockEmbedder
@@ -93,7 +94,13 @@ def test_the_trail_lists_runs_by_level_pending_and_folded(tmp_path):
         official = {r.run_id for r in ctx.audit.activities(level="official", limit=None)}
         assert protected == {folded_hr, pending_hr}
         assert official == {folded_default}
-        assert ctx.audit.activities(level="secret") == []
+        with pytest.raises(InvalidArgumentError, match=r"'secret' is no security level of "
+                           r"this context's scopes now \(levels: official, protected\)"):
+            ctx.audit.activities(level="secret")  # a typo never reads as "no run read it"
+        assert ctx.audit.activities(level="official", caller="nobody") == []  # set: no error
+        caller = ctx.audit.activities(limit=1)[0].caller  # a caller and a level together
+        assert {r.run_id for r in ctx.audit.activities(level="protected", caller=caller,
+                                                       limit=None)} == {folded_hr, pending_hr}
         assert len(ctx.audit.activities(limit=None)) == 4
 
 
@@ -208,9 +215,11 @@ def test_the_cli_records_levels_and_lists_runs_by_level(tmp_path):
     [run] = json.loads(listed.stdout)
     assert run["scopes"] == ["hr"] and run["levels"] == {"hr": "protected"}
     assert run["query"] is None
-    none = trails("--db", db, "audit", "--level", "protectd")
-    assert none.exit_code == 0 and "no recorded runs matching" in none.stdout
-    assert "'protectd' is no security level" in none.stdout and "official, protected" in none.stdout
+    for listing in (["--level", "protectd"], ["--level", "protectd", "--json"]):
+        none = trails("--db", db, "audit", *listing)
+        assert none.exit_code != 0 and none.stdout == ""
+        assert "'protectd' is no security level" in none.stderr
+        assert "official, protected" in none.stderr and "Traceback" not in none.stderr
 
 
 @pytest.mark.parametrize("option", [["--security-level", "hr"], ["--security-level", "h r=x"],

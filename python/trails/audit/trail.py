@@ -46,7 +46,7 @@ _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record
             f"<{PROV}startedAtTime> ?t . {{caller}} {{level}} }} {{since}} }} "
             "ORDER BY DESC(?t) {limit}")
 _SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
-_CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller"
+_CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller ."
 _LEVEL = f"?run <{AUDIT}securityLevel> ?level ."
 _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
 # Runs whose IRI starts with a bound stem: how a short prefix finds its run. A few more than
@@ -159,7 +159,11 @@ class AuditTrail:
                    level: str | None = None, limit: int | None = 100) -> list[ActivityRecord]:
         """Recorded activities, newest first: folded ones (after folding, when this context
         may write) and pending ones. ``level``: only those that read a scope of this security
-        level (``AuditConfig.levels``, as recorded when each ran)."""
+        level (``AuditConfig.levels``, as recorded when each ran).
+
+        Raises:
+            InvalidArgumentError: ``level`` lists nothing and is no level set now.
+        """
         self.fold()
         moment = None if since is None else (
             since if since.tzinfo else since.replace(tzinfo=dt.UTC))
@@ -182,7 +186,18 @@ class AuditTrail:
                    and (level is None or level in getattr(r, "levels", {}).values())]
         merged = {r.run_id: r for r in [*found, *pending]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
+        if level is not None and not ordered:
+            self._check_level(level)
         return ordered if limit is None else ordered[:limit]
+
+    def _check_level(self, level: str) -> None:
+        """A level that lists nothing must be one set now: a typo would read as "no run read
+        it". (A level no longer set but kept by older records lists those records.)"""
+        known = sorted({*self.settings.levels.values(), *self.settings.digest_levels})
+        if level not in known:
+            raise InvalidArgumentError(
+                f"{level!r} is no security level of this context's scopes now (levels: "
+                f"{', '.join(known) or 'none set; trails init --security-level SCOPE=LEVEL'})")
 
     def resolve(self, run: str) -> str:
         """The whole run id ``run`` names: an id, a run's IRI, or a unique prefix of at least

@@ -65,16 +65,12 @@ def audit(
     moment = _date(since)
     with _auditing(ctx) as opened:
         runs = opened.audit.activities(since=moment, caller=caller, level=level, limit=limit)
-        levels = sorted(set(opened.audit.settings.levels.values()))
     if as_json:
         print_json([r.to_json() for r in runs])
         return
     if not runs:
         typer.echo("no recorded runs" + (" matching these options" if since or caller or level else
                                          "; searches are recorded while auditing is on"))
-        if level is not None and level not in levels:  # a typo would read as "nothing"
-            typer.echo(f"{level!r} is no security level of this context's scopes now (levels: "
-                       f"{', '.join(levels) or 'none set; trails init --security-level'})")
         return
     rows = table("run", "started", "caller", "kind", "what", "hits", ids=("run",))
     for run in runs:
