@@ -766,3 +766,22 @@ def test_whether_any_row_has_a_back_reference_is_answered_from_its_own_index(dsn
         assert store.has_back_references()
         store.delete_many(["c3"])
         assert not store.has_back_references()
+
+
+def test_an_hnsw_index_is_built_on_a_large_table_past_the_statement_timeout(dsn):
+    """Asking for the HNSW index on a table that already holds rows builds it at open, which
+    reads every row: longer than a short statement_timeout allows a query, and not refused
+    for it (an open with hnsw=True failed past 60 s on 100,000 rows)."""
+    import psycopg
+
+    rows = np.random.default_rng(3).standard_normal((4000, 32))
+    with PgVectorStore(dsn, dim=32, table="big") as store:
+        store.add_many([f"c{i}" for i in range(4000)], rows)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 30")  # ms: what the store's queries get below
+        with pytest.raises(psycopg.errors.QueryCanceled):  # the build alone takes longer
+            conn.execute("CREATE INDEX big__probe ON big USING hnsw (embedding vector_ip_ops)")
+    with PgVectorStore(dsn, table="big", hnsw=True, statement_timeout=0.03) as store:
+        assert store.count() == 4000
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('big__hnsw')").fetchone()[0] is not None

@@ -262,13 +262,8 @@ class PgCore(BaseVectorStore):
                     f"vector store {self._label!r} holds {stored}-dimensional vectors but "
                     f"dim={dim} was requested; use an embedder of dimension {stored} or another "
                     "table")
-            if not self.read_only and conn.execute(  # a table made before the index existed
-                    "SELECT to_regclass(%s)", (self.table + "__back_refs",)).fetchone()[0] is None:
-                conn.execute(self._sql(schema.BACK_REFERENCES_INDEX))
-            if self.hnsw and not self.read_only:
-                conn.execute(self._sql(
-                    "CREATE INDEX IF NOT EXISTS {hnsw} ON {items} USING hnsw"
-                    " (embedding vector_ip_ops)"))
+            if not self.read_only:
+                schema.build_indexes(conn, self._sql, self.table, hnsw=self.hnsw)
             return stored, meta
 
     def _check_new(self, conn: Any, dim: int | None) -> None:

@@ -31,8 +31,8 @@ from trails.text import text_words
 from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 
-__all__ = ["BACK_REFERENCE", "BACK_REFERENCES_INDEX", "FORMAT", "Names", "Row", "as_array", "body_of", "ddl", "held", "names", "row",
-           "term_rows", "where_clause"]
+__all__ = ["BACK_REFERENCE", "BACK_REFERENCES_INDEX", "FORMAT", "Names", "Row", "as_array",
+           "body_of", "build_indexes", "ddl", "held", "names", "row", "term_rows", "where_clause"]
 
 FORMAT = 1
 _PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
@@ -76,6 +76,20 @@ BACK_REFERENCE = ("jsonb_typeof(metadata -> 'iri') = 'string' AND metadata ->> '
 # 100,000 rows).
 BACK_REFERENCES_INDEX = (f"CREATE INDEX IF NOT EXISTS {{back_refs}} ON {{items}} (id)"
                          f" WHERE {BACK_REFERENCE}")
+
+
+def build_indexes(conn: Any, sql_of: Any, table: str, *, hnsw: bool) -> None:
+    """On a writable open (``conn`` in autocommit; ``sql_of`` fills the names): the index a
+    table made before it existed lacks, and the HNSW index when asked for. A build reads every
+    row, which can take longer than the store's ``statement_timeout`` allows a query (HNSW:
+    ~4 minutes at 100,000 rows), so the builds run without it."""
+    with conn.transaction():
+        conn.execute("SET LOCAL statement_timeout = 0")
+        if conn.execute("SELECT to_regclass(%s)", (table + "__back_refs",)).fetchone()[0] is None:
+            conn.execute(sql_of(BACK_REFERENCES_INDEX))
+        if hnsw:
+            conn.execute(sql_of("CREATE INDEX IF NOT EXISTS {hnsw} ON {items} USING hnsw"
+                                " (embedding vector_ip_ops)"))
 
 
 def ddl(dim: int) -> list[str]:
