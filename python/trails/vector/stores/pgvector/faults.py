@@ -76,8 +76,8 @@ def server_url(params: Mapping[str, str | None]) -> str:
     libpq picks them (``PGHOST``, ``PGPORT``, else the local socket and 5432). Databases,
     users and options of one server share its breaker; two servers never do.
 
-    >>> server_url({"host": "/tmp/pg", "port": "5433", "dbname": "kb"})
-    'postgresql://%2Ftmp%2Fpg:5433'
+    >>> server_url({"host": "/run/postgresql", "port": "5433", "dbname": "kb"})
+    'postgresql://%2Frun%2Fpostgresql:5433'
     """
     def given(key: str) -> str:
         return params.get(key) or os.environ.get(f"PG{key.upper()}") or ""
