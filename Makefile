@@ -78,14 +78,17 @@ jena:
 # otherwise compile every module of trails again, and pytest keeps its rewritten test modules.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 # pytest-xdist workers: two, the cores the suite's time limits are set for. A machine with
-# more cores runs `make test WORKERS=4` (or WORKERS=logical: one worker per core).
+# more cores runs `make test WORKERS=4` (or WORKERS=logical: one worker per core). worksteal:
+# each worker starts with a contiguous half (a module's shared server starts once) and an idle
+# worker takes tests from the other's end, so no worker idles through a long last test.
 WORKERS ?= 2
+DIST := --dist worksteal
 # pytest exits 5 when it collects nothing: that is a broken suite, never a pass. The 25 slowest
 # tests are listed at the end, so a run shows where the suite's time goes.
 test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUOSO)),virtuoso) $(if $(filter 1,$(JENA)),jena) \
 		$(if $(filter 1,$(CHROMIUM)),chromium)
 	$(PY) -m compileall -q python >/dev/null
-	$(PYTEST) -n $(WORKERS) -q --durations=25; status=$$?; \
+	$(PYTEST) -n $(WORKERS) $(DIST) -q --durations=25; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The everyday tier (docs/testing.md): no test marked slow (the real model, large data), none
@@ -95,7 +98,7 @@ test: $(STAMP) $(if $(filter 1,$(TYPECHECK)),typecheck) $(if $(filter 1,$(VIRTUO
 FAST_TIER := not slow and not server and not browser and not process
 test-fast: $(STAMP)
 	$(PY) -m compileall -q python >/dev/null
-	HYPOTHESIS_PROFILE=fast $(PYTEST) -n $(WORKERS) -q -m "$(FAST_TIER)"; status=$$?; \
+	HYPOTHESIS_PROFILE=fast $(PYTEST) -n $(WORKERS) $(DIST) -q -m "$(FAST_TIER)"; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 bench: $(STAMP)

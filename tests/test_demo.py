@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("sentence_transformers", reason="the demo runs the local model")
+from conftest import needs
+
+pytestmark = needs("sentence_transformers", reason="the demo runs the local model")
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
 

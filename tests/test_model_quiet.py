@@ -15,9 +15,9 @@ import warnings
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, needs
 
-pytest.importorskip("sentence_transformers", reason="the local model needs trails[local-model]")
+pytestmark = needs("sentence_transformers", reason="the local model needs trails[local-model]")
 
 
 # One process loads the model three times, the model cache emptied between loads: quietly

@@ -18,14 +18,14 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from conftest import ROOT
+from conftest import ROOT, needs
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is in trails[dev]")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is in trails[dev]")
-pytest.importorskip("sentence_transformers", reason="the notebook embeds with trails[local-model]")
-pytest.importorskip("pandas", reason="the notebook exports with trails[pandas]")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              needs("sentence_transformers", reason="the notebook embeds with trails[local-model]"),
+              needs("pandas", reason="the notebook exports with trails[pandas]")]
 
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import needs
 from offline import run_offline
 from trails import retrieve
 from trails.errors import ConfigurationError, MissingExtraError
@@ -26,7 +27,7 @@ from trails.rank import BaseReranker, CrossEncoderReranker, Reranker
 from trails.rank.rerank import resolve_cross_encoder
 from trails.records import RetrievalHit
 
-pytest.importorskip("sentence_transformers")
+pytestmark = needs("sentence_transformers", reason="the cross-encoder needs trails[local-model]")
 
 LONG = " ".join(f"Sentence number {i} talks about rails and ruby gems at length." for i in range(9))
 WORDS = ["rails", "ruby", "graph", "vector", "search", "cats", "dogs", "tea"]

@@ -2,26 +2,91 @@
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import conftest
 from _cli import run_trails
 from conftest import (
     BROWSER_MODULES,
     FAST_EXAMPLES,
     PROCESS_MODULES,
+    PROCESS_TESTS,
     ROOT,
     SERVER_MODULES,
+    SERVER_TESTS,
     _at_most_fast_examples,
 )
+
+FAST_TIER = "not slow and not server and not browser and not process"  # the Makefile's
 
 
 def test_every_module_the_markers_name_is_a_test_module():
     """A renamed module would silently join the everyday tier."""
     for name in sorted(SERVER_MODULES | BROWSER_MODULES | PROCESS_MODULES):
         assert (ROOT / "tests" / f"{name}.py").is_file(), name
+
+
+def test_every_test_the_markers_name_exists():
+    """A renamed test would silently join the everyday tier, with its process or server."""
+    defined = set(re.findall(r"^def (test_\w+)\(", "\n".join(
+        path.read_text() for path in (ROOT / "tests").glob("test_*.py")), re.MULTILINE))
+    assert sorted((PROCESS_TESTS | SERVER_TESTS) - defined) == []
+
+
+def test_the_makefile_runs_the_everyday_tier_this_file_checks():
+    assert f'FAST_TIER := {FAST_TIER}' in (ROOT / "Makefile").read_text()
+
+
+def _ignored(module: str, expression: str) -> bool | None:
+    config = SimpleNamespace(getoption=lambda name: expression)
+    return conftest.pytest_ignore_collect(Path(f"tests/{module}.py"), config)
+
+
+def test_a_run_leaves_out_only_modules_none_of_whose_tests_it_can_select():
+    assert _ignored("test_mcp", FAST_TIER) is True  # a server module: not imported at all
+    assert _ignored("test_concurrency", FAST_TIER) is True
+    # test_concurrency is a process module whose pgvector tests are server tests too.
+    assert _ignored("test_concurrency", "server") is None
+    assert _ignored("test_mcp", "server") is None
+    assert _ignored("test_mcp", "not process") is None
+    assert _ignored("test_mcp", "") is None
+    assert _ignored("test_search_request", FAST_TIER) is None  # no module marker
+
+
+@pytest.fixture
+def watching(monkeypatch):
+    monkeypatch.setitem(conftest._watch, "tier", True)
+    monkeypatch.setitem(conftest._watch, "test", True)
+    spawned: list[str] = []
+    monkeypatch.setattr(conftest, "_spawned", spawned)
+    return spawned
+
+
+def test_the_everyday_tier_notices_a_python_or_a_server_started_and_lets_git_run(watching):
+    conftest._record_spawns("subprocess.Popen", (None, ["git", "status"], None, None))
+    conftest._record_spawns("subprocess.Popen", (sys.executable, [sys.executable, "-c", ""],
+                                                 None, None))
+    conftest._record_spawns("subprocess.Popen", (None, "oxigraph serve --location x", None,
+                                                 None))
+    conftest._record_spawns("os.fork", ())
+    assert watching == [Path(sys.executable).name, "oxigraph", "os.fork"]
+
+
+def test_the_full_run_watches_nothing(monkeypatch):
+    spawned: list[str] = []
+    monkeypatch.setattr(conftest, "_spawned", spawned)
+    monkeypatch.setitem(conftest._watch, "tier", False)
+    conftest._record_spawns("subprocess.Popen", (sys.executable, [sys.executable], None, None))
+    assert spawned == []
+    assert conftest._selects(FAST_TIER, {"process"}) is False
+    assert conftest._selects("not slow", {"process"}) is True
 
 
 def _counting(max_examples: int) -> tuple[list[int], object]:
