@@ -716,7 +716,7 @@ def test_a_read_only_open_beside_a_writer_between_any_two_steps_sees_whole_versi
                 for kind, (mode, sparql, query, docs) in READS.items():
                     hits = retrieve(query, reader, mode=mode, k=100, sparql_filter=sparql)
                     assert problems(list(hits), {doc_iri(i) for i in docs}) == (0, 0), (
-                        kind, len(ids), [h.id for h in hits], hits.notes)
+                        kind, len(ids), [h.iri for h in hits], hits.notes)
 
 
 PER_QUERY_READER = r"""
@@ -741,7 +741,7 @@ while not done.exists():
         totals["missing"] += missing
         if torn or missing:
             totals["errors"].append(f"{kind}: torn={torn} missing={missing} "
-                                    f"{[h.id for h in hits]} {hits.notes}")
+                                    f"{[h.iri for h in hits]} {hits.notes}")
     except Exception as exc:
         totals["errors"].append(f"{kind}: {type(exc).__name__}: {exc}"[:500])
     totals["reads"] += 1
