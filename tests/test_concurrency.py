@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -37,6 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import killing
 from trails import retrieve
 from trails.context import Context
 from trails.errors import ContextDamagedError, StorageError
@@ -121,18 +120,28 @@ def problems(hits: list, expected_docs: set[str]) -> tuple[int, int]:
 
 # -- the stress run: real processes ---------------------------------------------------------
 
+# The writer races its readers until it has written ENOUGH_REVISIONS and every reader has
+# said (a file beside the done file) that it read three times what its test asks for, or
+# for its time box on a machine too slow for that.
+ENOUGH_REVISIONS = 12
+
 WRITER = r"""
-import json, sys, time
+import glob, json, sys, time
 sys.path[:0] = [sys.argv[4]]
-from test_concurrency import CHUNKER, DIM, documents
+from test_concurrency import CHUNKER, DIM, ENOUGH_REVISIONS, documents
 from trails.context import Context
 from trails.ingest import ingest_all
 from trails.testing import MockEmbedder
 
-directory, seconds, done = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+directory, seconds, done, readers = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[5])
+
+def enough():
+    return (revision >= ENOUGH_REVISIONS
+            and len(glob.glob(glob.escape(done) + ".enough-*")) >= readers)
+
 revision, start = 0, time.monotonic()
 with Context.open(directory, embedder=MockEmbedder(dim=DIM)) as ctx:
-    while time.monotonic() - start < seconds:
+    while time.monotonic() - start < seconds and not enough():
         revision += 1
         if revision % 2:  # one batch: all documents commit at one publish
             ingest_all(documents(revision), ctx=ctx, chunker=CHUNKER)
@@ -147,7 +156,7 @@ print(json.dumps({"revisions": revision}))
 """
 
 READER = r"""
-import json, sys, threading, traceback
+import json, os, sys, threading, traceback
 sys.path[:0] = [sys.argv[4]]
 from test_concurrency import (CHUNK_FILTER, DOC_FILTER, DOCS, doc_iri, problems)
 from pathlib import Path
@@ -195,6 +204,8 @@ def run(ctx, reopen):
                 totals["torn"] += torn
                 totals["missing"] += missing
                 totals["kinds"][kind] = totals["kinds"].get(kind, 0) + 1
+                if totals["reads"] == 3 * 12 and (reopen is False or totals["opens"] > 3 * 2):
+                    Path(f"{done}.enough-{os.getpid()}").touch()
                 if torn or missing:
                     totals["errors"].append(f"{kind} ({style}): torn={torn} missing={missing} "
                                             f"{getattr(hits, 'notes', '')}")
@@ -222,14 +233,12 @@ def here() -> str:
 
 def beside_a_writer(directory: Path, done: Path, here: str, seconds: int,
                     readers: list[tuple[str, ...]]) -> tuple[int, list[dict]]:
-    """Run WRITER for ``seconds`` and reader processes (each a script and its arguments after
-    the directory and the done file) until it is done: its revisions and their totals."""
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(directory), str(seconds),
-                               str(done), here], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    started = [subprocess.Popen([sys.executable, "-c", script, str(directory), str(done), *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for script, *args in readers]
+    """Run WRITER (for ENOUGH_REVISIONS and until every reader said it read enough, at most
+    ``seconds``) and reader processes (each a script and its arguments after the directory and
+    the done file) until it is done: its revisions and their totals. Each is a real process,
+    forked from tests/killing.py's pre-imported fork server."""
+    writer = killing.start(WRITER, [directory, seconds, done, here, len(readers)])
+    started = [killing.start(script, [directory, done, *args]) for script, *args in readers]
     try:
         out, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err[-3000:]
@@ -254,6 +263,8 @@ def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, 
     make_context(directory, store_kind)
     revisions, results = beside_a_writer(directory, done, here, 14, [
         (READER, style, here) for style in ("reopen", "reopen", "threads")])
+    print(f"{revisions} revisions; reads {[r['reads'] for r in results]}, "
+          f"opens {[r['opens'] for r in results]}")
     assert revisions >= 4, "the writer committed too few revisions to race with"
     for result in results:
         assert result["errors"] == [], result["errors"][:10]
@@ -286,8 +297,7 @@ def test_read_only_opens_never_fail_while_the_writer_compacts(tmp_path):
     path = tmp_path / "graph"
     OxigraphGraph(path).close()
     stop = tmp_path / "stop"
-    writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(path), str(stop)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = killing.start(GRAPH_WRITER, [path, stop])
     try:
         assert writer.stdout.readline().strip() == "ready"
         opens, sizes = 0, []
@@ -298,7 +308,7 @@ def test_read_only_opens_never_fail_while_the_writer_compacts(tmp_path):
             opens += 1
             if opens == 12:
                 stop.touch()
-        assert writer.returncode == 0, writer.stderr.read()[-2000:]
+        assert writer.returncode == 0, writer.communicate(timeout=30)[1][-2000:]
     finally:
         if writer.poll() is None:
             writer.kill()
@@ -706,11 +716,11 @@ def test_a_read_only_open_beside_a_writer_between_any_two_steps_sees_whole_versi
                 for kind, (mode, sparql, query, docs) in READS.items():
                     hits = retrieve(query, reader, mode=mode, k=100, sparql_filter=sparql)
                     assert problems(list(hits), {doc_iri(i) for i in docs}) == (0, 0), (
-                        kind, len(ids), [h.id for h in hits], hits.notes)
+                        kind, len(ids), [h.iri for h in hits], hits.notes)
 
 
 PER_QUERY_READER = r"""
-import json, sys
+import json, os, sys
 sys.path[:0] = [sys.argv[3]]
 from pathlib import Path
 from test_concurrency import READS, doc_iri, problems
@@ -731,10 +741,12 @@ while not done.exists():
         totals["missing"] += missing
         if torn or missing:
             totals["errors"].append(f"{kind}: torn={torn} missing={missing} "
-                                    f"{[h.id for h in hits]} {hits.notes}")
+                                    f"{[h.iri for h in hits]} {hits.notes}")
     except Exception as exc:
         totals["errors"].append(f"{kind}: {type(exc).__name__}: {exc}"[:500])
     totals["reads"] += 1
+    if totals["reads"] == 3 * 8:  # three times what the test asks: the writer may stop
+        Path(f"{done}.enough-{os.getpid()}").touch()
 print(json.dumps(totals))
 """
 
@@ -745,7 +757,9 @@ def test_readers_opening_the_context_for_each_query_see_whole_versions(tmp_path,
     read-only context for every query (graph view and store snapshot taken anew each time)."""
     directory, done = tmp_path / "ctx", tmp_path / "done"
     make_context(directory, store_kind)
-    _, results = beside_a_writer(directory, done, here, 8, [(PER_QUERY_READER, here)] * 2)
+    revisions, results = beside_a_writer(directory, done, here, 8,
+                                         [(PER_QUERY_READER, here)] * 2)
+    print(f"{revisions} revisions; reads {[r['reads'] for r in results]}")
     for result in results:
         assert result["errors"] == [], result["errors"][:10]
         assert (result["torn"], result["missing"]) == (0, 0)

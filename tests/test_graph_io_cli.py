@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
+import killing
 from rdf_strategies import canonical
 from trails.cli import app
 from trails.context import Context
@@ -234,15 +234,13 @@ def test_a_load_killed_at_any_moment_leaves_all_of_the_file_or_nothing(db, tmp_p
     big = tmp_path / "big.nt"
     count = 60_000
     big.write_text("".join(f'<{EX}s{i}> <{EX}name> "n{i}" .\n' for i in range(count)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     rng = random.Random(10)
     for _ in range(KILLS):
-        worker = subprocess.Popen([sys.executable, "-c", LOADER, str(db), str(big)], env=env,
-                                  stdout=subprocess.PIPE, text=True)
-        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        worker = killing.start(LOADER, [db, big])
+        assert worker.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 1.5))
-        worker.send_signal(signal.SIGKILL)
-        worker.wait(timeout=30)
+        worker.kill()
+        worker.communicate(timeout=30)
         seen = _legal_count(db)
         assert seen in (0, count), f"a killed load left {seen} of {count} quads"
         if seen:

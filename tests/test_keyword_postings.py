@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -263,8 +261,7 @@ def test_a_reader_beside_a_publishing_writer_sees_one_committed_state_per_answer
         store.publish([DocumentVersion("doc", "b", "default", "h", 4)])
     queries = ["alpha gamma", "beta running", "delta alpha beta"]
     expected = {q: [ranked(committed(n), q, 8) for n in "ab"] for q in queries}
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), repr(STATES), "400"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = killing.start(WRITER, [path, repr(STATES), "400"])
     reader = SqliteVecStore(path, read_only=True)
     seen, answers = set(), 0
     try:
@@ -275,7 +272,7 @@ def test_a_reader_beside_a_publishing_writer_sees_one_committed_state_per_answer
             assert got in expected[query], f"a ranking of no committed state: {got}"
             seen.add(expected[query].index(got))
             answers += 1
-        assert writer.wait(timeout=120) == 0, writer.stderr.read() if writer.stderr else ""
+        assert writer.wait(timeout=120) == 0, writer.communicate(timeout=30)[1]
     finally:
         reader.close()
         writer.kill()

@@ -8,8 +8,6 @@ only, ``verify(repair=True)`` fixes what the kill left, and the next ingest comp
 from __future__ import annotations
 
 import os
-import random
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -57,16 +55,8 @@ def _base(server, v1: Path, directory: Path) -> Path:
 
 def test_kill_at_random_moments_never_exposes_half_a_version_on_postgres(editions):
     server, v1, v2, wholes, root = editions
-    started = time.perf_counter()
-    killing.run_worker(WORKER, [_base(server, v1, root / "timing"), v2], None)
-    duration = time.perf_counter() - started
-    rng = random.Random(20261128)
-    interrupted = attempts = 0
-    while (attempts < KILLS or interrupted < KILLS // 2) and attempts < 3 * KILLS:
-        state = _base(server, v1, root / f"kill{attempts}")
-        attempts += 1
-        finished = killing.run_worker(WORKER, [state, v2], rng.uniform(0.0, duration))
-        interrupted += not finished
+    fresh = (_base(server, v1, root / name) for name in ("timing", *map(str, range(3 * KILLS))))
+    for state in killing.random_kills(WORKER, [v2], fresh, KILLS, 20261128):
         with Context.open(state) as ctx:
             assert isinstance(ctx.vectors, PgVectorStore)
             _assert_whole_versions(ctx, wholes)
@@ -79,4 +69,3 @@ def test_kill_at_random_moments_never_exposes_half_a_version_on_postgres(edition
             assert ingest_all(v2, ctx=ctx, batch_size=8).failed == 0
             assert ctx.verify().ok
             _all_current(ctx, wholes)
-    assert interrupted >= KILLS // 2, "kills should land while the ingest is running"

@@ -1,6 +1,6 @@
 """Kills and random histories against SqliteVecStore's vector files.
 
-- A writer process is killed (SIGKILL) at random moments, and at chosen ones: halfway through
+- A writer process (forked from a pre-imported parent: tests/killing.py) is killed (SIGKILL) at random moments, and at chosen ones: halfway through
   writing the slots, after the slots are flushed but before the transaction commits, and with
   the rows written but not committed. After each kill the store opens (read-only and writable)
   with every committed row's vector intact and no uncommitted row visible, and the next writer
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -24,6 +22,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import killing
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 DIM = 8
@@ -77,13 +76,11 @@ def vector(name: str) -> np.ndarray:
 def run_writer(path: Path, start: int, moment: str, kill_after: float) -> list[str]:
     """Start a writer at batch ``start``; kill it after ``kill_after`` s (random moments) or
     let it kill itself; the lines it printed (each one a committed step)."""
-    worker = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(start), moment],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert worker.stdout is not None
+    worker = killing.start(WRITER, [path, start, moment])
     assert worker.stdout.readline().strip() == "ready"
     if moment == "random":
         time.sleep(kill_after)
-        worker.send_signal(signal.SIGKILL)
+        worker.kill()
     out, err = worker.communicate(timeout=120)
     assert worker.returncode == -signal.SIGKILL, err
     return out.split()
@@ -136,7 +133,7 @@ def test_killed_writers_leave_every_committed_vector_and_nothing_else(tmp_path):
     rng = random.Random(20261123)
     # Each chosen moment twice (the second writer appends over the first one's garbage), then
     # random moments: the chosen ones are where a torn write can happen; the random ones catch
-    # what they miss. Each writer is a new interpreter, so their number is the test's cost.
+    # what they miss.
     moments = ["mid-append", "before-commit", "mid-commit"] * 2 + ["random"] * 10
     for moment in moments:
         lines = run_writer(path, start, moment, rng.uniform(0.0, 0.6))
@@ -193,13 +190,11 @@ def test_killed_compactions_leave_every_committed_vector(tmp_path):
     rng = random.Random(7)
     for moment in ["before-switch", "after-switch", "random", "random", "before-switch",
                    "random", "after-switch", "random", "random", "random"]:
-        worker = subprocess.Popen([sys.executable, "-c", COMPACTING_WRITER, str(path), moment],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert worker.stdout is not None
+        worker = killing.start(COMPACTING_WRITER, [path, moment])
         assert worker.stdout.readline().strip() == "ready"
         if moment == "random":
             time.sleep(rng.uniform(0.2, 1.0))
-            worker.send_signal(signal.SIGKILL)
+            worker.kill()
         out, err = worker.communicate(timeout=120)
         assert worker.returncode == -signal.SIGKILL, err
         for batch in out.split()[1::2]:
