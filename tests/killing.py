@@ -33,10 +33,21 @@ PRELOAD = ["numpy", "pyoxigraph", "trails.context", "trails.ingest", "trails.ing
 
 _forkserver = multiprocessing.get_context("forkserver")
 _forkserver.set_forkserver_preload(PRELOAD)
-# The fork server's socket lives in multiprocessing's temporary directory, made on first use
-# under tempfile's directory: make it now, before a test's kernel points tempfile at a
-# directory of its own that it deletes when the test ends.
-multiprocessing.util.get_temp_dir()
+
+
+def _temp_dir_outside_any_kernel() -> None:
+    """The fork server's socket lives in multiprocessing's temporary directory, made on first
+    use under tempfile's directory. A test's kernel points tempfile at a directory of its own
+    that it deletes when the test ends (and a test may import this module inside one): make
+    it under the environment's directory, as a new interpreter would."""
+    saved, tempfile.tempdir = tempfile.tempdir, None
+    try:
+        multiprocessing.util.get_temp_dir()
+    finally:
+        tempfile.tempdir = saved
+
+
+_temp_dir_outside_any_kernel()
 
 
 def _run_script(script: str, args: list[str], environment: dict[str, str],
