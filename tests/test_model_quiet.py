@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from importlib.util import find_spec
 
 import pytest
 
@@ -22,11 +23,15 @@ pytestmark = needs("sentence_transformers", reason="the local model needs trails
 
 # One process loads the model three times, the model cache emptied between loads: quietly
 # first (a fresh process, where tqdm's import warns), then with verbose=True, then with
-# TRAILS_MODEL_PROGRESS=1. A marker line on stderr divides what each load wrote. One process
-# instead of three: starting torch and loading the weights is most of each test's time.
+# TRAILS_MODEL_PROGRESS=1. Then (when onnxruntime is installed) it makes two first ONNX
+# exports, each into an empty cache of its own: quietly, then with verbose=True; the loads
+# before have left transformers' progress bars on, as a fresh process has them. A marker line
+# on stderr divides what each step wrote. One process instead of five: starting torch is most
+# of a load's time and a third of an export's.
 MARK = "--- next load ---"
-LOADS = textwrap.dedent("""
+STEPS = textwrap.dedent("""
     import json, os, sys
+    from pathlib import Path
     import trails._state
     from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
     import transformers.utils.logging as hf_logging
@@ -40,23 +45,42 @@ LOADS = textwrap.dedent("""
         reports.append({"dim": len(vector), "bars_after": hf_logging.is_progress_bar_enabled(),
                         "verbosity_after": hf_logging.get_verbosity()})
         print(sys.argv[1], file=sys.stderr, flush=True)  # MARK
+    os.environ.pop("TRAILS_MODEL_PROGRESS")
+    for verbose in ((None, True) if len(sys.argv) > 2 else ()):  # a cache folder: export
+        trails._state.model_cache.clear()
+        cache = Path(sys.argv[2]) / ("verbose" if verbose else "quiet")
+        embedder = SentenceTransformerEmbedder(backend="onnx", cache_dir=cache, verbose=verbose)
+        path, created = embedder.export()
+        reports.append({"created": created, "dim": len(embedder.embed("a short sentence"))})
+        print(sys.argv[1], file=sys.stderr, flush=True)  # MARK
     print(json.dumps(reports))
 """)
+CAN_EXPORT = find_spec("onnxruntime") is not None and find_spec("onnx") is not None
 
 
 @pytest.fixture(scope="module")
-def loads() -> list[tuple[dict, str]]:
-    """(report, stderr) of each load: quiet, verbose=True, TRAILS_MODEL_PROGRESS=1."""
+def steps(tmp_path_factory) -> list[tuple[dict, str]]:
+    """(report, stderr) of each step: the three loads, then the two exports if it made them."""
     environment = {name: value for name, value in os.environ.items()
                    if name != "TRAILS_MODEL_PROGRESS"}
     environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"})
-    run = subprocess.run([sys.executable, "-c", LOADS, MARK], cwd=ROOT, env=environment,
-                         capture_output=True, text=True, timeout=300, check=False)
+    exports = [str(tmp_path_factory.mktemp("exports"))] if CAN_EXPORT else []
+    run = subprocess.run([sys.executable, "-c", STEPS, MARK, *exports], cwd=ROOT,
+                         env=environment, capture_output=True, text=True, timeout=600,
+                         check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     reports = json.loads(run.stdout.splitlines()[-1])
     stderrs = run.stderr.split(MARK + "\n")
-    assert len(reports) == 3 and len(stderrs) == 4 and stderrs[3] == "", run.stderr[-3000:]
-    return list(zip(reports, stderrs[:3]))
+    count = 3 + 2 * len(exports)
+    assert len(reports) == count and len(stderrs) == count + 1 and stderrs[count] == "", \
+        run.stderr[-3000:]
+    return list(zip(reports, stderrs[:count]))
+
+
+@pytest.fixture(scope="module")
+def loads(steps) -> list[tuple[dict, str]]:
+    """(report, stderr) of each load: quiet, verbose=True, TRAILS_MODEL_PROGRESS=1."""
+    return steps[:3]
 
 
 @pytest.mark.slow
@@ -78,29 +102,13 @@ def test_asking_for_progress_shows_the_weight_loading_bar(loads, load):
     assert "Loading weights" in stderr and "103/103" in stderr
 
 
-EXPORT = textwrap.dedent("""
-    import sys
-    from trails.vector.embedders.sentence_transformer import SentenceTransformerEmbedder
-    embedder = SentenceTransformerEmbedder(backend="onnx", cache_dir=sys.argv[1]{verbose})
-    path, created = embedder.export()
-    print(created, len(embedder.embed("a short sentence")))
-""")
-
-
 @pytest.mark.slow
+@pytest.mark.skipif(not CAN_EXPORT, reason='the ONNX export needs trails[onnx]')
 @pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose=True"])
-def test_the_first_onnx_export_loads_the_model_quietly_unless_asked(tmp_path, verbose):
-    pytest.importorskip("onnxruntime", reason='the ONNX export needs trails[onnx]')
-    environment = {name: value for name, value in os.environ.items()
-                   if name != "TRAILS_MODEL_PROGRESS"}
-    environment.update({"PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"})
-    code = EXPORT.format(verbose=", verbose=True" if verbose else "")
-    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], cwd=ROOT,
-                         env=environment, capture_output=True, text=True, timeout=600,
-                         check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split() == ["True", "384"]  # this run exported, then embedded
-    assert ("Loading weights" in run.stderr) is verbose
+def test_the_first_onnx_export_loads_the_model_quietly_unless_asked(steps, verbose):
+    report, stderr = steps[3 + verbose]
+    assert report == {"created": True, "dim": 384}  # this run exported, then embedded
+    assert ("Loading weights" in stderr) is verbose
 
 
 def cell_outputs(code: str) -> list[dict]:
