@@ -18,6 +18,7 @@ Importable by the benchmark scripts (their folder is on ``sys.path``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,8 +51,10 @@ BROAD, NARROW = 6, 10
 PRIVILEGED_FRACTION = 0.10
 
 
+@functools.cache  # the same words every call: built once per process, not per corpus pass
 def vocabulary(size: int = 30_000, seed: int = 7) -> list[str]:
-    """Pronounceable pseudo-words, distinct, 2-4 syllables."""
+    """Pronounceable pseudo-words, distinct, 2-4 syllables (the same list object each call:
+    do not change it)."""
     rng = np.random.default_rng(seed)
     onsets = list("bcdfghjklmnprstvwz") + ["br", "ch", "cl", "st", "tr", "sh", "pl", "gr"]
     vowels = ["a", "e", "i", "o", "u", "ai", "ea", "ou"]

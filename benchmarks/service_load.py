@@ -142,11 +142,11 @@ async def load(url: str, token: str, seconds: float, expected: dict[str, int]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="MockEmbedder, 10 seconds")
+    parser.add_argument("--quick", action="store_true", help="MockEmbedder, 4 seconds")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    seconds = 10.0 if args.quick else args.seconds
+    seconds = 4.0 if args.quick else args.seconds  # quick: several ingests under the queries
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "kb"
         embedder = MockEmbedder(dim=384) if args.quick else None

