@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli import run_trails
 from service_support import ALPHA_DOCS, seeded_context
 from trails import Context
 from trails.service.discovery import SERVICE_FILE, read_service
@@ -27,9 +28,15 @@ FILTER = "SELECT ?c WHERE { ?c schema:isPartOf ?d . ?d schema:name ?n . FILTER(?
 
 
 def trails(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The console script's code path (trails.cli.launch), as a new process."""
+    """The console script's code path (trails.cli.launch), run here: the service is the other
+    process these tests are about, the command that asks it needs no interpreter of its own."""
+    return run_trails(*args, input=stdin, env={"TRAILS_CALLER": "cli-user"})
+
+
+def trails_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same, as a new process: the console script asking the service end to end."""
     return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
-                          text=True, env=ENV, timeout=120, check=False, input=stdin)
+                          text=True, env=ENV, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +101,8 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
 
 def test_the_table_is_the_same_through_the_service(served):
     db, _ = served
-    through = trails("--db", str(db), "query", "glaciers", "--scope", "alpha")
-    local = trails("--db", str(db), "query", "glaciers", "--scope", "alpha", "--local")
+    through = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha")
+    local = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha", "--local")
     assert through.returncode == local.returncode == 0
     assert through.stdout == local.stdout
     assert ALPHA_DOCS["a1"].split()[0] in through.stdout
