@@ -41,11 +41,13 @@ def trails_process(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """A context served by a real ``trails serve`` process; yields its directory."""
+    """A context served by a real ``trails serve`` process (which also answers the host name
+    search.internal); yields its directory and the process."""
     db = tmp_path_factory.mktemp("served") / "kb"
     seeded_context(db).close()
     process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
-                                "--port", "0", "--log-level", "warning"],
+                                "--port", "0", "--log-level", "warning",
+                                "--allowed-host", "search.internal"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         deadline = time.monotonic() + 90
@@ -178,27 +180,15 @@ def test_a_filter_from_stdin_and_a_large_k_go_through_the_service(served):
     assert _caller(db, result["run_id"]) == f"local:{getpass.getuser()}"  # the service's
 
 
-def test_serve_answers_its_own_and_allowed_hosts_only(tmp_path):
+def test_serve_answers_its_own_and_allowed_hosts_only(served):
     import httpx
 
-    db = tmp_path / "kb"
-    seeded_context(db).close()
-    process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
-                                "--port", "0", "--log-level", "warning",
-                                "--allowed-host", "search.internal"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        deadline = time.monotonic() + 90
-        while (info := read_service(db)) is None:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "service.json never appeared"
-            time.sleep(0.05)
-        with httpx.Client(base_url=info.url, timeout=30) as http:
-            statuses = {host: http.get("/health", headers={"Host": host}).status_code
-                        for host in ("search.internal", "evil.example", "localhost")}
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)
+    db, _ = served
+    info = read_service(db)
+    assert info is not None
+    with httpx.Client(base_url=info.url, timeout=30) as http:
+        statuses = {host: http.get("/health", headers={"Host": host}).status_code
+                    for host in ("search.internal", "evil.example", "localhost")}
     assert statuses == {"search.internal": 200, "evil.example": 421, "localhost": 200}
 
 

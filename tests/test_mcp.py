@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _cli import run_trails
 from trails import Context
 from trails.audit.records import query_digest
 from trails.cli import app
@@ -293,19 +294,20 @@ def test_searches_are_in_the_audit_trail_under_the_keys_label(sessions, kb, keys
     assert record.scopes == ["public"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--key-label", "analyst"], "--keys"),
-    (["--key-label", "nobody", "--keys", "KEYS"], "nobody"),
-    (["--keys", "KEYS"], "--key-label"),
-    (["--key-label", "writer", "--keys", "KEYS"], "read"),
-    (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance"),
+@pytest.mark.parametrize(("args", "message", "where"), [
+    (["--key-label", "analyst"], "--keys", "a process of its own"),
+    (["--key-label", "nobody", "--keys", "KEYS"], "nobody", "here"),
+    (["--keys", "KEYS"], "--key-label", "here"),
+    (["--key-label", "writer", "--keys", "KEYS"], "read", "here"),
+    (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance", "here"),
 ])
-def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message):
-    run = subprocess.run(
-        [sys.executable, "-m", "trails.cli", "mcp", "--db", str(kb),
-         *[str(keys) if a == "KEYS" else a for a in args]],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
-        env=SERVER_ENV)
+def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message, where):
+    """One refusal in a real process (its exit code, nothing but the line on stderr); the
+    others run the same entry point here (tests/_cli.py), where a traceback shows as well."""
+    argv = ["mcp", "--db", str(kb), *[str(keys) if a == "KEYS" else a for a in args]]
+    run = run_trails(*argv, env=SERVER_ENV) if where == "here" else subprocess.run(
+        [sys.executable, "-m", "trails.cli", *argv], capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL, check=False, env=SERVER_ENV)
     assert run.returncode == 1, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
