@@ -58,20 +58,6 @@ def store(dsn):
     made.close()
 
 
-@pytest.fixture(scope="module")
-def own_server():
-    """A server of the module's outage tests alone (each stops it, then starts it again),
-    started once: each test takes its own schema, and finds the server running."""
-    with PostgresServer() as own:
-        yield own
-
-
-@pytest.fixture
-def own(own_server):
-    own_server.start()  # running again, whatever a test before left it as
-    return own_server
-
-
 def no_retry() -> Resilience:
     return Resilience(attempts=1, failure_threshold=1000)
 
@@ -526,33 +512,34 @@ def test_a_read_only_store_cannot_write_even_through_sql(dsn):
         reader.close()
 
 
-def test_an_outage_gives_endpoint_unavailable_and_the_keyword_fallback(tmp_path, own):
-    store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1,
-                          resilience=no_retry())
-    ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
-    try:
-        ingest_all(docs(), ctx=ctx)
-        healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
-        assert not healthy.degraded
-        own.stop()
-        with pytest.raises(EndpointUnavailableError):
-            store.count()
-        with pytest.raises(EndpointUnavailableError, match="fallback"):
-            retrieve("rails routing", ctx, mode="vector", k=3)
-        found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
-        assert found.degraded and found.plan == "keyword-fallback"
-        assert found[0].document in {h.document for h in healthy}
-        own.start()  # the pool reconnects on its own, with backoff
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                assert store.count() == len(store.all_ids()) > 0
-                break
-            except EndpointUnavailableError:
-                assert time.monotonic() < deadline, "the store never reconnected"
-                time.sleep(0.5)
-    finally:
-        ctx.close()
+def test_an_outage_gives_endpoint_unavailable_and_the_keyword_fallback(tmp_path):
+    with PostgresServer() as own:  # its own server: this one goes down
+        store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1,
+                              resilience=no_retry())
+        ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
+        try:
+            ingest_all(docs(), ctx=ctx)
+            healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
+            assert not healthy.degraded
+            own.stop()
+            with pytest.raises(EndpointUnavailableError):
+                store.count()
+            with pytest.raises(EndpointUnavailableError, match="fallback"):
+                retrieve("rails routing", ctx, mode="vector", k=3)
+            found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
+            assert found.degraded and found.plan == "keyword-fallback"
+            assert found[0].document in {h.document for h in healthy}
+            own.start()  # the pool reconnects on its own, with backoff
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    assert store.count() == len(store.all_ids()) > 0
+                    break
+                except EndpointUnavailableError:
+                    assert time.monotonic() < deadline, "the store never reconnected"
+                    time.sleep(0.5)
+        finally:
+            ctx.close()
 
 
 # The cool-down outlasts a connect timeout (1 s), so the circuit stays open between calls.
@@ -561,54 +548,55 @@ QUICK = Resilience(attempts=2, initial_backoff=0.01, max_backoff=0.05, failure_t
 
 
 def test_a_server_gone_mid_session_opens_its_own_circuit_and_a_probe_closes_it(
-        server, own, tmp_path, monkeypatch):
+        server, tmp_path, monkeypatch):
     """The breaker counts failed calls per server: at its threshold calls fail at once
     (nothing sent), retrieval falls back to keywords, another server's stores with the same
     policy go on, and the first call after the cool-down probes and closes the circuit."""
-    store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1, resilience=QUICK)
-    neighbour = PgVectorStore(server.new_schema(), dim=2, resilience=QUICK)
-    ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
-    try:
-        ingest_all(docs(), ctx=ctx)
-        healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
-        own.stop()
-        tries, connection = [], store._pool.connection
-        monkeypatch.setattr(store._pool, "connection",
-                            lambda *args, **kwargs: tries.append(1) or connection())
-        for _ in range(QUICK.failure_threshold):  # each call tries twice, then fails
-            with pytest.raises(EndpointUnavailableError) as failure:
+    with PostgresServer() as own:  # its own server: this one goes down
+        store = PgVectorStore(own.new_schema(), dim=16, connect_timeout=1, resilience=QUICK)
+        neighbour = PgVectorStore(server.new_schema(), dim=2, resilience=QUICK)
+        ctx = Context.open(tmp_path / "ctx", embedder=MockEmbedder(dim=16), vectors=store)
+        try:
+            ingest_all(docs(), ctx=ctx)
+            healthy = retrieve("rails routing", ctx, mode="hybrid", k=3)
+            own.stop()
+            tries, connection = [], store._pool.connection
+            monkeypatch.setattr(store._pool, "connection",
+                                lambda *args, **kwargs: tries.append(1) or connection())
+            for _ in range(QUICK.failure_threshold):  # each call tries twice, then fails
+                with pytest.raises(EndpointUnavailableError) as failure:
+                    store.count()
+                assert "circuit is open" not in str(failure.value)
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold
+            assert store._breaker.state == "open"
+            with pytest.raises(EndpointUnavailableError, match="circuit is open") as failure:
                 store.count()
-            assert "circuit is open" not in str(failure.value)
-        assert len(tries) == QUICK.attempts * QUICK.failure_threshold
-        assert store._breaker.state == "open"
-        with pytest.raises(EndpointUnavailableError, match="circuit is open") as failure:
-            store.count()
-        assert len(tries) == QUICK.attempts * QUICK.failure_threshold  # nothing sent
-        assert "PostgreSQL at postgresql://" in str(failure.value)
-        # A snapshot begun while the circuit is open asks for no connection either.
-        monkeypatch.setattr(store._pool, "getconn", lambda *args, **kwargs: pytest.fail(
-            "a snapshot asked for a connection while the circuit was open"))
-        with store.snapshot(), pytest.raises(EndpointUnavailableError, match="circuit"):
-            store.count()
-        monkeypatch.undo()
-        found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
-        assert found.plan == "keyword-fallback" and "circuit is open" in found.degraded[0]
-        assert found[0].document in {h.document for h in healthy}
-        neighbour.add("a", [1, 0])  # another server: its own circuit, closed
-        assert neighbour.count() == 1 and neighbour._breaker.state == "closed"
-        own.start()
-        deadline = time.monotonic() + 30
-        while True:  # a probe after each cool-down, until the pool reconnects
-            time.sleep(QUICK.cool_down)
-            try:
-                assert store.count() == len(store.all_ids()) > 0
-                break
-            except EndpointUnavailableError:
-                assert time.monotonic() < deadline, "the circuit never closed"
-        assert store._breaker.state == "closed"
-    finally:
-        ctx.close()
-        neighbour.close()
+            assert len(tries) == QUICK.attempts * QUICK.failure_threshold  # nothing sent
+            assert "PostgreSQL at postgresql://" in str(failure.value)
+            # A snapshot begun while the circuit is open asks for no connection either.
+            monkeypatch.setattr(store._pool, "getconn", lambda *args, **kwargs: pytest.fail(
+                "a snapshot asked for a connection while the circuit was open"))
+            with store.snapshot(), pytest.raises(EndpointUnavailableError, match="circuit"):
+                store.count()
+            monkeypatch.undo()
+            found = retrieve("rails routing", ctx, mode="vector", k=3, fallback="keyword")
+            assert found.plan == "keyword-fallback" and "circuit is open" in found.degraded[0]
+            assert found[0].document in {h.document for h in healthy}
+            neighbour.add("a", [1, 0])  # another server: its own circuit, closed
+            assert neighbour.count() == 1 and neighbour._breaker.state == "closed"
+            own.start()
+            deadline = time.monotonic() + 30
+            while True:  # a probe after each cool-down, until the pool reconnects
+                time.sleep(QUICK.cool_down)
+                try:
+                    assert store.count() == len(store.all_ids()) > 0
+                    break
+                except EndpointUnavailableError:
+                    assert time.monotonic() < deadline, "the circuit never closed"
+            assert store._breaker.state == "closed"
+        finally:
+            ctx.close()
+            neighbour.close()
 
 
 # -- HNSW only where a measured recall holds ----------------------------------------------
