@@ -32,7 +32,10 @@ def hits(db: Path) -> list[list]:
 
 
 def init_ingest_and_compare(db: Path, notes: Path, *options: str) -> dict:
-    """init with ``options``, ingest, query here and in a fresh process: the same hits."""
+    """init with ``options``, ingest, query here and in a fresh process: the same hits.
+
+    The fresh process is the query's (its interpreter reads only what the directory says);
+    stats and verify, which need none of the options either, run here."""
     created = trails("--db", db, "init", *options)
     assert created.exit_code == 0, created.stderr
     ingested = trails("--db", db, "ingest", notes, "--quiet")
@@ -43,9 +46,9 @@ def init_ingest_and_compare(db: Path, notes: Path, *options: str) -> dict:
     fresh = run_trails("--db", db, "query", "graph databases", "--json")
     assert fresh.returncode == 0, fresh.stderr
     assert [[h["iri"], h["score"]] for h in json.loads(fresh.stdout)["hits"]] == here
-    stats = run_trails("--db", db, "stats", "--json")
-    assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 3
-    assert run_trails("--db", db, "verify").returncode == 0
+    stats = trails("--db", db, "stats", "--json")
+    assert stats.exit_code == 0 and json.loads(stats.stdout)["documents"] == 3
+    assert trails("--db", db, "verify").exit_code == 0
     return json.loads((db / "trails.json").read_text())
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli import run_trails
 from service_support import ALPHA_DOCS, seeded_context
 from trails import Context
 from trails.service.discovery import SERVICE_FILE, read_service
@@ -27,18 +28,26 @@ FILTER = "SELECT ?c WHERE { ?c schema:isPartOf ?d . ?d schema:name ?n . FILTER(?
 
 
 def trails(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The console script's code path (trails.cli.launch), as a new process."""
+    """The console script's code path (trails.cli.launch), run here: the service is the other
+    process these tests are about, the command that asks it needs no interpreter of its own."""
+    return run_trails(*args, input=stdin, env={"TRAILS_CALLER": "cli-user"})
+
+
+def trails_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same, as a new process: the console script asking the service end to end."""
     return subprocess.run([sys.executable, "-m", "trails.cli", *args], capture_output=True,
-                          text=True, env=ENV, timeout=120, check=False, input=stdin)
+                          text=True, env=ENV, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """A context served by a real ``trails serve`` process; yields its directory."""
+    """A context served by a real ``trails serve`` process (which also answers the host name
+    search.internal); yields its directory and the process."""
     db = tmp_path_factory.mktemp("served") / "kb"
     seeded_context(db).close()
     process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
-                                "--port", "0", "--log-level", "warning"],
+                                "--port", "0", "--log-level", "warning",
+                                "--allowed-host", "search.internal"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         deadline = time.monotonic() + 90
@@ -94,8 +103,8 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
 
 def test_the_table_is_the_same_through_the_service(served):
     db, _ = served
-    through = trails("--db", str(db), "query", "glaciers", "--scope", "alpha")
-    local = trails("--db", str(db), "query", "glaciers", "--scope", "alpha", "--local")
+    through = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha")
+    local = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha", "--local")
     assert through.returncode == local.returncode == 0
     assert through.stdout == local.stdout
     assert ALPHA_DOCS["a1"].split()[0] in through.stdout
@@ -171,27 +180,15 @@ def test_a_filter_from_stdin_and_a_large_k_go_through_the_service(served):
     assert _caller(db, result["run_id"]) == f"local:{getpass.getuser()}"  # the service's
 
 
-def test_serve_answers_its_own_and_allowed_hosts_only(tmp_path):
+def test_serve_answers_its_own_and_allowed_hosts_only(served):
     import httpx
 
-    db = tmp_path / "kb"
-    seeded_context(db).close()
-    process = subprocess.Popen([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
-                                "--port", "0", "--log-level", "warning",
-                                "--allowed-host", "search.internal"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        deadline = time.monotonic() + 90
-        while (info := read_service(db)) is None:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "service.json never appeared"
-            time.sleep(0.05)
-        with httpx.Client(base_url=info.url, timeout=30) as http:
-            statuses = {host: http.get("/health", headers={"Host": host}).status_code
-                        for host in ("search.internal", "evil.example", "localhost")}
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)
+    db, _ = served
+    info = read_service(db)
+    assert info is not None
+    with httpx.Client(base_url=info.url, timeout=30) as http:
+        statuses = {host: http.get("/health", headers={"Host": host}).status_code
+                    for host in ("search.internal", "evil.example", "localhost")}
     assert statuses == {"search.internal": 200, "evil.example": 421, "localhost": 200}
 
 

@@ -12,12 +12,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from _cli import run_trails
 from trails import Context
 from trails.audit.records import query_digest
 from trails.cli import app
@@ -55,19 +58,75 @@ def keys(tmp_path_factory) -> Path:
     return path
 
 
-def session_run(args: list[str], calls) -> Any:
-    """Start ``trails mcp ARGS`` through the SDK's stdio client and run ``calls(session)``."""
-    params = mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "trails.cli", "mcp", *args],
-        env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+SERVER_ENV = {**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""}
 
-    async def main() -> Any:
-        async with mcp.stdio_client(params) as (read, write), \
-                mcp.ClientSession(read, write) as session:
-            await session.initialize()
-            return await calls(session)
 
-    return asyncio.run(asyncio.wait_for(main(), timeout=120))
+class Sessions:
+    """One ``trails mcp ARGS`` per set of arguments, launched through the SDK's stdio client on
+    first use and kept for the module: a server's start-up is not what these tests check, and
+    each test reads its own words, keys and audit records, so one process serves them all.
+
+    The SDK's client lives in one event loop on a thread of its own; a session is opened and
+    closed in one task (its cancel scopes ask that) and the tests' calls are tasks of that loop.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.sessions: dict[tuple[str, ...], Any] = {}
+        self.held: list[tuple[asyncio.Event, asyncio.Future[None]]] = []
+
+    def run(self, args: list[str], calls) -> Any:
+        """``calls(session)`` against the server started with ``args``."""
+        if tuple(args) not in self.sessions:
+            self.sessions[tuple(args)] = self._wait(self._open(args))
+        return self._wait(calls(self.sessions[tuple(args)]))
+
+    def _wait(self, coroutine) -> Any:
+        return asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(coroutine, timeout=120), self.loop).result()
+
+    async def _open(self, args: list[str]) -> Any:
+        params = mcp.StdioServerParameters(
+            command=sys.executable, args=["-m", "trails.cli", "mcp", *args], env=SERVER_ENV)
+        opened: asyncio.Future[Any] = self.loop.create_future()
+        stop = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with mcp.stdio_client(params) as (read, write), \
+                        mcp.ClientSession(read, write) as session:
+                    await session.initialize()
+                    opened.set_result(session)
+                    await stop.wait()
+            except BaseException as error:
+                if not opened.done():
+                    opened.set_exception(error)
+                raise
+
+        self.held.append((stop, asyncio.ensure_future(hold())))
+        return await opened
+
+    def close(self) -> None:
+        async def close_all() -> None:
+            for stop, _ in self.held:
+                stop.set()
+            await asyncio.gather(*(held for _, held in self.held), return_exceptions=True)
+
+        try:
+            self._wait(close_all())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(60)
+            self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def sessions() -> Iterator[Sessions]:
+    shared = Sessions()
+    yield shared
+    shared.close()
 
 
 def payload(result) -> dict[str, Any]:
@@ -82,11 +141,11 @@ def error_text(result) -> str:
     return " ".join(block.text for block in result.content)
 
 
-def test_the_tools_are_listed_with_their_arguments(kb):
+def test_the_tools_are_listed_with_their_arguments(sessions, kb):
     async def calls(session):
         return (await session.list_tools()).tools
 
-    tools = {tool.name: tool for tool in session_run(["--db", str(kb)], calls)}
+    tools = {tool.name: tool for tool in sessions.run(["--db", str(kb)], calls)}
     assert set(tools) == {"retrieve", "sparql"}
     assert {"query", "mode", "k", "filter", "bindings", "scopes", "min_score"} <= set(
         tools["retrieve"].input_schema["properties"])
@@ -97,7 +156,7 @@ def test_the_tools_are_listed_with_their_arguments(kb):
     assert all(tool.annotations.read_only_hint for tool in tools.values())
 
 
-def test_retrieve_and_sparql_answer_from_the_context(kb):
+def test_retrieve_and_sparql_answer_from_the_context(sessions, kb):
     async def calls(session):
         found = await session.call_tool("retrieve", {
             "query": f"the {PUBLIC_WORD} report", "scopes": ["public"], "k": 3,
@@ -115,7 +174,7 @@ def test_retrieve_and_sparql_answer_from_the_context(kb):
             "bindings": {"d": f"<{doc}>"}})
         return payload(found), payload(rows), payload(asked), payload(named)
 
-    found, rows, asked, named = session_run(["--db", str(kb)], calls)
+    found, rows, asked, named = sessions.run(["--db", str(kb)], calls)
     [hit] = found["hits"]
     assert PUBLIC_WORD in hit["snippet"] and hit["title"] == "public title"
     assert hit["iri"].startswith("trails://") and isinstance(hit["score"], float)
@@ -125,7 +184,7 @@ def test_retrieve_and_sparql_answer_from_the_context(kb):
     assert named["rows"] == [{"title": "finance title"}]
 
 
-def test_a_key_reads_only_its_scopes(kb, keys):
+def test_a_key_reads_only_its_scopes(sessions, kb, keys):
     async def calls(session):
         outside = await session.call_tool("retrieve", {"query": SECRET_WORD,
                                                        "scopes": ["finance"]})
@@ -142,7 +201,7 @@ def test_a_key_reads_only_its_scopes(kb, keys):
         return (error_text(outside), error_text(graph_outside), payload(leak), payload(rows),
                 payload(mine))
 
-    outside, graph_outside, leak, rows, mine = session_run(
+    outside, graph_outside, leak, rows, mine = sessions.run(
         ["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
     for message in (outside, graph_outside):
         assert "'finance'" in message and "analyst" in message
@@ -153,7 +212,8 @@ def test_a_key_reads_only_its_scopes(kb, keys):
     assert [PUBLIC_WORD in hit["snippet"] for hit in mine["hits"]] == [True]
 
 
-def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_scopes(kb, keys):
+def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_scopes(
+        sessions, kb, keys):
     async def calls(session):
         found = await session.call_tool("retrieve", {"query": PUBLIC_WORD})
         rows = await session.call_tool("sparql", {
@@ -161,7 +221,7 @@ def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_s
         typo = await session.call_tool("retrieve", {"query": "x", "scopes": ["publik"]})
         return payload(found), payload(rows), error_text(typo)
 
-    found, rows, typo = session_run(
+    found, rows, typo = sessions.run(
         ["--db", str(kb), "--keys", str(keys), "--key-label", "public-and-hr"], calls)
     assert [PUBLIC_WORD in hit["snippet"] for hit in found["hits"]] == [True]
     assert [row["title"] for row in rows["rows"]] == ["public title"]
@@ -169,7 +229,7 @@ def test_a_key_granting_an_empty_scope_still_searches_and_errors_name_only_its_s
     assert "finance" not in typo  # another tenant's scope is never named
 
 
-def test_scopes_option_confines_a_server_without_keys(kb):
+def test_scopes_option_confines_a_server_without_keys(sessions, kb):
     async def calls(session):
         refused = await session.call_tool("sparql", {"query": "ASK { ?s ?p ?o }",
                                                      "scopes": ["finance"]})
@@ -177,7 +237,7 @@ def test_scopes_option_confines_a_server_without_keys(kb):
             "query": "SELECT ?title WHERE { ?doc schema:name ?title }"})
         return error_text(refused), payload(rows)
 
-    refused, rows = session_run(["--db", str(kb), "--scopes", "public"], calls)
+    refused, rows = sessions.run(["--db", str(kb), "--scopes", "public"], calls)
     assert "'finance'" in refused
     assert [row["title"] for row in rows["rows"]] == ["public title"]
 
@@ -187,7 +247,7 @@ def test_scopes_option_confines_a_server_without_keys(kb):
     "DELETE WHERE { ?s ?p ?o }",
     "CLEAR ALL",
 ])
-def test_updates_are_refused_and_change_nothing(kb, update):
+def test_updates_are_refused_and_change_nothing(sessions, kb, update):
     async def calls(session):
         refused = await session.call_tool("sparql", {"query": update})
         count = await session.call_tool("sparql", {
@@ -195,20 +255,20 @@ def test_updates_are_refused_and_change_nothing(kb, update):
         return error_text(refused), payload(count)
 
     before = _triples(kb)
-    refused, count = session_run(["--db", str(kb)], calls)
+    refused, count = sessions.run(["--db", str(kb)], calls)
     assert "read-only" in refused and "update" in refused.lower()
     assert count["rows"][0]["n"] == before == _triples(kb)
 
 
-def test_service_is_refused(kb):
+def test_service_is_refused(sessions, kb):
     async def calls(session):
         return error_text(await session.call_tool("sparql", {
             "query": "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }"}))
 
-    assert "SERVICE" in session_run(["--db", str(kb)], calls)
+    assert "SERVICE" in sessions.run(["--db", str(kb)], calls)
 
 
-def test_bad_arguments_are_tool_errors_that_say_what_to_fix(kb):
+def test_bad_arguments_are_tool_errors_that_say_what_to_fix(sessions, kb):
     async def calls(session):
         return [error_text(await session.call_tool("retrieve", arguments)) for arguments in (
             {"query": "x", "filter": "SELECT ?iri WHERE { ?iri "},
@@ -216,17 +276,17 @@ def test_bad_arguments_are_tool_errors_that_say_what_to_fix(kb):
             {"query": "x", "mode": "telepathy"},
         )]
 
-    broken, unknown, mode = session_run(["--db", str(kb)], calls)
+    broken, unknown, mode = sessions.run(["--db", str(kb)], calls)
     assert "parse" in broken
     assert "nonexistent" in unknown
     assert "hybrid" in mode  # the modes it may be
 
 
-def test_searches_are_in_the_audit_trail_under_the_keys_label(kb, keys):
+def test_searches_are_in_the_audit_trail_under_the_keys_label(sessions, kb, keys):
     async def calls(session):
         return payload(await session.call_tool("retrieve", {"query": PUBLIC_WORD}))
 
-    found = session_run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
+    found = sessions.run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
     assert found["run_id"]
     with Context.open(kb) as ctx:
         record = ctx.audit.get(found["run_id"])
@@ -234,19 +294,20 @@ def test_searches_are_in_the_audit_trail_under_the_keys_label(kb, keys):
     assert record.scopes == ["public"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--key-label", "analyst"], "--keys"),
-    (["--key-label", "nobody", "--keys", "KEYS"], "nobody"),
-    (["--keys", "KEYS"], "--key-label"),
-    (["--key-label", "writer", "--keys", "KEYS"], "read"),
-    (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance"),
+@pytest.mark.parametrize(("args", "message", "where"), [
+    (["--key-label", "analyst"], "--keys", "a process of its own"),
+    (["--key-label", "nobody", "--keys", "KEYS"], "nobody", "here"),
+    (["--keys", "KEYS"], "--key-label", "here"),
+    (["--key-label", "writer", "--keys", "KEYS"], "read", "here"),
+    (["--key-label", "analyst", "--keys", "KEYS", "--scopes", "finance"], "finance", "here"),
 ])
-def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message):
-    run = subprocess.run(
-        [sys.executable, "-m", "trails.cli", "mcp", "--db", str(kb),
-         *[str(keys) if a == "KEYS" else a for a in args]],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
-        env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+def test_a_misconfigured_server_exits_1_with_one_line(kb, keys, args, message, where):
+    """One refusal in a real process (its exit code, nothing but the line on stderr); the
+    others run the same entry point here (tests/_cli.py), where a traceback shows as well."""
+    argv = ["mcp", "--db", str(kb), *[str(keys) if a == "KEYS" else a for a in args]]
+    run = run_trails(*argv, env=SERVER_ENV) if where == "here" else subprocess.run(
+        [sys.executable, "-m", "trails.cli", *argv], capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL, check=False, env=SERVER_ENV)
     assert run.returncode == 1, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
@@ -266,8 +327,7 @@ class RawServer:
     def __init__(self, args: list[str]) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "trails.cli", "mcp", *args], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, "TRAILS_API_KEYS": "", "TRAILS_API_KEYS_FILE": ""})
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=SERVER_ENV)
         self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}}))
@@ -311,23 +371,31 @@ SURROGATE_CALLS = [
 ]
 
 
-def test_a_lone_surrogate_in_any_argument_is_answered_with_an_error(kb):
+@pytest.fixture(scope="module")
+def raw_server(kb) -> Iterator[RawServer]:
+    """One server for the raw lines: each test checks it still answers after its own."""
     server = RawServer(["--db", str(kb)])
-    try:
-        for n, (tool, arguments) in enumerate(SURROGATE_CALLS, 1):
-            name, given = tool.replace("%s", LONE), arguments.replace("%s", LONE)
-            server.send(f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": '
+    yield server
+    server.close()
+
+
+def still_answers(server: RawServer) -> None:
+    server.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
+        "name": "retrieve", "arguments": {"query": PUBLIC_WORD, "scopes": ["public"]}}}))
+    answer = server.answer()
+    assert answer["id"] == 99 and answer["result"]["structuredContent"]["hits"], answer
+
+
+def test_a_lone_surrogate_in_any_argument_is_answered_with_an_error(raw_server):
+    for n, (tool, arguments) in enumerate(SURROGATE_CALLS, 1):
+        name, given = tool.replace("%s", LONE), arguments.replace("%s", LONE)
+        raw_server.send(f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": '
                         f'{{"name": "{name}", "arguments": {given}}}}}')
-            answer = server.answer()
-            assert answer["id"] == n
-            assert "surrogate" in json.dumps(answer), answer
-            assert "error" in answer or answer["result"]["isError"], answer
-        # The server still answers afterwards.
-        server.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
-            "name": "retrieve", "arguments": {"query": PUBLIC_WORD, "scopes": ["public"]}}}))
-        assert server.answer()["result"]["structuredContent"]["hits"]
-    finally:
-        server.close()
+        answer = raw_server.answer()
+        assert answer["id"] == n
+        assert "surrogate" in json.dumps(answer), answer
+        assert "error" in answer or answer["result"]["isError"], answer
+    still_answers(raw_server)
 
 
 @pytest.mark.parametrize("line", [
@@ -337,14 +405,11 @@ def test_a_lone_surrogate_in_any_argument_is_answered_with_an_error(kb):
     b'"arguments": {"query": "\xff"}}}'),                               # no UTF-8 at all
     b'{"jsonrpc": "2.0", "id": 5, "method": 7}',                        # no JSON-RPC request
 ])
-def test_a_request_the_protocol_cannot_read_is_answered_by_id(kb, line):
-    server = RawServer(["--db", str(kb)])
-    try:
-        server.send(line)
-        answer = server.answer()
-        assert answer["id"] == 5 and answer["error"]["message"], answer
-    finally:
-        server.close()
+def test_a_request_the_protocol_cannot_read_is_answered_by_id(raw_server, line):
+    raw_server.send(line)
+    answer = raw_server.answer()
+    assert answer["id"] == 5 and answer["error"]["message"], answer
+    still_answers(raw_server)
 
 
 @pytest.fixture(scope="module")
@@ -362,11 +427,11 @@ def _searches(kb: Path, caller: str) -> list[Any]:
         return [r for r in ctx.audit.activities(caller=caller, limit=None) if r.kind == "search"]
 
 
-def test_a_search_in_scopes_that_hold_nothing_is_recorded(kb, empty_keys):
+def test_a_search_in_scopes_that_hold_nothing_is_recorded(sessions, kb, empty_keys):
     async def calls(session):
         return await session.call_tool("retrieve", {"query": "unheard-of words"})
 
-    session_run(["--db", str(kb), "--keys", str(empty_keys), "--key-label", "hr-only"], calls)
+    sessions.run(["--db", str(kb), "--keys", str(empty_keys), "--key-label", "hr-only"], calls)
     records = _searches(kb, "hr-only")
     assert [r.query for r in records] == ["unheard-of words"]
     assert records[0].hits == []
@@ -377,11 +442,12 @@ def test_a_search_in_scopes_that_hold_nothing_is_recorded(kb, empty_keys):
     ({"query": "refused two", "scopes": ["finance"]}, "'finance'"),
     ({"query": "refused three", "filter": "SELECT ?iri WHERE { ?iri "}, "parse"),
 ])
-def test_a_search_refused_after_parsing_is_recorded(kb, empty_keys, arguments, expected):
+def test_a_search_refused_after_parsing_is_recorded(sessions, kb, empty_keys, arguments,
+                                                    expected):
     async def calls(session):
         return error_text(await session.call_tool("retrieve", arguments))
 
-    message = session_run(["--db", str(kb), "--keys", str(empty_keys), "--key-label",
+    message = sessions.run(["--db", str(kb), "--keys", str(empty_keys), "--key-label",
                            "public-hr"], calls)
     assert expected in message
     assert "finance" not in message or arguments.get("scopes") == ["finance"]
@@ -389,13 +455,13 @@ def test_a_search_refused_after_parsing_is_recorded(kb, empty_keys, arguments, e
     assert record.plan == "refused" and record.hits == []
 
 
-def test_sparql_queries_are_recorded_as_over_http(kb, keys):
+def test_sparql_queries_are_recorded_as_over_http(sessions, kb, keys):
     asked = "ASK { ?recorded ?p ?o }"
 
     async def calls(session):
         return payload(await session.call_tool("sparql", {"query": asked}))
 
-    assert session_run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"],
+    assert sessions.run(["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"],
                        calls) == {"boolean": True}
     with Context.open(kb, read_only=True) as ctx:
         records = [r for r in ctx.audit.activities(caller="analyst", limit=None)

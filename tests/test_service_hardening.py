@@ -53,10 +53,24 @@ def seeded(tmp_path):
     ctx.close()
 
 
+def ghost_client(ctx) -> TestClient:
+    return TestClient(create_app(ctx, KeyRing.parse(GHOST_KEYS, source="test")))
+
+
 @pytest.fixture
 def client(seeded):
-    with TestClient(create_app(seeded, KeyRing.parse(GHOST_KEYS, source="test"))) as test_client:
+    with ghost_client(seeded) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory):
+    """One seeded context and its client for the tests whose every request is refused: each
+    checks its own answer (and that nothing was written), none reads what another left."""
+    ctx = seeded_context(tmp_path_factory.mktemp("refusing") / "kb")
+    with ghost_client(ctx) as test_client:
+        yield test_client, ctx
+    ctx.close()
 
 
 def searches(ctx, caller: str) -> list[SearchRecord]:
@@ -121,7 +135,8 @@ def test_a_key_without_the_read_right_is_refused_and_recorded(tmp_path):
 
 @pytest.mark.parametrize("asked", [["ghost"], ["alpha", "ghost"], ["ghots"], ["beta"],
                                    ["default"], ["alpha", "beta"]])
-def test_errors_name_only_the_callers_scopes(client, asked):
+def test_errors_name_only_the_callers_scopes(refusing, asked):
+    client, _ = refusing
     response = client.post("/retrieve", json={"query": "glaciers", "scopes": asked},
                            headers=auth("alpha-and-ghost"))
     assert response.status_code in (400, 403), response.text
@@ -132,7 +147,8 @@ def test_errors_name_only_the_callers_scopes(client, asked):
         assert other in asked or other not in message, message
 
 
-def test_an_empty_scope_suggests_among_the_callers_scopes_only(client):
+def test_an_empty_scope_suggests_among_the_callers_scopes_only(refusing):
+    client, _ = refusing
     message = client.post("/retrieve", json={"query": "x", "scopes": ["betaa"]},
                           headers=auth("admin")).json()["message"]
     assert "'beta'" in message  # a key with every scope may know every scope
@@ -304,7 +320,8 @@ LONE = "\\ud800"
     ("/ingest", '{"documents": [{"id": "x", "text": "a", "metadata": {"k": ["%s"]}}]}'),
     ("/ingest", '{"scope": "a%s", "documents": [{"id": "x", "text": "a"}]}'),
 ])
-def test_a_lone_surrogate_anywhere_in_a_body_is_a_clear_error(client, seeded, path, body):
+def test_a_lone_surrogate_anywhere_in_a_body_is_a_clear_error(refusing, path, body):
+    client, seeded = refusing
     before = len(seeded.vectors)
     response = client.post(path, content=(body % LONE).encode(),
                            headers={**auth("admin"), "Content-Type": "application/json"})

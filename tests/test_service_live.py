@@ -19,6 +19,7 @@ from rdflib import Graph, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 from SPARQLWrapper import JSON, TURTLE, SPARQLWrapper
 
+from _cli import run_trails
 from service_support import (
     ALPHA_DOCS,
     BETA_DOCS,
@@ -238,13 +239,13 @@ def test_trails_serve_refuses_a_public_host_without_keys(tmp_path):
 
 def test_keys_add_appends_a_hashed_key_and_prints_its_secret_once(tmp_path, seeded):
     keys_file = tmp_path / "keys.toml"
-    first = _cli("keys", "add", "analyst", "--keys", str(keys_file), "--scope", "alpha")
-    second = _cli("keys", "add", "ingester", "--keys", str(keys_file), "--scope", "*", "--write")
+    first = run_trails("keys", "add", "analyst", "--keys", str(keys_file), "--scope", "alpha")
+    second = run_trails("keys", "add", "ingester", "--keys", str(keys_file), "--scope", "*", "--write")
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
     secret = first.stdout.strip()
     text = keys_file.read_text()
     assert secret not in text and keys_file.stat().st_mode & 0o777 == 0o600
-    doubled = _cli("keys", "add", "analyst", "--keys", str(keys_file), "--scope", "alpha")
+    doubled = run_trails("keys", "add", "analyst", "--keys", str(keys_file), "--scope", "alpha")
     assert doubled.returncode == 1 and "analyst" in doubled.stderr
     ring = KeyRing.load(keys_file)
     assert ring is not None
