@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _data import SCIFACT
 from _docs import write_region
 
 from trails import retrieve
@@ -32,8 +33,6 @@ from trails.context import Context
 from trails.ingest import Document, ingest_all
 from trails.testing import MockEmbedder
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir") / "scifact"
 SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
          "FILTER(?d >= ?since) }")
 SETTINGS = ("off", "on", "on+why")
@@ -41,7 +40,7 @@ SETTINGS = ("off", "on", "on+why")
 
 def documents(limit: int | None) -> list[Document]:
     docs = []
-    with open(DATA / "corpus.jsonl", encoding="utf-8") as lines:
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as lines:
         for n, line in enumerate(lines):
             if limit is not None and n >= limit:
                 break
@@ -53,7 +52,7 @@ def documents(limit: int | None) -> list[Document]:
 
 
 def queries(limit: int) -> list[str]:
-    with open(DATA / "queries.jsonl", encoding="utf-8") as lines:
+    with open(SCIFACT / "queries.jsonl", encoding="utf-8") as lines:
         return [json.loads(line)["text"] for line in lines][:limit]
 
 

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _data import SCIFACT
 from _docs import write_region
 from typer.testing import CliRunner
 
@@ -36,13 +37,10 @@ from trails.ingest import Document, ingest_all
 from trails.service.client import ServiceClient
 from trails.service.discovery import read_service
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir") / "scifact"
-
 
 def documents(limit: int) -> list[Document]:
     docs = []
-    with open(DATA / "corpus.jsonl", encoding="utf-8") as lines:
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as lines:
         for n, line in enumerate(lines):
             if n >= limit:
                 break
@@ -53,7 +51,7 @@ def documents(limit: int) -> list[Document]:
 
 
 def queries(limit: int) -> list[str]:
-    with open(DATA / "queries.jsonl", encoding="utf-8") as lines:
+    with open(SCIFACT / "queries.jsonl", encoding="utf-8") as lines:
         return [json.loads(line)["text"] for line in lines][:limit]
 
 

@@ -36,11 +36,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = (Path(os.environ.get("TRAILS_BEIR_DIR") or ROOT.parent / "shared" / "data" / "beir")
-          / "scifact" / "corpus.jsonl")
-
+from _data import SCIFACT
 from _docs import write_region
+
+CORPUS = SCIFACT / "corpus.jsonl"
 
 from trails.context import Context
 from trails.ingest import Document, chunkers, ingest_all, writer
