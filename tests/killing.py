@@ -17,7 +17,6 @@ import multiprocessing.util
 import os
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -101,9 +100,10 @@ class Worker:
         return self.returncode
 
     def kill(self) -> None:
-        """SIGKILL, unless it already ended."""
-        if self.returncode is None:
-            os.kill(self._process.pid, signal.SIGKILL)
+        """SIGKILL, unless it already ended. The fork server, not this process, reaps the
+        worker, so it can be gone before its exit code reaches us: multiprocessing's kill
+        treats that as ended (a bare ``os.kill`` raised ProcessLookupError)."""
+        self._process.kill()
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """The rest of stdout and all of stderr, once the worker ended."""
