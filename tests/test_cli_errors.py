@@ -119,6 +119,20 @@ def test_init_refuses_bad_options_before_making_anything(tmp_path, args):
     assert not (tmp_path / "new").exists() or not any((tmp_path / "new").iterdir())
 
 
+@pytest.mark.parametrize("args", [("query", "-0"), ("keys", "add", "-reader")])
+def test_a_value_that_looks_like_an_option_says_to_put_it_after_double_dash(kb, args):
+    """`trails query -0` or a key labelled "-reader": click reads an option; the line says how
+    to pass the value. A mistyped --flag gets click's own line."""
+    line = _fails_cleanly("--db", kb, *args)
+    assert line.startswith(f"Error: No such option: {args[-1][:2]}"), line
+    assert f"goes after '--': trails {' '.join(args[:-1])} [OPTIONS] -- VALUE" in line, line
+
+
+def test_a_mistyped_long_option_gets_no_double_dash_hint(kb):
+    line = _fails_cleanly("--db", kb, "query", "rails", "--bogus")
+    assert line.startswith("Error: No such option: --bogus") and "'--'" not in line, line
+
+
 def test_a_folder_with_files_that_fail_is_a_partial_failure(kb):
     notes = kb.parent / "notes"
     (notes / "laughs.md").write_text("---\na: &a [1, *a]\n---\nbody")

@@ -46,6 +46,15 @@ _UsageError: Any = _click_class("UsageError")
 _ClickException: Any = _click_class("ClickException")
 
 
+def _dash_hint(exc: Exception, where: str) -> str:
+    """For an unknown short option: a value that starts with "-" (a label, a query) goes after
+    "--"."""
+    name = str(getattr(exc, "option_name", "") or "")
+    if type(exc).__name__ != "NoSuchOption" or name.startswith("--"):
+        return ""  # a mistyped --flag: click's own "Did you mean" says enough
+    return f"; a value that starts with '-' goes after '--': {where} [OPTIONS] -- VALUE"
+
+
 class _Group(TyperGroup):
     """Turns every expected error into one line on stderr and the documented exit code."""
 
@@ -57,7 +66,7 @@ class _Group(TyperGroup):
                                 windows_expand_args=windows_expand_args, **extra)
         except _UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "trails"
-            code = fail(f"{exc.format_message()} (see '{where} --help')")
+            code = fail(f"{exc.format_message()} (see '{where} --help'{_dash_hint(exc, where)})")
         except _ClickException as exc:
             code = fail(exc.format_message(), exc.exit_code)
         except typer.Abort as exc:
