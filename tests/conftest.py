@@ -296,6 +296,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.process)
         if settings.get_current_profile_name() == "fast":
             _at_most_fast_examples(item)
+    items[:] = heavy_modules_first(items)
+
+
+def heavy_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The run's order: the modules holding a ``slow`` test first, each kept whole, the rest
+    as collected. ``--dist worksteal`` gives each worker a contiguous share and, when one runs
+    dry, moves tests from the *end* of the other's queue: a module that starts a share keeps
+    its expensive module fixture (a notebook kernel, an ONNX export, a model) on one worker,
+    and no worker finishes the run alone on a minute-long test."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow")}
+    return sorted(items, key=lambda item: item.path not in heavy)  # stable: order kept within
 
 
 def _at_most_fast_examples(item: pytest.Item) -> None:

@@ -22,6 +22,7 @@ from conftest import (
     SERVER_MODULES,
     SERVER_TESTS,
     _at_most_fast_examples,
+    heavy_modules_first,
 )
 
 FAST_TIER = "not slow and not server and not browser and not process"  # the Makefile's
@@ -122,3 +123,18 @@ def test_the_in_process_command_reports_what_a_process_would(tmp_path):
     assert "Traceback" not in unknown.stderr
     query = run_trails("--db", tmp_path / "kb", "sparql", "-", input="ASK { ?s ?p ?o }")
     assert (query.returncode, query.stdout) == (0, "false\n")
+
+
+def test_modules_holding_a_slow_test_run_first_each_whole_in_their_order():
+    def item(path: str, slow: bool = False) -> SimpleNamespace:
+        marks = {"slow": pytest.mark.slow.mark} if slow else {}
+        return SimpleNamespace(path=Path(path), name=f"{path}-{len(order)}",
+                               get_closest_marker=marks.get)
+
+    order = []
+    for path, slow in [("a", False), ("b", False), ("b", True), ("c", False), ("d", True),
+                       ("d", False), ("e", False)]:
+        order.append(item(path, slow))
+    ran = heavy_modules_first(order)
+    assert [str(i.path) for i in ran] == ["b", "b", "d", "d", "a", "c", "e"]
+    assert [i.name for i in ran if str(i.path) == "d"] == ["d-4", "d-5"]
