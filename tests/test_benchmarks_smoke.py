@@ -72,7 +72,8 @@ def test_stores_benchmark_quick_run_is_exact_and_identical_on_both_stores():
 def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
     """benchmarks/scale.py --quick on 500 documents (~4,500 chunks; the first that hold every
     0.1% value of the generated corpus): every filter shape at
-    every share selects, as planned, exactly the chunks its best hand-ordered form selects,
+    every share selects, as planned, exactly the chunks its best hand-ordered form selects, on
+    a read-only and on a writable context,
     and some (an empty answer would agree with anything); open, ingest and the report run to
     the end."""
     run = subprocess.run(
@@ -84,7 +85,8 @@ def test_scale_benchmark_quick_run_plans_every_filter_to_the_same_candidates():
     line = re.search(r"^planned = best form: (.*)$", run.stdout, flags=re.MULTILINE)
     assert line, run.stdout[-3000:]
     verdicts = dict(item.rsplit("=", 1) for item in line.group(1).split())
-    assert len(verdicts) == 20 and set(verdicts.values()) == {"ok"}, verdicts
+    assert len(verdicts) == 40 and set(verdicts.values()) == {"ok"}, verdicts  # 20 a context
+    assert {key.split(":")[0] for key in verdicts} == {"read-only", "writable"}, verdicts
     assert re.search(r"^Open read-only: \*\*[\d.]+ s\*\*", run.stdout, flags=re.MULTILINE)
 
 
