@@ -3,9 +3,8 @@ each hit's admitting filter solution, interleaved query by query so the machine'
 on all three alike.
 
 Two contexts from SciFact's corpus ($TRAILS_BEIR_DIR/scifact, else
-../shared/data/beir/scifact): the packaged
-all-MiniLM-L6-v2 over a sample (the real path: the query is embedded), and a MockEmbedder
-over the whole corpus (retrieval alone: the worst case for the ratio). Modes: vector, hybrid
+../shared/data/beir/scifact): the packaged all-MiniLM-L6-v2 over a sample (the real path: the
+query is embedded), and a MockEmbedder over the whole corpus (retrieval alone: the worst case for the ratio). Modes: vector, hybrid
 without a filter, hybrid with a date filter admitting about half of the documents.
 
     .venv/bin/python benchmarks/audit.py                     # full run, writes docs/benchmarks.md

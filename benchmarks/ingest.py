@@ -39,13 +39,13 @@ from pathlib import Path
 from _data import SCIFACT
 from _docs import write_region
 
-CORPUS = SCIFACT / "corpus.jsonl"
-
 from trails.context import Context
 from trails.ingest import Document, chunkers, ingest_all, writer
 from trails.ingest.chunkers import default_chunker
 from trails.vector import MockEmbedder
 from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+CORPUS = SCIFACT / "corpus.jsonl"
 
 MOCK_TARGET = 5_000  # chunks/s
 MODEL_TARGET = 0.10  # at most this much slower than the embedder alone

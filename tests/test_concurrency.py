@@ -124,6 +124,8 @@ def problems(hits: list, expected_docs: set[str]) -> tuple[int, int]:
 # said (a file beside the done file) that it read three times what its test asks for, or
 # for its time box on a machine too slow for that.
 ENOUGH_REVISIONS = 12
+MIN_READS, MIN_OPENS = 12, 6  # what the stress test asks of each reader, of all reopens
+MIN_PER_QUERY_READS = 8  # what the per-query test asks of each reader
 
 WRITER = r"""
 import glob, json, sys, time
@@ -158,7 +160,8 @@ print(json.dumps({"revisions": revision}))
 READER = r"""
 import json, os, sys, threading, traceback
 sys.path[:0] = [sys.argv[4]]
-from test_concurrency import (CHUNK_FILTER, DOC_FILTER, DOCS, doc_iri, problems)
+from test_concurrency import (CHUNK_FILTER, DOC_FILTER, DOCS, MIN_OPENS, MIN_READS, doc_iri,
+                              problems)
 from pathlib import Path
 from trails import retrieve
 from trails.context import Context
@@ -204,7 +207,8 @@ def run(ctx, reopen):
                 totals["torn"] += torn
                 totals["missing"] += missing
                 totals["kinds"][kind] = totals["kinds"].get(kind, 0) + 1
-                if totals["reads"] == 3 * 12 and (reopen is False or totals["opens"] > 3 * 2):
+                if (totals["reads"] == 3 * MIN_READS
+                        and (reopen is False or totals["opens"] > MIN_OPENS)):
                     Path(f"{done}.enough-{os.getpid()}").touch()
                 if torn or missing:
                     totals["errors"].append(f"{kind} ({style}): torn={torn} missing={missing} "
@@ -269,8 +273,8 @@ def test_readers_beside_a_re_ingesting_writer_see_whole_versions_only(tmp_path, 
     for result in results:
         assert result["errors"] == [], result["errors"][:10]
         assert (result["torn"], result["missing"]) == (0, 0)
-        assert result["reads"] >= 12 and len(result["kinds"]) == 6, result
-    assert sum(r["opens"] for r in results) >= 6  # read-only opens while the writer worked
+        assert result["reads"] >= MIN_READS and len(result["kinds"]) == 6, result
+    assert sum(r["opens"] for r in results) >= MIN_OPENS  # read-only opens while it wrote
     with Context.open(directory, read_only=True) as ctx:  # the last revision, whole
         hits = list(retrieve("lighthouse", ctx, mode="vector", k=100))
         assert {REVISION.search(h.metadata["text"]).group(1) for h in hits} == {str(revisions)}
@@ -723,7 +727,7 @@ PER_QUERY_READER = r"""
 import json, os, sys
 sys.path[:0] = [sys.argv[3]]
 from pathlib import Path
-from test_concurrency import READS, doc_iri, problems
+from test_concurrency import MIN_PER_QUERY_READS, READS, doc_iri, problems
 from trails import retrieve
 from trails.context import Context
 
@@ -745,7 +749,7 @@ while not done.exists():
     except Exception as exc:
         totals["errors"].append(f"{kind}: {type(exc).__name__}: {exc}"[:500])
     totals["reads"] += 1
-    if totals["reads"] == 3 * 8:  # three times what the test asks: the writer may stop
+    if totals["reads"] == 3 * MIN_PER_QUERY_READS:  # three times what the test asks: enough
         Path(f"{done}.enough-{os.getpid()}").touch()
 print(json.dumps(totals))
 """
@@ -763,4 +767,4 @@ def test_readers_opening_the_context_for_each_query_see_whole_versions(tmp_path,
     for result in results:
         assert result["errors"] == [], result["errors"][:10]
         assert (result["torn"], result["missing"]) == (0, 0)
-        assert result["reads"] >= 8, result
+        assert result["reads"] >= MIN_PER_QUERY_READS, result

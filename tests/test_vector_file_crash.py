@@ -1,10 +1,11 @@
 """Kills and random histories against SqliteVecStore's vector files.
 
-- A writer process (forked from a pre-imported parent: tests/killing.py) is killed (SIGKILL) at random moments, and at chosen ones: halfway through
-  writing the slots, after the slots are flushed but before the transaction commits, and with
-  the rows written but not committed. After each kill the store opens (read-only and writable)
-  with every committed row's vector intact and no uncommitted row visible, and the next writer
-  appends over the garbage the kill left.
+- A writer process (forked from a pre-imported parent: tests/killing.py) is killed (SIGKILL)
+  at random moments, and at chosen ones: halfway through writing the slots, after the slots
+  are flushed but before the transaction commits, and with the rows written but not committed.
+  After each kill the store opens (read-only and writable) with every committed row's vector
+  intact and no uncommitted row visible, and the next writer appends over the garbage the
+  kill left.
 - A property test: random sequences of add / stage / publish / delete / reopen keep every
   search (no filter, ``ids=`` with chunk ids and document IRIs, scopes) equal to brute force
   over a plain Python model.
