@@ -62,3 +62,19 @@ def test_colliding_hashes_admit_only_the_named_documents_chunks(store: SqliteVec
     found = {hit.id for hit in store.search([1.0, 0.5], k=10, ids=DocumentIris(chosen))}
     assert found == expected
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(st.text(max_size=6), max_size=8), max_size=6),
+       cap=st.integers(min_value=1, max_value=10))
+def test_remembered_name_keys_are_the_names_hashes(batches: list[list[str]], cap: int) -> None:
+    """The memo of names hashed before answers exactly what hashing them again would, while
+    it fills, overflows its cap and is cleared (names repeated within and across calls)."""
+    index = slot_index.SlotIndex(vector_file.VectorFiles(":memory:", 2))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(slot_index, "NAME_KEYS", cap)
+        for names in batches:
+            keys = index._keys(names)
+            assert keys.dtype == np.uint64
+            assert keys.tolist() == vector_file.key_hashes(names).tolist()
+            assert len(index._name_keys) <= cap

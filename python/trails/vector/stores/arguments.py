@@ -47,6 +47,8 @@ def check_ids(ids: object, name: str = "ids") -> Sequence[str]:
             f"{name} must be a list (or another iterable) of str, got {_shown(ids)}"
             + ("; wrap one in a list" if isinstance(ids, str) else ""))
     checked = ids if isinstance(ids, (list, tuple)) else list(ids)
+    if set(map(type, checked)) <= {str}:  # the usual case, checked in C (a filter's 100,000 ids)
+        return checked
     for i, item in enumerate(checked):
         if not isinstance(item, str):
             raise InvalidArgumentTypeError(f"{name}[{i}] must be a str, got {_shown(item)}")

@@ -23,6 +23,11 @@ from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, key_hashes
 __all__ = ["Candidates", "SlotIndex"]
 
 
+# The most names whose key hashes are remembered (~100 bytes each): every document of a
+# million-chunk context, or a chunk-level filter's names.
+NAME_KEYS = 2_000_000
+
+
 class Candidates:
     """The live slots some names stand for (sorted, unique), and the names, to check hits."""
 
@@ -39,8 +44,8 @@ class Candidates:
 
         A set of the names, made once per candidate set, answers each hit in constant time:
         a fused search checks hundreds of hits against tens of thousands of names."""
-        if self._named is None:
-            self._named = frozenset(n for n in self.names if isinstance(n, str))
+        if self._named is None:  # the names are strings (``check_ids``)
+            self._named = frozenset(self.names)
         return (doc is not None and doc in self._named) or (
             not self.documents_only and id in self._named)
 
@@ -72,6 +77,9 @@ class SlotIndex:
         # Each slot's SQLite rowid (-1: not read yet), so a candidate set of slots becomes a
         # mask over the keyword postings (by rowid) without a lookup by name.
         self._rowids = np.full(0, -1, dtype=np.int64)
+        # name -> its key hash (a pure function of the name, so never stale): a new filter
+        # mostly names documents an earlier one named, and hashing is most of its lookup.
+        self._name_keys: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self.count
@@ -168,7 +176,7 @@ class SlotIndex:
         """The live slots of ``names``: chunk ids, or document IRIs (all their chunks); only
         the chunks of documents when ``names`` is a ``DocumentIris``."""
         self._tables()
-        hashes = key_hashes(names)
+        hashes = self._keys(names)
         documents_only = isinstance(names, DocumentIris)
         # Sorted needles: each binary search starts where the last ended (2-3x faster).
         needles = np.sort(hashes)
@@ -185,6 +193,18 @@ class SlotIndex:
             mask[found] = True
             slots = np.flatnonzero(mask)
         return Candidates(slots, names, documents_only=documents_only)
+
+    def _keys(self, names: Sequence[str]) -> np.ndarray:
+        """``key_hashes(names)``, through the memo of names hashed before."""
+        memo = self._name_keys
+        missing = [name for name in names if name not in memo]
+        if missing:
+            if len(memo) + len(missing) > NAME_KEYS:
+                memo.clear()
+            if len(missing) > NAME_KEYS:
+                return key_hashes(names)
+            memo.update(zip(missing, key_hashes(missing).tolist()))
+        return np.fromiter(map(memo.__getitem__, names), dtype=np.uint64, count=len(names))
 
     def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
