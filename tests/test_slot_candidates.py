@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from trails.vector.stores.records import DocumentIris
@@ -65,6 +65,8 @@ def test_colliding_hashes_admit_only_the_named_documents_chunks(store: SqliteVec
 
 
 @settings(max_examples=60, deadline=None)
+@example(batches=[["a"], ["b", "a"]], cap=1)  # full with a name asked again: cleared first
+@example(batches=[["a", "a", "b"]], cap=2)  # one name twice: it fits
 @given(batches=st.lists(st.lists(st.text(max_size=6), max_size=8), max_size=6),
        cap=st.integers(min_value=1, max_value=10))
 def test_remembered_name_keys_are_the_names_hashes(batches: list[list[str]], cap: int) -> None:

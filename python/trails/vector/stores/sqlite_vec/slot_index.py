@@ -197,12 +197,13 @@ class SlotIndex:
     def _keys(self, names: Sequence[str]) -> np.ndarray:
         """``key_hashes(names)``, through the memo of names hashed before."""
         memo = self._name_keys
-        missing = [name for name in names if name not in memo]
+        missing = list(dict.fromkeys(name for name in names if name not in memo))
         if missing:
-            if len(memo) + len(missing) > NAME_KEYS:
+            if len(memo) + len(missing) > NAME_KEYS:  # full: start again with these names
                 memo.clear()
-            if len(missing) > NAME_KEYS:
-                return key_hashes(names)
+                missing = list(dict.fromkeys(names))
+                if len(missing) > NAME_KEYS:
+                    return key_hashes(names)
             memo.update(zip(missing, key_hashes(missing).tolist()))
         return np.fromiter(map(memo.__getitem__, names), dtype=np.uint64, count=len(names))
 
