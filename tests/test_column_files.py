@@ -184,6 +184,21 @@ def test_writes_through_the_raw_store_are_never_hidden_by_kept_columns(tmp_path)
         assert planned(ctx) == written(ctx) and len(written(ctx)) == 7
 
 
+def drawn_queries(data: st.DataObject) -> list[tuple[str, dict, list[str] | None]]:
+    """One to three filter shapes, each with its bindings and the scopes it is asked in."""
+    shapes = data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=3))
+    return [(f"SELECT ?iri WHERE {{ {LINK} {SHAPES[name][0]} }}", data.draw(SHAPES[name][1]),
+             data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]])))
+            for name in shapes]
+
+
+def built_and_asked(writer: Context, docs, extra, deleted, queries) -> None:
+    """The documents and user triples built, then each query asked (its columns kept)."""
+    build(writer, docs, extra, deleted)
+    for text, bindings, scopes in queries:
+        assert planned(writer, text, bindings, scopes) == written(writer, text, bindings, scopes)
+
+
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(documents_strategy,
@@ -194,17 +209,11 @@ def test_kept_columns_select_exactly_what_the_graph_does(docs, extra, deleted, c
     """The property of test_filter_index.py on contexts on disk: columns built and kept by a
     writer, read back by fresh read-only and writable processes, and again after another
     process changed the graph (a user triple, a deletion)."""
-    shapes = data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=3))
-    queries = [(f"SELECT ?iri WHERE {{ {LINK} {SHAPES[name][0]} }}", data.draw(SHAPES[name][1]),
-                data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]])))
-               for name in shapes]
+    queries = drawn_queries(data)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "kb"
         with open_context(path) as writer:
-            build(writer, docs, extra, deleted)
-            for text, bindings, scopes in queries:
-                assert planned(writer, text, bindings, scopes) == written(
-                    writer, text, bindings, scopes)
+            built_and_asked(writer, docs, extra, deleted, queries)
         reader = open_context(path, read_only=True)
         try:
             for read_only in (True, False):

@@ -139,6 +139,9 @@ def ingest(
             stats.record(event)
             yield event
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
+        carry = getattr(ctx.kg, "carry_columns", None)
+        if carry is not None:  # the kept filter columns, for the revision this run left
+            carry()
         stats.seconds = time.perf_counter() - started
         _announce(ctx, stats)
         run.trace.end(stats, sys.exc_info()[1])

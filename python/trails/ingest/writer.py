@@ -22,7 +22,9 @@ was never committed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +33,7 @@ import pyoxigraph as ox
 
 from trails.ingest.document import Chunk, Document
 from trails.ingest.linking import Mention
-from trails.ingest.mentions import MENTION_PREDICATES, mention_nquads, mention_quads
+from trails.ingest.mentions import MENTION_PREDICATES, mention_iri, mention_nquads, mention_quads
 from trails.ingest.minting import (
     CHUNK_PREDICATES,
     MINTED,
@@ -249,7 +251,8 @@ class VersionWriter:
         ingest finds ``metadata`` again and finishes; each step can run twice."""
         self.store.update_payload(document.iri,
                                   payload_patch(document.document, self.ctx.payload_fields))
-        self.clean_graph([document])
+        with self._touching([document]):
+            self.clean_graph([document])
 
     def _graph_is_current(self, iri: str, version: str, chunks: int) -> bool:
         kg, scopes = self.ctx.kg, [self.scope]
@@ -269,11 +272,49 @@ class VersionWriter:
         if not documents:
             return
         self._stage_vectors(documents)
-        self._add_chunk_triples(documents)
-        self.store.publish([
-            DocumentVersion(d.iri, d.version, self.scope, d.document.hash, len(d.chunks))
-            for d in documents])
-        self.clean_graph(documents)
+        with self._touching(documents):
+            self._add_chunk_triples(documents)
+            self.store.publish([
+                DocumentVersion(d.iri, d.version, self.scope, d.document.hash, len(d.chunks))
+                for d in documents])
+            self.clean_graph(documents)
+
+    def _touching(self, documents: Sequence[PendingDocument]) -> AbstractContextManager[None]:
+        """The graph writes of ``documents`` declared to the graph by their subjects, so it can
+        carry its kept filter columns across them (``kg/carried.py``)."""
+        touching = getattr(self.ctx.kg, "touching", None)
+        if touching is None:
+            return contextlib.nullcontext()
+        declared: AbstractContextManager[None] = touching(lambda: self._subjects(documents))
+        return declared
+
+    def _subjects(self, documents: Sequence[PendingDocument]) -> set[str] | None:
+        """Every subject a triple written or deleted for ``documents`` can have: the
+        documents, the chunks linked to them now (stale versions' too) and their mention
+        nodes, their staged manifests, the subjects of their manifests old and new, and the
+        new chunks and mention nodes. None: one is a blank node (no carry then)."""
+        iris = [d.iri for d in documents]
+        values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+        rows = select(self.ctx.kg, (
+            f"SELECT DISTINCT ?s (isBlank(?s) AS ?blank) WHERE {{ {values} {{ ?s schema:isPartOf "
+            "?doc } UNION { ?c schema:isPartOf ?doc . ?c trails:hasMention ?s } UNION { GRAPH "
+            f"{MINTED_GRAPH} {{ ?s <{STAGED_FOR.value}> ?doc }} }} }}")).rows
+        if any(row["blank"] for row in rows):
+            return None
+        found = set(iris) | {str(row["s"]) for row in rows}
+        manifests = select(self.ctx.kg, f"SELECT ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} "
+                           "{ ?doc trails:minted ?m } }").column("m")
+        for text in [*manifests, *(self.manifest(d) for d in documents)]:
+            for line in str(text).splitlines():
+                subject = line.split(" ", 1)[0]
+                if subject[:1] != "<" and subject:
+                    return None
+                found.add(subject[1:-1])
+        for d in documents:
+            found.add(staged_manifest_node(d.iri, d.version).value)
+            found.update(chunk_iri(d.iri, d.version, c.position) for c in d.chunks)
+            found.update(mention_iri(c, m) for c, linked in self._linked(d) for m in linked)
+        return found
 
     def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:
         ids, vectors, metadata = [], [], []
@@ -288,8 +329,9 @@ class VersionWriter:
 
     def finish_graph(self, documents: Sequence[PendingDocument]) -> None:
         """Steps 2 and 4 only: the vectors of these versions are already live."""
-        self._add_chunk_triples(documents)
-        self.clean_graph(documents)
+        with self._touching(documents):
+            self._add_chunk_triples(documents)
+            self.clean_graph(documents)
 
     def _add_chunk_triples(self, documents: Sequence[PendingDocument]) -> None:
         """Step 2, one graph transaction for the whole batch: chunk triples and staged

@@ -89,6 +89,25 @@ class ColumnFiles:
             log.info("kept column %s %s ignored: %s", kind, key, exc)
             return None
 
+    @staticmethod
+    def kept(graph_path: str, revision: str) -> list[tuple[str, str, list[str] | None]]:
+        """(kind, key, scopes) of each file kept for ``revision`` (unreadable ones left out;
+        :meth:`load` checks the rest whole)."""
+        folder = os.path.join(graph_path, FOLDER, revision)
+        found = []
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(folder)):
+                if not name.endswith(".npz") or ".tmp." in name:
+                    continue
+                try:
+                    with np.load(os.path.join(folder, name), allow_pickle=False) as data:
+                        meta = json.loads(data["meta"].tobytes().decode())
+                    if meta.get("revision") == revision:
+                        found.append((str(meta["kind"]), str(meta["key"]), meta["scopes"]))
+                except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+                    continue
+        return found
+
     def save(self, kind: str, key: str, kept: Kept) -> None:
         """Keep ``kept`` as the column ``kind``/``key`` of this revision (best effort)."""
         arrays = {"subjects": kept.subjects.astype(np.int64), "objects":

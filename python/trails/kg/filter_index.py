@@ -41,7 +41,7 @@ from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
 from trails.kg.reserved import AUDIT_GRAPH_IRI
 
-__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex"]
+__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "read_rows"]
 
 # A column is read whole only up to this many triples; a predicate with more is left to
 # Oxigraph (its column would cost more memory than the scan it saves).
@@ -60,6 +60,22 @@ def tsv_rows(data: bytes) -> list[list[str]]:
     """The rows of a TSV result (the header dropped), each a list of terms as text."""
     lines = data.decode().split("\n")
     return [line.split("\t") for line in lines[1:] if line]
+
+
+def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | None) -> Kept:
+    """The rows of ``pattern`` (``?s``, and ``?o`` with ``pairs``) in ``scopes``, read whole
+    from the graph (not ``whole`` past :data:`COLUMN_ROWS`)."""
+    rows = tsv_rows(run(f"SELECT ?s{' ?o' if pairs else ''} WHERE {{ {pattern} }} "
+                        f"LIMIT {COLUMN_ROWS + 1}", scopes))
+    if len(rows) > COLUMN_ROWS:
+        return Kept(np.empty(0, np.int64), np.empty(0, np.int64), [], [], whole=False)
+    names: dict[str, int] = {}
+    subjects = np.fromiter((names.setdefault(r[0], len(names)) for r in rows),
+                           dtype=np.int64, count=len(rows))
+    codes: dict[str, int] = {}
+    objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
+                          dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
+    return Kept(subjects, objects, list(names), list(codes))
 
 
 @dataclass
@@ -179,17 +195,7 @@ class FilterIndex:
         return not tsv_rows(self._run(probe, None))
 
     def _read(self, pattern: str, pairs: bool) -> Kept:
-        rows = tsv_rows(self._run(f"SELECT ?s{' ?o' if pairs else ''} WHERE {{ {pattern} }} "
-                                  f"LIMIT {COLUMN_ROWS + 1}", self._scopes))
-        if len(rows) > COLUMN_ROWS:
-            return Kept(np.empty(0, np.int64), np.empty(0, np.int64), [], [], whole=False)
-        names: dict[str, int] = {}
-        subjects = np.fromiter((names.setdefault(r[0], len(names)) for r in rows),
-                               dtype=np.int64, count=len(rows))
-        codes: dict[str, int] = {}
-        objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
-                              dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
-        return Kept(subjects, objects, list(names), list(codes))
+        return read_rows(self._run, pattern, pairs, self._scopes)
 
     def _coded(self, kept: Kept) -> np.ndarray:
         """The rows' subjects as this index's subject codes."""

@@ -7,6 +7,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +17,7 @@ from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
 from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
+from trails.kg.carried import Carry
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
@@ -69,6 +71,7 @@ class OxigraphGraph(QuadExport):
         self._generation = 0
         self._quiet = threading.local()  # writes that leave the revision (unrevised())
         self._stamp = Stamp(self.path, read_only)
+        self._carry = None if self.path is None or read_only else Carry(self.path, self.select_tsv)
         self._store: ox.Store | None = self._open()
         self._stamp.opened(self._stamp.revision)
 
@@ -77,13 +80,10 @@ class OxigraphGraph(QuadExport):
         return store
 
     def refresh(self) -> None:
-        """Let a read-only graph see what its writer committed since it was opened (a
-        read-only Oxigraph store is a view of the moment it opened): open it again. A writable
-        or in-memory graph always sees the latest state; nothing to do there.
+        """Open a read-only graph (a view of the moment it opened) again, to see what its
+        writer committed since; a writable graph always sees the latest state.
 
-        Raises:
-            StorageError: the graph cannot be opened again (it stays as it was).
-        """
+        Raises StorageError when the graph cannot be opened again (it stays as it was)."""
         if self.read_only and self.path is not None and not self._closed:
             with self._opening:
                 # Before and after: a read overlapping the swap is never credited to either view.
@@ -101,10 +101,9 @@ class OxigraphGraph(QuadExport):
 
     @property
     def revision(self) -> str | None:
-        """A stamp every write through this class renews, kept beside the store's files, so
-        that another process (and a later run) can tell whether the graph changed
-        (``RevisionGraph``); a read-only view has the one of when it opened; once :attr:`store`
-        is handed out, writes renew it as marks. None: none written since it existed."""
+        """A stamp beside the store's files that every write through this class renews, so a
+        later process can tell whether the graph changed (``RevisionGraph``); a view has the
+        one of when it opened. None: none written since it existed."""
         if self._stamp.revision is None and not self.read_only:
             self._stamp.revision = self._stamp.on_disk()
         return self._stamp.revision
@@ -117,14 +116,26 @@ class OxigraphGraph(QuadExport):
 
     @contextlib.contextmanager
     def unrevised(self) -> Iterator[None]:
-        """Writes in this block (on this thread) leave :attr:`revision` alone: for records
-        about the graph's use (the audit trail), which change nothing a query over documents
-        sees."""
+        """Writes in this block (on this thread) leave :attr:`revision` alone: records of the
+        graph's use (the audit trail), which change nothing a query over documents sees."""
         self._quiet.on = True
         try:
             yield
         finally:
             self._quiet.on = False
+
+    def touching(self, subjects: Callable[[], Iterable[str] | None]
+                 ) -> AbstractContextManager[None]:
+        """Writes in this block (this thread) change only triples on ``subjects()``: kept
+        filter columns are carried across them (``kg/carried.py``)."""
+        if self._carry is None:
+            return contextlib.nullcontext()
+        return self._carry.touching(subjects, self._stamp.settled())
+
+    def carry_columns(self) -> None:
+        """Write the kept filter columns for the revision the declared writes settled on."""
+        if self._carry is not None and not self._closed:
+            self._carry.carry(self._stamp.settled())
 
     def _moved(self) -> None:
         self._generation = next(self._states)
@@ -150,15 +161,15 @@ class OxigraphGraph(QuadExport):
 
     @contextlib.contextmanager
     def _faults(self, action: str) -> Iterator[None]:
-        """Raise a full disk, a read-only mount or a corrupt file met inside as a
-        StorageError naming the graph's directory, and drop the store so the next call
-        reopens it: the same process can go on once the fault is fixed. A write changes the
-        :attr:`generation` as it starts and again when it ends, so a read that overlaps it is
-        never credited with the state after it."""
+        """A full disk, read-only mount or corrupt file met inside as a StorageError naming
+        the directory; the store is dropped, so the next call reopens it. A write moves the
+        :attr:`generation` as it starts and ends: no overlapping read is credited after it."""
         writing = action.startswith("writing")
         stamped = writing and not getattr(self._quiet, "on", False)
         if writing:
             self._moved()
+        if stamped and self._carry is not None:
+            self._carry.written()
         try:
             with self._stamp.writing() if stamped else contextlib.nullcontext():
                 yield
@@ -175,11 +186,9 @@ class OxigraphGraph(QuadExport):
                 self._moved()
 
     def _read(self, read: Callable[[], T]) -> T:
-        """``read()`` on the store. A read-only store is a view of the files of the moment
-        it opened, and opens some of them only when a query first needs them; a writer's
-        compaction may have deleted those meanwhile ("No such file"): then the store is
-        opened again (a newer view) and the read runs again, for ``OPEN_PATIENCE`` seconds
-        at most. A file missing from a store that has not moved since is damage."""
+        """``read()`` on the store. A read-only view opens some files only when a query needs
+        them; a writer's compaction may have deleted those ("No such file"): then a newer view
+        is opened and the read runs again (``OPEN_PATIENCE`` seconds at most)."""
         for last in patience():
             opened_at = self._view_state
             try:
@@ -194,9 +203,8 @@ class OxigraphGraph(QuadExport):
 
     @property
     def store(self) -> ox.Store:
-        """The underlying pyoxigraph store, for anything this wrapper does not cover (what
-        was read before may be stale after: the :attr:`generation` moves on); writes through
-        it bypass the stamp, so from here on no stamp this object writes is ``settled``."""
+        """The pyoxigraph store, for anything this wrapper does not cover; writes through it
+        bypass the stamp, so from here on no stamp this object writes is ``settled``."""
         self._moved()
         return self._stamp.handed_out(self._s)
 
@@ -339,10 +347,8 @@ class OxigraphGraph(QuadExport):
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
 
-        Ingestion's fast path: parsing runs in Rust without the GIL and makes no Python
-        ``Quad`` objects (~10 µs each). The parser is lenient (it does not validate IRIs and
-        literals again), so the text must come from a trusted writer: ingestion mints its IRIs
-        checked and escapes its literals.
+        Ingestion's fast path: parsed in Rust without the GIL, no Python ``Quad`` objects
+        (~10 µs each). The parser is lenient: the text must come from a trusted writer.
 
         Raises:
             ConfigurationError: the graph was opened read-only.
@@ -422,6 +428,7 @@ class OxigraphGraph(QuadExport):
             return
         try:
             with kept_in_the_log():
+                self.carry_columns()
                 self.flush()
         finally:
             self._closed = True

@@ -212,6 +212,9 @@ def _index(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None
 def _new_index(graph: TsvGraph, scopes: Sequence[str] | None) -> FilterIndex:
     """Columns for ``graph`` in ``scopes``, kept on disk under the graph's settled revision
     when it has one (a fresh process then reads them back instead of the graph)."""
+    carry = getattr(graph, "carry_columns", None)
+    if carry is not None:  # a writer's kept columns, brought to the revision it wrote last
+        carry()
     path: str | None = getattr(graph, "path", None)
     revision: str | None = getattr(graph, "settled_revision", None)
     if path is None or revision is None:

@@ -1,0 +1,202 @@
+"""Kept columns carried across a writer's own commits (ADR 0029, second amendment).
+
+A column kept for one revision (``kg/column_files.py``) used to be thrown away by the next
+write: the first filter on that property after an ingest read the whole property from the
+graph again (1-13 s at a million chunks). A writer knows more than a reader: ingestion can
+say, before it writes, which *subjects* its write may touch (the documents, their chunks old
+and new, the chunks' mention nodes, the staged manifests). Every triple a write adds or
+removes has one of them as its subject, so a column of the state after the write is
+
+    the column before it, without its rows on those subjects,
+    plus the rows on those subjects read from the graph after it,
+
+and the graph is read for the run's subjects only, or read whole when the run touched more
+subjects than the column has rows. The link checks' counts (ADR 0013) are not
+carried: their change would have to be counted before and after every commit (~0.2 s each at
+a million chunks, as much as the commit), so a reader counts them again once per revision.
+
+Exactness rests on two rules, both checked here rather than trusted:
+
+- only writes declared with :meth:`Carry.touching` are carried; any other stamped write
+  through the graph (``kg.update`` by a user, ``trails load``, a repair) makes the carry void
+  and the next revision's columns are read from the graph as before;
+- the files are written for the revision the graph settles on only if it is settled (no raw
+  store handed out, no write in flight) and every write since the files' revision was
+  declared; they are then the same files a reader would have built (same keys, digests, and
+  the audit-graph rule of ``FilterIndex._keepable``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from trails.kg.column_files import ColumnFiles, Kept
+from trails.kg.filter_index import RunTsv, read_rows, tsv_rows
+from trails.kg.planning import RDF_TYPE
+from trails.kg.reserved import AUDIT_GRAPH_IRI
+
+__all__ = ["Carry"]
+
+log = logging.getLogger("trails.filter")
+# Subjects per VALUES block when the rows on them are read again.
+_BATCH = 2_000
+
+
+class Carry:
+    """What the declared writes through one writable graph changed since ``base``, the last
+    revision whose columns are kept, and how to bring those columns to a later revision."""
+
+    def __init__(self, graph_path: str, run: RunTsv) -> None:
+        self.path = graph_path
+        self._run = run
+        self._lock = threading.RLock()
+        self._declared = threading.local()
+        self._reset(None)
+
+    def _reset(self, base: str | None) -> None:
+        self.base = base
+        self.void = False
+        self.subjects: set[str] = set()  # as TSV terms
+
+    # -- while writing ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def touching(self, subjects: Callable[[], Iterable[str] | None], settled: str | None
+                 ) -> Iterator[None]:
+        """Writes in this block (on this thread) change only triples whose subject is one of
+        ``subjects()`` (IRIs; None: they cannot all be named), asked before the first write;
+        ``settled`` is the graph's settled revision now."""
+        with self._lock:
+            if self.base is None and settled is not None and self._files(settled):
+                self._reset(settled)
+            if self.base is None or self.void:
+                self._declared.on = True  # nothing kept to carry: no need to know
+                try:
+                    yield
+                finally:
+                    self._declared.on = False
+                return
+            asked = subjects()
+            if asked is None:  # the writer cannot name them all
+                self.void = True
+                asked = ()
+            self.subjects |= {f"<{s}>" for s in asked if s}
+            self._declared.on = True
+            try:
+                yield
+            except BaseException:
+                self.void = True
+                raise
+            finally:
+                self._declared.on = False
+
+    def written(self) -> None:
+        """A stamped write is about to run: one not declared voids what is carried."""
+        if not getattr(self._declared, "on", False):
+            with self._lock:
+                self.void = self.void or self.base is not None
+
+    # -- after writing ----------------------------------------------------------------------
+
+    def carry(self, settled: str | None) -> None:
+        """Write the kept columns of ``base`` again for ``settled`` (the graph's settled
+        revision now), when every write between them was declared; then start from there."""
+        with self._lock:
+            base = self.base
+            if base is None or settled == base:
+                return
+            if self.void or settled is None:
+                self._reset(None)
+                return
+            try:
+                self._write(base, settled)
+            except Exception as exc:  # noqa: BLE001 - a carry is an optimisation: readers rebuild
+                log.info("kept columns not carried to %s: %s", settled, exc)
+            self._reset(settled)
+
+    def _write(self, base: str, settled: str) -> None:
+        terms = self.subjects
+        # all read before the first is written: writing a new revision's first file removes
+        # the folders of the others
+        loaded = [(kind, key, scopes, ColumnFiles(self.path, base, scopes).load(kind, key))
+                  for kind, key, scopes in self._files(base)]
+        for kind, key, scopes, kept in loaded:
+            if kept is None or not kept.whole:
+                continue
+            pattern = _pattern(kind, key)
+            if pattern is None or not self._keepable(pattern, scopes):
+                continue
+            if len(terms) > len(kept.subjects):  # cheaper read whole (a large first ingest)
+                carried = read_rows(self._run, pattern, kind == "column", scopes)
+            else:
+                carried = self._rows(kept, kind, key, scopes, terms)
+            ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
+
+    def _rows(self, kept: Kept, kind: str, key: str, scopes: list[str] | None,
+              terms: set[str]) -> Kept:
+        """``kept`` without its rows on ``terms``, plus those subjects' rows read now."""
+        pairs = kind == "column"
+        stale = np.fromiter((name in terms for name in kept.names), dtype=bool,
+                            count=len(kept.names))
+        keep = ~stale[kept.subjects] if len(kept.subjects) else np.zeros(0, dtype=bool)
+        names, values = list(kept.names), list(kept.values)
+        name_codes = {n: i for i, n in enumerate(names)}
+        value_codes = {v: i for i, v in enumerate(values)}
+        subjects = [kept.subjects[keep]]
+        objects = [kept.objects[keep] if pairs else np.empty(0, np.int64)]
+        rows = self._rows_on(kind, key, scopes, terms)
+        subjects.append(np.array([_code(name_codes, names, r[0]) for r in rows],
+                                 dtype=np.int64))
+        objects.append(np.array([_code(value_codes, values, r[1]) for r in rows]
+                                if pairs else [], dtype=np.int64))
+        return Kept(np.concatenate(subjects), np.concatenate(objects) if pairs else
+                    np.empty(0, np.int64), names, values)
+
+    def _rows_on(self, kind: str, key: str, scopes: list[str] | None, terms: set[str]
+                 ) -> list[list[str]]:
+        """The rows (subject, object) of a column or class whose subject is one of ``terms``.
+        The object is always a variable here and a class is compared as a term afterwards:
+        joined with a constant object (``?s a trails:Document``), the ``VALUES`` block made
+        Oxigraph scan the whole class (7 s instead of 0.1 at a million chunks)."""
+        predicate = key if kind == "column" else RDF_TYPE
+        ordered = sorted(terms)
+        rows = []
+        for start in range(0, len(ordered), _BATCH):
+            block = " ".join(ordered[start:start + _BATCH])
+            rows += tsv_rows(self._run(f"SELECT ?s ?o WHERE {{ VALUES ?s {{ {block} }} "
+                                       f"?s <{predicate}> ?o }}", scopes))
+        return rows if kind == "column" else [row for row in rows if row[1] == key]
+
+    def _keepable(self, pattern: str, scopes: list[str] | None) -> bool:
+        """``FilterIndex._keepable``: a union of all graphs reads the audit graph, which is
+        written without a new revision."""
+        if scopes is not None:
+            return True
+        probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
+        return not tsv_rows(self._run(probe, None))
+
+    def _files(self, revision: str) -> list[tuple[str, str, list[str] | None]]:
+        return ColumnFiles.kept(self.path, revision)
+
+
+def _pattern(kind: str, key: str) -> str | None:
+    """The pattern a kept file's rows (``?s``, ``?o``) came from; None for a count (not
+    carried: see the module's docstring)."""
+    if kind == "column":
+        return f"?s <{key}> ?o"
+    if kind == "class":
+        return f"?s <{RDF_TYPE}> {key}"
+    return None
+
+
+def _code(codes: dict[str, int], terms: list[str], term: str) -> int:
+    code = codes.get(term)
+    if code is None:
+        code = codes[term] = len(terms)
+        terms.append(term)
+    return code
