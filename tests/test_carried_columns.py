@@ -7,6 +7,7 @@ declare (a user's update) stops the carry instead of being hidden by it."""
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -174,3 +175,35 @@ def kept_keys(path: Path) -> set[tuple]:
     return {(kind, key, None if scopes is None else tuple(scopes))
             for kind, key, scopes in ColumnFiles.kept(graph, read_revision(graph))
             if kind != "count"}
+
+
+def test_filters_asked_while_the_writer_commits_never_wait_on_each_other(tmp_path):
+    """A filter holds the vector store's snapshot while it asks for the columns (and so for
+    a carry); a commit takes the store's locks inside its declared block: neither may wait
+    for the other (the service's readers beside its ingest)."""
+    corpus(tmp_path / "kb")
+    docs = [Document(id=f"busy{n}", source=f"busy{n}.md", text=" ".join(
+        f"Sentence {i} of a busy document." for i in range(120)),
+        metadata={"date": "2024-01-01"}) for n in range(300)]  # commits of ~1,000 chunks
+    with open_context(tmp_path / "kb") as writer:
+        done, failures = threading.Event(), []
+
+        def ask() -> None:
+            try:
+                while not done.is_set():
+                    planned(writer)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+
+        reader = threading.Thread(target=ask, daemon=True)
+        reader.start()
+        ingesting = threading.Thread(target=lambda: ingest_all(docs, ctx=writer), daemon=True)
+        ingesting.start()
+        ingesting.join(timeout=90)
+        done.set()
+        reader.join(timeout=30)
+        assert not ingesting.is_alive() and not reader.is_alive(), "a lock waits on another"
+        assert failures == []
+        assert planned(writer) == written(writer)
+        assert {i.split("/doc/")[1].split("/")[0] for i in written(writer)} >= {
+            f"busy{n}" for n in range(300)}

@@ -55,7 +55,8 @@ class Carry:
         self.path = graph_path
         self._run = run
         self._lock = threading.RLock()
-        self._declared = threading.local()
+        self._declared = threading.local()  # depth: declared blocks open on this thread
+        self._active = 0  # declared blocks open on any thread
         self._reset(None)
 
     def _reset(self, base: str | None) -> None:
@@ -70,34 +71,38 @@ class Carry:
                  ) -> Iterator[None]:
         """Writes in this block (on this thread) change only triples whose subject is one of
         ``subjects()`` (IRIs; None: they cannot all be named), asked before the first write;
-        ``settled`` is the graph's settled revision now."""
+        ``settled`` is the graph's settled revision now.
+
+        No lock is held while the block runs (the writes take the vector store's locks, which
+        a filter holds while it asks for columns); a carry asked meanwhile waits for the end
+        of the run instead (:meth:`carry`)."""
         with self._lock:
             if self.base is None and settled is not None and self._files(settled):
                 self._reset(settled)
-            if self.base is None or self.void:
-                self._declared.on = True  # nothing kept to carry: no need to know
-                try:
-                    yield
-                finally:
-                    self._declared.on = False
-                return
-            asked = subjects()
-            if asked is None:  # the writer cannot name them all
-                self.void = True
-                asked = ()
-            self.subjects |= {f"<{s}>" for s in asked if s}
-            self._declared.on = True
-            try:
-                yield
-            except BaseException:
-                self.void = True
-                raise
-            finally:
-                self._declared.on = False
+            tracking = self.base is not None and not self.void
+            self._active += 1
+        self._declared.depth = getattr(self._declared, "depth", 0) + 1
+        try:
+            if tracking:
+                asked = subjects()
+                with self._lock:
+                    if asked is None:  # the writer cannot name them all
+                        self.void = True
+                    else:
+                        self.subjects |= {f"<{s}>" for s in asked if s}
+            yield
+        except BaseException:
+            with self._lock:
+                self.void = self.void or self.base is not None
+            raise
+        finally:
+            self._declared.depth -= 1
+            with self._lock:
+                self._active -= 1
 
     def written(self) -> None:
         """A stamped write is about to run: one not declared voids what is carried."""
-        if not getattr(self._declared, "on", False):
+        if not getattr(self._declared, "depth", 0):
             with self._lock:
                 self.void = self.void or self.base is not None
 
@@ -108,8 +113,8 @@ class Carry:
         revision now), when every write between them was declared; then start from there."""
         with self._lock:
             base = self.base
-            if base is None or settled == base:
-                return
+            if base is None or settled == base or self._active:
+                return  # nothing to carry, or a declared block is still writing
             if self.void or settled is None:
                 self._reset(None)
                 return
