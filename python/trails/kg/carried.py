@@ -23,7 +23,7 @@ Exactness rests on two rules, both checked here rather than trusted:
 - the files are written for the revision the graph settles on only if it is settled (no raw
   store handed out, no write in flight) and every write since the files' revision was
   declared; they are then the same files a reader would have built (same keys, digests, and
-  the audit-graph rule of ``FilterIndex._keepable``).
+  the audit-graph rule of ``filter_index.keepable``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from trails.kg.column_files import ColumnFiles, Kept
-from trails.kg.filter_index import RunTsv, read_rows, tsv_rows
+from trails.kg.filter_index import RunTsv, keepable, read_rows, tsv_rows
 from trails.kg.planning import RDF_TYPE
-from trails.kg.reserved import AUDIT_GRAPH_IRI
 
 __all__ = ["Carry"]
 
@@ -134,7 +133,7 @@ class Carry:
             if kept is None or not kept.whole:
                 continue
             pattern = _pattern(kind, key)
-            if pattern is None or not self._keepable(pattern, scopes):
+            if pattern is None or not keepable(self._run, pattern, scopes):
                 continue
             if len(terms) > len(kept.subjects):  # cheaper read whole (a large first ingest)
                 carried = read_rows(self._run, pattern, kind == "column", scopes)
@@ -176,14 +175,6 @@ class Carry:
             rows += tsv_rows(self._run(f"SELECT ?s ?o WHERE {{ VALUES ?s {{ {block} }} "
                                        f"?s <{predicate}> ?o }}", scopes))
         return rows if kind == "column" else [row for row in rows if row[1] == key]
-
-    def _keepable(self, pattern: str, scopes: list[str] | None) -> bool:
-        """``FilterIndex._keepable``: a union of all graphs reads the audit graph, which is
-        written without a new revision."""
-        if scopes is not None:
-            return True
-        probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
-        return not tsv_rows(self._run(probe, None))
 
     def _files(self, revision: str) -> list[tuple[str, str, list[str] | None]]:
         return ColumnFiles.kept(self.path, revision)

@@ -41,7 +41,7 @@ from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
 from trails.kg.reserved import AUDIT_GRAPH_IRI
 
-__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "read_rows"]
+__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "keepable", "read_rows"]
 
 # A column is read whole only up to this many triples; a predicate with more is left to
 # Oxigraph (its column would cost more memory than the scan it saves).
@@ -60,6 +60,15 @@ def tsv_rows(data: bytes) -> list[list[str]]:
     """The rows of a TSV result (the header dropped), each a list of terms as text."""
     lines = data.decode().split("\n")
     return [line.split("\t") for line in lines[1:] if line]
+
+
+def keepable(run: RunTsv, pattern: str, scopes: Sequence[str] | None) -> bool:
+    """Whether what ``pattern`` matches in ``scopes`` may be kept per revision: the audit
+    graph, which a union of all graphs reads too, is written without a new revision (ADR 0021)."""
+    if scopes is not None:
+        return True
+    probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
+    return not tsv_rows(run(probe, None))
 
 
 def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | None) -> Kept:
@@ -185,14 +194,7 @@ class FilterIndex:
         return found
 
     def _keepable(self, pattern: str) -> bool:
-        """Whether what ``pattern`` matches may be kept per revision: the audit graph, which
-        a union of all graphs reads too, is written without a new revision (ADR 0021)."""
-        if self._files is None:
-            return False
-        if self._scopes is not None:
-            return True
-        probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
-        return not tsv_rows(self._run(probe, None))
+        return self._files is not None and keepable(self._run, pattern, self._scopes)
 
     def _read(self, pattern: str, pairs: bool) -> Kept:
         return read_rows(self._run, pattern, pairs, self._scopes)
