@@ -4,10 +4,12 @@ without: side by side on one kept context, in one session.
 Each round ingests ``--docs`` new documents (generated past the context's own) in a writable
 process, then a fresh read-only process asks each shape of ``benchmarks/scale.py`` once at 1%
 of the documents, a filter text never seen (what an analyst's ``trails query`` meets after the
-nightly ingest). *carried*: the revision before the ingest had every shape's columns kept, so
-the run carries them; *rebuilt*: the kept columns were removed before the run, so the reader
-builds them, as every reader did before ADR 29's carry. Before each round a read-only process
-asks every shape once, so that its columns are kept (and the page cache is warm alike).
+nightly ingest). *carried*: the revision before the ingest had every shape's columns and the
+link checks' counts kept, so the run carries them; *columns only*: the kept counts were removed
+before the run, so the run carries the columns and the reader counts the links (as before the
+counts were carried); *rebuilt*: everything kept was removed before the run, so the reader
+builds it all, as every reader did before ADR 29's carry. Before each round a read-only
+process asks every shape once, so that what it needs is kept (and the page cache is warm alike).
 
     .venv/bin/python benchmarks/scale.py --keep DIR              # once (~1M chunks: 30 min)
     .venv/bin/python benchmarks/after_ingest.py DIR --docs 200
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import _scale_corpus as corpus
+import numpy as np
 import scale
 
 from trails.context import Context
@@ -66,6 +69,15 @@ def ingest(path: Path, start: int, count: int) -> dict[str, float]:
         ctx.close()
 
 
+def drop_counts(folder: Path) -> None:
+    """Remove the kept link counts (every file whose meta says ``count``)."""
+    for file in folder.glob("*/*.npz"):
+        with np.load(file, allow_pickle=False) as data:
+            kind = json.loads(data["meta"].tobytes().decode())["kind"]
+        if kind == "count":
+            file.unlink()
+
+
 def in_new_process(*args: str) -> dict:
     done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
                           text=True)
@@ -79,6 +91,8 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=1_000_000)
     parser.add_argument("--step", choices=["ask", "ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--label", default="")
+    parser.add_argument("--rounds", default="carried,columns only,rebuilt",
+                        help="which rounds, in order (comma-separated)")
     args = parser.parse_args()
     if args.step == "ask":
         print(json.dumps(ask_each_shape(args.path, args.label)))
@@ -86,8 +100,12 @@ def main() -> int:
     if args.step == "ingest":
         print(json.dumps(ingest(args.path, args.start, args.docs)))
         return 0
-    for n, label in enumerate(("carried", "rebuilt")):
+    for n, label in enumerate(args.rounds.split(",")):
+        if label not in ("carried", "columns only", "rebuilt"):
+            parser.error(f"no round {label!r}")
         in_new_process(str(args.path), "--step", "ask", "--label", f"{label} warm")
+        if label == "columns only":
+            drop_counts(args.path / "graph" / FOLDER)
         if label == "rebuilt":
             shutil.rmtree(args.path / "graph" / FOLDER, ignore_errors=True)
         run = in_new_process(str(args.path), "--step", "ingest", "--docs", str(args.docs),

@@ -33,7 +33,10 @@ from test_filter_index import (
     documents_strategy,
 )
 from trails.ingest import Document, ingest_all
+from trails.kg import carried
+from trails.kg.base import select
 from trails.kg.column_files import ColumnFiles
+from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS
 from trails.kg.opening import read_revision
 
 TYPED = (f"SELECT ?iri WHERE {{ {LINK} ?doc a trails:Document . ?doc schema:dateCreated ?d . "
@@ -55,8 +58,7 @@ def test_an_ingest_carries_the_kept_columns_to_the_revision_it_leaves(tmp_path):
         with open_context(tmp_path / "kb", read_only=read_only) as ctx:
             reads = column_reads(ctx)
             assert planned(ctx) == written(ctx) and len(written(ctx)) == 7
-            # no column read again (the link checks' counts are counted once per revision)
-            assert [r for r in reads if "COUNT" not in r] == [], read_only
+            assert reads == [], read_only  # no column read again, no link counted again
 
 
 def test_a_run_touching_more_subjects_than_a_column_has_rows_reads_it_whole(tmp_path):
@@ -66,7 +68,22 @@ def test_a_run_touching_more_subjects_than_a_column_has_rows_reads_it_whole(tmp_
     with open_context(tmp_path / "kb", read_only=True) as ctx:
         reads = column_reads(ctx)
         assert planned(ctx) == written(ctx) and len(written(ctx)) == 46
-        assert [r for r in reads if "COUNT" not in r] == []
+        assert reads == []
+    assert kept_counts_hold(tmp_path / "kb")
+
+
+def test_a_run_touching_more_subjects_than_its_links_leaves_the_counts_to_readers(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(carried, "RECOUNT_FLOOR", 20)  # past 20 subjects: 12 links here
+    corpus(tmp_path / "kb")
+    with open_context(tmp_path / "kb") as writer:
+        ingest_all([late(n) for n in range(40)], ctx=writer)  # ~80 subjects
+    assert kept_counts_hold(tmp_path / "kb") == set()
+    with open_context(tmp_path / "kb", read_only=True) as ctx:
+        reads = column_reads(ctx)
+        assert planned(ctx) == written(ctx) and len(written(ctx)) == 46
+        # no column read again; the link counts are counted again, once
+        assert [r for r in reads if "COUNT" not in r] == [] and len(reads) == 2
 
 
 def test_the_writer_itself_asks_from_carried_columns(tmp_path):
@@ -140,8 +157,8 @@ def changed(change: dict) -> Document:
 @given(documents_strategy,
        st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=3),
        st.lists(st.integers(0, 9), max_size=2), changes_strategy, st.data())
-def test_carried_columns_select_exactly_what_the_graph_does(docs, extra, deleted, changes,
-                                                           data):
+def test_carried_columns_select_exactly_what_the_graph_does(monkeypatch, docs, extra, deleted,
+                                                           changes, data):
     """Columns kept by a writer (user triples that break the shapes among them), then
     ingests of new documents, new versions with other chunk counts and other metadata, in
     both scopes, in one or several runs: every file kept before is carried to the revision
@@ -149,6 +166,8 @@ def test_carried_columns_select_exactly_what_the_graph_does(docs, extra, deleted
     what the graph does (a class's members among the columns: ``?doc a trails:Document``)."""
     queries = drawn_queries(data)
     queries.append((TYPED, data.draw(SHAPES["date since"][1]), None))  # a class's members
+    # the link counts carried however large the runs are next to these small graphs
+    monkeypatch.setattr(carried, "RECOUNT_FLOOR", 10**9)
     runs = data.draw(st.integers(1, 3))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "kb"
@@ -160,7 +179,8 @@ def test_carried_columns_select_exactly_what_the_graph_does(docs, extra, deleted
                     batch = {c["doc"]: changed(c) for c in changes[part::runs]
                              if c["scope"] == scope}
                     ingest_all(list(batch.values()), ctx=writer, scope=scope)
-        assert before <= kept_keys(path)  # every column of the revision before, carried
+        assert before <= kept_keys(path)  # every file of the revision before, carried
+        assert kept_counts_hold(path) == {k for k in before if k[0] == "count"}
         for read_only in (True, False):
             with open_context(path, read_only=read_only) as fresh:
                 for text, bindings, scopes in queries:
@@ -169,12 +189,26 @@ def test_carried_columns_select_exactly_what_the_graph_does(docs, extra, deleted
 
 
 def kept_keys(path: Path) -> set[tuple]:
-    """The columns and classes kept for the graph's revision now: (kind, key, scopes) of
-    each file (the link checks' counts are counted again per revision, never carried)."""
+    """The columns, classes and link counts kept for the graph's revision now: (kind, key,
+    scopes) of each file."""
     graph = str(path / "graph")
     return {(kind, key, None if scopes is None else tuple(scopes))
-            for kind, key, scopes in ColumnFiles.kept(graph, read_revision(graph))
-            if kind != "count"}
+            for kind, key, scopes in ColumnFiles.kept(graph, read_revision(graph))}
+
+
+def kept_counts_hold(path: Path) -> set[tuple]:
+    """The link counts kept for the graph's revision now, each checked against the graph's
+    own COUNT of it (asked of a fresh read-only context, the way a reader asks it)."""
+    graph = str(path / "graph")
+    revision = read_revision(graph)
+    counts = {k for k in kept_keys(path) if k[0] == "count"}
+    with open_context(path, read_only=True) as ctx:
+        for _, query, scopes in counts:
+            kept = ColumnFiles(graph, revision, scopes and list(scopes)).load("count", query)
+            assert kept is not None and len(kept.subjects) == 1
+            asked = select(ctx.kg, query, scopes=scopes and list(scopes)).rows
+            assert int(kept.subjects[0]) == int(asked[0]["n"]), (query, scopes)
+    return counts
 
 
 def test_filters_asked_while_the_writer_commits_never_wait_on_each_other(tmp_path):
@@ -207,3 +241,38 @@ def test_filters_asked_while_the_writer_commits_never_wait_on_each_other(tmp_pat
         assert planned(writer) == written(writer)
         assert {i.split("/doc/")[1].split("/")[0] for i in written(writer)} >= {
             f"busy{n}" for n in range(300)}
+
+
+def test_link_counts_carried_beside_two_writing_threads_are_the_graphs(tmp_path, monkeypatch):
+    """Two threads ingest into one context at once: whatever the carry keeps of the link
+    counts is what the graph counts (blocks that overlap cannot tell their changes apart)."""
+    monkeypatch.setattr(carried, "RECOUNT_FLOOR", 10**9)
+    corpus(tmp_path / "kb")
+    with open_context(tmp_path / "kb") as writer:
+        assert len(planned(writer)) == 6  # the link counts kept
+        threads = [threading.Thread(target=ingest_all, args=([
+            Document(id=f"t{t}-{n}", source=f"t{t}-{n}.md", text=f"thread {t}, doc {n}.",
+                     metadata={"date": "2024-01-01"}) for n in range(30)],),
+            kwargs={"ctx": writer, "batch_size": 4}) for t in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert planned(writer) == written(writer) and len(written(writer)) == 66
+    kept_counts_hold(tmp_path / "kb")
+
+
+def test_a_link_to_a_document_not_yet_written_is_counted_when_it_is(tmp_path):
+    """A user's chunk links to a document before it is ingested: the ingest changes no
+    triple of that chunk, yet the typed count (links to a ``trails:Document``) grows by its
+    link, which the writer counts on the document."""
+    corpus(tmp_path / "kb")
+    with open_context(tmp_path / "kb") as writer:
+        other = "<https://example.org/other>"
+        writer.kg.update(f"INSERT DATA {{ {other} schema:isPartOf <{writer.base_iri}doc/late0> "
+                         f". {other} a trails:Chunk }}")
+        unlabelled = f"SELECT ?iri WHERE {{ {LINK} FILTER NOT EXISTS {{ ?doc meta:label ?c }} }}"
+        assert planned(writer, unlabelled, {}) == written(writer, unlabelled, {})  # 3 counts kept
+        ingest_all([late()], ctx=writer)
+    assert {key for _, key, _ in kept_counts_hold(tmp_path / "kb")} == {
+        count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS)}

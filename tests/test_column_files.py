@@ -222,10 +222,12 @@ def test_kept_columns_select_exactly_what_the_graph_does(docs, extra, deleted, c
                         assert planned(fresh, text, bindings, scopes) == written(
                             fresh, text, bindings, scopes), (text, bindings, scopes, read_only)
             with open_context(path) as other:
-                doc_iris = sorted({m["doc_iri"] for m in other.vectors.metadata(
-                    other.vectors.all_ids()).values()})
+                chunks = {m["doc_iri"]: i for i, m in other.vectors.metadata(
+                    other.vectors.all_ids()).items()}
+                doc_iris = sorted(chunks)
                 if doc_iris:
-                    triple = USER_TRIPLES[change[0]].format(doc=doc_iris[change[1] % len(doc_iris)])
+                    doc = doc_iris[change[1] % len(doc_iris)]
+                    triple = USER_TRIPLES[change[0]].format(doc=doc, chunk=chunks[doc])
                     other.kg.update(f"INSERT DATA {{ {triple} }}")
                     if change[1] % 2:
                         other.delete_document(doc_iris[0])

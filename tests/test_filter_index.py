@@ -74,6 +74,10 @@ USER_TRIPLES = [
     '<{doc}> meta:label "x"',
     '<{doc}> meta:topic _:b',
     '<https://example.org/t/C> rdfs:subClassOf <https://example.org/t/B>',
+    # links trails did not write: a chunk's second, a document's own, a chunk of nothing
+    '<{chunk}> schema:isPartOf <https://example.org/collection>',
+    '<{doc}> schema:isPartOf <https://example.org/collection>',
+    '<https://example.org/other> a trails:Chunk',
 ]
 
 
@@ -98,10 +102,12 @@ def build(ctx, docs, extra, deleted):
     iris = {n: f"{ctx.base_iri}doc/d{n}" for n in range(len(docs))}
     ids = ctx.vectors.metadata(ctx.vectors.all_ids())
     doc_iris = sorted({m["doc_iri"] for m in ids.values()})
+    chunks = {m["doc_iri"]: i for i, m in sorted(ids.items(), reverse=True)}  # each one's first
     for index, (which, n) in enumerate(extra):
         if not doc_iris:
             break
-        triple = USER_TRIPLES[which].format(doc=doc_iris[n % len(doc_iris)])
+        doc = doc_iris[n % len(doc_iris)]
+        triple = USER_TRIPLES[which].format(doc=doc, chunk=chunks[doc])
         graph = "" if index % 2 else " GRAPH <urn:trails:scope:legal> "
         ctx.kg.update(f"INSERT DATA {{ {graph}{{ {triple} }} }}" if graph else
                       f"INSERT DATA {{ {triple} }}")

@@ -11,9 +11,11 @@ removes has one of them as its subject, so a column of the state after the write
     plus the rows on those subjects read from the graph after it,
 
 and the graph is read for the run's subjects only, or read whole when the run touched more
-subjects than the column has rows. The link checks' counts (ADR 0013) are not
-carried: their change would have to be counted before and after every commit (~0.2 s each at
-a million chunks, as much as the commit), so a reader counts them again once per revision.
+subjects than the column has rows. The link checks' counts (ADR 0013, ``kg/link_counts.py``)
+are carried by their change: each declared block counts the solutions on its subjects before
+its first write and after its last, and the run adds the differences to the kept answers.
+Blocks that overlap in time (two writing threads) cannot tell their changes apart: the counts
+are then not carried (the columns still are).
 
 Exactness rests on two rules, both checked here rather than trusted:
 
@@ -37,6 +39,7 @@ import numpy as np
 
 from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.filter_index import RunTsv, keepable, read_rows, tsv_rows
+from trails.kg.link_counts import LINK_COUNTS, Lookups
 from trails.kg.planning import RDF_TYPE
 
 __all__ = ["Carry"]
@@ -44,6 +47,12 @@ __all__ = ["Carry"]
 log = logging.getLogger("trails.filter")
 # Subjects per VALUES block when the rows on them are read again.
 _BATCH = 2_000
+# A run that touches more subjects than this share of the smallest kept link count (and
+# more than RECOUNT_FLOOR) leaves the counts to readers, whose one count then costs less
+# than counting the run's changes: at 1.19M links, counting them whole took 4.6 s (3.9 us a
+# link) and counting a run's changes ~0.9 ms a subject (ADR 0029).
+RECOUNT_SHARE = 0.004
+RECOUNT_FLOOR = 2_000
 
 
 class Carry:
@@ -56,12 +65,27 @@ class Carry:
         self._lock = threading.RLock()
         self._declared = threading.local()  # depth: declared blocks open on this thread
         self._active = 0  # declared blocks open on any thread
+        self._started = 0  # declared blocks begun, ever
         self._reset(None)
 
     def _reset(self, base: str | None) -> None:
         self.base = base
         self.void = False
         self.subjects: set[str] = set()  # as TSV terms
+        # the kept link counts of base, by (query, scopes): their change since base; None
+        # once a change could not be counted, or counting it costs more than counting again
+        self.changes: dict[tuple[str, tuple[str, ...] | None], int] | None = None
+        self._bound = 0.0  # subjects past which a reader's count is the cheaper
+        if base is not None:
+            counts = {}
+            for kind, key, scopes in self._files(base):
+                if kind != "count" or key not in LINK_COUNTS:
+                    continue
+                found = ColumnFiles(self.path, base, scopes).load(kind, key)
+                if found is not None and len(found.subjects) == 1:
+                    counts[key, None if scopes is None else tuple(scopes)] = int(found.subjects[0])
+            self.changes = dict.fromkeys(counts, 0)
+            self._bound = max(min(counts.values(), default=0) * RECOUNT_SHARE, RECOUNT_FLOOR)
 
     # -- while writing ----------------------------------------------------------------------
 
@@ -79,17 +103,37 @@ class Carry:
             if self.base is None and settled is not None and self._files(settled):
                 self._reset(settled)
             tracking = self.base is not None and not self.void
+            if self._active and self.changes is not None:
+                self.changes = None  # another block is writing: its changes would mix in
             self._active += 1
+            self._started += 1
+            started = self._started
         self._declared.depth = getattr(self._declared, "depth", 0) + 1
         try:
+            terms: set[str] = set()
+            before: dict[tuple[str, tuple[str, ...] | None], int] = {}
             if tracking:
                 asked = subjects()
                 with self._lock:
                     if asked is None:  # the writer cannot name them all
                         self.void = True
                     else:
-                        self.subjects |= {f"<{s}>" for s in asked if s}
+                        terms = {f"<{s}>" for s in asked if s}
+                        self.subjects |= terms
+                        if len(self.subjects) > self._bound:
+                            self.changes = None  # a large run: readers count them again
+                        before = dict.fromkeys(self.changes or {}, 0)
+                before = self._counts_on(before, terms)
             yield
+            if before:
+                after = self._counts_on(before, terms)
+                with self._lock:
+                    if self._started != started or not after:  # a block began meanwhile
+                        self.changes = None
+                    if self.changes is not None:
+                        for key in before:
+                            if key in self.changes:
+                                self.changes[key] += after[key] - before[key]
         except BaseException:
             with self._lock:
                 self.void = self.void or self.base is not None
@@ -123,6 +167,21 @@ class Carry:
                 log.info("kept columns not carried to %s: %s", settled, exc)
             self._reset(settled)
 
+    def _counts_on(self, keys: Iterable[tuple[str, tuple[str, ...] | None]], terms: set[str]
+                   ) -> dict[tuple[str, tuple[str, ...] | None], int]:
+        """The solutions of each kept link count on ``terms`` now; empty (and the counts no
+        longer carried) when one cannot be counted: a carry must never fail a write."""
+        lookups: dict[tuple[str, ...] | None, Lookups] = {}
+        try:
+            return {(query, scopes): LINK_COUNTS[query].on(lookups.setdefault(
+                scopes, Lookups(self._run, None if scopes is None else list(scopes))), terms)
+                for query, scopes in keys}
+        except Exception as exc:  # noqa: BLE001 - readers count them again
+            log.info("link counts not carried: %s", exc)
+            with self._lock:
+                self.changes = None
+            return {}
+
     def _write(self, base: str, settled: str) -> None:
         terms = self.subjects
         # all read before the first is written: writing a new revision's first file removes
@@ -132,6 +191,9 @@ class Carry:
         for kind, key, scopes, kept in loaded:
             if kept is None or not kept.whole:
                 continue
+            if kind == "count":
+                self._write_count(settled, key, scopes, kept)
+                continue
             pattern = _pattern(kind, key)
             if pattern is None or not keepable(self._run, pattern, scopes):
                 continue
@@ -140,6 +202,18 @@ class Carry:
             else:
                 carried = self._rows(kept, kind, key, scopes, terms)
             ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
+
+    def _write_count(self, settled: str, query: str, scopes: list[str] | None,
+                     kept: Kept) -> None:
+        """The kept answer of a link count, plus its change since base."""
+        count = LINK_COUNTS.get(query)
+        change = (self.changes or {}).get((query, None if scopes is None else tuple(scopes)))
+        if count is None or change is None or len(kept.subjects) != 1 or not all(
+                keepable(self._run, p, scopes) for p in count.texts):
+            return
+        ColumnFiles(self.path, settled, scopes).save("count", query, Kept(
+            np.array([int(kept.subjects[0]) + change], dtype=np.int64), np.empty(0, np.int64),
+            [], []))
 
     def _rows(self, kept: Kept, kind: str, key: str, scopes: list[str] | None,
               terms: set[str]) -> Kept:
@@ -181,8 +255,7 @@ class Carry:
 
 
 def _pattern(kind: str, key: str) -> str | None:
-    """The pattern a kept file's rows (``?s``, ``?o``) came from; None for a count (not
-    carried: see the module's docstring)."""
+    """The pattern a kept column's or class's rows (``?s``, ``?o``) came from."""
     if kind == "column":
         return f"?s <{key}> ?o"
     if kind == "class":

@@ -31,6 +31,7 @@ from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGr
 from trails.kg.bindings import check_bindings
 from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
+from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
 from trails.kg.planning import (
     ESTIMATE_CAP,
     FilterShape,
@@ -54,15 +55,9 @@ log = logging.getLogger("trails.retrieve")
 # Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
 CACHED_FILTERS = 64
 CACHED_IRIS = 1_000_000
-_LINK = "?c <https://schema.org/isPartOf> ?d"
-_CHUNK = "?c a <https://trails.dev/ns#Chunk>"
-_DOCUMENT = "?d a <https://trails.dev/ns#Document>"
-_COUNT_LINKS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_LINK} }}"
-_COUNT_CHUNKS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_CHUNK} }}"
-_COUNT_TYPED_TARGETS = f"SELECT (COUNT(*) AS ?n) WHERE {{ {_LINK} . {_DOCUMENT} }}"
-# The link checks' counts, kept per graph revision with the columns: (query, its patterns)
-_KEPT_COUNTS = {_COUNT_LINKS: [_LINK], _COUNT_CHUNKS: [_CHUNK],
-                _COUNT_TYPED_TARGETS: [_LINK, _DOCUMENT]}
+# The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
+_COUNT_LINKS, _COUNT_CHUNKS, _COUNT_TYPED_TARGETS = (
+    count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS))
 
 
 class _GraphMemory:
@@ -252,8 +247,8 @@ def _count(graph: GenerationGraph, query: str) -> int:
         rows = select(graph, query).rows
         return int(rows[0]["n"]) if rows else 0
 
-    count = (_index(graph, generation, None).counted(query, _KEPT_COUNTS[query], counted)
-             if query in _KEPT_COUNTS and isinstance(graph, TsvGraph) else counted())
+    count = (_index(graph, generation, None).counted(query, LINK_COUNTS[query].texts, counted)
+             if query in LINK_COUNTS and isinstance(graph, TsvGraph) else counted())
     with memory.lock:
         memory.at(generation).counts[query] = count
     return count
