@@ -38,15 +38,13 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from trails.kg.column_files import ColumnFiles, Kept
-from trails.kg.filter_index import RunTsv, keepable, read_rows, tsv_rows
+from trails.kg.filter_index import RunTsv, keepable, read_rows
 from trails.kg.link_counts import LINK_COUNTS, Lookups
 from trails.kg.planning import RDF_TYPE
 
 __all__ = ["Carry"]
 
 log = logging.getLogger("trails.filter")
-# Subjects per VALUES block when the rows on them are read again.
-_BATCH = 2_000
 # A run that touches more subjects than this share of the smallest kept link count (and
 # more than RECOUNT_FLOOR) leaves the counts to readers, whose one count then costs less
 # than counting the run's changes: at 1.19M links, counting them whole took 4.6 s (3.9 us a
@@ -128,7 +126,7 @@ class Carry:
             if before:
                 after = self._counts_on(before, terms)
                 with self._lock:
-                    if self._started != started or not after:  # a block began meanwhile
+                    if self._started != started:  # a block began meanwhile
                         self.changes = None
                     if self.changes is not None:
                         for key in before:
@@ -236,18 +234,12 @@ class Carry:
                     np.empty(0, np.int64), names, values)
 
     def _rows_on(self, kind: str, key: str, scopes: list[str] | None, terms: set[str]
-                 ) -> list[list[str]]:
-        """The rows (subject, object) of a column or class whose subject is one of ``terms``.
-        The object is always a variable here and a class is compared as a term afterwards:
-        joined with a constant object (``?s a trails:Document``), the ``VALUES`` block made
-        Oxigraph scan the whole class (7 s instead of 0.1 at a million chunks)."""
+                 ) -> list[tuple[str, str]]:
+        """The rows (subject, object) of a column or class whose subject is one of ``terms``
+        (a class's object compared as a term here: see :class:`Lookups`)."""
         predicate = key if kind == "column" else RDF_TYPE
-        ordered = sorted(terms)
-        rows = []
-        for start in range(0, len(ordered), _BATCH):
-            block = " ".join(ordered[start:start + _BATCH])
-            rows += tsv_rows(self._run(f"SELECT ?s ?o WHERE {{ VALUES ?s {{ {block} }} "
-                                       f"?s <{predicate}> ?o }}", scopes))
+        found = Lookups(self._run, scopes).of(f"<{predicate}>", True, terms)
+        rows = [row for term in sorted(terms) for row in found[term]]
         return rows if kind == "column" else [row for row in rows if row[1] == key]
 
     def _files(self, revision: str) -> list[tuple[str, str, list[str] | None]]:

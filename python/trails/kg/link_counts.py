@@ -91,7 +91,11 @@ class LinkCount:
 
 class Lookups:
     """The triples of a predicate on given subjects (or objects), read from one graph state
-    in ``scopes``, each value asked once (the counts share them)."""
+    in ``scopes``, each value asked once (the counts share them).
+
+    The object is always a variable in the query, and a class is compared afterwards: joined
+    with a constant object (``?s a trails:Document``), the ``VALUES`` block made Oxigraph scan
+    the whole class (7 s instead of 0.1 at a million chunks)."""
 
     def __init__(self, run: RunTsv, scopes: list[str] | None) -> None:
         self._run = run
