@@ -37,9 +37,10 @@ def kb(tmp_path: Path) -> Path:
 
 
 def stored_metadata(db: Path) -> list[dict]:
+    """Each chunk row's JSON as it is on disk, with its document (a column)."""
     with sqlite3.connect(db / "vectors.db") as connection:
-        return [json.loads(m) for (m,) in connection.execute(
-            "SELECT metadata FROM items WHERE doc_iri IS NOT NULL")]
+        return [{**json.loads(m), "doc_iri": d} for d, m in connection.execute(
+            "SELECT doc_iri, metadata FROM items WHERE doc_iri IS NOT NULL")]
 
 
 def test_init_records_the_allowlist_and_ingest_follows_it(kb):

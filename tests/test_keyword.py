@@ -341,7 +341,7 @@ def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path):
     with pytest.raises(ConfigurationError, match="upgrade"):
         SqliteVecStore(path, read_only=True)
     store = SqliteVecStore(path)
-    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "6"
+    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "7"
     assert sorted(ids(store.keyword_search("rails ruby", 5))) == ["a", "b"]
     assert store.get(["a"])[0].metadata == {"text": "rails in json text"}
     store.publish([DocumentVersion("d", "v", "default", "h", 1)])

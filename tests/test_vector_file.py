@@ -309,7 +309,7 @@ def test_a_schema_3_store_moves_its_vectors_out_of_vec0_once(tmp_path):
     fresh = SqliteVecStore(tmp_path / "fresh.db", dim=DIM)
     fresh.add_many([r[0] for r in rows], data, [r[2] for r in rows])
     store = SqliteVecStore(old)
-    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "6"
+    assert store._meta("schema") == str(len(schema.MIGRATIONS)) == "7"
     assert "vec_items" not in {r[0] for r in store._db.execute("SELECT name FROM sqlite_master")}
     rng = np.random.default_rng(1)
     for _ in range(10):

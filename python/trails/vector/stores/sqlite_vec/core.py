@@ -43,7 +43,8 @@ from trails.vector.stores.records import DocumentIris, SearchPlan, VectorHit
 from trails.vector.stores.sqlite_vec import schema
 from trails.vector.stores.sqlite_vec.compaction import compact, worth_compacting
 from trails.vector.stores.sqlite_vec.driver import open_database
-from trails.vector.stores.sqlite_vec.keyword import Fts5Index, take_texts, with_text
+from trails.vector.stores.sqlite_vec.folding import ROW, fold, unfold
+from trails.vector.stores.sqlite_vec.keyword import Fts5Index, take_texts
 from trails.vector.stores.sqlite_vec.slot_index import Candidates, SlotIndex
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys, vector_checksums
 
@@ -259,10 +260,12 @@ class SqliteCore(BaseVectorStore):
         The vectors go to fresh slots, flushed to disk before the rows naming them commit; a
         replaced row's old slot is left as it is (a snapshot may still read it)."""
         texts = take_texts(metas)  # stored once, in items.text (see schema.m003)
-        payload = [arguments.metadata_json(m, f"the metadata of {id!r}")
-                   for id, m in zip(ids, metas)]
         docs = [optional_str(m.get("doc_iri")) for m in metas]
+        versions = [optional_str(m.get("version")) for m in metas]
         scopes = [_scope(m) for m in metas]
+        folds = [fold(*row) for row in zip(ids, metas, texts, docs, versions, scopes)]
+        payload = [arguments.metadata_json(kept, f"the metadata of {id!r}")
+                   for id, (kept, _) in zip(ids, folds)]
         with self._writing():
             existing = {r[0]: (r[1], r[2]) for r in self._db.execute(
                 "SELECT id, rowid, slot FROM items WHERE id IN (SELECT value FROM json_each(?))",
@@ -272,11 +275,11 @@ class SqliteCore(BaseVectorStore):
             self._files.append(first, unit, make_keys(ids, docs, self._scope_codes(scopes), unit))
             self._db.executemany(
                 "INSERT OR REPLACE INTO items(rowid, id, metadata, doc_iri, scope, version,"
-                " pending, slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " pending, slot, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (r, i, p, d, s, optional_str(m.get("version")), int(pending), first + n)
-                    for n, (r, i, p, d, s, m) in enumerate(zip(rowids, ids, payload, docs,
-                                                               scopes, metas))
+                    (r, i, p, d, s, v, int(pending), first + n, f)
+                    for n, (r, i, p, d, s, v, (_, f)) in enumerate(zip(
+                        rowids, ids, payload, docs, scopes, versions, folds))
                 ],
             )
             schema.write_meta(self._db, "vector_slots", str(first + len(ids)))
@@ -419,10 +422,10 @@ class SqliteCore(BaseVectorStore):
         if not ids:
             return {}
         rows = self._db.execute(
-            "SELECT id, metadata, text FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            f"SELECT id, {ROW} FROM items WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         )
-        return {r[0]: with_text(r[1], r[2]) for r in rows}
+        return {r[0]: unfold(*r) for r in rows}
 
     @reads
     def count(self, filters: Mapping[str, Any] | None = None) -> int:

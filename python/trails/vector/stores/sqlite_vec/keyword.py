@@ -24,7 +24,7 @@ from trails.vector.stores.sqlite_vec.scoped_bm25 import ScopedBm25
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["Fts5Index", "Match", "bm25_idf", "take_texts", "with_text"]
+__all__ = ["Fts5Index", "Match", "bm25_idf", "take_texts"]
 
 Ranked = list[tuple[str, float]]
 
@@ -225,14 +225,6 @@ class Fts5Index:
 def take_texts(metas: list[dict[str, Any]]) -> list[str | None]:
     """Pop each metadata's ``text`` (when a string): stored in its own column, not the JSON."""
     return [m.pop("text") if isinstance(m.get("text"), str) else None for m in metas]
-
-
-def with_text(metadata: str, text: str | None) -> dict[str, Any]:
-    """The metadata as the caller gave it: the JSON, plus ``text`` from its column."""
-    loaded: dict[str, Any] = json.loads(metadata)
-    if text is not None:
-        loaded["text"] = text
-    return loaded
 
 
 def bm25_idf(rows: int, holding: int) -> float:

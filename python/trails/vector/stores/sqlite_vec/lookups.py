@@ -12,7 +12,7 @@ from trails.vector.stores.base import metadata_matches
 from trails.vector.stores.records import DocumentIris, back_reference
 from trails.vector.stores.sqlite_vec import schema
 from trails.vector.stores.sqlite_vec.core import reads
-from trails.vector.stores.sqlite_vec.keyword import with_text
+from trails.vector.stores.sqlite_vec.folding import ROW, sql_field, unfold
 from trails.vector.stores.sqlite_vec.versions import SqliteVersions
 
 __all__ = ["SqliteLookups"]
@@ -64,11 +64,11 @@ class SqliteLookups(SqliteVersions):
         value is then checked in Python (:func:`~.base.metadata_matches`)."""
         where, params, exact = _typed_where(filters)
         cut = f" LIMIT {int(limit)}" if exact and limit is not None else ""
-        rows = self._db.execute(f"SELECT id, metadata, text FROM items WHERE pending = 0 AND"
+        rows = self._db.execute(f"SELECT id, {ROW} FROM items WHERE pending = 0 AND"
                                 f" {' AND '.join(where)} ORDER BY id{cut}", params)
         if exact:
             return [r[0] for r in rows]
-        return [r[0] for r in rows if metadata_matches(with_text(r[1], r[2]), filters)][:limit]
+        return [r[0] for r in rows if metadata_matches(unfold(*r), filters)][:limit]
 
     def _delete_matching(self, filters: Mapping[str, Any]) -> int:
         """Rows staged or live whose promoted ``doc_iri``/``scope`` columns and metadata equal
@@ -82,9 +82,9 @@ class SqliteLookups(SqliteVersions):
         params += [filters[key] for key in _COLUMNS if key in filters]
         with self._writing():  # the ids and their deletion: one transaction
             rows = self._db.execute(
-                f"SELECT id, metadata, text FROM items WHERE {' AND '.join(where)}", params)
+                f"SELECT id, {ROW} FROM items WHERE {' AND '.join(where)}", params)
             return self._delete_ids([r[0] for r in rows if exact or metadata_matches(
-                with_text(r[1], r[2]), rest)])
+                unfold(*r), rest)])
 
 
 def _typed_where(filters: Mapping[str, Any]) -> tuple[list[str], list[Any], bool]:
@@ -96,7 +96,7 @@ def _typed_where(filters: Mapping[str, Any]) -> tuple[list[str], list[Any], bool
         if key == "text":  # a string text lives in its own column (schema m003)
             exact = False
             continue
-        kind, path = f"json_type(metadata, '$.{key}')", f"metadata ->> '$.{key}'"
+        kind, path = sql_field(key)
         if value is None or isinstance(value, bool):
             where.append(f"{kind} = '{json.dumps(value)}'")
         elif isinstance(value, (int, float)):

@@ -157,8 +157,15 @@ def m006_back_references(db: Database, dim: int, files: VectorFiles) -> None:
                f" WHERE {REFERS_ELSEWHERE}")
 
 
+def m007_folded_metadata(db: Database, dim: int, files: VectorFiles) -> None:
+    """``items.folded``: which metadata fields a row's JSON leaves out because its other
+    columns say them (:mod:`.folding`; ADR 0050). Rows already written keep their whole JSON
+    (``folded = 0``); adding the column rewrites nothing."""
+    db.execute("ALTER TABLE items ADD COLUMN folded INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m004_vector_files,
-              m005_keyword_postings, m006_back_references]
+              m005_keyword_postings, m006_back_references, m007_folded_metadata]
 
 
 def prepare(db: Database, path: str, dim: int | None, read_only: bool,

@@ -21,7 +21,7 @@ from trails.vector.stores.base import BaseKeywordIndex, StoredVector, VectorHit
 from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
-from trails.vector.stores.sqlite_vec.keyword import with_text
+from trails.vector.stores.sqlite_vec.folding import ROW, unfold
 from trails.vector.stores.sqlite_vec.keyword_top import top_k
 from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 from trails.vector.stores.sqlite_vec.slot_index import Candidates
@@ -214,13 +214,13 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         """Stored vectors (unit-normalised) and metadata for the ids that exist, in input order."""
         wanted = list(arguments.check_ids(ids))
         rows = self._db.execute(
-            "SELECT id, metadata, slot, text FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            f"SELECT id, slot, {ROW} FROM items WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(wanted),),
         )
-        slots = np.array([r[2] for r in rows], dtype=np.int64)
+        slots = np.array([r[1] for r in rows], dtype=np.int64)
         self._check_vectors(slots)
         vectors = self._index.vectors()
-        found = {r[0]: StoredVector(r[0], vectors[r[2]].tolist(), with_text(r[1], r[3]))
+        found = {r[0]: StoredVector(r[0], vectors[r[1]].tolist(), unfold(r[0], *r[2:]))
                  for r in rows}
         return [found[i] for i in wanted if i in found]
 

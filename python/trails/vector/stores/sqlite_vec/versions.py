@@ -16,6 +16,7 @@ from trails.errors import InvalidArgumentError
 from trails.vector.stores import arguments
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
+from trails.vector.stores.sqlite_vec.folding import folded_bits
 
 # Metadata fields the store also keeps outside the row's JSON: the keyword index's text (its
 # snippet when there is none) and the scope (a column, and the vector files' keys).
@@ -102,9 +103,11 @@ class SqliteVersions(SqliteCore):
         if not _DERIVED & set(fields):
             patch = arguments.metadata_json(fields, "update_payload's fields")
             with self._writing():
+                # A field set here is the JSON's from now on: its column no longer says it.
                 changed = self._db.execute(
-                    "UPDATE items SET metadata = json_patch(metadata, ?) WHERE doc_iri = ?"
-                    " RETURNING rowid", (patch, doc_iri))
+                    "UPDATE items SET metadata = json_patch(metadata, ?), folded = folded & ?"
+                    " WHERE doc_iri = ? RETURNING rowid",
+                    (patch, ~folded_bits(set(fields)), doc_iri))
             return len(changed)
         with self.snapshot():
             rows = self._db.execute(
