@@ -61,7 +61,7 @@ def render(rows: list[dict], end: dict, args: argparse.Namespace) -> str:
     first, last = rows[0], rows[-1]
     lines = [
         "### Ingest as the corpus grows (ADR 36)", "",
-        (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch}`, "
+        (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch} --minutes {args.minutes:g}`, "
          f"{dt.date.today().isoformat()}, {facts()}; load average "
          f"{rows[0]['load']:.1f} at the start, {rows[-1]['load']:.1f} at the end (the machine "
          "is shared: CPU-ms per chunk is the steadier figure)."), "",

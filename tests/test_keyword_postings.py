@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 import killing
 from trails.text import fts5_match, keyword_terms
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
+from trails.vector.stores.sqlite_vec.keyword_postings import KeywordPostings
+from trails.vector.stores.sqlite_vec.schema import INDEXED, KEYWORD_TOKENIZER
 
 WORDS = ["café", "cafe", "résumé", "resume", "naïve", "Straße", "ÅNGSTRÖM", "running", "runs",
          "run", "ran", "日本語", "Ωmega", "x1", "ﬁle", "ǅemal", "data", "DATA", "daté"]
@@ -153,6 +155,26 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["add", "delete", "stage", "publ
                                 st.integers(0, 10_000)), min_size=5, max_size=40)
 
 
+def state_is_rebuilt(store: SqliteVecStore) -> None:
+    """The live rows the writer carried across its changes (keyword_state.py) are those a
+    new connection's postings read from the file, row for row."""
+    carried = store._keywords.postings.state()
+    with store.snapshot():
+        fresh = KeywordPostings(store._db, KEYWORD_TOKENIZER, INDEXED).state()
+    assert carried is not None and fresh is not None
+    assert (carried.token, carried.rows, carried.tokens, carried.whole) == (
+        fresh.token, fresh.rows, fresh.tokens, fresh.whole)
+    size = len(fresh.segment_of)
+    assert len(carried.segment_of) >= size and (carried.segment_of[size:] == -1).all()
+    assert carried.segment_of[:size].tolist() == fresh.segment_of.tolist()
+    live = fresh.segment_of >= 0
+    assert carried.lengths[:size][live].tolist() == fresh.lengths[live].tolist()
+    assert carried.scopes[:size][live].tolist() == fresh.scopes[live].tolist()
+    assert carried.norm[:size][live].tolist() == fresh.norm[live].tolist()
+    assert {s: n for s, n in carried.live_counts.items() if n} == dict(
+        Counter(fresh.segment_of[live].tolist()))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(OPERATIONS)
 def test_any_sequence_of_writes_ranks_as_fts5_and_merges_segments(operations):
@@ -174,6 +196,7 @@ def test_any_sequence_of_writes_ranks_as_fts5_and_merges_segments(operations):
         for query in ("alpha running", "café beta delta", "gamma"):
             same(ranked(store, query), fts5_ranking(store, query))
             same(ranked(store, query, scopes=["public", "secret"]), fts5_ranking(store, query))
+        state_is_rebuilt(store)
     live = store.count()
     segments = store._db.execute("SELECT COUNT(*) FROM keyword_segments")[0][0]
     assert segments <= 8 * (1 + math.log(max(live, 1), 8)) + 1  # merged as they accumulate

@@ -7,19 +7,21 @@ scopes' rows (:mod:`.scoped_bm25` explains why). Terms are FTS5's own: the token
 store's FTS5 table, called through apsw.
 
 **One committed state per read.** Everything is read inside the caller's snapshot or write
-transaction. The arrays by rowid (which segment holds each live row, its length, its scope)
-are rebuilt when ``keyword_state.token`` differs from the one they were built at; segments
-are immutable, so only new segments' rows are read then. Upkeep runs inside the store's
-write transactions: a crash or a rollback leaves the committed state as it was.
+transaction. The arrays by rowid (which segment holds each live row, its length, its scope;
+:mod:`.keyword_state`) are rebuilt when ``keyword_state.token`` differs from the one they
+were built at, which another connection's commit or a rollback brings about; segments are
+immutable, so only new segments' rows are read then. A writer carries them across its own
+changes instead. Upkeep runs inside the store's write transactions: a crash or a rollback
+leaves the committed state as it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -37,10 +39,10 @@ from trails.vector.stores.sqlite_vec.keyword_segments import (
     segment_tokens,
     write_segment,
 )
+from trails.vector.stores.sqlite_vec.keyword_state import K1, B, KeywordState, build_state
 
 __all__ = ["K1", "B", "KeywordPostings", "KeywordState", "apsw_tokenizers", "fts5_tokenizers"]
 
-K1, B = 1.2, 0.75  # FTS5's bm25() defaults
 Ranked = list[tuple[str, float]]
 Tokenize = Callable[[str], list[str]]
 Postings = tuple[np.ndarray, np.ndarray]  # rowids, term frequencies
@@ -81,25 +83,6 @@ def idf(rows: int, holding: int) -> float:
     """FTS5's IDF, floored at 1e-6 as ``bm25()`` floors it."""
     value = math.log((rows - holding + 0.5) / (holding + 0.5)) if rows else 0.0
     return value if value > 0 else 1e-6
-
-
-@dataclass(frozen=True)
-class KeywordState:
-    """The live indexed rows of one committed state, as arrays indexed by rowid."""
-
-    token: str
-    segment_of: np.ndarray  # int64: the segment holding the live row, -1: none
-    lengths: np.ndarray  # float64: tokens in the row
-    scopes: np.ndarray  # int64: scope code, -1: none
-    rows: int
-    tokens: int
-    norm: np.ndarray  # float64: k1 * (1 - b + b * length / average length), FTS5's order
-    whole: frozenset[int]  # segments without a dead row: their postings need no live check
-
-    def live(self, segment: int, rowids: np.ndarray) -> np.ndarray:
-        """Which of ``segment``'s ``rowids`` are live in it."""
-        found: np.ndarray = self.segment_of[rowids] == segment
-        return found
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -160,36 +143,17 @@ class KeywordPostings:
         for segment, stamp in current.items():
             if self._segments.get(segment, ("",))[0] != stamp:
                 self._segments[segment] = (stamp, read_segment(self._db, segment))
-        held = [self._segments[s][1] for s in sorted(current)]
-        size = max((int(h.rowids[-1]) + 1 for h in held if len(h.rowids)), default=0)
-        segment_of = np.full(size, -1, dtype=np.int64)
-        lengths = np.zeros(size, dtype=np.float64)
-        scopes = np.full(size, -1, dtype=np.int64)
-        for segment, rows in zip(sorted(current), held):  # a newer segment re-indexes a row
-            segment_of[rows.rowids] = segment
-            lengths[rows.rowids] = rows.lengths
-            scopes[rows.rowids] = rows.scopes
-        whole = set(current)
-        for segment, blob in self._db.execute("SELECT segment, rowids FROM keyword_dead"):
-            whole.discard(segment)
-            dead = np.frombuffer(blob, dtype="<i8").astype(np.int64)
-            dead = dead[dead < size]
-            segment_of[dead[segment_of[dead] == segment]] = -1
-        live = segment_of >= 0
-        rows_total, tokens = int(live.sum()), int(lengths[live].sum())
-        average = tokens / rows_total if rows_total else 1.0
-        # No live row has a token (average 0): nothing matches, whatever a dead row's length.
-        with np.errstate(invalid="ignore", divide="ignore"):
-            norm = K1 * ((1 - B) + (B * lengths) / average)
         self._masks.clear()
         self._norms.clear()
-        return KeywordState(token, segment_of, lengths, scopes, rows_total, tokens, norm,
-                            frozenset(whole))
+        return build_state(token, [(s, self._segments[s][1]) for s in sorted(current)],
+                           self._db.execute("SELECT segment, rowids FROM keyword_dead"))
 
-    def _changed(self) -> None:
-        """After a change in this transaction: a new token, the arrays rebuilt when next read."""
-        self._db.execute("UPDATE keyword_state SET value = ? WHERE key = 'token'", (new_token(),))
-        self._state = None
+    def _changed(self, state: KeywordState | None) -> None:
+        """After a change in this transaction: a new token, and ``state`` (the arrays as the
+        change left them, :mod:`.keyword_state`) as its state; None: built when next read."""
+        token = new_token()
+        self._db.execute("UPDATE keyword_state SET value = ? WHERE key = 'token'", (token,))
+        self._state = None if state is None else dataclasses.replace(state, token=token)
 
     # -- upkeep, inside the store's write transactions ------------------------------------
 
@@ -206,18 +170,21 @@ class KeywordPostings:
     def forget(self, rowids: Sequence[int]) -> None:
         """The rows are no longer live (deleted, replaced, or about to be re-indexed)."""
         state = self._writable()
-        if state is not None and self._kill(state, rowids):
-            self._changed()
+        if state is not None:
+            killed = self._kill(state, rowids)
+            if killed is not state:
+                self._changed(killed)
 
     def write(self, rowids: Sequence[int], pending: bool) -> None:
         """In add_many's transaction: the rows were (re)written; index them unless staged."""
         state = self._writable()
         if state is None:
             return
-        self._kill(state, rowids)
-        if not pending:
-            self._index("SELECT value FROM json_each(?)", (json.dumps(list(rowids)),))
-        self._changed()
+        changed: KeywordState | None = self._kill(state, rowids)
+        if not pending and changed is not None:
+            changed = self._index(changed, "SELECT value FROM json_each(?)",
+                                  (json.dumps(list(rowids)),))
+        self._changed(changed)
         self._merge()
 
     def publish(self, gone: Sequence[int], rows_sql: str, params: Sequence[object]) -> None:
@@ -225,12 +192,12 @@ class KeywordPostings:
         state = self._writable()
         if state is None:
             return
-        self._kill(state, gone)
-        self._index(rows_sql, params)
-        self._changed()
+        self._changed(self._index(self._kill(state, gone), rows_sql, params))
         self._merge()
 
-    def _kill(self, state: KeywordState, rowids: Sequence[int]) -> bool:
+    def _kill(self, state: KeywordState, rowids: Sequence[int]) -> KeywordState:
+        """Record the live ones of ``rowids`` dead in their segments; the state without them
+        (``state`` itself when none was live)."""
         wanted = np.asarray(list(rowids), dtype=np.int64)
         wanted = wanted[(wanted >= 0) & (wanted < len(state.segment_of))]
         segments = state.segment_of[wanted]
@@ -243,14 +210,22 @@ class KeywordPostings:
                 self._db.execute("DELETE FROM keyword_dead WHERE segment = ?", (segment,))
                 self._db.execute("INSERT INTO keyword_dead VALUES (?, ?)",
                                  (segment, b"".join(bytes(b[0]) for b in blobs)))
-        return bool((segments >= 0).any())
+        return state.killed(wanted)
 
-    def _index(self, rows_sql: str, params: Sequence[object]) -> None:
+    def _index(self, state: KeywordState, rows_sql: str,
+               params: Sequence[object]) -> KeywordState | None:
+        """Index the rows ``rows_sql`` selects as a new segment; the state with it."""
         assert self._document is not None  # _writable checked it
         rows = self._db.execute(
             f"SELECT rowid, {self._indexed} AS t, scope FROM items"
             f" WHERE rowid IN ({rows_sql}) AND t != ''", params)
-        write_segment(self._db, [(int(r), str(t), s) for r, t, s in rows], self._document)
+        written = write_segment(self._db, [(int(r), str(t), s) for r, t, s in rows],
+                                self._document)
+        if written is None:
+            return state
+        segment, stamp, held = written
+        self._segments[segment] = (stamp, held)
+        return state.added(segment, held)
 
     def _merge(self) -> None:
         """Keep the segments few (size-tiered): once ``_FANOUT`` segments hold about as many
@@ -261,21 +236,25 @@ class KeywordPostings:
             state = self.state()
             if state is None:
                 return
-            live = np.bincount(state.segment_of[state.segment_of >= 0],
-                               minlength=max(self._segments, default=0) + 1)
             tiers: dict[int, list[int]] = {}
             for segment in sorted(self._segments):
-                count = int(live[segment])
+                count = state.live_counts.get(segment, 0)
                 tier = int(math.log(count, _FANOUT)) if count else 0
                 tiers.setdefault(tier, []).append(segment)
             group = next((g for g in tiers.values() if len(g) >= _FANOUT), None)
             if group is None:
                 group = next(([s] for s in sorted(self._segments)
-                              if 2 * int(live[s]) < len(self._segments[s][1].rowids)), None)
+                              if 2 * state.live_counts.get(s, 0)
+                              < len(self._segments[s][1].rowids)), None)
             if group is None:
                 return
-            merge_segments(self._db, group, state.segment_of, lambda s: self._segments[s][1])
-            self._changed()
+            made = merge_segments(self._db, group, state.segment_of,
+                                  lambda s: self._segments[s][1])
+            for segment in group:
+                del self._segments[segment]
+            if made is not None:
+                self._segments[made[0]] = (made[1], made[2])
+            self._changed(state.merged(group, None if made is None else (made[0], made[2])))
 
     # -- rankings, inside a snapshot ------------------------------------------------------
 

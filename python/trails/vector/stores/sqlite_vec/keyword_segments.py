@@ -155,6 +155,10 @@ class SegmentRows:
     scopes: np.ndarray  # int64, -1: no scope
 
 
+# A segment as written: its id, its token and its rows.
+Written = tuple[int, str, "SegmentRows"]
+
+
 def read_segment(db: Database, segment: int) -> SegmentRows:
     """The rows of ``segment``; ValueError when they are not what a segment holds (a damaged
     file), since a negative or unordered rowid would index the wrong rows without an error."""
@@ -185,8 +189,9 @@ def scope_codes(db: Database, scopes: Sequence[str | None]) -> list[int]:
 
 
 def write_segment(db: Database, rows: Sequence[tuple[int, str, str | None]],
-                  tokenize: Tokenize) -> int | None:
-    """Index ``(rowid, text, scope)`` rows as a new segment; its id (None: no rows).
+                  tokenize: Tokenize) -> Written | None:
+    """Index ``(rowid, text, scope)`` rows as a new segment; its id, token and rows (None: no
+    rows).
 
     Each text's terms are the FTS5 tokenizer's (``tokenize``); a text without any still
     counts as a row of length 0, as FTS5 counts it."""
@@ -203,18 +208,19 @@ def write_segment(db: Database, rows: Sequence[tuple[int, str, str | None]],
     keys, tfs = np.unique(term_ids * len(rowids) + np.repeat(np.arange(len(rowids)), lengths),
                           return_counts=True)
     codes = np.array(scope_codes(db, [r[2] for r in ordered]), dtype=np.int64)
-    segment = _add_segment(db, SegmentRows(rowids, lengths, codes))
+    written = _add_segment(db, SegmentRows(rowids, lengths, codes))
     names = list(vocabulary)
-    _write_lists(db, segment, keys // len(rowids), rowids[keys % len(rowids)], tfs, names)
-    return segment
+    _write_lists(db, written[0], keys // len(rowids), rowids[keys % len(rowids)], tfs, names)
+    return written
 
 
-def _add_segment(db: Database, rows: SegmentRows) -> int:
+def _add_segment(db: Database, rows: SegmentRows) -> Written:
     segment = int(db.execute("SELECT COALESCE(MAX(segment), 0) + 1 FROM keyword_segments")[0][0])
+    token = new_token()
     db.execute("INSERT INTO keyword_segments VALUES (?, ?, ?, ?, ?, ?)",
-               (segment, new_token(), len(rows.rowids), rows.rowids.astype("<i8").tobytes(),
+               (segment, token, len(rows.rowids), rows.rowids.astype("<i8").tobytes(),
                 _narrow(rows.lengths), rows.scopes.astype("<i8").tobytes()))
-    return segment
+    return segment, token, rows
 
 
 def _write_lists(db: Database, segment: int, terms: np.ndarray, rowids: np.ndarray,
@@ -272,10 +278,11 @@ def _slices(values: np.ndarray, starts: np.ndarray, tops: np.ndarray,
 
 
 def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray,
-                   rows: Callable[[int], SegmentRows]) -> None:
-    """Rewrite ``segments`` as one new segment holding their live rows only (none: no new
-    segment). A row is live in a segment when ``segment_of[rowid]`` names it; ``rows`` gives
-    a segment's rows. Dead rows and their postings are dropped."""
+                   rows: Callable[[int], SegmentRows]) -> Written | None:
+    """Rewrite ``segments`` as one new segment holding their live rows only; its id, token
+    and rows (None: no live row, no new segment). A row is live in a segment when
+    ``segment_of[rowid]`` names it; ``rows`` gives a segment's rows. Dead rows and their
+    postings are dropped."""
     kept = []
     for segment in segments:
         held = rows(segment)
@@ -283,11 +290,13 @@ def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray
         kept.append(SegmentRows(held.rowids[mask], held.lengths[mask], held.scopes[mask]))
     wanted = ",".join(str(int(s)) for s in segments)  # integers only: safe to inline
     rowids = np.concatenate([k.rowids for k in kept])
+    written = None
     if len(rowids):
         order = np.argsort(rowids, kind="stable")
-        merged = _add_segment(db, SegmentRows(rowids[order],
-                                              np.concatenate([k.lengths for k in kept])[order],
-                                              np.concatenate([k.scopes for k in kept])[order]))
+        written = _add_segment(db, SegmentRows(rowids[order],
+                                               np.concatenate([k.lengths for k in kept])[order],
+                                               np.concatenate([k.scopes for k in kept])[order]))
+        merged = written[0]
         terms = [t for (t,) in db.execute(
             f"SELECT DISTINCT term FROM keyword_postings WHERE segment IN ({wanted}) ORDER BY term")]
         for page in range(0, len(terms), _MERGE_PAGE):  # a page of terms in memory at a time
@@ -298,6 +307,7 @@ def merge_segments(db: Database, segments: Sequence[int], segment_of: np.ndarray
             _merge_page(db, merged, listed, segment_of)
     for table in ("keyword_postings", "keyword_dead", "keyword_segments"):
         db.execute(f"DELETE FROM {table} WHERE segment IN ({wanted})")
+    return written
 
 
 _MERGE_PAGE = 2000
