@@ -69,3 +69,27 @@ def test_the_counts_are_known_by_the_text_a_reader_asks():
         "?d a <https://trails.dev/ns#Document> }")
     assert COUNT_TYPED_TARGETS.texts == ["?c <https://schema.org/isPartOf> ?d",
                                          "?d a <https://trails.dev/ns#Document>"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(triples, st.sets(st.sampled_from(NODES)), st.sets(st.sampled_from(NODES)),
+       st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+def test_reading_several_predicates_at_once_finds_what_one_at_a_time_finds(
+        data, asked_before, subjects, scopes):
+    """``prefetch`` fills the same answers ``of`` reads alone, each triple once, whatever
+    was asked before it (the carry reads a scopes' columns this way)."""
+    kg = OxigraphGraph()
+    for s, p, o, g in data:
+        p = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>" if p == "a" else p
+        kg.update(f"INSERT DATA {{ GRAPH {g} {{ {s} {p} {o} }} }}" if g else
+                  f"INSERT DATA {{ {s} {p} {o} }}")
+    predicates = ["<https://schema.org/isPartOf>", "<https://example.org/other>",
+                  "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"]
+    together, alone = Lookups(kg.select_tsv, scopes), Lookups(kg.select_tsv, scopes)
+    together.of(predicates[0], True, asked_before)
+    together.prefetch(predicates, subjects)
+    for predicate in predicates:
+        expected = alone.of(predicate, True, subjects | asked_before)
+        got = together.of(predicate, True, subjects | asked_before)
+        assert {v: sorted(got[v]) for v in subjects | asked_before} == {
+            v: sorted(expected[v]) for v in subjects | asked_before}, predicate

@@ -186,6 +186,13 @@ class Carry:
         # the folders of the others
         loaded = [(kind, key, scopes, ColumnFiles(self.path, base, scopes).load(kind, key))
                   for kind, key, scopes in self._files(base)]
+        # The columns of one scopes read their rows on the subjects together (_rows_on).
+        groups: dict[tuple[str, ...] | None, tuple[Lookups, list[str]]] = {}
+        for kind, key, scopes, _ in loaded:
+            if kind in ("column", "class"):
+                groups.setdefault(None if scopes is None else tuple(scopes),
+                                  (Lookups(self._run, scopes), []))[1].append(
+                                      _predicate(kind, key))
         for kind, key, scopes, kept in loaded:
             if kept is None or not kept.whole:
                 continue
@@ -198,7 +205,8 @@ class Carry:
             if len(terms) > len(kept.subjects):  # cheaper read whole (a large first ingest)
                 carried = read_rows(self._run, pattern, kind == "column", scopes)
             else:
-                carried = self._rows(kept, kind, key, scopes, terms)
+                carried = self._rows(kept, kind, key, terms,
+                                     groups[None if scopes is None else tuple(scopes)])
             ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
 
     def _write_count(self, settled: str, query: str, scopes: list[str] | None,
@@ -213,8 +221,8 @@ class Carry:
             np.array([int(kept.subjects[0]) + change], dtype=np.int64), np.empty(0, np.int64),
             [], []))
 
-    def _rows(self, kept: Kept, kind: str, key: str, scopes: list[str] | None,
-              terms: set[str]) -> Kept:
+    def _rows(self, kept: Kept, kind: str, key: str, terms: set[str],
+              group: tuple[Lookups, list[str]]) -> Kept:
         """``kept`` without its rows on ``terms``, plus those subjects' rows read now."""
         pairs = kind == "column"
         stale = np.fromiter((name in terms for name in kept.names), dtype=bool,
@@ -225,7 +233,7 @@ class Carry:
         value_codes = {v: i for i, v in enumerate(values)}
         subjects = [kept.subjects[keep]]
         objects = [kept.objects[keep] if pairs else np.empty(0, np.int64)]
-        rows = self._rows_on(kind, key, scopes, terms)
+        rows = _rows_on(kind, key, terms, *group)
         subjects.append(np.array([_code(name_codes, names, r[0]) for r in rows],
                                  dtype=np.int64))
         objects.append(np.array([_code(value_codes, values, r[1]) for r in rows]
@@ -233,17 +241,26 @@ class Carry:
         return Kept(np.concatenate(subjects), np.concatenate(objects) if pairs else
                     np.empty(0, np.int64), names, values)
 
-    def _rows_on(self, kind: str, key: str, scopes: list[str] | None, terms: set[str]
-                 ) -> list[tuple[str, str]]:
-        """The rows (subject, object) of a column or class whose subject is one of ``terms``
-        (a class's object compared as a term here: see :class:`Lookups`)."""
-        predicate = key if kind == "column" else RDF_TYPE
-        found = Lookups(self._run, scopes).of(f"<{predicate}>", True, terms)
-        rows = [row for term in sorted(terms) for row in found[term]]
-        return rows if kind == "column" else [row for row in rows if row[1] == key]
-
     def _files(self, revision: str) -> list[tuple[str, str, list[str] | None]]:
         return ColumnFiles.kept(self.path, revision)
+
+
+def _rows_on(kind: str, key: str, terms: set[str], lookups: Lookups, predicates: list[str]
+             ) -> list[tuple[str, str]]:
+    """The rows (subject, object) of a column or class whose subject is one of ``terms``
+    (a class's object compared as a term here: see :class:`Lookups`). ``lookups`` serves the
+    columns of one scopes; the first to ask reads all their ``predicates`` at once."""
+    if len(predicates) > 1:
+        lookups.prefetch(predicates, terms)
+    predicates.clear()  # read: the scopes' later columns find their rows in ``lookups``
+    found = lookups.of(_predicate(kind, key), True, terms)
+    rows = [row for term in sorted(terms) for row in found[term]]
+    return rows if kind == "column" else [row for row in rows if row[1] == key]
+
+
+def _predicate(kind: str, key: str) -> str:
+    """The predicate, as SPARQL text, of a kept column's or class's rows."""
+    return f"<{key if kind == 'column' else RDF_TYPE}>"
 
 
 def _pattern(kind: str, key: str) -> str | None:

