@@ -187,12 +187,11 @@ class Carry:
         loaded = [(kind, key, scopes, ColumnFiles(self.path, base, scopes).load(kind, key))
                   for kind, key, scopes in self._files(base)]
         # The columns of one scopes read their rows on the subjects together (_rows_on).
-        groups: dict[tuple[str, ...] | None, tuple[Lookups, list[str]]] = {}
+        groups: dict[str, tuple[Lookups, list[str]]] = {}
         for kind, key, scopes, _ in loaded:
             if kind in ("column", "class"):
-                groups.setdefault(None if scopes is None else tuple(scopes),
-                                  (Lookups(self._run, scopes), []))[1].append(
-                                      _predicate(kind, key))
+                groups.setdefault(repr(scopes), (Lookups(self._run, scopes), []))[1].append(
+                    _predicate(kind, key))
         for kind, key, scopes, kept in loaded:
             if kept is None or not kept.whole:
                 continue
@@ -205,8 +204,7 @@ class Carry:
             if len(terms) > len(kept.subjects):  # cheaper read whole (a large first ingest)
                 carried = read_rows(self._run, pattern, kind == "column", scopes)
             else:
-                carried = self._rows(kept, kind, key, terms,
-                                     groups[None if scopes is None else tuple(scopes)])
+                carried = self._rows(kept, kind, key, terms, groups[repr(scopes)])
             ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
 
     def _write_count(self, settled: str, query: str, scopes: list[str] | None,

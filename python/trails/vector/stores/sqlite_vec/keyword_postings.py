@@ -180,11 +180,9 @@ class KeywordPostings:
         state = self._writable()
         if state is None:
             return
-        changed: KeywordState | None = self._kill(state, rowids)
-        if not pending and changed is not None:
-            changed = self._index(changed, "SELECT value FROM json_each(?)",
-                                  (json.dumps(list(rowids)),))
-        self._changed(changed)
+        killed = self._kill(state, rowids)
+        self._changed(killed if pending else self._index(
+            killed, "SELECT value FROM json_each(?)", (json.dumps(list(rowids)),)))
         self._merge()
 
     def publish(self, gone: Sequence[int], rows_sql: str, params: Sequence[object]) -> None:
