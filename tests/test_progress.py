@@ -24,7 +24,14 @@ from hypothesis import strategies as st
 from _cli import run_trails
 from trails.context import Context
 from trails.errors import InvalidArgumentError
-from trails.ingest import BatchEmbedded, Document, DocumentFailed, DocumentIngested, DocumentSkipped
+from trails.ingest import (
+    BatchEmbedded,
+    Document,
+    DocumentFailed,
+    DocumentIngested,
+    DocumentSkipped,
+    pipeline,
+)
 from trails.ingest.loaders import FileLoader
 from trails.ingest.progress import (
     ProgressSnapshot,
@@ -198,9 +205,10 @@ def test_ingest_with_progress_shows_the_true_total_from_the_first_line(tmp_path)
         ingest_with_progress(folder, ctx=ctx, display="fancy")
 
 
-def test_an_interrupted_ingest_with_progress_ends_on_what_was_committed(tmp_path):
+def test_an_interrupted_ingest_with_progress_ends_on_what_was_committed(tmp_path, monkeypatch):
     """A notebook's stop button raises KeyboardInterrupt inside the run: it goes on up, the
     documents committed before it stay, and the display's last line counts them."""
+    monkeypatch.setattr(pipeline, "COMMIT_CHUNKS", 64)  # commits inside a run of 200 chunks
 
     def documents():
         for i in range(200):
@@ -227,10 +235,10 @@ def test_the_html_bar_shows_its_note_escaped():
 
 # -- Ctrl-C --------------------------------------------------------------------------------------
 
-# Enough that Ctrl-C, sent as soon as the first commit shows, lands part way (commits come
-# every second or so, the whole run takes several), and few enough that the run that finishes
-# the work afterwards is not the suite's slowest step.
-RECORDS = 6_000
+# Enough that Ctrl-C, sent as soon as the first commit shows, lands part way (a run commits
+# at least every COMMIT_SECONDS, 5 s, and these records take ~2 ms each: ~20 s in all), and
+# few enough that the run that finishes the work afterwards is not the suite's slowest step.
+RECORDS = 10_000
 
 
 def _cli(*args: object, **options) -> subprocess.Popen[str]:
@@ -252,7 +260,7 @@ def test_ctrl_c_during_ingest_sums_up_what_was_committed_and_exits_130(tmp_path)
     assert run_trails("--db", db, "init", "--model", "mock:16").returncode == 0
     run = _cli("--db", db, "ingest", big)  # a real process: its own SIGINT handling is the point
     try:
-        deadline = time.monotonic() + 120  # a bound, not a measurement: commits come in ~1 s
+        deadline = time.monotonic() + 120  # a bound, not a measurement: commits come in ~5 s
         while _committed(db) == 0:
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "nothing committed in two minutes"

@@ -67,13 +67,17 @@ log = logging.getLogger("trails.ingest")
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
 # so one batch of long chunks cannot exhaust memory or an API's per-request limit.
 DEFAULT_BATCH_TOKENS = 32_768
-# Finished documents are committed together once they hold this many chunks, or once this many
-# embedding batches have finished since the last commit (whichever comes first), and at the
-# end. A commit costs ~10 ms whatever its size (two SQLite transactions, three graph ones):
-# once per batch of 32 that was a quarter of the pipeline's own time. A crash loses at most
-# the embeddings of one group; what was committed stays (ADR 0005).
-COMMIT_CHUNKS = 1024
-COMMIT_BATCHES = 8
+# Finished documents are committed together once they hold this many chunks, or once this
+# many seconds have passed since the run's last commit (whichever comes first), and at the
+# end. A commit has costs that do not shrink with it: ~10 ms of transactions (two SQLite,
+# three graph) and a keyword segment whose posting lists are mostly one row long, each merged
+# again later (ADR 0036, third amendment: with the mock embedder, commits of ~500 chunks cost
+# ~20% more CPU per chunk than commits of several thousand). The time bound keeps what an
+# interrupt or a crash can lose to a few seconds of work whatever the embedder's speed (the
+# next run embeds those documents again), and lets readers see a long run's progress; what
+# was committed stays (ADR 0005).
+COMMIT_CHUNKS = 8192
+COMMIT_SECONDS = 5.0
 # Documents read ahead from the loader, so their version records come in one query.
 LOOKAHEAD = 64
 
@@ -198,7 +202,7 @@ class _Run:
         self.open: list[PendingDocument] = []
         self.ready: list[PendingDocument] = []  # embedded, waiting for the next commit
         self.ready_chunks = 0
-        self.batches_since_commit = 0
+        self.last_commit = time.monotonic()  # or the run's start
         self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
         self.batches_of: dict[str, int] = {}  # doc IRI -> its batches embedded so far
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
@@ -320,7 +324,6 @@ class _Run:
             tokens += item[2]
         self.queued_tokens -= tokens
         yield from self._embed(batch, retry_per_document=True)
-        self.batches_since_commit += 1
         yield from self._commit_complete(force=False)
 
     def _embed(self, batch: list[tuple[PendingDocument, int, int]],
@@ -385,11 +388,12 @@ class _Run:
             self.ready += done
             self.ready_chunks += sum(len(d.chunks) for d in done)
         if not self.ready or not (force or self.ready_chunks >= COMMIT_CHUNKS
-                                  or self.batches_since_commit >= COMMIT_BATCHES):
+                                  or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
             return
-        done, self.ready, self.ready_chunks, self.batches_since_commit = self.ready, [], 0, 0
+        done, self.ready, self.ready_chunks = self.ready, [], 0
         with self.trace.commit(len(done), sum(len(d.chunks) for d in done)):
             self.writer.commit(done)
+        self.last_commit = time.monotonic()
         for pending in done:
             yield self._ingested(pending)
 
