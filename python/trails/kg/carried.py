@@ -247,10 +247,10 @@ def _rows_on(kind: str, key: str, terms: set[str], lookups: Lookups, predicates:
              ) -> list[tuple[str, str]]:
     """The rows (subject, object) of a column or class whose subject is one of ``terms``
     (a class's object compared as a term here: see :class:`Lookups`). ``lookups`` serves the
-    columns of one scopes; the first to ask reads all their ``predicates`` at once."""
+    columns of one scopes: the first to ask reads all their ``predicates`` at once, and the
+    others' prefetch finds every subject read already (no query)."""
     if len(predicates) > 1:
         lookups.prefetch(predicates, terms)
-    predicates.clear()  # read: the scopes' later columns find their rows in ``lookups``
     found = lookups.of(_predicate(kind, key), True, terms)
     rows = [row for term in sorted(terms) for row in found[term]]
     return rows if kind == "column" else [row for row in rows if row[1] == key]

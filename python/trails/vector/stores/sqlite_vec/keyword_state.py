@@ -132,7 +132,7 @@ def build_state(token: str, held: Sequence[tuple[int, SegmentRows]],
         gone = gone[gone < size]
         segment_of[gone[segment_of[gone] == segment]] = -1
     live = segment_of >= 0
-    counts = np.bincount(segment_of[live], minlength=max(whole | {0}) + 1)
+    counts = np.bincount(segment_of[live])
     return KeywordState(token, segment_of, lengths, scopes, int(live.sum()),
                         int(lengths[live].sum()), frozenset(whole),
                         {segment: int(counts[segment]) if segment < len(counts) else 0
