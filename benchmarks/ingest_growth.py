@@ -8,6 +8,7 @@ disk per chunk once the context is closed (write-ahead logs cut, ADR 0036).
 
     .venv/bin/python benchmarks/ingest_growth.py --docs 60000 --batch 1300
     .venv/bin/python benchmarks/ingest_growth.py --docs 2600 --no-write   # a smoke run
+    .venv/bin/python benchmarks/ingest_growth.py --docs 15000 --batch 15000 --no-write [--one-thread]
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ def batches(count: int, size: int):
         yield batch
 
 
-def run(path: Path, count: int, size: int, budget: float) -> tuple[list[dict], dict]:
+def run(path: Path, count: int, size: int, budget: float,
+        ahead: bool = True) -> tuple[list[dict], dict]:
     ctx = Context.open(path, embedder=MockEmbedder(dim=384))
     rows: list[dict] = []
     total, started = 0, time.perf_counter()
     for batch in batches(count, size):
         wall, cpu = time.perf_counter(), time.process_time()
-        stats = ingest_all(batch, ctx=ctx)
+        stats = ingest_all(batch, ctx=ctx, prepare_ahead=ahead)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         total += stats.chunks
         rows.append({"before": total - stats.chunks, "chunks": stats.chunks, "seconds": wall,
@@ -61,7 +63,8 @@ def render(rows: list[dict], end: dict, args: argparse.Namespace) -> str:
     first, last = rows[0], rows[-1]
     lines = [
         "### Ingest as the corpus grows (ADR 36)", "",
-        (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch} --minutes {args.minutes:g}`, "
+        (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch} --minutes {args.minutes:g}"
+         f"{' --one-thread' if args.one_thread else ''}`, "
          f"{dt.date.today().isoformat()}, {facts()}; load average "
          f"{rows[0]['load']:.1f} at the start, {rows[-1]['load']:.1f} at the end (the machine "
          "is shared: CPU-ms per chunk is the steadier figure)."), "",
@@ -85,11 +88,14 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=13.0, help="stop after this long")
     parser.add_argument("--keep", type=Path, default=None, help="build here and keep it")
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="prepare documents on the committing thread too (ADR 0036, fourth "
+                             "amendment): the run before the read-ahead, for a side by side")
     args = parser.parse_args()
     path = args.keep or Path(tempfile.mkdtemp(prefix="trails-growth-")) / "ctx"
     shutil.rmtree(path, ignore_errors=True)
     try:
-        rows, end = run(path, args.docs, args.batch, args.minutes * 60)
+        rows, end = run(path, args.docs, args.batch, args.minutes * 60, not args.one_thread)
     finally:
         if args.keep is None:
             shutil.rmtree(path.parent, ignore_errors=True)

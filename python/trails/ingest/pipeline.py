@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Any
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentTypeError
+from trails.ingest.ahead import groups, read_ahead
 from trails.ingest.checks import (
     check_ingest_arguments,
     chunk_problem,
@@ -21,6 +23,7 @@ from trails.ingest.checks import (
 )
 from trails.ingest.chunkers import default_chunker
 from trails.ingest.chunking import chunker_id, chunking_of
+from trails.ingest.commits import Commits, Finished, Prepared, Write, chunks_of, ingested
 from trails.ingest.document import (
     Chunker,
     Document,
@@ -30,7 +33,6 @@ from trails.ingest.document import (
 from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,
-    DocumentIngested,
     DocumentMetadataUpdated,
     DocumentSkipped,
     DocumentStarted,
@@ -60,8 +62,6 @@ from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declar
 
 __all__ = ["aingest", "ingest", "ingest_all"]
 
-T = TypeVar("T")
-
 log = logging.getLogger("trails.ingest")
 
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
@@ -80,6 +80,11 @@ COMMIT_CHUNKS = 8192
 COMMIT_SECONDS = 5.0
 # Documents read ahead from the loader, so their version records come in one query.
 LOOKAHEAD = 64
+# Whether documents are prepared (loaded, chunked, embedded) in a thread of their own while
+# the last ones commit (ADR 0036, fourth amendment): that thread runs at most this many items
+# (events, finished documents) ahead of the commits, and at most COMMIT_CHUNKS chunks of
+# finished documents, so a run holds at most about two commits' worth of embedded chunks.
+AHEAD_ITEMS = 4096
 
 
 def ingest(
@@ -94,6 +99,7 @@ def ingest(
     base_iri: str | None = None,
     prune: bool = False,
     linker: Linker | None = None,
+    prepare_ahead: bool = True,
     **loader_options: Any,
 ) -> Iterator[IngestEvent]:
     """Ingest documents into ``ctx`` and yield events as work happens.
@@ -114,6 +120,11 @@ def ingest(
             (:class:`trails.ingest.linking.LabelLinker`: by their labels), as part of its
             version (ADR 0031); the graph is read once, when the run starts. Documents whose
             version is already current are skipped as ever: ``ctx.link()`` re-links them.
+        prepare_ahead: load, chunk and embed the next documents in a second thread while a
+            commit writes (ADR 0036, fourth amendment); the loader, sanitizer, chunker, linker
+            and embedder are then called there. False keeps the whole run on the thread that
+            iterates (for objects tied to it). Either way every write and every event happen
+            on that thread, in the same order.
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
     A document that cannot be written (text UTF-8 cannot hold, metadata with no RDF form, a
@@ -123,7 +134,8 @@ def ingest(
     Raises (before anything is written):
         InvalidArgumentError: an argument of the wrong type or out of range, a malformed
             ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type).
-        ConfigurationError: the context is read-only.
+        ConfigurationError: the context is read-only, or this thread is inside a read
+            snapshot of its vector store (``with ctx.vectors.snapshot():``).
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
         ValueError: ``prune`` with a source that is not paths, or with a path that does not
             exist (a typo must not delete everything under it).
@@ -132,36 +144,60 @@ def ingest(
                                          max_batch_tokens, base_iri, prune)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
+    if not isinstance(prepare_ahead, bool):
+        raise InvalidArgumentTypeError(
+            f"prepare_ahead must be True or False, got {type(prepare_ahead).__name__}")
+    if getattr(ctx.vectors, "in_snapshot", False):  # its writes could only fail, or wait forever
+        raise ConfigurationError("cannot ingest inside a read snapshot of the vector store; "
+                                 "leave the `with store.snapshot():` block first")
     check_linker(linker)
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
     stats, started = IngestionStats(), time.perf_counter()
+    events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
-        for event in _events(run, source, sanitizer, base, roots, prune, loader_options):
+        for event in events:
             stats.record(event)
             yield event
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
-        carry = getattr(ctx.kg, "carry_columns", None)
-        if carry is not None:  # the kept filter columns, for the revision this run left
-            carry()
-        stats.seconds = time.perf_counter() - started
-        _announce(ctx, stats)
-        run.trace.end(stats, sys.exc_info()[1])
+        try:
+            events.close()  # the documents read ahead, if any, stop being prepared first
+        finally:  # even if a second Ctrl-C cut that wait short
+            carry = getattr(ctx.kg, "carry_columns", None)
+            if carry is not None:  # the kept filter columns, for the revision this run left
+                carry()
+            stats.seconds = time.perf_counter() - started
+            _announce(ctx, stats)
+            run.trace.end(stats, sys.exc_info()[1])
 
 
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
-            roots: list[Any], prune: bool, loader_options: dict[str, Any],
-            ) -> Iterator[IngestEvent]:
-    groups = _groups(load(source, **loader_options), LOOKAHEAD)
-    while (items := run.trace.load(groups)) is not None:
+            roots: list[Any], prune: bool, loader_options: dict[str, Any], prepare_ahead: bool,
+            ) -> Generator[IngestEvent, None, None]:
+    prepared = _prepared(run, source, sanitizer, base, loader_options)
+    commits = Commits(run.writer, run.trace, COMMIT_CHUNKS, COMMIT_SECONDS)
+    ahead = (read_ahead(prepared, AHEAD_ITEMS, chunks_of, COMMIT_CHUNKS) if prepare_ahead
+             else prepared)
+    with contextlib.closing(ahead) as items:
+        for item in items:
+            yield from commits.take(item)
+    if prune:
+        yield from prune_missing(run.ctx, run.scope, roots)
+
+
+def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
+              loader_options: dict[str, Any]) -> Generator[Prepared, None, None]:
+    """The run's first half: its events, and its documents once embedded (``Finished``)
+    or needing only a graph or metadata write (``Write``), in the order of a run without
+    read-ahead. Reads both stores (version records) but never writes."""
+    documents = groups(load(source, **loader_options), LOOKAHEAD)
+    while (items := run.trace.load(documents)) is not None:
         run.prefetch(items, base)
         for item in items:
             yield from run.take(item, sanitizer, base)
     yield from run.drain(force=True)
-    if prune:
-        yield from prune_missing(run.ctx, run.scope, roots)
 
 
 def _announce(ctx: ContextParts, stats: IngestionStats) -> None:
@@ -200,9 +236,6 @@ class _Run:
         self.queue: deque[tuple[PendingDocument, int, int]] = deque()  # (doc, chunk idx, tokens)
         self.queued_tokens = 0
         self.open: list[PendingDocument] = []
-        self.ready: list[PendingDocument] = []  # embedded, waiting for the next commit
-        self.ready_chunks = 0
-        self.last_commit = time.monotonic()  # or the run's start
         self.seen: dict[str, str] = {}  # doc IRI -> source, for ids repeated within the run
         self.batches_of: dict[str, int] = {}  # doc IRI -> its batches embedded so far
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
@@ -220,7 +253,7 @@ class _Run:
         self.writer.prefetch(iris)
 
     def take(self, item: Document | LoadFailure, sanitizer: Sanitizer | None,
-             base: str) -> Iterator[IngestEvent]:
+             base: str) -> Iterator[Prepared]:
         if isinstance(item, LoadFailure):
             source = printable(item.source)
             yield (SourceSkipped(source, item.reason) if item.skipped
@@ -287,12 +320,11 @@ class _Run:
                                      f"linking failed: {type(exc).__name__}: {exc}", iri)
                 return
         if state == "graph-behind":
-            self.writer.finish_graph([pending])
-            yield self._ingested(pending)
+            yield Write(lambda: self.writer.finish_graph([pending]), ingested(pending))
             return
         if state == "metadata":
-            self.writer.update_metadata(pending)
-            yield DocumentMetadataUpdated(iri, document.source)
+            yield Write(lambda: self.writer.update_metadata(pending),
+                         DocumentMetadataUpdated(iri, document.source))
             return
         self.open.append(pending)
         for index, vector in given.items():  # computed elsewhere: never embedded again
@@ -306,7 +338,7 @@ class _Run:
         yield from self.drain(force=False)  # a document without chunks is complete: it waits
                                             # for the next commit like any other
 
-    def drain(self, force: bool) -> Iterator[IngestEvent]:
+    def drain(self, force: bool) -> Iterator[Prepared]:
         """Embed full batches (all queued chunks when ``force``), then commit finished docs
         (all of them when ``force``, else once there are enough)."""
         while self.queue and (force or len(self.queue) >= self.batch_size
@@ -314,7 +346,7 @@ class _Run:
             yield from self._embed_one_batch()
         yield from self._commit_complete(force)
 
-    def _embed_one_batch(self) -> Iterator[IngestEvent]:
+    def _embed_one_batch(self) -> Iterator[Prepared]:
         batch: list[tuple[PendingDocument, int, int]] = []
         tokens = 0
         while self.queue and len(batch) < self.batch_size and (
@@ -381,26 +413,13 @@ class _Run:
         self.open = [d for d in self.open if id(d) not in failed]
         return lost
 
-    def _commit_complete(self, force: bool) -> Iterator[IngestEvent]:
+    def _commit_complete(self, force: bool) -> Iterator[Prepared]:
+        """The documents whose every vector is known, handed to the commits: a point where
+        the run may commit (it must when ``force``)."""
         done = [d for d in self.open if d.complete]
         if done:
             self.open = [d for d in self.open if not d.complete]
-            self.ready += done
-            self.ready_chunks += sum(len(d.chunks) for d in done)
-        if not self.ready or not (force or self.ready_chunks >= COMMIT_CHUNKS
-                                  or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
-            return
-        done, self.ready, self.ready_chunks = self.ready, [], 0
-        with self.trace.commit(len(done), sum(len(d.chunks) for d in done)):
-            self.writer.commit(done)
-        self.last_commit = time.monotonic()
-        for pending in done:
-            yield self._ingested(pending)
-
-    @staticmethod
-    def _ingested(pending: PendingDocument) -> DocumentIngested:
-        return DocumentIngested(pending.iri, pending.document.source, len(pending.chunks),
-                                pending.version, pending.replaced)
+        yield Finished(done, force)
 
 
 def _iri_if_any(base: str, doc_id: object, scope: str) -> str | None:
@@ -421,21 +440,3 @@ def _token_estimator(embedder: Embedder) -> Callable[[str], int]:
 
 def _characters_to_tokens(text: str) -> int:
     return len(text) // 4 + 1  # ~4 characters per token for English text
-
-
-def _groups(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of ``size``. If reading the next item raises, the items read so
-    far are still handed out first, as they were before any read-ahead."""
-    group: list[T] = []
-    try:
-        for item in items:
-            group.append(item)
-            if len(group) == size:
-                yield group
-                group = []
-    except Exception:
-        if group:
-            yield group
-        raise
-    if group:
-        yield group

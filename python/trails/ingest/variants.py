@@ -38,8 +38,13 @@ def in_a_thread(
         """The async twin of :func:`ingest`: the work runs in a thread, events arrive here."""
         events = run(*args, **kwargs)
         done = object()
-        while (event := await asyncio.to_thread(next, events, done)) is not done:
-            yield event  # type: ignore[misc]
+        try:
+            while (event := await asyncio.to_thread(next, events, done)) is not done:
+                yield event  # type: ignore[misc]
+        finally:  # stopped early: the run (and the documents it read ahead) ends in a thread,
+            close = getattr(events, "close", None)  # not on the event loop
+            if close is not None:
+                await asyncio.to_thread(close)
 
     aingest.__signature__ = _returning(run, AsyncIterator[IngestEvent])  # type: ignore[attr-defined]
     return aingest

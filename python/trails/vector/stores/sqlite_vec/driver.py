@@ -16,6 +16,7 @@ import contextlib
 import errno
 import importlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ class Database:
         self.path = path
         self._in_transaction = False
         self._reading = False
+        self._reader: int | None = None  # the thread holding the read transaction
         self._closed = False
         self._sqlite_vec = False
 
@@ -134,11 +136,11 @@ class Database:
             yield
             return
         self.execute("BEGIN")  # deferred: the first read inside pins the snapshot
-        self._reading = True
+        self._reading, self._reader = True, threading.get_ident()
         try:
             yield
         finally:
-            self._reading = False
+            self._reading, self._reader = False, None
             try:  # COMMIT, not ROLLBACK: keeps the scratch tables a read made in temp
                 self.execute("COMMIT")
             except Exception:  # noqa: BLE001 - a read has nothing to lose: end it either way
@@ -165,6 +167,11 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def reading_here(self) -> bool:
+        """Whether the calling thread holds this connection's read transaction."""
+        return self._reading and self._reader == threading.get_ident()
 
     @property
     def in_transaction(self) -> bool:

@@ -263,6 +263,12 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         return [(names[r[0]][0], 1.0 - float(r[1])) for r in rows]
 
     @property
+    def in_snapshot(self) -> bool:
+        """Whether the calling thread is inside :meth:`snapshot` (where it cannot write, and
+        a write from another thread waits for the block to end)."""
+        return not self.closed and self._db.reading_here
+
+    @property
     def matrix(self) -> VectorMatrix:
         """A copy of the live rows as an in-memory :class:`VectorMatrix` (for benchmarks and
         brute-force checks: a large store makes a large copy)."""
