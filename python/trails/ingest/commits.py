@@ -63,12 +63,12 @@ class Commits:
 
     def _commit(self, finished: Finished) -> Iterator[IngestEvent]:
         self.ready += finished.documents
-        self.ready_chunks += sum(len(d.chunks) for d in finished.documents)
+        self.ready_chunks += chunks_of(finished)
         if not self.ready or not (finished.force or self.ready_chunks >= self.chunks
                                   or time.monotonic() - self.last_commit >= self.seconds):
             return
-        done, self.ready, self.ready_chunks = self.ready, [], 0
-        with self.trace.commit(len(done), sum(len(d.chunks) for d in done)):
+        done, chunks, self.ready, self.ready_chunks = self.ready, self.ready_chunks, [], 0
+        with self.trace.commit(len(done), chunks):
             self.writer.commit(done)
         self.last_commit = time.monotonic()
         for pending in done:

@@ -80,9 +80,9 @@ COMMIT_CHUNKS = 8192
 COMMIT_SECONDS = 5.0
 # Documents read ahead from the loader, so their version records come in one query.
 LOOKAHEAD = 64
-# Whether documents are prepared (loaded, chunked, embedded) in a thread of their own while
-# the last ones commit (ADR 0036, fourth amendment): that thread runs at most this many items
-# (events, finished documents) ahead of the commits, and at most COMMIT_CHUNKS chunks of
+# Documents are prepared (loaded, chunked, embedded) in a thread of their own while the last
+# ones commit (ADR 0036, fourth amendment): that thread runs at most this many items (events,
+# finished documents) ahead of the commits, and at most COMMIT_CHUNKS chunks of
 # finished documents, so a run holds at most about two commits' worth of embedded chunks.
 AHEAD_ITEMS = 4096
 
@@ -339,8 +339,8 @@ class _Run:
                                             # for the next commit like any other
 
     def drain(self, force: bool) -> Iterator[Prepared]:
-        """Embed full batches (all queued chunks when ``force``), then commit finished docs
-        (all of them when ``force``, else once there are enough)."""
+        """Embed full batches (all queued chunks when ``force``), then hand the finished
+        documents to the commits (which must commit them all when ``force``)."""
         while self.queue and (force or len(self.queue) >= self.batch_size
                               or self.queued_tokens >= self.max_tokens):
             yield from self._embed_one_batch()

@@ -46,8 +46,7 @@ class Database:
         self.driver = driver
         self.path = path
         self._in_transaction = False
-        self._reading = False
-        self._reader: int | None = None  # the thread holding the read transaction
+        self._reader: int | None = None  # the thread holding the read transaction, if one is
         self._closed = False
         self._sqlite_vec = False
 
@@ -112,7 +111,7 @@ class Database:
         if self._in_transaction:
             yield
             return
-        if self._reading:
+        if self._reader is not None:
             raise ConfigurationError(
                 f"cannot write to vector store {self.path!r} inside a read snapshot; leave the "
                 "`with store.snapshot():` block first")
@@ -132,15 +131,15 @@ class Database:
         """A read transaction: the statements inside see one committed state of the file,
         whatever other connections commit meanwhile (WAL keeps it for us). Nested in a read or
         a write transaction it adds nothing."""
-        if self._in_transaction or self._reading:
+        if self._in_transaction or self._reader is not None:
             yield
             return
         self.execute("BEGIN")  # deferred: the first read inside pins the snapshot
-        self._reading, self._reader = True, threading.get_ident()
+        self._reader = threading.get_ident()
         try:
             yield
         finally:
-            self._reading, self._reader = False, None
+            self._reader = None
             try:  # COMMIT, not ROLLBACK: keeps the scratch tables a read made in temp
                 self.execute("COMMIT")
             except Exception:  # noqa: BLE001 - a read has nothing to lose: end it either way
@@ -171,7 +170,7 @@ class Database:
     @property
     def reading_here(self) -> bool:
         """Whether the calling thread holds this connection's read transaction."""
-        return self._reading and self._reader == threading.get_ident()
+        return self._reader == threading.get_ident()
 
     @property
     def in_transaction(self) -> bool:
