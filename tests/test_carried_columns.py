@@ -36,6 +36,7 @@ from trails.ingest import Document, ingest_all
 from trails.kg import carried
 from trails.kg.base import select
 from trails.kg.column_files import ColumnFiles
+from trails.kg.filter_index import read_rows
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS
 from trails.kg.opening import read_revision
 
@@ -276,3 +277,44 @@ def test_a_link_to_a_document_not_yet_written_is_counted_when_it_is(tmp_path):
         ingest_all([late()], ctx=writer)
     assert {key for _, key, _ in kept_counts_hold(tmp_path / "kb")} == {
         count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS)}
+
+
+POSITION, CHUNK_CLASS = "https://schema.org/position", "<https://trails.dev/ns#Chunk>"
+PLACE = "https://trails.dev/meta#place"
+
+
+def _rows(kept) -> set[tuple[str, str | None]]:
+    return {(kept.names[s], kept.values[o] if len(kept.objects) else None)
+            for s, o in zip(kept.subjects.tolist(),
+                            kept.objects.tolist() if len(kept.objects) else [0] * len(kept.subjects))}
+
+
+def test_columns_on_chunks_and_documents_are_carried_subject_by_subject(tmp_path):
+    """A writer names, with each subject, what its writes there can change: a chunk's own
+    properties and class (ADR 0012), anything on a document. Columns on a chunk property,
+    on the chunk class and on a document property, kept by hand for the revision before, are
+    carried to the revision after new documents and new versions, and hold what the graph
+    holds then: the new chunks' rows, none of the old version's, and a user's triple of a
+    document's property on an old chunk, which no write of the writer's touched."""
+    corpus(tmp_path / "kb", n=4)
+    graph = str(tmp_path / "kb" / "graph")
+    keys = [("column", POSITION, f"?s <{POSITION}> ?o"), ("class", CHUNK_CLASS, f"?s a {CHUNK_CLASS}"),
+            ("column", PLACE, f"?s <{PLACE}> ?o")]
+    with open_context(tmp_path / "kb") as writer:
+        old_chunk = writer.kg.query("SELECT ?c WHERE { ?c schema:isPartOf <trails://local/doc/d1> }"
+                                    ).rows[0]["c"]
+        writer.kg.update(f'INSERT DATA {{ <{old_chunk}> meta:place "EU" }}')
+        revision = read_revision(graph)
+        for kind, key, pattern in keys:
+            ColumnFiles(graph, revision, None).save(kind, key, read_rows(
+                writer.kg.select_tsv, pattern, kind == "column", None))
+        ingest_all([late(1), Document(id="d1", source="d1.md", text="rails, rewritten. Twice.")],
+                   ctx=writer)
+        after = read_revision(graph)
+        assert after != revision
+        for kind, key, pattern in keys:
+            carried_file = ColumnFiles(graph, after, None).load(kind, key)
+            assert carried_file is not None, key  # carried, not left to readers
+            assert _rows(carried_file) == _rows(read_rows(
+                writer.kg.select_tsv, pattern, kind == "column", None)), key
+        assert (f"<{old_chunk}>", '"EU"') in _rows(ColumnFiles(graph, after, None).load("column", PLACE))

@@ -50,6 +50,10 @@ SHAPES = {
                        st.fixed_dictionaries({"j": st.sampled_from(PLACES)})),
     "string function": ('?doc meta:place ?j . FILTER(LCASE(STR(?j)) = "eu")', st.just({})),
     "any value": ("?doc meta:label ?c .", st.just({})),
+    # A chunk's own properties (trails writes them on every new chunk).
+    "chunk position": ("?iri schema:position ?p . FILTER(?p <= ?n)",
+                       st.fixed_dictionaries({"n": st.sampled_from([0, 1, 3])})),
+    "chunk class": ("?iri a trails:Chunk .", st.just({})),
     # Shapes the index leaves to the graph: the answer must still be Oxigraph's.
     "optional": ("?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c }", st.just({})),
     "shared value": ("?doc meta:place ?j . ?doc meta:label ?j .", st.just({})),
@@ -78,6 +82,10 @@ USER_TRIPLES = [
     '<{chunk}> schema:isPartOf <https://example.org/collection>',
     '<{doc}> schema:isPartOf <https://example.org/collection>',
     '<https://example.org/other> a trails:Chunk',
+    # a document's properties on a chunk: trails' writes on chunks never touch them
+    '<{chunk}> schema:dateCreated "2024-06-01"^^xsd:date',
+    '<{chunk}> a trails:Document',
+    '<{chunk}> meta:place "EU"',
 ]
 
 

@@ -46,6 +46,8 @@ from trails.ingest.minting import (
 )
 from trails.ingest.payload import document_payload, payload_patch
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
+from trails.kg.carried import Keys
+from trails.kg.planning import RDF_TYPE
 from trails.kg.sparql import META, TRAILS
 from trails.kg.terms import IRI
 from trails.parts import ContextParts
@@ -119,6 +121,14 @@ def graph_block(scope: str, body: str) -> str:
     return body if isinstance(graph, ox.DefaultGraph) else f"GRAPH {graph} {{ {body} }}"
 
 
+def _owned(predicates: Sequence[str], kind: str) -> Keys:
+    return frozenset({("column", p) for p in predicates}
+                     | {("column", RDF_TYPE), ("class", f"<{TRAILS}{kind}>")})
+
+
+# The kept files (kg/carried.py) a write of trails' on a chunk or a mention node can change:
+# it writes and deletes only its own predicates there, and rdf:type with its own class.
+CHUNK_KEYS, MENTION_KEYS = _owned(CHUNK_PREDICATES, "Chunk"), _owned(MENTION_PREDICATES, "Mention")
 # What trails wrote on a chunk subject (ADR 0012): its own predicates, and rdf:type only when
 # the type is trails:Chunk. Anything else a user says about a chunk survives.
 OWNED_ON_CHUNKS = ("(?p IN (" + ", ".join(f"<{p}>" for p in CHUNK_PREDICATES) + ") || "
@@ -288,20 +298,24 @@ class VersionWriter:
         declared: AbstractContextManager[None] = touching(lambda: self._subjects(documents))
         return declared
 
-    def _subjects(self, documents: Sequence[PendingDocument]) -> set[str] | None:
-        """Every subject a triple written or deleted for ``documents`` can have: the
-        documents, the chunks linked to them now (stale versions' too) and their mention
-        nodes, their staged manifests, the subjects of their manifests old and new, and the
+    def _subjects(self, documents: Sequence[PendingDocument]) -> dict[str, Keys | None] | None:
+        """Every subject a triple written or deleted for ``documents`` can have, with the kept
+        files its triples can change (None: any): the documents, the chunks linked to them
+        now (stale versions' too) and their mention nodes (trails' own predicates only, ADR
+        0012), their staged manifests, the subjects of their manifests old and new, and the
         new chunks and mention nodes. None: one is a blank node (no carry then)."""
         iris = [d.iri for d in documents]
         values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
         rows = select(self.ctx.kg, (
-            f"SELECT DISTINCT ?s (isBlank(?s) AS ?blank) WHERE {{ {values} {{ ?s schema:isPartOf "
-            "?doc } UNION { ?c schema:isPartOf ?doc . ?c trails:hasMention ?s } UNION { GRAPH "
-            f"{MINTED_GRAPH} {{ ?s <{STAGED_FOR.value}> ?doc }} }} }}")).rows
+            f"SELECT DISTINCT ?s ?k (isBlank(?s) AS ?blank) WHERE {{ {values} {{ ?s "
+            'schema:isPartOf ?doc BIND("c" AS ?k) } UNION { ?c schema:isPartOf ?doc . '
+            '?c trails:hasMention ?s BIND("m" AS ?k) } UNION { GRAPH '
+            f'{MINTED_GRAPH} {{ ?s <{STAGED_FOR.value}> ?doc }} BIND("s" AS ?k) }} }}')).rows
         if any(row["blank"] for row in rows):
             return None
-        found = set(iris) | {str(row["s"]) for row in rows}
+        found: dict[str, Keys | None] = dict.fromkeys(iris)
+        narrow = {"c": CHUNK_KEYS, "m": MENTION_KEYS, "s": None}
+        touched = [(str(row["s"]), narrow[str(row["k"])]) for row in rows]
         manifests = select(self.ctx.kg, f"SELECT ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} "
                            "{ ?doc trails:minted ?m } }").column("m")
         for text in [*manifests, *(self.manifest(d) for d in documents)]:
@@ -309,11 +323,15 @@ class VersionWriter:
                 subject = line.split(" ", 1)[0]
                 if subject[:1] != "<" and subject:
                     return None
-                found.add(subject[1:-1])
+                touched.append((subject[1:-1], None))
         for d in documents:
-            found.add(staged_manifest_node(d.iri, d.version).value)
-            found.update(chunk_iri(d.iri, d.version, c.position) for c in d.chunks)
-            found.update(mention_iri(c, m) for c, linked in self._linked(d) for m in linked)
+            touched.append((staged_manifest_node(d.iri, d.version).value, None))
+            touched.extend((chunk_iri(d.iri, d.version, c.position), CHUNK_KEYS) for c in d.chunks)
+            touched.extend((mention_iri(c, m), MENTION_KEYS)
+                           for c, linked in self._linked(d) for m in linked)
+        for subject, keys in touched:
+            held = found.get(subject, keys)
+            found[subject] = None if held is None or keys is None else held | keys
         return found
 
     def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:

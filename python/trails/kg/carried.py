@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -42,7 +42,13 @@ from trails.kg.filter_index import RunTsv, keepable, read_rows
 from trails.kg.link_counts import LINK_COUNTS, Lookups
 from trails.kg.planning import RDF_TYPE
 
-__all__ = ["Carry"]
+__all__ = ["Carry", "Keys", "Touched"]
+
+# Kept files as (kind, key): ("column", predicate IRI) or ("class", "<class IRI>").
+Keys = frozenset[tuple[str, str]]
+# What a writer declares: its subjects (IRIs), each with the kept files its writes on that
+# subject can change (None: any); a plain iterable of IRIs: any file for each.
+Touched = Mapping[str, Keys | None] | Iterable[str]
 
 log = logging.getLogger("trails.filter")
 # A run that touches more subjects than this share of the smallest kept link count (and
@@ -69,7 +75,8 @@ class Carry:
     def _reset(self, base: str | None) -> None:
         self.base = base
         self.void = False
-        self.subjects: set[str] = set()  # as TSV terms
+        # the subjects declared writes touched (TSV terms) and the kept files each can change
+        self.subjects: dict[str, Keys | None] = {}
         # the kept link counts of base, by (query, scopes): their change since base; None
         # once a change could not be counted, or counting it costs more than counting again
         self.changes: dict[tuple[str, tuple[str, ...] | None], int] | None = None
@@ -88,11 +95,12 @@ class Carry:
     # -- while writing ----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def touching(self, subjects: Callable[[], Iterable[str] | None], settled: str | None
+    def touching(self, subjects: Callable[[], Touched | None], settled: str | None
                  ) -> Iterator[None]:
         """Writes in this block (on this thread) change only triples whose subject is one of
         ``subjects()`` (IRIs; None: they cannot all be named), asked before the first write;
-        ``settled`` is the graph's settled revision now.
+        ``settled`` is the graph's settled revision now. Given as a mapping, each subject
+        names the kept files (:data:`Keys`) its writes can change, None for any.
 
         No lock is held while the block runs (the writes take the vector store's locks, which
         a filter holds while it asks for columns); a carry asked meanwhile waits for the end
@@ -116,8 +124,15 @@ class Carry:
                     if asked is None:  # the writer cannot name them all
                         self.void = True
                     else:
-                        terms = {f"<{s}>" for s in asked if s}
-                        self.subjects |= terms
+                        named = asked.items() if isinstance(asked, Mapping) else (
+                            (s, None) for s in asked)
+                        for subject, keys in named:
+                            if subject:
+                                term = f"<{subject}>"
+                                terms.add(term)
+                                held = self.subjects.get(term, keys)
+                                self.subjects[term] = (None if held is None or keys is None
+                                                       else held | keys)
                         if len(self.subjects) > self._bound:
                             self.changes = None  # a large run: readers count them again
                         before = dict.fromkeys(self.changes or {}, 0)
@@ -181,17 +196,14 @@ class Carry:
             return {}
 
     def _write(self, base: str, settled: str) -> None:
-        terms = self.subjects
         # all read before the first is written: writing a new revision's first file removes
         # the folders of the others
         loaded = [(kind, key, scopes, ColumnFiles(self.path, base, scopes).load(kind, key))
                   for kind, key, scopes in self._files(base)]
-        # The columns of one scopes read their rows on the subjects together (_rows_on).
-        groups: dict[str, tuple[Lookups, list[str]]] = {}
-        for kind, key, scopes, _ in loaded:
-            if kind in ("column", "class"):
-                groups.setdefault(repr(scopes), (Lookups(self._run, scopes), []))[1].append(
-                    _predicate(kind, key))
+        # Each column reads again only the subjects whose writes could change it; the
+        # columns of one scopes read their rows on those subjects together (one prefetch).
+        read: list[tuple[str, str, list[str] | None, Kept, set[str]]] = []
+        groups: dict[str, tuple[Lookups, list[str], set[str]]] = {}
         for kind, key, scopes, kept in loaded:
             if kept is None or not kept.whole:
                 continue
@@ -201,10 +213,20 @@ class Carry:
             pattern = _pattern(kind, key)
             if pattern is None or not keepable(self._run, pattern, scopes):
                 continue
+            terms = {t for t, keys in self.subjects.items() if keys is None or (kind, key) in keys}
             if len(terms) > len(kept.subjects):  # cheaper read whole (a large first ingest)
                 carried = read_rows(self._run, pattern, kind == "column", scopes)
-            else:
-                carried = self._rows(kept, kind, key, terms, groups[repr(scopes)])
+                ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
+                continue
+            group = groups.setdefault(repr(scopes), (Lookups(self._run, scopes), [], set()))
+            group[1].append(_predicate(kind, key))
+            group[2].update(terms)
+            read.append((kind, key, scopes, kept, terms))
+        for lookups, predicates, terms in groups.values():
+            if len(predicates) > 1:
+                lookups.prefetch(predicates, terms)
+        for kind, key, scopes, kept, terms in read:
+            carried = self._rows(kept, kind, key, terms, groups[repr(scopes)][0])
             ColumnFiles(self.path, settled, scopes).save(kind, key, carried)
 
     def _write_count(self, settled: str, query: str, scopes: list[str] | None,
@@ -220,18 +242,20 @@ class Carry:
             [], []))
 
     def _rows(self, kept: Kept, kind: str, key: str, terms: set[str],
-              group: tuple[Lookups, list[str]]) -> Kept:
+              lookups: Lookups) -> Kept:
         """``kept`` without its rows on ``terms``, plus those subjects' rows read now."""
         pairs = kind == "column"
-        stale = np.fromiter((name in terms for name in kept.names), dtype=bool,
-                            count=len(kept.names))
-        keep = ~stale[kept.subjects] if len(kept.subjects) else np.zeros(0, dtype=bool)
         names, values = list(kept.names), list(kept.values)
-        name_codes = {n: i for i, n in enumerate(names)}
-        value_codes = {v: i for i, v in enumerate(values)}
+        # One pass over the names in C (a column on chunks has a million): the codes, then
+        # the stale ones found by the run's subjects, not by testing every name.
+        name_codes = dict(zip(names, range(len(names))))
+        value_codes = dict(zip(values, range(len(values))))
+        stale = np.zeros(len(names), dtype=bool)
+        stale[[code for term in terms if (code := name_codes.get(term)) is not None]] = True
+        keep = ~stale[kept.subjects] if len(kept.subjects) else np.zeros(0, dtype=bool)
         subjects = [kept.subjects[keep]]
         objects = [kept.objects[keep] if pairs else np.empty(0, np.int64)]
-        rows = _rows_on(kind, key, terms, *group)
+        rows = _rows_on(kind, key, terms, lookups)
         subjects.append(np.array([_code(name_codes, names, r[0]) for r in rows],
                                  dtype=np.int64))
         objects.append(np.array([_code(value_codes, values, r[1]) for r in rows]
@@ -243,14 +267,10 @@ class Carry:
         return ColumnFiles.kept(self.path, revision)
 
 
-def _rows_on(kind: str, key: str, terms: set[str], lookups: Lookups, predicates: list[str]
-             ) -> list[tuple[str, str]]:
+def _rows_on(kind: str, key: str, terms: set[str], lookups: Lookups) -> list[tuple[str, str]]:
     """The rows (subject, object) of a column or class whose subject is one of ``terms``
     (a class's object compared as a term here: see :class:`Lookups`). ``lookups`` serves the
-    columns of one scopes: the first to ask reads all their ``predicates`` at once, and the
-    others' prefetch finds every subject read already (no query)."""
-    if len(predicates) > 1:
-        lookups.prefetch(predicates, terms)
+    columns of one scopes, all their predicates read at once before the first (prefetch)."""
     found = lookups.of(_predicate(kind, key), True, terms)
     rows = [row for term in sorted(terms) for row in found[term]]
     return rows if kind == "column" else [row for row in rows if row[1] == key]

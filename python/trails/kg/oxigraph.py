@@ -17,7 +17,7 @@ from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
 from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
-from trails.kg.carried import Carry
+from trails.kg.carried import Carry, Touched
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
@@ -124,7 +124,7 @@ class OxigraphGraph(QuadExport):
         finally:
             self._quiet.on = False
 
-    def touching(self, subjects: Callable[[], Iterable[str] | None]
+    def touching(self, subjects: Callable[[], Touched | None]
                  ) -> AbstractContextManager[None]:
         """Writes in this block (this thread) change only triples on ``subjects()``: kept
         filter columns are carried across them (``kg/carried.py``)."""
