@@ -298,7 +298,7 @@ class VersionWriter:
         declared: AbstractContextManager[None] = touching(lambda: self._subjects(documents))
         return declared
 
-    def _subjects(self, documents: Sequence[PendingDocument]) -> dict[str, Keys | None] | None:
+    def _subjects(self, documents: Sequence[PendingDocument]) -> list[tuple[str, Keys | None]] | None:
         """Every subject a triple written or deleted for ``documents`` can have, with the kept
         files its triples can change (None: any): the documents, the chunks linked to them
         now (stale versions' too) and their mention nodes (trails' own predicates only, ADR
@@ -313,9 +313,9 @@ class VersionWriter:
             f'{MINTED_GRAPH} {{ ?s <{STAGED_FOR.value}> ?doc }} BIND("s" AS ?k) }} }}')).rows
         if any(row["blank"] for row in rows):
             return None
-        found: dict[str, Keys | None] = dict.fromkeys(iris)
         narrow = {"c": CHUNK_KEYS, "m": MENTION_KEYS, "s": None}
-        touched = [(str(row["s"]), narrow[str(row["k"])]) for row in rows]
+        touched: list[tuple[str, Keys | None]] = [(iri, None) for iri in iris]
+        touched += [(str(row["s"]), narrow[str(row["k"])]) for row in rows]
         manifests = select(self.ctx.kg, f"SELECT ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} "
                            "{ ?doc trails:minted ?m } }").column("m")
         for text in [*manifests, *(self.manifest(d) for d in documents)]:
@@ -329,10 +329,7 @@ class VersionWriter:
             touched.extend((chunk_iri(d.iri, d.version, c.position), CHUNK_KEYS) for c in d.chunks)
             touched.extend((mention_iri(c, m), MENTION_KEYS)
                            for c, linked in self._linked(d) for m in linked)
-        for subject, keys in touched:
-            held = found.get(subject, keys)
-            found[subject] = None if held is None or keys is None else held | keys
-        return found
+        return touched
 
     def _stage_vectors(self, documents: Sequence[PendingDocument]) -> None:
         ids, vectors, metadata = [], [], []

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -47,8 +47,8 @@ __all__ = ["Carry", "Keys", "Touched"]
 # Kept files as (kind, key): ("column", predicate IRI) or ("class", "<class IRI>").
 Keys = frozenset[tuple[str, str]]
 # What a writer declares: its subjects (IRIs), each with the kept files its writes on that
-# subject can change (None: any); a plain iterable of IRIs: any file for each.
-Touched = Mapping[str, Keys | None] | Iterable[str]
+# subject can change (None: any); a subject named twice can change either's.
+Touched = Iterable[tuple[str, Keys | None]]
 
 log = logging.getLogger("trails.filter")
 # A run that touches more subjects than this share of the smallest kept link count (and
@@ -99,8 +99,8 @@ class Carry:
                  ) -> Iterator[None]:
         """Writes in this block (on this thread) change only triples whose subject is one of
         ``subjects()`` (IRIs; None: they cannot all be named), asked before the first write;
-        ``settled`` is the graph's settled revision now. Given as a mapping, each subject
-        names the kept files (:data:`Keys`) its writes can change, None for any.
+        ``settled`` is the graph's settled revision now. Each subject comes with the kept
+        files (:data:`Keys`) its writes can change, None for any.
 
         No lock is held while the block runs (the writes take the vector store's locks, which
         a filter holds while it asks for columns); a carry asked meanwhile waits for the end
@@ -124,9 +124,7 @@ class Carry:
                     if asked is None:  # the writer cannot name them all
                         self.void = True
                     else:
-                        named = asked.items() if isinstance(asked, Mapping) else (
-                            (s, None) for s in asked)
-                        for subject, keys in named:
+                        for subject, keys in asked:
                             if subject:
                                 term = f"<{subject}>"
                                 terms.add(term)
