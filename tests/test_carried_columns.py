@@ -318,3 +318,75 @@ def test_columns_on_chunks_and_documents_are_carried_subject_by_subject(tmp_path
             assert _rows(carried_file) == _rows(read_rows(
                 writer.kg.select_tsv, pattern, kind == "column", None)), key
         assert (f"<{old_chunk}>", '"EU"') in _rows(ColumnFiles(graph, after, None).load("column", PLACE))
+
+
+def test_a_writer_that_began_before_any_column_was_kept_is_never_carried_over(
+        tmp_path, monkeypatch):
+    """Thread A begins a commit while nothing is kept (its subjects are not recorded); a
+    filter keeps the columns between A's writes; thread B ingests whole meanwhile. The carry
+    must not start from that revision with B's subjects alone: A's document triples come
+    after it."""
+    from trails.ingest import writer as writer_module
+
+    corpus(tmp_path / "kb")
+    for path in kept_files(tmp_path / "kb"):
+        path.unlink()  # nothing kept
+    real = writer_module.VersionWriter.clean_graph
+    paused, resume = threading.Event(), threading.Event()
+    first: list[threading.Thread] = []
+
+    def clean_graph(self, documents):
+        if threading.current_thread() in first:
+            paused.set()  # A, between its chunk triples and its document triples
+            assert resume.wait(60)
+        return real(self, documents)
+
+    monkeypatch.setattr(writer_module.VersionWriter, "clean_graph", clean_graph)
+    with open_context(tmp_path / "kb") as writer:
+        first.append(threading.Thread(target=ingest_all, args=([late(1, "2024-01-01")],),
+                                      kwargs={"ctx": writer}))
+        first[0].start()
+        assert paused.wait(60)
+        assert len(planned(writer)) == 6  # kept now, for A's revision in between
+        other = threading.Thread(target=ingest_all, args=([late(2, "2018-01-01")],),
+                                 kwargs={"ctx": writer})
+        other.start()
+        other.join(60)
+        resume.set()
+        first[0].join(60)
+        assert planned(writer) == written(writer) and len(written(writer)) == 7
+    with open_context(tmp_path / "kb", read_only=True) as ctx:
+        assert planned(ctx) == written(ctx) and len(written(ctx)) == 7
+
+
+def test_a_predicate_written_with_an_escape_is_never_another_columns(tmp_path):
+    """Oxigraph reads ``<…pl\\u0061ce>`` as ``meta:place``: a filter written either way,
+    kept and carried beside the other, selects what the graph does."""
+    escaped = "<https://trails.dev/meta#pl\\u0061ce>"
+    with open_context(tmp_path / "kb") as writer:
+        ingest_all([Document(id=f"p{i}", source=f"p{i}.md", text=f"rails {i}.",
+                             metadata={"place": ["EU", "US"][i % 2]}) for i in range(6)],
+                   ctx=writer)
+        texts = [f'SELECT ?iri WHERE {{ {LINK} ?doc {verb} "EU" }}'
+                 for verb in ("meta:place", escaped)]
+        for text in texts:
+            assert planned(writer, text, {}) == written(writer, text, {})
+        ingest_all([Document(id="p9", source="p9.md", text="rails 9.",
+                             metadata={"place": "EU"})], ctx=writer)
+        for text in texts:
+            assert planned(writer, text, {}) == written(writer, text, {})
+            assert len(written(writer, text, {})) == 4
+    with open_context(tmp_path / "kb", read_only=True) as ctx:
+        for text in texts:
+            assert planned(ctx, text, {}) == written(ctx, text, {})
+
+
+def test_a_relative_predicate_is_read_against_its_own_base(tmp_path):
+    """``<#place>`` is a different IRI under each BASE: never one kept column for both."""
+    with open_context(tmp_path / "kb") as writer:
+        ingest_all([Document(id=f"p{i}", source=f"p{i}.md", text=f"rails {i}.",
+                             metadata={"place": "EU"}) for i in range(3)], ctx=writer)
+        for base, found in (("https://trails.dev/meta", 3), ("https://example.org/other", 0)):
+            text = f'BASE <{base}> SELECT ?iri WHERE {{ {LINK} ?doc <#place> "EU" }}'
+            assert planned(writer, text, {}) == written(writer, text, {})
+            assert len(written(writer, text, {})) == found

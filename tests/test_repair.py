@@ -145,6 +145,40 @@ def test_what_was_never_committed_is_removed_and_the_previous_version_stays(edit
         assert vectors(ctx) == vectors(expected)
 
 
+@pytest.mark.parametrize("scope", ["default", "legal"])
+@pytest.mark.parametrize(("step", "after"), [("_add_chunk_triples", True),
+                                             ("clean_graph", False)])
+def test_the_next_ingest_removes_the_chunks_of_a_first_version_cut_off(editions, monkeypatch,
+                                                                       scope, step, after):
+    """No repair between: a first version cut off before step 4 has no manifest and no
+    ``trails:currentVersion``, only its staged manifest says its chunks are there."""
+    one, two = editions
+    expected = reference(two, scope=scope)
+    with fresh_context(dim=32) as ctx:
+        interrupt(monkeypatch, writer_module.VersionWriter, step, after=after)
+        with pytest.raises(Interrupted):
+            ingest_all(one, ctx=ctx, scope=scope)
+        monkeypatch.undo()
+        assert ingest_all(two, ctx=ctx, scope=scope).failed == 0
+        assert nquads(ctx) == nquads(expected)
+        assert ctx.verify().ok
+
+
+def test_the_next_ingest_removes_the_chunks_of_a_version_written_before_manifests(editions):
+    """A context whose documents were written before manifests were kept (no minted graph):
+    only ``trails:currentVersion`` says another version's chunks are there."""
+    one, two = editions
+    with fresh_context(dim=32) as ctx:
+        ingest_all(one, ctx=ctx)
+        ctx.kg.update("DELETE WHERE { GRAPH <urn:trails:minted> { ?d ?p ?m } }")
+        assert ingest_all(two, ctx=ctx).failed == 0
+        chunks = ctx.kg.query("SELECT ?c ?v ?current WHERE { ?c a trails:Chunk ; "
+                              "schema:isPartOf ?doc ; trails:version ?v . "
+                              "?doc trails:currentVersion ?current }")
+        assert len(chunks) == len(reference(two).kg.query("SELECT ?c WHERE { ?c a trails:Chunk }"))
+        assert all(row["v"] == row["current"] for row in chunks)
+
+
 def test_a_first_ingest_cut_off_before_its_commit_point_leaves_nothing(editions, monkeypatch):
     _, two = editions
     with fresh_context(dim=32) as ctx:

@@ -150,15 +150,16 @@ def mention_deletes(scope: str, chunks: str) -> str:
             f"{graph_block(scope, '?c trails:hasMention ?m . ?m ?mp ?mo')} FILTER({owned}) }}")
 
 
-def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) -> list[str]:
+def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str,
+                           manifests: dict[str, str] | None = None) -> list[str]:
     """SPARQL updates that delete exactly the triples trails wrote about these documents in
-    ``scope`` (their manifests, ADR 0012) and the manifests; never a user's triple."""
+    ``scope`` (their manifests, ADR 0012) and the manifests; never a user's triple.
+    ``manifests``: :func:`kept_manifests` of ``iris``, when already read."""
     if not iris:
         return []
     values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
-    manifests = {
-        row["doc"]: row["m"] for row in select(
-            kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")}
+    if manifests is None:
+        manifests = kept_manifests(kg, iris)
     updates = [f"DELETE DATA {{ {graph_block(scope, str(text))} }}"
                for text in manifests.values() if str(text).strip()]
     updates.append(f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }} "
@@ -177,6 +178,36 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str) 
     return updates
 
 
+def kept_manifests(kg: KnowledgeGraph, iris: Sequence[str]) -> dict[str, str]:
+    """The kept manifest (N-Triples text) of each of these documents that has one."""
+    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    return {str(row["doc"]): str(row["m"]) for row in select(
+        kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")}
+
+
+def _with_other_versions(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
+                         scope: str, manifests: dict[str, str]) -> list[tuple[str, str]]:
+    """(doc, version) of the documents whose graph can hold chunk triples of another version.
+
+    Another version's chunks are written only in step 2, with that version's staged
+    manifest, which only step 4 removes, in the transaction that writes the document's
+    manifest and ``trails:currentVersion``; a delete removes the manifest last. So a
+    document with none of these has no other version's chunks, and finding none would cost
+    a seek per chunk (~100 us at a million chunks, most of step 4 for new documents)."""
+    iris = [d for d, _, _ in documents]
+    own = " ".join(f"({ox.NamedNode(d)} {staged_manifest_node(d, v)})" for d, v, _ in documents)
+    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    found = set(manifests)
+    found.update(str(d) for d in select(kg, (
+        f"SELECT DISTINCT ?doc WHERE {{ VALUES (?doc ?own) {{ {own} }} GRAPH {MINTED_GRAPH} "
+        f"{{ ?node <{STAGED_FOR.value}> ?doc }} FILTER(?node != ?own) }}")).column("doc"))
+    # before manifests were kept, a published version left only its document triples
+    found.update(str(d) for d in select(kg, (
+        f"SELECT DISTINCT ?doc WHERE {{ {values} "
+        f"{graph_block(scope, '?doc trails:currentVersion ?v')} }}")).column("doc"))
+    return [(d, v) for d, v, _ in documents if d in found]
+
+
 def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
                   scope: str) -> str:
     """Step 4 as one SPARQL update for ``(doc IRI, version, manifest)`` triples: delete every
@@ -185,24 +216,30 @@ def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
 
     One update is one graph transaction, so no reader ever sees a document without its own
     triples (a date filter would drop it for that moment)."""
-    values = " ".join(f"({ox.NamedNode(d)} {ox.Literal(v)})" for d, v, _ in documents)
-    # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
-    # here) would be unbound and no stale chunk of a named scope would ever match.
-    stale = graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
-                               "?c ?p ?o") + f" FILTER(?v != ?keep && {OWNED_ON_CHUNKS})"
+    manifests = kept_manifests(kg, [d for d, _, _ in documents])
+    updates = []
+    older = _with_other_versions(kg, documents, scope, manifests)
+    if older:
+        values = " ".join(f"({ox.NamedNode(d)} {ox.Literal(v)})" for d, v in older)
+        # The FILTER stays outside the GRAPH block: inside it, ?keep (bound by VALUES out
+        # here) would be unbound and no stale chunk of a named scope would ever match.
+        stale = graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v . "
+                                   "?c ?p ?o") + f" FILTER(?v != ?keep && {OWNED_ON_CHUNKS})"
+        stale_chunks = (f"VALUES (?doc ?keep) {{ {values} }} "
+                        + graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v")
+                        + " FILTER(?v != ?keep)")
+        updates += [
+            mention_deletes(scope, stale_chunks),  # first: the chunks' triples lead to them
+            (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
+             f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}")]
     docs = "VALUES ?doc { " + " ".join(str(ox.NamedNode(d)) for d, _, _ in documents) + " }"
     staged = f"GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc ; ?sp ?so }}"
     written = "".join(graph_block(scope, manifest) + f" GRAPH {MINTED_GRAPH} {{ "
                       f"{ox.NamedNode(d)} {MINTED} {ox.Literal(manifest)} }} "
                       for d, _, manifest in documents)
-    stale_chunks = (f"VALUES (?doc ?keep) {{ {values} }} "
-                    + graph_block(scope, "?c schema:isPartOf ?doc ; trails:version ?v")
-                    + " FILTER(?v != ?keep)")
     return " ;\n".join([
-        mention_deletes(scope, stale_chunks),  # first: the chunks' triples lead to them
-        (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
-         f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}"),
-        *owned_document_deletes(kg, [d for d, _, _ in documents], scope),
+        *updates,
+        *owned_document_deletes(kg, [d for d, _, _ in documents], scope, manifests),
         f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?vv ?sp ?so }} }} WHERE {{ {docs} {staged} }}",
         f"INSERT DATA {{ {written} }}"])
 

@@ -106,7 +106,10 @@ class Carry:
         a filter holds while it asks for columns); a carry asked meanwhile waits for the end
         of the run instead (:meth:`carry`)."""
         with self._lock:
-            if self.base is None and settled is not None and self._files(settled):
+            # Only with no other block open: one that began untracked would write after
+            # the new base without having named its subjects.
+            if (self.base is None and settled is not None and not self._active
+                    and self._files(settled)):
                 self._reset(settled)
             tracking = self.base is not None and not self.void
             if self._active and self.changes is not None:

@@ -61,6 +61,8 @@ _TOKEN = re.compile(
 _OPEN, _CLOSE = "{([", "})]"
 _GROUP_KEYWORDS = {"FILTER", "OPTIONAL", "MINUS", "GRAPH", "SERVICE", "BIND", "VALUES"}
 _PATH_PUNCT = set("/|^*+?()!")
+# An IRI with a scheme: one a BASE cannot resolve to another.
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True)
@@ -331,18 +333,22 @@ def _object(piece: Sequence[Token]) -> int | None:
 
 
 def _predicate(verb: Sequence[Token], prefixes: Mapping[str, str]) -> str | None:
+    """The IRI of a single predicate, when its text is that IRI as Oxigraph reads it (the
+    key of its kept column): an escape (``\\u0061``) or a relative IRI names another IRI
+    than its text, and is left to the graph."""
     if len(verb) != 1:
         return None
     token = verb[0]
+    iri = None
     if token.kind == "iri":
-        return token.text[1:-1]
-    if token.text == "a":
+        iri = token.text[1:-1]
+    elif token.text == "a":
         return RDF_TYPE
-    if token.kind == "pname":
+    elif token.kind == "pname":
         prefix, _, local = token.text.partition(":")
-        if prefix in prefixes and "\\" not in local:
-            return prefixes[prefix] + local
-    return None
+        if prefix in prefixes:
+            iri = prefixes[prefix] + local
+    return iri if iri is not None and "\\" not in iri and _ABSOLUTE.match(iri) else None
 
 
 def reorder(shape: FilterShape, estimate: Callable[[Triple], int],
