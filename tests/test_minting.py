@@ -68,8 +68,10 @@ def _prefix(scope: str) -> str:
     return f"{BASE}doc/" if scope == "default" else f"{BASE}scope/{scope}/doc/"
 
 
+VERSION = "0123456789abcdef"  # what version_of gives: 16 hex digits
 _PIECES = st.sampled_from(["..", ".", "", "%2e%2e", "%2E", ".%2e", "\\", "..\\", "a", "b.md",
-                           "scope", "legal", "doc", "%", "%25", "!", "..!", ".!", "~", " "])
+                           "scope", "legal", "doc", "%", "%25", "!", "..!", ".!", "~", " ",
+                           "v", "v!", "c", "0", VERSION])
 _IDS = st.one_of(
     st.lists(_PIECES, min_size=1, max_size=6).map("/".join),
     st.text(alphabet=st.sampled_from("./\\%2eE!a"), min_size=1, max_size=12),
@@ -108,3 +110,16 @@ def test_distinct_ids_never_normalise_to_one_iri_or_leave_their_scope(scope, id,
 ])
 def test_an_id_without_dot_or_empty_segments_mints_the_iri_it_always_did(id, scope, iri):
     assert doc_iri(BASE, id, scope) == iri
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SCOPES, _IDS, _IDS)
+@example("default", f"a.md/v/{VERSION}/c/0", "a.md")
+@example("default", f"a.md/v/{VERSION}", "a.md")
+def test_no_id_mints_another_documents_chunk_or_staged_manifest(scope, id, other):
+    """A chunk (``<doc>/v/<version>/c/<n>``), its mention nodes and a staged manifest
+    (``<doc>/v/<version>``) live under their document's IRI: no other id mints one of them."""
+    staged = f"{doc_iri(BASE, other, scope)}/v/{VERSION}"
+    iri = doc_iri(BASE, id, scope)
+    assert iri != staged and not iri.startswith(staged + "/")
+

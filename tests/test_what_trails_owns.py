@@ -237,3 +237,31 @@ def test_a_kill_between_the_graph_delete_and_load_keeps_user_metadata(folder, mo
         ingest_all(folder, ctx=ctx)
         assert ctx.kg.query(f'ASK {{ <{doc}> <https://trails.dev/meta#reviewer> "ann" }}')
         assert ctx.verify().ok
+
+
+def test_an_id_shaped_like_a_chunk_of_another_document_mints_its_own_iri():
+    """A document whose id reads like another's chunk path (``a.md/v/<version>/c/0``) gets an
+    IRI of its own: ingesting it leaves every triple of the other document's chunk, and
+    deleting it deletes nothing of the other's."""
+    from trails.ingest import Document
+
+    def chunk_triples(ctx, chunk: str) -> set[tuple[str, str]]:
+        return {(str(r["p"]), str(r["o"])) for r in ctx.kg.query(
+            "SELECT ?p ?o WHERE { ?c ?p ?o }", {"c": IRI(chunk)})}
+
+    with fresh_context(dim=16) as ctx:
+        ingest_all([Document(id="a.md", source="a.md", text="Rails routing. Resources.")],
+                   ctx=ctx)
+        chunk = ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d }",
+                             {"d": IRI(doc_of(ctx, "a.md"))}).column("c")[0]
+        before = chunk_triples(ctx, chunk)
+        assert ("https://schema.org/text", "Rails routing. Resources.") in before
+        twin = chunk.split("/doc/", 1)[1]
+        ingest_all([Document(id=twin, source="twin.md", text="Another text about rails.")],
+                   ctx=ctx)
+        assert doc_of(ctx, twin) != chunk
+        assert chunk_triples(ctx, chunk) == before
+        assert ctx.verify().ok
+        ctx.delete_document(doc_of(ctx, twin))
+        assert chunk_triples(ctx, chunk) == before
+        assert {h.iri for h in retrieve("rails routing", ctx, mode="vector", k=10)} == {chunk}

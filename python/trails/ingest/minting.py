@@ -66,20 +66,35 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
 
     >>> doc_iri("trails://local/", "../../scope/legal/doc/a.md")
     'trails://local/doc/..!/..!/scope/legal/doc/a.md'
+
+    So is a ``v`` before what reads as a version, where an id would otherwise mint another
+    document's chunk, staged manifest or mention node (``<doc>/v/<version>/c/<n>``):
+
+    >>> doc_iri("trails://local/", "a.md/v/0123456789abcdef/c/0")
+    'trails://local/doc/a.md/v!/0123456789abcdef/c/0'
     """
-    path = "/".join(_marked(segment) for segment in quote(doc_id, safe="/-._~").split("/"))
+    segments = quote(doc_id, safe="/-._~").split("/")
+    path = "/".join(_marked(segment, after)
+                    for segment, after in zip(segments, [*segments[1:], ""]))
     if scope == DEFAULT_SCOPE:
         return f"{base}doc/{path}"
     return f"{base}scope/{scope}/doc/{path}"
 
 
-def _marked(segment: str) -> str:
+# What a version looks like in an IRI (version_of: 16 hex digits).
+_VERSION_SEGMENT = re.compile(r"[0-9a-f]{16}")
+
+
+def _marked(segment: str, after: str) -> str:
     """A path segment that normalisation (RFC 3986: ``remove_dot_segments``; and the
-    normalisers that merge ``//``) would rewrite, with a ``!`` after it. ``quote`` writes every
-    other ``!`` as ``%21``, and ``%`` as ``%25`` (so no ``%2E`` can be decoded into a dot), so
-    the marked form is no other id's: minting stays one to one, and an id without such a
-    segment mints the IRI it always did."""
-    return segment + "!" if segment in ("", ".", "..") else segment
+    normalisers that merge ``//``) would rewrite, or a ``v`` before what reads as a version
+    (``after``), with a ``!`` after it. ``quote`` writes every other ``!`` as ``%21``, and
+    ``%`` as ``%25`` (so no ``%2E`` can be decoded into a dot), so the marked form is no
+    other id's: minting stays one to one, and an id without such a segment mints the IRI it
+    always did."""
+    if segment in ("", ".", "..") or (segment == "v" and _VERSION_SEGMENT.fullmatch(after)):
+        return segment + "!"
+    return segment
 
 
 def check_base_iri(base: Any, option: str = "base_iri") -> str:
