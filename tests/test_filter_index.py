@@ -54,9 +54,24 @@ SHAPES = {
     "chunk position": ("?iri schema:position ?p . FILTER(?p <= ?n)",
                        st.fixed_dictionaries({"n": st.sampled_from([0, 1, 3])})),
     "chunk class": ("?iri a trails:Chunk .", st.just({})),
+    # A value variable named as the index's own could be.
+    "value named i": ('?doc meta:place ?i . FILTER(?i != "US")', st.just({})),
+    "bound named i": ("?doc schema:dateCreated ?d . FILTER(?d >= ?i)",
+                      st.fixed_dictionaries({"i": st.sampled_from(DATES)})),
     # Shapes the index leaves to the graph: the answer must still be Oxigraph's.
     "optional": ("?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c }", st.just({})),
     "shared value": ("?doc meta:place ?j . ?doc meta:label ?j .", st.just({})),
+    # a FILTER on a value that reads the graph (not the values alone)
+    "exists on a value": ("?doc meta:topic ?t . FILTER NOT EXISTS { ?t rdfs:subClassOf ?broad }",
+                          st.fixed_dictionaries({"broad": st.sampled_from(
+                              [IRI(TOPICS + n) for n in ("A", "B")])})),
+    "exists written": (f"?doc meta:topic ?t . FILTER EXISTS {{ ?t rdfs:subClassOf <{TOPICS}A> }}",
+                       st.just({})),
+    # what reads the group so far before a pattern binds the document (the link then must stay)
+    "optional first": ("OPTIONAL { ?doc meta:label ?c } ?doc meta:place ?j . FILTER(!BOUND(?c))",
+                       st.just({})),
+    "minus first": ('MINUS { ?doc meta:label "x" } ?doc meta:place ?j .', st.just({})),
+    "bind first": ('BIND(STR(?doc) AS ?s) ?doc meta:place ?j . FILTER(BOUND(?s))', st.just({})),
 }
 
 documents_strategy = st.lists(st.fixed_dictionaries({

@@ -49,6 +49,8 @@ COLUMN_ROWS = 5_000_000
 # Patterns that join the documents' values (a taxonomy) may select this many values at most.
 SATELLITE_ROWS = 100_000
 _VALUE = "urn:trails:value"
+# EXISTS or NOT EXISTS anywhere in a FILTER (a graph pattern inside it).
+_EXISTS = re.compile(r"\bEXISTS\b", re.IGNORECASE)
 _NOT_EXISTS = re.compile(r"^FILTER\s+NOT\s+EXISTS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
 
 Term = ox.NamedNode | ox.Literal | ox.BlankNode
@@ -337,7 +339,10 @@ def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: s
     used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
     values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
                                   f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
-    query = (f"{prologue}SELECT ?i WHERE {{ {values}?i <{_VALUE}> ?{name} . {body} }}")
+    slot = "_trails_code"  # the value's code: a name the filters do not use
+    while slot == name or re.search(rf"[?$]{slot}(?![\w\u00b7\u00c0-\ufffd])", body):
+        slot += "_"
+    query = f"{prologue}SELECT ?{slot} WHERE {{ {values}?{slot} <{_VALUE}> ?{name} . {body} }}"
     solutions = column.store().query(query, prefixes=dict(prefixes))
     assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
     data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
@@ -378,8 +383,8 @@ def _plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, ob
                 plan.absent.append(absent)
                 continue
             free = item.variables - set(terms)
-            if variable in item.variables or len(free) != 1:
-                return None
+            if variable in item.variables or len(free) != 1 or _EXISTS.search(item.text):
+                return None  # an EXISTS reads the graph: the values alone cannot answer it
             (name,) = free
             if name in value_of:
                 plan.conditions.setdefault(name, []).append(item)

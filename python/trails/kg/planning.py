@@ -422,7 +422,13 @@ def lift_to_documents(shape: FilterShape, bound: Collection[str] = ()) -> Lift |
     if any(isinstance(i, Other) and shape.variable in i.variables for i in others):
         return None
     if any(isinstance(i, Triple) and document in i.variables for i in others):
-        return Lift(document, others, typed=False)
+        # Only if ?doc is bound before anything that reads the group so far (OPTIONAL, MINUS,
+        # BIND, a subgroup): dropping the link would leave it unbound there.
+        for item in others:
+            if isinstance(item, Triple) and document in item.variables:
+                return Lift(document, others, typed=False)
+            if isinstance(item, Other) and item.kind != "filter":
+                break
     typed = Triple(f"?{document}", f"<{RDF_TYPE}>", f"<{DOCUMENT}>", frozenset({document}), 1,
                    RDF_TYPE)
     return Lift(document, [typed if i is link else i for i in shape.items], typed=True)
