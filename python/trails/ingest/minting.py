@@ -61,15 +61,12 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     >>> doc_iri("trails://local/", "docs/a.md", scope="legal")
     'trails://local/scope/legal/doc/docs/a.md'
 
-    A segment that IRI normalisation would remove or merge (``..``, ``.``, an empty one) is
-    marked, so that no id can climb out of its scope's path or onto another document's IRI:
+    A segment that IRI normalisation would remove or merge (``..``, ``.``, an empty one), or
+    a ``v`` before a version (another document's chunk, ``<doc>/v/<version>/c/<n>``), is
+    marked, so that no id can climb out of its scope's path or onto another one's IRI:
 
     >>> doc_iri("trails://local/", "../../scope/legal/doc/a.md")
     'trails://local/doc/..!/..!/scope/legal/doc/a.md'
-
-    So is a ``v`` before what reads as a version, where an id would otherwise mint another
-    document's chunk, staged manifest or mention node (``<doc>/v/<version>/c/<n>``):
-
     >>> doc_iri("trails://local/", "a.md/v/0123456789abcdef/c/0")
     'trails://local/doc/a.md/v!/0123456789abcdef/c/0'
     """
@@ -81,8 +78,7 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     return f"{base}scope/{scope}/doc/{path}"
 
 
-# What a version looks like in an IRI (version_of: 16 hex digits).
-_VERSION_SEGMENT = re.compile(r"[0-9a-f]{16}")
+_VERSION_SEGMENT = re.compile(r"[0-9a-f]{16}")  # a version in an IRI (version_of)
 
 
 def _marked(segment: str, after: str) -> str:
