@@ -265,3 +265,19 @@ def test_an_id_shaped_like_a_chunk_of_another_document_mints_its_own_iri():
         ctx.delete_document(doc_of(ctx, twin))
         assert chunk_triples(ctx, chunk) == before
         assert {h.iri for h in retrieve("rails routing", ctx, mode="vector", k=10)} == {chunk}
+
+
+def test_a_document_id_with_a_chunk_like_path_reads_untorn():
+    """``a/v/zz/c/1`` is no chunk of ``a`` (a version is 16 hex digits): a filter selecting
+    it answers at once, with no note of a document changing during the read."""
+    from trails.ingest import Document
+
+    with fresh_context(dim=16) as ctx:
+        ingest_all([Document(id="a", source="a", text=""),
+                    Document(id="a/v/zz/c/1", source="b", text="rails routing memo")], ctx=ctx)
+        only = ('SELECT ?iri WHERE { ?iri a trails:Document ; trails:documentId ?id '
+                'FILTER(STRSTARTS(?id, "a/")) }')
+        for mode in ("graph", "hybrid"):
+            result = retrieve("rails", ctx, mode=mode, sparql_filter=only, k=5)
+            assert len(result) == 1 and "/doc/a/v/zz/c/1" in result[0].iri, mode
+            assert not any("changed in the graph" in note for note in result.notes), mode

@@ -54,7 +54,7 @@ __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_vers
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
 READ_ATTEMPTS = 10
-_CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[^/]+)/c/\d+$")
+_CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[0-9a-f]{16})/c/\d+$")  # version_of
 
 
 class _TornRead(Exception):
