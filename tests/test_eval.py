@@ -159,6 +159,13 @@ def test_max_pool_ranks_a_document_by_its_best_chunk():
     assert max_pool(hits, doc_of, depth=2) == ["b", "a"]
 
 
+def test_max_pool_finds_the_document_of_an_id_holding_a_v_segment():
+    # A chunk IRI is <doc>/v/<version>/c/<n>; the document's own id may hold "/v/".
+    doc_of = {"t:doc/a": "a", "t:doc/a/v/x": "a/v/x"}
+    hits = [("t:doc/a/v/x/v/0123456789abcdef/c/0", 0.9), ("t:doc/a/v/0123456789abcdef/c/0", 0.8)]
+    assert max_pool(hits, doc_of) == ["a/v/x", "a"]
+
+
 def test_evaluate_end_to_end_agrees_with_hand_computed_scores(beir):
     data = load_beir(beir)
     with fresh_context(dim=256) as ctx:

@@ -4,7 +4,9 @@ and scopes, BM25 as documented, safe queries, and the schema-2 -> 3 upgrade."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import sqlite3
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -198,7 +200,7 @@ def test_scores_are_fts5_bm25_over_live_rows_only(texts, query, staged):
         assert hit.score == pytest.approx(expected[hit.id], rel=1e-9)
         assert hit.score > 0
     # Best first by the reference, up to its rounding; equal scores in id order.
-    for a, b in zip(hits, hits[1:]):
+    for a, b in itertools.pairwise(hits):
         assert expected[a.id] >= expected[b.id] * (1 - 1e-9)
         assert a.score > b.score or (a.score == b.score and a.id < b.id)
 
@@ -359,6 +361,34 @@ def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path):
     reopened = SqliteVecStore(path, read_only=True)
     assert sorted(ids(reopened.keyword_search("rails", 5))) == ["a", "p"]
     reopened.close()
+
+
+def automerge(path) -> list:
+    """FTS5's automerge as the index's config table keeps it ([]: its default, 4)."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT v FROM keyword_index_config WHERE k = 'automerge'").fetchall()
+    finally:
+        db.close()
+
+
+def test_keyword_merges_are_tuned_in_new_and_older_files_by_a_writer_only(tmp_path):
+    SqliteVecStore(tmp_path / "new.db", dim=2).close()
+    assert automerge(tmp_path / "new.db") == [(16,)]
+    path = tmp_path / "old.db"
+    make_old_store(path, 2, 3, [("a", unit(0), {"text": "rails"})])
+    store = SqliteVecStore(path)  # upgraded to the current schema; then tuned
+    store.close()
+    db = sqlite3.connect(path)  # a file written before the tuning: at the current schema
+    db.execute("DELETE FROM keyword_index_config WHERE k = 'automerge'")
+    db.commit()
+    db.close()
+    SqliteVecStore(path, read_only=True).close()
+    assert automerge(path) == []  # a reader writes nothing
+    store = SqliteVecStore(path)
+    assert automerge(path) == [(16,)]
+    assert ids(store.keyword_search("rails", 5)) == ["a"]
+    store.close()
 
 
 def test_another_connection_sees_keyword_writes(tmp_path):

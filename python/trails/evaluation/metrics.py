@@ -40,7 +40,8 @@ def max_pool(hits: Iterable[ChunkHit], doc_of: Mapping[str, str],
     seen: dict[str, None] = {}
     for hit in hits:
         iri, metadata = _hit_parts(hit)
-        document = doc_of.get(str(metadata.get("doc_iri") or iri.split("/v/", 1)[0]))
+        # the last "/v/": a document id may hold one, a version and a position cannot
+        document = doc_of.get(str(metadata.get("doc_iri") or iri.rsplit("/v/", 1)[0]))
         if document is not None and document not in seen:
             seen[document] = None
             if len(seen) >= depth:

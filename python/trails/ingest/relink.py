@@ -18,7 +18,7 @@ from trails.errors import ConfigurationError
 from trails.ingest.document import Chunk
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
-from trails.ingest.writer import graph_block, mention_deletes
+from trails.ingest.writer import documents_values, graph_block, mention_deletes
 from trails.kg.base import select
 from trails.parts import ContextParts
 from trails.scopes import normalize_scopes
@@ -76,7 +76,7 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
 
 def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: dict[str, str],
                   report: LinkReport) -> None:
-    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(d)) for d in versions) + " }"
+    values = documents_values(versions)
     rows = select(ctx.kg, f"SELECT ?doc ?c ?v ?text ?start ?end ?pos WHERE {{ {values} "
                           "?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v ; "
                           "schema:text ?text ; trails:startOffset ?start ; "

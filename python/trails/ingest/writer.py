@@ -23,7 +23,7 @@ was never committed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -115,6 +115,11 @@ def staged_manifest_node(doc: str, version: str) -> ox.NamedNode:
     return ox.NamedNode(f"{doc}/v/{version}")
 
 
+def documents_values(iris: Iterable[str]) -> str:
+    """A ``VALUES ?doc`` block of these document IRIs."""
+    return "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+
+
 def graph_block(scope: str, body: str) -> str:
     """``body`` wrapped in the scope's GRAPH clause (the default scope is the default graph)."""
     graph = scope_graph(scope)
@@ -157,7 +162,7 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str,
     ``manifests``: :func:`kept_manifests` of ``iris``, when already read."""
     if not iris:
         return []
-    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    values = documents_values(iris)
     if manifests is None:
         manifests = kept_manifests(kg, iris)
     updates = [f"DELETE DATA {{ {graph_block(scope, str(text))} }}"
@@ -166,7 +171,7 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str,
                    f"WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")
     legacy = [i for i in iris if i not in manifests]
     if legacy:
-        old = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in legacy) + " }"
+        old = documents_values(legacy)
         own = graph_block(scope, "?doc ?p ?o")
         # Only a document that still has trails: triples is one written before manifests: one
         # whose triples a killed update already removed (manifest and all) has nothing of
@@ -180,7 +185,7 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str,
 
 def kept_manifests(kg: KnowledgeGraph, iris: Sequence[str]) -> dict[str, str]:
     """The kept manifest (N-Triples text) of each of these documents that has one."""
-    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    values = documents_values(iris)
     return {str(row["doc"]): str(row["m"]) for row in select(
         kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")}
 
@@ -196,7 +201,7 @@ def _with_other_versions(kg: KnowledgeGraph, documents: Sequence[tuple[str, str,
     a seek per chunk (~100 us at a million chunks, most of step 4 for new documents)."""
     iris = [d for d, _, _ in documents]
     own = " ".join(f"({ox.NamedNode(d)} {staged_manifest_node(d, v)})" for d, v, _ in documents)
-    values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+    values = documents_values(iris)
     found = set(manifests)
     found.update(str(d) for d in select(kg, (
         f"SELECT DISTINCT ?doc WHERE {{ VALUES (?doc ?own) {{ {own} }} GRAPH {MINTED_GRAPH} "
@@ -232,7 +237,7 @@ def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
             mention_deletes(scope, stale_chunks),  # first: the chunks' triples lead to them
             (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
              f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}")]
-    docs = "VALUES ?doc { " + " ".join(str(ox.NamedNode(d)) for d, _, _ in documents) + " }"
+    docs = documents_values([d for d, _, _ in documents])
     staged = f"GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc ; ?sp ?so }}"
     written = "".join(graph_block(scope, manifest) + f" GRAPH {MINTED_GRAPH} {{ "
                       f"{ox.NamedNode(d)} {MINTED} {ox.Literal(manifest)} }} "
@@ -342,7 +347,7 @@ class VersionWriter:
         0012), their staged manifests, the subjects of their manifests old and new, and the
         new chunks and mention nodes. None: one is a blank node (no carry then)."""
         iris = [d.iri for d in documents]
-        values = "VALUES ?doc { " + " ".join(str(ox.NamedNode(i)) for i in iris) + " }"
+        values = documents_values(iris)
         rows = select(self.ctx.kg, (
             f"SELECT DISTINCT ?s ?k (isBlank(?s) AS ?blank) WHERE {{ {values} {{ ?s "
             'schema:isPartOf ?doc BIND("c" AS ?k) } UNION { ?c schema:isPartOf ?doc . '
@@ -353,8 +358,7 @@ class VersionWriter:
         narrow = {"c": CHUNK_KEYS, "m": MENTION_KEYS, "s": None}
         touched: list[tuple[str, Keys | None]] = [(iri, None) for iri in iris]
         touched += [(str(row["s"]), narrow[str(row["k"])]) for row in rows]
-        manifests = select(self.ctx.kg, f"SELECT ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} "
-                           "{ ?doc trails:minted ?m } }").column("m")
+        manifests = kept_manifests(self.ctx.kg, iris).values()
         for text in [*manifests, *(self.manifest(d) for d in documents)]:
             for line in str(text).splitlines():
                 subject = line.split(" ", 1)[0]

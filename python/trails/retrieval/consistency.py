@@ -30,7 +30,6 @@ is again the newer of the two.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
+from trails.ingest.minting import CHUNK_IRI
 from trails.kg.base import GenerationGraph, KnowledgeGraph, RevisionGraph, select
 from trails.kg.opening import read_revision
 from trails.records import RetrievalResult
@@ -54,7 +54,6 @@ __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_vers
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
 READ_ATTEMPTS = 10
-_CHUNK = re.compile(r"^(?P<doc>.+)/v/(?P<version>[0-9a-f]{16})/c/\d+$")  # version_of
 
 
 class _TornRead(Exception):
@@ -63,14 +62,14 @@ class _TornRead(Exception):
 
 def minted_chunk(iri: str) -> bool:
     """Whether ``iri`` has the shape of a chunk IRI ingestion mints."""
-    return _CHUNK.match(iri) is not None
+    return CHUNK_IRI.match(iri) is not None
 
 
 def candidate_versions(iris: Sequence[str]) -> dict[str, set[str]]:
     """For each document with chunk IRIs among ``iris``, the versions they name."""
     versions: dict[str, set[str]] = {}
     for iri in iris:
-        match = _CHUNK.match(iri)
+        match = CHUNK_IRI.match(iri)
         if match:
             versions.setdefault(match["doc"], set()).add(match["version"])
     return versions

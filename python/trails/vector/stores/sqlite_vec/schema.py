@@ -168,6 +168,22 @@ MIGRATIONS = [m001_create_tables, m002_document_versions, m003_keyword_index, m0
               m005_keyword_postings, m006_back_references, m007_folded_metadata]
 
 
+# FTS5 merges a level's segments into the next once this many have gathered (its default, 4,
+# makes each insert's share of merging grow with the index: ADR 0036, seventh amendment).
+KEYWORD_AUTOMERGE = 16
+
+
+def tune_keyword_index(db: Database) -> None:
+    """Set FTS5's ``automerge`` (kept in the index's own config table) where it is not yet:
+    a new store, or one written before it was set; every later writer then merges alike."""
+    rows = db.execute("SELECT v FROM keyword_index_config WHERE k = 'automerge'")
+    if rows and int(rows[0][0]) == KEYWORD_AUTOMERGE:
+        return
+    with db.transaction():
+        db.execute("INSERT INTO keyword_index(keyword_index, rank) VALUES ('automerge', ?)",
+                   (KEYWORD_AUTOMERGE,))
+
+
 def prepare(db: Database, path: str, dim: int | None, read_only: bool,
             files: Callable[[int], VectorFiles]) -> int:
     """Create the schema of a new store file or upgrade an older one; its dimension.
@@ -184,6 +200,7 @@ def prepare(db: Database, path: str, dim: int | None, read_only: bool,
         if path != ":memory:":  # the journal suited to one writer and many readers
             db.execute("PRAGMA journal_mode = WAL")
         _migrate(db, 0, dim, files(dim))
+        tune_keyword_index(db)
         return dim
     stored = int(read_meta(db, "dim") or 0)
     if dim is not None and dim != stored:
@@ -199,6 +216,8 @@ def prepare(db: Database, path: str, dim: int | None, read_only: bool,
                 "read_only=True to upgrade it"
             )
         _migrate(db, applied, stored, files(stored))
+    if not read_only:
+        tune_keyword_index(db)
     return stored
 
 
