@@ -6,11 +6,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import sqlite3
 import warnings
 from collections import Counter
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -363,13 +363,25 @@ def test_a_schema_2_store_is_upgraded_and_indexed_on_open(tmp_path):
     reopened.close()
 
 
+def connect(path) -> apsw.Connection:
+    """A second connection to a store file, through the store's own SQLite (two SQLite
+    libraries in one process do not see each other's locks)."""
+    return apsw.Connection(str(path))
+
+
 def automerge(path) -> list:
     """FTS5's automerge as the index's config table keeps it ([]: its default, 4)."""
-    db = sqlite3.connect(path)
+    db = connect(path)
     try:
         return db.execute("SELECT v FROM keyword_index_config WHERE k = 'automerge'").fetchall()
     finally:
         db.close()
+
+
+def untune(path) -> None:
+    db = connect(path)
+    db.execute("DELETE FROM keyword_index_config WHERE k = 'automerge'")
+    db.close()
 
 
 def test_keyword_merges_are_tuned_in_new_and_older_files_by_a_writer_only(tmp_path):
@@ -379,16 +391,34 @@ def test_keyword_merges_are_tuned_in_new_and_older_files_by_a_writer_only(tmp_pa
     make_old_store(path, 2, 3, [("a", unit(0), {"text": "rails"})])
     store = SqliteVecStore(path)  # upgraded to the current schema; then tuned
     store.close()
-    db = sqlite3.connect(path)  # a file written before the tuning: at the current schema
-    db.execute("DELETE FROM keyword_index_config WHERE k = 'automerge'")
-    db.commit()
-    db.close()
+    untune(path)  # a file written before the tuning: at the current schema
     SqliteVecStore(path, read_only=True).close()
     assert automerge(path) == []  # a reader writes nothing
     store = SqliteVecStore(path)
     assert automerge(path) == [(16,)]
     assert ids(store.keyword_search("rails", 5)) == ["a"]
     store.close()
+
+
+def test_a_file_busy_at_open_opens_untuned_and_is_tuned_by_the_next_writer(tmp_path, caplog):
+    path = tmp_path / "v.db"
+    add_texts(store := SqliteVecStore(path, dim=2), {"a": "rails"})
+    store.close()
+    untune(path)
+    db = connect(path)
+    db.execute("BEGIN IMMEDIATE")  # another writer, longer than the busy timeout
+    try:
+        with caplog.at_level("INFO", logger="trails.vector"):
+            store = SqliteVecStore(path)
+        assert "not tuned yet" in caplog.text
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    assert ids(store.keyword_search("rails", 5)) == ["a"]
+    store.close()
+    assert automerge(path) == []
+    SqliteVecStore(path).close()
+    assert automerge(path) == [(16,)]
 
 
 def test_another_connection_sees_keyword_writes(tmp_path):
