@@ -35,9 +35,25 @@ class LinkCount:
     patterns: tuple[tuple[str, str, str], ...]
 
     @property
-    def query(self) -> str:
-        """The query a reader asks (its text is also the key of its kept answer)."""
+    def flat(self) -> str:
+        """The count as one join of the patterns: what it is defined as."""
         return f"SELECT (COUNT(*) AS ?n) WHERE {{ {' . '.join(self.texts)} }}"
+
+    @property
+    def query(self) -> str:
+        """The query a reader asks (its text is also the key of its kept answer): ``flat``,
+        or, for two patterns that share only the first's object, the first's solutions
+        counted per value of it and joined with the second. That sums first(v) x second(v)
+        over the values v, the flat join's number, and joins the few values instead of every
+        solution: the typed link check over 1.18M links in 1.6 s instead of 3.6 (ADR 0013)."""
+        if len(self.patterns) == 2:
+            first, second = self.patterns
+            shared = _variables(first) & _variables(second)
+            if shared == {first[2]}:
+                counted, joined = self.texts
+                return (f"SELECT (SUM(?k) AS ?n) WHERE {{ {{ SELECT {first[2]} (COUNT(*) AS ?k)"
+                        f" WHERE {{ {counted} }} GROUP BY {first[2]} }} {joined} }}")
+        return self.flat
 
     @property
     def texts(self) -> list[str]:
@@ -87,6 +103,10 @@ class LinkCount:
                         joined.append({**solution, subject: s})
             solutions = joined
         return solutions
+
+
+def _variables(pattern: tuple[str, str, str]) -> set[str]:
+    return {term for term in pattern if term.startswith("?")}
 
 
 class Lookups:
