@@ -20,7 +20,7 @@ from trails.kg.sparql import META, PREFIXES, TRAILS
 from trails.kg.terms import IRI, check_text, to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
-__all__ = ["CHUNK_IRI", "CHUNK_PREDICATES", "MINTED", "MINTED_GRAPH", "SOURCE_FILE", "VERSION",
+__all__ = ["CHUNK_IRI", "CHUNK_PREDICATES", "MINTED", "MINTED_GRAPH", "SOURCE_FILE",
            "check_base_iri", "chunk_iri", "chunk_nquads", "chunk_quads", "date_created",
            "doc_iri", "document_manifest", "document_nquads", "document_quads", "document_title",
            "expand_predicates", "metadata_predicate", "version_of"]
@@ -63,8 +63,9 @@ def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
     return f"{base}scope/{scope}/doc/{path}"
 
 
-VERSION = "[0-9a-f]{16}"  # a version as version_of writes it
-CHUNK_IRI = re.compile(rf"^(?P<doc>.+)/v/(?P<version>{VERSION})/c/\d+$")  # what chunk_iri mints
+_VERSION_TEXT = "[0-9a-f]{16}"  # a version as version_of writes it
+# What chunk_iri mints.
+CHUNK_IRI = re.compile(rf"^(?P<doc>.+)/v/(?P<version>{_VERSION_TEXT})/c/\d+$")
 
 
 def _marked(segment: str, after: str) -> str:
@@ -74,7 +75,7 @@ def _marked(segment: str, after: str) -> str:
     ``%`` as ``%25`` (so no ``%2E`` can be decoded into a dot), so the marked form is no
     other id's: minting stays one to one, and an id without such a segment mints the IRI it
     always did."""
-    if segment in ("", ".", "..") or (segment == "v" and re.fullmatch(VERSION, after)):
+    if segment in ("", ".", "..") or (segment == "v" and re.fullmatch(_VERSION_TEXT, after)):
         return segment + "!"
     return segment
 
