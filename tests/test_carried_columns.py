@@ -272,6 +272,7 @@ def test_a_link_to_a_document_not_yet_written_is_counted_when_it_is(tmp_path):
         other = "<https://example.org/other>"
         writer.kg.update(f"INSERT DATA {{ {other} schema:isPartOf <{writer.base_iri}doc/late0> "
                          f". {other} a trails:Chunk }}")
+        assert writer.verify().hand_links == []  # no live chunk's link: plannable again
         unlabelled = f"SELECT ?iri WHERE {{ {LINK} FILTER NOT EXISTS {{ ?doc meta:label ?c }} }}"
         assert planned(writer, unlabelled, {}) == written(writer, unlabelled, {})  # 3 counts kept
         ingest_all([late()], ctx=writer)

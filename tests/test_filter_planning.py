@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.ingest import Document, ingest_all
+from trails.kg.hand_links import minted_links
 from trails.kg.oxigraph import OxigraphGraph
 from trails.kg.planning import lift_to_documents, parse_filter, reorder
 from trails.retrieval.candidates import chunk_links_intact, filter_candidates
@@ -60,10 +61,12 @@ def world(docs: list[dict], foreign: list[tuple[int, int]] = (), typed: bool = T
         quads.append(ox.Quad(_n(f"{X}topic/{topic}"), _n(SUBCLASS), _n(f"{X}topic/{broad}")))
     names = list(chunks_of)
     every_chunk = [chunk for chunks in chunks_of.values() for chunk in chunks]
-    for c, d in foreign if every_chunk else ():
-        chunk = every_chunk[c % len(every_chunk)]
-        quads.append(ox.Quad(_n(chunk), _n(S + "isPartOf"), _n(names[d % len(names)])))
-    kg.extend(quads)
+    with minted_links():  # written as ingestion writes them
+        kg.extend(quads)
+    foreign_links = [ox.Quad(_n(every_chunk[c % len(every_chunk)]), _n(S + "isPartOf"),
+                             _n(names[d % len(names)])) for c, d in foreign if every_chunk]
+    if foreign_links:
+        kg.extend(foreign_links)  # the user's own
     return kg, chunks_of
 
 
@@ -218,7 +221,7 @@ def test_every_way_of_writing_the_graph_ends_a_kept_answer(tmp_path):
         after = filter_candidates(kg, text, None, None)
         assert set(after) == set(kg.select_iris(text, None)) or (
             isinstance(after, DocumentIris) and set(after) == {f"{X}doc0"})
-        assert after is not before
+        assert after is not before or after == ()  # () is one object: nothing to tell apart
 
 
 class _VanishingOnce:
@@ -252,8 +255,9 @@ def test_a_read_only_graph_keeps_answers_until_its_view_changes(tmp_path, newer_
     """A read-only graph's answers hold for its view; a newer one (refreshed, or opened again
     by a read that met compacted-away files) is a new state, and kept answers are dropped."""
     writer = OxigraphGraph(tmp_path / "g")
-    writer.update(f'INSERT DATA {{ <{X}c> schema:isPartOf <{X}d> . <{X}c> a trails:Chunk . '
-                  f'<{X}d> meta:jurisdiction "eu" }}')
+    with minted_links():  # as ingestion writes a chunk
+        writer.update(f'INSERT DATA {{ <{X}c> schema:isPartOf <{X}d> . <{X}c> a trails:Chunk . '
+                      f'<{X}d> meta:jurisdiction "eu" }}')
     writer.flush()
     reader = OxigraphGraph(tmp_path / "g", read_only=True)
     text = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:jurisdiction \"eu\" }"

@@ -9,13 +9,15 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import pyoxigraph as ox
 
 from trails.errors import UnknownScopeError
 
 __all__ = [
-    "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "normalize_scopes", "scope_graph",
+    "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "dataset_options",
+    "normalize_scopes", "scope_graph",
     "scope_of_graph",
 ]
 
@@ -83,3 +85,13 @@ def check_known_scopes(scopes: Sequence[str], known: Collection[str], *,
                   f"the scopes you may read that hold anything: {', '.join(existing)}"
                   if existing else "none of the scopes you may read holds anything yet")
         raise UnknownScopeError(f"unknown scope {scope!r}{hint}; {listed}")
+
+
+def dataset_options(scopes: Sequence[str] | None) -> dict[str, Any]:
+    """pyoxigraph's query options for a dataset of ``scopes`` (None: every graph, as one)."""
+    if scopes is None:
+        return {"use_default_graph_as_union": True}
+    graphs = [scope_graph(s) for s in scopes]
+    named = [g for g in graphs if isinstance(g, ox.NamedNode)]
+    return {"default_graph": graphs, "named_graphs": named}
+

@@ -23,6 +23,8 @@ from trails.ingest.writer import (
     owned_document_deletes,
 )
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
+from trails.kg.hand_links import minted_links
+from trails.kg.opening import read_revision
 from trails.kg.terms import IRI
 from trails.parts import Audited, ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
@@ -55,6 +57,11 @@ class VerifyReport:
     - ``payload_outside_allowlist``: vectors whose payload holds document metadata the
       context's ``payload`` allowlist does not allow (the allowlist was narrowed after they
       were written); repair removes those fields from the store.
+    - ``hand_links`` (a warning, not counted in ``ok``): live chunks whose ``schema:isPartOf``
+      triples a write of one's own changed (a link moved, added or removed), read only while
+      such a write is marked (``kg/hand_links.py``). With none left, verify clears the marks
+      and filters are planned over documents again. A moved link also shows as a stale chunk,
+      and repair writes the minted one back; run verify again to clear the marks.
 
     After ``repair``: ``finished`` lists the committed documents repair completed from what
     is stored (their staged manifest, their vectors' texts); ``removed`` those it deleted
@@ -76,6 +83,8 @@ class VerifyReport:
     # Not a disagreement, a warning: documents whose date metadata did not parse, so they
     # have no schema:dateCreated and date filters do not see them. Fix the source, re-ingest.
     unparsed_dates: list[str] = field(default_factory=list)
+    # A warning too (above): filters over chunks run as written while any is left.
+    hand_links: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,12 +99,15 @@ class VerifyReport:
         state = "consistent" if self.ok else "; ".join(parts)
         warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
                    "parse" if self.unparsed_dates else "")
+        if self.hand_links:
+            warning += (f"; warning: {len(self.hand_links)} chunks linked by hand to other than "
+                        "their document (filters over them run unplanned)")
         repaired = (f" (repaired: {len(self.finished)} documents finished, {len(self.removed)} "
                     "removed)" if self.repaired else "")
         return f"{state}{repaired}{warning}"
 
 
-_NOT_PROBLEMS = ("unparsed_dates", "finished", "removed")
+_NOT_PROBLEMS = ("unparsed_dates", "hand_links", "finished", "removed")
 
 
 def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
@@ -109,6 +121,33 @@ def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple
         if row["g"].startswith(SCOPE_BASE):
             found[row["c"]] = (row["doc"], row["v"], row["g"][len(SCOPE_BASE):])
     return found
+
+
+def _read_the_latest(kg: KnowledgeGraph, shown: str | None) -> bool:
+    """Whether what verify read is the graph's latest state: a writable graph's always (a
+    write of another thread marks again after itself); a read-only view's only when it showed
+    a settled revision that is still the one on disk (no write began since it opened)."""
+    if not getattr(kg, "read_only", False):
+        return True
+    return shown is not None and read_revision(getattr(kg, "path", None)) == shown
+
+
+def _links_by_hand(kg: KnowledgeGraph, rows: list[tuple[str, str, str | None, bool]],
+                   versions: dict[str, DocumentVersion]) -> list[str]:
+    """Live chunks whose ``schema:isPartOf`` triples, in every graph, are not exactly the one
+    ingestion minted: an IRI link to their document in their scope's graph."""
+    own = {row_id: (doc, "" if versions[doc].scope == DEFAULT_SCOPE
+                    else SCOPE_BASE + versions[doc].scope)
+           for row_id, doc, _, pending in rows if not pending and doc in versions}
+    found: dict[str, list[tuple[str | None, str]]] = {}
+    link = "?c schema:isPartOf ?d BIND(IF(isIRI(?d), STR(?d), \"\") AS ?t)"
+    for row in select(kg, f"SELECT ?c ?t WHERE {{ {link} }}", scopes=[DEFAULT_SCOPE]):
+        if row["c"] in own:
+            found.setdefault(row["c"], []).append((row["t"] or None, ""))
+    for row in select(kg, f"SELECT ?c ?t ?g WHERE {{ GRAPH ?g {{ {link} }} }}"):
+        if row["c"] in own:
+            found.setdefault(row["c"], []).append((row["t"] or None, row["g"]))
+    return sorted(c for c, expected in own.items() if found.get(c) != [expected])
 
 
 def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
@@ -155,6 +194,10 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
     before anything of the document goes.
     """
     store, kg = versioned(ctx.vectors, "verify"), ctx.kg
+    # Listed before anything is read: a write marked later is not cleared by this reading.
+    hand = getattr(kg, "hand_links", None)
+    marks = hand.marks() if hand is not None else []
+    shown = getattr(kg, "settled_revision", None)  # a read-only view: the state it shows
     versions = store.current_versions()
     chunks = _graph_chunks(kg)
     rows = store.managed_rows()  # (id, doc_iri, version, pending)
@@ -179,11 +222,15 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
         if doc not in versions or versions[doc].version != version
         or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
+    report.hand_links = _links_by_hand(kg, rows, versions) if marks else []
+    if marks and not report.hand_links and _read_the_latest(kg, shown):
+        hand.clear(marks)  # type: ignore[union-attr]  # marks come from it
     outside = _payload_outside(ctx, rows)
     report.payload_outside_allowlist = sorted(row_id for ids in outside.values()
                                               for row_id in ids)
     if repair and not report.ok:
-        _repair(ctx, report, chunks, versions, rows, staged, caller)
+        with minted_links():  # repair writes chunk links only as ingestion mints them
+            _repair(ctx, report, chunks, versions, rows, staged, caller)
         _trim_payloads(ctx, outside)
         report.repaired = True
     return report
@@ -297,6 +344,12 @@ def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bo
     ``before_removal`` is called once the document is found and before anything of it is
     removed (its audit record: it must exist before the deletion does); if it raises, nothing
     is removed."""
+    with minted_links():  # a document's own chunk links go with its vectors
+        return _delete_document(ctx, doc_iri, include_user_triples, before_removal)
+
+
+def _delete_document(ctx: ContextParts, doc_iri: str, include_user_triples: bool,
+                     before_removal: Callable[[], object] | None) -> bool:
     store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()

@@ -20,6 +20,7 @@ from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
 from trails.ingest.writer import documents_values, graph_block, mention_deletes
 from trails.kg.base import select
+from trails.kg.hand_links import minted_links
 from trails.parts import ContextParts
 from trails.scopes import normalize_scopes
 from trails.vector.stores.base import versioned
@@ -115,7 +116,8 @@ def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: d
     if added:
         updates.append(f"INSERT DATA {{ {graph_block(scope, ' '.join(added))} }}")
     if updates:
-        ctx.kg.update(" ;\n".join(updates))  # one transaction for the batch
+        with minted_links():  # mention links only: chunk links stay as minted
+            ctx.kg.update(" ;\n".join(updates))  # one transaction for the batch
     report.documents += len(versions)
     report.chunks += chunks
     report.added += sorted(new_links - old_links)

@@ -240,6 +240,17 @@ class Stamp:
         self.exact = False  # a view shows the state its stamp names
         self.raw = False  # the store was handed out: writes may bypass the stamp
 
+    def check_writable(self) -> None:
+        """Refuse a write to a graph opened read-only.
+
+        Raises:
+            ConfigurationError: it was.
+        """
+        if self.read_only:
+            raise ConfigurationError(
+                f"the knowledge graph in {self.path!r} was opened read-only; reopen it "
+                "without read_only=True (only one process may write) to change it")
+
     def on_disk(self) -> str | None:
         return read_revision(self.path)
 

@@ -20,6 +20,7 @@ from trails.kg.bindings import apply_bindings
 from trails.kg.carried import Carry, Touched
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
+from trails.kg.hand_links import HandLinks, minted_links
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
 from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
@@ -28,7 +29,7 @@ from trails.kg.result import QueryResult, query_output
 from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
 from trails.kg.variables import check_bound
 from trails.recorded import Settings, Where, relative
-from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
+from trails.scopes import DEFAULT_SCOPE, dataset_options, scope_graph, scope_of_graph
 
 if TYPE_CHECKING:
     from typing import Self
@@ -71,6 +72,7 @@ class OxigraphGraph(QuadExport):
         self._generation = 0
         self._quiet = threading.local()  # writes that leave the revision (unrevised())
         self._stamp = Stamp(self.path, read_only)
+        self.hand_links = HandLinks(self.path)  # writes that may have moved chunk links
         self._carry = None if self.path is None or read_only else Carry(self.path, self.select_tsv)
         self._store: ox.Store | None = self._open()
         self._stamp.opened(self._stamp.revision)
@@ -128,9 +130,8 @@ class OxigraphGraph(QuadExport):
                  ) -> AbstractContextManager[None]:
         """Writes in this block (this thread) change only triples on ``subjects()``: kept
         filter columns are carried across them (``kg/carried.py``)."""
-        if self._carry is None:
-            return contextlib.nullcontext()
-        return self._carry.touching(subjects, self._stamp.settled())
+        return minted_links(None if self._carry is None else
+                            self._carry.touching(subjects, self._stamp.settled()))
 
     def carry_columns(self) -> None:
         """Write the kept filter columns for the revision the declared writes settled on."""
@@ -160,10 +161,11 @@ class OxigraphGraph(QuadExport):
         return store
 
     @contextlib.contextmanager
-    def _faults(self, action: str) -> Iterator[None]:
+    def _faults(self, action: str, links: bool = False) -> Iterator[None]:
         """A full disk, read-only mount or corrupt file met inside as a StorageError naming
         the directory; the store is dropped, so the next call reopens it. A write moves the
-        :attr:`generation` as it starts and ends: no overlapping read is credited after it."""
+        :attr:`generation` as it starts and ends: no overlapping read is credited after it.
+        ``links``: the write may change chunk links (``kg/hand_links.py``)."""
         writing = action.startswith("writing")
         stamped = writing and not getattr(self._quiet, "on", False)
         if writing:
@@ -171,7 +173,8 @@ class OxigraphGraph(QuadExport):
         if stamped and self._carry is not None:
             self._carry.written()
         try:
-            with self._stamp.writing() if stamped else contextlib.nullcontext():
+            with (self._stamp.writing() if stamped else contextlib.nullcontext(),
+                  self.hand_links.writing(links and stamped)):
                 yield
         except (OSError, RuntimeError) as exc:
             fault = storage_fault(exc, self.path or "the in-memory graph", action)
@@ -206,6 +209,8 @@ class OxigraphGraph(QuadExport):
         """The pyoxigraph store, for anything this wrapper does not cover; writes through it
         bypass the stamp, so from here on no stamp this object writes is ``settled``."""
         self._moved()
+        if not self.read_only and not self._closed:
+            self.hand_links.mark()  # raw writes may move chunk links unseen
         return self._stamp.handed_out(self._s)
 
     @property
@@ -233,13 +238,6 @@ class OxigraphGraph(QuadExport):
         ox.NamedNode(iri)  # checks the IRI
         self._functions[iri] = (fn, per_query)
 
-    def _graphs(self, scopes: Sequence[str] | None) -> dict[str, Any]:
-        if scopes is None:
-            return {"use_default_graph_as_union": True}
-        graphs = [scope_graph(s) for s in scopes]
-        named = [g for g in graphs if isinstance(g, ox.NamedNode)]
-        return {"default_graph": graphs, "named_graphs": named}
-
     def query(self, sparql: str, bindings: Mapping[str, Any] | None = None, *,
               scopes: Sequence[str] | None = None) -> QueryResult | bool | list[ox.Triple]:
         """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
@@ -254,7 +252,7 @@ class OxigraphGraph(QuadExport):
             check_limits(sparql)
             refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
-        return self._evaluate(text, self._graphs(scopes), FunctionCalls(self._functions, scopes))
+        return self._evaluate(text, dataset_options(scopes), FunctionCalls(self._functions, scopes))
 
     def query_dataset(self, sparql: str, dataset: Dataset, *, scopes: Sequence[str],
                       base_iri: str | None = None) -> QueryResult | bool | list[ox.Triple]:
@@ -306,7 +304,7 @@ class OxigraphGraph(QuadExport):
 
     def _select_tsv(self, text: str, scopes: Sequence[str] | None,
                     calls: FunctionCalls) -> bytes:
-        solutions = self._s.query(text, prefixes=self.prefixes, **self._graphs(scopes),
+        solutions = self._s.query(text, prefixes=self.prefixes, **dataset_options(scopes),
                                   **calls.options())
         # Serialising in Rust and splitting the text is ~2x faster than building a Python
         # term per solution (100,000 candidates: ~200 ms instead of ~380 ms). In TSV an IRI is
@@ -322,7 +320,7 @@ class OxigraphGraph(QuadExport):
         text = apply_bindings(sparql, bindings) if bindings else sparql
         check_update(text, self.prefixes)
         try:
-            with self._faults("writing the graph in"):
+            with self._faults("writing the graph in", HandLinks.in_update(text, self.prefixes)):
                 self._s.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
@@ -335,14 +333,16 @@ class OxigraphGraph(QuadExport):
     def extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add quads in one transaction: all or none."""
         self._check_writable()
-        with self._faults("writing the graph in"):
-            self._s.extend(check_quads(quads))
+        listed = check_quads(quads)
+        with self._faults("writing the graph in", HandLinks.in_quads(listed)):
+            self._s.extend(listed)
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
-        with self._faults("writing the graph in"):
-            self._s.bulk_extend(check_quads(quads))
+        listed = check_quads(quads)
+        with self._faults("writing the graph in", HandLinks.in_quads(listed)):
+            self._s.bulk_extend(listed)
 
     def load_nquads(self, text: str) -> None:
         """Add N-Quads text in one transaction: all or none (``NQuadsGraph``).
@@ -355,13 +355,13 @@ class OxigraphGraph(QuadExport):
             SyntaxError: the text is not N-Quads (with its line and column).
         """
         self._check_writable()
-        with self._faults("writing the graph in"):
+        with self._faults("writing the graph in", HandLinks.in_nquads(text)):
             self._s.load(check_nquads(text), format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
         check_removal(graph)
-        with self._faults("writing the graph in"):
+        with self._faults("writing the graph in", links=True):
             self._s.remove_graph(graph)
 
     def load(self, source: RdfSource | Any, format: str | None = None,
@@ -416,10 +416,7 @@ class OxigraphGraph(QuadExport):
                 self._store.flush()
 
     def _check_writable(self) -> None:
-        if self.read_only:
-            raise ConfigurationError(
-                f"the knowledge graph in {self.path!r} was opened read-only; reopen it "
-                "without read_only=True (only one process may write) to change it")
+        self._stamp.check_writable()
 
     def close(self) -> None:
         """Flush (refused for lack of space: only logged, ``kept_in_the_log``) and release

@@ -1,0 +1,238 @@
+"""Chunk links written by hand: the writes that may have changed a ``schema:isPartOf`` triple
+outside ingestion, remembered beside the graph's files (ADR 0013).
+
+A filter over chunks is answered over documents (``retrieval/candidates.py``) only while every
+``schema:isPartOf`` triple of a chunk is the one ingestion minted: a chunk's IRI then names its
+document. Counting links cannot prove that: a link moved from one document to another, or
+deleted together with its chunk's type, leaves the counts equal, and telling each link from
+its chunk's IRI costs tens of seconds at a million chunks. So every write trails does not make
+itself (``update``, ``extend``, ``load``, ``load_nquads``, ``remove_graph``, handing out the
+raw store) is judged before it runs: one that may change such a triple leaves a mark, and
+while any mark is there filters run over chunks, as written (exact; slower on a large graph).
+:func:`~trails.ingest.maintenance.verify` reads every link; when each chunk's links are the
+minted one it removes the marks it saw.
+
+The judgement errs one way only: a write that could reach ``schema:isPartOf`` is marked
+(its IRI in any spelling: prefixed, split across a prefix, escaped, relative; a variable in a
+predicate's place; a whole-graph operation), and a write that cannot is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+import secrets
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+
+import pyoxigraph as ox
+
+from trails.errors import StorageError
+
+__all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_change_links",
+           "quads_change_links", "update_may_change_links"]
+
+IS_PART_OF = "https://schema.org/isPartOf"
+_LINK = ox.NamedNode(IS_PART_OF)
+# Inside the store's directory, beside the revision stamp: one empty file per marked write.
+MARKS_DIR = "trails-links-by-hand"
+_MINTED = contextvars.ContextVar("trails_minted_links", default=False)
+_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_PREFIX = re.compile(r"[Pp](?i:REFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>")
+_NAME = r"\w\u00b7\u00c0-\ufffd"
+_TOKEN = re.compile(
+    r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
+    r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
+    r'|(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)'
+    r"|(?P<comment>#[^\n\r]*)"
+    r"|(?P<space>\s+)"
+    r"|(?P<suffix>\^\^|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
+    rf"|(?P<var>[?$][{_NAME}]+)"
+    rf"|(?P<blank>_:[{_NAME}.-]*)"
+    rf"|(?P<name>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:"
+    rf"(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
+    r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
+    r"|(?P<word>[A-Za-z_]\w*)"
+    r"|(?P<punct>[{}()\[\].;,])"
+    r"|(?P<other>\S)")
+_TERMS = frozenset({"string", "iri", "var", "blank", "name", "number", "word"})
+# Operations on whole graphs: any of them can take links with it.
+_GRAPH_OPERATIONS = frozenset({"CLEAR", "DROP", "MOVE", "COPY", "ADD", "LOAD"})
+
+
+@contextlib.contextmanager
+def minted_links(inner: AbstractContextManager[object] | None = None) -> Iterator[None]:
+    """Writes in this block (this thread or task) are trails' own: ingestion's, a delete's,
+    repair's. They write and remove chunk links only as minted, so they leave no mark."""
+    token = _MINTED.set(True)
+    try:
+        with inner if inner is not None else contextlib.nullcontext():
+            yield
+    finally:
+        _MINTED.reset(token)
+
+
+def update_may_change_links(text: str, prefixes: Mapping[str, str]) -> bool:
+    """Whether the SPARQL update ``text`` may write or delete a ``schema:isPartOf`` triple.
+
+    >>> update_may_change_links('INSERT DATA { <x:d> schema:dateCreated "2024" }', {})
+    False
+    >>> update_may_change_links('DELETE WHERE { <x:c> schema:isPartOf ?d }', {})
+    True
+    >>> update_may_change_links('DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }', {})
+    True
+    """
+    plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+    if "isPartOf" in plain:  # written out, relative, in a prefix, a BASE or a string
+        return True
+    declared = {**prefixes, **{name or "": iri for name, iri in _PREFIX.findall(plain)}}
+    tokens = []
+    for found in _TOKEN.finditer(plain):
+        kind, token = found.lastgroup or "other", found.group()
+        if kind == "word" and token.upper() in _GRAPH_OPERATIONS:
+            return True
+        if kind == "name":
+            name, _, local = token.partition(":")
+            if declared.get(name, "\x00") + local == IS_PART_OF:
+                return True  # a prefix that ends inside the IRI (p:Of)
+        if kind not in ("space", "comment"):
+            tokens.append((kind, token.upper() if kind == "word" else token))
+    return any(_predicate_variable(tokens, at) for at, (kind, token) in enumerate(tokens)
+               if token in ("DELETE", "INSERT") and kind == "word")
+
+
+def _predicate_variable(tokens: list[tuple[str, str]], at: int) -> bool:
+    """Whether the template after the DELETE or INSERT at ``at`` (``DELETE WHERE``'s pattern
+    included) has a variable where a predicate goes: it could be ``schema:isPartOf``."""
+    at += 1
+    if at < len(tokens) and tokens[at][1] == "DATA":
+        return False  # no variables: its IRIs were read above
+    if at < len(tokens) and tokens[at][1] == "WHERE":
+        at += 1
+    if at >= len(tokens) or tokens[at][1] != "{":
+        return False  # not an operation (a name, a string): nothing to read
+    # What comes next, and for each open bracket what came before it ("{", "[" or "(").
+    expect, outer = "subject", list[tuple[str, str]]()
+    for kind, token in tokens[at + 1:]:
+        if kind == "suffix":
+            expect = "datatype" if token == "^^" else expect
+        elif expect == "datatype":
+            expect = "end"
+        elif token == "GRAPH":
+            expect = "graph"
+        elif expect == "graph":
+            expect = "{"
+        elif token == "{":
+            expect, outer = "subject", [*outer, ("subject", "{")]
+        elif token == "}":
+            if not outer:
+                return False  # the template's end
+            expect, outer = "subject", outer[:-1]
+        elif token in ".;,":
+            expect = {".": "subject", ";": "predicate", ",": "object"}[token]
+        elif token in "[(":
+            outer = [*outer, (expect, token)]
+            expect = "predicate" if token == "[" else "object"
+        elif token in "])":
+            if not outer or outer[-1][1] != {"]": "[", ")": "("}[token]:
+                return True  # unbalanced: assume the worst
+            expect, outer = _after(outer[-1][0]), outer[:-1]
+        elif kind in _TERMS:
+            if expect == "end" or (expect == "predicate" and kind == "var"):
+                return True  # a variable as predicate, or a reading gone astray
+            in_list = bool(outer) and outer[-1][1] == "("
+            expect = "object" if in_list else _after(expect)
+        else:
+            return True  # nothing a template holds: assume the worst
+    return True  # no end: assume the worst
+
+
+def _after(position: str) -> str:
+    """What follows a term in ``position``."""
+    return {"subject": "predicate", "predicate": "object"}.get(position, "end")
+
+
+def quads_change_links(quads: Iterable[ox.Quad]) -> bool:
+    """Whether any of ``quads`` is a ``schema:isPartOf`` triple."""
+    return any(q.predicate == _LINK for q in quads)
+
+
+def nquads_may_change_links(text: str) -> bool:
+    """Whether N-Quads ``text`` may hold a ``schema:isPartOf`` triple (an escape may spell it)."""
+    return IS_PART_OF in text or "\\u" in text or "\\U" in text
+
+
+class HandLinks:
+    """The marks of one graph: files in ``<graph>/trails-links-by-hand`` (a set in memory)."""
+
+    @staticmethod
+    def in_update(text: str, prefixes: Mapping[str, str]) -> bool:
+        """:func:`update_may_change_links`, not read at all for trails' own writes (an
+        ingest's updates are large)."""
+        return not _MINTED.get() and update_may_change_links(text, prefixes)
+
+    @staticmethod
+    def in_quads(quads: list[ox.Quad]) -> bool:
+        return not _MINTED.get() and quads_change_links(quads)
+
+    @staticmethod
+    def in_nquads(text: str) -> bool:
+        return not _MINTED.get() and nquads_may_change_links(text)
+
+    def __init__(self, path: str | None) -> None:
+        self.folder = None if path is None else os.path.join(path, MARKS_DIR)
+        self._memory: set[str] = set()
+
+    @contextlib.contextmanager
+    def writing(self, may_change: bool) -> Iterator[None]:
+        """Around a write that ``may_change`` links (unless trails' own): a mark before it, so
+        a crash mid-write leaves one, and a new one after it, so a :meth:`clear` that listed
+        the marks while the write ran leaves this one."""
+        marking = may_change and not _MINTED.get()
+        if marking:
+            self.mark()
+        yield
+        if marking:
+            self.mark()
+
+    def mark(self) -> None:
+        """Leave a mark.
+
+        Raises:
+            StorageError: it cannot be written (the write must not go on unmarked).
+        """
+        name = secrets.token_hex(8)
+        if self.folder is None:
+            self._memory.add(name)
+            return
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(os.path.join(self.folder, name), "x", encoding="ascii"):
+                pass
+        except OSError as exc:
+            raise StorageError(f"cannot record a write to chunk links in {self.folder!r} "
+                               f"({exc}); nothing was written. Free space or make the "
+                               "context writable, then write again") from exc
+
+    def marks(self) -> list[str]:
+        """The marks there now (none: every chunk link is as ingestion minted it)."""
+        if self.folder is None:
+            return sorted(self._memory)
+        try:
+            return sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        except OSError:
+            return ["unreadable"]  # cannot tell: as if marked
+
+    def clear(self, marks: Iterable[str]) -> None:
+        """Remove ``marks`` (those listed before every link was read and found minted)."""
+        for name in marks:
+            self._memory.discard(name)
+            if self.folder is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(self.folder, name))

@@ -1,0 +1,260 @@
+"""Chunk links written by hand (kg/hand_links.py, ADR 0013): a write trails does not make
+itself that may change a ``schema:isPartOf`` triple is marked before it runs, and while a mark
+is there filters are not answered over documents, so a moved, swapped, added or removed link
+(which the link counts cannot see) never changes an answer; ``verify()`` reads every link and
+clears the marks once each live chunk has exactly its minted link again."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_filter_index import LINK, SHAPES, build, documents_strategy, ranked_among
+from trails import retrieve
+from trails.context import Context
+from trails.errors import StorageError
+from trails.ingest import Document, ingest_all
+from trails.kg.hand_links import MARKS_DIR, update_may_change_links
+from trails.kg.sparql import PREFIXES
+from trails.retrieval.candidates import chunk_links_intact, filter_candidates
+from trails.testing import fresh_context
+from trails.vector import MockEmbedder
+
+IS_PART_OF = "https://schema.org/isPartOf"
+WANT = {"want": "d1"}
+BY_ID = f"SELECT ?iri WHERE {{ {LINK} ?doc trails:documentId ?id FILTER(?id = ?want) }}"
+
+
+def documents(n: int = 4) -> list[Document]:
+    return [Document(id=f"d{i}", source=f"d{i}.md", text=f"rails memo {i}. It explains routes {i}.",
+                     metadata={"date": f"202{i % 4}-06-01"}) for i in range(n)]
+
+
+def planned(ctx, text=BY_ID, bindings=None, scopes=None) -> set[str]:
+    with ctx.vectors.snapshot():
+        return ranked_among(ctx, filter_candidates(ctx.kg, text, WANT if bindings is None else bindings,
+                                                   scopes), scopes)
+
+
+def written(ctx, text=BY_ID, bindings=None, scopes=None) -> set[str]:
+    return ranked_among(ctx, ctx.kg.select_iris(text, WANT if bindings is None else bindings,
+                                                scopes=scopes), scopes)
+
+
+def chunk_of(ctx, doc_id: str) -> str:
+    return min(i for i, m in ctx.vectors.metadata(ctx.vectors.all_ids()).items()
+                  if m["doc_iri"] == f"{ctx.base_iri}doc/{doc_id}")
+
+
+def move(ctx, chunk: str, to: str, how: str) -> None:
+    """Move ``chunk``'s link (default scope) to document ``to``, through one write path."""
+    target = f"{ctx.base_iri}doc/{to}"
+    if how == "update":
+        ctx.kg.update(f"DELETE WHERE {{ <{chunk}> schema:isPartOf ?d }} ; "
+                      f"INSERT DATA {{ <{chunk}> schema:isPartOf <{target}> }}")
+        return
+    ctx.kg.update(f"DELETE WHERE {{ <{chunk}> <{IS_PART_OF}> ?d }}" if how != "split prefix" else
+                  f"PREFIX p: <https://schema.org/isPart> DELETE WHERE {{ <{chunk}> p:Of ?d }}")
+    if how == "extend":
+        ctx.kg.extend([ox.Quad(ox.NamedNode(chunk), ox.NamedNode(IS_PART_OF), ox.NamedNode(target))])
+    elif how == "load":
+        ctx.kg.load(f"<{chunk}> <{IS_PART_OF}> <{target}> .".encode(), format="ntriples")
+    elif how == "escaped":
+        ctx.kg.update(f"INSERT DATA {{ <{chunk}> <https://schema.org/\\u0069sPartOf> <{target}> }}")
+    else:  # split prefix
+        ctx.kg.update(f"PREFIX p: <https://schema.org/isPart> INSERT DATA {{ <{chunk}> p:Of <{target}> }}")
+
+
+@pytest.mark.parametrize("how", ["update", "extend", "load", "escaped", "split prefix"])
+def test_a_moved_link_selects_what_the_graph_selects(how):
+    """The counts stay equal when a link moves; the answer must still be the graph's."""
+    with fresh_context(dim=16) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        moved = chunk_of(ctx, "d0")
+        move(ctx, moved, "d1", how)
+        assert moved in written(ctx)  # the graph now says it is part of d1
+        assert planned(ctx) == written(ctx)
+        assert moved not in planned(ctx, bindings={"want": "d0"})
+        hits = retrieve("rails memo", ctx, sparql_filter=BY_ID, bindings={"want": "d1"}, k=50)
+        assert {h.iri for h in hits} == written(ctx)
+
+
+def test_a_swap_between_documents_of_the_same_text_is_seen():
+    """Two chunks trade documents: every count and every version stays the same."""
+    with fresh_context(dim=16) as ctx:
+        same = "the same text. In two documents."
+        ingest_all([Document(id=i, source=f"{i}.md", text=same) for i in ("d0", "d1")], ctx=ctx)
+        a, b = chunk_of(ctx, "d0"), chunk_of(ctx, "d1")
+        move(ctx, a, "d1", "update")
+        move(ctx, b, "d0", "update")
+        assert written(ctx) == {a}
+        assert planned(ctx) == {a}
+
+
+def test_a_link_removed_with_its_chunk_type_is_seen():
+    with fresh_context(dim=16) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        gone = chunk_of(ctx, "d1")
+        ctx.kg.update(f"DELETE WHERE {{ <{gone}> schema:isPartOf ?d ; a trails:Chunk }}")
+        assert gone not in written(ctx)
+        assert planned(ctx) == written(ctx)
+
+
+def test_trails_own_writes_and_a_users_other_triples_leave_no_mark():
+    """Ingest, a new version, a delete, repair and a user's own triples: filters stay planned
+    over documents (the fast path is not lost to a false alarm)."""
+    with fresh_context(dim=16) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        ingest_all([Document(id="d1", source="d1.md", text="a new version of d1.")], ctx=ctx)
+        ctx.delete_document(f"{ctx.base_iri}doc/d2")
+        ctx.kg.update(f'INSERT DATA {{ <{ctx.base_iri}doc/d0> <https://example.org/tag> "x" }}')
+        ctx.kg.update("DELETE { ?d <https://example.org/tag> ?t } INSERT { ?d <https://example.org/"
+                      "tag> \"y\" ; schema:about ?t } WHERE { ?d <https://example.org/tag> ?t }")
+        ctx.kg.load(f'<{ctx.base_iri}doc/d0> <https://schema.org/name> "Zero" .'.encode(),
+                    format="ntriples")
+        ctx.verify(repair=True)
+        assert ctx.kg.hand_links.marks() == []
+        assert chunk_links_intact(ctx.kg)
+
+
+def test_verify_reports_hand_links_and_clears_the_marks_only_when_none_is_left(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        moved = chunk_of(ctx, "d0")
+        move(ctx, moved, "d1", "update")
+        report = ctx.verify()
+        assert report.hand_links == [moved]
+        assert "1 chunks linked by hand" in report.summary()
+        assert ctx.kg.hand_links.marks() and not chunk_links_intact(ctx.kg)
+        move(ctx, moved, "d0", "update")  # put back by hand: still marked until read
+        assert not chunk_links_intact(ctx.kg)
+        with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16),
+                          read_only=True) as reader:
+            move(ctx, moved, "d1", "update")  # after the reader's view opened
+            assert reader.verify().hand_links == []  # the view shows the link put back
+            assert reader.kg.hand_links.marks()  # but it lags the graph: nothing cleared
+            assert planned(reader) == written(reader)
+        move(ctx, moved, "d0", "update")
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), read_only=True) as reader:
+        report = reader.verify()  # what `trails verify` does: a read-only view, current
+        assert report.hand_links == [] and report.ok
+        assert reader.kg.hand_links.marks() == [] and chunk_links_intact(reader.kg)
+        assert planned(reader) == written(reader)
+
+
+def test_a_fresh_read_only_process_sees_the_mark(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        planned(ctx)  # columns and counts kept for this revision
+        move(ctx, chunk_of(ctx, "d0"), "d1", "update")
+    assert list((tmp_path / "kb" / "graph" / MARKS_DIR).iterdir())
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), read_only=True) as reader:
+        assert planned(reader) == written(reader)
+        assert len(written(reader)) == 2
+
+
+def test_a_write_that_cannot_be_marked_is_refused_and_writes_nothing(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        (tmp_path / "kb" / "graph" / MARKS_DIR).write_text("not a folder")
+        moved = chunk_of(ctx, "d0")
+        with pytest.raises(StorageError, match="chunk links"):
+            move(ctx, moved, "d1", "update")
+        assert moved not in written(ctx)
+        ctx.kg.update(f'INSERT DATA {{ <{ctx.base_iri}doc/d0> schema:name "Zero" }}')  # unmarked
+
+
+def test_handing_out_the_raw_store_marks():
+    with fresh_context(dim=16) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        store = ctx.kg.store
+        moved = chunk_of(ctx, "d0")
+        store.remove(ox.Quad(ox.NamedNode(moved), ox.NamedNode(IS_PART_OF),
+                             ox.NamedNode(f"{ctx.base_iri}doc/d0")))
+        store.add(ox.Quad(ox.NamedNode(moved), ox.NamedNode(IS_PART_OF),
+                          ox.NamedNode(f"{ctx.base_iri}doc/d1")))
+        assert planned(ctx) == written(ctx)
+
+
+@pytest.mark.parametrize(("update", "may_change"), [
+    ('INSERT DATA { <x:d> schema:dateCreated "2024"^^xsd:date }', False),
+    ('INSERT DATA { <x:d> schema:name "a"@en . <x:e> schema:name "b" }', False),
+    ("DELETE WHERE { ?d <https://example.org/tag> ?t }", False),
+    ("DELETE { ?d ex:tag ?t } INSERT { ?d ex:tag 'new' ; ex:n 1.5 , 2 . } WHERE { ?d ?p ?t }", False),
+    ("DELETE { GRAPH <urn:g> { ?d ex:tag ?t } } WHERE { ?d ex:tag ?t }", False),
+    ("INSERT { [ ex:p ?o ] ex:q ( ?a ?b ) . } WHERE { ?o ex:r ?a, ?b }", False),
+    ("DELETE WHERE { <x:c> schema:isPartOf ?d }", True),
+    ("DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", True),
+    ("DELETE WHERE { GRAPH ?g { <x:c> ?p ?o } }", True),
+    ("INSERT { ?s ex:q ?o ; ?p ?o } WHERE { ?s ?p ?o }", True),
+    ("INSERT { [ ?p ?o ] } WHERE { ?s ?p ?o }", True),
+    ("INSERT { ?s ex:p ex:o. ?x ?p ?y } WHERE { ?s ?p ?o }", True),
+    ("INSERT { ( ?a ) ?p ?o } WHERE { ?a ?p ?o }", True),
+    ("insert { ?s $p ?o } where { ?s ?p ?o }", True),
+    ("PREFIX p: <https://schema.org/isPart> INSERT DATA { <x:c> p:Of <x:d> }", True),
+    ("PREFIX : <https://schema.org/isPartO> INSERT DATA { <x:c> :f <x:d> }", True),
+    ("INSERT DATA { <x:c> <https://schema.org/\\u0069sPartOf> <x:d> }", True),
+    ("BASE <https://schema.org/> INSERT DATA { <x:c> <isPartOf> <x:d> }", True),
+    ("CLEAR GRAPH <urn:trails:scope:legal>", True),
+    ("DROP ALL", True),
+    ("MOVE DEFAULT TO <urn:g>", True),
+    (('INSERT { ?s ?p ?o } WHERE { ?s ex:q ?o BIND(IRI(CONCAT("https://schema.org/is", '
+     '"PartOf")) AS ?p) }'), True),
+])
+def test_which_updates_may_change_links(update, may_change):
+    prefixes = {**PREFIXES, "ex": "https://example.org/"}
+    assert update_may_change_links(update, prefixes) is may_change
+
+
+EDITS = ["move", "swap", "unlink", "second link", "link back"]
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(documents_strategy, st.lists(st.tuples(st.sampled_from(EDITS), st.integers(0, 9),
+                                              st.integers(0, 9)), min_size=1, max_size=3),
+       st.data())
+def test_planned_candidates_equal_the_filter_as_written_after_links_edited_by_hand(
+        docs, edits, data):
+    """Random documents in two scopes, links edited by hand in their graphs (moved, swapped
+    between chunks, removed with the chunk's type, a second link, a move undone), then random
+    filters of every shape and scopes: the planned candidates are the graph's."""
+    ctx = fresh_context(embedder=MockEmbedder(dim=8))
+    build(ctx, docs, [], [])
+    rows = ctx.vectors.metadata(ctx.vectors.all_ids())
+    chunks = sorted(rows)
+    if not chunks:
+        return
+    for edit, i, j in edits:
+        c, other = chunks[i % len(chunks)], chunks[j % len(chunks)]
+        scope = rows[c].get("scope", "default")
+        def insert(triple: str, scope: str = scope) -> str:
+            return (f"INSERT DATA {{ {triple} }}" if scope == "default" else
+                    f"INSERT DATA {{ GRAPH <urn:trails:scope:{scope}> {{ {triple} }} }}")
+
+        own, theirs = rows[c]["doc_iri"], rows[other]["doc_iri"]
+        delete = (f"DELETE WHERE {{ <{c}> schema:isPartOf ?d }} ; "
+                  f"DELETE WHERE {{ GRAPH ?g {{ <{c}> schema:isPartOf ?d }} }}")
+        if edit == "move":
+            ctx.kg.update(f"{delete} ; {insert(f'<{c}> schema:isPartOf <{theirs}>')}")
+        elif edit == "swap":
+            ctx.kg.update(f"{delete} ; {insert(f'<{c}> schema:isPartOf <{theirs}>')}")
+            ctx.kg.extend([ox.Quad(ox.NamedNode(other), ox.NamedNode(IS_PART_OF), ox.NamedNode(own))])
+        elif edit == "unlink":
+            ctx.kg.update(f"{delete} ; DELETE WHERE {{ <{c}> a trails:Chunk }} ; "
+                          f"DELETE WHERE {{ GRAPH ?g {{ <{c}> a trails:Chunk }} }}")
+        elif edit == "second link":
+            ctx.kg.load(f"<{c}> <{IS_PART_OF}> <{theirs}> .".encode(), format="ntriples",
+                        scope=scope)
+        else:
+            ctx.kg.update(f"{delete} ; {insert(f'<{c}> schema:isPartOf <{own}>')}")
+    for name in data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=3)):
+        group, bindings_strategy = SHAPES[name]
+        bindings = data.draw(bindings_strategy)
+        scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+        text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
+        assert planned(ctx, text, bindings, scopes) == written(ctx, text, bindings, scopes), (
+            name, bindings, scopes)
+    ctx.close()
