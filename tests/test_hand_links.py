@@ -144,6 +144,25 @@ def test_verify_reports_hand_links_and_clears_the_marks_only_when_none_is_left(t
         assert planned(reader) == written(reader)
 
 
+@pytest.mark.parametrize("link", ['"{doc}"', "<{doc}>", "<{doc}> , <https://example.org/x>"])
+def test_verify_reads_each_link_exactly(link):
+    """A link to the document's IRI written as a string, the same link in a second graph, a
+    second link beside it: none is the minted link alone."""
+    with fresh_context(dim=16) as ctx:
+        ingest_all(documents(), ctx=ctx)
+        chunk = chunk_of(ctx, "d0")
+        doc = f"{ctx.base_iri}doc/d0"
+        written_as = link.format(doc=doc)
+        triple = f"<{chunk}> schema:isPartOf {written_as}"
+        if link == '"{doc}"':
+            ctx.kg.update(f"DELETE WHERE {{ <{chunk}> schema:isPartOf ?d }}")
+        ctx.kg.update(f"INSERT DATA {{ GRAPH <urn:trails:scope:other> {{ {triple} }} }}"
+                      if link == "<{doc}>" else f"INSERT DATA {{ {triple} }}")
+        assert ctx.verify().hand_links == [chunk]
+        assert ctx.kg.hand_links.marks()
+        assert planned(ctx, bindings={"want": "d0"}) == written(ctx, bindings={"want": "d0"})
+
+
 def test_a_fresh_read_only_process_sees_the_mark(tmp_path):
     with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
         ingest_all(documents(), ctx=ctx)
