@@ -213,9 +213,10 @@ def test_query_json_is_the_whole_result_and_nothing_else(kb, notes):
     assert result.exit_code == 0
     answer = json.loads(result.stdout)  # the whole of stdout is JSON
     assert set(answer) == {"hits", "mode", "plan", "candidates", "exhaustive", "rankings",
-                           "fusion_weights", "notes", "degraded", "run_id"}
+                           "fusion_weights", "notes", "degraded", "filter_path", "run_id"}
     assert answer["mode"] == "vector" and answer["plan"] == "full-scan"
     assert answer["candidates"] is None and answer["exhaustive"] is True
+    assert answer["filter_path"] is None  # no filter
     recorded = trails("--db", kb, "audit", "show", answer["run_id"], "--json")
     assert recorded.exit_code == 0 and json.loads(recorded.stdout)["query"] == "Rails"
     hits = answer["hits"]

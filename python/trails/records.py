@@ -166,6 +166,8 @@ class RetrievalResult(list[RetrievalHit]):
         # The embedder that embedded the query (retrieve() sets it): to_context counts tokens
         # with its tokenizer when it has one.
         self.embedder: Any = None
+        # How the SPARQL filter was answered (retrieve() sets it; None: no filter).
+        self.filter_path: str | None = None
         self.mode = mode
         self.plan = plan
         self.candidates = candidates
@@ -211,9 +213,12 @@ class RetrievalResult(list[RetrievalHit]):
         return tuple(note[len(DEGRADED):] for note in self.notes if note.startswith(DEGRADED))
 
     def explain(self) -> str:
-        """One line: how many hits, the mode and plan, what the filter admitted, whether the
-        scan was exhaustive, what was fused (with auto fusion's weights) and the notes."""
+        """One line: how many hits, the mode and plan, what the filter admitted and how it was
+        answered, whether the scan was exhaustive, what was fused (with auto fusion's weights)
+        and the notes."""
         admitted = "all vectors" if self.candidates is None else f"{self.candidates} candidates"
+        if self.filter_path:
+            admitted = f"filter={self.filter_path}, {admitted}"
         scan = "exhaustive" if self.exhaustive else "not exhaustive"
         fused = f", fused {'+'.join(self.rankings)}" if self.rankings else ""
         if self.fusion_weights:
@@ -236,7 +241,7 @@ class RetrievalResult(list[RetrievalHit]):
                 "candidates": self.candidates, "exhaustive": self.exhaustive,
                 "rankings": list(self.rankings), "fusion_weights": dict(self.fusion_weights),
                 "notes": list(self.notes), "degraded": list(self.degraded),
-                "run_id": self.run_id}
+                "filter_path": self.filter_path, "run_id": self.run_id}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, query: str | None = None) -> RetrievalResult:
@@ -253,12 +258,15 @@ class RetrievalResult(list[RetrievalHit]):
             str(hit.get("snippet") or ""), dict(hit.get("metadata") or {}),
             {str(k): float(v) for k, v in (hit.get("components") or {}).items()},
             hit.get("admitted_by")) for hit in data.get("hits", [])]
-        return cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
-                   candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),
-                   rankings=data.get("rankings") or (), notes=data.get("notes") or (),
-                   fusion_weights=data.get("fusion_weights") or None,
-                   run_id=data.get("run_id"), query=query if query is not None
-                   else data.get("query"))
+        result = cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
+                     candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),
+                     rankings=data.get("rankings") or (), notes=data.get("notes") or (),
+                     fusion_weights=data.get("fusion_weights") or None,
+                     run_id=data.get("run_id"), query=query if query is not None
+                     else data.get("query"))
+        path = data.get("filter_path")
+        result.filter_path = None if path is None else str(path)
+        return result
 
     def __repr__(self) -> str:
         """The explanation and the hits' reprs, the first :data:`TEXT_HITS` of them and how

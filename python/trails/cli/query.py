@@ -72,7 +72,7 @@ def query(
         False, "--json",
         help="Print only the whole result as JSON: {hits: [{iri, score, components, document, "
              "title, date, source, snippet, admitted_by, metadata}], mode, plan, candidates, "
-             "exhaustive, rankings, fusion_weights, notes, run_id}."),
+             "exhaustive, rankings, fusion_weights, notes, filter_path, run_id}."),
 ) -> None:
     """Retrieve the chunks that best answer TEXT (read-only).
 

@@ -67,6 +67,7 @@ class _GraphMemory:
         self.lock = threading.Lock()
         self.generation = -1
         self.answers: OrderedDict[tuple[Any, ...], tuple[str, ...]] = OrderedDict()
+        self.paths: dict[tuple[Any, ...], str] = {}  # how each kept answer was found
         self.iris = 0
         self.counts: dict[str, int] = {}  # COUNT queries' answers: estimates, link checks
         self.indexes: dict[tuple[str, ...] | None, FilterIndex] = {}  # columns, per scopes
@@ -75,19 +76,22 @@ class _GraphMemory:
         """This memory, emptied first if the graph has moved on."""
         if generation != self.generation:
             self.answers.clear()
+            self.paths.clear()
             self.iris = 0
             self.counts.clear()
             self.indexes.clear()
             self.generation = generation
         return self
 
-    def keep(self, key: tuple[Any, ...], iris: tuple[str, ...]) -> None:
+    def keep(self, key: tuple[Any, ...], iris: tuple[str, ...], path: str) -> None:
         if len(iris) > CACHED_IRIS:
             return
         self.answers[key] = iris
+        self.paths[key] = path
         self.iris += len(iris)
         while len(self.answers) > CACHED_FILTERS or self.iris > CACHED_IRIS:
-            _, dropped = self.answers.popitem(last=False)
+            gone, dropped = self.answers.popitem(last=False)
+            self.paths.pop(gone, None)
             self.iris -= len(dropped)
 
 
@@ -106,19 +110,25 @@ def _memory(graph: GenerationGraph) -> _GraphMemory:
 @traced("trails.filter", arguments=spans.filter_arguments, result=spans.filter_result)
 def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None,
                       scopes: Sequence[str] | None, *, documents: bool = True,
-                      ) -> tuple[str, ...]:
+                      path: list[str] | None = None) -> tuple[str, ...]:
     """The filter's candidate IRIs, as :meth:`~trails.kg.base.KnowledgeGraph.select_iris`
     finds them, planned and kept (see the module docstring).
 
     With ``documents`` the answer may be a :class:`DocumentIris` of documents whose chunks are
     the candidates; without it (graph mode, which lists the filter's own IRIs in its order)
-    it is always the filter's own IRIs.
+    it is always the filter's own IRIs. ``path``, when given, gets how the answer was found,
+    as ``explain()`` says it: ``documents-columns`` (over documents, from the graph's
+    columns), ``documents-query`` (over documents, a planned query), ``chunks-reordered``,
+    ``as-written`` (with why, when a lift was refused); ``(kept: ...)`` after it when the
+    answer is an identical filter's on the same graph state.
 
     Raises:
         UnsafeFilterError, SparqlError, UnboundVariableError: as ``select_iris`` does, for
             the filter as written.
     """
+    found = path if path is not None else []
     if not isinstance(graph, GenerationGraph) or _calls_functions(graph, sparql):
+        found.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     check_filter(sparql, graph.prefixes,
                  functions=graph.functions if isinstance(graph, FunctionGraph) else ())
@@ -132,29 +142,35 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
         kept = memory.at(generation).answers.get(key)
         if kept is not None:
             memory.answers.move_to_end(key)
+            found.append(f"{memory.paths.get(key, 'planned')} "
+                         "(kept: the same filter on this graph state)")
             return kept
-    iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents)
+    iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents, found)
     with memory.lock:
         if graph.generation == generation:  # nothing wrote meanwhile: the answer holds
-            memory.at(generation).keep(key, iris)
+            memory.at(generation).keep(key, iris, found[-1])
     return iris
 
 
 def _planned(graph: GenerationGraph, generation: int, sparql: str,
              bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
-             scopes: Sequence[str] | None, documents: bool) -> tuple[str, ...]:
+             scopes: Sequence[str] | None, documents: bool, path: list[str]) -> tuple[str, ...]:
     shape = parse_filter(sparql, graph.prefixes)
     if shape is None:
+        path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     bound = set((bindings or {}).keys())
     lifted = lift_to_documents(shape, bound) if documents else None
+    why = ""  # why a filter that could be lifted is not
     if lifted is not None and not chunk_links_intact(graph):
-        lifted = None
+        lifted, why = None, _unlinked_why(graph)
     if lifted is not None and lifted.typed and not links_reach_documents(graph):
-        lifted = None  # ?doc a trails:Document stands for the link: only if every target is one
+        # ?doc a trails:Document stands for the link: only if every target is one
+        lifted, why = None, " (a schema:isPartOf link reaches no trails:Document)"
     if lifted is not None and isinstance(graph, TsvGraph):
         indexed = _indexed(graph, generation, shape, lifted, terms, scopes)
         if indexed is not None:
+            path.append("documents-columns")
             return indexed
     variable, items = ((lifted.variable, lifted.items) if lifted is not None
                        else (shape.variable, list(shape.items)))
@@ -164,9 +180,12 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         iris = graph.select_iris(text, bindings, scopes=scopes)
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer
         log.warning("a planned filter failed (%s); running it as written", exc)
+        path.append("as-written (the planned form failed)")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     if lifted is None:
+        path.append(f"{'chunks-reordered' if order is not None else 'as-written'}{why}")
         return tuple(iris)
+    path.append("documents-query")
     documents_found = DocumentIris(iris)
     documents_found.generation = generation
     return documents_found
@@ -273,6 +292,14 @@ def links_reach_documents(graph: GenerationGraph) -> bool:
     """Whether every ``schema:isPartOf`` triple links to a ``trails:Document`` (then the
     documents stand for the targets of the links). Counted once per generation."""
     return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_TYPED_TARGETS)
+
+
+def _unlinked_why(graph: GenerationGraph) -> str:
+    """Why the chunk links do not stand for documents (the check just said they do not)."""
+    marked = getattr(graph, "hand_links", None)
+    if marked is not None and marked.marks():
+        return " (chunk links changed by hand: trails verify plans it again)"
+    return " (the graph has schema:isPartOf triples trails did not write)"
 
 
 def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:

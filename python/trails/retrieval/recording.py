@@ -225,9 +225,11 @@ def _call(hook: Callable[[RetrieveEvent], object], event: RetrieveEvent) -> None
 
 def _with_hits(result: RetrievalResult, hits: list[Any], run_id: str | None = None,
                ) -> RetrievalResult:
-    return RetrievalResult(hits, mode=result.mode, plan=result.plan,
+    copy = RetrievalResult(hits, mode=result.mode, plan=result.plan,
                            candidates=result.candidates, exhaustive=result.exhaustive,
                            rankings=result.rankings, notes=result.notes,
                            fusion_weights=result.fusion_weights,
                            run_id=run_id if run_id is not None else result.run_id,
                            query=result.query)
+    copy.filter_path = result.filter_path
+    return copy

@@ -196,6 +196,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
 
     iris: Sequence[str] | None = None
     graph = None
+    path: list[str] = []  # how the filter was answered (explain() says it)
     if mode in ("graph", "hybrid") and sparql_filter is not None:
         if ctx is None:
             raise ConfigurationError(
@@ -218,7 +219,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 lift = (mode != "graph" and can_check_documents(graph, store, again=read.again)
                         and not resolves_by_iri(store))  # rows named by metadata["iri"]: chunks
                 iris = expired.without(read.checked(filter_candidates(
-                    graph, sparql_filter or "", bindings, scopes, documents=lift)))
+                    graph, sparql_filter or "", bindings, scopes, documents=lift, path=path)))
             if mode == "graph":
                 answer = _shown(_noted(read.noted(graph_hits(list(iris or ()), store, k, ctx,
                                                               scopes)), bindings), ctx, scopes)
@@ -251,6 +252,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
                             embedder=None if model is None else model.identity.describe())
     answer.query = query  # the display marks its terms in each passage
+    answer.filter_path = path[-1] if path else None
     answer.embedder = model  # to_context counts tokens with its tokenizer
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
 

@@ -150,7 +150,8 @@ def search(ctx: Context, key: ApiKey, query: str, **arguments: Any) -> dict[str,
             "iri", "score", "title", "date", "source", "snippet", "document")}
             for hit in answer["hits"]],
         **{name: answer[name] for name in (
-            "mode", "plan", "candidates", "exhaustive", "rankings", "notes", "run_id")}},
+            "mode", "plan", "filter_path", "candidates", "exhaustive", "rankings", "notes",
+            "run_id")}},
         body.inject_mode, body.max_tokens, body.template)
 
 

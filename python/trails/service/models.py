@@ -152,6 +152,7 @@ class RetrieveResponse(BaseModel):
     notes: list[str]
     run_id: str | None
     degraded: list[str]
+    filter_path: str | None = None
     context: ContextOut | None = None
 
 
