@@ -30,6 +30,7 @@ from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
 from trails.config import AuditConfig
 from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
+from trails.kg.hand_links import minted_links
 from trails.kg.reserved import writing_audit_graph
 from trails.kg.terms import IRI
 
@@ -306,7 +307,8 @@ class AuditTrail:
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
             contextlib.nullcontext())
-        with quiet, writing_audit_graph():  # the one writer of the audit graph
+        # The one writer of the audit graph, which holds no chunk link (kg/hand_links.py).
+        with quiet, writing_audit_graph(), minted_links():
             batch: list[ox.Quad] = []
             for record in records:
                 try:

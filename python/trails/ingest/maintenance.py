@@ -12,7 +12,7 @@ import pyoxigraph as ox
 from trails.audit import DeletionRecord, default_caller, new_run_id
 from trails.audit.records import started_now
 from trails.ingest.document import Chunk
-from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
 from trails.ingest.writer import (
     OWNED_ON_CHUNKS,
@@ -148,10 +148,14 @@ def _links_by_hand(kg: KnowledgeGraph, rows: list[tuple[str, str, str | None, bo
     default = tsv_rows(kg.select_tsv("SELECT ?c ?d WHERE { ?c schema:isPartOf ?d }",
                                      [DEFAULT_SCOPE]))
     named = tsv_rows(kg.select_tsv("SELECT ?c ?d ?g WHERE { GRAPH ?g { ?c schema:isPartOf ?d } }"))
+    minted_elsewhere = set()  # a link from a chunk IRI that is not live, to another document
     for chunk, doc, *graph in [*default, *named]:
         if chunk in own:
             found.setdefault(chunk, []).append((doc, graph[0] if graph else ""))
-    return sorted(c[1:-1] for c, expected in own.items() if found.get(c) != [expected])
+        elif (shaped := CHUNK_IRI.match(chunk[1:-1])) is not None and doc != f"<{shaped['doc']}>":
+            minted_elsewhere.add(chunk[1:-1])
+    return sorted({c[1:-1] for c, expected in own.items() if found.get(c) != [expected]}
+                  | minted_elsewhere)
 
 
 def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
@@ -227,7 +231,9 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
         or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
     report.hand_links = _links_by_hand(kg, rows, versions) if marks else []
-    if marks and not report.hand_links and _read_the_latest(kg, shown):
+    # Only a graph found whole: a hand link on a chunk that is not live (left by a deleted
+    # document, say) would come back with it if it were ingested again.
+    if marks and report.ok and not report.hand_links and _read_the_latest(kg, shown):
         hand.clear(marks)  # type: ignore[union-attr]  # marks come from it
     outside = _payload_outside(ctx, rows)
     report.payload_outside_allowlist = sorted(row_id for ids in outside.values()

@@ -12,9 +12,10 @@ while any mark is there filters run over chunks, as written (exact; slower on a 
 :func:`~trails.ingest.maintenance.verify` reads every link; when each chunk's links are the
 minted one it removes the marks it saw.
 
-The judgement errs one way only: a write that could reach ``schema:isPartOf`` is marked
-(its IRI in any spelling: prefixed, split across a prefix, escaped, relative; a variable in a
-predicate's place; a whole-graph operation), and a write that cannot is not.
+The judgement errs one way only: a write that could reach ``schema:isPartOf`` is marked (a
+template's predicate that is a variable, the IRI, a relative IRI or a prefixed name whose
+local part could end it; a whole-graph operation; anything the reading cannot follow), and a
+write that cannot is not. Handing out the raw store marks that graph object for good.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import contextvars
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 
 import pyoxigraph as ox
@@ -40,7 +41,8 @@ _LINK = ox.NamedNode(IS_PART_OF)
 MARKS_DIR = "trails-links-by-hand"
 _MINTED = contextvars.ContextVar("trails_minted_links", default=False)
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-_PREFIX = re.compile(r"[Pp](?i:REFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>")
+# An IRI with a scheme: one a BASE cannot resolve to another.
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _NAME = r"\w\u00b7\u00c0-\ufffd"
 _TOKEN = re.compile(
     r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
@@ -76,42 +78,55 @@ def minted_links(inner: AbstractContextManager[object] | None = None) -> Iterato
         _MINTED.reset(token)
 
 
-def update_may_change_links(text: str, prefixes: Mapping[str, str]) -> bool:
+def update_may_change_links(text: str) -> bool:
     """Whether the SPARQL update ``text`` may write or delete a ``schema:isPartOf`` triple.
 
-    >>> update_may_change_links('INSERT DATA { <x:d> schema:dateCreated "2024" }', {})
+    Only a template writes (``INSERT``/``DELETE`` blocks, ``DATA`` blocks, ``DELETE WHERE``'s
+    pattern), and only through its predicates: one may when it is a variable, the IRI, a
+    relative IRI (a ``BASE`` can make it the IRI) or a prefixed name whose local part could
+    end it (``schema:isPartOf``, ``p:Of``, ``p:``). A whole-graph operation may, and so may
+    anything this reading does not follow (a backslash outside strings and IRIs, a template
+    it cannot walk). Reading the links (in a ``WHERE``) changes nothing.
+
+    >>> update_may_change_links('INSERT DATA { <x:d> schema:dateCreated "2024" }')
     False
-    >>> update_may_change_links('DELETE WHERE { <x:c> schema:isPartOf ?d }', {})
+    >>> update_may_change_links('DELETE WHERE { <x:c> schema:isPartOf ?d }')
     True
-    >>> update_may_change_links('DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }', {})
+    >>> update_may_change_links('DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }')
     True
     """
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
-    if "isPartOf" in plain:  # written out, relative, in a prefix, a BASE or a string
-        return True
-    declared = {**prefixes, **{name or "": iri for name, iri in _PREFIX.findall(plain)}}
     tokens = []
     for found in _TOKEN.finditer(plain):
         kind, token = found.lastgroup or "other", found.group()
         if kind == "word" and token.upper() in _GRAPH_OPERATIONS:
             return True
-        if kind == "name":
-            name, _, local = token.partition(":")
-            if declared.get(name, "\x00") + local == IS_PART_OF:
-                return True  # a prefix that ends inside the IRI (p:Of)
+        if kind == "other" and token == "\\":
+            return True  # a local name's escape (ex:a\#b): the rest would be misread
         if kind not in ("space", "comment"):
             tokens.append((kind, token.upper() if kind == "word" else token))
-    return any(_predicate_variable(tokens, at) for at, (kind, token) in enumerate(tokens)
+    return any(_template_writes_links(tokens, at) for at, (kind, token) in enumerate(tokens)
                if token in ("DELETE", "INSERT") and kind == "word")
 
 
-def _predicate_variable(tokens: list[tuple[str, str]], at: int) -> bool:
-    """Whether the template after the DELETE or INSERT at ``at`` (``DELETE WHERE``'s pattern
-    included) has a variable where a predicate goes: it could be ``schema:isPartOf``."""
+def _may_name_the_link(kind: str, token: str) -> bool:
+    """Whether a predicate written ``token`` could be ``schema:isPartOf``."""
+    if kind == "var":
+        return True
+    if kind == "iri":
+        iri = token[1:-1]
+        return iri == IS_PART_OF or not _ABSOLUTE.match(iri)
+    if kind == "name":
+        local = token.partition(":")[2]
+        return "isPartOf".endswith(local) or "isPartOf" in local
+    return False
+
+
+def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
+    """Whether the template after the DELETE or INSERT at ``at`` (a ``DATA`` block and
+    ``DELETE WHERE``'s pattern included) has a predicate that could be ``schema:isPartOf``."""
     at += 1
-    if at < len(tokens) and tokens[at][1] == "DATA":
-        return False  # no variables: its IRIs were read above
-    if at < len(tokens) and tokens[at][1] == "WHERE":
+    if at < len(tokens) and tokens[at][1] in ("DATA", "WHERE"):
         at += 1
     if at >= len(tokens) or tokens[at][1] != "{":
         return False  # not an operation (a name, a string): nothing to read
@@ -142,8 +157,8 @@ def _predicate_variable(tokens: list[tuple[str, str]], at: int) -> bool:
                 return True  # unbalanced: assume the worst
             expect, outer = _after(outer[-1][0]), outer[:-1]
         elif kind in _TERMS:
-            if expect == "end" or (expect == "predicate" and kind == "var"):
-                return True  # a variable as predicate, or a reading gone astray
+            if expect == "end" or (expect == "predicate" and _may_name_the_link(kind, token)):
+                return True  # a predicate that may be the link, or a reading gone astray
             in_list = bool(outer) and outer[-1][1] == "("
             expect = "object" if in_list else _after(expect)
         else:
@@ -170,10 +185,10 @@ class HandLinks:
     """The marks of one graph: files in ``<graph>/trails-links-by-hand`` (a set in memory)."""
 
     @staticmethod
-    def in_update(text: str, prefixes: Mapping[str, str]) -> bool:
+    def in_update(text: str) -> bool:
         """:func:`update_may_change_links`, not read at all for trails' own writes (an
         ingest's updates are large)."""
-        return not _MINTED.get() and update_may_change_links(text, prefixes)
+        return not _MINTED.get() and update_may_change_links(text)
 
     @staticmethod
     def in_quads(quads: list[ox.Quad]) -> bool:
@@ -186,6 +201,7 @@ class HandLinks:
     def __init__(self, path: str | None) -> None:
         self.folder = None if path is None else os.path.join(path, MARKS_DIR)
         self._memory: set[str] = set()
+        self._raw = False  # the raw store was handed out: it may write at any later time
 
     @contextlib.contextmanager
     def writing(self, may_change: bool) -> Iterator[None]:
@@ -195,9 +211,17 @@ class HandLinks:
         marking = may_change and not _MINTED.get()
         if marking:
             self.mark()
-        yield
-        if marking:
-            self.mark()
+        try:
+            yield
+        finally:  # a write that failed may have landed in part (bulk_extend)
+            if marking:
+                self.mark()
+
+    def handed_out(self) -> None:
+        """The raw store was handed out: its writes are never seen, so from now on this
+        graph object always counts as marked (a verify cannot clear that)."""
+        self._raw = True
+        self.mark()
 
     def mark(self) -> None:
         """Leave a mark.
@@ -220,6 +244,8 @@ class HandLinks:
 
     def marks(self) -> list[str]:
         """The marks there now (none: every chunk link is as ingestion minted it)."""
+        if self._raw:
+            return ["the raw store was handed out"]
         if self.folder is None:
             return sorted(self._memory)
         try:

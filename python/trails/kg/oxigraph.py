@@ -174,7 +174,7 @@ class OxigraphGraph(QuadExport):
             self._carry.written()
         try:
             with (self._stamp.writing() if stamped else contextlib.nullcontext(),
-                  self.hand_links.writing(links and stamped)):
+                  self.hand_links.writing(links)):
                 yield
         except (OSError, RuntimeError) as exc:
             fault = storage_fault(exc, self.path or "the in-memory graph", action)
@@ -210,7 +210,7 @@ class OxigraphGraph(QuadExport):
         bypass the stamp, so from here on no stamp this object writes is ``settled``."""
         self._moved()
         if not self.read_only and not self._closed:
-            self.hand_links.mark()  # raw writes may move chunk links unseen
+            self.hand_links.handed_out()  # raw writes may move chunk links unseen
         return self._stamp.handed_out(self._s)
 
     @property
@@ -320,7 +320,7 @@ class OxigraphGraph(QuadExport):
         text = apply_bindings(sparql, bindings) if bindings else sparql
         check_update(text, self.prefixes)
         try:
-            with self._faults("writing the graph in", HandLinks.in_update(text, self.prefixes)):
+            with self._faults("writing the graph in", HandLinks.in_update(text)):
                 self._s.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc

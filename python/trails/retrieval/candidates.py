@@ -32,6 +32,7 @@ from trails.kg.bindings import check_bindings
 from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
+from trails.kg.opening import read_revision
 from trails.kg.planning import (
     ESTIMATE_CAP,
     FilterShape,
@@ -283,9 +284,18 @@ def chunk_links_intact(graph: GenerationGraph) -> bool:
     unseen by the counts (one left marked, ``kg/hand_links.py``) makes it False until
     ``verify()`` has read every link."""
     marked = getattr(graph, "hand_links", None)
-    if marked is not None and marked.marks():
+    if marked is not None and (marked.marks() or _lagging(graph)):
         return False
     return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_CHUNKS)
+
+
+def _lagging(graph: GenerationGraph) -> bool:
+    """Whether a read-only view shows an older state than the graph's files: the marks read
+    now may have been cleared after a write its state still holds. (``retrieve()`` refreshes
+    such a view before it filters; a caller of :func:`filter_candidates` may not.)"""
+    path = getattr(graph, "path", None)
+    return bool(getattr(graph, "read_only", False)) and path is not None and (
+        read_revision(path) != getattr(graph, "revision", None))
 
 
 def links_reach_documents(graph: GenerationGraph) -> bool:
