@@ -240,6 +240,16 @@ UPDATES = [
     "DELETE WHERE { GRAPH <urn:trails:audit> { ?s ?p ?o } }",
     ('INSERT DATA { <urn:x:a> <urn:x:b> 1 } ; '
      'INSERT DATA { GRAPH <urn:trails:audit> { <urn:x:a> <urn:x:b> 1 } }'),
+    # prefixes however declared: a later one in a string, none of the usual spaces, a comment
+    # inside, a name that is not ASCII, a relative IRI under a BASE
+    (f'PREFIX a: <urn:trails:aud> INSERT DATA {{ GRAPH a:it {{ <{RUN}> a prov:Activity }} . '
+     '<urn:x:n> <urn:x:m> "PREFIX a: <x:>" }'),
+    f'PREFIX: <urn:trails:aud> INSERT DATA {{ GRAPH :it {{ <{RUN}> a prov:Activity }} }}',
+    (f'PREFIX # a comment\n a: <urn:trails:> INSERT DATA {{ GRAPH a:audit {{ <{RUN}> a '
+     'prov:Activity } }'),
+    f'PREFIX \u00e9: <urn:trails:> INSERT DATA {{ GRAPH \u00e9:audit {{ <{RUN}> a prov:Activity }} }}',
+    (f'BASE <urn:trails:x> PREFIX a: <audit> INSERT DATA {{ GRAPH a: {{ <{RUN}> a '
+     'prov:Activity } }'),
 ]
 
 

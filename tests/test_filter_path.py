@@ -1,7 +1,7 @@
 """Every filtered answer says how its filter was answered (``explain()``, ``to_dict()``, the
 service and MCP answers): over documents from the graph's columns, over documents by a planned
-query, over chunks reordered, or as written (with why a lift was refused), and whether it is
-an identical filter's kept answer (retrieval/candidates.py, ADR 0013)."""
+query, over chunks reordered, or as written (with why a lift was refused); a kept answer says
+how it was first found (retrieval/candidates.py, ADR 0013)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_explain_names_the_filter_path(ctx, text, path):
     assert first.filter_path == path
     assert f"filter={path}, " in first.explain()
     again = retrieve("rails", ctx, sparql_filter=text)
-    assert again.filter_path == f"{path} (kept: the same filter on this graph state)"
+    assert again.filter_path == path  # kept from the first: found the same way
     assert RetrievalResult.from_dict(again.to_dict()).filter_path == again.filter_path
 
 

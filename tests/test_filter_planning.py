@@ -247,7 +247,7 @@ def _refreshed(reader: OxigraphGraph) -> None:
 
 def _reopened_after_compaction(reader: OxigraphGraph) -> None:
     reader._store = _VanishingOnce(reader._store)  # the next read reopens the store
-    assert len(reader.query("SELECT ?s WHERE { ?s ?p ?o }").rows) == 4
+    assert len(reader.query("SELECT ?s WHERE { ?s ?p ?o }").rows) == 6
 
 
 @pytest.mark.parametrize("newer_view", [_refreshed, _reopened_after_compaction])
@@ -262,13 +262,19 @@ def test_a_read_only_graph_keeps_answers_until_its_view_changes(tmp_path, newer_
     reader = OxigraphGraph(tmp_path / "g", read_only=True)
     text = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:jurisdiction \"eu\" }"
     assert list(filter_candidates(reader, text, None, None)) == [f"{X}d"]
-    writer.update(f'INSERT DATA {{ <{X}e> meta:jurisdiction "eu" }}')
+    with minted_links():  # a new document and its chunk, as ingestion writes them
+        writer.update(f'INSERT DATA {{ <{X}e> meta:jurisdiction "eu" . <{X}e1> '
+                      f'schema:isPartOf <{X}e> . <{X}e1> a trails:Chunk }}')
     writer.flush()
     assert list(filter_candidates(reader, text, None, None)) == [f"{X}d"]  # the same view
     before = reader.generation
     newer_view(reader)
     assert reader.generation != before
-    assert set(filter_candidates(reader, text, None, None)) == {f"{X}d", f"{X}e"}
+    # Refreshed, the view names its state and is planned over documents; opened again inside
+    # a read, it still names the old stamp, so it is not lifted (ADR 13: a view older than
+    # the files may hold a state marks no longer describe) and answers over chunks.
+    assert set(filter_candidates(reader, text, None, None)) in (
+        {f"{X}d", f"{X}e"}, {f"{X}c", f"{X}e1"})
 
 
 # ------------------------------------------------------------------------- end to end, ranked

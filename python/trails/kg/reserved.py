@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError
-from trails.kg.sparql import code_only, iri_refs
+from trails.kg.sparql import code_only, iri_refs, iris_only
 
 __all__ = ["AUDIT_GRAPH_IRI", "check_nquads", "check_quads", "check_removal", "check_update",
            "writing_audit_graph"]
@@ -37,7 +37,11 @@ _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 # Case-insensitive keywords start with a character class of their first letter: re then
 # skips ahead to that letter, where a pattern opening in (?i) or a lookbehind is tried at
 # every position of the text (an ingest's updates are ~200 KB; 4-8x faster).
-_PREFIX = re.compile(r"[Pp](?i:REFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>")
+# A declaration in text whose strings and comments are blanked (sparql.iris_only): no space
+# is needed after PREFIX, and a prefix may start with any letter.
+_PREFIX = re.compile(r"[Pp](?i:REFIX)\s*([^\W\d_][\w.-]*)?:\s*<([^>]*)>")
+_BASE = re.compile(r"[Bb](?i:ASE)\s*<")
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 # Keywords, not parts of ?var, $var, prefix:name or a longer word (in text whose strings,
 # IRIs and comments are blanked): the lookbehind checks the character before the first letter
 # (İ and ı too: IGNORECASE matches them for I).
@@ -103,9 +107,12 @@ def check_update(text: str, prefixes: Mapping[str, str]) -> None:
         return
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
     code = code_only(plain)
-    declared = {**prefixes, **{name or "": iri for name, iri in _PREFIX.findall(plain)}}
+    declarations = iris_only(plain)
+    declared = {**prefixes, **{name or "": iri for name, iri in _PREFIX.findall(declarations)}}
+    based = _BASE.search(declarations) is not None  # a relative prefix could resolve to it
     near = sorted(f"{name}:" for name, iri in declared.items()
-                  if iri and AUDIT_GRAPH_IRI.startswith(iri) and f"{name}:" in code)
+                  if (iri and AUDIT_GRAPH_IRI.startswith(iri) or based and not _ABSOLUTE.match(iri))
+                  and f"{name}:" in code)
     variable = _VARIABLE_GRAPH.search(code) is not None
     # A string matters only where a variable could make it the graph (BIND(IRI("...") AS ?g)):
     # elsewhere it is a value (a document's title), never a graph.

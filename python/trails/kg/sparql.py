@@ -165,6 +165,16 @@ def code_only(query: str) -> str:
     return _OPAQUE.sub(lambda m: " " * len(m.group()), query)
 
 
+def iris_only(query: str) -> str:
+    """``query`` with strings and comments blanked, its IRIs kept (same length and positions):
+    where ``PREFIX`` and ``BASE`` declarations can be read, whatever lies between their parts.
+
+    >>> iris_only('PREFIX # p: <x:>\\n p: <y:> "z"').split()
+    ['PREFIX', 'p:', '<y:>']
+    """
+    return _OPAQUE.sub(lambda m: m.group() if m.group()[:1] == "<" else " " * len(m.group()), query)
+
+
 def iri_refs(query: str) -> list[str]:
     """The IRIs written out in ``query`` (not those in its strings or comments).
 

@@ -120,8 +120,8 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
     it is always the filter's own IRIs. ``path``, when given, gets how the answer was found,
     as ``explain()`` says it: ``documents-columns`` (over documents, from the graph's
     columns), ``documents-query`` (over documents, a planned query), ``chunks-reordered``,
-    ``as-written`` (with why, when a lift was refused); ``(kept: ...)`` after it when the
-    answer is an identical filter's on the same graph state.
+    ``as-written`` (with why, when a lift was refused). An identical filter's answer kept
+    from the same graph state says how that one was found.
 
     Raises:
         UnsafeFilterError, SparqlError, UnboundVariableError: as ``select_iris`` does, for
@@ -143,8 +143,7 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
         kept = memory.at(generation).answers.get(key)
         if kept is not None:
             memory.answers.move_to_end(key)
-            found.append(f"{memory.paths.get(key, 'planned')} "
-                         "(kept: the same filter on this graph state)")
+            found.append(memory.paths.get(key, "kept"))  # as the answer was found
             return kept
     iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents, found)
     with memory.lock:
