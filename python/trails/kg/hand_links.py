@@ -25,7 +25,7 @@ import contextvars
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 
 import pyoxigraph as ox
@@ -184,31 +184,18 @@ def nquads_may_change_links(text: str) -> bool:
 class HandLinks:
     """The marks of one graph: files in ``<graph>/trails-links-by-hand`` (a set in memory)."""
 
-    @staticmethod
-    def in_update(text: str) -> bool:
-        """:func:`update_may_change_links`, not read at all for trails' own writes (an
-        ingest's updates are large)."""
-        return not _MINTED.get() and update_may_change_links(text)
-
-    @staticmethod
-    def in_quads(quads: list[ox.Quad]) -> bool:
-        return not _MINTED.get() and quads_change_links(quads)
-
-    @staticmethod
-    def in_nquads(text: str) -> bool:
-        return not _MINTED.get() and nquads_may_change_links(text)
-
     def __init__(self, path: str | None) -> None:
         self.folder = None if path is None else os.path.join(path, MARKS_DIR)
         self._memory: set[str] = set()
         self._raw = False  # the raw store was handed out: it may write at any later time
 
     @contextlib.contextmanager
-    def writing(self, may_change: bool) -> Iterator[None]:
-        """Around a write that ``may_change`` links (unless trails' own): a mark before it, so
+    def writing(self, may_change: Callable[[], bool] | None) -> Iterator[None]:
+        """Around a write that ``may_change()`` says may change links: a mark before it, so
         a crash mid-write leaves one, and a new one after it, so a :meth:`clear` that listed
-        the marks while the write ran leaves this one."""
-        marking = may_change and not _MINTED.get()
+        the marks while the write ran leaves this one. Trails' own writes are not judged at
+        all (an ingest's updates are large)."""
+        marking = may_change is not None and not _MINTED.get() and may_change()
         if marking:
             self.mark()
         try:

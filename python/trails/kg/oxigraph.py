@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -15,6 +16,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError, StorageError
 from trails.faults import storage_fault
+from trails.kg import hand_links
 from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
 from trails.kg.carried import Carry, Touched
@@ -161,11 +163,11 @@ class OxigraphGraph(QuadExport):
         return store
 
     @contextlib.contextmanager
-    def _faults(self, action: str, links: bool = False) -> Iterator[None]:
+    def _faults(self, action: str, links: Callable[[], bool] | None = None) -> Iterator[None]:
         """A full disk, read-only mount or corrupt file met inside as a StorageError naming
         the directory; the store is dropped, so the next call reopens it. A write moves the
         :attr:`generation` as it starts and ends: no overlapping read is credited after it.
-        ``links``: the write may change chunk links (``kg/hand_links.py``)."""
+        ``links()``: whether the write may change chunk links (``kg/hand_links.py``)."""
         writing = action.startswith("writing")
         stamped = writing and not getattr(self._quiet, "on", False)
         if writing:
@@ -320,7 +322,8 @@ class OxigraphGraph(QuadExport):
         text = apply_bindings(sparql, bindings) if bindings else sparql
         check_update(text, self.prefixes)
         try:
-            with self._faults("writing the graph in", HandLinks.in_update(text)):
+            may_change = functools.partial(hand_links.update_may_change_links, text)
+            with self._faults("writing the graph in", may_change):
                 self._s.update(text, prefixes=self.prefixes)
         except SyntaxError as exc:
             raise SparqlError(f"SPARQL update does not parse: {exc}") from exc
@@ -334,14 +337,14 @@ class OxigraphGraph(QuadExport):
         """Add quads in one transaction: all or none."""
         self._check_writable()
         listed = check_quads(quads)
-        with self._faults("writing the graph in", HandLinks.in_quads(listed)):
+        with self._faults("writing the graph in", lambda: hand_links.quads_change_links(listed)):
             self._s.extend(listed)
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         """Add many quads fast, without transactional guarantees (ingestion's streaming path)."""
         self._check_writable()
         listed = check_quads(quads)
-        with self._faults("writing the graph in", HandLinks.in_quads(listed)):
+        with self._faults("writing the graph in", lambda: hand_links.quads_change_links(listed)):
             self._s.bulk_extend(listed)
 
     def load_nquads(self, text: str) -> None:
@@ -355,13 +358,13 @@ class OxigraphGraph(QuadExport):
             SyntaxError: the text is not N-Quads (with its line and column).
         """
         self._check_writable()
-        with self._faults("writing the graph in", HandLinks.in_nquads(text)):
+        with self._faults("writing the graph in", lambda: hand_links.nquads_may_change_links(text)):
             self._s.load(check_nquads(text), format=ox.RdfFormat.N_QUADS, lenient=True)
 
     def remove_graph(self, graph: ox.NamedNode) -> None:
         self._check_writable()
         check_removal(graph)
-        with self._faults("writing the graph in", links=True):
+        with self._faults("writing the graph in", lambda: True):
             self._s.remove_graph(graph)
 
     def load(self, source: RdfSource | Any, format: str | None = None,

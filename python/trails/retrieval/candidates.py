@@ -32,7 +32,6 @@ from trails.kg.bindings import check_bindings
 from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
-from trails.kg.opening import read_revision
 from trails.kg.planning import (
     ESTIMATE_CAP,
     FilterShape,
@@ -45,6 +44,7 @@ from trails.kg.planning import (
 from trails.kg.sparql import check_filter
 from trails.kg.variables import check_bound
 from trails.retrieval import spans
+from trails.retrieval.consistency import view_current
 from trails.tracing import traced
 from trails.vector.stores.records import DocumentIris
 
@@ -67,8 +67,8 @@ class _GraphMemory:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.generation = -1
-        self.answers: OrderedDict[tuple[Any, ...], tuple[str, ...]] = OrderedDict()
-        self.paths: dict[tuple[Any, ...], str] = {}  # how each kept answer was found
+        # Each kept answer with how it was found (its filter path).
+        self.answers: OrderedDict[tuple[Any, ...], tuple[tuple[str, ...], str]] = OrderedDict()
         self.iris = 0
         self.counts: dict[str, int] = {}  # COUNT queries' answers: estimates, link checks
         self.indexes: dict[tuple[str, ...] | None, FilterIndex] = {}  # columns, per scopes
@@ -77,7 +77,6 @@ class _GraphMemory:
         """This memory, emptied first if the graph has moved on."""
         if generation != self.generation:
             self.answers.clear()
-            self.paths.clear()
             self.iris = 0
             self.counts.clear()
             self.indexes.clear()
@@ -87,12 +86,10 @@ class _GraphMemory:
     def keep(self, key: tuple[Any, ...], iris: tuple[str, ...], path: str) -> None:
         if len(iris) > CACHED_IRIS:
             return
-        self.answers[key] = iris
-        self.paths[key] = path
+        self.answers[key] = iris, path
         self.iris += len(iris)
         while len(self.answers) > CACHED_FILTERS or self.iris > CACHED_IRIS:
-            gone, dropped = self.answers.popitem(last=False)
-            self.paths.pop(gone, None)
+            _, (dropped, _) = self.answers.popitem(last=False)
             self.iris -= len(dropped)
 
 
@@ -143,8 +140,8 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
         kept = memory.at(generation).answers.get(key)
         if kept is not None:
             memory.answers.move_to_end(key)
-            found.append(memory.paths.get(key, "kept"))  # as the answer was found
-            return kept
+            found.append(kept[1])  # as the answer was found
+            return kept[0]
     iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents, found)
     with memory.lock:
         if graph.generation == generation:  # nothing wrote meanwhile: the answer holds
@@ -162,8 +159,8 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     bound = set((bindings or {}).keys())
     lifted = lift_to_documents(shape, bound) if documents else None
     why = ""  # why a filter that could be lifted is not
-    if lifted is not None and not chunk_links_intact(graph):
-        lifted, why = None, _unlinked_why(graph)
+    if lifted is not None and (refused := _links_refusal(graph)) is not None:
+        lifted, why = None, f" ({refused})"
     if lifted is not None and lifted.typed and not links_reach_documents(graph):
         # ?doc a trails:Document stands for the link: only if every target is one
         lifted, why = None, " (a schema:isPartOf link reaches no trails:Document)"
@@ -282,33 +279,29 @@ def chunk_links_intact(graph: GenerationGraph) -> bool:
     exactly the group the store expands a document into. A write that may have moved links
     unseen by the counts (one left marked, ``kg/hand_links.py``) makes it False until
     ``verify()`` has read every link."""
+    return _links_refusal(graph) is None
+
+
+def _links_refusal(graph: GenerationGraph) -> str | None:
+    """Why the chunk links may not stand for documents (None: they may).
+
+    A read-only view older than the graph's files is refused too: the marks read now may
+    have been cleared after a write its state still holds (``retrieve()`` refreshes such a
+    view before it filters; a caller of :func:`filter_candidates` may not)."""
     marked = getattr(graph, "hand_links", None)
-    if marked is not None and (marked.marks() or _lagging(graph)):
-        return False
-    return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_CHUNKS)
-
-
-def _lagging(graph: GenerationGraph) -> bool:
-    """Whether a read-only view shows an older state than the graph's files: the marks read
-    now may have been cleared after a write its state still holds. (``retrieve()`` refreshes
-    such a view before it filters; a caller of :func:`filter_candidates` may not.)"""
-    path = getattr(graph, "path", None)
-    return bool(getattr(graph, "read_only", False)) and path is not None and (
-        read_revision(path) != getattr(graph, "revision", None))
+    if marked is not None and marked.marks():
+        return "chunk links changed by hand: trails verify plans it again"
+    if marked is not None and getattr(graph, "read_only", False) and not view_current(graph):
+        return "a view older than the graph's files"
+    if _count(graph, _COUNT_LINKS) != _count(graph, _COUNT_CHUNKS):
+        return "the graph has schema:isPartOf triples trails did not write"
+    return None
 
 
 def links_reach_documents(graph: GenerationGraph) -> bool:
     """Whether every ``schema:isPartOf`` triple links to a ``trails:Document`` (then the
     documents stand for the targets of the links). Counted once per generation."""
     return _count(graph, _COUNT_LINKS) == _count(graph, _COUNT_TYPED_TARGETS)
-
-
-def _unlinked_why(graph: GenerationGraph) -> str:
-    """Why the chunk links do not stand for documents (the check just said they do not)."""
-    marked = getattr(graph, "hand_links", None)
-    if marked is not None and marked.marks():
-        return " (chunk links changed by hand: trails verify plans it again)"
-    return " (the graph has schema:isPartOf triples trails did not write)"
 
 
 def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:
