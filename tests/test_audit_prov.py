@@ -63,18 +63,44 @@ def test_every_kind_of_search_folds_into_conforming_prov(tmp_path):
     declared = set(ONTOLOGY.subjects(rdflib.RDF.type, rdflib.RDF.Property)) | set(
         ONTOLOGY.subjects(rdflib.RDF.type, rdflib.RDFS.Class))
     assert used <= declared, used - declared
+    # How each filter ran is kept beside it, and only where there was a filter.
+    paths = {str(graph.value(run, AUDIT.filterPath)) if graph.value(run, AUDIT.filterPath) else None
+             for run in graph.subjects(rdflib.RDF.type, AUDIT.Search)
+             if graph.value(run, AUDIT.filter) is not None}
+    assert paths == {"documents-columns", "chunks-reordered"}, paths
+    unfiltered = [run for run in graph.subjects(rdflib.RDF.type, AUDIT.Search)
+                  if graph.value(run, AUDIT.filter) is None]
+    assert len(unfiltered) == 2
+    assert all(graph.value(run, AUDIT.filterPath) is None for run in unfiltered)
+
+
+def test_a_search_record_keeps_how_its_filter_ran(tmp_path):
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document(id="d", source="d.md", text="Seals rest on rocks.")], ctx=ctx)
+        chunk = next(iter(ctx.vectors.all_ids()))
+        ctx.kg.update(f"INSERT DATA {{ <{chunk}> schema:isPartOf <https://example.org/elsewhere> }}")
+        result = retrieve("seals", ctx, sparql_filter="SELECT ?iri WHERE { ?iri schema:isPartOf ?d }")
+        record = ctx.audit.get(result.run_id)
+    assert isinstance(record, SearchRecord)
+    assert record.filter_path == result.filter_path
+    assert record.filter_path.startswith("chunks-reordered (chunk links changed by hand")
 
 
 def test_the_shapes_reject_broken_records():
     record = SearchRecord(run_id="e" * 32, caller="x", started="2024-01-01T00:00:00+00:00",
                           ended="2024-01-01T00:00:01+00:00", query_sha256="f" * 64,
-                          scopes=["default"], hits=[HitRecord(rank=1, iri="urn:x:c", score=0.5)])
+                          scopes=["default"], hits=[HitRecord(rank=1, iri="urn:x:c", score=0.5)],
+                          filter="SELECT ?iri WHERE { ?iri ?p ?o }",
+                          filter_path="chunks-reordered (chunk links changed by hand: trails verify "
+                                      "plans it again)")
     good = rdflib.Graph().parse(data="".join(f"{q.subject} {q.predicate} {q.object} .\n"
                                              for q in quads(record)), format="nt")
     assert conforms(good)[0]
     run = rdflib.URIRef(record.iri)
     for predicate, value in ((AUDIT.querySha256, rdflib.Literal("not-a-digest")),
                              (AUDIT.mode, rdflib.Literal("psychic")),
+                             (AUDIT.filterPath, rdflib.Literal("fast")),
+                             (AUDIT.filterPath, rdflib.Literal("as-written ")),
                              (AUDIT.k, rdflib.Literal(0))):
         broken = rdflib.Graph() + good
         broken.set((run, predicate, value))
@@ -98,13 +124,15 @@ _HITS = st.lists(st.builds(
 @settings(max_examples=60, deadline=None)
 @given(query=st.none() | _TEXT, caller=_TEXT.filter(str.strip), filter_=st.none() | _TEXT,
        bindings=st.dictionaries(_NAMES, _TERMS, max_size=3), hits=_HITS,
-       notes=st.lists(_TEXT, max_size=2), candidates=st.none() | st.integers(0, 10**6))
+       notes=st.lists(_TEXT, max_size=2), candidates=st.none() | st.integers(0, 10**6),
+       path=st.none() | st.sampled_from(["documents-columns", "as-written (the planned form failed)"]))
 def test_a_search_record_survives_json_and_the_graph(query, caller, filter_, bindings, hits,
-                                                      notes, candidates):
+                                                      notes, candidates, path):
     record = SearchRecord(run_id="a" * 32, caller=caller, started="2024-01-01T00:00:00+00:00",
                           ended="2024-01-01T00:00:00.5+00:00", query=query,
                           query_sha256="0" * 64, filter=filter_, bindings=bindings,
-                          scopes=["default"], notes=notes, candidates=candidates, hits=hits)
+                          scopes=["default"], notes=notes, candidates=candidates, hits=hits,
+                          filter_path=path)
     assert from_json(record.to_json()) == record
     store = ox.Store()
     store.extend(quads(record))

@@ -136,6 +136,8 @@ def _search(run: ox.NamedNode, record: SearchRecord,
     if record.candidates is not None:
         yield run, _p(a, "candidates"), ox.Literal(record.candidates)
     yield run, _p(a, "exhaustive"), ox.Literal(record.exhaustive)
+    if record.filter_path is not None:
+        yield run, _p(a, "filterPath"), ox.Literal(record.filter_path)
     if record.fusion_weights is not None:
         yield run, _p(a, "fusionWeights"), _json(record.fusion_weights)
     for note in record.notes:

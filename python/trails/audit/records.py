@@ -138,6 +138,8 @@ class SearchRecord(ActivityRecord):
     plan: str = ""
     candidates: int | None = None
     exhaustive: bool = True
+    # How the filter was answered (RetrievalResult.filter_path); None without a filter.
+    filter_path: str | None = None
     fusion_weights: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     embedder: str | None = None

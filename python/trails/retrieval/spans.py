@@ -61,6 +61,7 @@ def retrieve_result(result: RetrievalResult) -> Attributes:
     """The root span's answer attributes."""
     attributes: dict[str, Any] = {
         "trails.retrieve.plan": result.plan,
+        "trails.retrieve.filter_path": result.filter_path,
         "trails.retrieve.candidates": result.candidates,
         "trails.retrieve.exhaustive": result.exhaustive,
         "trails.retrieve.hits": len(result),
