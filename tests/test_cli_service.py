@@ -212,3 +212,17 @@ def test_a_write_beside_a_running_service_says_how_instead_of_waiting(served, co
     error = answer.stderr.strip()
     assert "wait for it to finish" not in error and "Traceback" not in error
     assert f"pid {process.pid}" in error and "/ingest" in error and len(error.splitlines()) == 1
+
+
+def test_the_console_script_loads_no_engine_before_it_asks_the_service():
+    """What ``trails`` imports before it knows whether a service answers: no store, model,
+    array or HTTP package (the service path's speed is that it loads none of them)."""
+    heavy = ("numpy", "httpx", "pydantic", "onnxruntime", "tokenizers", "torch", "typer",
+             "trails.context", "trails.kg.oxigraph", "trails.kg.base", "trails.vector",
+             "trails.ingest", "trails.retrieval")
+    probe = ("import sys, trails.cli.launch; "
+             f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import re
 import secrets
@@ -44,26 +45,32 @@ _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 # An IRI with a scheme: one a BASE cannot resolve to another.
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _NAME = r"\w\u00b7\u00c0-\ufffd"
-_TOKEN = re.compile(
-    r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-    r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
-    r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
-    r'|(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)'
-    r"|(?P<comment>#[^\n\r]*)"
-    r"|(?P<space>\s+)"
-    r"|(?P<suffix>\^\^|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
-    rf"|(?P<var>[?$][{_NAME}]+)"
-    rf"|(?P<blank>_:[{_NAME}.-]*)"
-    rf"|(?P<name>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:"
-    rf"(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
-    r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
-    r"|(?P<word>[A-Za-z_]\w*)"
-    r"|(?P<punct>[{}()\[\].;,])"
-    r"|(?P<other>\S)")
 _TERMS = frozenset({"string", "iri", "var", "blank", "name", "number", "word"})
 # Operations on whole graphs: any of them can take links with it.
 _GRAPH_OPERATIONS = frozenset({"CLEAR", "DROP", "MOVE", "COPY", "ADD", "LOAD"})
+
+
+@functools.cache
+def _token() -> re.Pattern[str]:
+    """The tokenizer, compiled at its first use: its wide character classes take tens of
+    milliseconds, which every process importing the package would otherwise pay."""
+    return re.compile(
+        r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+        r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+        r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
+        r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
+        r'|(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)'
+        r"|(?P<comment>#[^\n\r]*)"
+        r"|(?P<space>\s+)"
+        r"|(?P<suffix>\^\^|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
+        rf"|(?P<var>[?$][{_NAME}]+)"
+        rf"|(?P<blank>_:[{_NAME}.-]*)"
+        rf"|(?P<name>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:"
+        rf"(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
+        r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
+        r"|(?P<word>[A-Za-z_]\w*)"
+        r"|(?P<punct>[{}()\[\].;,])"
+        r"|(?P<other>\S)")
 
 
 @contextlib.contextmanager
@@ -97,7 +104,7 @@ def update_may_change_links(text: str) -> bool:
     """
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
     tokens = []
-    for found in _TOKEN.finditer(plain):
+    for found in _token().finditer(plain):
         kind, token = found.lastgroup or "other", found.group()
         if kind == "word" and token.upper() in _GRAPH_OPERATIONS:
             return True

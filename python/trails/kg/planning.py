@@ -25,6 +25,7 @@ fully understand.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,27 +43,33 @@ DOCUMENT = "https://trails.dev/ns#Document"
 ESTIMATE_CAP = 10_000
 
 _NAME = r"A-Za-z_0-9\u00b7\u00c0-\ufffd"
-_TOKEN = re.compile(
-    r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-    r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
-    r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
-    r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
-    r"|(?P<comment>#[^\n\r]*)"
-    r"|(?P<space>\s+)"
-    r"|(?P<datatype>\^\^)"
-    r"|(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
-    rf"|(?P<var>[?$][{_NAME}]+)"
-    rf"|(?P<pname>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
-    r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
-    r"|(?P<word>[A-Za-z_][A-Za-z_0-9]*)"
-    r"|(?P<punct>&&|\|\||!=|<=|>=|[{}()\[\].;,*+/|^!=<>?-])"
-)
 _OPEN, _CLOSE = "{([", "})]"
 _GROUP_KEYWORDS = {"FILTER", "OPTIONAL", "MINUS", "GRAPH", "SERVICE", "BIND", "VALUES"}
 _PATH_PUNCT = set("/|^*+?()!")
 # An IRI with a scheme: one a BASE cannot resolve to another.
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@functools.cache
+def _token() -> re.Pattern[str]:
+    """The tokenizer, compiled at its first use: its wide character classes take tens of
+    milliseconds, which every process importing the package would otherwise pay."""
+    return re.compile(
+        r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+        r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+        r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
+        r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
+        r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
+        r"|(?P<comment>#[^\n\r]*)"
+        r"|(?P<space>\s+)"
+        r"|(?P<datatype>\^\^)"
+        r"|(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
+        rf"|(?P<var>[?$][{_NAME}]+)"
+        rf"|(?P<pname>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
+        r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
+        r"|(?P<word>[A-Za-z_][A-Za-z_0-9]*)"
+        r"|(?P<punct>&&|\|\||!=|<=|>=|[{}()\[\].;,*+/|^!=<>?-])"
+    )
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ class FilterShape:
 def _tokens(query: str) -> list[Token] | None:
     tokens, at = [], 0
     while at < len(query):
-        found = _TOKEN.match(query, at)
+        found = _token().match(query, at)
         if found is None or found.end() == at:
             return None  # a character no terminal starts with: leave the filter alone
         kind = found.lastgroup or ""

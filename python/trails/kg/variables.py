@@ -13,6 +13,7 @@ pattern (even only inside OPTIONAL or one UNION branch) counts as bound.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterator
 
@@ -21,14 +22,24 @@ from trails.kg.sparql import code_only
 
 __all__ = ["check_bound", "unbound_variables"]
 
-_VARIABLE = re.compile(r"[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)")
 # Expressions start here: FILTER(...), BIND(...), ORDER BY/GROUP BY/HAVING (...).
 _EXPRESSION = re.compile(r"\b(FILTER|BIND|HAVING)\s*\(", re.IGNORECASE)
 _FILTER_GROUP = re.compile(r"\bFILTER\s+(NOT\s+)?EXISTS\s*\{", re.IGNORECASE)
-_AS = re.compile(r"\bAS\s+[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)", re.IGNORECASE)
 _PROJECTION = re.compile(r"\bSELECT\b(.*?)(?=\bWHERE\b|\{)", re.IGNORECASE | re.DOTALL)
 _MODIFIERS = re.compile(r"\b(ORDER|GROUP)\s+BY\b(.*?)(?=\bLIMIT\b|\bOFFSET\b|\bHAVING\b|\}|$)",
                         re.IGNORECASE | re.DOTALL)
+
+
+@functools.cache
+def _variable() -> re.Pattern[str]:
+    """A variable's name, compiled at its first use (a wide character class)."""
+    return re.compile(r"[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)")
+
+
+@functools.cache
+def _as() -> re.Pattern[str]:
+    """``AS ?name``, compiled at its first use (a wide character class, case folded)."""
+    return re.compile(r"\bAS\s+[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)", re.IGNORECASE)
 
 
 def unbound_variables(query: str, bound: Collection[str] = ()) -> list[str]:
@@ -44,13 +55,13 @@ def unbound_variables(query: str, bound: Collection[str] = ()) -> list[str]:
     used_spans = list(_expression_spans(code))
     used: list[str] = []
     for start, end in used_spans:
-        used += [m.group(1) for m in _VARIABLE.finditer(code, start, end)]
+        used += [m.group(1) for m in _variable().finditer(code, start, end)]
     masked = list(code)
     for start, end in used_spans:
         masked[start:end] = " " * (end - start)
     pattern_text = "".join(masked)
-    binding = {m.group(1) for m in _VARIABLE.finditer(pattern_text)}
-    binding |= {m.group(1) for m in _AS.finditer(code)}
+    binding = {m.group(1) for m in _variable().finditer(pattern_text)}
+    binding |= {m.group(1) for m in _as().finditer(code)}
     binding |= set(bound)
     return list(dict.fromkeys(v for v in used if v not in binding))
 
