@@ -17,6 +17,7 @@ from trails.config import AuditConfig
 from trails.context import Context
 from trails.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnknownRunError
 from trails.ingest import Document, ingest_all
+from trails.scopes import scope_graph
 from trails.testing import MockEmbedder
 
 SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d . "
@@ -75,6 +76,24 @@ def test_changes_are_reported_as_new_gone_and_moved_with_what_changed(kb):
         assert old[iri] == before != after
     assert set(report.same) | {i for i, _, _ in report.moved} | {i for i, _ in report.new} == {
         h.iri for h in report.result}
+
+
+def test_a_filter_that_admits_other_chunks_or_runs_another_path_is_noted(kb):
+    with open_kb(kb) as ctx:
+        since = {"since": dt.date(2024, 1, 1)}  # d4 only
+        first = retrieve("pump seal", ctx, sparql_filter=SINCE, scope="legal", bindings=since)
+        assert first.candidates == 1 and first.filter_path == "documents-columns"
+        assert replay(ctx, first.run_id).notes == []  # nothing changed: nothing noted
+        d0_chunk = next(i for i in ctx.vectors.all_ids() if "/doc/d0/" in i)
+        d4 = first[0].document
+        ctx.kg.update(f"INSERT DATA {{ GRAPH {scope_graph('legal')} {{ <{d0_chunk}> "
+                      f"schema:isPartOf <{d4}> }} }}")  # by hand: d0's chunk is now d4's too
+        report = replay(ctx, first.run_id)
+    assert report.result.candidates == 2
+    assert report.notes == [
+        "the filter admitted 1 chunk then, 2 chunks now",
+        ("the filter ran documents-columns then, chunks-reordered (chunk links changed by "
+         "hand: trails verify plans it again) now")]
 
 
 def test_a_replay_with_another_embedder_is_refused_as_any_search_is(kb):

@@ -3,7 +3,8 @@
 The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion and
 ``min_score``, and is itself recorded (``prov:wasInformedBy`` the original). The report lists
 the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
-the embedder changed since (their revision stamps and identity). Post-ranking steps are objects, not
+the embedder changed since (their revision stamps and identity); its notes say when the filter
+admitted another number of chunks or ran another path (``RetrievalResult.filter_path``). Post-ranking steps are objects, not
 records: a search that had steps is replayed without them, and the report says so.
 """
 
@@ -100,8 +101,26 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
         moved=[(i, before[i], r) for i, r in after.items() if i in before and before[i] != r],
         new=[(i, r) for i, r in after.items() if i not in before],
         gone=[(i, r) for i, r in before.items() if i not in after],
-        changed=_changes(ctx, record), notes=notes)
+        changed=_changes(ctx, record), notes=notes + _filter_notes(record, result))
     return report
+
+
+def _filter_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """What changed in how the filter was answered: how many chunks it admitted, and the
+    path it took (a record from before paths were kept names none)."""
+    if record.filter is None:
+        return []
+    notes = []
+    if record.candidates is not None and result.candidates != record.candidates:
+        notes.append(f"the filter admitted {_chunks(record.candidates)} then, "
+                     f"{_chunks(result.candidates)} now")
+    if record.filter_path is not None and result.filter_path != record.filter_path:
+        notes.append(f"the filter ran {record.filter_path} then, {result.filter_path} now")
+    return notes
+
+
+def _chunks(count: int | None) -> str:
+    return "no count" if count is None else f"{count} chunk{'' if count == 1 else 's'}"
 
 
 def _changes(ctx: Context, record: SearchRecord) -> dict[str, bool | None]:
