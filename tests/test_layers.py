@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,6 +216,20 @@ def test_a_lazy_name_is_an_import_of_its_module():
     assert _imported_by_name("trails", "retrieve") == "trails.retrieval.retrieve"
     assert _imported_by_name("trails.vector", "stores") == "trails.vector.stores"
     assert _imported_by_name("trails", "__version__") == "trails"
+
+
+def test_a_package_with_lazy_names_loads_a_submodule_when_it_is_first_reached():
+    """``import trails.kg`` loads no store; ``trails.kg.rdfio.X`` still works, as it did
+    when the package imported its submodules eagerly; what is no submodule stays absent."""
+    probe = ("import sys, trails.kg; loaded = 'trails.kg.oxigraph' in sys.modules; "
+             "limit = trails.kg.rdfio.MAX_RDF_BYTES; "
+             "print(loaded, limit, hasattr(trails.kg, 'no_such_module'), "
+             "hasattr(trails.kg, '_private'), type(trails.kg.oxigraph).__name__)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}, timeout=120,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", str(2**30), "False", "False", "module"]
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -9,6 +9,7 @@ point for optional third-party packages; :func:`lazy_attributes` builds a packag
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
@@ -143,11 +144,31 @@ def lazy_attributes(
 
     def __getattr__(name: str) -> object:
         target = names.get(name)
-        if target is None:
+        if target is not None:
+            return import_target(target)
+        submodule = _submodule(module, name)
+        if submodule is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        return import_target(target)
+        return submodule
 
     def __dir__() -> list[str]:
         return list(listed)
 
     return __getattr__, __dir__
+
+
+def _submodule(package: str, name: str) -> ModuleType | None:
+    """``package.name`` imported, when it is a submodule: what ``import package.name`` would
+    have made an attribute. A package that stops importing a submodule eagerly (to load
+    less) keeps ``package.name.X`` working for programs that reached it that way. None for
+    a private name, no such submodule, or one that cannot be imported (an optional package
+    missing): to ``hasattr`` and ``getattr`` with a default, an attribute that is not there.
+    """
+    if name.startswith("_"):
+        return None
+    try:
+        if importlib.util.find_spec(f"{package}.{name}") is None:
+            return None
+        return importlib.import_module(f"{package}.{name}")
+    except ImportError:  # ModuleNotFoundError (not a package) or a missing optional package
+        return None
