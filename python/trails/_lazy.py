@@ -9,7 +9,6 @@ point for optional third-party packages; :func:`lazy_attributes` builds a packag
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
@@ -167,8 +166,6 @@ def _submodule(package: str, name: str) -> ModuleType | None:
     if name.startswith("_"):
         return None
     try:
-        if importlib.util.find_spec(f"{package}.{name}") is None:
-            return None
         return importlib.import_module(f"{package}.{name}")
-    except ImportError:  # ModuleNotFoundError (not a package) or a missing optional package
+    except ImportError:  # no such submodule, or an optional package it needs is missing
         return None

@@ -32,6 +32,7 @@ from contextlib import AbstractContextManager
 import pyoxigraph as ox
 
 from trails.errors import StorageError
+from trails.kg.sparql import STRING
 
 __all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_change_links",
            "quads_change_links", "update_may_change_links"]
@@ -55,10 +56,7 @@ def _token() -> re.Pattern[str]:
     """The tokenizer, compiled at its first use: its wide character classes take tens of
     milliseconds, which every process importing the package would otherwise pay."""
     return re.compile(
-        r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-        r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-        r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
-        r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
+        rf"(?P<string>{STRING})"
         r'|(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)'
         r"|(?P<comment>#[^\n\r]*)"
         r"|(?P<space>\s+)"

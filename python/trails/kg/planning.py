@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from trails.kg.sparql import PREFIXES
+from trails.kg.sparql import PREFIXES, STRING
 
 __all__ = ["ESTIMATE_CAP", "FilterShape", "Lift", "Triple", "lift_to_documents", "parse_filter",
            "reorder"]
@@ -55,10 +55,7 @@ def _token() -> re.Pattern[str]:
     """The tokenizer, compiled at its first use: its wide character classes take tens of
     milliseconds, which every process importing the package would otherwise pay."""
     return re.compile(
-        r'(?P<string>"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-        r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-        r'|"(?:[^"\\\n\r]|\\[^\n\r])*"'
-        r"|'(?:[^'\\\n\r]|\\[^\n\r])*')"
+        rf"(?P<string>{STRING})"
         r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
         r"|(?P<comment>#[^\n\r]*)"
         r"|(?P<space>\s+)"

@@ -13,6 +13,7 @@ __all__ = [
     "META",
     "PREFIXES",
     "SIMILARITY",
+    "STRING",
     "TRAILS",
     "check_filter",
     "check_limits",
@@ -50,12 +51,15 @@ PREFIXES: dict[str, str] = {
 # written "unrolled" (a run of plain characters, then escapes each followed by such a run):
 # the same text as ``(plain|escape)*``, which ``re`` walks one character and one
 # alternation at a time, 2-3x slower on the long literals of an ingest's updates.
-_OPAQUE = re.compile(
+# The four string terminals alone: the tokenizers of kg/planning.py and kg/hand_links.py.
+STRING = (
     r'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'
     r"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"
     r'|"[^"\\\n\r]*(?:\\[^\n\r][^"\\\n\r]*)*"'
-    r"|'[^'\\\n\r]*(?:\\[^\n\r][^'\\\n\r]*)*'"
-    r'|<[^<>"{}|^`\\\x00-\x20]*(?:(?:\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})'
+    r"|'[^'\\\n\r]*(?:\\[^\n\r][^'\\\n\r]*)*'")
+_OPAQUE = re.compile(
+    STRING
+    + r'|<[^<>"{}|^`\\\x00-\x20]*(?:(?:\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})'
     r'[^<>"{}|^`\\\x00-\x20]*)*>'
     r"|#[^\n\r]*"
 )
