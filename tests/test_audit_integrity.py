@@ -327,3 +327,27 @@ def test_a_delete_through_a_variable_graph_made_from_a_string_is_refused():
         audit.kg.update('DELETE { GRAPH ?g { ?s ?p ?o } } WHERE { '
                         'BIND(IRI("urn:trails:audit") AS ?g) GRAPH ?g { ?s ?p ?o } }')
     assert audit_quads(audit.kg) == before
+
+
+def test_trails_own_updates_are_not_read_by_the_guard_and_a_users_still_is(monkeypatch):
+    """Ingestion's step 4 carries each document's triples (megabytes for a large batch), a
+    delete and a metadata change their own: text trails generated, which the guard does
+    not read. An update a user writes still is, and still refused."""
+    from trails import retrieve
+    from trails.errors import SparqlError
+    from trails.ingest import Document, ingest_all
+    from trails.kg import reserved
+    from trails.testing import fresh_context
+
+    read: list[str] = []
+    scan = reserved.code_only
+    monkeypatch.setattr(reserved, "code_only", lambda text: read.append(text) or scan(text))
+    with fresh_context() as ctx:
+        ingest_all([Document(f"d{i}", "s", f"Rails {i}.") for i in range(3)], ctx=ctx)
+        ingest_all([Document("d1", "s", "Rails 1.", metadata={"v": 2})], ctx=ctx)
+        assert ctx.delete_document("trails://local/doc/d0")
+        assert read == []
+        with pytest.raises(SparqlError, match="audit trail"):
+            ctx.kg.update("INSERT DATA { GRAPH <urn:trails:audit> { <x:a> <x:b> <x:c> } }")
+        assert len(read) == 1
+        assert len(retrieve("rails", ctx, k=5)) == 2

@@ -35,7 +35,7 @@ from trails.errors import StorageError
 from trails.kg.sparql import STRING
 
 __all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_change_links",
-           "quads_change_links", "update_may_change_links"]
+           "quads_change_links", "trails_own_writes", "update_may_change_links"]
 
 IS_PART_OF = "https://schema.org/isPartOf"
 _LINK = ox.NamedNode(IS_PART_OF)
@@ -81,6 +81,12 @@ def minted_links(inner: AbstractContextManager[object] | None = None) -> Iterato
             yield
     finally:
         _MINTED.reset(token)
+
+
+def trails_own_writes() -> bool:
+    """Whether this thread or task is inside :func:`minted_links`: its writes are trails'
+    own, made of text trails generated (IRIs it minted, values in object position)."""
+    return _MINTED.get()
 
 
 def update_may_change_links(text: str) -> bool:
