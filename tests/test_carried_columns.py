@@ -324,7 +324,8 @@ def test_columns_on_chunks_and_documents_are_carried_subject_by_subject(tmp_path
 def test_a_writer_that_began_before_any_column_was_kept_is_never_carried_over(
         tmp_path, monkeypatch):
     """Thread A begins a commit while nothing is kept (its subjects are not recorded); a
-    filter keeps the columns between A's writes; thread B ingests whole meanwhile. The carry
+    filter keeps the columns between A's writes; thread B's ingest, started meanwhile, waits
+    for A's commit to end (one write of versions at a time) and then commits whole. The carry
     must not start from that revision with B's subjects alone: A's document triples come
     after it."""
     from trails.ingest import writer as writer_module
@@ -352,9 +353,11 @@ def test_a_writer_that_began_before_any_column_was_kept_is_never_carried_over(
         other = threading.Thread(target=ingest_all, args=([late(2, "2018-01-01")],),
                                  kwargs={"ctx": writer})
         other.start()
-        other.join(60)
+        other.join(0.5)
+        assert other.is_alive()  # B waits for A's commit
         resume.set()
         first[0].join(60)
+        other.join(60)
         assert planned(writer) == written(writer) and len(written(writer)) == 7
     with open_context(tmp_path / "kb", read_only=True) as ctx:
         assert planned(ctx) == written(ctx) and len(written(ctx)) == 7

@@ -11,8 +11,7 @@ import pytest
 
 from trails import retrieve
 from trails.errors import InvalidArgumentTypeError
-from trails.ingest import Document, ingest_all
-from trails.ingest import writer as writer_module
+from trails.ingest import Document, graph_updates, ingest_all
 from trails.ingest.linking import LabelLinker
 from trails.kg.base import select
 from trails.testing import fresh_context
@@ -218,7 +217,7 @@ def test_step_four_removes_stale_mentions_in_a_named_scope(ctx):
 
 
 def test_mention_deletes_touch_only_trails_triples():
-    update = writer_module.mention_deletes("default", "VALUES ?c { <urn:x:c> }")
+    update = graph_updates.mention_deletes("default", "VALUES ?c { <urn:x:c> }")
     assert "trails:Mention" in update and "?m ?mp ?mo" in update
 
 

@@ -12,9 +12,7 @@ import pyoxigraph as ox
 from trails.audit import DeletionRecord, default_caller, new_run_id
 from trails.audit.records import started_now
 from trails.ingest.document import Chunk
-from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
-from trails.ingest.payload import fields_outside
-from trails.ingest.writer import (
+from trails.ingest.graph_updates import (
     OWNED_ON_CHUNKS,
     STAGED_FOR,
     finish_update,
@@ -22,6 +20,9 @@ from trails.ingest.writer import (
     mention_deletes,
     owned_document_deletes,
 )
+from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.payload import fields_outside
+from trails.ingest.writer import writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, TsvGraph, select
 from trails.kg.filter_index import tsv_rows
 from trails.kg.hand_links import minted_links
@@ -201,6 +202,11 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
     through :func:`delete_recorded`: each removal is in the audit trail, with ``caller``,
     before anything of the document goes.
     """
+    with writing_versions(ctx):  # what it reads is no write's half-way state
+        return _verify(ctx, repair, caller)
+
+
+def _verify(ctx: ContextParts, repair: bool, caller: str | None) -> VerifyReport:
     store, kg = versioned(ctx.vectors, "verify"), ctx.kg
     # Listed before anything is read: a write marked later is not cleared by this reading.
     hand = getattr(kg, "hand_links", None)
@@ -354,7 +360,7 @@ def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bo
     ``before_removal`` is called once the document is found and before anything of it is
     removed (its audit record: it must exist before the deletion does); if it raises, nothing
     is removed."""
-    with minted_links():  # a document's own chunk links go with its vectors
+    with writing_versions(ctx), minted_links():  # its own chunk links go with its vectors
         return _delete_document(ctx, doc_iri, include_user_triples, before_removal)
 
 

@@ -16,9 +16,10 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
 from trails.ingest.document import Chunk
+from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
-from trails.ingest.writer import documents_values, graph_block, mention_deletes
+from trails.ingest.writer import writing_versions
 from trails.kg.base import select
 from trails.kg.hand_links import minted_links
 from trails.parts import ContextParts
@@ -70,8 +71,12 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
         bound = linker.for_scope(ctx.kg, scope)
         docs = sorted(versions)
         for start in range(0, len(docs), BATCH_DOCUMENTS):
-            batch = {d: versions[d] for d in docs[start : start + BATCH_DOCUMENTS]}
-            _relink_batch(ctx, bound, scope, batch, report)
+            with writing_versions(ctx):  # the versions it links are the live ones as it writes
+                live = versioned(ctx.vectors, "link").current_versions(
+                    docs[start : start + BATCH_DOCUMENTS])
+                batch = {d: r.version for d, r in live.items() if r.scope == scope}
+                if batch:
+                    _relink_batch(ctx, bound, scope, batch, report)
     return report
 
 
