@@ -142,3 +142,29 @@ def test_recording_never_waits_for_a_fold_that_is_writing_the_graph(tmp_path):
         ctx.audit.fold()
         assert ctx.kg.query(COUNT).rows[0]["n"] == 2
         assert ctx.audit.pending() == []
+
+
+def test_a_record_whose_new_file_a_fold_takes_again_and_again_is_still_kept(tmp_path,
+                                                                              monkeypatch):
+    """A fold looping beside appenders can take the file an appender has just opened before
+    the appender holds its lock, several times running when the appending thread waits for
+    the interpreter under load. Each time the appender opens a new file; the record must be
+    kept however often that happens (three attempts ran out under load: the record was lost)."""
+    from trails.audit import log as audit_log
+
+    real, taken = audit_log._sealed, []
+
+    def taken_by_a_fold(descriptor: int) -> bool:
+        if len(taken) < 10:  # as a fold that sealed the file between the open and the lock
+            taken.append(descriptor)
+            return True
+        return real(descriptor)
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        monkeypatch.setattr(audit_log, "_sealed", taken_by_a_fold)
+        assert ctx.audit.record(record("1" * 32))
+        monkeypatch.undo()
+        assert len(taken) == 10 and ctx.audit.failures == 0
+        assert [r.run_id for r in ctx.audit.pending()] == ["1" * 32]
+        ctx.audit.fold()
+        assert ctx.kg.query(COUNT).rows[0]["n"] == 1

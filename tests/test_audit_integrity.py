@@ -351,3 +351,58 @@ def test_trails_own_updates_are_not_read_by_the_guard_and_a_users_still_is(monke
             ctx.kg.update("INSERT DATA { GRAPH <urn:trails:audit> { <x:a> <x:b> <x:c> } }")
         assert len(read) == 1
         assert len(retrieve("rails", ctx, k=5)) == 2
+
+
+INJECTED = ("<x:a> <x:b> <x:c> } ; DELETE WHERE { GRAPH <urn:trails:audit> { ?s ?p ?o } } ; "
+            "DELETE DATA { <x:a> <x:b> <x:c>")
+
+
+@pytest.mark.parametrize("kind", ["kept", "staged"])
+def test_a_manifest_planted_in_the_minted_graph_never_becomes_an_update(tmp_path, monkeypatch,
+                                                                         kind):
+    """Anyone may write the minted graph, and trails pastes the manifests it reads there into
+    its own updates (a delete's, a new version's step 4, repair's), which the guard does not
+    read: text that is not a manifest must never run as SPARQL."""
+    from trails import retrieve
+    from trails.context import Context
+    from trails.ingest import Document, ingest_all, writer
+    from trails.ingest.minting import MINTED, MINTED_GRAPH
+    from trails.testing import MockEmbedder
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document("a", "mem:a", "Rails and lighthouses.")], ctx=ctx)
+        retrieve("lighthouse", ctx, k=1)
+        ctx.audit.fold()
+        before = audit_quads(ctx.kg)
+        assert before
+        planted = ox.Literal(INJECTED)
+        if kind == "kept":
+            for doc in ("trails://local/doc/a", "trails://local/doc/nothing"):
+                ctx.kg.update(f"DELETE WHERE {{ GRAPH {MINTED_GRAPH} {{ <{doc}> {MINTED} ?m }} }}")
+                ctx.kg.add(ox.Quad(ox.NamedNode(doc), MINTED, planted, MINTED_GRAPH))
+            assert not ctx.delete_document("trails://local/doc/nothing")
+            ingest_all([Document("a", "mem:a", "Rails and lighthouses, again.")], ctx=ctx)
+            assert ctx.delete_document("trails://local/doc/a")
+        else:  # a kill between the commit point and step 4 leaves the staged manifest
+            monkeypatch.setattr(writer.VersionWriter, "clean_graph",
+                                lambda self, documents: (_ for _ in ()).throw(KeyboardInterrupt))
+            with pytest.raises(KeyboardInterrupt):
+                ingest_all([Document("a", "mem:a", "Rails, lighthouses.")], ctx=ctx)
+            monkeypatch.undo()
+            node = select_one(ctx, f"SELECT ?n WHERE {{ GRAPH {MINTED_GRAPH} {{ ?n "
+                                   "trails:stagedFor <trails://local/doc/a> } }")
+            ctx.kg.update(f"DELETE WHERE {{ GRAPH {MINTED_GRAPH} {{ <{node}> {MINTED} ?m }} }}")
+            ctx.kg.add(ox.Quad(ox.NamedNode(node), MINTED, planted, MINTED_GRAPH))
+            report = ctx.verify(repair=True)
+            assert report.removed == ["trails://local/doc/a"]  # nothing left to finish it from
+        ctx.audit.fold()
+        assert before <= audit_quads(ctx.kg)
+        assert ctx.verify().ok
+
+
+def select_one(ctx, query: str) -> str:
+    from trails.kg.base import select
+
+    rows = select(ctx.kg, query)
+    assert len(rows) == 1, rows
+    return str(rows[0]["n"])

@@ -17,6 +17,7 @@ import pytest
 
 from trails import retrieve
 from trails.context import Context
+from trails.errors import ConfigurationError
 from trails.ingest import Document, ingest_all, writer
 from trails.kg.base import select
 from trails.kg.terms import IRI
@@ -81,7 +82,7 @@ def run(name: str, target, *args) -> threading.Thread:
         except BaseException as exc:  # noqa: BLE001 - reported by the joining test
             errors.append(exc)
 
-    thread = threading.Thread(target=body, name=name)
+    thread = threading.Thread(target=body, name=name, daemon=True)
     thread.errors = errors  # type: ignore[attr-defined]
     thread.start()
     return thread
@@ -176,11 +177,12 @@ def test_writes_of_every_kind_from_several_threads_leave_whole_documents(ctx):
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(tag,)) for tag in "ABC"]
+    threads = [threading.Thread(target=worker, args=(tag,), daemon=True) for tag in "ABC"]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
+        assert not thread.is_alive(), "a writer did not finish"
     assert not errors, errors
     report = ctx.verify()
     assert report.ok, report
@@ -189,3 +191,119 @@ def test_writes_of_every_kind_from_several_threads_leave_whole_documents(ctx):
         rows = select(ctx.kg, "SELECT ?v (COUNT(?c) AS ?n) WHERE { ?c schema:isPartOf ?d ; "
                               "trails:version ?v } GROUP BY ?v", {"d": IRI(doc_iri)})
         assert {str(r["v"]): int(r["n"]) for r in rows} == {record.version: record.chunks}
+
+
+def test_a_delete_waits_for_an_ingest_between_its_steps(ctx, monkeypatch):
+    ingest(ctx, doc("v0"))
+    pause = Paused(monkeypatch, writer.VersionWriter, "clean_graph", "ingest")
+    ingesting = run("ingest", ingest, ctx, doc("v1"))
+    assert pause.there.wait(WAIT)
+    deleting = run("delete", ctx.delete_document, "trails://local/doc/d")
+    deleting.join(BLOCKED)
+    assert deleting.is_alive(), "the delete wrote while an ingest was between its steps"
+    pause.go.set()
+    finish(ingesting, deleting)
+    assert ctx.vectors.current_versions() == {} and graph_versions(ctx) == {}
+    assert ctx.verify().ok and len(ctx.kg) == 0
+
+
+def test_an_ingest_of_the_same_text_as_one_committing_stages_nothing_again(ctx, monkeypatch):
+    """Both runs find the document new and mint the same version; the second, once the first
+    has committed it, must not stage its rows again (that takes the live rows out of search
+    until publish, and a kill in between would lose the document)."""
+    staged_by: list[str] = []
+    add_many = type(ctx.vectors).add_many
+
+    def watched(self, *args, **kwargs):
+        staged_by.append(threading.current_thread().name)
+        return add_many(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(ctx.vectors), "add_many", watched)
+    pause = Paused(monkeypatch, type(ctx.vectors), "publish", "first")
+    first = run("first", ingest, ctx, doc("same"))
+    assert pause.there.wait(WAIT)
+    second = run("second", ingest, ctx, doc("same"))
+    second.join(BLOCKED)
+    pause.go.set()
+    finish(first, second)
+    assert staged_by == ["first"]
+    assert_whole(ctx)
+
+
+def test_writes_inside_a_read_snapshot_are_refused_and_verify_does_not_wait(ctx, monkeypatch):
+    """A commit holding the write lock waits for the store's lock, which a snapshot holds:
+    the snapshot's thread must not wait for the write lock in turn."""
+    ingest(ctx, doc("v0"))
+    pause = Paused(monkeypatch, writer.VersionWriter, "_stage_vectors", "ingest")
+    ingesting = run("ingest", ingest, ctx, doc("v1"))
+    assert pause.there.wait(WAIT)  # it holds the write lock now
+    outcome: list[object] = []
+
+    def in_a_snapshot() -> None:
+        with ctx.vectors.snapshot():
+            outcome.append(ctx.verify().ok)
+            for write in (lambda: ctx.delete_document("trails://local/doc/d"), ctx.link):
+                with pytest.raises(ConfigurationError, match="snapshot"):
+                    write()
+            outcome.append("refused")
+
+    reading = run("snapshot", in_a_snapshot)
+    reading.join(WAIT)
+    pause.go.set()
+    finish(reading, ingesting)
+    assert outcome == [True, "refused"]
+    assert_whole(ctx)
+
+
+def test_a_prune_of_expired_documents_and_a_renewing_ingest_take_turns(tmp_path, monkeypatch):
+    """The prune reads which documents expired and deletes them under the lock: an ingest
+    renewing one meanwhile comes after the delete, and the renewed document stays."""
+    from trails.ingest import retention
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest(ctx, doc("old", expires="2020-01-01"))
+        pause = Paused(monkeypatch, retention, "delete_recorded", "prune")
+        pruning = run("prune", ctx.prune_expired)
+        assert pause.there.wait(WAIT)
+        renewing = run("renew", ingest, ctx, doc("new", expires="2999-01-01"))
+        renewing.join(BLOCKED)
+        assert renewing.is_alive(), "the ingest wrote between the prune's reading and delete"
+        pause.go.set()
+        finish(pruning, renewing)
+        assert_whole(ctx)
+        assert all("new" in hit.snippet for hit in retrieve("lighthouse", ctx, k=5))
+
+
+def test_the_write_lock_of_a_graph_object_that_cannot_be_weakly_referenced():
+    """A graph class of one's own need not be hashable: it still gets one lock of its own."""
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+    graph, other = Unhashable(), Unhashable()
+    assert writer.versions_lock(graph) is writer.versions_lock(graph)
+    assert writer.versions_lock(graph) is not writer.versions_lock(other)
+
+
+def test_a_graph_finish_read_before_a_new_version_landed_is_dropped(ctx, monkeypatch):
+    """A run finds the graph behind its committed version (a kill between steps 3 and 4)
+    and decides to finish it; a new version lands before it writes. Finishing the old one
+    then would drop the new one's chunks from the graph."""
+    real = writer.VersionWriter.clean_graph
+
+    def killed(self, documents):
+        raise KeyboardInterrupt  # as a kill between the commit point and step 4 leaves it
+
+    monkeypatch.setattr(writer.VersionWriter, "clean_graph", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_all([doc("v1")], ctx=ctx)
+    monkeypatch.setattr(writer.VersionWriter, "clean_graph", real)
+    assert ctx.verify().graph_behind == ["trails://local/doc/d"]
+    pause = Paused(monkeypatch, writer.VersionWriter, "finish_graph", "finish")
+    finishing = run("finish", ingest, ctx, doc("v1"))
+    assert pause.there.wait(WAIT)
+    ingest(ctx, doc("v2"))
+    pause.go.set()
+    finish(finishing)
+    assert_whole(ctx)
+    assert all("v2" in hit.snippet for hit in retrieve("lighthouse", ctx, k=5))

@@ -36,6 +36,10 @@ log = logging.getLogger("trails.audit")
 _SUFFIX = ".jsonl"
 _FOLDING = ".folding"
 _SEALED = 0o400  # the mode of a file a fold has read: no appender writes to it again
+# A fold can take the new file an appender opens before the appender holds its lock, again
+# and again while a fold loops and the appending thread waits for the interpreter: three
+# attempts ran out under load (a search's record lost). Each attempt takes microseconds.
+_ATTEMPTS = 100
 
 
 class AuditLog:
@@ -53,7 +57,7 @@ class AuditLog:
         line = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
                 + "\n").encode("utf-8")
         with self._lock:
-            for _ in range(3):
+            for _ in range(_ATTEMPTS):
                 descriptor = self._open()
                 portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE)
                 try:

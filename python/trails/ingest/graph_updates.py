@@ -22,6 +22,7 @@ __all__ = [
     "finish_update",
     "graph_block",
     "kept_manifests",
+    "manifest_triples",
     "mention_deletes",
     "owned_document_deletes",
     "staged_manifest_node",
@@ -100,8 +101,29 @@ def owned_document_deletes(kg: KnowledgeGraph, iris: Sequence[str], scope: str,
 def kept_manifests(kg: KnowledgeGraph, iris: Sequence[str]) -> dict[str, str]:
     """The kept manifest (N-Triples text) of each of these documents that has one."""
     values = documents_values(iris)
-    return {str(row["doc"]): str(row["m"]) for row in select(
-        kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m }} }}")}
+    rows = select(kg, f"SELECT ?doc ?m WHERE {{ {values} GRAPH {MINTED_GRAPH} "
+                      "{ ?doc trails:minted ?m } }")
+    return {doc: text for row in rows
+            if (text := manifest_triples(doc := str(row["doc"]), str(row["m"]))) is not None}
+
+
+def manifest_triples(doc: str, text: str) -> str | None:
+    """A manifest read back from the graph, written again from its parsed triples; None
+    when it is not one trails could have written: N-Triples about ``doc`` alone, with IRIs
+    and literals.
+
+    Anyone may write the minted graph, and a manifest is pasted into trails' own updates,
+    which the audit graph's guard does not read (``kg/reserved.py``): text read back must
+    never become SPARQL of its own (``<x:a> <x:b> <x:c> } ; DROP GRAPH ...``)."""
+    subject = ox.NamedNode(doc)
+    try:
+        triples = list(ox.parse(text, format=ox.RdfFormat.N_TRIPLES))
+    except (SyntaxError, ValueError):
+        return None
+    if any(t.subject != subject or isinstance(t.object, (ox.BlankNode, ox.Triple))
+           for t in triples):
+        return None
+    return "".join(f"{t.subject} {t.predicate} {t.object} .\n" for t in triples)
 
 
 def _with_other_versions(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -17,12 +18,13 @@ from trails.ingest.graph_updates import (
     STAGED_FOR,
     finish_update,
     graph_block,
+    manifest_triples,
     mention_deletes,
     owned_document_deletes,
 )
 from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
-from trails.ingest.writer import writing_versions
+from trails.ingest.writer import versions_lock, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, TsvGraph, select
 from trails.kg.filter_index import tsv_rows
 from trails.kg.hand_links import minted_links
@@ -202,7 +204,10 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
     through :func:`delete_recorded`: each removal is in the audit trail, with ``caller``,
     before anything of the document goes.
     """
-    with writing_versions(ctx):  # what it reads is no write's half-way state
+    # What it reads is no write's half-way state. Inside a read snapshot it cannot wait: a
+    # commit holding the lock may be waiting for the snapshot (a repair's writes refuse).
+    in_snapshot = getattr(ctx.vectors, "in_snapshot", False)
+    with contextlib.nullcontext() if in_snapshot else versions_lock(ctx.kg):
         return _verify(ctx, repair, caller)
 
 
@@ -300,7 +305,9 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
     damaged |= set(report.graph_behind)
     for doc in sorted(damaged):
         record = versions.get(doc)
-        manifest = staged.get((doc, record.version)) if record else None
+        kept = staged.get((doc, record.version)) if record else None
+        # Read back from the graph, so only what parses as this document's triples is used.
+        manifest = None if kept is None else manifest_triples(doc, kept)
         # A graph behind its record needs the staged manifest (the document's own triples
         # are nowhere else); a current graph missing chunks needs only the vectors' texts.
         if record is None or doc not in committed or (doc in report.graph_behind
@@ -379,9 +386,12 @@ def _delete_document(ctx: ContextParts, doc_iri: str, include_user_triples: bool
         _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])
     else:
         _delete_subjects(ctx, chunk_scopes, OWNED_ON_CHUNKS)
-    # Its manifest last: a kill before this leaves what the next delete or repair needs.
+    # Its manifest last: a kill before this leaves what the next delete or repair needs; with
+    # it any staged manifest a killed run left (no run is between its steps: the lock).
+    staged = (f"DELETE WHERE {{ GRAPH {MINTED_GRAPH} {{ ?n <{STAGED_FOR.value}> "
+              f"{ox.NamedNode(doc_iri)} ; ?p ?o }} }}")
     for scope in sorted(scopes or {DEFAULT_SCOPE}):
-        ctx.kg.update(" ;\n".join(owned_document_deletes(ctx.kg, [doc_iri], scope)))
+        ctx.kg.update(" ;\n".join([*owned_document_deletes(ctx.kg, [doc_iri], scope), staged]))
     return bool(record or removed or chunk_scopes or scopes)
 
 

@@ -19,6 +19,7 @@ from trails.ingest.expiry import ExpiredDocument, expired_documents, utc_now
 
 # The one recorded deletion path lives beside the deletion it records (repair uses it too).
 from trails.ingest.maintenance import delete_recorded, record_deletion
+from trails.ingest.writer import writing_versions
 from trails.parts import ContextParts
 
 __all__ = ["delete_recorded", "prune_expired", "record_deletion"]
@@ -37,9 +38,10 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
         StorageError: a file cannot be read or written.
     """
     moment = utc_now(now)
-    expired, _, _ = expired_documents(ctx.kg, moment)
-    if dry_run or not expired:
-        return expired
-    return [document for document in expired
-            if delete_recorded(ctx, document.iri, reason="expired",
-                               expired_at={document.iri: document.expires})]
+    if dry_run:
+        return expired_documents(ctx.kg, moment)[0]
+    with writing_versions(ctx):  # no version renewed between the reading and the deletes
+        expired, _, _ = expired_documents(ctx.kg, moment)
+        return [document for document in expired
+                if delete_recorded(ctx, document.iri, reason="expired",
+                                   expired_at={document.iri: document.expires})]

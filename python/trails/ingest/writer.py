@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pyoxigraph as ox
 
+from trails.errors import ConfigurationError
 from trails.ingest.document import Chunk, Document
 from trails.ingest.graph_updates import (
     STAGED_FOR,
@@ -66,6 +67,7 @@ from trails.vector.stores.base import DocumentVersion, versioned
 __all__ = [
     "PendingDocument",
     "VersionWriter",
+    "versions_lock",
     "writing_versions",
 ]
 
@@ -109,23 +111,40 @@ class PendingDocument:
 
 
 _LOCKS: weakref.WeakKeyDictionary[KnowledgeGraph, threading.RLock] = weakref.WeakKeyDictionary()
+_UNREFERABLE: dict[int, tuple[KnowledgeGraph, threading.RLock]] = {}  # graphs of one's own
 _MAKING = threading.Lock()
 
 
-def writing_versions(ctx: ContextParts) -> threading.RLock:
+def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     """The lock each write of document versions to this context holds through all its steps:
-    an ingest's commit, a metadata change, a delete, repair, relinking.
+    an ingest's commit, a metadata change, a delete, repair, relinking, pruning expired ones.
 
     Two such writes must not interleave. Two ingests of one document whose steps alternated
     left the vectors on one version and the graph on the other (each step 4 removing the
     other's chunks), and a repair that read while a commit was between its steps would remove
     what that commit was about to finish. The embedded graph admits one writing process, so
     a lock of the process covers it; several processes writing one context on servers are
-    not covered (docs/ingestion.md)."""
+    not covered (docs/ingestion.md).
+
+    Raises:
+        ConfigurationError: this thread is inside a read snapshot of the vector store: a
+            commit waiting for the snapshot's lock may hold this one (it would wait forever).
+    """
+    if getattr(ctx.vectors, "in_snapshot", False):
+        raise ConfigurationError("cannot write documents inside a read snapshot of the vector "
+                                 "store; leave the `with store.snapshot():` block first")
+    return versions_lock(ctx.kg)
+
+
+def versions_lock(kg: KnowledgeGraph) -> threading.RLock:
+    """The lock of :func:`writing_versions` for the context of this graph."""
     with _MAKING:
-        lock = _LOCKS.get(ctx.kg)
-        if lock is None:
-            lock = _LOCKS[ctx.kg] = threading.RLock()
+        try:
+            lock = _LOCKS.get(kg)
+            if lock is None:
+                lock = _LOCKS[kg] = threading.RLock()
+        except TypeError:  # a graph class of one's own, unhashable or without weak references
+            lock = _UNREFERABLE.setdefault(id(kg), (kg, threading.RLock()))[1]
     return lock
 
 
@@ -173,8 +192,7 @@ class VersionWriter:
             return "new", False
         if recorded.version != version or recorded.scope != self.scope:
             return "new", True
-        rows = store.document_rows(iri)
-        if len(rows) != recorded.chunks or any(v != version or p for _, v, p in rows):
+        if not self._rows_whole(iri, version, recorded.chunks):
             return "new", True
         if not self._graph_is_current(iri, version, recorded.chunks):
             return "graph-behind", True
@@ -216,6 +234,9 @@ class VersionWriter:
         if not documents:
             return
         with writing_versions(self.ctx):
+            documents = self._not_yet_live(documents)
+            if not documents:
+                return
             self._stage_vectors(documents)
             with self._touching(documents):
                 self._add_chunk_triples(documents)
@@ -285,6 +306,20 @@ class VersionWriter:
             with self._touching(documents):
                 self._add_chunk_triples(documents)
                 self.clean_graph(documents)
+
+    def _not_yet_live(self, documents: Sequence[PendingDocument]) -> list[PendingDocument]:
+        """``documents`` but those another write committed whole, the same version, since
+        this run read their state: staging them again would take the live rows out of search
+        until publish (and a kill in between would lose the document)."""
+        found = self.store.current_versions([d.iri for d in documents])
+        done = {d.iri for d in documents
+                if (r := found.get(d.iri)) is not None and r.version == d.version
+                and r.scope == self.scope and self._rows_whole(d.iri, d.version, r.chunks)}
+        return [d for d in documents if d.iri not in done] if done else list(documents)
+
+    def _rows_whole(self, iri: str, version: str, chunks: int) -> bool:
+        rows = self.store.document_rows(iri)
+        return len(rows) == chunks and all(v == version and not p for _, v, p in rows)
 
     def _still_live(self, documents: Sequence[PendingDocument]) -> list[PendingDocument]:
         """Those of ``documents`` whose version is still the live one in this scope. The state
