@@ -307,3 +307,23 @@ def test_a_graph_finish_read_before_a_new_version_landed_is_dropped(ctx, monkeyp
     finish(finishing)
     assert_whole(ctx)
     assert all("v2" in hit.snippet for hit in retrieve("lighthouse", ctx, k=5))
+
+
+def test_closing_the_context_waits_for_a_commit_under_way(tmp_path, monkeypatch):
+    """A notebook closes the context while a background ingest is between its steps: the
+    commit ends whole before the stores close, and the next open finds nothing to repair."""
+    root = tmp_path / "kb"
+    ctx = Context.open(root, embedder=MockEmbedder(dim=16))
+    ingest(ctx, doc("v0"))
+    pause = Paused(monkeypatch, writer.VersionWriter, "clean_graph", "ingest")
+    ingesting = run("ingest", ingest, ctx, doc("v1"))
+    assert pause.there.wait(WAIT)
+    closing = run("close", ctx.close)
+    closing.join(BLOCKED)
+    assert closing.is_alive(), "the context closed while a commit was between its steps"
+    pause.go.set()
+    finish(ingesting, closing)
+    monkeypatch.undo()
+    with Context.open(root, embedder=MockEmbedder(dim=16)) as again:
+        assert_whole(again)
+        assert all("v1" in hit.snippet for hit in retrieve("lighthouse", again, k=5))

@@ -41,6 +41,7 @@ from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
 from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
+from trails.ingest.writer import versions_lock
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -343,17 +344,21 @@ class Context:
                 "writer at a time) to change it")
 
     def close(self) -> None:
-        """Flush and release the graph and the store (safe to call twice)."""
+        """Flush and release the graph and the store (safe to call twice). A write of
+        versions another thread has under way (a commit, a delete) ends first, whole."""
         if self._closed:
             return
-        self._closed = True
-        if _state.default_context is self:
-            _state.default_context = None
-        try:
-            self.audit.close()  # the writer folds what every process recorded
-        except Exception as exc:  # noqa: BLE001 - the records stay in the log for next time
-            log.warning("could not fold the audit trail into the graph: %s", exc)
-        _close_all([self.vectors, self.kg])  # the graph's lock is released even if the store fails
+        # Not inside a read snapshot: a commit holding the lock may be waiting for it.
+        waits = not self.read_only and not getattr(self.vectors, "in_snapshot", False)
+        with versions_lock(self.kg) if waits else contextlib.nullcontext():
+            self._closed = True
+            if _state.default_context is self:
+                _state.default_context = None
+            try:
+                self.audit.close()  # the writer folds what every process recorded
+            except Exception as exc:  # noqa: BLE001 - the records stay in the log for next time
+                log.warning("could not fold the audit trail into the graph: %s", exc)
+            _close_all([self.vectors, self.kg])  # the graph's lock goes even if the store fails
 
     def __enter__(self) -> Self:
         return self
