@@ -394,7 +394,9 @@ def test_ingest_end_to_end_reports_api_tokens(server, make):
     embedder = make()
     with fresh_context(embedder=embedder) as ctx:
         events, reported = [], []
-        for event in ingest(docs, ctx=ctx, batch_size=2):
+        # last_usage is read as each batch's event arrives: no batch may be embedded ahead
+        # of it in the run's second thread (it would be the next batch's usage).
+        for event in ingest(docs, ctx=ctx, batch_size=2, prepare_ahead=False):
             events.append(event)
             if isinstance(event, BatchEmbedded):  # the usage the API reported for this batch
                 reported.append(embedder.last_usage.prompt_tokens)
