@@ -230,9 +230,25 @@ def test_an_ingest_of_the_same_text_as_one_committing_stages_nothing_again(ctx, 
     assert_whole(ctx)
 
 
-def test_writes_inside_a_read_snapshot_are_refused_and_verify_does_not_wait(ctx, monkeypatch):
+@pytest.fixture(params=["sqlite-vec", "qdrant"])
+def snapshotting(request, tmp_path):
+    """A context on a store whose snapshot holds a lock other threads' writes wait for."""
+    if request.param == "sqlite-vec":
+        with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as opened:
+            yield opened
+        return
+    from trails.kg.oxigraph import OxigraphGraph
+    from trails.vector.stores.qdrant import QdrantStore
+
+    with Context(OxigraphGraph(), QdrantStore(dim=16), MockEmbedder(dim=16)) as opened:
+        yield opened
+
+
+def test_writes_inside_a_read_snapshot_are_refused_and_verify_does_not_wait(snapshotting,
+                                                                            monkeypatch):
     """A commit holding the write lock waits for the store's lock, which a snapshot holds:
     the snapshot's thread must not wait for the write lock in turn."""
+    ctx = snapshotting
     ingest(ctx, doc("v0"))
     pause = Paused(monkeypatch, writer.VersionWriter, "_stage_vectors", "ingest")
     ingesting = run("ingest", ingest, ctx, doc("v1"))
@@ -327,3 +343,30 @@ def test_closing_the_context_waits_for_a_commit_under_way(tmp_path, monkeypatch)
     with Context.open(root, embedder=MockEmbedder(dim=16)) as again:
         assert_whole(again)
         assert all("v1" in hit.snippet for hit in retrieve("lighthouse", again, k=5))
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_a_second_ingest_of_the_same_text_still_writes_what_differs(ctx, monkeypatch,
+                                                                     first_fails):
+    """The second run waits while the first commits the same version; it then finds the
+    version live but its own metadata other (it wins: it came later), or, when the first
+    run's step 4 failed after its commit point, the graph behind (it finishes it)."""
+    real = writer.VersionWriter.clean_graph
+
+    def failing(self, documents):
+        if first_fails and threading.current_thread().name == "first":
+            raise OSError("No space left on device (as a disk filling up in step 4)")
+        return real(self, documents)
+
+    monkeypatch.setattr(writer.VersionWriter, "clean_graph", failing)
+    pause = Paused(monkeypatch, type(ctx.vectors), "publish", "first")
+    first = run("first", lambda: ingest_all([doc("same", author="Old")], ctx=ctx))
+    assert pause.there.wait(WAIT)
+    second = run("second", ingest, ctx, doc("same", author="New"))
+    second.join(BLOCKED)
+    pause.go.set()
+    first.join(WAIT)
+    finish(second)
+    assert_whole(ctx)
+    authors = select(ctx.kg, "SELECT ?a WHERE { <trails://local/doc/d> meta:author ?a }")
+    assert authors.column("a") == ["New"]

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
@@ -281,3 +282,49 @@ def test_a_document_id_with_a_chunk_like_path_reads_untorn():
             result = retrieve("rails", ctx, mode=mode, sparql_filter=only, k=5)
             assert len(result) == 1 and "/doc/a/v/zz/c/1" in result[0].iri, mode
             assert not any("changed in the graph" in note for note in result.notes), mode
+
+
+def test_a_metadata_literal_strict_parsing_refuses_is_still_trails_own_to_replace(tmp_path):
+    """A literal typed rdf:langString without a language is taken by the graph as given;
+    its manifest, read back, must still say it is trails' to delete (strict N-Triples
+    parsing refuses it): a new version replaces it and a user's own triple stays."""
+    from trails.ingest import Document
+    from trails.kg.base import select
+
+    odd = ox.Literal("Ada", datatype=ox.NamedNode(
+        "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"))
+    iri = "trails://local/doc/d"
+    about = (f"SELECT ?p ?o WHERE {{ <{iri}> ?p ?o FILTER(?p IN (dcterms:creator, "
+             "<https://trails.dev/meta#reviewed>)) }")
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16),
+                      metadata_predicates={"author": "dcterms:creator"}) as ctx:
+        ingest_all([Document("d", "s", "First text.", metadata={"author": odd})], ctx=ctx)
+        ctx.kg.update(f'INSERT DATA {{ <{iri}> <https://trails.dev/meta#reviewed> "by me" }}')
+        ingest_all([Document("d", "s", "Second text.", metadata={"author": "Grace"})], ctx=ctx)
+        assert sorted(str(r["o"]) for r in select(ctx.kg, about)) == ["Grace", "by me"]
+        assert ctx.delete_document(iri)
+        assert [str(r["o"]) for r in select(ctx.kg, about)] == ["by me"]
+
+
+@pytest.mark.parametrize("junk", [
+    '<trails://local/doc/d> trails:scope "not a scope name"',
+    "[] a trails:Document ; trails:expires \"2020-01-01T00:00:00Z\"^^xsd:dateTime",
+    "[] a trails:Chunk ; schema:isPartOf <trails://local/doc/d> ; trails:version \"x\"",
+])
+def test_a_users_odd_triples_never_stall_a_delete_a_prune_or_a_repair(tmp_path, junk):
+    """Triples anyone may write about trails' terms (a scope value that is no scope name, a
+    blank node typed as a document or a chunk) are not trails' to act on: deleting, pruning
+    and repairing go on around them, and never stop half-way (vectors gone, triples left)."""
+    from trails.ingest import Document
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document("d", "s", "Expired text.", metadata={"expires": "2021-01-01"}),
+                    Document("e", "s", "Kept text.")], ctx=ctx)
+        ctx.kg.update(f"INSERT DATA {{ {junk} }}")
+        assert [e.iri for e in ctx.prune_expired()] == ["trails://local/doc/d"]
+        assert ctx.vectors.current_versions().keys() == {"trails://local/doc/e"}
+        ctx.verify(repair=True)
+        assert ctx.delete_document("trails://local/doc/e")
+        assert ctx.vectors.current_versions() == {}
+        report = ctx.verify()
+        assert not report.orphan_documents and not report.graph_behind, report

@@ -17,7 +17,7 @@ from trails.errors import UnknownScopeError
 
 __all__ = [
     "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "dataset_options",
-    "normalize_scopes", "scope_graph",
+    "is_scope_name", "normalize_scopes", "scope_graph",
     "scope_of_graph",
 ]
 
@@ -35,6 +35,11 @@ def check_scope(scope: str) -> str:
             f"with a letter or digit; got {scope!r}"
         )
     return scope
+
+
+def is_scope_name(value: object) -> bool:
+    """Whether ``value`` is a scope name (a value read from the graph may be anything)."""
+    return isinstance(value, str) and _NAME.fullmatch(value) is not None
 
 
 def normalize_scopes(scope: str | Sequence[str] | None) -> list[str]:

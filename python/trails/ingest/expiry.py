@@ -53,8 +53,9 @@ _PERIOD = re.compile(r"^P(\d{1,6})D$")
 # The expiries first, the type checked per expiry: written as one pattern, an on-disk graph
 # walked every document's type for each question (0.8 s at 20,000 documents, none expiring,
 # against 1 ms), the cost of every fresh process's first search.
+# A blank node a user typed trails:Document is no document trails can delete.
 _EXPIRIES = (f"SELECT ?doc ?expires WHERE {{ ?doc <{EXPIRES}> ?expires "
-             "FILTER EXISTS { ?doc a trails:Document } }")
+             "FILTER(isIRI(?doc)) FILTER EXISTS { ?doc a trails:Document } }")
 
 
 class ExpiredDocument(NamedTuple):

@@ -117,7 +117,9 @@ def manifest_triples(doc: str, text: str) -> str | None:
     never become SPARQL of its own (``<x:a> <x:b> <x:c> } ; DROP GRAPH ...``)."""
     subject = ox.NamedNode(doc)
     try:
-        triples = list(ox.parse(text, format=ox.RdfFormat.N_TRIPLES))
+        # Lenient: trails writes what the graph took (a literal typed rdf:langString without
+        # a language, say), which strict parsing refuses; terms are written again either way.
+        triples = list(ox.parse(text, format=ox.RdfFormat.N_TRIPLES, lenient=True))
     except (SyntaxError, ValueError):
         return None
     if any(t.subject != subject or isinstance(t.object, (ox.BlankNode, ox.Triple))

@@ -31,7 +31,7 @@ from trails.kg.hand_links import minted_links
 from trails.kg.opening import read_revision
 from trails.kg.terms import IRI
 from trails.parts import Audited, ContextParts
-from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
+from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name
 from trails.vector.stores.base import DocumentVersion, versioned
 
 __all__ = ["VerifyReport", "delete_document", "delete_recorded", "record_deletion", "verify"]
@@ -40,7 +40,9 @@ __all__ = ["VerifyReport", "delete_document", "delete_recorded", "record_deletio
 REPAIR_REASON = "repair: it could not be made whole from what is stored"
 ORPHAN_REASON = "repair: the graph described it with no recorded version"
 
-_CHUNKS = "?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v ."
+# IRIs only: a blank node a user typed trails:Chunk is no chunk trails can name in an update.
+_CHUNKS = ("?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v . "
+           "FILTER(isIRI(?c) && isIRI(?doc))")
 
 
 @dataclass
@@ -181,7 +183,7 @@ def _graph_documents(kg: KnowledgeGraph) -> set[str]:
     typed ``trails:Document`` (written before manifests were kept)."""
     rows = select(kg, f"SELECT DISTINCT ?doc WHERE {{ {{ GRAPH {MINTED_GRAPH} {{ ?doc trails:minted ?m "
                       f"FILTER NOT EXISTS {{ ?doc <{STAGED_FOR.value}> ?of }} }} }} "
-                      "UNION { ?doc a trails:Document } }")
+                      "UNION { ?doc a trails:Document FILTER(isIRI(?doc)) } }")
     return set(rows.column("doc"))
 
 
@@ -376,8 +378,8 @@ def _delete_document(ctx: ContextParts, doc_iri: str, include_user_triples: bool
     store = versioned(ctx.vectors, "delete_document")
     record = store.current_versions([doc_iri]).get(doc_iri)
     scopes = {record.scope} if record else set()
-    scopes |= set(select(ctx.kg, "SELECT ?s WHERE { ?doc trails:scope ?s }",
-                         {"doc": IRI(doc_iri)}).column("s"))
+    scopes |= {s for s in select(ctx.kg, "SELECT ?s WHERE { ?doc trails:scope ?s }",
+                                 {"doc": IRI(doc_iri)}).column("s") if is_scope_name(s)}
     chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
     if before_removal is not None and (record or scopes or chunk_scopes):
         before_removal()

@@ -310,12 +310,23 @@ class VersionWriter:
     def _not_yet_live(self, documents: Sequence[PendingDocument]) -> list[PendingDocument]:
         """``documents`` but those another write committed whole, the same version, since
         this run read their state: staging them again would take the live rows out of search
-        until publish (and a kill in between would lose the document)."""
+        until publish (and a kill in between would lose the document). Those are written as
+        the state found now says (their metadata, or the graph the other write left behind)."""
         found = self.store.current_versions([d.iri for d in documents])
-        done = {d.iri for d in documents
-                if (r := found.get(d.iri)) is not None and r.version == d.version
-                and r.scope == self.scope and self._rows_whole(d.iri, d.version, r.chunks)}
-        return [d for d in documents if d.iri not in done] if done else list(documents)
+        todo = []
+        for d in documents:
+            r = found.get(d.iri)
+            if (r is None or r.version != d.version or r.scope != self.scope
+                    or not self._rows_whole(d.iri, d.version, r.chunks)):
+                todo.append(d)
+                continue
+            self._recorded.pop(d.iri, None)  # read again: another write came since
+            state, _ = self.state(d.iri, d.version, d.document)
+            if state == "metadata":
+                self.update_metadata(d)
+            elif state == "graph-behind":
+                self.finish_graph([d])
+        return todo
 
     def _rows_whole(self, iri: str, version: str, chunks: int) -> bool:
         rows = self.store.document_rows(iri)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ class QdrantVersions(QdrantCore):
 
     # Inside a snapshot: each document's version record as first read there (None: none).
     _pins: dict[str, DocumentVersion | None] | None = None
+    _pinned_by: int | None = None  # the thread inside the snapshot block
 
     @locked
     def publish(self, versions: Sequence[DocumentVersion]) -> None:
@@ -91,11 +93,17 @@ class QdrantVersions(QdrantCore):
             if self._pins is not None:
                 yield self
                 return
-            self._pins = {}
+            self._pins, self._pinned_by = {}, threading.get_ident()
             try:
                 yield self
             finally:
-                self._pins = None
+                self._pins, self._pinned_by = None, None
+
+    @property
+    def in_snapshot(self) -> bool:
+        """Whether the calling thread is inside :meth:`snapshot` (another thread's write
+        waits for the block to end)."""
+        return self._pins is not None and self._pinned_by == threading.get_ident()
 
     @locked
     def current_versions(self, doc_iris: Iterable[str] | None = None) -> dict[str, DocumentVersion]:
