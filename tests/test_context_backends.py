@@ -243,3 +243,41 @@ def test_the_local_model_is_recorded_by_name_and_rebuilt_from_its_identity():
     rebuilt = build_embedder(record)
     assert isinstance(rebuilt, SentenceTransformerEmbedder)
     assert rebuilt.identity == embedder.identity
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from trails.context import Context
+    from trails.errors import ContextLockedError
+    try:
+        Context.open(sys.argv[1]).close()
+        print("opened")
+    except ContextLockedError as exc:
+        print("locked:", exc)
+    with Context.open(sys.argv[1], read_only=True) as ctx:
+        print("read-only:", ctx.stats()["documents"])
+""")
+
+
+def test_a_context_on_servers_has_one_writer_at_a_time(sparql_server, tmp_path):
+    """No server-side lock keeps two processes from writing one directory's context (the
+    embedded graph has RocksDB's): the directory's own writer lock does, as embedded."""
+    from trails.errors import ContextLockedError
+    from trails.kg.remote import SparqlEndpointGraph
+
+    def other_process() -> str:
+        run = subprocess.run([sys.executable, "-c", WRITER, str(tmp_path)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    kg = SparqlEndpointGraph(sparql_server.query_url)
+    kg.update("DROP ALL")
+    with Context.open(tmp_path, embedder=MockEmbedder(dim=DIM), kg=kg) as ctx:
+        fill(ctx)
+        out = other_process()
+        assert "locked: " in out and "another process" in out and "read-only: " in out, out
+        with pytest.raises(ContextLockedError, match="in this process"):
+            Context.open(tmp_path)
+        assert hits(ctx)  # the refused opens closed nothing of this one
+    assert other_process().startswith("opened")

@@ -49,6 +49,7 @@ from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore, VersionedStore
+from trails.writer_lock import WriterLock, hold_for_writing
 
 __all__ = [
     "CONFIG_FILE",
@@ -58,7 +59,6 @@ __all__ = [
     "embedder_for",
     "set_default_context",
 ]
-
 
 log = logging.getLogger("trails.audit")
 # Observers of a context's searches or ingests: one callable or several.
@@ -126,6 +126,7 @@ class Context:
         self.on_retrieve: list[Callable[[Any], object]] = _hooks(on_retrieve, "on_retrieve")
         self.on_ingest: list[Callable[[Any], object]] = _hooks(on_ingest, "on_ingest")
         self._closed = False
+        self._held: WriterLock | None = None  # a writable open's directory lock
         register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
     @classmethod
@@ -229,7 +230,9 @@ class Context:
             model = embedder if embedder is not None else build_embedder(config.embedder)
         graph = kg if kg is not None else open_graph(config.graph, root, read_only=read_only)
         store: VectorStore | None = None
+        held = None
         try:
+            held = None if read_only else hold_for_writing(root)  # after the graph's own lock
             store = vectors if vectors is not None else open_vectors(
                 config.vectors, root, dim=None if read_only else model.dim, read_only=read_only)
             if store.embedder_identity is None and not read_only:
@@ -259,9 +262,10 @@ class Context:
             # Whatever failed (a full disk, a damaged file), nothing this call opened stays
             # open: the graph's lock would refuse the next open in this very process.
             with contextlib.suppress(Exception):  # the first failure is the one to report
-                _close_all([store if vectors is None else None, graph if kg is None else None])
+                _close_all([store if vectors is None else None, graph if kg is None else None,
+                            held])
             raise
-        return cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
+        opened = cls(graph, store, model, base_iri=base_iri or config.base_iri, directory=root,
                    read_only=read_only, metadata_predicates=(
                        config.metadata_predicates if metadata_predicates is None or read_only
                        else metadata_predicates), payload=config.payload,
@@ -270,6 +274,8 @@ class Context:
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,
                    audit_enabled=audit if isinstance(audit, bool) else None,
                    on_retrieve=on_retrieve, on_ingest=on_ingest)
+        opened._held = held
+        return opened
 
     def verify(self, repair: bool = False, *,
                caller: str | None = None) -> maintenance.VerifyReport:
@@ -339,13 +345,11 @@ class Context:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise ConfigurationError(
-                "this context was opened read-only; open it without read_only=True (one "
-                "writer at a time) to change it")
+            raise ConfigurationError("this context was opened read-only; open it without "
+                                     "read_only=True (one writer at a time) to change it")
 
     def close(self) -> None:
-        """Flush and release the graph and the store (safe to call twice). A write of
-        versions another thread has under way (a commit, a delete) ends first, whole."""
+        """Flush and release the parts (twice is fine); another thread's write ends first."""
         if self._closed:
             return
         # Not inside a read snapshot: a commit holding the lock may be waiting for it.
@@ -358,7 +362,7 @@ class Context:
                 self.audit.close()  # the writer folds what every process recorded
             except Exception as exc:  # noqa: BLE001 - the records stay in the log for next time
                 log.warning("could not fold the audit trail into the graph: %s", exc)
-            _close_all([self.vectors, self.kg])  # the graph's lock goes even if the store fails
+            _close_all([self.vectors, self.kg, self._held])  # locks go even if a store fails
 
     def __enter__(self) -> Self:
         return self
@@ -396,7 +400,7 @@ class Context:
         return summary_html("context", "trails context", self._summary())
 
 
-def _close_all(parts: list[VectorStore | KnowledgeGraph | None]) -> None:
+def _close_all(parts: list[VectorStore | KnowledgeGraph | WriterLock | None]) -> None:
     """Close every part, even when one fails; then raise the first failure."""
     failure: BaseException | None = None
     for part in parts:

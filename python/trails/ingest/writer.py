@@ -122,9 +122,9 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     Two such writes must not interleave. Two ingests of one document whose steps alternated
     left the vectors on one version and the graph on the other (each step 4 removing the
     other's chunks), and a repair that read while a commit was between its steps would remove
-    what that commit was about to finish. The embedded graph admits one writing process, so
-    a lock of the process covers it; several processes writing one context on servers are
-    not covered (docs/ingestion.md).
+    what that commit was about to finish. A context directory has one writing process
+    (``trails/writer_lock.py``), so a lock of the process covers it; contexts in several
+    directories writing to the same servers are not covered (docs/ingestion.md).
 
     Raises:
         ConfigurationError: this thread is inside a read snapshot of the vector store: a
