@@ -274,7 +274,7 @@ class Context:
                    audit=audit if isinstance(audit, AuditConfig) else config.audit,
                    audit_enabled=audit if isinstance(audit, bool) else None,
                    on_retrieve=on_retrieve, on_ingest=on_ingest)
-        opened._held = held
+        opened._held = held and held.owned_by(opened)  # let go if it is never closed
         return opened
 
     def verify(self, repair: bool = False, *,

@@ -41,6 +41,7 @@ from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.pgvector.core import DSN_ENV as PG_DSN_ENV
 from trails.vector.stores.qdrant.store import QDRANT_DIR, QDRANT_KEY_ENV
+from trails.writer_lock import LOCK_FILE
 
 __all__ = ["GraphBackend", "VectorBackend", "init"]
 
@@ -185,7 +186,7 @@ def init(
         _report(found, _record(db, mapping, rules, fields, levels, digest_level, policy),
                 as_json=as_json)
         return
-    if db.exists() and (not db.is_dir() or any(db.iterdir())):
+    if db.exists() and (not db.is_dir() or any(p.name != LOCK_FILE for p in db.iterdir())):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
     remote_model = (model or "").startswith("openai:")
     if policy and not (remote_model or remote(graph_part) or remote(vectors_part)):

@@ -1,0 +1,117 @@
+"""A context directory's writer lock (``trails/writer_lock.py``): held by a writable open, let
+go however the context ends (closed, collected, a forked child's copy), and never a reason a
+directory that cannot hold it stops opening. The lock against a second writing process on a
+context on servers is in tests/test_context_backends.py."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import portalocker
+import pytest
+from typer.testing import CliRunner
+
+from trails import writer_lock
+from trails.cli import app
+from trails.context import Context
+from trails.errors import ContextLockedError
+from trails.testing import MockEmbedder
+
+OTHER_PROCESS = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from trails.errors import ContextLockedError
+    from trails.writer_lock import hold_for_writing
+    try:
+        hold_for_writing(Path(sys.argv[1])).close()
+        print("held")
+    except ContextLockedError:
+        print("locked")
+""")
+
+
+def other_process_can_hold(directory) -> bool:
+    run = subprocess.run([sys.executable, "-c", OTHER_PROCESS, str(directory)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip() == "held"
+
+
+def test_a_context_collected_without_being_closed_lets_its_directory_go(tmp_path):
+    def forgotten() -> None:
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8))  # never closed
+
+    forgotten()
+    gc.collect()
+    assert other_process_can_hold(tmp_path / "kb")
+    Context.open(tmp_path / "kb").close()
+
+
+def test_a_second_holder_is_told_which_process_holds_it(tmp_path):
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    with pytest.raises(ContextLockedError, match="in this process"):
+        writer_lock.hold_for_writing(tmp_path / ".")
+    assert not other_process_can_hold(tmp_path)
+    held.close()
+    held.close()  # twice is fine
+    assert other_process_can_hold(tmp_path)
+
+
+def test_a_forked_child_does_not_keep_the_parents_lock(tmp_path):
+    """A child forked while the lock is held (multiprocessing's default on Linux) lets go of
+    its copy at once: the lock ends when the parent closes, not when the child exits."""
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    exit_now, child_ready = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: says it is there, waits to be told to go, does nothing else
+        os.write(child_ready[1], b"x")
+        os.read(exit_now[0], 1)
+        os._exit(0)
+    try:
+        assert os.read(child_ready[0], 1) == b"x"
+        held.close()
+        assert other_process_can_hold(tmp_path)
+    finally:
+        os.write(exit_now[1], b"x")
+        os.waitpid(pid, 0)
+
+
+def test_a_directory_that_cannot_hold_the_lock_opens_as_before_with_a_warning(
+        tmp_path, monkeypatch, caplog):
+    """A read-only mount or a lock file of another user (the file cannot be created or
+    opened), or a file system without locks: the writable open goes on, as before the lock."""
+    Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+
+    def read_only_mount(path: str) -> int:
+        raise OSError(30, "Read-only file system")
+
+    def no_locks(*args: object) -> None:
+        raise portalocker.exceptions.LockException("No locks available")
+
+    for name, failure in (("_open", read_only_mount), ("portalocker.lock", no_locks)):
+        with monkeypatch.context() as patch:
+            if name == "_open":
+                patch.setattr(writer_lock, "_open", failure)
+            else:
+                patch.setattr(writer_lock.portalocker, "lock", failure)
+            with caplog.at_level(logging.WARNING, logger="trails"):
+                Context.open(tmp_path / "kb").close()
+        assert "cannot hold its writer lock" in caplog.text
+        caplog.clear()
+
+
+def test_init_takes_a_directory_left_with_only_the_lock_file(tmp_path):
+    """A creation that failed after the lock was taken leaves the lock file behind: the
+    directory is still empty for `trails init`."""
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / writer_lock.LOCK_FILE).touch()
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "kb"), "init", "--model", "mock:32"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "kb" / "trails.json").exists()
