@@ -115,3 +115,19 @@ def test_init_takes_a_directory_left_with_only_the_lock_file(tmp_path):
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "kb"), "init", "--model", "mock:32"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "kb" / "trails.json").exists()
+
+
+def test_ctrl_c_while_closing_still_lets_the_directory_and_its_graph_go(tmp_path, monkeypatch):
+    """Closing folds the audit trail first; a Ctrl-C there must not leave the stores and the
+    locks held for the rest of the process (the next open would be refused)."""
+    ctx = Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8))
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ctx.audit, "close", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ctx.close()
+    monkeypatch.undo()
+    assert other_process_can_hold(tmp_path / "kb")
+    Context.open(tmp_path / "kb").close()

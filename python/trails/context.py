@@ -135,8 +135,7 @@ class Context:
         model = embedder if embedder is not None else default_embedder()
         store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
             ":memory:", dim=model.dim, embedder=model.identity)
-        graph: KnowledgeGraph = GRAPHS.load("oxigraph")()
-        return cls(graph, store, model, base_iri=base_iri)
+        return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base_iri)
 
     @classmethod
     def open(
@@ -362,7 +361,8 @@ class Context:
                 self.audit.close()  # the writer folds what every process recorded
             except Exception as exc:  # noqa: BLE001 - the records stay in the log for next time
                 log.warning("could not fold the audit trail into the graph: %s", exc)
-            _close_all([self.vectors, self.kg, self._held])  # locks go even if a store fails
+            finally:  # Ctrl-C in the fold too: the parts and their locks go (even if one fails)
+                _close_all([self.vectors, self.kg, self._held])
 
     def __enter__(self) -> Self:
         return self
