@@ -156,3 +156,37 @@ def test_prune_judges_recorded_files_whatever_the_working_directory(tree, tmp_pa
         (docs / "b.md").unlink()
         assert ingest_all(docs, ctx=ctx, prune=True).pruned == 1
         assert sources(ctx) == ["a.md", "c.md"]
+
+
+def test_a_file_restored_while_the_prune_runs_keeps_its_document(tree, monkeypatch):
+    """The prune found b.md gone; before it deletes, the user puts the file back. It checks
+    again once no other write runs, and the document stays."""
+    import threading
+
+    from trails.ingest import prune
+
+    docs, _ = tree
+    there, go = threading.Event(), threading.Event()
+    under = prune._under
+
+    def paused(file, roots):
+        if threading.current_thread().name == "prune" and not there.is_set():
+            there.set()
+            assert go.wait(10)
+        return under(file, roots)
+
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        text = (docs / "b.md").read_text()
+        (docs / "b.md").unlink()
+        monkeypatch.setattr(prune, "_under", paused)
+        results: list[object] = []
+        pruning = threading.Thread(name="prune", daemon=True, target=lambda: results.append(
+            ingest_all(docs, ctx=ctx, prune=True)))
+        pruning.start()
+        assert there.wait(10)
+        (docs / "b.md").write_text(text)  # restored
+        go.set()
+        pruning.join(30)
+        assert not pruning.is_alive() and results and results[0].pruned == 0
+        assert "b.md" in sources(ctx) and ctx.verify().ok

@@ -25,12 +25,15 @@ from trails.errors import InvalidArgumentError
 from trails.ingest.events import DocumentPruned
 from trails.ingest.minting import SOURCE_FILE
 from trails.ingest.retention import delete_recorded
+from trails.ingest.writer import writing_versions
 from trails.kg.base import select
+from trails.kg.terms import IRI
 from trails.parts import ContextParts
 
 __all__ = ["prune_missing", "prune_roots"]
 
-_FILES = f"SELECT ?doc ?file WHERE {{ ?doc a trails:Document ; {SOURCE_FILE} ?file }}"
+_FILES = (f"SELECT ?doc ?file WHERE {{ ?doc a trails:Document ; {SOURCE_FILE} ?file "
+          "FILTER(isIRI(?doc)) }")  # a blank node a user typed so is no document to delete
 
 
 def prune_roots(source: object) -> list[Path]:
@@ -58,8 +61,14 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path]) -> Iterator[
         file = Path(str(row["file"]))
         if not file.is_absolute() or file.exists() or not _under(file, roots):
             continue
-        delete_recorded(ctx, str(row["doc"]), reason=f"source removed: {file}")
-        yield DocumentPruned(str(row["doc"]), str(file))
+        doc = str(row["doc"])
+        with writing_versions(ctx):  # still so once no other write runs: or it is not pruned
+            if file.exists() or str(file) not in select(
+                    ctx.kg, f"SELECT ?file WHERE {{ ?doc {SOURCE_FILE} ?file }}",
+                    {"doc": IRI(doc)}, scopes=[scope]).column("file"):
+                continue  # the file came back, or the document was ingested from another
+            delete_recorded(ctx, doc, reason=f"source removed: {file}")
+        yield DocumentPruned(doc, str(file))
 
 
 def _under(file: Path, roots: list[Path]) -> bool:
