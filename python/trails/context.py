@@ -41,7 +41,7 @@ from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
 from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
-from trails.ingest.writer import versions_lock
+from trails.ingest.writer import between_writes
 from trails.integrity import check_parts_belong, check_parts_present, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
@@ -351,9 +351,7 @@ class Context:
         """Flush and release the parts (twice is fine); another thread's write ends first."""
         if self._closed:
             return
-        # Not inside a read snapshot: a commit holding the lock may be waiting for it.
-        waits = not self.read_only and not getattr(self.vectors, "in_snapshot", False)
-        with versions_lock(self.kg) if waits else contextlib.nullcontext():
+        with between_writes(self):
             self._closed = True
             if _state.default_context is self:
                 _state.default_context = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from trails.ingest.graph_updates import (
 )
 from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
-from trails.ingest.writer import versions_lock, writing_versions
+from trails.ingest.writer import between_writes, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, TsvGraph, select
 from trails.kg.filter_index import tsv_rows
 from trails.kg.hand_links import minted_links
@@ -206,10 +205,7 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
     through :func:`delete_recorded`: each removal is in the audit trail, with ``caller``,
     before anything of the document goes.
     """
-    # What it reads is no write's half-way state. Inside a read snapshot it cannot wait: a
-    # commit holding the lock may be waiting for the snapshot (a repair's writes refuse).
-    in_snapshot = getattr(ctx.vectors, "in_snapshot", False)
-    with contextlib.nullcontext() if in_snapshot else versions_lock(ctx.kg):
+    with between_writes(ctx):  # in a read snapshot without it: a repair's writes refuse there
         return _verify(ctx, repair, caller)
 
 

@@ -67,6 +67,7 @@ from trails.vector.stores.base import DocumentVersion, versioned
 __all__ = [
     "PendingDocument",
     "VersionWriter",
+    "between_writes",
     "versions_lock",
     "writing_versions",
 ]
@@ -133,6 +134,15 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     if getattr(ctx.vectors, "in_snapshot", False):
         raise ConfigurationError("cannot write documents inside a read snapshot of the vector "
                                  "store; leave the `with store.snapshot():` block first")
+    return versions_lock(ctx.kg)
+
+
+def between_writes(ctx: ContextParts) -> AbstractContextManager[object]:
+    """Held to read or close the context with no write of versions half-way; nothing inside
+    a read snapshot of the vector store, where it cannot wait (a commit holding the lock may
+    be waiting for that snapshot)."""
+    if getattr(ctx.vectors, "in_snapshot", False):
+        return contextlib.nullcontext()
     return versions_lock(ctx.kg)
 
 
