@@ -28,7 +28,7 @@ from trails.vector.stores.sqlite_vec import (
     slot_index,
     vector_file,
 )
-from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.driver import Database, open_database
 from trails.vector.stores.sqlite_vec.keyword import Fts5Index
 from trails.vector.stores.sqlite_vec.vector_file import HEADER, KEY_DTYPE
 
@@ -207,10 +207,10 @@ from trails.errors import StorageError
 from trails.vector.stores.sqlite_vec import SqliteVecStore
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 store = SqliteVecStore(sys.argv[1])
-limit = int(sys.argv[2])
+limit, n = int(sys.argv[2]), int(sys.argv[3])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 try:
-    store.add_many([f"big{i}" for i in range(4000)], np.ones((4000, 8)) + np.eye(8)[np.arange(4000) % 8])
+    store.add_many([f"big{i}" for i in range(n)], np.ones((n, 8)) + np.eye(8)[np.arange(n) % 8])
 except StorageError as error:
     print("StorageError", error)
 """
@@ -220,13 +220,15 @@ def test_a_full_disk_while_appending_is_a_storage_error_and_commits_nothing(buil
     path, rows = built
     f32 = Path(f"{path}.f32")
     size = max(os.path.getsize(p) for p in (path, f32, Path(f"{path}.keys")))
-    done = subprocess.run([sys.executable, "-c", FSIZE_WRITE, str(path), str(size + 4096)],
+    # Enough rows that their vectors alone (32 bytes each) run past the limit.
+    limit, n = size + 4096, (size + 4096) // 32 + 1000
+    done = subprocess.run([sys.executable, "-c", FSIZE_WRITE, str(path), str(limit), str(n)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("StorageError"), done.stdout
     assert str(f32) in done.stdout and "full" in done.stdout
     with SqliteVecStore(path) as store:
-        assert store.count() == 60 and not store.get(["big0", "big3999"])
+        assert store.count() == 60 and not store.get(["big0", f"big{n - 1}"])
         assert [h.id for h in store.search(rows["c11"], k=1)] == ["c11"]
         store.add_many(["after"], vectors(1, seed=3))  # the garbage slots are reused
         assert store.count() == 61
@@ -321,6 +323,22 @@ def test_a_schema_3_store_moves_its_vectors_out_of_vec0_once(tmp_path):
     with SqliteVecStore(old, read_only=True) as again:
         assert again.search(data[4], k=3) == fresh.search(data[4], k=3)
     fresh.close()
+
+
+def test_a_new_store_file_has_8_kib_pages_and_an_older_one_keeps_its_own(tmp_path):
+    """A row holds a chunk's text (~1 KB): 4 KiB pages leave a fifth of each page empty."""
+    with SqliteVecStore(tmp_path / "new.db", dim=DIM) as store:
+        store.add_many(["a"], vectors(1), [{"doc_iri": "d", "text": "harbour " * 120}])
+    page = open_database(str(tmp_path / "new.db")).execute("PRAGMA page_size")[0][0]
+    assert page == 8192
+    data = vectors(4, seed=2)
+    rows = [(f"c{i}", data[i], {"doc_iri": "d", "text": f"row {i} harbour"}) for i in range(4)]
+    make_old_store(tmp_path / "old.db", DIM, 3, rows)  # SQLite's default page, 4 KiB
+    with SqliteVecStore(tmp_path / "old.db") as old:
+        old.add_many(["c9"], vectors(1, seed=3), [{"doc_iri": "e", "text": "more harbour"}])
+        assert old._db.execute("PRAGMA page_size")[0][0] == 4096
+        assert [h.id for h in old.keyword_search("harbour", k=9)] == ["c9", "c0", "c1", "c2",
+                                                                      "c3"]
 
 
 # -- the memo of candidate tuples ---------------------------------------------------------------

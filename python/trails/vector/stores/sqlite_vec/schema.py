@@ -22,11 +22,13 @@ from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys
 
 log = logging.getLogger("trails.vector")
 
-__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "REFERS_ELSEWHERE", "prepare", "read_meta", "write_meta"]
+__all__ = ["INDEXED", "KEYWORD_TOKENIZER", "MIGRATIONS", "PAGE_SIZE", "REFERS_ELSEWHERE", "prepare", "read_meta", "write_meta"]
 
 # The keyword index's tokenizer: Porter stemming over unicode61 words with diacritics removed
 # (the Anserini/Pyserini BM25 baselines stem too).
 KEYWORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# The page size of a new store file (an existing file keeps its own; ADR 0050).
+PAGE_SIZE = 8192
 # What a row's keyword index entry holds: its full text, else its snippet.
 INDEXED = "COALESCE(text, metadata ->> '$.text', metadata ->> '$.snippet', '')"
 # The rows m006 indexes: metadata["iri"] present and other than the id.
@@ -205,6 +207,9 @@ def prepare(db: Database, path: str, dim: int | None, read_only: bool,
             )
         if read_only:
             raise ConfigurationError(f"{path!r} is not a trails vector store")
+        # Before the first table: a row holds a chunk's text (~1 KB), and 4 KiB pages fit
+        # three such rows with a fifth of the page left over; 8 KiB pages cut the file ~6%.
+        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         if path != ":memory:":  # the journal suited to one writer and many readers
             db.execute("PRAGMA journal_mode = WAL")
         _migrate(db, 0, dim, files(dim))
