@@ -49,7 +49,7 @@ from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore, VersionedStore
-from trails.writer_lock import WriterLock, hold_for_writing
+from trails.writer_lock import WriterLock, hold_for_writing, hold_on_servers
 
 __all__ = [
     "CONFIG_FILE",
@@ -234,6 +234,7 @@ class Context:
             held = None if read_only else hold_for_writing(root)  # after the graph's own lock
             store = vectors if vectors is not None else open_vectors(
                 config.vectors, root, dim=None if read_only else model.dim, read_only=read_only)
+            held = held if read_only else hold_on_servers(held, store)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(config.embedder.identity)
             context_id = check_parts_belong(root, config, graph if kg is None else None, store,

@@ -10,8 +10,12 @@ collected; the operating system lets it go with a process that dies, and a forke
 go of its inherited copy at once. The file must stay where it is while a writer runs.
 
 A directory that cannot hold the lock (a read-only mount, a file system without locks) opens
-as it did before the lock existed, with a warning. Contexts in other directories on the same
-servers are not covered: one writer at a time there is the operator's to keep.
+as it did before the lock existed, with a warning.
+
+Contexts in other directories (or on other machines) may share a server. A part that can hold
+a lock there (:class:`SharedServer`: PgVectorStore, a session advisory lock on its table) is
+asked for it too, so one table is one writing context's. Where no part can (a SPARQL endpoint
+beside Qdrant), one writer per server stays the operator's to keep.
 """
 
 from __future__ import annotations
@@ -20,13 +24,15 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import portalocker
 
 from trails.errors import ContextLockedError
 
-__all__ = ["LOCK_FILE", "WriterLock", "hold_for_writing"]
+__all__ = ["LOCK_FILE", "SharedServer", "WriterLock", "hold_for_writing", "hold_on_servers"]
 
 log = logging.getLogger("trails")
 
@@ -36,11 +42,27 @@ _LIVE: weakref.WeakSet[WriterLock] = weakref.WeakSet()
 _GUARD = threading.Lock()
 
 
-class WriterLock:
-    """The held lock of one context directory; :meth:`close` lets it go (twice is fine)."""
+@runtime_checkable
+class SharedServer(Protocol):
+    """A context's part on a server that context directories elsewhere may share."""
 
-    def __init__(self, key: str, descriptor: int) -> None:
+    def hold_writer_lock(self) -> Callable[[], None]:
+        """Take the server's writer lock for this part; the callable lets it go (a process
+        that dies lets it go too).
+
+        Raises:
+            ContextLockedError: another context holds it.
+        """
+        ...
+
+
+class WriterLock:
+    """The held lock of one context directory, and its parts' on servers; :meth:`close` lets
+    them go (twice is fine)."""
+
+    def __init__(self, key: str | None, descriptor: int) -> None:
         self._key, self._descriptor = key, descriptor
+        self._servers: list[Callable[[], None]] = []
 
     def owned_by(self, owner: object) -> WriterLock:
         """This lock, let go when ``owner`` (its context) is collected without being closed."""
@@ -49,11 +71,16 @@ class WriterLock:
 
     def close(self) -> None:
         with _GUARD:
-            if self._descriptor < 0:
-                return
-            os.close(self._descriptor)  # closing the file releases its lock
-            self._descriptor = -1
-            _HELD.discard(self._key)
+            servers, self._servers = self._servers, []
+            if self._descriptor >= 0:
+                os.close(self._descriptor)  # closing the file releases its lock
+                self._descriptor = -1
+                _HELD.discard(self._key or "")
+        for release in servers:
+            try:
+                release()
+            except Exception as exc:  # noqa: BLE001 - a session already gone let its lock go
+                log.warning("letting a server's writer lock go failed: %s", exc)
 
 
 def hold_for_writing(directory: Path) -> WriterLock | None:
@@ -98,6 +125,31 @@ def hold_for_writing(directory: Path) -> WriterLock | None:
     return held
 
 
+def hold_on_servers(held: WriterLock | None, *parts: object) -> WriterLock | None:
+    """``held`` (a directory's lock, or None) with the writer locks of ``parts`` that are on
+    a shared server added; what this call took is let go if a later part refuses.
+
+    Raises:
+        ContextLockedError: another context writes to one of those servers.
+    """
+    taken: list[Callable[[], None]] = []
+    try:
+        for part in parts:
+            if isinstance(part, SharedServer):
+                taken.append(part.hold_writer_lock())
+    except BaseException:
+        for release in taken:
+            release()
+        raise
+    if not taken:
+        return held
+    held = held or WriterLock(None, -1)
+    with _GUARD:
+        held._servers.extend(taken)
+        _LIVE.add(held)
+    return held
+
+
 def _open(path: str) -> int:
     try:
         return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -107,10 +159,12 @@ def _open(path: str) -> int:
 
 def _forked_child() -> None:
     """In a forked child: let go of the inherited descriptors (the parent's lock stays the
-    parent's, and ends when the parent closes), and forget what the parent held."""
+    parent's, and ends when the parent closes), and forget what the parent held, on servers
+    too (without ending the parent's sessions)."""
     global _GUARD
     _GUARD = threading.Lock()  # another thread may have held it at the fork
     for held in list(_LIVE):
+        held._servers = []  # the parent's sessions: closing one here would end it there
         if held._descriptor >= 0:
             os.close(held._descriptor)
             held._descriptor = -1

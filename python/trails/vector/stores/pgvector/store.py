@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from trails.errors import ContextLockedError
 from trails.recorded import Setting, Settings, Where, with_resilience
 from trails.vector.stores.pgvector.core import DSN_ENV, public_dsn
+from trails.vector.stores.pgvector.faults import translated
 from trails.vector.stores.pgvector.keyword import PgKeywords
 
 if TYPE_CHECKING:
@@ -14,6 +17,11 @@ if TYPE_CHECKING:
     from typing import Self
 
 __all__ = ["PgVectorStore", "dsn_to_connect"]
+
+# A writer's advisory lock: trails' class of locks, and the store's meta table (by oid, so the
+# same table reached through any search_path is one lock).
+_LOCK_CLASS = 0x74726C73
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%s, %s::regclass::oid::integer)"
 
 # The settings trails.json records when they differ from these defaults.
 _DEFAULTS: dict[str, Setting] = {"pool_min": 1, "pool_max": 4, "connect_timeout": 5.0,
@@ -59,6 +67,35 @@ class PgVectorStore(PgKeywords):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"count={self.count()}"
         return f"<PgVectorStore table={self.table!r} dsn={self.dsn!r} dim={self._dim} {state}>"
+
+    # -- one writing context a table (trails.writer_lock.SharedServer) -----------------
+
+    def hold_writer_lock(self) -> Callable[[], None]:
+        """Take this table's writer lock: a session advisory lock, keyed by the table, on a
+        connection of its own, held until the returned callable closes it (a process that
+        dies ends its session, and the lock with it). A writable context takes it, so two
+        context directories (or machines) on one table write one at a time, as two
+        processes on one directory do.
+
+        Raises:
+            ContextLockedError: another context holds it.
+            EndpointUnavailableError: the server cannot be reached.
+        """
+        with translated(self.location):
+            conn = self._psycopg.connect(self._dsn, autocommit=True, **self._options())
+            try:
+                got = conn.execute(_TRY_LOCK, (_LOCK_CLASS, self.table + "__meta")).fetchone()
+            except BaseException:
+                conn.close()
+                raise
+        if not got or not got[0]:
+            conn.close()
+            raise ContextLockedError(
+                f"the PostgreSQL table {self.table!r} on {self.dsn} is open for writing by "
+                "another context (another directory, process or machine; one writer at a "
+                "time). Close that context, or open this one with read_only=True to read "
+                "alongside it.")
+        return conn.close  # type: ignore[no-any-return]
 
     # -- trails.json (trails.recorded.Recordable) ---------------------------------------
 
