@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails import retrieve
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
 from trails.kg.hand_links import minted_links
 from trails.kg.oxigraph import OxigraphGraph
@@ -357,3 +358,36 @@ def test_document_candidates_never_name_a_chunk_by_its_own_iri(ctx):
     assert ctx.vectors.search(ctx.embedder.embed("safety"), k=10, ids=planned) == []
     assert ctx.vectors.keyword_search("safety", k=10, ids=planned) == []
     assert list(retrieve("safety", ctx, sparql_filter=text, k=10)) == []
+
+
+@pytest.mark.parametrize("filter_text", [
+    # answered from the columns
+    'SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:place ?p . FILTER(?p = ?place) }',
+    # a planned query over documents
+    ('SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:place ?p . FILTER(?p = ?place) '
+     'OPTIONAL { ?doc meta:x ?y } }'),
+    # run as written
+    ('SELECT ?iri WHERE { ?iri schema:position ?n . ?iri schema:isPartOf ?doc . '
+     '?doc meta:place ?place }'),
+])
+@pytest.mark.parametrize("bad", [
+    ({"place": "EU", "since": "2024-01-01"}, "binding 'since' names no variable"),
+    ({"place": ox.BlankNode("x")}, "binding 'place' is a blank node"),
+])
+def test_a_binding_the_filter_cannot_take_is_refused_on_every_path(ctx, filter_text, bad):
+    """The same call gets the same refusal whichever path its filter's shape takes (the
+    columns once answered a binding that named no variable, and raised a raw SyntaxError for
+    a blank node)."""
+    bindings, message = bad
+    ingest_all([Document(id="a", source="a.md", text="alpha text.", metadata={"place": "EU"}),
+                Document(id="b", source="b.md", text="beta text.", metadata={"place": "US"})],
+               ctx=ctx)
+    text = "PREFIX meta: <https://trails.dev/meta#>\n" + filter_text
+    calls = [lambda: ctx.kg.select_iris(text, bindings),
+             lambda: filter_candidates(ctx.kg, text, bindings, ["default"]),
+             lambda: retrieve("alpha", ctx, k=5, sparql_filter=text, bindings=bindings),
+             lambda: retrieve("alpha", ctx, mode="graph", k=5, sparql_filter=text,
+                              bindings=bindings)]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match=message):
+            call()

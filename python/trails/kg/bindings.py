@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
+
+import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.sparql import code_only
 from trails.kg.terms import Term, to_term
 
-__all__ = ["apply_bindings", "check_bindings"]
+__all__ = ["apply_bindings", "check_bindings", "check_bindings_used"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What Oxigraph can compare: an xsd:integer of 64 bits, an xsd:decimal of 128 bits with 18
@@ -53,17 +55,28 @@ def apply_bindings(query: str, bindings: Mapping[str, Any] | None) -> str:
     terms = check_bindings(bindings, exact=_is_update(code))
     if not terms:
         return query
-    for name in terms:
-        if not re.search(rf"[?$]{name}\b", code):
-            raise InvalidArgumentError(
-                f"binding {name!r} names no variable of the query; use a variable written "
-                f"?{name} in the query text"
-            )
+    check_bindings_used(code, terms)
     brace = _binding_group(code)
     variables = " ".join(f"?{name}" for name in terms)
     values = " ".join(str(term) for term in terms.values())
     block = f" VALUES ({variables}) {{ ({values}) }}"
     return query[: brace + 1] + block + query[brace + 1 :]
+
+
+def check_bindings_used(query: str, names: Iterable[str]) -> None:
+    """Refuse a binding whose variable ``query`` never mentions (a typo would otherwise bind
+    nothing and answer as if the binding had not been given).
+
+    Raises:
+        InvalidArgumentError: naming the first binding the query does not use.
+    """
+    code = code_only(query)
+    for name in names:
+        if not re.search(rf"[?$]{re.escape(name)}\b", code):
+            raise InvalidArgumentError(
+                f"binding {name!r} names no variable of the query; use a variable written "
+                f"?{name} in the query text"
+            )
 
 
 def check_bindings(bindings: object, *, exact: bool = False) -> dict[str, Term]:
@@ -101,6 +114,11 @@ def check_bindings(bindings: object, *, exact: bool = False) -> dict[str, Term]:
 
 def _term(name: str, value: Any, exact: bool) -> Term:
     """``value`` as an RDF term; a failure names the binding and the value."""
+    if isinstance(value, (ox.BlankNode, ox.Triple)):
+        raise InvalidArgumentError(
+            f"binding {name!r} is a {'blank node' if isinstance(value, ox.BlankNode) else 'triple'}"
+            ", which a query cannot be given (SPARQL binds IRIs and literals); bind the IRI or "
+            "literal it stands for")
     try:
         term = to_term(value)  # refuses what has no term at all, whatever ``exact`` says
         return term if exact else to_term(_comparable(value))

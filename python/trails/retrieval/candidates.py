@@ -28,7 +28,7 @@ from typing import Any
 
 from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGraph, select
-from trails.kg.bindings import check_bindings
+from trails.kg.bindings import check_bindings, check_bindings_used
 from trails.kg.column_files import ColumnFiles
 from trails.kg.filter_index import FilterIndex
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
@@ -132,6 +132,7 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
                  functions=graph.functions if isinstance(graph, FunctionGraph) else ())
     check_bound(sparql, (bindings or {}).keys())
     terms = check_bindings(bindings)
+    check_bindings_used(sparql, terms)  # as the filter as written would: a typo is no filter
     key = (sparql, tuple(sorted((name, str(term)) for name, term in terms.items())),
            None if scopes is None else tuple(scopes), documents)
     memory = _memory(graph)
