@@ -116,3 +116,59 @@ def test_a_forked_child_ending_does_not_end_the_parents_lock(tmp_path, dsn):
         assert other_directory(tmp_path, dsn).startswith("locked:")
         ingest_all([Document(id="d", source="d.md", text="still writing")], ctx=ctx)  # its session lives
     assert other_directory(tmp_path, dsn).startswith("opened")
+
+
+def test_a_writer_whose_lock_session_ended_writes_nothing_more(tmp_path, dsn):
+    """A server restart or a cut connection ends the lock's session while the context stays
+    open (its pool reconnects): its next write must not land beside another context's."""
+    import psycopg
+
+    with open_writable(tmp_path / "here", dsn) as ctx:
+        ingest_all([Document(id="d", source="d.md", text="first words")], ctx=ctx)
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            ended = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE "
+                                  "locktype = 'advisory' AND classid = 1953655923").fetchall()
+        assert ended == [(True,)]
+        assert other_directory(tmp_path, dsn).startswith("opened")  # the table is free now
+        before = ctx.vectors.count()
+        with pytest.raises(ContextLockedError, match="was lost"):
+            ctx.vectors.add_many(["late"], [[1.0] * DIM], [{"doc_iri": "x"}])
+        with pytest.raises(ContextLockedError, match="was lost"):
+            ingest_all([Document(id="e", source="e.md", text="later words")], ctx=ctx)
+        assert ctx.vectors.count() == before
+
+
+def test_a_forked_child_does_not_keep_a_dead_parents_table(tmp_path, dsn):
+    parent = textwrap.dedent("""
+        import os, sys, time
+        from trails.context import Context
+        from trails.testing import MockEmbedder
+        from trails.vector.stores.pgvector import PgVectorStore
+        ctx = Context.open(sys.argv[1], embedder=MockEmbedder(dim=8),
+                           vectors=PgVectorStore(sys.argv[2], dim=8))
+        if os.fork() == 0:
+            time.sleep(120)  # a worker that outlives its parent
+            os._exit(0)
+        print("opened", flush=True)
+        time.sleep(600)
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", parent, str(tmp_path / "parent"), dsn],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().startswith("opened")
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=60)
+        deadline = time.monotonic() + 30  # the child sleeps far longer
+        while (out := other_directory(tmp_path, dsn)).startswith("locked:"):
+            assert time.monotonic() < deadline, out
+            time.sleep(0.2)
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)  # the child too
+
+
+def test_a_writable_context_over_a_read_only_store_holds_no_table(tmp_path, dsn):
+    open_writable(tmp_path / "made", dsn).close()
+    store = PgVectorStore(dsn, dim=DIM, read_only=True)
+    with Context.open(tmp_path / "reader", embedder=MockEmbedder(dim=DIM), vectors=store):
+        assert other_directory(tmp_path, dsn).startswith("opened")
+    store.close()

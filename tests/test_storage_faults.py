@@ -125,9 +125,9 @@ def corrupt_vectors(path: Path, how: str) -> None:
         path.write_bytes(data[: int(len(data) * float(how.split()[1]))])
     elif how == "header":
         path.write_bytes(b"\x00" * 100 + data[100:])
-    elif how == "pages":
-        middle = len(data) // 2
-        path.write_bytes(data[:4096] + os.urandom(middle - 4096) + data[middle:])
+    elif how == "pages":  # from the second page (the file's header says the page size)
+        page, middle = int.from_bytes(data[16:18], "big"), len(data) // 2
+        path.write_bytes(data[:page] + os.urandom(middle - page) + data[middle:])
 
 
 VECTOR_DAMAGE = ["garbage", "truncated 0.5", "truncated 0.05", "header", "pages"]

@@ -39,7 +39,9 @@ log = logging.getLogger("trails")
 LOCK_FILE = "trails-writer.lock"
 _HELD: set[str] = set()  # directories this process holds: a second open here is told so
 _LIVE: weakref.WeakSet[WriterLock] = weakref.WeakSet()
-_GUARD = threading.Lock()
+# Reentrant: a context collected while this thread holds it (the collector may run at any
+# allocation) lets its lock go through close(), which takes it again.
+_GUARD = threading.RLock()
 
 
 @runtime_checkable
@@ -162,7 +164,7 @@ def _forked_child() -> None:
     parent's, and ends when the parent closes), and forget what the parent held, on servers
     too (without ending the parent's sessions)."""
     global _GUARD
-    _GUARD = threading.Lock()  # another thread may have held it at the fork
+    _GUARD = threading.RLock()  # another thread may have held it at the fork
     for held in list(_LIVE):
         held._servers = []  # the parent's sessions: closing one here would end it there
         if held._descriptor >= 0:

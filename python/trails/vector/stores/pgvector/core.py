@@ -114,6 +114,7 @@ class PgCore(BaseVectorStore):
         check_tls(params, self.dsn, self.resilience)
         self._breaker = breaker_for("PostgreSQL", server_url(params), self.resilience)
         self._local = threading.local()
+        self._fence: Callable[[Any], None] | None = None
         self._identity: EmbedderIdentity | None = None
         self._dim, meta = self._guard(lambda: self._prepare(dim), write=True)
         self._open_pool()
@@ -173,6 +174,8 @@ class PgCore(BaseVectorStore):
                 if not write:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 done = work(conn)
+                if write and self._fence is not None:
+                    self._fence(conn)  # a context's writer lock, still held (store.py)
                 if write:
                     conn.execute(self._sql("UPDATE {meta} SET revision = %s"),
                                  (uuid.uuid4().hex,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,23 @@ __all__ = ["PgVectorStore", "dsn_to_connect"]
 # same table reached through any search_path is one lock).
 _LOCK_CLASS = 0x74726C73
 _TRY_LOCK = "SELECT pg_try_advisory_lock(%s, %s::regclass::oid::integer)"
+_UNLOCK = "SELECT pg_advisory_unlock(%s, %s::regclass::oid::integer)"
+_HELD = ("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid ="
+         " %s::regclass::oid AND objsubid = 2 AND pid = %s AND granted")
+_LOCKER = "trails writer lock"
+# The lock connections' sockets: a forked child closes its copies (never the sessions), so a
+# parent that dies ends its session even while a child lives on.
+_LOCK_SOCKETS: set[int] = set()
+
+
+def _forked_child() -> None:
+    for fd in _LOCK_SOCKETS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_SOCKETS.clear()
+
+
+os.register_at_fork(after_in_child=_forked_child)
 
 # The settings trails.json records when they differ from these defaults.
 _DEFAULTS: dict[str, Setting] = {"pool_min": 1, "pool_max": 4, "connect_timeout": 5.0,
@@ -72,19 +90,26 @@ class PgVectorStore(PgKeywords):
 
     def hold_writer_lock(self) -> Callable[[], None]:
         """Take this table's writer lock: a session advisory lock, keyed by the table, on a
-        connection of its own, held until the returned callable closes it (a process that
+        connection of its own, held until the returned callable lets it go (a process that
         dies ends its session, and the lock with it). A writable context takes it, so two
         context directories (or machines) on one table write one at a time, as two
-        processes on one directory do.
+        processes on one directory do. While it is held, every write checks in its own
+        transaction that the lock's session still holds it (a server restart or a cut
+        connection ends it, and another context may then take it): if not, nothing is
+        written and the write raises ``ContextLockedError``. A read-only store takes none.
 
         Raises:
             ContextLockedError: another context holds it.
             EndpointUnavailableError: the server cannot be reached.
         """
+        if self.read_only:
+            return lambda: None
+        meta = self.table + "__meta"
         with translated(self.location):
-            conn = self._psycopg.connect(self._dsn, autocommit=True, **self._options())
+            conn = self._psycopg.connect(self._dsn, autocommit=True,
+                                         **{**self._options(), "application_name": _LOCKER})
             try:
-                got = conn.execute(_TRY_LOCK, (_LOCK_CLASS, self.table + "__meta")).fetchone()
+                got = conn.execute(_TRY_LOCK, (_LOCK_CLASS, meta)).fetchone()
             except BaseException:
                 conn.close()
                 raise
@@ -94,8 +119,28 @@ class PgVectorStore(PgKeywords):
                 f"the PostgreSQL table {self.table!r} on {self.dsn} is open for writing by "
                 "another context (another directory, process or machine; one writer at a "
                 "time). Close that context, or open this one with read_only=True to read "
-                "alongside it.")
-        return conn.close  # type: ignore[no-any-return]
+                f"alongside it. Its holder is the session of pg_locks with classid = "
+                f"{_LOCK_CLASS}.")
+        pid, fd = conn.info.backend_pid, conn.fileno()
+
+        def still_held(writing: Any) -> None:
+            if not writing.execute(_HELD, (_LOCK_CLASS, meta, pid)).fetchone():
+                raise ContextLockedError(
+                    f"this context's writer lock on the PostgreSQL table {self.table!r} was "
+                    "lost (its session ended: a server restart or a cut connection), so "
+                    "another context may be writing; nothing was written. Close this context "
+                    "and open it again.")
+
+        def release() -> None:
+            self._fence = None
+            _LOCK_SOCKETS.discard(fd)
+            with contextlib.suppress(Exception):  # let go at once, not when the session ends
+                conn.execute(_UNLOCK, (_LOCK_CLASS, meta))
+            conn.close()
+
+        self._fence = still_held
+        _LOCK_SOCKETS.add(fd)
+        return release
 
     # -- trails.json (trails.recorded.Recordable) ---------------------------------------
 
