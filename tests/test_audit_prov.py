@@ -83,7 +83,8 @@ def test_a_search_record_keeps_how_its_filter_ran(tmp_path):
         record = ctx.audit.get(result.run_id)
     assert isinstance(record, SearchRecord)
     assert record.filter_path == result.filter_path
-    assert record.filter_path.startswith("chunks-reordered (chunk links changed by hand")
+    assert record.filter_path.startswith("chunks-reordered (chunk links or document types "
+                                         "changed by hand")
 
 
 def test_the_shapes_reject_broken_records():

@@ -64,8 +64,8 @@ def test_a_refused_lift_says_why(tmp_path):
         chunk = next(iter(ctx.vectors.all_ids()))
         ctx.kg.update(f"INSERT DATA {{ <{chunk}> schema:isPartOf <https://example.org/other> }}")
         hand = retrieve("rails", ctx, sparql_filter=SINCE)
-        assert hand.filter_path == ("chunks-reordered (chunk links changed by hand: trails "
-                                    "verify plans it again)")
+        assert hand.filter_path == ("chunks-reordered (chunk links or document types changed "
+                                    "by hand: trails verify plans it again)")
         ctx.kg.update(f"DELETE DATA {{ <{chunk}> schema:isPartOf <https://example.org/other> }}")
         ctx.kg.update("INSERT DATA { <https://example.org/a> schema:isPartOf "
                       "<https://example.org/b> . <https://example.org/a> a trails:Chunk . "

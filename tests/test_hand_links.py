@@ -23,6 +23,7 @@ from trails.vector import MockEmbedder
 
 IS_PART_OF = "https://schema.org/isPartOf"
 WANT = {"want": "d1"}
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 BY_ID = f"SELECT ?iri WHERE {{ {LINK} ?doc trails:documentId ?id FILTER(?id = ?want) }}"
 
 
@@ -162,6 +163,53 @@ def test_verify_reads_each_link_exactly(link):
         assert planned(ctx, bindings={"want": "d0"}) == written(ctx, bindings={"want": "d0"})
 
 
+NOT_LABELLED = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . FILTER NOT EXISTS { ?doc "
+                "trails:documentId \"d9\" } }")  # nothing else binds ?doc: the typed lift
+
+
+@pytest.mark.parametrize("edit", ["moved to another scope", "removed, another doubled",
+                                  "removed by extend"])
+def test_a_documents_type_written_by_hand_is_seen(tmp_path, edit):
+    """``?doc a trails:Document`` stands for the chunk links when nothing else binds the
+    document: a type moved to another scope's graph, or removed while another is written in
+    a second graph, left the link counts equal and the scoped answer short."""
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(documents(2), ctx=ctx)
+        ingest_all([Document(id="z", source="z.md", text="zeta memo.")], ctx=ctx, scope="legal")
+        d0, d1 = (f"<{ctx.base_iri}doc/d{i}>" for i in (0, 1))
+        typed = "a <https://trails.dev/ns#Document>"
+        if edit == "moved to another scope":
+            ctx.kg.update(f"DELETE DATA {{ {d0} {typed} }} ; INSERT DATA {{ GRAPH "
+                          f"<urn:trails:scope:legal> {{ {d0} {typed} }} }}")
+        elif edit == "removed, another doubled":
+            ctx.kg.update(f"DELETE DATA {{ {d1} {typed} }} ; INSERT DATA {{ GRAPH "
+                          f"<urn:x:elsewhere> {{ {d0} {typed} }} }}")
+        else:
+            ctx.kg.update(f"DELETE DATA {{ {d1} {typed} }}")
+            ctx.kg.extend([ox.Quad(ox.NamedNode(d0[1:-1]), ox.NamedNode(RDF_TYPE),
+                                   ox.NamedNode("https://trails.dev/ns#Document"),
+                                   ox.NamedNode("urn:x:elsewhere"))])
+        for scopes in (["default"], None, ["default", "legal"]):
+            assert planned(ctx, NOT_LABELLED, {}, scopes) == written(ctx, NOT_LABELLED, {}, scopes)
+        assert len(written(ctx, NOT_LABELLED, {}, ["default"])) == 2  # both documents' chunks
+        report = ctx.verify()
+        assert report.hand_types and "documents typed by hand" in report.summary()
+        assert ctx.kg.hand_links.marks()  # kept: the types are still not as ingested
+        assert planned(ctx, NOT_LABELLED, {}, ["default"]) == written(
+            ctx, NOT_LABELLED, {}, ["default"])
+        ctx.kg.update("DELETE WHERE { ?d a <https://trails.dev/ns#Document> } ; DELETE WHERE { "
+                      "GRAPH ?g { ?d a <https://trails.dev/ns#Document> } }")
+        ctx.kg.update(f"INSERT DATA {{ {d0} {typed} . {d1} {typed} . GRAPH "
+                      f"<urn:trails:scope:legal> {{ <{ctx.base_iri}scope/legal/doc/z> {typed} }} }}")
+        report = ctx.verify()  # put back: the marks go, filters are lifted again
+        assert report.hand_types == [] and report.ok and ctx.kg.hand_links.marks() == []
+        path: list[str] = []
+        filter_candidates(ctx.kg, NOT_LABELLED, None, ["default"], path=path)
+        assert path == ["documents-columns"]
+        assert planned(ctx, NOT_LABELLED, {}, ["default"]) == written(
+            ctx, NOT_LABELLED, {}, ["default"])
+
+
 def test_a_fresh_read_only_process_sees_the_mark(tmp_path):
     with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
         ingest_all(documents(), ctx=ctx)
@@ -286,6 +334,17 @@ def test_the_audit_trail_leaves_no_mark(tmp_path):
     ("CLEAR GRAPH <urn:trails:scope:legal>", True),
     ("DROP ALL", True),
     ("MOVE DEFAULT TO <urn:g>", True),
+    # a document's type (the typed lift stands on it), and other types
+    ("INSERT DATA { <x:d> a trails:Document }", True),
+    ("DELETE DATA { <x:d> rdf:type <https://trails.dev/ns#Document> }", True),
+    ("INSERT DATA { <x:d> a ex:A , trails:Document }", True),
+    ("INSERT DATA { <x:d> a [ ex:p ex:o ] , trails:Document }", True),
+    ("INSERT { ?d a ?t } WHERE { ?d ex:kind ?t }", True),
+    ("PREFIX p: <https://trails.dev/ns#Docu> INSERT DATA { <x:d> a p:ment }", True),
+    ("INSERT DATA { <x:d> a ex:Company ; ex:q trails:Document }", False),
+    ("INSERT DATA { <x:d> a [ a ex:o ] ; ex:q trails:Document }", False),
+    ('INSERT DATA { <x:d> a "trails:Document" }', False),
+    ('INSERT { ?d ex:tag "x" } WHERE { ?d a trails:Document }', False),
     # reading the links changes none of them
     ('INSERT { ?doc ex:tag "x" } WHERE { ?c schema:isPartOf ?doc }', False),
     ('INSERT DATA { <x:c> schema:name "isPartOf" } # schema:isPartOf', False),
@@ -306,7 +365,8 @@ def test_which_updates_may_change_links(update, may_change):
     assert update_may_change_links(update) is may_change
 
 
-EDITS = ["move", "swap", "unlink", "second link", "link back"]
+EDITS = ["move", "swap", "unlink", "second link", "link back", "move type", "untype",
+         "type twice"]
 
 
 @settings(max_examples=20, deadline=None,
@@ -317,8 +377,9 @@ EDITS = ["move", "swap", "unlink", "second link", "link back"]
 def test_planned_candidates_equal_the_filter_as_written_after_links_edited_by_hand(
         docs, edits, data):
     """Random documents in two scopes, links edited by hand in their graphs (moved, swapped
-    between chunks, removed with the chunk's type, a second link, a move undone), then random
-    filters of every shape and scopes: the planned candidates are the graph's."""
+    between chunks, removed with the chunk's type, a second link, a move undone) and their
+    documents' types (moved to the other scope, removed, written in a second graph), then
+    random filters of every shape and scopes: the planned candidates are the graph's."""
     ctx = fresh_context(embedder=MockEmbedder(dim=8))
     build(ctx, docs, [], [])
     rows = ctx.vectors.metadata(ctx.vectors.all_ids())
@@ -343,6 +404,15 @@ def test_planned_candidates_equal_the_filter_as_written_after_links_edited_by_ha
         elif edit == "unlink":
             ctx.kg.update(f"{delete} ; DELETE WHERE {{ <{c}> a trails:Chunk }} ; "
                           f"DELETE WHERE {{ GRAPH ?g {{ <{c}> a trails:Chunk }} }}")
+        elif edit in ("move type", "untype", "type twice"):  # the document's type
+            typed = f"<{own}> a trails:Document"
+            if edit != "type twice":
+                ctx.kg.update(f"DELETE WHERE {{ {typed} }} ; "
+                              f"DELETE WHERE {{ GRAPH ?g {{ {typed} }} }}")
+            if edit == "move type":
+                ctx.kg.update(insert(typed, "legal" if scope == "default" else "default"))
+            elif edit == "type twice":
+                ctx.kg.update(f"INSERT DATA {{ GRAPH <urn:x:elsewhere> {{ {typed} }} }}")
         elif edit == "second link":
             ctx.kg.load(f"<{c}> <{IS_PART_OF}> <{theirs}> .".encode(), format="ntriples",
                         scope=scope)

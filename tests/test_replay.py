@@ -92,8 +92,8 @@ def test_a_filter_that_admits_other_chunks_or_runs_another_path_is_noted(kb):
     assert report.result.candidates == 2
     assert report.notes == [
         "the filter admitted 1 chunk then, 2 chunks now",
-        ("the filter ran documents-columns then, chunks-reordered (chunk links changed by "
-         "hand: trails verify plans it again) now")]
+        ("the filter ran documents-columns then, chunks-reordered (chunk links or document "
+         "types changed by hand: trails verify plans it again) now")]
 
 
 def test_a_replay_with_another_embedder_is_refused_as_any_search_is(kb):

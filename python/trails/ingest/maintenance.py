@@ -21,11 +21,11 @@ from trails.ingest.graph_updates import (
     mention_deletes,
     owned_document_deletes,
 )
-from trails.ingest.minting import CHUNK_IRI, DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.hand_checks import links_by_hand, types_by_hand
+from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
 from trails.ingest.writer import between_writes, writing_versions
-from trails.kg.base import KnowledgeGraph, NQuadsGraph, TsvGraph, select
-from trails.kg.filter_index import tsv_rows
+from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.opening import read_revision
 from trails.kg.terms import IRI
@@ -67,6 +67,9 @@ class VerifyReport:
       such a write is marked (``kg/hand_links.py``). With none left, verify clears the marks
       and filters are planned over documents again. A moved link also shows as a stale chunk,
       and repair writes the minted one back; run verify again to clear the marks.
+    - ``hand_types`` (a warning too, read while marked): documents whose ``trails:Document``
+      type is not exactly the one ingestion wrote (in their scope's graph, nowhere else): a
+      filter's typed lift stands on it, so the marks stay until it is put back.
 
     After ``repair``: ``finished`` lists the committed documents repair completed from what
     is stored (their staged manifest, their vectors' texts); ``removed`` those it deleted
@@ -90,6 +93,7 @@ class VerifyReport:
     unparsed_dates: list[str] = field(default_factory=list)
     # A warning too (above): filters over chunks run as written while any is left.
     hand_links: list[str] = field(default_factory=list)
+    hand_types: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -104,15 +108,16 @@ class VerifyReport:
         state = "consistent" if self.ok else "; ".join(parts)
         warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
                    "parse" if self.unparsed_dates else "")
-        if self.hand_links:
+        if self.hand_links or self.hand_types:
             warning += (f"; warning: {len(self.hand_links)} chunks linked by hand to other than "
-                        "their document (filters over them run unplanned)")
+                        f"their document, {len(self.hand_types)} documents typed by hand "
+                        "elsewhere (filters over them run unplanned)")
         repaired = (f" (repaired: {len(self.finished)} documents finished, {len(self.removed)} "
                     "removed)" if self.repaired else "")
         return f"{state}{repaired}{warning}"
 
 
-_NOT_PROBLEMS = ("unparsed_dates", "hand_links", "finished", "removed")
+_NOT_PROBLEMS = ("unparsed_dates", "hand_links", "hand_types", "finished", "removed")
 
 
 def _graph_chunks(kg: KnowledgeGraph, doc: str | None = None) -> dict[str, tuple[str, str, str]]:
@@ -135,31 +140,6 @@ def _read_the_latest(kg: KnowledgeGraph, shown: str | None) -> bool:
     if not getattr(kg, "read_only", False):
         return True
     return shown is not None and read_revision(getattr(kg, "path", None)) == shown
-
-
-def _links_by_hand(kg: KnowledgeGraph, rows: list[tuple[str, str, str | None, bool]],
-                   versions: dict[str, DocumentVersion]) -> list[str]:
-    """Live chunks whose ``schema:isPartOf`` triples, in every graph, are not exactly the one
-    ingestion minted: an IRI link to their document in their scope's graph.
-
-    Read as TSV text (only a graph that keeps marks asks, the embedded one): at 1.19M links
-    the terms as Python objects took 137 s."""
-    assert isinstance(kg, TsvGraph)  # hand_links: an OxigraphGraph
-    own = {f"<{row_id}>": (f"<{doc}>", "" if versions[doc].scope == DEFAULT_SCOPE
-                           else f"<{SCOPE_BASE}{versions[doc].scope}>")
-           for row_id, doc, _, pending in rows if not pending and doc in versions}
-    found: dict[str, list[tuple[str, str]]] = {}
-    default = tsv_rows(kg.select_tsv("SELECT ?c ?d WHERE { ?c schema:isPartOf ?d }",
-                                     [DEFAULT_SCOPE]))
-    named = tsv_rows(kg.select_tsv("SELECT ?c ?d ?g WHERE { GRAPH ?g { ?c schema:isPartOf ?d } }"))
-    minted_elsewhere = set()  # a link from a chunk IRI that is not live, to another document
-    for chunk, doc, *graph in [*default, *named]:
-        if chunk in own:
-            found.setdefault(chunk, []).append((doc, graph[0] if graph else ""))
-        elif (shaped := CHUNK_IRI.match(chunk[1:-1])) is not None and doc != f"<{shaped['doc']}>":
-            minted_elsewhere.add(chunk[1:-1])
-    return sorted({c[1:-1] for c, expected in own.items() if found.get(c) != [expected]}
-                  | minted_elsewhere)
 
 
 def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
@@ -239,10 +219,12 @@ def _verify(ctx: ContextParts, repair: bool, caller: str | None) -> VerifyReport
         if doc not in versions or versions[doc].version != version
         or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
-    report.hand_links = _links_by_hand(kg, rows, versions) if marks else []
+    report.hand_links = links_by_hand(kg, rows, versions) if marks else []
+    report.hand_types = types_by_hand(kg, versions) if marks else []
     # Only a graph found whole: a hand link on a chunk that is not live (left by a deleted
     # document, say) would come back with it if it were ingested again.
-    if marks and report.ok and not report.hand_links and _read_the_latest(kg, shown):
+    if (marks and report.ok and not report.hand_links and not report.hand_types
+            and _read_the_latest(kg, shown)):
         hand.clear(marks)  # type: ignore[union-attr]  # marks come from it
     outside = _payload_outside(ctx, rows)
     report.payload_outside_allowlist = sorted(row_id for ids in outside.values()

@@ -39,6 +39,11 @@ __all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_c
 
 IS_PART_OF = "https://schema.org/isPartOf"
 _LINK = ox.NamedNode(IS_PART_OF)
+# A document's type stands for its chunks' links when nothing else in a filter binds the
+# document (``?doc a trails:Document``, the typed lift): writing one by hand is judged too.
+_TYPE_IRI = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+_DOCUMENT_IRI = "https://trails.dev/ns#Document"
+_TYPE, _DOCUMENT = ox.NamedNode(_TYPE_IRI), ox.NamedNode(_DOCUMENT_IRI)
 # Inside the store's directory, beside the revision stamp: one empty file per marked write.
 MARKS_DIR = "trails-links-by-hand"
 _MINTED = contextvars.ContextVar("trails_minted_links", default=False)
@@ -133,16 +138,32 @@ def _may_name_the_link(kind: str, token: str) -> bool:
     return False
 
 
+@functools.cache
+def _may_name(kind: str, token: str, iri: str) -> bool:
+    """Whether a term written ``token`` could be the IRI ``iri`` (``a`` is ``rdf:type``)."""
+    if kind == "var":
+        return True
+    if kind == "iri":
+        return token[1:-1] == iri or not _ABSOLUTE.match(token[1:-1])
+    if kind == "name":
+        local, name = token.partition(":")[2], re.split(r"[/#]", iri)[-1]
+        return name.endswith(local) or name in local
+    return kind == "word" and token == "A" and iri == _TYPE_IRI
+
+
 def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
     """Whether the template after the DELETE or INSERT at ``at`` (a ``DATA`` block and
-    ``DELETE WHERE``'s pattern included) has a predicate that could be ``schema:isPartOf``."""
+    ``DELETE WHERE``'s pattern included) has a predicate that could be ``schema:isPartOf``,
+    or a triple that could be ``rdf:type trails:Document``."""
     at += 1
     if at < len(tokens) and tokens[at][1] in ("DATA", "WHERE"):
         at += 1
     if at >= len(tokens) or tokens[at][1] != "{":
         return False  # not an operation (a name, a string): nothing to read
-    # What comes next, and for each open bracket what came before it ("{", "[" or "(").
-    expect, outer = "subject", list[tuple[str, str]]()
+    # What comes next, and for each open bracket what came before it ("{", "[" or "(") and
+    # whether the predicate then could be rdf:type.
+    expect, outer = "subject", list[tuple[str, str, bool]]()
+    typing = False  # the last predicate could be rdf:type
     for kind, token in tokens[at + 1:]:
         if kind == "suffix":
             expect = "datatype" if token == "^^" else expect
@@ -153,7 +174,7 @@ def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
         elif expect == "graph":
             expect = "{"
         elif token == "{":
-            expect, outer = "subject", [*outer, ("subject", "{")]
+            expect, outer = "subject", [*outer, ("subject", "{", False)]
         elif token == "}":
             if not outer:
                 return False  # the template's end
@@ -161,15 +182,19 @@ def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
         elif token in ".;,":
             expect = {".": "subject", ";": "predicate", ",": "object"}[token]
         elif token in "[(":
-            outer = [*outer, (expect, token)]
+            outer = [*outer, (expect, token, typing)]
             expect = "predicate" if token == "[" else "object"
         elif token in "])":
             if not outer or outer[-1][1] != {"]": "[", ")": "("}[token]:
                 return True  # unbalanced: assume the worst
-            expect, outer = _after(outer[-1][0]), outer[:-1]
+            expect, typing, outer = _after(outer[-1][0]), outer[-1][2], outer[:-1]
         elif kind in _TERMS:
             if expect == "end" or (expect == "predicate" and _may_name_the_link(kind, token)):
                 return True  # a predicate that may be the link, or a reading gone astray
+            if expect == "predicate":
+                typing = _may_name(kind, token, _TYPE_IRI)
+            elif expect == "object" and typing and _may_name(kind, token, _DOCUMENT_IRI):
+                return True  # a document's type
             in_list = bool(outer) and outer[-1][1] == "("
             expect = "object" if in_list else _after(expect)
         else:
@@ -183,13 +208,17 @@ def _after(position: str) -> str:
 
 
 def quads_change_links(quads: Iterable[ox.Quad]) -> bool:
-    """Whether any of ``quads`` is a ``schema:isPartOf`` triple."""
-    return any(q.predicate == _LINK for q in quads)
+    """Whether any of ``quads`` is a ``schema:isPartOf`` or ``rdf:type trails:Document``
+    triple."""
+    return any(q.predicate == _LINK or (q.predicate == _TYPE and q.object == _DOCUMENT)
+               for q in quads)
 
 
 def nquads_may_change_links(text: str) -> bool:
-    """Whether N-Quads ``text`` may hold a ``schema:isPartOf`` triple (an escape may spell it)."""
-    return IS_PART_OF in text or "\\u" in text or "\\U" in text
+    """Whether N-Quads ``text`` may hold a ``schema:isPartOf`` or ``rdf:type trails:Document``
+    triple (an escape may spell either)."""
+    return (IS_PART_OF in text or _DOCUMENT_IRI in text or "\\u" in text
+            or "\\U" in text)
 
 
 class HandLinks:

@@ -291,7 +291,7 @@ def _links_refusal(graph: GenerationGraph) -> str | None:
     view before it filters; a caller of :func:`filter_candidates` may not)."""
     marked = getattr(graph, "hand_links", None)
     if marked is not None and marked.marks():
-        return "chunk links changed by hand: trails verify plans it again"
+        return "chunk links or document types changed by hand: trails verify plans it again"
     if marked is not None and getattr(graph, "read_only", False) and not view_current(graph):
         return "a view older than the graph's files"
     if _count(graph, _COUNT_LINKS) != _count(graph, _COUNT_CHUNKS):
