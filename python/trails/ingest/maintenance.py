@@ -108,10 +108,12 @@ class VerifyReport:
         state = "consistent" if self.ok else "; ".join(parts)
         warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
                    "parse" if self.unparsed_dates else "")
-        if self.hand_links or self.hand_types:
-            warning += (f"; warning: {len(self.hand_links)} chunks linked by hand to other than "
-                        f"their document, {len(self.hand_types)} documents typed by hand "
-                        "elsewhere (filters over them run unplanned)")
+        links = f"{len(self.hand_links)} chunks linked by hand to other than their document"
+        types = f"{len(self.hand_types)} documents whose trails:Document type is not as ingested"
+        by_hand = [text for text, found in ((links, self.hand_links), (types, self.hand_types))
+                   if found]
+        if by_hand:
+            warning += f"; warning: {', '.join(by_hand)} (filters run unplanned until fixed)"
         repaired = (f" (repaired: {len(self.finished)} documents finished, {len(self.removed)} "
                     "removed)" if self.repaired else "")
         return f"{state}{repaired}{warning}"

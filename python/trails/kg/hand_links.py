@@ -7,15 +7,18 @@ document. Counting links cannot prove that: a link moved from one document to an
 deleted together with its chunk's type, leaves the counts equal, and telling each link from
 its chunk's IRI costs tens of seconds at a million chunks. So every write trails does not make
 itself (``update``, ``extend``, ``load``, ``load_nquads``, ``remove_graph``, handing out the
-raw store) is judged before it runs: one that may change such a triple leaves a mark, and
-while any mark is there filters run over chunks, as written (exact; slower on a large graph).
-:func:`~trails.ingest.maintenance.verify` reads every link; when each chunk's links are the
-minted one it removes the marks it saw.
+raw store) is judged before it runs: one that may change such a triple, or a document's
+``rdf:type trails:Document`` (which stands for its chunks' links when nothing else in a filter
+binds the document), leaves a mark, and while any mark is there filters run over chunks, as
+written (exact; slower on a large graph). :func:`~trails.ingest.maintenance.verify` reads
+every link and document type; when each is the minted one it removes the marks it saw.
 
-The judgement errs one way only: a write that could reach ``schema:isPartOf`` is marked (a
-template's predicate that is a variable, the IRI, a relative IRI or a prefixed name whose
-local part could end it; a whole-graph operation; anything the reading cannot follow), and a
-write that cannot is not. Handing out the raw store marks that graph object for good.
+The judgement errs one way only: a write that could reach ``schema:isPartOf`` or a document's
+type is marked (a template's predicate that is a variable, the IRI, a relative IRI or a
+prefixed name whose local part could end it, and for a type the object read the same way; a
+whole-graph operation; anything the reading cannot follow), and a write that cannot is not.
+Escapes are read where Oxigraph reads them, in IRIs and strings. Handing out the raw store
+marks that graph object for good.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def _token() -> re.Pattern[str]:
     milliseconds, which every process importing the package would otherwise pay."""
     return re.compile(
         rf"(?P<string>{STRING})"
-        r'|(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)'
+        r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
         r"|(?P<comment>#[^\n\r]*)"
         r"|(?P<space>\s+)"
         r"|(?P<suffix>\^\^|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
@@ -95,14 +98,17 @@ def trails_own_writes() -> bool:
 
 
 def update_may_change_links(text: str) -> bool:
-    """Whether the SPARQL update ``text`` may write or delete a ``schema:isPartOf`` triple.
+    """Whether the SPARQL update ``text`` may write or delete a ``schema:isPartOf`` triple
+    or a ``rdf:type trails:Document`` one.
 
     Only a template writes (``INSERT``/``DELETE`` blocks, ``DATA`` blocks, ``DELETE WHERE``'s
-    pattern), and only through its predicates: one may when it is a variable, the IRI, a
+    pattern): a link through its predicate, which may be it when it is a variable, the IRI, a
     relative IRI (a ``BASE`` can make it the IRI) or a prefixed name whose local part could
-    end it (``schema:isPartOf``, ``p:Of``, ``p:``). A whole-graph operation may, and so may
-    anything this reading does not follow (a backslash outside strings and IRIs, a template
-    it cannot walk). Reading the links (in a ``WHERE``) changes nothing.
+    end it (``schema:isPartOf``, ``p:Of``, ``p:``); a document's type when its predicate may
+    be ``rdf:type`` (``a`` too) and its object ``trails:Document``, read the same way. A
+    whole-graph operation may, and so may anything this reading does not follow (a backslash
+    outside strings and IRIs, a template it cannot walk). Escapes are read in IRIs (and kept
+    in strings), as Oxigraph reads them. Reading the links (in a ``WHERE``) changes nothing.
 
     >>> update_may_change_links('INSERT DATA { <x:d> schema:dateCreated "2024" }')
     False
@@ -111,10 +117,11 @@ def update_may_change_links(text: str) -> bool:
     >>> update_may_change_links('DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }')
     True
     """
-    plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
     tokens = []
-    for found in _token().finditer(plain):
+    for found in _token().finditer(text):
         kind, token = found.lastgroup or "other", found.group()
+        if kind == "iri":  # Oxigraph reads \u escapes in IRIs and strings only, as here
+            token = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), token)
         if kind == "word" and token.upper() in _GRAPH_OPERATIONS:
             return True
         if kind == "other" and token == "\\":
@@ -132,22 +139,20 @@ def _may_name_the_link(kind: str, token: str) -> bool:
     if kind == "iri":
         iri = token[1:-1]
         return iri == IS_PART_OF or not _ABSOLUTE.match(iri)
-    if kind == "name":
-        local = token.partition(":")[2]
-        return "isPartOf".endswith(local) or "isPartOf" in local
+    if kind == "name":  # a prefix may end anywhere in the IRI; the local part ends it
+        return IS_PART_OF.endswith(token.partition(":")[2])
     return False
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4096)
 def _may_name(kind: str, token: str, iri: str) -> bool:
     """Whether a term written ``token`` could be the IRI ``iri`` (``a`` is ``rdf:type``)."""
     if kind == "var":
         return True
     if kind == "iri":
         return token[1:-1] == iri or not _ABSOLUTE.match(token[1:-1])
-    if kind == "name":
-        local, name = token.partition(":")[2], re.split(r"[/#]", iri)[-1]
-        return name.endswith(local) or name in local
+    if kind == "name":  # a prefix may end anywhere in the IRI; the local part ends it
+        return iri.endswith(token.partition(":")[2])
     return kind == "word" and token == "A" and iri == _TYPE_IRI
 
 
@@ -265,12 +270,14 @@ class HandLinks:
             with open(os.path.join(self.folder, name), "x", encoding="ascii"):
                 pass
         except OSError as exc:
-            raise StorageError(f"cannot record a write to chunk links in {self.folder!r} "
+            raise StorageError(f"cannot record a write to chunk links or document types in "
+                               f"{self.folder!r} "
                                f"({exc}); nothing was written. Free space or make the "
                                "context writable, then write again") from exc
 
     def marks(self) -> list[str]:
-        """The marks there now (none: every chunk link is as ingestion minted it)."""
+        """The marks there now (none: every chunk link and document type is as ingestion
+        minted it)."""
         if self._raw:
             return ["the raw store was handed out"]
         if self.folder is None:
