@@ -473,3 +473,26 @@ def test_keyword_idf_sum_by_hand_on_a_read_only_reopen(tmp_path):
         assert quality == pytest.approx(hits[0].score / (rout + ruby), rel=1e-12)
         assert keyword_quality("zebra", store, store.keyword_search("zebra", 4)) == 0.0
         assert keyword_quality("x", object(), []) is None  # a store that cannot weigh
+
+
+@pytest.mark.parametrize("postings", [True, False])
+def test_rows_without_text_are_in_no_keyword_statistic(tmp_path, postings, monkeypatch):
+    """FTS5 counts the rows it indexed; the query weight counted every live vector, so rows
+    added without text (in another scope, or in the searched one) moved a scope's weight."""
+    if not postings:  # the FTS5 path, as when the postings cannot answer
+        monkeypatch.setattr("trails.vector.stores.sqlite_vec.keyword_postings.KeywordPostings."
+                            "stems", lambda self, terms: None)
+    texts = ["rails routing guide", "ruby gems", "routing tables", "go modules"]
+    plain = SqliteVecStore(tmp_path / "plain.db", dim=2)
+    plain.add_many([f"t{i}" for i in range(4)], [[1, i] for i in range(4)],
+                   [{"text": t, "scope": "legal"} for t in texts])
+    padded = SqliteVecStore(tmp_path / "padded.db", dim=2)
+    padded.add_many([f"t{i}" for i in range(4)], [[1, i] for i in range(4)],
+                    [{"text": t, "scope": "legal"} for t in texts])
+    padded.add_many([f"h{i}" for i in range(30)], [[i, 1] for i in range(30)],
+                    [{"scope": "hr"} if i % 2 else {"scope": "legal"} for i in range(30)])
+    for scopes in (["legal"], None):
+        expected = plain.keyword_idf_sum("routing rails", scopes=scopes)
+        assert padded.keyword_idf_sum("routing rails", scopes=scopes) == pytest.approx(expected)
+    # FTS5's own N: 4 indexed rows, "rail" in 1 of them (not 34 live vectors)
+    assert padded.keyword_idf_sum("rails") == pytest.approx(math.log((4 - 1 + 0.5) / 1.5))

@@ -296,3 +296,21 @@ def test_graph_mode_shows_no_metadata_of_rows_outside_the_callers_reach(scoped, 
     hits = _found(ctx, "graph", "a", f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{iri}> }} }}")
     assert [h.iri for h in hits] == [iri]
     assert "SECRET" not in hits[0].snippet and hits[0].metadata == {}
+
+
+def test_a_scope_emptied_by_deletes_is_unknown_again_not_an_empty_answer():
+    """Oxigraph keeps a named graph after its last triple goes: the scope it held must not
+    stay searchable as an empty one (a typo would then look like a scope with no matches)."""
+    from trails.errors import UnknownScopeError
+
+    with fresh_context(dim=16) as ctx:
+        ingest_all([Document(id="a", source="a.md", text="harbour cranes")], ctx=ctx)
+        ingest_all([Document(id="h", source="h.md", text="harbour staff")], ctx=ctx, scope="hr")
+        assert [h.document for h in retrieve("harbour", ctx, scope="hr")] == [
+            f"{ctx.base_iri}scope/hr/doc/h"]
+        assert ctx.delete_document(f"{ctx.base_iri}scope/hr/doc/h")
+        assert ctx.kg.scopes() == ["default"]
+        with pytest.raises(UnknownScopeError, match="'hr'"):
+            retrieve("harbour", ctx, scope="hr")
+        ingest_all([Document(id="h", source="h.md", text="harbour staff")], ctx=ctx, scope="hr")
+        assert ctx.kg.scopes() == ["default", "hr"] and retrieve("harbour", ctx, scope="hr")

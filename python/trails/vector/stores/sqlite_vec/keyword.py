@@ -184,16 +184,18 @@ class Fts5Index:
 
     # -- a query's weight -----------------------------------------------------------------
 
-    def idf_sum(self, terms: Sequence[str], rows: int, scopes: list[str] | None = None,
+    def idf_sum(self, terms: Sequence[str], scopes: list[str] | None = None,
                 version: object = None) -> float:
-        """The sum of ``bm25()``'s IDF over the index's stems of ``terms``, among ``rows``
-        live rows (a stem no row holds counts in full); with ``scopes``, among their rows."""
+        """The sum of ``bm25()``'s IDF over the index's stems of ``terms``, among the indexed
+        rows (a stem no row holds counts in full; a row without text is not one, as in
+        FTS5's own count); with ``scopes``, among their indexed rows."""
         if self.postings.stems(terms) is not None:
             stems = self.postings.distinct_stems(" ".join(terms))
             confined = scopes is not None and not self.postings.covers_all(scopes)
-            return self.postings.idf_sum(stems, scopes if confined else None, rows)
+            return self.postings.idf_sum(stems, scopes if confined else None)
         if scopes is not None and not self._scoped.covers_all(scopes, version):
             return self._scoped.idf_sum(self._vocab_stems(" ".join(terms)), scopes, version)
+        rows = self._scoped.indexed_rows(version)
         total = 0.0
         for stem in self._vocab_stems(" ".join(terms)):
             found = self._db.execute(

@@ -376,14 +376,13 @@ class KeywordPostings:
         self._norms[id(mask)] = (mask, norm)
         return norm
 
-    def idf_sum(self, stems: Sequence[str], scopes: Sequence[str] | None,
-                rows: int) -> float:
-        """The sum of the stems' IDFs among the rows of ``scopes`` (None: among ``rows``
-        rows, the store's live rows)."""
+    def idf_sum(self, stems: Sequence[str], scopes: Sequence[str] | None) -> float:
+        """The sum of the stems' IDFs among the indexed rows of ``scopes`` (None: all of
+        them, FTS5's own count: a row without text is in no keyword statistic)."""
         state = self.state()
         assert state is not None  # after stems() answered
         if scopes is None:
-            return sum(idf(rows, self._holding(state, s)) for s in stems)
+            return sum(idf(state.rows, self._holding(state, s)) for s in stems)
         mask = self.scope_mask(state, scopes)
         return sum(idf(int(mask.sum()), self._postings(state, s, mask)[0]) for s in stems)
 

@@ -67,10 +67,14 @@ class ScopedBm25:
     def covers_all(self, scopes: Sequence[str], version: object) -> bool:
         """Whether ``scopes`` hold every indexed row (then FTS5's statistics are theirs)."""
         rows, _ = self.statistics(scopes, version)
-        if self._total[0] != version:  # counted once per committed state, not per query
+        return rows == self.indexed_rows(version)
+
+    def indexed_rows(self, version: object) -> int:
+        """How many rows the keyword index holds (FTS5's N), counted once per state."""
+        if self._total[0] != version:
             self._total = (version, int(self._db.execute(
                 "SELECT COUNT(*) FROM keyword_index_docsize")[0][0]))
-        return rows == self._total[1]
+        return self._total[1]
 
     def statistics(self, scopes: Sequence[str], version: object) -> tuple[int, int]:
         """(indexed rows, their total length in tokens) in ``scopes``, cached per

@@ -206,8 +206,8 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         if not terms:
             return 0.0
         with self.snapshot():
-            return self._keywords.idf_sum(terms, len(self._index),
-                                          None if scopes is None else list(scopes), self._db.state())
+            return self._keywords.idf_sum(terms, None if scopes is None else list(scopes),
+                                          self._db.state())
 
     @reads
     def get(self, ids: Iterable[str]) -> list[StoredVector]:
