@@ -496,3 +496,15 @@ def test_rows_without_text_are_in_no_keyword_statistic(tmp_path, postings, monke
         assert padded.keyword_idf_sum("routing rails", scopes=scopes) == pytest.approx(expected)
     # FTS5's own N: 4 indexed rows, "rail" in 1 of them (not 34 live vectors)
     assert padded.keyword_idf_sum("rails") == pytest.approx(math.log((4 - 1 + 0.5) / 1.5))
+
+
+@pytest.mark.parametrize(("query", "found"), [("Straße", ["a"]), ("STRASSE", ["b"]),
+                                              ("ﬁle", ["c"])])
+def test_query_words_are_folded_as_the_index_folds_its_rows(query, found):
+    """casefold() made the query's 'Straße' 'strasse' and 'ﬁle' 'file', words the index,
+    which keeps 'ß' and ligatures, holds for no row that says them."""
+    store = SqliteVecStore(dim=2)
+    store.add_many(["a", "b", "c"], [[1, 0], [0, 1], [1, 1]],
+                   [{"text": "Die Straße ist lang"}, {"text": "strasse"}, {"text": "the ﬁle"}])
+    assert [h.id for h in store.keyword_search(query, 5)] == found
+    assert keyword_terms(query) == [query.lower()]

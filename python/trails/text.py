@@ -31,7 +31,11 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def keyword_terms(query: str, stopwords: Iterable[str] | None = None) -> list[str]:
-    """The distinct, case-folded words of ``query`` that a keyword ranking scores.
+    """The distinct, lower-cased words of ``query`` that a keyword ranking scores.
+
+    Lower-cased, not case-folded: FTS5's tokenizer, which reads the rows, keeps ``ß`` and
+    ligatures as they are, and ``casefold()`` would turn the query's ``Straße`` into
+    ``strasse``, which no row that says ``Straße`` holds.
 
     ``stopwords=None`` drops :data:`STOPWORDS`; pass ``()`` to keep every word. A query made
     only of stopwords keeps them (``"to be or not to be"`` still finds something).
@@ -46,21 +50,21 @@ def keyword_terms(query: str, stopwords: Iterable[str] | None = None) -> list[st
     if not isinstance(query, str):
         raise TypeError(f"a keyword query must be a string, got {type(query).__name__}")
     stop: Collection[str] = STOPWORDS if stopwords is None else frozenset(
-        s.casefold() for s in stopwords)
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", query))))
+        s.lower() for s in stopwords)
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", query))))
     kept = [w for w in words if w not in stop]
     return (kept or words)[:MAX_TERMS]
 
 
 def text_words(text: str) -> list[str]:
-    """Every case-folded word of ``text`` in order, repeats kept: what an index that counts
+    """Every lower-cased word of ``text`` in order, repeats kept: what an index that counts
     term frequencies itself holds of a row (the same words :func:`keyword_terms` makes of a
     query).
 
     >>> text_words("Rails, rails and RAILS_2")
     ['rails', 'rails', 'and', 'rails', '2']
     """
-    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
+    return [w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
 
 
 def fts5_match(terms: Iterable[str]) -> str | None:

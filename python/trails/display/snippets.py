@@ -105,7 +105,7 @@ def plain_snippet(text: str | None, limit: int = SNIPPET_CHARS, whole: bool = Tr
 
 
 def query_terms(query: str | None) -> frozenset[str]:
-    """The words of ``query`` a keyword ranking scores (case-folded, stopwords dropped)."""
+    """The words of ``query`` a keyword ranking scores (lower-cased, stopwords dropped)."""
     return frozenset(keyword_terms(query)) if query else frozenset()
 
 
@@ -128,7 +128,7 @@ def marked(text: str, terms: Iterable[str]) -> str:
         # also rewrites some characters outright (U+F900 becomes U+8C48).
         found = text[start:end]
         composed = unicodedata.normalize("NFC", found)
-        if any(w.casefold() in wanted for w in _WORD.findall(composed)):
+        if any(w.lower() in wanted for w in _WORD.findall(composed)):
             pieces.append(escape(text[position:start]))
             pieces.append(f"<mark>{escape(found)}</mark>")
             position = end

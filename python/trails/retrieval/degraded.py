@@ -187,7 +187,7 @@ def graph_keyword_hits(query: str, ctx: Context, k: int, iris: Sequence[str] | N
 def words(text: str) -> list[str]:
     """``text``'s words as :func:`trails.text.keyword_terms` splits and folds them, repeats
     kept (BM25 counts them)."""
-    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
+    return [w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
 
 
 def bm25(terms: Sequence[str], documents: dict[str, list[str]]) -> list[tuple[str, float]]:
