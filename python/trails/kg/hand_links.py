@@ -35,7 +35,8 @@ from contextlib import AbstractContextManager
 import pyoxigraph as ox
 
 from trails.errors import StorageError
-from trails.kg.sparql import STRING
+from trails.kg.planning import RDF_TYPE
+from trails.kg.sparql import STRING, TRAILS
 
 __all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_change_links",
            "quads_change_links", "trails_own_writes", "update_may_change_links"]
@@ -44,9 +45,8 @@ IS_PART_OF = "https://schema.org/isPartOf"
 _LINK = ox.NamedNode(IS_PART_OF)
 # A document's type stands for its chunks' links when nothing else in a filter binds the
 # document (``?doc a trails:Document``, the typed lift): writing one by hand is judged too.
-_TYPE_IRI = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-_DOCUMENT_IRI = "https://trails.dev/ns#Document"
-_TYPE, _DOCUMENT = ox.NamedNode(_TYPE_IRI), ox.NamedNode(_DOCUMENT_IRI)
+_DOCUMENT_IRI = TRAILS + "Document"
+_TYPE, _DOCUMENT = ox.NamedNode(RDF_TYPE), ox.NamedNode(_DOCUMENT_IRI)
 # Inside the store's directory, beside the revision stamp: one empty file per marked write.
 MARKS_DIR = "trails-links-by-hand"
 _MINTED = contextvars.ContextVar("trails_minted_links", default=False)
@@ -132,18 +132,6 @@ def update_may_change_links(text: str) -> bool:
                if token in ("DELETE", "INSERT") and kind == "word")
 
 
-def _may_name_the_link(kind: str, token: str) -> bool:
-    """Whether a predicate written ``token`` could be ``schema:isPartOf``."""
-    if kind == "var":
-        return True
-    if kind == "iri":
-        iri = token[1:-1]
-        return iri == IS_PART_OF or not _ABSOLUTE.match(iri)
-    if kind == "name":  # a prefix may end anywhere in the IRI; the local part ends it
-        return IS_PART_OF.endswith(token.partition(":")[2])
-    return False
-
-
 @functools.lru_cache(maxsize=4096)
 def _may_name(kind: str, token: str, iri: str) -> bool:
     """Whether a term written ``token`` could be the IRI ``iri`` (``a`` is ``rdf:type``)."""
@@ -153,7 +141,7 @@ def _may_name(kind: str, token: str, iri: str) -> bool:
         return token[1:-1] == iri or not _ABSOLUTE.match(token[1:-1])
     if kind == "name":  # a prefix may end anywhere in the IRI; the local part ends it
         return iri.endswith(token.partition(":")[2])
-    return kind == "word" and token == "A" and iri == _TYPE_IRI
+    return kind == "word" and token == "A" and iri == RDF_TYPE
 
 
 def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
@@ -194,10 +182,10 @@ def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
                 return True  # unbalanced: assume the worst
             expect, typing, outer = _after(outer[-1][0]), outer[-1][2], outer[:-1]
         elif kind in _TERMS:
-            if expect == "end" or (expect == "predicate" and _may_name_the_link(kind, token)):
+            if expect == "end" or (expect == "predicate" and _may_name(kind, token, IS_PART_OF)):
                 return True  # a predicate that may be the link, or a reading gone astray
             if expect == "predicate":
-                typing = _may_name(kind, token, _TYPE_IRI)
+                typing = _may_name(kind, token, RDF_TYPE)
             elif expect == "object" and typing and _may_name(kind, token, _DOCUMENT_IRI):
                 return True  # a document's type
             in_list = bool(outer) and outer[-1][1] == "("

@@ -406,9 +406,9 @@ class OxigraphGraph(QuadExport):
     def scopes(self) -> list[str]:
         """The scopes that hold triples: ``default`` and every scope's named graph that is not
         empty (Oxigraph keeps a graph whose last triple went, as a delete leaves it)."""
-        named = self._read(lambda: [scope_of_graph(g.value) for g in self._s.named_graphs() if
-                                    next(iter(self._s.quads_for_pattern(None, None, None, g)), None)])
-        return [DEFAULT_SCOPE, *sorted(s for s in named if s is not None and s != DEFAULT_SCOPE)]
+        named = self._read(lambda: [s for g in self._s.named_graphs() if (s := scope_of_graph(
+            g.value)) and next(iter(self._s.quads_for_pattern(None, None, None, g)), None)])
+        return [DEFAULT_SCOPE, *sorted(s for s in named if s != DEFAULT_SCOPE)]
 
     def __len__(self) -> int:
         return self._read(lambda: len(self._s))
