@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from _cli import run_trails
-from service_support import bearer, keys, seeded_context
+from service_support import KEYS_TOML, bearer, keys, seeded_context
 from trails import SearchRequest, retrieve
 from trails.cli import app
 from trails.cli.arguments import SEARCH_OPTIONS, search_fields
@@ -24,6 +24,7 @@ from trails.errors import InvalidArgumentError, TrailsError
 from trails.retrieval.arguments import MAX_K
 from trails.retrieval.recording import SearchCall
 from trails.service.app import create_app
+from trails.service.keys import KeyRing
 from trails.service.mcp import build_server, chosen_key
 from trails.service.models import RetrieveRequest
 
@@ -369,3 +370,45 @@ def test_any_bad_k_in_the_terminal_is_refused_as_the_request_refuses_it(tmp_path
     result = CliRunner().invoke(app, ["--db", str(db), "query", "alpine", "-k", k])
     assert result.exit_code == 1
     assert result.stderr == f"Error: {' '.join(str(refused.value).split())}\n"
+
+
+# -- a key whose scopes hold nothing yet: a mistake is still refused ---------------------------
+
+UNSEARCHED = [  # mistakes the request alone cannot see: the filter's, and the search's own
+    {"filter": SKIPPING},                                    # ?skip bound nowhere
+    {"filter": FILTER, "bindings": {"skipp": "a1"}},         # a binding naming no variable
+    {"filter": "SELECT ?iri WHERE { ?iri schem:name ?n }"},  # a prefix nobody declared
+    {"filter": "ASK { ?s ?p ?o }"},
+    {"now": "yesterday"},
+    {"now": "2026-01-01T00:00:00"},
+    {"mode": "graph"},
+    {"mode": "vector", "filter": FILTER},
+    {"bindings": {"skip": "a1"}},
+]
+EMPTY_KEY = ('[[key]]\nlabel = "gamma-reader"\nsecret = "gamma-secret-0123456789"\n'
+             'scopes = ["gamma"]\nrights = ["read"]\n')
+
+
+@pytest.fixture(scope="module")
+def keyed_clients(service) -> Any:
+    """The service's context served with a key for alpha (which holds documents) and one
+    for gamma (which holds nothing)."""
+    ring = KeyRing.parse(f"{EMPTY_KEY}\n{KEYS_TOML}", source="the test keys")
+    with TestClient(create_app(service[0], ring)) as client:
+        yield client
+
+
+@pytest.mark.parametrize("options", UNSEARCHED, ids=repr)
+def test_a_key_whose_scopes_hold_nothing_is_refused_as_one_whose_scopes_hold_documents(
+        keyed_clients, options):
+    """Nothing to search is no reason to take a mistake for an answer: the same request is
+    refused in the same words whether the key's scopes hold documents or not yet."""
+    answers = {}
+    for label, secret in (("alpha", "alpha-secret-0123456789"),
+                          ("gamma", "gamma-secret-0123456789")):
+        answer = keyed_clients.post("/retrieve", json={"query": "alpine", **options},
+                                    headers={"Authorization": f"Bearer {secret}"})
+        answers[label] = (answer.status_code, answer.json().get("error"),
+                          answer.json().get("message"))
+    assert answers["alpha"][0] == 400, answers
+    assert answers["gamma"] == answers["alpha"]

@@ -14,14 +14,17 @@ from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, st
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
 from trails.kg.base import Dataset, DatasetGraph, FunctionGraph, QueryOutput
+from trails.kg.bindings import apply_bindings
 from trails.kg.parse_errors import is_update
 from trails.kg.remote.rewrite import query_form
 from trails.kg.sparql import check_filter, check_limits, refuse_service
 from trails.kg.terms import IRI
+from trails.kg.variables import check_bound
 from trails.rank import Step
 from trails.records import RetrievalResult
 from trails.retrieval.arguments import check_scope_argument
 from trails.retrieval.recording import SearchCall, observe, record_refusal
+from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import (
     DEFAULT_SCOPE,
@@ -87,7 +90,7 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
         read = dataclasses.replace(call, scopes=[DEFAULT_SCOPE] if scopes is None else scopes)
         arguments = options()
         if scopes is not None and not scopes:
-            _check_filter(ctx, call)  # nothing to search, but a mistake is still one
+            _check_search(ctx, call, arguments)  # nothing to search, but a mistake is still one
             empty = RetrievalResult([], mode=call.mode, plan="empty", candidates=0,
                                     exhaustive=True, notes=[NOTHING_GRANTED])
             searched = dataclasses.replace(call, scopes=[], started=started, why=False,
@@ -101,23 +104,25 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
         raise
 
 
-def _check_filter(ctx: Context, call: SearchCall) -> None:
-    """Refuse what ``retrieve()`` would refuse of ``call``'s filter before reading anything.
+def _check_search(ctx: Context, call: SearchCall, arguments: Mapping[str, Any]) -> None:
+    """Refuse what ``retrieve()`` would refuse of ``call`` before reading anything: the
+    request as ``retrieve()`` checks it (its ``now``, the combinations no mode can run), and
+    its filter as the graph checks it (the text, then the bindings it names and the variables
+    nothing binds). ``arguments``: what ``options()`` built (bindings as terms).
 
     Raises:
-        UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
-        ValueError: graph mode without a filter, vector mode with one.
+        InvalidArgumentError, UnsafeFilterError, SparqlError, UnboundVariableError: with the
+            words ``retrieve()`` uses for the same mistake.
     """
+    SearchRequest(query=call.query, mode=call.mode, k=call.k, filter=call.sparql_filter,
+                  **arguments)
     if call.sparql_filter is None:
-        if call.mode == "graph":
-            raise ValueError("mode='graph' needs a sparql_filter selecting the IRIs to return")
         return
-    if call.mode == "vector":
-        raise ValueError("mode='vector' ranks every vector and takes no sparql_filter; use "
-                         "mode='hybrid' to rank only the filter's candidates")
-    check_limits(call.sparql_filter)
     functions = ctx.kg.functions if isinstance(ctx.kg, FunctionGraph) else ()
     check_filter(call.sparql_filter, ctx.kg.prefixes, functions=functions)
+    bindings = arguments.get("bindings")
+    check_bound(call.sparql_filter, (bindings or {}).keys())
+    apply_bindings(call.sparql_filter, bindings)
 
 
 def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
