@@ -12,6 +12,7 @@ from _cli import run_trails
 from trails import Context
 from trails.errors import SparqlError
 from trails.kg import OxigraphGraph
+from trails.kg.sparql import check_filter
 from trails.vector.embedders.mock import MockEmbedder
 
 KG = OxigraphGraph()
@@ -68,4 +69,31 @@ def test_the_cli_prints_the_one_line(tmp_path, query, expected):
     done = run_trails("--db", tmp_path / "kb", "sparql", query)
     assert done.returncode != 0
     assert expected in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("SELECT ?iri WHERE { ?iri schem:name ?n }",
+     "unknown prefix `schem:` (line 1); did you mean `schema:`?"),
+    ("SELECT ?iri WHERE { ?iri ?p ?o . SERVICE <http://x/> { ?iri exx:p ?o } }",
+     "unknown prefix `exx:`"),
+    ("SELECT ?iri WHERE { ?iri", "at line 1, column 25"),
+])
+def test_a_filter_that_does_not_parse_says_why_as_a_query_does(query, expected):
+    """A retrieval filter is SPARQL too: its mistake is named, not listed as the parser's
+    Unicode ranges."""
+    with pytest.raises(SparqlError) as caught:
+        check_filter(query, KG.prefixes)
+    message = str(caught.value)
+    assert message.startswith("the SPARQL filter does not parse: "), message
+    assert expected in message
+    assert "\\u{" not in message and len(message) < 400, message
+
+
+def test_the_cli_names_an_unknown_prefix_in_a_filter(tmp_path):
+    Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+    done = run_trails("--db", tmp_path / "kb", "query", "rails", "--sparql",
+                      "SELECT ?iri WHERE { ?iri schem:name ?n }")
+    assert done.returncode == 1
+    assert "unknown prefix `schem:`" in done.stderr and "\\u{" not in done.stderr
     assert "Traceback" not in done.stderr

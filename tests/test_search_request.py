@@ -255,7 +255,7 @@ REFUSED = [
     ({"now": "2026-01-01T00:00:00"}, ["--now", "2026-01-01T00:00:00"],
      "has no offset, so it names no moment"),
     ({"filter": "SELECT ?iri WHERE { ?iri "}, ["--sparql", "SELECT ?iri WHERE { ?iri "],
-     "the SPARQL filter does not parse: error at 1:26"),
+     "the SPARQL filter does not parse: at line 1, column 26"),
 ]
 ANSWERED = [
     ({"k": 1}, ["-k", "1"]),

@@ -12,9 +12,9 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from trails.kg.sparql import code_only
+from trails.kg.sparql_text import code_only
 
-__all__ = ["is_update", "parse_problem"]
+__all__ = ["is_update", "parse_problem", "parse_reason"]
 
 _UPDATE_WORDS = re.compile(
     r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
@@ -36,10 +36,11 @@ def is_update(text: str) -> bool:
 def parse_problem(text: str, prefixes: Mapping[str, str], error: str) -> str:
     """One line saying why ``text`` does not parse ("SPARQL query does not parse: ..."),
     given the parser's ``error`` and the prefixes the graph declares for every query."""
-    return "SPARQL query does not parse: " + _reason(text, prefixes, error)
+    return "SPARQL query does not parse: " + parse_reason(text, prefixes, error)
 
 
-def _reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
+def parse_reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
+    """Why ``text`` does not parse, after "does not parse: " (a query's or a filter's)."""
     if is_update(text):
         word = _UPDATE_WORDS.match(_PROLOGUE.sub("", code_only(text)))
         keyword = word.group(1).upper() if word else "an update"

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from trails.errors import SparqlError, UnsafeFilterError
+from trails.kg.parse_errors import parse_reason
+from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only
 
 __all__ = [
     "META",
@@ -19,6 +21,7 @@ __all__ = [
     "check_limits",
     "code_only",
     "iri_refs",
+    "iris_only",
     "looks_like_update",
     "parser_sees_service",
     "refuse_service",
@@ -44,25 +47,6 @@ PREFIXES: dict[str, str] = {
     "meta": META,
 }
 
-# Strings, IRIs and comments can contain any word; blank them before looking for keywords.
-# Each alternative is the SPARQL 1.1 grammar's own terminal (STRING_LITERAL_LONG1/2 with
-# escapes, STRING_LITERAL1/2 without raw line breaks, IRIREF with \u/\U escapes, a comment
-# ending at LF *or* CR), so the scanner never hides text the parser reads as code. Each is
-# written "unrolled" (a run of plain characters, then escapes each followed by such a run):
-# the same text as ``(plain|escape)*``, which ``re`` walks one character and one
-# alternation at a time, 2-3x slower on the long literals of an ingest's updates.
-# The four string terminals alone: the tokenizers of kg/planning.py and kg/hand_links.py.
-STRING = (
-    r'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'
-    r"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"
-    r'|"[^"\\\n\r]*(?:\\[^\n\r][^"\\\n\r]*)*"'
-    r"|'[^'\\\n\r]*(?:\\[^\n\r][^'\\\n\r]*)*'")
-_OPAQUE = re.compile(
-    STRING
-    + r'|<[^<>"{}|^`\\\x00-\x20]*(?:(?:\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})'
-    r'[^<>"{}|^`\\\x00-\x20]*)*>'
-    r"|#[^\n\r]*"
-)
 # Limits on a query's shape, checked before the parser sees it: its recursive descent
 # overflows the stack on deep nesting or a long chain of operators (a crash, not an error), and
 # planning grows steeply with the clauses, the triple patterns of one group (a star of 128
@@ -148,10 +132,18 @@ def service_refusal(query: str, prefixes: dict[str, str] | None = None) -> Sparq
         return None
     error = _syntax_error(_SERVICE_WORD.sub("GRAPH", query), prefixes)
     if error is not None:
-        return SparqlError(f"the SPARQL query does not parse: {error}")
+        return _unparsed("query", query, prefixes, error)
     return UnsafeFilterError(
         "the SPARQL query uses SERVICE, which would send it to another endpoint; queries "
         "are evaluated locally only. Remove the SERVICE clause.")
+
+
+def _unparsed(what: str, query: str, prefixes: dict[str, str] | None,
+              error: SyntaxError) -> SparqlError:
+    """The error for a ``what`` (query, filter) that does not parse, its mistake named as a
+    query's is (:mod:`trails.kg.parse_errors`), not listed as the parser's Unicode ranges."""
+    reason = parse_reason(query, prefixes or PREFIXES, str(error))
+    return SparqlError(f"the SPARQL {what} does not parse: {reason}")
 
 
 def looks_like_update(query: str) -> bool:
@@ -162,30 +154,6 @@ def looks_like_update(query: str) -> bool:
     (True, False)
     """
     return _UPDATE_WORDS.search(code_only(query)) is not None
-
-
-def code_only(query: str) -> str:
-    """``query`` with strings, IRIs and comments blanked (same length, same positions)."""
-    return _OPAQUE.sub(lambda m: " " * len(m.group()), query)
-
-
-def iris_only(query: str) -> str:
-    """``query`` with strings and comments blanked, its IRIs kept (same length and positions):
-    where ``PREFIX`` and ``BASE`` declarations can be read, whatever lies between their parts.
-
-    >>> iris_only('PREFIX # p: <x:>\\n p: <y:> "z"').split()
-    ['PREFIX', 'p:', '<y:>']
-    """
-    return _OPAQUE.sub(lambda m: m.group() if m.group()[:1] == "<" else " " * len(m.group()), query)
-
-
-def iri_refs(query: str) -> list[str]:
-    """The IRIs written out in ``query`` (not those in its strings or comments).
-
-    >>> iri_refs('INSERT DATA { <x:a> <x:b> "<x:c>" } # <x:d>')
-    ['x:a', 'x:b']
-    """
-    return [m.group()[1:-1] for m in _OPAQUE.finditer(query) if m.group().startswith("<")]
 
 
 def check_filter(
@@ -228,7 +196,7 @@ def check_filter(
                 "the SPARQL filter looks like an update (INSERT/DELETE/LOAD/CLEAR/...); "
                 "retrieval filters must be read-only SELECT queries"
             ) from exc
-        raise SparqlError(f"the SPARQL filter does not parse: {exc}") from exc
+        raise _unparsed("filter", query, prefixes, exc) from exc
     if not isinstance(parsed, ox.QuerySolutions):
         kind = "an ASK" if isinstance(parsed, ox.QueryBoolean) else "a CONSTRUCT/DESCRIBE"
         raise UnsafeFilterError(
