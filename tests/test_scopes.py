@@ -15,6 +15,7 @@ import pytest
 from pg_support import pg_context
 from trails import retrieve
 from trails.context import Context
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, DocumentIngested, DocumentSkipped, ingest, ingest_all
 from trails.testing import fresh_context
 
@@ -234,13 +235,17 @@ def test_delete_document_in_one_scope_leaves_the_other(scoped):
 @pytest.mark.parametrize("bad", ["", " a", "a b", "-a", ".a", "_a", "a/b", "../b", "a:b",
                                  "x" * 129, "é", "a\n"])
 def test_bad_scope_names_are_refused(bad):
+    """As a bad argument, whatever reads the name: an InvalidArgumentError (a ValueError too),
+    which the service answers as such, not as a bare ValueError."""
     with fresh_context(dim=32) as ctx:
-        with pytest.raises(ValueError, match="scope names"):
+        with pytest.raises(InvalidArgumentError, match="scope names"):
             ingest_all([Document(id="d", source="d", text="Text.")], ctx=ctx, scope=bad)
-        with pytest.raises(ValueError, match="scope names"):
+        with pytest.raises(InvalidArgumentError, match="scope names"):
             retrieve("text", ctx, mode="vector", scope=bad)
-        with pytest.raises(ValueError, match="scope names"):
+        with pytest.raises(InvalidArgumentError, match="scope names"):
             retrieve("text", ctx, mode="vector", scope=["a", bad])
+        with pytest.raises(InvalidArgumentError, match="scope names"):
+            ctx.kg.query("ASK { ?s ?p ?o }", scopes=[bad])
         assert ctx.vectors.count() == 0 and len(ctx.kg) == 0
 
 

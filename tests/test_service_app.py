@@ -255,6 +255,14 @@ def test_ingest_into_a_scope_the_key_lacks_is_refused_before_anything_is_written
     assert sorted(found) == sorted(ALPHA_DOCS.values())
 
 
+def test_ingest_into_an_ill_named_scope_is_a_bad_argument(client):
+    response = client.post("/ingest", json={"scope": "bad scope", "documents": [
+        {"id": "x", "text": "misplaced text"}]}, headers=bearer("admin"))
+    assert response.status_code == 400
+    assert response.json()["error"] == "InvalidArgumentError"
+    assert "scope names are 1-128 characters" in response.json()["message"]
+
+
 def test_a_document_needs_an_id_or_a_source(client):
     response = client.post("/ingest", json={"documents": [{"text": "nameless"}]},
                            headers=bearer("admin"))

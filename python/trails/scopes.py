@@ -13,7 +13,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import UnknownScopeError
+from trails.errors import InvalidArgumentError, UnknownScopeError
 
 __all__ = [
     "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "dataset_options",
@@ -29,8 +29,10 @@ _NAME = re.compile(NAME_PATTERN)
 
 
 def check_scope(scope: str) -> str:
+    """``scope`` if it is a scope's name; an InvalidArgumentError (a bad argument, whichever
+    way it came: ingest, a query, a request) naming the rule if not."""
     if not isinstance(scope, str) or not _NAME.fullmatch(scope):  # "$" would allow "a\n"
-        raise ValueError(
+        raise InvalidArgumentError(
             f"scope names are 1-128 characters of letters, digits, '_', '.', '-', starting "
             f"with a letter or digit; got {scope!r}"
         )
@@ -48,7 +50,7 @@ def normalize_scopes(scope: str | Sequence[str] | None) -> list[str]:
         return [DEFAULT_SCOPE]
     names = [scope] if isinstance(scope, str) else list(scope)
     if not names:
-        raise ValueError("scope=[] names no scope; pass None for the default scope")
+        raise InvalidArgumentError("scope=[] names no scope; pass None for the default scope")
     return [check_scope(s) for s in names]
 
 
