@@ -97,3 +97,18 @@ def test_the_cli_names_an_unknown_prefix_in_a_filter(tmp_path):
     assert done.returncode == 1
     assert "unknown prefix `schem:`" in done.stderr and "\\u{" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("query", ["", "   \n", "# only a comment\n"])
+def test_an_empty_query_is_called_empty(query):
+    """Not "expected [_]" at line 1, column 1: there is no query to expect anything in."""
+    message = _message(query)
+    assert "is empty" in message and "SELECT, ASK, CONSTRUCT or DESCRIBE" in message
+    assert "expected" not in message
+
+
+def test_the_cli_calls_an_empty_query_empty(tmp_path):
+    Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+    done = run_trails("--db", tmp_path / "kb", "sparql", "-", input="")
+    assert done.returncode == 1
+    assert "is empty" in done.stderr and "Traceback" not in done.stderr

@@ -41,6 +41,9 @@ def parse_problem(text: str, prefixes: Mapping[str, str], error: str) -> str:
 
 def parse_reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
     """Why ``text`` does not parse, after "does not parse: " (a query's or a filter's)."""
+    if not code_only(text).strip():  # the parser would expect "[_]" at its end
+        return ("the text is empty (or only comments); write a SELECT, ASK, CONSTRUCT or "
+                "DESCRIBE query")
     if is_update(text):
         word = _UPDATE_WORDS.match(_PROLOGUE.sub("", code_only(text)))
         keyword = word.group(1).upper() if word else "an update"
