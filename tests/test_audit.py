@@ -345,6 +345,21 @@ def test_a_record_without_an_rdf_form_never_blocks_the_fold(tmp_path):
         assert ctx.audit.pending() == []
 
 
+def test_a_line_the_fold_cannot_read_is_kept_aside_not_deleted(tmp_path):
+    """A record of a kind this version does not know (written by a newer one) or a torn line
+    has no RDF form here; the fold must keep it for a person, as it keeps any such record."""
+    foreign = '{"kind":"export","run_id":"abc123","caller":"ann","started":"2026-01-01T00:00:00+00:00"}'
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx)
+        log = tmp_path / "kb" / AUDIT_DIRECTORY
+        (log / "4242-feedbeef.jsonl").write_text(foreign + '\n{"kind":"search","run_\n')
+        assert ctx.audit.fold() == 1  # the search; the other two lines are read by no one here
+        assert ctx.audit.pending() == [] and activities(ctx) == 1
+        kept = (log / "rejected.txt").read_text().splitlines()
+        assert kept == [foreign, '{"kind":"search","run_']
+        assert ctx.audit.failures == 2
+
+
 def result_time() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 

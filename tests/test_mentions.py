@@ -279,6 +279,26 @@ def test_link_after_the_ontology_changes_reports_what_changed(ctx):
                                  EX + "globex")]
 
 
+def test_link_refuses_a_scope_that_holds_nothing_or_is_no_scope_name(ctx):
+    """A typo must not read as "nothing to link": nothing is linked and the error says why."""
+    from trails.errors import InvalidArgumentError, UnknownScopeError
+
+    ctx.kg.update('PREFIX ex: <https://ex.org/> INSERT DATA { GRAPH <urn:trails:scope:legal> '
+                  '{ ex:acme rdfs:label "ACME" } }')
+    ingest_all([doc("a", "ACME and Hooli.")], ctx=ctx, scope="legal")  # linked later
+    with pytest.raises(UnknownScopeError, match="'legl'.*did you mean 'legal'"):
+        ctx.link(scopes="legl")
+    with pytest.raises(UnknownScopeError, match="'nope'"):
+        ctx.link(scopes=["legal", "nope"])
+    for bad in ("no scope", [], ""):
+        with pytest.raises(InvalidArgumentError, match="scope"):
+            ctx.link(scopes=bad)
+    with pytest.raises(InvalidArgumentTypeError, match="scope"):
+        ctx.link(scopes=7)
+    assert links(ctx) == set()  # nothing was linked by any of them
+    assert [e for _, e in ctx.link(scopes="legal").added] == [EX + "acme"]
+
+
 def test_link_is_refused_on_a_read_only_context(ctx, tmp_path):
     from trails.context import Context
     from trails.errors import ConfigurationError

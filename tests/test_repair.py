@@ -238,3 +238,29 @@ def test_a_record_left_without_its_vectors_is_removed_whole(editions):
         assert repaired.removed == [doc]
         assert ctx.verify().ok
         assert not ctx.kg.query(f"ASK {{ <{doc}> ?p ?o }}")
+
+
+@pytest.mark.parametrize("scope", ["default", "legal"])
+@pytest.mark.parametrize("lost", ["document", "scope graph"])
+def test_a_committed_document_whose_graph_lost_its_triples_is_finished_not_removed(
+        editions, scope, lost):
+    """Its vectors are live and its kept manifest names the version: everything it needs is
+    stored, so repair writes it again instead of deleting it (its source may be gone)."""
+    one, _ = editions
+    expected = reference(one, scope=scope)
+    with fresh_context(dim=32) as ctx:
+        ingest_all(one, ctx=ctx, scope=scope)
+        pattern = "?s ?p ?o"
+        if lost == "document":
+            doc = ctx.kg.query('SELECT ?d WHERE { ?d trails:documentId "doc1.md" }').column("d")[0]
+            pattern = f"<{doc}> ?p ?o"
+        if scope != "default":
+            pattern = f"GRAPH <urn:trails:scope:{scope}> {{ {pattern} }}"
+        ctx.kg.update(f"DELETE WHERE {{ {pattern} }}")  # by hand, or a restore that lost it
+        report = ctx.verify()
+        assert report.graph_behind and not report.ok
+        repaired = ctx.verify(repair=True)
+        assert repaired.removed == [] and repaired.finished == report.graph_behind
+        assert ctx.verify().ok
+        assert nquads(ctx) == nquads(expected)
+        assert vectors(ctx) == vectors(expected)

@@ -16,7 +16,14 @@ from pg_support import pg_context
 from trails import retrieve
 from trails.context import Context
 from trails.errors import InvalidArgumentError
-from trails.ingest import Document, DocumentIngested, DocumentSkipped, ingest, ingest_all
+from trails.ingest import (
+    Document,
+    DocumentFailed,
+    DocumentIngested,
+    DocumentSkipped,
+    ingest,
+    ingest_all,
+)
 from trails.testing import fresh_context
 
 BASE = "trails://local/"
@@ -230,6 +237,24 @@ def test_delete_document_in_one_scope_leaves_the_other(scoped):
                 or (isinstance(q.object, ox.NamedNode) and q.object.value in gone)]
     assert _b(ctx) == b_before and ctx.vectors.get(a_chunks) == []
     assert ctx.verify().ok
+
+
+def test_an_ingest_never_replaces_a_document_of_another_scope():
+    """Another base IRI can mint, in one scope, the IRI of a document of another: that
+    document fails alone and the other scope's stays whole, rather than losing its vectors."""
+    with fresh_context(dim=32) as ctx:
+        ingest_all([Document("x", "x", "Legal text about contracts.")], ctx=ctx, scope="legal")
+        legal = nquads_of(ctx)
+        events = list(ingest([Document("x", "x", "Elephants walk slowly.")], ctx=ctx,
+                             base_iri=f"{BASE}scope/legal/"))
+        (failed,) = [e for e in events if isinstance(e, DocumentFailed)]
+        assert failed.doc_iri == f"{BASE}scope/legal/doc/x" and "scope 'legal'" in failed.reason
+        assert nquads_of(ctx) == legal and ctx.verify().ok
+        assert [h.document for h in retrieve("contracts", ctx, scope="legal")] == [failed.doc_iri]
+
+
+def nquads_of(ctx: Context) -> list[str]:
+    return sorted(line for line in str(ctx.kg.dump(format="nquads")).splitlines() if line)
 
 
 @pytest.mark.parametrize("bad", ["", " a", "a b", "-a", ".a", "_a", "a/b", "../b", "a:b",

@@ -291,7 +291,8 @@ class Context:
              scopes: str | Sequence[str] | None = None) -> LinkReport:
         """Link the current chunks to the entities of their scope's graph again (after the
         ontology changed), with ``linker`` (default: ``LabelLinker()``); what was added and
-        removed (ADR 0031). Each batch of documents changes in one graph update."""
+        removed (ADR 0031). Each batch of documents changes in one graph update. A scope of
+        ``scopes`` that holds nothing is an UnknownScopeError (nothing is linked)."""
         self._check_writable()
         parts: ContextParts = self
         return relink(parts, LabelLinker() if linker is None else linker, scopes)

@@ -22,7 +22,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import portalocker
@@ -103,11 +103,16 @@ class AuditLog:
         return records
 
     @contextlib.contextmanager
-    def folding(self) -> Iterator[list[ActivityRecord]]:
+    def folding(self, aside: str, on_aside: Callable[[int], object] = lambda _: None,
+                ) -> Iterator[list[ActivityRecord]]:
         """The pending records, taken out of the appenders' way; deleted when the block ends
-        without an error (the caller has put them into the graph), kept otherwise."""
+        without an error (the caller has put them into the graph), kept otherwise. Lines that
+        are no record this version reads (a torn line, a newer version's record) are appended
+        to the file ``aside`` first, and ``on_aside`` told how many: deleting the files must
+        not lose them."""
         taken: list[tuple[Path, int]] = []
         records: list[ActivityRecord] = []
+        unread: list[bytes] = []
         try:
             for path in self._files():
                 if not path.name.endswith(_FOLDING):
@@ -126,10 +131,16 @@ class AuditLog:
                     # nothing is added after this read, and appends never wait for the
                     # graph write that follows.
                     os.fchmod(descriptor, _SEALED)
-                    records.extend(_read(path))
+                    records.extend(_read(path, unread))
                 finally:
                     portalocker.unlock(descriptor)
             yield records
+            if unread:
+                with open(self.directory / aside, "ab") as file:
+                    file.write(b"".join(line + b"\n" for line in unread))
+                    file.flush()
+                    os.fsync(file.fileno())  # on the disk before the files that held them go
+                on_aside(len(unread))
             for path, _ in taken:
                 path.unlink(missing_ok=True)
         finally:
@@ -175,7 +186,8 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _read(path: Path) -> list[ActivityRecord]:
+def _read(path: Path, unread: list[bytes] | None = None) -> list[ActivityRecord]:
+    """The records of the file at ``path``; the lines that are none go to ``unread``."""
     records = []
     try:
         lines = path.read_bytes().splitlines()
@@ -186,4 +198,6 @@ def _read(path: Path) -> list[ActivityRecord]:
             records.append(from_json(json.loads(line)))
         except (ValueError, TypeError) as exc:  # a line cut by a crash: the rest still counts
             log.warning("skipping line %d of the audit log %s: %s", number, path, exc)
+            if unread is not None:
+                unread.append(line)
     return records

@@ -152,7 +152,7 @@ class AuditTrail:
                     self._memory[:0] = records
                 raise
             return len(records)
-        with self._log.folding() as records:
+        with self._log.folding(REJECTED, self._count_aside) as records:
             self._write(records, cutoff)
         return len(records)
 
@@ -324,6 +324,11 @@ class AuditTrail:
             if cutoff is not None:
                 self.kg.update(_expired(cutoff))
 
+
+    def _count_aside(self, lines: int) -> None:
+        self.failures += lines
+        log.warning("%d line(s) of the audit log are no record this version reads; kept in %s",
+                    lines, AUDIT_DIRECTORY + "/" + REJECTED)
 
     def _reject(self, record: ActivityRecord, error: Exception) -> None:
         """Keep a record that has no RDF form aside (``audit/rejected``), logged and counted."""

@@ -17,6 +17,7 @@ from trails.ingest.graph_updates import (
     STAGED_FOR,
     finish_update,
     graph_block,
+    kept_manifests,
     manifest_triples,
     mention_deletes,
     owned_document_deletes,
@@ -28,6 +29,7 @@ from trails.ingest.writer import between_writes, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.opening import read_revision
+from trails.kg.sparql import TRAILS
 from trails.kg.terms import IRI
 from trails.parts import Audited, ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name
@@ -39,6 +41,7 @@ __all__ = ["VerifyReport", "delete_document", "delete_recorded", "record_deletio
 REPAIR_REASON = "repair: it could not be made whole from what is stored"
 ORPHAN_REASON = "repair: the graph described it with no recorded version"
 
+_CURRENT_VERSION = ox.NamedNode(TRAILS + "currentVersion")
 # IRIs only: a blank node a user typed trails:Chunk is no chunk trails can name in an update.
 _CHUNKS = ("?c a trails:Chunk ; schema:isPartOf ?doc ; trails:version ?v . "
            "FILTER(isIRI(?c) && isIRI(?doc))")
@@ -290,6 +293,8 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
         kept = staged.get((doc, record.version)) if record else None
         # Read back from the graph, so only what parses as this document's triples is used.
         manifest = None if kept is None else manifest_triples(doc, kept)
+        if manifest is None and record is not None:
+            manifest = _kept_of_version(ctx.kg, doc, record.version)
         # A graph behind its record needs the staged manifest (the document's own triples
         # are nowhere else); a current graph missing chunks needs only the vectors' texts.
         if record is None or doc not in committed or (doc in report.graph_behind
@@ -305,6 +310,20 @@ def _repair(ctx: ContextParts, report: VerifyReport, chunks: dict[str, tuple[str
     for doc in report.orphan_documents:
         delete_recorded(ctx, doc, reason=ORPHAN_REASON, caller=caller)
         report.removed.append(doc)
+
+
+def _kept_of_version(kg: KnowledgeGraph, doc: str, version: str) -> str | None:
+    """The document's kept manifest when it is that of ``version`` and the graph names no
+    version of the document: step 4 was done, and the document's triples were lost after it
+    (deleted by hand, a scope graph restored without them). It makes the version whole as
+    its staged manifest would; a previous version's manifest (step 4 cut off) does not, nor
+    does it stand beside another version the graph names (the next ingest replaces that)."""
+    kept = kept_manifests(kg, [doc]).get(doc)
+    names = f"{ox.NamedNode(doc)} {_CURRENT_VERSION} {ox.Literal(version)} ."
+    if kept is None or names not in kept.splitlines() or select(
+            kg, f"SELECT ?v WHERE {{ ?doc {_CURRENT_VERSION} ?v }}", {"doc": IRI(doc)}).rows:
+        return None
+    return kept
 
 
 def _rebuild_chunks(ctx: ContextParts, record: DocumentVersion, ids: list[str]) -> None:

@@ -292,6 +292,11 @@ class _Run:
         if state == "current":
             yield DocumentSkipped(iri, document.source)
             return
+        if state == "elsewhere":
+            yield DocumentFailed(document.source, f"{iri} is a document of scope "
+                                 f"{self.writer.scope_of(iri)!r}, not {self.scope!r}; ingest it "
+                                 "there, or delete it there first", iri)
+            return
         try:
             with self.trace.chunk() as chunking:
                 chunks = list(self.chunker.chunk(document) if document.chunks is None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
@@ -23,7 +23,7 @@ from trails.ingest.writer import writing_versions
 from trails.kg.base import select
 from trails.kg.hand_links import minted_links
 from trails.parts import ContextParts
-from trails.scopes import normalize_scopes
+from trails.scopes import check_known_scopes, normalize_scopes
 from trails.vector.stores.base import versioned
 
 __all__ = ["LinkReport", "relink"]
@@ -54,14 +54,18 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     """Link the current chunks of ``scopes`` (None: every scope with documents) again.
 
     Raises:
-        InvalidArgumentTypeError: ``linker`` is no Linker.
+        InvalidArgumentTypeError: ``linker`` is no Linker, or ``scopes`` no name nor list.
+        InvalidArgumentError: ``scopes`` holds a malformed scope name or is empty.
+        UnknownScopeError: a scope of ``scopes`` holds nothing (a typo would link nothing).
         ConfigurationError: the context is read-only.
     """
     check_linker(linker)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to link")
-    wanted = None if scopes is None else set(normalize_scopes(scopes))
+    wanted = None if scopes is None else set(_checked_scopes(scopes))
     records = versioned(ctx.vectors, "link").current_versions()
+    if wanted is not None:
+        check_known_scopes(sorted(wanted), {*ctx.kg.scopes(), *(r.scope for r in records.values())})
     by_scope: dict[str, dict[str, str]] = {}
     for doc, record in records.items():
         if wanted is None or record.scope in wanted:
@@ -78,6 +82,18 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
                 if batch:
                     _relink_batch(ctx, bound, scope, batch, report)
     return report
+
+
+def _checked_scopes(scopes: object) -> list[str]:
+    """``scopes`` (a name or a list of names) as the checked list."""
+    if not isinstance(scopes, str) and (not isinstance(scopes, (list, tuple, set, frozenset))
+                                        or not all(isinstance(s, str) for s in scopes)):
+        raise InvalidArgumentTypeError(f"scopes must be a scope name, a list of them or None, "
+                                       f"got {type(scopes).__name__}")
+    try:
+        return normalize_scopes(scopes if isinstance(scopes, str) else sorted(scopes))
+    except ValueError as exc:
+        raise InvalidArgumentError(f"scopes: {exc}") from None
 
 
 def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: dict[str, str],

@@ -187,11 +187,13 @@ class VersionWriter:
         self._recorded = {iri: found.get(iri) for iri in iris}
 
     def state(self, iri: str, version: str, document: Document) -> tuple[str, bool]:
-        """(``current`` | ``graph-behind`` | ``metadata`` | ``new``, whether a version is
-        recorded).
+        """(``current`` | ``graph-behind`` | ``metadata`` | ``new`` | ``elsewhere``, whether a
+        version is recorded).
 
         ``current``: skip; ``graph-behind``: vectors done, graph not cleaned; ``metadata``:
-        same version, other document triples (:meth:`update_metadata`); ``new``: write.
+        same version, other document triples (:meth:`update_metadata`); ``new``: write;
+        ``elsewhere``: the IRI is a document of another scope (another base IRI minted it),
+        which this scope's writes must not replace: its vectors would go, its triples stay.
         """
         store = self.store
         if iri in self._recorded:
@@ -200,7 +202,9 @@ class VersionWriter:
             recorded = store.current_versions([iri]).get(iri)
         if recorded is None:
             return "new", False
-        if recorded.version != version or recorded.scope != self.scope:
+        if recorded.scope != self.scope:
+            return "elsewhere", True
+        if recorded.version != version:
             return "new", True
         if not self._rows_whole(iri, version, recorded.chunks):
             return "new", True
@@ -211,6 +215,11 @@ class VersionWriter:
         written = select(self.ctx.kg, f"SELECT ?m WHERE {{ GRAPH {MINTED_GRAPH} "
                          "{ ?doc trails:minted ?m } }", {"doc": IRI(iri)})
         return ("current" if written.column("m") == [manifest] else "metadata"), True
+
+    def scope_of(self, iri: str) -> str | None:
+        """The scope whose document ``iri`` is, as recorded (None: none)."""
+        recorded = self.store.current_versions([iri]).get(iri)
+        return None if recorded is None else recorded.scope
 
     def update_metadata(self, document: PendingDocument) -> None:
         """A metadata-only change: the vectors' document fields (one store transaction), then
