@@ -9,6 +9,11 @@ disk per chunk once the context is closed (write-ahead logs cut, ADR 0036).
     .venv/bin/python benchmarks/ingest_growth.py --docs 60000 --batch 1300
     .venv/bin/python benchmarks/ingest_growth.py --docs 2600 --no-write   # a smoke run
     .venv/bin/python benchmarks/ingest_growth.py --docs 15000 --batch 15000 --no-write [--one-thread]
+    .venv/bin/python benchmarks/ingest_growth.py --docs 15000 --batch 15000 --no-write --free-embedder
+
+``--free-embedder`` swaps the mock for an embedder whose vectors cost nothing (a fixed
+direction a chunk): what is left is the pipeline's own work, chunking and the two stores'
+writes, the ceiling a faster embedder could reach (ADR 0036, ninth amendment).
 """
 
 from __future__ import annotations
@@ -22,12 +27,29 @@ import time
 from pathlib import Path
 
 import _scale_corpus as corpus
+import numpy as np
 from _docs import write_region
 from scale import disk, facts
 
 from trails.context import Context
 from trails.ingest import ingest_all
 from trails.vector import MockEmbedder
+
+
+class FreeEmbedder(MockEmbedder):
+    """Unit vectors that cost nothing to make (two coordinates set): the pipeline without an
+    embedder's own cost. Not a retrieval model: every vector is one of ``dim`` directions."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.model_id = "trails-benchmark-free"
+
+    def embed_batch(self, texts):
+        rows = np.arange(len(texts))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out[:, 0] = 1.0
+        out[rows, rows % self.dim] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def batches(count: int, size: int):
@@ -37,8 +59,8 @@ def batches(count: int, size: int):
 
 
 def run(path: Path, count: int, size: int, budget: float,
-        ahead: bool = True) -> tuple[list[dict], dict]:
-    ctx = Context.open(path, embedder=MockEmbedder(dim=384))
+        ahead: bool = True, free: bool = False) -> tuple[list[dict], dict]:
+    ctx = Context.open(path, embedder=FreeEmbedder(384) if free else MockEmbedder(dim=384))
     rows: list[dict] = []
     total, started = 0, time.perf_counter()
     for batch in batches(count, size):
@@ -64,7 +86,8 @@ def render(rows: list[dict], end: dict, args: argparse.Namespace) -> str:
     lines = [
         "### Ingest as the corpus grows (ADR 36)", "",
         (f"`benchmarks/ingest_growth.py --docs {args.docs} --batch {args.batch} --minutes {args.minutes:g}"
-         f"{' --one-thread' if args.one_thread else ''}`, "
+         f"{' --one-thread' if args.one_thread else ''}"
+         f"{' --free-embedder' if args.free_embedder else ''}`, "
          f"{dt.date.today().isoformat()}, {facts()}; load average "
          f"{rows[0]['load']:.1f} at the start, {rows[-1]['load']:.1f} at the end (the machine "
          "is shared: CPU-ms per chunk is the steadier figure)."), "",
@@ -91,11 +114,15 @@ def main() -> int:
     parser.add_argument("--one-thread", action="store_true",
                         help="prepare documents on the committing thread too (ADR 0036, fourth "
                              "amendment): the run before the read-ahead, for a side by side")
+    parser.add_argument("--free-embedder", action="store_true",
+                        help="an embedder that costs nothing instead of the mock: the "
+                             "pipeline's own work alone")
     args = parser.parse_args()
     path = args.keep or Path(tempfile.mkdtemp(prefix="trails-growth-")) / "ctx"
     shutil.rmtree(path, ignore_errors=True)
     try:
-        rows, end = run(path, args.docs, args.batch, args.minutes * 60, not args.one_thread)
+        rows, end = run(path, args.docs, args.batch, args.minutes * 60, not args.one_thread,
+                         args.free_embedder)
     finally:
         if args.keep is None:
             shutil.rmtree(path.parent, ignore_errors=True)
