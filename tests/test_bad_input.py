@@ -26,6 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -597,6 +598,34 @@ def test_a_wrong_argument_is_an_invalid_argument_error_naming_it(ctx, call, argu
     with pytest.raises(InvalidArgumentError) as raised:
         call(ctx)
     assert argument in str(raised.value)
+
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+         "FILTER(?d >= ?since) }")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+@pytest.mark.parametrize("lexical, kind", [
+    ("2024-13-01", "date"), ("2024-02-30", "date"), ("2024-01-01", "dateTime"),
+    ("1e5", "integer"), ("maybe", "boolean"), ("P1", "duration")])
+def test_an_ill_typed_binding_is_refused_not_answered_with_nothing(ctx, mode, lexical, kind):
+    """A literal its type cannot read compares with nothing: the filter selected no chunk."""
+    ingest_all([Document("d", "s", "text about dates", metadata={"date": "2024-03-01"})],
+               ctx=ctx)
+    since = ox.Literal(lexical, datatype=ox.NamedNode(XSD + kind))
+    with pytest.raises(InvalidArgumentError, match=f"'since'.*no xsd:{kind} value the graph"):
+        retrieve("dates", ctx, mode=mode, sparql_filter=SINCE, bindings={"since": since})
+    well_typed = ox.Literal("2024-01-01", datatype=ox.NamedNode(XSD + "date"))
+    assert len(retrieve("dates", ctx, mode=mode, sparql_filter=SINCE,
+                        bindings={"since": well_typed})) == 1
+
+
+def test_an_update_stores_an_ill_typed_literal_as_given(ctx):
+    """An update binds what it stores, exactly: RDF allows a literal its type cannot read."""
+    odd = ox.Literal("2024-13-01", datatype=ox.NamedNode(XSD + "date"))
+    ctx.kg.update("INSERT { <urn:x> <urn:p> ?v } WHERE {}", {"v": odd})
+    assert ctx.kg.query('ASK { <urn:x> <urn:p> "2024-13-01"^^xsd:date }') is True
 
 
 def test_a_wrong_type_is_also_a_type_error_and_a_wrong_value_also_a_value_error(ctx):

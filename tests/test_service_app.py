@@ -104,6 +104,23 @@ def test_a_malformed_term_binding_is_a_400(client):
     assert response.json()["error"] == "InvalidArgumentError"
 
 
+@pytest.mark.parametrize("value, datatype", [
+    ("2024-13-01", "date"), ("2024-01-01", "dateTime"), ("ten", "integer"), ("yes", "boolean")])
+def test_an_ill_typed_literal_binding_is_a_400_not_an_empty_answer(client, value, datatype):
+    """"2024-13-01"^^xsd:date compares with nothing: bound as it is, the filter selected no
+    chunk and the answer was 200 with no hits."""
+    response = _retrieve(
+        client, "admin", scopes=["alpha", "beta"],
+        filter="SELECT ?c WHERE { ?c schema:isPartOf ?d . ?d schema:dateCreated ?t "
+               "FILTER(?t >= ?since) }",
+        bindings={"since": {"type": "literal", "value": value,
+                            "datatype": f"http://www.w3.org/2001/XMLSchema#{datatype}"}})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "InvalidArgumentError"
+    assert f"no xsd:{datatype} value" in response.json()["message"]
+    assert "since" in response.json()["message"]
+
+
 def test_steps_by_name_run_and_unknown_ones_are_400(client):
     ran = _retrieve(client, "admin", scopes=["alpha"],
                     steps=[{"name": "parent_document", "options": {"mode": "document"}}])

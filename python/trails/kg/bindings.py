@@ -121,7 +121,11 @@ def _term(name: str, value: Any, exact: bool) -> Term:
             "literal it stands for")
     try:
         term = to_term(value)  # refuses what has no term at all, whatever ``exact`` says
-        return term if exact else to_term(_comparable(value))
+        if exact:
+            return term
+        comparable = to_term(_comparable(value))
+        _check_well_typed(comparable)
+        return comparable
     except InvalidArgumentError as exc:
         try:
             shown = repr(value)
@@ -129,6 +133,36 @@ def _term(name: str, value: Any, exact: bool) -> Term:
             shown = f"<{type(value).__name__}>"
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
         raise type(exc)(f"binding {name!r} = {shown}: {exc}") from None
+
+
+# The XML Schema types Oxigraph reads a value of (its cast functions): a literal of one of them
+# that is no such value is ill-typed, and every comparison with it is an error, so a filter
+# bound to "2024-13-01"^^xsd:date would select nothing, silently.
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_READ_TYPES = frozenset(_XSD + t for t in (
+    "boolean", "integer", "decimal", "double", "float", "date", "dateTime", "time", "duration",
+    "dayTimeDuration", "yearMonthDuration", "gYear", "gYearMonth", "gMonth", "gDay", "gMonthDay"))
+_CASTS = ox.Store()  # empty, in memory: only its query engine's casts are used
+
+
+def _check_well_typed(term: Term) -> None:
+    """Refuse a literal of a type Oxigraph reads whose text is no value of that type.
+
+    Raises:
+        InvalidArgumentError: naming the type and how such a value is written.
+    """
+    if not isinstance(term, ox.Literal) or term.datatype.value not in _READ_TYPES:
+        return
+    cast = f"SELECT ?x WHERE {{ BIND(<{term.datatype.value}>({ox.Literal(term.value)}) AS ?x) }}"
+    solutions = _CASTS.query(cast)
+    assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
+    if next(solutions)["x"] is None:
+        kind = term.datatype.value.removeprefix(_XSD)
+        raise InvalidArgumentError(
+            f"{term.value!r} is no xsd:{kind} value the graph can read, so every comparison "
+            "with it would fail and the filter would select nothing; write it as XML Schema "
+            "does (a date 2024-01-31, a dateTime 2024-01-31T09:00:00Z, a number 42 or 4.2; "
+            "an integer within 64 bits)")
 
 
 def _comparable(value: Any) -> Any:
