@@ -141,6 +141,25 @@ def test_delete_json_names_what_was_deleted(tmp_path, notes):
         assert ctx.stats()["documents"] == 1
 
 
+def test_delete_refuses_a_node_typed_document_by_hand(tmp_path, notes):
+    """Typed trails:Document by a user, it is no document trails wrote: deleting it deleted
+    nothing, and the command said "deleted" all the same."""
+    db = tmp_path / "kb"
+    trails("--db", db, "init", "--model", "mock:16")
+    trails("--db", db, "ingest", notes / "a.md", "--quiet")
+    facts = tmp_path / "typed.ttl"
+    facts.write_text("<urn:typed> a <https://trails.dev/ns#Document> ; <urn:p> 1 .\n")
+    assert trails("--db", db, "load", facts).exit_code == 0
+    refused = trails("--db", db, "delete", "urn:typed", "trails://local/doc/a.md")
+    assert refused.exit_code == 1, refused.output
+    assert "not a document of this context: urn:typed" in refused.output
+    assert "deleted" not in refused.output
+    with Context.open(db, read_only=True) as ctx:
+        assert ctx.stats()["documents"] == 1  # nothing deleted, a.md either
+    assert json_of(trails("--db", db, "delete", "trails://local/doc/a.md", "--json")) == {
+        "deleted": ["trails://local/doc/a.md"], "all_triples": False}
+
+
 def test_load_and_export_json(tmp_path):
     db = tmp_path / "kb"
     trails("--db", db, "init", "--model", "mock:16")

@@ -10,6 +10,7 @@ import typer
 from trails.cli._common import EXIT_PARTIAL, open_context
 from trails.cli.output import cell, console, print_json, table
 from trails.errors import ConfigurationError
+from trails.vector.stores.base import VersionedStore
 
 __all__ = ["delete", "prune", "stats", "verify"]
 
@@ -87,8 +88,13 @@ def delete(
     ```
     """
     with open_context(ctx, write=True) as opened:
+        # A document is what trails wrote one as (its trails:scope, or its recorded version
+        # when its triples were lost); a node merely typed trails:Document by hand is none,
+        # and deleting it would delete nothing.
         known = set(opened.kg.select_iris(
-            "SELECT ?doc WHERE { ?doc a trails:Document }", scopes=opened.kg.scopes()))
+            "SELECT ?doc WHERE { ?doc trails:scope ?s }", scopes=opened.kg.scopes()))
+        if isinstance(opened.vectors, VersionedStore):
+            known |= set(opened.vectors.current_versions(iris))
         missing = [iri for iri in iris if iri not in known]
         if missing:
             raise ConfigurationError(
