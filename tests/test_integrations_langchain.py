@@ -137,6 +137,22 @@ def test_a_k_that_is_no_positive_int_is_refused_sync_and_async(corpus, wrapped, 
         TrailsRetriever(retriever=retriever, k=k)
 
 
+@pytest.mark.parametrize("argument, named", [
+    ({"sparql_filter": "SELECT ?iri WHERE { ?iri a <https://example.org/Nothing> }"},
+     "sparql_filter"),
+    ({"scope": "no-such-scope"}, "scope"), ({"top_k": 1}, "top_k"),
+    ({"bindings": {"x": 1}, "k": 2}, "bindings")])
+def test_a_call_argument_other_than_k_is_refused_not_dropped(corpus, argument, named):
+    # A dropped filter or scope would answer with every chunk of the corpus, as if it had
+    # matched; the call is refused by the argument's name instead, sync and async.
+    adapter = TrailsRetriever(retriever=HybridRetriever(corpus, k=len(DOCS)))
+    with pytest.raises(InvalidArgumentError, match=f"not {named}: give a filter"):
+        adapter.invoke("graph", **argument)
+    with pytest.raises(InvalidArgumentError, match=f"not {named}: give a filter"):
+        asyncio.run(adapter.ainvoke("graph", **argument))
+    assert len(adapter.invoke("graph", verbose=False)) == len(DOCS)  # LangChain's own flag
+
+
 @pytest.mark.parametrize("wrapped", ["ctx", None, "a string"])
 def test_wrapping_what_cannot_retrieve_is_refused_with_what_to_wrap(ctx, wrapped):
     wrapped = ctx if wrapped == "ctx" else wrapped

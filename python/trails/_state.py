@@ -9,10 +9,11 @@ empties and restores everything here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar, cast
 
-__all__ = ["ENV_VARS", "cached", "default_context", "model_cache"]
+__all__ = ["ENV_PREFIXES", "ENV_SHARED", "ENV_VARS", "cached", "default_context",
+           "isolated_environment", "model_cache"]
 
 T = TypeVar("T")
 
@@ -27,7 +28,21 @@ _making = threading.RLock()
 ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
             "OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS", "TRAILS_HOME", "TRAILS_DB",
             "TRAILS_MODEL", "QDRANT_URL", "QDRANT_API_KEY", "TRAILS_CALLER", "TRAILS_LOG_TEXT",
-            "TRAILS_PG_DSN")
+            "TRAILS_PG_DSN", "TRAILS_SPARQL_AUTH", "TRAILS_MODEL_PROGRESS", "TRAILS_DEBUG",
+            "TRAILS_BEIR_DIR")
+# Any other variable of these prefixes is isolated too: a name missing from ENV_VARS (a
+# credential added later) would otherwise reach every test from the developer's shell.
+ENV_PREFIXES = ("TRAILS_", "OPENAI_", "QDRANT_")
+# Kept as they are: where ONNX exports live, shared by every kernel of a test session on
+# purpose (an export is a pure function of the weights, so sharing it leaks no state).
+ENV_SHARED = frozenset({"TRAILS_ONNX_CACHE"})
+
+
+def isolated_environment(environ: Mapping[str, str]) -> set[str]:
+    """The variables of ``environ`` (and of :data:`ENV_VARS`) that ``isolated_kernel()``
+    hides and restores."""
+    return {name for name in (*ENV_VARS, *environ)
+            if name.startswith(ENV_PREFIXES) and name not in ENV_SHARED}
 
 
 def cached(key: Hashable, make: Callable[[], T]) -> T:

@@ -103,9 +103,12 @@ def _passage(number: int, hit: Hit) -> str:
     """``[n] title | date | source | <iri>``, then the chunk's text (else its snippet)."""
     date = hit.date
     cited = [hit.title, None if date is None else date.isoformat(), hit.source, f"<{hit.iri}>"]
+    # One line, whatever a title or source holds: a line break in one would start what reads
+    # as another passage's citation, and cutting to the budget keeps the first line whole.
+    line = " | ".join(flat for part in cited if part and (flat := " ".join(part.split())))
     text = getattr(hit, "metadata", {}).get("text")
-    body = text if isinstance(text, str) and text else hit.snippet
-    return f"[{number}] " + " | ".join(part for part in cited if part) + "\n" + body
+    body = text if isinstance(text, str) and text else hit.snippet or ""  # a hand-made hit
+    return f"[{number}] {line}\n{body}"
 
 
 def _longest_fitting(passage: str, fits: Callable[[str], bool]) -> str:

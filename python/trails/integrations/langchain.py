@@ -31,11 +31,15 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
+from trails.errors import InvalidArgumentError
 from trails.integrations import hits
 from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
 
 __all__ = ["TrailsRetriever", "to_documents"]
+
+# What a call may pass besides the query: k, and the flag LangChain's invoke leaves in them.
+_CALL_ARGUMENTS = frozenset({"k", "verbose"})
 
 
 def to_documents(found: hits.Retrieved) -> list[Document]:
@@ -56,7 +60,8 @@ class TrailsRetriever(BaseRetriever):
         InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
 
     Raises (when invoked):
-        InvalidArgumentError: the call's ``k`` is not an int from 1 to ``MAX_K``.
+        InvalidArgumentError: the call's ``k`` is not an int from 1 to ``MAX_K``, or the call
+            passes another argument (a filter or scope belongs to the wrapped retriever).
         TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
     """
 
@@ -74,6 +79,14 @@ class TrailsRetriever(BaseRetriever):
         super().__init__(**fields)
 
     def _k(self, kwargs: dict[str, Any]) -> int | None:
+        # Any other argument would be dropped, and a dropped filter or scope answers with
+        # hits it was meant to exclude: refused by name instead.
+        unknown = sorted(set(kwargs) - _CALL_ARGUMENTS)
+        if unknown:
+            raise InvalidArgumentError(
+                f"TrailsRetriever.invoke takes k per call, not {', '.join(unknown)}: give a "
+                "filter, bindings or scope to the wrapped retriever (HybridRetriever(ctx, "
+                "sparql_filter=..., bindings=..., scope=...))")
         # Not coerced: "3" or 2.7 is a mistake the engine's check names (an int from 1 up).
         k: int | None = kwargs.get("k", self.k)
         return k

@@ -31,7 +31,9 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0,
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
     Inside: a fresh in-memory context is the default context; the model cache is empty;
-    API keys and trails settings are removed from the environment; ``TRAILS_HOME`` and
+    API keys and trails settings (every ``TRAILS_*``, ``OPENAI_*`` and ``QDRANT_*`` variable
+    but ``TRAILS_ONNX_CACHE``, the session's shared ONNX exports) are removed from the
+    environment; ``TRAILS_HOME`` and
     ``tempfile`` point at a private temporary directory. Everything is restored on exit and
     the directory removed, so nothing leaks between tests.
 
@@ -41,12 +43,13 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0,
     0
     """
     saved_default, saved_cache = _state.default_context, dict(_state.model_cache)
-    saved_env = {name: os.environ.get(name) for name in _state.ENV_VARS}
+    saved_env = {name: os.environ.get(name)
+                 for name in _state.isolated_environment(os.environ)}
     saved_tempdir = tempfile.tempdir
     home = tempfile.mkdtemp(prefix="trails-kernel-")
     ctx = None
     try:
-        for name in _state.ENV_VARS:
+        for name in saved_env:
             os.environ.pop(name, None)
         os.environ["TRAILS_HOME"] = home
         tempfile.tempdir = home
@@ -66,6 +69,9 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0,
 
 
 def _restore_environment(saved: dict[str, str | None]) -> None:
+    # A variable set inside the block goes too, whatever its name.
+    for name in _state.isolated_environment(os.environ) - set(saved):
+        os.environ.pop(name, None)
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)
