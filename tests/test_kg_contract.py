@@ -447,8 +447,11 @@ def test_select_iris_in_order_without_duplicates(kg):
     assert kg.select_iris(query, scopes=["a", "b"]) == [X + "b2", X + "a1"]
     assert kg.select_iris(_x("SELECT ?s WHERE { ?s <X:name> ?n } ORDER BY ?s"), scopes=["b"]) == [
         X + "b2", X + "b3"]
+    mixed = _x("SELECT ?v WHERE { { ?s <X:name> ?v } UNION { ?v <X:name> ?n } }")
+    assert kg.select_iris(mixed, scopes=["a"]) == [X + "a1"]  # non-IRI values are skipped
     literal = _x("SELECT ?n WHERE { ?s <X:name> ?n }")
-    assert kg.select_iris(literal, scopes=["a"]) == []  # non-IRI values are skipped
+    with pytest.raises(SparqlError, match=r"\?n bound values and none is an IRI"):
+        kg.select_iris(literal, scopes=["a"])  # the wrong variable: no "nothing matched"
     bound = _x("SELECT ?s WHERE { ?s <X:name> ?n }")
     assert kg.select_iris(bound, {"n": "two"}, scopes=["b"]) == [X + "b2"]
     assert kg.select_iris(bound, {"n": "two"}, scopes=["a"]) == []

@@ -184,6 +184,20 @@ def test_keyword_scores_are_bm25_on_the_callers_scopes_alone(server, public, sec
         store.close()
 
 
+@pytest.mark.parametrize("empty", [{"text": ""}, {"snippet": ""}, {"text": "", "snippet": "boat"}])
+def test_a_row_whose_keyword_text_is_empty_is_no_row_of_the_statistics(store, empty):
+    """SqliteVecStore indexes no empty text (FTS5 never sees the row), so such a row must not
+    count in N or the average length here either: the scores and the query's weight are those
+    of the rows that hold text, whatever the backend."""
+    store.add_many(["a", "b", "c"], np.ones((3, 2)),
+                   [{"text": "apple boat"}, {"text": "camel"}, empty])
+    hand = by_hand("apple", {"a": "apple boat", "b": "camel"})
+    assert [(h.id, pytest.approx(h.score, rel=1e-9))
+            for h in store.keyword_search("apple", k=10)] == [("a", hand["a"])]
+    assert store.keyword_idf_sum("apple") == pytest.approx(
+        max(math.log((2 - 1 + 0.5) / (1 + 0.5)), 1e-6), rel=1e-9)
+
+
 def test_candidates_restrict_the_ranking_and_keep_the_scopes_statistics(store):
     store.add_many(["a", "b", "c"], np.ones((3, 2)), [
         {"text": "apple boat", "doc_iri": "d1"}, {"text": "apple apple camel", "doc_iri": "d2"},

@@ -9,7 +9,12 @@ import math
 import pytest
 
 from trails import retrieve
-from trails.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidArgumentError
+from trails.errors import (
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+    InvalidArgumentError,
+    SparqlError,
+)
 from trails.kg import IRI
 from trails.records import RetrievalResult
 from trails.vector.embedders.mock import MockEmbedder
@@ -187,6 +192,26 @@ def test_a_filter_matching_only_iris_without_vectors_gives_no_hits(corpus):
                       bindings={"since": dt.date(2025, 1, 1)})  # only Doc/empty
     assert list(result) == []
     assert result.candidates == 0 and result.exhaustive is True
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+@pytest.mark.parametrize("projected", [
+    "SELECT ?p WHERE { ?c trails:position ?p }",                 # the chunks' positions
+    "SELECT ?n WHERE { ?c a trails:Chunk BIND(STRLEN('x') AS ?n) }",  # numbers
+    "SELECT ?b WHERE { ?c a trails:Chunk BIND(BNODE() AS ?b) }",  # blank nodes
+])
+def test_a_filter_whose_values_are_no_iris_is_an_error_not_an_empty_answer(
+        corpus, mode, projected):
+    """The filter matched, but what it selects can never be a candidate: the wrong variable
+    projected. Answering "nothing matched" would hide the mistake."""
+    with pytest.raises(SparqlError, match=r"none is an IRI.*chunk or document IRIs"):
+        retrieve(QUERY, corpus, mode=mode, sparql_filter=projected)
+
+
+def test_a_filter_whose_variable_is_left_unbound_is_still_an_empty_answer(corpus):
+    result = retrieve(QUERY, corpus, sparql_filter=(
+        "SELECT ?iri WHERE { OPTIONAL { ?iri a trails:NoSuchClass } }"))
+    assert list(result) == [] and result.candidates == 0
 
 
 # -- fusion ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
 from trails.kg.reserved import check_nquads, check_quads, check_removal, check_update
 from trails.kg.result import QueryResult, query_output
-from trails.kg.sparql import PREFIXES, check_filter, check_limits, refuse_service
+from trails.kg.sparql import PREFIXES, check_filter, check_limits, iris_or_error, refuse_service
 from trails.kg.variables import check_bound
 from trails.recorded import Settings, Where, relative
 from trails.scopes import DEFAULT_SCOPE, dataset_options, scope_graph, scope_of_graph
@@ -281,15 +281,14 @@ class OxigraphGraph(QuadExport):
                     scopes: Sequence[str] | None = None) -> list[str]:
         """Run a retrieval filter (checked with ``check_filter``) and return its IRIs in order.
 
-        Non-IRI values of the projected variable are skipped; duplicates keep the first place.
-        """
-        # A SELECT of exactly one variable: one TSV column.
-        check_filter(sparql, self.prefixes, functions=self._functions)
+        Non-IRI values of the projected variable are skipped (only IRIs: ``iris_or_error``);
+        duplicates keep the first place."""
+        # A SELECT of exactly one variable: one TSV column, an unbound value an empty line.
+        variable = check_filter(sparql, self.prefixes, functions=self._functions)
         check_bound(sparql, (bindings or {}).keys())  # a forgotten binding is no empty answer
         lines = self.select_tsv(apply_bindings(sparql, bindings), scopes).decode().split("\n")
-        return list(dict.fromkeys(
-            line[1:-1] for line in lines[1:] if line[:1] == "<" and line[:2] != "<<"
-        ))
+        iris = list(dict.fromkeys(i[1:-1] for i in lines[1:] if i[:1] == "<" and i[:2] != "<<"))
+        return iris_or_error(variable, iris, [] if iris else [i for i in lines[1:] if i][:1])
 
     def select_tsv(self, sparql: str, scopes: Sequence[str] | None = None) -> bytes:
         """A SELECT's solutions as Oxigraph writes them in TSV (terms as SPARQL text), for

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
@@ -22,6 +22,7 @@ __all__ = [
     "code_only",
     "iri_refs",
     "iris_only",
+    "iris_or_error",
     "looks_like_update",
     "parser_sees_service",
     "refuse_service",
@@ -306,6 +307,21 @@ def refuse_service(query: str, prefixes: dict[str, str] | None = None) -> None:
     refusal = service_refusal(query, prefixes)
     if refusal is not None:
         raise refusal
+
+
+def iris_or_error(variable: str, iris: list[str], others: Sequence[str]) -> list[str]:
+    """A filter's candidate ``iris``, unless its ``?variable`` bound values (``others``: the
+    literals and blank nodes, as text) but no IRI: then the wrong variable is projected, and
+    an empty answer would read as "nothing matched".
+
+    Raises:
+        SparqlError: values, none an IRI.
+    """
+    if iris or not others:
+        return iris
+    raise SparqlError(
+        f"the filter's ?{variable} bound values and none is an IRI (such as {others[0][:80]}):"
+        " a filter selects chunk or document IRIs; project the variable that holds them")
 
 
 def _unbound(*terms: object) -> None:

@@ -59,7 +59,7 @@ from trails.kg.remote.transport import article as _a
 from trails.kg.remote.transport import send
 from trails.kg.reserved import check_quads, check_removal, check_update
 from trails.kg.result import QueryResult
-from trails.kg.sparql import PREFIXES, check_filter
+from trails.kg.sparql import PREFIXES, check_filter, iris_or_error
 from trails.kg.variables import check_bound
 from trails.recorded import Settings, Where, with_resilience
 from trails.resilience import Resilience, breaker_for
@@ -203,11 +203,14 @@ class SparqlEndpointGraph(QuadExport):
         if not isinstance(result, QueryResult):  # pragma: no cover - check_filter ensures SELECT
             raise SparqlError("the SPARQL filter did not return solutions")
         seen: dict[str, None] = {}
+        others = []  # literals, blank nodes: no candidate (iris_or_error)
         for row in result.raw:
             term = row.get(variable)
             if isinstance(term, ox.NamedNode):
                 seen.setdefault(term.value, None)
-        return list(seen)
+            elif term is not None:
+                others.append(str(term))
+        return iris_or_error(variable, list(seen), others)
 
     # -- updates -------------------------------------------------------------------------------
 

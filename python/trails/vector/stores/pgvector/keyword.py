@@ -4,7 +4,7 @@
 :func:`trails.text.text_words`: case-folded runs of letters and digits, no stemming). One
 query computes BM25 (k1 1.2, b 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6,
 as SQLite FTS5's ``bm25()``) where ``N``, the average length and each term's ``n`` count only
-the live rows of the caller's scopes (every live row without scopes): no scope's words move
+the live rows with a non-empty text of the caller's scopes (every such row without scopes): no scope's words move
 another scope's scores. Candidates then restrict the ranking, as they restrict vector search.
 """
 
@@ -23,8 +23,9 @@ from trails.vector.stores.records import DocumentIris, VectorHit
 __all__ = ["PgKeywords"]
 
 _K1, _B = 1.2, 0.75
-# The rows whose statistics count: live, holding text, in the caller's scopes.
-_POOL = "SELECT id, body_len FROM {items} WHERE NOT pending AND body IS NOT NULL"
+# The rows whose statistics count: live, holding text, in the caller's scopes. An empty text
+# is none: SqliteVecStore never indexes one, so FTS5 does not count that row either.
+_POOL = "SELECT id, body_len FROM {items} WHERE NOT pending AND body <> ''"
 _STATS = ("pool AS (" + _POOL + "{scoped}),"
           " stats AS (SELECT count(*)::float8 AS n, coalesce(avg(body_len), 0)::float8 AS avgdl"
           " FROM pool),"
