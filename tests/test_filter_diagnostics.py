@@ -147,3 +147,22 @@ def test_a_string_that_looks_like_an_iri_gets_a_note(ctx):
     plain = retrieve("rails", ctx, sparql_filter="SELECT ?c WHERE { ?c schema:text ?t "
                      "FILTER(CONTAINS(?t, ?w)) }", bindings={"w": "Rails"})
     assert not any("binding 'w'" in n for n in plain.notes)  # an ordinary string: no note
+
+
+@pytest.mark.parametrize("text", ["2024-01-01", "2024-01-01T00:00:00", "2024-01-01T00:00:00Z",
+                                  "2024-01-01 09:30+02:00"])
+def test_a_string_that_looks_like_a_date_gets_a_note(ctx, text):
+    """Bound as a string, "2024-01-01" compares with no xsd:date: the filter selects nothing,
+    which reads as "no document since then" unless the answer says why."""
+    query = ("SELECT ?c WHERE { ?c schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+             "FILTER(?d >= ?since) }")
+    as_string = retrieve("rails", ctx, sparql_filter=query, bindings={"since": text})
+    assert len(as_string) == 0
+    assert any("binding 'since' is the string" in n and "datetime.date" in n
+               for n in as_string.notes)
+    as_date = retrieve("rails", ctx, sparql_filter=query,
+                       bindings={"since": dt.date(2024, 1, 1)})
+    assert len(as_date) > 0 and not any("binding 'since'" in n for n in as_date.notes)
+    code = retrieve("rails", ctx, sparql_filter="SELECT ?c WHERE { ?c schema:text ?t "
+                    "FILTER(CONTAINS(?t, ?w)) }", bindings={"w": "2024-99"})
+    assert not any("binding 'w'" in n for n in code.notes)  # no date: no note

@@ -264,16 +264,26 @@ def _shown(result: RetrievalResult, ctx: Context | None, scopes: list[str]) -> R
 
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
+                       r"(?:Z|[+-]\d{2}:\d{2})?$")
 
 
 def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None) -> RetrievalResult:
-    """``result`` with a note for each string binding that looks like an IRI: bound as a
-    string, it never equals an IRI in the graph, which reads as "nothing matched"."""
-    notes = [f"binding {name!r} is the string {value!r}, which never matches an IRI; to match "
-             f"the resource bind trails.kg.IRI({value!r}) (--bind {name}=<{value}>)"
-             for name, value in (bindings or {}).items()
-             if isinstance(value, str) and not isinstance(value, IRI)
-             and _ABSOLUTE_IRI.match(value)]
+    """``result`` with a note for each string binding that looks like an IRI or a date: bound
+    as a string, it never equals an IRI nor compares with a date in the graph, which reads as
+    "nothing matched"."""
+    notes = []
+    for name, value in (bindings or {}).items():
+        if not isinstance(value, str) or isinstance(value, IRI):
+            continue
+        if _ABSOLUTE_IRI.match(value):
+            notes.append(f"binding {name!r} is the string {value!r}, which never matches an "
+                         f"IRI; to match the resource bind trails.kg.IRI({value!r}) (--bind "
+                         f"{name}=<{value}>)")
+        elif _ISO_DATE.match(value):
+            notes.append(f"binding {name!r} is the string {value!r}, which never compares with "
+                         "a date or dateTime; to compare as one bind a datetime.date or "
+                         f"datetime.datetime (--bind {name}={value})")
     if not notes:
         return result
     return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
