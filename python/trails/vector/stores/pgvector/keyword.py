@@ -53,7 +53,9 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
             " JOIN pool p USING (id) JOIN idf USING (term) CROSS JOIN stats s GROUP BY t.id)"
             " SELECT i.id, sc.score" + (", i.metadata" if with_metadata else "")
             + " FROM scored sc JOIN {items} i USING (id) WHERE " + clause
-            + " ORDER BY sc.score DESC, i.id LIMIT %s")
+            # Ties by id in code-point order, as SQLite orders them, whatever the database's
+            # collation (en_US would choose and order the tied rows at the k-th place apart).
+            + ' ORDER BY sc.score DESC, i.id COLLATE "C" LIMIT %s')
         rows = self._run(lambda conn: conn.execute(statement, [
             *params, _K1 + 1, _K1, 1 - _B, _B, *restrict, k]).fetchall())
         return [VectorHit(r[0], float(r[1]), r[2] if with_metadata else {}) for r in rows]
