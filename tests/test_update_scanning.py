@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trails.kg import reserved, sparql
+from trails.kg import reserved, sparql_text
 
 REFERENCE_OPAQUE = re.compile(
     r'"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
@@ -46,7 +46,7 @@ def spans(pattern: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], tu
 @settings(max_examples=600, deadline=None)
 @given(TEXTS)
 def test_opaque_scanner_matches_the_grammars_terminals(text: str) -> None:
-    assert spans(sparql._OPAQUE, text) == spans(REFERENCE_OPAQUE, text)
+    assert spans(sparql_text._OPAQUE, text) == spans(REFERENCE_OPAQUE, text)
 
 
 @settings(max_examples=600, deadline=None)
@@ -61,5 +61,5 @@ def test_long_literals_and_iris_scan_whole() -> None:
     """The texts an ingest sends: long literals with escapes, many IRIs, one pass each."""
     literal = '"' + "word \\\"quoted\\\" \\n " * 2_000 + '"'
     text = f"INSERT DATA {{ <urn:a> <urn:b> {literal} . <urn:c\\u00e9> <urn:d> '''x''' }}"
-    found = [m.group() for m in sparql._OPAQUE.finditer(text)]
+    found = [m.group() for m in sparql_text._OPAQUE.finditer(text)]
     assert found == ["<urn:a>", "<urn:b>", literal, "<urn:c\\u00e9>", "<urn:d>", "'''x'''"]
