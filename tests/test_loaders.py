@@ -244,6 +244,35 @@ def test_include_limits_files_and_reads_unknown_suffixes_as_text(kb):
     assert set(by_id(FileLoader(kb, include="**/guide.md").load())) == {"docs/guide.md"}
 
 
+def test_a_folder_that_gives_no_file_says_so(kb, tmp_path):
+    # A typo in include (or an empty folder) must not read as a run with nothing to do.
+    typo = list(FileLoader(kb, include=["*.mdx"], exclude=["*.bak"]).load())
+    assert len(typo) == 1 and typo[0].source == str(kb) and typo[0].skipped
+    # The 8 files of the walk: notes, guide, page, records, data.csv, latin1, junk, .dotfile.
+    assert "none of its 8 files matches include ['*.mdx']" in typo[0].reason
+    assert "exclude ['*.bak']" in typo[0].reason
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "a.csv").write_text("a,b\n")
+    [empty] = FileLoader(tmp_path / "empty").load()
+    assert empty.skipped and "the folder is empty" in empty.reason
+    [unknown] = FileLoader(tmp_path / "csv").load()
+    assert unknown.skipped and "none of its 1 files is of a type ingest reads" in unknown.reason
+    assert FileLoader(tmp_path / "empty").count() == 0  # a warning, not a document to come
+    assert not [f for f in FileLoader(kb).load() if isinstance(f, LoadFailure) and f.skipped]
+
+
+def test_an_include_typo_is_a_warning_of_the_run(kb):
+    from trails.ingest import ingest_all
+    from trails.testing import fresh_context
+
+    with fresh_context(dim=8) as ctx:
+        stats = ingest_all(kb, ctx=ctx, include=["*.mdx"])
+    assert (stats.ingested, stats.failed) == (0, 0)
+    assert [source for source, _ in stats.warnings] == [str(kb)]
+    assert "no file to load" in stats.problems()[0]
+
+
 def test_single_file_id_is_its_name_or_relative_to_root(kb):
     guide = kb / "docs" / "guide.md"
     assert [d.id for d in FileLoader(guide).load()] == ["guide.md"]

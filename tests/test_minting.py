@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trails.ingest.minting import doc_iri
+from trails.ingest.minting import doc_iri, metadata_predicate
 
 BASE = "https://example.org/kb/"
 _UNRESERVED = re.compile(r"[A-Za-z0-9\-._~]")
@@ -123,3 +123,39 @@ def test_no_id_mints_another_documents_chunk_or_staged_manifest(scope, id, other
     iri = doc_iri(BASE, id, scope)
     assert iri != staged and not iri.startswith(staged + "/")
 
+
+
+META_NS = "https://trails.dev/meta#"
+
+
+@pytest.mark.parametrize("key, local", [
+    ("author", "author"), ("date_created", "date_created"), ("x-y2", "x-y2"),  # as always
+    ("a b", "a%20b"), ("a.b", "a%2Eb"), ("a_b", "a_b"), ("100%", "100%25"),
+    ("größe", "gr%C3%B6%C3%9Fe"), ("автор", "%D0%B0%D0%B2%D1%82%D0%BE%D1%80"),
+])
+def test_a_metadata_key_names_its_own_predicate(key, local):
+    assert metadata_predicate(key, {}).value == META_NS + local
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(blacklist_categories=["Cs"])),
+       st.text(st.characters(blacklist_categories=["Cs"])))
+@example("автор", "номер")  # both were meta:_____
+@example("a b", "a_b")
+def test_distinct_metadata_keys_never_share_a_predicate(key, other):
+    if key != other:
+        assert metadata_predicate(key, {}) != metadata_predicate(other, {})
+
+
+def test_keys_outside_plain_names_stay_apart_in_the_graph_and_filters():
+    from trails.ingest import ingest_all
+    from trails.ingest.document import Document
+    from trails.testing import fresh_context
+
+    with fresh_context(dim=8) as ctx:
+        ingest_all([Document("a", "m", "Hello.", metadata={
+            "автор": "Ann", "номер": 7, "first name": "Bo", "first_name": "Cy"})], ctx=ctx)
+        author = ctx.kg.query("SELECT ?v WHERE { ?d meta:%D0%B0%D0%B2%D1%82%D0%BE%D1%80 ?v }")
+        assert author.column("v") == ["Ann"]
+        assert ctx.kg.query("SELECT ?v WHERE { ?d meta:first%20name ?v }").column("v") == ["Bo"]
+        assert ctx.kg.query("SELECT ?v WHERE { ?d meta:first_name ?v }").column("v") == ["Cy"]

@@ -86,6 +86,18 @@ def test_the_summary_says_metadata_updated(folder):
         assert stats.metadata_updated == 1 and "1 metadata updated" in stats.summary()
 
 
+def test_fields_in_another_order_are_no_metadata_change(folder):
+    # The same front matter with its lines reordered writes the same triples.
+    with fresh_context() as ctx:
+        ingest_all(folder, ctx=ctx)
+        (folder / "a.md").write_text("---\nauthor: ann\ndate: 2024-01-01\ntitle: Memo\n---\n"
+                                     "Rails routing memo. It explains resources.\n")
+        stats = ingest_all(folder, ctx=ctx)
+        assert (stats.skipped, stats.metadata_updated, stats.ingested) == (2, 0, 0)
+        (folder / "a.md").write_text(memo("2024-01-02"))  # a real change is still one
+        assert ingest_all(folder, ctx=ctx).metadata_updated == 1
+
+
 def add_user_triples(ctx, doc: str) -> str:
     chunk = ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d }", {"d": IRI(doc)}).column(
         "c")[0]

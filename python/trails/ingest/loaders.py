@@ -77,7 +77,9 @@ class FileLoader:
     skipped unless include matches them. Unreadable or non-UTF-8 files become
     :class:`LoadFailure` records and loading goes on. RDF files (.ttl .trig .nt .nq .n3 .rdf
     .owl .jsonld) hold facts, not documents: met in a folder, each is skipped as a
-    ``LoadFailure(skipped=True)`` (a warning); given explicitly, the loader refuses them.
+    ``LoadFailure(skipped=True)`` (a warning); given explicitly, the loader refuses them. A
+    folder that gives no file at all (empty, or every file left out by the patterns or of an
+    unknown type: a typo in include) is a warning too, naming what left its files out.
 
     Raises:
         ConfigurationError: a path given explicitly is an RDF file (load it into the graph
@@ -153,11 +155,13 @@ class FileLoader:
     def _walk(self, folder: Path, base: Path) -> Iterator[Path | LoadFailure]:
         include, exclude = self._patterns
         errors: list[OSError] = []  # folders that cannot be listed: reported, not skipped
+        files, given = 0, False  # files the walk met; whether any was given (or warned of)
         for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
             here = Path(dirpath)
             # Prune in place so excluded and hidden folders are never descended into.
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
                            and not _matches(_rel_id(here / d, base), d, exclude)]
+            files += len(filenames)
             for name in filenames:
                 rel = _rel_id(here / name, base)
                 if name.startswith(".") or _matches(rel, name, exclude):
@@ -165,11 +169,27 @@ class FileLoader:
                 if include and not _matches(rel, name, include):
                     continue
                 if Path(name).suffix.lower() in RDF_SUFFIXES:
+                    given = True
                     yield LoadFailure(str(here / name), _RDF_SKIPPED.format(here / name),
                                       skipped=True)
                 elif include or Path(name).suffix.lower() in KNOWN_SUFFIXES:
+                    given = True
                     yield here / name
+        if not given and not errors:
+            # A folder that gives nothing (a typo in include, an empty folder) is said so,
+            # rather than read as a run with nothing to do.
+            yield LoadFailure(str(folder), self._nothing_in(files), skipped=True)
         yield from (LoadFailure(str(e.filename), _reason(e)) for e in errors)
+
+    def _nothing_in(self, files: int) -> str:
+        include, exclude = self._patterns
+        if not files:
+            return "no file to load: the folder is empty"
+        why = (f"matches include {list(include)}" if include
+               else f"is of a type ingest reads ({' '.join(KNOWN_SUFFIXES)})")
+        left = f"hidden files and exclude {list(exclude)}" if exclude else "hidden files"
+        return (f"no file to load: none of its {files:,} files {why} (leaving out {left}); "
+                "check the patterns, or pass include to read other types as text")
 
     def _load_file(self, doc_id: str, path: Path) -> Iterator[Document | LoadFailure]:
         source = str(path)

@@ -237,7 +237,19 @@ def metadata_predicate(key: str, predicates: Mapping[str, str]) -> ox.NamedNode:
     """The predicate a metadata key is written with: the context's mapping
     (``author`` -> ``dcterms:creator``), else ``meta:<key>``."""
     mapped = predicates.get(key)
-    return ox.NamedNode(mapped) if mapped else ox.NamedNode(META + _KEY.sub("_", str(key)))
+    return ox.NamedNode(mapped) if mapped else ox.NamedNode(META + _local_name(str(key)))
+
+
+def _local_name(key: str) -> str:
+    """``key`` as the local name of its ``meta:`` predicate, one to one, so that two keys
+    never share a predicate (``автор`` and ``номер`` were both ``meta:_____``): letters,
+    digits, ``_`` and ``-`` stay, any other character is its UTF-8 bytes percent-encoded,
+    which IRIs and SPARQL prefixed names allow (``a b`` -> ``meta:a%20b``).
+
+    >>> _local_name("author"), _local_name("a b"), _local_name("größe")
+    ('author', 'a%20b', 'gr%C3%B6%C3%9Fe')
+    """
+    return _KEY.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), key)
 
 
 def expand_predicates(mapping: Mapping[str, str]) -> dict[str, str]:

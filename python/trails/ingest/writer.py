@@ -214,7 +214,11 @@ class VersionWriter:
                                      self.ctx.metadata_predicates, self.ctx.retention)
         written = select(self.ctx.kg, f"SELECT ?m WHERE {{ GRAPH {MINTED_GRAPH} "
                          "{ ?doc trails:minted ?m } }", {"doc": IRI(iri)})
-        return ("current" if written.column("m") == [manifest] else "metadata"), True
+        # Compared as statements, not text: front matter or a record with its fields in
+        # another order writes the same triples, so it is no metadata change.
+        same = [sorted(m.splitlines()) for m in written.column("m")] == [
+            sorted(manifest.splitlines())]
+        return ("current" if same else "metadata"), True
 
     def scope_of(self, iri: str) -> str | None:
         """The scope whose document ``iri`` is, as recorded (None: none)."""
