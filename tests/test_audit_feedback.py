@@ -4,6 +4,7 @@ command line and over HTTP; a run that is not there is refused, never recorded."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -197,3 +198,30 @@ def test_http_feedback_on_an_unknown_run_or_another_scope_is_not_found(service):
     assert ctx.audit.feedback_on(beta_run) == []
     assert client.post(f"/runs/{beta_run}/feedback", json={"rating": "up"},
                        headers=bearer("admin")).status_code == 200
+
+
+def test_http_feedback_tells_a_scoped_key_nothing_about_other_scopes_runs(service):
+    client, ctx = service
+    beta_run = _run(client, "beta-writer")
+    beta = ctx.audit.get(beta_run)
+    # two more beta runs sharing a prefix, which a prefix lookup over every run would list
+    twins = ["abcd" + "0" * 27 + "1", "abcd" + "0" * 27 + "2"]
+    for twin in twins:
+        assert ctx.audit.record(dataclasses.replace(beta, run_id=twin))
+
+    def asked(run):
+        response = client.get(f"/runs/{run}/feedback", headers=bearer("alpha-reader"))
+        named = [r for r in (beta_run, *twins) if r != run and r in response.text]
+        assert not named, response.text  # no run but the one asked about
+        return response.status_code, response.json()["error"], response.json()["message"]
+
+    # the start of a beta run, of two, of none: answered alike, naming no run
+    prefixes = {asked(p)[:2] for p in (beta_run[:6], "abcd", "ef01")}
+    assert prefixes == {(400, "InvalidArgumentError")}
+    # a whole beta run id and an id of no run: the same answer but for the id echoed
+    hidden, missing = asked(beta_run), asked("f" * 32)
+    assert hidden[:2] == missing[:2] == (404, "UnknownRunError")
+    assert hidden[2].replace(beta_run, "f" * 32) == missing[2]
+    # a key with every scope sees every run, so a prefix still names one for it
+    admin = client.get(f"/runs/{beta_run[:8]}/feedback", headers=bearer("admin"))
+    assert admin.status_code == 200 and admin.json()["run"] == beta_run

@@ -153,6 +153,18 @@ def test_depth_follows_the_same_predicates_without_looping(corpus):
     assert five.metadata["neighbourhood"] == two.metadata["neighbourhood"]
 
 
+@pytest.mark.timeout(60)
+def test_a_huge_depth_stops_where_the_graph_ends(corpus):
+    # A caller (a /retrieve body) picks the depth: the walk must end with the edges it
+    # reaches, not count out 10**18 empty hops holding a worker thread.
+    hit = hits_of(corpus, A)[0]
+    (deep,) = Neighbourhood(["meta:cites", "meta:author"], depth=10**18)("q", [hit], corpus)
+    assert deep.metadata["neighbourhood"] == [
+        Edge(A, META + "author", "Ann"), Edge(A, META + "cites", B), Edge(A, META + "cites", C),
+        Edge(B, META + "author", "Bob"), Edge(B, META + "cites", A), Edge(C, META + "author", "Cy"),
+    ]
+
+
 def test_expansion_changes_no_order_score_or_store(corpus):
     before = (corpus.vectors.count(), len(corpus.kg))
     plain = retrieve("ruby rails", corpus, mode="vector", k=5)

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import DeletionRecord, SearchRecord
 from trails.ingest.events import IngestionStats
+from trails.resilience import Resilience, breaker_for
 from trails.service.app import create_app
 from trails.service.state import WARM_UP_CALLER
 from trails.vector.embedders.mock import MockEmbedder
@@ -412,3 +413,13 @@ def test_a_bug_is_a_500_with_its_class_only_and_is_counted(client, monkeypatch):
     samples = _samples(client.get("/metrics").text)
     assert samples[("trails_http_requests_total", (
         ("method", "POST"), ("route", "/retrieve"), ("status", "500")))] == 1
+
+
+def test_health_names_a_backend_without_the_credentials_in_its_url(client):
+    # A remote graph opened on a URL with user:password@ makes this breaker; /health answers
+    # anyone, keyless, so it must show where the backend is and nothing to log in with.
+    breaker_for("the SPARQL endpoint", "https://bob:hunter2@sparql.health.test:8443/query",
+                Resilience())
+    shown = [b["url"] for b in client.get("/health").json()["backends"]]
+    assert "https://sparql.health.test:8443" in shown
+    assert not any("hunter2" in url or "bob" in url for url in shown)

@@ -357,9 +357,12 @@ def retry_after(headers: Any, clock: Callable[[], float] = time.time) -> float |
 
 def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     """The process's breaker for ``backend`` at ``url``'s ``scheme://host:port`` (one per
-    endpoint and settings, shared by every client of it)."""
+    endpoint and settings, shared by every client of it). The breaker's URL holds no
+    ``user:password@``: it is shown where the credentials must not be (``GET /health``
+    answers anyone, an open circuit's error any caller)."""
     parts = urllib.parse.urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+    host = parts.netloc.rpartition("@")[2]
+    origin = f"{parts.scheme}://{host}" if parts.netloc else url
     key = ("circuit-breaker", backend, origin, policy.failure_threshold, policy.cool_down)
     return _state.cached(key, lambda: CircuitBreaker(
         backend, origin, failure_threshold=policy.failure_threshold,

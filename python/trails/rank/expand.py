@@ -192,6 +192,8 @@ class Neighbourhood:
         frontier = set(documents.values())
         for _ in range(self.depth):
             frontier -= known.keys()
+            if not frontier:  # nothing new to reach: a caller's depth bounds no idle loop
+                break
             known.update(self._out_of(ctx, scope, frontier))
             frontier = {e.object for s in frontier for e in known[s] if isinstance(e.object, IRI)}
         for chunk, document in documents.items():
@@ -219,6 +221,8 @@ def _walk(start: str, known: dict[str, list[Edge]], depth: int) -> list[Edge]:
     edges: list[Edge] = []
     seen, level = {start}, [start]
     for _ in range(depth):
+        if not level:  # every path ended: the remaining hops would find nothing
+            break
         reached: list[str] = []
         for subject in level:
             for edge in known.get(subject, []):
