@@ -133,8 +133,7 @@ def reference_bm25(query: str, texts: dict[str, str]) -> list[tuple[str, float]]
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-@pytest.fixture
-def store_down():
+def with_store_down(texts: list[str]) -> Context:
     """A context on a Qdrant store whose client then points at a server that is gone (there
     is no Qdrant server in the suite: the store's own client is swapped for one on a dead
     port, wrapped as the store wraps it)."""
@@ -144,14 +143,29 @@ def store_down():
     from trails.vector.stores.qdrant.faults import GuardedClient
 
     ctx = Context(OxigraphGraph(), QdrantStore(dim=16), MockEmbedder(dim=16))
-    ingest_all([Document(id=f"d{i}", source=f"d{i}.md", text=text_of(i)) for i in range(12)],
+    ingest_all([Document(id=f"d{i}", source=f"d{i}.md", text=text) for i, text in enumerate(texts)],
                ctx=ctx)
     url = dead_url().removesuffix("/v1")
     ctx.vectors._guarded = GuardedClient(
         qdrant.QdrantClient(url=url, check_compatibility=False, timeout=1), url,
         Resilience(attempts=1))
+    return ctx
+
+
+@pytest.fixture
+def store_down():
+    ctx = with_store_down([text_of(i) for i in range(12)])
     yield ctx
     ctx.kg.close()
+
+
+def long_text(i: int) -> str:
+    """Some 2,000 characters: the default chunker makes several chunks of it."""
+    return " ".join(text_of(i * 40 + j) for j in range(40))
+
+
+def chunks_of(ctx: Context, docs: list[int]) -> int:
+    return len(graph_texts(ctx, docs))
 
 
 def graph_texts(ctx: Context, docs: list[int]) -> dict[str, str]:
@@ -183,3 +197,44 @@ def test_with_the_store_down_an_unfiltered_query_is_answered_only_in_a_small_con
     with pytest.raises(EndpointUnavailableError, match="bounded to 11 candidates.*12 candidates"):
         retrieve("rails", store_down, k=3, sparql_filter=values_filter(list(range(12))))
     assert retrieve("rails", store_down, k=3, sparql_filter=values_filter([1, 3])).degraded
+
+
+# -- a filter of documents is counted in chunks, and bounded by them --------------------------
+
+
+def test_a_degraded_answer_counts_a_document_filters_candidates_in_chunks(served):
+    """A healthy answer counts the chunks its filter selects; the keyword fallback counted the
+    filter's IRIs, documents here, so the same filter reported fewer candidates degraded."""
+    ctx, dead = served
+    ingest_all([Document(id=f"long{i}", source=f"long{i}.md", text=long_text(i))
+                for i in range(3)], ctx=ctx)
+    try:
+        sparql = ("SELECT ?iri WHERE { VALUES ?iri { " + " ".join(
+            f"<trails://local/doc/long{i}>" for i in range(3)) + " } }")
+        chunks = len(ctx.kg.query("SELECT ?c WHERE { ?c schema:isPartOf ?d . VALUES ?d { "
+                                  + " ".join(f"<trails://local/doc/long{i}>" for i in range(3))
+                                  + " } }").raw)
+        assert chunks > 3  # several chunks a document
+        healthy = retrieve("rails", ctx, sparql_filter=sparql)
+        degraded_answer = retrieve("rails", ctx, sparql_filter=sparql, embedder=dead)
+        assert degraded_answer.degraded
+        assert healthy.candidates == degraded_answer.candidates == chunks
+    finally:
+        for i in range(3):
+            ctx.delete_document(f"trails://local/doc/long{i}")
+
+
+def test_with_the_store_down_documents_are_counted_and_bounded_by_their_chunks(monkeypatch):
+    ctx = with_store_down([long_text(i) for i in range(3)])
+    try:
+        chunks = chunks_of(ctx, [0, 1])
+        assert chunks > 2
+        found = retrieve("rails", ctx, k=3, sparql_filter=values_filter([0, 1]))
+        assert found.degraded and found.candidates == chunks
+        # Two documents are under a bound of 3, but their chunks are not: the read is refused.
+        monkeypatch.setattr(degraded, "GRAPH_KEYWORD_LIMIT", 3)
+        with pytest.raises(EndpointUnavailableError,
+                           match=f"bounded to 3 candidates.*at least {chunks} chunks"):
+            retrieve("rails", ctx, k=3, sparql_filter=values_filter([0, 1]))
+    finally:
+        ctx.kg.close()

@@ -128,33 +128,40 @@ def keyword_fallback(
         raise type(error)(f"{error} ({mode} retrieval with fallback={fallback!r}: {hint})"
                           ) from error
     notes = [f"ranked by keywords only: the {part} failed"]
+    # Candidates are counted in chunks, as a healthy answer counts them, even when the filter
+    # selected documents.
+    candidates = None if iris is None else 0
     if iris is not None and not iris:
         hits: list[RetrievalHit] = []
     elif part == "embedder" and isinstance(store, KeywordIndex):
+        names = iris if rows is None else rows
         hits = [RetrievalHit(back_reference(h.id, h.metadata), h.score, snippet(h.metadata),
                              h.metadata, {"keyword": h.score, "keyword_rank": rank})
                 for rank, h in enumerate(store.keyword_search(
-                    query, k, iris if rows is None else rows, scopes=scopes,
-                    with_metadata=True), 1)]
+                    query, k, names, scopes=scopes, with_metadata=True), 1)]
+        if names is not None:
+            candidates = len(store.expand_ids(names))
     else:
         if ctx is None:
             raise EndpointUnavailableError(f"{reason}; with no context there is no graph to "
                                            "rank its chunk texts by keywords") from error
-        hits = graph_keyword_hits(query, ctx, k, iris, scopes, expired, reason)
+        hits, read = graph_keyword_hits(query, ctx, k, iris, scopes, expired, reason)
+        candidates = None if iris is None else read
         notes.append("keyword scores are BM25 over the graph's chunk texts (no stemming)")
-    return RetrievalResult(hits, mode=mode, plan="keyword-fallback",
-                           candidates=None if iris is None else len(iris), exhaustive=True,
-                           notes=notes, degraded=(reason,))
+    return RetrievalResult(hits, mode=mode, plan="keyword-fallback", candidates=candidates,
+                           exhaustive=True, notes=notes, degraded=(reason,))
 
 
 def graph_keyword_hits(query: str, ctx: Context, k: int, iris: Sequence[str] | None,
-                       scopes: list[str], expired: Expired, reason: str) -> list[RetrievalHit]:
+                       scopes: list[str], expired: Expired, reason: str
+                       ) -> tuple[list[RetrievalHit], int]:
     """BM25 over the chunk texts of the graph's current document versions among ``iris``
     (chunk or document IRIs; every chunk of ``scopes`` when None), statistics of those
-    chunks only.
+    chunks only; with the number of chunks read.
 
     Raises:
-        EndpointUnavailableError: more than :data:`GRAPH_KEYWORD_LIMIT` to read.
+        EndpointUnavailableError: more than :data:`GRAPH_KEYWORD_LIMIT` chunks to read (a
+            filter's documents are counted by their chunks).
     """
     if iris is None:
         counted = select(ctx.kg, f"SELECT (COUNT(?c) AS ?n) WHERE {{ {_CHUNK_ROW} }}",
@@ -163,11 +170,8 @@ def graph_keyword_hits(query: str, ctx: Context, k: int, iris: Sequence[str] | N
     else:
         size = len(iris)
     if size > GRAPH_KEYWORD_LIMIT:
-        what = "candidates" if iris is not None else "chunks and no filter"
-        raise EndpointUnavailableError(
-            f"{reason}; ranking by the graph's chunk texts instead is bounded to "
-            f"{GRAPH_KEYWORD_LIMIT} candidates and this query has {size} {what}: narrow it "
-            "with a sparql_filter, or retry when the vector side is back")
+        _too_many(reason, f"{size} candidates" if iris is not None else
+                  f"{size} chunks and no filter")
     texts: dict[str, tuple[str, str]] = {}  # chunk -> (document, text), in the graph's order
     for values in _values_blocks(iris):
         text = (f"SELECT ?c ?d ?t WHERE {{ {_CHUNK_ROW} }}" if values is None else
@@ -177,11 +181,20 @@ def graph_keyword_hits(query: str, ctx: Context, k: int, iris: Sequence[str] | N
             chunk, document = str(row["c"]), str(row["d"])
             if document not in expired.documents and chunk not in expired.chunks:
                 texts.setdefault(chunk, (document, str(row["t"])))
+        if len(texts) > GRAPH_KEYWORD_LIMIT:  # documents: each may hold many chunks
+            _too_many(reason, f"candidates holding at least {len(texts)} chunks")
     ranked = bm25(keyword_terms(query), {c: words(t) for c, (_, t) in texts.items()})
     return [RetrievalHit(chunk, score, texts[chunk][1],
                          {"doc_iri": texts[chunk][0], "text": texts[chunk][1]},
                          {"keyword": score, "keyword_rank": rank})
-            for rank, (chunk, score) in enumerate(ranked[:k], 1)]
+            for rank, (chunk, score) in enumerate(ranked[:k], 1)], len(texts)
+
+
+def _too_many(reason: str, what: str) -> None:
+    raise EndpointUnavailableError(
+        f"{reason}; ranking by the graph's chunk texts instead is bounded to "
+        f"{GRAPH_KEYWORD_LIMIT} candidates and this query has {what}: narrow it "
+        "with a sparql_filter, or retry when the vector side is back")
 
 
 def words(text: str) -> list[str]:
