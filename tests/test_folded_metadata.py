@@ -34,7 +34,9 @@ def rows(draw: st.DrawFn) -> list[tuple[str, dict[str, object]]]:
         text = draw(st.one_of(st.none(), st.sampled_from(TEXTS)))
         metadata: dict[str, object] = {} if text is None else {"text": text}
         for key in draw(st.sets(st.sampled_from(FOLDABLE))):
-            metadata[key] = draw(_strings(id, text))
+            value = draw(_strings(id, text))
+            # A snippet is keyword text: every store refuses one that is no string.
+            metadata[key] = str(value) if key == "snippet" and value is not None else value
         if draw(st.booleans()):
             metadata["position"] = n
         made.append((id, metadata))

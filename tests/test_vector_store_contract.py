@@ -20,6 +20,7 @@ from trails.errors import (
     DimensionMismatchError,
     EmbeddingModelMismatchError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidVectorError,
     TrailsError,
 )
@@ -191,6 +192,47 @@ def test_metadata_json_cannot_hold_is_refused_and_nothing_is_stored(store_factor
             store.update_payload("d", {"v": bad})
     assert store.count() == 2 and store.get(["new1", "new2", "new3"]) == []
     assert [row.metadata["v"] for row in store.get(["old1", "old2"])] == [1, 1]
+
+
+@pytest.mark.parametrize("key", ["text", "snippet"])
+@pytest.mark.parametrize("bad", [123, 4.5, True, ["alpha", "beta"], {"x": "gamma"}])
+def test_keyword_text_that_is_no_string_is_refused_and_nothing_is_stored(store_factory, key, bad):
+    """The text keyword ranking reads must be a string: SQLite indexed another type's JSON
+    form ({"x": "gamma"} matched "x") and the other stores nothing, so one row answered a
+    keyword query on one backend and never on another."""
+    store = store_factory.new(DIM)
+    store.add("old", basis(0), {key: "alpha"})
+    with pytest.raises(InvalidArgumentTypeError, match=f"metadata\\[2\\]\\['{key}'\\] must be a str"):
+        store.add_many(["new1", "old", "new2"], random_vectors(3, seed=2),
+                       [{key: "beta"}, {key: "beta"}, {key: bad}])
+    with pytest.raises(InvalidArgumentTypeError, match=f"'{key}'.*must be a str"):
+        store.add("new3", basis(2), {key: bad})
+    store.add("none", basis(3), {key: None})  # None: no text, as if the key were absent
+    assert store.count() == 2 and store.get(["new1", "new2", "new3"]) == []
+    assert store.get(["old"])[0].metadata[key] == "alpha"
+
+
+def test_update_payload_checks_its_fields_as_add_does_and_changes_nothing_it_refuses(
+        store_factory):
+    """Every versioned store refuses what ``add`` refuses (keyword text that is no string, a
+    key that is no str) and a change of which document and version a row is: PostgreSQL and
+    Qdrant wrote ``doc_iri`` into the rows' metadata, where a lookup then found them under
+    another document."""
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no update_payload")
+    store.add_many(["a", "b"], [basis(0), basis(1)],
+                   [{"doc_iri": "d", "version": "v1", "text": "alpha"},
+                    {"doc_iri": "d", "version": "v1", "text": "beta"}])
+    before = {row.id: row.metadata for row in store.get(["a", "b"])}
+    for field, error in (("doc_iri", InvalidArgumentError), ("version", InvalidArgumentError),
+                         ("text", InvalidArgumentTypeError), ("snippet", InvalidArgumentTypeError)):
+        with pytest.raises(error, match=field):
+            store.update_payload("d", {field: 5 if error is InvalidArgumentTypeError else "x"})
+    with pytest.raises(InvalidArgumentTypeError, match="keys must be str"):
+        store.update_payload("d", {1: "x"})
+    assert {row.id: row.metadata for row in store.get(["a", "b"])} == before
+    assert store.find({"doc_iri": "x"}) == [] and len(store.find({"doc_iri": "d"}, limit=5)) == 2
 
 
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)

@@ -17,7 +17,7 @@ import numpy as np
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["check_filters", "check_id", "check_ids", "check_k", "check_metadata",
-           "check_metadatas", "check_scopes", "check_text", "check_vector", "metadata_json"]
+           "check_metadatas", "check_payload_fields", "check_scopes", "check_text", "check_vector", "metadata_json"]
 
 # One encoder for every row instead of a new one per call (json.dumps builds one whenever it
 # is given options).
@@ -66,7 +66,38 @@ def check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
     for key in metadata:
         if not isinstance(key, str):
             raise InvalidArgumentTypeError(f"{name} keys must be str, got {_shown(key)}")
+    for key in _INDEXED_TEXT:
+        # What keyword ranking reads: another type had no one meaning across the stores
+        # (SQLite indexed its JSON text, the others nothing), so it is refused everywhere.
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentTypeError(
+                f"{name}[{key!r}] must be a str (the text keyword ranking reads) or None, got "
+                f"{_shown(value)}; pass str(value), or keep the value under another key")
     return dict(metadata)
+
+
+_INDEXED_TEXT = ("text", "snippet")
+
+
+def check_payload_fields(fields: object) -> dict[str, Any]:
+    """``update_payload``'s fields, checked as metadata is, none of them one that says which
+    document and version a row is.
+
+    Raises:
+        InvalidArgumentTypeError: not a mapping, a key that is no str, keyword text no str.
+        InvalidArgumentError: ``doc_iri`` or ``version`` among them.
+    """
+    checked = check_metadata(fields, "update_payload's fields")
+    fixed = sorted(_IDENTITY & set(checked))
+    if fixed:
+        raise InvalidArgumentError(
+            f"update_payload cannot change {', '.join(fixed)}: they say which document and "
+            "version a row is; delete the document and add its rows again")
+    return checked
+
+
+_IDENTITY = frozenset({"doc_iri", "version"})
 
 
 def metadata_json(metadata: Mapping[str, Any], whose: str) -> str:

@@ -82,7 +82,8 @@ class VectorStore(Protocol):
     chunks; missing ones are ignored) and must be exact over them. ``scopes`` keeps only
     vectors of those scopes (a vector without a ``scope`` field is in the default scope).
     ``with_metadata=False`` lets a store leave hits' metadata empty when reading it costs
-    time; :meth:`metadata` then fetches it for the hits kept.
+    time; :meth:`metadata` then fetches it for the hits kept. Metadata ``text`` (else
+    ``snippet``) is what keyword ranking reads: a string or None, any other type is refused.
     """
 
     @property

@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.vector.stores import arguments
 from trails.vector.stores.pgvector import schema
 from trails.vector.stores.pgvector.core import PgCore
 from trails.vector.stores.records import DocumentVersion
@@ -94,7 +95,7 @@ class PgVersions(PgCore):
         (``scope``...), the keyword text and its index follow, so keyword and scoped searches
         answer as if the rows had been written with it."""
         self._check_writable()
-        patch = dict(fields)
+        patch = arguments.check_payload_fields(fields)
         if not schema.held([doc_iri]):
             return 0
 

@@ -164,6 +164,7 @@ class QdrantVersions(QdrantCore):
         metadata-only change: no vector is touched), in one request; a None value removes
         the field. Returns how many points the document has."""
         self._check_writable()
+        fields = arguments.check_payload_fields(fields)
         rows = self.document_rows(doc_iri)
         m = self._m
         points = m.Filter(must=[eq(m, "doc_iri", doc_iri)])

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trails.errors import InvalidArgumentError
 from trails.vector.stores import arguments
 from trails.vector.stores.records import DocumentVersion
 from trails.vector.stores.sqlite_vec.core import SqliteCore, reads
@@ -22,7 +21,6 @@ from trails.vector.stores.sqlite_vec.folding import folded_bits
 # snippet when there is none) and the scope (a column, and the vector files' keys).
 _DERIVED = frozenset({"text", "snippet", "scope"})
 # The fields that name a row's document and version (the versions table follows them).
-_IDENTITY = frozenset({"doc_iri", "version"})
 
 __all__ = ["SqliteVersions"]
 
@@ -95,11 +93,7 @@ class SqliteVersions(SqliteCore):
         added with it. The fields that say which document and version a row is cannot change.
         """
         self._check_writable()
-        fixed = sorted(_IDENTITY & set(fields))
-        if fixed:
-            raise InvalidArgumentError(
-                f"update_payload cannot change {', '.join(fixed)}: they say which document "
-                "and version a row is; delete the document and add its rows again")
+        fields = arguments.check_payload_fields(fields)
         if not _DERIVED & set(fields):
             patch = arguments.metadata_json(fields, "update_payload's fields")
             with self._writing():
