@@ -5,6 +5,7 @@ same hits; secrets are never written; format-1 files still open."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from _cli import run_trails
 from trails import retrieve
 from trails.backends import build_embedder, describe_embedder
 from trails.context import Context
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextDamagedError
 from trails.ingest import Document, ingest_all
 from trails.kg import OxigraphGraph
 from trails.vector.embedders.mock import MockEmbedder
@@ -95,6 +97,57 @@ def test_a_format_1_file_opens_as_oxigraph_and_sqlite_vec(tmp_path):
 def test_an_unknown_format_is_refused_with_what_to_do(tmp_path):
     (tmp_path / "trails.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(ConfigurationError, match="format 99.*upgrade trails"):
+        Context.open(tmp_path)
+
+
+@pytest.mark.parametrize("recorded_format", [None, "2", True, 2.0])
+def test_a_file_without_a_format_number_is_called_corrupt_not_too_new(tmp_path, recorded_format):
+    with Context.open(tmp_path, embedder=MockEmbedder(dim=DIM)):
+        pass
+    config = recorded(tmp_path)
+    if recorded_format is None:
+        del config["format"]
+    else:
+        config["format"] = recorded_format
+    (tmp_path / "trails.json").write_text(json.dumps(config))
+    with pytest.raises(ContextDamagedError, match="corrupt.*format") as raised:
+        Context.open(tmp_path)
+    assert "upgrade" not in str(raised.value)
+
+
+@pytest.mark.parametrize("part, key, said", [
+    ("graph", "pth", "graph 'oxigraph' with the setting 'pth' (did you mean 'path'?)"),
+    ("vectors", "zzz", ("vector store 'sqlite-vec' with the setting 'zzz', which it does not "
+                       "take; it takes path.")),
+    ("embedder", "sed", "embedder 'mock' with the setting 'sed' (did you mean 'seed'?)"),
+])
+def test_a_setting_a_part_does_not_take_is_refused_by_name(tmp_path, part, key, said):
+    """A key mistyped in a hand-edited trails.json: the embedded graph and store opened with
+    their defaults as if it were not there (another folder would answer as empty), and the
+    other parts failed with a TypeError reported as a bug in trails."""
+    with Context.open(tmp_path, embedder=MockEmbedder(dim=DIM)) as ctx:
+        fill(ctx)
+    config = recorded(tmp_path)
+    config[part]["settings"][key] = "x"
+    (tmp_path / "trails.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigurationError, match=re.escape(said)):
+        Context.open(tmp_path)
+    run = run_trails("--db", tmp_path, "stats")
+    assert run.returncode == 1 and "bug" not in run.stderr and "Traceback" not in run.stderr
+    assert said in " ".join(run.stderr.split())  # however the terminal wrapped it
+
+
+def test_a_qdrant_setting_mistyped_is_refused_not_reported_as_a_bug(tmp_path):
+    pytest.importorskip("qdrant_client")
+    from trails.vector.stores.qdrant import QdrantStore
+
+    store = QdrantStore(path=tmp_path / "qdrant", dim=DIM)
+    with Context.open(tmp_path, embedder=MockEmbedder(dim=DIM), vectors=store) as ctx:
+        fill(ctx)
+    config = recorded(tmp_path)
+    config["vectors"]["settings"]["colection"] = config["vectors"]["settings"].pop("collection")
+    (tmp_path / "trails.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigurationError, match="'colection' \\(did you mean 'collection'\\?\\)"):
         Context.open(tmp_path)
 
 

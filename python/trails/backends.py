@@ -15,6 +15,8 @@ module, and one entry in :mod:`trails.registry` names it; nothing here changes.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,7 +78,40 @@ def _open(table: Backends, part: PartConfig, where: Where, argument: str) -> Any
             f"{table.kind} {part.backend!r} ({cls.__qualname__}) cannot be opened from "
             "trails.json: its class needs from_settings and recorded_settings "
             "(trails.recorded.Recordable)")
+    _check_settings(table.kind, part.backend, cls, part.settings, supplied={"dim"})
     return cls.from_settings(dict(part.settings), where)
+
+
+# Constructor parameters no record holds: the opener supplies them, or they are objects or
+# secrets (read from the environment on each open).
+_NOT_SETTINGS = frozenset({"read_only", "embedder", "client", "api_key", "headers", "sleep",
+                           "clock"})
+
+
+def _check_settings(kind: str, backend: str, cls: type, settings: Mapping[str, Any], *,
+                    supplied: set[str] | None = None) -> None:
+    """Refuse settings the part's constructor does not take: a key mistyped in a hand-edited
+    ``trails.json`` would otherwise be ignored (a part opened with its defaults: another
+    folder, collection or table, answering as if empty) or fail as a TypeError.
+
+    Raises:
+        ConfigurationError: naming the keys, the nearest the part takes, and all it takes.
+    """
+    parameters = inspect.signature(cls).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return  # it takes any option
+    taken = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    taken -= _NOT_SETTINGS | (supplied or set())
+    unknown = sorted(set(settings) - taken)
+    if not unknown:
+        return
+    near = [f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
+            for key in unknown for close in [difflib.get_close_matches(key, taken, n=1)]]
+    raise ConfigurationError(
+        f"trails.json records the {kind} {backend!r} with the setting"
+        f"{'s' if len(unknown) > 1 else ''} {', '.join(near)}, which it does not take; it "
+        f"takes {', '.join(sorted(taken)) or 'none'}. Correct or remove "
+        f"{'them' if len(unknown) > 1 else 'it'} in the context's trails.json")
 
 
 def new_embedder(backend: str, settings: Mapping[str, Setting] | None = None) -> Embedder:
@@ -103,6 +138,7 @@ def build_embedder(part: EmbedderConfig) -> Embedder:
     name, settings = ((part.backend, dict(part.settings)) if part.backend is not None
                       else _inferred(part.identity))
     cls = EMBEDDERS.load(name)
+    _check_settings(EMBEDDERS.kind, name, cls, settings)
     if not issubclass(cls, Rebuildable):  # the settings are the constructor's options
         return new_embedder(name, settings)
     # A registered embedder class is an Embedder and Rebuildable; the registry types neither.

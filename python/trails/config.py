@@ -170,6 +170,10 @@ def read_config(root: Path) -> ContextConfig | None:
     if not isinstance(raw, dict):
         raise corrupt_file(str(path), f"a JSON {type(raw).__name__}, not an object")
     version = raw.get("format")
+    if not isinstance(version, int) or isinstance(version, bool):
+        # Every trails wrote a number here: without one the file is no trails.json as written.
+        raise corrupt_file(str(path), f"its \"format\" is {version!r}, not a format number"
+                           if "format" in raw else "it names no \"format\"")
     if version not in _READABLE:
         raise ConfigurationError(
             f"{path} has format {version!r}, this trails reads formats "
