@@ -13,10 +13,11 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import InvalidArgumentError, UnknownScopeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError, UnknownScopeError
 
 __all__ = [
-    "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "dataset_options",
+    "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "check_scope_argument",
+    "dataset_options",
     "is_scope_name", "normalize_scopes", "scope_graph",
     "scope_of_graph",
 ]
@@ -52,6 +53,29 @@ def normalize_scopes(scope: str | Sequence[str] | None) -> list[str]:
     if not names:
         raise InvalidArgumentError("scope=[] names no scope; pass None for the default scope")
     return [check_scope(s) for s in names]
+
+
+def check_scope_argument(scope: object, name: str = "scope") -> list[str]:
+    """A caller's ``scope`` argument (None, a name, or a list or tuple of names) as the list
+    of checked names (None: the default scope).
+
+    Raises:
+        InvalidArgumentTypeError: neither None, a str nor a list or tuple of str.
+        InvalidArgumentError: an empty list, or a malformed name (the message names ``name``).
+    """
+    if scope is not None and not isinstance(scope, str) and (
+            not isinstance(scope, (list, tuple)) or not all(isinstance(s, str) for s in scope)):
+        try:
+            shown = repr(scope)
+        except ValueError:  # an int too long to print
+            shown = f"<{type(scope).__name__}>"
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        raise InvalidArgumentTypeError(f"{name} must be a scope name, a list of them or None, "
+                                       f"got {shown}")
+    try:
+        return normalize_scopes(scope)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{name}: {exc}") from None
 
 
 def scope_graph(scope: str) -> ox.NamedNode | ox.DefaultGraph:

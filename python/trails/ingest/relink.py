@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
+from trails.errors import ConfigurationError
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
@@ -23,7 +23,7 @@ from trails.ingest.writer import writing_versions
 from trails.kg.base import select
 from trails.kg.hand_links import minted_links
 from trails.parts import ContextParts
-from trails.scopes import check_known_scopes, normalize_scopes
+from trails.scopes import check_known_scopes, check_scope_argument
 from trails.vector.stores.base import versioned
 
 __all__ = ["LinkReport", "relink"]
@@ -62,7 +62,10 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     check_linker(linker)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to link")
-    wanted = None if scopes is None else set(_checked_scopes(scopes))
+    given: object = scopes  # a caller's set of names is a list of them, in order
+    if isinstance(given, (set, frozenset)):
+        given = sorted(given, key=str)
+    wanted = None if given is None else set(check_scope_argument(given, "scopes"))
     records = versioned(ctx.vectors, "link").current_versions()
     if wanted is not None:
         check_known_scopes(sorted(wanted), {*ctx.kg.scopes(), *(r.scope for r in records.values())})
@@ -82,18 +85,6 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
                 if batch:
                     _relink_batch(ctx, bound, scope, batch, report)
     return report
-
-
-def _checked_scopes(scopes: object) -> list[str]:
-    """``scopes`` (a name or a list of names) as the checked list."""
-    if not isinstance(scopes, str) and (not isinstance(scopes, (list, tuple, set, frozenset))
-                                        or not all(isinstance(s, str) for s in scopes)):
-        raise InvalidArgumentTypeError(f"scopes must be a scope name, a list of them or None, "
-                                       f"got {type(scopes).__name__}")
-    try:
-        return normalize_scopes(scopes if isinstance(scopes, str) else sorted(scopes))
-    except ValueError as exc:
-        raise InvalidArgumentError(f"scopes: {exc}") from None
 
 
 def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: dict[str, str],

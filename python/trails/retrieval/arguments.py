@@ -20,7 +20,7 @@ from trails.context import Context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.terms import check_text
 from trails.rank.rewrite import QueryRewriter, check_messages
-from trails.scopes import normalize_scopes
+from trails.scopes import check_scope_argument
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
@@ -66,18 +66,6 @@ def check_query(query: object) -> str:
         raise InvalidArgumentTypeError(f"query must be a str (the question), got "
                                        f"{type(query).__name__}")
     return check_text(query, "query")
-
-
-def check_scope_argument(scope: object) -> list[str]:
-    """``scope`` (None, a name or a list of names) as the list of checked scope names."""
-    if scope is not None and not isinstance(scope, str) and (
-            not isinstance(scope, (list, tuple)) or not all(isinstance(s, str) for s in scope)):
-        raise InvalidArgumentTypeError(f"scope must be a scope name, a list of them or None, "
-                                       f"got {_shown(scope)}")
-    try:
-        return normalize_scopes(scope)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"scope: {exc}") from None
 
 
 def check_min_score(min_score: object, mode: object = "hybrid") -> float | None:
