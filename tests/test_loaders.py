@@ -236,6 +236,32 @@ def test_hidden_unknown_and_excluded_files_are_skipped(kb):
     assert "node_modules/junk.md" in by_id(FileLoader(kb).load())
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges there")
+def test_a_link_out_of_the_folder_is_skipped_with_a_warning_not_read(tmp_path):
+    """A folder holding a link to a file outside it (a key, a password file) read that file
+    into the index, while a link to a folder was passed over in silence."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text("password=hunter2")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "far.md").write_text("Far away.")
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "guide.md").write_text("The guide.")
+    (folder / "leak.txt").symlink_to(outside)
+    (folder / "sub" / "again.md").symlink_to(folder / "guide.md")  # inside: read
+    (folder / "far").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    loaded = list(FileLoader(folder).load())
+    docs = {d.id: d.text for d in loaded if isinstance(d, Document)}
+    assert docs == {"guide.md": "The guide.", "sub/again.md": "The guide."}
+    skipped = {f.source: f.reason for f in loaded if isinstance(f, LoadFailure)}
+    assert set(skipped) == {str(folder / "leak.txt"), str(folder / "far")}
+    assert all(f.skipped for f in loaded if isinstance(f, LoadFailure))
+    assert f"link to the file {outside.resolve()}, not followed" in skipped[str(folder / "leak.txt")]
+    assert "folders behind links are not walked" in skipped[str(folder / "far")]
+    # Named by itself, a link is the caller's choice: it is read.
+    assert [d.text for d in FileLoader(folder / "leak.txt").load()] == ["password=hunter2"]
+
+
 def test_include_limits_files_and_reads_unknown_suffixes_as_text(kb):
     docs = by_id(FileLoader(kb, include=["*.csv", "docs/*"]).load())
     assert set(docs) == {"data.csv", "docs/deep/page.html", "docs/guide.md"}

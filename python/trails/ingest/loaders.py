@@ -156,11 +156,17 @@ class FileLoader:
         include, exclude = self._patterns
         errors: list[OSError] = []  # folders that cannot be listed: reported, not skipped
         files, given = 0, False  # files the walk met; whether any was given (or warned of)
+        inside = folder.resolve()
         for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
             here = Path(dirpath)
             # Prune in place so excluded and hidden folders are never descended into.
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
                            and not _matches(_rel_id(here / d, base), d, exclude)]
+            for linked in [d for d in dirnames if (here / d).is_symlink()]:
+                given = True  # os.walk does not descend into it: said, not silent
+                yield LoadFailure(str(here / linked), _LINK_SKIPPED.format(
+                    "folder", os.path.realpath(here / linked), "folders behind links are not "
+                    "walked"), skipped=True)
             files += len(filenames)
             for name in filenames:
                 rel = _rel_id(here / name, base)
@@ -168,7 +174,15 @@ class FileLoader:
                     continue
                 if include and not _matches(rel, name, include):
                     continue
-                if Path(name).suffix.lower() in RDF_SUFFIXES:
+                if (here / name).is_symlink() and not Path(
+                        os.path.realpath(here / name)).is_relative_to(inside):
+                    # A link out of the folder would read a file nobody named (a key, a
+                    # password file) into the index.
+                    given = True
+                    yield LoadFailure(str(here / name), _LINK_SKIPPED.format(
+                        "file", os.path.realpath(here / name), f"it is outside {folder}"),
+                                      skipped=True)
+                elif Path(name).suffix.lower() in RDF_SUFFIXES:
                     given = True
                     yield LoadFailure(str(here / name), _RDF_SKIPPED.format(here / name),
                                       skipped=True)
@@ -236,6 +250,10 @@ class FileLoader:
 
 _RDF_SKIPPED = ("an RDF file (facts, not a document), skipped: load it into the graph with "
                 "`trails load {}` (ctx.kg.load in Python)")
+
+
+_LINK_SKIPPED = ("skipped: a symbolic link to the {} {}, not followed ({}); ingest the "
+                 "target itself to read it")
 
 
 def _refuse_rdf_files(paths: list[PathLike]) -> None:
