@@ -31,6 +31,7 @@ from trails.ingest import (
     DocumentIngested,
     DocumentSkipped,
     DocumentStarted,
+    DocumentWarning,
     EmbeddingFailed,
     IngestionStats,
     aingest,
@@ -146,6 +147,18 @@ def test_folder_yields_started_batches_failure_and_ingested_events(mem, tmp_path
     total_tokens = sum(b.tokens for b in batches)
     assert chars / 8 <= total_tokens <= chars  # a token is a few characters
     assert all(0 <= b.seconds <= wall for b in batches)
+
+
+@pytest.mark.parametrize("text", ["", "  \n\t \n"])
+def test_a_document_without_text_is_recorded_with_a_warning(mem, text):
+    """An empty file (or a scanned PDF with no text layer) was ingested with no chunk and no
+    word said, so it could never be a hit and nothing told why."""
+    events = list(ingest([Document("empty", "empty.md", text), Document("full", "full.md",
+                                                                        "Some words.")], ctx=mem))
+    warned = {e.source: e.message for e in events if isinstance(e, DocumentWarning)}
+    assert list(warned) == ["empty.md"] and warned["empty.md"].startswith("no text:")
+    assert "no search will find it" in warned["empty.md"]
+    assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [0, 1]
 
 
 def test_ingest_all_totals(mem, tmp_path):

@@ -25,7 +25,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
-from trails.ingest.minting import check_base_iri
+from trails.ingest.minting import check_base_iri, date_problems
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
 from trails.vector.embedders.base import EmbedderIdentity, declared_price
@@ -86,6 +86,15 @@ def document_problem(document: Document) -> str | None:
     if not document.id:
         return "the document has an empty id"
     return metadata_problem(document.metadata)
+
+
+def document_warnings(document: Document) -> list[str]:
+    """What is kept but not understood in ``document``: a date that is no date, no text."""
+    found = date_problems(document.metadata)
+    if not document.text.strip():
+        found.append("no text: the document is recorded with no chunk, so no search will "
+                     "find it (an empty file, or a PDF of scanned pages without a text layer)")
+    return found
 
 
 def metadata_problem(metadata: object) -> str | None:

@@ -16,6 +16,7 @@ from trails.ingest.checks import (
     check_ingest_arguments,
     chunk_problem,
     document_problem,
+    document_warnings,
     given_vectors,
     printable,
     shown,
@@ -47,7 +48,6 @@ from trails.ingest.linking import Linker, ScopeLinker, check_linker
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import (
     date_created,
-    date_problems,
     doc_iri,
     document_manifest,
     version_of,
@@ -279,7 +279,7 @@ class _Run:
             return
         self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
-        for problem in date_problems(document.metadata):
+        for problem in document_warnings(document):
             yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, chunking_of(document, self.chunker_id), self.embedder_id)
         try:  # the document's triples, built now: what fails here must not fail a commit
