@@ -194,6 +194,26 @@ def test_metadata_json_cannot_hold_is_refused_and_nothing_is_stored(store_factor
     assert [row.metadata["v"] for row in store.get(["old1", "old2"])] == [1, 1]
 
 
+def test_values_without_a_json_form_are_kept_the_same_way_in_every_process(store_factory):
+    """A set was kept as its str, members in hash order (another order in the next process,
+    so a lookup by it found nothing), and a datetime as its str, with a space where ISO 8601
+    has a T (the graph writes it as an xsd:dateTime)."""
+    store = store_factory.new(DIM)
+    when = datetime.datetime(2024, 1, 2, 3, 4,
+                             tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    tags = {f"tag{i}" for i in range(20)}
+    store.add("a", basis(0), {"tags": tags, "frozen": frozenset({3, 1, 2}), "when": when,
+                              "day": datetime.date(2024, 5, 1), "at": datetime.time(9, 30),
+                              "price": Decimal("1.10")})
+    [row] = store.get(["a"])
+    assert row.metadata["tags"] == sorted(tags) and row.metadata["frozen"] == [1, 2, 3]
+    assert row.metadata["when"] == "2024-01-02T03:04:00+02:00"
+    assert (row.metadata["day"], row.metadata["at"], row.metadata["price"]) == (
+        "2024-05-01", "09:30:00", "1.10")
+    assert [r.id for r in store.find({"when": "2024-01-02T03:04:00+02:00"})] == ["a"]
+    assert [r.id for r in store.find({"when": when})] == ["a"]  # a datetime finds itself
+
+
 @pytest.mark.parametrize("key", ["text", "snippet"])
 @pytest.mark.parametrize("bad", [123, 4.5, True, ["alpha", "beta"], {"x": "gamma"}])
 def test_keyword_text_that_is_no_string_is_refused_and_nothing_is_stored(store_factory, key, bad):

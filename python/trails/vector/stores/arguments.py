@@ -8,6 +8,7 @@ where a list of ids or scopes belongs is refused, not read as a list of its char
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -17,11 +18,25 @@ import numpy as np
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["check_filters", "check_id", "check_ids", "check_k", "check_metadata",
-           "check_metadatas", "check_payload_fields", "check_scopes", "check_text", "check_vector", "metadata_json"]
+           "check_metadatas", "check_payload_fields", "check_scopes", "check_text",
+           "check_vector", "metadata_json"]
+
+
+def _json_form(value: object) -> object:
+    """What JSON keeps of a value it has no form for: a date, time or datetime as its ISO
+    8601 text (``str`` would put a space before a datetime's time), a set as a list of its
+    members in one order whatever the process (``str`` lists them in hash order, which changes
+    from run to run), anything else as its ``str``."""
+    if isinstance(value, (dt.date, dt.time)):  # a datetime is a date
+        return value.isoformat()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=_METADATA_JSON)
+    return str(value)
+
 
 # One encoder for every row instead of a new one per call (json.dumps builds one whenever it
 # is given options).
-_METADATA_JSON = json.JSONEncoder(default=str, sort_keys=True, allow_nan=False).encode
+_METADATA_JSON = json.JSONEncoder(default=_json_form, sort_keys=True, allow_nan=False).encode
 
 
 def _shown(value: object) -> str:
@@ -102,7 +117,7 @@ _IDENTITY = frozenset({"doc_iri", "version"})
 
 def metadata_json(metadata: Mapping[str, Any], whose: str) -> str:
     """``metadata`` as every store keeps it: JSON text, keys sorted, a value without a JSON
-    form as its ``str`` (a date as its ISO text).
+    form as :func:`_json_form` writes it (a date as its ISO text, a set sorted).
 
     Raises:
         InvalidArgumentError: a NaN or an infinity (no JSON form; it would match no lookup),

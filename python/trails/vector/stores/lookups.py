@@ -150,7 +150,7 @@ def _json_value(value: Any, key: str, purpose: str, scalars: bool) -> Any:
                 f"{_TAKES[scalars]}")
         return float(value)
     if isinstance(value, (datetime.date, datetime.time)):
-        return str(value)  # stored metadata holds a date as this text
+        return value.isoformat()  # stored metadata holds a date as this text
     if not scalars and isinstance(value, (list, tuple)):
         return [_json_value(item, key, purpose, scalars) for item in value]
     if not scalars and isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
