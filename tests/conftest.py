@@ -36,7 +36,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "thorough"))
 SERVER_MODULES = {"test_cli_service", "test_mcp", "test_pgvector", "test_pgvector_crash",
                   "test_remote_virtuoso", "test_service_hardening", "test_service_jena",
                   "test_service_live", "test_w3c_protocol", "test_graph_io_remote",
-                  "test_remote_endpoint"}
+                  "test_remote_endpoint", "test_pg_writer_lock"}
 SERVER_PARAMETERS = {"pgvector", "virtuoso", "remote"}
 # A test that asks for a fixture named `server` or `..._server` starts one (or shares one).
 SERVER_FIXTURE = re.compile(r"(^|_)server$")
@@ -56,7 +56,7 @@ PROCESS_MODULES = {"test_vector_file_crash", "test_mentions_crash", "test_concur
                    "test_audit_concurrency", "test_pytest_plugin", "test_example_project",
                    "test_compliance_doc", "test_context_locking", "test_storage_faults",
                    "test_light_install", "test_packaging", "test_cli_backends",
-                   "test_context_backends"}
+                   "test_context_backends", "test_writer_lock"}
 PROCESS_NAMES = re.compile(r"kill|ctrl_c|real_process|crash|console_script|fresh_process"
                            r"|another_process|across_processes")
 PROCESS_TESTS = {"test_the_registry_line_puts_the_store_into_the_contract_suite",
@@ -91,7 +91,8 @@ PROCESS_TESTS = {"test_the_registry_line_puts_the_store_into_the_contract_suite"
                  "test_the_registry_module_imports_no_backend",
                  "test_import_trails_kg_does_not_import_httpx",
                  "test_discovery_imports_nothing_heavy",
-                 "test_import_trails_does_not_import_opentelemetry"}
+                 "test_import_trails_does_not_import_opentelemetry",
+                 "test_a_package_with_lazy_names_loads_a_submodule_when_it_is_first_reached"}
 
 # Fixtures that load a model through transformers or sentence-transformers (the tiny
 # cross-encoder, the packaged MiniLM's tokenizer): importing those packages costs ~10 s of
