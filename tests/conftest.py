@@ -208,16 +208,18 @@ def installed_trails(tmp_path_factory):
     return env
 
 
-# The everyday tier starts no process: in a run that deselects `process` and `server`, a test
-# that starts one (in its body or its fixtures) is missing its marker and fails, naming what
-# it started. Tools that start in milliseconds are allowed.
+# The everyday tier starts no process: a test of it (marked neither `process`, `server`,
+# `browser` nor `slow`) that starts one, in its body or its fixtures, is missing its marker and
+# fails in every run, `make test` included, naming what it started. Tools that start in
+# milliseconds are allowed.
 QUICK_TOOLS = {"git"}
+OTHER_TIERS = ("process", "server", "browser", "slow")
 _spawned: list[str] = []
-_watch = {"tier": False, "test": False}
+_watch = {"test": False}
 
 
 def _record_spawns(event: str, args: tuple) -> None:
-    if not (_watch["tier"] and _watch["test"]):
+    if not _watch["test"]:
         return
     if event == "subprocess.Popen":
         executable, argv = args[0], args[1]
@@ -230,11 +232,7 @@ def _record_spawns(event: str, args: tuple) -> None:
 
 
 def pytest_configure(config):
-    expression = config.getoption("markexpr")
-    if expression and not _selects(expression, {"process"}) \
-            and not _selects(expression, {"server"}):
-        _watch["tier"] = True
-        sys.addaudithook(_record_spawns)
+    sys.addaudithook(_record_spawns)
 
 
 def _selects(expression: str, markers: set[str]) -> bool:
@@ -247,7 +245,7 @@ def _selects(expression: str, markers: set[str]) -> bool:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     _spawned.clear()
-    _watch["test"] = True
+    _watch["test"] = not any(next(item.iter_markers(name), None) for name in OTHER_TIERS)
     return (yield)
 
 
