@@ -390,3 +390,28 @@ def test_queries_that_only_share_ids_with_documents_are_scored_as_they_are(tmp_p
     data = load_beir(_argument_set(tmp_path, {"a1": "how clean is nuclear power",
                                               "a2": "do uniforms stop bullying"}))
     assert not data.queries_are_documents
+
+
+def _qrels(beir: Path, text: str) -> Path:
+    (beir / "qrels" / "test.tsv").write_text(text, encoding="utf-8")
+    return beir
+
+
+@pytest.mark.parametrize("text", [
+    "q1\t0\truby\t2\nq1\t0\tpython\t1\nq2\t0\tpg\t1\n",  # TREC, tabs
+    "q1 0 ruby 2\nq1 0 python 1\nq2 0 pg 1\n",  # TREC, as trec_eval writes it
+    "q1 ruby 2\nq1 python 1\nq2 pg 1\n",  # BEIR's columns, space-separated, no header
+    "query-id corpus-id score\nq1 ruby  2\nq1 python 1\n\nq2 pg 1\n",  # a header, spaces
+])
+def test_qrels_are_read_by_their_columns_in_beir_and_trec_layouts(beir, text):
+    # A TREC line read as BEIR's judged its iteration column ("0") as the document, and a
+    # space-separated first line was skipped as a header: every score over the wrong set.
+    assert load_beir(_qrels(beir, text)).split("test") == {
+        "q1": {"ruby": 2, "python": 1}, "q2": {"pg": 1}}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("q1\truby\n", 1), ("q1\truby\t1\nq2\tpg\n", 2), ("q1 x ruby 1 extra\n", 1)])
+def test_a_qrels_line_of_another_shape_is_refused_naming_its_line(beir, text, line):
+    with pytest.raises(ValueError, match=rf"test\.tsv:{line}: \d field\(s\); a qrels line is"):
+        load_beir(_qrels(beir, text))

@@ -2,7 +2,7 @@
 
 A BEIR data set is a folder with ``corpus.jsonl`` (``_id``, ``title``, ``text``),
 ``queries.jsonl`` (``_id``, ``text``) and ``qrels/<split>.tsv`` (``query-id``, ``corpus-id``,
-``score``).
+``score``; TREC's ``query-id iteration doc-id relevance`` is read too).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,19 +103,34 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _read_qrels(path: Path) -> Qrels:
+    """The judgements of one qrels file: BEIR's ``query-id corpus-id score`` or TREC's
+    ``query-id iteration doc-id relevance``, tab- or space-separated, with or without a header.
+
+    Each line is read by its number of fields: a TREC line read as BEIR's would judge its
+    iteration column (``0``) as the document, and a space-separated line read as one field
+    was once taken for a header, both leaving every score computed over the wrong set."""
     qrels: Qrels = {}
+    first = True
     with path.open(encoding="utf-8", newline="") as handle:
-        rows = csv.reader(handle, delimiter="\t")
-        for number, raw in enumerate(rows, start=1):
-            row = [cell.strip() for cell in raw]
-            if not row or not any(row):
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
                 continue
-            if number == 1 and not row[-1].lstrip("-").isdigit():
-                continue  # the header: query-id corpus-id score
-            if len(row) < 3:
-                raise ValueError(f"{path}:{number}: expected query-id, corpus-id, score")
-            qrels.setdefault(row[0], {})[row[1]] = int(row[-1])
+            # BEIR writes its qrels with csv (quoted fields); TREC's are space-separated.
+            cells = ([c.strip() for c in next(csv.reader([line], delimiter="\t"))]
+                     if "\t" in line else line.split())
+            if len(cells) not in (3, 4):
+                raise ValueError(
+                    f"{path}:{number}: {len(cells)} field(s); a qrels line is query-id, "
+                    "corpus-id, score (BEIR) or query-id, iteration, doc-id, relevance (TREC)")
+            query, document, grade = cells[0], cells[-2], cells[-1]
+            header, first = first and not _GRADE.fullmatch(grade), False
+            if not header:
+                qrels.setdefault(query, {})[document] = int(grade)
     return qrels
+
+
+# A relevance grade: a whole number (negative: judged not relevant, as trec_eval reads it).
+_GRADE = re.compile(r"[+-]?[0-9]+")
 
 
 def documents(dataset: BeirDataset,
