@@ -415,3 +415,18 @@ def test_qrels_are_read_by_their_columns_in_beir_and_trec_layouts(beir, text):
 def test_a_qrels_line_of_another_shape_is_refused_naming_its_line(beir, text, line):
     with pytest.raises(ValueError, match=rf"test\.tsv:{line}: \d field\(s\); a qrels line is"):
         load_beir(_qrels(beir, text))
+
+
+@pytest.mark.parametrize("grade", ["1.0", "yes", "1_0", "", "½"])
+def test_a_relevance_that_is_no_whole_number_is_refused_naming_its_line(beir, grade):
+    with pytest.raises(ValueError, match=rf"test\.tsv:3: the relevance '{grade}' is no whole"):
+        load_beir(_qrels(beir, f"query-id\tcorpus-id\tscore\nq1\truby\t1\nq2\tpg\t{grade}\n"))
+
+
+def test_a_pair_judged_twice_alike_is_read_once_and_otherwise_refused(beir):
+    same = "q1\truby\t2\nq2\tpg\t1\nq1\truby\t2\n"
+    assert load_beir(_qrels(beir, same)).split("test") == {"q1": {"ruby": 2}, "q2": {"pg": 1}}
+    # The last line used to win silently: 0 here made ruby irrelevant to q1.
+    with pytest.raises(ValueError, match=r"test\.tsv:3: q1 ruby is judged 0 here and 2 on "
+                                         r"line 1; keep one"):
+        load_beir(_qrels(beir, "q1\truby\t2\nq2\tpg\t1\nq1\truby\t0\n"))

@@ -110,6 +110,7 @@ def _read_qrels(path: Path) -> Qrels:
     iteration column (``0``) as the document, and a space-separated line read as one field
     was once taken for a header, both leaving every score computed over the wrong set."""
     qrels: Qrels = {}
+    judged_on: dict[tuple[str, str], int] = {}  # each pair's line, to name a contradiction
     first = True
     with path.open(encoding="utf-8", newline="") as handle:
         for number, line in enumerate(handle, start=1):
@@ -124,8 +125,19 @@ def _read_qrels(path: Path) -> Qrels:
                     "corpus-id, score (BEIR) or query-id, iteration, doc-id, relevance (TREC)")
             query, document, grade = cells[0], cells[-2], cells[-1]
             header, first = first and not _GRADE.fullmatch(grade), False
-            if not header:
-                qrels.setdefault(query, {})[document] = int(grade)
+            if header:
+                continue
+            if not _GRADE.fullmatch(grade):
+                raise ValueError(f"{path}:{number}: the relevance {grade!r} is no whole number "
+                                 "(0: not relevant; 1, 2, ...: more relevant)")
+            judged = qrels.setdefault(query, {})
+            if document in judged and judged[document] != int(grade):
+                # Which line wins is no choice to make silently: the scores depend on it.
+                raise ValueError(
+                    f"{path}:{number}: {query} {document} is judged {int(grade)} here and "
+                    f"{judged[document]} on line {judged_on[query, document]}; keep one")
+            judged[document] = int(grade)
+            judged_on.setdefault((query, document), number)
     return qrels
 
 
