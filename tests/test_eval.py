@@ -430,3 +430,22 @@ def test_a_pair_judged_twice_alike_is_read_once_and_otherwise_refused(beir):
     with pytest.raises(ValueError, match=r"test\.tsv:3: q1 ruby is judged 0 here and 2 on "
                                          r"line 1; keep one"):
         load_beir(_qrels(beir, "q1\truby\t2\nq2\tpg\t1\nq1\truby\t0\n"))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "judges no document relevant"),
+    ("query-id\tcorpus-id\tscore\n", "judges no document relevant"),
+    ("q1\truby\t0\nq2\tpg\t-1\n", "judges no document relevant"),
+    ("q1\tdoc-17\t1\nq2\tdoc-4\t2\nq2\tpg\t0\n",
+     r"none of the 2 documents .*test\.tsv judges relevant is in .*corpus\.jsonl \(e\.g\. 'doc-17'\)"),
+])
+def test_a_split_that_can_only_score_0_is_refused_before_anything_runs(beir, tmp_path, text,
+                                                                        says):
+    # It was scored: nDCG@10 0.000 over 0 queries (or every query), as if the system failed.
+    data = load_beir(_qrels(beir, text))
+    with pytest.raises(InvalidArgumentError, match=says):
+        data.split("test")
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:8", "--mode", "vector"])
+    assert result.exit_code == 1 and "so every score would be 0" in result.stderr
+    assert "Traceback" not in result.output and not (tmp_path / "c").exists()

@@ -55,11 +55,26 @@ class BeirDataset:
 
         Raises:
             ValueError: the data set has no such split (the message lists those it has).
+            InvalidArgumentError: the split judges no document of the corpus relevant, so
+                every score would be 0 whatever the ranking (an empty file, the qrels of
+                another corpus).
         """
         if name not in self.qrels:
             raise ValueError(f"{self.name} has no {name!r} split; it has "
                              f"{', '.join(self.splits) or 'none'} (files qrels/<split>.tsv)")
-        return self.qrels[name]
+        qrels = self.qrels[name]
+        relevant = {d for judged in qrels.values() for d, grade in judged.items() if grade > 0}
+        where = f"{self.path / 'qrels' / name}.tsv"
+        if not relevant:
+            raise InvalidArgumentError(
+                f"{where} judges no document relevant (no line with a relevance above 0), so "
+                "every score would be 0: give a qrels file with judgements")
+        if relevant.isdisjoint(self.corpus):
+            raise InvalidArgumentError(
+                f"none of the {len(relevant)} documents {where} judges relevant is in "
+                f"{self.path / 'corpus.jsonl'} (e.g. {min(relevant)!r}), so every score would "
+                "be 0: are these the qrels of another corpus?")
+        return qrels
 
     def first_queries(self, split: str, limit: int | None) -> BeirDataset:
         """This data set with ``split`` cut to its first ``limit`` queries (all when None)."""
