@@ -449,3 +449,48 @@ def test_a_split_that_can_only_score_0_is_refused_before_anything_runs(beir, tmp
                                  "mock:8", "--mode", "vector"])
     assert result.exit_code == 1 and "so every score would be 0" in result.stderr
     assert "Traceback" not in result.output and not (tmp_path / "c").exists()
+
+
+def _corpus(beir: Path, *extra: bytes) -> Path:
+    lines = [json.dumps(d).encode() for d in CORPUS]
+    (beir / "corpus.jsonl").write_bytes(b"\n".join([*lines, *extra]) + b"\n")
+    return beir
+
+
+@pytest.mark.parametrize("extra, says", [
+    # the last record of an id used to win silently, in the first one's place
+    (json.dumps({"_id": "ruby", "text": "Ruby gems are red."}).encode(),
+     r"corpus\.jsonl:5: the _id 'ruby' again, with other content"),
+    (b'{"_id": "cafe", "text": "caf\xe9"}', r"corpus\.jsonl:5: not UTF-8"),
+    (json.dumps({"_id": None, "text": "x"}).encode(),  # was the document 'None'
+     r"corpus\.jsonl:5: expected a JSON object with an _id"),
+    (json.dumps({"_id": "", "text": "x"}).encode(), r"corpus\.jsonl:5: expected"),
+    (json.dumps({"_id": "x", "text": ["a", "b"]}).encode(),  # was searched as "['a', 'b']"
+     r"corpus\.jsonl:5: text must be text, not list"),
+])
+def test_a_corpus_record_that_cannot_be_read_as_written_is_refused_naming_its_line(
+        beir, extra, says):
+    with pytest.raises(InvalidArgumentError, match=says):
+        load_beir(_corpus(beir, extra))
+
+
+def test_a_record_given_twice_alike_a_byte_order_mark_and_an_integer_id_are_read(beir):
+    again = json.dumps(CORPUS[0]).encode()
+    data = load_beir(_corpus(beir, again, json.dumps({"_id": 7, "text": "seven"}).encode()))
+    assert list(data.corpus) == ["ruby", "python", "pg", "tea", "7"]
+    (beir / "queries.jsonl").write_text("\ufeff" + json.dumps(QUERIES[0]) + "\n",
+                                        encoding="utf-8")
+    assert load_beir(beir).queries == {"q1": "Ruby Rails framework"}
+
+
+def test_an_empty_corpus_or_query_file_is_refused_naming_it(beir):
+    (beir / "queries.jsonl").write_text("\n\n")
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl holds no records"):
+        load_beir(beir)
+
+
+def test_every_refusal_of_a_data_set_is_a_trails_error(beir, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="no 'dev' split"):
+        load_beir(beir).split("dev")
+    with pytest.raises(InvalidArgumentError, match="not a BEIR data set"):
+        load_beir(tmp_path / "nowhere")

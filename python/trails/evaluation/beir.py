@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from trails.errors import InvalidArgumentError
 from trails.ingest import Document
@@ -54,14 +54,15 @@ class BeirDataset:
         """The qrels of one split: query id -> {document id: relevance}.
 
         Raises:
-            ValueError: the data set has no such split (the message lists those it has).
-            InvalidArgumentError: the split judges no document of the corpus relevant, so
+            InvalidArgumentError: the data set has no such split (the message lists those it
+                has), or the split judges no document of the corpus relevant, so
                 every score would be 0 whatever the ranking (an empty file, the qrels of
                 another corpus).
         """
         if name not in self.qrels:
-            raise ValueError(f"{self.name} has no {name!r} split; it has "
-                             f"{', '.join(self.splits) or 'none'} (files qrels/<split>.tsv)")
+            raise InvalidArgumentError(
+                f"{self.name} has no {name!r} split; it has {', '.join(self.splits) or 'none'} "
+                "(files qrels/<split>.tsv)")
         qrels = self.qrels[name]
         relevant = {d for judged in qrels.values() for d, grade in judged.items() if grade > 0}
         where = f"{self.path / 'qrels' / name}.tsv"
@@ -89,32 +90,76 @@ def load_beir(path: str | Path) -> BeirDataset:
     """Read ``corpus.jsonl``, ``queries.jsonl`` and every ``qrels/*.tsv`` of a BEIR folder.
 
     Raises:
-        ValueError: a file is missing or a line is not a JSON object with ``_id``.
+        InvalidArgumentError: a file is missing, or holds nothing, or one of its lines is
+            not what it takes (the message names the file and the line).
     """
     root = Path(path)
     for needed in ("corpus.jsonl", "queries.jsonl", "qrels"):
         if not (root / needed).exists():
-            raise ValueError(f"{root} is not a BEIR data set: it has no {needed} (expected "
-                             "corpus.jsonl, queries.jsonl and qrels/<split>.tsv)")
-    corpus = {str(r["_id"]): (str(r.get("title") or ""), str(r.get("text") or ""))
-              for r in _jsonl(root / "corpus.jsonl")}
-    queries = {str(r["_id"]): str(r.get("text") or "") for r in _jsonl(root / "queries.jsonl")}
+            raise InvalidArgumentError(
+                f"{root} is not a BEIR data set: it has no {needed} (expected corpus.jsonl, "
+                "queries.jsonl and qrels/<split>.tsv)")
+    corpus = _records(root / "corpus.jsonl", lambda r: (r["title"], r["text"]))
+    queries = _records(root / "queries.jsonl", lambda r: r["text"])
     qrels = {p.stem: _read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
     return BeirDataset(root.resolve().name, root, corpus, queries, qrels)
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+_T = TypeVar("_T")
+
+
+def _records(path: Path, value: Callable[[dict[str, str]], _T]) -> dict[str, _T]:
+    """``_id`` -> ``value`` of each record of a JSON Lines file. An id met again with other
+    content is refused: which one counts is no choice to make silently (the last used to)."""
+    found: dict[str, _T] = {}
+    for number, record in _jsonl(path):
+        key, kept = record["_id"], value(record)
+        if found.setdefault(key, kept) != kept:
+            raise InvalidArgumentError(
+                f"{path}:{number}: the _id {key!r} again, with other content; give each "
+                "record its own _id")
+    if not found:
+        raise InvalidArgumentError(f"{path} holds no records: a line per record, a JSON "
+                                   'object such as {"_id": "d1", "text": "..."}')
+    return found
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """Each record of a JSON Lines file with its line number: ``_id`` (a string or an
+    integer, as text), ``title`` and ``text`` (text; missing or null: empty)."""
+    for number, line in _lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"{path}:{number}: not JSON: {exc}") from exc
+        key = record.get("_id") if isinstance(record, dict) else None
+        if isinstance(key, bool) or not isinstance(key, (str, int)) or key == "":
+            raise InvalidArgumentError(f"{path}:{number}: expected a JSON object with an _id "
+                                       f"(text or a whole number), got {line[:80]!r}")
+        fields = {"_id": str(key)}
+        for name in ("title", "text"):
+            given = record.get(name)
+            if given is not None and not isinstance(given, str):
+                # str() of a list or an object would be searched and scored as its Python form
+                raise InvalidArgumentError(f"{path}:{number}: {name} must be text, not "
+                                           f"{type(given).__name__}")
+            fields[name] = given or ""
+        yield number, fields
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines of a UTF-8 file that hold something, numbered from 1; a byte-order mark
+    is no part of the first. A line that is no UTF-8 is refused naming it."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not JSON: {exc}") from exc
-            if not isinstance(record, dict) or "_id" not in record:
-                raise ValueError(f"{path}:{number}: expected a JSON object with an _id")
-            yield record
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidArgumentError(
+                    f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start}); save the "
+                    "file as UTF-8") from None
+            if line.strip():
+                yield number, line
 
 
 def _read_qrels(path: Path) -> Qrels:
@@ -127,32 +172,29 @@ def _read_qrels(path: Path) -> Qrels:
     qrels: Qrels = {}
     judged_on: dict[tuple[str, str], int] = {}  # each pair's line, to name a contradiction
     first = True
-    with path.open(encoding="utf-8", newline="") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            # BEIR writes its qrels with csv (quoted fields); TREC's are space-separated.
-            cells = ([c.strip() for c in next(csv.reader([line], delimiter="\t"))]
-                     if "\t" in line else line.split())
-            if len(cells) not in (3, 4):
-                raise ValueError(
-                    f"{path}:{number}: {len(cells)} field(s); a qrels line is query-id, "
-                    "corpus-id, score (BEIR) or query-id, iteration, doc-id, relevance (TREC)")
-            query, document, grade = cells[0], cells[-2], cells[-1]
-            header, first = first and not _GRADE.fullmatch(grade), False
-            if header:
-                continue
-            if not _GRADE.fullmatch(grade):
-                raise ValueError(f"{path}:{number}: the relevance {grade!r} is no whole number "
-                                 "(0: not relevant; 1, 2, ...: more relevant)")
-            judged = qrels.setdefault(query, {})
-            if document in judged and judged[document] != int(grade):
-                # Which line wins is no choice to make silently: the scores depend on it.
-                raise ValueError(
-                    f"{path}:{number}: {query} {document} is judged {int(grade)} here and "
-                    f"{judged[document]} on line {judged_on[query, document]}; keep one")
-            judged[document] = int(grade)
-            judged_on.setdefault((query, document), number)
+    for number, line in _lines(path):
+        # BEIR writes its qrels with csv (quoted fields); TREC's are space-separated.
+        cells = ([c.strip() for c in next(csv.reader([line], delimiter="\t"))]
+                 if "\t" in line else line.split())
+        if len(cells) not in (3, 4):
+            raise InvalidArgumentError(
+                f"{path}:{number}: {len(cells)} field(s); a qrels line is query-id, "
+                "corpus-id, score (BEIR) or query-id, iteration, doc-id, relevance (TREC)")
+        query, document, grade = cells[0], cells[-2], cells[-1]
+        header, first = first and not _GRADE.fullmatch(grade), False
+        if header:
+            continue
+        if not _GRADE.fullmatch(grade):
+            raise InvalidArgumentError(f"{path}:{number}: the relevance {grade!r} is no whole "
+                                       "number (0: not relevant; 1, 2, ...: more relevant)")
+        judged = qrels.setdefault(query, {})
+        if document in judged and judged[document] != int(grade):
+            # Which line wins is no choice to make silently: the scores depend on it.
+            raise InvalidArgumentError(
+                f"{path}:{number}: {query} {document} is judged {int(grade)} here and "
+                f"{judged[document]} on line {judged_on[query, document]}; keep one")
+        judged[document] = int(grade)
+        judged_on.setdefault((query, document), number)
     return qrels
 
 
