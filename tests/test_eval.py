@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -494,3 +495,18 @@ def test_every_refusal_of_a_data_set_is_a_trails_error(beir, tmp_path):
         load_beir(beir).split("dev")
     with pytest.raises(InvalidArgumentError, match="not a BEIR data set"):
         load_beir(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("measure", ["Foo@10", "nDCG@x", "P_5", "ndcg_cut.10", ""])
+def test_a_measure_ir_measures_does_not_know_is_refused_by_name(measure):
+    # It was ir-measures' own NameError or ValueError ("problem parsing measure ...").
+    with pytest.raises(InvalidArgumentError, match=rf"measure '{re.escape(measure)}' is none "):
+        score_run({"q": ["d1"]}, {"q": {"d1": 1}}, measures=["nDCG@10", measure])
+
+
+def test_two_names_of_one_measure_each_get_its_value():
+    # "R(rel=1)@100" is "R@100": the first name was left at 0.0, the second given the value.
+    means, per_query = score_run({"q": ["x", "d1"]}, {"q": {"d1": 1, "d2": 1}},
+                                 measures=["R@100", "R(rel=1)@100", "P@2"])
+    assert means == {"R@100": 0.5, "R(rel=1)@100": 0.5, "P@2": 0.5}
+    assert per_query["q"] == means
