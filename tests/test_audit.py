@@ -14,6 +14,7 @@ from trails import GraphRetriever, HybridRetriever, VectorRetriever, retrieve
 from trails.audit import AUDIT_DIRECTORY, SearchRecord
 from trails.config import AuditConfig
 from trails.context import Context
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest, ingest_all
 from trails.testing import MockEmbedder, fresh_context
 
@@ -89,6 +90,28 @@ def test_the_caller_argument_wins_and_a_blank_one_is_refused(tmp_path, monkeypat
         with pytest.raises(ValueError, match="caller"):
             retrieve("rail", ctx, caller="  ")
         assert [r.caller for r in ctx.audit.pending()] == ["alice", "from-env", "service"]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_caller_is_refused_by_feedback_deletion_and_the_handle_alike(tmp_path,
+                                                                             monkeypatch,
+                                                                             blank):
+    # Feedback and deletions took "" for nobody and recorded the login name (someone
+    # else), and "   " as a blank caller; a search refused both.
+    monkeypatch.setenv("TRAILS_CALLER", "from-env")
+    with make(tmp_path / "kb") as ctx:
+        run = retrieve("rail", ctx).run_id
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.audit.feedback(run, "up", caller=blank)
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.delete_document(retrieve("rail", ctx)[0].document, caller=blank)
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.audit.caller = blank
+        assert ctx.audit.caller is None
+        assert [r.kind for r in ctx.audit.pending()] == ["search"] * 2
+        assert len(retrieve("rail", ctx, k=50, caller="alice")) == len(DOCS)  # none deleted
+        ctx.audit.caller = "service"
+        assert ctx.audit.feedback(run, "down").caller == "service"
 
 
 def test_a_context_may_keep_only_the_query_digest(tmp_path):

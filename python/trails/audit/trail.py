@@ -34,7 +34,7 @@ from trails.kg.hand_links import minted_links
 from trails.kg.reserved import writing_audit_graph
 from trails.kg.terms import IRI
 
-__all__ = ["AUDIT_DIRECTORY", "AuditTrail", "default_caller"]
+__all__ = ["AUDIT_DIRECTORY", "AuditTrail", "checked_caller", "default_caller"]
 
 log = logging.getLogger("trails.audit")
 
@@ -56,6 +56,18 @@ _PREFIXED = (f"SELECT DISTINCT ?run WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT
              "FILTER(STRSTARTS(STR(?run), ?stem)) } LIMIT 6")
 _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}feedbackOn> ?run ; "
              f"<{AUDIT}record> ?record }} }}")
+
+
+def checked_caller(caller: object) -> str:
+    """``caller`` itself, when it names someone: a string that is not blank.
+
+    Raises:
+        InvalidArgumentError: anything else.
+    """
+    if not isinstance(caller, str) or not caller.strip():
+        raise InvalidArgumentError(f"caller must be a non-empty string naming who acts; got "
+                                   f"{caller!r}")
+    return caller
 
 
 def default_caller() -> str:
@@ -82,12 +94,33 @@ class AuditTrail:
         self.kg = kg
         self.settings = settings
         self.enabled = settings.enabled if enabled is None else enabled
-        self.caller: str | None = None  # None: default_caller() at each record
+        self._caller: str | None = None  # None: default_caller() at each record
         self.failures = 0
         self.writable = writable
         self._log = AuditLog(directory / AUDIT_DIRECTORY) if directory is not None else None
         self._memory: list[ActivityRecord] = []  # a context without a directory
         self._lock = threading.Lock()
+
+    @property
+    def caller(self) -> str | None:
+        """Who this handle's records name when a call names nobody (None: the login name)."""
+        return self._caller
+
+    @caller.setter
+    def caller(self, caller: str | None) -> None:
+        self._caller = None if caller is None else checked_caller(caller)
+
+    def who(self, caller: str | None = None) -> str:
+        """Who a record names: ``caller`` when given, else :attr:`caller`, else
+        :func:`default_caller`.
+
+        Raises:
+            InvalidArgumentError: ``caller`` names nobody (blank, or no string): a record
+                must never name someone else, as ``caller or ...`` once did with ``""``.
+        """
+        if caller is not None:
+            return checked_caller(caller)
+        return self._caller or default_caller()
 
     def record(self, record: ActivityRecord) -> bool:
         """Keep ``record``; False (logged, counted, never raised) when it could not be."""
@@ -271,9 +304,9 @@ class AuditTrail:
             raise InvalidArgumentError(
                 f"{rated.run_id} is feedback on the run {rated.run}, not a run; give "
                 f"feedback on {rated.run} itself")
+        who = self.who(caller)
         moment = started_now()
-        record = FeedbackRecord(run_id=new_run_id(), caller=caller or self.caller or
-                                default_caller(), started=moment, ended=moment,
+        record = FeedbackRecord(run_id=new_run_id(), caller=who, started=moment, ended=moment,
                                 run=rated.run_id, rating=rating, note=note)
         self.record_first(record)
         return record

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trails.audit import HitRecord, SearchRecord, default_caller, new_run_id, query_digest
+from trails.audit import HitRecord, SearchRecord, new_run_id, query_digest
 from trails.audit.records import started_now
 from trails.errors import EndpointUnavailableError
 from trails.kg.base import RevisionGraph
@@ -125,7 +125,7 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
     if ctx is None:
         return result
     trail = ctx.audit
-    caller = call.caller or trail.caller or default_caller()
+    caller = trail.who(call.caller)
     explain = call.sparql_filter is not None and (
         call.why if call.why is not None else trail.enabled and trail.settings.why)
     if explain and call.sparql_filter is not None:
@@ -162,8 +162,7 @@ def record_refusal(ctx: Context, call: SearchCall, error: BaseException) -> str 
                 check_bindings(call.bindings)
         except (TypeError, ValueError):  # the bindings may be why it was refused
             call = dataclasses.replace(call, bindings=None)
-        record = _record(refused, call, call.caller or trail.caller or default_caller(),
-                         started_now(), trail.settings)
+        record = _record(refused, call, trail.who(call.caller), started_now(), trail.settings)
     except Exception:
         log.exception("a refused search could not be recorded")
         return None
