@@ -114,6 +114,34 @@ def test_a_blank_caller_is_refused_by_feedback_deletion_and_the_handle_alike(tmp
         assert ctx.audit.feedback(run, "down").caller == "service"
 
 
+def test_a_caller_or_note_utf8_cannot_hold_is_refused_and_no_record_is_lost(tmp_path):
+    # The search ran and its record was lost (run_id None, a warning); feedback raised
+    # Python's UnicodeEncodeError.
+    with make(tmp_path / "kb") as ctx:
+        with pytest.raises(InvalidArgumentError, match=r"caller holds a lone surrogate"):
+            retrieve("rail", ctx, caller="bob\ud800")
+        run = retrieve("rail", ctx).run_id
+        for given in ({"caller": "bob\udce9"}, {"note": "wrong \ud800"}):
+            with pytest.raises(InvalidArgumentError, match=r"holds a lone surrogate"):
+                ctx.audit.feedback(run, "down", **given)
+        with pytest.raises(InvalidArgumentError, match=r"caller holds a lone surrogate"):
+            ctx.audit.caller = "bob\udce9"
+        assert ctx.audit.failures == 0 and [r.kind for r in ctx.audit.pending()] == ["search"]
+
+
+def test_a_caller_from_an_environment_that_is_no_utf8_is_recorded_as_its_bytes(tmp_path,
+                                                                                monkeypatch):
+    # TRAILS_CALLER or the login name in Latin-1: Python reads the byte 0xe9 as the lone
+    # surrogate \udce9, and every search's record was lost.
+    monkeypatch.setenv("TRAILS_CALLER", "ren\udce9")
+    with make(tmp_path / "kb") as ctx:
+        run = retrieve("rail", ctx).run_id
+        assert run is not None and ctx.audit.failures == 0
+        assert ctx.audit.feedback(run, "up").caller == "ren\\xe9"
+        ctx.audit.fold()
+        assert [r.caller for r in ctx.audit.activities()] == ["ren\\xe9"] * 2
+
+
 def test_a_context_may_keep_only_the_query_digest(tmp_path):
     with make(tmp_path / "kb", audit=AuditConfig(query_text="sha256")) as ctx:
         retrieve("a confidential question", ctx)

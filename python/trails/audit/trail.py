@@ -32,7 +32,7 @@ from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.reserved import writing_audit_graph
-from trails.kg.terms import IRI
+from trails.kg.terms import IRI, check_text
 
 __all__ = ["AUDIT_DIRECTORY", "AuditTrail", "checked_caller", "default_caller"]
 
@@ -59,7 +59,8 @@ _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}
 
 
 def checked_caller(caller: object) -> str:
-    """``caller`` itself, when it names someone: a string that is not blank.
+    """``caller`` itself, when it names someone: a string that is not blank, and that the
+    audit log can hold (UTF-8: no lone surrogate, else the record would be lost).
 
     Raises:
         InvalidArgumentError: anything else.
@@ -67,18 +68,25 @@ def checked_caller(caller: object) -> str:
     if not isinstance(caller, str) or not caller.strip():
         raise InvalidArgumentError(f"caller must be a non-empty string naming who acts; got "
                                    f"{caller!r}")
-    return caller
+    return check_text(caller, "caller")
 
 
 def default_caller() -> str:
     """Who is searching when nobody says: ``TRAILS_CALLER``, else the login name."""
     named = os.environ.get("TRAILS_CALLER", "").strip()
     if named:
-        return named
+        return _readable(named)
     try:
-        return getpass.getuser()
+        return _readable(getpass.getuser())
     except (OSError, KeyError):  # no login name (a container without a passwd entry)
         return "unknown"
+
+
+def _readable(name: str) -> str:
+    """``name`` as UTF-8 can hold it: bytes of the environment that are no UTF-8 (a Latin-1
+    ``caf\xe9``) reach Python as lone surrogates, which no record can be written with (every
+    search's record was lost); they are kept as ``\xe9``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class AuditTrail:
@@ -299,6 +307,8 @@ class AuditTrail:
                                        "or 'down' (`trails audit feedback RUN --up|--down`)")
         if note is not None and not isinstance(note, str):
             raise InvalidArgumentError(f"note must be text or None, not {type(note).__name__}")
+        if note is not None:
+            check_text(note, "note")  # the record must be writable as UTF-8
         rated = self.get(run)
         if isinstance(rated, FeedbackRecord):
             raise InvalidArgumentError(

@@ -13,7 +13,7 @@ import numpy as np
 from trails.audit.records import started_now
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
-from trails.kg.terms import IRI
+from trails.kg.terms import IRI, check_text
 from trails.rank._steps import Step
 from trails.rank.fusion import ExplainedFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_evidence
@@ -173,6 +173,8 @@ def retrieve(
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
+    if caller is not None:
+        check_text(caller, "caller")  # else the search would run and its record be lost
     return _run(request, ctx, vector_store, embedder, messages, rewriter, caller)
 
 
