@@ -250,6 +250,24 @@ def test_listing_filters_by_time_and_caller(tmp_path):
         assert [r.query for r in ctx.audit.activities(limit=2)] == ["four", "three"]
 
 
+def test_listing_takes_a_date_and_refuses_what_it_cannot_read(tmp_path):
+    # A date raised AttributeError ('date' has no tzinfo), as did a string; limit=-1 a
+    # SparqlError about COALESCE; 1.5 a TypeError; caller="" listed nothing at all.
+    with make(tmp_path / "kb") as ctx:
+        retrieve("one", ctx, caller="alice")
+        ctx.audit.fold()
+        retrieve("two", ctx, caller="alice")  # pending
+        assert [r.query for r in ctx.audit.activities(since=dt.date(2000, 1, 1))] == [
+            "two", "one"]
+        assert ctx.audit.activities(since=dt.date(2999, 1, 1)) == []
+        for wrong in ({"since": "2024-05-01"}, {"since": 1714521600}, {"limit": -1},
+                      {"limit": 1.5}, {"limit": "3"}, {"limit": True}, {"caller": ""},
+                      {"caller": 7}, {"level": ""}):
+            with pytest.raises(InvalidArgumentError, match=f"{next(iter(wrong))} must be"):
+                ctx.audit.activities(**wrong)
+        assert ctx.audit.activities(limit=0) == []
+
+
 def test_folding_leaves_the_graph_revision_alone_and_writes_move_it(tmp_path):
     with make(tmp_path / "kb") as ctx:
         graph, store = ctx.kg.revision, ctx.vectors.revision()

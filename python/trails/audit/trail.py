@@ -197,18 +197,29 @@ class AuditTrail:
             self._write(records, cutoff)
         return len(records)
 
-    def activities(self, *, since: dt.datetime | None = None, caller: str | None = None,
-                   level: str | None = None, limit: int | None = 100) -> list[ActivityRecord]:
+    def activities(self, *, since: dt.datetime | dt.date | None = None,
+                   caller: str | None = None, level: str | None = None,
+                   limit: int | None = 100) -> list[ActivityRecord]:
         """Recorded activities, newest first: folded ones (after folding, when this context
-        may write) and pending ones. ``level``: only those that read a scope of this security
-        level (``AuditConfig.levels``, as recorded when each ran).
+        may write) and pending ones. ``since``: only those started at or after it (a time
+        without an offset is UTC, a date its first moment in UTC). ``level``: only those
+        that read a scope of this security level (``AuditConfig.levels``, as recorded when
+        each ran).
 
         Raises:
-            InvalidArgumentError: ``level`` lists nothing and is no level set now.
+            InvalidArgumentError: ``level`` lists nothing and is no level set now, or an
+                argument is not what it takes.
         """
+        moment = _moment(since)
+        if caller is not None:
+            checked_caller(caller)  # "" would list nothing, as if nobody had searched
+        if level is not None and (not isinstance(level, str) or not level.strip()):
+            raise InvalidArgumentError(f"level must be a security level's name; got {level!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise InvalidArgumentError(f"limit must be a whole number of 0 or more, or None "
+                                       f"for every record; got {limit!r}")
         self.fold()
-        moment = None if since is None else (
-            since if since.tzinfo else since.replace(tzinfo=dt.UTC))
         bindings: dict[str, object] = {}  # values travel bound, never pasted (ADR 0003)
         if moment is not None:
             bindings["since"] = _date_time(moment)
@@ -380,6 +391,19 @@ class AuditTrail:
                     error, AUDIT_DIRECTORY + "/" + REJECTED)
         if self._log is not None:
             self._log.keep_aside(record, REJECTED)
+
+
+def _moment(since: object) -> dt.datetime | None:
+    """``since`` as an aware time: a naive one is UTC, a date its first moment in UTC."""
+    if since is None:
+        return None
+    if isinstance(since, dt.datetime):
+        return since if since.tzinfo else since.replace(tzinfo=dt.UTC)
+    if isinstance(since, dt.date):
+        return dt.datetime.combine(since, dt.time(), dt.UTC)
+    raise InvalidArgumentError(f"since must be a datetime or a date, not "
+                               f"{type(since).__name__} ({since!r:.40}); e.g. "
+                               "datetime.date(2024, 5, 1)")
 
 
 def _date_time(moment: dt.datetime) -> ox.Literal:

@@ -36,7 +36,8 @@ _RUN = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits,
 def audit(
     ctx: typer.Context,
     since: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
-        None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601)."),
+        None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601; UTC unless it carries an offset, "
+        "e.g. 2024-05-01T09:00+02:00)."),
     caller: Optional[str] = typer.Option(  # noqa: UP045
         None, "--caller", metavar="NAME", help="Only runs by this caller."),
     level: Optional[str] = typer.Option(  # noqa: UP045
