@@ -17,6 +17,7 @@ from trails.config import AuditConfig
 from trails.context import Context
 from trails.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnknownRunError
 from trails.ingest import Document, ingest_all
+from trails.kg import IRI
 from trails.scopes import scope_graph
 from trails.testing import MockEmbedder
 
@@ -159,3 +160,28 @@ def test_the_command_line_lists_shows_and_replays(kb):
     assert malformed.exit_code == 1 and "'nope' is no run id" in malformed.output
     bad_date = cli(kb, "audit", "--since", "last tuesday")
     assert bad_date.exit_code == 1 and "ISO 8601" in bad_date.output
+
+
+def test_a_search_as_of_a_given_moment_is_recorded_and_replayed_as_of_it(tmp_path):
+    # retrieve(now=...) judges expiries at that moment. The record did not keep it: it showed
+    # a document past its expiry in the answer with nothing to say why, and a replay judged
+    # at the clock's time reported the document gone as if the corpus had changed.
+    notice = Document(id="notice", source="n.md", text="Interim notice: the pump seal failed.",
+                      metadata={"date": "2024-01-02", "expires": "2024-06-30"})
+    as_of = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32)) as ctx:
+        ingest_all([*docs(), notice], ctx=ctx, scope="legal")
+        first = retrieve("interim notice pump seal failed", ctx, scope="legal", k=3, now=as_of)
+        assert "/doc/notice/" in first[0].iri
+        now = retrieve("interim notice pump seal failed", ctx, scope="legal", k=3)
+        assert all("/doc/notice/" not in h.iri for h in now)  # expired by the clock
+        report = replay(ctx, first.run_id)
+        assert report.identical and report.same == [h.iri for h in first]
+        ctx.audit.fold()
+        recorded = ctx.audit.get(first.run_id)
+        assert dt.datetime.fromisoformat(recorded.as_of) == as_of
+        assert ctx.audit.get(report.result.run_id).as_of == recorded.as_of
+        assert ctx.audit.get(now.run_id).as_of is None  # the clock's time: nothing to say
+        rows = ctx.kg.query("SELECT ?t WHERE { GRAPH <urn:trails:audit> { ?run audit:asOf ?t } }",
+                            {"run": IRI(f"urn:trails:run:{first.run_id}")})
+        assert [row["t"] for row in rows] == [as_of]

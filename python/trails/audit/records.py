@@ -135,6 +135,9 @@ class SearchRecord(ActivityRecord):
     fusion: str | None = None
     steps: list[str] = field(default_factory=list)
     min_score: float | None = None
+    # The moment documents' expiries were judged at, when the search was given one
+    # (retrieve(now=...)): an answer "as of" then, which a replay asks again.
+    as_of: str | None = None
     plan: str = ""
     candidates: int | None = None
     exhaustive: bool = True

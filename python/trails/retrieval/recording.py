@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import datetime as dt
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,7 @@ class SearchCall:
     min_score: float | None = None
     caller: str | None = None
     why: bool | None = None
+    now: dt.datetime | None = None  # given, not the clock's: the answer is "as of" it
     replay_of: str | None = None
     started: str = ""
     embedder: str | None = None
@@ -75,7 +77,7 @@ class SearchCall:
                       "sparql_filter": request.filter, "bindings": request.bindings,
                       "scopes": list(request.scopes or ()), "fusion": request.fusion,
                       "steps": request.steps, "min_score": request.min_score,
-                      "caller": caller, "why": request.why, **recorded})
+                      "caller": caller, "why": request.why, "now": request.now, **recorded})
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,7 @@ def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
         scopes=list(call.scopes), levels=settings.levels_of(call.scopes),
         fusion=_name(call.fusion),
         steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
+        as_of=None if call.now is None else call.now.isoformat(),
         plan=result.plan, candidates=result.candidates, exhaustive=result.exhaustive,
         filter_path=result.filter_path,
         fusion_weights=dict(result.fusion_weights) or None, notes=list(result.notes),

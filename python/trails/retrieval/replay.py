@@ -1,8 +1,8 @@
 """Run a recorded search again and say what changed (``trails replay RUN``).
 
-The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion and
-``min_score``, and is itself recorded (``prov:wasInformedBy`` the original). The report lists
-the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
+The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion,
+``min_score`` and, when the search was given one (``now``), the moment expiries were judged
+at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
 admitted another number of chunks or ran another path (``RetrievalResult.filter_path``). Post-ranking steps are objects, not
 records: a search that had steps is replayed without them, and the report says so.
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trails.audit import SearchRecord, query_digest
+from trails.audit.prov import parse_time
 from trails.context import Context
 from trails.errors import InvalidArgumentError
 from trails.kg.base import RevisionGraph
@@ -73,7 +74,8 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
                           sparql_filter=record.filter,
                           bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
                           scope=record.scopes or None, fusion=fusion, caller=caller,
-                          min_score=record.min_score)
+                          min_score=record.min_score,
+                          now=None if record.as_of is None else parse_time(record.as_of))
     return _compare(ctx, record, result, notes)
 
 
