@@ -185,3 +185,30 @@ def test_a_search_as_of_a_given_moment_is_recorded_and_replayed_as_of_it(tmp_pat
         rows = ctx.kg.query("SELECT ?t WHERE { GRAPH <urn:trails:audit> { ?run audit:asOf ?t } }",
                             {"run": IRI(f"urn:trails:run:{first.run_id}")})
         assert [row["t"] for row in rows] == [as_of]
+
+
+def test_a_replay_answered_degraded_or_of_a_degraded_run_says_so(kb, monkeypatch):
+    # The report listed other hits, "graph, store and embedder unchanged", and nothing
+    # saying that one of the two answers was the keyword fallback of a failed embedder.
+    from trails.errors import EmbeddingError
+
+    with open_kb(kb) as ctx:
+        healthy = retrieve("pump seal failed", ctx, scope="legal", k=3)
+
+        def down(*_args, **_kwargs):
+            raise EmbeddingError("the embedding service is down")
+
+        for method in ("embed", "embed_many", "embed_array", "embed_batch"):
+            monkeypatch.setattr(ctx.embedder, method, down)
+        degraded = retrieve("pump seal failed", ctx, scope="legal", k=3)
+        assert degraded.degraded
+        report = replay(ctx, healthy.run_id)
+        assert report.result.degraded
+        assert any(n.startswith("this replay's answer is degraded: ") for n in report.notes)
+        monkeypatch.undo()
+        later = replay(ctx, degraded.run_id)
+        assert not later.result.degraded
+        assert [n for n in later.notes if "degraded" in n] == [
+            f"the run's answer was degraded: {why}" for why in degraded.degraded]
+    result = runner.invoke(app, ["--db", str(kb), "replay", degraded.run_id])
+    assert "note: the run's answer was degraded: " in result.output

@@ -4,7 +4,8 @@ The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, 
 ``min_score`` and, when the search was given one (``now``), the moment expiries were judged
 at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
-admitted another number of chunks or ran another path (``RetrievalResult.filter_path``). Post-ranking steps are objects, not
+admitted another number of chunks or ran another path (``RetrievalResult.filter_path``), and
+when either answer was degraded by a failed backend. Post-ranking steps are objects, not
 records: a search that had steps is replayed without them, and the report says so.
 """
 
@@ -103,8 +104,16 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
         moved=[(i, before[i], r) for i, r in after.items() if i in before and before[i] != r],
         new=[(i, r) for i, r in after.items() if i not in before],
         gone=[(i, r) for i, r in before.items() if i not in after],
-        changed=_changes(ctx, record), notes=notes + _filter_notes(record, result))
+        changed=_changes(ctx, record),
+        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result))
     return report
+
+
+def _degraded_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """Which of the two answers a failed backend degraded (a keyword fallback, a skip):
+    otherwise their differences would read as changes of the context."""
+    return ([f"the run's answer was degraded: {why}" for why in record.degraded]
+            + [f"this replay's answer is degraded: {why}" for why in result.degraded])
 
 
 def _filter_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
