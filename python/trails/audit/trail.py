@@ -334,7 +334,12 @@ class AuditTrail:
 
     def feedback_on(self, run: str) -> list[FeedbackRecord]:
         """The feedback recorded on the run ``run`` (as :meth:`resolve` reads it), newest
-        first."""
+        first.
+
+        Raises:
+            UnknownRunError: no such run, and no feedback on it: a mistyped id must not read
+                as "nobody said anything".
+        """
         run_id = self.resolve(run)
         rows = select(self.kg, _FEEDBACK, {"run": IRI(run_iri(run_id))})
         found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
@@ -342,6 +347,8 @@ class AuditTrail:
                  if isinstance(r, FeedbackRecord) and r.run == run_id
                  and _kept(r, self._cutoff())]
         unique = {r.run_id: r for r in found}
+        if not unique:
+            self.get(run_id)  # raises for a run that is not there (feedback may outlive it)
         return sorted(unique.values(), key=lambda r: r.started, reverse=True)
 
     def close(self) -> None:
