@@ -237,6 +237,22 @@ def test_records_older_than_the_retention_are_dropped_at_the_next_fold(tmp_path)
         assert len(left) == 0  # every triple of the dropped runs, their hits' included
 
 
+@pytest.mark.parametrize("days", [800_000, 10**12])
+def test_a_retention_longer_than_the_calendar_keeps_every_record(tmp_path, days):
+    # now - timedelta(days) fell before year 1: every fold raised OverflowError, so listing
+    # failed and closing logged "could not fold", the records never reaching the graph.
+    with make(tmp_path / "kb", audit=AuditConfig(retention_days=days)) as ctx:
+        run = retrieve("rail", ctx).run_id
+        old = "a" * 32
+        ctx.audit.record(SearchRecord(run_id=old, caller="old", started="1970-01-01T00:00:00+00:00",
+                                      ended="1970-01-01T00:00:00+00:00", query_sha256="0" * 64,
+                                      scopes=["default"]))
+        assert ctx.audit.fold() == 2
+        assert [r.run_id for r in ctx.audit.activities()] == [run, old]
+    with make(tmp_path / "kb") as ctx:
+        assert activities(ctx) == 2
+
+
 def test_listing_filters_by_time_and_caller(tmp_path):
     with make(tmp_path / "kb") as ctx:
         retrieve("one", ctx, caller="alice")

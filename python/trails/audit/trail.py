@@ -363,7 +363,10 @@ class AuditTrail:
         days = self.settings.retention_days
         if days is None:
             return None
-        return dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+        try:
+            return dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+        except OverflowError:  # further back than the calendar goes: no record is that old
+            return None
 
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
