@@ -510,3 +510,15 @@ def test_two_names_of_one_measure_each_get_its_value():
                                  measures=["R@100", "R(rel=1)@100", "P@2"])
     assert means == {"R@100": 0.5, "R(rel=1)@100": 0.5, "P@2": 0.5}
     assert per_query["q"] == means
+
+
+@pytest.mark.parametrize("record", [{"_id": "q9", "query": "tea and caffeine"},
+                                    {"_id": "q9", "text": "  "}, {"_id": "q9", "text": None}])
+def test_a_query_without_text_is_refused_naming_its_line(beir, record):
+    # It was searched as "" and scored: a queries file whose key is "query" scored every
+    # query on whatever an empty search finds.
+    with (beir / "queries.jsonl").open("a") as queries:
+        queries.write(json.dumps(record) + "\n")
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' has no "
+                                                   r"text: a query record is"):
+        load_beir(beir)

@@ -100,7 +100,7 @@ def load_beir(path: str | Path) -> BeirDataset:
                 f"{root} is not a BEIR data set: it has no {needed} (expected corpus.jsonl, "
                 "queries.jsonl and qrels/<split>.tsv)")
     corpus = _records(root / "corpus.jsonl", lambda r: (r["title"], r["text"]))
-    queries = _records(root / "queries.jsonl", lambda r: r["text"])
+    queries = _records(root / "queries.jsonl", _query_text)
     qrels = {p.stem: _read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
     return BeirDataset(root.resolve().name, root, corpus, queries, qrels)
 
@@ -108,12 +108,25 @@ def load_beir(path: str | Path) -> BeirDataset:
 _T = TypeVar("_T")
 
 
+def _query_text(record: dict[str, str]) -> str:
+    """A query's text; a query without one (another key, such as ``"query"``) is refused: it
+    would be searched as the empty string and scored, whatever that finds."""
+    if not record["text"].strip():
+        raise ValueError(f'the query {record["_id"]!r} has no text: a query record is '
+                         '{"_id": "q1", "text": "..."}')
+    return record["text"]
+
+
 def _records(path: Path, value: Callable[[dict[str, str]], _T]) -> dict[str, _T]:
     """``_id`` -> ``value`` of each record of a JSON Lines file. An id met again with other
     content is refused: which one counts is no choice to make silently (the last used to)."""
     found: dict[str, _T] = {}
     for number, record in _jsonl(path):
-        key, kept = record["_id"], value(record)
+        try:
+            kept = value(record)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"{path}:{number}: {exc}") from None
+        key = record["_id"]
         if found.setdefault(key, kept) != kept:
             raise InvalidArgumentError(
                 f"{path}:{number}: the _id {key!r} again, with other content; give each "
