@@ -522,3 +522,17 @@ def test_a_query_without_text_is_refused_naming_its_line(beir, record):
     with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' has no "
                                                    r"text: a query record is"):
         load_beir(beir)
+
+
+def test_a_corpus_document_that_fails_to_ingest_is_named_not_called_a_bug(beir, tmp_path):
+    # A RuntimeError: trails eval printed "internal error ... this is a bug in trails" (exit 4).
+    with (beir / "corpus.jsonl").open("a") as corpus:
+        corpus.write('{"_id": "bad", "text": "caf\\ud800"}\n')
+    with fresh_context(dim=8) as ctx, pytest.raises(
+            InvalidArgumentError, match=r"1 document\(s\) of .*corpus\.jsonl failed to ingest "
+                                        r"\(tiny/corpus\.jsonl#bad: document 'bad': text holds"):
+        ingest_dataset(load_beir(beir), ctx)
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:8", "--mode", "vector"])
+    assert result.exit_code == 1 and "failed to ingest" in result.stderr
+    assert "internal error" not in result.stderr

@@ -100,14 +100,18 @@ def ingest_dataset(dataset: BeirDataset, ctx: Context, *, chunker: Chunker | Non
     Raises:
         ConfigurationError: ``ctx`` already holds these documents chunked or embedded
             otherwise (another ``chunker``): ingesting would replace every one of them.
-        RuntimeError: a document failed to ingest.
+        InvalidArgumentError: a document failed to ingest (the message names it and why).
     """
     _check_same_settings(dataset, ctx, chunker, transform)
     stats = ingest_all(documents(dataset, transform), ctx=ctx, chunker=chunker,
                        batch_size=batch_size)
     if stats.failed:
-        raise RuntimeError(f"{stats.failed} documents of {dataset.name} failed to ingest: "
-                           f"{stats.failures[:3]}")
+        # The corpus's content, not a bug of trails: say which records and why.
+        shown = "; ".join(f"{source}: {why}" for source, why in stats.failures[:3])
+        raise InvalidArgumentError(
+            f"{stats.failed} document(s) of {dataset.path / 'corpus.jsonl'} failed to ingest "
+            f"({shown}{'; ...' if stats.failed > 3 else ''}); mend those records and run again "
+            "(documents already ingested are skipped)")
     return stats
 
 
