@@ -520,7 +520,7 @@ def test_a_query_without_text_is_refused_naming_its_line(beir, record):
     with (beir / "queries.jsonl").open("a") as queries:
         queries.write(json.dumps(record) + "\n")
     with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' has no "
-                                                   r"text: a query record is"):
+                                                   r"text( but a 'query')?: a query record is"):
         load_beir(beir)
 
 
@@ -536,3 +536,14 @@ def test_a_corpus_document_that_fails_to_ingest_is_named_not_called_a_bug(beir, 
                                  "mock:8", "--mode", "vector"])
     assert result.exit_code == 1 and "failed to ingest" in result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("key", ["body", "contents"])
+def test_a_document_whose_text_is_under_another_key_is_refused_naming_it(beir, key):
+    # It was ingested with no chunk (0 chunks, no failure), never found, and scored 0.
+    with pytest.raises(InvalidArgumentError, match=rf"corpus\.jsonl:5: the document 'x' has "
+                                                   rf"no title or text but a '{key}'"):
+        load_beir(_corpus(beir, json.dumps({"_id": "x", key: "Apples are red."}).encode()))
+    # A record with nothing to say at all is the data set's own business.
+    empty = json.dumps({"_id": "x", "text": "", "metadata": {"url": "u"}}).encode()
+    assert load_beir(_corpus(beir, empty)).corpus["x"] == ("", "")

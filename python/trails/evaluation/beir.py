@@ -99,7 +99,7 @@ def load_beir(path: str | Path) -> BeirDataset:
             raise InvalidArgumentError(
                 f"{root} is not a BEIR data set: it has no {needed} (expected corpus.jsonl, "
                 "queries.jsonl and qrels/<split>.tsv)")
-    corpus = _records(root / "corpus.jsonl", lambda r: (r["title"], r["text"]))
+    corpus = _records(root / "corpus.jsonl", _document_text)
     queries = _records(root / "queries.jsonl", _query_text)
     qrels = {p.stem: _read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
     return BeirDataset(root.resolve().name, root, corpus, queries, qrels)
@@ -108,11 +108,22 @@ def load_beir(path: str | Path) -> BeirDataset:
 _T = TypeVar("_T")
 
 
+def _document_text(record: dict[str, str]) -> tuple[str, str]:
+    """A document's title and text; one with neither but text under another key (``body``,
+    ``contents``) is refused: it would be ingested with no chunk and never found."""
+    if not (record["title"] or record["text"]) and record.get("elsewhere"):
+        raise ValueError(f'the document {record["_id"]!r} has no title or text but a '
+                         f'{record["elsewhere"]!r}: a corpus record is {{"_id": "d1", "title": '
+                         '"...", "text": "..."}')
+    return record["title"], record["text"]
+
+
 def _query_text(record: dict[str, str]) -> str:
     """A query's text; a query without one (another key, such as ``"query"``) is refused: it
     would be searched as the empty string and scored, whatever that finds."""
     if not record["text"].strip():
-        raise ValueError(f'the query {record["_id"]!r} has no text: a query record is '
+        beside = f' but a {record["elsewhere"]!r}' if record["elsewhere"] else ""
+        raise ValueError(f'the query {record["_id"]!r} has no text{beside}: a query record is '
                          '{"_id": "q1", "text": "..."}')
     return record["text"]
 
@@ -139,7 +150,8 @@ def _records(path: Path, value: Callable[[dict[str, str]], _T]) -> dict[str, _T]
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """Each record of a JSON Lines file with its line number: ``_id`` (a string or an
-    integer, as text), ``title`` and ``text`` (text; missing or null: empty)."""
+    integer, as text), ``title`` and ``text`` (text; missing or null: empty), and
+    ``elsewhere``, the first other key that holds text (empty when none does)."""
     for number, line in _lines(path):
         try:
             record = json.loads(line)
@@ -157,6 +169,10 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
                 raise InvalidArgumentError(f"{path}:{number}: {name} must be text, not "
                                            f"{type(given).__name__}")
             fields[name] = given or ""
+        # The first other key holding text: where a record's text is when it is misnamed.
+        fields["elsewhere"] = next((name for name, given in record.items() if name not in
+                                    ("_id", "title", "text") and isinstance(given, str)
+                                    and given.strip()), "")
         yield number, fields
 
 
