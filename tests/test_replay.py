@@ -15,7 +15,12 @@ from trails.audit import DeletionRecord
 from trails.cli import app
 from trails.config import AuditConfig
 from trails.context import Context
-from trails.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnknownRunError
+from trails.errors import (
+    EmbeddingModelMismatchError,
+    InvalidArgumentError,
+    UnknownRunError,
+    UnknownScopeError,
+)
 from trails.ingest import Document, ingest_all
 from trails.kg import IRI
 from trails.scopes import scope_graph
@@ -212,3 +217,26 @@ def test_a_replay_answered_degraded_or_of_a_degraded_run_says_so(kb, monkeypatch
             f"the run's answer was degraded: {why}" for why in degraded.degraded]
     result = runner.invoke(app, ["--db", str(kb), "replay", degraded.run_id])
     assert "note: the run's answer was degraded: " in result.output
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_run_whose_scope_was_emptied_since_replays_with_every_hit_gone(tmp_path, filtered):
+    # The replay was refused as a typo: "unknown scope 'legal'; the scopes that exist: ...".
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32)) as ctx:
+        ingest_all(docs()[:2], ctx=ctx, scope="legal")
+        ingest_all([Document(id="other", source="o.md", text="Other things.")], ctx=ctx,
+                   scope="misc")
+        first = retrieve("pump seal", ctx, scope="legal", k=5,
+                         **({"sparql_filter": SINCE, "bindings": {"since": dt.date(2019, 1, 1)}}
+                            if filtered else {}))
+        assert len(first) == 2
+        for document in {h.document for h in first}:
+            ctx.delete_document(document)
+        report = replay(ctx, first.run_id)
+        assert list(report.result) == [] and not report.identical
+        assert report.gone == [(h.iri, rank) for rank, h in enumerate(first, 1)]
+        assert ("the scope(s) legal hold nothing now (their documents were deleted or pruned "
+                "since the run)") in report.notes
+        assert ctx.audit.get(report.result.run_id).scopes == ["legal"]
+        with pytest.raises(UnknownScopeError, match="unknown scope 'legal'"):
+            retrieve("pump seal", ctx, scope="legal")  # a search of its own still refuses it

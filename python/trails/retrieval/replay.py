@@ -23,7 +23,8 @@ from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 from trails.retrieval.recording import REPLAYING
-from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
+from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import RevisionedStore
 
 __all__ = ["ReplayReport", "replay"]
@@ -70,6 +71,10 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
             f"name; replay takes only the named fusions ({', '.join(FUSIONS)}) or none")
     notes = [(f"not replayed: the post-ranking steps {', '.join(record.steps)} (steps are "
               "objects, not records)")] if record.steps else []
+    emptied = sorted(set(record.scopes) - set(known_scopes(ctx, record.scopes)) - {DEFAULT_SCOPE})
+    if emptied:
+        notes.append(f"the scope(s) {', '.join(emptied)} hold nothing now (their documents were "
+                     "deleted or pruned since the run)")
     with _replaying(record.iri):
         result = retrieve(text, ctx, mode=record.mode, k=record.k,  # type: ignore[arg-type]
                           sparql_filter=record.filter,

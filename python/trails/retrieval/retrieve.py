@@ -32,7 +32,7 @@ from trails.retrieval.degraded import (
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
-from trails.retrieval.recording import SearchCall, observe, revisions
+from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
@@ -193,8 +193,10 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     if ctx is None and vector_store is None:
         ctx = default_context()
     scopes = normalize_scopes(None if request.scopes is None else list(request.scopes))
-    if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
-        check_known_scopes(scopes, known_scopes(ctx, scopes))  # a typo must not read as "no match"
+    # A typo must not read as "no match"; a replay reads the scopes its run read, even one
+    # emptied since (its hits are gone, and the report says so).
+    if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes) and REPLAYING.get() is None:
+        check_known_scopes(scopes, known_scopes(ctx, scopes))
 
     iris: Sequence[str] | None = None
     graph = None
