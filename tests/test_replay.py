@@ -5,6 +5,7 @@ changed) otherwise; from Python and from the command line."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 
 import pytest
@@ -240,3 +241,48 @@ def test_a_run_whose_scope_was_emptied_since_replays_with_every_hit_gone(tmp_pat
         assert ctx.audit.get(report.result.run_id).scopes == ["legal"]
         with pytest.raises(UnknownScopeError, match="unknown scope 'legal'"):
             retrieve("pump seal", ctx, scope="legal")  # a search of its own still refuses it
+
+
+class _Rewriter:
+    """A rewriter whose answer a replay could not ask again (a chat model's may differ)."""
+
+    def rewrite(self, query, messages):
+        return "pump seal failed again"
+
+
+CONVERSATION = [{"role": "user", "content": "What about the pump seal reports?"}]
+
+
+def test_a_rewritten_query_is_recorded_and_replayed_as_it_was_searched(kb):
+    # The record kept only "did it fail?", not what the search ranked by, and the replay
+    # searched "did it fail?": other hits, with nothing changed and nothing said.
+    with open_kb(kb) as ctx:
+        first = retrieve("did it fail?", ctx, scope="legal", k=3, messages=CONVERSATION,
+                         rewriter=_Rewriter())
+        record = ctx.audit.get(first.run_id)
+        assert record.query == "did it fail?"
+        assert record.rewritten == "pump seal failed again"
+        assert record.rewritten_sha256 == hashlib.sha256(b"pump seal failed again").hexdigest()
+        plain = retrieve("did it fail?", ctx, scope="legal", k=3)
+        assert [h.iri for h in plain] != [h.iri for h in first]  # the text matters here
+        report = replay(ctx, first.run_id)
+        assert report.identical and report.same == [h.iri for h in first]
+        assert any("rewriter" in note for note in report.notes)
+        assert ctx.audit.get(plain.run_id).rewritten_sha256 is None
+        ctx.audit.fold()
+        rows = ctx.kg.query("SELECT ?t WHERE { GRAPH <urn:trails:audit> { "
+                            "?run audit:rewrittenText ?t } }",
+                            {"run": IRI(f"urn:trails:run:{first.run_id}")})
+        assert [row["t"] for row in rows] == ["pump seal failed again"]
+
+
+def test_a_digest_only_rewritten_run_needs_the_rewritten_text(kb):
+    with open_kb(kb, audit=AuditConfig(query_text="sha256")) as ctx:
+        run = retrieve("did it fail?", ctx, scope="legal", k=3, messages=CONVERSATION,
+                       rewriter=_Rewriter()).run_id
+        assert ctx.audit.get(run).rewritten is None
+        with pytest.raises(InvalidArgumentError, match="SHA-256 of the query its rewriter made"):
+            replay(ctx, run)
+        with pytest.raises(InvalidArgumentError, match="not the query its rewriter made"):
+            replay(ctx, run, query="did it fail?")
+        assert replay(ctx, run, query="pump seal failed again").identical

@@ -125,6 +125,10 @@ class SearchRecord(ActivityRecord):
     kind: ClassVar[str] = "search"
     query_sha256: str = ""
     query: str | None = None  # None when the context keeps digests only
+    # The standalone query a rewriter made of ``query`` and the conversation, which the
+    # search ranked by (None: not rewritten); its text is kept when ``query``'s is.
+    rewritten_sha256: str | None = None
+    rewritten: str | None = None
     mode: str = "hybrid"
     k: int = 10
     filter: str | None = None

@@ -63,6 +63,7 @@ class SearchCall:
     caller: str | None = None
     why: bool | None = None
     now: dt.datetime | None = None  # given, not the clock's: the answer is "as of" it
+    searched: str | None = None  # the rewriter's standalone query, when it made one
     replay_of: str | None = None
     started: str = ""
     embedder: str | None = None
@@ -178,6 +179,8 @@ def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
     return SearchRecord(
         run_id=new_run_id(), caller=caller, started=call.started, ended=ended,
         query_sha256=query_digest(call.query), query=call.query if keep_text else None,
+        rewritten_sha256=None if call.searched is None else query_digest(call.searched),
+        rewritten=call.searched if keep_text else None,
         mode=call.mode, k=call.k, filter=call.sparql_filter,
         bindings={name: str(term) for name, term in terms.items()},
         scopes=list(call.scopes), levels=settings.levels_of(call.scopes),

@@ -71,6 +71,9 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
             f"name; replay takes only the named fusions ({', '.join(FUSIONS)}) or none")
     notes = [(f"not replayed: the post-ranking steps {', '.join(record.steps)} (steps are "
               "objects, not records)")] if record.steps else []
+    if record.rewritten_sha256 is not None:
+        notes.append("replayed the query the run's rewriter made of the conversation, as it "
+                     "was searched (no rewriter runs again)")
     emptied = sorted(set(record.scopes) - set(known_scopes(ctx, record.scopes)) - {DEFAULT_SCOPE})
     if emptied:
         notes.append(f"the scope(s) {', '.join(emptied)} hold nothing now (their documents were "
@@ -86,16 +89,23 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
 
 
 def _query(record: SearchRecord, query: str | None) -> str:
+    """The text the run ranked by: its rewritten query when a rewriter made one (the
+    conversation and the rewriter are not records, and a model may rewrite otherwise
+    today), else its query; ``query`` is checked against the digest kept of that text."""
+    rewritten = record.rewritten_sha256 is not None
+    kept, digest = ((record.rewritten, record.rewritten_sha256) if rewritten
+                    else (record.query, record.query_sha256))
+    what = "the query its rewriter made of the conversation" if rewritten else "its query"
     if query is None:
-        if record.query is None:
+        if kept is None:
             raise InvalidArgumentError(
-                f"run {record.run_id} kept only its query's SHA-256 (audit query_text "
-                "'sha256'); give the query text to replay it (--query TEXT)")
-        return record.query
-    if query_digest(query) != record.query_sha256:
+                f"run {record.run_id} kept only the SHA-256 of {what} (audit query_text "
+                "'sha256'); give that text to replay it (--query TEXT)")
+        return kept
+    if query_digest(query) != digest:
         raise InvalidArgumentError(
-            f"the query given is not the one run {record.run_id} searched for (its SHA-256 "
-            "differs); give the exact text")
+            f"the query given is not {what}, which run {record.run_id} searched for (its "
+            "SHA-256 differs); give the exact text")
     return query
 
 

@@ -254,7 +254,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     if answer is None:
         raise AssertionError("unreachable: the last read answers whatever it finds")
     call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
-                            embedder=None if model is None else model.identity.describe())
+                            embedder=None if model is None else model.identity.describe(),
+                            searched=None if query == request.query else query)
     answer.query = query  # the display marks its terms in each passage
     answer.filter_path = path[-1] if path else None
     answer.embedder = model  # to_context counts tokens with its tokenizer
