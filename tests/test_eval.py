@@ -547,3 +547,12 @@ def test_a_document_whose_text_is_under_another_key_is_refused_naming_it(beir, k
     # A record with nothing to say at all is the data set's own business.
     empty = json.dumps({"_id": "x", "text": "", "metadata": {"url": "u"}}).encode()
     assert load_beir(_corpus(beir, empty)).corpus["x"] == ("", "")
+
+
+def test_a_document_listed_twice_in_a_run_keeps_its_first_rank():
+    # Its later, lower score replaced the first: d1 ranked second, nDCG@10 0.63 instead of 1.
+    means, _ = score_run({"q": ["d1", "d2", "d1"]}, {"q": {"d1": 1}})
+    assert means["nDCG@10"] == 1.0
+    # d2 then d1 twice: d1 at rank 2, as if listed once.
+    assert score_run({"q": ["d2", "d1", "d3", "d1"]}, {"q": {"d1": 1}})[0]["nDCG@10"] == (
+        pytest.approx(1 / math.log2(3)))

@@ -61,8 +61,8 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
                                                            dict[str, dict[str, float]]]:
     """Mean of each measure over every query of ``qrels`` (a query with no run scores 0).
 
-    ``run`` maps a query id to document ids, best first; the documents get strictly
-    decreasing scores, so trec_eval keeps exactly this order (it sorts by score and breaks
+    ``run`` maps a query id to document ids, best first (one listed again keeps its first
+    rank); the documents get strictly decreasing scores, so trec_eval keeps exactly this order (it sorts by score and breaks
     ties by document id, which would reorder equal scores).
 
     >>> score_run({"q": ["d3", "d1"]}, {"q": {"d1": 1}})[0]
@@ -74,8 +74,7 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
     """
     ir_measures = _ir_measures()
     parsed = [_parse(ir_measures, m) for m in measures]
-    trec_run = {q: {d: float(len(docs) - i) for i, d in enumerate(docs)}
-                for q, docs in run.items() if q in qrels and docs}
+    trec_run = {q: _scored(docs) for q, docs in run.items() if q in qrels and docs}
     trec_qrels = {q: {d: int(r) for d, r in docs.items()} for q, docs in qrels.items()}
     per_query: dict[str, dict[str, float]] = {q: dict.fromkeys(measures, 0.0) for q in qrels}
     # Several names may spell one measure ("R@100", "R(rel=1)@100"): each gets its value.
@@ -89,6 +88,13 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
     count = max(len(per_query), 1)
     means = {m: sum(v[m] for v in per_query.values()) / count for m in measures}
     return means, per_query
+
+
+def _scored(docs: Sequence[str]) -> dict[str, float]:
+    """Strictly decreasing scores in ranking order, a document listed twice at its first
+    (best) rank: a later score would replace the first and rank it at its worst."""
+    first = list(dict.fromkeys(docs))
+    return {d: float(len(first) - i) for i, d in enumerate(first)}
 
 
 def _parse(ir_measures: Any, name: str) -> Any:
