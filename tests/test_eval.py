@@ -556,3 +556,11 @@ def test_a_document_listed_twice_in_a_run_keeps_its_first_rank():
     # d2 then d1 twice: d1 at rank 2, as if listed once.
     assert score_run({"q": ["d2", "d1", "d3", "d1"]}, {"q": {"d1": 1}})[0]["nDCG@10"] == (
         pytest.approx(1 / math.log2(3)))
+
+
+def test_a_first_line_with_a_bad_relevance_is_refused_not_taken_for_a_header(beir):
+    # "q1 ruby 1.0" on line 1 was skipped as a header: ruby was silently not relevant.
+    with pytest.raises(InvalidArgumentError, match=r"test\.tsv:1: the relevance '1\.0'"):
+        load_beir(_qrels(beir, "q1\truby\t1.0\nq2\tpg\t1\n"))
+    assert load_beir(_qrels(beir, "qid iter docno rel\nq2 0 pg 1\n")).split("test") == {
+        "q2": {"pg": 1}}

@@ -210,7 +210,9 @@ def _read_qrels(path: Path) -> Qrels:
                 f"{path}:{number}: {len(cells)} field(s); a qrels line is query-id, "
                 "corpus-id, score (BEIR) or query-id, iteration, doc-id, relevance (TREC)")
         query, document, grade = cells[0], cells[-2], cells[-1]
-        header, first = first and not _GRADE.fullmatch(grade), False
+        # A header names its columns ("score", "rel"); a first line whose relevance holds a
+        # digit ("1.0") is a judgement, refused below, not a header skipped unread.
+        header, first = first and not any(c.isdigit() for c in grade), False
         if header:
             continue
         if not _GRADE.fullmatch(grade):
