@@ -564,3 +564,16 @@ def test_a_first_line_with_a_bad_relevance_is_refused_not_taken_for_a_header(bei
         load_beir(_qrels(beir, "q1\truby\t1.0\nq2\tpg\t1\n"))
     assert load_beir(_qrels(beir, "qid iter docno rel\nq2 0 pg 1\n")).split("test") == {
         "q2": {"pg": 1}}
+
+
+def test_relevant_documents_the_corpus_lacks_are_scored_and_said(beir, tmp_path):
+    # They were scored as unfindable (as BEIR does) without a word: recall capped below 1.
+    _qrels(beir, "q1\truby\t1\nq1\tgone-1\t1\nq2\tpg\t1\nq2\tgone-2\t0\n")
+    assert load_beir(beir).unfindable("test") == ["gone-1"]
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:64", "--mode", "keyword", "--json"])
+    assert result.exit_code == 0, result.output
+    assert ("note: 1 document(s) qrels/test.tsv judges relevant are not in corpus.jsonl "
+            "(e.g. 'gone-1'): no system can find them") in result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["R@100"] == pytest.approx((1 / 2 + 1) / 2)  # q1 finds ruby of its two

@@ -77,6 +77,12 @@ class BeirDataset:
                 "be 0: are these the qrels of another corpus?")
         return qrels
 
+    def unfindable(self, split: str) -> list[str]:
+        """The documents ``split`` judges relevant that the corpus does not hold, sorted: no
+        system can find them, so recall cannot reach 1 (BEIR scores them so too)."""
+        return sorted({d for judged in self.split(split).values()
+                       for d, grade in judged.items() if grade > 0} - self.corpus.keys())
+
     def first_queries(self, split: str, limit: int | None) -> BeirDataset:
         """This data set with ``split`` cut to its first ``limit`` queries (all when None)."""
         if limit is None:
