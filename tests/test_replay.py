@@ -286,3 +286,21 @@ def test_a_digest_only_rewritten_run_needs_the_rewritten_text(kb):
         with pytest.raises(InvalidArgumentError, match="not the query its rewriter made"):
             replay(ctx, run, query="did it fail?")
         assert replay(ctx, run, query="pump seal failed again").identical
+
+
+def test_the_replay_of_a_refused_search_says_it_was_refused(kb):
+    # The service records a search it refused (a scope its key does not grant) with no hits;
+    # replayed from the command line, every hit read as new, as if the corpus had grown.
+    from trails.audit.records import started_now
+    from trails.errors import PermissionDeniedError
+    from trails.retrieval.recording import SearchCall, record_refusal
+    from trails.retrieval.request import SearchRequest
+
+    with open_kb(kb) as ctx:
+        call = SearchCall.asked(SearchRequest(query="pump seal failed", scopes=["legal"]),
+                                "public-key", scopes=["legal"], started=started_now())
+        run = record_refusal(ctx, call, PermissionDeniedError("the key does not grant 'legal'"))
+        report = replay(ctx, run)
+    assert report.new and not report.identical
+    assert report.notes[0] == ("the run was refused, not answered (refused: "
+                               "PermissionDeniedError: the key does not grant 'legal')")

@@ -22,7 +22,7 @@ from trails.errors import InvalidArgumentError
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
-from trails.retrieval.recording import REPLAYING
+from trails.retrieval.recording import REFUSED, REPLAYING
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import RevisionedStore
@@ -125,9 +125,12 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
 
 
 def _degraded_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
-    """Which of the two answers a failed backend degraded (a keyword fallback, a skip):
-    otherwise their differences would read as changes of the context."""
-    return ([f"the run's answer was degraded: {why}" for why in record.degraded]
+    """Which of the two answers a failed backend degraded (a keyword fallback, a skip), and
+    whether the run was refused rather than answered (the service's records of a scope not
+    granted): otherwise their differences would read as changes of the context."""
+    refused = [f"the run was refused, not answered ({note})" for note in record.notes
+               if record.plan == REFUSED and note.startswith("refused: ")]
+    return (refused + [f"the run's answer was degraded: {why}" for why in record.degraded]
             + [f"this replay's answer is degraded: {why}" for why in result.degraded])
 
 
