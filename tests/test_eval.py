@@ -577,3 +577,13 @@ def test_relevant_documents_the_corpus_lacks_are_scored_and_said(beir, tmp_path)
             "(e.g. 'gone-1'): no system can find them") in result.stderr
     (row,) = json.loads(result.stdout)
     assert row["R@100"] == pytest.approx((1 / 2 + 1) / 2)  # q1 finds ruby of its two
+
+
+def test_a_query_utf8_cannot_hold_is_refused_naming_its_line(beir, tmp_path):
+    # It was read, the corpus ingested, and the evaluation stopped at that query with
+    # "query holds a lone surrogate", naming no query and no line.
+    with (beir / "queries.jsonl").open("a") as queries:
+        queries.write('{"_id": "q9", "text": "caf\\ud800"}\n')
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' holds a "
+                                                   r"lone surrogate"):
+        load_beir(beir)

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from trails.errors import InvalidArgumentError
 from trails.ingest import Document
+from trails.kg.terms import check_text
 
 __all__ = ["BeirDataset", "Qrels", "documents", "find_dataset", "load_beir"]
 
@@ -131,7 +132,9 @@ def _query_text(record: dict[str, str]) -> str:
         beside = f' but a {record["elsewhere"]!r}' if record["elsewhere"] else ""
         raise ValueError(f'the query {record["_id"]!r} has no text{beside}: a query record is '
                          '{"_id": "q1", "text": "..."}')
-    return record["text"]
+    # A lone surrogate (a JSON \ud800 escape) would stop the evaluation at that query,
+    # after the corpus is ingested, naming no line.
+    return check_text(record["text"], f"the query {record['_id']!r}")
 
 
 def _records(path: Path, value: Callable[[dict[str, str]], _T]) -> dict[str, _T]:
