@@ -459,3 +459,18 @@ def test_hooks_can_be_given_when_the_context_opens(tmp_path):
     with pytest.raises(TypeError, match="on_retrieve takes a callable"):
         Context.open(tmp_path / "other", embedder=MockEmbedder(dim=16), on_retrieve=["nope"])
     assert not (tmp_path / "other").exists()  # refused before anything was made
+
+
+def test_listing_since_a_time_whose_offset_has_seconds(tmp_path):
+    # Paris kept local mean time (+00:09:21) until 1911: the time was bound with that offset,
+    # no xsd:dateTime, and the listing refused it as a binding the graph cannot read.
+    from zoneinfo import ZoneInfo
+
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx)
+        ctx.audit.fold()
+        retrieve("rail", ctx)  # pending
+        since = dt.datetime(1900, 1, 1, tzinfo=ZoneInfo("Europe/Paris"))
+        assert len(ctx.audit.activities(since=since)) == 2
+        odd = dt.timezone(dt.timedelta(hours=5, minutes=30, seconds=7))
+        assert ctx.audit.activities(since=dt.datetime(2999, 1, 1, tzinfo=odd)) == []

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import getpass
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
 
+from trails.audit.callers import checked_caller, default_caller
 from trails.audit.log import AuditLog
 from trails.audit.prov import parse_time, quads, read_records
 from trails.audit.records import (
@@ -56,37 +55,6 @@ _PREFIXED = (f"SELECT DISTINCT ?run WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT
              "FILTER(STRSTARTS(STR(?run), ?stem)) } LIMIT 6")
 _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}feedbackOn> ?run ; "
              f"<{AUDIT}record> ?record }} }}")
-
-
-def checked_caller(caller: object) -> str:
-    """``caller`` itself, when it names someone: a string that is not blank, and that the
-    audit log can hold (UTF-8: no lone surrogate, else the record would be lost).
-
-    Raises:
-        InvalidArgumentError: anything else.
-    """
-    if not isinstance(caller, str) or not caller.strip():
-        raise InvalidArgumentError(f"caller must be a non-empty string naming who acts; got "
-                                   f"{caller!r}")
-    return check_text(caller, "caller")
-
-
-def default_caller() -> str:
-    """Who is searching when nobody says: ``TRAILS_CALLER``, else the login name."""
-    named = os.environ.get("TRAILS_CALLER", "").strip()
-    if named:
-        return _readable(named)
-    try:
-        return _readable(getpass.getuser())
-    except (OSError, KeyError):  # no login name (a container without a passwd entry)
-        return "unknown"
-
-
-def _readable(name: str) -> str:
-    """``name`` as UTF-8 can hold it: bytes of the environment that are no UTF-8 (a Latin-1
-    ``caf\xe9``) reach Python as lone surrogates, which no record can be written with (every
-    search's record was lost); they are kept as ``\xe9``."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class AuditTrail:
@@ -404,11 +372,12 @@ class AuditTrail:
 
 
 def _moment(since: object) -> dt.datetime | None:
-    """``since`` as an aware time: a naive one is UTC, a date its first moment in UTC."""
+    """``since`` in UTC (an offset of seconds, Paris's before 1911, is no xsd:dateTime): a
+    naive time is UTC, a date its first moment in UTC."""
     if since is None:
         return None
     if isinstance(since, dt.datetime):
-        return since if since.tzinfo else since.replace(tzinfo=dt.UTC)
+        return (since if since.tzinfo else since.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
     if isinstance(since, dt.date):
         return dt.datetime.combine(since, dt.time(), dt.UTC)
     raise InvalidArgumentError(f"since must be a datetime or a date, not "
