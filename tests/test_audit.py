@@ -14,6 +14,7 @@ from trails import GraphRetriever, HybridRetriever, VectorRetriever, retrieve
 from trails.audit import AUDIT_DIRECTORY, SearchRecord
 from trails.config import AuditConfig
 from trails.context import Context
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest, ingest_all
 from trails.testing import MockEmbedder, fresh_context
 
@@ -89,6 +90,56 @@ def test_the_caller_argument_wins_and_a_blank_one_is_refused(tmp_path, monkeypat
         with pytest.raises(ValueError, match="caller"):
             retrieve("rail", ctx, caller="  ")
         assert [r.caller for r in ctx.audit.pending()] == ["alice", "from-env", "service"]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_caller_is_refused_by_feedback_deletion_and_the_handle_alike(tmp_path,
+                                                                             monkeypatch,
+                                                                             blank):
+    # Feedback and deletions took "" for nobody and recorded the login name (someone
+    # else), and "   " as a blank caller; a search refused both.
+    monkeypatch.setenv("TRAILS_CALLER", "from-env")
+    with make(tmp_path / "kb") as ctx:
+        run = retrieve("rail", ctx).run_id
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.audit.feedback(run, "up", caller=blank)
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.delete_document(retrieve("rail", ctx)[0].document, caller=blank)
+        with pytest.raises(InvalidArgumentError, match="caller must be a non-empty string"):
+            ctx.audit.caller = blank
+        assert ctx.audit.caller is None
+        assert [r.kind for r in ctx.audit.pending()] == ["search"] * 2
+        assert len(retrieve("rail", ctx, k=50, caller="alice")) == len(DOCS)  # none deleted
+        ctx.audit.caller = "service"
+        assert ctx.audit.feedback(run, "down").caller == "service"
+
+
+def test_a_caller_or_note_utf8_cannot_hold_is_refused_and_no_record_is_lost(tmp_path):
+    # The search ran and its record was lost (run_id None, a warning); feedback raised
+    # Python's UnicodeEncodeError.
+    with make(tmp_path / "kb") as ctx:
+        with pytest.raises(InvalidArgumentError, match=r"caller holds a lone surrogate"):
+            retrieve("rail", ctx, caller="bob\ud800")
+        run = retrieve("rail", ctx).run_id
+        for given in ({"caller": "bob\udce9"}, {"note": "wrong \ud800"}):
+            with pytest.raises(InvalidArgumentError, match=r"holds a lone surrogate"):
+                ctx.audit.feedback(run, "down", **given)
+        with pytest.raises(InvalidArgumentError, match=r"caller holds a lone surrogate"):
+            ctx.audit.caller = "bob\udce9"
+        assert ctx.audit.failures == 0 and [r.kind for r in ctx.audit.pending()] == ["search"]
+
+
+def test_a_caller_from_an_environment_that_is_no_utf8_is_recorded_as_its_bytes(tmp_path,
+                                                                                monkeypatch):
+    # TRAILS_CALLER or the login name in Latin-1: Python reads the byte 0xe9 as the lone
+    # surrogate \udce9, and every search's record was lost.
+    monkeypatch.setenv("TRAILS_CALLER", "ren\udce9")
+    with make(tmp_path / "kb") as ctx:
+        run = retrieve("rail", ctx).run_id
+        assert run is not None and ctx.audit.failures == 0
+        assert ctx.audit.feedback(run, "up").caller == "ren\\xe9"
+        ctx.audit.fold()
+        assert [r.caller for r in ctx.audit.activities()] == ["ren\\xe9"] * 2
 
 
 def test_a_context_may_keep_only_the_query_digest(tmp_path):
@@ -186,6 +237,22 @@ def test_records_older_than_the_retention_are_dropped_at_the_next_fold(tmp_path)
         assert len(left) == 0  # every triple of the dropped runs, their hits' included
 
 
+@pytest.mark.parametrize("days", [800_000, 10**12])
+def test_a_retention_longer_than_the_calendar_keeps_every_record(tmp_path, days):
+    # now - timedelta(days) fell before year 1: every fold raised OverflowError, so listing
+    # failed and closing logged "could not fold", the records never reaching the graph.
+    with make(tmp_path / "kb", audit=AuditConfig(retention_days=days)) as ctx:
+        run = retrieve("rail", ctx).run_id
+        old = "a" * 32
+        ctx.audit.record(SearchRecord(run_id=old, caller="old", started="1970-01-01T00:00:00+00:00",
+                                      ended="1970-01-01T00:00:00+00:00", query_sha256="0" * 64,
+                                      scopes=["default"]))
+        assert ctx.audit.fold() == 2
+        assert [r.run_id for r in ctx.audit.activities()] == [run, old]
+    with make(tmp_path / "kb") as ctx:
+        assert activities(ctx) == 2
+
+
 def test_listing_filters_by_time_and_caller(tmp_path):
     with make(tmp_path / "kb") as ctx:
         retrieve("one", ctx, caller="alice")
@@ -197,6 +264,24 @@ def test_listing_filters_by_time_and_caller(tmp_path):
         assert [r.query for r in ctx.audit.activities(caller="alice")] == ["four", "three", "one"]
         assert [r.query for r in ctx.audit.activities(since=middle)] == ["four", "three", "two"]
         assert [r.query for r in ctx.audit.activities(limit=2)] == ["four", "three"]
+
+
+def test_listing_takes_a_date_and_refuses_what_it_cannot_read(tmp_path):
+    # A date raised AttributeError ('date' has no tzinfo), as did a string; limit=-1 a
+    # SparqlError about COALESCE; 1.5 a TypeError; caller="" listed nothing at all.
+    with make(tmp_path / "kb") as ctx:
+        retrieve("one", ctx, caller="alice")
+        ctx.audit.fold()
+        retrieve("two", ctx, caller="alice")  # pending
+        assert [r.query for r in ctx.audit.activities(since=dt.date(2000, 1, 1))] == [
+            "two", "one"]
+        assert ctx.audit.activities(since=dt.date(2999, 1, 1)) == []
+        for wrong in ({"since": "2024-05-01"}, {"since": 1714521600}, {"limit": -1},
+                      {"limit": 1.5}, {"limit": "3"}, {"limit": True}, {"caller": ""},
+                      {"caller": 7}, {"level": ""}):
+            with pytest.raises(InvalidArgumentError, match=f"{next(iter(wrong))} must be"):
+                ctx.audit.activities(**wrong)
+        assert ctx.audit.activities(limit=0) == []
 
 
 def test_folding_leaves_the_graph_revision_alone_and_writes_move_it(tmp_path):
@@ -374,3 +459,18 @@ def test_hooks_can_be_given_when_the_context_opens(tmp_path):
     with pytest.raises(TypeError, match="on_retrieve takes a callable"):
         Context.open(tmp_path / "other", embedder=MockEmbedder(dim=16), on_retrieve=["nope"])
     assert not (tmp_path / "other").exists()  # refused before anything was made
+
+
+def test_listing_since_a_time_whose_offset_has_seconds(tmp_path):
+    # Paris kept local mean time (+00:09:21) until 1911: the time was bound with that offset,
+    # no xsd:dateTime, and the listing refused it as a binding the graph cannot read.
+    from zoneinfo import ZoneInfo
+
+    with make(tmp_path / "kb") as ctx:
+        retrieve("rail", ctx)
+        ctx.audit.fold()
+        retrieve("rail", ctx)  # pending
+        since = dt.datetime(1900, 1, 1, tzinfo=ZoneInfo("Europe/Paris"))
+        assert len(ctx.audit.activities(since=since)) == 2
+        odd = dt.timezone(dt.timedelta(hours=5, minutes=30, seconds=7))
+        assert ctx.audit.activities(since=dt.datetime(2999, 1, 1, tzinfo=odd)) == []

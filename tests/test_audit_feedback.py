@@ -79,6 +79,18 @@ def test_feedback_on_a_run_that_is_not_there_is_refused_and_not_recorded(tmp_pat
         assert len(ctx.audit.pending()) == before + 1
 
 
+def test_the_feedback_on_a_run_that_is_not_there_is_refused_not_empty(tmp_path):
+    # A mistyped whole id listed no feedback, which reads as "nobody said anything".
+    with make(tmp_path / "kb") as ctx:
+        run = retrieve("rail safety", ctx).run_id
+        assert ctx.audit.feedback_on(run) == []
+        with pytest.raises(UnknownRunError, match="no recorded run"):
+            ctx.audit.feedback_on("0" * 32)
+        ctx.audit.fold()
+        with pytest.raises(UnknownRunError, match="no recorded run"):
+            ctx.audit.feedback_on(run[::-1])
+
+
 def test_feedback_names_the_run_by_its_iri_too(tmp_path):
     with make(tmp_path / "kb") as ctx:
         run = retrieve("rail safety", ctx).run_id

@@ -76,3 +76,27 @@ def test_the_query_table_shows_a_clean_snippet_cut_at_a_word(kb, tmp_path):
     table = trails("--db", kb, "query", "rails elephant")
     assert "## Heading" not in table.stdout and "**rails**" not in table.stdout
     assert "…" in table.stdout and hit["snippet"].startswith("## Heading")
+
+
+# Clears the screen, sets the window title, colours what follows red; a carriage return
+# would print "over" on top of what came before it on the line.
+ESCAPES = "seal\x1b[2J\x1b]0;owned\x07 \x1b[31mred\rover\x9b1A"
+
+
+def test_control_characters_a_searcher_recorded_reach_the_terminal_written_out(kb):
+    # A query or caller recorded through any client reached the analyst's terminal raw in
+    # trails audit and audit show: escape sequences could clear or repaint the listing.
+    from trails import retrieve
+    from trails.context import Context
+
+    with Context.open(kb) as ctx:
+        run = retrieve(ESCAPES, ctx, caller=f"eve{ESCAPES}").run_id
+        ctx.audit.feedback(run, "down", note=f"note{ESCAPES}", caller="ann")
+    listed = trails("--db", kb, "audit")
+    shown = trails("--db", kb, "audit", "show", run)
+    for result in (listed, shown):
+        assert result.exit_code == 0, result.output
+        assert not any(c in result.stdout for c in "\x1b\x07\r\x9b")
+        assert "seal\\x1b[2J\\x1b]0;owned\\x07 \\x1b[31mred" in result.stdout
+    assert "eve" in listed.stdout and "\\x9b1A" in shown.stdout
+    assert ": noteseal\\x1b[2J" in shown.stdout  # the feedback line

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -390,3 +391,199 @@ def test_queries_that_only_share_ids_with_documents_are_scored_as_they_are(tmp_p
     data = load_beir(_argument_set(tmp_path, {"a1": "how clean is nuclear power",
                                               "a2": "do uniforms stop bullying"}))
     assert not data.queries_are_documents
+
+
+def _qrels(beir: Path, text: str) -> Path:
+    (beir / "qrels" / "test.tsv").write_text(text, encoding="utf-8")
+    return beir
+
+
+@pytest.mark.parametrize("text", [
+    "q1\t0\truby\t2\nq1\t0\tpython\t1\nq2\t0\tpg\t1\n",  # TREC, tabs
+    "q1 0 ruby 2\nq1 0 python 1\nq2 0 pg 1\n",  # TREC, as trec_eval writes it
+    "q1 ruby 2\nq1 python 1\nq2 pg 1\n",  # BEIR's columns, space-separated, no header
+    "query-id corpus-id score\nq1 ruby  2\nq1 python 1\n\nq2 pg 1\n",  # a header, spaces
+])
+def test_qrels_are_read_by_their_columns_in_beir_and_trec_layouts(beir, text):
+    # A TREC line read as BEIR's judged its iteration column ("0") as the document, and a
+    # space-separated first line was skipped as a header: every score over the wrong set.
+    assert load_beir(_qrels(beir, text)).split("test") == {
+        "q1": {"ruby": 2, "python": 1}, "q2": {"pg": 1}}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("q1\truby\n", 1), ("q1\truby\t1\nq2\tpg\n", 2), ("q1 x ruby 1 extra\n", 1)])
+def test_a_qrels_line_of_another_shape_is_refused_naming_its_line(beir, text, line):
+    with pytest.raises(ValueError, match=rf"test\.tsv:{line}: \d field\(s\); a qrels line is"):
+        load_beir(_qrels(beir, text))
+
+
+@pytest.mark.parametrize("grade", ["1.0", "yes", "1_0", "", "½"])
+def test_a_relevance_that_is_no_whole_number_is_refused_naming_its_line(beir, grade):
+    with pytest.raises(ValueError, match=rf"test\.tsv:3: the relevance '{grade}' is no whole"):
+        load_beir(_qrels(beir, f"query-id\tcorpus-id\tscore\nq1\truby\t1\nq2\tpg\t{grade}\n"))
+
+
+def test_a_pair_judged_twice_alike_is_read_once_and_otherwise_refused(beir):
+    same = "q1\truby\t2\nq2\tpg\t1\nq1\truby\t2\n"
+    assert load_beir(_qrels(beir, same)).split("test") == {"q1": {"ruby": 2}, "q2": {"pg": 1}}
+    # The last line used to win silently: 0 here made ruby irrelevant to q1.
+    with pytest.raises(ValueError, match=r"test\.tsv:3: q1 ruby is judged 0 here and 2 on "
+                                         r"line 1; keep one"):
+        load_beir(_qrels(beir, "q1\truby\t2\nq2\tpg\t1\nq1\truby\t0\n"))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "judges no document relevant"),
+    ("query-id\tcorpus-id\tscore\n", "judges no document relevant"),
+    ("q1\truby\t0\nq2\tpg\t-1\n", "judges no document relevant"),
+    ("q1\tdoc-17\t1\nq2\tdoc-4\t2\nq2\tpg\t0\n",
+     r"none of the 2 documents .*test\.tsv judges relevant is in .*corpus\.jsonl \(e\.g\. 'doc-17'\)"),
+])
+def test_a_split_that_can_only_score_0_is_refused_before_anything_runs(beir, tmp_path, text,
+                                                                        says):
+    # It was scored: nDCG@10 0.000 over 0 queries (or every query), as if the system failed.
+    data = load_beir(_qrels(beir, text))
+    with pytest.raises(InvalidArgumentError, match=says):
+        data.split("test")
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:8", "--mode", "vector"])
+    assert result.exit_code == 1 and "so every score would be 0" in result.stderr
+    assert "Traceback" not in result.output and not (tmp_path / "c").exists()
+
+
+def _corpus(beir: Path, *extra: bytes) -> Path:
+    lines = [json.dumps(d).encode() for d in CORPUS]
+    (beir / "corpus.jsonl").write_bytes(b"\n".join([*lines, *extra]) + b"\n")
+    return beir
+
+
+@pytest.mark.parametrize("extra, says", [
+    # the last record of an id used to win silently, in the first one's place
+    (json.dumps({"_id": "ruby", "text": "Ruby gems are red."}).encode(),
+     r"corpus\.jsonl:5: the _id 'ruby' again, with other content"),
+    (b'{"_id": "cafe", "text": "caf\xe9"}', r"corpus\.jsonl:5: not UTF-8"),
+    (json.dumps({"_id": None, "text": "x"}).encode(),  # was the document 'None'
+     r"corpus\.jsonl:5: expected a JSON object with an _id"),
+    (json.dumps({"_id": "", "text": "x"}).encode(), r"corpus\.jsonl:5: expected"),
+    (json.dumps({"_id": "x", "text": ["a", "b"]}).encode(),  # was searched as "['a', 'b']"
+     r"corpus\.jsonl:5: text must be text, not list"),
+])
+def test_a_corpus_record_that_cannot_be_read_as_written_is_refused_naming_its_line(
+        beir, extra, says):
+    with pytest.raises(InvalidArgumentError, match=says):
+        load_beir(_corpus(beir, extra))
+
+
+def test_a_record_given_twice_alike_a_byte_order_mark_and_an_integer_id_are_read(beir):
+    again = json.dumps(CORPUS[0]).encode()
+    data = load_beir(_corpus(beir, again, json.dumps({"_id": 7, "text": "seven"}).encode()))
+    assert list(data.corpus) == ["ruby", "python", "pg", "tea", "7"]
+    (beir / "queries.jsonl").write_text("\ufeff" + json.dumps(QUERIES[0]) + "\n",
+                                        encoding="utf-8")
+    assert load_beir(beir).queries == {"q1": "Ruby Rails framework"}
+
+
+def test_an_empty_corpus_or_query_file_is_refused_naming_it(beir):
+    (beir / "queries.jsonl").write_text("\n\n")
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl holds no records"):
+        load_beir(beir)
+
+
+def test_every_refusal_of_a_data_set_is_a_trails_error(beir, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="no 'dev' split"):
+        load_beir(beir).split("dev")
+    with pytest.raises(InvalidArgumentError, match="not a BEIR data set"):
+        load_beir(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("measure", ["Foo@10", "nDCG@x", "P_5", "ndcg_cut.10", ""])
+def test_a_measure_ir_measures_does_not_know_is_refused_by_name(measure):
+    # It was ir-measures' own NameError or ValueError ("problem parsing measure ...").
+    with pytest.raises(InvalidArgumentError, match=rf"measure '{re.escape(measure)}' is none "):
+        score_run({"q": ["d1"]}, {"q": {"d1": 1}}, measures=["nDCG@10", measure])
+
+
+def test_two_names_of_one_measure_each_get_its_value():
+    # "R(rel=1)@100" is "R@100": the first name was left at 0.0, the second given the value.
+    means, per_query = score_run({"q": ["x", "d1"]}, {"q": {"d1": 1, "d2": 1}},
+                                 measures=["R@100", "R(rel=1)@100", "P@2"])
+    assert means == {"R@100": 0.5, "R(rel=1)@100": 0.5, "P@2": 0.5}
+    assert per_query["q"] == means
+
+
+@pytest.mark.parametrize("record", [{"_id": "q9", "query": "tea and caffeine"},
+                                    {"_id": "q9", "text": "  "}, {"_id": "q9", "text": None}])
+def test_a_query_without_text_is_refused_naming_its_line(beir, record):
+    # It was searched as "" and scored: a queries file whose key is "query" scored every
+    # query on whatever an empty search finds.
+    with (beir / "queries.jsonl").open("a") as queries:
+        queries.write(json.dumps(record) + "\n")
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' has no "
+                                                   r"text( but a 'query')?: a query record is"):
+        load_beir(beir)
+
+
+def test_a_corpus_document_that_fails_to_ingest_is_named_not_called_a_bug(beir, tmp_path):
+    # A RuntimeError: trails eval printed "internal error ... this is a bug in trails" (exit 4).
+    with (beir / "corpus.jsonl").open("a") as corpus:
+        corpus.write('{"_id": "bad", "text": "caf\\ud800"}\n')
+    with fresh_context(dim=8) as ctx, pytest.raises(
+            InvalidArgumentError, match=r"1 document\(s\) of .*corpus\.jsonl failed to ingest "
+                                        r"\(tiny/corpus\.jsonl#bad: document 'bad': text holds"):
+        ingest_dataset(load_beir(beir), ctx)
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:8", "--mode", "vector"])
+    assert result.exit_code == 1 and "failed to ingest" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("key", ["body", "contents"])
+def test_a_document_whose_text_is_under_another_key_is_refused_naming_it(beir, key):
+    # It was ingested with no chunk (0 chunks, no failure), never found, and scored 0.
+    with pytest.raises(InvalidArgumentError, match=rf"corpus\.jsonl:5: the document 'x' has "
+                                                   rf"no title or text but a '{key}'"):
+        load_beir(_corpus(beir, json.dumps({"_id": "x", key: "Apples are red."}).encode()))
+    # A record with nothing to say at all is the data set's own business.
+    empty = json.dumps({"_id": "x", "text": "", "metadata": {"url": "u"}}).encode()
+    assert load_beir(_corpus(beir, empty)).corpus["x"] == ("", "")
+
+
+def test_a_document_listed_twice_in_a_run_keeps_its_first_rank():
+    # Its later, lower score replaced the first: d1 ranked second, nDCG@10 0.63 instead of 1.
+    means, _ = score_run({"q": ["d1", "d2", "d1"]}, {"q": {"d1": 1}})
+    assert means["nDCG@10"] == 1.0
+    # d2 then d1 twice: d1 at rank 2, as if listed once.
+    assert score_run({"q": ["d2", "d1", "d3", "d1"]}, {"q": {"d1": 1}})[0]["nDCG@10"] == (
+        pytest.approx(1 / math.log2(3)))
+
+
+def test_a_first_line_with_a_bad_relevance_is_refused_not_taken_for_a_header(beir):
+    # "q1 ruby 1.0" on line 1 was skipped as a header: ruby was silently not relevant.
+    with pytest.raises(InvalidArgumentError, match=r"test\.tsv:1: the relevance '1\.0'"):
+        load_beir(_qrels(beir, "q1\truby\t1.0\nq2\tpg\t1\n"))
+    assert load_beir(_qrels(beir, "qid iter docno rel\nq2 0 pg 1\n")).split("test") == {
+        "q2": {"pg": 1}}
+
+
+def test_relevant_documents_the_corpus_lacks_are_scored_and_said(beir, tmp_path):
+    # They were scored as unfindable (as BEIR does) without a word: recall capped below 1.
+    _qrels(beir, "q1\truby\t1\nq1\tgone-1\t1\nq2\tpg\t1\nq2\tgone-2\t0\n")
+    assert load_beir(beir).unfindable("test") == ["gone-1"]
+    result = runner.invoke(app, ["--db", str(tmp_path / "c"), "eval", str(beir), "--model",
+                                 "mock:64", "--mode", "keyword", "--json"])
+    assert result.exit_code == 0, result.output
+    assert ("note: 1 document(s) qrels/test.tsv judges relevant are not in corpus.jsonl "
+            "(e.g. 'gone-1'): no system can find them") in result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["R@100"] == pytest.approx((1 / 2 + 1) / 2)  # q1 finds ruby of its two
+
+
+def test_a_query_utf8_cannot_hold_is_refused_naming_its_line(beir, tmp_path):
+    # It was read, the corpus ingested, and the evaluation stopped at that query with
+    # "query holds a lone surrogate", naming no query and no line.
+    with (beir / "queries.jsonl").open("a") as queries:
+        queries.write('{"_id": "q9", "text": "caf\\ud800"}\n')
+    with pytest.raises(InvalidArgumentError, match=r"queries\.jsonl:5: the query 'q9' holds a "
+                                                   r"lone surrogate"):
+        load_beir(beir)

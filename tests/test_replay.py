@@ -5,6 +5,7 @@ changed) otherwise; from Python and from the command line."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 
 import pytest
@@ -15,8 +16,14 @@ from trails.audit import DeletionRecord
 from trails.cli import app
 from trails.config import AuditConfig
 from trails.context import Context
-from trails.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnknownRunError
+from trails.errors import (
+    EmbeddingModelMismatchError,
+    InvalidArgumentError,
+    UnknownRunError,
+    UnknownScopeError,
+)
 from trails.ingest import Document, ingest_all
+from trails.kg import IRI
 from trails.scopes import scope_graph
 from trails.testing import MockEmbedder
 
@@ -159,3 +166,141 @@ def test_the_command_line_lists_shows_and_replays(kb):
     assert malformed.exit_code == 1 and "'nope' is no run id" in malformed.output
     bad_date = cli(kb, "audit", "--since", "last tuesday")
     assert bad_date.exit_code == 1 and "ISO 8601" in bad_date.output
+
+
+def test_a_search_as_of_a_given_moment_is_recorded_and_replayed_as_of_it(tmp_path):
+    # retrieve(now=...) judges expiries at that moment. The record did not keep it: it showed
+    # a document past its expiry in the answer with nothing to say why, and a replay judged
+    # at the clock's time reported the document gone as if the corpus had changed.
+    notice = Document(id="notice", source="n.md", text="Interim notice: the pump seal failed.",
+                      metadata={"date": "2024-01-02", "expires": "2024-06-30"})
+    as_of = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32)) as ctx:
+        ingest_all([*docs(), notice], ctx=ctx, scope="legal")
+        first = retrieve("interim notice pump seal failed", ctx, scope="legal", k=3, now=as_of)
+        assert "/doc/notice/" in first[0].iri
+        now = retrieve("interim notice pump seal failed", ctx, scope="legal", k=3)
+        assert all("/doc/notice/" not in h.iri for h in now)  # expired by the clock
+        report = replay(ctx, first.run_id)
+        assert report.identical and report.same == [h.iri for h in first]
+        ctx.audit.fold()
+        recorded = ctx.audit.get(first.run_id)
+        assert dt.datetime.fromisoformat(recorded.as_of) == as_of
+        assert ctx.audit.get(report.result.run_id).as_of == recorded.as_of
+        assert ctx.audit.get(now.run_id).as_of is None  # the clock's time: nothing to say
+        rows = ctx.kg.query("SELECT ?t WHERE { GRAPH <urn:trails:audit> { ?run audit:asOf ?t } }",
+                            {"run": IRI(f"urn:trails:run:{first.run_id}")})
+        assert [row["t"] for row in rows] == [as_of]
+
+
+def test_a_replay_answered_degraded_or_of_a_degraded_run_says_so(kb, monkeypatch):
+    # The report listed other hits, "graph, store and embedder unchanged", and nothing
+    # saying that one of the two answers was the keyword fallback of a failed embedder.
+    from trails.errors import EmbeddingError
+
+    with open_kb(kb) as ctx:
+        healthy = retrieve("pump seal failed", ctx, scope="legal", k=3)
+
+        def down(*_args, **_kwargs):
+            raise EmbeddingError("the embedding service is down")
+
+        for method in ("embed", "embed_many", "embed_array", "embed_batch"):
+            monkeypatch.setattr(ctx.embedder, method, down)
+        degraded = retrieve("pump seal failed", ctx, scope="legal", k=3)
+        assert degraded.degraded
+        report = replay(ctx, healthy.run_id)
+        assert report.result.degraded
+        assert any(n.startswith("this replay's answer is degraded: ") for n in report.notes)
+        monkeypatch.undo()
+        later = replay(ctx, degraded.run_id)
+        assert not later.result.degraded
+        assert [n for n in later.notes if "degraded" in n] == [
+            f"the run's answer was degraded: {why}" for why in degraded.degraded]
+    result = runner.invoke(app, ["--db", str(kb), "replay", degraded.run_id])
+    assert "note: the run's answer was degraded: " in result.output
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_run_whose_scope_was_emptied_since_replays_with_every_hit_gone(tmp_path, filtered):
+    # The replay was refused as a typo: "unknown scope 'legal'; the scopes that exist: ...".
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32)) as ctx:
+        ingest_all(docs()[:2], ctx=ctx, scope="legal")
+        ingest_all([Document(id="other", source="o.md", text="Other things.")], ctx=ctx,
+                   scope="misc")
+        first = retrieve("pump seal", ctx, scope="legal", k=5,
+                         **({"sparql_filter": SINCE, "bindings": {"since": dt.date(2019, 1, 1)}}
+                            if filtered else {}))
+        assert len(first) == 2
+        for document in {h.document for h in first}:
+            ctx.delete_document(document)
+        report = replay(ctx, first.run_id)
+        assert list(report.result) == [] and not report.identical
+        assert report.gone == [(h.iri, rank) for rank, h in enumerate(first, 1)]
+        assert ("the scope(s) legal hold nothing now (their documents were deleted or pruned "
+                "since the run)") in report.notes
+        assert ctx.audit.get(report.result.run_id).scopes == ["legal"]
+        with pytest.raises(UnknownScopeError, match="unknown scope 'legal'"):
+            retrieve("pump seal", ctx, scope="legal")  # a search of its own still refuses it
+
+
+class _Rewriter:
+    """A rewriter whose answer a replay could not ask again (a chat model's may differ)."""
+
+    def rewrite(self, query, messages):
+        return "pump seal failed again"
+
+
+CONVERSATION = [{"role": "user", "content": "What about the pump seal reports?"}]
+
+
+def test_a_rewritten_query_is_recorded_and_replayed_as_it_was_searched(kb):
+    # The record kept only "did it fail?", not what the search ranked by, and the replay
+    # searched "did it fail?": other hits, with nothing changed and nothing said.
+    with open_kb(kb) as ctx:
+        first = retrieve("did it fail?", ctx, scope="legal", k=3, messages=CONVERSATION,
+                         rewriter=_Rewriter())
+        record = ctx.audit.get(first.run_id)
+        assert record.query == "did it fail?"
+        assert record.rewritten == "pump seal failed again"
+        assert record.rewritten_sha256 == hashlib.sha256(b"pump seal failed again").hexdigest()
+        plain = retrieve("did it fail?", ctx, scope="legal", k=3)
+        assert [h.iri for h in plain] != [h.iri for h in first]  # the text matters here
+        report = replay(ctx, first.run_id)
+        assert report.identical and report.same == [h.iri for h in first]
+        assert any("rewriter" in note for note in report.notes)
+        assert ctx.audit.get(plain.run_id).rewritten_sha256 is None
+        ctx.audit.fold()
+        rows = ctx.kg.query("SELECT ?t WHERE { GRAPH <urn:trails:audit> { "
+                            "?run audit:rewrittenText ?t } }",
+                            {"run": IRI(f"urn:trails:run:{first.run_id}")})
+        assert [row["t"] for row in rows] == ["pump seal failed again"]
+
+
+def test_a_digest_only_rewritten_run_needs_the_rewritten_text(kb):
+    with open_kb(kb, audit=AuditConfig(query_text="sha256")) as ctx:
+        run = retrieve("did it fail?", ctx, scope="legal", k=3, messages=CONVERSATION,
+                       rewriter=_Rewriter()).run_id
+        assert ctx.audit.get(run).rewritten is None
+        with pytest.raises(InvalidArgumentError, match="SHA-256 of the query its rewriter made"):
+            replay(ctx, run)
+        with pytest.raises(InvalidArgumentError, match="not the query its rewriter made"):
+            replay(ctx, run, query="did it fail?")
+        assert replay(ctx, run, query="pump seal failed again").identical
+
+
+def test_the_replay_of_a_refused_search_says_it_was_refused(kb):
+    # The service records a search it refused (a scope its key does not grant) with no hits;
+    # replayed from the command line, every hit read as new, as if the corpus had grown.
+    from trails.audit.records import started_now
+    from trails.errors import PermissionDeniedError
+    from trails.retrieval.recording import SearchCall, record_refusal
+    from trails.retrieval.request import SearchRequest
+
+    with open_kb(kb) as ctx:
+        call = SearchCall.asked(SearchRequest(query="pump seal failed", scopes=["legal"]),
+                                "public-key", scopes=["legal"], started=started_now())
+        run = record_refusal(ctx, call, PermissionDeniedError("the key does not grant 'legal'"))
+        report = replay(ctx, run)
+    assert report.new and not report.identical
+    assert report.notes[0] == ("the run was refused, not answered (refused: "
+                               "PermissionDeniedError: the key does not grant 'legal')")

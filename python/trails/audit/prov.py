@@ -114,6 +114,10 @@ def _search(run: ox.NamedNode, record: SearchRecord,
     if record.query is not None:
         yield run, _p(a, "queryText"), ox.Literal(record.query)
     yield run, _p(a, "querySha256"), ox.Literal(record.query_sha256)
+    if record.rewritten is not None:
+        yield run, _p(a, "rewrittenText"), ox.Literal(record.rewritten)
+    if record.rewritten_sha256 is not None:
+        yield run, _p(a, "rewrittenSha256"), ox.Literal(record.rewritten_sha256)
     yield run, _p(a, "mode"), ox.Literal(record.mode)
     yield run, _p(a, "k"), ox.Literal(record.k)
     if record.filter is not None:
@@ -132,6 +136,8 @@ def _search(run: ox.NamedNode, record: SearchRecord,
         yield run, _p(a, "step"), ox.Literal(step)
     if record.min_score is not None:
         yield run, _p(a, "minScore"), ox.Literal(float(record.min_score))
+    if record.as_of is not None:
+        yield run, _p(a, "asOf"), _time(record.as_of)
     yield run, _p(a, "plan"), ox.Literal(record.plan)
     if record.candidates is not None:
         yield run, _p(a, "candidates"), ox.Literal(record.candidates)

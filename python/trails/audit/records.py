@@ -125,6 +125,10 @@ class SearchRecord(ActivityRecord):
     kind: ClassVar[str] = "search"
     query_sha256: str = ""
     query: str | None = None  # None when the context keeps digests only
+    # The standalone query a rewriter made of ``query`` and the conversation, which the
+    # search ranked by (None: not rewritten); its text is kept when ``query``'s is.
+    rewritten_sha256: str | None = None
+    rewritten: str | None = None
     mode: str = "hybrid"
     k: int = 10
     filter: str | None = None
@@ -135,6 +139,9 @@ class SearchRecord(ActivityRecord):
     fusion: str | None = None
     steps: list[str] = field(default_factory=list)
     min_score: float | None = None
+    # The moment documents' expiries were judged at, when the search was given one
+    # (retrieve(now=...)): an answer "as of" then, which a replay asks again.
+    as_of: str | None = None
     plan: str = ""
     candidates: int | None = None
     exhaustive: bool = True

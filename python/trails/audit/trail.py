@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import getpass
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
 
+from trails.audit.callers import checked_caller, default_caller
 from trails.audit.log import AuditLog
 from trails.audit.prov import parse_time, quads, read_records
 from trails.audit.records import (
@@ -32,9 +31,9 @@ from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.reserved import writing_audit_graph
-from trails.kg.terms import IRI
+from trails.kg.terms import IRI, check_text
 
-__all__ = ["AUDIT_DIRECTORY", "AuditTrail", "default_caller"]
+__all__ = ["AUDIT_DIRECTORY", "AuditTrail", "checked_caller", "default_caller"]
 
 log = logging.getLogger("trails.audit")
 
@@ -58,17 +57,6 @@ _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}
              f"<{AUDIT}record> ?record }} }}")
 
 
-def default_caller() -> str:
-    """Who is searching when nobody says: ``TRAILS_CALLER``, else the login name."""
-    named = os.environ.get("TRAILS_CALLER", "").strip()
-    if named:
-        return named
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name (a container without a passwd entry)
-        return "unknown"
-
-
 class AuditTrail:
     """The audit trail of one context: ``record`` appends (never raising), ``fold`` moves what
     was appended into the audit graph (the writer only), ``activities`` and ``get`` read.
@@ -82,12 +70,33 @@ class AuditTrail:
         self.kg = kg
         self.settings = settings
         self.enabled = settings.enabled if enabled is None else enabled
-        self.caller: str | None = None  # None: default_caller() at each record
+        self._caller: str | None = None  # None: default_caller() at each record
         self.failures = 0
         self.writable = writable
         self._log = AuditLog(directory / AUDIT_DIRECTORY) if directory is not None else None
         self._memory: list[ActivityRecord] = []  # a context without a directory
         self._lock = threading.Lock()
+
+    @property
+    def caller(self) -> str | None:
+        """Who this handle's records name when a call names nobody (None: the login name)."""
+        return self._caller
+
+    @caller.setter
+    def caller(self, caller: str | None) -> None:
+        self._caller = None if caller is None else checked_caller(caller)
+
+    def who(self, caller: str | None = None) -> str:
+        """Who a record names: ``caller`` when given, else :attr:`caller`, else
+        :func:`default_caller`.
+
+        Raises:
+            InvalidArgumentError: ``caller`` names nobody (blank, or no string): a record
+                must never name someone else, as ``caller or ...`` once did with ``""``.
+        """
+        if caller is not None:
+            return checked_caller(caller)
+        return self._caller or default_caller()
 
     def record(self, record: ActivityRecord) -> bool:
         """Keep ``record``; False (logged, counted, never raised) when it could not be."""
@@ -156,18 +165,29 @@ class AuditTrail:
             self._write(records, cutoff)
         return len(records)
 
-    def activities(self, *, since: dt.datetime | None = None, caller: str | None = None,
-                   level: str | None = None, limit: int | None = 100) -> list[ActivityRecord]:
+    def activities(self, *, since: dt.datetime | dt.date | None = None,
+                   caller: str | None = None, level: str | None = None,
+                   limit: int | None = 100) -> list[ActivityRecord]:
         """Recorded activities, newest first: folded ones (after folding, when this context
-        may write) and pending ones. ``level``: only those that read a scope of this security
-        level (``AuditConfig.levels``, as recorded when each ran).
+        may write) and pending ones. ``since``: only those started at or after it (a time
+        without an offset is UTC, a date its first moment in UTC). ``level``: only those
+        that read a scope of this security level (``AuditConfig.levels``, as recorded when
+        each ran).
 
         Raises:
-            InvalidArgumentError: ``level`` lists nothing and is no level set now.
+            InvalidArgumentError: ``level`` lists nothing and is no level set now, or an
+                argument is not what it takes.
         """
+        moment = _moment(since)
+        if caller is not None:
+            checked_caller(caller)  # "" would list nothing, as if nobody had searched
+        if level is not None and (not isinstance(level, str) or not level.strip()):
+            raise InvalidArgumentError(f"level must be a security level's name; got {level!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise InvalidArgumentError(f"limit must be a whole number of 0 or more, or None "
+                                       f"for every record; got {limit!r}")
         self.fold()
-        moment = None if since is None else (
-            since if since.tzinfo else since.replace(tzinfo=dt.UTC))
         bindings: dict[str, object] = {}  # values travel bound, never pasted (ADR 0003)
         if moment is not None:
             bindings["since"] = _date_time(moment)
@@ -266,21 +286,28 @@ class AuditTrail:
                                        "or 'down' (`trails audit feedback RUN --up|--down`)")
         if note is not None and not isinstance(note, str):
             raise InvalidArgumentError(f"note must be text or None, not {type(note).__name__}")
+        if note is not None:
+            check_text(note, "note")  # the record must be writable as UTF-8
         rated = self.get(run)
         if isinstance(rated, FeedbackRecord):
             raise InvalidArgumentError(
                 f"{rated.run_id} is feedback on the run {rated.run}, not a run; give "
                 f"feedback on {rated.run} itself")
+        who = self.who(caller)
         moment = started_now()
-        record = FeedbackRecord(run_id=new_run_id(), caller=caller or self.caller or
-                                default_caller(), started=moment, ended=moment,
+        record = FeedbackRecord(run_id=new_run_id(), caller=who, started=moment, ended=moment,
                                 run=rated.run_id, rating=rating, note=note)
         self.record_first(record)
         return record
 
     def feedback_on(self, run: str) -> list[FeedbackRecord]:
         """The feedback recorded on the run ``run`` (as :meth:`resolve` reads it), newest
-        first."""
+        first.
+
+        Raises:
+            UnknownRunError: no such run, and no feedback on it: a mistyped id must not read
+                as "nobody said anything".
+        """
         run_id = self.resolve(run)
         rows = select(self.kg, _FEEDBACK, {"run": IRI(run_iri(run_id))})
         found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
@@ -288,6 +315,8 @@ class AuditTrail:
                  if isinstance(r, FeedbackRecord) and r.run == run_id
                  and _kept(r, self._cutoff())]
         unique = {r.run_id: r for r in found}
+        if not unique:
+            self.get(run_id)  # raises for a run that is not there (feedback may outlive it)
         return sorted(unique.values(), key=lambda r: r.started, reverse=True)
 
     def close(self) -> None:
@@ -302,7 +331,10 @@ class AuditTrail:
         days = self.settings.retention_days
         if days is None:
             return None
-        return dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+        try:
+            return dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+        except OverflowError:  # further back than the calendar goes: no record is that old
+            return None
 
     def _write(self, records: Sequence[ActivityRecord], cutoff: dt.datetime | None) -> None:
         quiet = self.kg.unrevised() if isinstance(self.kg, RevisionGraph) else (
@@ -337,6 +369,20 @@ class AuditTrail:
                     error, AUDIT_DIRECTORY + "/" + REJECTED)
         if self._log is not None:
             self._log.keep_aside(record, REJECTED)
+
+
+def _moment(since: object) -> dt.datetime | None:
+    """``since`` in UTC (an offset of seconds, Paris's before 1911, is no xsd:dateTime): a
+    naive time is UTC, a date its first moment in UTC."""
+    if since is None:
+        return None
+    if isinstance(since, dt.datetime):
+        return (since if since.tzinfo else since.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    if isinstance(since, dt.date):
+        return dt.datetime.combine(since, dt.time(), dt.UTC)
+    raise InvalidArgumentError(f"since must be a datetime or a date, not "
+                               f"{type(since).__name__} ({since!r:.40}); e.g. "
+                               "datetime.date(2024, 5, 1)")
 
 
 def _date_time(moment: dt.datetime) -> ox.Literal:

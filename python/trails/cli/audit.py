@@ -19,7 +19,7 @@ from trails.audit import (
     SparqlQueryRecord,
 )
 from trails.cli._common import context, db_option, has_context
-from trails.cli.output import console, print_json, solution_text, table
+from trails.cli.output import console, print_json, solution_text, table, visible
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
 from trails.retrieval.replay import replay as replay_run
@@ -36,7 +36,8 @@ _RUN = typer.Argument(..., metavar="RUN", help="A run id (32 hexadecimal digits,
 def audit(
     ctx: typer.Context,
     since: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
-        None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601)."),
+        None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601; UTC unless it carries an offset, "
+        "e.g. 2024-05-01T09:00+02:00)."),
     caller: Optional[str] = typer.Option(  # noqa: UP045
         None, "--caller", metavar="NAME", help="Only runs by this caller."),
     level: Optional[str] = typer.Option(  # noqa: UP045
@@ -96,7 +97,8 @@ def show(
     out = console()
     for name, value in record.to_json().items():
         if name not in ("hits", "documents") and value not in (None, [], {}, ""):
-            out.print(Text.assemble((name, "bold"), f": {value}"), highlight=False)
+            out.print(Text.assemble((name, "bold"), f": {visible(str(value))}"),
+                      highlight=False)
     if isinstance(record, SearchRecord):
         rows = table("#", "score", "iri", "admitted by")
         for hit in record.hits:
@@ -105,11 +107,11 @@ def show(
         out.print(rows)
     elif isinstance(record, DeletionRecord):
         for doc in record.documents:
-            out.print(f"deleted {doc}", highlight=False, markup=False)
+            out.print(f"deleted {visible(doc)}", highlight=False, markup=False)
     for given in feedback:
-        out.print(f"feedback {given.rating} by {given.caller} at {given.started[:19]}"
-                      + ("" if given.note is None else f": {given.note}"),
-                      highlight=False, markup=False)
+        out.print(visible(f"feedback {given.rating} by {given.caller} at {given.started[:19]}"
+                          + ("" if given.note is None else f": {given.note}")),
+                  highlight=False, markup=False)
 
 
 @app.command("feedback")
@@ -184,7 +186,7 @@ def replay(
         rows.add_row("gone", iri, str(before), "")
     out.print(rows)
     for note in report.notes:
-        out.print(f"note: {note}", highlight=False, markup=False)
+        out.print(f"note: {visible(note)}", highlight=False, markup=False)
 
 
 @contextlib.contextmanager
@@ -219,7 +221,7 @@ def _summary(run: ActivityRecord) -> tuple[str, str]:
         asked = run.query if run.query is not None else f"sha256:{run.query_sha256[:12]}"
         scoped = f" in {','.join(run.scopes)}" if run.scopes else ""
         filtered = " filtered" if run.filter else ""
-        return f"{run.mode}{filtered}{scoped}: {asked}"[:120], str(len(run.hits))
+        return f"{run.mode}{filtered}{scoped}: {' '.join(asked.split())}"[:120], str(len(run.hits))
     if isinstance(run, DeletionRecord):
         return f"deleted ({run.reason})", str(len(run.documents))
     if isinstance(run, SparqlQueryRecord):

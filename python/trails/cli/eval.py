@@ -83,7 +83,11 @@ def eval_(
     ```
     """
     data = load_beir(find_dataset(dataset))
-    data.split(split)  # an unknown split fails before any ingestion
+    unfindable = data.unfindable(split)  # an unknown split fails before any ingestion
+    if unfindable:  # scored as BEIR scores them, but never silently
+        typer.echo(f"note: {len(unfindable)} document(s) qrels/{split}.tsv judges relevant "
+                   f"are not in corpus.jsonl (e.g. {unfindable[0]!r}): no system can find "
+                   "them, so recall cannot reach 1", err=True)
     systems = [m.value for m in modes] or ["keyword", "vector", "rrf", "hybrid"]
     ranker = None
     if "rerank" in systems:

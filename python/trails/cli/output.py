@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,7 +20,8 @@ from trails.display.results import hit_passage
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
-__all__ = ["PIPE_WIDTH", "cell", "console", "print_hits", "print_json", "solution_text", "table"]
+__all__ = ["PIPE_WIDTH", "cell", "console", "print_hits", "print_json", "solution_text", "table",
+           "visible"]
 
 # The width of what is printed to a pipe or a file when COLUMNS does not say: wide enough for
 # a table of hits to give its passages whole lines, narrow enough to read in a pager.
@@ -36,13 +38,28 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+# C0 and C1 control characters but tab and newline.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    r"""``text`` with its control characters written out (``\x1b``): an escape sequence in a
+    recorded query, a caller or a title would otherwise drive the terminal (clear the screen,
+    move the cursor back over the rows of ``trails audit``) instead of being read.
+
+    >>> visible("seal\x1b[2J failed\n")
+    'seal\\x1b[2J failed\n'
+    """
+    return _CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 class _TextTable(Table):
     """A rich table whose text cells are shown as they are: a title, a snippet or a SPARQL
     literal holding ``[red]`` or ``[/x]`` is data, not rich markup (which would restyle the
-    output, or fail to render at all)."""
+    output, or fail to render at all), and its control characters are written out."""
 
     def add_row(self, *renderables: Any, **options: Any) -> None:
-        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables),
+        super().add_row(*(Text(visible(r)) if isinstance(r, str) else r for r in renderables),
                         **options)
 
 

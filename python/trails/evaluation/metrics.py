@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trails.errors import MissingExtraError
+from trails.errors import InvalidArgumentError, MissingExtraError
 from trails.records import RetrievalHit
 
 __all__ = ["DOC_DEPTH", "MEASURES", "ChunkHit", "max_pool", "score_run"]
@@ -61,29 +61,50 @@ def score_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str,
                                                            dict[str, dict[str, float]]]:
     """Mean of each measure over every query of ``qrels`` (a query with no run scores 0).
 
-    ``run`` maps a query id to document ids, best first; the documents get strictly
-    decreasing scores, so trec_eval keeps exactly this order (it sorts by score and breaks
+    ``run`` maps a query id to document ids, best first (one listed again keeps its first
+    rank); the documents get strictly decreasing scores, so trec_eval keeps exactly this order (it sorts by score and breaks
     ties by document id, which would reorder equal scores).
 
     >>> score_run({"q": ["d3", "d1"]}, {"q": {"d1": 1}})[0]
     {'nDCG@10': 0.6309297535714575, 'R@100': 1.0}
 
     Raises:
+        InvalidArgumentError: a measure is none ir-measures knows.
         MissingExtraError: ir-measures is not installed (``trails[eval]``).
     """
     ir_measures = _ir_measures()
-    parsed = [ir_measures.parse_measure(m) for m in measures]
-    trec_run = {q: {d: float(len(docs) - i) for i, d in enumerate(docs)}
-                for q, docs in run.items() if q in qrels and docs}
+    parsed = [_parse(ir_measures, m) for m in measures]
+    trec_run = {q: _scored(docs) for q, docs in run.items() if q in qrels and docs}
     trec_qrels = {q: {d: int(r) for d, r in docs.items()} for q, docs in qrels.items()}
     per_query: dict[str, dict[str, float]] = {q: dict.fromkeys(measures, 0.0) for q in qrels}
-    names = {str(m): name for m, name in zip(parsed, measures)}
+    # Several names may spell one measure ("R@100", "R(rel=1)@100"): each gets its value.
+    names: dict[str, list[str]] = {}
+    for measure, name in zip(parsed, measures):
+        names.setdefault(str(measure), []).append(name)
     for metric in ir_measures.iter_calc(parsed, trec_qrels, trec_run):
         if metric.query_id in per_query:
-            per_query[metric.query_id][names[str(metric.measure)]] = float(metric.value)
+            for name in names[str(metric.measure)]:
+                per_query[metric.query_id][name] = float(metric.value)
     count = max(len(per_query), 1)
     means = {m: sum(v[m] for v in per_query.values()) / count for m in measures}
     return means, per_query
+
+
+def _scored(docs: Sequence[str]) -> dict[str, float]:
+    """Strictly decreasing scores in ranking order, a document listed twice at its first
+    (best) rank: a later score would replace the first and rank it at its worst."""
+    first = list(dict.fromkeys(docs))
+    return {d: float(len(first) - i) for i, d in enumerate(first)}
+
+
+def _parse(ir_measures: Any, name: str) -> Any:
+    """The ir-measures measure ``name`` spells, or an InvalidArgumentError naming it."""
+    try:
+        return ir_measures.parse_measure(name)
+    except (NameError, ValueError, TypeError, SyntaxError) as exc:  # what its parser raises
+        raise InvalidArgumentError(
+            f"measure {name!r} is none ir-measures knows ({exc}); name one as ir-measures does, "
+            "e.g. nDCG@10, R@100, P@5, RR, AP (https://ir-measur.es/)") from None
 
 
 def _ir_measures() -> Any:

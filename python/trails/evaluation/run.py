@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trails.context import Context
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.evaluation.beir import BeirDataset, documents
 from trails.evaluation.metrics import DOC_DEPTH, MEASURES, ChunkHit, max_pool, score_run
 from trails.ingest import Chunker, IngestionStats, ingest_all
@@ -100,14 +100,18 @@ def ingest_dataset(dataset: BeirDataset, ctx: Context, *, chunker: Chunker | Non
     Raises:
         ConfigurationError: ``ctx`` already holds these documents chunked or embedded
             otherwise (another ``chunker``): ingesting would replace every one of them.
-        RuntimeError: a document failed to ingest.
+        InvalidArgumentError: a document failed to ingest (the message names it and why).
     """
     _check_same_settings(dataset, ctx, chunker, transform)
     stats = ingest_all(documents(dataset, transform), ctx=ctx, chunker=chunker,
                        batch_size=batch_size)
     if stats.failed:
-        raise RuntimeError(f"{stats.failed} documents of {dataset.name} failed to ingest: "
-                           f"{stats.failures[:3]}")
+        # The corpus's content, not a bug of trails: say which records and why.
+        shown = "; ".join(f"{source}: {why}" for source, why in stats.failures[:3])
+        raise InvalidArgumentError(
+            f"{stats.failed} document(s) of {dataset.path / 'corpus.jsonl'} failed to ingest "
+            f"({shown}{'; ...' if stats.failed > 3 else ''}); mend those records and run again "
+            "(documents already ingested are skipped)")
     return stats
 
 
@@ -196,13 +200,14 @@ def run_system(searcher: Searcher, dataset: BeirDataset, split: str,
     system still fuses with it (the searcher sees only the query's text).
 
     Raises:
-        ValueError: a query id of the split is not in ``queries.jsonl``.
+        InvalidArgumentError: a query id of the split is not in ``queries.jsonl``.
     """
     qrels = dataset.split(split)
     missing = [q for q in qrels if q not in dataset.queries]
     if missing:
-        raise ValueError(f"{len(missing)} query ids of {split} are not in queries.jsonl, "
-                         f"e.g. {missing[0]!r}")
+        raise InvalidArgumentError(
+            f"{len(missing)} query ids of {dataset.path / 'qrels' / split}.tsv are not in "
+            f"{dataset.path / 'queries.jsonl'}, e.g. {missing[0]!r}")
     started = time.perf_counter()
     run: dict[str, list[str]] = {}
     ignore_self = dataset.queries_are_documents

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from trails.audit import DeletionRecord, default_caller, new_run_id
+from trails.audit import DeletionRecord, new_run_id
 from trails.audit.records import started_now
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import (
@@ -426,8 +426,9 @@ def record_deletion(ctx: ContextParts, documents: Sequence[str], *, reason: str,
     """
     if not documents or not isinstance(ctx, Audited) or not ctx.audit.enabled:
         return
+    who = ctx.audit.who(caller)
     moment = started_now()
     ctx.audit.record_first(DeletionRecord(
-        run_id=new_run_id(), caller=caller or ctx.audit.caller or default_caller(),
+        run_id=new_run_id(), caller=who,
         started=moment, ended=moment, reason=reason, documents=list(documents),
         expired_at={iri: when.isoformat() for iri, when in (expired_at or {}).items()}))

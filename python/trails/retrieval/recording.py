@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import datetime as dt
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trails.audit import HitRecord, SearchRecord, default_caller, new_run_id, query_digest
+from trails.audit import HitRecord, SearchRecord, new_run_id, query_digest
 from trails.audit.records import started_now
 from trails.errors import EndpointUnavailableError
 from trails.kg.base import RevisionGraph
@@ -61,6 +62,8 @@ class SearchCall:
     min_score: float | None = None
     caller: str | None = None
     why: bool | None = None
+    now: dt.datetime | None = None  # given, not the clock's: the answer is "as of" it
+    searched: str | None = None  # the rewriter's standalone query, when it made one
     replay_of: str | None = None
     started: str = ""
     embedder: str | None = None
@@ -75,7 +78,7 @@ class SearchCall:
                       "sparql_filter": request.filter, "bindings": request.bindings,
                       "scopes": list(request.scopes or ()), "fusion": request.fusion,
                       "steps": request.steps, "min_score": request.min_score,
-                      "caller": caller, "why": request.why, **recorded})
+                      "caller": caller, "why": request.why, "now": request.now, **recorded})
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
     if ctx is None:
         return result
     trail = ctx.audit
-    caller = call.caller or trail.caller or default_caller()
+    caller = trail.who(call.caller)
     explain = call.sparql_filter is not None and (
         call.why if call.why is not None else trail.enabled and trail.settings.why)
     if explain and call.sparql_filter is not None:
@@ -162,8 +165,7 @@ def record_refusal(ctx: Context, call: SearchCall, error: BaseException) -> str 
                 check_bindings(call.bindings)
         except (TypeError, ValueError):  # the bindings may be why it was refused
             call = dataclasses.replace(call, bindings=None)
-        record = _record(refused, call, call.caller or trail.caller or default_caller(),
-                         started_now(), trail.settings)
+        record = _record(refused, call, trail.who(call.caller), started_now(), trail.settings)
     except Exception:
         log.exception("a refused search could not be recorded")
         return None
@@ -177,11 +179,14 @@ def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
     return SearchRecord(
         run_id=new_run_id(), caller=caller, started=call.started, ended=ended,
         query_sha256=query_digest(call.query), query=call.query if keep_text else None,
+        rewritten_sha256=None if call.searched is None else query_digest(call.searched),
+        rewritten=call.searched if keep_text else None,
         mode=call.mode, k=call.k, filter=call.sparql_filter,
         bindings={name: str(term) for name, term in terms.items()},
         scopes=list(call.scopes), levels=settings.levels_of(call.scopes),
         fusion=_name(call.fusion),
         steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
+        as_of=None if call.now is None else call.now.isoformat(),
         plan=result.plan, candidates=result.candidates, exhaustive=result.exhaustive,
         filter_path=result.filter_path,
         fusion_weights=dict(result.fusion_weights) or None, notes=list(result.notes),

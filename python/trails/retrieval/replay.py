@@ -1,10 +1,11 @@
 """Run a recorded search again and say what changed (``trails replay RUN``).
 
-The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion and
-``min_score``, and is itself recorded (``prov:wasInformedBy`` the original). The report lists
-the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
+The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion,
+``min_score`` and, when the search was given one (``now``), the moment expiries were judged
+at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
-admitted another number of chunks or ran another path (``RetrievalResult.filter_path``). Post-ranking steps are objects, not
+admitted another number of chunks or ran another path (``RetrievalResult.filter_path``), and
+when either answer was degraded by a failed backend. Post-ranking steps are objects, not
 records: a search that had steps is replayed without them, and the report says so.
 """
 
@@ -15,13 +16,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trails.audit import SearchRecord, query_digest
+from trails.audit.prov import parse_time
 from trails.context import Context
 from trails.errors import InvalidArgumentError
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
-from trails.retrieval.recording import REPLAYING
-from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.retrieval.recording import REFUSED, REPLAYING
+from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
+from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import RevisionedStore
 
 __all__ = ["ReplayReport", "replay"]
@@ -68,26 +71,41 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
             f"name; replay takes only the named fusions ({', '.join(FUSIONS)}) or none")
     notes = [(f"not replayed: the post-ranking steps {', '.join(record.steps)} (steps are "
               "objects, not records)")] if record.steps else []
+    if record.rewritten_sha256 is not None:
+        notes.append("replayed the query the run's rewriter made of the conversation, as it "
+                     "was searched (no rewriter runs again)")
+    emptied = sorted(set(record.scopes) - set(known_scopes(ctx, record.scopes)) - {DEFAULT_SCOPE})
+    if emptied:
+        notes.append(f"the scope(s) {', '.join(emptied)} hold nothing now (their documents were "
+                     "deleted or pruned since the run)")
     with _replaying(record.iri):
         result = retrieve(text, ctx, mode=record.mode, k=record.k,  # type: ignore[arg-type]
                           sparql_filter=record.filter,
                           bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
                           scope=record.scopes or None, fusion=fusion, caller=caller,
-                          min_score=record.min_score)
+                          min_score=record.min_score,
+                          now=None if record.as_of is None else parse_time(record.as_of))
     return _compare(ctx, record, result, notes)
 
 
 def _query(record: SearchRecord, query: str | None) -> str:
+    """The text the run ranked by: its rewritten query when a rewriter made one (the
+    conversation and the rewriter are not records, and a model may rewrite otherwise
+    today), else its query; ``query`` is checked against the digest kept of that text."""
+    rewritten = record.rewritten_sha256 is not None
+    kept, digest = ((record.rewritten, record.rewritten_sha256) if rewritten
+                    else (record.query, record.query_sha256))
+    what = "the query its rewriter made of the conversation" if rewritten else "its query"
     if query is None:
-        if record.query is None:
+        if kept is None:
             raise InvalidArgumentError(
-                f"run {record.run_id} kept only its query's SHA-256 (audit query_text "
-                "'sha256'); give the query text to replay it (--query TEXT)")
-        return record.query
-    if query_digest(query) != record.query_sha256:
+                f"run {record.run_id} kept only the SHA-256 of {what} (audit query_text "
+                "'sha256'); give that text to replay it (--query TEXT)")
+        return kept
+    if query_digest(query) != digest:
         raise InvalidArgumentError(
-            f"the query given is not the one run {record.run_id} searched for (its SHA-256 "
-            "differs); give the exact text")
+            f"the query given is not {what}, which run {record.run_id} searched for (its "
+            "SHA-256 differs); give the exact text")
     return query
 
 
@@ -101,8 +119,19 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
         moved=[(i, before[i], r) for i, r in after.items() if i in before and before[i] != r],
         new=[(i, r) for i, r in after.items() if i not in before],
         gone=[(i, r) for i, r in before.items() if i not in after],
-        changed=_changes(ctx, record), notes=notes + _filter_notes(record, result))
+        changed=_changes(ctx, record),
+        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result))
     return report
+
+
+def _degraded_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """Which of the two answers a failed backend degraded (a keyword fallback, a skip), and
+    whether the run was refused rather than answered (the service's records of a scope not
+    granted): otherwise their differences would read as changes of the context."""
+    refused = [f"the run was refused, not answered ({note})" for note in record.notes
+               if record.plan == REFUSED and note.startswith("refused: ")]
+    return (refused + [f"the run's answer was degraded: {why}" for why in record.degraded]
+            + [f"this replay's answer is degraded: {why}" for why in result.degraded])
 
 
 def _filter_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:

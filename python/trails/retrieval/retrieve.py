@@ -13,7 +13,7 @@ import numpy as np
 from trails.audit.records import started_now
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
-from trails.kg.terms import IRI
+from trails.kg.terms import IRI, check_text
 from trails.rank._steps import Step
 from trails.rank.fusion import ExplainedFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_evidence
@@ -32,7 +32,7 @@ from trails.retrieval.degraded import (
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
-from trails.retrieval.recording import SearchCall, observe, revisions
+from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
@@ -173,6 +173,8 @@ def retrieve(
     if caller is not None and (not isinstance(caller, str) or not caller.strip()):
         raise InvalidArgumentError(f"caller must be a non-empty string naming who searches; "
                                    f"got {caller!r}")
+    if caller is not None:
+        check_text(caller, "caller")  # else the search would run and its record be lost
     return _run(request, ctx, vector_store, embedder, messages, rewriter, caller)
 
 
@@ -191,8 +193,10 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     if ctx is None and vector_store is None:
         ctx = default_context()
     scopes = normalize_scopes(None if request.scopes is None else list(request.scopes))
-    if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes):
-        check_known_scopes(scopes, known_scopes(ctx, scopes))  # a typo must not read as "no match"
+    # A typo must not read as "no match"; a replay reads the scopes its run read, even one
+    # emptied since (its hits are gone, and the report says so).
+    if ctx is not None and any(s != DEFAULT_SCOPE for s in scopes) and REPLAYING.get() is None:
+        check_known_scopes(scopes, known_scopes(ctx, scopes))
 
     iris: Sequence[str] | None = None
     graph = None
@@ -250,7 +254,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     if answer is None:
         raise AssertionError("unreachable: the last read answers whatever it finds")
     call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
-                            embedder=None if model is None else model.identity.describe())
+                            embedder=None if model is None else model.identity.describe(),
+                            searched=None if query == request.query else query)
     answer.query = query  # the display marks its terms in each passage
     answer.filter_path = path[-1] if path else None
     answer.embedder = model  # to_context counts tokens with its tokenizer
