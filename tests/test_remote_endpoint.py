@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import ClassVar
 
 import pyoxigraph as ox
 import pytest
@@ -229,6 +230,45 @@ def test_http_errors(status, error, words):
             kg.query("ASK {}", scopes=["a"])
         with pytest.raises(error, match=words):
             kg.update("CLEAR DEFAULT")
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _Recording(_Canned):
+    """Answers ``status`` and keeps the Authorization header of each request."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_POST(self):
+        self.seen.append(self.headers.get("Authorization"))
+        super().do_POST()
+
+    do_GET = do_POST
+
+
+@pytest.mark.parametrize("status", [401, 503, 200])
+def test_credentials_in_the_url_are_sent_and_never_shown(status, tmp_path, monkeypatch):
+    handler = type("Handler", (_Recording,), {"status": status, "seen": [],
+                                              "body": b"<html>no</html>"})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    port = httpd.server_address[1]
+    try:
+        kg = SparqlEndpointGraph(f"http://ann:s%40cret@127.0.0.1:{port}/query", timeout=2.0,
+                                 resilience=Resilience(attempts=1))
+        calls = [lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")]
+        for call in calls[:1] if status == 200 else calls:  # HTML: no results, but updated
+            with pytest.raises((ConfigurationError, EndpointUnavailableError, SparqlError)) as failure:
+                call()
+            assert f"http://127.0.0.1:{port}/" in str(failure.value)
+            assert "s@cret" not in str(failure.value) and "s%40cret" not in str(failure.value)
+        # Sent as basic auth, as httpx sends a URL's credentials: ann:s@cret.
+        assert handler.seen == ["Basic YW5uOnNAY3JldA=="] * (1 if status == 200 else 2)
+        shown = [repr(kg), kg.query_url, kg.update_url, str(kg.recorded_settings(tmp_path))]
+        assert not any("cret" in text or "ann" in text for text in shown), shown
         kg.close()
     finally:
         httpd.shutdown()

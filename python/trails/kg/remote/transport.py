@@ -12,13 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trails._lazy import require
-from trails.errors import EndpointUnavailableError
+from trails.errors import ConfigurationError, EndpointUnavailableError, SparqlError
+from trails.kg.remote.connection import SPARQL_AUTH_ENV
+from trails.kg.remote.dialect import permission_hint
+from trails.kg.remote.results import server_message
+from trails.kg.remote.rewrite import PROLOGUE_MARK, caller_positions
 from trails.resilience import CircuitBreaker, Failure, Resilience, retry_after
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ATOMIC", "article", "send"]
+__all__ = ["ATOMIC", "answered", "article", "send"]
 
 ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
           "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
@@ -49,6 +53,35 @@ def send(client: httpx.Client, policy: Resilience, breaker: CircuitBreaker, time
         raise EndpointUnavailableError(
             f"the SPARQL endpoint {url} {what} for {article(kind)} ({type(exc).__name__}: "
             f"{exc}). {ATOMIC}") from exc
+
+
+def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.Response:
+    """``response`` to ``text`` (``kind``: ``query`` or ``update``) sent to ``url``, when it
+    succeeded; else the error its status says.
+
+    Raises:
+        SparqlError: HTTP 400 (the server's parser), with the server's message.
+        ConfigurationError: the URL or the credentials are wrong (HTTP 401, 403, 404, 405,
+            406, 415, or a permission error whatever its status).
+        EndpointUnavailableError: any other status (a 5xx still there after retries).
+    """
+    status = response.status_code
+    if status < 300:
+        return response
+    message = server_message(response)
+    if text.startswith(PROLOGUE_MARK):
+        message = caller_positions(message)
+    if status == 400:
+        raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
+                          f"{url}): {message}")
+    if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
+        raise ConfigurationError(
+            f"the SPARQL endpoint {url} answered HTTP {status} to {article(kind)}: {message}. "
+            "Check the URL (query_url/update_url) and the credentials (headers=/auth=; for a "
+            f"context opened from trails.json, ${SPARQL_AUTH_ENV}, which is never recorded)."
+            + permission_hint(message))
+    raise EndpointUnavailableError(
+        f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {ATOMIC}")
 
 
 def _failure(httpx: Any, exc: BaseException, *, safe: bool) -> Failure | None:
