@@ -275,6 +275,42 @@ def test_credentials_in_the_url_are_sent_and_never_shown(status, tmp_path, monke
         httpd.server_close()
 
 
+class _Redirecting(_Canned):
+    """Sends every request elsewhere, as a server moved to https or to another path does."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(self.status)
+        self.send_header("Location", "/sparql/" if self.status == 308 else
+                         "https://graph.example.org/query")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+
+@pytest.mark.parametrize(("status", "target"), [
+    (301, "https://graph.example.org/query"), (302, "https://graph.example.org/query"),
+    (308, "http://127.0.0.1:{port}/sparql/")])  # a relative Location, resolved
+def test_a_redirect_is_a_configuration_error_naming_where_to(status, target):
+    handler = type("Handler", (_Redirecting,), {"status": status})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        port = httpd.server_address[1]
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
+        for call in (lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")):
+            # Not "unavailable, retry later": the URL is wrong, and trying again never helps.
+            with pytest.raises(ConfigurationError, match=f"redirect to {target.format(port=port)};") as failure:
+                call()
+            assert f"HTTP {status}" in str(failure.value)
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_a_union_default_graph_server_cannot_confine_the_default_scope():
     with OxigraphServer(persistent=False, union_default_graph=True) as server:
         kg = SparqlEndpointGraph(server.query_url)

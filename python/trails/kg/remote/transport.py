@@ -9,11 +9,12 @@ timed out or failed with a 5xx may have been applied, and repeating it is the ca
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from trails._lazy import require
 from trails.errors import ConfigurationError, EndpointUnavailableError, SparqlError
-from trails.kg.remote.connection import SPARQL_AUTH_ENV
+from trails.kg.remote.connection import SPARQL_AUTH_ENV, split_credentials
 from trails.kg.remote.dialect import permission_hint
 from trails.kg.remote.results import server_message
 from trails.kg.remote.rewrite import PROLOGUE_MARK, caller_positions
@@ -61,13 +62,22 @@ def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.
 
     Raises:
         SparqlError: HTTP 400 (the server's parser), with the server's message.
-        ConfigurationError: the URL or the credentials are wrong (HTTP 401, 403, 404, 405,
-            406, 415, or a permission error whatever its status).
+        ConfigurationError: a redirect (naming where to), or the URL or the credentials are
+            wrong (HTTP 401, 403, 404, 405, 406, 415, or a permission error whatever its
+            status).
         EndpointUnavailableError: any other status (a 5xx still there after retries).
     """
     status = response.status_code
     if status < 300:
         return response
+    if status < 400:  # a redirect: followed, a POST could come back a GET, the auth go elsewhere
+        location = response.headers.get("location")
+        target = location and split_credentials(urllib.parse.urljoin(url, location))[0]
+        raise ConfigurationError(
+            f"the SPARQL endpoint {url} answered {article(kind)} with HTTP {status}, a redirect "
+            f"to {target or 'nowhere (no Location header)'}; trails does not follow redirects. "
+            "Give the URL the server redirects to (query_url/update_url; trails init "
+            "--endpoint/--update-endpoint)")
     message = server_message(response)
     if text.startswith(PROLOGUE_MARK):
         message = caller_positions(message)
