@@ -18,6 +18,7 @@ import pytest
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
+    EndpointRefusedError,
     EndpointUnavailableError,
     MissingExtraError,
     SparqlError,
@@ -197,11 +198,13 @@ def test_a_refused_connection_is_endpoint_unavailable():
 class _Canned(http.server.BaseHTTPRequestHandler):
     status = 503
     body = b"the store is overloaded"
+    media = "text/plain"
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(self.status)
-        self.send_header("Content-Type", "text/plain")
+        if self.media:
+            self.send_header("Content-Type", self.media)
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
         self.wfile.write(self.body)
@@ -230,6 +233,28 @@ def test_http_errors(status, error, words):
             kg.query("ASK {}", scopes=["a"])
         with pytest.raises(error, match=words):
             kg.update("CLEAR DEFAULT")
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize(("media", "body"), [
+    ("text/html", b"<html><form>Sign in</form></html>"),          # a proxy's login page
+    ("application/sparql-results+json", b'{"head": {"vars": ['),  # cut short
+    ("", b"ok")])
+def test_an_answer_that_is_no_answer_is_refused_as_the_endpoints_fault(media, body):
+    handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+        # Not a SparqlError: the query is fine, the endpoint (or what stands in front) is not.
+        with pytest.raises(EndpointRefusedError, match="names a SPARQL endpoint") as failure:
+            kg.select_iris("SELECT ?s WHERE { ?s ?p ?o }", scopes=["a"])
+        assert not isinstance(failure.value, SparqlError)
+        assert isinstance(failure.value, ConfigurationError)
         kg.close()
     finally:
         httpd.shutdown()

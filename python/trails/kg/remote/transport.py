@@ -13,7 +13,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from trails._lazy import require
-from trails.errors import ConfigurationError, EndpointUnavailableError, SparqlError
+from trails.errors import EndpointRefusedError, EndpointUnavailableError, SparqlError
 from trails.kg.remote.connection import SPARQL_AUTH_ENV, split_credentials
 from trails.kg.remote.dialect import permission_hint
 from trails.kg.remote.results import server_message
@@ -62,7 +62,7 @@ def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.
 
     Raises:
         SparqlError: HTTP 400 (the server's parser), with the server's message.
-        ConfigurationError: a redirect (naming where to), or the URL or the credentials are
+        EndpointRefusedError: a redirect (naming where to), or the URL or the credentials are
             wrong (HTTP 401, 403, 404, 405, 406, 415, or a permission error whatever its
             status).
         EndpointUnavailableError: any other status (a 5xx still there after retries).
@@ -73,7 +73,7 @@ def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.
     if status < 400:  # a redirect: followed, a POST could come back a GET, the auth go elsewhere
         location = response.headers.get("location")
         target = location and split_credentials(urllib.parse.urljoin(url, location))[0]
-        raise ConfigurationError(
+        raise EndpointRefusedError(
             f"the SPARQL endpoint {url} answered {article(kind)} with HTTP {status}, a redirect "
             f"to {target or 'nowhere (no Location header)'}; trails does not follow redirects. "
             "Give the URL the server redirects to (query_url/update_url; trails init "
@@ -85,7 +85,7 @@ def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.
         raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
                           f"{url}): {message}")
     if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
-        raise ConfigurationError(
+        raise EndpointRefusedError(
             f"the SPARQL endpoint {url} answered HTTP {status} to {article(kind)}: {message}. "
             "Check the URL (query_url/update_url) and the credentials (headers=/auth=; for a "
             f"context opened from trails.json, ${SPARQL_AUTH_ENV}, which is never recorded)."
