@@ -13,7 +13,10 @@ from pyshacl import validate
 
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import SparqlQueryRecord
+from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
+from trails.ingest import Document, ingest_all
+from trails.kg import SparqlEndpointGraph
 from trails.service.app import create_app
 from trails.service.keys import KeyRing
 from trails.service.sparql_protocol import (
@@ -22,6 +25,8 @@ from trails.service.sparql_protocol import (
     choose_media_type,
     parse_sparql_request,
 )
+from trails.testing.servers.oxigraph import OxigraphServer
+from trails.vector import MockEmbedder, SqliteVecStore
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -150,6 +155,62 @@ def test_the_dataset_is_read_as_the_protocol_defines_it(client):
             ("default-graph-uri", BETA_GRAPH)]
     merged = client.get("/sparql", params=both, headers=bearer("admin"))
     assert _texts(merged) == sorted([*ALPHA_DOCS.values(), *BETA_DOCS.values()])
+
+
+FROM_BETA = "SELECT ?t FROM <urn:trails:scope:beta> WHERE { ?c schema:text ?t } ORDER BY ?t"
+
+
+def test_the_querys_own_from_clauses_are_its_dataset_without_a_protocol_one(client):
+    def texts(query, label="admin"):
+        return _texts(client.get("/sparql", params={"query": query}, headers=bearer(label)))
+
+    beta, alpha = sorted(BETA_DOCS.values()), sorted(ALPHA_DOCS.values())
+    assert texts(FROM_BETA) == texts(FROM_BETA, "all-reader") == beta
+    assert texts(FROM_BETA.replace("beta", "alpha")) == alpha
+    # Prefixed names and relative IRIs resolve as the parser resolves them.
+    assert texts("PREFIX sc: <urn:trails:scope:> SELECT ?t FROM sc:beta "
+                 "WHERE { ?c schema:text ?t } ORDER BY ?t") == beta
+    assert texts("BASE <urn:trails:scope:beta> SELECT ?t FROM <> "
+                 "WHERE { ?c schema:text ?t } ORDER BY ?t") == beta
+    # FROM NAMED alone: named graphs only, an empty default graph (as SPARQL defines it).
+    named = "SELECT ?t FROM NAMED <urn:trails:scope:alpha> WHERE { GRAPH ?g { ?c schema:text ?t } }"
+    assert texts(named + " ORDER BY ?t") == alpha
+    assert texts(named.replace("GRAPH ?g", "") + " ORDER BY ?t") == []
+    assert texts(named.replace("?t FROM", "?t FROM <urn:trails:scope:beta> FROM")
+                 + " ORDER BY ?t") == alpha
+    # A scoped key: a graph outside its scopes reaches nothing, as GRAPH <...> does.
+    assert texts(FROM_BETA, "alpha-reader") == []
+    assert texts(FROM_BETA.replace("beta", "alpha"), "alpha-reader") == alpha
+    # The protocol's dataset still overrides the text's.
+    protocol = client.get("/sparql", params={"query": FROM_BETA, "default-graph-uri": ALPHA_GRAPH},
+                          headers=bearer("admin"))
+    assert _texts(protocol) == alpha
+
+
+def test_a_graph_on_a_server_takes_from_clauses_that_name_its_scopes(tmp_path):
+    # A SparqlEndpointGraph runs queries over whole scopes only (default and named graphs
+    # alike): FROM and FROM NAMED naming them both answer; FROM alone cannot be run as SPARQL
+    # defines it (no named graphs), so it is refused naming the way, never answered otherwise.
+    with OxigraphServer(persistent=False) as server:
+        embedder = MockEmbedder(dim=16)
+        ctx = Context(kg=SparqlEndpointGraph(server.query_url),
+                      vectors=SqliteVecStore(":memory:", dim=16, embedder=embedder.identity),
+                      embedder=embedder)
+        for scope, docs in (("alpha", ALPHA_DOCS), ("beta", BETA_DOCS)):
+            ingest_all([Document(id=name, source=name, text=text) for name, text in docs.items()],
+                       ctx=ctx, scope=scope)
+        try:
+            with TestClient(create_app(ctx, keys())) as client:
+                both = client.get("/sparql", headers=bearer("alpha-reader"), params={
+                    "query": "SELECT ?t FROM <urn:trails:scope:alpha> FROM NAMED "
+                             "<urn:trails:scope:alpha> WHERE { ?c schema:text ?t } ORDER BY ?t"})
+                alone = client.get("/sparql", headers=bearer("admin"),
+                                   params={"query": FROM_BETA})
+        finally:
+            ctx.close()
+    assert _texts(both) == sorted(ALPHA_DOCS.values())
+    assert alone.status_code == 400
+    assert "FROM NAMED" in alone.json()["message"]
 
 
 def test_a_graph_no_scope_holds_is_an_empty_graph_for_a_key_with_every_scope(client):

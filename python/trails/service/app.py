@@ -71,6 +71,7 @@ from trails.service.sparql_protocol import (
     parse_sparql_request,
     render_answer,
     service_description,
+    with_text_dataset,
 )
 from trails.service.state import ServiceState
 
@@ -232,8 +233,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         if request.method == "GET" and "query" not in names and "update" not in names:
             return Response(service_description(endpoint, True),
                             media_type="application/n-triples")
-        parsed = parse_sparql_request(request.method, request.headers.get("content-type"),
-                                      params, body)
+        parsed = with_text_dataset(parse_sparql_request(
+            request.method, request.headers.get("content-type"), params, body),
+            ctx.kg.prefixes, endpoint)
         dataset = confine_dataset(ctx, key, parsed)
         started = started_now()
         output = await asyncio.to_thread(run_sparql, ctx, parsed.query, dataset, endpoint)

@@ -10,10 +10,11 @@ against the caller's key.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,11 +22,12 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, NotAcceptableError, PermissionDeniedError
 from trails.kg.result import QueryResult
+from trails.kg.sparql_text import code_only, iris_only
 from trails.kg.terms import sparql_json
 from trails.scopes import SCOPE_BASE
 
 __all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "parse_sparql_request", "render_answer",
-           "service_description"]
+           "service_description", "with_text_dataset"]
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_TYPE = "application/sparql-query"
@@ -46,6 +48,12 @@ _QUAD_FORMATS = ("application/n-quads", "application/trig")
 _XML_TYPES = ("application/sparql-results+xml", "application/rdf+xml")
 # What XML 1.0 forbids, even escaped: C0 controls but tab, newline and carriage return.
 _NOT_IN_XML = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
+# A dataset clause (read in the text with its strings and comments blanked, IRIs kept) and
+# the query form that ends the prologue (read with IRIs blanked too).
+_DATASET_CLAUSE = re.compile(r"(?<![?$:@\w.-])FROM\s+(NAMED\s+)?(<[^>]*>|[^\s{}<]+)",
+                             re.IGNORECASE)
+_FROM = re.compile(r"(?<![?$:@\w.-])FROM(?![\w:-])", re.IGNORECASE)
+_FORM = re.compile(r"(?<![?$:@\w.-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
 _UPDATE_REFUSAL = (
     "this endpoint answers SPARQL queries only: updates are refused. Add documents with "
     "POST /ingest and remove them with DELETE /documents/{iri}")
@@ -53,12 +61,14 @@ _UPDATE_REFUSAL = (
 
 @dataclass(frozen=True)
 class SparqlRequest:
-    """A query and the dataset the protocol names: the graph IRIs of its default graph and
-    its named graphs (both None: the request named no dataset; one named, the other empty)."""
+    """A query and the dataset the request names: the graph IRIs of its default graph and
+    its named graphs (both None: the request named no dataset; one named, the other empty),
+    named by the protocol or, without one, by the query's ``FROM``/``FROM NAMED``."""
 
     query: str
     default_graphs: list[str] | None = None
     named_graphs: list[str] | None = None
+    in_text: bool = False  # the dataset is the query's FROM/FROM NAMED, not the protocol's
 
 
 def parse_sparql_request(method: str, content_type: str | None,
@@ -108,6 +118,54 @@ def parse_sparql_request(method: str, content_type: str | None,
     if not defaults and not named:
         return SparqlRequest(queries[0])
     return SparqlRequest(queries[0], defaults, named)
+
+
+def with_text_dataset(request: SparqlRequest, prefixes: Mapping[str, str],
+                      base_iri: str) -> SparqlRequest:
+    """``request`` with the dataset its query's ``FROM``/``FROM NAMED`` clauses name, when
+    the protocol names none (a protocol dataset overrides them): the graphs of ``FROM`` make
+    the default graph and those of ``FROM NAMED`` are the named graphs, as SPARQL defines
+    it, rather than the key's scopes (an answer from other graphs than those the query
+    names). Prefixed names and relative IRIs resolve as the parser resolves them.
+
+    Raises:
+        InvalidArgumentError: a clause whose graph is no IRI.
+    """
+    if request.default_graphs is not None or request.named_graphs is not None:
+        return request
+    text = request.query
+    keywords = len(_FROM.findall(code_only(text)))
+    if not keywords:
+        return request
+    form = _FORM.search(code_only(text))
+    prologue = text[:form.start()] if form else ""
+    clauses = list(_DATASET_CLAUSE.finditer(iris_only(text)))
+    graphs: tuple[list[str], list[str]] = ([], [])
+    for clause in clauses:
+        iri = _resolved(prologue, clause.group(2), prefixes, base_iri)
+        graphs[bool(clause.group(1))].append(iri)
+    if len(clauses) != keywords:
+        raise InvalidArgumentError(
+            "the FROM clauses of this query could not be read; name its graphs with "
+            "default-graph-uri and named-graph-uri instead")
+    return dataclasses.replace(request, default_graphs=list(dict.fromkeys(graphs[0])),
+                               named_graphs=list(dict.fromkeys(graphs[1])), in_text=True)
+
+
+def _resolved(prologue: str, term: str, prefixes: Mapping[str, str], base_iri: str) -> str:
+    """The IRI ``term`` (``<...>`` or a prefixed name) names after ``prologue``, as the
+    parser reads it (evaluated on an empty store: a VALUES of one term)."""
+    try:
+        solutions = ox.Store().query(f"{prologue} SELECT ?g {{ VALUES ?g {{ {term} }} }}",
+                                     prefixes=dict(prefixes), base_iri=base_iri)
+        graph = next(iter(solutions))["g"] if isinstance(solutions, ox.QuerySolutions) else None
+    except (SyntaxError, ValueError, StopIteration):
+        graph = None
+    if not isinstance(graph, ox.NamedNode):
+        raise InvalidArgumentError(
+            f"FROM {term} names no graph: a dataset clause takes an IRI (<...> or a "
+            "prefixed name)")
+    return graph.value
 
 
 def _utf8(body: bytes) -> str:
