@@ -341,6 +341,27 @@ def test_other_content_types_and_bodies_are_400s(client):
     assert wrong_type.status_code == not_utf8.status_code == 400
 
 
+CAFE = ("SELECT ?t WHERE { VALUES ?t { %22caf{e}%22 } }".replace(" ", "%20")
+        .replace("?", "%3F").replace("{ ", "%7B ").replace(" }", " %7D"))
+
+
+@pytest.mark.parametrize("e", ["%E9", "%C3"])  # é in Latin-1; half of é in UTF-8
+def test_a_query_percent_encoding_bytes_that_are_no_utf8_is_a_400_not_another_query(client, e):
+    # Decoded leniently, "caf%E9" became "caf\ufffd": another query than the one sent, whose
+    # answer (empty, mostly) looked like the answer to it.
+    sent = CAFE.replace("{e}", e)
+    answers = [client.get(f"/sparql?query={sent}", headers=bearer("admin")),
+               client.post("/sparql", content=f"query={sent}".encode(), headers={
+                   **bearer("admin"), "Content-Type": "application/x-www-form-urlencoded"}),
+               client.get(f"/sparql?query=ASK%20%7B%7D&default-graph-uri=urn:x:{e}",
+                          headers=bearer("admin"))]
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert "not UTF-8" in answer.json()["message"]
+    right = client.get(f"/sparql?query={CAFE.replace('{e}', '%C3%A9')}", headers=bearer("admin"))
+    assert right.json()["results"]["bindings"] == [{"t": {"type": "literal", "value": "café"}}]
+
+
 # -- the protocol's pure parts -------------------------------------------------------------------
 
 def test_parse_reads_each_way_of_sending_a_query():

@@ -68,6 +68,7 @@ from trails.service.sparql_protocol import (
     GRAPH_TYPES,
     QUERY_TYPE,
     RESULT_TYPES,
+    form_fields,
     parse_sparql_request,
     render_answer,
     service_description,
@@ -227,7 +228,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
         key.require("read")
         body = await request.body() if request.method == "POST" else b""
-        params = list(request.query_params.multi_items())
+        params = form_fields(request.scope["query_string"], "the query string")
         endpoint = str(request.url.replace(query=""))
         names = {name for name, _ in params}
         if request.method == "GET" and "query" not in names and "update" not in names:

@@ -26,8 +26,8 @@ from trails.kg.sparql_text import code_only, iris_only
 from trails.kg.terms import sparql_json
 from trails.scopes import SCOPE_BASE
 
-__all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "parse_sparql_request", "render_answer",
-           "service_description", "with_text_dataset"]
+__all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "form_fields",
+           "parse_sparql_request", "render_answer", "service_description", "with_text_dataset"]
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_TYPE = "application/sparql-query"
@@ -93,7 +93,7 @@ def parse_sparql_request(method: str, content_type: str | None,
                 f"the request body is {charset.group(1)}; send it as UTF-8 (charset=UTF-8)")
         text = _utf8(body)
         if media == FORM:
-            fields += urllib.parse.parse_qsl(text, keep_blank_values=True)
+            fields += form_fields(text, "the request body")
         elif media == QUERY_TYPE:
             query = text
         else:
@@ -168,11 +168,29 @@ def _resolved(prologue: str, term: str, prefixes: Mapping[str, str], base_iri: s
     return graph.value
 
 
-def _utf8(body: bytes) -> str:
+def form_fields(encoded: str | bytes, where: str) -> list[tuple[str, str]]:
+    """The fields of URL-encoded ``encoded`` (a query string, a form body; ``where`` names
+    it), each decoded as UTF-8 strictly: a byte that is no UTF-8 (``caf%E9`` for "café" in
+    Latin-1) would otherwise become U+FFFD, and the query ask for another text than sent.
+
+    Raises:
+        InvalidArgumentError: a field that is no UTF-8, percent-encoded or not.
+    """
+    text = encoded if isinstance(encoded, str) else _utf8(encoded, where)
+    try:
+        return urllib.parse.parse_qsl(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{where} percent-encodes bytes that are not UTF-8 ({exc.reason}: "
+            f"{exc.object[exc.start:exc.end]!r}); percent-encode the UTF-8 bytes of the text "
+            "(é is %C3%A9)") from None
+
+
+def _utf8(body: bytes, where: str = "the request body") -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(f"the request body is not UTF-8 ({exc.reason} at byte "
+        raise InvalidArgumentError(f"{where} is not UTF-8 ({exc.reason} at byte "
                                    f"{exc.start}); send UTF-8") from None
 
 
