@@ -220,6 +220,22 @@ def test_a_graph_no_scope_holds_is_an_empty_graph_for_a_key_with_every_scope(cli
     assert _texts(response) == []
 
 
+@pytest.mark.parametrize("sent", [
+    {"default-graph-uri": "urn:trails:scope:alpah"},
+    {"named-graph-uri": "urn:trails:scope:alpah", "default-graph-uri": ALPHA_GRAPH},
+    {"query": TEXTS.replace("WHERE", "FROM <urn:trails:scope:alpah> WHERE")}])
+def test_a_scope_graph_that_holds_nothing_is_a_typo_named_not_an_empty_answer(client, sent):
+    response = client.get("/sparql", params={"query": TEXTS, **sent}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "UnknownScopeError"
+    assert "did you mean 'alpha'" in response.json()["message"]
+    # The default scope always exists; a graph outside the scopes' names is a graph like any.
+    for graph in ("urn:trails:scope:default", "http://example.org/elsewhere"):
+        empty = client.get("/sparql", params={"query": TEXTS, "default-graph-uri": graph},
+                           headers=bearer("admin"))
+        assert _texts(empty) == []
+
+
 OUTSIDE = [BETA_GRAPH, "urn:trails:minted", "urn:trails:audit", "urn:trails:scope:default",
            "http://example.org/nowhere", "urn:trails:scope:nosuchscope"]
 

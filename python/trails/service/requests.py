@@ -31,6 +31,7 @@ from trails.scopes import (
     SCOPE_BASE,
     check_known_scopes,
     check_scope,
+    is_scope_name,
     scope_graph,
     scope_of_graph,
 )
@@ -192,6 +193,7 @@ def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Datase
         PermissionDeniedError: a protocol parameter names a graph outside the key's scopes
             (whether or not it exists, so the answer tells nothing about graphs the key
             cannot read).
+        UnknownScopeError: it names the graph of a scope the key reads that holds nothing.
     """
     if request.default_graphs is None and request.named_graphs is None:
         scopes = key.confine(None)
@@ -200,7 +202,12 @@ def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Datase
     chosen = (_readable_graph if request.in_text else _granted_graph)
     default = [g for iri in request.default_graphs or () if (g := chosen(key, iri)) is not None]
     named = [g for iri in request.named_graphs or () if (g := chosen(key, iri)) is not None]
-    return Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
+    dataset = Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
+    # A scope's graph that holds nothing is a typo more often than not: refused, as a search
+    # in such a scope is, rather than answered as an empty graph.
+    asked = [scope for scope in dataset_scopes(dataset) if is_scope_name(scope)]
+    check_known_scopes(asked, known_scopes(ctx, asked), readable=key.scopes)
+    return dataset
 
 
 def _readable_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph | None:
