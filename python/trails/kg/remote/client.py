@@ -21,6 +21,7 @@ from trails.errors import (
 )
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import QuadExport, load_quads
+from trails.kg.parse_errors import is_update, parse_problem
 from trails.kg.rdfio import RdfSource
 from trails.kg.remote.connection import (
     auth_headers,
@@ -180,14 +181,17 @@ class SparqlEndpointGraph(QuadExport):
         """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
 
         Raises:
-            SparqlError: the query does not parse (the server's message) or, with ``scopes``,
-                cannot be confined (UnsafeFilterError: it uses SERVICE, or GRAPH/FROM in a
-                form the default-scope rewrite cannot prove harmless).
+            SparqlError: the query does not parse (the server's message), is an update
+                (nothing sent) or, with ``scopes``, cannot be confined (UnsafeFilterError:
+                it uses SERVICE, or GRAPH/FROM in a form the default-scope rewrite cannot
+                prove harmless).
             ConfigurationError: the default scope with named scopes on a server that cannot
                 name its default graph, or the endpoint rejects the credentials or the URL.
             EndpointUnavailableError: refused, timed out, or HTTP 5xx.
         """
         refuse_similarity(sparql, self.prefixes)
+        if is_update(sparql):  # some servers (Virtuoso) run an update sent as a query
+            raise SparqlError(parse_problem(sparql, self.prefixes, "an update"))
         text = with_prefixes(apply_bindings(sparql, bindings), self.prefixes)
         text, params = self._confine(text, scopes)
         form = query_form(text)
