@@ -56,6 +56,19 @@ def test_get_select_answers_sparql_json_over_every_scope_for_an_unscoped_key(cli
     assert _texts(response) == sorted([*ALPHA_DOCS.values(), *BETA_DOCS.values()])
 
 
+@pytest.mark.parametrize(("accept", "written"), [
+    ("application/sparql-results+json", b'"its:dir": "rtl"'),
+    ("text/tab-separated-values", b'"x"@ar--rtl'),
+    ("application/sparql-results+xml", b'its:dir="rtl"')])
+def test_a_literal_keeps_its_base_direction_in_every_results_format(client, accept, written):
+    response = client.get("/sparql", params={"query": 'SELECT ?t { BIND("x"@ar--rtl AS ?t) }'},
+                          headers={**bearer("admin"), "Accept": accept})
+    assert written in response.content, response.text
+    results_format = ox.QueryResultsFormat.from_media_type(accept)
+    term = next(iter(ox.parse_query_results(response.content, format=results_format)))["t"]
+    assert (term.language, str(term.direction)) == ("ar", "rtl")
+
+
 def test_form_post_and_sparql_query_post_give_the_same_answer(client):
     form = client.post("/sparql", data={"query": TEXTS}, headers=bearer("alpha-reader"))
     direct = client.post("/sparql", content=TEXTS.encode(), headers={
