@@ -343,6 +343,25 @@ def test_an_answer_xml_cannot_carry_comes_in_another_accepted_format_or_a_406(cl
     assert plain.headers["content-type"].startswith("application/sparql-results+xml")
 
 
+TRIPLE_TERM = "CONSTRUCT { <urn:s> <urn:p> <<( <urn:a> <urn:b> <urn:c> )>> } WHERE {}"
+
+
+def test_an_answer_json_ld_cannot_carry_comes_in_another_accepted_format_or_a_406(client):
+    # JSON-LD has no RDF 1.2 triple terms: that was a 500, "a bug in trails".
+    only = client.get("/sparql", params={"query": TRIPLE_TERM}, headers={
+        **bearer("admin"), "Accept": "application/ld+json"})
+    assert only.status_code == 406, only.text
+    assert "application/ld+json" in only.json()["message"]
+    assert "text/turtle" in only.json()["message"]  # a format that can carry it
+    fallback = client.get("/sparql", params={"query": TRIPLE_TERM}, headers={
+        **bearer("admin"), "Accept": "application/ld+json, text/turtle;q=0.5"})
+    assert fallback.status_code == 200
+    assert fallback.headers["content-type"].startswith("text/turtle")
+    triples = [q.triple for q in ox.parse(fallback.content, format=ox.RdfFormat.TURTLE)]
+    assert triples == [ox.Triple(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.Triple(
+        ox.NamedNode("urn:a"), ox.NamedNode("urn:b"), ox.NamedNode("urn:c")))]
+
+
 def test_an_unknown_key_gets_a_challenge_with_a_realm_and_no_file_path(tmp_path):
     keys_file = tmp_path / "secret-place" / "keys.toml"
     keys_file.parent.mkdir()

@@ -249,21 +249,37 @@ def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
     """The answer's bytes and media type: SELECT and ASK as SPARQL results (JSON, XML, CSV,
     TSV), CONSTRUCT and DESCRIBE as RDF (N-Triples, Turtle, N-Quads, TriG, RDF/XML, JSON-LD,
     N3), whichever ``accept`` prefers among those that can carry it (XML 1.0 cannot carry
-    most control characters: such an answer comes in the next format accepted).
+    most control characters, JSON-LD no RDF 1.2 triple term: such an answer comes in the
+    next format accepted).
 
     Raises:
-        NotAcceptableError: only XML is accepted and the answer holds such a character.
+        NotAcceptableError: no format accepted can carry the answer; names those that can.
     """
     offered = RESULT_TYPES if isinstance(output, (QueryResult, bool)) else GRAPH_TYPES
     wanted = acceptable_types(accept, offered) or [offered[0]]
+    reasons: dict[str, str] = {}
     for media in wanted:
-        content = _serialize(output, media)
-        if media not in _XML_TYPES or not _NOT_IN_XML.search(content):
+        content, reason = _written(output, media)
+        if reason is None:
             return content, media
-    carriers = [media for media in offered if media not in _XML_TYPES]
+        reasons[media] = reason
+    carriers = [media for media in offered
+                if media not in reasons and _written(output, media)[1] is None]
     raise NotAcceptableError(
-        "the answer holds a control character, which XML 1.0 cannot carry; accept one of "
-        f"{', '.join(carriers)}")
+        f"the answer cannot be written as {'; '.join(f'{m} ({r})' for m, r in reasons.items())}"
+        f"; accept one of {', '.join(carriers)}")
+
+
+def _written(output: QueryResult | bool | Sequence[ox.Triple],
+             media: str) -> tuple[bytes, str | None]:
+    """The answer as ``media``, or why that format cannot carry it."""
+    try:
+        content = _serialize(output, media)
+    except (OSError, ValueError) as exc:  # pyoxigraph: "JSON-LD does not support RDF 1.2"
+        return b"", str(exc)
+    if media in _XML_TYPES and _NOT_IN_XML.search(content):
+        return b"", "the answer holds a control character, which XML 1.0 cannot carry"
+    return content, None
 
 
 def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> bytes:
