@@ -184,6 +184,26 @@ def test_retrieve_and_sparql_answer_from_the_context(sessions, kb):
     assert named["rows"] == [{"title": "finance title"}]
 
 
+TITLES_FROM = ("SELECT ?title FROM <urn:trails:scope:{}> WHERE {{ ?doc a trails:Document ; "
+               "schema:name ?title }}")
+
+
+def test_a_querys_from_clauses_are_its_dataset_within_the_scopes_read(sessions, kb, keys):
+    # As over HTTP: FROM names the graphs the query reads (those the key grants), where it
+    # used to be replaced by every scope read, answering from graphs it did not name.
+    async def calls(session):
+        return [payload(await session.call_tool("sparql", {"query": TITLES_FROM.format(s)}))
+                for s in ("finance", "public")]
+
+    finance, public = sessions.run(["--db", str(kb)], calls)
+    assert [row["title"] for row in finance["rows"]] == ["finance title"]
+    assert [row["title"] for row in public["rows"]] == ["public title"]
+    outside, mine = sessions.run(
+        ["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
+    assert outside["rows"] == []  # another scope's graph reaches nothing, as GRAPH <...>
+    assert [row["title"] for row in mine["rows"]] == ["public title"]
+
+
 def test_a_key_reads_only_its_scopes(sessions, kb, keys):
     async def calls(session):
         outside = await session.call_tool("retrieve", {"query": SECRET_WORD,

@@ -37,12 +37,12 @@ from trails.scopes import (
 )
 from trails.service.keys import ApiKey
 from trails.service.models import RetrieveRequest, TermObject
-from trails.service.sparql_protocol import SparqlRequest
+from trails.service.sparql_protocol import SparqlRequest, with_text_dataset
 from trails.service.steps import build_steps
 
 __all__ = ["NOTHING_GRANTED", "confine_dataset", "dataset_scopes", "keyed_search",
            "record_sparql", "request_call", "retrieve_options", "run_sparql", "search_scopes",
-           "term_bindings"]
+           "term_bindings", "text_dataset"]
 
 # The note of an answer whose key's scopes hold nothing yet.
 NOTHING_GRANTED = "none of the scopes this key grants holds anything"
@@ -208,6 +208,25 @@ def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Datase
     asked = [scope for scope in dataset_scopes(dataset) if is_scope_name(scope)]
     check_known_scopes(asked, known_scopes(ctx, asked), readable=key.scopes)
     return dataset
+
+
+def text_dataset(ctx: Context, key: ApiKey, query: str,
+                 scopes: Sequence[str] | None) -> Dataset | None:
+    """The dataset ``query``'s own ``FROM``/``FROM NAMED`` name, within ``scopes`` (those
+    ``key`` grants that the call reads; None: every graph), as :func:`confine_dataset` reads
+    it; None when the text names none, or the graph runs queries over scopes only (a
+    :class:`DatasetGraph` is needed).
+
+    Raises:
+        InvalidArgumentError, UnknownScopeError: as :func:`confine_dataset`.
+    """
+    if not isinstance(ctx.kg, DatasetGraph):
+        return None
+    asked = with_text_dataset(SparqlRequest(query), ctx.kg.prefixes, None)
+    if not asked.in_text:
+        return None
+    reader = key if scopes is None else dataclasses.replace(key, scopes=frozenset(scopes))
+    return confine_dataset(ctx, reader, asked)
 
 
 def _readable_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph | None:

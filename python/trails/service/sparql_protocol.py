@@ -121,7 +121,7 @@ def parse_sparql_request(method: str, content_type: str | None,
 
 
 def with_text_dataset(request: SparqlRequest, prefixes: Mapping[str, str],
-                      base_iri: str) -> SparqlRequest:
+                      base_iri: str | None) -> SparqlRequest:
     """``request`` with the dataset its query's ``FROM``/``FROM NAMED`` clauses name, when
     the protocol names none (a protocol dataset overrides them): the graphs of ``FROM`` make
     the default graph and those of ``FROM NAMED`` are the named graphs, as SPARQL defines
@@ -152,7 +152,8 @@ def with_text_dataset(request: SparqlRequest, prefixes: Mapping[str, str],
                                named_graphs=list(dict.fromkeys(graphs[1])), in_text=True)
 
 
-def _resolved(prologue: str, term: str, prefixes: Mapping[str, str], base_iri: str) -> str:
+def _resolved(prologue: str, term: str, prefixes: Mapping[str, str],
+              base_iri: str | None) -> str:
     """The IRI ``term`` (``<...>`` or a prefixed name) names after ``prologue``, as the
     parser reads it (evaluated on an empty store: a VALUES of one term)."""
     try:
