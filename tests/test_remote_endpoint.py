@@ -261,6 +261,31 @@ def test_an_answer_that_is_no_answer_is_refused_as_the_endpoints_fault(media, bo
         httpd.server_close()
 
 
+@pytest.mark.parametrize(("media", "body", "query"), [
+    ("application/sparql-results+json", (b'{"head": {"vars": ["s"]}, "results": {"bindings": '
+                                         b'[{"s": {"type": "uri", "value": "https://x/a"}}]}}'),
+     "CONSTRUCT WHERE { ?s ?p ?o }"),
+    ("application/n-triples", b"<https://x/a> <https://x/b> <https://x/c> .\n",
+     "SELECT ?s WHERE { ?s ?p ?o }"),
+    ("application/sparql-results+json", b'{"head": {}, "boolean": true}',
+     "DESCRIBE <https://x/a>"),
+    ("application/n-triples", b"", "ASK { ?s ?p ?o }")])
+def test_an_answer_of_another_kind_than_the_query_asks_is_refused(media, body, query):
+    handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+        # Was returned as it came: solutions for a CONSTRUCT, a list of triples for a SELECT.
+        with pytest.raises(EndpointRefusedError, match=f"answered an? {query.split()[0]} query"):
+            kg.query(query, scopes=["a"])
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 class _Recording(_Canned):
     """Answers ``status`` and keeps the Authorization header of each request."""
 

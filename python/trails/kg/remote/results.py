@@ -57,7 +57,8 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
 
     Raises:
         EndpointRefusedError: the body does not parse as its content type, or the type is
-            neither (the URL names no SPARQL endpoint, or a proxy answers in its place).
+            neither (the URL names no SPARQL endpoint, or a proxy answers in its place), or
+            it is another kind of answer than ``form`` asks for.
         SparqlError: the server cut the result at its row limit.
     """
     limit = response.headers.get("x-sparql-maxrows")
@@ -84,7 +85,23 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
             f"or a proxy's login page: {_sample(response)}")
     if form == "ASK" and isinstance(answer, QueryResult) and answer.variables == [_ASK_COLUMN]:
         return any(row.get(_ASK_COLUMN) for row in answer.rows)
+    # Solutions for a CONSTRUCT, triples for a SELECT: no answer to the query asked, which
+    # would reach the caller as the wrong kind of value.
+    kind, wanted = _ANSWERS.get(form, (QueryResult, "solutions"))
+    if not isinstance(answer, kind):
+        got = next(words for each, words in _ANSWERS.values() if isinstance(answer, each))
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} answered {'an' if form[0] in 'AEIOU' else 'a'} "
+            f"{form} query with {got} ({media}), not "
+            f"{wanted}. Check that the URL names a SPARQL endpoint and that its dialect is "
+            "the server's (dialect=)")
     return answer
+
+
+# What each query form is answered with (and, for a message, how it is called).
+_ANSWERS: dict[str, tuple[type, str]] = {
+    "ASK": (bool, "a boolean"), "CONSTRUCT": (list, "triples"), "DESCRIBE": (list, "triples"),
+    "SELECT": (QueryResult, "solutions")}
 
 
 def _sample(response: Response) -> str:
