@@ -11,7 +11,7 @@ import rdflib
 from fastapi.testclient import TestClient
 from pyshacl import validate
 
-from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
+from service_support import ALPHA_DOCS, BETA_DOCS, SECRETS, bearer, keys, seeded_context
 from trails.audit.records import SparqlQueryRecord
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
@@ -67,6 +67,22 @@ def test_a_literal_keeps_its_base_direction_in_every_results_format(client, acce
     results_format = ox.QueryResultsFormat.from_media_type(accept)
     term = next(iter(ox.parse_query_results(response.content, format=results_format)))["t"]
     assert (term.language, str(term.direction)) == ("ar", "rtl")
+
+
+def test_no_cache_keeps_an_answer_for_another_key_or_another_format(client):
+    # A key in X-API-Key is no Authorization header to a shared cache: without these headers
+    # a caching proxy could hand one key's answer to another, or JSON to a client asking CSV.
+    by_header = {"X-API-Key": SECRETS["alpha-reader"]}
+    answers = [client.get("/sparql", params={"query": TEXTS}, headers=by_header),
+               client.get("/sparql", params={"query": TEXTS},
+                          headers={**by_header, "Accept": "text/csv"}),
+               client.get("/whoami", headers=by_header),
+               client.post("/retrieve", json={"query": "glaciers"}, headers=by_header)]
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["cache-control"] == "no-store"
+    for answer in answers[:2]:
+        assert "accept" in answer.headers["vary"].lower()
 
 
 def test_form_post_and_sparql_query_post_give_the_same_answer(client):

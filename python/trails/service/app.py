@@ -175,6 +175,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         except Exception as exc:
             log.exception("request %s %s failed", request.method, request.url.path)
             response = JSONResponse(error_body(exc), status_code=status_of(exc))
+        # An answer is the caller's key's (and, for /sparql, its Accept header's): no cache
+        # may keep it for another caller. X-API-Key, unlike Authorization, does not tell a
+        # shared cache so.
+        response.headers.setdefault("Cache-Control", "no-store")
         route = request.scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
         metrics.observe(template, request.method, response.status_code,
@@ -243,7 +247,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query,
                                          dataset_scopes(dataset), output, started)
         content, media = render_answer(output, request.headers.get("accept"))
-        headers = {"Trails-Run-Id": run_id} if run_id else None
+        headers = {"Vary": "Accept", **({"Trails-Run-Id": run_id} if run_id else {})}
         return Response(content, media_type=media, headers=headers)
 
     for path in ("/sparql", "/sparql/"):  # both spellings answer: no redirect to lose a POST
