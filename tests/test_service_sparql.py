@@ -265,6 +265,18 @@ def test_a_scope_graph_that_holds_nothing_is_a_typo_named_not_an_empty_answer(cl
         assert _texts(empty) == []
 
 
+@pytest.mark.parametrize("sent", [
+    {"named-graph-uri": "urn:trails:scope:default", "default-graph-uri": ALPHA_GRAPH},
+    {"query": GRAPH_TEXTS.replace("WHERE", "FROM NAMED <urn:trails:scope:default> WHERE")}])
+def test_the_default_scope_named_as_a_named_graph_is_said_not_dropped(client, sent):
+    # GRAPH cannot reach the store's default graph: the graph was dropped and the answer
+    # said nothing of the default scope's triples.
+    response = client.get("/sparql", params={"query": GRAPH_TEXTS, **sent},
+                          headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert "default-graph-uri" in response.json()["message"]
+
+
 OUTSIDE = [BETA_GRAPH, "urn:trails:minted", "urn:trails:audit", "urn:trails:scope:default",
            "http://example.org/nowhere", "urn:trails:scope:nosuchscope"]
 

@@ -194,6 +194,7 @@ def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Datase
             (whether or not it exists, so the answer tells nothing about graphs the key
             cannot read).
         UnknownScopeError: it names the graph of a scope the key reads that holds nothing.
+        InvalidArgumentError: it names the default scope's graph as a named graph.
     """
     if request.default_graphs is None and request.named_graphs is None:
         scopes = key.confine(None)
@@ -202,6 +203,11 @@ def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Datase
     chosen = (_readable_graph if request.in_text else _granted_graph)
     default = [g for iri in request.default_graphs or () if (g := chosen(key, iri)) is not None]
     named = [g for iri in request.named_graphs or () if (g := chosen(key, iri)) is not None]
+    if any(isinstance(g, ox.DefaultGraph) for g in named):  # it was dropped, unsaid
+        raise InvalidArgumentError(
+            f"the default scope's graph ({SCOPE_BASE}{DEFAULT_SCOPE}) is the store's default "
+            "graph, which no GRAPH can name: name it as a default graph (default-graph-uri, "
+            "FROM), not as a named graph (named-graph-uri, FROM NAMED)")
     dataset = Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
     # A scope's graph that holds nothing is a typo more often than not: refused, as a search
     # in such a scope is, rather than answered as an empty graph.
