@@ -3,6 +3,7 @@ protocol's pure parts (request parsing, content negotiation) on their own."""
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -436,6 +437,16 @@ def test_a_query_percent_encoding_bytes_that_are_no_utf8_is_a_400_not_another_qu
         assert "not UTF-8" in answer.json()["message"]
     right = client.get(f"/sparql?query={CAFE.replace('{e}', '%C3%A9')}", headers=bearer("admin"))
     assert right.json()["results"]["bindings"] == [{"t": {"type": "literal", "value": "café"}}]
+
+
+def test_a_query_file_with_a_byte_order_mark_is_read_without_it(client):
+    # curl --data-binary @query.rq of a file saved with a BOM was "does not parse at line 1".
+    for content_type, body in (("application/sparql-query", TEXTS.encode()),
+                               ("application/x-www-form-urlencoded",
+                                f"query={urllib.parse.quote(TEXTS)}".encode())):
+        response = client.post("/sparql", content=b"\xef\xbb\xbf" + body, headers={
+            **bearer("alpha-reader"), "Content-Type": content_type})
+        assert _texts(response) == sorted(ALPHA_DOCS.values())
 
 
 # -- the protocol's pure parts -------------------------------------------------------------------

@@ -188,8 +188,10 @@ def form_fields(encoded: str | bytes, where: str) -> list[tuple[str, str]]:
 
 
 def _utf8(body: bytes, where: str = "the request body") -> str:
+    """``body`` as UTF-8 text, without the byte-order mark an editor may have put first (a
+    query file saved on Windows): the parser would stop at it with no word of why."""
     try:
-        return body.decode("utf-8")
+        return body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidArgumentError(f"{where} is not UTF-8 ({exc.reason} at byte "
                                    f"{exc.start}); send UTF-8") from None
