@@ -24,8 +24,13 @@ from _cli import run_trails
 from trails import Context
 from trails.audit.records import query_digest
 from trails.cli import app
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
+from trails.kg import SparqlEndpointGraph
 from trails.service.keys import digest
+from trails.service.mcp import chosen_key, read_graph
+from trails.testing.servers.oxigraph import OxigraphServer
+from trails.vector import MockEmbedder, SqliteVecStore
 
 mcp = pytest.importorskip("mcp")
 
@@ -202,6 +207,29 @@ def test_a_querys_from_clauses_are_its_dataset_within_the_scopes_read(sessions, 
         ["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
     assert outside["rows"] == []  # another scope's graph reaches nothing, as GRAPH <...>
     assert [row["title"] for row in mine["rows"]] == ["public title"]
+
+
+def test_from_clauses_on_a_graph_that_cannot_read_them_are_refused_not_replaced():
+    # A graph on a SPARQL server confines a query to scopes by the protocol's dataset, which
+    # replaces FROM: the answer came from every scope read, whatever FROM said.
+    with OxigraphServer(persistent=False) as server:
+        embedder = MockEmbedder(dim=16)
+        ctx = Context(kg=SparqlEndpointGraph(server.query_url),
+                      vectors=SqliteVecStore(":memory:", dim=16, embedder=embedder.identity),
+                      embedder=embedder)
+        try:
+            for scope, word in (("public", PUBLIC_WORD), ("finance", SECRET_WORD)):
+                ingest_all([Document(f"{scope}-doc", "mem", f"The {word} report.",
+                                     title=f"{scope} title")], ctx=ctx, scope=scope)
+            key = chosen_key(None, None, ["public", "finance"])
+            with pytest.raises(InvalidArgumentError, match="scopes argument"):
+                read_graph(ctx, key, TITLES_FROM.format("finance"))
+            rows = read_graph(ctx, key, TITLES_FROM.split(" FROM")[0] + " WHERE { ?doc a "
+                              "trails:Document ; schema:name ?title } ORDER BY ?title",
+                              scopes=["finance"])
+        finally:
+            ctx.close()
+    assert rows["rows"] == [{"title": "finance title"}]
 
 
 def test_a_key_reads_only_its_scopes(sessions, kb, keys):

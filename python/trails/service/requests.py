@@ -220,17 +220,21 @@ def text_dataset(ctx: Context, key: ApiKey, query: str,
                  scopes: Sequence[str] | None) -> Dataset | None:
     """The dataset ``query``'s own ``FROM``/``FROM NAMED`` name, within ``scopes`` (those
     ``key`` grants that the call reads; None: every graph), as :func:`confine_dataset` reads
-    it; None when the text names none, or the graph runs queries over scopes only (a
-    :class:`DatasetGraph` is needed).
+    it; None when the text names none.
 
     Raises:
-        InvalidArgumentError, UnknownScopeError: as :func:`confine_dataset`.
+        InvalidArgumentError, UnknownScopeError: as :func:`confine_dataset`; and the text
+            names a dataset on a graph that runs queries over scopes only (a remote one),
+            which would answer from the scopes instead.
     """
-    if not isinstance(ctx.kg, DatasetGraph):
-        return None
     asked = with_text_dataset(SparqlRequest(query), ctx.kg.prefixes, None)
     if not asked.in_text:
         return None
+    if not isinstance(ctx.kg, DatasetGraph):
+        raise InvalidArgumentError(
+            f"this context's graph ({type(ctx.kg).__name__}) runs queries over scopes only, "
+            "so it cannot read the graphs FROM and FROM NAMED name: remove them and name the "
+            "scopes to read with the scopes argument")
     reader = key if scopes is None else dataclasses.replace(key, scopes=frozenset(scopes))
     return confine_dataset(ctx, reader, asked)
 
