@@ -196,6 +196,7 @@ def test_the_querys_own_from_clauses_are_its_dataset_without_a_protocol_one(clie
 
     beta, alpha = sorted(BETA_DOCS.values()), sorted(ALPHA_DOCS.values())
     assert texts(FROM_BETA) == texts(FROM_BETA, "all-reader") == beta
+    assert texts(FROM_BETA.replace("FROM <", "FROM<")) == beta  # no space needed
     assert texts(FROM_BETA.replace("beta", "alpha")) == alpha
     # Prefixed names and relative IRIs resolve as the parser resolves them.
     assert texts("PREFIX sc: <urn:trails:scope:> SELECT ?t FROM sc:beta "
@@ -205,6 +206,7 @@ def test_the_querys_own_from_clauses_are_its_dataset_without_a_protocol_one(clie
     # FROM NAMED alone: named graphs only, an empty default graph (as SPARQL defines it).
     named = "SELECT ?t FROM NAMED <urn:trails:scope:alpha> WHERE { GRAPH ?g { ?c schema:text ?t } }"
     assert texts(named + " ORDER BY ?t") == alpha
+    assert texts(named.replace("NAMED <", "NAMED<") + " ORDER BY ?t") == alpha
     assert texts(named.replace("GRAPH ?g", "") + " ORDER BY ?t") == []
     assert texts(named.replace("?t FROM", "?t FROM <urn:trails:scope:beta> FROM")
                  + " ORDER BY ?t") == alpha

@@ -50,8 +50,9 @@ _XML_TYPES = ("application/sparql-results+xml", "application/rdf+xml")
 _NOT_IN_XML = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
 # A dataset clause (read in the text with its strings and comments blanked, IRIs kept) and
 # the query form that ends the prologue (read with IRIs blanked too).
-_DATASET_CLAUSE = re.compile(r"(?<![?$:@\w.-])FROM\s+(NAMED\s+)?(<[^>]*>|[^\s{}<]+)",
-                             re.IGNORECASE)
+_DATASET_CLAUSE = re.compile(  # "FROM<g>" needs no space: an IRI ends a keyword
+    r"(?<![?$:@\w.-])FROM(?:\s+|(?=<))(NAMED(?:\s+|(?=<)))?(<[^>]*>|[^\s{}<]+)",
+    re.IGNORECASE)
 _FROM = re.compile(r"(?<![?$:@\w.-])FROM(?![\w:-])", re.IGNORECASE)
 _FORM = re.compile(r"(?<![?$:@\w.-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
 _UPDATE_REFUSAL = (
