@@ -20,6 +20,7 @@ from trails.errors import (
     ConfigurationError,
     EndpointRefusedError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     MissingExtraError,
     SparqlError,
 )
@@ -401,6 +402,16 @@ def test_missing_httpx_names_the_remote_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "httpx", None)
     with pytest.raises(MissingExtraError, match=r"trails\[remote\]"):
         SparqlEndpointGraph("http://127.0.0.1:9/query")
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("timeout", float("inf")), ("timeout", float("nan")), ("timeout", True), ("timeout", "10"),
+    ("batch_size", 2.5), ("batch_size", True)])
+def test_a_timeout_or_batch_size_no_call_could_run_with_is_refused(name, value):
+    # An infinite timeout let a call wait for ever; NaN made every request fail at the
+    # socket with a plain ValueError, as if each query were a bad argument.
+    with pytest.raises(InvalidArgumentError, match=name):
+        SparqlEndpointGraph("http://127.0.0.1:9/query", **{name: value})
 
 
 def test_arguments_are_checked():

@@ -17,17 +17,14 @@ from trails._lazy import require
 from trails.errors import (
     ConfigurationError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     SparqlError,
 )
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.parse_errors import is_update, parse_problem
 from trails.kg.rdfio import RdfSource
-from trails.kg.remote.connection import (
-    auth_headers,
-    split_credentials,
-    ssl_context,
-)
+from trails.kg.remote.connection import auth_headers, split_credentials, ssl_context
 from trails.kg.remote.connection import update_url as _default_update_url
 from trails.kg.remote.dialect import (
     VIRTUOSO_DEFAULT_GRAPH,
@@ -111,7 +108,8 @@ class SparqlEndpointGraph(QuadExport):
             whose differences :mod:`trails.kg.remote.dialect` lists.
 
     Raises:
-        InvalidArgumentError: an unknown ``dialect``.
+        InvalidArgumentError: an unknown ``dialect``, a ``timeout`` that is not a positive,
+            finite number, a ``batch_size`` that is not a positive integer.
 
     >>> kg = SparqlEndpointGraph("http://127.0.0.1:7878/query")  # doctest: +SKIP
     >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }", scopes=["legal"]).rows  # doctest: +SKIP
@@ -130,10 +128,12 @@ class SparqlEndpointGraph(QuadExport):
         dialect: str = "standard",
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
-        if not timeout or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+                0 < timeout < float("inf")):  # inf: a call could wait for ever; NaN: none runs
+            raise InvalidArgumentError(f"timeout must be a positive, finite number of seconds, "
+                                       f"got {timeout!r}")
         self._httpx = require("httpx", "A knowledge graph on a SPARQL endpoint")
         # A URL's user:password@ leaves the URL, which messages, trails.json and /health
         # show, and is sent as basic auth (an explicit ``auth`` wins, as in httpx).
