@@ -510,6 +510,20 @@ ONTOLOGY = rdflib.Graph().parse(ROOT / "ontologies" / "trails-audit.ttl", format
 AUDIT = rdflib.Namespace("https://trails.dev/ns/audit#")
 
 
+def test_a_query_answered_406_is_not_recorded_as_answered(tmp_path):
+    ctx = seeded_context(tmp_path / "kb")
+    try:
+        with TestClient(create_app(ctx, keys(), fold_seconds=3600)) as client:
+            refused = client.get("/sparql", params={"query": CONTROL}, headers={
+                **bearer("admin"), "Accept": "application/sparql-results+xml"})
+            records = [r for r in ctx.audit.pending() if isinstance(r, SparqlQueryRecord)]
+    finally:
+        ctx.close()
+    assert refused.status_code == 406
+    assert "trails-run-id" not in refused.headers
+    assert records == []  # the client got no answer: the trail says none was given
+
+
 def test_each_answered_query_is_recorded_with_the_key_label(tmp_path):
     ctx = seeded_context(tmp_path / "kb")
     try:

@@ -244,9 +244,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         dataset = confine_dataset(ctx, key, parsed)
         started = started_now()
         output = await asyncio.to_thread(run_sparql, ctx, parsed.query, dataset, endpoint)
+        # Written before it is recorded: an answer no accepted format carries (406) was none.
+        content, media = render_answer(output, request.headers.get("accept"))
         run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query,
                                          dataset_scopes(dataset), output, started)
-        content, media = render_answer(output, request.headers.get("accept"))
         headers = {"Vary": "Accept", **({"Trails-Run-Id": run_id} if run_id else {})}
         return Response(content, media_type=media, headers=headers)
 
