@@ -24,8 +24,13 @@ from _cli import run_trails
 from trails import Context
 from trails.audit.records import query_digest
 from trails.cli import app
+from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
+from trails.kg import SparqlEndpointGraph
 from trails.service.keys import digest
+from trails.service.mcp import chosen_key, read_graph
+from trails.testing.servers.oxigraph import OxigraphServer
+from trails.vector import MockEmbedder, SqliteVecStore
 
 mcp = pytest.importorskip("mcp")
 
@@ -182,6 +187,49 @@ def test_retrieve_and_sparql_answer_from_the_context(sessions, kb):
     assert [row["title"] for row in rows["rows"]] == ["finance title", "public title"]
     assert asked == {"boolean": True}
     assert named["rows"] == [{"title": "finance title"}]
+
+
+TITLES_FROM = ("SELECT ?title FROM <urn:trails:scope:{}> WHERE {{ ?doc a trails:Document ; "
+               "schema:name ?title }}")
+
+
+def test_a_querys_from_clauses_are_its_dataset_within_the_scopes_read(sessions, kb, keys):
+    # As over HTTP: FROM names the graphs the query reads (those the key grants), where it
+    # used to be replaced by every scope read, answering from graphs it did not name.
+    async def calls(session):
+        return [payload(await session.call_tool("sparql", {"query": TITLES_FROM.format(s)}))
+                for s in ("finance", "public")]
+
+    finance, public = sessions.run(["--db", str(kb)], calls)
+    assert [row["title"] for row in finance["rows"]] == ["finance title"]
+    assert [row["title"] for row in public["rows"]] == ["public title"]
+    outside, mine = sessions.run(
+        ["--db", str(kb), "--keys", str(keys), "--key-label", "analyst"], calls)
+    assert outside["rows"] == []  # another scope's graph reaches nothing, as GRAPH <...>
+    assert [row["title"] for row in mine["rows"]] == ["public title"]
+
+
+def test_from_clauses_on_a_graph_that_cannot_read_them_are_refused_not_replaced():
+    # A graph on a SPARQL server confines a query to scopes by the protocol's dataset, which
+    # replaces FROM: the answer came from every scope read, whatever FROM said.
+    with OxigraphServer(persistent=False) as server:
+        embedder = MockEmbedder(dim=16)
+        ctx = Context(kg=SparqlEndpointGraph(server.query_url),
+                      vectors=SqliteVecStore(":memory:", dim=16, embedder=embedder.identity),
+                      embedder=embedder)
+        try:
+            for scope, word in (("public", PUBLIC_WORD), ("finance", SECRET_WORD)):
+                ingest_all([Document(f"{scope}-doc", "mem", f"The {word} report.",
+                                     title=f"{scope} title")], ctx=ctx, scope=scope)
+            key = chosen_key(None, None, ["public", "finance"])
+            with pytest.raises(InvalidArgumentError, match="scopes argument"):
+                read_graph(ctx, key, TITLES_FROM.format("finance"))
+            rows = read_graph(ctx, key, TITLES_FROM.split(" FROM")[0] + " WHERE { ?doc a "
+                              "trails:Document ; schema:name ?title } ORDER BY ?title",
+                              scopes=["finance"])
+        finally:
+            ctx.close()
+    assert rows["rows"] == [{"title": "finance title"}]
 
 
 def test_a_key_reads_only_its_scopes(sessions, kb, keys):

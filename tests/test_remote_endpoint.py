@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import ClassVar
 
 import pyoxigraph as ox
 import pytest
@@ -17,7 +18,9 @@ import pytest
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
+    EndpointRefusedError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     MissingExtraError,
     SparqlError,
 )
@@ -196,11 +199,13 @@ def test_a_refused_connection_is_endpoint_unavailable():
 class _Canned(http.server.BaseHTTPRequestHandler):
     status = 503
     body = b"the store is overloaded"
+    media = "text/plain"
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(self.status)
-        self.send_header("Content-Type", "text/plain")
+        if self.media:
+            self.send_header("Content-Type", self.media)
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
         self.wfile.write(self.body)
@@ -229,6 +234,128 @@ def test_http_errors(status, error, words):
             kg.query("ASK {}", scopes=["a"])
         with pytest.raises(error, match=words):
             kg.update("CLEAR DEFAULT")
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize(("media", "body"), [
+    ("text/html", b"<html><form>Sign in</form></html>"),          # a proxy's login page
+    ("application/sparql-results+json", b'{"head": {"vars": ['),  # cut short
+    ("", b"ok")])
+def test_an_answer_that_is_no_answer_is_refused_as_the_endpoints_fault(media, body):
+    handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+        # Not a SparqlError: the query is fine, the endpoint (or what stands in front) is not.
+        with pytest.raises(EndpointRefusedError, match="names a SPARQL endpoint") as failure:
+            kg.select_iris("SELECT ?s WHERE { ?s ?p ?o }", scopes=["a"])
+        assert not isinstance(failure.value, SparqlError)
+        assert isinstance(failure.value, ConfigurationError)
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize(("media", "body", "query"), [
+    ("application/sparql-results+json", (b'{"head": {"vars": ["s"]}, "results": {"bindings": '
+                                         b'[{"s": {"type": "uri", "value": "https://x/a"}}]}}'),
+     "CONSTRUCT WHERE { ?s ?p ?o }"),
+    ("application/n-triples", b"<https://x/a> <https://x/b> <https://x/c> .\n",
+     "SELECT ?s WHERE { ?s ?p ?o }"),
+    ("application/sparql-results+json", b'{"head": {}, "boolean": true}',
+     "DESCRIBE <https://x/a>"),
+    ("application/n-triples", b"", "ASK { ?s ?p ?o }")])
+def test_an_answer_of_another_kind_than_the_query_asks_is_refused(media, body, query):
+    handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+        # Was returned as it came: solutions for a CONSTRUCT, a list of triples for a SELECT.
+        with pytest.raises(EndpointRefusedError, match=f"answered an? {query.split()[0]} query"):
+            kg.query(query, scopes=["a"])
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _Recording(_Canned):
+    """Answers ``status`` and keeps the Authorization header of each request."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_POST(self):
+        self.seen.append(self.headers.get("Authorization"))
+        super().do_POST()
+
+    do_GET = do_POST
+
+
+@pytest.mark.parametrize("status", [401, 503, 200])
+def test_credentials_in_the_url_are_sent_and_never_shown(status, tmp_path, monkeypatch):
+    handler = type("Handler", (_Recording,), {"status": status, "seen": [],
+                                              "body": b"<html>no</html>"})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    port = httpd.server_address[1]
+    try:
+        kg = SparqlEndpointGraph(f"http://ann:s%40cret@127.0.0.1:{port}/query", timeout=2.0,
+                                 resilience=Resilience(attempts=1))
+        calls = [lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")]
+        for call in calls[:1] if status == 200 else calls:  # HTML: no results, but updated
+            with pytest.raises((ConfigurationError, EndpointUnavailableError, SparqlError)) as failure:
+                call()
+            assert f"http://127.0.0.1:{port}/" in str(failure.value)
+            assert "s@cret" not in str(failure.value) and "s%40cret" not in str(failure.value)
+        # Sent as basic auth, as httpx sends a URL's credentials: ann:s@cret.
+        assert handler.seen == ["Basic YW5uOnNAY3JldA=="] * (1 if status == 200 else 2)
+        shown = [repr(kg), kg.query_url, kg.update_url, str(kg.recorded_settings(tmp_path))]
+        assert not any("cret" in text or "ann" in text for text in shown), shown
+        kg.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _Redirecting(_Canned):
+    """Sends every request elsewhere, as a server moved to https or to another path does."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(self.status)
+        self.send_header("Location", "/sparql/" if self.status == 308 else
+                         "https://graph.example.org/query")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+
+@pytest.mark.parametrize(("status", "target"), [
+    (301, "https://graph.example.org/query"), (302, "https://graph.example.org/query"),
+    (308, "http://127.0.0.1:{port}/sparql/")])  # a relative Location, resolved
+def test_a_redirect_is_a_configuration_error_naming_where_to(status, target):
+    handler = type("Handler", (_Redirecting,), {"status": status})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        port = httpd.server_address[1]
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
+        for call in (lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")):
+            # Not "unavailable, retry later": the URL is wrong, and trying again never helps.
+            with pytest.raises(ConfigurationError, match=f"redirect to {target.format(port=port)};") as failure:
+                call()
+            assert f"HTTP {status}" in str(failure.value)
         kg.close()
     finally:
         httpd.shutdown()
@@ -275,6 +402,16 @@ def test_missing_httpx_names_the_remote_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "httpx", None)
     with pytest.raises(MissingExtraError, match=r"trails\[remote\]"):
         SparqlEndpointGraph("http://127.0.0.1:9/query")
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("timeout", float("inf")), ("timeout", float("nan")), ("timeout", True), ("timeout", "10"),
+    ("batch_size", 2.5), ("batch_size", True)])
+def test_a_timeout_or_batch_size_no_call_could_run_with_is_refused(name, value):
+    # An infinite timeout let a call wait for ever; NaN made every request fail at the
+    # socket with a plain ValueError, as if each query were a bad argument.
+    with pytest.raises(InvalidArgumentError, match=name):
+        SparqlEndpointGraph("http://127.0.0.1:9/query", **{name: value})
 
 
 def test_arguments_are_checked():

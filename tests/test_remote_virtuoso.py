@@ -22,9 +22,10 @@ from rdf_strategies import LEGAL, canonical, in_graph, quads
 from test_cli import one_line_error, trails
 from test_cli_backends import init_ingest_and_compare
 from trails.context import Context
-from trails.errors import ConfigurationError, SparqlError
+from trails.errors import ConfigurationError, SparqlError, UnsafeFilterError
 from trails.ingest import Document, ingest_all
 from trails.kg import IRI
+from trails.service.mcp import chosen_key, read_graph
 from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
 httpx = pytest.importorskip("httpx")
@@ -222,6 +223,26 @@ def test_a_scoped_query_with_graph_is_refused_and_the_word_elsewhere_is_not(kg):
 
 
 # -- credentials ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dialect", ["standard", "virtuoso"])
+def test_an_update_passed_to_query_is_refused_before_the_server_can_run_it(server, dialect):
+    # Virtuoso runs an update sent as a query (query=INSERT ...): the read-only query() and
+    # the MCP server's sparql tool, which relies on it, must never send one.
+    drop_everything(server)
+    kg = SparqlEndpointGraph(server.query_url, dialect=dialect)
+    update = f"INSERT DATA {{ GRAPH <{EX}written> {{ <{EX}s> <{EX}p> 1 }} }}"
+    embedder = MockEmbedder(dim=DIM)
+    ctx = Context(kg=kg, vectors=SqliteVecStore(":memory:", dim=DIM, embedder=embedder.identity),
+                  embedder=embedder)
+    try:
+        with pytest.raises(SparqlError, match="SPARQL update"):
+            kg.query(update)
+        with pytest.raises(UnsafeFilterError, match="read-only"):
+            read_graph(ctx, chosen_key(None, None, None), update)
+    finally:
+        ctx.close()
+    assert graphs_on_server(server) == []
+
 
 def test_digest_auth_on_the_authenticated_endpoint(server):
     good = SparqlEndpointGraph(server.auth_url, dialect="virtuoso",

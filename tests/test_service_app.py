@@ -3,6 +3,7 @@ real server and real clients are in test_service_live.py)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import threading
 import time
@@ -14,10 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
 from trails.audit.records import DeletionRecord, SearchRecord
+from trails.context import Context
 from trails.ingest.events import IngestionStats
+from trails.kg import SparqlEndpointGraph
 from trails.resilience import Resilience, breaker_for
 from trails.service.app import create_app
 from trails.service.state import WARM_UP_CALLER
+from trails.vector import SqliteVecStore
 from trails.vector.embedders.mock import MockEmbedder
 
 pytestmark = pytest.mark.timeout(120)
@@ -423,3 +427,51 @@ def test_health_names_a_backend_without_the_credentials_in_its_url(client):
     shown = [b["url"] for b in client.get("/health").json()["backends"]]
     assert "https://sparql.health.test:8443" in shown
     assert not any("hunter2" in url or "bob" in url for url in shown)
+
+
+class _LoginPage(http.server.BaseHTTPRequestHandler):
+    """What a proxy in front of a SPARQL server answers a request without its session."""
+
+    status = 200
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b"<html><form>Sign in</form></html>"
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("status", [200, 401, 403])
+def test_a_graph_backend_that_refuses_the_service_is_a_503_not_the_callers_400(status):
+    handler = type("Handler", (_LoginPage,), {"status": status})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    embedder = MockEmbedder(dim=16)
+    graph = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query",
+                                resilience=Resilience(attempts=1, failure_threshold=100))
+    ctx = Context(kg=graph, vectors=SqliteVecStore(":memory:", dim=16,
+                                                   embedder=embedder.identity),
+                  embedder=embedder)
+    try:
+        with TestClient(create_app(ctx, keys())) as client:
+            asked = [client.get("/sparql", headers=bearer("alpha-reader"),
+                                params={"query": "SELECT * WHERE { ?s ?p ?o }"}),
+                     client.post("/retrieve", headers=bearer("alpha-reader"), json={
+                         "query": "glaciers", "scopes": ["alpha"],
+                         "filter": "SELECT ?c WHERE { ?c ?p ?o }"})]
+        for answer in asked:  # the request was right: the service's backend is unusable
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"] == "EndpointRefusedError"
+    finally:
+        ctx.close()
+        httpd.shutdown()
+        httpd.server_close()

@@ -3,6 +3,7 @@ protocol's pure parts (request parsing, content negotiation) on their own."""
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -11,9 +12,12 @@ import rdflib
 from fastapi.testclient import TestClient
 from pyshacl import validate
 
-from service_support import ALPHA_DOCS, BETA_DOCS, bearer, keys, seeded_context
+from service_support import ALPHA_DOCS, BETA_DOCS, SECRETS, bearer, keys, seeded_context
 from trails.audit.records import SparqlQueryRecord
+from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
+from trails.ingest import Document, ingest_all
+from trails.kg import SparqlEndpointGraph
 from trails.service.app import create_app
 from trails.service.keys import KeyRing
 from trails.service.sparql_protocol import (
@@ -22,6 +26,8 @@ from trails.service.sparql_protocol import (
     choose_media_type,
     parse_sparql_request,
 )
+from trails.testing.servers.oxigraph import OxigraphServer
+from trails.vector import MockEmbedder, SqliteVecStore
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,6 +55,35 @@ def test_get_select_answers_sparql_json_over_every_scope_for_an_unscoped_key(cli
     response = client.get("/sparql", params={"query": TEXTS}, headers=bearer("all-reader"))
     assert response.headers["content-type"].startswith("application/sparql-results+json")
     assert _texts(response) == sorted([*ALPHA_DOCS.values(), *BETA_DOCS.values()])
+
+
+@pytest.mark.parametrize(("accept", "written"), [
+    ("application/sparql-results+json", b'"its:dir": "rtl"'),
+    ("text/tab-separated-values", b'"x"@ar--rtl'),
+    ("application/sparql-results+xml", b'its:dir="rtl"')])
+def test_a_literal_keeps_its_base_direction_in_every_results_format(client, accept, written):
+    response = client.get("/sparql", params={"query": 'SELECT ?t { BIND("x"@ar--rtl AS ?t) }'},
+                          headers={**bearer("admin"), "Accept": accept})
+    assert written in response.content, response.text
+    results_format = ox.QueryResultsFormat.from_media_type(accept)
+    term = next(iter(ox.parse_query_results(response.content, format=results_format)))["t"]
+    assert (term.language, str(term.direction)) == ("ar", "rtl")
+
+
+def test_no_cache_keeps_an_answer_for_another_key_or_another_format(client):
+    # A key in X-API-Key is no Authorization header to a shared cache: without these headers
+    # a caching proxy could hand one key's answer to another, or JSON to a client asking CSV.
+    by_header = {"X-API-Key": SECRETS["alpha-reader"]}
+    answers = [client.get("/sparql", params={"query": TEXTS}, headers=by_header),
+               client.get("/sparql", params={"query": TEXTS},
+                          headers={**by_header, "Accept": "text/csv"}),
+               client.get("/whoami", headers=by_header),
+               client.post("/retrieve", json={"query": "glaciers"}, headers=by_header)]
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["cache-control"] == "no-store"
+    for answer in answers[:2]:
+        assert "accept" in answer.headers["vary"].lower()
 
 
 def test_form_post_and_sparql_query_post_give_the_same_answer(client):
@@ -152,11 +187,97 @@ def test_the_dataset_is_read_as_the_protocol_defines_it(client):
     assert _texts(merged) == sorted([*ALPHA_DOCS.values(), *BETA_DOCS.values()])
 
 
+FROM_BETA = "SELECT ?t FROM <urn:trails:scope:beta> WHERE { ?c schema:text ?t } ORDER BY ?t"
+
+
+def test_the_querys_own_from_clauses_are_its_dataset_without_a_protocol_one(client):
+    def texts(query, label="admin"):
+        return _texts(client.get("/sparql", params={"query": query}, headers=bearer(label)))
+
+    beta, alpha = sorted(BETA_DOCS.values()), sorted(ALPHA_DOCS.values())
+    assert texts(FROM_BETA) == texts(FROM_BETA, "all-reader") == beta
+    assert texts(FROM_BETA.replace("FROM <", "FROM<")) == beta  # no space needed
+    assert texts(FROM_BETA.replace("beta", "alpha")) == alpha
+    # Prefixed names and relative IRIs resolve as the parser resolves them.
+    assert texts("PREFIX sc: <urn:trails:scope:> SELECT ?t FROM sc:beta "
+                 "WHERE { ?c schema:text ?t } ORDER BY ?t") == beta
+    assert texts("BASE <urn:trails:scope:beta> SELECT ?t FROM <> "
+                 "WHERE { ?c schema:text ?t } ORDER BY ?t") == beta
+    # FROM NAMED alone: named graphs only, an empty default graph (as SPARQL defines it).
+    named = "SELECT ?t FROM NAMED <urn:trails:scope:alpha> WHERE { GRAPH ?g { ?c schema:text ?t } }"
+    assert texts(named + " ORDER BY ?t") == alpha
+    assert texts(named.replace("NAMED <", "NAMED<") + " ORDER BY ?t") == alpha
+    assert texts(named.replace("GRAPH ?g", "") + " ORDER BY ?t") == []
+    assert texts(named.replace("?t FROM", "?t FROM <urn:trails:scope:beta> FROM")
+                 + " ORDER BY ?t") == alpha
+    # A scoped key: a graph outside its scopes reaches nothing, as GRAPH <...> does.
+    assert texts(FROM_BETA, "alpha-reader") == []
+    assert texts(FROM_BETA.replace("beta", "alpha"), "alpha-reader") == alpha
+    # The protocol's dataset still overrides the text's.
+    protocol = client.get("/sparql", params={"query": FROM_BETA, "default-graph-uri": ALPHA_GRAPH},
+                          headers=bearer("admin"))
+    assert _texts(protocol) == alpha
+
+
+def test_a_graph_on_a_server_takes_from_clauses_that_name_its_scopes(tmp_path):
+    # A SparqlEndpointGraph runs queries over whole scopes only (default and named graphs
+    # alike): FROM and FROM NAMED naming them both answer; FROM alone cannot be run as SPARQL
+    # defines it (no named graphs), so it is refused naming the way, never answered otherwise.
+    with OxigraphServer(persistent=False) as server:
+        embedder = MockEmbedder(dim=16)
+        ctx = Context(kg=SparqlEndpointGraph(server.query_url),
+                      vectors=SqliteVecStore(":memory:", dim=16, embedder=embedder.identity),
+                      embedder=embedder)
+        for scope, docs in (("alpha", ALPHA_DOCS), ("beta", BETA_DOCS)):
+            ingest_all([Document(id=name, source=name, text=text) for name, text in docs.items()],
+                       ctx=ctx, scope=scope)
+        try:
+            with TestClient(create_app(ctx, keys())) as client:
+                both = client.get("/sparql", headers=bearer("alpha-reader"), params={
+                    "query": "SELECT ?t FROM <urn:trails:scope:alpha> FROM NAMED "
+                             "<urn:trails:scope:alpha> WHERE { ?c schema:text ?t } ORDER BY ?t"})
+                alone = client.get("/sparql", headers=bearer("admin"),
+                                   params={"query": FROM_BETA})
+        finally:
+            ctx.close()
+    assert _texts(both) == sorted(ALPHA_DOCS.values())
+    assert alone.status_code == 400
+    assert "FROM NAMED" in alone.json()["message"]
+
+
 def test_a_graph_no_scope_holds_is_an_empty_graph_for_a_key_with_every_scope(client):
     response = client.get("/sparql", params={
         "query": TEXTS, "default-graph-uri": "http://example.org/elsewhere"},
         headers=bearer("admin"))
     assert _texts(response) == []
+
+
+@pytest.mark.parametrize("sent", [
+    {"default-graph-uri": "urn:trails:scope:alpah"},
+    {"named-graph-uri": "urn:trails:scope:alpah", "default-graph-uri": ALPHA_GRAPH},
+    {"query": TEXTS.replace("WHERE", "FROM <urn:trails:scope:alpah> WHERE")}])
+def test_a_scope_graph_that_holds_nothing_is_a_typo_named_not_an_empty_answer(client, sent):
+    response = client.get("/sparql", params={"query": TEXTS, **sent}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "UnknownScopeError"
+    assert "did you mean 'alpha'" in response.json()["message"]
+    # The default scope always exists; a graph outside the scopes' names is a graph like any.
+    for graph in ("urn:trails:scope:default", "http://example.org/elsewhere"):
+        empty = client.get("/sparql", params={"query": TEXTS, "default-graph-uri": graph},
+                           headers=bearer("admin"))
+        assert _texts(empty) == []
+
+
+@pytest.mark.parametrize("sent", [
+    {"named-graph-uri": "urn:trails:scope:default", "default-graph-uri": ALPHA_GRAPH},
+    {"query": GRAPH_TEXTS.replace("WHERE", "FROM NAMED <urn:trails:scope:default> WHERE")}])
+def test_the_default_scope_named_as_a_named_graph_is_said_not_dropped(client, sent):
+    # GRAPH cannot reach the store's default graph: the graph was dropped and the answer
+    # said nothing of the default scope's triples.
+    response = client.get("/sparql", params={"query": GRAPH_TEXTS, **sent},
+                          headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert "default-graph-uri" in response.json()["message"]
 
 
 OUTSIDE = [BETA_GRAPH, "urn:trails:minted", "urn:trails:audit", "urn:trails:scope:default",
@@ -253,6 +374,25 @@ def test_an_answer_xml_cannot_carry_comes_in_another_accepted_format_or_a_406(cl
     assert plain.headers["content-type"].startswith("application/sparql-results+xml")
 
 
+TRIPLE_TERM = "CONSTRUCT { <urn:s> <urn:p> <<( <urn:a> <urn:b> <urn:c> )>> } WHERE {}"
+
+
+def test_an_answer_json_ld_cannot_carry_comes_in_another_accepted_format_or_a_406(client):
+    # JSON-LD has no RDF 1.2 triple terms: that was a 500, "a bug in trails".
+    only = client.get("/sparql", params={"query": TRIPLE_TERM}, headers={
+        **bearer("admin"), "Accept": "application/ld+json"})
+    assert only.status_code == 406, only.text
+    assert "application/ld+json" in only.json()["message"]
+    assert "text/turtle" in only.json()["message"]  # a format that can carry it
+    fallback = client.get("/sparql", params={"query": TRIPLE_TERM}, headers={
+        **bearer("admin"), "Accept": "application/ld+json, text/turtle;q=0.5"})
+    assert fallback.status_code == 200
+    assert fallback.headers["content-type"].startswith("text/turtle")
+    triples = [q.triple for q in ox.parse(fallback.content, format=ox.RdfFormat.TURTLE)]
+    assert triples == [ox.Triple(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.Triple(
+        ox.NamedNode("urn:a"), ox.NamedNode("urn:b"), ox.NamedNode("urn:c")))]
+
+
 def test_an_unknown_key_gets_a_challenge_with_a_realm_and_no_file_path(tmp_path):
     keys_file = tmp_path / "secret-place" / "keys.toml"
     keys_file.parent.mkdir()
@@ -278,6 +418,37 @@ def test_other_content_types_and_bodies_are_400s(client):
     not_utf8 = client.post("/sparql", content=b"\xff\xfe", headers={
         **bearer("admin"), "Content-Type": "application/sparql-query"})
     assert wrong_type.status_code == not_utf8.status_code == 400
+
+
+CAFE = ("SELECT ?t WHERE { VALUES ?t { %22caf{e}%22 } }".replace(" ", "%20")
+        .replace("?", "%3F").replace("{ ", "%7B ").replace(" }", " %7D"))
+
+
+@pytest.mark.parametrize("e", ["%E9", "%C3"])  # é in Latin-1; half of é in UTF-8
+def test_a_query_percent_encoding_bytes_that_are_no_utf8_is_a_400_not_another_query(client, e):
+    # Decoded leniently, "caf%E9" became "caf\ufffd": another query than the one sent, whose
+    # answer (empty, mostly) looked like the answer to it.
+    sent = CAFE.replace("{e}", e)
+    answers = [client.get(f"/sparql?query={sent}", headers=bearer("admin")),
+               client.post("/sparql", content=f"query={sent}".encode(), headers={
+                   **bearer("admin"), "Content-Type": "application/x-www-form-urlencoded"}),
+               client.get(f"/sparql?query=ASK%20%7B%7D&default-graph-uri=urn:x:{e}",
+                          headers=bearer("admin"))]
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert "not UTF-8" in answer.json()["message"]
+    right = client.get(f"/sparql?query={CAFE.replace('{e}', '%C3%A9')}", headers=bearer("admin"))
+    assert right.json()["results"]["bindings"] == [{"t": {"type": "literal", "value": "café"}}]
+
+
+def test_a_query_file_with_a_byte_order_mark_is_read_without_it(client):
+    # curl --data-binary @query.rq of a file saved with a BOM was "does not parse at line 1".
+    for content_type, body in (("application/sparql-query", TEXTS.encode()),
+                               ("application/x-www-form-urlencoded",
+                                f"query={urllib.parse.quote(TEXTS)}".encode())):
+        response = client.post("/sparql", content=b"\xef\xbb\xbf" + body, headers={
+            **bearer("alpha-reader"), "Content-Type": content_type})
+        assert _texts(response) == sorted(ALPHA_DOCS.values())
 
 
 # -- the protocol's pure parts -------------------------------------------------------------------
@@ -337,6 +508,20 @@ def test_graph_answers_default_to_n_triples():
 SHAPES = rdflib.Graph().parse(ROOT / "ontologies" / "trails-audit-shapes.ttl", format="turtle")
 ONTOLOGY = rdflib.Graph().parse(ROOT / "ontologies" / "trails-audit.ttl", format="turtle")
 AUDIT = rdflib.Namespace("https://trails.dev/ns/audit#")
+
+
+def test_a_query_answered_406_is_not_recorded_as_answered(tmp_path):
+    ctx = seeded_context(tmp_path / "kb")
+    try:
+        with TestClient(create_app(ctx, keys(), fold_seconds=3600)) as client:
+            refused = client.get("/sparql", params={"query": CONTROL}, headers={
+                **bearer("admin"), "Accept": "application/sparql-results+xml"})
+            records = [r for r in ctx.audit.pending() if isinstance(r, SparqlQueryRecord)]
+    finally:
+        ctx.close()
+    assert refused.status_code == 406
+    assert "trails-run-id" not in refused.headers
+    assert records == []  # the client got no answer: the trail says none was given
 
 
 def test_each_answered_query_is_recorded_with_the_key_label(tmp_path):

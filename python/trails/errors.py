@@ -7,6 +7,8 @@ says what was wrong and what to do next. The tree::
     ├── ConfigurationError            a setting, path or argument combination cannot work
     │   ├── ContextLockedError        another process is writing to the context directory
     │   ├── UnknownScopeError         a scope that holds nothing; lists the scopes that exist
+    │   ├── EndpointRefusedError      a remote endpoint refused trails' credentials or URL, or
+    │   │                             answered with something that is no answer (a login page)
     │   └── InvalidArgumentError (+ValueError)  an argument of the wrong type or out of range
     │       └── InvalidArgumentTypeError (+TypeError)  an argument of the wrong type
     ├── StorageError                  a context's files cannot be read or written (disk full,
@@ -51,6 +53,7 @@ __all__ = [
     "DimensionMismatchError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "EndpointRefusedError",
     "EndpointUnavailableError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
@@ -88,6 +91,13 @@ class ContextLockedError(ConfigurationError):
 
 class UnknownScopeError(ConfigurationError):
     """A read names a scope that holds nothing (a typo, most often)."""
+
+
+class EndpointRefusedError(ConfigurationError):
+    """A remote backend refused trails' requests (credentials, a URL it does not serve, a
+    redirect) or answered them with something that is no answer (a proxy's login page):
+    its settings need fixing, and trying again never helps. A service answers 503 (its
+    backend is unusable), not 400: the caller's request is not at fault."""
 
 
 class InvalidArgumentError(ConfigurationError, ValueError):

@@ -210,10 +210,13 @@ def term_of(ntriples: str) -> ox.NamedNode | ox.Literal | ox.BlankNode:
 
 
 def sparql_json(term: Any) -> dict[str, Any]:
-    """An RDF term as the SPARQL 1.1 Query Results JSON Format writes it.
+    """An RDF term as the SPARQL Query Results JSON Format writes it (1.1; a literal's base
+    direction and a triple term as 1.2 does).
 
     >>> sparql_json(ox.Literal("3", datatype=ox.NamedNode(XSD + "integer")))
     {'type': 'literal', 'value': '3', 'datatype': 'http://www.w3.org/2001/XMLSchema#integer'}
+    >>> sparql_json(ox.Literal("x", language="ar", direction=ox.BaseDirection.RTL))
+    {'type': 'literal', 'value': 'x', 'xml:lang': 'ar', 'its:dir': 'rtl'}
 
     Raises:
         InvalidArgumentError: a value that is no RDF term.
@@ -226,6 +229,8 @@ def sparql_json(term: Any) -> dict[str, Any]:
         written: dict[str, Any] = {"type": "literal", "value": term.value}
         if term.language:
             written["xml:lang"] = term.language
+            if term.direction is not None:  # "x"@ar--rtl: SPARQL 1.2 writes its direction
+                written["its:dir"] = str(term.direction)
         elif term.datatype.value != XSD + "string":
             written["datatype"] = term.datatype.value
         return written

@@ -68,9 +68,11 @@ from trails.service.sparql_protocol import (
     GRAPH_TYPES,
     QUERY_TYPE,
     RESULT_TYPES,
+    form_fields,
     parse_sparql_request,
     render_answer,
     service_description,
+    with_text_dataset,
 )
 from trails.service.state import ServiceState
 
@@ -173,6 +175,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         except Exception as exc:
             log.exception("request %s %s failed", request.method, request.url.path)
             response = JSONResponse(error_body(exc), status_code=status_of(exc))
+        # An answer is the caller's key's (and, for /sparql, its Accept header's): no cache
+        # may keep it for another caller. X-API-Key, unlike Authorization, does not tell a
+        # shared cache so.
+        response.headers.setdefault("Cache-Control", "no-store")
         route = request.scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
         metrics.observe(template, request.method, response.status_code,
@@ -226,21 +232,23 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
         key.require("read")
         body = await request.body() if request.method == "POST" else b""
-        params = list(request.query_params.multi_items())
+        params = form_fields(request.scope["query_string"], "the query string")
         endpoint = str(request.url.replace(query=""))
         names = {name for name, _ in params}
         if request.method == "GET" and "query" not in names and "update" not in names:
             return Response(service_description(endpoint, True),
                             media_type="application/n-triples")
-        parsed = parse_sparql_request(request.method, request.headers.get("content-type"),
-                                      params, body)
+        parsed = with_text_dataset(parse_sparql_request(
+            request.method, request.headers.get("content-type"), params, body),
+            ctx.kg.prefixes, endpoint)
         dataset = confine_dataset(ctx, key, parsed)
         started = started_now()
         output = await asyncio.to_thread(run_sparql, ctx, parsed.query, dataset, endpoint)
+        # Written before it is recorded: an answer no accepted format carries (406) was none.
+        content, media = render_answer(output, request.headers.get("accept"))
         run_id = await asyncio.to_thread(record_sparql, ctx, key.label, parsed.query,
                                          dataset_scopes(dataset), output, started)
-        content, media = render_answer(output, request.headers.get("accept"))
-        headers = {"Trails-Run-Id": run_id} if run_id else None
+        headers = {"Vary": "Accept", **({"Trails-Run-Id": run_id} if run_id else {})}
         return Response(content, media_type=media, headers=headers)
 
     for path in ("/sparql", "/sparql/"):  # both spellings answer: no redirect to lose a POST

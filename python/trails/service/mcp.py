@@ -36,7 +36,8 @@ from trails.errors import (
     TrailsError,
     UnsafeFilterError,
 )
-from trails.kg.bindings import check_bindings
+from trails.kg.base import DatasetGraph
+from trails.kg.bindings import apply_bindings, check_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
 from trails.kg.terms import IRI, check_json_text
@@ -45,11 +46,13 @@ from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.models import RetrieveRequest
 from trails.service.requests import (
+    dataset_scopes,
     keyed_search,
     record_sparql,
     request_call,
     retrieve_options,
     search_scopes,
+    text_dataset,
 )
 
 __all__ = ["ANONYMOUS", "MAX_ROWS", "ToolArguments", "build_server", "chosen_key", "run_stdio"]
@@ -171,8 +174,16 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
         confined = key.confine(None)           # all, and find nothing
     check_limits(query)
     refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
+    values = _bindings(bindings)
     try:
-        output = ctx.kg.query(query, _bindings(bindings), scopes=confined)
+        # FROM/FROM NAMED name the dataset within the scopes read, as over HTTP (/sparql).
+        dataset = text_dataset(ctx, key, query, confined)
+        if dataset is not None and isinstance(ctx.kg, DatasetGraph):
+            confined = dataset_scopes(dataset)
+            output = ctx.kg.query_dataset(apply_bindings(query, values), dataset,
+                                          scopes=confined)
+        else:
+            output = ctx.kg.query(query, values, scopes=confined)
     except SparqlError as exc:
         if looks_like_update(query):
             raise UnsafeFilterError(

@@ -14,6 +14,7 @@ from trails.errors import (
     ContextLockedError,
     EmbeddingError,
     EmbeddingModelMismatchError,
+    EndpointRefusedError,
     EndpointUnavailableError,
     MissingExtraError,
     NotAcceptableError,
@@ -41,6 +42,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (EmbeddingModelMismatchError, 409),
     (MissingExtraError, 501),
     (EndpointUnavailableError, 503),
+    (EndpointRefusedError, 503),  # the service's own backend settings: not the caller's fault
     (EmbeddingError, 503),
     (RewriteError, 503),
     (ContextDamagedError, 503),

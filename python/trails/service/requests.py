@@ -31,17 +31,18 @@ from trails.scopes import (
     SCOPE_BASE,
     check_known_scopes,
     check_scope,
+    is_scope_name,
     scope_graph,
     scope_of_graph,
 )
 from trails.service.keys import ApiKey
 from trails.service.models import RetrieveRequest, TermObject
-from trails.service.sparql_protocol import SparqlRequest
+from trails.service.sparql_protocol import SparqlRequest, with_text_dataset
 from trails.service.steps import build_steps
 
 __all__ = ["NOTHING_GRANTED", "confine_dataset", "dataset_scopes", "keyed_search",
            "record_sparql", "request_call", "retrieve_options", "run_sparql", "search_scopes",
-           "term_bindings"]
+           "term_bindings", "text_dataset"]
 
 # The note of an answer whose key's scopes hold nothing yet.
 NOTHING_GRANTED = "none of the scopes this key grants holds anything"
@@ -180,39 +181,83 @@ def request_call(body: RetrieveRequest, caller: str) -> SearchCall:
 def confine_dataset(ctx: Context, key: ApiKey, request: SparqlRequest) -> Dataset:
     """The dataset a protocol query runs over, within ``key``'s scopes.
 
-    Without ``default-graph-uri``/``named-graph-uri``: the scopes the key reads (a key with
-    every scope: every scope that holds triples), each both merged into the default graph
-    and a named graph, and no other graph (not the minting or audit records). With them: the
-    graphs they name, as the protocol defines; a key with every scope may name any graph, a
-    scoped key only its scopes' graphs (``urn:trails:scope:NAME``; the default scope's graph
-    is the store's default graph).
+    Without a dataset: the scopes the key reads (a key with every scope: every scope that
+    holds triples), each both merged into the default graph and a named graph, and no other
+    graph (not the minting or audit records). With ``default-graph-uri``/``named-graph-uri``,
+    or else the query's ``FROM``/``FROM NAMED``: the graphs they name, as the protocol and
+    SPARQL define; a key with every scope may name any graph, a scoped key only its scopes'
+    graphs (``urn:trails:scope:NAME``; the default scope's graph is the store's default
+    graph). In the query's text, another graph reaches nothing, as ``GRAPH`` does.
 
     Raises:
-        PermissionDeniedError: a named graph lies outside the key's scopes (whether or not it
-            exists, so the answer tells nothing about graphs the key cannot read).
+        PermissionDeniedError: a protocol parameter names a graph outside the key's scopes
+            (whether or not it exists, so the answer tells nothing about graphs the key
+            cannot read).
+        UnknownScopeError: it names the graph of a scope the key reads that holds nothing.
+        InvalidArgumentError: it names the default scope's graph as a named graph.
     """
     if request.default_graphs is None and request.named_graphs is None:
         scopes = key.confine(None)
         graphs = [scope_graph(s) for s in (ctx.kg.scopes() if scopes is None else scopes)]
         return Dataset(tuple(graphs), tuple(g for g in graphs if isinstance(g, ox.NamedNode)))
-    default = [_granted_graph(key, iri) for iri in request.default_graphs or ()]
-    named = [_granted_graph(key, iri) for iri in request.named_graphs or ()]
-    return Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
+    chosen = (_readable_graph if request.in_text else _granted_graph)
+    default = [g for iri in request.default_graphs or () if (g := chosen(key, iri)) is not None]
+    named = [g for iri in request.named_graphs or () if (g := chosen(key, iri)) is not None]
+    if any(isinstance(g, ox.DefaultGraph) for g in named):  # it was dropped, unsaid
+        raise InvalidArgumentError(
+            f"the default scope's graph ({SCOPE_BASE}{DEFAULT_SCOPE}) is the store's default "
+            "graph, which no GRAPH can name: name it as a default graph (default-graph-uri, "
+            "FROM), not as a named graph (named-graph-uri, FROM NAMED)")
+    dataset = Dataset(tuple(default), tuple(g for g in named if isinstance(g, ox.NamedNode)))
+    # A scope's graph that holds nothing is a typo more often than not: refused, as a search
+    # in such a scope is, rather than answered as an empty graph.
+    asked = [scope for scope in dataset_scopes(dataset) if is_scope_name(scope)]
+    check_known_scopes(asked, known_scopes(ctx, asked), readable=key.scopes)
+    return dataset
 
 
-def _granted_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph:
+def text_dataset(ctx: Context, key: ApiKey, query: str,
+                 scopes: Sequence[str] | None) -> Dataset | None:
+    """The dataset ``query``'s own ``FROM``/``FROM NAMED`` name, within ``scopes`` (those
+    ``key`` grants that the call reads; None: every graph), as :func:`confine_dataset` reads
+    it; None when the text names none.
+
+    Raises:
+        InvalidArgumentError, UnknownScopeError: as :func:`confine_dataset`; and the text
+            names a dataset on a graph that runs queries over scopes only (a remote one),
+            which would answer from the scopes instead.
+    """
+    asked = with_text_dataset(SparqlRequest(query), ctx.kg.prefixes, None)
+    if not asked.in_text:
+        return None
+    if not isinstance(ctx.kg, DatasetGraph):
+        raise InvalidArgumentError(
+            f"this context's graph ({type(ctx.kg).__name__}) runs queries over scopes only, "
+            "so it cannot read the graphs FROM and FROM NAMED name: remove them and name the "
+            "scopes to read with the scopes argument")
+    reader = key if scopes is None else dataclasses.replace(key, scopes=frozenset(scopes))
+    return confine_dataset(ctx, reader, asked)
+
+
+def _readable_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph | None:
+    """The graph ``iri`` names, if ``key`` may read it."""
     scope = scope_of_graph(iri)
     if scope is not None and (key.scopes is None or scope in key.scopes):
         try:
             return scope_graph(check_scope(scope))
         except ValueError:
             pass  # no scope's name: a graph like any other
-    if key.scopes is not None:
+    return ox.NamedNode(iri) if key.scopes is None else None
+
+
+def _granted_graph(key: ApiKey, iri: str) -> ox.NamedNode | ox.DefaultGraph:
+    graph = _readable_graph(key, iri)
+    if graph is None:
         raise PermissionDeniedError(
             f"the API key {key.label!r} does not grant the scope of the graph <{iri}>; it "
             f"reads only its scopes' graphs ({SCOPE_BASE}NAME for "
-            f"{', '.join(sorted(key.scopes))})")
-    return ox.NamedNode(iri)
+            f"{', '.join(sorted(key.scopes or ()))})")
+    return graph
 
 
 def dataset_scopes(dataset: Dataset) -> list[str]:
@@ -247,7 +292,8 @@ def run_sparql(ctx: Context, query: str, dataset: Dataset, base_iri: str) -> Que
             or {g for g in graphs if isinstance(g, ox.NamedNode)} != set(dataset.named)):
         raise InvalidArgumentError(
             f"this context's graph ({type(ctx.kg).__name__}) runs queries over scopes only: "
-            "name the same scope graphs as default-graph-uri and named-graph-uri")
+            "name the same scope graphs as default and named graphs (default-graph-uri and "
+            "named-graph-uri, or FROM and FROM NAMED in the query), or none")
     return ctx.kg.query(query, None, scopes=scopes)
 
 

@@ -10,10 +10,11 @@ against the caller's key.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,11 +22,12 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, NotAcceptableError, PermissionDeniedError
 from trails.kg.result import QueryResult
+from trails.kg.sparql_text import code_only, iris_only
 from trails.kg.terms import sparql_json
 from trails.scopes import SCOPE_BASE
 
-__all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "parse_sparql_request", "render_answer",
-           "service_description"]
+__all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "form_fields",
+           "parse_sparql_request", "render_answer", "service_description", "with_text_dataset"]
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_TYPE = "application/sparql-query"
@@ -46,6 +48,13 @@ _QUAD_FORMATS = ("application/n-quads", "application/trig")
 _XML_TYPES = ("application/sparql-results+xml", "application/rdf+xml")
 # What XML 1.0 forbids, even escaped: C0 controls but tab, newline and carriage return.
 _NOT_IN_XML = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
+# A dataset clause (read in the text with its strings and comments blanked, IRIs kept) and
+# the query form that ends the prologue (read with IRIs blanked too).
+_DATASET_CLAUSE = re.compile(  # "FROM<g>" needs no space: an IRI ends a keyword
+    r"(?<![?$:@\w.-])FROM(?:\s+|(?=<))(NAMED(?:\s+|(?=<)))?(<[^>]*>|[^\s{}<]+)",
+    re.IGNORECASE)
+_FROM = re.compile(r"(?<![?$:@\w.-])FROM(?![\w:-])", re.IGNORECASE)
+_FORM = re.compile(r"(?<![?$:@\w.-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
 _UPDATE_REFUSAL = (
     "this endpoint answers SPARQL queries only: updates are refused. Add documents with "
     "POST /ingest and remove them with DELETE /documents/{iri}")
@@ -53,12 +62,14 @@ _UPDATE_REFUSAL = (
 
 @dataclass(frozen=True)
 class SparqlRequest:
-    """A query and the dataset the protocol names: the graph IRIs of its default graph and
-    its named graphs (both None: the request named no dataset; one named, the other empty)."""
+    """A query and the dataset the request names: the graph IRIs of its default graph and
+    its named graphs (both None: the request named no dataset; one named, the other empty),
+    named by the protocol or, without one, by the query's ``FROM``/``FROM NAMED``."""
 
     query: str
     default_graphs: list[str] | None = None
     named_graphs: list[str] | None = None
+    in_text: bool = False  # the dataset is the query's FROM/FROM NAMED, not the protocol's
 
 
 def parse_sparql_request(method: str, content_type: str | None,
@@ -83,7 +94,7 @@ def parse_sparql_request(method: str, content_type: str | None,
                 f"the request body is {charset.group(1)}; send it as UTF-8 (charset=UTF-8)")
         text = _utf8(body)
         if media == FORM:
-            fields += urllib.parse.parse_qsl(text, keep_blank_values=True)
+            fields += form_fields(text, "the request body")
         elif media == QUERY_TYPE:
             query = text
         else:
@@ -110,11 +121,80 @@ def parse_sparql_request(method: str, content_type: str | None,
     return SparqlRequest(queries[0], defaults, named)
 
 
-def _utf8(body: bytes) -> str:
+def with_text_dataset(request: SparqlRequest, prefixes: Mapping[str, str],
+                      base_iri: str | None) -> SparqlRequest:
+    """``request`` with the dataset its query's ``FROM``/``FROM NAMED`` clauses name, when
+    the protocol names none (a protocol dataset overrides them): the graphs of ``FROM`` make
+    the default graph and those of ``FROM NAMED`` are the named graphs, as SPARQL defines
+    it, rather than the key's scopes (an answer from other graphs than those the query
+    names). Prefixed names and relative IRIs resolve as the parser resolves them.
+
+    Raises:
+        InvalidArgumentError: a clause whose graph is no IRI.
+    """
+    if request.default_graphs is not None or request.named_graphs is not None:
+        return request
+    text = request.query
+    keywords = len(_FROM.findall(code_only(text)))
+    if not keywords:
+        return request
+    form = _FORM.search(code_only(text))
+    prologue = text[:form.start()] if form else ""
+    clauses = list(_DATASET_CLAUSE.finditer(iris_only(text)))
+    graphs: tuple[list[str], list[str]] = ([], [])
+    for clause in clauses:
+        iri = _resolved(prologue, clause.group(2), prefixes, base_iri)
+        graphs[bool(clause.group(1))].append(iri)
+    if len(clauses) != keywords:
+        raise InvalidArgumentError(
+            "the FROM clauses of this query could not be read; name its graphs with "
+            "default-graph-uri and named-graph-uri instead")
+    return dataclasses.replace(request, default_graphs=list(dict.fromkeys(graphs[0])),
+                               named_graphs=list(dict.fromkeys(graphs[1])), in_text=True)
+
+
+def _resolved(prologue: str, term: str, prefixes: Mapping[str, str],
+              base_iri: str | None) -> str:
+    """The IRI ``term`` (``<...>`` or a prefixed name) names after ``prologue``, as the
+    parser reads it (evaluated on an empty store: a VALUES of one term)."""
     try:
-        return body.decode("utf-8")
+        solutions = ox.Store().query(f"{prologue} SELECT ?g {{ VALUES ?g {{ {term} }} }}",
+                                     prefixes=dict(prefixes), base_iri=base_iri)
+        graph = next(iter(solutions))["g"] if isinstance(solutions, ox.QuerySolutions) else None
+    except (SyntaxError, ValueError, StopIteration):
+        graph = None
+    if not isinstance(graph, ox.NamedNode):
+        raise InvalidArgumentError(
+            f"FROM {term} names no graph: a dataset clause takes an IRI (<...> or a "
+            "prefixed name)")
+    return graph.value
+
+
+def form_fields(encoded: str | bytes, where: str) -> list[tuple[str, str]]:
+    """The fields of URL-encoded ``encoded`` (a query string, a form body; ``where`` names
+    it), each decoded as UTF-8 strictly: a byte that is no UTF-8 (``caf%E9`` for "café" in
+    Latin-1) would otherwise become U+FFFD, and the query ask for another text than sent.
+
+    Raises:
+        InvalidArgumentError: a field that is no UTF-8, percent-encoded or not.
+    """
+    text = encoded if isinstance(encoded, str) else _utf8(encoded, where)
+    try:
+        return urllib.parse.parse_qsl(text, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(f"the request body is not UTF-8 ({exc.reason} at byte "
+        raise InvalidArgumentError(
+            f"{where} percent-encodes bytes that are not UTF-8 ({exc.reason}: "
+            f"{exc.object[exc.start:exc.end]!r}); percent-encode the UTF-8 bytes of the text "
+            "(é is %C3%A9)") from None
+
+
+def _utf8(body: bytes, where: str = "the request body") -> str:
+    """``body`` as UTF-8 text, without the byte-order mark an editor may have put first (a
+    query file saved on Windows): the parser would stop at it with no word of why."""
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"{where} is not UTF-8 ({exc.reason} at byte "
                                    f"{exc.start}); send UTF-8") from None
 
 
@@ -173,21 +253,37 @@ def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
     """The answer's bytes and media type: SELECT and ASK as SPARQL results (JSON, XML, CSV,
     TSV), CONSTRUCT and DESCRIBE as RDF (N-Triples, Turtle, N-Quads, TriG, RDF/XML, JSON-LD,
     N3), whichever ``accept`` prefers among those that can carry it (XML 1.0 cannot carry
-    most control characters: such an answer comes in the next format accepted).
+    most control characters, JSON-LD no RDF 1.2 triple term: such an answer comes in the
+    next format accepted).
 
     Raises:
-        NotAcceptableError: only XML is accepted and the answer holds such a character.
+        NotAcceptableError: no format accepted can carry the answer; names those that can.
     """
     offered = RESULT_TYPES if isinstance(output, (QueryResult, bool)) else GRAPH_TYPES
     wanted = acceptable_types(accept, offered) or [offered[0]]
+    reasons: dict[str, str] = {}
     for media in wanted:
-        content = _serialize(output, media)
-        if media not in _XML_TYPES or not _NOT_IN_XML.search(content):
+        content, reason = _written(output, media)
+        if reason is None:
             return content, media
-    carriers = [media for media in offered if media not in _XML_TYPES]
+        reasons[media] = reason
+    carriers = [media for media in offered
+                if media not in reasons and _written(output, media)[1] is None]
     raise NotAcceptableError(
-        "the answer holds a control character, which XML 1.0 cannot carry; accept one of "
-        f"{', '.join(carriers)}")
+        f"the answer cannot be written as {'; '.join(f'{m} ({r})' for m, r in reasons.items())}"
+        f"; accept one of {', '.join(carriers)}")
+
+
+def _written(output: QueryResult | bool | Sequence[ox.Triple],
+             media: str) -> tuple[bytes, str | None]:
+    """The answer as ``media``, or why that format cannot carry it."""
+    try:
+        content = _serialize(output, media)
+    except (OSError, ValueError) as exc:  # pyoxigraph: "JSON-LD does not support RDF 1.2"
+        return b"", str(exc)
+    if media in _XML_TYPES and _NOT_IN_XML.search(content):
+        return b"", "the answer holds a control character, which XML 1.0 cannot carry"
+    return content, None
 
 
 def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> bytes:

@@ -17,19 +17,20 @@ from trails._lazy import require
 from trails.errors import (
     ConfigurationError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     SparqlError,
 )
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import QuadExport, load_quads
+from trails.kg.parse_errors import is_update, parse_problem
 from trails.kg.rdfio import RdfSource
-from trails.kg.remote.connection import auth_headers, ssl_context
+from trails.kg.remote.connection import auth_headers, split_credentials, ssl_context
 from trails.kg.remote.connection import update_url as _default_update_url
 from trails.kg.remote.dialect import (
     VIRTUOSO_DEFAULT_GRAPH,
     Params,
     check_dialect,
     dataset,
-    permission_hint,
     refuse_whole_store_updates,
     update_graphs,
     virtuoso_scoped,
@@ -46,8 +47,6 @@ from trails.kg.remote.results import (
     server_message,
 )
 from trails.kg.remote.rewrite import (
-    PROLOGUE_MARK,
-    caller_positions,
     default_scope_only,
     query_form,
     refuse_service,
@@ -55,8 +54,7 @@ from trails.kg.remote.rewrite import (
     with_prefixes,
 )
 from trails.kg.remote.transport import ATOMIC as _ATOMIC
-from trails.kg.remote.transport import article as _a
-from trails.kg.remote.transport import send
+from trails.kg.remote.transport import answered, send
 from trails.kg.reserved import check_quads, check_removal, check_update
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, iris_or_error
@@ -86,7 +84,10 @@ class SparqlEndpointGraph(QuadExport):
     Args:
         query_url: the endpoint's query URL (``oxigraph serve``: ``http://host:7878/query``).
         update_url: its update URL; by default ``.../update`` when ``query_url`` ends with
-            ``/query``, else ``query_url`` itself.
+            ``/query``, else ``query_url`` itself. A ``user:password@`` in either URL is
+            sent as basic auth and kept out of the URL this graph shows (messages, ``repr``,
+            ``trails.json``, which records no secret: reopened, the credentials come from
+            ``$TRAILS_SPARQL_AUTH``).
         headers: sent with every request (an ``Authorization`` header, say).
         auth: an httpx auth (``("user", "password")`` for basic auth).
         timeout: seconds allowed to connect, and then for each read and write, per try.
@@ -107,7 +108,8 @@ class SparqlEndpointGraph(QuadExport):
             whose differences :mod:`trails.kg.remote.dialect` lists.
 
     Raises:
-        InvalidArgumentError: an unknown ``dialect``.
+        InvalidArgumentError: an unknown ``dialect``, a ``timeout`` that is not a positive,
+            finite number, a ``batch_size`` that is not a positive integer.
 
     >>> kg = SparqlEndpointGraph("http://127.0.0.1:7878/query")  # doctest: +SKIP
     >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }", scopes=["legal"]).rows  # doctest: +SKIP
@@ -126,13 +128,22 @@ class SparqlEndpointGraph(QuadExport):
         dialect: str = "standard",
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
-        if not timeout or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+                0 < timeout < float("inf")):  # inf: a call could wait for ever; NaN: none runs
+            raise InvalidArgumentError(f"timeout must be a positive, finite number of seconds, "
+                                       f"got {timeout!r}")
         self._httpx = require("httpx", "A knowledge graph on a SPARQL endpoint")
-        self.query_url = query_url
-        self.update_url = update_url if update_url is not None else _default_update_url(query_url)
+        # A URL's user:password@ leaves the URL, which messages, trails.json and /health
+        # show, and is sent as basic auth (an explicit ``auth`` wins, as in httpx).
+        self.query_url, query_login = split_credentials(query_url)
+        self.update_url, update_login = split_credentials(
+            update_url if update_url is not None else _default_update_url(query_url))
+        self._url_auth = {} if auth is not None else {
+            url: self._httpx.BasicAuth(*login)
+            for url, login in ((self.query_url, query_login), (self.update_url, update_login))
+            if login is not None}
         self.timeout = float(timeout)
         self.batch_size = batch_size
         self.dialect = check_dialect(dialect)
@@ -170,14 +181,17 @@ class SparqlEndpointGraph(QuadExport):
         """Run a SPARQL query: SELECT -> QueryResult, ASK -> bool, CONSTRUCT -> list of triples.
 
         Raises:
-            SparqlError: the query does not parse (the server's message) or, with ``scopes``,
-                cannot be confined (UnsafeFilterError: it uses SERVICE, or GRAPH/FROM in a
-                form the default-scope rewrite cannot prove harmless).
+            SparqlError: the query does not parse (the server's message), is an update
+                (nothing sent) or, with ``scopes``, cannot be confined (UnsafeFilterError:
+                it uses SERVICE, or GRAPH/FROM in a form the default-scope rewrite cannot
+                prove harmless).
             ConfigurationError: the default scope with named scopes on a server that cannot
                 name its default graph, or the endpoint rejects the credentials or the URL.
             EndpointUnavailableError: refused, timed out, or HTTP 5xx.
         """
         refuse_similarity(sparql, self.prefixes)
+        if is_update(sparql):  # some servers (Virtuoso) run an update sent as a query
+            raise SparqlError(parse_problem(sparql, self.prefixes, "an update"))
         text = with_prefixes(apply_bindings(sparql, bindings), self.prefixes)
         text, params = self._confine(text, scopes)
         form = query_form(text)
@@ -405,24 +419,11 @@ class SparqlEndpointGraph(QuadExport):
                    **({"Accept": accept} if accept else {})}
         body = (urllib.parse.urlencode([("query", text), *params]) if query else text).encode()
         response = self._send("POST", url, kind, content=body, headers=headers)
-        status = response.status_code
-        if status < 300:
-            return response
-        message = server_message(response)
-        if text.startswith(PROLOGUE_MARK):
-            message = caller_positions(message)
-        if status == 400:
-            raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
-                              f"{url}): {message}")
-        if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
-            raise ConfigurationError(
-                f"the SPARQL endpoint {url} answered HTTP {status} to {_a(kind)}: {message}. Check "
-                "the URL (query_url/update_url) and the credentials (headers=/auth=)."
-                + permission_hint(message))
-        raise EndpointUnavailableError(
-            f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {_ATOMIC}")
+        return answered(response, url, kind, text)
 
     def _send(self, method: str, url: str, kind: str, **kwargs: Any) -> httpx.Response:
+        if url in self._url_auth:
+            kwargs["auth"] = self._url_auth[url]
         try:
             return send(self._client, self.resilience, self._breaker, self.timeout, method, url,
                         kind, **kwargs)

@@ -1,9 +1,11 @@
-"""What ``SparqlEndpointGraph`` connects with: the update URL beside a query URL, the TLS
-context every endpoint shares, and the ``Authorization`` header taken from the environment."""
+"""What ``SparqlEndpointGraph`` connects with: the update URL beside a query URL, the
+credentials a URL carries taken out of it, the TLS context every endpoint shares, and the
+``Authorization`` header taken from the environment."""
 
 from __future__ import annotations
 
 import os
+import urllib.parse
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,7 @@ from trails import _state
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["SPARQL_AUTH_ENV", "auth_headers", "ssl_context", "update_url"]
+__all__ = ["SPARQL_AUTH_ENV", "auth_headers", "split_credentials", "ssl_context", "update_url"]
 
 # The value of the Authorization header sent to a SPARQL endpoint ("Bearer TOKEN", "Basic ...").
 SPARQL_AUTH_ENV = "TRAILS_SPARQL_AUTH"
@@ -23,6 +25,26 @@ def update_url(query_url: str) -> str:
     if query_url.endswith("/query"):
         return query_url[: -len("/query")] + "/update"
     return query_url
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its ``user:password@``, and that user and password (decoded), if any.
+
+    The URL is shown in messages, ``repr``, ``trails.json`` and ``GET /health``; the
+    credentials are sent as HTTP basic auth, as httpx would send them from the URL.
+
+    >>> split_credentials("https://ann:p%40ss@graph.example.org/query")
+    ('https://graph.example.org/query', ('ann', 'p@ss'))
+    >>> split_credentials("http://127.0.0.1:7878/query")
+    ('http://127.0.0.1:7878/query', None)
+    """
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=host))
+    return clean, (urllib.parse.unquote(user), urllib.parse.unquote(password))
 
 
 def ssl_context(httpx: ModuleType) -> ssl.SSLContext:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, SparqlError
+from trails.errors import ConfigurationError, EndpointRefusedError, SparqlError
 from trails.kg.result import QueryResult, Triples
 
 __all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
@@ -56,8 +56,10 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
     """SPARQL results or RDF, by the response's content type; ``form`` is the query's.
 
     Raises:
-        SparqlError: the body does not parse as its content type, or the type is neither, or
-            the server cut the result at its row limit.
+        EndpointRefusedError: the body does not parse as its content type, or the type is
+            neither (the URL names no SPARQL endpoint, or a proxy answers in its place), or
+            it is another kind of answer than ``form`` asks for.
+        SparqlError: the server cut the result at its row limit.
     """
     limit = response.headers.get("x-sparql-maxrows")
     if limit is not None:
@@ -73,14 +75,38 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
     try:
         answer = _parse(content, media)
     except SyntaxError as exc:
-        raise SparqlError(f"the SPARQL endpoint {url} sent results that do not parse as "
-                          f"{media}: {exc}") from exc
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} sent results that do not parse as {media}: {exc}. "
+            f"Check that the URL names a SPARQL endpoint: {_sample(response)}") from exc
     if answer is None:
-        raise SparqlError(f"the SPARQL endpoint {url} answered with "
-                          f"{media or 'no content type'}, neither SPARQL results nor RDF")
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} answered with {media or 'no content type'}, neither "
+            "SPARQL results nor RDF. Check that the URL names a SPARQL endpoint, not a web page "
+            f"or a proxy's login page: {_sample(response)}")
     if form == "ASK" and isinstance(answer, QueryResult) and answer.variables == [_ASK_COLUMN]:
         return any(row.get(_ASK_COLUMN) for row in answer.rows)
+    # Solutions for a CONSTRUCT, triples for a SELECT: no answer to the query asked, which
+    # would reach the caller as the wrong kind of value.
+    kind, wanted = _ANSWERS.get(form, (QueryResult, "solutions"))
+    if not isinstance(answer, kind):
+        got = next(words for each, words in _ANSWERS.values() if isinstance(answer, each))
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} answered {'an' if form[0] in 'AEIOU' else 'a'} "
+            f"{form} query with {got} ({media}), not "
+            f"{wanted}. Check that the URL names a SPARQL endpoint and that its dialect is "
+            "the server's (dialect=)")
     return answer
+
+
+# What each query form is answered with (and, for a message, how it is called).
+_ANSWERS: dict[str, tuple[type, str]] = {
+    "ASK": (bool, "a boolean"), "CONSTRUCT": (list, "triples"), "DESCRIBE": (list, "triples"),
+    "SELECT": (QueryResult, "solutions")}
+
+
+def _sample(response: Response) -> str:
+    """The start of what came instead of an answer, for the message."""
+    return f"it sent {server_message(response)[:200]!r}"
 
 
 _BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")

@@ -9,16 +9,21 @@ timed out or failed with a 5xx may have been applied, and repeating it is the ca
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from trails._lazy import require
-from trails.errors import EndpointUnavailableError
+from trails.errors import EndpointRefusedError, EndpointUnavailableError, SparqlError
+from trails.kg.remote.connection import SPARQL_AUTH_ENV, split_credentials
+from trails.kg.remote.dialect import permission_hint
+from trails.kg.remote.results import server_message
+from trails.kg.remote.rewrite import PROLOGUE_MARK, caller_positions
 from trails.resilience import CircuitBreaker, Failure, Resilience, retry_after
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ATOMIC", "article", "send"]
+__all__ = ["ATOMIC", "answered", "article", "send"]
 
 ATOMIC = ("Nothing partial was committed by that request: the endpoint applies a request whole "
           "or not at all. Retry when the endpoint is back (ingestion is idempotent).")
@@ -49,6 +54,44 @@ def send(client: httpx.Client, policy: Resilience, breaker: CircuitBreaker, time
         raise EndpointUnavailableError(
             f"the SPARQL endpoint {url} {what} for {article(kind)} ({type(exc).__name__}: "
             f"{exc}). {ATOMIC}") from exc
+
+
+def answered(response: httpx.Response, url: str, kind: str, text: str) -> httpx.Response:
+    """``response`` to ``text`` (``kind``: ``query`` or ``update``) sent to ``url``, when it
+    succeeded; else the error its status says.
+
+    Raises:
+        SparqlError: HTTP 400 (the server's parser), with the server's message.
+        EndpointRefusedError: a redirect (naming where to), or the URL or the credentials are
+            wrong (HTTP 401, 403, 404, 405, 406, 415, or a permission error whatever its
+            status).
+        EndpointUnavailableError: any other status (a 5xx still there after retries).
+    """
+    status = response.status_code
+    if status < 300:
+        return response
+    if status < 400:  # a redirect: followed, a POST could come back a GET, the auth go elsewhere
+        location = response.headers.get("location")
+        target = location and split_credentials(urllib.parse.urljoin(url, location))[0]
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} answered {article(kind)} with HTTP {status}, a redirect "
+            f"to {target or 'nowhere (no Location header)'}; trails does not follow redirects. "
+            "Give the URL the server redirects to (query_url/update_url; trails init "
+            "--endpoint/--update-endpoint)")
+    message = server_message(response)
+    if text.startswith(PROLOGUE_MARK):
+        message = caller_positions(message)
+    if status == 400:
+        raise SparqlError(f"SPARQL {kind} does not parse or is not allowed (HTTP 400 from "
+                          f"{url}): {message}")
+    if status in (401, 403, 404, 405, 406, 415) or permission_hint(message):
+        raise EndpointRefusedError(
+            f"the SPARQL endpoint {url} answered HTTP {status} to {article(kind)}: {message}. "
+            "Check the URL (query_url/update_url) and the credentials (headers=/auth=; for a "
+            f"context opened from trails.json, ${SPARQL_AUTH_ENV}, which is never recorded)."
+            + permission_hint(message))
+    raise EndpointUnavailableError(
+        f"the SPARQL endpoint {url} failed with HTTP {status}: {message}. {ATOMIC}")
 
 
 def _failure(httpx: Any, exc: BaseException, *, safe: bool) -> Failure | None:

@@ -4,9 +4,10 @@
   connection came in time: :class:`~trails.errors.EndpointUnavailableError` naming the server
   (never its password) and what to check.
 - A statement ran past ``statement_timeout``: EndpointUnavailableError saying so.
-- The server refused the credentials, the database does not exist, the role may not do what
-  was asked, or a read-only store tried to write: :class:`~trails.errors.ConfigurationError`
-  naming what to set (``PGPASSWORD``, ``TRAILS_PG_DSN``, the grant).
+- The server refused the credentials, the database does not exist, or the role may not do
+  what was asked: :class:`~trails.errors.EndpointRefusedError` (a ConfigurationError) naming
+  what to set (``PGPASSWORD``, ``TRAILS_PG_DSN``, the grant); a read-only store tried to
+  write: :class:`~trails.errors.ConfigurationError`.
 - The server's disk is full: :class:`~trails.errors.StorageError`.
 
 Anything else (a statement trails built wrong) passes through unchanged. Errors are told by
@@ -25,7 +26,13 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
-from trails.errors import ConfigurationError, EndpointUnavailableError, StorageError, TrailsError
+from trails.errors import (
+    ConfigurationError,
+    EndpointRefusedError,
+    EndpointUnavailableError,
+    StorageError,
+    TrailsError,
+)
 from trails.resilience import CircuitBreaker, Failure, Resilience
 
 __all__ = ["check_tls", "guarded", "server_url", "translate", "translated"]
@@ -99,7 +106,7 @@ def translate(exc: BaseException, location: str) -> BaseException:
     lowered = text.lower()
     if state in _REFUSED or any(refusal in lowered for refusal in _REFUSALS):
         reason = _REFUSED.get(state, "the server refused the connection")
-        return ConfigurationError(
+        return EndpointRefusedError(
             f"{where}: {reason}: {text[:300]}. Check the DSN's user and database, set "
             "PGPASSWORD (or the full DSN in TRAILS_PG_DSN) to credentials the server accepts, "
             "and grant the role what the store needs (CREATE on the schema, the vector "

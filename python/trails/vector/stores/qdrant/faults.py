@@ -3,7 +3,7 @@
 
 - The server cannot be reached, timed out, or failed (HTTP 5xx, 429; gRPC unavailable):
   :class:`~trails.errors.EndpointUnavailableError` naming the location and what to check.
-- The server refused the credentials (HTTP 401, 403): a ConfigurationError naming
+- The server refused the credentials (HTTP 401, 403): an EndpointRefusedError naming
   ``QDRANT_API_KEY``.
 - The client was closed under the store: a ConfigurationError saying so.
 - Local mode's own files (a full disk, a read-only folder, a corrupt file):
@@ -23,7 +23,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from trails.errors import ConfigurationError, EndpointUnavailableError, TrailsError
+from trails.errors import (
+    ConfigurationError,
+    EndpointRefusedError,
+    EndpointUnavailableError,
+    TrailsError,
+)
 from trails.faults import storage_fault
 from trails.resilience import Failure, Resilience, breaker_for, retry_after
 
@@ -50,7 +55,7 @@ def translate(exc: BaseException, location: str, call: str) -> BaseException:
     status = getattr(exc, "status_code", None)
     if kind == "UnexpectedResponse" and isinstance(status, int):
         if status in (401, 403):
-            return ConfigurationError(
+            return EndpointRefusedError(
                 f"{where} refused the request (HTTP {status}): set QDRANT_API_KEY to a key the "
                 "server accepts")
         if status >= 500 or status == 429:
