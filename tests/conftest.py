@@ -45,7 +45,8 @@ SERVER_TESTS = {"test_a_stopped_endpoint_opens_its_circuit_and_a_probe_closes_it
                 "test_a_probe_that_finds_the_server_still_down_keeps_the_circuit_open",
                 "test_queries_during_a_restart_under_load_fail_cleanly_and_then_all_succeed",
                 "test_the_graph_failing_is_an_error_never_an_unfiltered_answer",
-                "test_a_remote_graph_excludes_and_prunes_expired_documents"}
+                "test_a_remote_graph_excludes_and_prunes_expired_documents",
+                "test_a_graph_on_a_server_takes_from_clauses_that_name_its_scopes"}
 BROWSER_MODULES = {"test_display_browser"}
 # Tests about real processes (a writer killed at random moments, Ctrl-C, readers and writers
 # in several processes, a project's own pytest run, a fresh interpreter's imports, a context
