@@ -51,9 +51,11 @@ Writes and failures
 
 ``extend`` sends ``INSERT DATA`` in requests of at most ``batch_size`` quads; each request is
 atomic on the server, a whole ``extend`` is not (embedded, it is one transaction). Blank node
-labels are scoped to a request. Every request fails fast: no retries, ``timeout`` seconds per
-connect/read/write; a refused connection, a timeout or an HTTP 5xx raises
-:class:`EndpointUnavailableError`, an HTTP 400 (the server's parser) :class:`SparqlError`.
+labels are scoped to a request. A request has ``timeout`` seconds per connect/read/write; a
+refused connection, a timeout or an HTTP 5xx is tried again under the graph's resilience
+policy (:mod:`trails.resilience`: retries within a deadline, a circuit breaker), then raises
+:class:`EndpointUnavailableError`; an HTTP 400 (the server's parser) raises
+:class:`SparqlError` at once.
 """
 
 from __future__ import annotations
