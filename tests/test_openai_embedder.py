@@ -270,6 +270,29 @@ def test_connection_errors_are_retried_then_reported(sleeps):
     assert len(sleeps) == 2
 
 
+def test_credentials_in_the_endpoint_url_are_never_shown_nor_recorded(sleeps, monkeypatch,
+                                                                       tmp_path):
+    """A base_url with user:password@ (a proxy's basic auth) showed the password in every
+    connection error (and so in the service's 503 bodies) and wrote it into trails.json."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    secret_url = f"http://alice:s3cret@127.0.0.1:{port}/v1"
+    embedder = OpenAIEmbedder(dim=64, api_key="test", base_url=secret_url, max_retries=0,
+                              sleep=sleeps)
+    with pytest.raises(EmbeddingError, match=f"Connection error.*127.0.0.1:{port}") as raised:
+        embedder.embed_array(["x"])
+    assert "s3cret" not in str(raised.value) and "alice" not in str(raised.value)
+    recorded = embedder.recorded_settings(tmp_path)
+    assert recorded is not None and recorded["base_url"] == f"http://127.0.0.1:{port}/v1"
+    # Reopened from the record, the environment's URL for the same endpoint gives them back.
+    monkeypatch.setenv("OPENAI_BASE_URL", secret_url)
+    assert OpenAIEmbedder(dim=64, api_key="test", base_url=recorded["base_url"]).base_url == secret_url
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://bob:other@elsewhere.example:1/v1")
+    assert OpenAIEmbedder(dim=64, api_key="test",
+                          base_url=recorded["base_url"]).base_url == recorded["base_url"]
+
+
 @pytest.mark.parametrize("status", [400, 403, 404, 422])
 def test_other_4xx_fail_immediately_with_the_api_message(server, make, sleeps, status):
     server.fail_next(status, message="Invalid 'input': bad things")

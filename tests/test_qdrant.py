@@ -558,6 +558,15 @@ def test_an_unreachable_server_is_endpoint_unavailable():
     assert not isinstance(caught.value, (ConnectionError, OSError))
 
 
+def test_credentials_in_the_url_are_never_shown_nor_recorded(tmp_path):
+    port = _free_port()
+    with pytest.raises(EndpointUnavailableError) as caught:
+        QdrantStore(url=f"http://alice:s3cret@127.0.0.1:{port}", dim=4,
+                    resilience={"attempts": 1})
+    assert f"Qdrant at http://127.0.0.1:{port}" in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "alice" not in str(caught.value)
+
+
 @pytest.fixture
 def answering(request):
     """An HTTP server answering every request with one status (a broken or guarded Qdrant)."""

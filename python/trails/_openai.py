@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from trails._lazy import require
 from trails.errors import ConfigurationError
+from trails.resilience import public_url
 
 __all__ = ["KEY_ENV", "OpenAIClient", "status_message"]
 
@@ -51,7 +52,8 @@ class OpenAIClient:
         return self._client
 
     def _endpoint(self) -> str:
-        return str(getattr(self._client, "base_url", self.base_url or "the API"))
+        """The endpoint as messages name it: never with a ``user:password@`` it holds."""
+        return public_url(str(getattr(self._client, "base_url", self.base_url or "the API")))
 
     def close(self) -> None:
         """Close the HTTP client (a new one is made if this object is used again)."""

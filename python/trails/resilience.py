@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # tenacity itself loads with the first remote call (Resilienc
 
 __all__ = [
     "CircuitBreaker", "Failure", "RateLimiter", "Resilience", "backoff", "breaker_for",
-    "breakers", "rate_limiter_for", "retry_after"]
+    "breakers", "public_url", "rate_limiter_for", "retry_after"]
 
 T = TypeVar("T")
 
@@ -355,14 +355,26 @@ def retry_after(headers: Any, clock: Callable[[], float] = time.time) -> float |
     return None
 
 
+def public_url(url: str) -> str:
+    """``url`` without its ``user:password@``: what a message, a ``repr``, ``GET /health`` or
+    ``trails.json`` may show of an endpoint (the credentials still reach the endpoint).
+
+    >>> public_url("https://ann:s3cret@embed.example.org/v1")
+    'https://embed.example.org/v1'
+    """
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def breaker_for(backend: str, url: str, policy: Resilience) -> CircuitBreaker:
     """The process's breaker for ``backend`` at ``url``'s ``scheme://host:port`` (one per
     endpoint and settings, shared by every client of it). The breaker's URL holds no
     ``user:password@``: it is shown where the credentials must not be (``GET /health``
     answers anyone, an open circuit's error any caller)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    origin = f"{parts.scheme}://{host}" if parts.netloc else url
+    parts = urllib.parse.urlsplit(public_url(url))
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
     key = ("circuit-breaker", backend, origin, policy.failure_threshold, policy.cool_down)
     return _state.cached(key, lambda: CircuitBreaker(
         backend, origin, failure_threshold=policy.failure_threshold,

@@ -22,7 +22,14 @@ from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
 from trails.errors import EmbeddingError
 from trails.recorded import Settings, with_resilience
-from trails.resilience import CircuitBreaker, Failure, Resilience, breaker_for, retry_after
+from trails.resilience import (
+    CircuitBreaker,
+    Failure,
+    Resilience,
+    breaker_for,
+    public_url,
+    retry_after,
+)
 from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
 
 if TYPE_CHECKING:
@@ -123,6 +130,11 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         self.model_id = f"openai/{model}"
         self._dim, self._dimensions = _resolve_dim(model, dim)
         self.api_key = api_key
+        from_env = os.environ.get("OPENAI_BASE_URL")
+        if base_url is not None and from_env and from_env != base_url == public_url(from_env):
+            # trails.json records the endpoint without its user:password@; the environment's
+            # URL for the same endpoint holds them.
+            base_url = from_env
         self.base_url = base_url
         self.organization = organization
         self.batch_size = batch_size
@@ -155,7 +167,7 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         ``max_retries`` and the backoff, recorded apart); the key is ``$OPENAI_API_KEY``."""
         settings: Settings = {"model": self.model, "dim": self.dim}
         if self.base_url is not None:
-            settings["base_url"] = self.base_url
+            settings["base_url"] = public_url(self.base_url)  # a secret is never recorded
         return with_resilience(settings, self._policy, DEFAULT_RESILIENCE)
 
     # -- tokens -------------------------------------------------------------------------------

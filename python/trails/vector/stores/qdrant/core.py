@@ -13,7 +13,7 @@ import numpy as np
 from trails._lazy import require
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.faults import translated
-from trails.resilience import Resilience
+from trails.resilience import Resilience, public_url
 from trails.vector.embedders.base import EmbedderIdentity
 from trails.vector.stores import arguments
 from trails.vector.stores.base import BaseVectorStore, StoredVector, metadata_matches
@@ -94,7 +94,8 @@ class QdrantCore(BaseVectorStore):
                 self._client, self._lock, self._shared = SharedFolders.acquire(qdrant,
                                                                                self.location)
         elif url is not None or host is not None:
-            self.location = url if url is not None else f"{host}:{port or 6333}"
+            # Shown in messages, repr, GET /health and trails.json: never a user:password@.
+            self.location = public_url(url) if url is not None else f"{host}:{port or 6333}"
             options: dict[str, Any] = {} if port is None else {"port": port}
             if self.timeout is not None:
                 options["timeout"] = self.timeout
