@@ -199,3 +199,23 @@ def test_without_nesting_the_kept_spans_are_the_leftmost_longest(text, labels):
 def test_mentions_are_plain_values():
     m = Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
     assert m.linker == "label" and m == Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
+
+
+def test_a_prefixed_label_predicate_reads_the_labels_of_its_iri():
+    """"rdfs:label" is also a well-formed IRI of the scheme "rdfs": taken as one, it read no
+    labels, and a re-link with it removed every link."""
+    from trails.kg import OxigraphGraph
+
+    kg = OxigraphGraph()
+    kg.update('INSERT DATA { <https://ex.org/acme> <http://www.w3.org/2000/01/rdf-schema#label> '
+              '"ACME" . <https://ex.org/globex> <http://www.w3.org/2004/02/skos/core#prefLabel> '
+              '"Globex" . <https://ex.org/hooli> <https://schema.org/name> "Hooli" }')
+    linker = LabelLinker(["rdfs:label", "skos:prefLabel", "schema:name"])
+    assert linker.predicates == (LABEL, "http://www.w3.org/2004/02/skos/core#prefLabel",
+                                 "https://schema.org/name")
+    text = "ACME, Globex and Hooli."
+    mentions = linker.for_scope(kg, "default").mentions(Chunk(text, 0, len(text), 0))
+    assert [m.entity for m in mentions] == ["https://ex.org/acme", "https://ex.org/globex",
+                                            "https://ex.org/hooli"]
+    # An IRI of another scheme stays as written.
+    assert LabelLinker(["urn:ex:label"]).predicates == ("urn:ex:label",)

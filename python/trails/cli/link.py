@@ -20,8 +20,9 @@ def link(
         None, "--scope", metavar="SCOPE", help="Only this scope (repeatable; default: all)."),
     predicate: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--predicate", metavar="IRI",
-        help="A label predicate, as a full IRI (repeatable; default: rdfs:label, "
-             "skos:prefLabel, skos:altLabel, schema:name)."),
+        help="A label predicate: a full IRI, or a prefixed name such as rdfs:label or "
+             "skos:prefLabel (repeatable; default: rdfs:label, skos:prefLabel, skos:altLabel, "
+             "schema:name)."),
     language: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--language", metavar="TAG",
         help="Only labels in this language (repeatable; '' for labels without one)."),

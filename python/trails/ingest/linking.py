@@ -32,9 +32,11 @@ from trails._lazy import require
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
 from trails.kg.base import KnowledgeGraph, select
+from trails.kg.sparql import PREFIXES
 
 __all__ = [
     "DEFAULT_LABEL_PREDICATES",
+    "LABEL_PREFIXES",
     "LabelLinker",
     "Linker",
     "Mention",
@@ -47,6 +49,11 @@ RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 DEFAULT_LABEL_PREDICATES = (RDFS_LABEL, SKOS + "prefLabel", SKOS + "altLabel",
                             "https://schema.org/name")
+# Prefixed names a label predicate is written with ("rdfs:label"). Each is also a well-formed
+# IRI (of the scheme "rdfs") that no triple uses: taken as one, it would read no labels, and a
+# re-link would remove every link.
+LABEL_PREFIXES = {**PREFIXES, "skos": SKOS, "owl": "http://www.w3.org/2002/07/owl#",
+                  "foaf": "http://xmlns.com/foaf/0.1/", "dc": "http://purl.org/dc/elements/1.1/"}
 
 
 @dataclass(frozen=True, order=True)
@@ -115,7 +122,12 @@ def _fold_char(ch: str, case: bool, accents: bool) -> str:
 
 
 def _checked_iri(predicate: object) -> str:
-    """A label predicate, checked as an absolute IRI before it reaches a query."""
+    """A label predicate, checked as an absolute IRI before it reaches a query; a prefixed
+    name of :data:`LABEL_PREFIXES` is expanded."""
+    if isinstance(predicate, str):
+        prefix, colon, local = predicate.partition(":")
+        if colon and prefix in LABEL_PREFIXES and not local.startswith("//"):
+            predicate = LABEL_PREFIXES[prefix] + local
     try:
         return ox.NamedNode(predicate).value  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
@@ -139,8 +151,10 @@ class LabelLinker:
     """Links a chunk to every entity of the scope's graph one of whose labels occurs in it.
 
     Args:
-        predicates: the label predicates (IRIs); by default ``rdfs:label``,
-            ``skos:prefLabel``, ``skos:altLabel`` and ``schema:name``.
+        predicates: the label predicates: IRIs, or prefixed names of the well-known
+            prefixes (``rdfs:``, ``skos:``, ``schema:``, ``owl:``, ``foaf:``, ``dc:``,
+            ``dcterms:``...); by default ``rdfs:label``, ``skos:prefLabel``,
+            ``skos:altLabel`` and ``schema:name``.
         languages: the language tags a label may have (``"en"`` also takes ``"en-GB"``;
             ``""`` is a label without one); None: every label.
         case, accents: fold case and remove accents before matching (both by default).
