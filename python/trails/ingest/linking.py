@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -102,23 +102,40 @@ def check_linker(linker: object) -> None:
 
 
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
-    """``text`` as the matcher compares it: case folded, accents removed, every whitespace
-    character a space (each character folded on its own, so offsets can be mapped back).
+    """``text`` as the matcher compares it: compatibility-decomposed (NFKD, so a precomposed
+    "é" and "e" with a combining accent are the same), case folded, accents removed, every
+    whitespace character a space (each character with the marks that follow it folded on its
+    own, so offsets can be mapped back).
 
     >>> fold("Société  Générale\\n")
     'societe  generale '
     """
-    return "".join(_fold_char(ch, case, accents) for ch in text)
+    return "".join(_fold_cluster(cluster, case, accents) for _, cluster in _clusters(text))
 
 
-def _fold_char(ch: str, case: bool, accents: bool) -> str:
-    if ch.isspace():
-        return " "
-    if case:
-        ch = ch.casefold()
-    if accents and not ch.isascii():
-        ch = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
-    return ch
+def _clusters(text: str) -> Iterator[tuple[int, str]]:
+    """``(offset, cluster)``: each character with the combining marks that follow it. A
+    match never splits one, so "Cafe" is not found in "Cafe\\u0301" (café) nor a Hindi
+    consonant without its vowel sign."""
+    start = 0
+    for offset in range(1, len(text) + 1):
+        if offset == len(text) or not _is_mark(text[offset]):
+            yield start, text[start:offset]
+            start = offset
+
+
+def _is_mark(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] == "M"
+
+
+def _fold_cluster(cluster: str, case: bool, accents: bool) -> str:
+    if cluster.isascii():  # one character: marks are never ASCII
+        return " " if cluster.isspace() else cluster.lower() if case else cluster
+    folded = unicodedata.normalize("NFKD", cluster)
+    if case:  # casefolding does not keep a normal form: decompose again after it
+        folded = unicodedata.normalize("NFKD", folded.casefold())
+    return "".join(" " if c.isspace() else c for c in folded
+                   if not (accents and unicodedata.combining(c)))
 
 
 def _checked_iri(predicate: object) -> str:
@@ -137,7 +154,9 @@ def _checked_iri(predicate: object) -> str:
 
 
 def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+    """A character a word goes on through: a letter, digit, "_" or a mark (an accent kept,
+    a vowel sign)."""
+    return ch.isalnum() or ch == "_" or _is_mark(ch)
 
 
 @dataclass(frozen=True)
@@ -269,8 +288,8 @@ class LabelMatcher:
             folded = text.translate(_ASCII_SPACES)
             return (folded.lower() if settings.case else folded), _same
         parts, starts = [], []
-        for offset, ch in enumerate(text):
-            part = _fold_char(ch, settings.case, settings.accents)
+        for offset, cluster in _clusters(text):
+            part = _fold_cluster(cluster, settings.case, settings.accents)
             parts.append(part)
             starts.extend([offset] * len(part))
         starts.append(len(text))
@@ -283,7 +302,8 @@ class LabelMatcher:
             return False
         if end < len(folded) and _is_word(folded[end - 1]) and _is_word(folded[end]):
             return False
-        # A character that folds to several ("ß" -> "ss") is matched whole or not at all.
+        # A character that folds to several ("ß" -> "ss"), or with its marks, is matched whole
+        # or not at all.
         return (start == 0 or origin(start - 1) != origin(start)) and (
             end == len(folded) or origin(end - 1) != origin(end))
 
