@@ -247,3 +247,16 @@ def test_a_match_never_splits_a_letter_from_its_marks():
     assert found("दिल्लीवाला", {"d": "दिल्ली"}) == []
     assert found("दिल्ली में", {"d": "दिल्ली"}) == [("d", "दिल्ली")]
     assert found("कि", {"k": "क"}, min_length=1) == []
+
+
+def test_scripts_written_without_spaces_link_inside_a_sentence():
+    """Chinese, Japanese and Thai put no spaces between words: a label followed by more
+    text was never a whole word, so such text linked (almost) nothing."""
+    assert found("東京都に住む。", {"tokyo": "東京"}) == [("tokyo", "東京")]
+    assert found("我在北京工作", {"beijing": "北京"}) == [("beijing", "北京")]
+    assert found("ฉันอยู่กรุงเทพมหานคร", {"bangkok": "กรุงเทพ"}) == [("bangkok", "กรุงเทพ")]
+    assert found("トヨタ自動車の社長", {"toyota": "トヨタ"}) == [("toyota", "トヨタ")]
+    # A label in a spaced script next to one of them; still whole words among themselves.
+    assert found("Sonyの製品, not Sonya.", {"sony": "Sony"}) == [("sony", "Sony")]
+    # Overlapping labels keep the leftmost longest, as everywhere.
+    assert found("東京都", {"tokyo": "東京", "kyoto": "京都"}) == [("tokyo", "東京")]

@@ -20,6 +20,7 @@ provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -153,6 +154,29 @@ def _checked_iri(predicate: object) -> str:
                                    ) from None
 
 
+# Scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Khmer,
+# Myanmar, Tai scripts, Javanese, Balinese): a word may end at any of their characters, so a
+# label "東京" is found in "東京都に住む". From the Unicode blocks, as (first, last) code points.
+_UNSPACED = (
+    (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1950, 0x1AAF), (0x1B00, 0x1B7F),
+    (0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3031, 0x303C), (0x3040, 0x312F),
+    (0x3190, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA980, 0xA9FF), (0xAA60, 0xAADF),
+    (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x20000, 0x3FFFF))
+_UNSPACED_STARTS = [first for first, _ in _UNSPACED]
+
+
+def _unspaced(ch: str) -> bool:
+    at = bisect.bisect_right(_UNSPACED_STARTS, ord(ch)) - 1
+    return at >= 0 and ord(ch) <= _UNSPACED[at][1]
+
+
+def _joined(before: str, after: str) -> bool:
+    """Two characters of one word: both word characters, neither of a script written
+    without spaces."""
+    return (_is_word(before) and _is_word(after)
+            and not (_unspaced(before) or _unspaced(after)))
+
+
 def _is_word(ch: str) -> bool:
     """A character a word goes on through: a letter, digit, "_" or a mark (an accent kept,
     a vowel sign)."""
@@ -183,7 +207,8 @@ class LabelLinker:
             label would link every chunk.
 
     Matches fall on word boundaries (a label's first and last letters or digits are not
-    next to another), on many labels at once (Aho-Corasick, ``ahocorasick-rs``). The labels
+    next to another, unless one of the two is of a script written without spaces, such as
+    Chinese or Thai), on many labels at once (Aho-Corasick, ``ahocorasick-rs``). The labels
     are read when the linker is bound to a scope: documents and chunks trails wrote are no
     entities (their ``schema:name`` is a title).
     """
@@ -298,9 +323,9 @@ class LabelMatcher:
     @staticmethod
     def _bounded(folded: str, start: int, end: int, origin: Any) -> bool:
         """A match on word boundaries, of whole characters of the text."""
-        if start > 0 and _is_word(folded[start]) and _is_word(folded[start - 1]):
+        if start > 0 and _joined(folded[start - 1], folded[start]):
             return False
-        if end < len(folded) and _is_word(folded[end - 1]) and _is_word(folded[end]):
+        if end < len(folded) and _joined(folded[end - 1], folded[end]):
             return False
         # A character that folds to several ("ß" -> "ss"), or with its marks, is matched whole
         # or not at all.
