@@ -339,3 +339,44 @@ def test_the_command_line_links_at_ingest_and_re_links(tmp_path):
     report = json.loads(run("link", "--json"))
     assert [e for _, e in report["added"]] == [EX + "hooli"] and report["removed"] == []
     assert "0 links added" in run("link")
+
+
+def test_a_scope_whose_graph_holds_no_labels_is_named_not_linked_in_silence(ctx):
+    """The ontology is in the default scope, the documents in "legal": the linker reads
+    labels from the chunks' own scope, so it linked nothing and said nothing."""
+    stats = ingest_all([doc("a", "ACME and Hooli.")], ctx=ctx, scope="legal",
+                       linker=LabelLinker())
+    assert links(ctx) == set()
+    [(source, message)] = stats.warnings
+    assert source == "scope legal"
+    assert "no labels" in message and "trails load FILE --scope legal" in message
+    report = ctx.link()
+    assert len(report.warnings) == 1 and "'legal'" in report.warnings[0]
+    assert report.summary().endswith("1 warning")
+    # With the ontology in that scope too, it links and warns of nothing.
+    ctx.kg.update('INSERT DATA { GRAPH <urn:trails:scope:legal> { <https://ex.org/acme> '
+                  '<http://www.w3.org/2000/01/rdf-schema#label> "ACME" } }')
+    report = ctx.link()
+    assert report.warnings == [] and [e for _, e in report.added] == [EX + "acme"]
+    assert ingest_all([doc("b", "ACME.")], ctx=ctx, scope="legal",
+                      linker=LabelLinker()).warnings == []
+
+
+def test_the_command_line_names_a_scope_without_labels_on_stderr(tmp_path):
+    from typer.testing import CliRunner
+
+    from trails.cli.commands import app
+
+    runner = CliRunner()
+    kb, notes, onto = tmp_path / "kb", tmp_path / "notes", tmp_path / "onto.ttl"
+    notes.mkdir()
+    (notes / "a.md").write_text("Initech signed.\n")
+    onto.write_text('<https://ex.org/initech> <http://www.w3.org/2000/01/rdf-schema#label> '
+                    '"Initech" .\n')
+    for args in (["init", "--model", "mock"], ["load", str(onto)]):
+        assert runner.invoke(app, ["--db", str(kb), *args]).exit_code == 0
+    for args in (["ingest", str(notes), "--link", "--quiet", "--scope", "legal"],
+                 ["link"], ["link", "--json"]):
+        result = runner.invoke(app, ["--db", str(kb), *args])
+        assert result.exit_code == 0, result.output
+        assert "no labels to link to in the graph of scope 'legal'" in result.stderr, args

@@ -34,6 +34,7 @@ from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.sparql import PREFIXES
+from trails.scopes import DEFAULT_SCOPE
 
 __all__ = [
     "DEFAULT_LABEL_PREDICATES",
@@ -44,6 +45,7 @@ __all__ = [
     "ScopeLinker",
     "check_linker",
     "fold",
+    "unlabelled",
 ]
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -100,6 +102,22 @@ def check_linker(linker: object) -> None:
         raise InvalidArgumentTypeError(
             f"linker must be a Linker (LabelLinker(), or any object with a for_scope(kg, "
             f"scope) method), got {type(linker).__name__}")
+
+
+def unlabelled(bound: ScopeLinker, scope: str) -> str | None:
+    """Why ``bound`` links nothing in ``scope``, when it is a :class:`LabelMatcher` that read
+    no labels there (most often an ontology loaded into another scope); else None."""
+    if not isinstance(bound, LabelMatcher) or len(bound):
+        return None
+    settings = bound.settings
+    where = "" if scope == DEFAULT_SCOPE else f" --scope {scope}"
+    languages = ("" if settings.languages is None
+                 else f" in the languages {', '.join(map(repr, settings.languages))}")
+    return (f"the linker found no labels to link to in the graph of scope {scope!r} "
+            f"({', '.join(settings.predicates)}{languages}, of at least "
+            f"{settings.min_length} characters), so it links nothing there: labels are read "
+            f"from the chunks' own scope; load your ontology into it (trails load FILE{where}, "
+            f"or ctx.kg.load(FILE, scope={scope!r})), then run trails link")
 
 
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:

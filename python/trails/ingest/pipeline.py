@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import time
 from collections import deque
@@ -40,10 +39,12 @@ from trails.ingest.events import (
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
+    LinkingWarning,
     SourceSkipped,
+    announce,
 )
 from trails.ingest.expiry import expiry_problem
-from trails.ingest.linking import Linker, ScopeLinker, check_linker
+from trails.ingest.linking import Linker, ScopeLinker, check_linker, unlabelled
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import (
     date_created,
@@ -57,12 +58,10 @@ from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
-from trails.parts import ContextParts, IngestObserved
+from trails.parts import ContextParts
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declared_price
 
 __all__ = ["aingest", "ingest", "ingest_all"]
-
-log = logging.getLogger("trails.ingest")
 
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
 # so one batch of long chunks cannot exhaust memory or an API's per-request limit.
@@ -169,13 +168,15 @@ def ingest(
             if carry is not None:  # the kept filter columns, for the revision this run left
                 carry()
             stats.seconds = time.perf_counter() - started
-            _announce(ctx, stats)
+            announce(ctx, stats)
             run.trace.end(stats, sys.exc_info()[1])
 
 
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
             roots: list[Any], prune: bool, loader_options: dict[str, Any], prepare_ahead: bool,
             ) -> Generator[IngestEvent, None, None]:
+    if run.linker is not None and (note := unlabelled(run.linker, run.scope)):
+        yield LinkingWarning(run.scope, note)  # a linker that can link nothing is a mistake
     prepared = _prepared(run, source, sanitizer, base, loader_options)
     commits = Commits(run.writer, run.trace, COMMIT_CHUNKS, COMMIT_SECONDS)
     ahead = (read_ahead(prepared, AHEAD_ITEMS, chunks_of, COMMIT_CHUNKS) if prepare_ahead
@@ -198,21 +199,6 @@ def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
         for item in items:
             yield from run.take(item, sanitizer, base)
     yield from run.drain(force=True)
-
-
-def _announce(ctx: ContextParts, stats: IngestionStats) -> None:
-    """A ``trails.ingest`` log record (counts and duration, never text) and the context's
-    ``on_ingest`` hooks, none of which may fail the ingest."""
-    counts = {name: value for name, value in vars(stats).items()
-              if isinstance(value, (int, float)) and not isinstance(value, bool)}
-    log.info("ingest %s", " ".join(f"{k}={v}" for k, v in counts.items()),
-             extra={"trails": counts})
-    if isinstance(ctx, IngestObserved):
-        for hook in list(ctx.on_ingest):
-            try:
-                hook(stats)
-            except Exception:  # an observer must not fail the ingest it observes
-                log.exception("an on_ingest hook raised; the ingest went on")
 
 
 ingest_all = to_the_end(ingest)

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
-from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
+from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, unlabelled
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
 from trails.ingest.writer import writing_versions
 from trails.kg.base import select
@@ -33,8 +33,9 @@ BATCH_DOCUMENTS = 100
 
 @dataclass
 class LinkReport:
-    """What ``ctx.link()`` changed: the ``(chunk, entity)`` links added and removed, and how
-    many mention nodes (one per matched span and label) came and went."""
+    """What ``ctx.link()`` changed: the ``(chunk, entity)`` links added and removed, how
+    many mention nodes (one per matched span and label) came and went, and a warning for
+    each scope where the linker found no labels to link to."""
 
     documents: int = 0
     chunks: int = 0
@@ -42,11 +43,14 @@ class LinkReport:
     removed: list[tuple[str, str]] = field(default_factory=list)
     mentions_added: int = 0
     mentions_removed: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.documents} documents, {self.chunks} chunks linked: "
                 f"{len(self.added)} links added, {len(self.removed)} removed "
-                f"({self.mentions_added} mentions added, {self.mentions_removed} removed)")
+                f"({self.mentions_added} mentions added, {self.mentions_removed} removed)"
+                + (f", {len(self.warnings)} warning{'s' if len(self.warnings) > 1 else ''}"
+                   if self.warnings else ""))
 
 
 def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None = None
@@ -73,6 +77,8 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     report = LinkReport()
     for scope, versions in sorted(by_scope.items()):
         bound = linker.for_scope(ctx.kg, scope)
+        if note := unlabelled(bound, scope):
+            report.warnings.append(note)
         docs = sorted(versions)
         for start in range(0, len(docs), BATCH_DOCUMENTS):
             with writing_versions(ctx):  # the versions it links are the live ones as it writes
