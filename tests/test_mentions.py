@@ -380,3 +380,21 @@ def test_the_command_line_names_a_scope_without_labels_on_stderr(tmp_path):
         result = runner.invoke(app, ["--db", str(kb), *args])
         assert result.exit_code == 0, result.output
         assert "no labels to link to in the graph of scope 'legal'" in result.stderr, args
+
+
+def test_a_new_version_written_without_a_linker_into_a_linked_scope_is_named(ctx):
+    """A document edited and ingested again without the linker lost its links in silence:
+    filters on mentions no longer found it."""
+    assert ingest_all([doc("a", "ACME and Globex."), doc("b", "Hooli.")], ctx=ctx,
+                      linker=LabelLinker()).warnings == []
+    unchanged = ingest_all([doc("a", "ACME and Globex.")], ctx=ctx)
+    assert unchanged.warnings == []  # nothing written: nothing lost its links
+    stats = ingest_all([doc("a", "ACME and Globex, edited.")], ctx=ctx)
+    [(source, message)] = stats.warnings
+    assert source == "scope default" and "1 document it wrote mention nothing" in message
+    assert "trails link" in message
+    assert {e for _, e in links(ctx)} == {EX + "hooli"}
+    assert [e for _, e in sorted(ctx.link().added, key=lambda x: x[1])] == [EX + "acme",
+                                                                            EX + "globex"]
+    # A scope nobody linked: no warning.
+    assert ingest_all([doc("c", "ACME.")], ctx=ctx, scope="other").warnings == []

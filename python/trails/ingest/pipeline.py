@@ -46,6 +46,7 @@ from trails.ingest.events import (
 from trails.ingest.expiry import expiry_problem
 from trails.ingest.linking import Linker, ScopeLinker, check_linker, unlabelled
 from trails.ingest.loaders import Source, load
+from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
     date_created,
     date_problems,
@@ -119,6 +120,8 @@ def ingest(
             (:class:`trails.ingest.linking.LabelLinker`: by their labels), as part of its
             version (ADR 0031); the graph is read once, when the run starts. Documents whose
             version is already current are skipped as ever: ``ctx.link()`` re-links them.
+            Without a linker, a run that writes into a linked scope ends with a
+            ``LinkingWarning``: what it wrote mentions nothing.
         prepare_ahead: load, chunk and embed the next documents in a second thread while a
             commit writes (ADR 0036, fourth amendment); the loader, sanitizer, chunker, linker
             and embedder are then called there. False keeps the whole run on the thread that
@@ -154,12 +157,16 @@ def ingest(
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
+    linked = linker is None and scope_is_linked(ctx.kg, scope)
     stats, started = IngestionStats(), time.perf_counter()
     events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
         for event in events:
             stats.record(event)
             yield event
+        if linked and stats.ingested:  # what it wrote would drop out of filters on mentions
+            stats.record(note := LinkingWarning(scope, unlinked_note(scope, stats.ingested)))
+            yield note
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         try:
             events.close()  # the documents read ahead, if any, stop being prepared first
