@@ -36,6 +36,11 @@ __all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_C
 # 750 bytes into 1.2 GB and abort the process).
 MAX_RDF_BYTES = 1 << 30
 MAX_LITERAL_CHARS = 16 << 20
+# What a dump may hold so that load reads it back (measured on pyoxigraph): the line-based
+# readers hold a statement in MAX_LITERAL_CHARS bytes of UTF-8, the JSON-LD reader a string
+# in half of that. Kept a little under, for the syntax around a term.
+_LOADABLE_STATEMENT = MAX_LITERAL_CHARS - (64 << 10)
+_LOADABLE_JSON_STRING = MAX_LITERAL_CHARS // 2 - (64 << 10)
 ENTITY_ALLOWANCE = 8 << 20
 ENTITY_AMPLIFICATION = 10
 
@@ -137,15 +142,16 @@ def _check_size(name: str, size: int, added_by: str = "") -> None:
 
 def _too_long(name: str, what: str) -> RdfLimitError:
     return RdfLimitError(
-        f"{name} holds {what} over {MAX_LITERAL_CHARS:,} characters, more than load reads "
+        f"{name} holds {what} over {MAX_LITERAL_CHARS:,} bytes (UTF-8), more than load reads "
         "in one term; keep large texts out of the graph (ingest them as documents) or split "
         "the value; nothing was loaded", source=name)
 
 
 def _check_literals(name: str, quads: list[ox.Quad]) -> None:
     for quad in quads:
-        if isinstance(quad.object, ox.Literal) and len(quad.object.value) > MAX_LITERAL_CHARS:
-            raise _too_long(name, "a literal")
+        value = quad.object.value if isinstance(quad.object, ox.Literal) else ""
+        if len(value) > MAX_LITERAL_CHARS // 4 and len(value.encode()) > MAX_LITERAL_CHARS:
+            raise _too_long(name, "a literal")  # in bytes, as the other readers measure
 
 
 _ENTITY_WORD = re.compile(rb"<!ENTITY\b")
@@ -307,14 +313,36 @@ def _xml_safe(quads: Iterable[ox.Quad]) -> Iterable[ox.Quad]:
         yield quad
 
 
+def _loadable(quads: Iterable[ox.Quad], format: ox.RdfFormat) -> Iterable[ox.Quad]:
+    """The quads, refusing one with a term too long for load to read back in ``format``
+    (an export that could never be restored)."""
+    json = format == ox.RdfFormat.JSON_LD
+    bound = _LOADABLE_JSON_STRING if json else _LOADABLE_STATEMENT
+    for quad in quads:
+        terms = (quad.subject, quad.predicate, quad.object)
+        # Cheap first: no character takes more than 6 bytes written (an escape, \uXXXX).
+        if sum(len(getattr(term, "value", "")) for term in terms) * 6 > bound:
+            size = max(len(str(term).encode("utf-8")) for term in terms) if json else len(
+                str(quad).encode("utf-8"))
+            if size > bound:
+                other = (f"export as N-Quads or TriG (up to {_LOADABLE_STATEMENT:,} bytes a "
+                         "statement), or " if json and size <= _LOADABLE_STATEMENT else "")
+                raise ConfigurationError(
+                    f"{quad.subject} {quad.predicate} holds a value of {size:,} bytes written, "
+                    f"more than load reads back in {format.name} ({bound:,}): the export could "
+                    f"never be loaded again, so nothing was exported; {other}keep a text that "
+                    "large out of the graph (ingest it as a document)")
+        yield quad
+
+
 def write_quads(quads: Iterable[ox.Quad], format: ox.RdfFormat,
                 path: str | os.PathLike[str] | None,
                 prefixes: Mapping[str, str] | None = None) -> str | None:
     """Serialise ``quads`` (as triples when ``format`` holds one graph): the text, or None
     after writing ``path`` (whole or not at all: a temporary file is renamed over it)."""
-    items: Iterable[Any] = quads
+    items: Iterable[Any] = _loadable(quads, format)
     if format == ox.RdfFormat.RDF_XML:
-        items = _xml_safe(quads)
+        items = _xml_safe(items)
     if not format.supports_datasets:
         items = (ox.Triple(q.subject, q.predicate, q.object) for q in items)
     options: dict[str, Any] = {"format": format}
