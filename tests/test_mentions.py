@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from trails import retrieve
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest import Document, graph_updates, ingest_all
-from trails.ingest.linking import LabelLinker
+from trails.ingest.linking import LabelLinker, Mention
 from trails.kg.base import select
 from trails.testing import fresh_context
 
@@ -398,3 +398,42 @@ def test_a_new_version_written_without_a_linker_into_a_linked_scope_is_named(ctx
                                                                             EX + "globex"]
     # A scope nobody linked: no warning.
     assert ingest_all([doc("c", "ACME.")], ctx=ctx, scope="other").warnings == []
+
+
+class _Linker:
+    """A linker of one's own, whose mentions are ``make(chunk)``."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def for_scope(self, kg, scope):
+        return self
+
+    def mentions(self, chunk):
+        return self.make(chunk)
+
+
+BAD_MENTIONS = {
+    "no absolute IRI": lambda c: [Mention(c.start, c.start + 3, "acme", c.text[:3])],
+    "outside the chunk": lambda c: [Mention(c.end + 5, c.end + 9, EX + "x", "zzzz")],
+    "not the text it spans": lambda c: [Mention(c.start, c.start + 3, EX + "x", "Nope")],
+    "not a trails Mention": lambda c: [(EX + "x", c.start, c.start + 3)],
+    "name the linker": lambda c: [Mention(c.start, c.start + 3, EX + "x", c.text[:3], linker="")],
+}
+
+
+@pytest.mark.parametrize("problem", sorted(BAD_MENTIONS))
+def test_a_linkers_bad_mentions_fail_its_document_alone_and_are_refused_by_link(ctx, problem):
+    """A linker of one's own that returned a mention of no IRI aborted the whole ingest with a
+    raw ValueError at its commit; one with offsets or text that are not the chunk's was
+    written as provenance that says what is not so."""
+    bad = _Linker(lambda c: BAD_MENTIONS[problem](c) if "bad" in c.text else [])
+    stats = ingest_all([doc("a", "A bad one."), doc("b", "A good one.")], ctx=ctx, linker=bad)
+    assert stats.ingested == 1 and stats.failed == 1
+    [(source, reason)] = stats.failures
+    assert source == "a" and problem in reason and "fix the linker" in reason
+    assert leftovers(ctx) == 0
+    ingest_all([doc("a", "A bad one.")], ctx=ctx)
+    with pytest.raises(InvalidArgumentError, match=problem):
+        ctx.link(bad)
+    assert leftovers(ctx) == 0

@@ -16,6 +16,7 @@ from trails.ingest.checks import (
     chunk_problem,
     document_problem,
     given_vectors,
+    linked,
     printable,
     shown,
     vector_problems,
@@ -130,8 +131,9 @@ def ingest(
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
     A document that cannot be written (text UTF-8 cannot hold, metadata with no RDF form, a
-    chunker's or embedder's output that is no valid chunk or vector) fails alone with a
-    ``DocumentFailed`` event before it joins a commit; the others are committed.
+    chunker's, embedder's or linker's output that is no valid chunk, vector or mention)
+    fails alone with a ``DocumentFailed`` event before it joins a commit; the others are
+    committed.
 
     Raises (before anything is written):
         InvalidArgumentError: an argument of the wrong type or out of range, a malformed
@@ -312,7 +314,7 @@ class _Run:
         pending = PendingDocument(document, iri, version, chunks, replaced)
         if self.linker is not None and state != "metadata":
             try:
-                pending.mentions = [self.linker.mentions(chunk) for chunk in chunks]
+                pending.mentions = [linked(self.linker, chunk) for chunk in chunks]
             except Exception as exc:  # noqa: BLE001 - a linker's failure is that document's
                 yield DocumentFailed(document.source,
                                      f"linking failed: {type(exc).__name__}: {exc}", iri)

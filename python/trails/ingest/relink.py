@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.checks import linked
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, unlabelled
@@ -117,8 +118,8 @@ def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: d
             continue  # a stale chunk: verify(repair=True) removes it, nothing links it
         chunks += 1
         c = str(row["c"])
-        for mention in bound.mentions(Chunk(str(row["text"]), int(row["start"]),
-                                            int(row["end"]), int(row["pos"]))):
+        for mention in linked(bound, Chunk(str(row["text"]), int(row["start"]),
+                                           int(row["end"]), int(row["pos"]))):
             new_nodes[mention_iri(c, mention)] = (c, mention)
             new_links.add((c, mention.entity))
     old_nodes = {str(r["m"]): str(r["c"]) for r in select(
