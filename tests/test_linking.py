@@ -6,6 +6,7 @@ every span of the text; the linker's own matcher never computes an expected valu
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -66,6 +67,22 @@ def test_whitespace_in_a_label_matches_a_line_break():
     assert found("sold to ACME\nCorp today", {"acme": "ACME Corp"}) == [("acme", "ACME\nCorp")]
 
 
+def test_a_run_of_whitespace_matches_one_space():
+    """Text wrapped and indented, Windows line ends, two spaces after extraction from a PDF:
+    a label's one space matched exactly one whitespace character, so none of these linked."""
+    labels = {"boa": "Bank of America"}
+    for gap in ("\r\n", "\n    ", "  ", " \t", "\u00a0 ", "\u3000\u3000"):
+        for tail in ("", " é"):  # ASCII text, and text that is not
+            text = f"Deal with Bank of{gap}America today{tail}"
+            assert found(text, labels) == [("boa", f"Bank of{gap}America")], repr(gap)
+    assert found("Bank of America", {"boa": "Bank  of\nAmerica"}) == [("boa", "Bank of America")]
+    # The offsets are still the text's, with the whole run inside the match.
+    text = "x  Bank of \n America   y"
+    matcher = LabelLinker().matcher([("boa", "Bank of America", LABEL)])
+    [m] = matcher.mentions(Chunk(text, 50, 50 + len(text), 0))
+    assert (m.start, m.end) == (53, 70) and text[3:20] == m.text == "Bank of \n America"
+
+
 def test_overlapping_labels_keep_the_leftmost_longest_unless_nested():
     labels = {"boa": "Bank of America", "us": "America", "bank": "Bank"}
     text = "Bank of America and America."
@@ -113,7 +130,7 @@ def test_bad_settings_and_linkers_are_refused():
 # -- the matcher against a brute-force reference ------------------------------------------
 
 def _fold(text: str) -> str:
-    """The reference's folding, written out: lower case, no accents, spaces."""
+    """The reference's folding, written out: lower case, no accents, a run of spaces one."""
     out = []
     for ch in text:
         if ch.isspace():
@@ -122,7 +139,7 @@ def _fold(text: str) -> str:
         ch = ch.casefold()
         out.append("".join(c for c in unicodedata.normalize("NFKD", ch)
                            if not unicodedata.combining(c)))
-    return "".join(out)
+    return re.sub(" {2,}", " ", "".join(out))
 
 
 def _word(ch: str) -> bool:
@@ -137,7 +154,7 @@ def _reference(text: str, labels: list[str]) -> set[tuple[int, int, str]]:
     """Every span of ``text`` that folds to a label, on word boundaries (tries them all)."""
     out = set()
     for label in labels:
-        pattern = _fold(label.strip())
+        pattern = _fold(label).strip()
         if len(pattern.strip()) < 2:
             continue
         for i in range(len(text)):
@@ -164,9 +181,9 @@ def test_no_label_occurrence_is_missed_and_every_span_folds_to_its_label(text, l
     matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
     mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
     for m in mentions:
-        assert _fold(text[m.start : m.end]) == _fold(m.label.strip())
+        assert _fold(text[m.start : m.end]) == _fold(m.label).strip()
         assert m.text == text[m.start : m.end]
-    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    reported = {(m.start, m.end, _fold(m.label).strip()) for m in mentions}
     assert reported == _reference(text, labels)
 
 
@@ -182,7 +199,7 @@ def test_in_ascii_text_no_label_is_missed_and_none_crosses_a_word(text, labels):
     entities = {f"e{i}": label for i, label in enumerate(labels)}
     matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
     mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
-    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    reported = {(m.start, m.end, _fold(m.label).strip()) for m in mentions}
     assert reported == _reference(text, labels)
 
 

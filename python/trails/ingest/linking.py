@@ -123,13 +123,14 @@ def unlabelled(bound: ScopeLinker, scope: str) -> str | None:
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
     """``text`` as the matcher compares it: compatibility-decomposed (NFKD, so a precomposed
     "é" and "e" with a combining accent are the same), case folded, accents removed, every
-    whitespace character a space (each character with the marks that follow it folded on its
+    run of whitespace one space (each character with the marks that follow it folded on its
     own, so offsets can be mapped back).
 
     >>> fold("Société  Générale\\n")
-    'societe  generale '
+    'societe generale '
     """
-    return "".join(_fold_cluster(cluster, case, accents) for _, cluster in _clusters(text))
+    return _SPACE_RUN.sub(" ", "".join(
+        _fold_cluster(cluster, case, accents) for _, cluster in _clusters(text)))
 
 
 def _clusters(text: str) -> Iterator[tuple[int, str]]:
@@ -282,7 +283,7 @@ class LabelMatcher:
         self.settings = settings
         by_pattern: dict[str, list[_Label]] = {}
         for label in labels:
-            pattern = fold(label.label.strip(), case=settings.case, accents=settings.accents)
+            pattern = fold(label.label, case=settings.case, accents=settings.accents).strip()
             if len(pattern.strip()) >= settings.min_length:
                 by_pattern.setdefault(pattern, []).append(label)
         self.patterns = list(by_pattern)
@@ -327,12 +328,16 @@ class LabelMatcher:
         """The folded text, and a map from its offsets to the text's (a folded character's
         offset is that of the character it came from; past the end is the text's length)."""
         settings = self.settings
-        if text.isascii():  # folding keeps every offset
+        if text.isascii():  # folding keeps every offset, unless whitespace runs are cut
             folded = text.translate(_ASCII_SPACES)
-            return (folded.lower() if settings.case else folded), _same
-        parts, starts = [], []
+            folded = folded.lower() if settings.case else folded
+            return (folded, _same) if "  " not in folded else _collapsed(folded)
+        parts: list[str] = []
+        starts: list[int] = []
         for offset, cluster in _clusters(text):
             part = _fold_cluster(cluster, settings.case, settings.accents)
+            if part == " " and parts and parts[-1].endswith(" "):
+                continue  # a run of whitespace is one space (a line wrapped, indented)
             parts.append(part)
             starts.extend([offset] * len(part))
         starts.append(len(text))
@@ -358,8 +363,33 @@ _BOUNDARY = re.compile(r"\b")
 _ASCII_SPACES = str.maketrans("\t\n\v\f\r\x1c\x1d\x1e\x1f", " " * 9)
 
 
+_SPACE_RUN = re.compile(" {2,}")
+
+
 def _same(offset: int) -> int:
     return offset
+
+
+def _collapsed(folded: str) -> tuple[str, Any]:
+    """``folded`` with each run of spaces one space, and the map from its offsets back."""
+    starts, origins, pieces, at, kept = [], [], [], 0, 0
+    for run in _SPACE_RUN.finditer(folded):
+        pieces.append(folded[kept : run.start() + 1])
+        starts.append(at)
+        origins.append(kept)
+        at, kept = at + run.start() + 1 - kept, run.end()
+    pieces.append(folded[kept:])
+    starts.append(at)
+    origins.append(kept)
+    collapsed = "".join(pieces)
+
+    def origin(offset: int) -> int:
+        if offset >= len(collapsed):
+            return len(folded)
+        piece = bisect.bisect_right(starts, offset) - 1
+        return origins[piece] + offset - starts[piece]
+
+    return collapsed, origin
 
 
 def _leftmost_longest(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
