@@ -323,7 +323,7 @@ def test_dump_to_a_file_replaces_it_whole(tmp_path):
     out.write_text("old content\n")
     assert kg.dump(out) is None
     assert len(out.read_text().splitlines()) == 5 and "old" not in out.read_text()
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigurationError, match="missing does not exist"):
         kg.dump(tmp_path / "missing" / "out.nt")
     with pytest.raises(ConfigurationError, match="cannot tell the RDF format"):
         kg.dump(tmp_path / "out.txt")

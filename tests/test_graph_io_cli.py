@@ -144,6 +144,28 @@ def test_export_mistakes_are_one_line_errors(db, files):
     assert "turtle, trig, ntriples, nquads, n3, rdfxml, jsonld" in error_line(unknown)
 
 
+
+def test_an_export_to_a_path_that_cannot_be_written_names_that_path(db, files, tmp_path):
+    """An export into a folder that does not exist was a raw FileNotFoundError naming a
+    hidden temporary file (.x.trig.1234.ab12cd34.tmp) the user never asked for."""
+    from trails.errors import ConfigurationError
+    from trails.kg import OxigraphGraph
+
+    missing = tmp_path / "no-such-folder" / "backup.trig"
+    folder = tmp_path / "a-folder.trig"
+    folder.mkdir()
+    kg = OxigraphGraph()
+    with pytest.raises(ConfigurationError, match="the folder .*no-such-folder does not exist"):
+        kg.dump(missing)
+    with pytest.raises(ConfigurationError, match="it is a folder"):
+        kg.dump(folder)
+    result = trails("--db", db, "export", "-o", missing)
+    assert result.exit_code == 1
+    line = error_line(result)
+    assert str(missing) in line and ".tmp" not in line and "does not exist" in line
+    assert list(tmp_path.glob("**/.*.tmp")) == [] and list(folder.iterdir()) == []
+
+
 def test_an_export_loads_into_another_context_as_the_same_graph(db, files, tmp_path):
     trails("--db", db, "load", files / "facts.ttl", "--scope", "legal")
     trails("--db", db, "load", files / "more.nq")

@@ -23,7 +23,14 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, RdfLimitError, RdfSyntaxError
+from trails.errors import (
+    ConfigurationError,
+    RdfLimitError,
+    RdfSyntaxError,
+    StorageError,
+    TrailsError,
+)
+from trails.faults import storage_fault
 from trails.scopes import scope_graph
 
 __all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_CHARS",
@@ -356,7 +363,21 @@ def write_quads(quads: Iterable[ox.Quad], format: ox.RdfFormat,
         with open(temporary, "xb") as out:  # the usual file mode, unlike mkstemp's 0600
             ox.serialize(items, out, **options)
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as exc:
         temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # named by the file asked for, not the temporary one
+            raise _write_fault(exc, target) from exc
         raise
     return None
+
+
+def _write_fault(exc: OSError, target: Path) -> TrailsError:
+    if target.is_dir():
+        return ConfigurationError(f"cannot export to {target}: it is a folder; name a file in "
+                                  "it (backup.trig)")
+    if not target.parent.is_dir():
+        return ConfigurationError(f"cannot export to {target}: the folder {target.parent} does "
+                                  "not exist; create it, or name a file in one that does")
+    return storage_fault(exc, str(target), "exporting to") or StorageError(
+        f"exporting to {target} failed: {exc.strerror or exc}; check the path and the disk, "
+        "then run it again (nothing was written; a file there before is unchanged)")
