@@ -251,6 +251,26 @@ def test_a_scope_takes_triples_and_refuses_rdf_that_names_its_own_graphs():
     assert kg.scopes() == ["default", "hr", "legal"]
 
 
+def test_a_graph_named_like_a_scope_is_that_scope_or_refused():
+    """A TriG file's <urn:trails:scope:default> went into a named graph the default scope
+    never reads, and <urn:trails:scope:legal/contracts> into one no scope reads: loaded, and
+    never found by a search."""
+    kg = OxigraphGraph()
+    text = (f'<urn:trails:scope:default> {{ <{EX}a> <{EX}name> "A" }}\n'
+            f'<urn:trails:scope:legal> {{ <{EX}b> <{EX}name> "B" }}')
+    assert kg.load(text, format="trig") == 2
+    assert {(str(q.subject), str(q.graph_name)) for q in everything(kg)} == {
+        (f"<{EX}a>", "DEFAULT"), (f"<{EX}b>", "<urn:trails:scope:legal>")}
+    assert kg.select_iris(f"SELECT ?iri WHERE {{ ?iri <{EX}name> ?n }}",
+                          scopes=["default"]) == [f"{EX}a"]
+    for graph in ("urn:trails:scope:", "urn:trails:scope:legal/contracts",
+                  "urn:trails:scope:-x"):
+        bad = f'<{EX}c> <{EX}name> "C" .\n<{EX}c> <{EX}name> "C" <{graph}> .'
+        with pytest.raises(ConfigurationError, match=f"<{graph}>, which is no scope's"):
+            kg.load(bad, format="nquads")
+    assert len(kg) == 2  # nothing of them was loaded
+
+
 def test_a_bad_scope_name_is_refused_before_anything_loads():
     kg = OxigraphGraph()
     with pytest.raises(ValueError, match="scope names"):

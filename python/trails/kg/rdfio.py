@@ -31,7 +31,7 @@ from trails.errors import (
     TrailsError,
 )
 from trails.faults import storage_fault
-from trails.scopes import scope_graph
+from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name, scope_graph
 
 __all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_CHARS",
            "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads", "write_quads"]
@@ -136,7 +136,30 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         raise _too_long(name, "a literal or IRI") from exc
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
         _check_literals(name, quads)
-    return quads if scope is None else _into_scope(quads, scope, name)
+    return _scope_graphs(quads, name) if scope is None else _into_scope(quads, scope, name)
+
+
+def _scope_graphs(quads: list[ox.Quad], name: str) -> list[ox.Quad]:
+    """The quads, with a graph ``urn:trails:scope:default`` the default graph (the default
+    scope's); a graph ``urn:trails:scope:X`` whose X is no scope name is refused, as its
+    triples would sit where no scope reads them."""
+    out = quads
+    for index, quad in enumerate(quads):
+        graph = quad.graph_name
+        if not isinstance(graph, ox.NamedNode) or not graph.value.startswith(SCOPE_BASE):
+            continue
+        scope = graph.value[len(SCOPE_BASE):]
+        if scope == DEFAULT_SCOPE:
+            if out is quads:
+                out = list(quads)
+            out[index] = ox.Quad(quad.subject, quad.predicate, quad.object)
+        elif not is_scope_name(scope):
+            raise ConfigurationError(
+                f"{name} names the graph <{graph.value}>, which is no scope's: scope names "
+                "are 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit, "
+                "so no search or filter would ever read its triples; rename the graph "
+                f"<{SCOPE_BASE}NAME> with such a name; nothing was loaded")
+    return out
 
 
 def _check_size(name: str, size: int, added_by: str = "") -> None:
