@@ -271,6 +271,27 @@ def test_a_graph_named_like_a_scope_is_that_scope_or_refused():
     assert len(kg) == 2  # nothing of them was loaded
 
 
+@pytest.mark.parametrize("suffix, text", [
+    (".ttl", f'@prefix ex: <{EX}> .\nex:a ex:name "A" .\n'),
+    (".nt", f'<{EX}a> <{EX}name> "A" .\n'),
+    (".nq", f'<{EX}a> <{EX}name> "A" <urn:trails:scope:legal> .\n'),
+    (".trig", f'<urn:trails:scope:legal> {{ <{EX}a> <{EX}name> "A" }}\n'),
+])
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path, suffix, text):
+    """Editors on Windows save UTF-8 with a byte-order mark first: Turtle, N-Triples, N-Quads
+    and TriG files saved so were syntax errors at line 1, column 1, about an invisible
+    character; a UTF-16 file was "Invalid UTF-8" with no word of what to do."""
+    path = tmp_path / f"saved{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert OxigraphGraph().load(path) == 1
+    assert OxigraphGraph().load(path.read_bytes(), format=suffix[1:]) == 1
+    path.write_text(text, encoding="utf-16")
+    kg = OxigraphGraph()
+    with pytest.raises(RdfSyntaxError, match="UTF-16 text .*save it as UTF-8"):
+        kg.load(path)
+    assert len(kg) == 0
+
+
 def test_a_bad_scope_name_is_refused_before_anything_loads():
     kg = OxigraphGraph()
     with pytest.raises(ValueError, match="scope names"):

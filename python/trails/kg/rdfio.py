@@ -120,11 +120,12 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         ConfigurationError: no such file, an unknown format, or ``scope=`` with named graphs.
     """
     path, data = _input(source)
+    name = str(path) if path is not None else "the RDF text"
+    data = _utf8(data, name)
     if format is not None or path is not None:
         fmt = rdf_format(format, path)
     else:
         fmt = _sniff(data)
-    name = str(path) if path is not None else "the RDF text"
     _check_size(name, len(data))
     if fmt == ox.RdfFormat.RDF_XML:
         _check_entities(name, data)
@@ -160,6 +161,20 @@ def _scope_graphs(quads: list[ox.Quad], name: str) -> list[ox.Quad]:
                 "so no search or filter would ever read its triples; rename the graph "
                 f"<{SCOPE_BASE}NAME> with such a name; nothing was loaded")
     return out
+
+
+def _utf8(data: bytes, name: str) -> bytes:
+    """``data`` without a UTF-8 byte-order mark, which editors put first and the Turtle and
+    N-Triples readers take for a character of the text; UTF-16 or UTF-32 (a mark of theirs
+    first) is refused by name, as the readers take only UTF-8."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        encoding = "UTF-32" if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00")) else "UTF-16"
+        raise RdfSyntaxError(f"{name} is {encoding} text (it starts with a {encoding} byte-order "
+                             "mark); RDF is read as UTF-8: save it as UTF-8 and load it again; "
+                             "nothing was loaded", source=name)
+    return data
 
 
 def _check_size(name: str, size: int, added_by: str = "") -> None:
