@@ -170,6 +170,26 @@ def test_formats_are_named_or_guessed_or_refused(tmp_path):
     assert kg.query(f'ASK {{ <{EX}j> <{EX}name> "J" }}')
 
 
+
+def test_n_quads_text_without_a_format_loads_as_n_quads():
+    """A dump's N-Quads given back as text (kg.load(kg.dump(format="nquads"))) was read as
+    TriG and refused at its first graph name ("A dot is expected")."""
+    source = OxigraphGraph()
+    source.load(f'<{EX}a> <{EX}name> "A" <urn:trails:scope:legal> .\n'
+                f'<{EX}b> <{EX}name> "B" .\n_:x <{EX}name> "X" <{EX}g> .', format="nquads")
+    kg = OxigraphGraph()
+    assert kg.load(source.dump(format="nquads")) == 3
+    assert canonical(everything(kg)) == canonical(everything(source))
+    # A mistake in N-Quads text is named where it is, as N-Quads.
+    with pytest.raises(RdfSyntaxError, match="not valid N-Quads, line 2") as raised:
+        kg.load(f'<{EX}a> <{EX}name> "A" <{EX}g> .\n<{EX}b> <{EX}name> "B" oops .\n')
+    assert raised.value.line == 2
+    # Turtle's mistakes are still Turtle's.
+    with pytest.raises(RdfSyntaxError, match="not valid Turtle/TriG, line 4"):
+        kg.load(TURTLE + "ex:carol ex:name .\n")
+    assert len(kg) == 3
+
+
 # -- errors: where, and nothing loaded ---------------------------------------------------------
 
 @pytest.mark.parametrize(("fmt", "text", "line", "column"), [

@@ -108,7 +108,8 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     ``scope``, triples go into that scope's graph, and RDF that names graphs of its own (TriG,
     N-Quads, JSON-LD with ``@graph`` names) is refused rather than moved. Blank nodes get
     fresh labels, so loading twice never merges them with others. Text without ``format``
-    is read as Turtle/TriG (JSON-LD when it starts with ``{`` or ``[``, RDF/XML with ``<?xml``).
+    is read as Turtle/TriG, or N-Quads when TriG cannot read it (JSON-LD when it starts with
+    ``{`` or ``[``, RDF/XML with ``<?xml``).
 
     >>> [str(q.graph_name) for q in read_quads(b'<urn:a> <urn:b> "c" .', scope="legal")]
     ['<urn:trails:scope:legal>']
@@ -132,7 +133,16 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
-        raise _syntax_error(name, fmt, exc, _typo_hint(source, path)) from exc
+        if format is not None or path is not None or fmt != ox.RdfFormat.TRIG:
+            raise _syntax_error(name, fmt, exc, _typo_hint(source, path)) from exc
+        # Text guessed to be TriG may be N-Quads (a dump's), which TriG does not read: the
+        # reading that gets further names the error.
+        quads, error = _as_nquads(data, base_iri)
+        if error is not None:
+            further = _position(error) > _position(exc) if None not in (
+                *_position(error), *_position(exc)) else False
+            kind, chosen = (ox.RdfFormat.N_QUADS, error) if further else (fmt, exc)
+            raise _syntax_error(name, kind, chosen, _typo_hint(source, path)) from exc
     except MemoryError as exc:  # a token past the lexer's buffer: a literal or an IRI
         raise _too_long(name, "a literal or IRI") from exc
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
@@ -161,6 +171,17 @@ def _scope_graphs(quads: list[ox.Quad], name: str) -> list[ox.Quad]:
                 "so no search or filter would ever read its triples; rename the graph "
                 f"<{SCOPE_BASE}NAME> with such a name; nothing was loaded")
     return out
+
+
+def _as_nquads(data: bytes, base_iri: str | None
+               ) -> tuple[list[ox.Quad], SyntaxError | None]:
+    try:
+        return list(ox.parse(data, format=ox.RdfFormat.N_QUADS, base_iri=base_iri,
+                             rename_blank_nodes=True)), None
+    except SyntaxError as exc:
+        return [], exc
+    except MemoryError:  # a term past the lexer's buffer: the TriG reading's error stands
+        return [], SyntaxError("a literal or IRI too long")
 
 
 def _utf8(data: bytes, name: str) -> bytes:
