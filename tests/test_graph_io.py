@@ -73,6 +73,8 @@ def test_a_dump_to_a_file_loads_back_by_its_suffix(data, suffix, tmp_path):
 @SLOW
 @given(data=quads(xml=True), fmt=st.sampled_from(["turtle", "ntriples", "n3", "rdfxml"]))
 def test_one_scope_round_trips_through_every_triple_format(data, fmt):
+    if not in_graph(data, LEGAL):  # a scope that holds nothing is refused (see below)
+        data = [*data, ox.Quad(ox.NamedNode(f"{EX}s"), NAME, ox.Literal("x"), LEGAL)]
     text = filled(data).dump(format=fmt, scope="legal")
     target = OxigraphGraph()
     target.load(text.encode(), format=fmt, scope="legal")
@@ -91,6 +93,8 @@ def test_the_default_scope_round_trips_through_triple_formats(data, fmt):
 @SLOW
 @given(data=quads(), fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
 def test_one_scope_in_a_dataset_format_keeps_its_graph(data, fmt):
+    if not in_graph(data, HR):  # a scope that holds nothing is refused (see below)
+        data = [*data, ox.Quad(ox.NamedNode(f"{EX}s"), NAME, ox.Literal("x"), HR)]
     text = filled(data).dump(format=fmt, scope="hr")
     target = OxigraphGraph()
     target.load(text.encode(), format=fmt)
@@ -389,6 +393,24 @@ def test_dump_to_a_file_replaces_it_whole(tmp_path):
     with pytest.raises(ConfigurationError, match="cannot tell the RDF format"):
         kg.dump(tmp_path / "out.txt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nt"]  # no temporary left
+
+
+def test_an_export_of_a_scope_that_holds_nothing_is_refused(tmp_path):
+    """kg.dump(path, scope="legl") (a typo) wrote an empty file over the last good export,
+    and kg.to_rdflib(scope="legl") was an empty dataset: no word of the typo."""
+    from trails.errors import UnknownScopeError
+
+    kg = OxigraphGraph()
+    kg.load(TURTLE, scope="legal")
+    backup = tmp_path / "legal.ttl"
+    kg.dump(backup, scope="legal")
+    good = backup.read_text()
+    for export in (lambda: kg.dump(backup, scope="legl"), lambda: kg.dump(scope="legl"),
+                   lambda: kg.to_rdflib(scope="legl")):
+        with pytest.raises(UnknownScopeError, match="'legl' .*did you mean 'legal'"):
+            export()
+    assert backup.read_text() == good and "Alice" in good
+    assert kg.dump(format="turtle", scope="default") is not None  # always there, maybe empty
 
 
 def test_rdfxml_refuses_what_xml_cannot_hold_instead_of_losing_it(tmp_path):

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads, write_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.reserved import check_quads
-from trails.scopes import DEFAULT_SCOPE
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
 __all__ = ["QuadExport", "dump_quads", "load_quads", "rdflib_of"]
 
@@ -69,13 +69,25 @@ class QuadExport:
         """One scope's quads, or every graph's (``scope`` None)."""
         raise NotImplementedError
 
+    def scopes(self) -> list[str]:
+        """The scopes that hold triples (the backend's own)."""
+        raise NotImplementedError
+
+    def _known(self, scope: str | None) -> str | None:
+        """``scope``, refused if it holds nothing: a typo would export an empty graph (and
+        replace a good backup with it)."""
+        if scope is not None:
+            check_known_scopes(normalize_scopes(scope), self.scopes())
+        return scope
+
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
              scope: str | None = None) -> str | None:
         """Export RDF: the text, or None after writing ``path`` (replaced whole).
 
         TriG, N-Quads or JSON-LD without ``scope`` hold every graph; a triple format
         (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
-        scope). The format comes from ``format``, else ``path``'s suffix, else TriG.
+        scope). The format comes from ``format``, else ``path``'s suffix, else TriG. A
+        ``scope`` that holds nothing is an UnknownScopeError (nothing is written).
 
         >>> from trails.kg.oxigraph import OxigraphGraph
         >>> kg = OxigraphGraph()
@@ -86,9 +98,9 @@ class QuadExport:
         ...
         <https://x/a> schema:name "A" .
         """
-        return dump_quads(self._quads, path, format, scope, self.prefixes)
+        return dump_quads(self._quads, path, format, self._known(scope), self.prefixes)
 
     def to_rdflib(self, scope: str | None = None) -> Any:
         """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` backed by an
         in-memory Oxigraph store (``pip install "trails[rdflib]"``)."""
-        return rdflib_of(self._quads(scope))
+        return rdflib_of(self._quads(self._known(scope)))
