@@ -413,6 +413,27 @@ def test_an_export_of_a_scope_that_holds_nothing_is_refused(tmp_path):
     assert kg.dump(format="turtle", scope="default") is not None  # always there, maybe empty
 
 
+def test_a_triple_term_is_exported_only_where_it_loads_back(tmp_path):
+    """An RDF 1.2 triple term (what an update's << s p o >> makes) exported as JSON-LD was a
+    raw OSError (to a file: a StorageError blaming the disk), as N3 a file load could not
+    read back, and to_rdflib an rdflib ParserError."""
+    kg = OxigraphGraph()
+    kg.update(f'INSERT DATA {{ << <{EX}a> <{EX}b> <{EX}c> >> <{EX}said> "so" }}')
+    for fmt in ("trig", "nquads", "turtle", "rdfxml"):
+        assert OxigraphGraph().load(kg.dump(format=fmt).encode(), format=fmt) == len(kg)
+    backup = tmp_path / "backup.jsonld"
+    backup.write_text("old")
+    for fmt in ("jsonld", "n3"):
+        with pytest.raises(ConfigurationError, match=f"{ox.RdfFormat.from_extension(fmt).name} "
+                                                     "cannot hold the RDF 1.2 triple term"):
+            kg.dump(format=fmt)
+    with pytest.raises(ConfigurationError, match="export as TriG"):
+        kg.dump(backup)
+    assert backup.read_text() == "old"
+    with pytest.raises(ConfigurationError, match="rdflib cannot hold"):
+        kg.to_rdflib()
+
+
 def test_rdfxml_refuses_what_xml_cannot_hold_instead_of_losing_it(tmp_path):
     kg = OxigraphGraph()
     kg.add(ox.Quad(ALICE, NAME, ox.Literal("bell\x07")))

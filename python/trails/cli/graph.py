@@ -10,7 +10,8 @@ import typer
 
 from trails.cli._common import open_context
 from trails.cli.output import print_json
-from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads, write_quads
+from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
+from trails.kg.rdfwrite import write_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
 __all__ = ["export", "load"]

@@ -14,8 +14,9 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.kg.rdfio import RdfSource, rdf_format, read_quads, write_quads
+from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
+from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import check_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
