@@ -437,3 +437,18 @@ def test_a_linkers_bad_mentions_fail_its_document_alone_and_are_refused_by_link(
     with pytest.raises(InvalidArgumentError, match=problem):
         ctx.link(bad)
     assert leftovers(ctx) == 0
+
+
+def test_labels_of_blank_nodes_are_named_not_left_out_in_silence(ctx):
+    """An ontology whose entities are blank nodes ([ rdfs:label "Umbrella" ]): no link can
+    point at one, so chunks naming them were left unlinked without a word."""
+    ctx.kg.update('INSERT DATA { [] rdfs:label "Vandelay" . _:x rdfs:label "Pendant"@en }')
+    stats = ingest_all([doc("a", "ACME met Vandelay and Pendant.")], ctx=ctx,
+                       linker=LabelLinker())
+    assert {e for _, e in links(ctx)} == {EX + "acme"}
+    [(source, message)] = stats.warnings
+    assert source == "scope default" and message.startswith("2 labels in the graph of scope "
+                                                            "'default' are of blank nodes")
+    assert ctx.link().warnings == [message]
+    # Only the labels the linker would read count: English ones here.
+    assert ctx.link(LabelLinker(languages=["en"])).warnings[0].startswith("1 label in the")

@@ -45,7 +45,7 @@ __all__ = [
     "ScopeLinker",
     "check_linker",
     "fold",
-    "unlabelled",
+    "linker_warnings",
 ]
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -104,20 +104,31 @@ def check_linker(linker: object) -> None:
             f"scope) method), got {type(linker).__name__}")
 
 
-def unlabelled(bound: ScopeLinker, scope: str) -> str | None:
-    """Why ``bound`` links nothing in ``scope``, when it is a :class:`LabelMatcher` that read
-    no labels there (most often an ontology loaded into another scope); else None."""
-    if not isinstance(bound, LabelMatcher) or len(bound):
-        return None
-    settings = bound.settings
-    where = "" if scope == DEFAULT_SCOPE else f" --scope {scope}"
-    languages = ("" if settings.languages is None
-                 else f" in the languages {', '.join(map(repr, settings.languages))}")
-    return (f"the linker found no labels to link to in the graph of scope {scope!r} "
+def linker_warnings(bound: ScopeLinker, scope: str) -> list[str]:
+    """Why ``bound``, a :class:`LabelMatcher`, links nothing in ``scope`` (it read no labels
+    there: most often an ontology loaded into another scope), or leaves entities out (labels
+    of blank nodes, which no link can point at); none for any other linker."""
+    if not isinstance(bound, LabelMatcher):
+        return []
+    warnings = []
+    if bound.blank_labels:
+        warnings.append(
+            f"{bound.blank_labels} label{'s' if bound.blank_labels > 1 else ''} in the graph "
+            f"of scope {scope!r} {'are' if bound.blank_labels > 1 else 'is'} of blank nodes "
+            "([ ... ] or _:x), which no link can point at, so chunks naming them link to "
+            "nothing: give those entities IRIs")
+    if not len(bound):
+        settings = bound.settings
+        where = "" if scope == DEFAULT_SCOPE else f" --scope {scope}"
+        languages = ("" if settings.languages is None
+                     else f" in the languages {', '.join(map(repr, settings.languages))}")
+        warnings.append(
+            f"the linker found no labels to link to in the graph of scope {scope!r} "
             f"({', '.join(settings.predicates)}{languages}, of at least "
             f"{settings.min_length} characters), so it links nothing there: labels are read "
             f"from the chunks' own scope; load your ontology into it (trails load FILE{where}, "
             f"or ctx.kg.load(FILE, scope={scope!r})), then run trails link")
+    return warnings
 
 
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
@@ -254,20 +265,26 @@ class LabelLinker:
 
     def for_scope(self, kg: KnowledgeGraph, scope: str) -> LabelMatcher:
         """Read the labels of the scope's graph (one query) and build the matcher."""
-        return self.matcher(self._labels(kg, scope))
+        labels, blank = self._labels(kg, scope)
+        bound = self.matcher(labels)
+        bound.blank_labels = blank
+        return bound
 
     def matcher(self, labels: Iterable[tuple[str, str, str]]) -> LabelMatcher:
         """A matcher over ``(entity IRI, label, predicate IRI)`` triples."""
         return LabelMatcher([_Label(*item) for item in labels], self)
 
-    def _labels(self, kg: KnowledgeGraph, scope: str) -> list[tuple[str, str, str]]:
+    def _labels(self, kg: KnowledgeGraph, scope: str) -> tuple[list[tuple[str, str, str]], int]:
+        """The labels of IRIs, and how many labels of blank nodes were left out."""
         predicates = ", ".join(f"<{p}>" for p in self.predicates)
-        rows = select(kg, "SELECT ?e ?label ?p (LANG(?label) AS ?lang) WHERE { ?e ?p ?label "
-                          f"FILTER(?p IN ({predicates}) && isLiteral(?label) && isIRI(?e)) "
-                          "FILTER NOT EXISTS { ?e a ?own FILTER(?own IN (trails:Document, "
-                          "trails:Chunk, trails:Mention)) } }", scopes=[scope])
-        return [(str(row["e"]), str(row["label"]), str(row["p"])) for row in rows
-                if self._language_kept(str(row["lang"] or ""))]
+        rows = select(kg, "SELECT ?e ?label ?p (LANG(?label) AS ?lang) (isBlank(?e) AS ?blank) "
+                          f"WHERE {{ ?e ?p ?label FILTER(?p IN ({predicates}) && "
+                          "isLiteral(?label)) FILTER NOT EXISTS { ?e a ?own FILTER(?own IN "
+                          "(trails:Document, trails:Chunk, trails:Mention)) } }", scopes=[scope])
+        kept = [row for row in rows if self._language_kept(str(row["lang"] or ""))]
+        blank = [row for row in kept if row["blank"] in (True, "true")]
+        return [(str(row["e"]), str(row["label"]), str(row["p"])) for row in kept
+                if row["blank"] not in (True, "true")], len(blank)
 
     def _language_kept(self, lang: str) -> bool:
         if self.languages is None:
@@ -281,6 +298,7 @@ class LabelMatcher:
 
     def __init__(self, labels: Sequence[_Label], settings: LabelLinker) -> None:
         self.settings = settings
+        self.blank_labels = 0  # labels of blank nodes read and left out (for_scope)
         by_pattern: dict[str, list[_Label]] = {}
         for label in labels:
             pattern = fold(label.label, case=settings.case, accents=settings.accents).strip()

@@ -45,7 +45,7 @@ from trails.ingest.events import (
     announce,
 )
 from trails.ingest.expiry import expiry_problem
-from trails.ingest.linking import Linker, ScopeLinker, check_linker, unlabelled
+from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.loaders import Source, load
 from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
@@ -184,8 +184,8 @@ def ingest(
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
             roots: list[Any], prune: bool, loader_options: dict[str, Any], prepare_ahead: bool,
             ) -> Generator[IngestEvent, None, None]:
-    if run.linker is not None and (note := unlabelled(run.linker, run.scope)):
-        yield LinkingWarning(run.scope, note)  # a linker that can link nothing is a mistake
+    for note in linker_warnings(run.linker, run.scope) if run.linker is not None else ():
+        yield LinkingWarning(run.scope, note)  # labels it cannot link are a mistake
     prepared = _prepared(run, source, sanitizer, base, loader_options)
     commits = Commits(run.writer, run.trace, COMMIT_CHUNKS, COMMIT_SECONDS)
     ahead = (read_ahead(prepared, AHEAD_ITEMS, chunks_of, COMMIT_CHUNKS) if prepare_ahead

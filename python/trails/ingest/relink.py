@@ -18,7 +18,7 @@ from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgum
 from trails.ingest.checks import linked
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
-from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, unlabelled
+from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
 from trails.ingest.writer import writing_versions
 from trails.kg.base import select
@@ -78,8 +78,7 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     report = LinkReport()
     for scope, versions in sorted(by_scope.items()):
         bound = linker.for_scope(ctx.kg, scope)
-        if note := unlabelled(bound, scope):
-            report.warnings.append(note)
+        report.warnings += linker_warnings(bound, scope)
         docs = sorted(versions)
         for start in range(0, len(docs), BATCH_DOCUMENTS):
             with writing_versions(ctx):  # the versions it links are the live ones as it writes
