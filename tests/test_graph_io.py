@@ -219,6 +219,28 @@ def test_a_syntax_error_names_the_line_and_column_and_loads_nothing(tmp_path, fm
     assert canonical(everything(kg)) == before
 
 
+@pytest.mark.parametrize("syntax, text", [
+    ("OWL/XML", ('<?xml version="1.0"?>\n<!-- saved by an editor -->\n<Ontology xmlns='
+                '"http://www.w3.org/2002/07/owl#" ontologyIRI="https://ex.org/o">\n'
+                '<Declaration><Class IRI="https://ex.org/Company"/></Declaration></Ontology>\n')),
+    ("OWL functional syntax", ("# exported\nPrefix(:=<https://ex.org/o#>)\n"
+                              "Ontology(<https://ex.org/o>\nDeclaration(Class(:Company)))\n")),
+    ("OWL Manchester syntax", ("Prefix: : <https://ex.org/o#>\nOntology: <https://ex.org/o>\n"
+                              "Class: Company\n")),
+])
+def test_an_owl_file_in_a_syntax_that_is_no_rdf_says_so(tmp_path, syntax, text):
+    """Protégé saves OWL/XML, functional and Manchester syntax under .owl too: loading one
+    said only "XML namespaces are required in RDF/XML" or "Unexpected text event"."""
+    path = tmp_path / "ontology.owl"
+    path.write_text(text)
+    with pytest.raises(RdfSyntaxError, match=f"this is {syntax}, not RDF: save the ontology "
+                                             "as RDF/XML or Turtle"):
+        OxigraphGraph().load(path)
+    with pytest.raises(RdfSyntaxError) as turtle:  # an RDF mistake gets no such hint
+        OxigraphGraph().load(b"PREFIX : <https://ex.org/o#>\n:a :b .\n", format="turtle")
+    assert "OWL" not in str(turtle.value)
+
+
 def test_an_error_after_many_good_triples_still_loads_nothing():
     good = "".join(f'<{EX}s{i}> <{EX}name> "n{i}" .\n' for i in range(20_000))
     kg = OxigraphGraph()
