@@ -125,6 +125,21 @@ def test_a_path_a_file_name_and_text_are_told_apart(tmp_path, monkeypatch):
     assert kg.load(Path("oneliner"), format="ntriples") == 1
 
 
+def test_a_file_name_read_from_a_list_keeps_naming_the_file(tmp_path):
+    """A file name with the newline of the line it was read from ("onto.ttl\\n") was taken
+    for RDF text: a syntax error at line 1, column 1, for a file that exists or not."""
+    (tmp_path / "onto.ttl").write_text(TURTLE)
+    (tmp_path / "files.txt").write_text(f"{tmp_path / 'onto.ttl'}\n{tmp_path / 'gone.ttl'}\r\n")
+    with open(tmp_path / "files.txt", newline="") as listed:
+        present, missing = listed.readlines()
+    kg = OxigraphGraph()
+    assert kg.load(present) == 5
+    assert kg.load(f"  {present}") == 5
+    with pytest.raises(ConfigurationError, match=f"no such file: {tmp_path / 'gone.ttl'};"):
+        kg.load(missing)
+    assert kg.load(f'<{EX}a> <{EX}name> "A" .\n') == 1  # one line of RDF is still RDF
+
+
 def test_a_missing_file_is_no_such_file_not_a_syntax_error(tmp_path):
     kg = OxigraphGraph()
     with pytest.raises(ConfigurationError, match=r"no such file: .*facts\.ttl"):

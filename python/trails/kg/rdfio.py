@@ -268,8 +268,11 @@ def _input(source: RdfSource) -> tuple[Path | None, bytes]:
     """The file to read (or None) and the bytes to parse."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return None, bytes(source)
-    if isinstance(source, str) and not _names_a_file(source):
-        return None, source.encode("utf-8")
+    if isinstance(source, str):
+        named = _file_named(source)
+        if named is None:
+            return None, source.encode("utf-8")
+        source = named
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError("load() takes a path, RDF text or bytes, or an rdflib graph; got "
                         f"{type(source).__name__}")
@@ -284,15 +287,20 @@ def _input(source: RdfSource) -> tuple[Path | None, bytes]:
         raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _names_a_file(text: str) -> bool:
-    if "\n" in text or "\r" in text or len(text) > 4096 or not text.strip():
-        return False
-    if text.lower().endswith(tuple(_SUFFIX_FORMATS)):
-        return True
-    try:
-        return Path(text).exists()
-    except (OSError, ValueError):
-        return False
+def _file_named(text: str) -> str | None:
+    """The file a str names, or None for RDF content: one line that names an existing path or
+    ends with an RDF suffix; whitespace around it (the newline of a line read from a list of
+    files) is no part of the name unless a file's name has it."""
+    stripped = text.strip()
+    if len(text) > 4096 or not stripped or "\n" in stripped or "\r" in stripped:
+        return None
+    for name in dict.fromkeys((text, stripped)):
+        try:
+            if Path(name).exists():
+                return name
+        except (OSError, ValueError):
+            continue
+    return stripped if stripped.lower().endswith(tuple(_SUFFIX_FORMATS)) else None
 
 
 def _sniff(data: bytes) -> ox.RdfFormat:
