@@ -277,3 +277,16 @@ def test_scripts_written_without_spaces_link_inside_a_sentence():
     assert found("Sonyの製品, not Sonya.", {"sony": "Sony"}) == [("sony", "Sony")]
     # Overlapping labels keep the leftmost longest, as everywhere.
     assert found("東京都", {"tokyo": "東京", "kyoto": "京都"}) == [("tokyo", "東京")]
+
+
+def test_a_soft_hyphen_or_a_joiner_inside_a_word_is_no_part_of_it():
+    """HTML's &shy; and a PDF's hyphenation leave soft hyphens inside words: "Micro\\u00adsoft"
+    never matched the label "Microsoft"."""
+    assert found("Bought by Micro\u00adsoft today", {"ms": "Microsoft"}) == [
+        ("ms", "Micro\u00adsoft")]
+    assert found("Donau\u00addampf\u00adschiff", {"d": "Donaudampfschiff"}, accents=False) == [
+        ("d", "Donau\u00addampf\u00adschiff")]
+    assert found("Micro\u2060soft", {"ms": "Microsoft"}) == [("ms", "Micro\u2060soft")]
+    # A zero-width space separates words: it is no joiner.
+    assert found("ACME\u200bCorp", {"acme": "ACME"}) == [("acme", "ACME")]
+    assert found("Micro\u200bsoft", {"ms": "Microsoft"}) == []

@@ -134,8 +134,9 @@ def linker_warnings(bound: ScopeLinker, scope: str) -> list[str]:
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
     """``text`` as the matcher compares it: compatibility-decomposed (NFKD, so a precomposed
     "é" and "e" with a combining accent are the same), case folded, accents removed, every
-    run of whitespace one space (each character with the marks that follow it folded on its
-    own, so offsets can be mapped back).
+    run of whitespace one space, invisible format characters (a soft hyphen) dropped (each
+    character with the marks that follow it folded on its own, so offsets can be mapped
+    back).
 
     >>> fold("Société  Générale\\n")
     'societe generale '
@@ -166,7 +167,14 @@ def _fold_cluster(cluster: str, case: bool, accents: bool) -> str:
     if case:  # casefolding does not keep a normal form: decompose again after it
         folded = unicodedata.normalize("NFKD", folded.casefold())
     return "".join(" " if c.isspace() else c for c in folded
-                   if not (accents and unicodedata.combining(c)))
+                   if not (accents and unicodedata.combining(c)) and not _invisible(c))
+
+
+def _invisible(ch: str) -> bool:
+    """A format character that is no part of the word it sits in: a soft hyphen ("Micro­soft"
+    from HTML's &shy; or a PDF's hyphenation), a joiner, a direction mark. A zero-width space
+    stays: it separates words."""
+    return ch != "\u200b" and unicodedata.category(ch) == "Cf"
 
 
 def _checked_iri(predicate: object) -> str:
