@@ -256,6 +256,20 @@ def test_an_owl_file_in_a_syntax_that_is_no_rdf_says_so(tmp_path, syntax, text):
     assert "OWL" not in str(turtle.value)
 
 
+def test_json_ld_with_a_context_on_the_web_says_what_to_do(tmp_path):
+    """JSON-LD naming its @context by URL (schema.org's, the usual) failed with "No
+    LoadDocumentCallback has been set to load remote contexts": no word of what to do."""
+    path = tmp_path / "people.jsonld"
+    path.write_text('[{"@context": ["https://schema.org/", {"ex": "https://ex.org/"}], '
+                    '"@id": "ex:alice", "name": "Alice"}]')
+    with pytest.raises(RdfSyntaxError, match="its @context https://schema.org/ is a document "
+                                             "on the web, which load does not fetch: put the "
+                                             "context itself in the file"):
+        OxigraphGraph().load(path)
+    inline = '{"@context": {"name": "https://schema.org/name"}, "@id": "https://ex.org/a", '
+    assert OxigraphGraph().load(inline + '"name": "A"}') == 1
+
+
 def test_an_error_after_many_good_triples_still_loads_nothing():
     good = "".join(f'<{EX}s{i}> <{EX}name> "n{i}" .\n' for i in range(20_000))
     kg = OxigraphGraph()

@@ -118,7 +118,7 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
         if format is not None or path is not None or fmt != ox.RdfFormat.TRIG:
-            raise _syntax_error(name, fmt, exc, _hint(source, path, data)) from exc
+            raise _syntax_error(name, fmt, exc, _hint(source, path, data, exc)) from exc
         # Text guessed to be TriG may be N-Quads (a dump's), which TriG does not read: the
         # reading that gets further names the error.
         quads, error = _as_nquads(data, base_iri)
@@ -126,7 +126,7 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
             further = _position(error) > _position(exc) if None not in (
                 *_position(error), *_position(exc)) else False
             kind, chosen = (ox.RdfFormat.N_QUADS, error) if further else (fmt, exc)
-            raise _syntax_error(name, kind, chosen, _hint(source, path, data)) from exc
+            raise _syntax_error(name, kind, chosen, _hint(source, path, data, chosen)) from exc
     except MemoryError as exc:  # a token past the lexer's buffer: a literal or an IRI
         raise _too_long(name, "a literal or IRI") from exc
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
@@ -336,6 +336,8 @@ def _position(exc: SyntaxError) -> tuple[int | None, int | None]:
 
 
 # OWL's own syntaxes, which are no RDF (Protégé saves them under .owl too): their start.
+# A JSON-LD @context named by URL (alone or in a list), which pyoxigraph does not fetch.
+_REMOTE_CONTEXT = re.compile(rb'"@context"\s*:\s*\[?\s*"(https?://[^"]*)"')
 _LINES = rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*"  # blank or comment lines, one way only
 _OWL_SYNTAXES = (
     (re.compile(rb"(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<Ontology\b",
@@ -344,9 +346,14 @@ _OWL_SYNTAXES = (
     (re.compile(_LINES + rb"(?:Prefix|Ontology):"), "OWL Manchester syntax"))
 
 
-def _hint(source: RdfSource, path: Path | None, data: bytes) -> str:
-    """What the error's text could not say: an OWL syntax that is no RDF, a file name taken
-    for RDF text."""
+def _hint(source: RdfSource, path: Path | None, data: bytes, error: SyntaxError) -> str:
+    """What the error's text could not say: a JSON-LD context to fetch, an OWL syntax that
+    is no RDF, a file name taken for RDF text."""
+    remote = _REMOTE_CONTEXT.search(data) if "remote context" in str(error) else None
+    if remote:
+        return (f" (its @context {remote.group(1).decode('utf-8', 'replace')} is a document "
+                "on the web, which load does not fetch: put the context itself in the file, "
+                "or expand the JSON-LD first, and load that)")
     for pattern, syntax in _OWL_SYNTAXES:
         if pattern.match(data[:4096]):
             return (f" (this is {syntax}, not RDF: save the ontology as RDF/XML or Turtle, in "
