@@ -73,6 +73,8 @@ def test_a_dump_to_a_file_loads_back_by_its_suffix(data, suffix, tmp_path):
 @SLOW
 @given(data=quads(xml=True), fmt=st.sampled_from(["turtle", "ntriples", "n3", "rdfxml"]))
 def test_one_scope_round_trips_through_every_triple_format(data, fmt):
+    if not in_graph(data, LEGAL):  # a scope that holds nothing is refused (see below)
+        data = [*data, ox.Quad(ox.NamedNode(f"{EX}s"), NAME, ox.Literal("x"), LEGAL)]
     text = filled(data).dump(format=fmt, scope="legal")
     target = OxigraphGraph()
     target.load(text.encode(), format=fmt, scope="legal")
@@ -91,6 +93,8 @@ def test_the_default_scope_round_trips_through_triple_formats(data, fmt):
 @SLOW
 @given(data=quads(), fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
 def test_one_scope_in_a_dataset_format_keeps_its_graph(data, fmt):
+    if not in_graph(data, HR):  # a scope that holds nothing is refused (see below)
+        data = [*data, ox.Quad(ox.NamedNode(f"{EX}s"), NAME, ox.Literal("x"), HR)]
     text = filled(data).dump(format=fmt, scope="hr")
     target = OxigraphGraph()
     target.load(text.encode(), format=fmt)
@@ -119,6 +123,21 @@ def test_a_path_a_file_name_and_text_are_told_apart(tmp_path, monkeypatch):
     assert kg.load(f'<{EX}x> <{EX}name> "X" .') == 1      # one line that names no file
     (tmp_path / "oneliner").write_text(f'<{EX}y> <{EX}name> "Y" .')
     assert kg.load(Path("oneliner"), format="ntriples") == 1
+
+
+def test_a_file_name_read_from_a_list_keeps_naming_the_file(tmp_path):
+    """A file name with the newline of the line it was read from ("onto.ttl\\n") was taken
+    for RDF text: a syntax error at line 1, column 1, for a file that exists or not."""
+    (tmp_path / "onto.ttl").write_text(TURTLE)
+    (tmp_path / "files.txt").write_text(f"{tmp_path / 'onto.ttl'}\n{tmp_path / 'gone.ttl'}\r\n")
+    with open(tmp_path / "files.txt", newline="") as listed:
+        present, missing = listed.readlines()
+    kg = OxigraphGraph()
+    assert kg.load(present) == 5
+    assert kg.load(f"  {present}") == 5
+    with pytest.raises(ConfigurationError, match=f"no such file: {tmp_path / 'gone.ttl'};"):
+        kg.load(missing)
+    assert kg.load(f'<{EX}a> <{EX}name> "A" .\n') == 1  # one line of RDF is still RDF
 
 
 def test_a_missing_file_is_no_such_file_not_a_syntax_error(tmp_path):
@@ -170,6 +189,26 @@ def test_formats_are_named_or_guessed_or_refused(tmp_path):
     assert kg.query(f'ASK {{ <{EX}j> <{EX}name> "J" }}')
 
 
+
+def test_n_quads_text_without_a_format_loads_as_n_quads():
+    """A dump's N-Quads given back as text (kg.load(kg.dump(format="nquads"))) was read as
+    TriG and refused at its first graph name ("A dot is expected")."""
+    source = OxigraphGraph()
+    source.load(f'<{EX}a> <{EX}name> "A" <urn:trails:scope:legal> .\n'
+                f'<{EX}b> <{EX}name> "B" .\n_:x <{EX}name> "X" <{EX}g> .', format="nquads")
+    kg = OxigraphGraph()
+    assert kg.load(source.dump(format="nquads")) == 3
+    assert canonical(everything(kg)) == canonical(everything(source))
+    # A mistake in N-Quads text is named where it is, as N-Quads.
+    with pytest.raises(RdfSyntaxError, match="not valid N-Quads, line 2") as raised:
+        kg.load(f'<{EX}a> <{EX}name> "A" <{EX}g> .\n<{EX}b> <{EX}name> "B" oops .\n')
+    assert raised.value.line == 2
+    # Turtle's mistakes are still Turtle's.
+    with pytest.raises(RdfSyntaxError, match="not valid Turtle/TriG, line 4"):
+        kg.load(TURTLE + "ex:carol ex:name .\n")
+    assert len(kg) == 3
+
+
 # -- errors: where, and nothing loaded ---------------------------------------------------------
 
 @pytest.mark.parametrize(("fmt", "text", "line", "column"), [
@@ -193,6 +232,42 @@ def test_a_syntax_error_names_the_line_and_column_and_loads_nothing(tmp_path, fm
     assert f"{bad}" in str(error) and f"line {line}, column {column}" in str(error)
     assert "nothing was loaded" in str(error)
     assert canonical(everything(kg)) == before
+
+
+@pytest.mark.parametrize("syntax, text", [
+    ("OWL/XML", ('<?xml version="1.0"?>\n<!-- saved by an editor -->\n<Ontology xmlns='
+                '"http://www.w3.org/2002/07/owl#" ontologyIRI="https://ex.org/o">\n'
+                '<Declaration><Class IRI="https://ex.org/Company"/></Declaration></Ontology>\n')),
+    ("OWL functional syntax", ("# exported\nPrefix(:=<https://ex.org/o#>)\n"
+                              "Ontology(<https://ex.org/o>\nDeclaration(Class(:Company)))\n")),
+    ("OWL Manchester syntax", ("Prefix: : <https://ex.org/o#>\nOntology: <https://ex.org/o>\n"
+                              "Class: Company\n")),
+])
+def test_an_owl_file_in_a_syntax_that_is_no_rdf_says_so(tmp_path, syntax, text):
+    """Protégé saves OWL/XML, functional and Manchester syntax under .owl too: loading one
+    said only "XML namespaces are required in RDF/XML" or "Unexpected text event"."""
+    path = tmp_path / "ontology.owl"
+    path.write_text(text)
+    with pytest.raises(RdfSyntaxError, match=f"this is {syntax}, not RDF: save the ontology "
+                                             "as RDF/XML or Turtle"):
+        OxigraphGraph().load(path)
+    with pytest.raises(RdfSyntaxError) as turtle:  # an RDF mistake gets no such hint
+        OxigraphGraph().load(b"PREFIX : <https://ex.org/o#>\n:a :b .\n", format="turtle")
+    assert "OWL" not in str(turtle.value)
+
+
+def test_json_ld_with_a_context_on_the_web_says_what_to_do(tmp_path):
+    """JSON-LD naming its @context by URL (schema.org's, the usual) failed with "No
+    LoadDocumentCallback has been set to load remote contexts": no word of what to do."""
+    path = tmp_path / "people.jsonld"
+    path.write_text('[{"@context": ["https://schema.org/", {"ex": "https://ex.org/"}], '
+                    '"@id": "ex:alice", "name": "Alice"}]')
+    with pytest.raises(RdfSyntaxError, match="its @context https://schema.org/ is a document "
+                                             "on the web, which load does not fetch: put the "
+                                             "context itself in the file"):
+        OxigraphGraph().load(path)
+    inline = '{"@context": {"name": "https://schema.org/name"}, "@id": "https://ex.org/a", '
+    assert OxigraphGraph().load(inline + '"name": "A"}') == 1
 
 
 def test_an_error_after_many_good_triples_still_loads_nothing():
@@ -249,6 +324,47 @@ def test_a_scope_takes_triples_and_refuses_rdf_that_names_its_own_graphs():
     assert len(kg) == 3
     assert kg.load(f'<{EX}a> <{EX}name> "A" <urn:trails:scope:hr> .', format="nquads") == 1
     assert kg.scopes() == ["default", "hr", "legal"]
+
+
+def test_a_graph_named_like_a_scope_is_that_scope_or_refused():
+    """A TriG file's <urn:trails:scope:default> went into a named graph the default scope
+    never reads, and <urn:trails:scope:legal/contracts> into one no scope reads: loaded, and
+    never found by a search."""
+    kg = OxigraphGraph()
+    text = (f'<urn:trails:scope:default> {{ <{EX}a> <{EX}name> "A" }}\n'
+            f'<urn:trails:scope:legal> {{ <{EX}b> <{EX}name> "B" }}')
+    assert kg.load(text, format="trig") == 2
+    assert {(str(q.subject), str(q.graph_name)) for q in everything(kg)} == {
+        (f"<{EX}a>", "DEFAULT"), (f"<{EX}b>", "<urn:trails:scope:legal>")}
+    assert kg.select_iris(f"SELECT ?iri WHERE {{ ?iri <{EX}name> ?n }}",
+                          scopes=["default"]) == [f"{EX}a"]
+    for graph in ("urn:trails:scope:", "urn:trails:scope:legal/contracts",
+                  "urn:trails:scope:-x"):
+        bad = f'<{EX}c> <{EX}name> "C" .\n<{EX}c> <{EX}name> "C" <{graph}> .'
+        with pytest.raises(ConfigurationError, match=f"<{graph}>, which is no scope's"):
+            kg.load(bad, format="nquads")
+    assert len(kg) == 2  # nothing of them was loaded
+
+
+@pytest.mark.parametrize("suffix, text", [
+    (".ttl", f'@prefix ex: <{EX}> .\nex:a ex:name "A" .\n'),
+    (".nt", f'<{EX}a> <{EX}name> "A" .\n'),
+    (".nq", f'<{EX}a> <{EX}name> "A" <urn:trails:scope:legal> .\n'),
+    (".trig", f'<urn:trails:scope:legal> {{ <{EX}a> <{EX}name> "A" }}\n'),
+])
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path, suffix, text):
+    """Editors on Windows save UTF-8 with a byte-order mark first: Turtle, N-Triples, N-Quads
+    and TriG files saved so were syntax errors at line 1, column 1, about an invisible
+    character; a UTF-16 file was "Invalid UTF-8" with no word of what to do."""
+    path = tmp_path / f"saved{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert OxigraphGraph().load(path) == 1
+    assert OxigraphGraph().load(path.read_bytes(), format=suffix[1:]) == 1
+    path.write_text(text, encoding="utf-16")
+    kg = OxigraphGraph()
+    with pytest.raises(RdfSyntaxError, match="UTF-16 text .*save it as UTF-8"):
+        kg.load(path)
+    assert len(kg) == 0
 
 
 def test_a_bad_scope_name_is_refused_before_anything_loads():
@@ -323,11 +439,50 @@ def test_dump_to_a_file_replaces_it_whole(tmp_path):
     out.write_text("old content\n")
     assert kg.dump(out) is None
     assert len(out.read_text().splitlines()) == 5 and "old" not in out.read_text()
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigurationError, match="missing does not exist"):
         kg.dump(tmp_path / "missing" / "out.nt")
     with pytest.raises(ConfigurationError, match="cannot tell the RDF format"):
         kg.dump(tmp_path / "out.txt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nt"]  # no temporary left
+
+
+def test_an_export_of_a_scope_that_holds_nothing_is_refused(tmp_path):
+    """kg.dump(path, scope="legl") (a typo) wrote an empty file over the last good export,
+    and kg.to_rdflib(scope="legl") was an empty dataset: no word of the typo."""
+    from trails.errors import UnknownScopeError
+
+    kg = OxigraphGraph()
+    kg.load(TURTLE, scope="legal")
+    backup = tmp_path / "legal.ttl"
+    kg.dump(backup, scope="legal")
+    good = backup.read_text()
+    for export in (lambda: kg.dump(backup, scope="legl"), lambda: kg.dump(scope="legl"),
+                   lambda: kg.to_rdflib(scope="legl")):
+        with pytest.raises(UnknownScopeError, match="'legl' .*did you mean 'legal'"):
+            export()
+    assert backup.read_text() == good and "Alice" in good
+    assert kg.dump(format="turtle", scope="default") is not None  # always there, maybe empty
+
+
+def test_a_triple_term_is_exported_only_where_it_loads_back(tmp_path):
+    """An RDF 1.2 triple term (what an update's << s p o >> makes) exported as JSON-LD was a
+    raw OSError (to a file: a StorageError blaming the disk), as N3 a file load could not
+    read back, and to_rdflib an rdflib ParserError."""
+    kg = OxigraphGraph()
+    kg.update(f'INSERT DATA {{ << <{EX}a> <{EX}b> <{EX}c> >> <{EX}said> "so" }}')
+    for fmt in ("trig", "nquads", "turtle", "rdfxml"):
+        assert OxigraphGraph().load(kg.dump(format=fmt).encode(), format=fmt) == len(kg)
+    backup = tmp_path / "backup.jsonld"
+    backup.write_text("old")
+    for fmt in ("jsonld", "n3"):
+        with pytest.raises(ConfigurationError, match=f"{ox.RdfFormat.from_extension(fmt).name} "
+                                                     "cannot hold the RDF 1.2 triple term"):
+            kg.dump(format=fmt)
+    with pytest.raises(ConfigurationError, match="export as TriG"):
+        kg.dump(backup)
+    assert backup.read_text() == "old"
+    with pytest.raises(ConfigurationError, match="rdflib cannot hold"):
+        kg.to_rdflib()
 
 
 def test_rdfxml_refuses_what_xml_cannot_hold_instead_of_losing_it(tmp_path):

@@ -189,3 +189,48 @@ def test_trails_load_refuses_them_in_one_line_with_exit_1(tmp_path, name, text):
     assert out.returncode == 1, (out.returncode, out.stderr[-2000:])
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "nothing was loaded" in lines[0], out.stderr[-2000:]
+
+
+def _one(value: str) -> list:
+    import pyoxigraph as ox
+
+    return [ox.Quad(ox.NamedNode(f"{EX}s"), ox.NamedNode(f"{EX}p"), ox.Literal(value))]
+
+
+@pytest.mark.parametrize("value, fmt", [
+    ("東" * (6 * MIB), "nquads"),   # 6 Mi characters, 18 MiB of UTF-8
+    ("東" * (6 * MIB), "turtle"),
+    ("x" * (9 * MIB), "jsonld"),    # the JSON-LD reader holds half as much
+])
+def test_an_export_that_load_could_not_read_back_is_refused(tmp_path, value, fmt):
+    """A graph holding a value load cannot read back was exported without a word, and the
+    backup failed only when it was restored."""
+    import pyoxigraph as ox
+
+    from trails.errors import ConfigurationError
+    from trails.kg import OxigraphGraph
+
+    # What the export would have been does not load: the refusal is not overcautious.
+    written = ox.serialize(_one(value), format=rdfio.FORMATS[fmt])
+    with pytest.raises(RdfLimitError):
+        OxigraphGraph().load(written, format=fmt)
+    kg = OxigraphGraph()
+    kg.extend(_one(value))
+    backup = tmp_path / f"backup.{fmt}"
+    backup.write_text("old")
+    with pytest.raises(ConfigurationError, match="could never be loaded again"):
+        kg.dump(backup, format=fmt)
+    assert backup.read_text() == "old"  # the last good export is kept
+    assert not list(tmp_path.glob(".backup*"))
+    with pytest.raises(ConfigurationError, match=f"{EX}s"):
+        kg.dump(format=fmt)
+
+
+def test_a_value_that_fits_exports_and_loads_back():
+    from trails.kg import OxigraphGraph
+
+    kg = OxigraphGraph()
+    kg.extend(_one("x" * (9 * MIB)))  # over what JSON-LD reads back, within N-Quads
+    target = OxigraphGraph()
+    assert target.load(kg.dump(format="nquads").encode(), format="nquads") == 1
+    assert list(target.store) == list(kg.store)

@@ -144,6 +144,28 @@ def test_export_mistakes_are_one_line_errors(db, files):
     assert "turtle, trig, ntriples, nquads, n3, rdfxml, jsonld" in error_line(unknown)
 
 
+
+def test_an_export_to_a_path_that_cannot_be_written_names_that_path(db, files, tmp_path):
+    """An export into a folder that does not exist was a raw FileNotFoundError naming a
+    hidden temporary file (.x.trig.1234.ab12cd34.tmp) the user never asked for."""
+    from trails.errors import ConfigurationError
+    from trails.kg import OxigraphGraph
+
+    missing = tmp_path / "no-such-folder" / "backup.trig"
+    folder = tmp_path / "a-folder.trig"
+    folder.mkdir()
+    kg = OxigraphGraph()
+    with pytest.raises(ConfigurationError, match="the folder .*no-such-folder does not exist"):
+        kg.dump(missing)
+    with pytest.raises(ConfigurationError, match="it is a folder"):
+        kg.dump(folder)
+    result = trails("--db", db, "export", "-o", missing)
+    assert result.exit_code == 1
+    line = error_line(result)
+    assert str(missing) in line and ".tmp" not in line and "does not exist" in line
+    assert list(tmp_path.glob("**/.*.tmp")) == [] and list(folder.iterdir()) == []
+
+
 def test_an_export_loads_into_another_context_as_the_same_graph(db, files, tmp_path):
     trails("--db", db, "load", files / "facts.ttl", "--scope", "legal")
     trails("--db", db, "load", files / "more.nq")
@@ -153,6 +175,33 @@ def test_an_export_loads_into_another_context_as_the_same_graph(db, files, tmp_p
     assert trails("--db", other, "init", "--model", "mock:8").exit_code == 0
     assert trails("--db", other, "load", out).exit_code == 0
     assert canonical(graph_of(other)) == canonical(graph_of(db))
+
+
+
+def test_an_export_of_a_searched_context_loads_into_another(db, files, tmp_path):
+    """Once a context had been searched, its export held the audit trail's graph, which no
+    load takes: loading the export anywhere failed ('the graph <urn:trails:audit> holds the
+    audit trail'), the round trip above broken by one search."""
+    from trails import retrieve
+    from trails.context import Context
+
+    trails("--db", db, "load", files / "facts.ttl", "--scope", "legal")
+    with Context.open(db) as ctx:
+        retrieve("alice", ctx, scope="legal")
+        ctx.audit.fold()
+    out = tmp_path / "kb.trig"
+    exported = trails("--db", db, "export", "-o", out)
+    assert exported.exit_code == 0
+    assert "left out: the audit trail (urn:trails:audit)" in exported.stderr
+    other = tmp_path / "other"
+    assert trails("--db", other, "init", "--model", "mock:8").exit_code == 0
+    assert trails("--db", other, "load", out).exit_code == 0, trails("--db", other, "load", out)
+    audit = "<urn:trails:audit>"
+    assert canonical(graph_of(other)) == canonical(
+        [q for q in graph_of(db) if str(q.graph_name) != audit])
+    # The audit trail's graph is there when asked for: a record, not a copy to load.
+    full = trails("--db", db, "export", "--audit", "--format", "nquads")
+    assert full.exit_code == 0 and audit in full.stdout and "left out" not in full.stderr
 
 
 # -- ingest and RDF files ----------------------------------------------------------------------

@@ -62,6 +62,9 @@ def updates_sent(kg: SparqlEndpointGraph) -> list[str]:
 @given(data=quads(max_size=15), fmt=st.sampled_from(["trig", "nquads", "jsonld"]))
 def test_load_then_dump_on_the_server_gives_the_same_dataset(remote, data, fmt):
     remote.update("DROP SILENT ALL")
+    if not in_graph(data, LEGAL):  # a scope that holds nothing is refused
+        data = [*data, ox.Quad(ox.NamedNode(f"{EX}s"), ox.NamedNode(f"{EX}p"), ox.Literal("x"),
+                               LEGAL)]
     text = ox.serialize(data, format=ox.RdfFormat.N_QUADS) or b""
     remote.load(text, format="nquads")
     assert canonical(on_server(remote)) == canonical(data)
@@ -71,6 +74,15 @@ def test_load_then_dump_on_the_server_gives_the_same_dataset(remote, data, fmt):
     legal = OxigraphGraph()
     legal.load(remote.dump(format="turtle", scope="legal").encode(), scope="legal")
     assert canonical(legal.store) == canonical(in_graph(data, LEGAL))
+
+
+def test_an_export_of_a_scope_the_server_does_not_hold_is_refused(remote):
+    from trails.errors import UnknownScopeError
+
+    remote.update("DROP SILENT ALL")
+    remote.load(f'<{EX}a> <{EX}name> "legal" .', scope="legal")
+    with pytest.raises(UnknownScopeError, match="'legl'"):
+        remote.dump(format="turtle", scope="legl")
 
 
 def test_each_triple_is_exported_in_its_own_graph(remote):

@@ -6,6 +6,7 @@ every span of the text; the linker's own matcher never computes an expected valu
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -66,6 +67,22 @@ def test_whitespace_in_a_label_matches_a_line_break():
     assert found("sold to ACME\nCorp today", {"acme": "ACME Corp"}) == [("acme", "ACME\nCorp")]
 
 
+def test_a_run_of_whitespace_matches_one_space():
+    """Text wrapped and indented, Windows line ends, two spaces after extraction from a PDF:
+    a label's one space matched exactly one whitespace character, so none of these linked."""
+    labels = {"boa": "Bank of America"}
+    for gap in ("\r\n", "\n    ", "  ", " \t", "\u00a0 ", "\u3000\u3000"):
+        for tail in ("", " é"):  # ASCII text, and text that is not
+            text = f"Deal with Bank of{gap}America today{tail}"
+            assert found(text, labels) == [("boa", f"Bank of{gap}America")], repr(gap)
+    assert found("Bank of America", {"boa": "Bank  of\nAmerica"}) == [("boa", "Bank of America")]
+    # The offsets are still the text's, with the whole run inside the match.
+    text = "x  Bank of \n America   y"
+    matcher = LabelLinker().matcher([("boa", "Bank of America", LABEL)])
+    [m] = matcher.mentions(Chunk(text, 50, 50 + len(text), 0))
+    assert (m.start, m.end) == (53, 70) and text[3:20] == m.text == "Bank of \n America"
+
+
 def test_overlapping_labels_keep_the_leftmost_longest_unless_nested():
     labels = {"boa": "Bank of America", "us": "America", "bank": "Bank"}
     text = "Bank of America and America."
@@ -113,7 +130,7 @@ def test_bad_settings_and_linkers_are_refused():
 # -- the matcher against a brute-force reference ------------------------------------------
 
 def _fold(text: str) -> str:
-    """The reference's folding, written out: lower case, no accents, spaces."""
+    """The reference's folding, written out: lower case, no accents, a run of spaces one."""
     out = []
     for ch in text:
         if ch.isspace():
@@ -122,26 +139,30 @@ def _fold(text: str) -> str:
         ch = ch.casefold()
         out.append("".join(c for c in unicodedata.normalize("NFKD", ch)
                            if not unicodedata.combining(c)))
-    return "".join(out)
+    return re.sub(" {2,}", " ", "".join(out))
 
 
 def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+    return ch.isalnum() or ch == "_" or unicodedata.category(ch).startswith("M")
+
+
+def _mark(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("M")
 
 
 def _reference(text: str, labels: list[str]) -> set[tuple[int, int, str]]:
     """Every span of ``text`` that folds to a label, on word boundaries (tries them all)."""
     out = set()
     for label in labels:
-        pattern = _fold(label.strip())
+        pattern = _fold(label).strip()
         if len(pattern.strip()) < 2:
             continue
         for i in range(len(text)):
             for j in range(i + 1, len(text) + 1):
-                if _fold(text[i:j]) != pattern:
+                if _fold(text[i:j]) != pattern or _mark(text[i]) or (
+                        j < len(text) and _mark(text[j])):  # a letter and its marks are one
                     continue
-                left = _fold(text[i - 1]) if i else ""
-                right = _fold(text[j]) if j < len(text) else ""
+                left, right = _fold(text[:i]), _fold(text[j:])
                 if (left and _word(left[-1]) and _word(pattern[0])) or (
                         right and _word(right[0]) and _word(pattern[-1])):
                     continue
@@ -149,7 +170,7 @@ def _reference(text: str, labels: list[str]) -> set[tuple[int, int, str]]:
     return out
 
 
-ALPHABET = st.sampled_from(list("abAB éÉßs-.\n"))
+ALPHABET = st.sampled_from(list("abAB éÉßs-.\n\u0301"))
 WORDS = st.text(ALPHABET, min_size=1, max_size=5)
 
 
@@ -160,9 +181,9 @@ def test_no_label_occurrence_is_missed_and_every_span_folds_to_its_label(text, l
     matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
     mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
     for m in mentions:
-        assert _fold(text[m.start : m.end]) == _fold(m.label.strip())
+        assert _fold(text[m.start : m.end]) == _fold(m.label).strip()
         assert m.text == text[m.start : m.end]
-    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    reported = {(m.start, m.end, _fold(m.label).strip()) for m in mentions}
     assert reported == _reference(text, labels)
 
 
@@ -178,7 +199,7 @@ def test_in_ascii_text_no_label_is_missed_and_none_crosses_a_word(text, labels):
     entities = {f"e{i}": label for i, label in enumerate(labels)}
     matcher = LabelLinker(nested=True).matcher((e, label, LABEL) for e, label in entities.items())
     mentions = matcher.mentions(Chunk(text, 0, len(text), 0))
-    reported = {(m.start, m.end, _fold(m.label.strip())) for m in mentions}
+    reported = {(m.start, m.end, _fold(m.label).strip()) for m in mentions}
     assert reported == _reference(text, labels)
 
 
@@ -199,3 +220,73 @@ def test_without_nesting_the_kept_spans_are_the_leftmost_longest(text, labels):
 def test_mentions_are_plain_values():
     m = Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
     assert m.linker == "label" and m == Mention(1, 5, "https://ex.org/e", "ACME", "ACME", LABEL)
+
+
+def test_a_prefixed_label_predicate_reads_the_labels_of_its_iri():
+    """"rdfs:label" is also a well-formed IRI of the scheme "rdfs": taken as one, it read no
+    labels, and a re-link with it removed every link."""
+    from trails.kg import OxigraphGraph
+
+    kg = OxigraphGraph()
+    kg.update('INSERT DATA { <https://ex.org/acme> <http://www.w3.org/2000/01/rdf-schema#label> '
+              '"ACME" . <https://ex.org/globex> <http://www.w3.org/2004/02/skos/core#prefLabel> '
+              '"Globex" . <https://ex.org/hooli> <https://schema.org/name> "Hooli" }')
+    linker = LabelLinker(["rdfs:label", "skos:prefLabel", "schema:name"])
+    assert linker.predicates == (LABEL, "http://www.w3.org/2004/02/skos/core#prefLabel",
+                                 "https://schema.org/name")
+    text = "ACME, Globex and Hooli."
+    mentions = linker.for_scope(kg, "default").mentions(Chunk(text, 0, len(text), 0))
+    assert [m.entity for m in mentions] == ["https://ex.org/acme", "https://ex.org/globex",
+                                            "https://ex.org/hooli"]
+    # An IRI of another scheme stays as written.
+    assert LabelLinker(["urn:ex:label"]).predicates == ("urn:ex:label",)
+
+
+def test_canonically_equivalent_text_matches_whatever_folding_is_kept():
+    """A precomposed "é" and "e" + combining acute are the same text (NFC and NFD): with
+    accents kept they matched only when label and text were written alike."""
+    nfc, nfd = "Soci\u00e9t\u00e9 G\u00e9n\u00e9rale", "Socie\u0301te\u0301 Ge\u0301ne\u0301rale"
+    for label, text in ((nfc, nfd), (nfd, nfc)):
+        for options in ({}, {"accents": False}, {"case": False, "accents": False}):
+            assert found(f"Deal with {text}.", {"sg": label}, **options) == [("sg", text)]
+    # Vietnamese "ệ": the two marks in either order, or precomposed with one of them.
+    for text in ("Vie\u0323\u0302t", "Vi\u1ec7t", "Vi\u00ea\u0323t"):
+        assert found(f"{text} Nam", {"vn": "Vie\u0302\u0323t Nam"}, accents=False) == [
+            ("vn", f"{text} Nam")]
+
+
+def test_a_match_never_splits_a_letter_from_its_marks():
+    # With accents kept, "Cafe" is not in "Café" written with a combining accent, and "café"
+    # does not end inside "cafés".
+    assert found("Cafe\u0301 and cafe\u0301s.", {"c": "Cafe", "k": "café"}, accents=False) == [
+        ("k", "Cafe\u0301")]
+    # Hindi: a vowel sign is a mark; "दिल्ली" (Delhi) is not the start of "दिल्लीवाला".
+    assert found("दिल्लीवाला", {"d": "दिल्ली"}) == []
+    assert found("दिल्ली में", {"d": "दिल्ली"}) == [("d", "दिल्ली")]
+    assert found("कि", {"k": "क"}, min_length=1) == []
+
+
+def test_scripts_written_without_spaces_link_inside_a_sentence():
+    """Chinese, Japanese and Thai put no spaces between words: a label followed by more
+    text was never a whole word, so such text linked (almost) nothing."""
+    assert found("東京都に住む。", {"tokyo": "東京"}) == [("tokyo", "東京")]
+    assert found("我在北京工作", {"beijing": "北京"}) == [("beijing", "北京")]
+    assert found("ฉันอยู่กรุงเทพมหานคร", {"bangkok": "กรุงเทพ"}) == [("bangkok", "กรุงเทพ")]
+    assert found("トヨタ自動車の社長", {"toyota": "トヨタ"}) == [("toyota", "トヨタ")]
+    # A label in a spaced script next to one of them; still whole words among themselves.
+    assert found("Sonyの製品, not Sonya.", {"sony": "Sony"}) == [("sony", "Sony")]
+    # Overlapping labels keep the leftmost longest, as everywhere.
+    assert found("東京都", {"tokyo": "東京", "kyoto": "京都"}) == [("tokyo", "東京")]
+
+
+def test_a_soft_hyphen_or_a_joiner_inside_a_word_is_no_part_of_it():
+    """HTML's &shy; and a PDF's hyphenation leave soft hyphens inside words: "Micro\\u00adsoft"
+    never matched the label "Microsoft"."""
+    assert found("Bought by Micro\u00adsoft today", {"ms": "Microsoft"}) == [
+        ("ms", "Micro\u00adsoft")]
+    assert found("Donau\u00addampf\u00adschiff", {"d": "Donaudampfschiff"}, accents=False) == [
+        ("d", "Donau\u00addampf\u00adschiff")]
+    assert found("Micro\u2060soft", {"ms": "Microsoft"}) == [("ms", "Micro\u2060soft")]
+    # A zero-width space separates words: it is no joiner.
+    assert found("ACME\u200bCorp", {"acme": "ACME"}) == [("acme", "ACME")]
+    assert found("Micro\u200bsoft", {"ms": "Microsoft"}) == []

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from trails import retrieve
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest import Document, graph_updates, ingest_all
-from trails.ingest.linking import LabelLinker
+from trails.ingest.linking import LabelLinker, Mention
 from trails.kg.base import select
 from trails.testing import fresh_context
 
@@ -339,3 +339,116 @@ def test_the_command_line_links_at_ingest_and_re_links(tmp_path):
     report = json.loads(run("link", "--json"))
     assert [e for _, e in report["added"]] == [EX + "hooli"] and report["removed"] == []
     assert "0 links added" in run("link")
+
+
+def test_a_scope_whose_graph_holds_no_labels_is_named_not_linked_in_silence(ctx):
+    """The ontology is in the default scope, the documents in "legal": the linker reads
+    labels from the chunks' own scope, so it linked nothing and said nothing."""
+    stats = ingest_all([doc("a", "ACME and Hooli.")], ctx=ctx, scope="legal",
+                       linker=LabelLinker())
+    assert links(ctx) == set()
+    [(source, message)] = stats.warnings
+    assert source == "scope legal"
+    assert "no labels" in message and "trails load FILE --scope legal" in message
+    report = ctx.link()
+    assert len(report.warnings) == 1 and "'legal'" in report.warnings[0]
+    assert report.summary().endswith("1 warning")
+    # With the ontology in that scope too, it links and warns of nothing.
+    ctx.kg.update('INSERT DATA { GRAPH <urn:trails:scope:legal> { <https://ex.org/acme> '
+                  '<http://www.w3.org/2000/01/rdf-schema#label> "ACME" } }')
+    report = ctx.link()
+    assert report.warnings == [] and [e for _, e in report.added] == [EX + "acme"]
+    assert ingest_all([doc("b", "ACME.")], ctx=ctx, scope="legal",
+                      linker=LabelLinker()).warnings == []
+
+
+def test_the_command_line_names_a_scope_without_labels_on_stderr(tmp_path):
+    from typer.testing import CliRunner
+
+    from trails.cli.commands import app
+
+    runner = CliRunner()
+    kb, notes, onto = tmp_path / "kb", tmp_path / "notes", tmp_path / "onto.ttl"
+    notes.mkdir()
+    (notes / "a.md").write_text("Initech signed.\n")
+    onto.write_text('<https://ex.org/initech> <http://www.w3.org/2000/01/rdf-schema#label> '
+                    '"Initech" .\n')
+    for args in (["init", "--model", "mock"], ["load", str(onto)]):
+        assert runner.invoke(app, ["--db", str(kb), *args]).exit_code == 0
+    for args in (["ingest", str(notes), "--link", "--quiet", "--scope", "legal"],
+                 ["link"], ["link", "--json"]):
+        result = runner.invoke(app, ["--db", str(kb), *args])
+        assert result.exit_code == 0, result.output
+        assert "no labels to link to in the graph of scope 'legal'" in result.stderr, args
+
+
+def test_a_new_version_written_without_a_linker_into_a_linked_scope_is_named(ctx):
+    """A document edited and ingested again without the linker lost its links in silence:
+    filters on mentions no longer found it."""
+    assert ingest_all([doc("a", "ACME and Globex."), doc("b", "Hooli.")], ctx=ctx,
+                      linker=LabelLinker()).warnings == []
+    unchanged = ingest_all([doc("a", "ACME and Globex.")], ctx=ctx)
+    assert unchanged.warnings == []  # nothing written: nothing lost its links
+    stats = ingest_all([doc("a", "ACME and Globex, edited.")], ctx=ctx)
+    [(source, message)] = stats.warnings
+    assert source == "scope default" and "1 document it wrote mention nothing" in message
+    assert "trails link" in message
+    assert {e for _, e in links(ctx)} == {EX + "hooli"}
+    assert [e for _, e in sorted(ctx.link().added, key=lambda x: x[1])] == [EX + "acme",
+                                                                            EX + "globex"]
+    # A scope nobody linked: no warning.
+    assert ingest_all([doc("c", "ACME.")], ctx=ctx, scope="other").warnings == []
+
+
+class _Linker:
+    """A linker of one's own, whose mentions are ``make(chunk)``."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def for_scope(self, kg, scope):
+        return self
+
+    def mentions(self, chunk):
+        return self.make(chunk)
+
+
+BAD_MENTIONS = {
+    "no absolute IRI": lambda c: [Mention(c.start, c.start + 3, "acme", c.text[:3])],
+    "outside the chunk": lambda c: [Mention(c.end + 5, c.end + 9, EX + "x", "zzzz")],
+    "not the text it spans": lambda c: [Mention(c.start, c.start + 3, EX + "x", "Nope")],
+    "not a trails Mention": lambda c: [(EX + "x", c.start, c.start + 3)],
+    "name the linker": lambda c: [Mention(c.start, c.start + 3, EX + "x", c.text[:3], linker="")],
+}
+
+
+@pytest.mark.parametrize("problem", sorted(BAD_MENTIONS))
+def test_a_linkers_bad_mentions_fail_its_document_alone_and_are_refused_by_link(ctx, problem):
+    """A linker of one's own that returned a mention of no IRI aborted the whole ingest with a
+    raw ValueError at its commit; one with offsets or text that are not the chunk's was
+    written as provenance that says what is not so."""
+    bad = _Linker(lambda c: BAD_MENTIONS[problem](c) if "bad" in c.text else [])
+    stats = ingest_all([doc("a", "A bad one."), doc("b", "A good one.")], ctx=ctx, linker=bad)
+    assert stats.ingested == 1 and stats.failed == 1
+    [(source, reason)] = stats.failures
+    assert source == "a" and problem in reason and "fix the linker" in reason
+    assert leftovers(ctx) == 0
+    ingest_all([doc("a", "A bad one.")], ctx=ctx)
+    with pytest.raises(InvalidArgumentError, match=problem):
+        ctx.link(bad)
+    assert leftovers(ctx) == 0
+
+
+def test_labels_of_blank_nodes_are_named_not_left_out_in_silence(ctx):
+    """An ontology whose entities are blank nodes ([ rdfs:label "Umbrella" ]): no link can
+    point at one, so chunks naming them were left unlinked without a word."""
+    ctx.kg.update('INSERT DATA { [] rdfs:label "Vandelay" . _:x rdfs:label "Pendant"@en }')
+    stats = ingest_all([doc("a", "ACME met Vandelay and Pendant.")], ctx=ctx,
+                       linker=LabelLinker())
+    assert {e for _, e in links(ctx)} == {EX + "acme"}
+    [(source, message)] = stats.warnings
+    assert source == "scope default" and message.startswith("2 labels in the graph of scope "
+                                                            "'default' are of blank nodes")
+    assert ctx.link().warnings == [message]
+    # Only the labels the linker would read count: English ones here.
+    assert ctx.link(LabelLinker(languages=["en"])).warnings[0].startswith("1 label in the")

@@ -10,7 +10,9 @@ import typer
 
 from trails.cli._common import open_context
 from trails.cli.output import print_json
-from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads, write_quads
+from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
+from trails.kg.rdfwrite import write_quads
+from trails.kg.reserved import AUDIT_GRAPH_IRI
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
 __all__ = ["export", "load"]
@@ -70,15 +72,19 @@ def export(
              "triple format)."),
     output: Optional[Path] = typer.Option(  # noqa: UP045
         None, "--output", "-o", metavar="FILE", help="Write here instead of standard output."),
+    audit: bool = typer.Option(
+        False, "--audit", help="Also the audit trail's graph (urn:trails:audit), which no load "
+        "takes back: for a record of it, not for a copy to load."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {format, scope, output, left_out, data} (data: "
         "the RDF text, null with --output)."),
 ) -> None:
-    """Export the graph as RDF (read-only): every graph as TriG, N-Quads or JSON-LD, or one
-    scope in any format.
+    """Export the graph as RDF (read-only): every graph as TriG, N-Quads or JSON-LD (the
+    audit trail's only with --audit), or one scope in any format.
 
     A triple format (turtle, ntriples, n3, rdfxml) without --scope holds the default scope;
-    the scopes it leaves out are named on stderr.
+    the scopes it leaves out are named on stderr, and so is the audit trail when it is left
+    out.
 
     Example:
 
@@ -92,16 +98,22 @@ def export(
         known = opened.kg.scopes()
         if scope is not None:
             check_known_scopes(normalize_scopes(scope), known)
-        text = opened.kg.dump(output, format=fmt.file_extension, scope=scope)
+        text = opened.kg.dump(output, format=fmt.file_extension, scope=scope, audit=audit)
+        audited = opened.kg.query(f"ASK {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ ?s ?p ?o }} }}") is True
     left_out = [s for s in known if s != DEFAULT_SCOPE]
     if scope is not None or fmt.supports_datasets:
         left_out = []
+    if scope is None and fmt.supports_datasets and audited and not audit:
+        left_out = [AUDIT_GRAPH_IRI]
     if as_json:
         print_json({"format": fmt.file_extension, "scope": scope,
                     "output": None if output is None else str(output), "left_out": left_out,
                     "data": text})
         return
-    if left_out:
+    if left_out == [AUDIT_GRAPH_IRI]:
+        typer.echo(f"note: left out: the audit trail ({AUDIT_GRAPH_IRI}), which no load takes "
+                   "back (--audit to include it; trails audit lists it)", err=True)
+    elif left_out:
         typer.echo(f"note: {fmt.name} holds one graph, so this is the default scope; left out: "
                    f"{', '.join(left_out)} (--scope NAME for one, --format trig for all)",
                    err=True)

@@ -27,6 +27,7 @@ from trails.ingest.events import (
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
+    LinkingWarning,
     SourceSkipped,
 )
 from trails.ingest.pipeline import aingest, ingest, ingest_all
@@ -52,6 +53,7 @@ __all__ = [
     "FileLoader",
     "IngestEvent",
     "IngestionStats",
+    "LinkingWarning",
     "LoadFailure",
     "Loader",
     "RegexRedactor",

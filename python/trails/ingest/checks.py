@@ -25,6 +25,7 @@ import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Document
+from trails.ingest.linking import Mention, ScopeLinker
 from trails.ingest.minting import check_base_iri, date_problems
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
@@ -37,6 +38,8 @@ __all__ = [
     "chunk_problem",
     "document_problem",
     "given_vectors",
+    "linked",
+    "mention_problem",
     "printable",
     "shown",
     "vector_problems",
@@ -292,3 +295,63 @@ def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: 
     declared_price(ctx.embedder)  # a price that is none would report a wrong cost
     base = check_base_iri(ctx.base_iri if base_iri is None else base_iri)
     return name, base
+
+
+def linked(bound: ScopeLinker, chunk: Chunk) -> list[Mention]:
+    """``bound``'s mentions of ``chunk``, checked before anything is written.
+
+    Raises:
+        InvalidArgumentError: one could not be written, or would say what is not so
+            (:func:`mention_problem`).
+    """
+    mentions = bound.mentions(chunk)
+    problem = mention_problem(chunk, mentions)
+    if problem is not None:
+        raise InvalidArgumentError(f"the linker's mentions of chunk {chunk.position} cannot be "
+                                   f"written: {problem}; fix the linker")
+    return list(mentions)
+
+
+def mention_problem(chunk: Chunk, mentions: object) -> str | None:
+    """Why a linker's output for ``chunk`` cannot be written, or None: a list of
+    :class:`Mention` s, each of an absolute IRI, whose ``start``/``end`` lie in the chunk
+    (document offsets) and whose ``text`` is what they span; ``label`` a string or None,
+    ``predicate`` an IRI or None, ``linker`` a name."""
+    if not isinstance(mentions, (list, tuple)):
+        return f"mentions(chunk) returned a {type(mentions).__name__}, not a list of Mentions"
+    for index, mention in enumerate(mentions):
+        where = f"mention {index}"
+        if not isinstance(mention, Mention):
+            return f"{where} is a {type(mention).__name__}, not a trails Mention"
+        for name, iri in (("entity", mention.entity), ("predicate", mention.predicate)):
+            if not (iri is None and name == "predicate") and not _is_iri(iri):
+                return f"{where} has {name}={shown(iri)}, which is no absolute IRI"
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (mention.start, mention.end)):
+            return f"{where} has start={shown(mention.start)}, end={shown(mention.end)}: not ints"
+        if not chunk.start <= mention.start < mention.end <= chunk.end:
+            return (f"{where} spans [{mention.start}, {mention.end}), which is empty or outside "
+                    f"the chunk [{chunk.start}, {chunk.end}) (offsets are the document's)")
+        spanned = chunk.text[mention.start - chunk.start : mention.end - chunk.start]
+        if mention.text != spanned:
+            return f"{where}'s text {shown(mention.text)} is not the text it spans, {shown(spanned)}"
+        label: object = mention.label  # typed, but a linker of one's own may put anything
+        if label is not None and not isinstance(label, str):
+            return f"{where} has label={shown(label)}, not a string or None"
+        if not isinstance(mention.linker, str) or not mention.linker.strip():
+            return f"{where} has linker={shown(mention.linker)}: name the linker (a string)"
+        try:
+            for name in ("label", "linker"):
+                if getattr(mention, name) is not None:
+                    check_text(getattr(mention, name), f"{where}'s {name}")
+        except InvalidArgumentError as exc:
+            return str(exc)
+    return None
+
+
+def _is_iri(value: object) -> bool:
+    try:
+        ox.NamedNode(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
+

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trails.display.tables import summary_html, summary_text
+from trails.parts import ContextParts, IngestObserved
 
 __all__ = [
     "BatchEmbedded",
@@ -21,8 +23,12 @@ __all__ = [
     "EmbeddingFailed",
     "IngestEvent",
     "IngestionStats",
+    "LinkingWarning",
     "SourceSkipped",
+    "announce",
 ]
+
+log = logging.getLogger("trails.ingest")
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,19 @@ class SourceSkipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class LinkingWarning:
+    """The run's linker can link nothing in its scope (it read no labels from the scope's
+    graph); counted as a warning, with the scope as its source."""
+
+    scope: str
+    message: str
+
+
 IngestEvent = (
     DocumentStarted | DocumentSkipped | DocumentFailed | BatchEmbedded | EmbeddingFailed
     | DocumentIngested | DocumentMetadataUpdated | DocumentPruned | DocumentWarning
-    | SourceSkipped
+    | SourceSkipped | LinkingWarning
 )
 
 
@@ -177,6 +192,8 @@ class IngestionStats:
             self.warnings.append((event.source, event.message))
         elif isinstance(event, SourceSkipped):
             self.warnings.append((event.source, event.reason))
+        elif isinstance(event, LinkingWarning):
+            self.warnings.append((f"scope {event.scope}", event.message))
 
     def summary(self) -> str:
         extra = "".join(f", {count} {what}" for count, what in (
@@ -231,3 +248,18 @@ class IngestionStats:
     def _repr_html_(self) -> str:
         """A notebook's view: the totals, then each failure and warning with its source."""
         return summary_html("ingestion", self.summary(), self._fields())
+
+
+def announce(ctx: ContextParts, stats: IngestionStats) -> None:
+    """A ``trails.ingest`` log record (counts and duration, never text) and the context's
+    ``on_ingest`` hooks, none of which may fail the ingest."""
+    counts = {name: value for name, value in vars(stats).items()
+              if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    log.info("ingest %s", " ".join(f"{k}={v}" for k, v in counts.items()),
+             extra={"trails": counts})
+    if isinstance(ctx, IngestObserved):
+        for hook in list(ctx.on_ingest):
+            try:
+                hook(stats)
+            except Exception:  # an observer must not fail the ingest it observes
+                log.exception("an on_ingest hook raised; the ingest went on")

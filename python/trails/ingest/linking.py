@@ -20,9 +20,10 @@ provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -32,21 +33,30 @@ from trails._lazy import require
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
 from trails.kg.base import KnowledgeGraph, select
+from trails.kg.sparql import PREFIXES
+from trails.scopes import DEFAULT_SCOPE
 
 __all__ = [
     "DEFAULT_LABEL_PREDICATES",
+    "LABEL_PREFIXES",
     "LabelLinker",
     "Linker",
     "Mention",
     "ScopeLinker",
     "check_linker",
     "fold",
+    "linker_warnings",
 ]
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 DEFAULT_LABEL_PREDICATES = (RDFS_LABEL, SKOS + "prefLabel", SKOS + "altLabel",
                             "https://schema.org/name")
+# Prefixed names a label predicate is written with ("rdfs:label"). Each is also a well-formed
+# IRI (of the scheme "rdfs") that no triple uses: taken as one, it would read no labels, and a
+# re-link would remove every link.
+LABEL_PREFIXES = {**PREFIXES, "skos": SKOS, "owl": "http://www.w3.org/2002/07/owl#",
+                  "foaf": "http://xmlns.com/foaf/0.1/", "dc": "http://purl.org/dc/elements/1.1/"}
 
 
 @dataclass(frozen=True, order=True)
@@ -94,28 +104,86 @@ def check_linker(linker: object) -> None:
             f"scope) method), got {type(linker).__name__}")
 
 
+def linker_warnings(bound: ScopeLinker, scope: str) -> list[str]:
+    """Why ``bound``, a :class:`LabelMatcher`, links nothing in ``scope`` (it read no labels
+    there: most often an ontology loaded into another scope), or leaves entities out (labels
+    of blank nodes, which no link can point at); none for any other linker."""
+    if not isinstance(bound, LabelMatcher):
+        return []
+    warnings = []
+    if bound.blank_labels:
+        warnings.append(
+            f"{bound.blank_labels} label{'s' if bound.blank_labels > 1 else ''} in the graph "
+            f"of scope {scope!r} {'are' if bound.blank_labels > 1 else 'is'} of blank nodes "
+            "([ ... ] or _:x), which no link can point at, so chunks naming them link to "
+            "nothing: give those entities IRIs")
+    if not len(bound):
+        settings = bound.settings
+        where = "" if scope == DEFAULT_SCOPE else f" --scope {scope}"
+        languages = ("" if settings.languages is None
+                     else f" in the languages {', '.join(map(repr, settings.languages))}")
+        warnings.append(
+            f"the linker found no labels to link to in the graph of scope {scope!r} "
+            f"({', '.join(settings.predicates)}{languages}, of at least "
+            f"{settings.min_length} characters), so it links nothing there: labels are read "
+            f"from the chunks' own scope; load your ontology into it (trails load FILE{where}, "
+            f"or ctx.kg.load(FILE, scope={scope!r})), then run trails link")
+    return warnings
+
+
 def fold(text: str, *, case: bool = True, accents: bool = True) -> str:
-    """``text`` as the matcher compares it: case folded, accents removed, every whitespace
-    character a space (each character folded on its own, so offsets can be mapped back).
+    """``text`` as the matcher compares it: compatibility-decomposed (NFKD, so a precomposed
+    "é" and "e" with a combining accent are the same), case folded, accents removed, every
+    run of whitespace one space, invisible format characters (a soft hyphen) dropped (each
+    character with the marks that follow it folded on its own, so offsets can be mapped
+    back).
 
     >>> fold("Société  Générale\\n")
-    'societe  generale '
+    'societe generale '
     """
-    return "".join(_fold_char(ch, case, accents) for ch in text)
+    return _SPACE_RUN.sub(" ", "".join(
+        _fold_cluster(cluster, case, accents) for _, cluster in _clusters(text)))
 
 
-def _fold_char(ch: str, case: bool, accents: bool) -> str:
-    if ch.isspace():
-        return " "
-    if case:
-        ch = ch.casefold()
-    if accents and not ch.isascii():
-        ch = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
-    return ch
+def _clusters(text: str) -> Iterator[tuple[int, str]]:
+    """``(offset, cluster)``: each character with the combining marks that follow it. A
+    match never splits one, so "Cafe" is not found in "Cafe\\u0301" (café) nor a Hindi
+    consonant without its vowel sign."""
+    start = 0
+    for offset in range(1, len(text) + 1):
+        if offset == len(text) or not _is_mark(text[offset]):
+            yield start, text[start:offset]
+            start = offset
+
+
+def _is_mark(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] == "M"
+
+
+def _fold_cluster(cluster: str, case: bool, accents: bool) -> str:
+    if cluster.isascii():  # one character: marks are never ASCII
+        return " " if cluster.isspace() else cluster.lower() if case else cluster
+    folded = unicodedata.normalize("NFKD", cluster)
+    if case:  # casefolding does not keep a normal form: decompose again after it
+        folded = unicodedata.normalize("NFKD", folded.casefold())
+    return "".join(" " if c.isspace() else c for c in folded
+                   if not (accents and unicodedata.combining(c)) and not _invisible(c))
+
+
+def _invisible(ch: str) -> bool:
+    """A format character that is no part of the word it sits in: a soft hyphen ("Micro­soft"
+    from HTML's &shy; or a PDF's hyphenation), a joiner, a direction mark. A zero-width space
+    stays: it separates words."""
+    return ch != "\u200b" and unicodedata.category(ch) == "Cf"
 
 
 def _checked_iri(predicate: object) -> str:
-    """A label predicate, checked as an absolute IRI before it reaches a query."""
+    """A label predicate, checked as an absolute IRI before it reaches a query; a prefixed
+    name of :data:`LABEL_PREFIXES` is expanded."""
+    if isinstance(predicate, str):
+        prefix, colon, local = predicate.partition(":")
+        if colon and prefix in LABEL_PREFIXES and not local.startswith("//"):
+            predicate = LABEL_PREFIXES[prefix] + local
     try:
         return ox.NamedNode(predicate).value  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
@@ -124,8 +192,33 @@ def _checked_iri(predicate: object) -> str:
                                    ) from None
 
 
+# Scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Khmer,
+# Myanmar, Tai scripts, Javanese, Balinese): a word may end at any of their characters, so a
+# label "東京" is found in "東京都に住む". From the Unicode blocks, as (first, last) code points.
+_UNSPACED = (
+    (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1950, 0x1AAF), (0x1B00, 0x1B7F),
+    (0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3031, 0x303C), (0x3040, 0x312F),
+    (0x3190, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA980, 0xA9FF), (0xAA60, 0xAADF),
+    (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x20000, 0x3FFFF))
+_UNSPACED_STARTS = [first for first, _ in _UNSPACED]
+
+
+def _unspaced(ch: str) -> bool:
+    at = bisect.bisect_right(_UNSPACED_STARTS, ord(ch)) - 1
+    return at >= 0 and ord(ch) <= _UNSPACED[at][1]
+
+
+def _joined(before: str, after: str) -> bool:
+    """Two characters of one word: both word characters, neither of a script written
+    without spaces."""
+    return (_is_word(before) and _is_word(after)
+            and not (_unspaced(before) or _unspaced(after)))
+
+
 def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+    """A character a word goes on through: a letter, digit, "_" or a mark (an accent kept,
+    a vowel sign)."""
+    return ch.isalnum() or ch == "_" or _is_mark(ch)
 
 
 @dataclass(frozen=True)
@@ -139,8 +232,10 @@ class LabelLinker:
     """Links a chunk to every entity of the scope's graph one of whose labels occurs in it.
 
     Args:
-        predicates: the label predicates (IRIs); by default ``rdfs:label``,
-            ``skos:prefLabel``, ``skos:altLabel`` and ``schema:name``.
+        predicates: the label predicates: IRIs, or prefixed names of the well-known
+            prefixes (``rdfs:``, ``skos:``, ``schema:``, ``owl:``, ``foaf:``, ``dc:``,
+            ``dcterms:``...); by default ``rdfs:label``, ``skos:prefLabel``,
+            ``skos:altLabel`` and ``schema:name``.
         languages: the language tags a label may have (``"en"`` also takes ``"en-GB"``;
             ``""`` is a label without one); None: every label.
         case, accents: fold case and remove accents before matching (both by default).
@@ -150,7 +245,8 @@ class LabelLinker:
             label would link every chunk.
 
     Matches fall on word boundaries (a label's first and last letters or digits are not
-    next to another), on many labels at once (Aho-Corasick, ``ahocorasick-rs``). The labels
+    next to another, unless one of the two is of a script written without spaces, such as
+    Chinese or Thai), on many labels at once (Aho-Corasick, ``ahocorasick-rs``). The labels
     are read when the linker is bound to a scope: documents and chunks trails wrote are no
     entities (their ``schema:name`` is a title).
     """
@@ -177,20 +273,26 @@ class LabelLinker:
 
     def for_scope(self, kg: KnowledgeGraph, scope: str) -> LabelMatcher:
         """Read the labels of the scope's graph (one query) and build the matcher."""
-        return self.matcher(self._labels(kg, scope))
+        labels, blank = self._labels(kg, scope)
+        bound = self.matcher(labels)
+        bound.blank_labels = blank
+        return bound
 
     def matcher(self, labels: Iterable[tuple[str, str, str]]) -> LabelMatcher:
         """A matcher over ``(entity IRI, label, predicate IRI)`` triples."""
         return LabelMatcher([_Label(*item) for item in labels], self)
 
-    def _labels(self, kg: KnowledgeGraph, scope: str) -> list[tuple[str, str, str]]:
+    def _labels(self, kg: KnowledgeGraph, scope: str) -> tuple[list[tuple[str, str, str]], int]:
+        """The labels of IRIs, and how many labels of blank nodes were left out."""
         predicates = ", ".join(f"<{p}>" for p in self.predicates)
-        rows = select(kg, "SELECT ?e ?label ?p (LANG(?label) AS ?lang) WHERE { ?e ?p ?label "
-                          f"FILTER(?p IN ({predicates}) && isLiteral(?label) && isIRI(?e)) "
-                          "FILTER NOT EXISTS { ?e a ?own FILTER(?own IN (trails:Document, "
-                          "trails:Chunk, trails:Mention)) } }", scopes=[scope])
-        return [(str(row["e"]), str(row["label"]), str(row["p"])) for row in rows
-                if self._language_kept(str(row["lang"] or ""))]
+        rows = select(kg, "SELECT ?e ?label ?p (LANG(?label) AS ?lang) (isBlank(?e) AS ?blank) "
+                          f"WHERE {{ ?e ?p ?label FILTER(?p IN ({predicates}) && "
+                          "isLiteral(?label)) FILTER NOT EXISTS { ?e a ?own FILTER(?own IN "
+                          "(trails:Document, trails:Chunk, trails:Mention)) } }", scopes=[scope])
+        kept = [row for row in rows if self._language_kept(str(row["lang"] or ""))]
+        blank = [row for row in kept if row["blank"] in (True, "true")]
+        return [(str(row["e"]), str(row["label"]), str(row["p"])) for row in kept
+                if row["blank"] not in (True, "true")], len(blank)
 
     def _language_kept(self, lang: str) -> bool:
         if self.languages is None:
@@ -204,9 +306,10 @@ class LabelMatcher:
 
     def __init__(self, labels: Sequence[_Label], settings: LabelLinker) -> None:
         self.settings = settings
+        self.blank_labels = 0  # labels of blank nodes read and left out (for_scope)
         by_pattern: dict[str, list[_Label]] = {}
         for label in labels:
-            pattern = fold(label.label.strip(), case=settings.case, accents=settings.accents)
+            pattern = fold(label.label, case=settings.case, accents=settings.accents).strip()
             if len(pattern.strip()) >= settings.min_length:
                 by_pattern.setdefault(pattern, []).append(label)
         self.patterns = list(by_pattern)
@@ -251,12 +354,16 @@ class LabelMatcher:
         """The folded text, and a map from its offsets to the text's (a folded character's
         offset is that of the character it came from; past the end is the text's length)."""
         settings = self.settings
-        if text.isascii():  # folding keeps every offset
+        if text.isascii():  # folding keeps every offset, unless whitespace runs are cut
             folded = text.translate(_ASCII_SPACES)
-            return (folded.lower() if settings.case else folded), _same
-        parts, starts = [], []
-        for offset, ch in enumerate(text):
-            part = _fold_char(ch, settings.case, settings.accents)
+            folded = folded.lower() if settings.case else folded
+            return (folded, _same) if "  " not in folded else _collapsed(folded)
+        parts: list[str] = []
+        starts: list[int] = []
+        for offset, cluster in _clusters(text):
+            part = _fold_cluster(cluster, settings.case, settings.accents)
+            if part == " " and parts and parts[-1].endswith(" "):
+                continue  # a run of whitespace is one space (a line wrapped, indented)
             parts.append(part)
             starts.extend([offset] * len(part))
         starts.append(len(text))
@@ -265,11 +372,12 @@ class LabelMatcher:
     @staticmethod
     def _bounded(folded: str, start: int, end: int, origin: Any) -> bool:
         """A match on word boundaries, of whole characters of the text."""
-        if start > 0 and _is_word(folded[start]) and _is_word(folded[start - 1]):
+        if start > 0 and _joined(folded[start - 1], folded[start]):
             return False
-        if end < len(folded) and _is_word(folded[end - 1]) and _is_word(folded[end]):
+        if end < len(folded) and _joined(folded[end - 1], folded[end]):
             return False
-        # A character that folds to several ("ß" -> "ss") is matched whole or not at all.
+        # A character that folds to several ("ß" -> "ss"), or with its marks, is matched whole
+        # or not at all.
         return (start == 0 or origin(start - 1) != origin(start)) and (
             end == len(folded) or origin(end - 1) != origin(end))
 
@@ -281,8 +389,33 @@ _BOUNDARY = re.compile(r"\b")
 _ASCII_SPACES = str.maketrans("\t\n\v\f\r\x1c\x1d\x1e\x1f", " " * 9)
 
 
+_SPACE_RUN = re.compile(" {2,}")
+
+
 def _same(offset: int) -> int:
     return offset
+
+
+def _collapsed(folded: str) -> tuple[str, Any]:
+    """``folded`` with each run of spaces one space, and the map from its offsets back."""
+    starts, origins, pieces, at, kept = [], [], [], 0, 0
+    for run in _SPACE_RUN.finditer(folded):
+        pieces.append(folded[kept : run.start() + 1])
+        starts.append(at)
+        origins.append(kept)
+        at, kept = at + run.start() + 1 - kept, run.end()
+    pieces.append(folded[kept:])
+    starts.append(at)
+    origins.append(kept)
+    collapsed = "".join(pieces)
+
+    def origin(offset: int) -> int:
+        if offset >= len(collapsed):
+            return len(folded)
+        piece = bisect.bisect_right(starts, offset) - 1
+        return origins[piece] + offset - starts[piece]
+
+    return collapsed, origin
 
 
 def _leftmost_longest(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import pyoxigraph as ox
 
 from trails.ingest.linking import Mention
+from trails.kg.base import KnowledgeGraph
 from trails.kg.sparql import TRAILS
 from trails.kg.terms import to_term
 from trails.scopes import scope_graph
@@ -32,6 +33,8 @@ __all__ = [
     "mention_iri",
     "mention_nquads",
     "mention_quads",
+    "scope_is_linked",
+    "unlinked_note",
 ]
 
 MENTIONS = ox.NamedNode(TRAILS + "mentions")
@@ -80,3 +83,16 @@ def mention_quads(chunk: str, mentions: Sequence[Mention], scope: str) -> list[o
 def mention_nquads(chunk: str, mentions: Sequence[Mention], scope: str) -> str:
     """:func:`mention_quads` as N-Quads text."""
     return "".join(f"{quad} .\n" for quad in mention_quads(chunk, mentions, scope))
+
+
+def scope_is_linked(kg: KnowledgeGraph, scope: str) -> bool:
+    """Whether a chunk of ``scope`` mentions an entity: the scope was linked."""
+    return kg.query("ASK { ?c trails:mentions ?e }", scopes=[scope]) is True
+
+
+def unlinked_note(scope: str, documents: int) -> str:
+    """The warning of a run without a linker that wrote ``documents`` into a linked scope."""
+    return (f"scope {scope!r} has chunks linked to entities, but this run had no linker: the "
+            f"{documents} document{'s' if documents > 1 else ''} it wrote mention nothing (a "
+            "new version's links go with the old one); link them with trails link "
+            "(ctx.link()), or ingest with --link (linker=LabelLinker())")

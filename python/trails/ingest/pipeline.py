@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import time
 from collections import deque
@@ -18,6 +17,7 @@ from trails.ingest.checks import (
     document_problem,
     document_warnings,
     given_vectors,
+    linked,
     printable,
     shown,
     vector_problems,
@@ -41,11 +41,14 @@ from trails.ingest.events import (
     EmbeddingFailed,
     IngestEvent,
     IngestionStats,
+    LinkingWarning,
     SourceSkipped,
+    announce,
 )
 from trails.ingest.expiry import expiry_problem
-from trails.ingest.linking import Linker, ScopeLinker, check_linker
+from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.loaders import Source, load
+from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
     date_created,
     doc_iri,
@@ -57,12 +60,10 @@ from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
-from trails.parts import ContextParts, IngestObserved
+from trails.parts import ContextParts
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declared_price
 
 __all__ = ["aingest", "ingest", "ingest_all"]
-
-log = logging.getLogger("trails.ingest")
 
 # A batch is cut at this many estimated tokens even if it has fewer than batch_size chunks,
 # so one batch of long chunks cannot exhaust memory or an API's per-request limit.
@@ -120,6 +121,8 @@ def ingest(
             (:class:`trails.ingest.linking.LabelLinker`: by their labels), as part of its
             version (ADR 0031); the graph is read once, when the run starts. Documents whose
             version is already current are skipped as ever: ``ctx.link()`` re-links them.
+            Without a linker, a run that writes into a linked scope ends with a
+            ``LinkingWarning``: what it wrote mentions nothing.
         prepare_ahead: load, chunk and embed the next documents in a second thread while a
             commit writes (ADR 0036, fourth amendment); the loader, sanitizer, chunker, linker
             and embedder are then called there. False keeps the whole run on the thread that
@@ -128,8 +131,9 @@ def ingest(
         loader_options: passed to the file loader (``include``, ``exclude``, JSONL fields).
 
     A document that cannot be written (text UTF-8 cannot hold, metadata with no RDF form, a
-    chunker's or embedder's output that is no valid chunk or vector) fails alone with a
-    ``DocumentFailed`` event before it joins a commit; the others are committed.
+    chunker's, embedder's or linker's output that is no valid chunk, vector or mention)
+    fails alone with a ``DocumentFailed`` event before it joins a commit; the others are
+    committed.
 
     Raises (before anything is written):
         InvalidArgumentError: an argument of the wrong type or out of range, a malformed
@@ -155,12 +159,16 @@ def ingest(
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
+    linked = linker is None and scope_is_linked(ctx.kg, scope)
     stats, started = IngestionStats(), time.perf_counter()
     events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
         for event in events:
             stats.record(event)
             yield event
+        if linked and stats.ingested:  # what it wrote would drop out of filters on mentions
+            stats.record(note := LinkingWarning(scope, unlinked_note(scope, stats.ingested)))
+            yield note
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         try:
             events.close()  # the documents read ahead, if any, stop being prepared first
@@ -169,13 +177,15 @@ def ingest(
             if carry is not None:  # the kept filter columns, for the revision this run left
                 carry()
             stats.seconds = time.perf_counter() - started
-            _announce(ctx, stats)
+            announce(ctx, stats)
             run.trace.end(stats, sys.exc_info()[1])
 
 
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
             roots: list[Any], prune: bool, loader_options: dict[str, Any], prepare_ahead: bool,
             ) -> Generator[IngestEvent, None, None]:
+    for note in linker_warnings(run.linker, run.scope) if run.linker is not None else ():
+        yield LinkingWarning(run.scope, note)  # labels it cannot link are a mistake
     prepared = _prepared(run, source, sanitizer, base, loader_options)
     commits = Commits(run.writer, run.trace, COMMIT_CHUNKS, COMMIT_SECONDS)
     ahead = (read_ahead(prepared, AHEAD_ITEMS, chunks_of, COMMIT_CHUNKS) if prepare_ahead
@@ -198,21 +208,6 @@ def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
         for item in items:
             yield from run.take(item, sanitizer, base)
     yield from run.drain(force=True)
-
-
-def _announce(ctx: ContextParts, stats: IngestionStats) -> None:
-    """A ``trails.ingest`` log record (counts and duration, never text) and the context's
-    ``on_ingest`` hooks, none of which may fail the ingest."""
-    counts = {name: value for name, value in vars(stats).items()
-              if isinstance(value, (int, float)) and not isinstance(value, bool)}
-    log.info("ingest %s", " ".join(f"{k}={v}" for k, v in counts.items()),
-             extra={"trails": counts})
-    if isinstance(ctx, IngestObserved):
-        for hook in list(ctx.on_ingest):
-            try:
-                hook(stats)
-            except Exception:  # an observer must not fail the ingest it observes
-                log.exception("an on_ingest hook raised; the ingest went on")
 
 
 ingest_all = to_the_end(ingest)
@@ -319,7 +314,7 @@ class _Run:
         pending = PendingDocument(document, iri, version, chunks, replaced)
         if self.linker is not None and state != "metadata":
             try:
-                pending.mentions = [self.linker.mentions(chunk) for chunk in chunks]
+                pending.mentions = [linked(self.linker, chunk) for chunk in chunks]
             except Exception as exc:  # noqa: BLE001 - a linker's failure is that document's
                 yield DocumentFailed(document.source,
                                      f"linking failed: {type(exc).__name__}: {exc}", iri)

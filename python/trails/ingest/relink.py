@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
+from trails.ingest.checks import linked
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
-from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker
+from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
 from trails.ingest.writer import writing_versions
 from trails.kg.base import select
@@ -33,8 +34,9 @@ BATCH_DOCUMENTS = 100
 
 @dataclass
 class LinkReport:
-    """What ``ctx.link()`` changed: the ``(chunk, entity)`` links added and removed, and how
-    many mention nodes (one per matched span and label) came and went."""
+    """What ``ctx.link()`` changed: the ``(chunk, entity)`` links added and removed, how
+    many mention nodes (one per matched span and label) came and went, and a warning for
+    each scope where the linker found no labels to link to."""
 
     documents: int = 0
     chunks: int = 0
@@ -42,11 +44,14 @@ class LinkReport:
     removed: list[tuple[str, str]] = field(default_factory=list)
     mentions_added: int = 0
     mentions_removed: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.documents} documents, {self.chunks} chunks linked: "
                 f"{len(self.added)} links added, {len(self.removed)} removed "
-                f"({self.mentions_added} mentions added, {self.mentions_removed} removed)")
+                f"({self.mentions_added} mentions added, {self.mentions_removed} removed)"
+                + (f", {len(self.warnings)} warning{'s' if len(self.warnings) > 1 else ''}"
+                   if self.warnings else ""))
 
 
 def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None = None
@@ -76,6 +81,7 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     report = LinkReport()
     for scope, versions in sorted(by_scope.items()):
         bound = linker.for_scope(ctx.kg, scope)
+        report.warnings += linker_warnings(bound, scope)
         docs = sorted(versions)
         for start in range(0, len(docs), BATCH_DOCUMENTS):
             with writing_versions(ctx):  # the versions it links are the live ones as it writes
@@ -102,8 +108,8 @@ def _relink_batch(ctx: ContextParts, bound: ScopeLinker, scope: str, versions: d
             continue  # a stale chunk: verify(repair=True) removes it, nothing links it
         chunks += 1
         c = str(row["c"])
-        for mention in bound.mentions(Chunk(str(row["text"]), int(row["start"]),
-                                            int(row["end"]), int(row["pos"]))):
+        for mention in linked(bound, Chunk(str(row["text"]), int(row["start"]),
+                                           int(row["end"]), int(row["pos"]))):
             new_nodes[mention_iri(c, mention)] = (c, mention)
             new_links.add((c, mention.entity))
     old_nodes = {str(r["m"]): str(r["c"]) for r in select(

@@ -75,12 +75,12 @@ class KnowledgeGraph(Protocol):
         ...
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
-             scope: str | None = None) -> str | None:
-        """RDF out: every graph (TriG, N-Quads, JSON-LD) or one scope; the text, or None
-        after writing ``path``."""
+             scope: str | None = None, *, audit: bool = False) -> str | None:
+        """RDF out: every graph (TriG, N-Quads, JSON-LD; the audit graph only with
+        ``audit``) or one scope; the text, or None after writing ``path``."""
         ...
 
-    def to_rdflib(self, scope: str | None = None) -> Any:
+    def to_rdflib(self, scope: str | None = None, *, audit: bool = False) -> Any:
         """A copy of the graph (or of one scope) as an ``rdflib.Dataset``."""
         ...
 

@@ -14,13 +14,15 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.kg.rdfio import RdfSource, rdf_format, read_quads, write_quads
+from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
-from trails.kg.reserved import check_quads
-from trails.scopes import DEFAULT_SCOPE
+from trails.kg.rdfwrite import write_quads
+from trails.kg.reserved import AUDIT_GRAPH_IRI, check_quads
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
 __all__ = ["QuadExport", "dump_quads", "load_quads", "rdflib_of"]
 
+_AUDIT = ox.NamedNode(AUDIT_GRAPH_IRI)
 # What load() takes: a path, RDF text or bytes, or an rdflib Graph/Dataset.
 LoadSource = RdfSource | Any
 
@@ -45,18 +47,26 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
 
 def dump_quads(quads: Callable[[str | None], Iterable[ox.Quad]],
                path: str | os.PathLike[str] | None, format: str | None, scope: str | None,
-               prefixes: Mapping[str, str] | None = None) -> str | None:
+               prefixes: Mapping[str, str] | None = None, audit: bool = False) -> str | None:
     """Serialise one scope's triples (a triple format, or ``scope=``) or every graph (a
-    dataset format without ``scope=``). A triple format without ``scope=`` dumps the default
-    scope. The format comes from ``format``, else ``path``'s suffix, else TriG."""
+    dataset format without ``scope=``; the audit graph only with ``audit``). A triple format
+    without ``scope=`` dumps the default scope. The format comes from ``format``, else
+    ``path``'s suffix, else TriG."""
     fmt = rdf_format(format, path) if (format or path) else ox.RdfFormat.TRIG
     wanted = scope if scope is not None or fmt.supports_datasets else DEFAULT_SCOPE
-    return write_quads(quads(wanted), fmt, path, prefixes)
+    return write_quads(_audited(quads(wanted), audit), fmt, path, prefixes)
 
 
-def rdflib_of(quads: Iterable[ox.Quad]) -> Any:
-    """The quads as an ``rdflib.Dataset`` (see :func:`trails.kg.rdflib_bridge.to_rdflib`)."""
-    return to_rdflib(quads)
+def rdflib_of(quads: Iterable[ox.Quad], audit: bool = False) -> Any:
+    """The quads as an ``rdflib.Dataset`` (see :func:`trails.kg.rdflib_bridge.to_rdflib`),
+    the audit graph only with ``audit``."""
+    return to_rdflib(_audited(quads, audit))
+
+
+def _audited(quads: Iterable[ox.Quad], audit: bool) -> Iterable[ox.Quad]:
+    """The quads, without the audit graph's unless ``audit``: no load takes that graph
+    (trails alone writes it), so an export holding it could never be loaded again."""
+    return quads if audit else (q for q in quads if q.graph_name != _AUDIT)
 
 
 class QuadExport:
@@ -69,13 +79,26 @@ class QuadExport:
         """One scope's quads, or every graph's (``scope`` None)."""
         raise NotImplementedError
 
+    def scopes(self) -> list[str]:
+        """The scopes that hold triples (the backend's own)."""
+        raise NotImplementedError
+
+    def _known(self, scope: str | None) -> str | None:
+        """``scope``, refused if it holds nothing: a typo would export an empty graph (and
+        replace a good backup with it)."""
+        if scope is not None:
+            check_known_scopes(normalize_scopes(scope), self.scopes())
+        return scope
+
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,
-             scope: str | None = None) -> str | None:
+             scope: str | None = None, *, audit: bool = False) -> str | None:
         """Export RDF: the text, or None after writing ``path`` (replaced whole).
 
-        TriG, N-Quads or JSON-LD without ``scope`` hold every graph; a triple format
+        TriG, N-Quads or JSON-LD without ``scope`` hold every graph but the audit trail's
+        (``urn:trails:audit``, which no load takes: ``audit=True`` adds it); a triple format
         (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
-        scope). The format comes from ``format``, else ``path``'s suffix, else TriG.
+        scope). The format comes from ``format``, else ``path``'s suffix, else TriG. A
+        ``scope`` that holds nothing is an UnknownScopeError (nothing is written).
 
         >>> from trails.kg.oxigraph import OxigraphGraph
         >>> kg = OxigraphGraph()
@@ -86,9 +109,10 @@ class QuadExport:
         ...
         <https://x/a> schema:name "A" .
         """
-        return dump_quads(self._quads, path, format, scope, self.prefixes)
+        return dump_quads(self._quads, path, format, self._known(scope), self.prefixes, audit)
 
-    def to_rdflib(self, scope: str | None = None) -> Any:
+    def to_rdflib(self, scope: str | None = None, *, audit: bool = False) -> Any:
         """A copy of the graph (or of one scope) as an ``rdflib.Dataset`` backed by an
-        in-memory Oxigraph store (``pip install "trails[rdflib]"``)."""
-        return rdflib_of(self._quads(scope))
+        in-memory Oxigraph store (``pip install "trails[rdflib]"``); the audit graph only
+        with ``audit=True``, as for :meth:`dump`."""
+        return rdflib_of(self._quads(self._known(scope)), audit)

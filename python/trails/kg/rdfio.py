@@ -1,4 +1,5 @@
-"""Your own RDF in and out: formats, reading a file or text into quads, writing quads.
+"""Your own RDF in: formats, reading a file or text into quads (:mod:`trails.kg.rdfwrite`
+writes them).
 
 Both graph backends load and dump through these functions, so a file reads the same into the
 embedded graph and into a SPARQL endpoint. Formats are pyoxigraph's: Turtle, TriG, N-Triples,
@@ -16,18 +17,15 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, RdfLimitError, RdfSyntaxError
-from trails.scopes import scope_graph
+from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name, scope_graph
 
 __all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_CHARS",
-           "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads", "write_quads"]
+           "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads"]
 
 # Bounds on what load parses, measured before the quads are built (as front matter is): the
 # input (after its XML entities are expanded), one literal (pyoxigraph's lexers hold a token in
@@ -56,8 +54,6 @@ RDF_SUFFIXES = frozenset({".ttl", ".trig", ".nt", ".nq", ".n3", ".rdf", ".owl", 
 # Suffixes load() reads a format from: the above, plus the ones that may hold other things.
 _SUFFIX_FORMATS = {".json": ox.RdfFormat.JSON_LD, ".xml": ox.RdfFormat.RDF_XML} | {
     suffix: FORMATS[suffix[1:]] for suffix in RDF_SUFFIXES}
-# The formats whose writer abbreviates IRIs with the graph's prefixes.
-_PREFIXED = {ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG, ox.RdfFormat.N3, ox.RdfFormat.RDF_XML}
 
 # A path (a str only as described in the module docstring), RDF text or bytes.
 RdfSource = str | bytes | os.PathLike[str]
@@ -96,7 +92,8 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     ``scope``, triples go into that scope's graph, and RDF that names graphs of its own (TriG,
     N-Quads, JSON-LD with ``@graph`` names) is refused rather than moved. Blank nodes get
     fresh labels, so loading twice never merges them with others. Text without ``format``
-    is read as Turtle/TriG (JSON-LD when it starts with ``{`` or ``[``, RDF/XML with ``<?xml``).
+    is read as Turtle/TriG, or N-Quads when TriG cannot read it (JSON-LD when it starts with
+    ``{`` or ``[``, RDF/XML with ``<?xml``).
 
     >>> [str(q.graph_name) for q in read_quads(b'<urn:a> <urn:b> "c" .', scope="legal")]
     ['<urn:trails:scope:legal>']
@@ -108,23 +105,81 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         ConfigurationError: no such file, an unknown format, or ``scope=`` with named graphs.
     """
     path, data = _input(source)
+    name = str(path) if path is not None else "the RDF text"
+    data = _utf8(data, name)
     if format is not None or path is not None:
         fmt = rdf_format(format, path)
     else:
         fmt = _sniff(data)
-    name = str(path) if path is not None else "the RDF text"
     _check_size(name, len(data))
     if fmt == ox.RdfFormat.RDF_XML:
         _check_entities(name, data)
     try:
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
-        raise _syntax_error(name, fmt, exc, _typo_hint(source, path)) from exc
+        if format is not None or path is not None or fmt != ox.RdfFormat.TRIG:
+            raise _syntax_error(name, fmt, exc, _hint(source, path, data, exc)) from exc
+        # Text guessed to be TriG may be N-Quads (a dump's), which TriG does not read: the
+        # reading that gets further names the error.
+        quads, error = _as_nquads(data, base_iri)
+        if error is not None:
+            further = _position(error) > _position(exc) if None not in (
+                *_position(error), *_position(exc)) else False
+            kind, chosen = (ox.RdfFormat.N_QUADS, error) if further else (fmt, exc)
+            raise _syntax_error(name, kind, chosen, _hint(source, path, data, chosen)) from exc
     except MemoryError as exc:  # a token past the lexer's buffer: a literal or an IRI
         raise _too_long(name, "a literal or IRI") from exc
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
         _check_literals(name, quads)
-    return quads if scope is None else _into_scope(quads, scope, name)
+    return _scope_graphs(quads, name) if scope is None else _into_scope(quads, scope, name)
+
+
+def _scope_graphs(quads: list[ox.Quad], name: str) -> list[ox.Quad]:
+    """The quads, with a graph ``urn:trails:scope:default`` the default graph (the default
+    scope's); a graph ``urn:trails:scope:X`` whose X is no scope name is refused, as its
+    triples would sit where no scope reads them."""
+    out = quads
+    for index, quad in enumerate(quads):
+        graph = quad.graph_name
+        if not isinstance(graph, ox.NamedNode) or not graph.value.startswith(SCOPE_BASE):
+            continue
+        scope = graph.value[len(SCOPE_BASE):]
+        if scope == DEFAULT_SCOPE:
+            if out is quads:
+                out = list(quads)
+            out[index] = ox.Quad(quad.subject, quad.predicate, quad.object)
+        elif not is_scope_name(scope):
+            raise ConfigurationError(
+                f"{name} names the graph <{graph.value}>, which is no scope's: scope names "
+                "are 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit, "
+                "so no search or filter would ever read its triples; rename the graph "
+                f"<{SCOPE_BASE}NAME> with such a name; nothing was loaded")
+    return out
+
+
+def _as_nquads(data: bytes, base_iri: str | None
+               ) -> tuple[list[ox.Quad], SyntaxError | None]:
+    try:
+        return list(ox.parse(data, format=ox.RdfFormat.N_QUADS, base_iri=base_iri,
+                             rename_blank_nodes=True)), None
+    except SyntaxError as exc:
+        return [], exc
+    except MemoryError:  # a term past the lexer's buffer: the TriG reading's error stands
+        return [], SyntaxError("a literal or IRI too long")
+
+
+def _utf8(data: bytes, name: str) -> bytes:
+    """``data`` without a UTF-8 byte-order mark, which editors put first and the Turtle and
+    N-Triples readers take for a character of the text; UTF-16 or UTF-32 (a mark of theirs
+    first) is refused by name, as the readers take only UTF-8."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        encoding = "UTF-32" if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00")) else "UTF-16"
+        raise RdfSyntaxError(f"{name} is {encoding} text (it starts with a {encoding} byte-order "
+                             "mark); RDF is read as UTF-8: save it as UTF-8 and load it again; "
+                             "nothing was loaded", source=name)
+    return data
 
 
 def _check_size(name: str, size: int, added_by: str = "") -> None:
@@ -137,15 +192,16 @@ def _check_size(name: str, size: int, added_by: str = "") -> None:
 
 def _too_long(name: str, what: str) -> RdfLimitError:
     return RdfLimitError(
-        f"{name} holds {what} over {MAX_LITERAL_CHARS:,} characters, more than load reads "
+        f"{name} holds {what} over {MAX_LITERAL_CHARS:,} bytes (UTF-8), more than load reads "
         "in one term; keep large texts out of the graph (ingest them as documents) or split "
         "the value; nothing was loaded", source=name)
 
 
 def _check_literals(name: str, quads: list[ox.Quad]) -> None:
     for quad in quads:
-        if isinstance(quad.object, ox.Literal) and len(quad.object.value) > MAX_LITERAL_CHARS:
-            raise _too_long(name, "a literal")
+        value = quad.object.value if isinstance(quad.object, ox.Literal) else ""
+        if len(value) > MAX_LITERAL_CHARS // 4 and len(value.encode()) > MAX_LITERAL_CHARS:
+            raise _too_long(name, "a literal")  # in bytes, as the other readers measure
 
 
 _ENTITY_WORD = re.compile(rb"<!ENTITY\b")
@@ -212,8 +268,11 @@ def _input(source: RdfSource) -> tuple[Path | None, bytes]:
     """The file to read (or None) and the bytes to parse."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return None, bytes(source)
-    if isinstance(source, str) and not _names_a_file(source):
-        return None, source.encode("utf-8")
+    if isinstance(source, str):
+        named = _file_named(source)
+        if named is None:
+            return None, source.encode("utf-8")
+        source = named
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError("load() takes a path, RDF text or bytes, or an rdflib graph; got "
                         f"{type(source).__name__}")
@@ -228,15 +287,20 @@ def _input(source: RdfSource) -> tuple[Path | None, bytes]:
         raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _names_a_file(text: str) -> bool:
-    if "\n" in text or "\r" in text or len(text) > 4096 or not text.strip():
-        return False
-    if text.lower().endswith(tuple(_SUFFIX_FORMATS)):
-        return True
-    try:
-        return Path(text).exists()
-    except (OSError, ValueError):
-        return False
+def _file_named(text: str) -> str | None:
+    """The file a str names, or None for RDF content: one line that names an existing path or
+    ends with an RDF suffix; whitespace around it (the newline of a line read from a list of
+    files) is no part of the name unless a file's name has it."""
+    stripped = text.strip()
+    if len(text) > 4096 or not stripped or "\n" in stripped or "\r" in stripped:
+        return None
+    for name in dict.fromkeys((text, stripped)):
+        try:
+            if Path(name).exists():
+                return name
+        except (OSError, ValueError):
+            continue
+    return stripped if stripped.lower().endswith(tuple(_SUFFIX_FORMATS)) else None
 
 
 def _sniff(data: bytes) -> ox.RdfFormat:
@@ -271,6 +335,32 @@ def _position(exc: SyntaxError) -> tuple[int | None, int | None]:
     return line, column
 
 
+# OWL's own syntaxes, which are no RDF (Protégé saves them under .owl too): their start.
+# A JSON-LD @context named by URL (alone or in a list), which pyoxigraph does not fetch.
+_REMOTE_CONTEXT = re.compile(rb'"@context"\s*:\s*\[?\s*"(https?://[^"]*)"')
+_LINES = rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*"  # blank or comment lines, one way only
+_OWL_SYNTAXES = (
+    (re.compile(rb"(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<Ontology\b",
+                re.DOTALL), "OWL/XML"),
+    (re.compile(_LINES + rb"(?:Prefix|Ontology)[ \t]*\("), "OWL functional syntax"),
+    (re.compile(_LINES + rb"(?:Prefix|Ontology):"), "OWL Manchester syntax"))
+
+
+def _hint(source: RdfSource, path: Path | None, data: bytes, error: SyntaxError) -> str:
+    """What the error's text could not say: a JSON-LD context to fetch, an OWL syntax that
+    is no RDF, a file name taken for RDF text."""
+    remote = _REMOTE_CONTEXT.search(data) if "remote context" in str(error) else None
+    if remote:
+        return (f" (its @context {remote.group(1).decode('utf-8', 'replace')} is a document "
+                "on the web, which load does not fetch: put the context itself in the file, "
+                "or expand the JSON-LD first, and load that)")
+    for pattern, syntax in _OWL_SYNTAXES:
+        if pattern.match(data[:4096]):
+            return (f" (this is {syntax}, not RDF: save the ontology as RDF/XML or Turtle, in "
+                    "Protégé with File > Save as, and load that)")
+    return _typo_hint(source, path)
+
+
 def _typo_hint(source: RdfSource, path: Path | None) -> str:
     if path is None and isinstance(source, str) and re.fullmatch(r"[^\s<>\"{}]{1,255}", source):
         return (f" (read as RDF text: no file {source!r} exists; pass a pathlib.Path to "
@@ -289,46 +379,3 @@ def _into_scope(quads: list[ox.Quad], scope: str, name: str) -> list[ox.Quad]:
             "load it without a scope to keep its graphs (the graph "
             "<urn:trails:scope:NAME> is scope NAME), or drop the graph names")
     return [ox.Quad(q.subject, q.predicate, q.object, target) for q in quads]
-
-
-# Characters XML 1.0 cannot hold, even escaped: RDF/XML would silently lose them.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def _xml_safe(quads: Iterable[ox.Quad]) -> Iterable[ox.Quad]:
-    for quad in quads:
-        value = quad.object.value if isinstance(quad.object, ox.Literal) else ""
-        bad = _NOT_XML.search(value)
-        if bad:
-            raise ConfigurationError(
-                f"RDF/XML cannot hold the literal {str(quad.object)[:60]} of {quad.subject}: XML "
-                f"has no character U+{ord(bad.group()):04X}; export as Turtle, N-Triples, TriG "
-                "or N-Quads instead")
-        yield quad
-
-
-def write_quads(quads: Iterable[ox.Quad], format: ox.RdfFormat,
-                path: str | os.PathLike[str] | None,
-                prefixes: Mapping[str, str] | None = None) -> str | None:
-    """Serialise ``quads`` (as triples when ``format`` holds one graph): the text, or None
-    after writing ``path`` (whole or not at all: a temporary file is renamed over it)."""
-    items: Iterable[Any] = quads
-    if format == ox.RdfFormat.RDF_XML:
-        items = _xml_safe(quads)
-    if not format.supports_datasets:
-        items = (ox.Triple(q.subject, q.predicate, q.object) for q in items)
-    options: dict[str, Any] = {"format": format}
-    if prefixes and format in _PREFIXED:
-        options["prefixes"] = dict(prefixes)
-    if path is None:
-        return (ox.serialize(items, **options) or b"").decode("utf-8")
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(temporary, "xb") as out:  # the usual file mode, unlike mkstemp's 0600
-            ox.serialize(items, out, **options)
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return None

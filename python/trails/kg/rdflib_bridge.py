@@ -28,11 +28,20 @@ def to_rdflib(quads: Iterable[ox.Quad]) -> Any:
     nothing in trails. rdflib writes non-canonical lexical forms canonically
     (``"01"^^xsd:integer`` becomes ``"1"``), as it does when it parses a file."""
     rdflib = require("rdflib", "to_rdflib()")
-    text = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
+    text = ox.serialize(_without_triple_terms(quads), format=ox.RdfFormat.N_QUADS) or b""
     dataset = rdflib.Dataset()
     if text:
         dataset.parse(data=text.decode("utf-8"), format="nquads")
     return dataset
+
+
+def _without_triple_terms(quads: Iterable[ox.Quad]) -> Iterable[ox.Quad]:
+    for quad in quads:
+        if isinstance(quad.object, ox.Triple):  # rdflib reads no RDF 1.2 triple term
+            raise ConfigurationError(
+                f"rdflib cannot hold the RDF 1.2 triple term {quad.object} (of {quad.subject} "
+                f"{quad.predicate}); export the graph as TriG or N-Quads instead (kg.dump)")
+        yield quad
 
 
 def is_rdflib_graph(source: object) -> bool:
