@@ -55,6 +55,7 @@ from trails.retrieval.arguments import (
 )
 from trails.retrieval.asynchronous import AsyncRetrieval
 from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.vector.stores.base import check_compatible
 
@@ -245,19 +246,18 @@ class RerankedRetriever(AsyncRetrieval):
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         _check_query(query)
         inner = self.inner.retrieve(query, messages)
-        hits: list[RetrievalHit] = list(inner)
-        for step in _as_steps(self.steps):
-            hits = list(step(query, hits, self.ctx))
+        # A step's hits are some of those it was given (retrieval/steps.py).
+        hits, notes = run_steps(_as_steps(self.steps), query, list(inner), self.ctx)
         if self.k is not None:
             hits = hits[: self.k]
         _check_ranked(hits, "a step of this RerankedRetriever")
         if isinstance(inner, RetrievalResult):
             result = RetrievalResult(hits, mode=inner.mode, plan="reranked",
                                      candidates=inner.candidates, exhaustive=inner.exhaustive,
-                                     query=query)
+                                     notes=[*inner.notes, *notes], query=query)
         else:
             result = RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
-                                     exhaustive=False, query=query)
+                                     exhaustive=False, notes=notes, query=query)
         return above_min_score(result, self.min_score)
 
 
