@@ -178,8 +178,8 @@ def annotated(hit: H, **metadata: Any) -> H:
 def check_scored(hits: Sequence[Any], step: str) -> None:
     """Scoring steps need scores: graph-mode hits (score None) cannot be re-weighted."""
     if any(h.score is None for h in hits):
-        raise ValueError(f"{step} re-weights scores, but some hits have score=None (graph "
-                         "mode); use mode='vector' or 'hybrid'")
+        raise InvalidArgumentError(f"{step} re-weights scores, but some hits have score=None "
+                                   "(graph mode); use mode='vector' or 'hybrid'")
 
 
 def by_score(hits: Sequence[H]) -> list[H]:

@@ -226,8 +226,10 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift, path=path)))
             if mode == "graph":
-                answer = _shown(_noted(read.noted(graph_hits(list(iris or ()), store, k, ctx,
-                                                              scopes)), bindings), ctx, scopes)
+                ordered = graph_hits(list(iris or ()), store, k, ctx, scopes)
+                if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
+                    ordered = _same_result(ordered, *run_steps(steps, query, ordered, ctx))
+                answer = _shown(_noted(read.noted(ordered), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
