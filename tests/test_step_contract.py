@@ -27,6 +27,7 @@ from trails.rank import (
 )
 from trails.records import RetrievalHit
 from trails.retrieval import HybridRetriever, RerankedRetriever, VectorRetriever
+from trails.service.steps import build_steps
 from trails.testing import fresh_context
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -102,6 +103,7 @@ def test_two_partial_steps_in_a_row_stay_in_order(corpus, model_dir):
 
 
 BUILDERS = {"ParentDocument": ParentDocument, "Neighbourhood": Neighbourhood,
+            "EntityBoost": EntityBoost,
             "RecencyDecay": RecencyDecay, "MMR": MMR,
             "CrossEncoderReranker": lambda **given: CrossEncoderReranker("no-model-here", **given)}
 
@@ -130,6 +132,14 @@ BUILDERS = {"ParentDocument": ParentDocument, "Neighbourhood": Neighbourhood,
     ("CrossEncoderReranker", {"top_n": 0}, "top_n"),
     ("CrossEncoderReranker", {"top_n": "20"}, "top_n"),
     ("CrossEncoderReranker", {"batch_size": 0.5}, "batch_size"),
+    ("RecencyDecay", {"predicate": "foaf:made"}, "prefix 'foaf'"),
+    ("RecencyDecay", {"predicate": 5}, "predicate must be a string"),
+    ("RecencyDecay", {"now": "2024-01-01"}, "now must be a date"),
+    ("Neighbourhood", {"predicates": ["foaf:made"]}, "prefix 'foaf'"),
+    ("Neighbourhood", {"predicates": [5]}, "predicate must be a string"),
+    ("Neighbourhood", {"predicates": 5}, "predicates must be a list"),
+    ("EntityBoost", {"neighbours": 5}, "neighbours must be a list"),
+    ("EntityBoost", {"neighbours": [5]}, "neighbours: a predicate must be a string"),
 ])
 def test_the_data_flows_steps_refuse_bad_settings_with_a_trails_error_naming_them(
         step, arguments, named):
@@ -227,3 +237,17 @@ def test_every_hit_of_any_steps_is_a_live_candidate_of_the_scopes_asked(
     for hit in result:
         assert (hit.metadata["scope"], hit.iri) in candidates & live, hit.iri
         assert (hit.metadata["scope"], hit.iri) not in outside(written, scopes), hit.iri
+
+
+@pytest.mark.parametrize("name, options", [
+    ("mmr", {"top_n": 10**400}), ("parent_document", {"mode": "neighbours", "window": 10**400}),
+    ("parent_document", {"min_score": 10**400}), ("neighbourhood", {"depth": 10**400}),
+])
+def test_a_huge_count_or_threshold_works_as_the_largest_one(corpus, name, options):
+    """A JSON number past a float (an HTTP body's 1e400 written out) overflowed building the
+    step, an OverflowError that no check caught; a count that large means "all"."""
+    (step,) = build_steps([(name, options)])
+    hits = retrieve("rails routing", corpus, k=3, steps=[step])
+    assert len(hits) == 3
+    if name == "parent_document" and "window" in options:  # every chunk of its document
+        assert all(h.metadata["neighbours"] for h in hits)
