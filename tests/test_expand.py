@@ -9,11 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trails import retrieve
+from trails.errors import InvalidArgumentError
 from trails.ingest import ingest_all
 from trails.ingest.chunkers import SentenceChunker
 from trails.ingest.document import Document
 from trails.kg import IRI
-from trails.rank import Edge, Neighbourhood, ParentDocument
+from trails.rank import Edge, Neighbourhood, ParentDocument, RecencyDecay
 from trails.rank.expand import assemble
 from trails.records import RetrievalHit
 
@@ -177,6 +178,21 @@ def test_expansion_changes_no_order_score_or_store(corpus):
     assert all({"document_text", "neighbours", "neighbourhood"} <= h.metadata.keys() for h in out)
     assert all("document_text" not in h.metadata for h in plain)  # the input hits are untouched
     assert (corpus.vectors.count(), len(corpus.kg)) == before
+
+
+def test_graph_mode_runs_the_expansion_steps_and_refuses_the_scoring_ones(corpus):
+    """Graph mode ran no step at all: a parent-document step asked for came back without
+    its text, silently. Expansion applies to graph hits as to ranked ones; a scoring step
+    says graph hits have no score."""
+    chosen = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:author 'Ann' }"
+    plain = retrieve("q", corpus, mode="graph", sparql_filter=chosen, k=3)
+    out = retrieve("q", corpus, mode="graph", sparql_filter=chosen, k=3,
+                   steps=[ParentDocument(), Neighbourhood(["meta:author"])])
+    assert [h.iri for h in out] == [h.iri for h in plain] and len(out) == 3
+    assert [h.metadata["document_text"] for h in out] == [LONG] * 3
+    assert [h.metadata["neighbourhood"] for h in out] == [[Edge(A, META + "author", "Ann")]] * 3
+    with pytest.raises(InvalidArgumentError, match="graph mode"):
+        retrieve("q", corpus, mode="graph", sparql_filter=chosen, steps=[RecencyDecay()])
 
 
 def test_bad_arguments():

@@ -10,10 +10,13 @@ import datetime as dt
 import itertools
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
+from trails.kg import IRI
 from trails.rank import (
     MMR,
     CrossEncoderReranker,
@@ -22,9 +25,12 @@ from trails.rank import (
     ParentDocument,
     RecencyDecay,
 )
+from trails.records import RetrievalHit
 from trails.retrieval import HybridRetriever, RerankedRetriever, VectorRetriever
+from trails.service.steps import build_steps
 from trails.testing import fresh_context
 
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 WORDS = ["rails", "routing", "controllers", "views", "models", "migrations", "assets", "tests",
          "caching", "jobs", "mailers", "sessions", "cookies", "helpers", "layouts", "partials",
          "engines", "generators", "console", "server"]
@@ -97,6 +103,7 @@ def test_two_partial_steps_in_a_row_stay_in_order(corpus, model_dir):
 
 
 BUILDERS = {"ParentDocument": ParentDocument, "Neighbourhood": Neighbourhood,
+            "EntityBoost": EntityBoost,
             "RecencyDecay": RecencyDecay, "MMR": MMR,
             "CrossEncoderReranker": lambda **given: CrossEncoderReranker("no-model-here", **given)}
 
@@ -125,6 +132,14 @@ BUILDERS = {"ParentDocument": ParentDocument, "Neighbourhood": Neighbourhood,
     ("CrossEncoderReranker", {"top_n": 0}, "top_n"),
     ("CrossEncoderReranker", {"top_n": "20"}, "top_n"),
     ("CrossEncoderReranker", {"batch_size": 0.5}, "batch_size"),
+    ("RecencyDecay", {"predicate": "foaf:made"}, "prefix 'foaf'"),
+    ("RecencyDecay", {"predicate": 5}, "predicate must be a string"),
+    ("RecencyDecay", {"now": "2024-01-01"}, "now must be a date"),
+    ("Neighbourhood", {"predicates": ["foaf:made"]}, "prefix 'foaf'"),
+    ("Neighbourhood", {"predicates": [5]}, "predicate must be a string"),
+    ("Neighbourhood", {"predicates": 5}, "predicates must be a list"),
+    ("EntityBoost", {"neighbours": 5}, "neighbours must be a list"),
+    ("EntityBoost", {"neighbours": [5]}, "neighbours: a predicate must be a string"),
 ])
 def test_the_data_flows_steps_refuse_bad_settings_with_a_trails_error_naming_them(
         step, arguments, named):
@@ -134,3 +149,105 @@ def test_the_data_flows_steps_refuse_bad_settings_with_a_trails_error_naming_the
     TypeError, nor a step that silently changes nothing."""
     with pytest.raises(InvalidArgumentError, match=named):
         BUILDERS[step](**arguments)
+
+
+# -- a step returns some of the hits it was given, never another -----------------------------
+
+RAILS = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:name ?t FILTER(?t = 'kept') }"
+
+
+@pytest.fixture
+def scoped():
+    """Chunks a step must never bring back to a default-scope search filtered to the 'kept'
+    document: another scope's, a document the filter leaves out, a superseded version's, a
+    deleted document's, an expired document's."""
+    ctx = fresh_context(dim=32)
+    ingest_all([Document("kept", "kept", "rails routing guide", title="kept"),
+                Document("other", "other", "rails routing notes", title="other"),
+                Document("old", "old", "rails routing, first edition", title="kept"),
+                Document("gone", "gone", "rails routing memo", title="kept"),
+                Document("late", "late", "rails routing log", title="kept",
+                         metadata={"expires": "2000-01-01"})], ctx=ctx)
+    ingest_all([Document("kept", "kept", "rails routing secret", title="kept")], ctx=ctx,
+               scope="legal")
+    stale = set(ctx.vectors.all_ids())
+    ingest_all([Document("old", "old", "rails routing, second edition", title="kept")], ctx=ctx)
+    ctx.delete_document(IRI("trails://local/doc/gone"))
+    # every chunk ever written, as (scope, iri): the rows of the store, live or not
+    written = {(s.metadata["scope"], s.id) for s in ctx.vectors.get(stale)} | {
+        (scope, i) for i in stale for scope in ("default", "legal")}
+    yield ctx, written
+    ctx.close()
+
+
+def outside(written, scopes=("default",)):
+    """The chunks written that are not the 'kept' document's chunk in one of ``scopes``."""
+    kept = {"default": "trails://local/doc/kept/", "legal": "trails://local/scope/legal/doc/kept/"}
+    return {(scope, iri) for scope, iri in written
+            if not (scope in scopes and iri.startswith(kept[scope]))}
+
+
+def adding(chunks):
+    """A step (a user's graph expansion, say) that appends every chunk it can name."""
+    def expand(query, hits, ctx):
+        given = {(h.metadata["scope"], h.iri) for h in hits}
+        floor = min((h.score for h in hits if h.score is not None), default=0.0)
+        return [*hits, *(RetrievalHit(iri, floor - 1, "", {"scope": scope})
+                         for scope, iri in sorted(chunks - given))]
+    return expand
+
+
+@pytest.mark.parametrize("options", [
+    {"mode": "hybrid", "sparql_filter": RAILS},
+    {"mode": "vector"},
+    {"mode": "hybrid", "fusion": "rrf", "sparql_filter": RAILS},
+])
+def test_a_step_cannot_add_a_hit_the_ranking_did_not_give_it(scoped, options):
+    ctx, written = scoped
+    plain = retrieve("rails routing", ctx, k=20, now=NOW, **options)
+    stepped = retrieve("rails routing", ctx, k=20, now=NOW, steps=[adding(outside(written))], **options)
+    assert [h.iri for h in stepped] == [h.iri for h in plain]
+    assert any("returned" in note and "not given" in note for note in stepped.notes)
+
+
+def test_a_reranked_retriever_keeps_only_its_inner_hits(scoped):
+    ctx, written = scoped
+    inner = HybridRetriever(ctx, k=20, sparql_filter=RAILS)
+    hits = RerankedRetriever(inner, adding(outside(written))).retrieve("rails routing")
+    assert [h.iri for h in hits] == [h.iri for h in inner.retrieve("rails routing")]
+    assert any("not given" in note for note in hits.notes)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chosen=st.lists(st.sampled_from(sorted(set(STEPS) - {"cross-encoder-top3",
+                                                            "cross-encoder-top8"})),
+                       max_size=3),
+       leak_at=st.integers(0, 3), k=st.integers(1, 12), scopes=st.sampled_from(
+           [["default"], ["legal"], ["default", "legal"]]))
+def test_every_hit_of_any_steps_is_a_live_candidate_of_the_scopes_asked(
+        scoped, chosen, leak_at, k, scopes):
+    ctx, written = scoped
+    steps = [STEPS[name](None) for name in chosen]
+    steps.insert(min(leak_at, len(steps)), adding(outside(written, scopes)))
+    candidates = {(s, str(r["iri"])) for s in scopes
+                  for r in ctx.kg.query(RAILS, scopes=[s])}
+    live = {(s.metadata["scope"], s.id) for s in ctx.vectors.get(ctx.vectors.all_ids())}
+    result = retrieve("rails routing", ctx, k=k, sparql_filter=RAILS, scope=scopes, steps=steps,
+                      now=NOW)
+    for hit in result:
+        assert (hit.metadata["scope"], hit.iri) in candidates & live, hit.iri
+        assert (hit.metadata["scope"], hit.iri) not in outside(written, scopes), hit.iri
+
+
+@pytest.mark.parametrize("name, options", [
+    ("mmr", {"top_n": 10**400}), ("parent_document", {"mode": "neighbours", "window": 10**400}),
+    ("parent_document", {"min_score": 10**400}), ("neighbourhood", {"depth": 10**400}),
+])
+def test_a_huge_count_or_threshold_works_as_the_largest_one(corpus, name, options):
+    """A JSON number past a float (an HTTP body's 1e400 written out) overflowed building the
+    step, an OverflowError that no check caught; a count that large means "all"."""
+    (step,) = build_steps([(name, options)])
+    hits = retrieve("rails routing", corpus, k=3, steps=[step])
+    assert len(hits) == 3
+    if name == "parent_document" and "window" in options:  # every chunk of its document
+        assert all(h.metadata["neighbours"] for h in hits)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.base import select
 from trails.kg.sparql import PREFIXES
 from trails.kg.terms import IRI, to_python
@@ -87,30 +87,49 @@ def check_setting(name: str, value: object, *, integer: bool = False, at_least: 
     bounds = [(">=", at_least, operator.ge), (">", above, operator.gt),
               ("<=", at_most, operator.le)]
     kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not (isinstance(value, kind) and math.isfinite(value)
+    # An int is finite however large (math.isfinite would overflow converting it to float).
+    if isinstance(value, bool) or not (isinstance(value, kind)
+            and (isinstance(value, numbers.Integral) or math.isfinite(value))
             and all(bound is None or test(value, bound) for _, bound, test in bounds)):
         wanted = "".join(f" {sign} {bound}" for sign, bound, _ in bounds if bound is not None)
         kind_text = "an integer" if integer else "a finite number"
         raise InvalidArgumentError(f"{name} must be {kind_text}{wanted}, got {value!r}")
 
 
+def predicate_list(name: str, predicates: object) -> list[str]:
+    """``predicates`` as a list of strings (one string is not a list of its letters).
+
+    Raises:
+        InvalidArgumentTypeError: naming ``name``, for anything but a list or tuple.
+    """
+    if not isinstance(predicates, (list, tuple)):
+        raise InvalidArgumentTypeError(f"{name} must be a list of predicates (prefix:name or "
+                                       f"full IRIs), got {type(predicates).__name__} "
+                                       f"{predicates!r:.80}")
+    return list(predicates)
+
+
 def predicate_node(name: str) -> ox.NamedNode:
     """A predicate from ``prefix:local`` (a predeclared prefix) or a full IRI.
 
     Raises:
-        ValueError: an unknown prefix or a string that is not an IRI.
+        InvalidArgumentError: an unknown prefix or a string that is not an IRI (an
+            InvalidArgumentTypeError: not a string).
     """
+    if not isinstance(name, str):
+        raise InvalidArgumentTypeError(f"a predicate must be a string, prefix:name or a full "
+                                       f"IRI, got {type(name).__name__} {name!r:.80}")
     match = _PREFIXED.match(name)
     if match and "://" not in name:
         prefix, local = match.groups()
         if prefix not in PREFIXES:
-            raise ValueError(f"unknown prefix {prefix!r} in {name!r}; use one of "
+            raise InvalidArgumentError(f"unknown prefix {prefix!r} in {name!r}; use one of "
                              f"{sorted(PREFIXES)} or a full IRI")
         return ox.NamedNode(PREFIXES[prefix] + local)
     try:
         return ox.NamedNode(name.removeprefix("<").removesuffix(">"))
     except ValueError as exc:
-        raise ValueError(f"{name!r} is neither prefix:name nor an IRI") from exc
+        raise InvalidArgumentError(f"{name!r} is neither prefix:name nor an IRI") from exc
 
 
 def scoped_rows(
@@ -178,8 +197,8 @@ def annotated(hit: H, **metadata: Any) -> H:
 def check_scored(hits: Sequence[Any], step: str) -> None:
     """Scoring steps need scores: graph-mode hits (score None) cannot be re-weighted."""
     if any(h.score is None for h in hits):
-        raise ValueError(f"{step} re-weights scores, but some hits have score=None (graph "
-                         "mode); use mode='vector' or 'hybrid'")
+        raise InvalidArgumentError(f"{step} re-weights scores, but some hits have score=None "
+                                   "(graph mode); use mode='vector' or 'hybrid'")
 
 
 def by_score(hits: Sequence[H]) -> list[H]:

@@ -30,6 +30,7 @@ from trails.rank._steps import (
     by_scope,
     key,
     need_ctx,
+    predicate_list,
     predicate_node,
     rescored,
     values,
@@ -81,10 +82,11 @@ class EntityBoost:
         if isinstance(neighbours, str):
             raise InvalidArgumentError("neighbours must be a list of predicates, not one "
                                        f"string: neighbours=[{neighbours!r}]")
+        neighbours = predicate_list("neighbours", neighbours)
         try:
             self._predicates = [predicate_node(p).value for p in neighbours]
-        except ValueError as exc:
-            raise InvalidArgumentError(f"neighbours: {exc}") from None
+        except InvalidArgumentError as exc:
+            raise type(exc)(f"neighbours: {exc}") from None
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
             raise InvalidArgumentError(f"hops must be an integer >= 0, got {hops!r}")
         if not _number(decay) or not 0 < decay <= 1:

@@ -20,6 +20,7 @@ from trails.rank._steps import (
     check_setting,
     key,
     need_ctx,
+    predicate_list,
     predicate_node,
     value,
     values,
@@ -94,13 +95,16 @@ class ParentDocument:
         return texts
 
     def _neighbours(self, ctx: ContextParts, scope: str, iris: list[str]) -> dict[str, list[dict[str, Any]]]:
+        # The graph's integers are 64-bit: a larger literal matches nothing, and any window
+        # past the longest document's chunk count reaches the same chunks.
+        reach = min(int(self.window), 2**62)
         rows = select(
             ctx.kg,
             f"SELECT ?c ?n ?p ?t WHERE {{ {values('c', iris)} "
             "?c schema:isPartOf ?doc ; schema:position ?cp . OPTIONAL { ?c trails:version ?v } "
             "?n schema:isPartOf ?doc ; schema:position ?p ; schema:text ?t . "
             "OPTIONAL { ?n trails:version ?nv } "
-            f"FILTER(ABS(?p - ?cp) <= {int(self.window)} && (!BOUND(?v) || ?nv = ?v)) }}",
+            f"FILTER(ABS(?p - ?cp) <= {reach} && (!BOUND(?v) || ?nv = ?v)) }}",
             scopes=[scope]).rows
         found: dict[str, list[dict[str, Any]]] = {}
         for row in sorted(rows, key=lambda r: (r["p"], r["n"])):
@@ -166,7 +170,8 @@ class Neighbourhood:
         check_setting("depth", depth, integer=True, at_least=1)
         if isinstance(predicates, str):
             predicates = [predicates]
-        self.predicates = None if predicates is None else list(predicates)
+        self.predicates = (None if predicates is None
+                           else predicate_list("predicates", predicates))
         self.depth = depth
         if self.predicates is None:
             self._filter = (f'FILTER(?p != rdf:type && !STRSTARTS(STR(?p), "{TRAILS}"))')

@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.errors import InvalidArgumentTypeError
 from trails.rank._steps import (
     H,
     by_score,
@@ -75,6 +76,9 @@ class RecencyDecay:
                  predicate: str = "schema:dateCreated") -> None:
         check_setting("horizon_days", horizon_days, above=0)
         check_setting("floor", floor, at_least=0, at_most=1)
+        if now is not None and not isinstance(now, dt.date):  # a datetime is a date too
+            raise InvalidArgumentTypeError(f"now must be a date, a datetime or None, got "
+                                           f"{type(now).__name__} {now!r:.80}")
         self.horizon_days, self.floor, self.now = horizon_days, floor, now
         self.predicate = predicate
         self._node = predicate_node(predicate)

@@ -31,7 +31,6 @@ from typing import Any
 
 from trails.ingest.expiry import expired_documents, utc_now
 from trails.kg.base import GenerationGraph, KnowledgeGraph
-from trails.records import RetrievalHit
 from trails.vector.stores.base import KeywordIndex, KeywordWeights, NumberedStates, VectorStore
 from trails.vector.stores.records import DocumentIris, VectorHit
 
@@ -92,10 +91,6 @@ class Expired:
     def keep(self, hits: Iterable[VectorHit]) -> list[VectorHit]:
         """A store's ``hits`` that are neither expired chunks nor documents."""
         return [hit for hit in hits if hit.id not in self._gone]
-
-    def keep_hits(self, hits: Iterable[RetrievalHit]) -> list[RetrievalHit]:
-        """Retrieval ``hits`` (a step's output) that are neither expired chunks nor documents."""
-        return [hit for hit in hits if hit.iri not in self._gone]
 
 
 NOTHING_EXPIRED = Expired(frozenset(), frozenset())

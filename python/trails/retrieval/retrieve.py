@@ -34,6 +34,7 @@ from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
+from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.tracing import span, traced
@@ -225,8 +226,10 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 iris = expired.without(read.checked(filter_candidates(
                     graph, sparql_filter or "", bindings, scopes, documents=lift, path=path)))
             if mode == "graph":
-                answer = _shown(_noted(read.noted(graph_hits(list(iris or ()), store, k, ctx,
-                                                              scopes)), bindings), ctx, scopes)
+                ordered = graph_hits(list(iris or ()), store, k, ctx, scopes)
+                if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
+                    ordered = _same_result(ordered, *run_steps(steps, query, ordered, ctx))
+                answer = _shown(_noted(read.noted(ordered), bindings), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
@@ -240,11 +243,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                     result = keyword_fallback(failure, query, expired.hiding(store), ctx,
                                               max(k, STEP_DEPTH) if steps else k, iris, mode,
                                               scopes, fallback, expired, rows=rows)
-                for step in steps:  # a step (graph expansion) may bring an expired chunk back
-                    with span("trails.step", spans.step(step)):
-                        returned = step(query, list(result), ctx)
-                        result = _same_result(result, expired.keep_hits(returned),
-                                              getattr(returned, "notes", ()))
+                # A step's hits are some of those it was given (retrieval/steps.py).
+                result = _same_result(result, *run_steps(steps, query, result, ctx))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
                 answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:

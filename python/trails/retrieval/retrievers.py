@@ -27,8 +27,6 @@ hits, computed in a worker thread so a running event loop stays free (``asynchro
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -55,6 +53,7 @@ from trails.retrieval.arguments import (
 )
 from trails.retrieval.asynchronous import AsyncRetrieval
 from trails.retrieval.retrieve import FUSIONS, retrieve
+from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.vector.stores.base import check_compatible
 
@@ -168,9 +167,7 @@ class HybridRetriever(AsyncRetrieval):
                           bindings=_call_bindings(self, question), fusion=self.fusion,
                           scope=self.scope, steps=self.steps, min_score=self.min_score,
                           caller=self.caller)
-        if self.steps:
-            _check_ranked(result, "a step of this HybridRetriever")
-        return result
+        return result  # its steps' hits checked by retrieve() (retrieval/steps.py)
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,19 +242,17 @@ class RerankedRetriever(AsyncRetrieval):
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         _check_query(query)
         inner = self.inner.retrieve(query, messages)
-        hits: list[RetrievalHit] = list(inner)
-        for step in _as_steps(self.steps):
-            hits = list(step(query, hits, self.ctx))
+        # A step's hits are some of those it was given (retrieval/steps.py).
+        hits, notes = run_steps(_as_steps(self.steps), query, list(inner), self.ctx)
         if self.k is not None:
             hits = hits[: self.k]
-        _check_ranked(hits, "a step of this RerankedRetriever")
         if isinstance(inner, RetrievalResult):
             result = RetrievalResult(hits, mode=inner.mode, plan="reranked",
                                      candidates=inner.candidates, exhaustive=inner.exhaustive,
-                                     query=query)
+                                     notes=[*inner.notes, *notes], query=query)
         else:
             result = RetrievalResult(hits, mode="reranked", plan="reranked", candidates=None,
-                                     exhaustive=False, query=query)
+                                     exhaustive=False, notes=notes, query=query)
         return above_min_score(result, self.min_score)
 
 
@@ -398,27 +393,6 @@ def _call_bindings(retriever: Any, question: str) -> dict[str, Any] | None:
     if retriever.query_variable is not None:
         bindings[retriever.query_variable] = question
     return bindings or None
-
-
-def _check_ranked(hits: Sequence[RetrievalHit], source: str) -> None:
-    """Raise unless ``hits`` have distinct ids and are all unscored or sorted by score."""
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.iri in seen:
-            raise ValueError(f"{source} returned {hit.iri} twice; steps must not duplicate hits")
-        seen.add(hit.iri)
-    scores = [hit.score for hit in hits]
-    if all(s is None for s in scores):
-        return
-    if any(s is None or not math.isfinite(s) for s in scores):
-        raise ValueError(f"{source} returned scores {scores!r}: every hit needs a finite score, "
-                         "or none may have one")
-    for before, after in itertools.pairwise(hits):
-        if after.score > before.score:  # type: ignore[operator]
-            raise ValueError(
-                f"{source} returned hits out of score order ({before.iri}: {before.score} before "
-                f"{after.iri}: {after.score}); a step that reorders hits must give each the score "
-                "it is ranked by")
 
 
 def _fused_hit(iri: str, score: float, name: str,
