@@ -22,7 +22,7 @@ from rdf_strategies import LEGAL, canonical, in_graph, quads
 from test_cli import one_line_error, trails
 from test_cli_backends import init_ingest_and_compare
 from trails.context import Context
-from trails.errors import ConfigurationError, SparqlError, UnsafeFilterError
+from trails.errors import ConfigurationError, SparqlError, UnknownScopeError, UnsafeFilterError
 from trails.ingest import Document, ingest_all
 from trails.kg import IRI
 from trails.service.mcp import chosen_key, read_graph
@@ -150,6 +150,11 @@ def test_load_then_dump_gives_the_same_dataset(server, kg, data):
     assert canonical(on_server(server)) == canonical(data)
     local = ox.Dataset(ox.parse(kg.dump(format="nquads").encode(), format=ox.RdfFormat.N_QUADS))
     assert canonical(local) == canonical(data)
+    if not in_graph(data, LEGAL):  # a scope that holds nothing is refused as a typo would be
+        with pytest.raises(UnknownScopeError, match="legal"):
+            kg.dump(format="ntriples", scope="legal")
+        assert len(kg) == len(set(data))
+        return
     legal = list(ox.parse(kg.dump(format="ntriples", scope="legal").encode(),
                           format=ox.RdfFormat.N_TRIPLES))
     assert canonical(ox.Quad(t.subject, t.predicate, t.object, LEGAL) for t in legal) == \

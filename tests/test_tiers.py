@@ -63,7 +63,6 @@ def test_a_run_leaves_out_only_modules_none_of_whose_tests_it_can_select():
 
 @pytest.fixture
 def watching(monkeypatch):
-    monkeypatch.setitem(conftest._watch, "tier", True)
     monkeypatch.setitem(conftest._watch, "test", True)
     spawned: list[str] = []
     monkeypatch.setattr(conftest, "_spawned", spawned)
@@ -80,12 +79,15 @@ def test_the_everyday_tier_notices_a_python_or_a_server_started_and_lets_git_run
     assert watching == [Path(sys.executable).name, "oxigraph", "os.fork"]
 
 
-def test_the_full_run_watches_nothing(monkeypatch):
+def test_a_test_of_another_tier_is_not_watched(monkeypatch):
+    """Whatever the run, only a test of the everyday tier is watched (pytest_runtest_setup
+    unsets the watch for one marked process, server, browser or slow)."""
     spawned: list[str] = []
     monkeypatch.setattr(conftest, "_spawned", spawned)
-    monkeypatch.setitem(conftest._watch, "tier", False)
+    monkeypatch.setitem(conftest._watch, "test", False)
     conftest._record_spawns("subprocess.Popen", (sys.executable, [sys.executable], None, None))
     assert spawned == []
+    assert set(conftest.OTHER_TIERS) == {"process", "server", "browser", "slow"}
     assert conftest._selects(FAST_TIER, {"process"}) is False
     assert conftest._selects("not slow", {"process"}) is True
 
