@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from trails import _state
+from trails.resilience import public_url
 
 if TYPE_CHECKING:
     import ssl
@@ -38,13 +39,11 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     >>> split_credentials("http://127.0.0.1:7878/query")
     ('http://127.0.0.1:7878/query', None)
     """
-    parts = urllib.parse.urlsplit(url)
-    userinfo, at, host = parts.netloc.rpartition("@")
+    userinfo, at, _ = urllib.parse.urlsplit(url).netloc.rpartition("@")
     if not at:
         return url, None
     user, _, password = userinfo.partition(":")
-    clean = urllib.parse.urlunsplit(parts._replace(netloc=host))
-    return clean, (urllib.parse.unquote(user), urllib.parse.unquote(password))
+    return public_url(url), (urllib.parse.unquote(user), urllib.parse.unquote(password))
 
 
 def ssl_context(httpx: ModuleType) -> ssl.SSLContext:
