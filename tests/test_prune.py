@@ -5,6 +5,8 @@ source files are gone, only those, and refuses when the ingested path itself is 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from trails import retrieve
@@ -190,3 +192,129 @@ def test_a_file_restored_while_the_prune_runs_keeps_its_document(tree, monkeypat
         pruning.join(30)
         assert not pruning.is_alive() and results and results[0].pruned == 0
         assert "b.md" in sources(ctx) and ctx.verify().ok
+
+
+# -- records taken out of a file that stays (JSONL) ---------------------------------------------
+
+def _records(path, records):
+    import json
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.fixture
+def two_records(tmp_path):
+    """A folder holding r.jsonl with the records a and b."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."},
+                                 {"id": "b", "text": "Rails bananas."}])
+    return notes
+
+
+def _ids(ctx):
+    rows = ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }")
+    return sorted(str(d).rsplit("%23", 1)[-1] for d in rows.column("d"))
+
+
+def test_a_record_taken_out_of_a_jsonl_file_is_pruned_and_recorded(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."},
+                                 {"id": "b", "text": "Rails bananas."},
+                                 {"id": "c", "text": "Rails cherries."}])
+    from trails.context import Context
+    from trails.vector import MockEmbedder
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all(notes, ctx=ctx)
+        _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."},
+                                     {"id": "c", "text": "Rails cherries, ripe."}])
+        assert ingest_all(notes, ctx=ctx).pruned == 0 and _ids(ctx) == ["a", "b", "c"]
+        stats = ingest_all(notes, ctx=ctx, prune=True)
+        assert stats.pruned == 1 and _ids(ctx) == ["a", "c"]
+        assert "bananas" not in " ".join(h.snippet for h in retrieve("rails", ctx, k=10))
+        (record,) = [r for r in ctx.audit.pending() if r.kind == "deletion"]
+        assert record.documents == ["trails://local/doc/r.jsonl%23b"]
+        assert record.reason.startswith("no longer in its source: ")
+        assert ctx.verify().ok
+
+
+def test_a_jsonl_file_with_a_failing_line_prunes_none_of_its_records(two_records):
+    notes = two_records
+    with fresh_context() as ctx:
+        ingest_all(notes, ctx=ctx)
+        # b's line broken in an edit: its record may still be meant; nothing of the file goes.
+        (notes / "r.jsonl").write_text('{"id": "a", "text": "Rails apples."}\n{"id": "b", "te\n')
+        stats = ingest_all(notes, ctx=ctx, prune=True)
+        assert stats.failed == 1 and stats.pruned == 0 and _ids(ctx) == ["a", "b"]
+        # a record without text, or an id met twice, is a failing line too
+        _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."}, {"id": "b"}])
+        assert ingest_all(notes, ctx=ctx, prune=True).pruned == 0 and _ids(ctx) == ["a", "b"]
+        _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."},
+                                     {"id": "a", "text": "Again."}])
+        assert ingest_all(notes, ctx=ctx, prune=True).pruned == 0 and _ids(ctx) == ["a", "b"]
+
+
+def test_an_emptied_jsonl_file_is_a_warning_and_prunes_its_records(tmp_path):
+    notes, other = tmp_path / "notes", tmp_path / "other"
+    notes.mkdir(), other.mkdir()
+    _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."}])
+    _records(other / "s.jsonl", [{"id": "z", "text": "Rails zebras."}])
+    with fresh_context() as ctx:
+        ingest_all(notes, ctx=ctx)
+        ingest_all(other, ctx=ctx)
+        (notes / "r.jsonl").write_text("\n")
+        stats = ingest_all(notes, ctx=ctx)
+        assert stats.pruned == 0 and [m for _, m in stats.warnings] == [
+            "a JSONL file with no record: nothing to ingest"]
+        assert ingest_all(notes, ctx=ctx, prune=True).pruned == 1
+        assert _ids(ctx) == ["z"]  # a file of another root is never read by this run
+
+
+def test_records_of_a_jsonl_file_this_run_did_not_read_are_kept(two_records):
+    notes = two_records
+    with fresh_context() as ctx:
+        ingest_all(notes, ctx=ctx)
+        ingest_all(notes, ctx=ctx, scope="team")
+        _records(notes / "r.jsonl", [{"id": "a", "text": "Rails apples."}])
+        assert ingest_all(notes, ctx=ctx, prune=True, exclude=["*.jsonl"]).pruned == 0
+        assert ingest_all(notes, ctx=ctx, prune=True).pruned == 1
+        team = ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }", scopes=["team"])
+        assert len(team) == 2  # the same file ingested into another scope: pruned there alone
+
+
+def test_the_command_line_names_a_jsonl_files_fields(tmp_path):
+    db, data = tmp_path / "kb", tmp_path / "c.jsonl"
+    _records(data, [{"_id": "4983", "contents": "Rails white matter."}])
+    assert runner.invoke(app, ["--db", str(db), "init", "--model", "mock:16"]).exit_code == 0
+    result = runner.invoke(app, ["--db", str(db), "ingest", str(data), "-q"])
+    assert result.exit_code == 2 and "--jsonl-text-field" in result.output + str(result.stderr)
+    result = runner.invoke(app, ["--db", str(db), "ingest", str(data), "-q",
+                                 "--jsonl-text-field", "contents", "--jsonl-id-field", "_id"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["--db", str(db), "sparql",
+                                 "SELECT ?d WHERE { ?d a trails:Document }"])
+    assert "c.jsonl%234983" in result.output
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sets(st.sampled_from("abcdef")), st.booleans(), st.booleans()),
+                min_size=1, max_size=5))
+def test_after_a_prune_the_records_are_those_in_the_file_unless_a_line_failed(tmp_path_factory,
+                                                                              runs):
+    """Each run writes some records (a broken line when asked) and ingests, pruning or not:
+    a pruning run over a file without a broken line leaves exactly its records; any other run
+    only adds."""
+    notes = tmp_path_factory.mktemp("notes")
+    with fresh_context() as ctx:
+        expected: set[str] = set()
+        for ids, broken, prune in runs:
+            _records(notes / "r.jsonl", [{"id": i, "text": f"Rails record {i}."}
+                                         for i in sorted(ids)])
+            if broken:
+                with (notes / "r.jsonl").open("a") as file:
+                    file.write("{not json\n")
+            ingest_all(notes, ctx=ctx, prune=prune)
+            expected = ids if prune and not broken else expected | ids
+            assert _ids(ctx) == sorted(expected)

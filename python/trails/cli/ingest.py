@@ -43,9 +43,17 @@ def ingest(
                                       help="Only files matching (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB",
                                       help="Skip files or folders matching (repeatable)."),
+    jsonl_text_field: str = typer.Option(
+        "text", "--jsonl-text-field", metavar="FIELD",
+        help="The field of a JSONL record that holds its text."),
+    jsonl_id_field: str = typer.Option(
+        "id", "--jsonl-id-field", metavar="FIELD",
+        help="The field of a JSONL record that holds its id (a record without one is "
+             "identified by its line number, which changes when lines move)."),
     prune: bool = typer.Option(False, "--prune",
                                help="Then delete the documents read from files under these "
-                                    "paths that are gone (each recorded in the audit trail "
+                                    "paths that are gone, and records taken out of a JSONL "
+                                    "file read whole (each recorded in the audit trail "
                                     "first)."),
     link: bool = typer.Option(False, "--link",
                               help="Link each chunk written to the entities of the scope's "
@@ -60,9 +68,10 @@ def ingest(
 
     Unchanged documents are skipped; a document whose metadata alone changed is updated
     without embedding. With --prune, documents read from files under PATH that were deleted
-    since are removed too: only those (trails records each document's file when it ingests
-    it), never a document given from Python or the service, whatever its source label. Prints a summary, then each failure as SOURCE: REASON and each warning
-    on stderr. Exits 2 if any document failed (the others are committed), else 0.
+    since are removed too, and records taken out of a JSONL file this run read whole (no line
+    failing): only those (trails records each document's file when it ingests it), never a
+    document given from Python or the service, whatever its source label. Prints a summary,
+    then each failure as SOURCE: REASON and each warning on stderr. Exits 2 if any document failed (the others are committed), else 0.
 
     The progress bar (stderr, on a terminal) shows documents done of the total counted
     before the run, chunks per second and the time left. Ctrl-C stops after the step under
@@ -80,7 +89,9 @@ def ingest(
     """
     if base_iri is not None:
         check_base_iri(base_iri, "--base-iri")  # before the context is opened for writing
-    options: dict[str, Any] = {"include": include or None, "exclude": exclude or None}
+    options: dict[str, Any] = {"include": include or None, "exclude": exclude or None,
+                               "jsonl_text_field": jsonl_text_field,
+                               "jsonl_id_field": jsonl_id_field}
     total = count_documents([str(p) for p in paths], **options)
     with open_context(ctx, write=True) as opened:
         stats, interrupted = _run_ingest(opened, paths, total, quiet, scope=scope,

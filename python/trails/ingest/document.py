@@ -124,11 +124,14 @@ class Loader(Protocol):
 @dataclass(frozen=True)
 class LoadFailure:
     """A source that could not be read or decoded, and why; ``skipped``: one left out on
-    purpose (an RDF file met in a folder), reported as a warning, not a failure."""
+    purpose (an RDF file met in a folder), reported as a warning, not a failure. ``origin``:
+    the absolute path of the file it was read from, when one was read (what ``--prune``
+    weighs: a file read whole holds no record that failed)."""
 
     source: str
     reason: str
     skipped: bool = False
+    origin: str | None = None
 
 
 @runtime_checkable

@@ -142,7 +142,8 @@ def parse_jsonl_record(obj: Any, text_field: str = "text", id_field: str = "id",
     text = obj.get(text_field)
     if not isinstance(text, str):
         raise ValueError(f"record has no string field {text_field!r} (fields: {sorted(obj)}); "  # noqa: TRY004
-                         "pass text_field= to name the field that holds the text")
+                         "name the field that holds the text (jsonl_text_field= when "
+                         "ingesting, trails ingest --jsonl-text-field FIELD)")
     title = obj.get(title_field)
     key = obj.get(id_field)
     metadata = {k: v for k, v in obj.items() if k != text_field}

@@ -230,22 +230,26 @@ class FileLoader:
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
+            where = f"{source}:{lineno}"
             try:
                 parsed = parse_jsonl_record(json.loads(line), self.jsonl_text_field,
                                             self.jsonl_id_field)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: {exc}")
+                yield LoadFailure(where, f"line {lineno}: {exc}", origin=origin)
                 continue
             except Exception as exc:  # noqa: BLE001 - nesting past the recursion limit, ...
-                yield LoadFailure(f"{source}:{lineno}", f"line {lineno}: {_unexpected(exc)}")
+                yield LoadFailure(where, f"line {lineno}: {_unexpected(exc)}", origin=origin)
                 continue
             record_id = f"{doc_id}#{parsed.key if parsed.key is not None else f'L{lineno}'}"
             if record_id in seen:
-                yield LoadFailure(f"{source}:{lineno}",
-                                  f"duplicate id {record_id!r}, first on line {seen[record_id]}")
+                yield LoadFailure(where, f"duplicate id {record_id!r}, first on line "
+                                  f"{seen[record_id]}", origin=origin)
                 continue
             seen[record_id] = lineno
             yield parsed.to_document(record_id, source, origin)
+        if not seen and not text.strip():  # said, not silent: and --prune empties it in step
+            yield LoadFailure(source, "a JSONL file with no record: nothing to ingest",
+                              skipped=True, origin=origin)
 
 
 _RDF_SKIPPED = ("an RDF file (facts, not a document), skipped: load it into the graph with "

@@ -55,7 +55,7 @@ from trails.ingest.minting import (
     document_manifest,
     version_of,
 )
-from trails.ingest.prune import prune_missing, prune_roots
+from trails.ingest.prune import SourcesRead, prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, to_the_end
@@ -194,7 +194,7 @@ def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
         for item in items:
             yield from commits.take(item)
     if prune:
-        yield from prune_missing(run.ctx, run.scope, roots)
+        yield from prune_missing(run.ctx, run.scope, roots, run.sources)
 
 
 def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
@@ -206,7 +206,9 @@ def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
     while (items := run.trace.load(documents)) is not None:
         run.prefetch(items, base)
         for item in items:
-            yield from run.take(item, sanitizer, base)
+            for prepared in run.take(item, sanitizer, base):
+                run.sources.saw(item, prepared)
+                yield prepared
     yield from run.drain(force=True)
 
 
@@ -235,6 +237,7 @@ class _Run:
         self.batches_of: dict[str, int] = {}  # doc IRI -> its batches embedded so far
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
         self.linker: ScopeLinker | None = None
+        self.sources = SourcesRead()  # what --prune needs of the files read
 
     def prefetch(self, items: list[Document | LoadFailure], base: str) -> None:
         """Look up the version records of the documents about to be taken, all at once."""
