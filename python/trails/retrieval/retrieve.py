@@ -31,6 +31,7 @@ from trails.retrieval.degraded import (
 )
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_order import graph_hits, snippet
+from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
@@ -42,6 +43,7 @@ from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatib
 from trails.vector.stores.records import back_reference
 
 if TYPE_CHECKING:
+    from trails.kg.base import KnowledgeGraph
     from trails.vector.embedders.base import Embedder
     from trails.vector.stores.base import VectorHit, VectorStore
 
@@ -229,7 +231,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 ordered = graph_hits(list(iris or ()), store, k, ctx, scopes)
                 if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
                     ordered = _same_result(ordered, *run_steps(steps, query, ordered, ctx))
-                answer = _shown(_noted(read.noted(ordered), bindings), ctx, scopes)
+                answer = _shown(_noted(read.noted(ordered), bindings, _why_empty(
+                    graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
                 check_compatible(model, store)
@@ -246,7 +249,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 # A step's hits are some of those it was given (retrieval/steps.py).
                 result = _same_result(result, *run_steps(steps, query, result, ctx))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
-                answer = _shown(_noted(read.noted(result), bindings), ctx, scopes)
+                answer = _shown(_noted(read.noted(result), bindings, _why_empty(
+                    graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:
                 state = revisions(ctx, store)  # in the snapshot the answer came from
         if answer is not None:
@@ -273,11 +277,21 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?
                        r"(?:Z|[+-]\d{2}:\d{2})?$")
 
 
-def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None) -> RetrievalResult:
-    """``result`` with a note for each string binding that looks like an IRI or a date: bound
-    as a string, it never equals an IRI nor compares with a date in the graph, which reads as
-    "nothing matched"."""
-    notes = []
+def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
+               bindings: Mapping[str, Any] | None, scopes: list[str],
+               iris: Sequence[str] | None) -> list[str]:
+    """For a filter that selected nothing: a binding whose type the values it is compared
+    with never take (retrieval/mismatched.py)."""
+    if graph is None or iris is None or iris or not sparql_filter:
+        return []
+    return mismatch_notes(graph, sparql_filter, bindings, scopes)
+
+
+def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,
+           notes: list[str]) -> RetrievalResult:
+    """``result`` with ``notes``, and a note for each string binding that looks like an IRI or
+    a date: bound as a string, it never equals an IRI nor compares with a date in the graph,
+    which reads as "nothing matched"."""
     for name, value in (bindings or {}).items():
         if not isinstance(value, str) or isinstance(value, IRI):
             continue

@@ -1,0 +1,100 @@
+"""No silent empty answers, by type: a filter that selects nothing because a binding's type
+never compares with the values it is compared with (a date against dateTimes, a number against
+strings) says so in a note; a filter that is merely empty, or that selects something, has none."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from trails import retrieve
+from trails.cli import app
+from trails.ingest import Document, ingest_all
+from trails.testing import fresh_context
+
+UTC = dt.UTC
+SINCE = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:%s ?v . FILTER(?v >= ?x) }"
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = fresh_context()
+    ingest_all([Document("a", "mem", "Rails routing.", metadata={
+        "signed": dt.datetime(2024, 5, 1, 10, 0, tzinfo=UTC), "day": dt.date(2024, 5, 1),
+        "code": "4983", "pages": 12})], ctx=context)
+    ingest_all([Document("z", "mem", "Rails elsewhere.", metadata={"code": 7})], ctx=context,
+               scope="legal")
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize(("key", "bound", "held", "hint"), [
+    ("signed", dt.date(2024, 1, 1), "xsd:dateTime", "bind a datetime.datetime"),
+    ("day", dt.datetime(2024, 1, 1, tzinfo=UTC), "xsd:date", "bind a datetime.date"),
+    ("code", 5000, "string", "bind a string"),
+    ("pages", "10", "number", "bind a number"),
+])
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+def test_a_binding_of_a_type_the_values_never_take_is_named(ctx, key, bound, held, hint, mode):
+    result = retrieve("rails", ctx, mode=mode, sparql_filter=SINCE % key, bindings={"x": bound})
+    assert len(result) == 0
+    (note,) = [n for n in result.notes if "nothing could" in n]
+    assert f"?v holds {held} values" in note and "?x is bound to" in note and hint in note
+    assert note in result.explain()
+
+
+def test_values_of_another_scope_are_not_what_the_filter_compares(ctx):
+    """"code" is a number in the legal scope alone: searching default, the strings decide."""
+    note = " ".join(retrieve("rails", ctx, sparql_filter=SINCE % "code",
+                             bindings={"x": 5000}).notes)
+    assert "holds string values" in note and "number" in note
+    legal = retrieve("rails", ctx, sparql_filter=SINCE % "code", bindings={"x": 5000},
+                     scope="legal")
+    assert len(legal) == 0 and not any("nothing could" in n for n in legal.notes)
+
+
+def test_other_filters_on_the_same_query_still_bind(ctx):
+    both = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:code ?v ; meta:day ?d "
+            "FILTER(?v = ?x) FILTER(?d >= ?from && ?d < ?to) }")
+    notes = retrieve("rails", ctx, mode="graph", sparql_filter=both, bindings={
+        "x": 4983, "from": dt.date(2024, 1, 1), "to": dt.date(2025, 1, 1)}).notes
+    assert [n.split(",")[0] for n in notes if "nothing could" in n] == ["nothing matched"]
+    assert "?x is bound to a number" in " ".join(notes)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([
+    ("signed", st.datetimes(timezones=st.just(UTC))),
+    ("day", st.dates()),
+    ("code", st.text(alphabet="0123456789", max_size=6)),
+    ("pages", st.integers(-10**6, 10**6))]).flatmap(
+        lambda pair: st.tuples(st.just(pair[0]), pair[1])),
+       st.sampled_from([">=", "<", "="]))
+def test_a_binding_of_the_values_type_never_raises_the_note(ctx, case, operator):
+    key, value = case
+    text = SINCE.replace(">=", operator) % key
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=text, bindings={"x": value})
+    assert not any("nothing could" in n for n in result.notes)
+
+
+def test_a_filter_the_probe_cannot_rewrite_gives_no_note_and_no_error(ctx):
+    text = ("SELECT ?iri WHERE { { SELECT ?iri ?v WHERE { ?iri schema:isPartOf ?doc . "
+            "?doc meta:code ?v } LIMIT 5 } FILTER(?v >= ?x) }")
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=text, bindings={"x": 5000})
+    assert len(result) == 0
+
+
+def test_the_command_line_prints_the_note(tmp_path):
+    db, notes = tmp_path / "kb", tmp_path / "n.jsonl"
+    notes.write_text('{"id": "a", "text": "Rails routing.", "code": "4983"}\n')
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "init", "--model", "mock:16"]).exit_code == 0
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(notes), "-q"]).exit_code == 0
+    result = runner.invoke(app, ["--db", str(db), "query", "rails", "--local", "--sparql",
+                                 SINCE % "code", "--bind", "x=5000"])
+    assert result.exit_code == 0
+    assert "holds string values" in " ".join((result.output + str(result.stderr)).split())
