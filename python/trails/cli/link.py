@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -62,7 +62,7 @@ def link(
     trails --db ./kb load ontology.ttl && trails --db ./kb link
     ```
     """
-    given = {key: value for key, value in {
+    given: dict[str, Any] = {key: value for key, value in {
         "predicates": predicate or None, "languages": language or None, "case": case,
         "accents": accents, "nested": nested, "min_length": min_length}.items()
         if value is not None}

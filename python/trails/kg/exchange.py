@@ -14,12 +14,11 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from trails.kg.loads import (ReplaceOption, recorded, replacing, source_key,
-                              target_graph)
+from trails.errors import ConfigurationError
+from trails.kg.loads import ReplaceOption, recorded, replacing, source_key, target_graph
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.rdfwrite import write_quads
-from trails.errors import ConfigurationError
 from trails.kg.reserved import AUDIT_GRAPH_IRI, check_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 

@@ -23,9 +23,9 @@ from trails.kg.carried import Carry, Touched
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.hand_links import HandLinks, minted_links
+from trails.kg.loads import ReplaceOption
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
 from trails.kg.parse_errors import parse_problem
-from trails.kg.loads import ReplaceOption
 from trails.kg.rdfio import RdfSource
 from trails.kg.reserved import check_nquads, check_quads, check_removal, check_update
 from trails.kg.result import QueryResult, query_output
