@@ -290,3 +290,21 @@ def test_a_soft_hyphen_or_a_joiner_inside_a_word_is_no_part_of_it():
     # A zero-width space separates words: it is no joiner.
     assert found("ACME\u200bCorp", {"acme": "ACME"}) == [("acme", "ACME")]
     assert found("Micro\u200bsoft", {"ms": "Microsoft"}) == []
+
+
+def test_a_korean_label_is_found_before_a_particle_and_not_inside_another_word():
+    """Korean attaches particles to the word they follow: "삼성전자는" and "삼성전자의" name
+    Samsung Electronics, yet the label "삼성전자" was never found in them."""
+    labels = {"samsung": "삼성전자", "seoul": "서울"}
+    text = "삼성전자는 서울에서 삼성전자의 주식을, 삼성전자가 발표했다. 삼성전자에서는 (삼성전자)"
+    assert [t for _, t in found(text, labels)] == [
+        "삼성전자", "서울", "삼성전자", "삼성전자", "삼성전자", "삼성전자"]
+    # The mention spans the label alone, not its particle.
+    matcher = LabelLinker().matcher([("samsung", "삼성전자", LABEL)])
+    [m] = matcher.mentions(Chunk("주가: 삼성전자가 올랐다", 0, 13, 0))
+    assert (m.start, m.end) == (4, 8)
+    # Other syllables after the label make another word: no match.
+    for other in ("서울시", "서울대학교", "삼성전자공업", "삼성전자가게", "서울은행", "서울이다x"):
+        assert found(other, labels) == [], other
+    # A particle does not let a label start inside a word.
+    assert found("신삼성전자는", labels) == []

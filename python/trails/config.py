@@ -47,6 +47,7 @@ __all__ = [
     "AuditConfig",
     "ContextConfig",
     "EmbedderConfig",
+    "LinkerConfig",
     "PartConfig",
     "Scalar",
     "Setting",
@@ -130,6 +131,21 @@ class AuditConfig(BaseModel):
         only the query's digest, and logs and spans never show its text."""
         return bool(set(self.levels_of(scopes).values()) & set(self.digest_levels))
 
+class LinkerConfig(BaseModel):
+    """The label linker's settings a context links with (``trails.ingest.linker_settings``):
+    recorded when a linker is given, so ``trails ingest --link`` and ``trails link`` link
+    the same way until other settings are given."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    predicates: list[str]
+    languages: list[str] | None = None
+    case: bool = True
+    accents: bool = True
+    nested: bool = False
+    min_length: int = Field(default=2, ge=1)
+
+
 class ContextConfig(BaseModel):
     """The whole of ``trails.json``."""
 
@@ -152,6 +168,8 @@ class ContextConfig(BaseModel):
     # refused on open (None: a context made before ids were kept; its parts then agree on one).
     id: str | None = None
     audit: AuditConfig = AuditConfig()
+    # The label linker's settings last given (None: never given, so the defaults).
+    linker: LinkerConfig | None = None
 
 
 def read_config(root: Path) -> ContextConfig | None:

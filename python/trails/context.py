@@ -36,7 +36,7 @@ from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsEr
 from trails.faults import translated
 from trails.ingest import maintenance
 from trails.ingest.expiry import ExpiredDocument, check_retention
-from trails.ingest.linking import LabelLinker, Linker
+from trails.ingest.linking import Linker
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
 from trails.ingest.relink import LinkReport, relink
@@ -290,12 +290,12 @@ class Context:
     def link(self, linker: Linker | None = None, *,
              scopes: str | Sequence[str] | None = None) -> LinkReport:
         """Link the current chunks to the entities of their scope's graph again (after the
-        ontology changed), with ``linker`` (default: ``LabelLinker()``); what was added and
-        removed (ADR 0031). Each batch of documents changes in one graph update. A scope of
+        ontology changed), with ``linker`` (remembered; default: the ``LabelLinker`` as last
+        set); what was added and removed (ADR 0031). Each batch of documents changes in one graph update. A scope of
         ``scopes`` that holds nothing is an UnknownScopeError (nothing is linked)."""
         self._check_writable()
         parts: ContextParts = self
-        return relink(parts, LabelLinker() if linker is None else linker, scopes)
+        return relink(parts, linker, scopes)
 
     def delete_document(self, iri: str, *, include_user_triples: bool = False,
                         caller: str | None = None) -> bool:

@@ -10,6 +10,7 @@ import typer
 
 from trails.cli._common import open_context
 from trails.cli.output import print_json
+from trails.kg.loads import recorded, replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import AUDIT_GRAPH_IRI
@@ -31,6 +32,9 @@ def load(
         help=f"One of {', '.join(FORMAT_NAMES)} (default: from each file's suffix)."),
     base_iri: Optional[str] = typer.Option(  # noqa: UP045
         None, "--base-iri", metavar="IRI", help="Resolve relative IRIs in the files against this."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace what each file loaded into its scope before: triples "
+        "and labels taken out of the file go (run trails link after it to link again)."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {files: [{file, quads}], quads}."),
 ) -> None:
@@ -39,20 +43,29 @@ def load(
     All the files load in one transaction: a syntax error names the file, line and column,
     and nothing of any file is loaded (exit 1). Prints the quads each file held. The audit
     graph (urn:trails:audit) is written by trails alone: a file with triples in it is
-    refused, and nothing is loaded (exit 1).
+    refused, and nothing is loaded (exit 1). What each file loaded into a scope is recorded,
+    so that after the file changes --replace takes out what it no longer holds (ADR 0051).
 
     Example:
 
     ```
     trails --db ./kb load ontology.ttl facts.nq
     trails --db ./kb load legal-facts.ttl --scope legal
+    trails --db ./kb load ontology.ttl --replace && trails --db ./kb link
     ```
     """
     with open_context(ctx, write=True) as opened:
         parsed = [(file, read_quads(file, format, scope, base_iri=base_iri)) for file in files]
-        together = write_quads((q for _, quads in parsed for q in quads), ox.RdfFormat.N_QUADS,
-                               None)
-        opened.kg.load((together or "").encode("utf-8"), format="nquads")
+        if replace:
+            opened.kg.update(" ;\n".join(
+                replacing(quads, str(file.resolve()), target_graph(quads, scope), str(file))
+                for file, quads in parsed))
+        else:
+            together = write_quads(
+                (q for file, quads in parsed for q in recorded(
+                    quads, str(file.resolve()), target_graph(quads, scope))),
+                ox.RdfFormat.N_QUADS, None)
+            opened.kg.load((together or "").encode("utf-8"), format="nquads")
     if as_json:
         print_json({"files": [{"file": str(file), "quads": len(quads)} for file, quads in parsed],
                     "quads": sum(len(quads) for _, quads in parsed)})

@@ -24,7 +24,7 @@ from trails.cli.output import print_json
 from trails.context import Context
 from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
-from trails.ingest.linking import LabelLinker
+from trails.ingest.linker_settings import remembered_linker
 from trails.ingest.minting import check_base_iri
 from trails.ingest.progress import ProgressTracker, count_documents
 
@@ -57,7 +57,8 @@ def ingest(
                                     "first)."),
     link: bool = typer.Option(False, "--link",
                               help="Link each chunk written to the entities of the scope's "
-                                   "graph whose labels it names (trails link re-links later)."),
+                                   "graph whose labels it names, with the linker settings last "
+                                   "given to trails link (trails link re-links later)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only the run's totals as JSON: {ingested, skipped, failed, "
@@ -96,7 +97,7 @@ def ingest(
     with open_context(ctx, write=True) as opened:
         stats, interrupted = _run_ingest(opened, paths, total, quiet, scope=scope,
                                          base_iri=base_iri, prune=prune,
-                                         linker=LabelLinker() if link else None, **options)
+                                         linker=remembered_linker(opened.directory) if link else None, **options)
     if as_json:
         print_json({**asdict(stats),
                     "failures": [{"source": s, "reason": r} for s, r in stats.failures],

@@ -13,6 +13,7 @@ provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its
 >>> kg.add(ox.Quad(ox.NamedNode("https://ex.org/acme"),
 ...                ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label"), ox.Literal("ACME")))
 >>> from trails.ingest.document import Chunk
+from trails.ingest.scripts import is_mark, is_word, joined, particle_follows
 >>> [(m.entity, m.text, m.start) for m in
 ...  LabelLinker().for_scope(kg, "default").mentions(Chunk("Sold to Acme.", 10, 23, 0))]
 [('https://ex.org/acme', 'Acme', 18)]
@@ -32,6 +33,7 @@ import pyoxigraph as ox
 from trails._lazy import require
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk
+from trails.ingest.scripts import is_mark, is_word, joined, particle_follows
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.sparql import PREFIXES
 from trails.scopes import DEFAULT_SCOPE
@@ -151,13 +153,9 @@ def _clusters(text: str) -> Iterator[tuple[int, str]]:
     consonant without its vowel sign."""
     start = 0
     for offset in range(1, len(text) + 1):
-        if offset == len(text) or not _is_mark(text[offset]):
+        if offset == len(text) or not is_mark(text[offset]):
             yield start, text[start:offset]
             start = offset
-
-
-def _is_mark(ch: str) -> bool:
-    return not ch.isascii() and unicodedata.category(ch)[0] == "M"
 
 
 def _fold_cluster(cluster: str, case: bool, accents: bool) -> str:
@@ -190,35 +188,6 @@ def _checked_iri(predicate: object) -> str:
         raise InvalidArgumentError(f"label predicate {predicate!r} is no absolute IRI ({exc}); "
                                    "give one such as http://www.w3.org/2000/01/rdf-schema#label"
                                    ) from None
-
-
-# Scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Khmer,
-# Myanmar, Tai scripts, Javanese, Balinese): a word may end at any of their characters, so a
-# label "東京" is found in "東京都に住む". From the Unicode blocks, as (first, last) code points.
-_UNSPACED = (
-    (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1950, 0x1AAF), (0x1B00, 0x1B7F),
-    (0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3031, 0x303C), (0x3040, 0x312F),
-    (0x3190, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA980, 0xA9FF), (0xAA60, 0xAADF),
-    (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x20000, 0x3FFFF))
-_UNSPACED_STARTS = [first for first, _ in _UNSPACED]
-
-
-def _unspaced(ch: str) -> bool:
-    at = bisect.bisect_right(_UNSPACED_STARTS, ord(ch)) - 1
-    return at >= 0 and ord(ch) <= _UNSPACED[at][1]
-
-
-def _joined(before: str, after: str) -> bool:
-    """Two characters of one word: both word characters, neither of a script written
-    without spaces."""
-    return (_is_word(before) and _is_word(after)
-            and not (_unspaced(before) or _unspaced(after)))
-
-
-def _is_word(ch: str) -> bool:
-    """A character a word goes on through: a letter, digit, "_" or a mark (an accent kept,
-    a vowel sign)."""
-    return ch.isalnum() or ch == "_" or _is_mark(ch)
 
 
 @dataclass(frozen=True)
@@ -343,11 +312,11 @@ class LabelMatcher:
         if origin is _same:  # ASCII: offsets kept, and the text's word boundaries found at once
             bounds = {m.start() for m in _BOUNDARY.finditer(folded)}
             found = [(start, end, index) for index, start, end in matches
-                     if (start in bounds or not _is_word(folded[start]))
-                     and (end in bounds or not _is_word(folded[end - 1]))]
+                     if (start in bounds or not is_word(folded[start]))
+                     and (end in bounds or not is_word(folded[end - 1]))]
         else:
             found = [(origin(start), origin(end), index) for index, start, end in matches
-                     if self._bounded(folded, start, end, origin)]
+                     if self._bounded(folded, start, end, origin, text)]
         return found if self.settings.nested else _leftmost_longest(found)
 
     def _folded(self, text: str) -> tuple[str, Any]:
@@ -370,11 +339,13 @@ class LabelMatcher:
         return "".join(parts), starts.__getitem__
 
     @staticmethod
-    def _bounded(folded: str, start: int, end: int, origin: Any) -> bool:
-        """A match on word boundaries, of whole characters of the text."""
-        if start > 0 and _joined(folded[start - 1], folded[start]):
+    def _bounded(folded: str, start: int, end: int, origin: Any, text: str) -> bool:
+        """A match on word boundaries (or followed by a Korean particle), of whole
+        characters of the text."""
+        if start > 0 and joined(folded[start - 1], folded[start]):
             return False
-        if end < len(folded) and _joined(folded[end - 1], folded[end]):
+        if end < len(folded) and joined(folded[end - 1], folded[end]) and not (
+                particle_follows(text, origin(end))):
             return False
         # A character that folds to several ("ß" -> "ss"), or with its marks, is matched whole
         # or not at all.

@@ -46,6 +46,7 @@ from trails.ingest.events import (
     announce,
 )
 from trails.ingest.expiry import expiry_problem
+from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.loaders import Source, load
 from trails.ingest.mentions import scope_is_linked, unlinked_note
@@ -155,6 +156,7 @@ def ingest(
         raise ConfigurationError("cannot ingest inside a read snapshot of the vector store; "
                                  "leave the `with store.snapshot():` block first")
     check_linker(linker)
+    remember_linker(ctx, linker)  # a later run without settings links the same way
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)

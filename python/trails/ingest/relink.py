@@ -18,6 +18,7 @@ from trails.errors import ConfigurationError
 from trails.ingest.checks import linked
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import documents_values, graph_block, mention_deletes
+from trails.ingest.linker_settings import remember_linker, remembered_linker
 from trails.ingest.linking import Linker, Mention, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.mentions import HAS_MENTION, MENTIONS, mention_iri, mention_quads
 from trails.ingest.writer import writing_versions
@@ -54,9 +55,11 @@ class LinkReport:
                    if self.warnings else ""))
 
 
-def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None = None
+def relink(ctx: ContextParts, linker: Linker | None, scopes: str | Sequence[str] | None = None
            ) -> LinkReport:
-    """Link the current chunks of ``scopes`` (None: every scope with documents) again.
+    """Link the current chunks of ``scopes`` (None: every scope with documents) again, with
+    ``linker`` (its settings remembered), or None: the label linker as last set
+    (:mod:`trails.ingest.linker_settings`).
 
     Raises:
         InvalidArgumentTypeError: ``linker`` is no Linker, or ``scopes`` no name nor list.
@@ -67,6 +70,8 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
     check_linker(linker)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to link")
+    if linker is None:
+        linker = remembered_linker(getattr(ctx, "directory", None))
     given: object = scopes  # a caller's set of names is a list of them, in order
     if isinstance(given, (set, frozenset)):
         given = sorted(given, key=str)
@@ -79,6 +84,7 @@ def relink(ctx: ContextParts, linker: Linker, scopes: str | Sequence[str] | None
         if wanted is None or record.scope in wanted:
             by_scope.setdefault(record.scope, {})[doc] = record.version
     report = LinkReport()
+    remember_linker(ctx, linker)  # after the checks: a refused call records nothing
     for scope, versions in sorted(by_scope.items()):
         bound = linker.for_scope(ctx.kg, scope)
         report.warnings += linker_warnings(bound, scope)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from trails.errors import ConfigurationError
+from trails.kg.loads import ReplaceOption, recorded, replacing, source_key, target_graph
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.rdfwrite import write_quads
@@ -28,20 +30,33 @@ LoadSource = RdfSource | Any
 
 
 def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format: str | None,
-               scope: str | None, base_iri: str | None) -> int:
-    """Parse ``source`` and ``add`` all its quads in one go; how many quads it holds.
+               scope: str | None, base_iri: str | None, *, replace: ReplaceOption = False,
+               update: Callable[[str], None] | None = None) -> int:
+    """Parse ``source`` and ``add`` all its quads, with their record (:mod:`trails.kg.loads`),
+    in one go; or, with ``replace``, ``update`` the graph in one transaction so that they
+    replace what the same source loaded before. How many quads it holds.
 
     Raises:
         ValueError: ``format=`` with an rdflib graph (it has no text format to name).
-        ConfigurationError: a quad in the audit graph, which trails alone writes.
+        ConfigurationError: a quad in the audit graph, which trails alone writes; ``replace``
+            with RDF that names graphs of its own.
+        InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
     """
+    key = source_key(source, replace)
     if is_rdflib_graph(source):
         if format is not None:
             raise ValueError("format= names the format of a file or text; an rdflib graph "
                              "needs none, so leave it out")
         source, format = from_rdflib(source)
     quads = check_quads(read_quads(source, format, scope, base_iri=base_iri))
-    add(quads)
+    target = target_graph(quads, scope)
+    if replace and key is not None:
+        if update is None:
+            raise ConfigurationError("this graph takes no update, so a load cannot replace "
+                                     "what it loaded before; nothing was loaded")
+        update(replacing(quads, key, target, "the RDF loaded"))
+    else:
+        add(recorded(quads, key, target))
     return len(quads)
 
 

@@ -23,6 +23,7 @@ from trails.kg.carried import Carry, Touched
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.function_calls import FunctionCalls
 from trails.kg.hand_links import HandLinks, minted_links
+from trails.kg.loads import ReplaceOption
 from trails.kg.opening import Stamp, kept_in_the_log, open_store, patience, vanished_while_moving
 from trails.kg.parse_errors import parse_problem
 from trails.kg.rdfio import RdfSource
@@ -366,19 +367,18 @@ class OxigraphGraph(QuadExport):
         with self._faults("writing the graph in", lambda: True):
             self._s.remove_graph(graph)
 
-    def load(self, source: RdfSource | Any, format: str | None = None,
-             scope: str | None = None, *, base_iri: str | None = None) -> int:
+    def load(self, source: RdfSource | Any, format: str | None = None, scope: str | None = None,
+             *, base_iri: str | None = None, replace: ReplaceOption = False) -> int:
         """Load RDF into the graph in one transaction; how many quads the source held.
 
-        ``source`` is a file (a ``pathlib.Path``, or a one-line ``str`` that names an
-        existing file or ends with an RDF suffix), RDF content (``bytes``, or any other
-        ``str``), or an rdflib ``Graph``/``Dataset`` (``trails[rdflib]``). The format is
-        ``format`` (turtle, trig, ntriples, nquads, n3, rdfxml, jsonld, or a media type),
-        else the file's suffix; text is read as Turtle/TriG (JSON-LD when it starts with
-        ``{``). Without ``scope`` quads keep their graphs and triples go into the default
+        ``source``: a file (a ``Path``, or a one-line ``str`` naming a file or ending with
+        an RDF suffix), RDF content (``bytes``, any other ``str``), or an rdflib graph. The
+        format: ``format`` (turtle, trig, ntriples, nquads, n3, rdfxml, jsonld, a media
+        type), else the file's suffix, else Turtle/TriG (JSON-LD for ``{``). Without ``scope`` quads keep their graphs and triples go into the default
         scope; with ``scope`` triples go into that scope's graph (scoped filters see them),
         and RDF naming graphs of its own is refused. Loading the same IRIs and literals again
-        adds nothing; blank nodes are new on every load.
+        adds nothing; blank nodes are new on every load. ``replace=True`` (a file) or a name
+        (any source) replaces what that source loaded into the scope before (ADR 0051).
 
         >>> kg = OxigraphGraph()
         >>> kg.load(b'<https://x/a> <https://x/p> "v" .', scope="legal")
@@ -389,14 +389,15 @@ class OxigraphGraph(QuadExport):
         Raises:
             RdfSyntaxError: the input does not parse (file, line and column named); nothing
                 is loaded.
-            ConfigurationError: no such file, an unknown format, ``scope=`` with named graphs,
-                or the graph is read-only.
+            ConfigurationError: no such file, an unknown format, ``scope=`` (or ``replace``)
+                with named graphs, or the graph is read-only.
         """
         self._check_writable()
         with self._faults("writing the graph in"):
             # A method of this graph, not the store's: a traceback of a failed load must not
             # keep the store (and its lock) alive once _faults has dropped it.
-            return load_quads(self.extend, source, format, scope, base_iri)
+            return load_quads(self.extend, source, format, scope, base_iri, replace=replace,
+                              update=self.update)
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         graph = None if scope is None else scope_graph(scope)

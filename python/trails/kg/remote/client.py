@@ -272,17 +272,18 @@ class SparqlEndpointGraph(QuadExport):
         else:
             self.update(f"DROP SILENT GRAPH {graph}")
 
-    def load(self, source: RdfSource | Any, format: str | None = None,
-             scope: str | None = None, *, base_iri: str | None = None) -> int:
+    def load(self, source: RdfSource | Any, format: str | None = None, scope: str | None = None,
+             *, base_iri: str | None = None, replace: bool | str = False) -> int:
         """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as one
-        ``INSERT DATA`` request, which the server applies whole or not at all (whatever
-        ``batch_size`` says; raise ``timeout`` for a large file).
+        ``INSERT DATA`` request (with ``replace``, one update), which the server applies whole
+        or not at all (whatever ``batch_size`` says; raise ``timeout`` for a large file).
 
         Raises:
             ConfigurationError: as the embedded graph's, and for a graph named by a blank
                 node (an update cannot name it).
         """
-        return load_quads(self._insert_at_once, source, format, scope, base_iri)
+        return load_quads(self._insert_at_once, source, format, scope, base_iri,
+                          replace=replace, update=self.update)
 
     def _insert_at_once(self, quads: list[ox.Quad]) -> None:
         if not quads:

@@ -1,0 +1,124 @@
+"""What a source loaded, so that loading it again can replace it (ADR 0051).
+
+Each load of a file (or of RDF given a name, ``replace="name"``) whose triples go into one
+scope's graph is recorded: a copy of its quads in a graph of trails' own,
+``urn:trails:loaded:<scope>:<digest of the source's name>``, written in the same transaction
+as the quads themselves. No scope's queries see that graph (as ``urn:trails:minted``).
+
+``load(..., replace=True)`` (``trails load --replace``) then runs one update: it deletes from
+the scope's graph the triples the source's record holds and no other source's record of that
+scope holds, drops the record, and inserts the new triples with their new record. A triple
+the file still holds is deleted and inserted again in that same transaction, so a reader sees
+the old ontology or the new one, never neither; the user's other triples, and every other
+scope, are untouched. Blank nodes are matched through the record, which holds the very same
+nodes, so a removed ``owl:Restriction`` goes too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
+
+__all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "recorded", "replacing", "source_key",
+           "target_graph"]
+
+LOADED_BASE = "urn:trails:loaded:"
+ReplaceOption = bool | str
+
+
+def source_key(source: object, replace: ReplaceOption) -> str | None:
+    """The name a load is recorded under: ``replace`` when it is a name, else a file's
+    absolute path; None for RDF text or an rdflib graph given no name.
+
+    Raises:
+        InvalidArgumentError: ``replace`` is an empty name, or True for a source that is no
+            file (the text has no name to find its earlier load by).
+    """
+    if isinstance(replace, str):
+        if not replace.strip():
+            raise InvalidArgumentError("replace= names the source whose earlier load this one "
+                                       "replaces; got an empty name")
+        return replace
+    path: str | os.PathLike[str] | None = None
+    if isinstance(source, os.PathLike):
+        path = source
+    elif isinstance(source, str) and "\n" not in source.strip() and len(source) <= 4096:
+        path = source.strip() if Path(source.strip()).is_file() else None
+    if path is None:
+        if replace:
+            raise InvalidArgumentError(
+                "replace=True replaces what the same file loaded before, but this source is "
+                "RDF text, not a file: name it (replace=\"ontology\"), and load it with that "
+                "name each time")
+        return None
+    return str(Path(path).resolve())
+
+
+def target_graph(quads: list[ox.Quad], scope: str | None) -> ox.NamedNode | ox.DefaultGraph | None:
+    """The one scope graph the quads go into, or None when they name other graphs (a TriG
+    file's own), which no record covers."""
+    if scope is not None:
+        return scope_graph(scope)
+    graphs = {q.graph_name for q in quads}
+    if not graphs:
+        return ox.DefaultGraph()
+    if len(graphs) == 1:
+        (graph,) = graphs
+        if isinstance(graph, ox.DefaultGraph) or (
+                isinstance(graph, ox.NamedNode) and scope_of_graph(graph.value) is not None):
+            return graph
+    return None
+
+
+def _scope_of(target: ox.NamedNode | ox.DefaultGraph) -> str:
+    if isinstance(target, ox.DefaultGraph):
+        return DEFAULT_SCOPE
+    return scope_of_graph(target.value) or DEFAULT_SCOPE
+
+
+def record_graph(target: ox.NamedNode | ox.DefaultGraph, key: str) -> ox.NamedNode:
+    """The graph recording what the source ``key`` loaded into ``target`` (scope names hold
+    no ":", so one scope's records share a prefix no other scope's has)."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return ox.NamedNode(f"{LOADED_BASE}{_scope_of(target)}:{digest}")
+
+
+def recorded(quads: list[ox.Quad], key: str | None,
+             target: ox.NamedNode | ox.DefaultGraph | None) -> list[ox.Quad]:
+    """``quads`` and, for a named source going into one scope, their record."""
+    if key is None or target is None:
+        return quads
+    record = record_graph(target, key)
+    return quads + [ox.Quad(q.subject, q.predicate, q.object, record) for q in quads]
+
+
+def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultGraph | None,
+              name: str) -> str:
+    """The one update that replaces what ``key`` loaded into ``target`` by ``quads``.
+
+    Raises:
+        ConfigurationError: the quads name graphs of their own (no one scope to replace in).
+    """
+    if target is None:
+        raise ConfigurationError(
+            f"{name} names graphs of its own, and a load replaces what it loaded before only "
+            "in one scope: load it into a scope (scope=..., --scope NAME), or without "
+            "replace; nothing was loaded")
+    record = record_graph(target, key)
+    prefix = f"{LOADED_BASE}{_scope_of(target)}:"
+    triples = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    into = ("{ ?s ?p ?o }" if isinstance(target, ox.DefaultGraph)
+            else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
+    where = (f"{{ GRAPH {record} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH ?other {{ ?s ?p ?o }} "
+             f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
+    updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
+    if quads:
+        block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
+        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {triples} }} }}")
+    return " ;\n".join(updates)
