@@ -38,7 +38,7 @@ def test_a_label_taken_out_of_the_file_goes_with_replace(tmp_path):
     onto = tmp_path / "onto.ttl"
     kg = OxigraphGraph()
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME", "Acme Corp" . ex:gone rdfs:label "Gone" .')
-    assert kg.load(onto) == 3
+    assert kg.load(onto, replace=True) == 3  # the first load with replace records it
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" . ex:new rdfs:label "New" .')
     assert kg.load(onto, replace=True) == 2
     assert labels(kg) == {("acme", "ACME"), ("new", "New")}
@@ -47,7 +47,7 @@ def test_a_label_taken_out_of_the_file_goes_with_replace(tmp_path):
     assert labels(kg) == {("acme", "ACME"), ("new", "New")}
 
 
-def test_without_replace_loading_still_only_adds(tmp_path):
+def test_without_replace_loading_only_adds_and_records_nothing(tmp_path):
     onto = tmp_path / "onto.ttl"
     kg = OxigraphGraph()
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" .')
@@ -55,9 +55,13 @@ def test_without_replace_loading_still_only_adds(tmp_path):
     onto.write_text(HEAD + 'ex:globex rdfs:label "Globex" .')
     kg.load(onto)
     assert labels(kg) == {("acme", "ACME"), ("globex", "Globex")}
+    assert len(kg) == 2  # no record: a plain load writes the file's quads and nothing else
+    onto.write_text(HEAD + 'ex:initech rdfs:label "Initech" .')
+    kg.load(onto, replace=True)  # no load of it was recorded: what plain loads added stays
+    assert labels(kg) == {("acme", "ACME"), ("globex", "Globex"), ("initech", "Initech")}
     onto.write_text(HEAD)
-    kg.load(onto, replace=True)  # what both loads of the file added goes
-    assert labels(kg) == set()
+    kg.load(onto, replace=True)  # what the recorded load added goes
+    assert labels(kg) == {("acme", "ACME"), ("globex", "Globex")}
 
 
 def test_replace_keeps_the_users_other_triples_and_other_scopes(tmp_path):
@@ -66,9 +70,9 @@ def test_replace_keeps_the_users_other_triples_and_other_scopes(tmp_path):
     kg.update('INSERT DATA { <https://ex.org/mine> rdfs:label "Mine" }')
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" . ex:shared rdfs:label "Shared" .')
     other.write_text(HEAD + 'ex:shared rdfs:label "Shared" . ex:o rdfs:label "Other" .')
-    kg.load(onto)
-    kg.load(other)
-    kg.load(onto, scope="legal")
+    kg.load(onto, replace=True)
+    kg.load(other, replace=True)
+    kg.load(onto, scope="legal", replace=True)
     onto.write_text(HEAD)
     kg.load(onto, replace=True)
     # The triple the other file also loaded stays, and so does the user's own.
@@ -84,7 +88,7 @@ def test_blank_nodes_the_file_no_longer_holds_go_too(tmp_path):
     kg = OxigraphGraph()
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" ; rdfs:subClassOf [ a owl:Restriction ; '
                            'owl:onProperty ex:owns ; owl:someValuesFrom ex:Firm ] .')
-    kg.load(onto, scope="s")
+    kg.load(onto, scope="s", replace=True)
     assert triples(kg, "s") == 5
     onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" .')
     kg.load(onto, scope="s", replace=True)
@@ -124,7 +128,7 @@ def test_relinking_after_a_replace_removes_the_links_of_a_removed_label(tmp_path
     onto = tmp_path / "onto.ttl"
     with fresh_context(dim=32) as ctx:
         onto.write_text(HEAD + 'ex:acme rdfs:label "ACME" . ex:hooli rdfs:label "Hooli" .')
-        ctx.kg.load(onto)
+        ctx.kg.load(onto, replace=True)
         ingest_all([Document(id="a", source="a", text="ACME bought Hooli.")], ctx=ctx,
                    linker=LabelLinker())
         assert links(ctx) == {"acme", "hooli"}
@@ -153,7 +157,7 @@ def test_the_command_line_replaces_with_replace(tmp_path):
 
     run("init", "--model", "mock")
     onto.write_text(HEAD + 'ex:initech rdfs:label "Initech" . ex:hooli rdfs:label "Hooli" .')
-    run("load", str(onto), "--scope", "team")
+    run("load", str(onto), "--scope", "team", "--replace")
     run("ingest", str(notes), "--link", "--quiet", "--scope", "team")
     onto.write_text(HEAD + 'ex:hooli rdfs:label "Hooli" .')
     run("load", str(onto), "--scope", "team", "--replace")

@@ -10,7 +10,7 @@ import typer
 
 from trails.cli._common import open_context
 from trails.cli.output import print_json
-from trails.kg.loads import recorded, replacing, target_graph
+from trails.kg.loads import replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import AUDIT_GRAPH_IRI
@@ -33,8 +33,9 @@ def load(
     base_iri: Optional[str] = typer.Option(  # noqa: UP045
         None, "--base-iri", metavar="IRI", help="Resolve relative IRIs in the files against this."),
     replace: bool = typer.Option(
-        False, "--replace", help="Replace what each file loaded into its scope before: triples "
-        "and labels taken out of the file go (run trails link after it to link again)."),
+        False, "--replace", help="Replace what each file loaded with --replace into its scope "
+        "before: triples and labels taken out of the file go (run trails link after it to "
+        "link again)."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {files: [{file, quads}], quads}."),
 ) -> None:
@@ -43,8 +44,9 @@ def load(
     All the files load in one transaction: a syntax error names the file, line and column,
     and nothing of any file is loaded (exit 1). Prints the quads each file held. The audit
     graph (urn:trails:audit) is written by trails alone: a file with triples in it is
-    refused, and nothing is loaded (exit 1). What each file loaded into a scope is recorded,
-    so that after the file changes --replace takes out what it no longer holds (ADR 0051).
+    refused, and nothing is loaded (exit 1). A file loaded with --replace is recorded, so that
+    after it changes, --replace again takes out what it no longer holds (ADR 0051): load an
+    ontology you will edit with --replace from the first time.
 
     Example:
 
@@ -61,10 +63,8 @@ def load(
                 replacing(quads, str(file.resolve()), target_graph(quads, scope), str(file))
                 for file, quads in parsed))
         else:
-            together = write_quads(
-                (q for file, quads in parsed for q in recorded(
-                    quads, str(file.resolve()), target_graph(quads, scope))),
-                ox.RdfFormat.N_QUADS, None)
+            together = write_quads((q for _, quads in parsed for q in quads),
+                                   ox.RdfFormat.N_QUADS, None)
             opened.kg.load((together or "").encode("utf-8"), format="nquads")
     if as_json:
         print_json({"files": [{"file": str(file), "quads": len(quads)} for file, quads in parsed],

@@ -15,7 +15,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
-from trails.kg.loads import ReplaceOption, recorded, replacing, source_key, target_graph
+from trails.kg.loads import ReplaceOption, replacing, source_key, target_graph
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.rdfwrite import write_quads
@@ -32,9 +32,10 @@ LoadSource = RdfSource | Any
 def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format: str | None,
                scope: str | None, base_iri: str | None, *, replace: ReplaceOption = False,
                update: Callable[[str], None] | None = None) -> int:
-    """Parse ``source`` and ``add`` all its quads, with their record (:mod:`trails.kg.loads`),
-    in one go; or, with ``replace``, ``update`` the graph in one transaction so that they
-    replace what the same source loaded before. How many quads it holds.
+    """Parse ``source`` and ``add`` all its quads in one go; or, with ``replace``, ``update``
+    the graph in one transaction so that they replace what the same source loaded with
+    ``replace`` before, and are recorded for the next one (:mod:`trails.kg.loads`). How many
+    quads it holds.
 
     Raises:
         ValueError: ``format=`` with an rdflib graph (it has no text format to name).
@@ -49,14 +50,13 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
                              "needs none, so leave it out")
         source, format = from_rdflib(source)
     quads = check_quads(read_quads(source, format, scope, base_iri=base_iri))
-    target = target_graph(quads, scope)
     if replace and key is not None:
         if update is None:
             raise ConfigurationError("this graph takes no update, so a load cannot replace "
                                      "what it loaded before; nothing was loaded")
-        update(replacing(quads, key, target, "the RDF loaded"))
-    else:
-        add(recorded(quads, key, target))
+        update(replacing(quads, key, target_graph(quads, scope), "the RDF loaded"))
+    else:  # not recorded: a plain load of a large file costs what it always did (ADR 0051)
+        add(quads)
     return len(quads)
 
 

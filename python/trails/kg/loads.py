@@ -1,11 +1,13 @@
 """What a source loaded, so that loading it again can replace it (ADR 0051).
 
-Each load of a file (or of RDF given a name, ``replace="name"``) whose triples go into one
-scope's graph is recorded: a copy of its quads in a graph of trails' own,
+Each load with ``replace`` of a file (or of RDF given a name, ``replace="name"``) whose
+triples go into one scope's graph is recorded: a copy of its quads in a graph of trails' own,
 ``urn:trails:loaded:<scope>:<digest of the source's name>``, written in the same transaction
-as the quads themselves. No scope's queries see that graph (as ``urn:trails:minted``).
+as the quads themselves. No scope's queries see that graph (as ``urn:trails:minted``). A load
+without ``replace`` is not recorded: the record doubles a load's writes, which a large data
+set loaded once should not pay for.
 
-``load(..., replace=True)`` (``trails load --replace``) then runs one update: it deletes from
+``load(..., replace=True)`` (``trails load --replace``) runs one update: it deletes from
 the scope's graph the triples the source's record holds and no other source's record of that
 scope holds, drops the record, and inserts the new triples with their new record. A triple
 the file still holds is deleted and inserted again in that same transaction, so a reader sees
@@ -25,7 +27,7 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "recorded", "replacing", "source_key",
+__all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "replacing", "source_key",
            "target_graph"]
 
 LOADED_BASE = "urn:trails:loaded:"
@@ -87,15 +89,6 @@ def record_graph(target: ox.NamedNode | ox.DefaultGraph, key: str) -> ox.NamedNo
     no ":", so one scope's records share a prefix no other scope's has)."""
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
     return ox.NamedNode(f"{LOADED_BASE}{_scope_of(target)}:{digest}")
-
-
-def recorded(quads: list[ox.Quad], key: str | None,
-             target: ox.NamedNode | ox.DefaultGraph | None) -> list[ox.Quad]:
-    """``quads`` and, for a named source going into one scope, their record."""
-    if key is None or target is None:
-        return quads
-    record = record_graph(target, key)
-    return quads + [ox.Quad(q.subject, q.predicate, q.object, record) for q in quads]
 
 
 def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultGraph | None,
