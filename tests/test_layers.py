@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "trails"
 # specific prefix wins. docs/architecture.md explains each layer.
 LAYERS: list[tuple[str, ...]] = [
     ("trails", "trails.errors", "trails.faults", "trails.records", "trails._lazy", "trails._state",
-     "trails.circuit", "trails.resilience",
+     "trails.circuit", "trails.resilience", "trails.deadline",
      "trails.tracing",
      "trails.scopes", "trails.registry", "trails.recorded", "trails.text", "trails._openai", "trails.display"),
     ("trails.kg", "trails.vector"),
@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
 OPTIONAL_ROOTS = {name.split(".")[0] for name in OPTIONAL_MODULES} | {
     # Installed with an optional package above, used only with it.
     "torch", "transformers", "tokenizers", "onnx", "onnxruntime", "huggingface_hub",
-    "portalocker", "ir_measures", "uvicorn", "fastapi", "starlette", "langchain_core",
+    "portalocker", "ir_measures", "uvicorn", "fastapi", "starlette", "langchain_core", "httpcore",
     "llama_index", "IPython",
     # A base dependency, but slow to import and needed only to load HTML.
     "bs4",

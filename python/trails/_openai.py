@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
+from trails import deadline
 from trails._lazy import require
 from trails.errors import ConfigurationError
 from trails.resilience import public_url
@@ -13,6 +14,7 @@ from trails.resilience import public_url
 __all__ = ["KEY_ENV", "OpenAIClient", "status_message"]
 
 KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the openai client's, without $OPENAI_BASE_URL
 
 
 class OpenAIClient:
@@ -20,7 +22,8 @@ class OpenAIClient:
 
     That class sets ``api_key``, ``base_url``, ``organization``, ``timeout`` and
     ``max_retries``; with ``_own_retries`` it runs its own retry loop and the client's retries
-    are switched off.
+    are switched off. ``timeout`` bounds each request in all, from connecting to the last byte
+    of the answer (:mod:`trails.deadline`), not only each read.
     """
 
     api_key: str | None
@@ -46,9 +49,14 @@ class OpenAIClient:
                     f"{owner} needs an API key: set the {KEY_ENV} environment variable or pass "
                     "api_key=...")
             openai = require("openai", owner)
+            # The client's own timeout bounds each read; the transport bounds the request.
+            url = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+            http = openai.DefaultHttpxClient(transport=deadline.transport(
+                self.timeout, url, package=deadline.package_of(openai.DefaultHttpxClient)))
             self._client = openai.OpenAI(
                 api_key=key, base_url=self.base_url, organization=self.organization,
-                timeout=self.timeout, max_retries=0 if self._own_retries else self.max_retries)
+                timeout=self.timeout, max_retries=0 if self._own_retries else self.max_retries,
+                http_client=http)
         return self._client
 
     def _endpoint(self) -> str:

@@ -33,6 +33,7 @@ says what was wrong and what to do next. The tree::
     ├── PermissionDeniedError         an API key without the right or the scope a request needs
     ├── ReadOnlyServiceError          a write sent to a service that serves its context read-only
     ├── NotAcceptableError            no format the client accepts can carry the answer
+    ├── RequestTooLargeError          a request body past the service's --max-request-bytes
     └── UnknownDocumentError          a document IRI that the context (in the caller's scopes) lacks
 
 Bad arguments (an unknown ``mode``, ``k=-1``, ``retrieve(None)``) raise
@@ -64,6 +65,7 @@ __all__ = [
     "RdfLimitError",
     "RdfSyntaxError",
     "ReadOnlyServiceError",
+    "RequestTooLargeError",
     "RewriteError",
     "SparqlError",
     "StorageError",
@@ -233,6 +235,11 @@ class ReadOnlyServiceError(TrailsError):
 class NotAcceptableError(TrailsError):
     """An answer none of the formats a client accepts can carry (a control character in a
     literal has no place in XML 1.0). The message names the formats that can."""
+
+
+class RequestTooLargeError(TrailsError):
+    """A request body longer than the service reads (``trails serve --max-request-bytes``):
+    answered 413 before it was read whole. The message names the cap and how to raise it."""
 
 
 class UnknownDocumentError(TrailsError):

@@ -18,6 +18,7 @@ from trails.cli.output import print_json
 from trails.errors import ConfigurationError, StorageError
 from trails.scopes import check_scope
 from trails.service.keys import ALL_SCOPES, KeyRing, digest, new_secret
+from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES
 
 __all__ = ["keys_app", "serve"]
 
@@ -44,6 +45,10 @@ def serve(
         [], "--allowed-host", metavar="NAME[:PORT]", help="Another Host name the service "
         "answers (repeat it), e.g. behind a proxy; '*' for any. Without keys only its own "
         "addresses are answered (DNS rebinding); with keys any, unless this is given."),
+    max_request_bytes: int = typer.Option(
+        DEFAULT_MAX_REQUEST_BYTES, "--max-request-bytes", min=1, metavar="BYTES", help="The longest "
+        "request body read (a SPARQL query, a search, documents to ingest); a longer one is "
+        "answered 413."),
 ) -> None:
     """Serve the context over HTTP: retrieve, SPARQL 1.1 Protocol, ingest (docs/service.md).
 
@@ -72,7 +77,8 @@ def serve(
         typer.echo(f"trails serve: listening on {url} (service.json in {db})")
 
     run(db, host=host, port=port, keys=ring, read_only=read_only, reranker=ranker,
-        announce=announce, log_level=log_level, allowed_hosts=allowed_host or None)
+        announce=announce, log_level=log_level, allowed_hosts=allowed_host or None,
+        max_request_bytes=max_request_bytes)
 
 
 @keys_app.command("add")

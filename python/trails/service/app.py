@@ -42,6 +42,7 @@ from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
+from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
     ErrorBody,
@@ -108,7 +109,8 @@ def _sparql_doc(method: str) -> dict[str, Any]:
 def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | None, *,
                read_only: bool = False, reranker: Step | None = None,
                extra_keys: tuple[ApiKey, ...] = (), fold_seconds: float = 30.0,
-               allowed_hosts: Sequence[str] | None = None) -> FastAPI:
+               allowed_hosts: Sequence[str] | None = None,
+               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> FastAPI:
     """A FastAPI application serving one context.
 
     Args:
@@ -122,15 +124,18 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         allowed_hosts: more ``Host`` names the service answers (``*``: any). Without keys
             it answers only requests addressed to it (:mod:`trails.service.hosts`: DNS
             rebinding); with keys, any unless these are given.
+        max_request_bytes: a longer request body is answered 413 (:mod:`trails.service.limits`).
 
     Raises:
-        ConfigurationError: an allowed host that is no host name.
+        ConfigurationError: an allowed host that is no host name, or a ``max_request_bytes``
+            that is not a positive integer.
         Everything :meth:`Context.open` raises, for a directory.
     """
     fastapi_app: FastAPI
     if keys is not None and allowed_hosts is None:
         allowed_hosts = [ANY_HOST]  # a key is what a rebound page lacks
     hosts = check_allowed_hosts(allowed_hosts or ())
+    BodyLimit(None, max_request_bytes)  # checked before a context is opened
     if isinstance(ctx_or_dir, Context):
         ctx, owned = ctx_or_dir, False
     else:
@@ -217,7 +222,8 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                             status_code=exc.status_code, headers=exc.headers)
 
     fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
-    # Added last, so it stands outermost: no route, no metric, sees a refused request.
+    # Added last, so they stand outermost: no route, no metric, sees a refused request.
+    fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,

@@ -33,6 +33,7 @@ from trails.service.discovery import (
     write_service,
 )
 from trails.service.keys import KeyRing, new_secret
+from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES
 from trails.service.state import local_key
 
 __all__ = ["is_loopback", "serve"]
@@ -53,13 +54,15 @@ def is_loopback(host: str) -> bool:
 def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000,
           keys: KeyRing | None = None, read_only: bool = False, reranker: Step | None = None,
           announce: Callable[[str], None] = print, log_level: str = "info",
-          allowed_hosts: Sequence[str] | None = None) -> None:
+          allowed_hosts: Sequence[str] | None = None,
+          max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
     """Serve the context in ``directory`` until Ctrl-C or SIGTERM.
 
     Once the socket is bound, ``directory/service.json`` names the URL and a token valid
     for this run (:mod:`trails.service.discovery`) and ``announce`` gets the URL. Without
     keys, a request whose ``Host`` names neither the bound address nor loopback nor one of
-    ``allowed_hosts`` is refused (:mod:`trails.service.hosts`).
+    ``allowed_hosts`` is refused (:mod:`trails.service.hosts`); a request body longer than
+    ``max_request_bytes`` is answered 413 (:mod:`trails.service.limits`).
 
     Raises:
         ConfigurationError: a host that is not loopback without keys (anyone who can reach
@@ -75,7 +78,8 @@ def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: i
                     "scope and the right to write", host)
     token = new_secret()
     app = create_app(directory, keys, read_only=read_only, reranker=reranker,
-                     extra_keys=(local_key(token),), allowed_hosts=allowed_hosts)
+                     extra_keys=(local_key(token),), allowed_hosts=allowed_hosts,
+                     max_request_bytes=max_request_bytes)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                             workers=1, access_log=False)
     written: list[ServiceInfo] = []

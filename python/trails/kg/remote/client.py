@@ -13,13 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from trails import deadline
 from trails._lazy import require
-from trails.errors import (
-    ConfigurationError,
-    EndpointUnavailableError,
-    InvalidArgumentError,
-    SparqlError,
-)
+from trails.errors import ConfigurationError, EndpointUnavailableError, SparqlError
 from trails.kg.bindings import apply_bindings
 from trails.kg.exchange import QuadExport, load_quads
 from trails.kg.parse_errors import is_update, parse_problem
@@ -54,7 +50,7 @@ from trails.kg.remote.rewrite import (
     with_prefixes,
 )
 from trails.kg.remote.transport import ATOMIC as _ATOMIC
-from trails.kg.remote.transport import answered, send
+from trails.kg.remote.transport import DEFAULT_MAX_RESPONSE_BYTES, answered, check_limits, send
 from trails.kg.reserved import check_quads, check_removal, check_update
 from trails.kg.result import QueryResult
 from trails.kg.sparql import PREFIXES, check_filter, iris_or_error
@@ -90,7 +86,9 @@ class SparqlEndpointGraph(QuadExport):
             ``$TRAILS_SPARQL_AUTH``).
         headers: sent with every request (an ``Authorization`` header, say).
         auth: an httpx auth (``("user", "password")`` for basic auth).
-        timeout: seconds allowed to connect, and then for each read and write, per try.
+        timeout: seconds one try may take in all, from connecting to the answer's last byte.
+        max_response_bytes: the most of an answer read (decompressed; default 256 MiB): a
+            larger one raises SparqlError naming this setting.
         resilience: retries and the circuit breaker (:class:`trails.resilience.Resilience`,
             or a mapping of its fields; default: its defaults). A query is retried after a
             refused or reset connection, a timeout, HTTP 5xx or 429 (``Retry-After``
@@ -109,7 +107,8 @@ class SparqlEndpointGraph(QuadExport):
 
     Raises:
         InvalidArgumentError: an unknown ``dialect``, a ``timeout`` that is not a positive,
-            finite number, a ``batch_size`` that is not a positive integer.
+            finite number, a ``batch_size`` or ``max_response_bytes`` that is not a positive
+            integer.
 
     >>> kg = SparqlEndpointGraph("http://127.0.0.1:7878/query")  # doctest: +SKIP
     >>> kg.query("SELECT ?n WHERE { ?s schema:name ?n }", scopes=["legal"]).rows  # doctest: +SKIP
@@ -127,13 +126,9 @@ class SparqlEndpointGraph(QuadExport):
         default_graph_uri: str | None = None,
         dialect: str = "standard",
         resilience: Resilience | Mapping[str, Any] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
-                0 < timeout < float("inf")):  # inf: a call could wait for ever; NaN: none runs
-            raise InvalidArgumentError(f"timeout must be a positive, finite number of seconds, "
-                                       f"got {timeout!r}")
+        check_limits(timeout, batch_size, max_response_bytes)
         self._httpx = require("httpx", "A knowledge graph on a SPARQL endpoint")
         # A URL's user:password@ leaves the URL, which messages, trails.json and /health
         # show, and is sent as basic auth (an explicit ``auth`` wins, as in httpx).
@@ -145,6 +140,7 @@ class SparqlEndpointGraph(QuadExport):
             for url, login in ((self.query_url, query_login), (self.update_url, update_login))
             if login is not None}
         self.timeout = float(timeout)
+        self.max_response_bytes = max_response_bytes
         self.batch_size = batch_size
         self.dialect = check_dialect(dialect)
         self._virtuoso = dialect == "virtuoso"
@@ -158,7 +154,8 @@ class SparqlEndpointGraph(QuadExport):
         self.read_only = False
         self._client: httpx.Client = self._httpx.Client(
             headers=dict(headers or {}), auth=auth, timeout=self._httpx.Timeout(self.timeout),
-            follow_redirects=False, verify=ssl_context(self._httpx))
+            follow_redirects=False, transport=deadline.transport(
+                self.timeout, self.query_url, verify=ssl_context(self._httpx)))
         self._plain_default_graph: bool | None = None  # None: not checked yet
         self.resilience = Resilience.from_settings(resilience)
         self.resilience.check_url("the SPARQL endpoint", self.query_url, self.update_url)
@@ -427,7 +424,7 @@ class SparqlEndpointGraph(QuadExport):
             kwargs["auth"] = self._url_auth[url]
         try:
             return send(self._client, self.resilience, self._breaker, self.timeout, method, url,
-                        kind, **kwargs)
+                        kind, max_bytes=self.max_response_bytes, **kwargs)
         except EndpointUnavailableError:
             self._plain_default_graph = None  # the server may come back with other options
             raise
@@ -447,4 +444,6 @@ class SparqlEndpointGraph(QuadExport):
             settings["default_graph_uri"] = self.default_graph_uri
         if self.dialect != "standard":
             settings["dialect"] = self.dialect
+        if self.max_response_bytes != DEFAULT_MAX_RESPONSE_BYTES:
+            settings["max_response_bytes"] = self.max_response_bytes
         return with_resilience(settings, self.resilience)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from trails import deadline
 from trails._lazy import require
 from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.faults import translated
@@ -25,6 +26,7 @@ from trails.vector.stores.qdrant.schema import KEYWORD_FIELD, PAGE, eq, metadata
 __all__ = ["QdrantCore"]
 
 _PROMOTED = ("doc_iri", "scope")  # delete_where compares these fields directly
+DEFAULT_TIMEOUT = 5  # seconds: qdrant-client's own timeout of a REST request
 
 
 class QdrantCore(BaseVectorStore):
@@ -99,6 +101,9 @@ class QdrantCore(BaseVectorStore):
             options: dict[str, Any] = {} if port is None else {"port": port}
             if self.timeout is not None:
                 options["timeout"] = self.timeout
+            # The client's timeout bounds each read; the transport bounds each request in all.
+            endpoint = url or f"http://{host}:{port or 6333}"
+            options["transport"] = deadline.transport(self.timeout or DEFAULT_TIMEOUT, endpoint)
             self._client = qdrant.QdrantClient(url=url, host=host, api_key=api_key, **options)
             policy = self.resilience
         else:

@@ -39,7 +39,8 @@ class QdrantStore(QdrantKeywords):
         embedder: optional identity to record (new store) or check (existing store).
         read_only: open an existing store without writing to it.
         client: an existing ``qdrant_client.QdrantClient``.
-        timeout: seconds a request to a server may take (qdrant-client's default: 5).
+        timeout: seconds a request to a server may take in all, from connecting to the last
+            byte of the answer (default 5, qdrant-client's).
         resilience: retries and the circuit breaker for a server
             (:class:`trails.resilience.Resilience` or a mapping of its fields): reads are
             retried after a failure, writes only when the connection was refused, and after
