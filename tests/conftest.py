@@ -212,8 +212,10 @@ def installed_trails(tmp_path_factory):
 # The everyday tier starts no process: a test of it (marked neither `process`, `server`,
 # `browser` nor `slow`) that starts one, in its body or its fixtures, is missing its marker and
 # fails in every run, `make test` included, naming what it started. Tools that start in
-# milliseconds are allowed.
-QUICK_TOOLS = {"git"}
+# milliseconds are allowed: git, and the probes libraries run once a process (the openai
+# client's platform.processor() runs uname; ctypes.util.find_library runs ldconfig), whichever
+# test happens to be the first to need them.
+QUICK_TOOLS = {"git", "uname", "ldconfig"}
 OTHER_TIERS = ("process", "server", "browser", "slow")
 _spawned: list[str] = []
 _watch = {"test": False}
