@@ -20,6 +20,7 @@ from trails.rank.keyword import keyword_evidence
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval import spans
+from trails.retrieval.absent_terms import absent_term_notes
 from trails.retrieval.arguments import check_retrieve_arguments
 from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.candidates import filter_candidates
@@ -280,11 +281,13 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?
 def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
                bindings: Mapping[str, Any] | None, scopes: list[str],
                iris: Sequence[str] | None) -> list[str]:
-    """For a filter that selected nothing: a binding whose type the values it is compared
-    with never take (retrieval/mismatched.py)."""
+    """For a filter that selected nothing: the terms it names that the scopes never hold
+    (retrieval/absent_terms.py), a binding whose type the values it is compared with never
+    take (retrieval/mismatched.py)."""
     if graph is None or iris is None or iris or not sparql_filter:
         return []
-    return mismatch_notes(graph, sparql_filter, bindings, scopes)
+    return [*absent_term_notes(graph, sparql_filter, scopes),
+            *mismatch_notes(graph, sparql_filter, bindings, scopes)]
 
 
 def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,

@@ -1,6 +1,7 @@
-"""No silent empty answers, by type: a filter that selects nothing because a binding's type
-never compares with the values it is compared with (a date against dateTimes, a number against
-strings) says so in a note; a filter that is merely empty, or that selects something, has none."""
+"""No silent empty answers: a filter that selects nothing because a binding's type never
+compares with the values it is compared with (a date against dateTimes, a number against
+strings), or because it names a term the scopes never hold (a typo), says so in a note; a
+filter that is merely empty, or that selects something, has none."""
 
 from __future__ import annotations
 
@@ -98,3 +99,75 @@ def test_the_command_line_prints_the_note(tmp_path):
                                  SINCE % "code", "--bind", "x=5000"])
     assert result.exit_code == 0
     assert "holds string values" in " ".join((result.output + str(result.stderr)).split())
+
+
+# -- terms the scopes never hold ------------------------------------------------------------
+
+TYPO = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc %s }"
+
+
+@pytest.mark.parametrize(("pattern", "term", "near"), [
+    ("schema:dateCreatd ?d", "schema:dateCreatd", None),
+    ("meta:cod ?v", "meta:cod", "meta:code"),
+    ("meta:signd ?v", "meta:signd", "meta:signed"),
+    ("<https://trails.dev/meta#pagess> ?v", "<https://trails.dev/meta#pagess>", "meta:pages"),
+    ("a trails:Documnt", "trails:Documnt", "trails:Document"),
+])
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+def test_a_term_no_triple_of_the_scopes_holds_is_named(ctx, pattern, term, near, mode):
+    result = retrieve("rails", ctx, mode=mode, sparql_filter=TYPO % pattern)
+    assert len(result) == 0
+    (note,) = [n for n in result.notes if "in no triple" in n]
+    assert note.startswith(f"nothing matched: {term} is in no triple of the scope default")
+    if near is not None:
+        assert note.endswith(f"did you mean {near}?")
+    assert note in result.explain()
+
+
+def test_a_document_iri_of_another_scope_is_named_and_found_in_its_own(ctx):
+    text = ("SELECT ?iri WHERE { VALUES ?doc { <trails://local/scope/legal/doc/z> } "
+            "?iri schema:isPartOf ?doc }")
+    notes = retrieve("rails", ctx, mode="graph", sparql_filter=text).notes
+    assert any("<trails://local/scope/legal/doc/z> is in no triple of the scope default" in n
+               for n in notes)
+    legal = retrieve("rails", ctx, mode="graph", sparql_filter=text, scope="legal")
+    assert not any("in no triple" in n for n in legal.notes)
+
+
+@pytest.mark.parametrize("text", [
+    # datatypes, graph names, functions and values inside expressions are no nodes to look for
+    TYPO % 'meta:day "2031-01-01"^^xsd:date',
+    TYPO % 'meta:day ?d FILTER(?d > xsd:date("2031-01-01"))',
+    "SELECT ?iri WHERE { GRAPH <urn:trails:scope:default> { ?iri schema:isPartOf <x:nowhere> } }"
+    .replace("<x:nowhere>", "?doc . ?doc meta:code \"none\""),
+    TYPO % 'meta:code ?v FILTER(?v = "<https://ex.org/not-a-term>")',
+    "# a comment naming ex:gone\n" + TYPO % "meta:code 'none'",
+])
+def test_terms_that_are_no_nodes_or_that_the_scopes_hold_raise_no_note(ctx, text):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=text)
+    assert len(result) == 0 and not any("in no triple" in n for n in result.notes)
+
+
+def test_a_filter_that_selects_something_is_not_probed(ctx, monkeypatch):
+    from trails.retrieval import absent_terms, mismatched
+
+    def fail(*args, **kwargs):
+        raise AssertionError("probed a filter that selected something")
+
+    monkeypatch.setattr(absent_terms, "_pattern_terms", fail)
+    monkeypatch.setattr(mismatched, "_compared", fail)
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=TYPO % "meta:code '4983'")
+    assert len(result) == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(["meta:code", "meta:day", "meta:signed", "meta:pages",
+                                 "schema:isPartOf", "trails:documentId", "schema:name"]),
+                min_size=1, max_size=3, unique=True),
+       st.text(alphabet="abc", min_size=1, max_size=4))
+def test_terms_the_scope_holds_never_raise_the_note(ctx, predicates, value):
+    """Patterns over predicates the scope uses, with a value no triple has: empty, no note."""
+    patterns = " ".join(f"?doc {p} ?v{i} ." for i, p in enumerate(predicates))
+    text = f'SELECT ?iri WHERE {{ ?iri schema:isPartOf ?doc . {patterns} ?doc meta:code "{value}" }}'
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=text)
+    assert len(result) == 0 and not any("in no triple" in n for n in result.notes)
