@@ -60,7 +60,8 @@ def mmr(
     else:
         relevance = np.asarray(scores, dtype=np.float64)
         if relevance.shape != (n,):
-            raise ValueError(f"need one score per vector: {n} vectors, {relevance.size} scores")
+            raise InvalidArgumentError(f"scores needs one score per vector: {n} vectors, "
+                                       f"{relevance.size} scores")
     similarity = matrix @ matrix.T if n else np.zeros((0, 0))
     redundancy = np.zeros(n)  # no redundancy before the first pick, never below 0
     chosen = np.zeros(n, dtype=bool)
