@@ -220,7 +220,7 @@ def _date(text: str | None, option: str) -> dt.datetime | None:
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidArgumentError(f"{option} {visible(text)!r} is no date; use ISO 8601, e.g. "
+        raise InvalidArgumentError(f"{option} {text!r} is no date; use ISO 8601, e.g. "
                                    "2024-05-01 or 2024-05-01T09:00:00+00:00") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
