@@ -50,8 +50,10 @@ from trails.ingest import (
     ingest,
     ingest_all,
 )
+from trails.ingest.chunkers import SentenceChunker, TokenChunker
 from trails.ingest.formats import parse_html, parse_markdown
 from trails.ingest.frontmatter import MAX_DEPTH, MAX_VALUES, load_front_matter
+from trails.ingest.sanitize import RegexRedactor
 from trails.kg import IRI
 from trails.kg.bindings import apply_bindings
 from trails.rank.fusion import GuardedFusion, Ranking, rrf, weighted
@@ -65,6 +67,7 @@ from trails.retrieval.retrievers import (
     VectorRetriever,
 )
 from trails.testing import MockEmbedder, fresh_context
+from trails.vector import OpenAIEmbedder, QdrantStore
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 META = "https://trails.dev/meta#"
@@ -649,6 +652,18 @@ VEC = Ranking("vector", [("x", 0.9)])
     (lambda c: OpenAIQueryRewriter(api_key="k", max_retries=-1), "max_retries"),
     (lambda c: import_target("trails.errors"), "module:attribute"),
     (lambda c: make_searcher("bm42", c), "bm42"),
+    (lambda c: SentenceChunker(max_chars=0), "max_chars"),
+    (lambda c: SentenceChunker(max_tokens=10), "count_tokens"),
+    (lambda c: TokenChunker(None, 0), "max_tokens"),
+    (lambda c: RegexRedactor({}), "pattern"),
+    (lambda c: RegexRedactor({"id": "("}), "pattern 'id'"),
+    (lambda c: RegexRedactor({"id": "(?P<n>x)"}), "named groups"),
+    (lambda c: RegexRedactor(replacement="{name}"), "replacement"),
+    (lambda c: MockEmbedder(dim=0), "dim"),
+    (lambda c: OpenAIEmbedder(api_key="k", batch_size=0), "batch_size"),
+    (lambda c: OpenAIEmbedder(model="no-such-model", api_key="k"), "dim="),
+    (lambda c: OpenAIEmbedder(model="text-embedding-3-small", api_key="k", dim=4096), "at most"),
+    (lambda c: QdrantStore(dim=2, url="http://localhost:6333", path="q"), "at most one of"),
 ])
 def test_a_retrievers_or_rankings_wrong_setting_is_an_invalid_argument_error_naming_it(
         ctx, call, argument):
