@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import logging
 
 import pyoxigraph as ox
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from trails import GraphRetriever, HybridRetriever, VectorRetriever, retrieve
-from trails.audit import AUDIT_DIRECTORY, SearchRecord
+from trails.audit import AUDIT_DIRECTORY, DeletionRecord, SearchRecord, SparqlQueryRecord
+from trails.cli import app
 from trails.config import AuditConfig
 from trails.context import Context
 from trails.errors import InvalidArgumentError
@@ -282,6 +287,125 @@ def test_listing_takes_a_date_and_refuses_what_it_cannot_read(tmp_path):
             with pytest.raises(InvalidArgumentError, match=f"{next(iter(wrong))} must be"):
                 ctx.audit.activities(**wrong)
         assert ctx.audit.activities(limit=0) == []
+
+
+def _at(day: int, hour: int = 0) -> str:
+    return dt.datetime(2024, 5, day, hour, tzinfo=dt.UTC).isoformat()
+
+
+def _run(n: int, started: str, kind: str, scopes: list[str]):
+    common = {"run_id": f"{n:032x}", "caller": f"c{n % 2}", "started": started,
+              "ended": started}
+    if kind == "search":
+        return SearchRecord(**common, query_sha256="0" * 64, scopes=scopes)
+    if kind == "sparql":
+        return SparqlQueryRecord(**common, query_sha256="0" * 64, scopes=scopes)
+    return DeletionRecord(**common, reason="expired", documents=["urn:x:doc"])
+
+
+def _audited(records, folded):
+    """A memory context whose trail holds ``records``, those of ``folded`` in the graph."""
+    ctx = fresh_context(dim=8)
+    ctx.audit.enabled = True
+    for n, record in enumerate(records):
+        if n in folded:
+            ctx.audit.record(record)
+    ctx.audit.fold()
+    for n, record in enumerate(records):
+        if n not in folded:
+            ctx.audit.record(record)
+    return ctx
+
+
+def test_listing_filters_by_until_and_scope_by_hand():
+    records = [_run(1, _at(1), "search", ["legal"]), _run(2, _at(2), "search", ["default"]),
+               _run(3, _at(2, 12), "sparql", []), _run(4, _at(3), "sparql", ["legal", "hr"]),
+               _run(5, _at(4), "deletion", [])]
+    for folded in ({0, 1, 2, 3, 4}, set(), {1, 3}):
+        audit = _audited(records, folded).audit
+
+        def ids(audit=audit, **options):
+            return [int(r.run_id, 16) for r in audit.activities(**options)]
+
+        assert ids(until=dt.date(2024, 5, 2)) == [1]  # before May 2nd's first moment
+        assert ids(since=dt.date(2024, 5, 2), until=dt.date(2024, 5, 3)) == [3, 2]  # that day
+        assert ids(until=dt.datetime(2024, 5, 2, 12, tzinfo=dt.UTC)) == [2, 1]  # excluded
+        # the scope read: a SPARQL query confined to no scope read every graph; a deletion
+        # read none
+        assert ids(scope="legal") == [4, 3, 1]
+        assert ids(scope="hr", until=dt.date(2024, 5, 3)) == [3]
+        assert ids(scope="default", caller="c0") == [2]
+        assert ids(scope="nowhere") == [3]
+
+
+def test_listing_refuses_a_reversed_range_and_a_bad_until_or_scope():
+    audit = _audited([_run(1, _at(1), "search", ["legal"])], {0}).audit
+    for wrong, says in [({"until": "2024-05-01"}, "until must be a datetime or a date"),
+                        ({"until": 1714521600}, "until must be a datetime or a date"),
+                        ({"since": dt.date(2024, 5, 2), "until": dt.date(2024, 5, 1)},
+                         "until .* must be later than since"),
+                        ({"since": dt.date(2024, 5, 1), "until": dt.date(2024, 5, 1)},
+                         "until .* must be later than since"),
+                        ({"scope": "no spaces"}, "scope names are"),
+                        ({"scope": 3}, "scope names are"),
+                        ({"scope": ""}, "scope names are")]:
+        with pytest.raises(InvalidArgumentError, match=says):
+            audit.activities(**wrong)
+
+
+DAYS = st.integers(1, 6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(DAYS, st.sampled_from(["search", "sparql", "deletion"]),
+                          st.lists(st.sampled_from(["default", "legal", "hr"]), unique=True,
+                                   max_size=2)), max_size=7),
+       st.sets(st.integers(0, 6)), st.none() | DAYS, st.none() | DAYS,
+       st.none() | st.sampled_from(["default", "legal", "hr"]))
+def test_listing_is_the_records_that_match_folded_or_not(runs, folded, since, until, scope):
+    """Whatever is folded, activities() lists exactly the records started in [since, until)
+    that read the scope, newest first (brute force over the records the test wrote)."""
+    if since is not None and until is not None and until <= since:
+        until = None
+    records = [_run(n, _at(day, n), kind, scopes or ["default"] if kind == "search" else scopes)
+               for n, (day, kind, scopes) in enumerate(runs)]
+    options = {"since": None if since is None else dt.date(2024, 5, since),
+               "until": None if until is None else dt.date(2024, 5, until), "scope": scope}
+    expected = [r.run_id for r in sorted(records, key=lambda r: r.started, reverse=True)
+                if (since is None or r.started >= _at(since))
+                and (until is None or r.started < _at(until))
+                and (scope is None or (r.kind != "deletion"
+                                       and (scope in r.scopes or (r.kind == "sparql"
+                                                                  and not r.scopes))))]
+    listed = _audited(records, folded).audit.activities(**options, limit=None)
+    assert [r.run_id for r in listed] == expected
+
+
+def test_the_cli_lists_by_until_and_scope_and_refuses_a_reversed_range(tmp_path):
+    records = [_run(1, _at(1), "search", ["legal"]), _run(2, _at(2), "search", ["legal"]),
+               _run(3, _at(2, 6), "search", ["default"]), _run(4, _at(3), "search", ["legal"])]
+    with make(tmp_path / "kb") as ctx:
+        for record in records:
+            ctx.audit.record(record)
+
+    def listed(*options):
+        result = CliRunner().invoke(app, ["--db", str(tmp_path / "kb"), "audit", *options])
+        return result.exit_code, result.output
+
+    code, out = listed("--since", "2024-05-02", "--until", "2024-05-03", "--scope", "legal",
+                       "--json")
+    assert code == 0, out
+    assert [int(r["run_id"], 16) for r in json.loads(out)] == [2]
+    code, out = listed("--until", "2024-05-02T06:00:00+00:00", "--json")
+    assert [int(r["run_id"], 16) for r in json.loads(out)] == [2, 1]
+    code, out = listed("--scope", "hr")
+    assert (code, out.strip()) == (0, "no recorded runs matching these options")
+    for options, says in [(("--since", "2024-05-03", "--until", "2024-05-02"),
+                           "must be later than since"),
+                          (("--until", "next week"), "--until 'next week' is no date"),
+                          (("--scope", "no spaces"), "scope names are")]:
+        code, out = listed(*options)
+        assert code != 0 and says in out and "Traceback" not in out, out
 
 
 def test_folding_leaves_the_graph_revision_alone_and_writes_move_it(tmp_path):

@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from trails._lazy import import_target
 from trails.context import Context
 from trails.errors import (
     ConfigurationError,
@@ -39,6 +40,7 @@ from trails.errors import (
     SparqlError,
     TrailsError,
 )
+from trails.evaluation.run import make_searcher
 from trails.ingest import (
     Chunk,
     Document,
@@ -48,13 +50,24 @@ from trails.ingest import (
     ingest,
     ingest_all,
 )
+from trails.ingest.chunkers import SentenceChunker, TokenChunker
 from trails.ingest.formats import parse_html, parse_markdown
 from trails.ingest.frontmatter import MAX_DEPTH, MAX_VALUES, load_front_matter
+from trails.ingest.sanitize import RegexRedactor
 from trails.kg import IRI
 from trails.kg.bindings import apply_bindings
+from trails.rank.fusion import GuardedFusion, Ranking, rrf, weighted
+from trails.rank.mmr import mmr
+from trails.rank.rewrite import OpenAIQueryRewriter, check_messages
 from trails.retrieval.retrieve import retrieve
-from trails.retrieval.retrievers import GraphRetriever, HybridRetriever, VectorRetriever
+from trails.retrieval.retrievers import (
+    CompositeRetriever,
+    GraphRetriever,
+    HybridRetriever,
+    VectorRetriever,
+)
 from trails.testing import MockEmbedder, fresh_context
+from trails.vector import OpenAIEmbedder, QdrantStore
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 META = "https://trails.dev/meta#"
@@ -598,6 +611,69 @@ def test_a_wrong_argument_is_an_invalid_argument_error_naming_it(ctx, call, argu
     with pytest.raises(InvalidArgumentError) as raised:
         call(ctx)
     assert argument in str(raised.value)
+
+
+class _Rewriter:
+    def rewrite(self, query, messages):
+        return None
+
+
+def _stranger(rankings):
+    return [("urn:nobody-found-this", 1.0)]
+
+
+Q_FILTER = "SELECT ?iri WHERE { ?iri schema:text ?t FILTER(CONTAINS(?t, ?q)) }"
+TURN = [{"role": "user", "content": "what is Rails?"}]
+VEC = Ranking("vector", [("x", 0.9)])
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda c: HybridRetriever(c, bindings={"a": 1}), "sparql_filter"),
+    (lambda c: HybridRetriever(c, query_variable="q"), "sparql_filter"),
+    (lambda c: HybridRetriever(c, sparql_filter=Q_FILTER, query_variable="q",
+                               bindings={"q": "x"}), "query_variable 'q'"),
+    (lambda c: HybridRetriever(c, rewriter=_Rewriter()).retrieve("q", TURN), "rewriter"),
+    (lambda c: CompositeRetriever([VectorRetriever(c)], fusion=_stranger).retrieve("Rails"),
+     "fusion"),
+    (lambda c: rrf([VEC], constant=-1), "RRF constant"),
+    (lambda c: rrf([VEC], constant=math.nan), "RRF constant"),
+    (lambda c: rrf([VEC], constant="60"), "RRF constant"),
+    (lambda c: rrf([VEC], weights={"vector": "heavy"}), "weights['vector']"),
+    (lambda c: rrf([VEC], weights={"vector": math.inf}), "weights['vector']"),
+    (lambda c: weighted([VEC], weights=[("vector", 1.0)]), "weights"),
+    (lambda c: weighted([VEC], normalize="rank"), "normalize"),
+    (lambda c: GuardedFusion(center=(0.0,)), "centers"),
+    (lambda c: mmr([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], scores=[1.0]), "scores"),
+    (lambda c: check_messages([{"role": "user"}]), "messages"),
+    (lambda c: check_messages([("user", "hi")]), "messages"),
+    (lambda c: check_messages("hello"), "messages"),
+    (lambda c: OpenAIQueryRewriter(api_key="k", timeout=0), "timeout"),
+    (lambda c: OpenAIQueryRewriter(api_key="k", max_messages=0), "max_messages"),
+    (lambda c: OpenAIQueryRewriter(api_key="k", max_retries=-1), "max_retries"),
+    (lambda c: import_target("trails.errors"), "module:attribute"),
+    (lambda c: make_searcher("bm42", c), "bm42"),
+    (lambda c: SentenceChunker(max_chars=0), "max_chars"),
+    (lambda c: SentenceChunker(max_tokens=10), "count_tokens"),
+    (lambda c: TokenChunker(None, 0), "max_tokens"),
+    (lambda c: RegexRedactor({}), "pattern"),
+    (lambda c: RegexRedactor({"id": "("}), "pattern 'id'"),
+    (lambda c: RegexRedactor({"id": "(?P<n>x)"}), "named groups"),
+    (lambda c: RegexRedactor(replacement="{name}"), "replacement"),
+    (lambda c: MockEmbedder(dim=0), "dim"),
+    (lambda c: OpenAIEmbedder(api_key="k", batch_size=0), "batch_size"),
+    (lambda c: OpenAIEmbedder(model="no-such-model", api_key="k"), "dim="),
+    (lambda c: OpenAIEmbedder(model="text-embedding-3-small", api_key="k", dim=4096), "at most"),
+    (lambda c: QdrantStore(dim=2, url="http://localhost:6333", path="q"), "at most one of"),
+])
+def test_a_retrievers_or_rankings_wrong_setting_is_an_invalid_argument_error_naming_it(
+        ctx, call, argument):
+    """Bad input to a retriever, a fusion, a step or a rewriter: the project's error (a
+    ValueError too, so ``except ValueError`` still catches it), naming what was wrong."""
+    ingest_all(GOOD, ctx=ctx)
+    with pytest.raises(InvalidArgumentError) as raised:
+        call(ctx)
+    assert argument in str(raised.value)
+    assert isinstance(raised.value, ValueError)
 
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

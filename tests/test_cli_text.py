@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
@@ -100,3 +101,60 @@ def test_control_characters_a_searcher_recorded_reach_the_terminal_written_out(k
         assert "seal\\x1b[2J\\x1b]0;owned\\x07 \\x1b[31mred" in result.stdout
     assert "eve" in listed.stdout and "\\x9b1A" in shown.stdout
     assert ": noteseal\\x1b[2J" in shown.stdout  # the feedback line
+
+
+RAW = ("\x1b", "\x07", "\x9b")  # what must never reach the terminal as it is
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A context holding a title and passage with escape sequences (C0 and C1), and a
+    source whose file name holds one that fails to ingest."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "odd.jsonl").write_text(json.dumps(
+        {"id": "odd", "title": f"T{ESCAPES}", "text": f"rails elephant {ESCAPES}"}) + "\n")
+    (notes / "bad\x1b[2J.jsonl").write_text("{not json\n")
+    db = tmp_path / "kb"
+    assert trails("--db", db, "init", "--model", "mock:16").exit_code == 0
+    ingested = trails("--db", db, "ingest", notes, "--quiet")
+    assert ingested.exit_code == 2, ingested.output  # one document failed
+    return db, ingested
+
+
+def test_ingest_writes_out_the_escapes_in_a_failed_sources_name(hostile):
+    _, ingested = hostile
+    assert "bad\\x1b[2J.jsonl" in ingested.output  # the failure names its source
+    assert not any(c in ingested.output for c in RAW)
+
+
+def test_query_writes_out_the_escapes_a_note_quotes(hostile):
+    # A binding that looks like an IRI gets a note quoting it; the note reached the terminal
+    # raw (its --bind x=<...> part is not a repr).
+    result = trails("--db", hostile[0], "query", "rails", "--sparql",
+                    "SELECT ?iri WHERE { ?iri schema:isPartOf ?x }",
+                    "--bind", "x=urn:a\x1b[2J\x9b1A")
+    assert result.exit_code == 0, result.output
+    assert "--bind x=<urn:a\\x1b[2J\\x9b1A>" in result.output
+    assert not any(c in result.output for c in RAW)
+
+
+def test_json_and_n_triples_escape_c1_controls_and_read_back_the_same(hostile):
+    answer = trails("--db", hostile[0], "query", "rails", "--json")
+    assert answer.exit_code == 0, answer.output
+    assert not any(c in answer.stdout for c in RAW)
+    (hit,) = [h for h in json.loads(answer.stdout)["hits"] if h["title"].startswith("T")]
+    assert "\x9b1A" in hit["title"]  # the JSON still holds the text as recorded
+    triples = trails("--db", hostile[0], "sparql",
+                     "CONSTRUCT { <urn:a> <urn:b> ?t } WHERE { ?d schema:name ?t }")
+    assert triples.exit_code == 0, triples.output
+    assert not any(c in triples.stdout for c in RAW)
+    (triple,) = ox.parse(triples.stdout.encode(), format=ox.RdfFormat.N_TRIPLES)
+    assert triple.object.value.endswith("over\x9b1A")
+
+
+def test_an_error_quoting_a_path_writes_its_escapes_out(tmp_path):
+    result = trails("--db", tmp_path / "kb\x1b[2J\x9b1A", "audit")
+    assert result.exit_code == 1
+    assert "kb\\x1b[2J\\x9b1A holds no trails context" in result.output
+    assert not any(c in result.output for c in RAW)

@@ -45,5 +45,5 @@ def test_the_compliance_walkthrough_runs_as_written(tmp_path, monkeypatch):
             if words[2:4] == ["audit", "show"]:
                 assert "analyst@example.org" in done.stdout
     assert [" ".join(w[2:4]) for w in ran] == [
-        "query pump seal failure", "audit --since", "audit show", "audit feedback",
-        "audit feedback"]
+        "query pump seal failure", "audit --since", "audit --since", "audit show",
+        "audit feedback", "audit feedback"]

@@ -14,6 +14,7 @@ from trails.ingest import ingest_all
 from trails.ingest.document import Document
 from trails.rank import MMR, mmr
 from trails.records import RetrievalHit
+from trails.testing import fresh_context
 from trails.vector.embedders.mock import MockEmbedder
 
 # Unit vectors: cos with the query (1, 0, 0) is the first coordinate.
@@ -116,9 +117,9 @@ def corpus(ctx):
     return ctx
 
 
-def _reference_order(ctx, hits, lambda_):
+def _reference_order(ctx, hits, lambda_, embed=None):
     """MMR recomputed by hand from independently made vectors of the chunk texts."""
-    embed = MockEmbedder(dim=ctx.embedder.dim, seed=0)
+    embed = embed or MockEmbedder(dim=ctx.embedder.dim, seed=0)
     vectors = [embed.embed(h.snippet) for h in hits]
     query = embed.embed(ASKED)
     chosen: list[int] = []
@@ -179,3 +180,68 @@ def test_step_is_a_sorted_permutation(corpus, order, lambda_, relevance):
     assert sorted(h.iri for h in out) == sorted(h.iri for h in hits)
     assert all(a.score >= b.score - 1e-12 for a, b in itertools.pairwise(out))
     assert (corpus.vectors.count(), len(corpus.kg)) == before
+
+
+# --- rows named by metadata["iri"] under another id (the trails.vector design's sketch) ----
+
+EX = "https://example.org/"
+
+
+def _fill_by_back_reference(store, embed):
+    """The corpus's texts as rows ``vec-N`` that name their chunk only in metadata["iri"]."""
+    for n, text in enumerate(TEXTS.values()):
+        store.add(f"vec-{n}", embed.embed(text), {"iri": f"{EX}chunk/{n}", "snippet": text})
+
+
+def _check_diversified(hits, plain, embed):
+    assert sorted(h.iri for h in hits) == [f"{EX}chunk/{n}" for n in range(len(TEXTS))]
+    assert [h.components["mmr_rank"] for h in hits] == [1, 2, 3, 4]  # every hit had a vector
+    assert [h.iri for h in hits] == _reference_order(None, plain, 0.5, embed)
+    assert [h.iri for h in hits] != [h.iri for h in plain]  # the duplicate moved down
+
+
+def test_step_finds_the_vectors_of_rows_named_by_metadata_iri(ctx):
+    _fill_by_back_reference(ctx.vectors, MockEmbedder(dim=ctx.embedder.dim, seed=0))
+    plain = list(retrieve(ASKED, ctx, mode="vector", k=4))
+    assert all(h.iri.startswith(EX) for h in plain)
+    hits = MMR(lambda_=0.5)(ASKED, plain, ctx)
+    _check_diversified(hits, plain, MockEmbedder(dim=ctx.embedder.dim, seed=0))
+
+
+def test_step_of_a_retrieve_over_a_given_store_reads_that_store_on_every_backend(
+        store_factory):
+    """``retrieve(vector_store=..., embedder=...)``: the step reads the vectors of the store
+    the answer came from, and embeds the query with the embedder it was ranked with."""
+    embed = MockEmbedder(dim=16, seed=3)
+    store = store_factory.new(16)
+    try:
+        store.delete_many(store.all_ids())
+        _fill_by_back_reference(store, embed)
+        ctx = fresh_context(dim=8)  # its own store is empty, its embedder of another size
+        plain = list(retrieve(ASKED, ctx, mode="vector", k=4, vector_store=store,
+                              embedder=embed))
+        hits = retrieve(ASKED, ctx, mode="vector", k=4, vector_store=store, embedder=embed,
+                        steps=[MMR(lambda_=0.5)])
+        _check_diversified(list(hits), plain, MockEmbedder(dim=16, seed=3))
+    finally:
+        store.close()
+
+
+def test_the_same_iri_in_two_scopes_is_diversified_with_each_scopes_own_vector(ctx):
+    iri, other = f"{EX}chunk/shared", f"{EX}chunk/other"
+    ctx.vectors.add("vec-a", [1.0, 0.0, 0.0] + [0.0] * 61, {"iri": iri})
+    ctx.vectors.add("vec-b", [0.0, 1.0, 0.0] + [0.0] * 61, {"iri": iri, "scope": "legal"})
+    ctx.vectors.add("vec-c", [0.6, 0.0, 0.8] + [0.0] * 61, {"iri": other})
+
+    class Along:  # the query lies along the first axis: cosine = first coordinate
+        def embed(self, text):
+            return [1.0] + [0.0] * 63
+
+    hits = [RetrievalHit(iri, 0.9, "", {"scope": "legal"}), RetrievalHit(other, 0.8, ""),
+            RetrievalHit(iri, 0.7, "", {})]
+    parts = type("Parts", (), {"vectors": ctx.vectors, "embedder": Along(), "kg": ctx.kg})()
+    out = MMR(lambda_=1.0)(ASKED, hits, parts)
+    # λ = 1: each hit's value is the cosine of its own scope's vector with the query.
+    assert [(h.iri, h.metadata.get("scope")) for h in out] == [
+        (iri, None), (other, None), (iri, "legal")]
+    assert [h.score for h in out] == pytest.approx([1.0, 0.6, 0.0])

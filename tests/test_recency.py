@@ -145,6 +145,37 @@ def test_as_a_retrieve_step(corpus):
     assert (corpus.vectors.count(), len(corpus.kg)) == before
 
 
+def test_a_retrieve_step_judges_age_at_the_calls_now(corpus):
+    """retrieve(now=...) is the moment the answer is judged at: expiry's, and recency's."""
+    asked = dt.datetime(2026, 3, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    out = retrieve("report on rails", corpus, mode="vector", k=6, now=asked,
+                   steps=[RecencyDecay()])
+    # 2026-03-01T10:00Z: each age is 10 hours more than at midnight, below every kink.
+    late = {"today": 1 - (10 / 24) / 60, "d15": 1 - (15 + 10 / 24) / 60, "d30": 0.5, "d45": 0.5,
+            "undated": 0.5, "future": 1.0}
+    got = {h.metadata["doc_iri"].rsplit("/", 1)[1]: h.components["recency"] for h in out}
+    assert got == pytest.approx(late)
+    # The step's own now, when it has one, is its reference time whatever the call's.
+    fixed = retrieve("report on rails", corpus, mode="vector", k=6, now=asked,
+                     steps=[RecencyDecay(now=NOW)])
+    assert {h.metadata["doc_iri"].rsplit("/", 1)[1]: h.components["recency"]
+            for h in fixed} == pytest.approx(FACTORS)
+
+
+def test_a_retrieve_step_at_two_moments_decays_as_of_each(corpus):
+    """The same search repeated as of an earlier moment decays as it did then."""
+    def factors(now):
+        return {h.metadata["doc_iri"].rsplit("/", 1)[1]: h.components["recency"]
+                for h in retrieve("report on rails", corpus, mode="vector", k=6, now=now,
+                                  steps=[RecencyDecay(horizon_days=30, floor=0.0)])}
+    # max(0, 1 - age/30); a document not yet written counts as age 0.
+    early = {"today": 1.0, "d15": 1.0, "d30": 1.0, "d45": 29 / 30, "undated": 0.0,
+             "future": 1.0}
+    later = {"today": 1.0, "d15": 0.5, "d30": 0.0, "d45": 0.0, "undated": 0.0, "future": 1.0}
+    assert factors(dt.datetime(2026, 1, 16, tzinfo=dt.UTC)) == pytest.approx(early)
+    assert factors(dt.datetime(2026, 3, 1, tzinfo=dt.UTC)) == pytest.approx(later)
+
+
 def test_bad_arguments(corpus):
     with pytest.raises(ValueError, match="horizon_days"):
         RecencyDecay(horizon_days=0)

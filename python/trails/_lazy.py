@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from trails.errors import ConfigurationError, MissingExtraError
+from trails.errors import ConfigurationError, InvalidArgumentError, MissingExtraError
 
 __all__ = ["OPTIONAL_MODULES", "import_target", "lazy_attributes", "load_cl100k", "require"]
 
@@ -120,7 +120,8 @@ def import_target(target: str) -> object:
     """
     module, sep, attribute = target.partition(":")
     if not module or not sep or not attribute:
-        raise ValueError(f"an import target is 'module:attribute', got {target!r}")
+        raise InvalidArgumentError(f"an import target is 'module:attribute' (a dotted module "
+                                   f"path, a colon, a name in it), got {target!r}")
     return getattr(importlib.import_module(module), attribute)
 
 

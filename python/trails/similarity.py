@@ -30,7 +30,7 @@ from trails.kg.base import FunctionGraph
 from trails.kg.sparql import SIMILARITY
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import as_matrix, check_compatible, unit_rows
-from trails.vector.stores.rows import live_rows
+from trails.vector.stores.rows import rows_standing_for
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -101,16 +101,12 @@ class _Similarity:
         return self._vectors[iri]
 
     def _live_vector(self, iri: str) -> np.ndarray | None:
-        store = self._context().vectors
-        # The row standing for the chunk: named by its metadata["iri"] whatever its id (the
-        # back-reference, ADR 0028); none for a document, or a chunk with no live row.
-        row = next((id for id, named in live_rows(store, [iri]).items() if named == iri), None)
+        # The row of these scopes standing for the chunk: named by its metadata["iri"]
+        # whatever its id (the back-reference, ADR 0028); none for a document, or a chunk
+        # with no live row.
+        row = next((row for _, row in rows_standing_for(self._context().vectors, [iri])
+                    if self._scopes is None
+                    or str(row.metadata.get("scope") or DEFAULT_SCOPE) in self._scopes), None)
         if row is None:
             return None
-        stored = store.get([row])
-        if not stored:
-            return None
-        scope = str(stored[0].metadata.get("scope") or DEFAULT_SCOPE)
-        if self._scopes is not None and scope not in self._scopes:
-            return None
-        return np.asarray(stored[0].vector, dtype=np.float32).astype(np.float64)
+        return np.asarray(row.vector, dtype=np.float32).astype(np.float64)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from trails.audit.callers import checked_caller, default_caller
+from trails.audit.filters import ActivityFilter, date_time, started_at_or_after
 from trails.audit.log import AuditLog
 from trails.audit.prov import parse_time, quads, read_records
 from trails.audit.records import (
@@ -25,7 +26,7 @@ from trails.audit.records import (
     run_prefix_of,
     started_now,
 )
-from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV, RDFS_LABEL, XSD
+from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
 from trails.config import AuditConfig
 from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
@@ -42,12 +43,6 @@ REJECTED = "rejected.txt"  # there: records that have no RDF form, kept for a pe
 # Quads per graph transaction when folding (whole records): large enough to be fast, small
 # enough that the graph's other writer (an ingest) never waits long for a fold.
 FOLD_BATCH = 20_000
-_RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
-            f"<{PROV}startedAtTime> ?t . {{caller}} {{level}} }} {{since}} }} "
-            "ORDER BY DESC(?t) {limit}")
-_SINCE = "FILTER(?t >= ?since)"  # in the outermost group, where the bound ?since is seen
-_CALLER = f"?run <{PROV}wasAssociatedWith> ?agent . ?agent {RDFS_LABEL} ?caller ."
-_LEVEL = f"?run <{AUDIT}securityLevel> ?level ."
 _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}"
 # Runs whose IRI starts with a bound stem: how a short prefix finds its run. A few more than
 # one is enough to say a prefix is ambiguous and show some of what it matches.
@@ -166,45 +161,30 @@ class AuditTrail:
         return len(records)
 
     def activities(self, *, since: dt.datetime | dt.date | None = None,
+                   until: dt.datetime | dt.date | None = None,
                    caller: str | None = None, level: str | None = None,
-                   limit: int | None = 100) -> list[ActivityRecord]:
+                   scope: str | None = None, limit: int | None = 100) -> list[ActivityRecord]:
         """Recorded activities, newest first: folded ones (after folding, when this context
-        may write) and pending ones. ``since``: only those started at or after it (a time
-        without an offset is UTC, a date its first moment in UTC). ``level``: only those
-        that read a scope of this security level (``AuditConfig.levels``, as recorded when
-        each ran).
+        may write) and pending ones. ``since``: only those started at or after it;
+        ``until``: only those started before it (a time without an offset is UTC, a date its
+        first moment in UTC: ``since=date(2024, 5, 1), until=date(2024, 5, 2)`` is that day).
+        ``level``: only those that read a scope of this security level
+        (``AuditConfig.levels``, as recorded when each ran). ``scope``: only those that read
+        this scope (searches in it, SPARQL queries confined to it or to no scope); like
+        ``level``, it leaves out deletions and feedback, which read no scope.
 
         Raises:
-            InvalidArgumentError: ``level`` lists nothing and is no level set now, or an
-                argument is not what it takes.
+            InvalidArgumentError: ``until`` is not after ``since``, ``level`` lists nothing
+                and is no level set now, or an argument is not what it takes.
         """
-        moment = _moment(since)
-        if caller is not None:
-            checked_caller(caller)  # "" would list nothing, as if nobody had searched
-        if level is not None and (not isinstance(level, str) or not level.strip()):
-            raise InvalidArgumentError(f"level must be a security level's name; got {level!r}")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
-            raise InvalidArgumentError(f"limit must be a whole number of 0 or more, or None "
-                                       f"for every record; got {limit!r}")
+        wanted = ActivityFilter.checked(since=since, until=until, caller=caller, level=level,
+                                        scope=scope, limit=limit)
         self.fold()
-        bindings: dict[str, object] = {}  # values travel bound, never pasted (ADR 0003)
-        if moment is not None:
-            bindings["since"] = _date_time(moment)
-        if caller is not None:
-            bindings["caller"] = caller
-        if level is not None:
-            bindings["level"] = level
-        text = (_RECORDS.replace("{caller}", _CALLER if caller is not None else "")
-                .replace("{level}", _LEVEL if level is not None else "")
-                .replace("{since}", _SINCE if moment is not None else "")
-                .replace("{limit}", "" if limit is None else f"LIMIT {int(limit)}"))
+        text, bindings = wanted.query()
         found = read_records([str(v) for v in
                               select(self.kg, text, bindings or None).column("record")])
-        floor = max((m for m in (moment, self._cutoff()) if m is not None), default=None)
-        pending = [r for r in self.pending()
-                   if (caller is None or r.caller == caller) and _kept(r, floor)
-                   and (level is None or level in getattr(r, "levels", {}).values())]
+        cutoff = self._cutoff()
+        pending = [r for r in self.pending() if wanted.keeps(r, cutoff)]
         merged = {r.run_id: r for r in [*found, *pending]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         if level is not None and not ordered:
@@ -233,7 +213,7 @@ class AuditTrail:
         if prefix is None:
             return run_id_of(run)
         found = {r.run_id for r in self.pending()
-                 if r.run_id.startswith(prefix) and _kept(r, self._cutoff())}
+                 if r.run_id.startswith(prefix) and started_at_or_after(r, self._cutoff())}
         rows = select(self.kg, _PREFIXED, {"stem": run_iri(prefix)})  # bound, never pasted
         found.update(str(v).removeprefix(run_iri("")) for v in rows.column("run"))
         if len(found) == 1:
@@ -257,7 +237,7 @@ class AuditTrail:
         """
         run_id = self.resolve(run)
         for record in self.pending():
-            if record.run_id == run_id and _kept(record, self._cutoff()):
+            if record.run_id == run_id and started_at_or_after(record, self._cutoff()):
                 return record
         rows = select(self.kg, _RECORD, {"run": IRI(run_iri(run_id))})
         found = [r for r in read_records([str(v) for v in rows.column("record")])
@@ -313,7 +293,7 @@ class AuditTrail:
         found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
                              *self.pending()]
                  if isinstance(r, FeedbackRecord) and r.run == run_id
-                 and _kept(r, self._cutoff())]
+                 and started_at_or_after(r, self._cutoff())]
         unique = {r.run_id: r for r in found}
         if not unique:
             self.get(run_id)  # raises for a run that is not there (feedback may outlive it)
@@ -371,32 +351,6 @@ class AuditTrail:
             self._log.keep_aside(record, REJECTED)
 
 
-def _moment(since: object) -> dt.datetime | None:
-    """``since`` in UTC (an offset of seconds, Paris's before 1911, is no xsd:dateTime): a
-    naive time is UTC, a date its first moment in UTC."""
-    if since is None:
-        return None
-    if isinstance(since, dt.datetime):
-        return (since if since.tzinfo else since.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
-    if isinstance(since, dt.date):
-        return dt.datetime.combine(since, dt.time(), dt.UTC)
-    raise InvalidArgumentError(f"since must be a datetime or a date, not "
-                               f"{type(since).__name__} ({since!r:.40}); e.g. "
-                               "datetime.date(2024, 5, 1)")
-
-
-def _date_time(moment: dt.datetime) -> ox.Literal:
-    return ox.Literal(moment.isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
-
-
-def _kept(record: ActivityRecord, floor: dt.datetime | None) -> bool:
-    """Whether ``record`` started at or after ``floor`` (a record with no time never is)."""
-    try:
-        return floor is None or parse_time(record.started) >= floor
-    except (ValueError, TypeError):
-        return False
-
-
 # The nodes of an activity (what prov.quads mints under its IRI) from the activity ?run.
 _NODES = ("BIND(?run AS ?s)", f"?run <{AUDIT}binding> ?s", f"?run <{PROV}qualifiedUsage> ?s",
           f"?run <{PROV}qualifiedUsage>/<{AUDIT}admittedBy> ?s")
@@ -409,7 +363,7 @@ def _expired(cutoff: dt.datetime) -> str:
 
     Each branch finds its own expired activity: a variable bound outside a group is not
     visible inside it, so a branch that only reads ``?run`` would match every triple."""
-    expired = f"?run <{PROV}startedAtTime> ?t . FILTER(?t < {_date_time(cutoff)})"
+    expired = f"?run <{PROV}startedAtTime> ?t . FILTER(?t < {date_time(cutoff)})"
     branches = " UNION ".join(f"{{ {expired} {node} }}" for node in _NODES)
     graph = f"GRAPH {AUDIT_GRAPH}"
     return (f"DELETE {{ {graph} {{ ?s ?p ?o }} }} WHERE {{ {graph} {{ {{ {branches} }} "

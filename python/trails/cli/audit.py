@@ -38,11 +38,17 @@ def audit(
     since: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at runtime
         None, "--since", metavar="DATE", help="Only runs started at or after DATE (ISO 8601; UTC unless it carries an offset, "
         "e.g. 2024-05-01T09:00+02:00)."),
+    until: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--until", metavar="DATE", help="Only runs started before DATE (ISO 8601, as "
+        "--since; --since 2024-05-01 --until 2024-05-02 is that day in UTC)."),
     caller: Optional[str] = typer.Option(  # noqa: UP045
         None, "--caller", metavar="NAME", help="Only runs by this caller."),
     level: Optional[str] = typer.Option(  # noqa: UP045
         None, "--level", metavar="LEVEL", help="Only runs that read a scope of this security "
         "level (`trails init --security-level SCOPE=LEVEL`)."),
+    scope: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--scope", metavar="SCOPE", help="Only runs that read this scope (searches in "
+        "it, SPARQL queries confined to it or to no scope)."),
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
 ) -> None:
@@ -56,6 +62,7 @@ def audit(
 
     ```
     trails --db ./kb audit --since 2024-05-01 --caller alice
+    trails --db ./kb audit --since 2024-05-01 --until 2024-06-01 --scope legal
     trails --db ./kb audit --level protected
     trails --db ./kb audit show 5a72...
     trails --db ./kb audit feedback 5a72... --down --note "cites a withdrawn claim"
@@ -63,14 +70,16 @@ def audit(
     """
     if ctx.invoked_subcommand is not None:
         return
-    moment = _date(since)
+    start, end = _date(since, "--since"), _date(until, "--until")
     with _auditing(ctx) as opened:
-        runs = opened.audit.activities(since=moment, caller=caller, level=level, limit=limit)
+        runs = opened.audit.activities(since=start, until=end, caller=caller, level=level,
+                                       scope=scope, limit=limit)
     if as_json:
         print_json([r.to_json() for r in runs])
         return
     if not runs:
-        typer.echo("no recorded runs" + (" matching these options" if since or caller or level else
+        filtered = any(option is not None for option in (since, until, caller, level, scope))
+        typer.echo("no recorded runs" + (" matching these options" if filtered else
                                          "; searches are recorded while auditing is on"))
         return
     rows = table("run", "started", "caller", "kind", "what", "hits", ids=("run",))
@@ -205,13 +214,13 @@ def _auditing(ctx: typer.Context) -> Iterator[Context]:
         yield opened
 
 
-def _date(text: str | None) -> dt.datetime | None:
+def _date(text: str | None, option: str) -> dt.datetime | None:
     if text is None:
         return None
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidArgumentError(f"--since {text!r} is no date; use ISO 8601, e.g. "
+        raise InvalidArgumentError(f"{option} {text!r} is no date; use ISO 8601, e.g. "
                                    "2024-05-01 or 2024-05-01T09:00:00+00:00") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 

@@ -17,7 +17,7 @@ from trails.cli._common import (
     has_context,
     make_embedder,
 )
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError
 from trails.evaluation import (
     chunker_for,
@@ -105,13 +105,13 @@ def eval_(
     with context(db, embedder=embedder) as opened:
         if show:
             # A name or path is text, not rich markup: "[bold]" in it is shown as it is.
-            console.print(f"ingesting {data.name} ({len(data.corpus)} documents) into {db}",
-                          markup=False, highlight=False)
+            console.print(visible(f"ingesting {data.name} ({len(data.corpus)} documents) into "
+                                  f"{db}"), markup=False, highlight=False)
         stats = ingest_dataset(data, opened, chunker=chunker_for(chunking.value))
         if show:
-            console.print(stats.summary(), highlight=False)
+            console.print(visible(stats.summary()), highlight=False, markup=False)
             for problem in stats.problems():
-                console.print(problem, highlight=False, markup=False)
+                console.print(visible(problem), highlight=False, markup=False)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       console=console, disable=not show) as bar:
             tasks: dict[str, TaskID] = {}
@@ -128,5 +128,6 @@ def eval_(
                      **r.scores, "queries": r.queries, "seconds": round(r.seconds, 3)}
                     for r in results])
         return
-    typer.echo(f"{data.name}, split {split}, {results[0].queries} queries, context {db}")
-    typer.echo(format_table(results))
+    typer.echo(visible(f"{data.name}, split {split}, {results[0].queries} queries, "
+                       f"context {db}"))
+    typer.echo(visible(format_table(results)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from trails.cli.output import visible
+
 __all__ = ["EXIT_BROKEN_CONTEXT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_PARTIAL",
            "EXIT_USER_ERROR", "fail"]
 
@@ -16,6 +18,7 @@ EXIT_INTERRUPTED = 130   # Ctrl-C (SIGINT), as shells report 128 + the signal's 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> int:
     """Say on one line of stderr why the command failed; ``code`` back, to exit with."""
-    sys.stderr.write("Error: " + " ".join(message.split()) + "\n")
+    # A message quotes what it refuses (a path, a binding, a recorded name): written out.
+    sys.stderr.write("Error: " + visible(" ".join(message.split())) + "\n")
     sys.stderr.flush()
     return code

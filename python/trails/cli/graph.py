@@ -9,7 +9,7 @@ import pyoxigraph as ox
 import typer
 
 from trails.cli._common import open_context
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.kg.loads import replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
@@ -71,7 +71,7 @@ def load(
                     "quads": sum(len(quads) for _, quads in parsed)})
         return
     for file, quads in parsed:
-        typer.echo(f"{file}: {len(quads)} quads loaded")
+        typer.echo(visible(f"{file}: {len(quads)} quads loaded"))
 
 
 def export(

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from trails.cli._common import EXIT_INTERRUPTED, EXIT_PARTIAL, open_context
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.context import Context
 from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
@@ -104,9 +104,9 @@ def ingest(
                     "warnings": [{"source": s, "message": m} for s, m in stats.warnings],
                     "interrupted": interrupted})
     else:
-        typer.echo(stats.summary())
-    for problem in stats.problems():
-        typer.echo(problem, err=True)
+        typer.echo(visible(stats.summary()))
+    for problem in stats.problems():  # a document's source and error quote what it holds
+        typer.echo(visible(problem), err=True)
     if interrupted:
         typer.echo(stats.interrupted("the same command"), err=True)
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from trails.cli._common import open_context
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.ingest.linker_settings import remembered_linker
 from trails.ingest.linking import LabelLinker
 
@@ -72,12 +72,12 @@ def link(
                   else remembered_linker(opened.directory, **given))
         report = opened.link(linker, scopes=scope or None)
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(visible(f"warning: {warning}"), err=True)
     if as_json:
         print_json(asdict(report))
         return
-    typer.echo(report.summary())
+    typer.echo(visible(report.summary()))
     for chunk, entity in report.added:
-        typer.echo(f"+ {chunk} trails:mentions {entity}")
+        typer.echo(visible(f"+ {chunk} trails:mentions {entity}"))
     for chunk, entity in report.removed:
-        typer.echo(f"- {chunk} trails:mentions {entity}")
+        typer.echo(visible(f"- {chunk} trails:mentions {entity}"))

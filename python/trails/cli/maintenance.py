@@ -8,7 +8,7 @@ from dataclasses import asdict
 import typer
 
 from trails.cli._common import EXIT_PARTIAL, open_context
-from trails.cli.output import cell, console, print_json, table
+from trails.cli.output import cell, console, print_json, table, visible
 from trails.errors import ConfigurationError
 from trails.vector.stores.base import VersionedStore
 
@@ -62,7 +62,7 @@ def verify(
     if as_json:
         print_json({"ok": report.ok, **asdict(report)})
     else:
-        typer.echo(report.summary())
+        typer.echo(visible(report.summary()))
     if not report.ok:
         raise typer.Exit(EXIT_PARTIAL)
 
@@ -103,7 +103,7 @@ def delete(
         for iri in iris:
             opened.delete_document(iri, include_user_triples=all_triples)
             if not as_json:
-                typer.echo(f"deleted {iri}")
+                typer.echo(visible(f"deleted {iri}"))
     if as_json:
         print_json({"deleted": list(dict.fromkeys(iris)), "all_triples": all_triples})
 
@@ -144,6 +144,6 @@ def prune(
         return
     verb = "would delete" if dry_run else "deleted"
     for document in removed:
-        typer.echo(f"{verb} {document.iri} (expired {document.expires.isoformat()})")
+        typer.echo(visible(f"{verb} {document.iri} (expired {document.expires.isoformat()})"))
     typer.echo(f"{len(removed)} expired document{'s' if len(removed) != 1 else ''} "
                f"{'would be deleted' if dry_run else 'deleted'}")

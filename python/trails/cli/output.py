@@ -20,8 +20,8 @@ from trails.display.results import hit_passage
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
-__all__ = ["PIPE_WIDTH", "cell", "console", "print_hits", "print_json", "solution_text", "table",
-           "visible"]
+__all__ = ["PIPE_WIDTH", "cell", "console", "escaped", "print_hits", "print_json", "solution_text",
+           "table", "visible"]
 
 # The width of what is printed to a pipe or a file when COLUMNS does not say: wide enough for
 # a table of hits to give its passages whole lines, narrow enough to read in a pager.
@@ -33,13 +33,28 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
-    """``data`` as indented JSON on stdout (dates in ISO form, anything else as text)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
+    """``data`` as indented JSON on stdout (dates in ISO form, anything else as text), its
+    control characters escaped (:func:`escaped`)."""
+    sys.stdout.write(escaped(json.dumps(data, indent=2, ensure_ascii=False,
+                                        default=_jsonable)) + "\n")
     sys.stdout.flush()
+
+
+def escaped(text: str) -> str:
+    r"""JSON or N-Triples ``text`` with DEL and the C1 control characters as ``\u`` escapes,
+    which both read back as the same characters: the output stays exact, and a recorded
+    ``\x9b`` (a terminal's one-byte escape sequence) never drives the terminal. (Their
+    writers already escape the C0 controls, and neither has them outside its strings.)
+
+    >>> escaped('["a\x9b[2J"]')
+    '["a\\u009b[2J"]'
+    """
+    return _C1.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 # C0 and C1 control characters but tab and newline.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_C1 = re.compile(r"[\x7f-\x9f]")  # and DEL
 
 
 def visible(text: str) -> str:
@@ -124,7 +139,7 @@ def print_hits(hits: RetrievalResult, why: bool) -> None:
         rows.add_row(str(rank), score, cell(hit.title), cell(hit.date), cell(hit.source),
                      hit.iri, hit_passage(hit, 200), *admitted)
     out.print(rows)
-    out.print(hits.explain(), highlight=False, markup=False)
+    out.print(visible(hits.explain()), highlight=False, markup=False)  # notes quote input
     if hits.run_id is not None:
         Console(stderr=True).print(f"recorded as run {hits.run_id} "
                                    f"(trails audit show {hits.run_id})", highlight=False,

@@ -10,7 +10,7 @@ import typer
 
 from trails.cli._common import db_option, open_context
 from trails.cli.arguments import REPEATED, SEARCH_OPTIONS, bindings, read_query, search_fields
-from trails.cli.output import cell, console, print_hits, print_json, table
+from trails.cli.output import cell, console, escaped, print_hits, print_json, table, visible
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -106,12 +106,12 @@ def query(
         empty = not hits and opened.vectors.count() == 0
     if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
         typer.echo(f"note: this context holds no documents yet; add some with `trails --db "
-                   f"{db_option(ctx)} ingest PATH...` (files or folders: .md .txt .html "
+                   f"{visible(str(db_option(ctx)))} ingest PATH...` (files or folders: .md .txt .html "
                    ".jsonl .pdf)", err=True)
     if as_json:
         for note in hits.notes:  # stdout holds only the JSON; a short list says why on stderr
             if note.startswith("min_score"):
-                typer.echo(note, err=True)
+                typer.echo(visible(note), err=True)
         print_json(hits.to_dict())
         return
     print_hits(hits, why)
@@ -164,4 +164,4 @@ def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:
         print_json([[str(t.subject), str(t.predicate), str(t.object)] for t in triples])
     else:
         for t in triples:
-            typer.echo(f"{t.subject} {t.predicate} {t.object} .")
+            typer.echo(escaped(f"{t.subject} {t.predicate} {t.object} ."))

@@ -14,7 +14,7 @@ import typer
 
 from trails._lazy import import_target, require
 from trails.cli._common import db_option, has_context
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError, StorageError
 from trails.scopes import check_scope
 from trails.service.keys import ALL_SCOPES, KeyRing, digest, new_secret
@@ -74,7 +74,7 @@ def serve(
     run: Any = import_target("trails.service.runner:serve")
 
     def announce(url: str) -> None:
-        typer.echo(f"trails serve: listening on {url} (service.json in {db})")
+        typer.echo(visible(f"trails serve: listening on {url} (service.json in {db})"))
 
     run(db, host=host, port=port, keys=ring, read_only=read_only, reranker=ranker,
         announce=announce, log_level=log_level, allowed_hosts=allowed_host or None,
@@ -129,5 +129,5 @@ def add_key(
                     "keys_file": str(keys)})
         return
     typer.echo(secret)
-    typer.echo(f"(the secret of {label.strip()!r}, shown once; {keys} keeps its SHA-256)",
-               err=True)
+    typer.echo(visible(f"(the secret of {label.strip()!r}, shown once; {keys} keeps its "
+                       "SHA-256)"), err=True)

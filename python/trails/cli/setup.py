@@ -27,7 +27,7 @@ from trails.cli.init_options import (
     resilience_option,
     with_policy,
 )
-from trails.cli.output import print_json
+from trails.cli.output import print_json, visible
 from trails.config import AuditConfig, PartConfig, Scalar, Setting, read_config
 from trails.context import Context
 from trails.errors import ConfigurationError
@@ -334,10 +334,10 @@ def _report(made: dict[str, object], recorded: dict[str, object], *, as_json: bo
         return
     parts = "graph {graph}, vectors {vectors}, embedder {embedder}".format(**made)
     if made["created"]:
-        typer.echo(f"created a trails context in {made['directory']}: {parts}, base IRI "
-                   f"{made['base_iri']}")
+        typer.echo(visible(f"created a trails context in {made['directory']}: {parts}, base "
+                           f"IRI {made['base_iri']}"))
     else:
-        typer.echo(f"{made['directory']} already holds a trails context ({parts})")
+        typer.echo(visible(f"{made['directory']} already holds a trails context ({parts})"))
     for name, what in (("metadata_predicates", "metadata mapping"),
                        ("retention", "retention"), ("payload", "vector payload allowlist"),
                        ("resilience", "resilience policy of the remote parts"),
@@ -345,7 +345,7 @@ def _report(made: dict[str, object], recorded: dict[str, object], *, as_json: bo
         if name in recorded:
             value = recorded[name]
             shown = (", ".join(value) or "none") if isinstance(value, list) else value
-            typer.echo(f"{what} recorded: {shown}")
+            typer.echo(visible(f"{what} recorded: {shown}"))
     if recorded.get("payload_stale_vectors"):
         typer.echo("vectors stored before may hold other fields: run `trails verify` to list "
                    "them, `trails verify --repair` to remove them")

@@ -89,7 +89,7 @@ def chunker_for(chunking: str) -> Chunker | None:
         return None
     if chunking == "whole":
         return SentenceChunker(max_chars=10**9, overlap=0)
-    raise ValueError(f"unknown chunking {chunking!r}; choose from {', '.join(CHUNKINGS)}")
+    raise InvalidArgumentError(f"unknown chunking {chunking!r}; choose from {', '.join(CHUNKINGS)}")
 
 
 def ingest_dataset(dataset: BeirDataset, ctx: Context, *, chunker: Chunker | None = None,
@@ -151,7 +151,7 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
     Raises:
         ConfigurationError: ``keyword`` on a store without a keyword index, or ``rerank``
             without a ``reranker``.
-        ValueError: an unknown system.
+        InvalidArgumentError: an unknown system (also a ValueError).
     """
     if system == "vector":
         return lambda q: retrieve(q, ctx, mode="vector", k=depth)
@@ -164,7 +164,7 @@ def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
         fuse = hybrid_fusion() if fusion is None else fusion
         steps = _rerank_steps(reranker) if system == "rerank" else []
         return lambda q: retrieve(q, ctx, mode="hybrid", k=depth, fusion=fuse, steps=steps)
-    raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
+    raise InvalidArgumentError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
 
 
 def keyword_index(store: object) -> KeywordIndex:

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
+from trails.errors import InvalidArgumentError
 from trails.ingest.document import Document, Sanitizer
 
 __all__ = ["DEFAULT_PATTERNS", "RegexRedactor", "apply_sanitizer", "sanitized"]
@@ -55,7 +56,8 @@ class RegexRedactor:
                  replacement: str = "[{label}]") -> None:
         self.patterns = dict(DEFAULT_PATTERNS if patterns is None else patterns)
         if not self.patterns:
-            raise ValueError("give at least one pattern (label -> regex), or None for defaults")
+            raise InvalidArgumentError(
+                "give at least one pattern (label -> regex), or None for defaults")
         self.replacement = replacement
         self._labels = list(self.patterns)
         self._replacements = [_format(replacement, label) for label in self._labels]
@@ -81,11 +83,13 @@ def _check(label: str, pattern: str) -> str:
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
-        raise ValueError(f"pattern {label!r} is not a valid regular expression: {exc}") from exc
+        raise InvalidArgumentError(
+            f"pattern {label!r} is not a valid regular expression: {exc}") from exc
     if compiled.groupindex:
         # Our own named groups tell which pattern matched; named groups inside would clash.
-        raise ValueError(f"pattern {label!r} has named groups {sorted(compiled.groupindex)}; "
-                         "use plain (...) or (?:...) groups")
+        raise InvalidArgumentError(
+            f"pattern {label!r} has named groups {sorted(compiled.groupindex)}; "
+            "use plain (...) or (?:...) groups")
     return pattern
 
 
@@ -93,8 +97,9 @@ def _format(replacement: str, label: str) -> str:
     try:
         return replacement.format(label=label)
     except (KeyError, IndexError, ValueError) as exc:
-        raise ValueError(f"replacement {replacement!r} may only use the field {{label}}; "
-                         "write {{ and }} for literal braces") from exc
+        raise InvalidArgumentError(
+            f"replacement {replacement!r} may only use the field {{label}}; "
+            "write {{ and }} for literal braces") from exc
 
 
 async def apply_sanitizer(sanitizer: Sanitizer, document: Document) -> Document:

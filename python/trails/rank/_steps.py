@@ -6,12 +6,15 @@ touches the stores. Nothing here imports ``trails.retrieval.retrieve`` (which im
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import datetime as dt
 import math
 import numbers
 import operator
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import pyoxigraph as ox
@@ -54,6 +57,28 @@ def need_ctx(ctx: ContextParts | None, step: str) -> ContextParts:
             f"steps=[...]) or call it as step(query, hits, ctx)"
         )
     return ctx
+
+
+# The moment the answer steps work on is judged at (retrieve(now=...)), while they run.
+_ASKED_AT: contextvars.ContextVar[dt.datetime | None] = contextvars.ContextVar(
+    "trails_steps_asked_at", default=None)
+
+
+def asked_at() -> dt.datetime | None:
+    """The moment the answer a running step works on is judged at: ``retrieve(now=...)``
+    (the moment its expiries are judged at); None outside ``retrieve`` or when the call
+    gave none (then a step reading the time reads the clock)."""
+    return _ASKED_AT.get()
+
+
+@contextlib.contextmanager
+def judged_at(now: dt.datetime | None) -> Iterator[None]:
+    """Run steps inside this block to have them judge time at ``now`` (:func:`asked_at`)."""
+    token = _ASKED_AT.set(now)
+    try:
+        yield
+    finally:
+        _ASKED_AT.reset(token)
 
 
 def scope_of(hit: Any) -> str:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
+from trails.errors import InvalidArgumentError
 from trails.rank import _guard_fit
+from trails.rank._steps import check_setting
 
 __all__ = ["RRF_CONSTANT", "AutoFusion", "ExplainedFusion", "FusionFn", "GuardedFusion",
            "Ranking", "auto", "rrf", "weighted"]
@@ -54,14 +56,25 @@ def rrf(
     >>> [doc for doc, _ in rrf([a, b])]
     ['y', 'x', 'z']
     """
-    if constant < 0:
-        raise ValueError(f"the RRF constant must be >= 0, got {constant}")
+    check_setting("the RRF constant", constant, at_least=0)
     fused: dict[str, float] = {}
     for ranking in rankings:
-        weight = 1.0 if weights is None else float(weights.get(ranking.name, 1.0))
+        weight = _weight(weights, ranking.name)
         for rank, (doc, _score) in enumerate(ranking.hits, start=1):
             fused[doc] = fused.get(doc, 0.0) + weight / (constant + rank)
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _weight(weights: Mapping[str, float] | None, name: str) -> float:
+    """A ranking's weight from ``weights`` (1.0 when unnamed), refused unless a finite number."""
+    if weights is None:
+        return 1.0
+    if not isinstance(weights, Mapping):
+        raise InvalidArgumentError(f"weights must map ranking names to numbers, got "
+                                   f"{type(weights).__name__} {weights!r:.80}")
+    weight = weights.get(name, 1.0)
+    check_setting(f"weights[{name!r}]", weight)
+    return float(weight)
 
 
 def weighted(
@@ -84,10 +97,10 @@ def weighted(
     [('x', 1.0), ('z', 1.0), ('y', 0.5)]
     """
     if normalize not in ("minmax", "zscore"):
-        raise ValueError(f"normalize must be 'minmax' or 'zscore', got {normalize!r}")
+        raise InvalidArgumentError(f"normalize must be 'minmax' or 'zscore', got {normalize!r}")
     fused: dict[str, float] = {}
     for ranking in rankings:
-        weight = 1.0 if weights is None else float(weights.get(ranking.name, 1.0))
+        weight = _weight(weights, ranking.name)
         scores = [float(score) for _doc, score in ranking.hits]
         normed = _minmax(scores) if normalize == "minmax" else _zscore(scores)
         for (doc, _score), value in zip(ranking.hits, normed):
@@ -262,8 +275,9 @@ class GuardedFusion:
     def __post_init__(self) -> None:
         sizes = {len(self.center), len(self.scale), len(self.coefficients)}
         if sizes != {len(EVIDENCE)}:
-            raise ValueError(f"a guard needs {len(EVIDENCE)} centers, scales and coefficients "
-                             f"({', '.join(EVIDENCE)}), got {sorted(sizes)}")
+            raise InvalidArgumentError(
+                f"a guard needs {len(EVIDENCE)} centers, scales and coefficients "
+                f"({', '.join(EVIDENCE)}), one each, got {sorted(sizes)}")
 
     def __call__(self, rankings: Sequence[Ranking]) -> list[tuple[str, float]]:
         # The fallback's explanation when there is no evidence: its own weights, fused alike.

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from trails.errors import InvalidArgumentError
-from trails.rank._steps import H, below, check_scored, check_setting, need_ctx, rescored
+from trails.rank._steps import (
+    H,
+    below,
+    check_scored,
+    check_setting,
+    key,
+    need_ctx,
+    rescored,
+    scope_of,
+)
+from trails.vector.stores.rows import rows_standing_for
 
 if TYPE_CHECKING:
     from trails.parts import ContextParts
@@ -50,7 +60,8 @@ def mmr(
     else:
         relevance = np.asarray(scores, dtype=np.float64)
         if relevance.shape != (n,):
-            raise ValueError(f"need one score per vector: {n} vectors, {relevance.size} scores")
+            raise InvalidArgumentError(f"scores needs one score per vector: {n} vectors, "
+                                       f"{relevance.size} scores")
     similarity = matrix @ matrix.T if n else np.zeros((0, 0))
     redundancy = np.zeros(n)  # no redundancy before the first pick, never below 0
     chosen = np.zeros(n, dtype=bool)
@@ -75,8 +86,9 @@ def _unit(array: np.ndarray) -> np.ndarray:
 class MMR:
     """A retrieve step that reorders the best ``top_n`` hits by maximal marginal relevance.
 
-    Each hit's stored vector comes from ``ctx.vectors.get`` and the query vector from
-    ``ctx.embedder``. The chosen hits get their marginal value as score (component ``mmr``,
+    Each hit's stored vector is that of the live row of its scope standing for its IRI (the
+    row's ``metadata["iri"]``, else its id: :func:`~trails.vector.stores.rows.rows_standing_for`)
+    and the query vector comes from ``ctx.embedder``. The chosen hits get their marginal value as score (component ``mmr``,
     and ``mmr_rank`` from 1), so scores still fall along the list; the original score stays
     in the other components. Hits beyond ``top_n`` and hits without a stored vector keep
     their order below them, each scored no higher than the last chosen hit.
@@ -103,14 +115,15 @@ class MMR:
         ctx = need_ctx(ctx, "MMR")
         check_scored(hits, "MMR")
         n = len(hits) if self.top_n is None else min(self.top_n, len(hits))
-        stored = {s.id: s.vector for s in ctx.vectors.get(h.iri for h in hits[:n])}
-        moving = [i for i in range(n) if hits[i].iri in stored]
+        stored = {(scope_of(row), iri): row.vector
+                  for iri, row in rows_standing_for(ctx.vectors, (h.iri for h in hits[:n]))}
+        moving = [i for i in range(n) if key(hits[i]) in stored]
         if not moving:
             return list(hits)
         movable = [hits[i] for i in moving]
         moved = set(moving)
         rest = [h for i, h in enumerate(hits) if i not in moved]
-        vectors = [stored[h.iri] for h in movable]
+        vectors = [stored[key(h)] for h in movable]
         scores = _scaled([h.score for h in movable]) if self.relevance == "score" else None
         chosen = mmr(ctx.embedder.embed(query), vectors, scores, self.lambda_)
         ranked = [rescored(movable[i], value, mmr=value, mmr_rank=rank)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from trails.errors import InvalidArgumentTypeError
 from trails.rank._steps import (
     H,
+    asked_at,
     by_score,
     check_scored,
     check_setting,
@@ -63,7 +64,9 @@ class RecencyDecay:
     Args:
         horizon_days: the age at which the factor reaches 0 (before the floor).
         floor: the smallest factor, in [0, 1].
-        now: the reference time (a date or datetime); None is the time of each call.
+        now: the reference time (a date or datetime). None: the ``now`` of the ``retrieve``
+            call it is a step of (the moment that call judges expiries at, so a search
+            repeated ``as of`` a moment ranks as it did then), else the time of each call.
             Naive datetimes and dates are taken as UTC.
         predicate: ``prefix:name`` with a predeclared prefix, or a full IRI.
 
@@ -87,7 +90,8 @@ class RecencyDecay:
         ctx = need_ctx(ctx, "RecencyDecay")
         check_scored(hits, "RecencyDecay")
         dates = self.dates(ctx, hits)
-        now = _utc(self.now if self.now is not None else dt.datetime.now(dt.UTC))
+        now = _utc(self.now if self.now is not None
+                   else asked_at() or dt.datetime.now(dt.UTC))
         out = []
         for hit in hits:
             when = dates.get(key(hit))

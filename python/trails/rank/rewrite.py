@@ -19,7 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from trails._lazy import require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
-from trails.errors import RewriteError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError, RewriteError
+from trails.rank._steps import check_setting
 
 __all__ = ["SYSTEM_PROMPT", "IdentityRewriter", "OpenAIQueryRewriter", "QueryRewriter",
            "check_messages"]
@@ -58,8 +59,9 @@ def check_messages(messages: Sequence[Mapping[str, str]] | None) -> list[dict[st
     """``messages`` as a list of ``{"role", "content"}`` dicts, or a clear error.
 
     Raises:
-        TypeError: not a list of mappings, or a ``role``/``content`` that is not a string.
-        ValueError: a message without ``role`` or ``content``.
+        InvalidArgumentTypeError: not a list of mappings, or a ``role``/``content`` that is
+            not a string (also a TypeError).
+        InvalidArgumentError: a message without ``role`` or ``content`` (also a ValueError).
 
     >>> check_messages([{"role": "user", "content": "hi"}])
     [{'role': 'user', 'content': 'hi'}]
@@ -67,20 +69,22 @@ def check_messages(messages: Sequence[Mapping[str, str]] | None) -> list[dict[st
     if messages is None:
         return []
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts, oldest "
-                        f"first; got {type(messages).__name__}")
+        raise InvalidArgumentTypeError(
+            "messages must be a list of {'role': ..., 'content': ...} dicts, oldest first; got "
+            f"{type(messages).__name__}")
     out = []
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise TypeError(f"message {i} must be a {{'role': ..., 'content': ...}} dict, "
-                            f"got {type(message).__name__}")
+            raise InvalidArgumentTypeError(
+                f"messages: message {i} must be a {{'role': ..., 'content': ...}} dict, got "
+                f"{type(message).__name__}")
         role, content = message.get("role"), message.get("content")
         if role is None or content is None:
-            raise ValueError(f"message {i} needs 'role' and 'content' fields, got "
-                             f"{dict(message)!r}")
+            raise InvalidArgumentError(f"messages: message {i} needs 'role' and 'content' "
+                                       f"fields, got {dict(message)!r:.200}")
         if not isinstance(role, str) or not isinstance(content, str):
-            raise TypeError(f"message {i} needs string 'role' and 'content' fields, got "
-                            f"{dict(message)!r}")
+            raise InvalidArgumentTypeError(f"messages: message {i} needs string 'role' and "
+                                           f"'content' fields, got {dict(message)!r:.200}")
         out.append({"role": role, "content": content})
     return out
 
@@ -123,8 +127,9 @@ class OpenAIQueryRewriter(OpenAIClient):
         system_prompt: str = SYSTEM_PROMPT,
         organization: str | None = None,
     ) -> None:
-        if max_retries < 0 or timeout <= 0 or max_messages < 1:
-            raise ValueError("need max_retries >= 0, timeout > 0 and max_messages >= 1")
+        check_setting("max_retries", max_retries, integer=True, at_least=0)
+        check_setting("timeout", timeout, above=0)
+        check_setting("max_messages", max_messages, integer=True, at_least=1)
         self.model = model
         self.api_key = api_key
         self.base_url = base_url

@@ -131,13 +131,8 @@ def check_steps(steps: object) -> tuple[Callable[..., Any], ...]:
 
 
 def check_messages_argument(messages: object) -> list[dict[str, str]]:
-    """:func:`~trails.rank.rewrite.check_messages`, its errors as argument errors."""
-    try:
-        return check_messages(messages)  # type: ignore[arg-type]
-    except TypeError as exc:
-        raise InvalidArgumentTypeError(str(exc)) from None
-    except ValueError as exc:
-        raise InvalidArgumentError(str(exc)) from None
+    """:func:`~trails.rank.rewrite.check_messages` (its errors are argument errors)."""
+    return check_messages(messages)  # type: ignore[arg-type]
 
 
 def check_retrieve_arguments(ctx: object, *, vector_store: object, embedder: object,

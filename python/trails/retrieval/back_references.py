@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trails.vector.stores.base import VectorStore
-from trails.vector.stores.rows import live_rows, resolves_by_iri
+from trails.vector.stores.rows import live_rows, resolves_by_iri, rows_standing_for
 
-__all__ = ["candidate_rows", "live_rows", "resolves_by_iri"]
+__all__ = ["candidate_rows", "live_rows", "resolves_by_iri", "rows_standing_for"]
 
 
 def candidate_rows(store: VectorStore, iris: Sequence[str] | None) -> Sequence[str] | None:

@@ -10,7 +10,7 @@ import pyoxigraph as ox
 
 from trails.kg.base import select
 from trails.records import RetrievalHit, RetrievalResult
-from trails.retrieval.back_references import live_rows
+from trails.retrieval.back_references import live_rows, rows_standing_for
 from trails.retrieval.consistency import minted_chunk
 from trails.scopes import DEFAULT_SCOPE
 
@@ -28,12 +28,10 @@ def graph_hits(
     # Metadata only of live rows of these scopes: an IRI the caller's graph mentions may also
     # name a staged row, or another scope's row the graph no longer types as a chunk. A row
     # stands for the IRI its metadata["iri"] names (retrieval/back_references.py).
-    wanted = set(chosen)
-    rows = {id: iri for id, iri in live_rows(store, chosen).items() if iri in wanted}
     stored: dict[str, dict[str, Any]] = {}
-    for s in store.get(list(rows)):
-        if str(s.metadata.get("scope") or DEFAULT_SCOPE) in scopes:
-            stored.setdefault(rows[s.id], s.metadata)
+    for iri, row in rows_standing_for(store, chosen):
+        if str(row.metadata.get("scope") or DEFAULT_SCOPE) in scopes:
+            stored.setdefault(iri, row.metadata)
     hits = [RetrievalHit(i, None, snippet(stored.get(i, {})), stored.get(i, {})) for i in chosen]
     return RetrievalResult(hits, mode="graph", plan="graph-order", candidates=len(iris), exhaustive=True)
 

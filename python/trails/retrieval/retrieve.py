@@ -36,7 +36,7 @@ from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
-from trails.retrieval.steps import run_steps
+from trails.retrieval.steps import StepContext, run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 from trails.tracing import span, traced
@@ -45,6 +45,7 @@ from trails.vector.stores.records import back_reference
 
 if TYPE_CHECKING:
     from trails.kg.base import KnowledgeGraph
+    from trails.parts import ContextParts
     from trails.vector.embedders.base import Embedder
     from trails.vector.stores.base import VectorHit, VectorStore
 
@@ -231,7 +232,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
             if mode == "graph":
                 ordered = graph_hits(list(iris or ()), store, k, ctx, scopes)
                 if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
-                    ordered = _same_result(ordered, *run_steps(steps, query, ordered, ctx))
+                    ordered = _same_result(ordered, *run_steps(
+                        steps, query, ordered, _for_steps(ctx, store, model), now))
                 answer = _shown(_noted(read.noted(ordered), bindings, _why_empty(
                     graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
             else:
@@ -248,7 +250,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                                               max(k, STEP_DEPTH) if steps else k, iris, mode,
                                               scopes, fallback, expired, rows=rows)
                 # A step's hits are some of those it was given (retrieval/steps.py).
-                result = _same_result(result, *run_steps(steps, query, result, ctx))
+                result = _same_result(result, *run_steps(
+                    steps, query, result, _for_steps(ctx, store, model), now))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
                 answer = _shown(_noted(read.noted(result), bindings, _why_empty(
                     graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
@@ -312,6 +315,15 @@ def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,
                            candidates=result.candidates, exhaustive=result.exhaustive,
                            rankings=result.rankings, notes=[*result.notes, *notes],
                            fusion_weights=result.fusion_weights)
+
+
+def _for_steps(ctx: Context | None, store: VectorStore, model: Embedder | None
+               ) -> ContextParts | None:
+    """The ``ctx`` steps are given: the context, with the answer's store and embedder when
+    the call overrode its own (steps.py)."""
+    if ctx is None or (store is ctx.vectors and model in (None, ctx.embedder)):
+        return ctx
+    return StepContext(ctx, store, model if model is not None else ctx.embedder)
 
 
 def known_scopes(ctx: Context, wanted: Sequence[str] = ()) -> list[str]:

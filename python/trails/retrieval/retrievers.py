@@ -335,18 +335,22 @@ def _init_filter(retriever: Any) -> None:
     bindings = dict(retriever.bindings or {})
     if text is None:
         if bindings or retriever.query_variable is not None:
-            raise ValueError("bindings and query_variable need a sparql_filter to bind them in")
+            raise InvalidArgumentError(
+                "bindings and query_variable need a sparql_filter to bind them in: pass "
+                "sparql_filter=... naming their variables, or leave them out")
     else:
         check_filter(text, kg.prefixes,
                      functions=kg.functions if isinstance(kg, FunctionGraph) else ())
         variable = retriever.query_variable
         if variable is not None:
             if variable in bindings:
-                raise ValueError(f"query_variable {variable!r} is also given in bindings")
+                raise InvalidArgumentError(
+                    f"query_variable {variable!r} is also given in bindings; each call binds "
+                    "it to the query, so leave it out of bindings")
             bindings_to_check = {**bindings, variable: ""}
         else:
             bindings_to_check = bindings
-        apply_bindings(text, bindings_to_check)  # names that are no variable raise ValueError
+        apply_bindings(text, bindings_to_check)  # a name that is no variable: refused
         check_bound(text, bindings_to_check.keys())  # and variables nothing binds, a mistake
     object.__setattr__(retriever, "bindings", MappingProxyType(bindings))
 
@@ -384,7 +388,9 @@ def _standalone(query: str, messages: Messages | None, rewriter: QueryRewriter |
         return query
     rewritten = rewriter.rewrite(query, turns)
     if not isinstance(rewritten, str):
-        raise TypeError(f"{rewriter!r}.rewrite returned {type(rewritten).__name__}, not a str")
+        raise InvalidArgumentTypeError(
+            f"rewriter {rewriter!r:.80}: rewrite(query, messages) returned "
+            f"{type(rewritten).__name__}, not a str; it must return the query to search as text")
     return rewritten
 
 
@@ -407,6 +413,8 @@ def _fused_hit(iri: str, score: float, name: str,
             if hit.score is not None:
                 components[f"r{i}"] = hit.score
     if first is None:
-        raise ValueError(f"the fusion returned {iri}, which no retriever found")
+        raise InvalidArgumentError(
+            f"the fusion returned {iri!r:.120}, which no retriever found; a fusion function "
+            "must return only ids of the rankings it is given")
     return RetrievalHit(iri, score, first.snippet, first.metadata, components)
 

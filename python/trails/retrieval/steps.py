@@ -11,28 +11,58 @@ What a step returns must still read as a ranking: no hit twice, and either no sc
 or finite scores falling along the list. A step that breaks this is refused with an
 :class:`~trails.errors.InvalidArgumentError` naming it, rather than showing a list whose
 order and scores disagree.
+
+Inside ``retrieve``, steps judge time at the call's ``now`` (``retrieve(now=...)``, the moment
+its expiries are judged at; :func:`trails.rank._steps.asked_at`), so that a step reading the
+time (``RecencyDecay``) ranks a search repeated as of that moment as it did then. When the call
+passed a ``vector_store`` or ``embedder`` of its own, a step's ``ctx`` is a
+:class:`StepContext`: the context with the store and embedder the answer was ranked with.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from trails.errors import InvalidArgumentError
 from trails.parts import ContextParts
-from trails.rank._steps import Step, key
+from trails.rank._steps import Step, judged_at, key
 from trails.records import RetrievalHit
 from trails.retrieval import spans
 from trails.tracing import span
+from trails.vector.embedders.base import Embedder
+from trails.vector.stores.base import VectorStore
 
-__all__ = ["run_steps"]
+__all__ = ["StepContext", "run_steps"]
+
+
+class StepContext:
+    """``ctx`` as a step sees it when ``retrieve`` was given a ``vector_store`` or an
+    ``embedder``: ``vectors`` and ``embedder`` are those the answer was ranked with, anything
+    else is the context's own."""
+
+    def __init__(self, ctx: ContextParts, vectors: VectorStore, embedder: Embedder) -> None:
+        self.context = ctx
+        self.vectors, self.embedder = vectors, embedder
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "context":  # not yet set (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self.context, name)
+
+    def __repr__(self) -> str:
+        return f"StepContext({self.context!r}, vectors={self.vectors!r})"
 
 
 def run_steps(steps: Sequence[Step], query: str, hits: Sequence[RetrievalHit],
-              ctx: ContextParts | None) -> tuple[list[RetrievalHit], list[str]]:
+              ctx: ContextParts | None, now: dt.datetime | None = None
+              ) -> tuple[list[RetrievalHit], list[str]]:
     """``hits`` through each of ``steps`` in order, and the notes the steps leave (their own,
-    and one for each step that returned hits it was not given).
+    and one for each step that returned hits it was not given); the steps judge time at
+    ``now`` (None: the clock's).
 
     Raises:
         InvalidArgumentError: a step returned a hit twice, or scores out of order, missing
@@ -41,7 +71,7 @@ def run_steps(steps: Sequence[Step], query: str, hits: Sequence[RetrievalHit],
     current, notes = list(hits), []
     for step in steps:
         name = spans.named(step)
-        with span("trails.step", spans.step(step)):
+        with span("trails.step", spans.step(step)), judged_at(now):
             returned = step(query, list(current), ctx)
         given = {key(hit) for hit in current}
         kept = [hit for hit in returned if key(hit) in given]

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from trails.errors import InvalidArgumentError
 from trails.ingest.chunkers.sentences import split_sentences
 from trails.ingest.chunkers.spans import SPLITTER_VERSION, longest_fit, trim
 from trails.ingest.chunkers.tokens import token_name, tokens_behind
@@ -41,12 +42,13 @@ class SentenceChunker:
 
     def __post_init__(self) -> None:
         if self.max_chars < 1 or self.overlap < 0:
-            raise ValueError(f"need max_chars >= 1 and overlap >= 0, got max_chars="
-                             f"{self.max_chars}, overlap={self.overlap}")
+            raise InvalidArgumentError(
+                f"need max_chars >= 1 and overlap >= 0, got max_chars="
+                f"{self.max_chars}, overlap={self.overlap}")
         if (self.max_tokens is None) != (self.count_tokens is None):
-            raise ValueError("give both max_tokens and count_tokens, or neither")
+            raise InvalidArgumentError("give both max_tokens and count_tokens, or neither")
         if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError(f"need max_tokens >= 1, got {self.max_tokens}")
+            raise InvalidArgumentError(f"need max_tokens >= 1, got {self.max_tokens}")
 
     @property
     def fingerprint(self) -> str:

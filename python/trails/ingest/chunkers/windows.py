@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trails.errors import InvalidArgumentError
 from trails.ingest.chunkers.spans import SPLITTER_VERSION, longest_fit, skip_space, trim
 from trails.ingest.chunkers.tokens import tokens_of
 from trails.ingest.document import Chunk, Document
@@ -36,8 +37,9 @@ class TokenChunker:
 
     def __init__(self, tokenizer: Any, max_tokens: int, overlap_tokens: int = 0) -> None:
         if max_tokens < 1 or not 0 <= overlap_tokens < max_tokens:
-            raise ValueError(f"need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens, got "
-                             f"max_tokens={max_tokens}, overlap_tokens={overlap_tokens}")
+            raise InvalidArgumentError(
+                f"need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens, got "
+                f"max_tokens={max_tokens}, overlap_tokens={overlap_tokens}")
         self.tokens = tokens_of(tokenizer)
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens

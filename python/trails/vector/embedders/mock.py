@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trails import _state
+from trails.errors import InvalidArgumentError
 from trails.recorded import Settings
 from trails.vector.embedders.base import BaseEmbedder
 
@@ -85,7 +86,7 @@ class MockEmbedder(BaseEmbedder):
 
     def __init__(self, dim: int = 384, seed: int = 0, batch_size: int = 256) -> None:
         if dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim}")
+            raise InvalidArgumentError(f"dim must be a positive integer, got {dim}")
         self._dim = int(dim)
         self.seed = int(seed)
         self.model_id = f"trails-mock-bow:seed={self.seed}"  # the seed changes every vector

@@ -20,7 +20,7 @@ import numpy as np
 
 from trails._lazy import load_cl100k, require
 from trails._openai import KEY_ENV, OpenAIClient, status_message
-from trails.errors import EmbeddingError
+from trails.errors import EmbeddingError, InvalidArgumentError
 from trails.recorded import Settings, with_resilience
 from trails.resilience import (
     CircuitBreaker,
@@ -123,9 +123,11 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         self.price_per_million_tokens = price_per_million_tokens
         declared_price(self)  # refuses a price that is none
         if not 1 <= batch_size <= MAX_INPUTS_PER_REQUEST:
-            raise ValueError(f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
+            raise InvalidArgumentError(
+                f"batch_size must be in [1, {MAX_INPUTS_PER_REQUEST}], got {batch_size}")
         if max_retries < 0 or max_request_tokens < 1 or timeout <= 0:
-            raise ValueError("need max_retries >= 0, max_request_tokens >= 1 and timeout > 0")
+            raise InvalidArgumentError(
+                "need max_retries >= 0, max_request_tokens >= 1 and timeout > 0")
         self.model = model
         self.model_id = f"openai/{model}"
         self._dim, self._dimensions = _resolve_dim(model, dim)
@@ -332,19 +334,21 @@ def _resolve_dim(model: str, dim: int | None) -> tuple[int, int | None]:
     """``(output dim, the API's dimensions parameter or None)``."""
     native = KNOWN_MODELS.get(model)
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        raise InvalidArgumentError(f"dim must be a positive integer, got {dim!r}")
     if native is None:
         if dim is None:
-            raise ValueError(f"unknown OpenAI model {model!r}: pass dim= (its output size) or "
-                             f"use one of {sorted(KNOWN_MODELS)}")
+            raise InvalidArgumentError(
+                f"unknown OpenAI model {model!r}: pass dim= (its output size) or "
+                f"use one of {sorted(KNOWN_MODELS)}")
         return dim, None  # a compatible server's model: dim declares what it returns
     if dim is None or dim == native:
         return native, None
     if not model.startswith("text-embedding-3"):
-        raise ValueError(f"{model} cannot shorten its vectors (always {native}-d); dim= works "
-                         "with the text-embedding-3 models")
+        raise InvalidArgumentError(
+            f"{model} cannot shorten its vectors (always {native}-d); dim= works "
+            "with the text-embedding-3 models")
     if dim > native:
-        raise ValueError(f"{model} makes at most {native}-d vectors, got dim={dim}")
+        raise InvalidArgumentError(f"{model} makes at most {native}-d vectors, got dim={dim}")
     return dim, dim
 
 

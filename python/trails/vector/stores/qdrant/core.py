@@ -12,7 +12,7 @@ import numpy as np
 
 from trails import deadline
 from trails._lazy import require
-from trails.errors import ConfigurationError, DimensionMismatchError
+from trails.errors import ConfigurationError, DimensionMismatchError, InvalidArgumentError
 from trails.faults import translated
 from trails.resilience import Resilience, public_url
 from trails.vector.embedders.base import EmbedderIdentity
@@ -77,10 +77,12 @@ class QdrantCore(BaseVectorStore):
         given = [n for n, v in (("url", url), ("host", host), ("path", path), ("client", client))
                  if v is not None]
         if len(given) > 1:
-            raise ValueError(f"pass at most one of url=, host=, path=, client=; got {given}")
+            raise InvalidArgumentError(
+                f"pass at most one of url=, host=, path=, client=; got {given}")
         if (api_key is not None or port is not None) and (path is not None or client is not None
                                                            or not given):
-            raise ValueError("api_key= and port= apply to a server given by url= or host=")
+            raise InvalidArgumentError(
+                "api_key= and port= apply to a server given by url= or host=")
         self._owns_client = client is None
         self._lock = threading.RLock()
         policy: Resilience | None = None  # a server's only: local mode has no network
