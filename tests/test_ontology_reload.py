@@ -230,3 +230,30 @@ def test_a_linker_given_to_ingest_or_link_is_remembered(tmp_path):
         ingest_all([Document(id="b", source="b", text="Parapluie.")], ctx=ctx,
                    linker=None)
         assert ctx.link().removed == []  # defaults remembered: the French label stays linked
+
+
+def test_a_missing_file_loaded_with_replace_is_said_to_be_missing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    kg = OxigraphGraph()
+    for missing in ("ontology.ttl", tmp_path / "ontology.ttl"):
+        with pytest.raises(ConfigurationError, match="no such file"):
+            kg.load(missing, replace=True)
+    assert len(kg) == 0
+
+
+def test_the_record_of_a_load_adds_no_row_to_a_query_of_every_graph(tmp_path):
+    """A query that names no scope reads every graph: the record must not hold the loaded
+    triples themselves, or each would be answered twice."""
+    onto = tmp_path / "o.ttl"
+    onto.write_text(HEAD + 'ex:a rdfs:label "A" . ex:b ex:part [ rdfs:label "B" ] .\n')
+    kg = OxigraphGraph()
+    kg.load(onto)
+    kg.load(onto, scope="legal", replace=True)
+    rows = select(kg, "SELECT ?l WHERE { ?e rdfs:label ?l }")
+    assert sorted(str(r["l"]) for r in rows) == ["A", "A", "B", "B"]  # default and legal
+    assert select(kg, "SELECT (COUNT(*) AS ?n) WHERE { ?e <https://ex.org/part> ?x }"
+                  ).rows[0]["n"] == 2
+    onto.write_text(HEAD + 'ex:a rdfs:label "A2" .\n')
+    kg.load(onto, scope="legal", replace=True)
+    assert labels(kg, "legal") == {("a", "A2")} and triples(kg, "legal") == 1
+    assert {label for _, label in labels(kg)} == {"A", "B"}  # the default scope's, untouched

@@ -42,13 +42,14 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
             with RDF that names graphs of its own.
         InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
     """
-    key = source_key(source, replace)
+    given = source
     if is_rdflib_graph(source):
         if format is not None:
             raise ValueError("format= names the format of a file or text; an rdflib graph "
                              "needs none, so leave it out")
         source, format = from_rdflib(source)
     quads = check_quads(read_quads(source, format, scope, base_iri=base_iri))
+    key = source_key(given, replace)  # once read: a missing file is said to be one
     target = target_graph(quads, scope)
     if replace and key is not None:
         if update is None:

@@ -1,16 +1,19 @@
 """What a source loaded, so that loading it again can replace it (ADR 0051).
 
 Each load of a file (or of RDF given a name, ``replace="name"``) whose triples go into one
-scope's graph is recorded: a copy of its quads in a graph of trails' own,
+scope's graph is recorded in a graph of trails' own,
 ``urn:trails:loaded:<scope>:<digest of the source's name>``, written in the same transaction
-as the quads themselves. No scope's queries see that graph (as ``urn:trails:minted``).
+as the quads themselves: for each triple a node naming its subject, predicate and object
+(``trails:loadedSubject``, ``trails:loadedPredicate``, ``trails:loadedObject``), never the
+triple itself, which a query of every graph (no scope given) would then answer twice. No
+scope's queries see that graph (as ``urn:trails:minted``).
 
 ``load(..., replace=True)`` (``trails load --replace``) then runs one update: it deletes from
 the scope's graph the triples the source's record holds and no other source's record of that
 scope holds, drops the record, and inserts the new triples with their new record. A triple
 the file still holds is deleted and inserted again in that same transaction, so a reader sees
 the old ontology or the new one, never neither; the user's other triples, and every other
-scope, are untouched. Blank nodes are matched through the record, which holds the very same
+scope, are untouched. Blank nodes are matched through the record, which names the very same
 nodes, so a removed ``owl:Restriction`` goes too.
 """
 
@@ -18,17 +21,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.kg.sparql import TRAILS
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "recorded", "replacing", "source_key",
            "target_graph"]
 
 LOADED_BASE = "urn:trails:loaded:"
+# What a record's node says of each triple loaded.
+_PARTS = tuple(ox.NamedNode(TRAILS + "loaded" + part) for part in ("Subject", "Predicate", "Object"))
 ReplaceOption = bool | str
 
 
@@ -95,7 +102,15 @@ def recorded(quads: list[ox.Quad], key: str | None,
     if key is None or target is None:
         return quads
     record = record_graph(target, key)
-    return quads + [ox.Quad(q.subject, q.predicate, q.object, record) for q in quads]
+    return quads + [ox.Quad(node, part, term, record) for q in quads
+                    for node in (ox.BlankNode(),)
+                    for part, term in zip(_PARTS, (q.subject, q.predicate, q.object))]
+
+
+def _held(record: str, node: str = "?r") -> str:
+    """A pattern of the triple ``?s ?p ?o`` a record's node names."""
+    s, p, o = _PARTS
+    return f"{record} {{ {node} {s} ?s ; {p} ?p ; {o} ?o }}"
 
 
 def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultGraph | None,
@@ -115,10 +130,14 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
     triples = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
     into = ("{ ?s ?p ?o }" if isinstance(target, ox.DefaultGraph)
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
-    where = (f"{{ GRAPH {record} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH ?other {{ ?s ?p ?o }} "
+    where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
              f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
     updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
     if quads:
         block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
-        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {triples} }} }}")
+        run = uuid.uuid4().hex  # labels no other operation of the request uses
+        s, p, o = _PARTS
+        names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} {q.object} ."
+                         for n, q in enumerate(quads))
+        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {names} }} }}")
     return " ;\n".join(updates)
