@@ -257,3 +257,16 @@ def test_the_record_of_a_load_adds_no_row_to_a_query_of_every_graph(tmp_path):
     kg.load(onto, scope="legal", replace=True)
     assert labels(kg, "legal") == {("a", "A2")} and triples(kg, "legal") == 1
     assert {label for _, label in labels(kg)} == {"A", "B"}  # the default scope's, untouched
+
+
+def test_a_file_with_triple_terms_is_replaced(tmp_path):
+    onto = tmp_path / "o.ttl"
+    onto.write_text(HEAD + 'ex:a ex:says <<( ex:b ex:p <<( ex:c ex:q "v"@en )>> )>> . '
+                    'ex:d ex:r _:x . _:x ex:s <<( _:x ex:p 1 )>> .\n')
+    kg = OxigraphGraph()
+    kg.load(onto)
+    assert kg.load(onto, replace=True) == 3 and triples(kg) == 3
+    onto.write_text(HEAD + 'ex:a ex:says <<( ex:b ex:p "w" )>> .\n')
+    assert kg.load(onto, replace=True) == 1
+    (row,) = select(kg, "SELECT ?o WHERE { ?s ?p ?o }", scopes=["default"])
+    assert str(row["o"]) == '<https://ex.org/b> <https://ex.org/p> "w"'

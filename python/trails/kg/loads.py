@@ -127,7 +127,7 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
             "replace; nothing was loaded")
     record = record_graph(target, key)
     prefix = f"{LOADED_BASE}{_scope_of(target)}:"
-    triples = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ." for q in quads)
     into = ("{ ?s ?p ?o }" if isinstance(target, ox.DefaultGraph)
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
     where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
@@ -137,7 +137,14 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
         block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
         run = uuid.uuid4().hex  # labels no other operation of the request uses
         s, p, o = _PARTS
-        names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} {q.object} ."
-                         for n, q in enumerate(quads))
+        names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} "
+                         f"{_term(q.object)} ." for n, q in enumerate(quads))
         updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {names} }} }}")
     return " ;\n".join(updates)
+
+
+def _term(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    """``term`` as SPARQL writes it: a triple term in ``<<( )>>`` (its ``str`` has none)."""
+    if isinstance(term, ox.Triple):
+        return f"<<( {term.subject} {term.predicate} {_term(term.object)} )>>"
+    return str(term)
