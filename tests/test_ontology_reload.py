@@ -270,3 +270,31 @@ def test_a_file_with_triple_terms_is_replaced(tmp_path):
     assert kg.load(onto, replace=True) == 1
     (row,) = select(kg, "SELECT ?o WHERE { ?s ?p ?o }", scopes=["default"])
     assert str(row["o"]) == '<https://ex.org/b> <https://ex.org/p> "w"'
+
+
+@pytest.mark.parametrize("settings", [{"predicates": ["not an iri"]}, {"predicates": []}])
+def test_remembered_linker_settings_edited_wrong_name_trails_json_and_the_way_out(tmp_path,
+                                                                                 settings):
+    """Settings no linker takes, written into trails.json by hand: the error says where they
+    come from (the user gave none) and how to be rid of them; --defaults links again."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trails.cli.commands import app
+
+    runner, kb = CliRunner(), tmp_path / "kb"
+    assert runner.invoke(app, ["--db", str(kb), "init", "--model", "mock"]).exit_code == 0
+    config = json.loads((kb / "trails.json").read_text())
+    (kb / "trails.json").write_text(json.dumps({**config, "linker": settings}))
+    result = runner.invoke(app, ["--db", str(kb), "link"])
+    assert result.exit_code != 0
+    said = " ".join(result.output.split())
+    assert "trails.json" in said and "--defaults" in said
+    with pytest.raises(ConfigurationError, match="trails.json"):
+        from trails.context import Context
+
+        with Context.open(kb) as ctx:
+            ctx.link()
+    assert runner.invoke(app, ["--db", str(kb), "link", "--defaults"]).exit_code == 0
+    assert runner.invoke(app, ["--db", str(kb), "link"]).exit_code == 0
