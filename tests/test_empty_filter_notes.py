@@ -171,3 +171,61 @@ def test_terms_the_scope_holds_never_raise_the_note(ctx, predicates, value):
     text = f'SELECT ?iri WHERE {{ ?iri schema:isPartOf ?doc . {patterns} ?doc meta:code "{value}" }}'
     result = retrieve("rails", ctx, mode="graph", sparql_filter=text)
     assert len(result) == 0 and not any("in no triple" in n for n in result.notes)
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_HELD = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc <https://ex.org/%s> ?v . FILTER(%s) }"
+
+
+@pytest.fixture(scope="module")
+def held():
+    """A document whose graph values are a duration, an IRI and a number (loaded by hand)."""
+    context = fresh_context()
+    ingest_all([Document("a", "mem", "Rails routing.")], ctx=context)
+    context.kg.load(
+        f'<trails://local/doc/a> <https://ex.org/took> "P2D"^^<{_XSD}duration> ; '
+        f'<https://ex.org/span> "P1Y"^^<{_XSD}yearMonthDuration> ; '
+        '<https://ex.org/kind> <https://ex.org/K> ; <https://ex.org/n> 3 .')
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize(("key", "bound"), [
+    ("took", ("P5D", "dayTimeDuration")),  # every duration compares with every other
+    ("took", ("P5D", "duration")),
+    ("span", ("P2Y", "duration")),
+    ("span", ("P2Y", "yearMonthDuration")),
+])
+def test_durations_of_the_three_types_compare_and_raise_no_note(held, key, bound):
+    import pyoxigraph as ox
+
+    value = ox.Literal(bound[0], datatype=ox.NamedNode(_XSD + bound[1]))
+    result = retrieve("rails", held, mode="graph", sparql_filter=_HELD % (key, "?v >= ?x"),
+                      bindings={"x": value})
+    assert len(result) == 0 and not any("nothing could" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("condition", [
+    "!(?v = ?x) && ?doc = <https://ex.org/none>",  # the comparison fails, the ! makes it true
+    "(?v = ?x || ?doc = <https://ex.org/none>) && ?doc = <https://ex.org/none>",
+    "IF(?v = ?x, false, true) && ?doc = <https://ex.org/none>",
+    "?v NOT IN (?x) && ?doc = <https://ex.org/none>",
+])
+def test_a_comparison_a_filter_negates_or_weighs_with_another_gives_no_note(held, condition):
+    """The filter selected nothing because of its other test: that the comparison can never
+    hold is not why, and may even make it true."""
+    result = retrieve("rails", held, mode="graph", sparql_filter=_HELD % ("kind", condition),
+                      bindings={"x": "K"})
+    assert len(result) == 0 and not any("nothing could" in n for n in result.notes)
+
+
+def test_a_comparison_outside_any_filter_gives_no_note(held):
+    text = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc <https://ex.org/kind> ?v . "
+            "BIND(IF(?v = ?x, 1, 0) AS ?s) FILTER(?s = 2) }")
+    result = retrieve("rails", held, mode="graph", sparql_filter=text, bindings={"x": "K"})
+    assert len(result) == 0 and not any("nothing could" in n for n in result.notes)
+
+
+def test_a_plain_comparison_of_an_iri_with_a_string_still_says_so(held):
+    result = retrieve("rails", held, mode="graph", sparql_filter=_HELD % ("kind", "?v = ?x"),
+                      bindings={"x": "K"})
+    (note,) = [n for n in result.notes if "nothing could" in n]
+    assert "?v holds IRI values" in note

@@ -152,3 +152,20 @@ def test_to_rdflib_and_back_through_the_server(remote):
     remote.update("DROP SILENT ALL")
     assert remote.load(dataset) == 4
     assert canonical(on_server(remote)) == canonical(_legal(TURTLE))
+
+
+def test_a_file_loaded_again_with_replace_replaces_it_on_the_server(remote, tmp_path):
+    """One update on the server: the triples (and blank nodes) the file no longer holds go,
+    and the record of the load answers no query of every graph twice."""
+    onto = tmp_path / "o.ttl"
+    onto.write_text(TURTLE)
+    remote.load(onto, scope="legal", replace=True)
+    remote.load(onto, scope="legal", replace=True)
+    names = remote.query(f"SELECT ?n WHERE {{ ?x <{EX}name> ?n }}")
+    assert sorted(str(r["n"]) for r in names) == ["Alice", "Bob"]
+    onto.write_text(f'@prefix ex: <{EX}> .\nex:alice ex:name "Alicia"@en .\n')
+    sent = updates_sent(remote)
+    assert remote.load(onto, scope="legal", replace=True) == 1
+    assert len(sent) == 1
+    assert canonical([q for q in on_server(remote) if q.graph_name == LEGAL]) == canonical(
+        _legal(onto.read_text()))

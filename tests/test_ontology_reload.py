@@ -234,3 +234,70 @@ def test_a_linker_given_to_ingest_or_link_is_remembered(tmp_path):
         ingest_all([Document(id="b", source="b", text="Parapluie.")], ctx=ctx,
                    linker=None)
         assert ctx.link().removed == []  # defaults remembered: the French label stays linked
+
+
+def test_a_missing_file_loaded_with_replace_is_said_to_be_missing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    kg = OxigraphGraph()
+    for missing in ("ontology.ttl", tmp_path / "ontology.ttl"):
+        with pytest.raises(ConfigurationError, match="no such file"):
+            kg.load(missing, replace=True)
+    assert len(kg) == 0
+
+
+def test_the_record_of_a_load_adds_no_row_to_a_query_of_every_graph(tmp_path):
+    """A query that names no scope reads every graph: the record must not hold the loaded
+    triples themselves, or each would be answered twice."""
+    onto = tmp_path / "o.ttl"
+    onto.write_text(HEAD + 'ex:a rdfs:label "A" . ex:b ex:part [ rdfs:label "B" ] .\n')
+    kg = OxigraphGraph()
+    kg.load(onto)
+    kg.load(onto, scope="legal", replace=True)
+    rows = select(kg, "SELECT ?l WHERE { ?e rdfs:label ?l }")
+    assert sorted(str(r["l"]) for r in rows) == ["A", "A", "B", "B"]  # default and legal
+    assert select(kg, "SELECT (COUNT(*) AS ?n) WHERE { ?e <https://ex.org/part> ?x }"
+                  ).rows[0]["n"] == 2
+    onto.write_text(HEAD + 'ex:a rdfs:label "A2" .\n')
+    kg.load(onto, scope="legal", replace=True)
+    assert labels(kg, "legal") == {("a", "A2")} and triples(kg, "legal") == 1
+    assert {label for _, label in labels(kg)} == {"A", "B"}  # the default scope's, untouched
+
+
+def test_a_file_with_triple_terms_is_replaced(tmp_path):
+    onto = tmp_path / "o.ttl"
+    onto.write_text(HEAD + 'ex:a ex:says <<( ex:b ex:p <<( ex:c ex:q "v"@en )>> )>> . '
+                    'ex:d ex:r _:x . _:x ex:s <<( _:x ex:p 1 )>> .\n')
+    kg = OxigraphGraph()
+    assert kg.load(onto, replace=True) == 3 and triples(kg) == 3
+    onto.write_text(HEAD + 'ex:a ex:says <<( ex:b ex:p "w" )>> .\n')
+    assert kg.load(onto, replace=True) == 1
+    (row,) = select(kg, "SELECT ?o WHERE { ?s ?p ?o }", scopes=["default"])
+    assert str(row["o"]) == '<https://ex.org/b> <https://ex.org/p> "w"'
+
+
+@pytest.mark.parametrize("settings", [{"predicates": ["not an iri"]}, {"predicates": []}])
+def test_remembered_linker_settings_edited_wrong_name_trails_json_and_the_way_out(tmp_path,
+                                                                                 settings):
+    """Settings no linker takes, written into trails.json by hand: the error says where they
+    come from (the user gave none) and how to be rid of them; --defaults links again."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trails.cli.commands import app
+
+    runner, kb = CliRunner(), tmp_path / "kb"
+    assert runner.invoke(app, ["--db", str(kb), "init", "--model", "mock"]).exit_code == 0
+    config = json.loads((kb / "trails.json").read_text())
+    (kb / "trails.json").write_text(json.dumps({**config, "linker": settings}))
+    result = runner.invoke(app, ["--db", str(kb), "link"])
+    assert result.exit_code != 0
+    said = " ".join(result.output.split())
+    assert "trails.json" in said and "--defaults" in said
+    with pytest.raises(ConfigurationError, match="trails.json"):
+        from trails.context import Context
+
+        with Context.open(kb) as ctx:
+            ctx.link()
+    assert runner.invoke(app, ["--db", str(kb), "link", "--defaults"]).exit_code == 0
+    assert runner.invoke(app, ["--db", str(kb), "link"]).exit_code == 0

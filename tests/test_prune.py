@@ -318,3 +318,43 @@ def test_after_a_prune_the_records_are_those_in_the_file_unless_a_line_failed(tm
             ingest_all(notes, ctx=ctx, prune=prune)
             expected = ids if prune and not broken else expected | ids
             assert _ids(ctx) == sorted(expected)
+
+
+def test_a_file_read_under_another_id_prunes_none_of_its_documents(tmp_path):
+    """The same files reached through their folder's parent, then through the folder itself or
+    named alone: their ids differ ("sub/r.jsonl#a", "r.jsonl#a"), and what the earlier runs
+    wrote is still in the files, so a pruning run keeps it."""
+    kb = tmp_path / "kb"
+    (kb / "sub").mkdir(parents=True)
+    _records(kb / "sub" / "r.jsonl", [{"id": "a", "text": "Rails apples."},
+                                      {"id": "b", "text": "Rails bananas."}])
+    (kb / "sub" / "g.md").write_text("# Guide\n\nRails guide.\n")
+    with fresh_context() as ctx:
+        ingest_all(kb, ctx=ctx)
+        assert ingest_all(kb / "sub", ctx=ctx, prune=True).pruned == 0
+        assert ingest_all(kb / "sub" / "g.md", ctx=ctx, prune=True).pruned == 0
+        docs = ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+        assert sorted(str(d).removeprefix("trails://local/doc/") for d in docs) == [
+            "g.md", "r.jsonl%23a", "r.jsonl%23b", "sub/g.md", "sub/r.jsonl%23a",
+            "sub/r.jsonl%23b"]
+        # a record taken out is still pruned, under the id this run read the file with ...
+        _records(kb / "sub" / "r.jsonl", [{"id": "a", "text": "Rails apples."}])
+        assert ingest_all(kb / "sub", ctx=ctx, prune=True).pruned == 1
+        # ... and under the other one, read through the parent folder
+        assert ingest_all(kb, ctx=ctx, prune=True).pruned == 1
+        docs = ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+        assert sorted(str(d).removeprefix("trails://local/doc/") for d in docs) == [
+            "g.md", "r.jsonl%23a", "sub/g.md", "sub/r.jsonl%23a"]
+        assert ctx.verify().ok
+
+
+def test_an_emptied_jsonl_file_prunes_its_records_under_every_id(tmp_path):
+    kb = tmp_path / "kb"
+    (kb / "sub").mkdir(parents=True)
+    _records(kb / "sub" / "r.jsonl", [{"id": "a", "text": "Rails apples."}])
+    with fresh_context() as ctx:
+        ingest_all(kb, ctx=ctx)
+        ingest_all(kb / "sub", ctx=ctx)
+        (kb / "sub" / "r.jsonl").write_text("")
+        assert ingest_all(kb / "sub", ctx=ctx, prune=True).pruned == 2
+        assert len(ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }")) == 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trails.config import LinkerConfig, read_config, write_config
+from trails.config import CONFIG_FILE, LinkerConfig, read_config, write_config
+from trails.errors import ConfigurationError, TrailsError
 from trails.ingest.linking import LabelLinker, Linker
 
 __all__ = ["remember_linker", "remembered_linker", "settings_of"]
@@ -34,7 +35,24 @@ def remembered_linker(directory: Path | None, **given: Any) -> LabelLinker:
     recorded = config.linker if config is not None and config.linker is not None else None
     settings: dict[str, Any] = {} if recorded is None else recorded.model_dump()
     settings.update({key: value for key, value in given.items() if value is not None})
-    return LabelLinker(**settings)
+    try:
+        return LabelLinker(**settings)
+    except TrailsError as exc:
+        if directory is None or recorded is None or _takes(given):
+            raise
+        raise ConfigurationError(
+            f"the linker settings remembered in {directory / CONFIG_FILE} (its \"linker\") "
+            f"are wrong: {exc}. Give the settings again (trails link --predicate IRI ...), "
+            "or forget them: trails link --defaults (ctx.link(LabelLinker()))") from None
+
+
+def _takes(given: dict[str, Any]) -> bool:
+    """Whether the settings ``given`` are refused on their own (their error, not the file's)."""
+    try:
+        LabelLinker(**{key: value for key, value in given.items() if value is not None})
+    except TrailsError:
+        return True
+    return False
 
 
 def remember_linker(ctx: object, linker: Linker | None) -> None:

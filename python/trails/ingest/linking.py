@@ -13,7 +13,6 @@ provenance (:mod:`trails.ingest.mentions`), in the chunk's scope, as part of its
 >>> kg.add(ox.Quad(ox.NamedNode("https://ex.org/acme"),
 ...                ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label"), ox.Literal("ACME")))
 >>> from trails.ingest.document import Chunk
-from trails.ingest.scripts import is_mark, is_word, joined, particle_follows
 >>> [(m.entity, m.text, m.start) for m in
 ...  LabelLinker().for_scope(kg, "default").mentions(Chunk("Sold to Acme.", 10, 23, 0))]
 [('https://ex.org/acme', 'Acme', 18)]

@@ -209,7 +209,7 @@ def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
         run.prefetch(items, base)
         for item in items:
             for prepared in run.take(item, sanitizer, base):
-                run.sources.saw(item, prepared)
+                run.sources.saw(item, prepared, base)
                 yield prepared
     yield from run.drain(force=True)
 
@@ -239,7 +239,7 @@ class _Run:
         self.batches_of: dict[str, int] = {}  # doc IRI -> its batches embedded so far
         self.trace = IngestTrace(scope, ctx.embedder, ctx.vectors)
         self.linker: ScopeLinker | None = None
-        self.sources = SourcesRead()  # what --prune needs of the files read
+        self.sources = SourcesRead(scope)  # what --prune needs of the files read
 
     def prefetch(self, items: list[Document | LoadFailure], base: str) -> None:
         """Look up the version records of the documents about to be taken, all at once."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from trails.errors import InvalidArgumentError
 from trails.ingest.document import Document, LoadFailure
 from trails.ingest.events import DocumentFailed, DocumentPruned, DocumentStarted
-from trails.ingest.minting import SOURCE_FILE
+from trails.ingest.minting import SOURCE_FILE, doc_iri
 from trails.ingest.retention import delete_recorded
 from trails.ingest.writer import writing_versions
 from trails.kg.base import select
@@ -65,13 +65,22 @@ def prune_roots(source: object) -> list[Path]:
 class SourcesRead:
     """Which documents a run read from each file (by its absolute path), and which files it
     did not read whole: what :func:`prune_missing` needs to prune a record taken out of a
-    file that is still there."""
+    file that is still there.
 
-    def __init__(self) -> None:
+    Only a record of the file under the id this run read it with (``sub/r.jsonl#b`` when it
+    read ``sub/r.jsonl#a``) can be taken out: a file reached through another folder, or named
+    alone, has other ids (``r.jsonl#a``), and the documents an earlier run wrote under those
+    are still in it. Only a file emptied of every record is taken out whole, under every id.
+    """
+
+    def __init__(self, scope: str) -> None:
+        self._scope = scope
         self._documents: dict[str, set[str]] = {}
+        self._records: dict[str, set[str]] = {}  # file -> its records' IRI prefixes, "...%23"
+        self._emptied: set[str] = set()
         self._incomplete: set[str] = set()
 
-    def saw(self, item: Document | LoadFailure, event: object) -> None:
+    def saw(self, item: Document | LoadFailure, event: object, base: str) -> None:
         """Note one event the run made of ``item``, a loaded document or failure."""
         origin = item.origin
         if origin is None:
@@ -79,17 +88,40 @@ class SourcesRead:
         if isinstance(item, LoadFailure):
             if item.skipped:  # a file read whole that holds no document
                 self._documents.setdefault(origin, set())
+                self._emptied.add(origin)
             else:
                 self._incomplete.add(origin)
         elif isinstance(event, DocumentStarted):
             self._documents.setdefault(origin, set()).add(event.doc_iri)
+            stem = _record_stem(item.id, origin)
+            if stem is None:
+                return
+            prefix = doc_iri(base, stem + "#", self._scope) if stem else ""
+            if not prefix or not event.doc_iri.startswith(prefix):  # cannot tell: keep all
+                self._incomplete.add(origin)
+            else:
+                self._records.setdefault(origin, set()).add(prefix)
         elif isinstance(event, DocumentFailed):  # a document of it that may still be there
             self._incomplete.add(origin)
 
     def taken_out(self, file: str, doc: str) -> bool:
         """Whether ``doc``, recorded from ``file``, was not in it when this run read it whole."""
         read = self._documents.get(file)
-        return read is not None and file not in self._incomplete and doc not in read
+        if read is None or file in self._incomplete or doc in read:
+            return False
+        return file in self._emptied or any(
+            doc.startswith(prefix) for prefix in self._records.get(file, ()))
+
+
+def _record_stem(doc_id: str, origin: str) -> str | None:
+    """The id of the file a record's ``doc_id`` (``sub/r.jsonl#key``) was read from, None for
+    a document that is a whole file (``guide.md``), "" when the id reads both ways."""
+    name = os.path.basename(origin) + "#"
+    starts = [at for at in range(len(doc_id)) if doc_id.startswith(name, at)
+              and (at == 0 or doc_id[at - 1] == "/")]
+    if not starts:
+        return None
+    return doc_id[:starts[0] + len(name) - 1] if len(starts) == 1 else ""
 
 
 def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],

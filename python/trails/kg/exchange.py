@@ -43,18 +43,20 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
             with RDF that names graphs of its own.
         InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
     """
-    key = source_key(source, replace)
+    given = source
     if is_rdflib_graph(source):
         if format is not None:
             raise ValueError("format= names the format of a file or text; an rdflib graph "
                              "needs none, so leave it out")
         source, format = from_rdflib(source)
     quads = check_quads(read_quads(source, format, scope, base_iri=base_iri))
+    key = source_key(given, replace)  # once read: a missing file is said to be one
+    target = target_graph(quads, scope)
     if replace and key is not None:
         if update is None:
             raise ConfigurationError("this graph takes no update, so a load cannot replace "
                                      "what it loaded before; nothing was loaded")
-        update(replacing(quads, key, target_graph(quads, scope), "the RDF loaded"))
+        update(replacing(quads, key, target, "the RDF loaded"))
     else:  # not recorded: a plain load of a large file costs what it always did (ADR 0051)
         add(quads)
     return len(quads)

@@ -1,18 +1,21 @@
 """What a source loaded, so that loading it again can replace it (ADR 0051).
 
 Each load with ``replace`` of a file (or of RDF given a name, ``replace="name"``) whose
-triples go into one scope's graph is recorded: a copy of its quads in a graph of trails' own,
+triples go into one scope's graph is recorded in a graph of trails' own,
 ``urn:trails:loaded:<scope>:<digest of the source's name>``, written in the same transaction
-as the quads themselves. No scope's queries see that graph (as ``urn:trails:minted``). A load
-without ``replace`` is not recorded: the record doubles a load's writes, which a large data
-set loaded once should not pay for.
+as the quads themselves: for each triple a node naming its subject, predicate and object
+(``trails:loadedSubject``, ``trails:loadedPredicate``, ``trails:loadedObject``), never the
+triple itself, which a query of every graph (no scope given) would then answer twice. No
+scope's queries see that graph (as ``urn:trails:minted``). A load without ``replace`` is not
+recorded: the record multiplies a load's writes, which a large data set loaded once should
+not pay for.
 
 ``load(..., replace=True)`` (``trails load --replace``) runs one update: it deletes from
 the scope's graph the triples the source's record holds and no other source's record of that
 scope holds, drops the record, and inserts the new triples with their new record. A triple
 the file still holds is deleted and inserted again in that same transaction, so a reader sees
 the old ontology or the new one, never neither; the user's other triples, and every other
-scope, are untouched. Blank nodes are matched through the record, which holds the very same
+scope, are untouched. Blank nodes are matched through the record, which names the very same
 nodes, so a removed ``owl:Restriction`` goes too.
 """
 
@@ -20,17 +23,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.kg.sparql import TRAILS
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
 __all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "replacing", "source_key",
            "target_graph"]
 
 LOADED_BASE = "urn:trails:loaded:"
+# What a record's node says of each triple loaded.
+_PARTS = tuple(ox.NamedNode(TRAILS + "loaded" + part) for part in ("Subject", "Predicate", "Object"))
 ReplaceOption = bool | str
 
 
@@ -91,6 +98,12 @@ def record_graph(target: ox.NamedNode | ox.DefaultGraph, key: str) -> ox.NamedNo
     return ox.NamedNode(f"{LOADED_BASE}{_scope_of(target)}:{digest}")
 
 
+def _held(record: str, node: str = "?r") -> str:
+    """A pattern of the triple ``?s ?p ?o`` a record's node names."""
+    s, p, o = _PARTS
+    return f"{record} {{ {node} {s} ?s ; {p} ?p ; {o} ?o }}"
+
+
 def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultGraph | None,
               name: str) -> str:
     """The one update that replaces what ``key`` loaded into ``target`` by ``quads``.
@@ -105,13 +118,24 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
             "replace; nothing was loaded")
     record = record_graph(target, key)
     prefix = f"{LOADED_BASE}{_scope_of(target)}:"
-    triples = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ." for q in quads)
     into = ("{ ?s ?p ?o }" if isinstance(target, ox.DefaultGraph)
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
-    where = (f"{{ GRAPH {record} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH ?other {{ ?s ?p ?o }} "
+    where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
              f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
     updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
     if quads:
         block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
-        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {triples} }} }}")
+        run = uuid.uuid4().hex  # labels no other operation of the request uses
+        s, p, o = _PARTS
+        names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} "
+                         f"{_term(q.object)} ." for n, q in enumerate(quads))
+        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {names} }} }}")
     return " ;\n".join(updates)
+
+
+def _term(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    """``term`` as SPARQL writes it: a triple term in ``<<( )>>`` (its ``str`` has none)."""
+    if isinstance(term, ox.Triple):
+        return f"<<( {term.subject} {term.predicate} {_term(term.object)} )>>"
+    return str(term)

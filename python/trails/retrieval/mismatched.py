@@ -10,7 +10,9 @@ Only for a filter that selected nothing, :func:`mismatch_notes` asks the graph w
 compared variable holds: the filter as written, without the FILTERs that use the binding and
 projecting the variable, for its first values. When none of them is of a type the binding
 compares with, the answer gets a note naming both types. The probe errs toward silence: a
-query it cannot rewrite, or a value of a comparable type among those it reads, gives no note.
+query it cannot rewrite, a comparison a FILTER negates, chooses on or weighs against another
+test (``!``, ``IF``, ``||``), or a value of a comparable type among those it reads, gives no
+note.
 """
 
 from __future__ import annotations
@@ -33,13 +35,20 @@ __all__ = ["mismatch_notes"]
 _COMPARISON = re.compile(r"[?$](\w+)\s*(<=|>=|!=|=|<|>)\s*[?$](\w+)")
 _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
 _PROJECTION = re.compile(r"\bSELECT\b(.*?)(?=\bWHERE\b|\{)", re.IGNORECASE | re.DOTALL)
+# What makes a FILTER hold though a comparison in it fails.
+_NOT_SURE = re.compile(r"!(?!=)|\|\||\b(?:NOT|IF|COALESCE)\b", re.IGNORECASE)
 _VALUES_READ = 50  # the probe's values: enough to see a column's type, cheap on any graph
 
 _NUMBERS = frozenset(XSD + t for t in (
     "integer", "decimal", "float", "double", "long", "int", "short", "byte",
     "nonNegativeInteger", "nonPositiveInteger", "positiveInteger", "negativeInteger",
     "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte"))
+# Types SPARQL compares with one another (Oxigraph): each under the one it derives from.
+_FAMILIES = {XSD + "dayTimeDuration": XSD + "duration",
+             XSD + "yearMonthDuration": XSD + "duration",
+             XSD + "dateTimeStamp": XSD + "dateTime"}
 _NAMES = {XSD + "string": "string", XSD + "date": "xsd:date", XSD + "dateTime": "xsd:dateTime",
+          XSD + "duration": "xsd:duration",
           XSD + "boolean": "boolean", XSD + "time": "xsd:time", "number": "number", "iri": "IRI",
           "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString": "language-tagged string"}
 _HINTS = {XSD + "dateTime": "bind a datetime.datetime (--bind NAME=2024-01-01T00:00:00Z)",
@@ -82,17 +91,24 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
 
 
 def _compared(code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
-    """(variable, binding) pairs the filter compares, with an operator that fails on
-    different types (``!=`` is true of an IRI and a literal: not one)."""
+    """(variable, binding) pairs the filter compares in a FILTER that holds only when the
+    comparison does, with an operator that fails on different types (``!=`` is true of an IRI
+    and a literal: not one). A FILTER that negates, chooses (``IF``, ``COALESCE``) or weighs
+    the comparison against another test (``||``) could hold while the comparison fails: its
+    comparisons are not read."""
     pairs = []
-    for match in _COMPARISON.finditer(code):
-        left, operator, right = match.groups()
-        if operator == "!=":
+    for found in _FILTER.finditer(code):
+        body = code[found.end():_closing(code, found.end() - 1)]
+        if _NOT_SURE.search(body):
             continue
-        if right in terms and left not in terms:
-            pairs.append((left, right))
-        elif left in terms and right not in terms:
-            pairs.append((right, left))
+        for match in _COMPARISON.finditer(body):
+            left, operator, right = match.groups()
+            if operator == "!=":
+                continue
+            if right in terms and left not in terms:
+                pairs.append((left, right))
+            elif left in terms and right not in terms:
+                pairs.append((right, left))
     return list(dict.fromkeys(pairs))
 
 
@@ -121,7 +137,7 @@ def _kind(term: object) -> str | None:
     if not isinstance(term, ox.Literal):
         return None
     datatype = term.datatype.value
-    return "number" if datatype in _NUMBERS else datatype
+    return "number" if datatype in _NUMBERS else _FAMILIES.get(datatype, datatype)
 
 
 def _a(name: str) -> str:
