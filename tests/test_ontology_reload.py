@@ -301,3 +301,40 @@ def test_remembered_linker_settings_edited_wrong_name_trails_json_and_the_way_ou
             ctx.link()
     assert runner.invoke(app, ["--db", str(kb), "link", "--defaults"]).exit_code == 0
     assert runner.invoke(app, ["--db", str(kb), "link"]).exit_code == 0
+
+
+def test_threads_remembering_linkers_at_once_leave_a_whole_trails_json(tmp_path):
+    """Runs of one context in several threads (a notebook's background ingest beside a
+    relinking) each write trails.json: every write replaces the file whole, none fails on
+    another's temporary file, and the other settings in it are kept."""
+    import json
+    import threading
+
+    from trails.config import read_config
+    from trails.context import Context
+    from trails.ingest.linker_settings import remember_linker
+    from trails.testing import MockEmbedder
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16), payload=["title"]) as ctx:
+        errors: list[BaseException] = []
+        lengths = list(range(1, 9))
+
+        def remember(length: int) -> None:
+            try:
+                for _ in range(25):
+                    remember_linker(ctx, LabelLinker(min_length=length))
+                    remember_linker(ctx, LabelLinker(min_length=length + 10))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=remember, args=(n,)) for n in lengths]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        config = read_config(tmp_path / "kb")
+        assert config is not None and config.payload == ["title"]
+        assert config.linker is not None and config.linker.min_length in {n + 10 for n in lengths}
+        assert json.loads((tmp_path / "kb" / "trails.json").read_text())["payload"] == ["title"]
+        assert sorted(p.name for p in (tmp_path / "kb").glob("trails.json*")) == ["trails.json"]

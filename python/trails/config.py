@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -217,7 +218,9 @@ def write_config(root: Path, config: ContextConfig) -> None:
             previous file, if any, is left as it was.
     """
     text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-    tmp = root / (CONFIG_FILE + ".tmp")
+    # A name of its own per write: two threads writing at once each replace the file whole,
+    # never with a temporary file the other is still writing.
+    tmp = root / f"{CONFIG_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         with translated(str(root / CONFIG_FILE), "writing"):
             tmp.write_text(text)
@@ -226,3 +229,8 @@ def write_config(root: Path, config: ContextConfig) -> None:
         with contextlib.suppress(OSError):  # a read-only mount refuses this too
             tmp.unlink(missing_ok=True)
         raise
+
+
+# Held while one thread reads trails.json, changes it and writes it back (the context
+# directory's writer lock keeps other processes out), so two changes never undo each other.
+CONFIG_CHANGE = threading.Lock()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trails.config import CONFIG_FILE, LinkerConfig, read_config, write_config
+from trails.config import CONFIG_CHANGE, CONFIG_FILE, LinkerConfig, read_config, write_config
 from trails.errors import ConfigurationError, TrailsError
 from trails.ingest.linking import LabelLinker, Linker
 
@@ -61,7 +61,8 @@ def remember_linker(ctx: object, linker: Linker | None) -> None:
     directory = getattr(ctx, "directory", None)
     if not isinstance(linker, LabelLinker) or directory is None or getattr(ctx, "read_only", True):
         return
-    config = read_config(directory)
     settings = settings_of(linker)
-    if config is not None and config.linker != settings:
-        write_config(directory, config.model_copy(update={"linker": settings}))
+    with CONFIG_CHANGE:  # another thread's change read before this one is not undone by it
+        config = read_config(directory)
+        if config is not None and config.linker != settings:
+            write_config(directory, config.model_copy(update={"linker": settings}))
