@@ -83,8 +83,13 @@ def _pattern_terms(text: str, start: int) -> list[str]:
 def _near_names(kg: KnowledgeGraph, scopes: Sequence[str] | None) -> list[str]:
     """Predicates and types of a sample of the scopes' typed subjects."""
     try:
-        rows = select(kg, f"SELECT DISTINCT ?p ?t WHERE {{ {{ SELECT ?s ?t WHERE {{ ?s a ?t }} "
-                          f"LIMIT {_SAMPLE} }} ?s ?p ?o }}", scopes=scopes)
+        # Documents and chunks first (a chunk's many siblings would fill any plain sample),
+        # then any subjects, with their types.
+        rows = select(kg, "SELECT DISTINCT ?p ?t WHERE { { "
+                      f"{{ SELECT ?s WHERE {{ ?s a trails:Document }} LIMIT {_SAMPLE // 4} }} UNION "
+                      f"{{ SELECT ?s WHERE {{ ?s a trails:Chunk }} LIMIT {_SAMPLE // 40} }} UNION "
+                      f"{{ SELECT ?s WHERE {{ ?s a ?any }} LIMIT {_SAMPLE} }} }} "
+                      "?s ?p ?o OPTIONAL { ?s a ?t } }", scopes=scopes)
     except Exception:  # noqa: BLE001 - no sample, no suggestion
         return []
     return sorted({str(r[k]) for r in rows for k in ("p", "t") if r[k] is not None})

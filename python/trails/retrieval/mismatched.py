@@ -7,9 +7,10 @@ does a number against strings (``"4983"`` > 5000), or a string against numbers. 
 sees "0 hits" and would read it as an answer.
 
 Only for a filter that selected nothing, :func:`mismatch_notes` asks the graph what the
-compared variable holds: the filter as written, without the FILTERs that use the binding and
-projecting the variable, for its first values. When none of them is of a type the binding
-compares with, the answer gets a note naming both types. The probe errs toward silence: a
+compared variable holds: the first values of the predicates the filter's patterns give it
+(``?doc schema:dateCreated ?d``: ``schema:dateCreated``'s), read by index in the searched
+scopes, so the probe costs a lookup whatever the filter's joins cost. When none of them is of
+a type the binding compares with, the answer gets a note naming both types. The probe errs toward silence: a
 query it cannot rewrite, a comparison a FILTER negates, chooses on or weighs against another
 test (``!``, ``IF``, ``||``), or a value of a comparable type among those it reads, gives no
 note.
@@ -26,6 +27,7 @@ import pyoxigraph as ox
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
 from trails.kg.sparql import code_only
+from trails.kg.sparql_text import iris_only
 from trails.kg.terms import XSD
 from trails.kg.variables import _closing
 
@@ -34,7 +36,7 @@ __all__ = ["mismatch_notes"]
 # ?a <op> ?b, either way round: one side a filter variable, the other a binding.
 _COMPARISON = re.compile(r"[?$](\w+)\s*(<=|>=|!=|=|<|>)\s*[?$](\w+)")
 _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
-_PROJECTION = re.compile(r"\bSELECT\b(.*?)(?=\bWHERE\b|\{)", re.IGNORECASE | re.DOTALL)
+_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 # What makes a FILTER hold though a comparison in it fails.
 _NOT_SURE = re.compile(r"!(?!=)|\|\||\b(?:NOT|IF|COALESCE)\b", re.IGNORECASE)
 _VALUES_READ = 50  # the probe's values: enough to see a column's type, cheap on any graph
@@ -68,11 +70,8 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
     notes = []
     for variable, name in _compared(code, terms):
         try:
-            probe = _probe(sparql_filter, code, variable, name)
-            used = code_only(probe)
-            others = {k: v for k, v in bindings.items()
-                      if k != name and re.search(rf"[?$]{re.escape(k)}\b", used)}
-            values = [row.get(variable) for row in select(kg, probe, others, scopes=scopes).raw]
+            probe = _probe(sparql_filter, code, variable)
+            values = [row.get(variable) for row in select(kg, probe, scopes=scopes).raw]
         except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
             continue
         found = {_kind(v) for v in values if v is not None}
@@ -112,22 +111,21 @@ def _compared(code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
-def _probe(text: str, code: str, variable: str, name: str) -> str:
-    """The filter projecting ``?variable``, without the FILTERs that use ``?name``."""
-    cuts = []
-    for match in _FILTER.finditer(code):
-        end = _closing(code, match.end() - 1)
-        if re.search(rf"[?$]{re.escape(name)}\b", code[match.start():end + 1]):
-            cuts.append((match.start(), end + 1))
-    projection = _PROJECTION.search(code)
-    if projection is None:
+def _probe(text: str, code: str, variable: str) -> str:
+    """A query of ``?variable``'s first values: those of the predicates the filter's patterns
+    give it as an object, read by index whatever the rest of the filter (a join there could
+    cost what the filter did). Raises ValueError when no pattern names a predicate for it."""
+    body = _SELECT.search(code)
+    if body is None:
         raise ValueError("no SELECT")
-    cuts.append(projection.span(1))
-    probe = text
-    for start, end in sorted(cuts, reverse=True):
-        keep = f" ?{variable} " if (start, end) == projection.span(1) else " "
-        probe = probe[:start] + keep + probe[end:]
-    return f"{probe}\nLIMIT {_VALUES_READ}"
+    iris = iris_only(text)
+    before = re.compile(rf"(?<![\w?$:.%-])(<[^<>\s]*>|[A-Za-z][\w.-]*:[\w%.-]*|:[\w%.-]+|a)"
+                        rf"\s+[?$]{re.escape(variable)}\b")
+    predicates = list(dict.fromkeys(m.group(1) for m in before.finditer(iris, body.start())))
+    if not predicates:
+        raise ValueError(f"no pattern gives ?{variable} a predicate")
+    union = " UNION ".join(f"{{ ?s {p} ?{variable} }}" for p in predicates)
+    return f"{text[:body.start()]}\nSELECT ?{variable} WHERE {{ {union} }} LIMIT {_VALUES_READ}"
 
 
 def _kind(term: object) -> str | None:
