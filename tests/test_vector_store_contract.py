@@ -1016,3 +1016,109 @@ def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_fa
     assert ids_of(store.keyword_search("apple", k=5, ids=documents)) == ["c1"]
     assert ids_of(store.keyword_search("apple", k=5, ids=["d2"])) == ["d2"]
     assert ids_of(store.search(basis(1), k=5, ids=["d2"])) == ["d2"]
+
+
+# -- strings at the edges of what a row can hold -------------------------------------------
+
+
+def random_word(length: int, seed: int) -> str:
+    """Letters and digits that do not compress (PostgreSQL compresses a long index entry)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return "".join(np.random.default_rng(seed).choice(list(alphabet), length))
+
+
+def test_a_word_longer_than_an_index_entry_is_ranked_as_any_word(store_factory):
+    """A long run of letters and digits (base64, a hash, a minified token) is one word: every
+    store indexes it and a query for it finds its row. PostgreSQL refused the whole write (an
+    index entry of the keyword index holds ~2,700 bytes)."""
+    store = store_factory.new(DIM)
+    long, other = random_word(9000, seed=1), random_word(700, seed=2)
+    twin = long[:3000] + "x"  # shares a long prefix: a different word all the same
+    store.add_many(["a", "b", "c"], [basis(0), basis(1), basis(2)],
+                   [{"text": f"alpha {long} {long}"}, {"text": f"alpha {other}"},
+                    {"text": "alpha beta"}])
+    assert ids_of(store.keyword_search(long, k=5)) == ["a"]
+    assert ids_of(store.keyword_search(other.upper(), k=5)) == ["b"]
+    assert store.keyword_search(twin, k=5) == []
+    assert ids_of(store.keyword_search(f"alpha {long}", k=5))[0] == "a"
+    assert sorted(ids_of(store.keyword_search("alpha", k=5))) == ["a", "b", "c"]
+    (got,) = store.get(["a"])
+    assert got.metadata == {"text": f"alpha {long} {long}"}
+
+
+def test_ids_document_iris_and_scopes_of_up_to_2000_bytes_are_kept_longer_ones_refused(
+        store_factory):
+    """One limit on every store, in UTF-8 bytes: PostgreSQL failed with a driver error
+    (``ProgramLimitExceeded``) on a long id, document IRI or scope, which the other stores
+    kept."""
+    store = store_factory.new(DIM)
+    name = "urn:" + random_word(1996, seed=3)  # 2000 bytes
+    wide = "é" * 1000  # 2000 bytes in 1000 characters
+    store.add_many([name, wide], [basis(0), basis(1)],
+                   [{"doc_iri": name, "scope": wide, "text": f"alpha {random_word(600, 4)}"},
+                    {"doc_iri": wide, "scope": name}])
+    assert [s.id for s in store.get([name, wide])] == [name, wide]
+    assert ids_of(store.search(basis(0), k=5, ids=[name], scopes=[wide])) == [name]
+    assert ids_of(store.keyword_search("alpha", k=5, scopes=[wide])) == [name]
+    too_long = [name + "x", wide + "e"]
+    for bad in too_long:
+        with pytest.raises(InvalidArgumentError, match="2000 bytes"):
+            store.add_many(["new", bad], [basis(2), basis(3)])
+        for key in ("doc_iri", "scope"):
+            with pytest.raises(InvalidArgumentError, match=f"{key}.*2000 bytes"):
+                store.add_many(["new", "new2"], [basis(2), basis(3)], [{}, {key: bad}])
+        assert store.get([bad]) == [] and store.search(basis(0), k=5, ids=[bad]) == []
+    assert store.count() == 2 and store.get(["new", "new2"]) == []
+
+
+LONE = "\ud800"
+
+
+@pytest.mark.parametrize("where", ["id", "value", "key", "nested", "text", "snippet",
+                                   "doc_iri", "scope"])
+def test_a_lone_surrogate_is_refused_by_every_store_and_nothing_is_stored(store_factory, where):
+    """Half of a UTF-16 pair (what ``surrogateescape`` decoding leaves in a string) has no
+    UTF-8 form: PostgreSQL failed with a driver error, SQLite with a ``UnicodeEncodeError``
+    or not at all, Qdrant kept it; now every store refuses it by name."""
+    store = store_factory.new(DIM)
+    store.add("old", basis(0), {"doc_iri": "d", "text": "apple"})
+    ids, metadata = ["new", "new2"], [{}, {}]
+    if where == "id":
+        ids[1] = "x" + LONE
+    elif where == "key":
+        metadata[1] = {"k" + LONE: 1}
+    elif where == "nested":
+        metadata[1] = {"k": [{"deep": "x" + LONE}]}
+    else:
+        metadata[1] = {"value" if where == "value" else where: "x" + LONE + " apple"}
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        store.add_many(ids, [basis(1), basis(2)], metadata)
+    if isinstance(store, VersionedStore) and where not in ("id", "doc_iri"):
+        with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+            store.update_payload("d", metadata[1])
+    assert store.count() == 1 and store.get(["new"]) == []
+    (old,) = store.get(["old"])
+    assert old.metadata == {"doc_iri": "d", "text": "apple"}
+
+
+def test_a_lookup_by_a_lone_surrogate_finds_nothing_on_every_store(store_factory):
+    """As a NUL does: no row holds one, so a lookup is not found rather than an error."""
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b"], [basis(0), basis(1)],
+                   [{"doc_iri": "d", "k": "x", "text": "apple", "scope": "s"}] * 2)
+    odd = ["a" + LONE, LONE]
+    assert store.get(odd) == [] and store.expand_ids(odd) == []
+    assert ids_of(store.search(basis(0), k=5, ids=["a", *odd])) == ["a"]
+    assert store.search(basis(0), k=5, ids=DocumentIris(odd)) == []
+    assert store.search(basis(0), k=5, scopes=["s" + LONE]) == []
+    assert store.keyword_search("apple", k=5, ids=odd) == []
+    assert store.keyword_search("apple " + LONE, k=5, scopes=["s" + LONE]) == []
+    for value in ("x" + LONE, ["x" + LONE], {"n": LONE}):
+        assert store.find({"k": value}, limit=5) == [] and store.count({"k": value}) == 0
+    assert store.delete_where({"k": "x" + LONE}) == 0
+    assert store.delete_where({"doc_iri": "d" + LONE}) == 0
+    assert store.delete_where({"scope": "s" + LONE}) == 0
+    assert store.delete_many(odd) == 0
+    if isinstance(store, BackReferences):
+        assert store.rows_named(odd) == {}
+    assert store.count() == 2
