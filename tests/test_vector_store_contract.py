@@ -1018,6 +1018,21 @@ def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_fa
     assert ids_of(store.search(basis(1), k=5, ids=["d2"])) == ["d2"]
 
 
+def test_expand_ids_names_what_search_would_rank_sorted_by_id(store_factory):
+    """``expand_ids`` (the candidates a filter's names stand for) names the rows a search
+    with the same names ranks, sorted by id: SqliteVecStore listed them in the order they
+    were written, and PgVectorStore and QdrantStore took a row whose id equals a name in a
+    ``DocumentIris`` as a candidate, which their searches leave out."""
+    store = store_factory.new(DIM)
+    store.add_many(["z1", "d2", "a1", "m1"], [basis(0), basis(1), basis(2), basis(3)],
+                   [{"doc_iri": "d1"}, {"doc_iri": "other"}, {"doc_iri": "d1"}, {}])
+    assert store.expand_ids(["d1"]) == ["a1", "z1"]
+    assert store.expand_ids(["m1", "d2", "d1"]) == ["a1", "d2", "m1", "z1"]
+    documents = DocumentIris(["d1", "d2"])
+    assert store.expand_ids(documents) == ["a1", "z1"]
+    assert sorted(ids_of(store.search(basis(0), k=5, ids=documents))) == ["a1", "z1"]
+
+
 # -- strings at the edges of what a row can hold -------------------------------------------
 
 

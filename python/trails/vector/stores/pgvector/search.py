@@ -172,11 +172,12 @@ class PgSearch(PgAnn):
         return sorted(hits, key=lambda h: (-h.score, h.id))
 
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
-        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
+        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs
+        (only the latter for a ``DocumentIris``), sorted."""
         wanted = held(iris)
         if not wanted:
             return []
-        clause, params = self._live(wanted, None)
+        clause, params = self._live(wanted, None, isinstance(iris, DocumentIris))
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id FROM {items} WHERE " + clause + " ORDER BY id"), params).fetchall())
         return [r[0] for r in rows]
