@@ -255,6 +255,41 @@ def test_update_payload_checks_its_fields_as_add_does_and_changes_nothing_it_ref
     assert store.find({"doc_iri": "x"}) == [] and len(store.find({"doc_iri": "d"}, limit=5)) == 2
 
 
+
+def test_update_payload_changes_what_search_reads_as_add_would(store_factory):
+    """A metadata change reaches everything derived from the metadata: the keyword text (or
+    snippet), the scope and the back-reference. QdrantStore wrote the fields into the stored
+    metadata only: a new text was lost (``get`` still showed the old one, keyword search
+    still found it), and a new scope or ``iri`` changed no search."""
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no update_payload")
+    store.add_many(["a", "b", "c"], [basis(0), basis(1), basis(2)],
+                   [{"doc_iri": "d", "version": "v1", "text": "alpha", "scope": "s1"},
+                    {"doc_iri": "d", "version": "v1", "snippet": "beta", "scope": "s1"},
+                    {"doc_iri": "e", "version": "v1", "text": "alpha", "scope": "s1"}])
+    assert store.update_payload("d", {"text": "gamma", "scope": "s2", "iri": "x:d"}) == 2
+    assert [row.metadata for row in store.get(["a", "b"])] == [
+        {"doc_iri": "d", "version": "v1", "text": "gamma", "scope": "s2", "iri": "x:d"},
+        {"doc_iri": "d", "version": "v1", "snippet": "beta", "text": "gamma", "scope": "s2",
+         "iri": "x:d"}]
+    assert ids_of(store.keyword_search("gamma", k=5)) == ["a", "b"]
+    assert ids_of(store.keyword_search("alpha beta", k=5)) == ["c"]
+    assert ids_of(store.search(basis(0), k=5, scopes=["s2"])) == ["a", "b"]
+    assert ids_of(store.search(basis(0), k=5, scopes=["s1"])) == ["c"]
+    assert ids_of(store.keyword_search("gamma", k=5, scopes=["s1"])) == []
+    if isinstance(store, BackReferences):
+        assert store.has_back_references()
+        assert store.rows_named(["x:d"]) == {"a": "x:d", "b": "x:d"}
+    assert store.update_payload("d", {"text": None, "scope": None, "iri": None}) == 2
+    assert ids_of(store.keyword_search("gamma beta", k=5)) == ["b"]  # its snippet again
+    assert ids_of(store.search(basis(0), k=5, scopes=["default"])) == ["a", "b"]
+    if isinstance(store, BackReferences):
+        assert not store.has_back_references() and store.rows_named(["x:d"]) == {}
+    assert store.get(["c"])[0].metadata == {"doc_iri": "e", "version": "v1", "text": "alpha",
+                                            "scope": "s1"}
+
+
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)
 def test_bad_vectors_raise_the_specific_trails_error(store_factory, bad, error):
     store = store_factory.new(DIM)
