@@ -542,6 +542,22 @@ def test_find_and_count_compare_integers_beyond_64_bits_exactly(store_factory):
     assert store.count({"n": 2**70}) == 1 and store.count({"n": 2**90}) == 0
 
 
+def test_a_float_and_an_integer_of_the_same_value_are_equal_beyond_2_to_the_53(store_factory):
+    """Numbers compare by value, ``2**70 == float(2**70)`` as in Python and JSON: PostgreSQL
+    compared the float's shortest decimal (``1.1805916207174113e+21``, not the integer's
+    digits) and found nothing, where SQLite and Qdrant found the row."""
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b", "c", "d"], random_vectors(4, seed=43),
+                   [{"n": 2**70}, {"n": float(2**70)}, {"n": 2**60}, {"n": float(2**60)}])
+    assert [row.id for row in store.find({"n": float(2**70)}, 10)] == ["a", "b"]
+    assert [row.id for row in store.find({"n": 2**70}, 10)] == ["a", "b"]
+    assert store.count({"n": float(2**60)}) == 2 and store.count({"n": 2**60}) == 2
+    assert store.count({"n": 2**60 + 1}) == 0 and store.count({"n": 2**70 - 1}) == 0
+    assert store.count({"n": float(2**70) * (1 + 2**-52)}) == 0
+    assert store.delete_where({"n": 2**60}) == 2
+    assert store.delete_where({"n": float(2**70)}) == 2 and store.count() == 0
+
+
 def test_find_never_sees_staged_rows(store_factory):
     store = store_factory.new(DIM)
     if not isinstance(store, VersionedStore):

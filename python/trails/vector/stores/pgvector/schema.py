@@ -230,6 +230,24 @@ def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, li
         if "\\u0000" in encoded or ("\\ud" in encoded
                                      and not arguments.lone_surrogate_free(encoded)):
             return None
-        clauses.append("metadata -> %s = %s::jsonb")
-        params.extend([key, encoded])
+        clauses.append("metadata -> %s = ANY(%s::jsonb[])")
+        params.extend([key, [encoded, *_same_number(value)]])
     return " AND ".join(clauses), params
+
+
+
+def _same_number(value: Any) -> list[str]:
+    """The other JSON text of a number equal in value to ``value``, if it has one: jsonb
+    compares numbers as decimals, and a float's shortest decimal (``1.1805916207174113e+21``)
+    is not the digits of the integer it equals (``2**70``), past 2**53."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    if isinstance(value, float):
+        return [str(int(value))] if value.is_integer() and abs(value) >= 2**53 else []
+    if abs(value) < 2**53:
+        return []
+    try:
+        near = float(value)
+    except OverflowError:
+        return []
+    return [json.dumps(near)] if near == value else []
