@@ -34,7 +34,7 @@ from trails.vector.stores.base import (
     VectorStore,
     VersionedStore,
 )
-from trails.vector.stores.records import DocumentIris
+from trails.vector.stores.records import DocumentIris, DocumentVersion
 
 DIM = 8
 
@@ -288,6 +288,32 @@ def test_update_payload_changes_what_search_reads_as_add_would(store_factory):
         assert not store.has_back_references() and store.rows_named(["x:d"]) == {}
     assert store.get(["c"])[0].metadata == {"doc_iri": "e", "version": "v1", "text": "alpha",
                                             "scope": "s1"}
+
+
+def test_publish_refuses_two_versions_of_one_document_and_changes_nothing(store_factory):
+    """Two versions of one document in one ``publish`` recorded the last as current and
+    deleted the rows of both, on every store: the document was current with no rows. A
+    record that is no DocumentVersion failed with an AttributeError."""
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no publish")
+    store.add_many(["d/v1/0"], [basis(0)], [{"doc_iri": "d", "version": "v1"}], pending=True)
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 1)])
+    store.add_many(["d/v2/0", "d/v3/0"], [basis(1), basis(2)],
+                   [{"doc_iri": "d", "version": "v2"}, {"doc_iri": "d", "version": "v3"}],
+                   pending=True)
+    with pytest.raises(InvalidArgumentError, match="'d' twice.*'v2'.*'v3'"):
+        store.publish([DocumentVersion("d", "v2", "default", "h2", 1),
+                       DocumentVersion("e", "v1", "default", "h", 0),
+                       DocumentVersion("d", "v3", "default", "h3", 1)])
+    for bad in (("d", "v2", "default", "h2", 1), DocumentVersion("d", "v2", "default", "h2", 1)):
+        with pytest.raises(InvalidArgumentTypeError, match="DocumentVersion"):
+            store.publish(bad if isinstance(bad, DocumentVersion) else [bad])
+    assert store.all_ids() == ["d/v1/0"] and store.pending_ids() == ["d/v2/0", "d/v3/0"]
+    assert store.current_versions() == {"d": DocumentVersion("d", "v1", "default", "h1", 1)}
+    version = DocumentVersion("d", "v2", "default", "h2", 1)
+    store.publish([version, version])  # the same version twice is one
+    assert store.all_ids() == ["d/v2/0"] and store.current_versions() == {"d": version}
 
 
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)

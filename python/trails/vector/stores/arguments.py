@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.vector.stores.records import DocumentVersion
 
 __all__ = ["MAX_NAME_BYTES", "check_filters", "check_id", "check_ids", "check_k",
            "check_metadata", "check_metadatas", "check_payload_fields", "check_scopes",
-           "check_text", "check_vector", "lone_surrogate_free", "metadata_json", "utf8"]
+           "check_text", "check_vector", "check_versions", "lone_surrogate_free", "metadata_json", "utf8"]
 
 # The longest id, document IRI or scope a row may have, in UTF-8 bytes, on every store: a
 # PostgreSQL B-tree entry (PgVectorStore's key and index on them) holds at most ~2,700.
@@ -232,3 +233,31 @@ def check_filters(filters: object) -> Mapping[str, Any]:
         raise InvalidArgumentTypeError("filters must be a mapping of metadata keys to values "
                                        f"({{'doc_iri': ...}}), got {_shown(filters)}")
     return filters
+
+
+def check_versions(versions: object) -> list[DocumentVersion]:
+    """``publish``'s document versions: ``DocumentVersion`` records, one version a document.
+
+    Raises:
+        InvalidArgumentTypeError: not an iterable of DocumentVersion records.
+        InvalidArgumentError: two versions of one document (publishing both kept the rows of
+            neither while recording the last as current).
+    """
+    if isinstance(versions, (str, bytes, Mapping, DocumentVersion)) or not isinstance(
+            versions, Iterable):
+        raise InvalidArgumentTypeError(
+            f"versions must be a list of DocumentVersion records, got {_shown(versions)}")
+    checked = list(versions)
+    seen: dict[str, str] = {}
+    for i, version in enumerate(checked):
+        if not isinstance(version, DocumentVersion):
+            raise InvalidArgumentTypeError(
+                f"versions[{i}] must be a DocumentVersion(doc_iri, version, scope, "
+                f"content_hash, chunks), got {_shown(version)}")
+        first = seen.setdefault(version.doc_iri, version.version)
+        if first != version.version:
+            raise InvalidArgumentError(
+                f"versions name document {version.doc_iri!r} twice, as version {first!r} and "
+                f"{version.version!r}: publishing both would keep the rows of neither; publish "
+                "one version of each document")
+    return checked

@@ -60,6 +60,7 @@ class QdrantVersions(QdrantCore):
         the next ingest or ``verify(repair=True)``.
         """
         self._check_writable()
+        versions = arguments.check_versions(versions)
         if not versions:
             return
         m = self._m
