@@ -309,6 +309,10 @@ def test_publish_refuses_two_versions_of_one_document_and_changes_nothing(store_
     for bad in (("d", "v2", "default", "h2", 1), DocumentVersion("d", "v2", "default", "h2", 1)):
         with pytest.raises(InvalidArgumentTypeError, match="DocumentVersion"):
             store.publish(bad if isinstance(bad, DocumentVersion) else [bad])
+    with pytest.raises(InvalidArgumentError, match=r"versions\[0\].doc_iri.*2000 bytes"):
+        store.publish([DocumentVersion("d" * 2001, "v1", "default", "h", 0)])
+    with pytest.raises(InvalidArgumentTypeError, match=r"versions\[0\].scope must be a str"):
+        store.publish([DocumentVersion("d", "v2", None, "h2", 1)])
     assert store.all_ids() == ["d/v1/0"] and store.pending_ids() == ["d/v2/0", "d/v3/0"]
     assert store.current_versions() == {"d": DocumentVersion("d", "v1", "default", "h1", 1)}
     version = DocumentVersion("d", "v2", "default", "h2", 1)

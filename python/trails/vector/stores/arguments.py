@@ -254,6 +254,12 @@ def check_versions(versions: object) -> list[DocumentVersion]:
             raise InvalidArgumentTypeError(
                 f"versions[{i}] must be a DocumentVersion(doc_iri, version, scope, "
                 f"content_hash, chunks), got {_shown(version)}")
+        for field in ("doc_iri", "scope"):  # as a row's own
+            value = getattr(version, field)
+            if not isinstance(value, str):
+                raise InvalidArgumentTypeError(
+                    f"versions[{i}].{field} must be a str, got {_shown(value)}")
+            _check_name(value, f"versions[{i}].{field}", field)
         first = seen.setdefault(version.doc_iri, version.version)
         if first != version.version:
             raise InvalidArgumentError(
