@@ -125,6 +125,10 @@ BAD_DOCUMENTS = {
     "a NaN Decimal": lambda: _bad(metadata={"k": Decimal("NaN")}),
     "a dict with int keys": lambda: _bad(metadata={"k": {1: "a", "b": 2}}),
     "a million metadata values": lambda: _bad(metadata={"k": list(range(1_000_000))}),
+    # Its chunks' IRIs would be over the 2,000 bytes every store keeps of an id: the commit
+    # of the whole batch failed.
+    "an id of 2,000 bytes": lambda: _bad(id="x" * 2000),
+    "an id of 700 three-byte characters": lambda: _bad(id="€" * 700),
 }
 
 

@@ -693,6 +693,28 @@ def test_a_few_or_many_candidate_names_select_the_same_rows(store, monkeypatch, 
     assert {h.id for h in hits} == wanted
 
 
+def test_candidate_names_past_the_hash_memory_are_matched_in_time(dsn):
+    """150,000 names did not fit the hashed subplan's memory: PostgreSQL then compared each row
+    with every name and the search ran past its statement_timeout, where SQLite and Qdrant
+    answer at once. The same rows, in the same order, now come back in time."""
+    store = PgVectorStore(dsn, dim=2, statement_timeout=2.0, resilience=no_retry())
+    try:
+        n = 1000
+        vectors = np.random.default_rng(7).standard_normal((n, 2))
+        store.add_many([f"c{i:04d}" for i in range(n)], vectors,
+                       [{"doc_iri": f"d{i % 50}", "text": f"word{i % 3}"} for i in range(n)])
+        names = [f"x{i}" for i in range(150_000)] + ["c0001", "c0002", "d7"]
+        wanted = sorted({"c0001", "c0002"} | {f"c{i:04d}" for i in range(n) if i % 50 == 7})
+        query = np.array([1.0, 0.25])
+        scores = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
+        best = sorted(wanted, key=lambda id: (-scores[int(id[1:])], id))[:5]
+        assert [h.id for h in store.search(query, k=5, ids=names)] == best
+        assert store.expand_ids(names) == wanted
+        found = store.keyword_search("word1", k=50, ids=names)
+        assert sorted(h.id for h in found) == [id for id in wanted if int(id[1:]) % 3 == 1]
+    finally:
+        store.close()
+
 def statements_of(store, monkeypatch) -> list[str]:
     """Every SQL template the store formats from now on (its statements, in order)."""
     seen: list[str] = []

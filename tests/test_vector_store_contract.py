@@ -34,7 +34,7 @@ from trails.vector.stores.base import (
     VectorStore,
     VersionedStore,
 )
-from trails.vector.stores.records import DocumentIris
+from trails.vector.stores.records import DocumentIris, DocumentVersion
 
 DIM = 8
 
@@ -253,6 +253,71 @@ def test_update_payload_checks_its_fields_as_add_does_and_changes_nothing_it_ref
         store.update_payload("d", {1: "x"})
     assert {row.id: row.metadata for row in store.get(["a", "b"])} == before
     assert store.find({"doc_iri": "x"}) == [] and len(store.find({"doc_iri": "d"}, limit=5)) == 2
+
+
+
+def test_update_payload_changes_what_search_reads_as_add_would(store_factory):
+    """A metadata change reaches everything derived from the metadata: the keyword text (or
+    snippet), the scope and the back-reference. QdrantStore wrote the fields into the stored
+    metadata only: a new text was lost (``get`` still showed the old one, keyword search
+    still found it), and a new scope or ``iri`` changed no search."""
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no update_payload")
+    store.add_many(["a", "b", "c"], [basis(0), basis(1), basis(2)],
+                   [{"doc_iri": "d", "version": "v1", "text": "alpha", "scope": "s1"},
+                    {"doc_iri": "d", "version": "v1", "snippet": "beta", "scope": "s1"},
+                    {"doc_iri": "e", "version": "v1", "text": "alpha", "scope": "s1"}])
+    assert store.update_payload("d", {"text": "gamma", "scope": "s2", "iri": "x:d"}) == 2
+    assert [row.metadata for row in store.get(["a", "b"])] == [
+        {"doc_iri": "d", "version": "v1", "text": "gamma", "scope": "s2", "iri": "x:d"},
+        {"doc_iri": "d", "version": "v1", "snippet": "beta", "text": "gamma", "scope": "s2",
+         "iri": "x:d"}]
+    assert ids_of(store.keyword_search("gamma", k=5)) == ["a", "b"]
+    assert ids_of(store.keyword_search("alpha beta", k=5)) == ["c"]
+    assert ids_of(store.search(basis(0), k=5, scopes=["s2"])) == ["a", "b"]
+    assert ids_of(store.search(basis(0), k=5, scopes=["s1"])) == ["c"]
+    assert ids_of(store.keyword_search("gamma", k=5, scopes=["s1"])) == []
+    if isinstance(store, BackReferences):
+        assert store.has_back_references()
+        assert store.rows_named(["x:d"]) == {"a": "x:d", "b": "x:d"}
+    assert store.update_payload("d", {"text": None, "scope": None, "iri": None}) == 2
+    assert ids_of(store.keyword_search("gamma beta", k=5)) == ["b"]  # its snippet again
+    assert ids_of(store.search(basis(0), k=5, scopes=["default"])) == ["a", "b"]
+    if isinstance(store, BackReferences):
+        assert not store.has_back_references() and store.rows_named(["x:d"]) == {}
+    assert store.get(["c"])[0].metadata == {"doc_iri": "e", "version": "v1", "text": "alpha",
+                                            "scope": "s1"}
+
+
+def test_publish_refuses_two_versions_of_one_document_and_changes_nothing(store_factory):
+    """Two versions of one document in one ``publish`` recorded the last as current and
+    deleted the rows of both, on every store: the document was current with no rows. A
+    record that is no DocumentVersion failed with an AttributeError."""
+    store = store_factory.new(DIM)
+    if not isinstance(store, VersionedStore):
+        pytest.skip("no publish")
+    store.add_many(["d/v1/0"], [basis(0)], [{"doc_iri": "d", "version": "v1"}], pending=True)
+    store.publish([DocumentVersion("d", "v1", "default", "h1", 1)])
+    store.add_many(["d/v2/0", "d/v3/0"], [basis(1), basis(2)],
+                   [{"doc_iri": "d", "version": "v2"}, {"doc_iri": "d", "version": "v3"}],
+                   pending=True)
+    with pytest.raises(InvalidArgumentError, match="'d' twice.*'v2'.*'v3'"):
+        store.publish([DocumentVersion("d", "v2", "default", "h2", 1),
+                       DocumentVersion("e", "v1", "default", "h", 0),
+                       DocumentVersion("d", "v3", "default", "h3", 1)])
+    for bad in (("d", "v2", "default", "h2", 1), DocumentVersion("d", "v2", "default", "h2", 1)):
+        with pytest.raises(InvalidArgumentTypeError, match="DocumentVersion"):
+            store.publish(bad if isinstance(bad, DocumentVersion) else [bad])
+    with pytest.raises(InvalidArgumentError, match=r"versions\[0\].doc_iri.*2000 bytes"):
+        store.publish([DocumentVersion("d" * 2001, "v1", "default", "h", 0)])
+    with pytest.raises(InvalidArgumentTypeError, match=r"versions\[0\].scope must be a str"):
+        store.publish([DocumentVersion("d", "v2", None, "h2", 1)])
+    assert store.all_ids() == ["d/v1/0"] and store.pending_ids() == ["d/v2/0", "d/v3/0"]
+    assert store.current_versions() == {"d": DocumentVersion("d", "v1", "default", "h1", 1)}
+    version = DocumentVersion("d", "v2", "default", "h2", 1)
+    store.publish([version, version])  # the same version twice is one
+    assert store.all_ids() == ["d/v2/0"] and store.current_versions() == {"d": version}
 
 
 @pytest.mark.parametrize("bad, error", BAD_VECTORS)
@@ -505,6 +570,22 @@ def test_find_and_count_compare_integers_beyond_64_bits_exactly(store_factory):
     assert [row.id for row in store.find({"n": -2**64}, 10)] == ["c"]
     assert [row.id for row in store.find({"n": 2**63 - 1}, 10)] == ["d"]
     assert store.count({"n": 2**70}) == 1 and store.count({"n": 2**90}) == 0
+
+
+def test_a_float_and_an_integer_of_the_same_value_are_equal_beyond_2_to_the_53(store_factory):
+    """Numbers compare by value, ``2**70 == float(2**70)`` as in Python and JSON: PostgreSQL
+    compared the float's shortest decimal (``1.1805916207174113e+21``, not the integer's
+    digits) and found nothing, where SQLite and Qdrant found the row."""
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b", "c", "d"], random_vectors(4, seed=43),
+                   [{"n": 2**70}, {"n": float(2**70)}, {"n": 2**60}, {"n": float(2**60)}])
+    assert [row.id for row in store.find({"n": float(2**70)}, 10)] == ["a", "b"]
+    assert [row.id for row in store.find({"n": 2**70}, 10)] == ["a", "b"]
+    assert store.count({"n": float(2**60)}) == 2 and store.count({"n": 2**60}) == 2
+    assert store.count({"n": 2**60 + 1}) == 0 and store.count({"n": 2**70 - 1}) == 0
+    assert store.count({"n": float(2**70) * (1 + 2**-52)}) == 0
+    assert store.delete_where({"n": 2**60}) == 2
+    assert store.delete_where({"n": float(2**70)}) == 2 and store.count() == 0
 
 
 def test_find_never_sees_staged_rows(store_factory):
@@ -1016,3 +1097,124 @@ def test_document_iris_name_documents_only_in_vector_and_keyword_search(store_fa
     assert ids_of(store.keyword_search("apple", k=5, ids=documents)) == ["c1"]
     assert ids_of(store.keyword_search("apple", k=5, ids=["d2"])) == ["d2"]
     assert ids_of(store.search(basis(1), k=5, ids=["d2"])) == ["d2"]
+
+
+def test_expand_ids_names_what_search_would_rank_sorted_by_id(store_factory):
+    """``expand_ids`` (the candidates a filter's names stand for) names the rows a search
+    with the same names ranks, sorted by id: SqliteVecStore listed them in the order they
+    were written, and PgVectorStore and QdrantStore took a row whose id equals a name in a
+    ``DocumentIris`` as a candidate, which their searches leave out."""
+    store = store_factory.new(DIM)
+    store.add_many(["z1", "d2", "a1", "m1"], [basis(0), basis(1), basis(2), basis(3)],
+                   [{"doc_iri": "d1"}, {"doc_iri": "other"}, {"doc_iri": "d1"}, {}])
+    assert store.expand_ids(["d1"]) == ["a1", "z1"]
+    assert store.expand_ids(["m1", "d2", "d1"]) == ["a1", "d2", "m1", "z1"]
+    documents = DocumentIris(["d1", "d2"])
+    assert store.expand_ids(documents) == ["a1", "z1"]
+    assert sorted(ids_of(store.search(basis(0), k=5, ids=documents))) == ["a1", "z1"]
+
+
+# -- strings at the edges of what a row can hold -------------------------------------------
+
+
+def random_word(length: int, seed: int) -> str:
+    """Letters and digits that do not compress (PostgreSQL compresses a long index entry)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return "".join(np.random.default_rng(seed).choice(list(alphabet), length))
+
+
+def test_a_word_longer_than_an_index_entry_is_ranked_as_any_word(store_factory):
+    """A long run of letters and digits (base64, a hash, a minified token) is one word: every
+    store indexes it and a query for it finds its row. PostgreSQL refused the whole write (an
+    index entry of the keyword index holds ~2,700 bytes)."""
+    store = store_factory.new(DIM)
+    long, other = random_word(9000, seed=1), random_word(700, seed=2)
+    twin = long[:3000] + "x"  # shares a long prefix: a different word all the same
+    store.add_many(["a", "b", "c"], [basis(0), basis(1), basis(2)],
+                   [{"text": f"alpha {long} {long}"}, {"text": f"alpha {other}"},
+                    {"text": "alpha beta"}])
+    assert ids_of(store.keyword_search(long, k=5)) == ["a"]
+    assert ids_of(store.keyword_search(other.upper(), k=5)) == ["b"]
+    assert store.keyword_search(twin, k=5) == []
+    assert ids_of(store.keyword_search(f"alpha {long}", k=5))[0] == "a"
+    assert sorted(ids_of(store.keyword_search("alpha", k=5))) == ["a", "b", "c"]
+    (got,) = store.get(["a"])
+    assert got.metadata == {"text": f"alpha {long} {long}"}
+
+
+def test_ids_document_iris_and_scopes_of_up_to_2000_bytes_are_kept_longer_ones_refused(
+        store_factory):
+    """One limit on every store, in UTF-8 bytes: PostgreSQL failed with a driver error
+    (``ProgramLimitExceeded``) on a long id, document IRI or scope, which the other stores
+    kept."""
+    store = store_factory.new(DIM)
+    name = "urn:" + random_word(1996, seed=3)  # 2000 bytes
+    wide = "é" * 1000  # 2000 bytes in 1000 characters
+    store.add_many([name, wide], [basis(0), basis(1)],
+                   [{"doc_iri": name, "scope": wide, "text": f"alpha {random_word(600, 4)}"},
+                    {"doc_iri": wide, "scope": name}])
+    assert [s.id for s in store.get([name, wide])] == [name, wide]
+    assert ids_of(store.search(basis(0), k=5, ids=[name], scopes=[wide])) == [name]
+    assert ids_of(store.keyword_search("alpha", k=5, scopes=[wide])) == [name]
+    too_long = [name + "x", wide + "e"]
+    for bad in too_long:
+        with pytest.raises(InvalidArgumentError, match="2000 bytes"):
+            store.add_many(["new", bad], [basis(2), basis(3)])
+        for key in ("doc_iri", "scope"):
+            with pytest.raises(InvalidArgumentError, match=f"{key}.*2000 bytes"):
+                store.add_many(["new", "new2"], [basis(2), basis(3)], [{}, {key: bad}])
+        assert store.get([bad]) == [] and store.search(basis(0), k=5, ids=[bad]) == []
+    assert store.count() == 2 and store.get(["new", "new2"]) == []
+
+
+LONE = "\ud800"
+
+
+@pytest.mark.parametrize("where", ["id", "value", "key", "nested", "text", "snippet",
+                                   "doc_iri", "scope"])
+def test_a_lone_surrogate_is_refused_by_every_store_and_nothing_is_stored(store_factory, where):
+    """Half of a UTF-16 pair (what ``surrogateescape`` decoding leaves in a string) has no
+    UTF-8 form: PostgreSQL failed with a driver error, SQLite with a ``UnicodeEncodeError``
+    or not at all, Qdrant kept it; now every store refuses it by name."""
+    store = store_factory.new(DIM)
+    store.add("old", basis(0), {"doc_iri": "d", "text": "apple"})
+    ids, metadata = ["new", "new2"], [{}, {}]
+    if where == "id":
+        ids[1] = "x" + LONE
+    elif where == "key":
+        metadata[1] = {"k" + LONE: 1}
+    elif where == "nested":
+        metadata[1] = {"k": [{"deep": "x" + LONE}]}
+    else:
+        metadata[1] = {"value" if where == "value" else where: "x" + LONE + " apple"}
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        store.add_many(ids, [basis(1), basis(2)], metadata)
+    if isinstance(store, VersionedStore) and where not in ("id", "doc_iri"):
+        with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+            store.update_payload("d", metadata[1])
+    assert store.count() == 1 and store.get(["new"]) == []
+    (old,) = store.get(["old"])
+    assert old.metadata == {"doc_iri": "d", "text": "apple"}
+
+
+def test_a_lookup_by_a_lone_surrogate_finds_nothing_on_every_store(store_factory):
+    """As a NUL does: no row holds one, so a lookup is not found rather than an error."""
+    store = store_factory.new(DIM)
+    store.add_many(["a", "b"], [basis(0), basis(1)],
+                   [{"doc_iri": "d", "k": "x", "text": "apple", "scope": "s"}] * 2)
+    odd = ["a" + LONE, LONE]
+    assert store.get(odd) == [] and store.expand_ids(odd) == []
+    assert ids_of(store.search(basis(0), k=5, ids=["a", *odd])) == ["a"]
+    assert store.search(basis(0), k=5, ids=DocumentIris(odd)) == []
+    assert store.search(basis(0), k=5, scopes=["s" + LONE]) == []
+    assert store.keyword_search("apple", k=5, ids=odd) == []
+    assert store.keyword_search("apple " + LONE, k=5, scopes=["s" + LONE]) == []
+    for value in ("x" + LONE, ["x" + LONE], {"n": LONE}):
+        assert store.find({"k": value}, limit=5) == [] and store.count({"k": value}) == 0
+    assert store.delete_where({"k": "x" + LONE}) == 0
+    assert store.delete_where({"doc_iri": "d" + LONE}) == 0
+    assert store.delete_where({"scope": "s" + LONE}) == 0
+    assert store.delete_many(odd) == 0
+    if isinstance(store, BackReferences):
+        assert store.rows_named(odd) == {}
+    assert store.count() == 2

@@ -30,6 +30,7 @@ from trails.ingest.minting import check_base_iri, date_problems
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
 from trails.vector.embedders.base import EmbedderIdentity, declared_price
+from trails.vector.stores.arguments import MAX_NAME_BYTES
 
 __all__ = [
     "MAX_METADATA_DEPTH",
@@ -38,6 +39,7 @@ __all__ = [
     "chunk_problem",
     "document_problem",
     "given_vectors",
+    "iri_problem",
     "linked",
     "mention_problem",
     "printable",
@@ -89,6 +91,22 @@ def document_problem(document: Document) -> str | None:
     if not document.id:
         return "the document has an empty id"
     return metadata_problem(document.metadata)
+
+
+# A chunk's IRI is its document's and ``/v/<16 hex>/c/<position>``: room kept for that suffix.
+_CHUNK_SUFFIX_BYTES = 64
+
+
+def iri_problem(iri: str) -> str | None:
+    """Why a document IRI is too long for its chunks' IRIs to be vector ids (at most
+    :data:`~trails.vector.stores.arguments.MAX_NAME_BYTES` on every store), or None."""
+    most = MAX_NAME_BYTES - _CHUNK_SUFFIX_BYTES
+    size = len(iri.encode("utf-8"))
+    if size <= most:
+        return None
+    return (f"its IRI is {size} bytes long (UTF-8); a document IRI may be at most {most} bytes, "
+            f"so that its chunks' IRIs fit the {MAX_NAME_BYTES} bytes every store keeps of an "
+            "id: use a shorter id (a hash of it)")
 
 
 def document_warnings(document: Document) -> list[str]:

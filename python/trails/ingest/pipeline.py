@@ -17,6 +17,7 @@ from trails.ingest.checks import (
     document_problem,
     document_warnings,
     given_vectors,
+    iri_problem,
     linked,
     printable,
     shown,
@@ -266,7 +267,8 @@ class _Run:
                                  f"sanitizer failed: {type(exc).__name__}: {exc}")
             return
         problem = document_problem(document) or expiry_problem(
-            document.metadata, date_created(document.metadata), self.scope, self.ctx.retention)
+            document.metadata, date_created(document.metadata), self.scope, self.ctx.retention
+        ) or iri_problem(doc_iri(base, document.id, self.scope))
         if problem is not None:  # checked before the document can reach a commit
             yield DocumentFailed(printable(document.source),
                                  f"document {shown(document.id)}: {problem}",

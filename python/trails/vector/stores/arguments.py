@@ -16,10 +16,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.vector.stores.records import DocumentVersion
 
-__all__ = ["check_filters", "check_id", "check_ids", "check_k", "check_metadata",
-           "check_metadatas", "check_payload_fields", "check_scopes", "check_text",
-           "check_vector", "metadata_json"]
+__all__ = ["MAX_NAME_BYTES", "check_filters", "check_id", "check_ids", "check_k",
+           "check_metadata", "check_metadatas", "check_payload_fields", "check_scopes",
+           "check_text", "check_vector", "check_versions", "lone_surrogate_free", "metadata_json", "utf8"]
+
+# The longest id, document IRI or scope a row may have, in UTF-8 bytes, on every store: a
+# PostgreSQL B-tree entry (PgVectorStore's key and index on them) holds at most ~2,700.
+MAX_NAME_BYTES = 2000
 
 
 def _json_form(value: object) -> object:
@@ -44,14 +49,38 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
+def utf8(text: str) -> bool:
+    """Whether UTF-8 can encode ``text``: False when it holds a lone surrogate
+    (``"\\ud800"``), which no store can keep (PostgreSQL and SQLite text are UTF-8)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_name(value: str, name: str, what: str) -> str:
+    if not utf8(value):
+        raise InvalidArgumentError(
+            f"{name} holds a lone surrogate (half of a UTF-16 pair), which no store can keep: "
+            f"{_shown(value)}; decode the text it came from with errors='replace'")
+    if len(value) * 4 > MAX_NAME_BYTES and len(value.encode("utf-8")) > MAX_NAME_BYTES:
+        raise InvalidArgumentError(
+            f"{name} is {len(value.encode('utf-8'))} bytes long (UTF-8): {what} may be at most "
+            f"{MAX_NAME_BYTES} bytes on every store; use a shorter one (a hash of it)")
+    return value
+
+
 def check_id(id: object, name: str = "id") -> str:
-    """A vector id: a non-empty string."""
+    """A vector id: a non-empty string UTF-8 can encode, at most :data:`MAX_NAME_BYTES`."""
     if not isinstance(id, str):
         raise InvalidArgumentTypeError(f"{name} must be a non-empty str (a vector id), got "
                                        f"{_shown(id)}")
     if not id:
         raise InvalidArgumentError(f"{name} must be a non-empty str (a vector id), got ''")
-    return id
+    return _check_name(id, name, "a vector id")
 
 
 def check_ids(ids: object, name: str = "ids") -> Sequence[str]:
@@ -89,7 +118,16 @@ def check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
             raise InvalidArgumentTypeError(
                 f"{name}[{key!r}] must be a str (the text keyword ranking reads) or None, got "
                 f"{_shown(value)}; pass str(value), or keep the value under another key")
+        if isinstance(value, str) and not utf8(value):  # stored apart from the metadata
+            _check_name(value, f"{name}[{key!r}]", key)
+    for key in _NAMES:  # the fields a store keys and indexes rows by
+        value = metadata.get(key)
+        if isinstance(value, str):
+            _check_name(value, f"{name}[{key!r}]", f"{key}")
     return dict(metadata)
+
+
+_NAMES = ("doc_iri", "scope")
 
 
 _INDEXED_TEXT = ("text", "snippet")
@@ -124,11 +162,21 @@ def metadata_json(metadata: Mapping[str, Any], whose: str) -> str:
             naming ``whose`` metadata it is.
     """
     try:
-        return _METADATA_JSON(metadata)
+        text = _METADATA_JSON(metadata)
     except ValueError as exc:
         raise InvalidArgumentError(
             f"{whose} holds a number JSON cannot hold (NaN or infinity): {exc}; store it as a "
             "string or leave it out") from exc
+    if "\\ud" in text and not lone_surrogate_free(text):
+        raise InvalidArgumentError(
+            f"{whose} holds a lone surrogate (half of a UTF-16 pair) in a key or a string, "
+            "which no store can keep; decode the text it came from with errors='replace'")
+    return text
+
+
+def lone_surrogate_free(text: str) -> bool:
+    """Whether JSON text (ASCII, non-ASCII escaped) holds only whole UTF-16 pairs."""
+    return utf8(json.dumps(json.loads(text), ensure_ascii=False))
 
 
 def check_metadatas(metadata: object, count: int) -> list[dict[str, Any]]:
@@ -185,3 +233,37 @@ def check_filters(filters: object) -> Mapping[str, Any]:
         raise InvalidArgumentTypeError("filters must be a mapping of metadata keys to values "
                                        f"({{'doc_iri': ...}}), got {_shown(filters)}")
     return filters
+
+
+def check_versions(versions: object) -> list[DocumentVersion]:
+    """``publish``'s document versions: ``DocumentVersion`` records, one version a document.
+
+    Raises:
+        InvalidArgumentTypeError: not an iterable of DocumentVersion records.
+        InvalidArgumentError: two versions of one document (publishing both kept the rows of
+            neither while recording the last as current).
+    """
+    if isinstance(versions, (str, bytes, Mapping, DocumentVersion)) or not isinstance(
+            versions, Iterable):
+        raise InvalidArgumentTypeError(
+            f"versions must be a list of DocumentVersion records, got {_shown(versions)}")
+    checked = list(versions)
+    seen: dict[str, str] = {}
+    for i, version in enumerate(checked):
+        if not isinstance(version, DocumentVersion):
+            raise InvalidArgumentTypeError(
+                f"versions[{i}] must be a DocumentVersion(doc_iri, version, scope, "
+                f"content_hash, chunks), got {_shown(version)}")
+        for field in ("doc_iri", "scope"):  # as a row's own
+            value = getattr(version, field)
+            if not isinstance(value, str):
+                raise InvalidArgumentTypeError(
+                    f"versions[{i}].{field} must be a str, got {_shown(value)}")
+            _check_name(value, f"versions[{i}].{field}", field)
+        first = seen.setdefault(version.doc_iri, version.version)
+        if first != version.version:
+            raise InvalidArgumentError(
+                f"versions name document {version.doc_iri!r} twice, as version {first!r} and "
+                f"{version.version!r}: publishing both would keep the rows of neither; publish "
+                "one version of each document")
+    return checked

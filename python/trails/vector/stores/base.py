@@ -55,6 +55,7 @@ from trails.vector.stores.lookups import (  # re-exported
     checked_filters,
     json_equal,
     metadata_matches,
+    storable,
 )
 from trails.vector.stores.records import DocumentVersion, SearchPlan, StoredVector, VectorHit
 
@@ -411,7 +412,11 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
         if not arguments.check_filters(filters):
             raise InvalidArgumentError("delete_where needs at least one filter; to empty a "
                                        "store use a new one")
-        return self._delete_matching(checked_filters(filters, "delete_where", scalars=True))
+        checked = checked_filters(filters, "delete_where", scalars=True)
+        if not storable(checked):  # a lone surrogate: no row holds it
+            self._check_writable()
+            return 0
+        return self._delete_matching(checked)
 
     def _check_writable(self) -> None:
         if self.read_only:

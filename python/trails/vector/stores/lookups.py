@@ -20,10 +20,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from trails.errors import InvalidArgumentError
+from trails.vector.stores import arguments
 from trails.vector.stores.records import StoredVector
 
 __all__ = ["BackReferences", "MetadataLookups", "check_keys", "checked_filters", "json_equal",
-           "metadata_matches"]
+           "metadata_matches", "storable"]
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a metadata key find and count accept
 
@@ -74,13 +75,15 @@ class MetadataLookups(abc.ABC):
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidArgumentError(f"limit must be an int >= 0, got {limit!r}")
-        if limit == 0:
+        checked = self._checked_filters(filters, "find")
+        if limit == 0 or not storable(checked):
             return []
-        return self.get(self._matching(self._checked_filters(filters, "find"), limit))
+        return self.get(self._matching(checked, limit))
 
     def _count_matching(self, filters: Mapping[str, Any]) -> int:
         """``count(filters)``: how many rows :meth:`find` would find without a limit."""
-        return len(self._matching(self._checked_filters(filters, "count"), None))
+        checked = self._checked_filters(filters, "count")
+        return len(self._matching(checked, None)) if storable(checked) else 0
 
     def _matching(self, filters: dict[str, Any], limit: int | None) -> list[str]:
         """The ids of the first ``limit`` (None: all) live rows matching checked ``filters``,
@@ -133,6 +136,19 @@ def checked_filters(filters: Mapping[str, Any], purpose: str, *, scalars: bool
                 f"{_shown(value)}")
         checked[key] = _json_value(value, key, purpose, scalars)
     return checked
+
+
+def storable(value: Any) -> bool:
+    """Whether a row can hold ``value`` (checked filters, or one of their values): False when
+    a string in it holds a lone surrogate, which no store keeps (UTF-8 has no form for it),
+    so a lookup by it matches nothing on every store."""
+    if isinstance(value, str):
+        return value.isascii() or arguments.utf8(value)
+    if isinstance(value, Mapping):
+        return all(storable(k) and storable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(storable(item) for item in value)
+    return True
 
 
 def _json_value(value: Any, key: str, purpose: str, scalars: bool) -> Any:

@@ -1,7 +1,8 @@
 """Keyword (BM25) ranking in PostgreSQL (ADR 0009), on statistics of the caller's scopes.
 
 ``<table>__terms`` holds every row's words with their counts (the words of
-:func:`trails.text.text_words`: case-folded runs of letters and digits, no stemming). One
+:func:`trails.text.text_words`: case-folded runs of letters and digits, no stemming; a word
+longer than an index entry holds, as its digest: :func:`~.schema.index_term`). One
 query computes BM25 (k1 1.2, b 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6,
 as SQLite FTS5's ``bm25()``) where ``N``, the average length and each term's ``n`` count only
 the live rows with a non-empty text of the caller's scopes (every such row without scopes): no scope's words move
@@ -16,7 +17,7 @@ from typing import Any
 
 from trails.text import keyword_terms
 from trails.vector.stores.base import BaseKeywordIndex
-from trails.vector.stores.pgvector.schema import held
+from trails.vector.stores.pgvector.schema import held, index_term
 from trails.vector.stores.pgvector.search import PgSearch
 from trails.vector.stores.records import DocumentIris, VectorHit
 
@@ -62,7 +63,7 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
 
     def _statistics(self, scopes: list[str] | None, terms: list[str]) -> tuple[str, list[Any]]:
         scoped = "" if scopes is None else " AND scope = ANY(%s)"
-        params: list[Any] = ([] if scopes is None else [scopes]) + [terms]
+        params: list[Any] = ([] if scopes is None else [scopes]) + [[index_term(t) for t in terms]]
         return _STATS.replace("{scoped}", scoped), params
 
     def keyword_idf_sum(self, query: str, *, stopwords: Iterable[str] | None = None,

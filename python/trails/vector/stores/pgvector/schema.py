@@ -17,6 +17,7 @@ schema:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -32,7 +33,8 @@ from trails.vector.stores import arguments
 from trails.vector.stores.arrays import optional_str
 
 __all__ = ["BACK_REFERENCE", "BACK_REFERENCES_INDEX", "FORMAT", "Names", "Row", "as_array",
-           "body_of", "build_indexes", "ddl", "held", "names", "row", "term_rows", "where_clause"]
+           "body_of", "build_indexes", "ddl", "held", "index_term", "names", "row", "term_rows",
+           "where_clause"]
 
 FORMAT = 1
 _PROMOTED = ("doc_iri", "scope")  # delete_where compares these columns
@@ -162,9 +164,28 @@ def row(id: str, embedding: Any, metadata: Mapping[str, Any], pending: bool) -> 
 
 def held(strings: Iterable[Any]) -> list[str]:
     """The strings among ``strings`` that a row can hold, once each, in order. PostgreSQL
-    text cannot hold a NUL character (:func:`row` refuses one), so an id, document IRI or
-    scope with one names no row: a lookup leaves it out rather than send it."""
-    return list(dict.fromkeys(s for s in strings if isinstance(s, str) and "\x00" not in s))
+    text cannot hold a NUL character or a lone surrogate (:func:`row` refuses them), so an
+    id, document IRI or scope with one names no row: a lookup leaves it out rather than send
+    it."""
+    return list(dict.fromkeys(s for s in strings if isinstance(s, str) and "\x00" not in s
+                              and arguments.utf8(s)))
+
+
+# The longest word the keyword index keeps as it is, in UTF-8 bytes: its key (term, id) is a
+# B-tree entry, which holds at most ~2,700 bytes (with an id of up to 2,000).
+MAX_TERM_BYTES = 512
+
+
+def index_term(word: str) -> str:
+    """How the keyword index holds ``word``: itself, or for a word longer than
+    :data:`MAX_TERM_BYTES` (a run of base64 or hex) ``#`` and its SHA-256, which no word
+    holds (words are letters and digits), so a query for it finds it as FTS5 does."""
+    if len(word) * 4 <= MAX_TERM_BYTES:
+        return word
+    encoded = word.encode("utf-8")
+    if len(encoded) <= MAX_TERM_BYTES:
+        return word
+    return "#" + hashlib.sha256(encoded).hexdigest()
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -178,7 +199,7 @@ def term_rows(r: Row) -> list[tuple[str, str, int]]:
     """The keyword index's rows for ``r``: ``(term, id, tf)``."""
     if r.body is None:
         return []
-    return [(term, r.id, tf) for term, tf in Counter(text_words(r.body)).items()]
+    return [(term, r.id, tf) for term, tf in Counter(map(index_term, text_words(r.body))).items()]
 
 
 def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, list[Any]] | None:
@@ -206,8 +227,27 @@ def where_clause(filters: Mapping[str, Any], *, promoted: bool) -> tuple[str, li
             raise InvalidArgumentError(
                 f"metadata filter {key!r}: {value!r} has no JSON form to compare ({exc})"
             ) from exc
-        if "\\u0000" in encoded:
+        if "\\u0000" in encoded or ("\\ud" in encoded
+                                     and not arguments.lone_surrogate_free(encoded)):
             return None
-        clauses.append("metadata -> %s = %s::jsonb")
-        params.extend([key, encoded])
+        clauses.append("metadata -> %s = ANY(%s::jsonb[])")
+        params.extend([key, [encoded, *_same_number(value)]])
     return " AND ".join(clauses), params
+
+
+
+def _same_number(value: Any) -> list[str]:
+    """The other JSON text of a number equal in value to ``value``, if it has one: jsonb
+    compares numbers as decimals, and a float's shortest decimal (``1.1805916207174113e+21``)
+    is not the digits of the integer it equals (``2**70``), past 2**53."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    if isinstance(value, float):
+        return [str(int(value))] if value.is_integer() and abs(value) >= 2**53 else []
+    if abs(value) < 2**53:
+        return []
+    try:
+        near = float(value)
+    except OverflowError:
+        return []
+    return [json.dumps(near)] if near == value else []

@@ -36,6 +36,12 @@ class Explanation(NamedTuple):
 # row, so they cross near a tenth of the table (10,000 names here); below the crossing the
 # lookups win by up to the whole scan (10 names: 5 ms against 330 ms at load 8).
 FEW_CANDIDATES = 10_000
+# The hashed subplan must fit PostgreSQL's hash memory (work_mem x hash_mem_multiplier: 8 MB
+# by default), else the planner scans the names for every row instead: 150,000 names ran past
+# a 60 s statement_timeout over 3,000 rows. So names whose hash table may not fit (their
+# bytes, and ~48 a name) go back to the semi-join, which has no such cliff (400,000 names:
+# 1.8 s at 100,000 rows, where the subplan would be ~2x faster had it fit).
+HASHED_BYTES = 4 * 2**20
 # Rows fetched beyond k, so near ties at the k-th place can be ordered in float64.
 OVERFETCH = 16
 
@@ -54,7 +60,7 @@ class PgSearch(PgAnn):
             if documents_only:
                 clauses.append(f"{row}doc_iri = ANY(%s)")
                 params.append(list(iris))
-            elif len(iris) <= FEW_CANDIDATES:
+            elif len(iris) <= FEW_CANDIDATES or _hash_bytes(iris) > HASHED_BYTES:
                 # A semi-join on the ids: the names, and the chunks of the documents among
                 # them. PostgreSQL looks each up in its index; "= ANY" under OR scans the
                 # array for every row once the array is large or the plan generic (1,000
@@ -172,11 +178,12 @@ class PgSearch(PgAnn):
         return sorted(hits, key=lambda h: (-h.score, h.id))
 
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
-        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
+        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs
+        (only the latter for a ``DocumentIris``), sorted."""
         wanted = held(iris)
         if not wanted:
             return []
-        clause, params = self._live(wanted, None)
+        clause, params = self._live(wanted, None, isinstance(iris, DocumentIris))
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT id FROM {items} WHERE " + clause + " ORDER BY id"), params).fetchall())
         return [r[0] for r in rows]
@@ -192,3 +199,8 @@ class PgSearch(PgAnn):
         rows = self._run(lambda conn: conn.execute(self._sql(
             "SELECT DISTINCT scope FROM {items} WHERE NOT pending ORDER BY scope")).fetchall())
         return [r[0] for r in rows]
+
+
+def _hash_bytes(names: Sequence[str]) -> int:
+    """About how many bytes a hashed subplan's table of ``names`` takes."""
+    return sum(len(name.encode("utf-8")) for name in names) + 48 * len(names)

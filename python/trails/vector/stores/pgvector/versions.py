@@ -39,6 +39,7 @@ class PgVersions(PgCore):
         document (the previous version, abandoned stagings) is deleted, and the version is
         recorded."""
         self._check_writable()
+        versions = arguments.check_versions(versions)
         if not versions:
             return
         docs = [v.doc_iri for v in versions]

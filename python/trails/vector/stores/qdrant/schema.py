@@ -9,6 +9,7 @@ BM25-indexed text ``KEYWORD_FIELD``). ``<collection>__versions`` holds one point
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 import warnings
@@ -39,7 +40,9 @@ def point_id(key: str) -> str:
     >>> point_id("trails://local/doc/a/v/1/c/0") == point_id("trails://local/doc/a/v/1/c/0")
     True
     """
-    return str(uuid.uuid5(POINT_NAMESPACE, key))
+    # uuid5, reading a lone surrogate (no stored id holds one) as bytes rather than failing.
+    name = key.encode("utf-8", "surrogatepass")
+    return str(uuid.UUID(bytes=hashlib.sha1(POINT_NAMESPACE.bytes + name).digest()[:16], version=5))
 
 
 # A space cannot occur in an IRI, so no document's version record can take this id.

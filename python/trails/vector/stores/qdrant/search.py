@@ -126,16 +126,20 @@ class QdrantSearch(QdrantVersions):
 
     @locked
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
-        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs."""
+        """Live vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs
+        (only the latter for a ``DocumentIris``), sorted."""
+        documents = isinstance(iris, DocumentIris)  # names documents only, as in search
         wanted = list(dict.fromkeys(i for i in iris if isinstance(i, str)))
         if not wanted:
             return []
         points = self._local_points()
         if points is not None:
-            payloads = [points.payload[r] for r in local.rows(points, set(wanted), None)]
+            payloads = [points.payload[r] for r in local.rows(points, set(wanted), None,
+                                                              documents_only=documents)]
         else:
             payloads = [r.payload for r in self._scroll(
-                self.collection, self._live_filter(wanted, None),
+                self.collection, self._live_filter(
+                    DocumentIris(wanted) if documents else wanted, None),
                 payload=["id", "doc_iri", "version", "versioned"])]
         return sorted(p["id"] for p, old in zip(payloads, self._stale(payloads)) if not old)
 

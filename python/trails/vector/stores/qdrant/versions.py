@@ -18,7 +18,6 @@ In local mode the store's lock, held for the whole block, keeps every writer of 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from trails.vector.stores import arguments
 from trails.vector.stores.qdrant.core import QdrantCore
 from trails.vector.stores.qdrant.lock import locked
-from trails.vector.stores.qdrant.schema import eq, point_id
+from trails.vector.stores.qdrant.schema import eq, metadata_of, payload, point_id
 from trails.vector.stores.records import DocumentVersion
 
 if TYPE_CHECKING:
@@ -61,6 +60,7 @@ class QdrantVersions(QdrantCore):
         the next ingest or ``verify(repair=True)``.
         """
         self._check_writable()
+        versions = arguments.check_versions(versions)
         if not versions:
             return
         m = self._m
@@ -161,29 +161,27 @@ class QdrantVersions(QdrantCore):
     @locked
     def update_payload(self, doc_iri: str, fields: Mapping[str, Any]) -> int:
         """Set metadata ``fields`` on every point of a document in one request (a
-        metadata-only change: no vector is touched), in one request; a None value removes
-        the field. Returns how many points the document has."""
+        metadata-only change: no vector is touched); a None value removes the field. Each
+        point's payload is made again from its new metadata, as ``add`` makes it: the
+        keyword text, scope and back-reference follow. Returns how many points the document
+        has."""
         self._check_writable()
         fields = arguments.check_payload_fields(fields)
-        rows = self.document_rows(doc_iri)
         m = self._m
-        points = m.Filter(must=[eq(m, "doc_iri", doc_iri)])
-        kept = {key: value for key, value in fields.items() if value is not None}
-        # Removed, not set to null: a field taken out of the payload must leave the store.
-        gone = [f"metadata.{key}" for key, value in fields.items() if value is None]
+        records = list(self._scroll(self.collection, m.Filter(must=[eq(m, "doc_iri", doc_iri)])))
         operations: list[Any] = []
-        if gone:
-            operations.append(m.DeletePayloadOperation(
-                delete_payload=m.DeletePayload(keys=gone, filter=points)))
-        if kept:
-            operations.append(m.SetPayloadOperation(set_payload=m.SetPayload(
-                payload=json.loads(arguments.metadata_json(kept, "update_payload's fields")),
-                filter=points,
-                key="metadata")))
-        if rows and operations:
+        for record in records if fields else []:
+            metadata = {**metadata_of(record.payload), **fields}
+            new = payload(record.payload["id"],
+                          {key: value for key, value in metadata.items() if value is not None},
+                          bool(record.payload.get("pending")))
+            new["versioned"] = bool(record.payload.get("versioned"))  # as it was written
+            operations.append(m.OverwritePayloadOperation(overwrite_payload=m.SetPayload(
+                payload=new, points=[record.id])))
+        if operations:
             self._c.batch_update_points(self.collection, wait=True,
                                         update_operations=operations)
-        return len(rows)
+        return len(records)
 
     @locked
     def delete_document(self, doc_iri: str) -> int:

@@ -405,12 +405,12 @@ class SqliteCore(BaseVectorStore):
     @reads
     def expand_ids(self, iris: Iterable[str]) -> list[str]:
         """Vector ids named by ``iris``: the ids themselves, or the chunks of document IRIs
-        (only the latter for a ``DocumentIris``)."""
+        (only the latter for a ``DocumentIris``), sorted."""
         names = json.dumps([i for i in iris if isinstance(i, str)])  # others name nothing
         ids = "0" if isinstance(iris, DocumentIris) else "id IN (SELECT value FROM json_each(?))"
         return [r[0] for r in self._db.execute(
             f"SELECT id FROM items WHERE pending = 0 AND ({ids}"
-            " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY slot",
+            " OR doc_iri IN (SELECT value FROM json_each(?))) ORDER BY id",
             (names,) if isinstance(iris, DocumentIris) else (names, names))]
 
     @reads

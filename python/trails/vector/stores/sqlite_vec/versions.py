@@ -52,6 +52,7 @@ class SqliteVersions(SqliteCore):
         the new one.
         """
         self._check_writable()
+        versions = arguments.check_versions(versions)
         if not versions:
             return
         pairs = json.dumps([[v.doc_iri, v.version] for v in versions])
