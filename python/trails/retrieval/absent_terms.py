@@ -27,7 +27,7 @@ _PREFIXED = re.compile(r"(?<![\w?$:.%-])([A-Za-z][\w.-]*)?:([\w%][\w.%-]*)?")
 _IRI = re.compile(r"<[^<>\s]*>")
 _BODY = re.compile(r"\bSELECT\b", re.IGNORECASE)
 _NOT_A_NODE = re.compile(r"(\^\^|\bGRAPH)\s*$", re.IGNORECASE)  # a datatype, a graph's name
-_SAMPLE = 2000  # typed subjects whose predicates and types are the near names offered
+_SAMPLE = 2000  # typed subjects sampled: their predicates and types are the near names offered
 
 
 def absent_term_notes(kg: KnowledgeGraph, sparql_filter: str,
@@ -63,11 +63,11 @@ def absent_term_notes(kg: KnowledgeGraph, sparql_filter: str,
 def _pattern_terms(text: str, start: int) -> list[str]:
     """The IRIs and prefixed names the query's patterns name, as written, in order."""
     code, iris = code_only(text), iris_only(text)
+    spans = list(_expression_spans(code))
     masked = list(code)
-    for begin, end in _expression_spans(code):
+    for begin, end in spans:
         masked[begin:end] = " " * (end - begin)
     plain = "".join(masked)
-    spans = list(_expression_spans(code))
     terms: list[tuple[int, str]] = []
     for match in _IRI.finditer(iris, start):
         at = match.start()
