@@ -134,6 +134,8 @@ def run_line(line: str) -> list[str]:
             ok = done.returncode == 0
             ran.append(" ".join(command))
             assert ok or "||" in words, (line, done.stdout[-1500:], done.stderr[-1500:])
+            # an example whose filter admits nothing of what the examples ingest shows nothing
+            assert "nothing matched" not in done.stdout + done.stderr, (line, done.stdout[-1500:])
         joiner = words.pop(0) if words else None
     return ran
 
