@@ -84,7 +84,7 @@ def delete(
     Example:
 
     ```
-    trails --db ./kb delete trails://local/doc/notes/old.md
+    trails --db ./kb delete trails://local/doc/old.md
     ```
     """
     with open_context(ctx, write=True) as opened:

@@ -90,7 +90,7 @@ def query(
     EOF
     trails --db ./kb query "release notes" --sparql since.rq --bind since=2024-01-01
     trails --db ./kb query "release notes" \\
-        --sparql 'SELECT ?iri WHERE { ?iri schema:isPartOf <trails://local/doc/notes.md> }'
+        --sparql 'SELECT ?iri WHERE { ?iri schema:isPartOf <trails://local/doc/README.md> }'
     trails --db ./kb query "release notes" --mode vector -k 3 --json
     trails --db ./kb query "release notes" --mode vector --min-score 0.4
     ```
