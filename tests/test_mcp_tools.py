@@ -12,11 +12,10 @@ import pytest
 
 from trails import Context
 from trails.ingest import Document, ingest_all
+from trails.service.mcp import build_server, chosen_key
 from trails.testing import MockEmbedder
 
 mcp = pytest.importorskip("mcp")
-
-from trails.service.mcp import build_server, chosen_key  # noqa: E402
 
 DOC = "trails://local/doc/glacier-doc"
 
