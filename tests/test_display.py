@@ -195,8 +195,51 @@ def test_any_title_passage_and_query_round_trip_as_text(title, text, query):
     assert_inert(markup)
     tree = soup_of(markup)
     if title.strip():  # HTML parsers normalise whitespace characters (a tab, a CR)
-        assert tree.select_one(".trails-title").get_text().split() == title.split()
-    assert tree.select_one(".trails-passage").get_text().split() == plain_snippet(text).split()
+        assert tree.select_one(".trails-title").get_text().split() == shown(title).split()
+    assert (tree.select_one(".trails-passage").get_text().split()
+            == shown(plain_snippet(text)).split())
+
+
+# Embeddings, overrides and isolates: the characters that reorder the text after them.
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def shown(text: str) -> str:
+    """``text`` as the display shows it: each bidirectional control written out."""
+    return "".join(f"\\u{ord(c):04x}" if c in BIDI else c for c in text)
+
+
+def _strings(tree: BeautifulSoup) -> list[str]:
+    """Every text node and attribute value of ``tree``."""
+    values = [str(node) for node in tree.find_all(string=True)]
+    for element in tree.find_all(True):
+        values += [" ".join(v) if isinstance(v, list) else str(v)
+                   for v in element.attrs.values()]
+    return values
+
+
+_BIDI_TEXT = st.lists(st.sampled_from([*BIDI, "exe.txt", " ", "<b>", "\u05d0\u05d1",
+                                       "\u200f", "run"]), min_size=1, max_size=10).map("".join)
+
+
+@settings(max_examples=100)
+@given(text=_BIDI_TEXT)
+@example(text="invoice \u202egpj.exe")
+def test_bidirectional_controls_in_any_field_are_shown_not_obeyed(text):
+    one = RetrievalHit(f"https://e.org/{text}", 0.5, f"{text} passage",
+                       {"title": text, "source": text, "mentions": [f"https://e.org/{text}"]},
+                       {text: 0.5}, admitted_by={"x": f"<https://e.org/{text}>", "y": text})
+    result = RetrievalResult([one], mode="hybrid", plan="full-scan", candidates=1,
+                             exhaustive=True, notes=[text], run_id=text, query=text)
+    for markup in (one._repr_html_(), result._repr_html_()):
+        assert_inert(markup)
+        tree = soup_of(markup)
+        leaked = [value for value in _strings(tree) if any(c in BIDI for c in value)]
+        assert leaked == []
+        # (HTML parsers fold runs of whitespace)
+        assert tree.select_one(".trails-title").get_text().split() == shown(text).split()
+    line = soup_of(result._repr_html_()).select_one(".trails-explain").get_text()
+    assert line.split()[:len(shown(text).split()) + 1] == [*shown(text).split(), "—"]
 
 
 def test_a_document_ingested_with_script_in_title_and_text_never_becomes_markup(ctx, tmp_path):

@@ -165,6 +165,29 @@ def test_an_empty_result_renders_its_message(browser, tmp_path):
     assert browser.find_element(By.CSS_SELECTOR, ".trails-query").text == "nothing here"
 
 
+# The widths of the box, of what it holds, and of the page, in CSS pixels.
+WIDTHS = ("const box = document.querySelector('.trails-box');"
+          "return [box.clientWidth, box.scrollWidth, document.documentElement.scrollWidth,"
+          " window.innerWidth];")
+
+
+def test_a_title_source_and_query_of_one_very_long_word_stay_within_the_box(browser, tmp_path):
+    word = "W" * 3000
+    one = RetrievalHit("https://e.org/d/1", 0.5, f"A passage. {word}",
+                       {"title": word, "source": f"files/{word}.md"})
+    result = RetrievalResult([one], mode="vector", plan="full-scan", candidates=None,
+                             exhaustive=True, notes=[f"a note quoting {word}"], query=word)
+    for name, markup in (("long-result", result._repr_html_()),
+                         ("long-hit", one._repr_html_())):
+        render(browser, markup, tmp_path, name)
+        box, inside, page, window = browser.execute_script(WIDTHS)
+        # The words wrap inside the box (at most 60em): no table wider than it, no page
+        # scrolling sideways.
+        assert inside <= box and page <= window, (name, box, inside, page, window)
+        title = browser.find_element(By.CSS_SELECTOR, ".trails-title")
+        assert title.text.replace("\n", "") == word  # wrapped, not cut
+
+
 def test_a_huge_result_renders_200_rows_and_the_count_of_the_rest(browser, tmp_path):
     hits = [RetrievalHit(f"https://e.org/d/{i}", 1.0 - i / 1000, f"Passage {i}.",
                          {"title": f"Doc {i}"}) for i in range(230)]

@@ -24,10 +24,11 @@ MAX_ROWS = 200
 # a column of them still lines up): a cell reads like the text around it.
 _TABLE = "div.trails-box table.trails-table"
 STYLE = f"""<style>
-.trails-box{{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em}}
+.trails-box{{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:60em;
+overflow-wrap:anywhere}}
 {_TABLE}{{border-collapse:collapse;margin:4px 0;table-layout:auto;font-size:13px}}
 {_TABLE} th,{_TABLE} td{{border:none;border-bottom:1px solid #ddd;padding:3px 8px;
-text-align:left;vertical-align:top;white-space:normal;line-height:1.4;
+text-align:left;vertical-align:top;white-space:normal;overflow-wrap:anywhere;line-height:1.4;
 font-variant-numeric:tabular-nums;background:none}}
 {_TABLE} th{{background:#f4f4f4}}
 .trails-explain{{color:#555;margin:2px 0 6px;text-align:left}}
@@ -44,13 +45,23 @@ _SEPARATOR = re.compile(r"[/#:](?=[^/#:]*$)")
 _SAFE_SCHEMES = ("http://", "https://")
 
 
+# Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): invisible,
+# and one in a title, a query or a note would reorder the text after it on its line (the
+# explanation, a run id) until the paragraph ends. Marks (U+200E, U+200F) reorder nothing.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def escape(value: object) -> str:
-    """``value`` as text safe in HTML content and in a double- or single-quoted attribute.
+    r"""``value`` as text safe in HTML content and in a double- or single-quoted attribute;
+    a bidirectional control character written out (``\u202e``), shown rather than obeyed.
 
     >>> escape('<script>"x"</script>')
     '&lt;script&gt;&quot;x&quot;&lt;/script&gt;'
+    >>> escape("evil\u202etxt.exe")
+    'evil\\u202etxt.exe'
     """
-    return html.escape("" if value is None else str(value), quote=True)
+    text = html.escape("" if value is None else str(value), quote=True)
+    return _BIDI_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def short_iri(iri: str, keep: int = 48) -> str:

@@ -7,6 +7,7 @@ checker and ``help()`` both see.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -35,19 +36,41 @@ def in_a_thread(
     run: Callable[P, Iterator[IngestEvent]],
 ) -> Callable[P, AsyncIterator[IngestEvent]]:
     async def aingest(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[IngestEvent]:
-        """The async twin of :func:`ingest`: the work runs in a thread, events arrive here."""
+        """The async twin of :func:`ingest`: the work runs in a thread, events arrive here.
+
+        Cancelled (or stopped early), it lets the step under way in the thread end, then
+        closes the run there, as ``ingest`` stopped early closes: what was committed stays,
+        the rest is not written, and ``CancelledError`` reaches the caller.
+        """
         events = run(*args, **kwargs)
         done = object()
+        step: asyncio.Future[object] | None = None
         try:
-            while (event := await asyncio.to_thread(next, events, done)) is not done:
+            while True:
+                step = asyncio.ensure_future(asyncio.to_thread(next, events, done))
+                # Shielded: a cancel reaches this await, not the thread's step, which runs on.
+                event = await asyncio.shield(step)
+                step = None
+                if event is done:
+                    break
                 yield event  # type: ignore[misc]
-        finally:  # stopped early: the run (and the documents it read ahead) ends in a thread,
-            close = getattr(events, "close", None)  # not on the event loop
-            if close is not None:
-                await asyncio.to_thread(close)
+        finally:  # the run (and the documents it read ahead) ends in a thread, not on the loop
+            # A task of its own: a second cancel cuts this wait short, never the closing.
+            await asyncio.shield(asyncio.ensure_future(_close(events, step)))
 
     aingest.__signature__ = _returning(run, AsyncIterator[IngestEvent])  # type: ignore[attr-defined]
     return aingest
+
+
+async def _close(events: Iterator[IngestEvent], step: asyncio.Future[object] | None) -> None:
+    """Close ``events`` in a thread once ``step`` (a ``next`` still running there) has ended:
+    a generator cannot be closed while it runs."""
+    if step is not None:
+        with contextlib.suppress(BaseException):  # its outcome was for the cancelled caller
+            await step
+    close = getattr(events, "close", None)
+    if close is not None:
+        await asyncio.to_thread(close)
 
 
 def _returning(run: Callable[..., object], returns: object) -> inspect.Signature:

@@ -18,12 +18,11 @@ import contextlib
 import datetime as _datetime
 import json
 import logging
-import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from trails._lazy import require
@@ -37,14 +36,14 @@ from trails.errors import (
     UnsafeFilterError,
 )
 from trails.kg.base import DatasetGraph
-from trails.kg.bindings import apply_bindings, check_bindings
+from trails.kg.bindings import apply_bindings
 from trails.kg.result import QueryResult
 from trails.kg.sparql import check_limits, looks_like_update, refuse_service
-from trails.kg.terms import IRI, check_json_text
+from trails.kg.terms import check_json_text
 from trails.scopes import normalize_scopes
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
-from trails.service.models import RetrieveRequest
+from trails.service.mcp_arguments import SparqlArguments, ToolArguments, bound_values
 from trails.service.requests import (
     dataset_scopes,
     keyed_search,
@@ -55,7 +54,8 @@ from trails.service.requests import (
     text_dataset,
 )
 
-__all__ = ["ANONYMOUS", "MAX_ROWS", "ToolArguments", "build_server", "chosen_key", "run_stdio"]
+__all__ = ["ANONYMOUS", "MAX_ROWS", "SparqlArguments", "ToolArguments", "answer", "build_server",
+           "chosen_key", "read_graph", "run_stdio", "search"]
 
 log = logging.getLogger("trails.mcp")
 
@@ -67,16 +67,8 @@ MAX_ROWS = 1000
 
 T = TypeVar("T")
 
-Bindings = Annotated[dict[str, Any] | None, Field(description=(
-    "Values for the query's variables, bound as RDF terms (never pasted into the text): "
-    "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
-    "date, an ISO datetime a dateTime, anything else a string."))]
-Scopes = Annotated[list[str] | None, Field(description=(
-    "The scopes to search (default: every scope this server's key grants; for a key with "
-    "every scope, the default scope)."))]
-SparqlText = Annotated[str, Field(description=(
-    "A read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE); updates and SERVICE are "
-    "refused. Prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined."))]
+# What the ``retrieve`` tool answers of each hit (``admitted_by`` only when it has one).
+_HIT_FIELDS = ("iri", "score", "title", "date", "source", "snippet", "document", "admitted_by")
 
 _INSTRUCTIONS = (
     "trails searches a knowledge graph of documents and their chunks. Use `retrieve` to find "
@@ -120,41 +112,35 @@ def chosen_key(keys: KeyRing | None, label: str | None, scopes: Sequence[str] | 
                   frozenset({"read"}))
 
 
-class ToolArguments(RetrieveRequest):
-    """The ``retrieve`` tool's arguments: the body of ``POST /retrieve`` (a
-    :class:`~trails.retrieval.request.SearchRequest`, its fields, checks, limits and
-    descriptions, and the delivery fields), its bindings' strings typed as ``trails query
-    --bind`` types them. Its JSON schema is the tool's input schema."""
-
-    bindings: dict[str, bool | int | float | str] | None = Field(  # type: ignore[assignment]
-        default=None, description=(
-            "Values for the filter's variables, bound as RDF terms (never pasted into the "
-            "text): numbers and booleans as typed; a string \"<http://...>\" is an IRI, "
-            "\"2024-01-01\" a date, an ISO datetime a dateTime, anything else a string."))
-
-
 def search(ctx: Context, key: ApiKey, query: str, **arguments: Any) -> dict[str, Any]:
     """The ``retrieve`` tool: hits with provenance, and how they were found (with the
     evidence block for a prompt under ``inject_mode="prompt_append"``, as over HTTP).
     ``arguments`` are :class:`ToolArguments`' (a request's fields, as JSON spells them).
+    A hit carries ``admitted_by`` when it has one (``why``), and ``degraded`` says why an
+    answer is not what the call asked for, as over HTTP.
 
     Raises:
         PermissionDeniedError: a scope the key does not grant.
         InvalidArgumentError, SparqlError, ConfigurationError: as ``retrieve()`` raises them,
             with the same messages.
     """
-    body = ToolArguments(query=query, **arguments)
+    return answer(ctx, key, ToolArguments(query=query, **arguments))
+
+
+def answer(ctx: Context, key: ApiKey, body: ToolArguments) -> dict[str, Any]:
+    """:func:`search` for a request already read (the tool reads its arguments whole, so
+    that a call without ``query`` is refused as any other mistake is)."""
     check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
     result = keyed_search(ctx, key, request_call(body, key.label), lambda: {
-        **retrieve_options(body, None), "bindings": _bindings(body.bindings)})
-    answer = result.to_dict()
+        **retrieve_options(body, None), "bindings": bound_values(body.bindings)})
+    found = result.to_dict()
     return injected(result, {
-        "hits": [{name: hit[name] for name in (
-            "iri", "score", "title", "date", "source", "snippet", "document")}
-            for hit in answer["hits"]],
-        **{name: answer[name] for name in (
+        "hits": [{name: hit[name] for name in _HIT_FIELDS
+                  if name != "admitted_by" or hit[name] is not None}
+                 for hit in found["hits"]],
+        **{name: found[name] for name in (
             "mode", "plan", "filter_path", "candidates", "exhaustive", "rankings", "notes",
-            "run_id")}},
+            "degraded", "run_id")}},
         body.inject_mode, body.max_tokens, body.template)
 
 
@@ -174,7 +160,7 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
         confined = key.confine(None)           # all, and find nothing
     check_limits(query)
     refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
-    values = _bindings(bindings)
+    values = bound_values(bindings)
     try:
         # FROM/FROM NAMED name the dataset within the scopes read, as over HTTP (/sparql).
         dataset = text_dataset(ctx, key, query, confined)
@@ -215,30 +201,30 @@ def build_server(ctx: Context, key: ApiKey) -> Any:
     read_only = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
     def retrieve_tool(arguments: dict[str, Any]) -> dict[str, Any]:
-        return _as_tool_error(sdk, lambda: search(ctx, key, **arguments))
+        return _as_tool_error(sdk, lambda: answer(ctx, key, ToolArguments(**arguments)))
 
     retrieve = _request_tool(sdk.tools.Tool.from_function(
         retrieve_tool, name="retrieve", annotations=read_only, description=(
             "Find the passages (chunks) that best answer a question, optionally only among the "
             "candidates a SPARQL filter selects. Returns hits (iri, score, title, date, "
-            "source, snippet, document) and the plan that found them.")))
-    server = sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS, tools=[retrieve])
+            "source, snippet, document) and the plan that found them.")), ToolArguments)
 
-    def sparql_tool(query: SparqlText, bindings: Bindings = None,
-                    scopes: Scopes = None) -> dict[str, Any]:
-        return _as_tool_error(sdk, lambda: read_graph(ctx, key, query, bindings, scopes))
+    def sparql_tool(arguments: dict[str, Any]) -> dict[str, Any]:
+        return _as_tool_error(sdk, lambda: read_graph(
+            ctx, key, **dict(SparqlArguments(**arguments))))
 
-    server.add_tool(sparql_tool, name="sparql", annotations=read_only, description=(
-        "Run a read-only SPARQL query on the knowledge graph, confined to the scopes this "
-        f"server may read. SELECT returns variables and rows (at most {MAX_ROWS}), ASK a "
-        "boolean, CONSTRUCT/DESCRIBE triples."))
-    return server
+    sparql = _request_tool(sdk.tools.Tool.from_function(
+        sparql_tool, name="sparql", annotations=read_only, description=(
+            "Run a read-only SPARQL query on the knowledge graph, confined to the scopes this "
+            f"server may read. SELECT returns variables and rows (at most {MAX_ROWS}), ASK a "
+            "boolean, CONSTRUCT/DESCRIBE triples.")), SparqlArguments)
+    return sdk.MCPServer(name="trails", instructions=_INSTRUCTIONS, tools=[retrieve, sparql])
 
 
-def _request_tool(tool: Any) -> Any:
-    """``tool`` (taking ``arguments``) as the SDK's tool whose input schema is
-    :class:`ToolArguments`' JSON schema and whose arguments all reach ``arguments`` as sent:
-    the request model checks them, with ``retrieve()``'s messages, not the SDK."""
+def _request_tool(tool: Any, model: type[BaseModel]) -> Any:
+    """``tool`` (taking ``arguments``) as the SDK's tool whose input schema is ``model``'s
+    JSON schema and whose arguments all reach ``arguments`` as sent: the model checks them
+    (an unknown one too), with trails' messages, not the SDK."""
     base = require("mcp.server.mcpserver.utilities.func_metadata",
                    "The MCP server (trails mcp)").ArgModelBase
 
@@ -249,7 +235,7 @@ def _request_tool(tool: Any) -> Any:
             return {"arguments": dict(self.model_extra or {})}
 
     return tool.model_copy(update={
-        "parameters": ToolArguments.model_json_schema(),
+        "parameters": model.model_json_schema(),
         "fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": Sent})})
 
 
@@ -343,55 +329,6 @@ def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:
         return call()
     except (TrailsError, ValueError) as exc:  # InvalidArgumentError is a ValueError too
         raise sdk.exceptions.ToolError(str(exc) or type(exc).__name__) from exc
-
-
-def _bindings(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """JSON values as retrieve()'s bindings; strings read as ``trails query --bind`` does.
-
-    Raises:
-        InvalidArgumentError: a value that no SPARQL term can hold.
-    """
-    if not values:
-        return None
-    if not isinstance(values, Mapping):
-        raise InvalidArgumentError("bindings must be an object of variable names to values")
-    bound: dict[str, Any] = {}
-    for name, value in values.items():
-        if isinstance(value, str):
-            bound[name] = _typed(name, value)
-        elif value is None or isinstance(value, (bool, int, float)):
-            if value is None:
-                raise InvalidArgumentError(f"binding {name!r} is null; give it a value or "
-                                           "leave it out")
-            bound[name] = value
-        else:
-            raise InvalidArgumentError(f"binding {name!r} must be a string, number or boolean, "
-                                       f"not {type(value).__name__}")
-    check_bindings(bound)  # a name or a value no query could take: said as retrieve() says it
-    return bound
-
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}.*")
-
-
-def _typed(name: str, value: str) -> Any:
-    """A string binding as ``trails query --bind`` reads one: ``<...>`` an IRI, an ISO date
-    or datetime as such, anything else the string itself.
-
-    Raises:
-        InvalidArgumentError: it looks like a date or an IRI but is not a valid one.
-    """
-    try:
-        if value.startswith("<") and value.endswith(">"):
-            return IRI(value[1:-1])
-        if _DATE.fullmatch(value):
-            return _datetime.date.fromisoformat(value)
-        if _DATETIME.fullmatch(value):
-            return _datetime.datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"binding {name!r} = {value!r}: {exc}") from None
-    return value
 
 
 def _term(value: Any) -> Any:
