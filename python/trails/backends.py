@@ -18,12 +18,13 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 from trails.config import EmbedderConfig, PartConfig, Setting
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.kg.base import KnowledgeGraph
 from trails.recorded import Recordable, Settings, Where
 from trails.registry import EMBEDDERS, GRAPHS, VECTOR_STORES, Backends
@@ -79,7 +80,8 @@ def _open(table: Backends, part: PartConfig, where: Where, argument: str) -> Any
             "trails.json: its class needs from_settings and recorded_settings "
             "(trails.recorded.Recordable)")
     _check_settings(table.kind, part.backend, cls, part.settings, supplied={"dim"})
-    return cls.from_settings(dict(part.settings), where)
+    with _recorded_settings(table.kind, part.backend):
+        return cls.from_settings(dict(part.settings), where)
 
 
 # Constructor parameters no record holds: the opener supplies them, or they are objects or
@@ -103,6 +105,13 @@ def _check_settings(kind: str, backend: str, cls: type, settings: Mapping[str, A
     taken = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     taken -= _NOT_SETTINGS | (supplied or set())
     unknown = sorted(set(settings) - taken)
+    needed = sorted(p.name for p in parameters if p.default is p.empty and p.name in taken
+                    and p.name not in settings and p.kind is not p.VAR_POSITIONAL)
+    if needed and not unknown:
+        raise ConfigurationError(
+            f"trails.json records the {kind} {backend!r} without the setting"
+            f"{'s' if len(needed) > 1 else ''} {', '.join(map(repr, needed))}, which it needs. "
+            "Add it to the context's trails.json, or make the context again with trails init")
     if not unknown:
         return
     near = [f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
@@ -139,10 +148,24 @@ def build_embedder(part: EmbedderConfig) -> Embedder:
                       else _inferred(part.identity))
     cls = EMBEDDERS.load(name)
     _check_settings(EMBEDDERS.kind, name, cls, settings)
-    if not issubclass(cls, Rebuildable):  # the settings are the constructor's options
-        return new_embedder(name, settings)
-    # A registered embedder class is an Embedder and Rebuildable; the registry types neither.
-    return cast(Embedder, cls.from_record(settings, part.identity))
+    with _recorded_settings(EMBEDDERS.kind, name):
+        if not issubclass(cls, Rebuildable):  # the settings are the constructor's options
+            return new_embedder(name, settings)
+        # A registered embedder class is an Embedder and Rebuildable; the registry types neither.
+        return cast(Embedder, cls.from_record(settings, part.identity))
+
+
+@contextmanager
+def _recorded_settings(kind: str, backend: str) -> Iterator[None]:
+    """A part built from what trails.json records refuses a value (a wrong type, a number out
+    of range, in a hand-edited file): say that the value is trails.json's, and where."""
+    try:
+        yield
+    except InvalidArgumentError as exc:
+        raise ConfigurationError(
+            f"trails.json records the {kind} {backend!r} with a setting it refuses: {exc}. "
+            "Correct it in the context's trails.json, or make the context again with "
+            "trails init") from exc
 
 
 _MOCK = re.compile(r"^trails-mock-bow:seed=(-?\d+)$")

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trails import _state
 from trails.circuit import CircuitBreaker, RateLimiter
-from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 
 if TYPE_CHECKING:  # tenacity itself loads with the first remote call (Resilience.call)
     from tenacity import Future, RetryCallState
@@ -132,6 +132,9 @@ class Resilience:
         """
         if isinstance(settings, Resilience):
             return settings
+        if settings is not None and not isinstance(settings, Mapping):
+            raise InvalidArgumentTypeError(
+                f"resilience settings must be a mapping of names to values, got {settings!r}")
         unknown = sorted(set(settings or {}) - set(cls.__dataclass_fields__))
         if unknown:
             raise InvalidArgumentError(

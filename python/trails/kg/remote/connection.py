@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from trails import _state
+from trails.errors import InvalidArgumentTypeError
 from trails.resilience import public_url
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     >>> split_credentials("http://127.0.0.1:7878/query")
     ('http://127.0.0.1:7878/query', None)
     """
+    if not isinstance(url, str):  # a hand-edited trails.json, or a caller's mistake
+        raise InvalidArgumentTypeError(f"an endpoint URL must be a string, got {url!r}")
     userinfo, at, _ = urllib.parse.urlsplit(url).netloc.rpartition("@")
     if not at:
         return url, None

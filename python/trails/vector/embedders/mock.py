@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import re
 import threading
 from collections import Counter
@@ -15,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trails import _state
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.recorded import Settings
 from trails.vector.embedders.base import BaseEmbedder
 
@@ -68,6 +69,16 @@ def tokens(text: str) -> list[str]:
     return content or words
 
 
+def _integer(name: str, value: object, what: str) -> int:
+    """``value`` as an int (a numpy integer too); a bool, float or string is refused."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError(name)
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentTypeError(f"{name} must be {what}, got {value!r}") from None
+
+
 class MockEmbedder(BaseEmbedder):
     """Bag-of-words random projection: a pure function of ``(text, seed, dim)``.
 
@@ -85,10 +96,11 @@ class MockEmbedder(BaseEmbedder):
     """
 
     def __init__(self, dim: int = 384, seed: int = 0, batch_size: int = 256) -> None:
-        if dim < 1:
+        # Both may come from a hand-edited trails.json: a wrong type is refused, not a TypeError.
+        self._dim = _integer("dim", dim, "a positive integer")
+        if self._dim < 1:
             raise InvalidArgumentError(f"dim must be a positive integer, got {dim}")
-        self._dim = int(dim)
-        self.seed = int(seed)
+        self.seed = _integer("seed", seed, "an integer")
         self.model_id = f"trails-mock-bow:seed={self.seed}"  # the seed changes every vector
         self.batch_size = batch_size
         self.batches = 0
