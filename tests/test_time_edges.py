@@ -1,0 +1,63 @@
+"""Times at the edges: moments at the ends of the calendar, datetimes without an offset,
+and the audit's ``as_of`` whatever the process's time zone."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from trails import retrieve
+from trails.context import Context
+from trails.errors import InvalidArgumentError
+from trails.ingest import Document, DocumentFailed, ingest, ingest_all
+from trails.vector.embedders.mock import MockEmbedder
+
+UTC = dt.UTC
+WEST, EAST = dt.timezone(dt.timedelta(hours=-12)), dt.timezone(dt.timedelta(hours=14))
+
+
+def context(retention: dict[str, str] | None = None) -> Context:
+    base = Context.memory(MockEmbedder(dim=16))
+    return Context(base.kg, base.vectors, base.embedder, retention=retention)
+
+
+def documents(ctx: Context) -> list[str]:
+    return ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+
+
+# -- the ends of the calendar -----------------------------------------------------------------
+
+@pytest.mark.parametrize("now", [dt.datetime(9999, 12, 31, 23, tzinfo=WEST),
+                                 dt.datetime(1, 1, 1, 0, tzinfo=EAST)])
+def test_a_now_outside_the_utc_calendar_is_refused_by_name(now):
+    with context() as ctx:
+        with pytest.raises(InvalidArgumentError, match="now=.*years 1 to 9999"):
+            retrieve("x", ctx, now=now)
+        with pytest.raises(InvalidArgumentError, match="now=.*years 1 to 9999"):
+            ctx.prune_expired(now=now, dry_run=True)
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:00:00-12:00", "0001-01-01T00:00:00+14:00",
+                                   dt.datetime(9999, 12, 31, 23, tzinfo=WEST)])
+def test_an_expiry_outside_the_utc_calendar_fails_that_document_alone(value):
+    with context() as ctx:
+        events = list(ingest([Document("bad", "bad.md", "text", metadata={"expires": value}),
+                              Document("good", "good.md", "text")], ctx=ctx))
+        failed = [e for e in events if isinstance(e, DocumentFailed)]
+        assert [e.source for e in failed] == ["bad.md"]
+        assert "expires" in failed[0].reason and "9999" in failed[0].reason
+        assert documents(ctx) == ["trails://local/doc/good"]
+
+
+def test_a_retention_rule_running_past_the_year_9999_keeps_the_document():
+    with context(retention={"tmp": "P999999D"}) as ctx:
+        assert ingest_all([Document("far", "far", "text", metadata={"date": "9000-01-01"}),
+                           Document("near", "near", "text", metadata={"date": "2000-01-01"})],
+                          ctx=ctx, scope="tmp").failed == 0
+        rows = ctx.kg.query("SELECT ?d ?e WHERE { ?d trails:expires ?e }").rows
+        # 2000-01-01 + 999,999 days is 4737-11-27; 9000-01-01 + that lies past 9999.
+        assert [(row["d"], row["e"]) for row in rows] == [
+            ("trails://local/scope/tmp/doc/near", dt.datetime(4737, 11, 27, tzinfo=UTC))]
+        assert ctx.prune_expired(now=dt.datetime(9999, 12, 31, tzinfo=UTC), dry_run=True)[0].iri \
+            .endswith("/near")
