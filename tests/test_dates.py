@@ -32,7 +32,7 @@ def test_a_bad_date_is_a_warning_and_the_document_stays(tmp_path, raw):
 
 @pytest.mark.parametrize("raw, expected", [
     ("2024-05-01", dt.date(2024, 5, 1)),
-    ("2024-05-01T10:20:30", dt.datetime(2024, 5, 1, 10, 20, 30)),
+    ("2024-05-01T10:20:30", dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.UTC)),  # UTC
     ("2024-05-01T10:20:30Z", dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.UTC)),
     ("2024-05-01 10:20:30+02:00",
      dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))),

@@ -61,3 +61,33 @@ def test_a_retention_rule_running_past_the_year_9999_keeps_the_document():
             ("trails://local/scope/tmp/doc/near", dt.datetime(4737, 11, 27, tzinfo=UTC))]
         assert ctx.prune_expired(now=dt.datetime(9999, 12, 31, tzinfo=UTC), dry_run=True)[0].iri \
             .endswith("/near")
+
+
+# -- a datetime without an offset -------------------------------------------------------------
+
+SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+         "FILTER(?d >= ?since) }")
+BEFORE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+          "FILTER(?d < ?since) }")
+
+
+@pytest.mark.parametrize("source", ["python", "text", "front matter"])
+def test_a_date_without_an_offset_is_utc_for_filters_as_for_retention(tmp_path, source):
+    """Five hours after midnight UTC: XSD leaves a dateTime without a zone incomparable with
+    one within 14 hours of it, so both filters dropped it; read as UTC (as retention reads
+    it), it is on one side of the boundary."""
+    with context() as ctx:
+        if source == "front matter":
+            (tmp_path / "memo.md").write_text("---\ndate: 2024-01-01 05:00:00\n---\nRail memo.\n")
+            assert ingest_all(tmp_path, ctx=ctx).failed == 0
+        else:
+            value = dt.datetime(2024, 1, 1, 5) if source == "python" else "2024-01-01T05:00:00"
+            assert ingest_all([Document("memo", "memo", "Rail memo.", metadata={"date": value})],
+                              ctx=ctx).failed == 0
+        since = {"since": dt.datetime(2024, 1, 1, tzinfo=UTC)}
+        after = retrieve("rail memo", ctx, mode="hybrid", sparql_filter=SINCE, bindings=since)
+        before = retrieve("rail memo", ctx, mode="hybrid", sparql_filter=BEFORE, bindings=since)
+        assert (len(after), len(before)) == (1, 0)
+        assert after[0].date == dt.datetime(2024, 1, 1, 5, tzinfo=UTC)
+        (written,) = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }").column("d")
+        assert written == dt.datetime(2024, 1, 1, 5, tzinfo=UTC)

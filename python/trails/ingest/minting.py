@@ -149,15 +149,18 @@ def date_problems(metadata: Mapping[str, Any]) -> list[str]:
 
 
 def _as_date(value: Any) -> dt.date | dt.datetime | None:
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value
+    """A date, or a datetime with its offset; one without an offset is read as UTC, as
+    retention and the audit read it: XSD leaves a dateTime without a zone incomparable with
+    any moment within 14 hours of it, so date filters on either side would drop it."""
     if isinstance(value, str):
         text = value.strip()
         try:
-            return dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
+            value = dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
         except ValueError:
             return None
-    return None
+    if isinstance(value, dt.datetime):
+        return value if value.utcoffset() is not None else value.replace(tzinfo=dt.UTC)
+    return value if isinstance(value, dt.date) else None
 
 
 def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
