@@ -91,3 +91,41 @@ def test_a_date_without_an_offset_is_utc_for_filters_as_for_retention(tmp_path, 
         assert after[0].date == dt.datetime(2024, 1, 1, 5, tzinfo=UTC)
         (written,) = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }").column("d")
         assert written == dt.datetime(2024, 1, 1, 5, tzinfo=UTC)
+
+
+# -- the audit's as_of, whatever the process's time zone ---------------------------------------
+
+@pytest.fixture
+def exotic_zone(monkeypatch):
+    """The process in UTC+14 (its local midnight is 10:00 UTC the day before)."""
+    time = pytest.importorskip("time")
+    if not hasattr(time, "tzset"):
+        pytest.skip("no time.tzset on this platform")
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_as_of_is_recorded_in_utc_and_replayed_at_that_exact_moment(tmp_path, exotic_zone):
+    from trails import replay
+
+    expiry = dt.datetime(2030, 6, 1, tzinfo=UTC)
+    at_expiry = dt.datetime(2030, 6, 1, 14, tzinfo=EAST)  # the same instant, in UTC+14
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document("a", "a", "pump seal notice", metadata={"expires": "2030-06-01"}),
+                    Document("b", "b", "pump seal report")], ctx=ctx)
+        before = retrieve("pump seal", ctx, k=5, now=at_expiry - dt.timedelta(microseconds=1))
+        at = retrieve("pump seal", ctx, k=5, now=at_expiry)
+        assert {h.document for h in before} == {"trails://local/doc/a", "trails://local/doc/b"}
+        assert {h.document for h in at} == {"trails://local/doc/b"}  # expired at its moment
+        ctx.audit.fold()
+        assert ctx.audit.get(at.run_id).as_of == "2030-06-01T00:00:00+00:00"
+        assert ctx.audit.get(before.run_id).as_of == "2030-05-31T23:59:59.999999+00:00"
+        for run, expected in ((before.run_id, before), (at.run_id, at)):
+            report = replay(ctx, run)
+            assert report.identical and report.same == [h.iri for h in expected]
+        assert [e.expires for e in ctx.prune_expired(now=at_expiry, dry_run=True)] == [expiry]
+        assert ctx.prune_expired(now=at_expiry - dt.timedelta(microseconds=1),
+                                 dry_run=True) == []
