@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from trails.ingest import Document, DocumentWarning, ingest, ingest_all
-from trails.ingest.minting import date_created, date_problems
+from trails.ingest.dates import date_created, date_problems
 from trails.testing import fresh_context
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trails import retrieve
 from trails.context import Context
@@ -170,3 +172,53 @@ def test_a_date_filter_over_one_kind_has_no_note():
         result = retrieve("valve memo", ctx, mode="hybrid", sparql_filter=SINCE,
                           bindings={"since": dt.date(2024, 1, 1)})
         assert len(result) == 1 and not result.notes
+
+
+# -- invariants --------------------------------------------------------------------------------
+
+OFFSETS = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
+    lambda minutes: dt.timezone(dt.timedelta(minutes=minutes)))
+INSTANT = dt.datetime(2030, 6, 1, 12, tzinfo=UTC)
+GRAPH_DOCUMENTS = "SELECT ?d WHERE { ?d a trails:Document }"
+
+
+@settings(max_examples=15, deadline=None)
+@given(shifts=st.lists(st.integers(min_value=-2, max_value=2), min_size=1, max_size=5),
+       zones=st.lists(OFFSETS, min_size=5, max_size=5), now_zone=OFFSETS,
+       now_shift=st.integers(min_value=-2, max_value=2))
+def test_every_path_agrees_on_what_is_expired_at_a_moment(shifts, zones, now_zone, now_shift):
+    """Expiries a microsecond apart around one instant, written in any offset: each path
+    (ranking, a filter's candidates, graph mode, prune's dry run) treats a document as gone
+    exactly when its expiry is at or before ``now``."""
+    tick = dt.timedelta(microseconds=1)
+    expiries = {f"d{n}": (INSTANT + shift * tick).astimezone(zones[n])
+                for n, shift in enumerate(shifts)}
+    now = (INSTANT + now_shift * tick).astimezone(now_zone)
+    live = {f"trails://local/doc/{name}" for name, moment in expiries.items() if moment > now}
+    with context() as ctx:
+        ingest_all([Document(name, name, "gasket notice", metadata={"expires": moment})
+                    for name, moment in expiries.items()], ctx=ctx)
+        for options in ({"mode": "vector"}, {"mode": "hybrid"},
+                        {"mode": "hybrid", "sparql_filter": GRAPH_DOCUMENTS},
+                        {"mode": "graph", "sparql_filter": GRAPH_DOCUMENTS}):
+            hits = retrieve("gasket notice", ctx, k=10, now=now, **options)
+            assert {h.document or h.iri for h in hits} == live, options
+        gone = {e.iri for e in ctx.prune_expired(now=now, dry_run=True)}
+        assert gone == {f"trails://local/doc/{name}" for name in expiries} - live
+
+
+@settings(max_examples=30, deadline=None)
+@given(value=st.one_of(
+    st.dates(min_value=dt.date(1, 1, 1), max_value=dt.date(9999, 12, 31)),
+    st.datetimes(min_value=dt.datetime(2, 1, 1), max_value=dt.datetime(9998, 12, 31),
+                 timezones=OFFSETS)))
+def test_a_date_survives_ingest_the_graph_and_the_hit(value):
+    with context() as ctx:
+        assert ingest_all([Document("a", "a", "flange memo", metadata={"date": value})],
+                          ctx=ctx).failed == 0
+        (hit,) = retrieve("flange memo", ctx, k=1)
+        (written,) = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }").column("d")
+        assert hit.date == value and written == value
+        assert type(hit.date) is type(value) and type(written) is type(value)
+        if isinstance(value, dt.datetime):
+            assert hit.date.utcoffset() == value.utcoffset()

@@ -32,7 +32,7 @@ from trails.kg.sparql_text import iris_only
 from trails.kg.terms import XSD
 from trails.kg.variables import _closing
 
-__all__ = ["mixed_date_notes", "mismatch_notes"]
+__all__ = ["mismatch_notes", "mixed_date_notes"]
 
 # ?a <op> ?b, either way round: one side a filter variable, the other a binding.
 _COMPARISON = re.compile(r"[?$](\w+)\s*(<=|>=|!=|=|<|>)\s*[?$](\w+)")
@@ -112,9 +112,9 @@ def mixed_date_notes(kg: KnowledgeGraph, sparql_filter: str,
     notes = []
     for variable, name in _compared(code, terms):
         term = terms[name]
-        other = _OTHER_KIND.get(term.datatype.value) if isinstance(term, ox.Literal) else None
-        if other is None:
+        if not isinstance(term, ox.Literal) or term.datatype.value not in _OTHER_KIND:
             continue
+        bound, other = term.datatype.value, _OTHER_KIND[term.datatype.value]
         try:
             probe = _probe(sparql_filter, code, variable,
                            f"FILTER(datatype(?{variable}) = <{other}>)", limit=1)
@@ -122,7 +122,7 @@ def mixed_date_notes(kg: KnowledgeGraph, sparql_filter: str,
                 continue
         except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
             continue
-        bound, found = _NAMES[term.datatype.value], _NAMES[other]
+        bound, found = _NAMES[bound], _NAMES[other]
         notes.append(
             f"?{variable} also holds {found} values, and ?{name} is bound to {_a(bound)}, "
             f"which SPARQL never compares with them: documents with {_a(found)} there were "
