@@ -222,3 +222,21 @@ def test_a_date_survives_ingest_the_graph_and_the_hit(value):
         assert type(hit.date) is type(value) and type(written) is type(value)
         if isinstance(value, dt.datetime):
             assert hit.date.utcoffset() == value.utcoffset()
+
+
+@pytest.mark.parametrize("zone", [dt.timezone(dt.timedelta(minutes=19, seconds=32)),
+                                  dt.timezone(dt.timedelta(hours=15))])
+def test_a_datetime_whose_offset_xsd_cannot_write_is_written_as_that_instant_in_utc(zone):
+    """Amsterdam's local mean time (+00:19:32, what zoneinfo gives for 1900) and offsets past
+    ±14:00 made an invalid xsd:dateTime, which every date filter dropped."""
+    value = dt.datetime(1900, 1, 1, 12, tzinfo=zone)
+    with context() as ctx:
+        assert ingest_all([Document("old", "old", "Boiler memo.", metadata={"date": value})],
+                          ctx=ctx).failed == 0
+        before = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
+                  "FILTER(?d < ?until) }")
+        hits = retrieve("boiler memo", ctx, mode="hybrid", sparql_filter=before,
+                        bindings={"until": dt.datetime(2000, 1, 1, tzinfo=UTC)})
+        assert [h.document for h in hits] == ["trails://local/doc/old"]
+        (written,) = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }").column("d")
+        assert written == value and written.utcoffset() == dt.timedelta(0)
