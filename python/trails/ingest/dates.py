@@ -15,18 +15,38 @@ DATE_KEYS = ("dateCreated", "created", "date")
 
 def date_problems(metadata: Mapping[str, Any]) -> list[str]:
     """What is wrong with the date fields of ``metadata``: one message per value that is
-    not a date (the document then has no ``schema:dateCreated`` from it).
+    not a date (the document then has no ``schema:dateCreated`` from it), and one when two
+    of them name different dates.
 
     >>> date_problems({"date": "2024-13-45"})
     ["date: '2024-13-45' is not a date; use ISO 8601 (2024-05-01 or 2024-05-01T10:20:30+00:00). It is kept as meta:date, and date filters will not see this document"]
     >>> date_problems({"date": "2024-05-01", "title": "x"})
     []
     """
-    return [f"{key}: {metadata[key]!r} is not a date; use ISO 8601 (2024-05-01 or "
-            f"2024-05-01T10:20:30+00:00). It is kept as meta:{key}, and date filters will not "
-            "see this document"
-            for key in DATE_KEYS if key in metadata and metadata[key] is not None
-            and _as_date(metadata[key]) is None]
+    found = [f"{key}: {metadata[key]!r} is not a date; use ISO 8601 (2024-05-01 or "
+             f"2024-05-01T10:20:30+00:00). It is kept as meta:{key}, and date filters will not "
+             "see this document"
+             for key in DATE_KEYS if key in metadata and metadata[key] is not None
+             and _as_date(metadata[key]) is None]
+    return found + _disagreeing(metadata)
+
+
+def _disagreeing(metadata: Mapping[str, Any]) -> list[str]:
+    """A message when two date keys name different dates: one of them is the document's
+    date, and which one should not go unsaid.
+
+    >>> _disagreeing({"date": "2024-01-01", "created": "2023-06-01"})
+    ["created: 2023-06-01 and date: 2024-01-01 differ; the document's date (schema:dateCreated, what date filters and retention read) is created's, 2023-06-01. Keep one of them, or make them agree"]
+    """
+    dated = [(key, found) for key in DATE_KEYS
+             if (found := _as_date(metadata.get(key))) is not None]
+    if len({(type(found), found) for _, found in dated}) < 2:
+        return []
+    shown = " and ".join(f"{key}: {found.isoformat()}" for key, found in dated)
+    key, first = dated[0]
+    return [(f"{shown} differ; the document's date (schema:dateCreated, what date filters and "
+             f"retention read) is {key}'s, {first.isoformat()}. Keep one of them, or make them "
+             "agree")]
 
 
 def _as_date(value: Any) -> dt.date | dt.datetime | None:
