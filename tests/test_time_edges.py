@@ -133,47 +133,6 @@ def test_as_of_is_recorded_in_utc_and_replayed_at_that_exact_moment(tmp_path, ex
                                  dry_run=True) == []
 
 
-# -- a date filter over dates and datetimes ----------------------------------------------------
-
-def mixed_dates() -> Context:
-    ctx = context()
-    assert ingest_all([Document("day", "day", "Valve memo.", metadata={"date": "2024-03-01"}),
-                       Document("moment", "moment", "Valve memo.",
-                                metadata={"date": "2024-03-01T10:00:00Z"}),
-                       Document("old", "old", "Valve memo.", metadata={"date": "2023-03-01"})],
-                      ctx=ctx).failed == 0
-    return ctx
-
-
-@pytest.mark.parametrize("since, admitted, left_out", [
-    (dt.date(2024, 1, 1), "day", "xsd:dateTime"),
-    (dt.datetime(2024, 1, 1, tzinfo=UTC), "moment", "xsd:date")])
-def test_a_date_filter_over_both_kinds_says_which_documents_it_left_out(since, admitted,
-                                                                         left_out):
-    with mixed_dates() as ctx:
-        result = retrieve("valve memo", ctx, mode="hybrid", sparql_filter=SINCE,
-                          bindings={"since": since})
-        assert {h.document for h in result} == {f"trails://local/doc/{admitted}"}
-        (note,) = [n for n in result.notes if "left out" in n]
-        assert f"?d also holds {left_out} values" in note and "?since" in note
-        # The comparison the note offers admits both documents, and not the older one.
-        day = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d "
-               "FILTER(SUBSTR(STR(?d), 1, 10) >= STR(?since)) }")
-        both = retrieve("valve memo", ctx, mode="hybrid", sparql_filter=day,
-                        bindings={"since": dt.date(2024, 1, 1)})
-        assert {h.document for h in both} == {"trails://local/doc/day",
-                                              "trails://local/doc/moment"}
-
-
-def test_a_date_filter_over_one_kind_has_no_note():
-    with context() as ctx:
-        ingest_all([Document("day", "day", "Valve memo.", metadata={"date": "2024-03-01"})],
-                   ctx=ctx)
-        result = retrieve("valve memo", ctx, mode="hybrid", sparql_filter=SINCE,
-                          bindings={"since": dt.date(2024, 1, 1)})
-        assert len(result) == 1 and not result.notes
-
-
 # -- invariants --------------------------------------------------------------------------------
 
 OFFSETS = st.integers(min_value=-14 * 60, max_value=14 * 60).map(

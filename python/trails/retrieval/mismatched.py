@@ -19,20 +19,19 @@ note.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyoxigraph as ox
 
-from trails.kg.base import GenerationGraph, KnowledgeGraph, select
+from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
 from trails.kg.sparql import code_only
 from trails.kg.sparql_text import iris_only
 from trails.kg.terms import XSD
 from trails.kg.variables import _closing
 
-__all__ = ["mismatch_notes", "mixed_date_notes"]
+__all__ = ["mismatch_notes"]
 
 # ?a <op> ?b, either way round: one side a filter variable, the other a binding.
 _COMPARISON = re.compile(r"[?$](\w+)\s*(<=|>=|!=|=|<|>)\s*[?$](\w+)")
@@ -90,60 +89,6 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
     return notes
 
 
-# A date compares with dates only, a dateTime with dateTimes: each binding's other kind.
-_OTHER_KIND = {XSD + "date": XSD + "dateTime", XSD + "dateTime": XSD + "date"}
-_MIXED: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, tuple[str, ...]], bool]] = \
-    weakref.WeakKeyDictionary()
-
-
-def mixed_date_notes(kg: KnowledgeGraph, sparql_filter: str,
-                     bindings: Mapping[str, Any] | None,
-                     scopes: Sequence[str] | None) -> list[str]:
-    """For a filter that selected something: a note for each comparison of a variable with a
-    date (or dateTime) binding when some of the variable's values are dateTimes (or dates),
-    which the comparison can never admit, so their documents were left out, silently.
-
-    The probe asks whether one such value exists (a scan of the compared predicates' values
-    at worst); a graph that numbers its states answers it once per state."""
-    if not bindings:
-        return []
-    terms = check_bindings(bindings)
-    code = code_only(sparql_filter)
-    notes = []
-    for variable, name in _compared(code, terms):
-        term = terms[name]
-        if not isinstance(term, ox.Literal) or term.datatype.value not in _OTHER_KIND:
-            continue
-        bound, other = term.datatype.value, _OTHER_KIND[term.datatype.value]
-        try:
-            probe = _probe(sparql_filter, code, variable,
-                           f"FILTER(datatype(?{variable}) = <{other}>)", limit=1)
-            if not _holds(kg, probe, scopes):
-                continue
-        except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
-            continue
-        bound, found = _NAMES[bound], _NAMES[other]
-        notes.append(
-            f"?{variable} also holds {found} values, and ?{name} is bound to {_a(bound)}, "
-            f"which SPARQL never compares with them: documents with {_a(found)} there were "
-            f"left out. To compare the calendar day each value names, bind a date and write "
-            f"e.g. FILTER(SUBSTR(STR(?{variable}), 1, 10) >= STR(?{name}))")
-    return notes
-
-
-def _holds(kg: KnowledgeGraph, probe: str, scopes: Sequence[str] | None) -> bool:
-    """Whether ``probe`` selects anything (kept per state of a graph that numbers them)."""
-    generation = kg.generation if isinstance(kg, GenerationGraph) else None
-    key = (-1 if generation is None else generation, probe, tuple(scopes or ()))
-    known = _MIXED.get(kg, {}).get(key) if generation is not None else None
-    if known is None:
-        known = bool(select(kg, probe, scopes=scopes).raw)
-        if generation is not None:
-            _MIXED[kg] = {key: known, **{k: v for k, v in _MIXED.get(kg, {}).items()
-                                         if k[0] == generation}}
-    return known
-
-
 def _compared(code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
     """(variable, binding) pairs the filter compares in a FILTER that holds only when the
     comparison does, with an operator that fails on different types (``!=`` is true of an IRI
@@ -166,8 +111,7 @@ def _compared(code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
-def _probe(text: str, code: str, variable: str, where: str = "",
-           limit: int = _VALUES_READ) -> str:
+def _probe(text: str, code: str, variable: str) -> str:
     """A query of ``?variable``'s first values: those of the predicates the filter's patterns
     give it as an object, read by index whatever the rest of the filter (a join there could
     cost what the filter did). Raises ValueError when no pattern names a predicate for it."""
@@ -181,7 +125,7 @@ def _probe(text: str, code: str, variable: str, where: str = "",
     if not predicates:
         raise ValueError(f"no pattern gives ?{variable} a predicate")
     union = " UNION ".join(f"{{ ?s {p} ?{variable} }}" for p in predicates)
-    return f"{text[:body.start()]}\nSELECT ?{variable} WHERE {{ {union} {where} }} LIMIT {limit}"
+    return f"{text[:body.start()]}\nSELECT ?{variable} WHERE {{ {union} }} LIMIT {_VALUES_READ}"
 
 
 def _kind(term: object) -> str | None:

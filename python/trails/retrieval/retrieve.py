@@ -32,7 +32,7 @@ from trails.retrieval.degraded import (
 )
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_order import graph_hits, snippet
-from trails.retrieval.mismatched import mismatch_notes, mixed_date_notes
+from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
@@ -286,11 +286,9 @@ def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
                iris: Sequence[str] | None) -> list[str]:
     """For a filter that selected nothing: the terms it names that the scopes never hold
     (retrieval/absent_terms.py), a binding whose type the values it is compared with never
-    take (retrieval/mismatched.py); for one that selected some, the dates it left out."""
-    if graph is None or iris is None or not sparql_filter:
+    take (retrieval/mismatched.py)."""
+    if graph is None or iris is None or iris or not sparql_filter:
         return []
-    if iris:
-        return mixed_date_notes(graph, sparql_filter, bindings, scopes)
     return [*absent_term_notes(graph, sparql_filter, scopes),
             *mismatch_notes(graph, sparql_filter, bindings, scopes)]
 
