@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from trails.ingest import Document, DocumentWarning, ingest, ingest_all
-from trails.ingest.minting import date_created, date_problems
+from trails.ingest.dates import date_created, date_problems
 from trails.testing import fresh_context
 
 
@@ -32,7 +32,7 @@ def test_a_bad_date_is_a_warning_and_the_document_stays(tmp_path, raw):
 
 @pytest.mark.parametrize("raw, expected", [
     ("2024-05-01", dt.date(2024, 5, 1)),
-    ("2024-05-01T10:20:30", dt.datetime(2024, 5, 1, 10, 20, 30)),
+    ("2024-05-01T10:20:30", dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.UTC)),  # UTC
     ("2024-05-01T10:20:30Z", dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.UTC)),
     ("2024-05-01 10:20:30+02:00",
      dt.datetime(2024, 5, 1, 10, 20, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))),
@@ -46,6 +46,16 @@ def test_iso_dates_in_every_form_parse(raw, expected):
 def test_good_dates_give_no_warning():
     with fresh_context() as ctx:
         events = list(ingest([Document("a", "mem", "text", metadata={
-            "date": dt.date(2024, 1, 2), "created": "2023-01-01T00:00:00"})], ctx=ctx))
+            "date": dt.date(2024, 1, 2), "created": "2024-01-02"})], ctx=ctx))
         assert not [e for e in events if isinstance(e, DocumentWarning)]
         assert ctx.verify().unparsed_dates == []
+
+
+@pytest.mark.parametrize("created", ["2023-01-01", "2024-01-02T00:00:00Z"])
+def test_two_date_keys_that_disagree_are_a_warning_naming_the_one_used(created):
+    with fresh_context() as ctx:
+        events = list(ingest([Document("a", "mem", "text", metadata={
+            "date": "2024-01-02", "created": created})], ctx=ctx))
+        (warning,) = [e for e in events if isinstance(e, DocumentWarning)]
+        assert "date: 2024-01-02" in warning.message and f"created: {created[:10]}" in warning.message
+        assert "is created's" in warning.message

@@ -437,7 +437,7 @@ def test_document_triples_and_dates(mem, tmp_path):
 
     assert _typed(_one(mem, _iri("created.md"), SCHEMA + "dateCreated"), "date") == "2023-02-03"
     assert _typed(_one(mem, _iri("stamped.md"), SCHEMA + "dateCreated"),
-                  "dateTime") == "2024-05-01T10:20:30"
+                  "dateTime") == "2024-05-01T10:20:30Z"  # no offset: UTC
     assert _objects(mem, _iri("plain.txt"), SCHEMA + "dateCreated") == []
     assert _typed(_one(mem, _iri("plain.txt"), SCHEMA + "name"), "string") == "plain.txt"
     assert _typed(_one(mem, _iri("heading.md"), SCHEMA + "name"), "string") == "Gamma rays"

@@ -99,7 +99,7 @@ def test_every_ingested_graph_conforms(exported, shapes):
     assert len(set(default.subjects(RDF.type, TRAILS.Document))) == 7  # 5 files + 2 records
     dated = set(default.objects(None, SCHEMA.dateCreated))
     assert {(str(d), d.datatype) for d in dated} == {("2024-05-01", XSD.date),
-                                                     ("2024-05-01T10:20:30", XSD.dateTime)}
+                                                     ("2024-05-01T10:20:30+00:00", XSD.dateTime)}
 
 
 def _valid_default(exported) -> rdflib.Graph:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from trails import retrieve
 from trails.errors import InvalidArgumentError
 from trails.ingest import Document, ingest_all
-from trails.ingest.minting import date_created
+from trails.ingest.dates import date_created
 from trails.testing import fresh_context
 from trails.testing.strategies import (
     FIRST_DATE,

@@ -24,9 +24,10 @@ import numpy.typing as npt
 import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.dates import date_problems
 from trails.ingest.document import Chunk, Document
 from trails.ingest.linking import Mention, ScopeLinker
-from trails.ingest.minting import check_base_iri, date_problems
+from trails.ingest.minting import check_base_iri
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
 from trails.vector.embedders.base import EmbedderIdentity, declared_price

@@ -48,7 +48,7 @@ __all__ = [
 EXPIRES_KEY = "expires"
 EXPIRES = "https://trails.dev/ns#expires"
 _FORMAT = ("a date (2025-01-31: expired from the start of that day, UTC) or a datetime with "
-           "an offset (2025-01-31T17:00:00+01:00)")
+           "an offset (2025-01-31T17:00:00+01:00), within the years 1 to 9999 in UTC")
 _PERIOD = re.compile(r"^P(\d{1,6})D$")
 # The expiries first, the type checked per expiry: written as one pattern, an on-disk graph
 # walked every document's type for each question (0.8 s at 20,000 documents, none expiring,
@@ -80,7 +80,11 @@ def utc_now(now: dt.datetime | None = None) -> dt.datetime:
     if now.utcoffset() is None:
         raise InvalidArgumentError(f"now={now.isoformat()} has no offset, so it names no "
                                    "moment; pass an aware datetime (datetime.now(UTC))")
-    return now.astimezone(dt.UTC)
+    try:
+        return now.astimezone(dt.UTC)
+    except OverflowError:  # 9999-12-31T23:00-12:00 is in the year 10000, UTC
+        raise InvalidArgumentError(f"now={now.isoformat()} lies outside the years 1 to 9999 "
+                                   "in UTC; pass a moment within them") from None
 
 
 def parse_expiry(value: object) -> dt.datetime:
@@ -109,7 +113,12 @@ def _moment(value: object) -> dt.datetime | None:
         except ValueError:
             return None
     if isinstance(value, dt.datetime):
-        return None if value.utcoffset() is None else value.astimezone(dt.UTC)
+        if value.utcoffset() is None:
+            return None
+        try:
+            return value.astimezone(dt.UTC)
+        except OverflowError:  # 0001-01-01T00:00+14:00 is in the year 0, UTC: no moment
+            return None
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     return None
@@ -155,12 +164,22 @@ def document_expiry(metadata: Mapping[str, Any], created: dt.date | None, scope:
                     retention: Mapping[str, str] | None) -> dt.datetime | None:
     """When a document expires (the earlier of its ``expires`` and its scope's rule counted
     from ``created``), or None. Values :func:`expiry_problem` refuses count as absent."""
-    found = [moment for moment in (_moment(metadata.get(EXPIRES_KEY)),) if moment is not None]
-    period = (retention or {}).get(scope)
-    base = _base(created)
-    if period is not None and base is not None:
-        found.append(base + dt.timedelta(days=retention_days(period)))
+    found = [moment for moment in (_moment(metadata.get(EXPIRES_KEY)),
+                                   _retained(created, (retention or {}).get(scope)))
+             if moment is not None]
     return min(found, default=None)
+
+
+def _retained(created: dt.date | None, period: str | None) -> dt.datetime | None:
+    """The end of a retention ``period`` counted from ``created``, or None: no rule, no date,
+    or an end past the year 9999 (no expiry Python can hold: the document outlives it)."""
+    base = _base(created)
+    if period is None or base is None:
+        return None
+    try:
+        return base + dt.timedelta(days=retention_days(period))
+    except OverflowError:
+        return None
 
 
 def _base(created: dt.date | None) -> dt.datetime | None:

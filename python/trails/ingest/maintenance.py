@@ -11,6 +11,7 @@ import pyoxigraph as ox
 
 from trails.audit import DeletionRecord, new_run_id
 from trails.audit.records import started_now
+from trails.ingest.dates import DATE_KEYS
 from trails.ingest.document import Chunk
 from trails.ingest.graph_updates import (
     OWNED_ON_CHUNKS,
@@ -23,7 +24,7 @@ from trails.ingest.graph_updates import (
     owned_document_deletes,
 )
 from trails.ingest.hand_checks import links_by_hand, types_by_hand
-from trails.ingest.minting import DATE_KEYS, MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.minting import MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
 from trails.ingest.writer import between_writes, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import re
@@ -14,6 +13,7 @@ import pyoxigraph as ox
 
 from trails.display.snippets import SNIPPET_CHARS  # what a stored snippet holds
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.dates import date_created
 from trails.ingest.document import Chunk, Document
 from trails.ingest.expiry import EXPIRES, document_expiry
 from trails.kg.sparql import META, PREFIXES, TRAILS
@@ -21,7 +21,7 @@ from trails.kg.terms import IRI, check_text, to_term
 from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = ["CHUNK_IRI", "CHUNK_PREDICATES", "MINTED", "MINTED_GRAPH", "SOURCE_FILE",
-           "check_base_iri", "chunk_iri", "chunk_nquads", "chunk_quads", "date_created",
+           "check_base_iri", "chunk_iri", "chunk_nquads", "chunk_quads",
            "doc_iri", "document_manifest", "document_nquads", "document_quads", "document_title",
            "expand_predicates", "metadata_predicate", "version_of"]
 
@@ -127,46 +127,6 @@ def version_of(document: Document, chunker_id: str, embedder_id: str) -> str:
 def chunk_iri(document_iri: str, version: str, position: int) -> str:
     """Chunk IRIs carry the version, so a changed document never reuses a chunk IRI."""
     return f"{document_iri}/v/{version}/c/{position}"
-
-
-DATE_KEYS = ("dateCreated", "created", "date")
-
-
-def date_problems(metadata: Mapping[str, Any]) -> list[str]:
-    """What is wrong with the date fields of ``metadata``: one message per value that is
-    not a date (the document then has no ``schema:dateCreated`` from it).
-
-    >>> date_problems({"date": "2024-13-45"})
-    ["date: '2024-13-45' is not a date; use ISO 8601 (2024-05-01 or 2024-05-01T10:20:30+00:00). It is kept as meta:date, and date filters will not see this document"]
-    >>> date_problems({"date": "2024-05-01", "title": "x"})
-    []
-    """
-    return [f"{key}: {metadata[key]!r} is not a date; use ISO 8601 (2024-05-01 or "
-            f"2024-05-01T10:20:30+00:00). It is kept as meta:{key}, and date filters will not "
-            "see this document"
-            for key in DATE_KEYS if key in metadata and metadata[key] is not None
-            and _as_date(metadata[key]) is None]
-
-
-def _as_date(value: Any) -> dt.date | dt.datetime | None:
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    return None
-
-
-def date_created(metadata: Mapping[str, Any]) -> dt.date | dt.datetime | None:
-    """``date``/``created``/``dateCreated`` from metadata, as a date or datetime (else None)."""
-    for key in DATE_KEYS:
-        found = _as_date(metadata.get(key))
-        if found is not None:
-            return found
-    return None
 
 
 def _terms(value: Any, prefixes: Mapping[str, str]) -> Iterator[ox.Literal | ox.NamedNode | ox.BlankNode | ox.Triple]:

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.ingest.dates import date_created
 from trails.ingest.document import Document
-from trails.ingest.minting import date_created, document_title
+from trails.ingest.minting import document_title
 
 __all__ = [
     "DOCUMENT_FIELDS",

@@ -26,6 +26,7 @@ from trails.ingest.checks import (
 from trails.ingest.chunkers import default_chunker
 from trails.ingest.chunking import chunker_id, chunking_of
 from trails.ingest.commits import Commits, Finished, Prepared, Write, chunks_of, ingested
+from trails.ingest.dates import date_created
 from trails.ingest.document import (
     Chunker,
     Document,
@@ -52,7 +53,6 @@ from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warn
 from trails.ingest.loaders import Source, load
 from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
-    date_created,
     doc_iri,
     document_manifest,
     version_of,

@@ -35,13 +35,15 @@ def to_term(value: Any) -> Term:
 
     ``IRI`` and pyoxigraph ``NamedNode`` -> IRI; ``str`` -> xsd:string; ``bool``, ``int``
     (of any size, exactly, and numpy's integers), ``float`` (NaN and infinities as xsd:double's
-    ``NaN``/``INF``/``-INF``), ``Decimal``, ``date``, ``datetime`` (with its offset, if any) and
-    ``time`` -> their XSD literals. pyoxigraph terms pass through unchanged.
+    ``NaN``/``INF``/``-INF``), ``Decimal``, ``date``, ``datetime`` (with its offset, if any;
+    in UTC when XSD cannot write the offset) and ``time`` -> their XSD literals. pyoxigraph
+    terms pass through unchanged.
 
     Raises:
         InvalidArgumentTypeError: a value of another type.
         InvalidArgumentError: an ``IRI`` that is not an absolute IRI, a string with a lone
-            surrogate (UTF-8 cannot hold it), or a NaN/infinite ``Decimal``.
+            surrogate (UTF-8 cannot hold it), a NaN/infinite ``Decimal``, or a datetime
+            whose offset XSD cannot write and whose instant lies outside UTC's years 1-9999.
     """
     if isinstance(value, (ox.NamedNode, ox.BlankNode, ox.Literal, ox.Triple)):
         return value
@@ -58,7 +60,7 @@ def to_term(value: Any) -> Term:
     if isinstance(value, Decimal):
         return ox.Literal(_decimal_lexical(value), datatype=ox.NamedNode(XSD + "decimal"))
     if isinstance(value, dt.datetime):
-        return ox.Literal(value.isoformat(), datatype=ox.NamedNode(XSD + "dateTime"))
+        return ox.Literal(_datetime_lexical(value), datatype=ox.NamedNode(XSD + "dateTime"))
     if isinstance(value, dt.date):
         return ox.Literal(value.isoformat(), datatype=ox.NamedNode(XSD + "date"))
     if isinstance(value, dt.time):
@@ -125,6 +127,26 @@ def _named_node(iri: str) -> ox.NamedNode:
         raise InvalidArgumentError(
             f"IRI({iri!r}) is not an absolute IRI ({exc}); write it as scheme:... with no "
             "spaces, quotes or <>{}|^` (percent-encode them)") from None
+
+
+_MAX_OFFSET = dt.timedelta(hours=14)
+
+
+def _datetime_lexical(value: dt.datetime) -> str:
+    """XSD writes an offset in whole minutes within ±14:00: a datetime with another (a
+    historical zone's local mean time, +00:19:32) is written as the same instant in UTC.
+
+    Raises:
+        InvalidArgumentError: that instant lies outside the years 1 to 9999 in UTC.
+    """
+    offset = value.utcoffset()
+    if offset is not None and (offset % dt.timedelta(minutes=1) or abs(offset) > _MAX_OFFSET):
+        try:
+            value = value.astimezone(dt.UTC)
+        except OverflowError:
+            raise InvalidArgumentError(f"{value.isoformat()} has an offset XSD cannot write, "
+                                       "and lies outside the years 1 to 9999 in UTC") from None
+    return value.isoformat()
 
 
 def _double_lexical(value: float) -> str:

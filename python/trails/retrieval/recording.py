@@ -186,8 +186,9 @@ def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
         scopes=list(call.scopes), levels=settings.levels_of(call.scopes),
         fusion=_name(call.fusion),
         steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
-        # A refused search may hold the `now` it was refused for (text that is no moment).
-        as_of=call.now.isoformat() if isinstance(call.now, dt.datetime) else None,
+        # A refused search may hold the `now` it was refused for (text that is no moment, a
+        # datetime without an offset); a moment is kept in UTC, as every record's time is.
+        as_of=_utc(call.now),
         plan=result.plan, candidates=result.candidates, exhaustive=result.exhaustive,
         filter_path=result.filter_path,
         fusion_weights=dict(result.fusion_weights) or None, notes=list(result.notes),
@@ -240,3 +241,16 @@ def _with_hits(result: RetrievalResult, hits: list[Any], run_id: str | None = No
                            query=result.query)
     copy.filter_path = result.filter_path
     return copy
+
+
+def _utc(now: object) -> str | None:
+    """``now`` as ISO 8601 UTC text when it names a moment in UTC's calendar; a datetime
+    without an offset as it was given (the search it belongs to was refused); else None."""
+    if not isinstance(now, dt.datetime):
+        return None
+    if now.utcoffset() is None:
+        return now.isoformat()
+    try:
+        return now.astimezone(dt.UTC).isoformat()
+    except OverflowError:  # refused too: outside the years 1 to 9999 in UTC
+        return now.isoformat()
