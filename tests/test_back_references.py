@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trails.ingest import Document, ingest_all
 from trails.testing import fresh_context
 from trails.vector import MockEmbedder, SqliteVecStore, retrieve
 
@@ -172,3 +173,26 @@ class _FixedEmbedder(MockEmbedder):
 
     def embed_batch(self, texts):
         return np.array([self._vector for _ in texts], dtype=np.float32)
+
+
+def test_deleting_a_document_removes_the_rows_that_stand_for_it_or_its_chunks():
+    """A row added under its own id with ``metadata["iri"]`` naming a chunk (or the document)
+    goes with the document: left behind, vector search kept returning the deleted chunk's IRI
+    and text, and ``verify`` saw nothing amiss. Rows standing for other resources stay."""
+    ctx = fresh_context(dim=16)
+    ingest_all([Document(id="a", source="a.md", text="The defendant was present at the scene."),
+                Document(id="b", source="b.md", text="A witness saw the bridge collapse.")],
+               ctx=ctx)
+    chunk = {h.document: h.iri for h in retrieve("scene", ctx=ctx, mode="vector", k=5)}
+    doc_a, doc_b = sorted(chunk)
+    vector = ctx.embedder.embed("the scene")
+    ctx.vectors.add("user-chunk", vector, {"iri": chunk[doc_a], "snippet": "deleted text"})
+    ctx.vectors.add("user-doc", vector, {"iri": doc_a, "snippet": "deleted text"})
+    ctx.vectors.add("user-other", vector, {"iri": chunk[doc_b], "snippet": "kept"})
+    ctx.vectors.add("user-plain", vector, {"snippet": "kept too"})
+    assert ctx.delete_document(doc_a)
+    assert sorted(ctx.vectors.all_ids()) == sorted([chunk[doc_b], "user-other", "user-plain"])
+    hits = retrieve("the scene", ctx=ctx, mode="vector", k=10)
+    assert {h.iri for h in hits} == {chunk[doc_b], "user-plain"}
+    assert "deleted text" not in {h.snippet for h in hits}
+    assert ctx.verify().ok

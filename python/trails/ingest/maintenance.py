@@ -35,6 +35,7 @@ from trails.kg.terms import IRI
 from trails.parts import Audited, ContextParts
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name
 from trails.vector.stores.base import DocumentVersion, versioned
+from trails.vector.stores.rows import live_rows, resolves_by_iri
 
 __all__ = ["VerifyReport", "delete_document", "delete_recorded", "record_deletion", "verify"]
 
@@ -383,7 +384,13 @@ def _delete_document(ctx: ContextParts, doc_iri: str, include_user_triples: bool
     chunk_scopes = [(c, scope) for c, (_, _, scope) in _graph_chunks(ctx.kg, doc_iri).items()]
     if before_removal is not None and (record or scopes or chunk_scopes):
         before_removal()
-    removed = store.delete_document(doc_iri)
+    # Rows added under other ids that stand for it or its chunks (metadata["iri"]) go first:
+    # a kill between leaves the document whole, for the next delete to finish.
+    chunks = {c for c, _ in chunk_scopes} | {r[0] for r in store.document_rows(doc_iri)}
+    referring = [id for id in live_rows(store, chunks | {doc_iri}) if id not in chunks] if (
+        resolves_by_iri(store)) else []
+    removed = store.delete_many(referring) if referring else 0
+    removed += store.delete_document(doc_iri)
     if include_user_triples:
         _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])
     else:
