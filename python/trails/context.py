@@ -299,8 +299,7 @@ class Context:
 
     def delete_document(self, iri: str, *, include_user_triples: bool = False,
                         caller: str | None = None) -> bool:
-        """Remove a document: its vectors (with the rows whose ``metadata["iri"]`` names it
-        or one of its chunks) and the triples trails wrote about it and its chunks.
+        """Remove a document: its vectors and the triples trails wrote about it and its chunks.
 
         Triples you added about the document survive (ADR 0012) unless
         ``include_user_triples=True``. Returns False when there was no such document. The

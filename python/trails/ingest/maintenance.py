@@ -362,7 +362,8 @@ def _delete_subjects(ctx: ContextParts, subjects: list[tuple[str, str]],
 
 def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bool = False,
                     before_removal: Callable[[], object] | None = None) -> bool:
-    """Remove a document: vectors first (retrieval stops seeing it), then the chunk and
+    """Remove a document: vectors first (retrieval stops seeing it; rows whose
+    ``metadata["iri"]`` names it or one of its chunks under another id too), then the chunk and
     document triples trails wrote in its scope (ADR 0012). Triples others added about it
     survive unless ``include_user_triples``, which removes every triple whose subject is the
     document or one of its chunks. Returns False if nothing was found.
