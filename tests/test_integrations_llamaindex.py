@@ -130,3 +130,19 @@ def test_an_engine_error_reaches_the_caller_unchanged():
         retriever.retrieve("anything")
     with pytest.raises(ConfigurationError, match="is closed; open it again"):
         asyncio.run(retriever.aretrieve("anything"))
+
+
+def test_two_rows_standing_for_one_chunk_are_two_nodes(corpus):
+    """A row added under its own id with ``metadata["iri"]`` naming an ingested chunk is a
+    second hit for that IRI: LlamaIndex keeps one node per ``id_``, so the second node gets
+    the IRI and its place among the IRI's hits (``<iri> (2)``) and is not dropped."""
+    retriever = VectorRetriever(corpus, k=len(DOCS) + 1)
+    chunk = retriever.retrieve("graph")[0].iri
+    corpus.vectors.add("user-row", corpus.embedder.embed("graph"),
+                       {"iri": chunk, "text": "a note on the chunk"})
+    hits = retriever.retrieve("graph")
+    nodes = TrailsLlamaRetriever(retriever).retrieve("graph")
+    assert [n.node.metadata["iri"] for n in nodes] == [h.iri for h in hits]
+    assert [n.node.text for n in nodes].count("a note on the chunk") == 1
+    ids = [n.node.id_ for n in nodes]
+    assert len(set(ids)) == len(ids) and chunk in ids and f"{chunk} (2)" in ids

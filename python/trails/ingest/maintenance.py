@@ -388,9 +388,10 @@ def _delete_document(ctx: ContextParts, doc_iri: str, include_user_triples: bool
     # Rows added under other ids that stand for it or its chunks (metadata["iri"]) go first:
     # a kill between leaves the document whole, for the next delete to finish.
     chunks = {c for c, _ in chunk_scopes} | {r[0] for r in store.document_rows(doc_iri)}
-    referring = [id for id in live_rows(store, chunks | {doc_iri}) if id not in chunks] if (
-        resolves_by_iri(store)) else []
-    removed = store.delete_many(referring) if referring else 0
+    rows = ctx.vectors  # the same store, as a VectorStore
+    referring = [id for id in live_rows(rows, chunks | {doc_iri}) if id not in chunks] if (
+        resolves_by_iri(rows)) else []
+    removed = rows.delete_many(referring) if referring else 0
     removed += store.delete_document(doc_iri)
     if include_user_triples:
         _delete_subjects(ctx, chunk_scopes + [(doc_iri, s) for s in (scopes or {DEFAULT_SCOPE})])

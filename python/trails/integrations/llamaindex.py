@@ -7,7 +7,8 @@
 ...     TrailsLlamaRetriever(HybridRetriever(ctx, k=4)).retrieve("anything")
 []
 
-Each result is a ``NodeWithScore``: a ``TextNode`` whose ``id_`` is the chunk's IRI, whose
+Each result is a ``NodeWithScore``: a ``TextNode`` whose ``id_`` is the chunk's IRI (``<iri> (2)``
+for a second hit of it: another row whose ``metadata["iri"]`` names it), whose
 ``text`` is the chunk's full text and whose ``metadata`` is the hit's provenance (``iri``,
 ``score``, ``components``, ``document``, ``source``, ``title``, ``date``, ``run_id``:
 :mod:`trails.integrations.hits`), with the hit's score (None in graph mode). The provenance
@@ -16,6 +17,9 @@ stays out of what LlamaIndex sends to models (``excluded_llm_metadata_keys``,
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
 
 from trails._lazy import require
 
@@ -27,6 +31,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from trails.integrations import hits
+from trails.records import RetrievalHit
 from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
 
@@ -38,12 +43,23 @@ _MACHINE_KEYS = ["iri", "score", "components", "document", "run_id", "admitted_b
 
 def to_nodes(found: hits.Retrieved) -> list[NodeWithScore]:
     """LlamaIndex nodes for a trails search's hits, in rank order."""
-    return [NodeWithScore(node=TextNode(id_=hit.iri, text=text,
+    return [NodeWithScore(node=TextNode(id_=node_id, text=text,
                                         metadata=hits.hit_metadata(hit, found.run_id),
                                         excluded_llm_metadata_keys=list(_MACHINE_KEYS),
                                         excluded_embed_metadata_keys=list(_MACHINE_KEYS)),
                           score=hit.score)
-            for hit, text in zip(found.hits, found.texts)]
+            for hit, text, node_id in zip(found.hits, found.texts, _node_ids(found.hits))]
+
+
+def _node_ids(found: Sequence[RetrievalHit]) -> list[str]:
+    """Each hit's IRI, the n-th hit of an IRI met before as ``<iri> (n)``: LlamaIndex keeps
+    one node per id, and rows standing for one IRI (``metadata["iri"]``) are distinct hits."""
+    seen: Counter[str] = Counter()
+    ids = []
+    for hit in found:
+        seen[hit.iri] += 1
+        ids.append(hit.iri if seen[hit.iri] == 1 else f"{hit.iri} ({seen[hit.iri]})")
+    return ids
 
 
 class TrailsLlamaRetriever(BaseRetriever):
