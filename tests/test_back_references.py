@@ -196,3 +196,25 @@ def test_deleting_a_document_removes_the_rows_that_stand_for_it_or_its_chunks():
     assert {h.iri for h in hits} == {chunk[doc_b], "user-plain"}
     assert "deleted text" not in {h.snippet for h in hits}
     assert ctx.verify().ok
+
+
+def test_a_row_standing_for_an_ingested_chunk_has_the_chunks_document_and_span():
+    """``hit.document`` and ``hit.span`` of a row added under its own id with
+    ``metadata["iri"]`` naming an ingested chunk are the chunk's (they were None), in every
+    mode that returns it; a row named by a non-IRI id keeps none."""
+    ctx = fresh_context(dim=16)
+    ingest_all([Document(id="a", source="a.md", title="A", text="The defendant was there.")],
+               ctx=ctx)
+    [own] = retrieve("defendant", ctx=ctx, mode="vector", k=5)
+    vector = ctx.embedder.embed("defendant")
+    ctx.vectors.add("user-row", vector, {"iri": own.iri, "text": "a note on it"})
+    ctx.vectors.add("vec-9", vector, {"text": "a row of no chunk"})
+    only = f"SELECT ?iri WHERE {{ VALUES ?iri {{ <{own.iri}> }} }}"
+    for mode, flt in [("vector", None), ("hybrid", only)]:
+        hits = retrieve("defendant", ctx=ctx, mode=mode, k=5, sparql_filter=flt)
+        [note] = [h for h in hits if h.snippet == "a note on it"]
+        assert (note.iri, note.document, note.span, note.title) == (
+            own.iri, own.document, own.span, "A")
+    [plain] = [h for h in retrieve("defendant", ctx=ctx, mode="vector", k=5)
+               if h.iri == "vec-9"]
+    assert (plain.document, plain.span) == (None, None)

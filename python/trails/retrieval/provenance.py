@@ -34,6 +34,7 @@ def complete_provenance(result: RetrievalResult, kg: KnowledgeGraph,
     Raises:
         SparqlError, StorageError: the graph cannot be read.
     """
+    _complete_chunks(result, kg, scopes)
     wanting = {str(hit.metadata["doc_iri"]) for hit in result
                if hit.metadata.get("doc_iri")
                and any(f not in hit.metadata for f in DOCUMENT_FIELDS)}
@@ -45,6 +46,36 @@ def complete_provenance(result: RetrievalResult, kg: KnowledgeGraph,
         if fields is not None and any(f not in hit.metadata for f in DOCUMENT_FIELDS):
             result[i] = dataclasses.replace(hit, metadata={**fields, **hit.metadata})
     return result
+
+
+def _complete_chunks(result: RetrievalResult, kg: KnowledgeGraph,
+                     scopes: Sequence[str]) -> None:
+    """Give a hit whose row names an ingested chunk by ``metadata["iri"]`` under another id
+    (and holds no ``doc_iri``) the chunk's document and offsets, as the chunk's own row has."""
+    chunks = sorted({str(_node(hit.iri)) for hit in result
+                     if not hit.metadata.get("doc_iri") and _node(hit.iri) is not None})
+    found: dict[str, dict[str, object]] = {}
+    for start in range(0, len(chunks), WINDOW):
+        values = " ".join(chunks[start : start + WINDOW])
+        for row in select(kg, f"SELECT ?c ?doc ?start ?end WHERE {{ VALUES ?c {{ {values} }}"
+                              " ?c a trails:Chunk ; schema:isPartOf ?doc . OPTIONAL {"
+                              " ?c trails:startOffset ?start ; trails:endOffset ?end } }",
+                          scopes=list(scopes)).raw:
+            fields: dict[str, object] = {"doc_iri": row["doc"].value}
+            if row.get("start") is not None and row.get("end") is not None:
+                fields |= {"start": int(row["start"].value), "end": int(row["end"].value)}
+            found.setdefault(row["c"].value, fields)
+    for i, hit in enumerate(result):
+        if hit.iri in found and not hit.metadata.get("doc_iri"):
+            result[i] = dataclasses.replace(hit, metadata={**hit.metadata, **found[hit.iri]})
+
+
+def _node(iri: str) -> ox.NamedNode | None:
+    """``iri`` as a graph IRI; None when it is not one (a row's id: ``vec-0``)."""
+    try:
+        return ox.NamedNode(iri)
+    except ValueError:
+        return None
 
 
 def _document_fields(kg: KnowledgeGraph, documents: list[str], scopes: Sequence[str]
