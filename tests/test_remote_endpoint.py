@@ -3,6 +3,7 @@ retrieval, an outage in the middle of an ingest, a hanging endpoint, HTTP errors
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.server
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import ClassVar
 
 import pyoxigraph as ox
@@ -196,6 +198,20 @@ def test_a_refused_connection_is_endpoint_unavailable():
         kg.update("CLEAR DEFAULT")
 
 
+@contextlib.contextmanager
+def _serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A loopback HTTP server answering with ``handler`` while the block runs; its port."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 class _Canned(http.server.BaseHTTPRequestHandler):
     status = 503
     body = b"the store is overloaded"
@@ -225,19 +241,13 @@ class _Canned(http.server.BaseHTTPRequestHandler):
 ])
 def test_http_errors(status, error, words):
     handler = type("Handler", (_Canned,), {"status": status})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+    with _serving(handler) as port:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
         with pytest.raises(error, match=words):
             kg.query("ASK {}", scopes=["a"])
         with pytest.raises(error, match=words):
             kg.update("CLEAR DEFAULT")
         kg.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.mark.parametrize(("media", "body"), [
@@ -246,20 +256,14 @@ def test_http_errors(status, error, words):
     ("", b"ok")])
 def test_an_answer_that_is_no_answer_is_refused_as_the_endpoints_fault(media, body):
     handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+    with _serving(handler) as port:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
         # Not a SparqlError: the query is fine, the endpoint (or what stands in front) is not.
         with pytest.raises(EndpointRefusedError, match="names a SPARQL endpoint") as failure:
             kg.select_iris("SELECT ?s WHERE { ?s ?p ?o }", scopes=["a"])
         assert not isinstance(failure.value, SparqlError)
         assert isinstance(failure.value, ConfigurationError)
         kg.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.mark.parametrize(("media", "body", "query"), [
@@ -273,18 +277,12 @@ def test_an_answer_that_is_no_answer_is_refused_as_the_endpoints_fault(media, bo
     ("application/n-triples", b"", "ASK { ?s ?p ?o }")])
 def test_an_answer_of_another_kind_than_the_query_asks_is_refused(media, body, query):
     handler = type("Handler", (_Canned,), {"status": 200, "body": body, "media": media})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        kg = SparqlEndpointGraph(f"http://127.0.0.1:{httpd.server_address[1]}/query", timeout=2.0)
+    with _serving(handler) as port:
+        kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
         # Was returned as it came: solutions for a CONSTRUCT, a list of triples for a SELECT.
         with pytest.raises(EndpointRefusedError, match=f"answered an? {query.split()[0]} query"):
             kg.query(query, scopes=["a"])
         kg.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 class _Recording(_Canned):
@@ -303,11 +301,7 @@ class _Recording(_Canned):
 def test_credentials_in_the_url_are_sent_and_never_shown(status, tmp_path, monkeypatch):
     handler = type("Handler", (_Recording,), {"status": status, "seen": [],
                                               "body": b"<html>no</html>"})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    port = httpd.server_address[1]
-    try:
+    with _serving(handler) as port:
         kg = SparqlEndpointGraph(f"http://ann:s%40cret@127.0.0.1:{port}/query", timeout=2.0,
                                  resilience=Resilience(attempts=1))
         calls = [lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")]
@@ -321,9 +315,6 @@ def test_credentials_in_the_url_are_sent_and_never_shown(status, tmp_path, monke
         shown = [repr(kg), kg.query_url, kg.update_url, str(kg.recorded_settings(tmp_path))]
         assert not any("cret" in text or "ann" in text for text in shown), shown
         kg.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 class _Redirecting(_Canned):
@@ -345,11 +336,7 @@ class _Redirecting(_Canned):
     (308, "http://127.0.0.1:{port}/sparql/")])  # a relative Location, resolved
 def test_a_redirect_is_a_configuration_error_naming_where_to(status, target):
     handler = type("Handler", (_Redirecting,), {"status": status})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        port = httpd.server_address[1]
+    with _serving(handler) as port:
         kg = SparqlEndpointGraph(f"http://127.0.0.1:{port}/query", timeout=2.0)
         for call in (lambda: kg.query("ASK {}", scopes=["a"]), lambda: kg.update("CLEAR DEFAULT")):
             # Not "unavailable, retry later": the URL is wrong, and trying again never helps.
@@ -357,9 +344,6 @@ def test_a_redirect_is_a_configuration_error_naming_where_to(status, target):
                 call()
             assert f"HTTP {status}" in str(failure.value)
         kg.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_a_union_default_graph_server_cannot_confine_the_default_scope():
