@@ -229,3 +229,10 @@ def test_a_plain_comparison_of_an_iri_with_a_string_still_says_so(held):
                       bindings={"x": "K"})
     (note,) = [n for n in result.notes if "nothing could" in n]
     assert "?v holds IRI values" in note
+
+
+def test_a_name_sharing_only_its_namespace_is_no_suggestion(ctx):
+    """meta:secretcod is not meta:code misspelt: the namespace they share is no likeness."""
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=TYPO % "meta:secretcod ?v")
+    (note,) = [n for n in result.notes if "in no triple" in n]
+    assert "did you mean" not in note and note.endswith("and the scopes searched")

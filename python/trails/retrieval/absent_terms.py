@@ -51,7 +51,7 @@ def absent_term_notes(kg: KnowledgeGraph, sparql_filter: str,
             continue
         if near is None:
             near = _near_names(kg, scopes)
-        close = difflib.get_close_matches(iri, near, n=1, cutoff=0.85)
+        close = _closest(iri, near)
         where = (f"the scope{'s' if len(scopes) > 1 else ''} {', '.join(scopes)}" if scopes
                  else "the graph")
         notes.append(f"nothing matched: {term} is in no triple of {where}"
@@ -93,6 +93,23 @@ def _near_names(kg: KnowledgeGraph, scopes: Sequence[str] | None) -> list[str]:
     except Exception:  # noqa: BLE001 - no sample, no suggestion
         return []
     return sorted({str(r[k]) for r in rows for k in ("p", "t") if r[k] is not None})
+
+
+def _closest(iri: str, names: list[str]) -> list[str]:
+    """The name nearest ``iri``: by local name among those of its namespace (a shared
+    namespace would make any two of them look alike), else by the whole IRI."""
+    space, local = _split(iri)
+    locals_ = {_split(name)[1]: name for name in names if _split(name)[0] == space}
+    close = difflib.get_close_matches(local, list(locals_), n=1, cutoff=0.75)
+    if close:
+        return [locals_[close[0]]]
+    return difflib.get_close_matches(iri, [n for n in names if _split(n)[0] != space], n=1,
+                                     cutoff=0.85)
+
+
+def _split(iri: str) -> tuple[str, str]:
+    cut = max(iri.rfind("#"), iri.rfind("/")) + 1
+    return iri[:cut], iri[cut:]
 
 
 def _short(iri: str) -> str:
