@@ -38,7 +38,8 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.kg.column_files import ColumnFiles, Kept
-from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
+from trails.kg.column_plans import ColumnPlan, column_plan
+from trails.kg.planning import RDF_TYPE, Other, Triple
 from trails.kg.reserved import AUDIT_GRAPH_IRI
 
 __all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "keepable", "read_rows"]
@@ -49,9 +50,6 @@ COLUMN_ROWS = 5_000_000
 # Patterns that join the documents' values (a taxonomy) may select this many values at most.
 SATELLITE_ROWS = 100_000
 _VALUE = "urn:trails:value"
-# EXISTS or NOT EXISTS anywhere in a FILTER (a graph pattern inside it).
-_EXISTS = re.compile(r"\bEXISTS\b", re.IGNORECASE)
-_NOT_EXISTS = re.compile(r"^FILTER\s+NOT\s+EXISTS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
 
 Term = ox.NamedNode | ox.Literal | ox.BlankNode
 # (query text, scopes) -> TSV bytes of its solutions, as the graph's own serialiser writes them
@@ -231,7 +229,7 @@ class FilterIndex:
         """The IRIs ``SELECT ?variable WHERE { items }`` selects (bindings ``terms``; the
         items' prefixed names resolved with ``prefixes``), or None when the group is not one
         this index answers (then nothing was decided)."""
-        plan = _plan(variable, items, terms, prefixes)
+        plan = column_plan(variable, items, terms, prefixes)
         if plan is None:
             return None
         constants = self._constants(plan, prologue, terms)
@@ -265,7 +263,7 @@ class FilterIndex:
                 self._iri_array = np.concatenate([self._iri_array, added])
             return self._iri_array
 
-    def _constants(self, plan: _Plan, prologue: str,
+    def _constants(self, plan: ColumnPlan, prologue: str,
                    terms: Mapping[str, Term],
                    ) -> dict[str, str] | None:
         """Each constant object (as written) and bound variable as Oxigraph writes it in TSV,
@@ -289,7 +287,7 @@ class FilterIndex:
         keys = [*written, *(f"?{name}" for name in bound)]
         return dict(zip(keys, rows[0]))
 
-    def _pattern(self, pattern: Triple, plan: _Plan, prologue: str, constants: dict[str, str],
+    def _pattern(self, pattern: Triple, plan: ColumnPlan, prologue: str, constants: dict[str, str],
                  terms: Mapping[str, Term],
                  ) -> np.ndarray | None:
         """The subject codes one pattern on the document variable admits."""
@@ -316,7 +314,7 @@ class FilterIndex:
         return column.subjects_with(_passing(column, name, conditions, prologue,
                                              self._prefixes, terms))
 
-    def _satellite(self, name: str, plan: _Plan, prologue: str,
+    def _satellite(self, name: str, plan: ColumnPlan, prologue: str,
                    terms: Mapping[str, Term],
                    ) -> set[str] | None:
         """The values of ``?name`` the patterns beyond the documents select (None: too many)."""
@@ -348,102 +346,3 @@ def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: s
     data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
     prefix = len(_VALUE) + 2  # "<" + value IRI + "#"
     return np.array([int(row[0][prefix:-1]) for row in tsv_rows(data)], dtype=np.int64)
-
-
-@dataclass
-class _Plan:
-    patterns: list[Triple]  # the document variable's patterns (subject), all must hold
-    absent: list[Triple]  # FILTER NOT EXISTS { one such pattern }
-    conditions: dict[str, list[Other]]  # value variable -> the FILTERs on it alone
-    satellites: dict[str, list[Triple | Other]]  # value variable -> patterns that join it
-
-
-def _plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
-          prefixes: Mapping[str, str]) -> _Plan | None:
-    """How the group splits into the document variable's patterns, the FILTERs on their
-    values and the patterns beyond; None for any other shape."""
-    if variable in terms:
-        return None
-    mine = [i for i in items if isinstance(i, Triple) and variable in i.variables]
-    others = [i for i in items if i not in mine]
-    if not mine or any(not _simple(t, variable) for t in mine):
-        return None
-    value_of = {t.object[1:]: t for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms}
-    if len(value_of) != sum(1 for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms):
-        return None  # one variable as the value of two patterns: a join, not a column test
-    plan = _Plan([], [], {}, {})
-    plan.patterns = list(mine)
-    loose = []
-    for item in others:
-        if isinstance(item, Other) and item.kind == "filter":
-            absent = _absent(item, variable, prefixes)
-            if absent is not None:
-                if _correlated(absent, item, others, value_of, terms):
-                    return None
-                plan.absent.append(absent)
-                continue
-            free = item.variables - set(terms)
-            if variable in item.variables or len(free) != 1 or _EXISTS.search(item.text):
-                return None  # an EXISTS reads the graph: the values alone cannot answer it
-            (name,) = free
-            if name in value_of:
-                plan.conditions.setdefault(name, []).append(item)
-                continue
-        loose.append(item)
-    if not _satellites(loose, value_of, plan, terms):
-        return None
-    if any(name in plan.satellites for name in plan.conditions):
-        return None
-    return plan
-
-
-def _correlated(absent: Triple, item: Other, others: Sequence[Triple | Other],
-                value_of: Mapping[str, Triple], terms: Mapping[str, object]) -> bool:
-    """Whether ``FILTER NOT EXISTS { ?doc P ?x }`` (``item``) shares ``?x`` with the rest of
-    the group (then it is no test of ``P`` alone)."""
-    name = absent.object[1:]
-    if absent.object[:1] not in "?$" or name in terms:
-        return False
-    return name in value_of or any(name in o.variables for o in others if o is not item)
-
-
-def _satellites(loose: list[Triple | Other], value_of: Mapping[str, Triple], plan: _Plan,
-                terms: Mapping[str, object]) -> bool:
-    """Group the patterns beyond the documents by the one value variable each joins; False
-    when a part joins none or several of them, or is not a triple pattern or FILTER."""
-    parts: list[tuple[set[str], list[Triple | Other]]] = []
-    for item in loose:
-        if isinstance(item, Other) and item.kind != "filter":
-            return False
-        names = set(item.variables) - set(terms)
-        joined_names, members = set(names), [item]
-        for part in [p for p in parts if p[0] & names]:
-            parts.remove(part)
-            joined_names |= part[0]
-            members += part[1]
-        parts.append((joined_names, members))
-    for names, group in parts:
-        joined = names & set(value_of)
-        if len(joined) != 1 or not any(isinstance(i, Triple) for i in group):
-            return False
-        plan.satellites[joined.pop()] = group
-    return True
-
-
-def _simple(triple: Triple, variable: str) -> bool:
-    """``?variable <predicate> object`` with one predicate IRI and the variable nowhere else."""
-    return (triple.subject[1:] == variable and triple.subject[:1] in "?$"
-            and triple.predicate is not None and not (triple.object[:1] in "?$"
-                                                       and triple.object[1:] == variable))
-
-
-def _absent(item: Other, variable: str, prefixes: Mapping[str, str]) -> Triple | None:
-    """The pattern of ``FILTER NOT EXISTS { ?variable <P> object }``, or None."""
-    match = _NOT_EXISTS.match(item.text.strip())
-    if match is None:
-        return None
-    inner = parse_filter(f"SELECT ?{variable} WHERE {{ {match['body']} }}", prefixes)
-    if inner is None or len(inner.items) != 1 or not isinstance(inner.items[0], Triple):
-        return None
-    triple = inner.items[0]
-    return triple if _simple(triple, variable) else None

@@ -30,10 +30,13 @@ from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGraph, select
 from trails.kg.bindings import check_bindings, check_bindings_used
 from trails.kg.column_files import ColumnFiles
+from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.filter_index import FilterIndex
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
 from trails.kg.planning import (
     ESTIMATE_CAP,
+    IS_PART_OF,
+    RDF_TYPE,
     FilterShape,
     Lift,
     Triple,
@@ -41,7 +44,7 @@ from trails.kg.planning import (
     parse_filter,
     reorder,
 )
-from trails.kg.sparql import check_filter
+from trails.kg.sparql import TRAILS, check_filter
 from trails.kg.variables import check_bound
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
@@ -56,6 +59,11 @@ log = logging.getLogger("trails.retrieve")
 # Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
 CACHED_FILTERS = 64
 CACHED_IRIS = 1_000_000
+# Predicates on every chunk: a column of one is a row per chunk, which the graph's own indexes
+# answer faster on a first run.
+_CHUNK_PREDICATES = frozenset({IS_PART_OF, *("https://schema.org/" + p for p in ("text", "position")), *(
+    TRAILS + p for p in ("startOffset", "endOffset", "version", "mentions", "hasMention"))})
+_CHUNK = TRAILS + "Chunk"
 # The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
 _COUNT_LINKS, _COUNT_CHUNKS, _COUNT_TYPED_TARGETS = (
     count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS))
@@ -158,6 +166,8 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     bound = set((bindings or {}).keys())
+    if documents:  # the answer is a set of candidates: the planner's forms of the same set
+        shape = equivalent_form(shape, bound)
     lifted = lift_to_documents(shape, bound) if documents else None
     why = ""  # why a filter that could be lifted is not
     if lifted is not None and (refused := _links_refusal(graph)) is not None:
@@ -170,6 +180,10 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         if indexed is not None:
             path.append("documents-columns")
             return indexed
+    if lifted is None and documents and (own := _own_columns(graph, generation, shape, terms,
+                                                             scopes)) is not None:
+        path.append(f"columns{why}")
+        return own
     variable, items = ((lifted.variable, lifted.items) if lifted is not None
                        else (shape.variable, list(shape.items)))
     order = reorder(shape, lambda triple: _estimate(graph, shape, triple, terms), bound, items)
@@ -206,6 +220,39 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
     documents = DocumentIris(found)
     documents.generation = generation
     return documents
+
+
+def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
+                 terms: Mapping[str, Any], scopes: Sequence[str] | None,
+                 ) -> tuple[str, ...] | None:
+    """The IRIs of a filter that tests its own variable's properties (``SELECT ?doc WHERE {
+    ?doc schema:dateCreated ?d ... }``: documents, or any resource a user described) from
+    the graph's columns, as a set; None when the shape is not one they answer, or would read
+    a column of every chunk (chunks' own predicates: the graph's indexes answer those)."""
+    if not isinstance(graph, TsvGraph) or (getattr(graph, "read_only", False)
+                                          and not view_current(graph)):
+        return None
+    own = [t for t in shape.items if isinstance(t, Triple) and shape.variable in t.variables]
+    if any(t.predicate in _CHUNK_PREDICATES or (t.predicate == RDF_TYPE and _named(
+            t.object, shape.prefixes) == _CHUNK) for t in own):
+        return None
+    index = _index(graph, generation, scopes)
+    try:
+        found = index.documents(shape.variable, shape.items, shape.prologue, shape.prefixes,
+                                terms)
+    except SparqlError as exc:  # the index must not cost the caller the answer
+        log.warning("the filter index failed (%s); the graph answers", exc)
+        return None
+    # Nothing found: the graph answers (a filter selecting only blank nodes is an error there).
+    return tuple(found) if found else None
+
+
+def _named(term: str, prefixes: Mapping[str, str]) -> str:
+    """The IRI ``term`` names as written (``<...>`` or a prefixed name), else the text."""
+    if term[:1] == "<":
+        return term[1:-1]
+    prefix, colon, local = term.partition(":")
+    return prefixes[prefix] + local if colon and prefix in prefixes else term
 
 
 def _index(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None,
