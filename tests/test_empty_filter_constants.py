@@ -117,3 +117,34 @@ def test_a_constant_of_the_values_type_never_raises_the_note(ctx, case, operator
     test = f"{constant} {operator} ?v" if flipped else f"?v {operator} {constant}"
     result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % (predicate, test))
     assert _noted(result) == []
+
+
+# -- literals a triple pattern asks for -----------------------------------------------------
+
+PATTERN = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc %s }"
+
+
+@pytest.mark.parametrize(("pattern", "held", "instead"), [
+    ('meta:jurisdiction "EU"@en', "meta:jurisdiction holds string values", '"EU" in its place'),
+    ('schema:dateCreated "2024-05-01"', "schema:dateCreated holds xsd:date values",
+     '"2024-05-01"^^xsd:date in its place'),
+    ('meta:pages "12" .', "meta:pages holds number values", "12 in its place"),
+])
+def test_a_pattern_literal_of_a_type_the_predicate_never_holds_is_named(ctx, pattern, held,
+                                                                       instead):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=PATTERN % pattern)
+    assert len(result) == 0
+    (note,) = _noted(result)
+    assert note.startswith(f"nothing matched, and nothing could: {held}") and instead in note
+
+
+@pytest.mark.parametrize("pattern", [
+    'meta:jurisdiction "US"',  # a string, as the values are: merely none
+    'schema:dateCreated "2031-01-01"^^xsd:date',
+    'meta:code "none" OPTIONAL { ?doc meta:pages "12" }',
+    'meta:code "none" MINUS { ?doc schema:dateCreated "2024-05-01" }',
+    'schema:name "meta:pages \\"12\\""',
+])
+def test_a_pattern_literal_of_the_predicates_type_or_not_required_gives_no_note(ctx, pattern):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=PATTERN % pattern)
+    assert len(result) == 0 and _noted(result) == []

@@ -42,6 +42,9 @@ _CONSTANT = (rf"(?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^\s*(?:<[^<>\s]*>
              rf"|(?:<[^<>\s]*>|{_PNAME})(?:\s*\(\s*(?:{STRING})\s*\))?")
 _COMPARISON = re.compile(rf"([?$]\w+|{_CONSTANT})\s*(<=|>=|!=|=|<|>)\s*([?$]\w+|{_CONSTANT})"
                          r"(?=\s*(?:\)|&&|$))")
+_LITERAL = re.compile(rf"(?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^\s*(?:<[^<>\s]*>|{_PNAME}))?")
+# A predicate, then a literal (a string, typed or tagged) as its object.
+_PATTERN_LITERAL = re.compile(rf"(?<![\w?$:.%-])(<[^<>\s]*>|{_PNAME})\s+([\"'])")
 _WHOLE_TEST = re.compile(r"(?:\(|&&)\s*$")
 _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
@@ -107,7 +110,48 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
                      f"{shown} values; write "
                      + (f"{instead} in its place" if instead else
                         f"a constant of the type ?{variable} holds") + hint)
-    return notes
+    return notes + _pattern_notes(kg, sparql_filter, code, scopes)
+
+
+def _pattern_notes(kg: KnowledgeGraph, text: str, code: str,
+                   scopes: Sequence[str] | None) -> list[str]:
+    """A note for each literal a required triple pattern gives a predicate (``?doc
+    meta:pages "12"``) of a type none of the predicate's first values has: a pattern matches
+    the very term, so ``"12"`` never matches ``12``, nor ``"EU"@en`` ``"EU"``."""
+    body = _SELECT.search(code)
+    if body is None:
+        return []
+    opaque = {m.start() for m in _OPAQUE.finditer(text)}
+    notes = []
+    for match in _PATTERN_LITERAL.finditer(text, body.start()):
+        predicate, at = match.group(1), match.start(2)
+        if (at not in opaque or not _read_as_code(predicate, match.start(), code, opaque)
+                or not required(code, body.start(), match.start())):
+            continue
+        literal = _LITERAL.match(text, at)
+        if literal is None or not re.match(r"\s*[.;,}]", text[literal.end():]):
+            continue
+        try:
+            prologue = text[:body.start()]
+            values = [row.get("v") for row in select(
+                kg, f"{prologue}\nSELECT ?v WHERE {{ ?s {predicate} ?v }} LIMIT {_VALUES_READ}",
+                scopes=scopes).raw]
+            term = _constant(kg, prologue, literal.group(), scopes)
+        except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
+            continue
+        found = {_kind(v) for v in values if v is not None}
+        kinds, bound = {k for k in found if k is not None}, _kind(term)
+        if not kinds or bound is None or bound in kinds or len(kinds) < len(found):
+            continue
+        shown = " and ".join(sorted(_name(k) for k in kinds))
+        sample = next(v for v in values if v is not None)
+        instead = _instead(term, min(kinds) if len(kinds) == 1 else "", sample)
+        notes.append(
+            f"nothing matched, and nothing could: {predicate} holds {shown} values (the first "
+            f"{len(values)} read, such as {_written(sample)}), and the pattern asks for "
+            f"{literal.group()}, {_a(_name(bound))}, which is never one of them; write "
+            + (f"{instead} in its place" if instead else f"a {shown} value in its place"))
+    return list(dict.fromkeys(notes))
 
 
 def _compared(text: str, code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
