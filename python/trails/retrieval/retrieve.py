@@ -31,6 +31,7 @@ from trails.retrieval.degraded import (
     keyword_fallback,
 )
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
+from trails.retrieval.graph_clauses import graph_notes
 from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
@@ -284,12 +285,14 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?
 def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
                bindings: Mapping[str, Any] | None, scopes: list[str],
                iris: Sequence[str] | None) -> list[str]:
-    """For a filter that selected nothing: the terms it names that the scopes never hold
-    (retrieval/absent_terms.py), a binding whose type the values it is compared with never
-    take (retrieval/mismatched.py)."""
+    """For a filter that selected nothing: a GRAPH clause no graph of the scopes can match
+    (retrieval/graph_clauses.py), the terms it names that the scopes never hold
+    (retrieval/absent_terms.py), a binding or constant whose type the values it is compared
+    with never take (retrieval/mismatched.py)."""
     if graph is None or iris is None or iris or not sparql_filter:
         return []
-    return [*absent_term_notes(graph, sparql_filter, scopes),
+    return [*graph_notes(graph, sparql_filter, bindings, scopes),
+            *absent_term_notes(graph, sparql_filter, scopes),
             *mismatch_notes(graph, sparql_filter, bindings, scopes)]
 
 
