@@ -128,7 +128,7 @@ PATTERN = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc %s }"
     ('meta:jurisdiction "EU"@en', "meta:jurisdiction holds string values", '"EU" in its place'),
     ('schema:dateCreated "2024-05-01"', "schema:dateCreated holds xsd:date values",
      '"2024-05-01"^^xsd:date in its place'),
-    ('meta:pages "12" .', "meta:pages holds number values", "12 in its place"),
+    ('meta:pages "12" .', "meta:pages holds xsd:integer values", "12 in its place"),
 ])
 def test_a_pattern_literal_of_a_type_the_predicate_never_holds_is_named(ctx, pattern, held,
                                                                        instead):

@@ -10,7 +10,11 @@ Only for a filter that selected nothing, :func:`mismatch_notes` asks the graph w
 compared variable holds: the first values of the predicates the filter's patterns give it
 (``?doc schema:dateCreated ?d``: ``schema:dateCreated``'s), read by index in the searched
 scopes, so the probe costs a lookup whatever the filter's joins cost. When none of them is of
-a type the binding compares with, the answer gets a note naming both types. The probe errs toward silence: a
+a type the binding compares with, the answer gets a note naming both types. An ``?x IN (...)``
+list none of whose items the values could equal, and a term a required triple pattern gives a
+predicate whose first values are never that term's kind (``?doc meta:code 4983`` over
+``"4983"``, ``12.0`` over integers, ``ex:EU`` over ``"EU"``), get one too, with the term to
+write. The probe errs toward silence: a
 query it cannot rewrite, a comparison a FILTER negates, chooses on or weighs against another
 test (``!``, ``IF``, ``||``), or a value of a comparable type among those it reads, gives no
 note.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import pyoxigraph as ox
@@ -29,7 +34,7 @@ from trails.kg.bindings import check_bindings
 from trails.kg.sparql import code_only
 from trails.kg.sparql_text import _OPAQUE, STRING, iris_only
 from trails.kg.terms import XSD
-from trails.kg.variables import _closing
+from trails.kg.variables import _closing, _expression_spans
 from trails.retrieval.graph_clauses import required
 
 __all__ = ["mismatch_notes"]
@@ -42,9 +47,18 @@ _CONSTANT = (rf"(?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^\s*(?:<[^<>\s]*>
              rf"|(?:<[^<>\s]*>|{_PNAME})(?:\s*\(\s*(?:{STRING})\s*\))?")
 _COMPARISON = re.compile(rf"([?$]\w+|{_CONSTANT})\s*(<=|>=|!=|=|<|>)\s*([?$]\w+|{_CONSTANT})"
                          r"(?=\s*(?:\)|&&|$))")
-_LITERAL = re.compile(rf"(?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^\s*(?:<[^<>\s]*>|{_PNAME}))?")
-# A predicate, then a literal (a string, typed or tagged) as its object.
-_PATTERN_LITERAL = re.compile(rf"(?<![\w?$:.%-])(<[^<>\s]*>|{_PNAME})\s+([\"'])")
+# ?a IN (b, c, ...), a whole test of its FILTER: each of b, c a constant or a binding.
+_ITEM = re.compile(rf"\s*([?$]\w+|{_CONSTANT})\s*(?:,|$)")
+_IN = re.compile(rf"([?$]\w+)\s+IN\s*\(((?:\s*(?:[?$]\w+|{_CONSTANT})\s*,)*"
+                 rf"\s*(?:[?$]\w+|{_CONSTANT})\s*)\)(?=\s*(?:\)|&&|$))", re.IGNORECASE)
+# A predicate (not a step of an alternative or inverse path), then its object: a constant (a
+# string, typed or tagged, a number, a boolean, an IRI) or a variable, the end of the pattern.
+_PATTERN_OBJECT = re.compile(
+    rf"(?<![\w?$:.%|^!-])(<[^<>\s]*>|{_PNAME})\s+((?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*"
+    rf"|\^\^\s*(?:<[^<>\s]*>|{_PNAME}))?|[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+\.\d*[eE][+-]?\d+"
+    r"|\d+(?:[eE][+-]?\d+)?)|\b(?:true|false)\b|<[^<>\s]*>|[A-Za-z][\w.-]*:(?:[\w%-]|\.(?=[\w%-]))*"
+    r"|[?$]\w+)(?=\s*[.;,}])")
+_VALUES = re.compile(r"\bVALUES\b[^{}]*\{", re.IGNORECASE)
 _WHOLE_TEST = re.compile(r"(?:\(|&&)\s*$")
 _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
@@ -52,6 +66,7 @@ _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 _NOT_SURE = re.compile(r"!(?!=)|\|\||\b(?:NOT|IF|COALESCE)\b", re.IGNORECASE)
 _VALUES_READ = 50  # the probe's values: enough to see a column's type, cheap on any graph
 
+_NOT_INTEGERS = frozenset(XSD + t for t in ("decimal", "float", "double"))
 _NUMBERS = frozenset(XSD + t for t in (
     "integer", "decimal", "float", "double", "long", "int", "short", "byte",
     "nonNegativeInteger", "nonPositiveInteger", "positiveInteger", "negativeInteger",
@@ -61,7 +76,8 @@ _LANG = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 _FAMILIES = {XSD + "dayTimeDuration": XSD + "duration",
              XSD + "yearMonthDuration": XSD + "duration",
              XSD + "dateTimeStamp": XSD + "dateTime"}
-_NAMES = {XSD + "string": "string", XSD + "date": "xsd:date", XSD + "dateTime": "xsd:dateTime",
+_NAMES = {**{t: "xsd:" + t[len(XSD):] for t in _NOT_INTEGERS | {XSD + "integer"}},
+          XSD + "string": "string", XSD + "date": "xsd:date", XSD + "dateTime": "xsd:dateTime",
           XSD + "duration": "xsd:duration",
           XSD + "boolean": "boolean", XSD + "time": "xsd:time", "number": "number", "iri": "IRI",
           _LANG: "language-tagged string"}
@@ -79,84 +95,161 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
     terms = check_bindings(bindings) if bindings else {}
     code = code_only(sparql_filter)
     notes = []
-    for variable, other in _compared(sparql_filter, code, terms):
+    for variable, others in _compared(sparql_filter, code, terms):
         try:
             probe = _probe(sparql_filter, code, variable)
             values = [row.get(variable) for row in select(kg, probe, scopes=scopes).raw]
-            term = (terms[other[1:]] if other[0] in "?$" else
-                    _constant(kg, probe[:probe.rindex("\nSELECT")], other, scopes))
+            written = [terms[o[1:]] if o[0] in "?$" else
+                       _constant(kg, probe[:probe.rindex("\nSELECT")], o, scopes) for o in others]
         except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
             continue
         found = {_kind(v) for v in values if v is not None}
-        bound = _kind(term)
+        bounds = [_kind(term) for term in written]
         kinds = {k for k in found if k is not None}
-        if not kinds or bound is None or bound in kinds or len(kinds) < len(found):
+        if not kinds or None in bounds or kinds & set(bounds) or len(kinds) < len(found):
             continue
         shown = " and ".join(sorted(_name(k) for k in kinds))
         kind = min(kinds) if len(kinds) == 1 else ""
         said = (f"nothing matched, and nothing could: ?{variable} holds {shown} values (the "
                 f"first {len(values)} read")
-        if other[0] in "?$":
+        sample = next(v for v in values if v is not None)
+        insteads = [_instead(term, kind, sample) for term in written]
+        other, term, bound = others[0], written[0], str(bounds[0])
+        if len(others) > 1:
+            notes.append(f"{said}, such as {_written(sample)}), and the filter asks whether it "
+                         f"is IN ({', '.join(o.strip() for o in others)}), of which SPARQL finds "
+                         f"none equal to {shown} values; write "
+                         + (f"({', '.join(map(str, insteads))}) in its place"
+                            if None not in insteads else f"constants of the type ?{variable} holds"))
+        elif other[0] in "?$":
             hint = _HINTS.get(kind, "bind a value of the type the graph holds")
+            if kind == "iri" and isinstance(term, ox.Literal):
+                hint = f"bind trails.kg.IRI({term.value!r}) (--bind NAME=<{term.value}>)"
             notes.append(f"{said}), and {other} is bound to {_a(_name(bound))}, which SPARQL "
                          f"never compares with {shown} values; {hint.replace('NAME', other[1:])}")
-            continue
-        sample = next(v for v in values if v is not None)
-        instead = _instead(term, kind, sample)
-        hint = (f"; or write a variable there and {_HINTS[kind].replace('NAME', 'x')}"
-                if kind in _HINTS else "")
-        notes.append(f"{said}, such as {_written(sample)}), and the filter compares it with "
-                     f"{other.strip()}, {_a(_name(bound))}, which SPARQL never compares with "
-                     f"{shown} values; write "
-                     + (f"{instead} in its place" if instead else
-                        f"a constant of the type ?{variable} holds") + hint)
-    return notes + _pattern_notes(kg, sparql_filter, code, scopes)
+        else:
+            hint = (f"; or write a variable there and {_HINTS[kind].replace('NAME', 'x')}"
+                    if kind in _HINTS else "")
+            notes.append(f"{said}, such as {_written(sample)}), and the filter compares it "
+                         f"with {other.strip()}, {_a(_name(bound))}, which SPARQL never compares "
+                         f"with {shown} values; write "
+                         + (f"{insteads[0]} in its place" if insteads[0] else
+                            f"a constant of the type ?{variable} holds") + hint)
+    return notes + _pattern_notes(kg, sparql_filter, code, terms, scopes)
 
 
-def _pattern_notes(kg: KnowledgeGraph, text: str, code: str,
+def _pattern_notes(kg: KnowledgeGraph, text: str, code: str, terms: Mapping[str, object],
                    scopes: Sequence[str] | None) -> list[str]:
-    """A note for each literal a required triple pattern gives a predicate (``?doc
-    meta:pages "12"``) of a type none of the predicate's first values has: a pattern matches
-    the very term, so ``"12"`` never matches ``12``, nor ``"EU"@en`` ``"EU"``."""
+    """A note for each term a required triple pattern gives a predicate (``?doc meta:pages
+    "12"``, ``?doc meta:code 4983``, ``?doc meta:topic ?t`` with ``t`` bound) that none of the
+    predicate's first values could be: a pattern matches the very term, so ``"12"`` never
+    matches ``12``, ``12.0`` never ``12``, ``"EU"@de`` never ``"EU"@en``, ``ex:EU`` never
+    ``"EU"`` (Oxigraph stores an integer of any xsd type as one: ``"12"^^xsd:int`` matches)."""
     body = _SELECT.search(code)
     if body is None:
         return []
     opaque = {m.start() for m in _OPAQUE.finditer(text)}
-    notes = []
-    for match in _PATTERN_LITERAL.finditer(text, body.start()):
-        predicate, at = match.group(1), match.start(2)
-        if (at not in opaque or not _read_as_code(predicate, match.start(), code, opaque)
+    spans = [*_expression_spans(code), *((m.start(), _closing(code, m.end() - 1, "{", "}"))
+                                         for m in _VALUES.finditer(code, body.start()))]
+    prologue, notes = text[:body.start()], []
+    for match in _PATTERN_OBJECT.finditer(text, body.start()):
+        predicate, written = match.group(1), match.group(2)
+        if (not _read_as_code(predicate, match.start(1), code, opaque)
+                or not _read_as_code(written, match.start(2), code, opaque)
+                or any(b <= match.start() < e for b, e in spans)
+                or (written[0] in "?$" and written[1:] not in terms)
                 or not required(code, body.start(), match.start())):
             continue
-        literal = _LITERAL.match(text, at)
-        if literal is None or not re.match(r"\s*[.;,}]", text[literal.end():]):
-            continue
         try:
-            prologue = text[:body.start()]
             values = [row.get("v") for row in select(
                 kg, f"{prologue}\nSELECT ?v WHERE {{ ?s {predicate} ?v }} LIMIT {_VALUES_READ}",
                 scopes=scopes).raw]
-            term = _constant(kg, prologue, literal.group(), scopes)
+            term = (terms[written[1:]] if written[0] in "?$" else
+                    _constant(kg, prologue, written, scopes))
         except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
             continue
-        found = {_kind(v) for v in values if v is not None}
-        kinds, bound = {k for k in found if k is not None}, _kind(term)
+        found = {_term_kind(v) for v in values if v is not None}
+        kinds, bound = {k for k in found if k is not None}, _term_kind(term)
         if not kinds or bound is None or bound in kinds or len(kinds) < len(found):
             continue
         shown = " and ".join(sorted(_name(k) for k in kinds))
         sample = next(v for v in values if v is not None)
-        instead = _instead(term, min(kinds) if len(kinds) == 1 else "", sample)
+        instead = _spelled_alike(kg, prologue, predicate, term, values, scopes) or _instead(
+            term, min(kinds) if len(kinds) == 1 else "", sample)
+        asked = (f"{written} bound to {_a(_name(bound))}" if written[0] in "?$" else
+                 f"{written}, {_a(_name(bound))}")
         notes.append(
             f"nothing matched, and nothing could: {predicate} holds {shown} values (the first "
             f"{len(values)} read, such as {_written(sample)}), and the pattern asks for "
-            f"{literal.group()}, {_a(_name(bound))}, which is never one of them; write "
-            + (f"{instead} in its place" if instead else f"a {shown} value in its place"))
+            f"{asked}, which is never one of them; "
+            + (f"bind {_bound(instead)} to {written[1:]}" if written[0] in "?$" and instead
+               else "write " + (instead or _a(f"{shown} value")) + " in its place"))
     return list(dict.fromkeys(notes))
 
 
-def _compared(text: str, code: str, terms: Mapping[str, object]) -> list[tuple[str, str]]:
-    """(variable, other) pairs the filter compares, ``other`` a binding (``?name``) or a
-    constant as written, in a FILTER that holds only when the comparison does, with an
+def _term_kind(term: object) -> str | None:
+    """What a pattern matches a term as: its kind, integers apart from other numbers (as
+    Oxigraph stores them: one for every integer type), and a language-tagged string by tag."""
+    if isinstance(term, ox.Literal) and term.language:
+        return "@" + term.language.lower()
+    kind = _kind(term)
+    if kind == "number" and isinstance(term, ox.Literal):
+        datatype = term.datatype.value
+        return datatype if datatype in _NOT_INTEGERS else XSD + "integer"
+    return kind
+
+
+def _spelled_alike(kg: KnowledgeGraph, prologue: str, predicate: str, term: object,
+                   values: Sequence[object], scopes: Sequence[str] | None) -> str | None:
+    """The term the predicate holds that ``term`` spells (an IRI whose local name is the
+    string, the string an IRI's local name is, a number of equal value), by the values read or
+    by an index lookup; None when there is none."""
+    spelled = _local(term)
+    for value in values:
+        if (spelled is not None and _local(value) == spelled) or (_kind(value) == _kind(term) == "number" and _equal(
+                value, term)):
+            return _written(value)
+    sample = next((v for v in values if isinstance(v, ox.NamedNode)), None)
+    guesses = ([f'"{spelled}"'] if isinstance(term, ox.NamedNode) else
+               [f"<{_split(sample.value)[0]}{spelled}>"] if sample is not None else [])
+    for guess in guesses:
+        if re.fullmatch(r'"[^"\\\n\r]*"|<[^<>"\s{}|^`\\]*>', guess) and kg.query(
+                f"{prologue}\nASK {{ ?s {predicate} {guess} }}", scopes=scopes) is True:
+            return guess
+    return None
+
+
+def _local(term: object) -> str | None:
+    if isinstance(term, ox.NamedNode):
+        return _split(term.value)[1] or None
+    return term.value if isinstance(term, ox.Literal) and _kind(term) != "number" else None
+
+
+def _split(iri: str) -> tuple[str, str]:
+    cut = max(iri.rfind("#"), iri.rfind("/"), iri.rfind(":")) + 1
+    return iri[:cut], iri[cut:]
+
+
+def _equal(a: object, b: object) -> bool:
+    try:
+        return Decimal(str(getattr(a, "value", ""))) == Decimal(str(getattr(b, "value", "")))
+    except ArithmeticError:
+        return False
+
+
+def _bound(written: str) -> str:
+    """A term as SPARQL text, as the Python value to bind."""
+    if written.startswith("<"):
+        return f"trails.kg.IRI({written[1:-1]!r})"
+    if written.startswith('"') and written.endswith('"'):
+        return f"the string {written}"
+    return written
+
+
+def _compared(text: str, code: str,
+              terms: Mapping[str, object]) -> list[tuple[str, tuple[str, ...]]]:
+    """(variable, others) pairs the filter compares, ``others`` a binding (``?name``) or a
+    constant as written, or those of an ``?x IN (...)`` list, in a FILTER that holds only when the comparison does, with an
     operator that fails on different types (``!=`` is true of an IRI and a literal: not
     one). A FILTER that negates, chooses (``IF``, ``COALESCE``) or weighs the comparison
     against another test (``||``) could hold while the comparison fails, and one in an
@@ -165,7 +258,7 @@ def _compared(text: str, code: str, terms: Mapping[str, object]) -> list[tuple[s
     select_at = _SELECT.search(code)
     start = 0 if select_at is None else select_at.start()
     opaque = {m.start() for m in _OPAQUE.finditer(text)}  # where strings and IRIs begin
-    pairs = []
+    pairs: list[tuple[str, tuple[str, ...]]] = []
     for found in _FILTER.finditer(code, start):
         close = _closing(code, found.end() - 1)
         if _NOT_SURE.search(code, found.end(), close) or not required(code, start, found.start()):
@@ -180,9 +273,19 @@ def _compared(text: str, code: str, terms: Mapping[str, object]) -> list[tuple[s
             variables = [side[1:] for side, _ in sides if side[0] in "?$"]
             unbound = [v for v in variables if v not in terms]
             if len(variables) == 2 and len(unbound) == 1:
-                pairs.append((unbound[0], "?" + next(v for v in variables if v in terms)))
+                pairs.append((unbound[0], ("?" + next(v for v in variables if v in terms),)))
             elif len(variables) == 1 and unbound:
-                pairs.append((unbound[0], next(s for s, _ in sides if s[0] not in "?$")))
+                pairs.append((unbound[0], (next(s for s, _ in sides if s[0] not in "?$"),)))
+        for match in _IN.finditer(text, found.end(), close):
+            items = list(_ITEM.finditer(text, match.start(2), match.end(2)))
+            if (match.group(1)[1:] not in terms and _WHOLE_TEST.search(code, found.end() - 1,
+                                                                         match.start())
+                    and code[match.start():match.start(2)] == text[match.start():match.start(2)]
+                    and all(
+                        _read_as_code(i.group(1), i.start(1), code, opaque)
+                        and (i.group(1)[0] not in "?$" or i.group(1)[1:] in terms)
+                        for i in items)):
+                pairs.append((match.group(1)[1:], tuple(i.group(1) for i in items)))
     return list(dict.fromkeys(pairs))
 
 
@@ -231,6 +334,8 @@ def _a(name: str) -> str:
 
 
 def _name(kind: str) -> str:
+    if kind.startswith("@"):
+        return f"language-tagged string ({kind})"
     return _NAMES.get(kind, f"<{kind}>")
 
 
@@ -244,6 +349,15 @@ def _instead(term: object, kind: str, sample: object) -> str | None:
     """The constant of type ``kind`` that ``term`` was meant to be, as SPARQL text (like
     ``sample``, a value of that type); None when there is no sure one."""
     lexical = term.value if isinstance(term, (ox.Literal, ox.NamedNode)) else ""
+    if kind in _NOT_INTEGERS | {XSD + "integer"} and _NUMBER.fullmatch(lexical):
+        number = Decimal(lexical)
+        if kind == XSD + "integer":
+            return str(int(number)) if number == number.to_integral_value() else None
+        return {XSD + "decimal": f"{number:f}" + ("" if "." in f"{number:f}" else ".0"),
+                XSD + "double": f"{number:f}e0"}.get(kind, f'"{lexical}"^^xsd:float')
+    if kind == XSD + "boolean" and lexical in ("true", "false", "1", "0"):
+        return "true" if lexical in ("true", "1") else "false"
+    kind = _LANG if kind.startswith("@") else kind
     day = _DAY.match(lexical)
     if kind == XSD + "date" and day:
         return f'"{day.group()}"^^xsd:date'
@@ -269,8 +383,11 @@ def _written(term: object) -> str:
     """A value as SPARQL text, ``xsd:`` for XML Schema datatypes, numbers bare."""
     if isinstance(term, ox.Literal):
         datatype = term.datatype.value
-        if _kind(term) == "number":
-            return term.value
+        if _kind(term) == "number" or datatype == XSD + "boolean":
+            return {XSD + "double": term.value if "e" in term.value.lower() else term.value + "e0",
+                    XSD + "float": f'"{term.value}"^^xsd:float',
+                    XSD + "decimal": term.value if "." in term.value else term.value + ".0",
+                    }.get(datatype, term.value)
         if datatype.startswith(XSD) and datatype != XSD + "string":
             return f'"{term.value}"^^xsd:{datatype[len(XSD):]}'
     return str(term)
