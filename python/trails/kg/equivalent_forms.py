@@ -19,7 +19,7 @@ rewrites a parsed filter's group into the planner's forms:
   each branch's solutions are the join's with that value.
 - **FILTER EXISTS** ``{ patterns }`` becomes the patterns themselves, when the variables they
   share with the group are bound by its triple patterns (or bindings) and their other
-  variables appear nowhere else. This one keeps the *set* of solutions, not how many times
+  variables appear nowhere else, the projection included (EXISTS binds nothing). This one keeps the *set* of solutions, not how many times
   each comes (a join repeats a solution per way it matches).
 
 The caller rewrites only where the answer is used as a set (retrieval's candidates, never graph
