@@ -29,11 +29,15 @@ from trails.retrieval.retrieve import retrieve
 from trails.testing import fresh_context
 from trails.vector import MockEmbedder
 
+# A binding named as a rewrite's first fresh variable would be: the filter uses it only inside
+# a longer name (``?trails_via0·z``, which the check that a binding is used accepts).
+VIA = "trails_via0"
 # What each bound variable of the forms may be, and one value the small corpus answers.
 DRAWN = {"since": st.sampled_from(DATES), "j": st.sampled_from(PLACES),
          "broad": st.sampled_from([IRI(TOPICS + n) for n in ("A", "B", "A1", "root", "none")]),
-         "c": st.sampled_from(["x", "y"])}
-EXAMPLE = {"since": dt.date(2020, 6, 1), "broad": IRI(TOPICS + "A"), "j": "EU", "c": "x"}
+         "c": st.sampled_from(["x", "y"]), VIA: st.sampled_from(["x", "EU"])}
+EXAMPLE = {"since": dt.date(2020, 6, 1), "broad": IRI(TOPICS + "A"), "j": "EU", "c": "x",
+           VIA: "x"}
 SINCE, BROAD, LABEL, NONE = "since", "broad", "c", ""
 
 # name -> (whole filter, the variables bound, the path a filter of this form must take when the
@@ -89,6 +93,23 @@ FORMS = {
                                    "FILTER EXISTS { ?doc meta:label ?c } }"), NONE, None),
     "documents returned": (("SELECT ?doc WHERE { ?doc schema:dateCreated ?d . "
                            "FILTER(?d >= ?since) }"), SINCE, "columns"),
+    # EXISTS binds nothing: a variable only its group binds stays unbound, even the projected one
+    "exists naming the projected variable": (
+        ('SELECT ?iri WHERE { ?doc meta:place "EU" . '
+         'FILTER EXISTS { ?iri schema:isPartOf ?doc } }'), NONE, None),
+    # a fresh variable must not take a binding's name: its VALUES would join the path's middle
+    "path beside a binding's name": (
+        ("SELECT ?iri WHERE { ?iri schema:isPartOf/meta:place ?j . "
+         "OPTIONAL { ?iri meta:label ?trails_via0\u00b7z } }"), VIA, None),
+    # VALUES pairing the documents with their values is no list of values alone
+    "values pairing documents and values": (
+        ('SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:place ?j . '
+         'VALUES (?doc ?j) { (<https://example.org/other> "EU") '
+         '(<https://example.org/other> "UK") } }'), NONE, None),
+    "documents returned, paired in VALUES": (
+        ('SELECT ?doc WHERE { ?doc meta:place ?j . VALUES (?doc ?j) { '
+         '(<https://example.org/other> "EU") (<https://example.org/other> "UK") } }'), NONE,
+        None),
     "anything returned": ('SELECT ?x WHERE { ?x meta:place "EU" }', NONE, "columns"),
     "documents returned, negated": (("SELECT ?doc WHERE { ?doc a trails:Document . "
                                     "FILTER NOT EXISTS { ?doc meta:label ?c } }"), LABEL, "columns"),

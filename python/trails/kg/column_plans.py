@@ -46,6 +46,8 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
     plan.patterns = list(mine)
     loose = []
     for item in others:
+        if isinstance(item, Other) and item.kind == "values" and variable in item.variables:
+            return None  # VALUES (?doc ?v): which value goes with which document
         if isinstance(item, Other) and item.kind == "filter":
             absent = _absent(item, variable, prefixes)
             if absent is not None:

@@ -19,7 +19,7 @@ rewrites a parsed filter's group into the planner's forms:
   each branch's solutions are the join's with that value.
 - **FILTER EXISTS** ``{ patterns }`` becomes the patterns themselves, when the variables they
   share with the group are bound by its triple patterns (or bindings) and their other
-  variables appear nowhere else. This one keeps the *set* of solutions, not how many times
+  variables appear nowhere else, the projection included (EXISTS binds nothing). This one keeps the *set* of solutions, not how many times
   each comes (a join repeats a solution per way it matches).
 
 The caller rewrites only where the answer is used as a set (retrieval's candidates, never graph
@@ -47,7 +47,7 @@ _MODIFIERS = frozenset("*+?")
 def equivalent_form(shape: FilterShape, bound: Collection[str] = ()) -> FilterShape:
     """``shape`` with its group in the forms the planner reads (see the module docstring);
     ``shape`` itself when nothing applies."""
-    fresh = _Fresh(shape)
+    fresh = _Fresh(shape, bound)
     items: list[Triple | Other] = []
     for item in shape.items:
         if isinstance(item, Triple) and item.predicate is None:
@@ -68,11 +68,12 @@ def equivalent_form(shape: FilterShape, bound: Collection[str] = ()) -> FilterSh
 
 
 class _Fresh:
-    """Variable names the filter does not use."""
+    """Variable names the filter does not use, nor a binding (a binding's VALUES block would
+    join a fresh variable of that name)."""
 
-    def __init__(self, shape: FilterShape) -> None:
+    def __init__(self, shape: FilterShape, bound: Collection[str] = ()) -> None:
         self._used = set(re.findall(r"[?$]([\w\u00b7\u00c0-\ufffd]+)",
-                                    shape.prologue + shape.text()))
+                                    shape.prologue + shape.text())) | set(bound)
         self._next = 0
 
     def __call__(self) -> str:
@@ -206,6 +207,8 @@ def _without_group(items: Sequence[Triple | Other], index: int, shape: FilterSha
     before = items[:index] if item.kind == "minus" else others
     binding = bound | {v for i in before if isinstance(i, Triple) for v in i.variables}
     elsewhere = set().union(*(i.variables for i in others)) | bound
+    if item.kind == "filter":  # EXISTS binds nothing: the projected variable stays unbound
+        elsewhere.add(shape.variable)
     shared = inner_variables & elsewhere
     if not shared or not shared <= binding:
         return None
