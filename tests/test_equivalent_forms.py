@@ -21,6 +21,8 @@ from test_filter_index import (
     ranked_among,
 )
 from trails.ingest import Document, ingest_all
+from trails.kg.base import select
+from trails.kg.bindings import check_bindings
 from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.planning import parse_filter
 from trails.kg.terms import IRI
@@ -91,6 +93,24 @@ FORMS = {
     "exists and an outer filter": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
                                    "?doc meta:place ?j . FILTER(!BOUND(?c)) "
                                    "FILTER EXISTS { ?doc meta:label ?c } }"), NONE, None),
+    "optional unbound": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                          "OPTIONAL { ?doc meta:label ?c } FILTER(!BOUND(?c)) }"), NONE,
+                         "documents-columns"),
+    "optional unbound, bound value": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                       "?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c . } "
+                                       "FILTER (! bound(?c)) }"), "c", None),
+    "optional before its document": (("SELECT ?iri WHERE { OPTIONAL { ?doc meta:label ?c } "
+                                      "?iri schema:isPartOf ?doc FILTER(!BOUND(?c)) }"), NONE,
+                                     None),
+    "optional value used elsewhere": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                       "?doc meta:place ?c . OPTIONAL { ?doc meta:label ?c } "
+                                       "FILTER(!BOUND(?c)) }"), NONE, None),
+    "optional of two patterns": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                  "OPTIONAL { ?doc meta:label ?c . ?doc meta:place ?x } "
+                                  "FILTER(!BOUND(?x)) }"), NONE, None),
+    "optional tested for bound": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                   "OPTIONAL { ?doc meta:label ?c } FILTER(BOUND(?c)) }"), NONE,
+                                  None),
     "documents returned": (("SELECT ?doc WHERE { ?doc schema:dateCreated ?d . "
                            "FILTER(?d >= ?since) }"), SINCE, "columns"),
     # EXISTS binds nothing: a variable only its group binds stays unbound, even the projected one
@@ -207,3 +227,51 @@ def test_a_search_with_a_sequence_path_ranks_what_the_written_link_ranks(ctx):
         "SELECT ?iri WHERE { ?iri schema:isPartOf/schema:dateCreated ?d . FILTER(?d >= ?since) }"))
     assert [h.iri for h in path] == [h.iri for h in natural] and len(path) == 10
     assert path.filter_path == "documents-columns"
+
+
+def test_a_class_as_a_value_is_left_to_the_graph(ctx):
+    """``?doc a ?class`` as a column would read every type triple (a row per chunk): the graph
+    joins the classes instead, with the same answer."""
+    _corpus(ctx)
+    for text in ("SELECT ?doc WHERE { ?doc a ?c . VALUES ?c { trails:Document meta:Other } }",
+                 ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . { ?doc a trails:Document } "
+                 "UNION { ?doc a meta:Other } }")):
+        path: list[str] = []
+        found = filter_candidates(ctx.kg, text, None, None, path=path)
+        assert path[0] in ("documents-query", "chunks-reordered", "as-written"), (text, path)
+        assert ranked_among(ctx, found, None) == ranked_among(ctx, ctx.kg.select_iris(text), None)
+        assert len(ranked_among(ctx, found, None)) == 12
+
+
+def _written_solution(ctx, text, bindings, iri, document):
+    """The filter as written, every variable projected, on one hit: its first solution in
+    term order (what ``admitted_by`` shows), computed here from Oxigraph's answer."""
+    shape = parse_filter(text, ctx.kg.prefixes)
+    terms = {n: str(t) for n, t in check_bindings(bindings).items()}
+    names = " ".join(f"?{n}" for n in (shape.variable, *terms))
+    rows = " ".join(f"(<{i}> {' '.join(terms.values())})" for i in (iri, document) if i)
+    found = select(ctx.kg, shape.solutions_text(f"VALUES ({names}) {{ {rows} }}")).raw
+    solutions = sorted(({k: str(v) for k, v in row.items() if v is not None} for row in found
+                        if str(row[shape.variable]) == f"<{iri}>"),
+                       key=lambda r: sorted(r.items()))
+    by_document = sorted(({k: str(v) for k, v in row.items() if v is not None} for row in found
+                          if str(row[shape.variable]) == f"<{document}>"),
+                         key=lambda r: sorted(r.items()))
+    return (solutions or by_document or [{}])[0]
+
+
+def test_why_shows_the_solution_of_the_filter_as_written(ctx):
+    """``admitted_by`` runs its forms that keep every solution (MINUS, VALUES, a UNION, a path,
+    the OPTIONAL idiom) and shows no variable they add."""
+    _corpus(ctx)
+    for name in ("sequence path", "one path all the way", "values", "values first",
+                 "union of values", "minus", "minus bound", "optional unbound", "exists",
+                 "documents returned", "inverse link"):
+        text, bound, _ = FORMS[name]
+        bindings = {n: EXAMPLE[n] for n in bound.split()}
+        result = retrieve("rails", ctx, k=5, sparql_filter=text, bindings=bindings, why=True)
+        assert len(result), name
+        for hit in result:
+            assert hit.admitted_by == _written_solution(ctx, text, bindings, hit.iri,
+                                                        hit.document), name
+            assert not any(n.startswith("trails_via") for n in hit.admitted_by), name

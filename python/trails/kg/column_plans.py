@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from trails.kg.planning import Other, Triple, parse_filter
+from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
 
 __all__ = ["ColumnPlan", "column_plan"]
 
@@ -42,6 +42,8 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
     value_of = {t.object[1:]: t for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms}
     if len(value_of) != sum(1 for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms):
         return None  # one variable as the value of two patterns: a join, not a column test
+    if any(t.predicate == RDF_TYPE for t in value_of.values()):
+        return None  # ?doc a ?class: a column of every type, a row per chunk; the graph joins it
     plan = ColumnPlan([], [], {}, {})
     plan.patterns = list(mine)
     loose = []

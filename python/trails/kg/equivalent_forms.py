@@ -17,6 +17,9 @@ rewrites a parsed filter's group into the planner's forms:
 - **A UNION of one pattern per branch**, ``{ ?doc P "a" } UNION { ?doc P "b" }``, with the same
   subject and predicate and constant objects, becomes ``?doc P ?v . VALUES ?v { "a" "b" }``:
   each branch's solutions are the join's with that value.
+- **OPTIONAL** ``{ patterns } FILTER(!BOUND(?c))``, SPARQL 1.0's way to say "has none",
+  becomes ``FILTER NOT EXISTS { patterns }`` when ``?c`` is bound by the patterns and used
+  nowhere else, and what they share with the group is bound before the OPTIONAL.
 - **FILTER EXISTS** ``{ patterns }`` becomes the patterns themselves, when the variables they
   share with the group are bound by its triple patterns (or bindings) and their other
   variables appear nowhere else, the projection included (EXISTS binds nothing). This one keeps the *set* of solutions, not how many times
@@ -42,11 +45,16 @@ _GROUP = {"minus": re.compile(r"^MINUS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.I
           "filter": re.compile(r"^FILTER\s+EXISTS\s*\{(?P<body>.*)\}\s*$",
                                re.DOTALL | re.IGNORECASE)}
 _MODIFIERS = frozenset("*+?")
+_OPTIONAL = re.compile(r"^OPTIONAL\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
+_NOT_BOUND = re.compile(r"^FILTER\s*\(\s*!\s*BOUND\s*\(\s*[?$](?P<name>[\w\u00b7\u00c0-\ufffd]+)"
+                        r"\s*\)\s*\)$", re.IGNORECASE)
 
 
-def equivalent_form(shape: FilterShape, bound: Collection[str] = ()) -> FilterShape:
+def equivalent_form(shape: FilterShape, bound: Collection[str] = (), *,
+                    sets: bool = True) -> FilterShape:
     """``shape`` with its group in the forms the planner reads (see the module docstring);
-    ``shape`` itself when nothing applies."""
+    ``shape`` itself when nothing applies. Without ``sets``, only the rewrites that keep every
+    solution as many times as the filter as written gives it (no FILTER EXISTS as a join)."""
     fresh = _Fresh(shape, bound)
     items: list[Triple | Other] = []
     for item in shape.items:
@@ -56,8 +64,9 @@ def equivalent_form(shape: FilterShape, bound: Collection[str] = ()) -> FilterSh
             items.extend(_union_values(item, shape.prefixes, fresh) or [item])
         else:
             items.append(item)
+    items = _without_unbound_optional(items, shape, set(bound), fresh) or items
     for index, item in enumerate(items):
-        if isinstance(item, Other) and item.kind in _GROUP:
+        if isinstance(item, Other) and item.kind in _GROUP and (sets or item.kind == "minus"):
             rewritten = _without_group(items, index, shape, set(bound), fresh)
             if rewritten is not None:
                 items[index : index + 1] = rewritten
@@ -215,3 +224,39 @@ def _without_group(items: Sequence[Triple | Other], index: int, shape: FilterSha
     if item.kind == "minus":
         return [Other("filter", f"FILTER NOT EXISTS {{ {match['body']} }}", item.variables)]
     return list(inner.items)
+
+
+def _without_unbound_optional(items: Sequence[Triple | Other], shape: FilterShape,
+                              bound: set[str], fresh: _Fresh) -> list[Triple | Other] | None:
+    """``FILTER NOT EXISTS { patterns }`` for SPARQL 1.0's ``OPTIONAL { patterns }
+    FILTER(!BOUND(?c))``, or None. The two are one test when ``?c`` is bound by the patterns
+    and used nowhere else, and every variable the patterns share with the group is bound by a
+    triple pattern before the OPTIONAL (or a binding): the left join then extends a solution,
+    binding ``?c``, exactly when the patterns match it, and the FILTER drops those."""
+    optionals = [i for i, item in enumerate(items)
+                 if isinstance(item, Other) and item.kind == "optional"]
+    if len(optionals) != 1:
+        return None
+    index = optionals[0]
+    match = _OPTIONAL.match(items[index].text.strip())
+    inner = None if match is None else parse_filter(
+        f"SELECT ?{fresh()} WHERE {{ {match['body']} }}", shape.prefixes)
+    if match is None or inner is None or not all(isinstance(i, Triple) for i in inner.items):
+        return None
+    inner_variables = set().union(*(i.variables for i in inner.items))
+    tests = [(i, found["name"]) for i, item in enumerate(items) if isinstance(item, Other)
+             and (found := _NOT_BOUND.match(item.text.strip())) is not None
+             and found["name"] in inner_variables]
+    if len(tests) != 1:
+        return None
+    (at, name), = tests
+    others = [item for i, item in enumerate(items) if i not in (index, at)]
+    if any(not (isinstance(i, Triple) or i.kind in ("filter", "minus")) for i in others):
+        return None
+    elsewhere = set().union(*(i.variables for i in others)) | bound | {shape.variable}
+    before = bound | {v for i in items[:index] if isinstance(i, Triple) for v in i.variables}
+    shared = inner_variables & elsewhere
+    if name in elsewhere or not shared or not shared <= before:
+        return None
+    test = Other("filter", f"FILTER NOT EXISTS {{ {match['body']} }}", items[index].variables)
+    return [test if i == index else item for i, item in enumerate(items) if i != at]

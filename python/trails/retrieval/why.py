@@ -1,15 +1,21 @@
 """Why each hit was allowed: the filter's solution that admitted it.
 
-The filter runs again, as written (not as planned: the variables a user wrote are the ones to
-show), with every variable projected and its selected variable limited to the hits' chunks and
-documents (a filter may select either). One query over ``k`` IRIs, so cheap beside the filter
-itself. A filter whose shape cannot be opened up this way (modifiers, a dataset clause) still
-admitted its hits; they then carry an empty solution.
+The filter runs again with every variable projected and its selected variable limited to the
+hits' chunks and documents (a filter may select either). One query over ``k`` IRIs, so cheap
+beside the filter itself, when the engine can start from them: parts it evaluates whole before
+joining (``MINUS``, a ``VALUES`` list, a ``UNION``) are written first in an equivalent form
+that keeps every solution (``kg/equivalent_forms.py`` without its set-only rewrites; a
+``VALUES`` list on a variable the patterns bind as a ``sameTerm`` test), and variables only
+those forms add are not shown: the solution is the filter's as written. A filter whose shape
+cannot be opened up this way (modifiers, a dataset clause) still admitted its hits; they then
+carry an empty solution.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,12 +24,16 @@ import pyoxigraph as ox
 from trails.errors import SparqlError
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
-from trails.kg.planning import parse_filter
+from trails.kg.equivalent_forms import equivalent_form
+from trails.kg.planning import FilterShape, Other, Token, Triple, _tokens, parse_filter
 from trails.records import RetrievalHit
 
 __all__ = ["admitting_solutions"]
 
 log = logging.getLogger("trails.retrieve")
+# VALUES ?v { terms }: one variable, its list.
+_VALUES = re.compile(r"^VALUES\s*[?$](?P<name>[\w\u00b7\u00c0-\ufffd]+)\s*\{(?P<terms>.*)\}\s*$",
+                     re.DOTALL | re.IGNORECASE)
 
 
 def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None,
@@ -36,6 +46,8 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
     shape = parse_filter(sparql, kg.prefixes)
     if shape is None:
         return [{} for _ in hits]
+    written = set().union(*(item.variables for item in shape.items), {shape.variable})
+    shape = _started_from_hits(equivalent_form(shape, (bindings or {}).keys(), sets=False))
     iris = sorted({h.iri for h in hits} | {h.document for h in hits if h.document})
     try:
         # The bindings travel in the hits' VALUES rows: a separate block of them first would
@@ -50,9 +62,42 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
         log.warning("could not tell why the hits were admitted: %s", exc)
         return [{} for _ in hits]
     by_iri: dict[str, dict[str, str]] = {}
-    for row in sorted(found.raw, key=lambda r: sorted((k, str(v)) for k, v in r.items())):
+    solutions = [{k: v for k, v in row.items() if k in written} for row in found.raw]
+    for row in sorted(solutions, key=lambda r: sorted((k, str(v)) for k, v in r.items())):
         selected = row.get(shape.variable)
         if isinstance(selected, ox.NamedNode) and selected.value not in by_iri:
             by_iri[selected.value] = {name: str(term) for name, term in sorted(row.items())
                                       if term is not None}
     return [by_iri.get(h.iri) or by_iri.get(h.document or "") or {} for h in hits]
+
+
+def _started_from_hits(shape: FilterShape) -> FilterShape:
+    """``shape`` with each ``VALUES ?v { ... }`` list (no ``UNDEF``) on a variable its triple
+    patterns bind written as ``FILTER(sameTerm(?v, a) || ...)``: the same solutions, once per
+    distinct value (each solution binds ``?v`` to one term), tested on the hits' solutions
+    instead of joined whole with them."""
+    bound = set().union(*(i.variables for i in shape.items if isinstance(i, Triple)))
+    items: list[Triple | Other] = []
+    for item in shape.items:
+        listed = _VALUES.match(item.text) if isinstance(item, Other) and item.kind == "values" \
+            else None
+        tokens = _tokens(listed["terms"]) if listed is not None else None
+        if listed is None or listed["name"] not in bound or not tokens or any(
+                t.keyword == "UNDEF" or t.kind == "punct" for t in tokens):
+            items.append(item)
+            continue
+        terms = dict.fromkeys(_terms(listed["terms"], tokens))
+        tests = " || ".join(f"sameTerm(?{listed['name']}, {term})" for term in terms)
+        items.append(Other("filter", f"FILTER({tests or 'false'})", item.variables))
+    return dataclasses.replace(shape, items=tuple(items))
+
+
+def _terms(text: str, tokens: Sequence[Token]) -> list[str]:
+    """The terms of a VALUES list as written: a literal keeps its language or datatype."""
+    terms: list[str] = []
+    for token in tokens:
+        if token.kind in ("lang", "datatype") or (terms and terms[-1].endswith("^^")):
+            terms[-1] += token.text
+        else:
+            terms.append(token.text)
+    return terms
