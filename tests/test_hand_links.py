@@ -197,7 +197,7 @@ def test_a_documents_type_written_by_hand_is_seen(tmp_path, edit):
             assert planned(ctx, NOT_LABELLED, {}, scopes) == written(ctx, NOT_LABELLED, {}, scopes)
         assert len(written(ctx, NOT_LABELLED, {}, ["default"])) == 2  # both documents' chunks
         report = ctx.verify()
-        assert report.hand_types and "trails:Document type is not as ingested" in report.summary()
+        assert report.hand_types and "whose trails type is not as ingested" in report.summary()
         assert "linked by hand" not in report.summary()
         assert ctx.kg.hand_links.marks()  # kept: the types are still not as ingested
         assert planned(ctx, NOT_LABELLED, {}, ["default"]) == written(

@@ -14,7 +14,7 @@ from trails.kg.filter_index import tsv_rows
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
 from trails.vector.stores.base import DocumentVersion
 
-__all__ = ["links_by_hand", "types_by_hand"]
+__all__ = ["chunk_types_by_hand", "links_by_hand", "types_by_hand"]
 
 
 def _scope_graph(version: DocumentVersion) -> str:
@@ -63,3 +63,19 @@ def types_by_hand(kg: KnowledgeGraph, versions: dict[str, DocumentVersion]) -> l
             found.setdefault(doc, []).append(graph)
     return sorted(d[1:-1] for d in expected.keys() | found.keys()
                   if found.get(d) != expected.get(d))
+
+
+def chunk_types_by_hand(kg: KnowledgeGraph, rows: list[tuple[str, str, str | None, bool]],
+                        versions: dict[str, DocumentVersion]) -> list[str]:
+    """Live chunks without the ``rdf:type trails:Chunk`` ingestion wrote in their scope's
+    graph. A filter's ``?iri a trails:Chunk`` beside the link is dropped when it is lifted to
+    documents, which admits every live chunk whose link the scopes hold: one whose type is
+    gone from the graph of its link would be admitted where the filter as written leaves it.
+    A type written elsewhere as well, or on another resource, only ever adds to what the
+    filter as written matches beside a link, so it keeps no mark."""
+    expected = {f"<{row_id}>": _scope_graph(versions[doc])
+                for row_id, doc, _, pending in rows if not pending and doc in versions}
+    found: dict[str, set[str]] = {}
+    for chunk, graph in _in_every_graph(kg, "?c", "?c a trails:Chunk"):
+        found.setdefault(chunk, set()).add(graph)
+    return sorted(c[1:-1] for c, graph in expected.items() if graph not in found.get(c, ()))

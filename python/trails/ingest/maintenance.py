@@ -23,7 +23,7 @@ from trails.ingest.graph_updates import (
     mention_deletes,
     owned_document_deletes,
 )
-from trails.ingest.hand_checks import links_by_hand, types_by_hand
+from trails.ingest.hand_checks import chunk_types_by_hand, links_by_hand, types_by_hand
 from trails.ingest.minting import MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
 from trails.ingest.writer import between_writes, writing_versions
@@ -73,8 +73,9 @@ class VerifyReport:
       and filters are planned over documents again. A moved link also shows as a stale chunk,
       and repair writes the minted one back; run verify again to clear the marks.
     - ``hand_types`` (a warning too, read while marked): documents whose ``trails:Document``
-      type is not exactly the one ingestion wrote (in their scope's graph, nowhere else): a
-      filter's typed lift stands on it, so the marks stay until it is put back.
+      type is not exactly the one ingestion wrote (in their scope's graph, nowhere else), and
+      live chunks without their ``trails:Chunk`` type in their scope's graph: a filter's lift
+      stands on them, so the marks stay until they are put back.
 
     After ``repair``: ``finished`` lists the committed documents repair completed from what
     is stored (their staged manifest, their vectors' texts); ``removed`` those it deleted
@@ -114,7 +115,7 @@ class VerifyReport:
         warning = (f"; warning: {len(self.unparsed_dates)} documents with a date that does not "
                    "parse" if self.unparsed_dates else "")
         links = f"{len(self.hand_links)} chunks linked by hand to other than their document"
-        types = f"{len(self.hand_types)} documents whose trails:Document type is not as ingested"
+        types = f"{len(self.hand_types)} documents or chunks whose trails type is not as ingested"
         by_hand = [text for text, found in ((links, self.hand_links), (types, self.hand_types))
                    if found]
         if by_hand:
@@ -227,7 +228,8 @@ def _verify(ctx: ContextParts, repair: bool, caller: str | None) -> VerifyReport
         or doc not in report.graph_behind)
     report.unparsed_dates = _unparsed_dates(kg)
     report.hand_links = links_by_hand(kg, rows, versions) if marks else []
-    report.hand_types = types_by_hand(kg, versions) if marks else []
+    report.hand_types = [*types_by_hand(kg, versions),
+                         *chunk_types_by_hand(kg, rows, versions)] if marks else []
     # Only a graph found whole: a hand link on a chunk that is not live (left by a deleted
     # document, say) would come back with it if it were ingested again.
     if (marks and report.ok and not report.hand_links and not report.hand_types

@@ -7,11 +7,13 @@ document. Counting links cannot prove that: a link moved from one document to an
 deleted together with its chunk's type, leaves the counts equal, and telling each link from
 its chunk's IRI costs tens of seconds at a million chunks. So every write trails does not make
 itself (``update``, ``extend``, ``load``, ``load_nquads``, ``remove_graph``, handing out the
-raw store) is judged before it runs: one that may change such a triple, or a document's
+raw store) is judged before it runs: one that may change such a triple, a document's
 ``rdf:type trails:Document`` (which stands for its chunks' links when nothing else in a filter
-binds the document), leaves a mark, and while any mark is there filters run over chunks, as
-written (exact; slower on a large graph). :func:`~trails.ingest.maintenance.verify` reads
-every link and document type; when each is the minted one it removes the marks it saw.
+binds the document) or a chunk's ``rdf:type trails:Chunk`` (which a filter's
+``?iri a trails:Chunk`` beside the link then always finds), leaves a mark, and while any mark
+is there filters run over chunks, as written (exact; slower on a large graph).
+:func:`~trails.ingest.maintenance.verify` reads every link and every document and chunk type;
+when each is the minted one it removes the marks it saw.
 
 The judgement errs one way only: a write that could reach ``schema:isPartOf`` or a document's
 type is marked (a template's predicate that is a variable, the IRI, a relative IRI or a
@@ -45,8 +47,11 @@ IS_PART_OF = "https://schema.org/isPartOf"
 _LINK = ox.NamedNode(IS_PART_OF)
 # A document's type stands for its chunks' links when nothing else in a filter binds the
 # document (``?doc a trails:Document``, the typed lift): writing one by hand is judged too.
-_DOCUMENT_IRI = TRAILS + "Document"
-_TYPE, _DOCUMENT = ox.NamedNode(RDF_TYPE), ox.NamedNode(_DOCUMENT_IRI)
+_DOCUMENT_IRI, _CHUNK_IRI = TRAILS + "Document", TRAILS + "Chunk"
+_TYPE = ox.NamedNode(RDF_TYPE)
+# A chunk's type stands beside its link: ``?iri a trails:Chunk ; schema:isPartOf ?doc`` is
+# lifted to documents while every linked chunk keeps the type ingestion wrote with the link.
+_TYPES = (ox.NamedNode(_DOCUMENT_IRI), ox.NamedNode(_CHUNK_IRI))
 # Inside the store's directory, beside the revision stamp: one empty file per marked write.
 MARKS_DIR = "trails-links-by-hand"
 _MINTED = contextvars.ContextVar("trails_minted_links", default=False)
@@ -99,13 +104,14 @@ def trails_own_writes() -> bool:
 
 def update_may_change_links(text: str) -> bool:
     """Whether the SPARQL update ``text`` may write or delete a ``schema:isPartOf`` triple
-    or a ``rdf:type trails:Document`` one.
+    or a ``trails:Document`` or ``trails:Chunk`` type.
 
     Only a template writes (``INSERT``/``DELETE`` blocks, ``DATA`` blocks, ``DELETE WHERE``'s
     pattern): a link through its predicate, which may be it when it is a variable, the IRI, a
     relative IRI (a ``BASE`` can make it the IRI) or a prefixed name whose local part could
     end it (``schema:isPartOf``, ``p:Of``, ``p:``); a document's type when its predicate may
-    be ``rdf:type`` (``a`` too) and its object ``trails:Document``, read the same way. A
+    be ``rdf:type`` (``a`` too) and its object ``trails:Document`` or ``trails:Chunk``, read the
+    same way. A
     whole-graph operation may, and so may anything this reading does not follow (a backslash
     outside strings and IRIs, a template it cannot walk). Escapes are read in IRIs (and kept
     in strings), as Oxigraph reads them. Reading the links (in a ``WHERE``) changes nothing.
@@ -147,7 +153,7 @@ def _may_name(kind: str, token: str, iri: str) -> bool:
 def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
     """Whether the template after the DELETE or INSERT at ``at`` (a ``DATA`` block and
     ``DELETE WHERE``'s pattern included) has a predicate that could be ``schema:isPartOf``,
-    or a triple that could be ``rdf:type trails:Document``."""
+    or a triple that could be a ``trails:Document`` or ``trails:Chunk`` type."""
     at += 1
     if at < len(tokens) and tokens[at][1] in ("DATA", "WHERE"):
         at += 1
@@ -186,8 +192,9 @@ def _template_writes_links(tokens: list[tuple[str, str]], at: int) -> bool:
                 return True  # a predicate that may be the link, or a reading gone astray
             if expect == "predicate":
                 typing = _may_name(kind, token, RDF_TYPE)
-            elif expect == "object" and typing and _may_name(kind, token, _DOCUMENT_IRI):
-                return True  # a document's type
+            elif expect == "object" and typing and (_may_name(kind, token, _DOCUMENT_IRI)
+                                                    or _may_name(kind, token, _CHUNK_IRI)):
+                return True  # a document's or a chunk's type
             in_list = bool(outer) and outer[-1][1] == "("
             expect = "object" if in_list else _after(expect)
         else:
@@ -201,16 +208,16 @@ def _after(position: str) -> str:
 
 
 def quads_change_links(quads: Iterable[ox.Quad]) -> bool:
-    """Whether any of ``quads`` is a ``schema:isPartOf`` or ``rdf:type trails:Document``
-    triple."""
-    return any(q.predicate == _LINK or (q.predicate == _TYPE and q.object == _DOCUMENT)
+    """Whether any of ``quads`` is a ``schema:isPartOf`` triple or a ``trails:Document`` or
+    ``trails:Chunk`` type."""
+    return any(q.predicate == _LINK or (q.predicate == _TYPE and q.object in _TYPES)
                for q in quads)
 
 
 def nquads_may_change_links(text: str) -> bool:
-    """Whether N-Quads ``text`` may hold a ``schema:isPartOf`` or ``rdf:type trails:Document``
-    triple (an escape may spell either)."""
-    return (IS_PART_OF in text or _DOCUMENT_IRI in text or "\\u" in text
+    """Whether N-Quads ``text`` may hold a ``schema:isPartOf`` triple or a ``trails:Document``
+    or ``trails:Chunk`` type (an escape may spell any)."""
+    return (IS_PART_OF in text or _DOCUMENT_IRI in text or _CHUNK_IRI in text or "\\u" in text
             or "\\U" in text)
 
 

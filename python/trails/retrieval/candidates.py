@@ -19,7 +19,9 @@ for itself and can change unseen) run the filter as written.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -169,12 +171,17 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     if documents:  # the answer is a set of candidates: the planner's forms of the same set
         shape = equivalent_form(shape, bound)
     lifted = lift_to_documents(shape, bound) if documents else None
+    untyped = _without_chunk_type(shape) if documents and lifted is None else None
+    if untyped is not None:
+        lifted = lift_to_documents(untyped, bound)
     why = ""  # why a filter that could be lifted is not
     if lifted is not None and (refused := _links_refusal(graph)) is not None:
         lifted, why = None, f" ({refused})"
     if lifted is not None and lifted.typed and not links_reach_documents(graph):
         # ?doc a trails:Document stands for the link: only if every target is one
         lifted, why = None, " (a schema:isPartOf link reaches no trails:Document)"
+    if lifted is not None and untyped is not None:
+        shape = untyped
     if lifted is not None and isinstance(graph, TsvGraph):
         indexed = _indexed(graph, generation, shape, lifted, terms, scopes)
         if indexed is not None:
@@ -245,6 +252,28 @@ def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
         return None
     # Nothing found: the graph answers (a filter selecting only blank nodes is an error there).
     return tuple(found) if found else None
+
+
+def _without_chunk_type(shape: FilterShape) -> FilterShape | None:
+    """``shape`` without ``?iri a trails:Chunk`` on its candidate variable, or None when it
+    has none. Not an equivalence on any graph: it holds where the lift's own checks hold
+    (every link trails' own, and no write of a chunk's type by hand since ``verify()``, which
+    reads them), since ingestion writes a chunk's type beside its link, in the same graph,
+    and deletes them together. The caller uses it only for a lift that passed those checks."""
+    typed = [t for t in shape.items if isinstance(t, Triple) and t.predicate == RDF_TYPE
+             and t.subject[1:] == shape.variable and t.subject[:1] in "?$"
+             and _named(t.object, shape.prefixes) == _CHUNK]
+    if not typed:
+        return None
+    items = tuple(i for i in shape.items if i not in typed)
+    # How often the variable is written, as the lift counts it: in the text the items write,
+    # plus any place of the filter as written they do not account for (a comment, a string).
+    def written(text: str) -> int:
+        return len(re.findall(rf"[?$]{re.escape(shape.variable)}(?![\w\u00b7\u00c0-\ufffd])",
+                              text))
+    beyond = max(0, shape.occurrences - written(shape.text()))
+    return dataclasses.replace(shape, items=items,
+                               occurrences=written(shape.text(items=items)) + beyond)
 
 
 def _named(term: str, prefixes: Mapping[str, str]) -> str:
