@@ -1,6 +1,6 @@
 """The five filter shapes of ``benchmarks/scale.py`` written other ways an analyst writes them
-(a property path, an inverse link, VALUES, a UNION, MINUS, FILTER EXISTS, documents returned
-by the filter itself): each form's first run beside the natural form's, and whether both
+(a property path, an inverse link, VALUES, a UNION, MINUS, OPTIONAL with !BOUND, the chunk
+type beside the link, documents returned by the filter itself): each form's first run beside the natural form's, and whether both
 select the same chunks.
 
 Build a context once with ``scale.py --keep DIR``, then:
@@ -41,6 +41,8 @@ FORMS: dict[str, dict[str, Form]] = {
                                    "?doc schema:dateCreated ?d . FILTER(?since <= ?d) }"),
         "documents returned": lambda b: ("SELECT ?doc WHERE { ?doc schema:dateCreated ?d . "
                                          "FILTER(?d >= ?since) }"),
+        "chunk typed": lambda b: ("SELECT ?iri WHERE { ?iri a trails:Chunk ; schema:isPartOf "
+                                  "?doc . ?doc schema:dateCreated ?d . FILTER(?d >= ?since) }"),
     },
     "equality": {
         "VALUES": lambda b: (f"SELECT ?iri WHERE {{ {LINK} ?doc meta:jurisdiction ?v . "
@@ -59,6 +61,9 @@ FORMS: dict[str, dict[str, Form]] = {
     },
     "FILTER NOT EXISTS": {
         "MINUS": lambda b: f"SELECT ?iri WHERE {{ {LINK} MINUS {{ ?doc meta:classification ?c }} }}",
+        "OPTIONAL, !BOUND": lambda b: (f"SELECT ?iri WHERE {{ {LINK} OPTIONAL {{ ?doc "
+                                       f"meta:classification ?k . ?doc meta:classification "
+                                       f"\"{b['c']}\" }} FILTER(!BOUND(?k)) }}"),
     },
 }
 

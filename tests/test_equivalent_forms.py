@@ -99,6 +99,21 @@ FORMS = {
     "optional unbound, bound value": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
                                        "?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c . } "
                                        "FILTER (! bound(?c)) }"), "c", None),
+    "optional with a test": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . OPTIONAL { "
+                              "?doc meta:label ?k FILTER(?k = ?c) } FILTER(!BOUND(?k)) }"), LABEL,
+                             "documents-columns"),
+    "optional testing an outer value": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                         "?doc meta:place ?j . OPTIONAL { ?doc meta:label ?k "
+                                         "FILTER(?k != ?j) } FILTER(!BOUND(?k)) }"), NONE, None),
+    "not exists with a test": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . FILTER NOT "
+                                "EXISTS { ?doc meta:label ?k FILTER(?k = ?c) } }"), LABEL,
+                               "documents-columns"),
+    "not exists testing a date": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . FILTER NOT "
+                                   "EXISTS { ?doc schema:dateCreated ?k FILTER(?k >= ?since) } }"),
+                                  SINCE, "documents-columns"),
+    "not exists testing an outer value": (("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . "
+                                           "?doc meta:place ?j . FILTER NOT EXISTS { ?doc "
+                                           "meta:label ?k FILTER(?k != ?j) } }"), NONE, None),
     "optional before its document": (("SELECT ?iri WHERE { OPTIONAL { ?doc meta:label ?c } "
                                       "?iri schema:isPartOf ?doc FILTER(!BOUND(?c)) }"), NONE,
                                      None),

@@ -51,11 +51,14 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
         if isinstance(item, Other) and item.kind == "values" and variable in item.variables:
             return None  # VALUES (?doc ?v): which value goes with which document
         if isinstance(item, Other) and item.kind == "filter":
-            absent = _absent(item, variable, prefixes)
-            if absent is not None:
+            found = _absent(item, variable, prefixes, terms)
+            if found is not None:
+                absent, tests = found
                 if _correlated(absent, item, others, value_of, terms):
                     return None
                 plan.absent.append(absent)
+                if tests:  # FILTER NOT EXISTS { ?doc P ?k FILTER(test of ?k) }
+                    plan.conditions.setdefault(absent.object[1:], []).extend(tests)
                 continue
             free = item.variables - set(terms)
             if variable in item.variables or len(free) != 1 or _EXISTS.search(item.text):
@@ -119,13 +122,23 @@ def _simple(triple: Triple, variable: str) -> bool:
                                                        and triple.object[1:] == variable))
 
 
-def _absent(item: Other, variable: str, prefixes: Mapping[str, str]) -> Triple | None:
-    """The pattern of ``FILTER NOT EXISTS { ?variable <P> object }``, or None."""
+def _absent(item: Other, variable: str, prefixes: Mapping[str, str],
+            terms: Mapping[str, object]) -> tuple[Triple, list[Other]] | None:
+    """The pattern of ``FILTER NOT EXISTS { ?variable <P> object }``, with the FILTERs that
+    test its value variable alone inside it (``{ ?doc P ?k FILTER(?k > 5) }``), or None."""
     match = _NOT_EXISTS.match(item.text.strip())
     if match is None:
         return None
     inner = parse_filter(f"SELECT ?{variable} WHERE {{ {match['body']} }}", prefixes)
-    if inner is None or len(inner.items) != 1 or not isinstance(inner.items[0], Triple):
+    if inner is None:
         return None
-    triple = inner.items[0]
-    return triple if _simple(triple, variable) else None
+    triples = [i for i in inner.items if isinstance(i, Triple)]
+    tests = [i for i in inner.items if isinstance(i, Other)]
+    if len(triples) != 1 or not _simple(triples[0], variable):
+        return None
+    value = triples[0].object[1:] if triples[0].object[:1] in "?$" else None
+    if tests and (value is None or value in terms or any(
+            t.kind != "filter" or t.variables - set(terms) != {value} or _EXISTS.search(t.text)
+            for t in tests)):
+        return None
+    return triples[0], tests

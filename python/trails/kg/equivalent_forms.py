@@ -19,7 +19,8 @@ rewrites a parsed filter's group into the planner's forms:
   each branch's solutions are the join's with that value.
 - **OPTIONAL** ``{ patterns } FILTER(!BOUND(?c))``, SPARQL 1.0's way to say "has none",
   becomes ``FILTER NOT EXISTS { patterns }`` when ``?c`` is bound by the patterns and used
-  nowhere else, and what they share with the group is bound before the OPTIONAL.
+  nowhere else, what they share with the group is bound before the OPTIONAL, and a FILTER
+  among the patterns reads only their variables (or bindings).
 - **FILTER EXISTS** ``{ patterns }`` becomes the patterns themselves, when the variables they
   share with the group are bound by its triple patterns (or bindings) and their other
   variables appear nowhere else, the projection included (EXISTS binds nothing). This one keeps the *set* of solutions, not how many times
@@ -241,9 +242,12 @@ def _without_unbound_optional(items: Sequence[Triple | Other], shape: FilterShap
     match = _OPTIONAL.match(items[index].text.strip())
     inner = None if match is None else parse_filter(
         f"SELECT ?{fresh()} WHERE {{ {match['body']} }}", shape.prefixes)
-    if match is None or inner is None or not all(isinstance(i, Triple) for i in inner.items):
+    if match is None or inner is None or not inner.simple:
         return None
     inner_variables = set().union(*(i.variables for i in inner.items))
+    matched = set().union(*(i.variables for i in inner.items if isinstance(i, Triple)))
+    if inner_variables - matched - bound or re.search(r"\bEXISTS\b", match["body"], re.IGNORECASE):
+        return None  # the left join's FILTER would read the group's solution: not one test
     tests = [(i, found["name"]) for i, item in enumerate(items) if isinstance(item, Other)
              and (found := _NOT_BOUND.match(item.text.strip())) is not None
              and found["name"] in inner_variables]
