@@ -116,7 +116,11 @@ class AuditLog:
         try:
             for path in self._files():
                 if not path.name.endswith(_FOLDING):
-                    moved = path.with_name(path.name + _FOLDING)
+                    # A name no other file has: a fold that failed kept ``<name>.folding``,
+                    # and the appender has since written a new ``<name>`` (renaming it onto
+                    # the kept file would drop that file's records unread).
+                    moved = path.with_name(f"{path.name[:-len(_SUFFIX)]}.{secrets.token_hex(4)}"
+                                           f"{_SUFFIX}{_FOLDING}")
                     try:
                         path.rename(moved)
                     except FileNotFoundError:
