@@ -96,11 +96,28 @@ class AuditLog:
             file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
 
     def pending(self) -> list[ActivityRecord]:
-        """The records not folded yet, every process's, oldest file first."""
-        records: list[ActivityRecord] = []
-        for path in self._files():
-            records.extend(_read(path))
-        return records
+        """The records not folded yet, every process's, oldest file first.
+
+        A file a fold took aside between the listing and the reading is read under its new
+        name (listed again); only a file the fold deleted, after writing its records into the
+        graph, is left out."""
+        records: dict[str, ActivityRecord] = {}
+        read: set[str] = set()
+        for _ in range(_ATTEMPTS):
+            vanished = False
+            for path in self._files():
+                if path.name in read:
+                    continue
+                try:
+                    found = _read(path, gone_raises=True)
+                except FileNotFoundError:
+                    vanished = True
+                    continue
+                read.add(path.name)
+                records.update((r.run_id, r) for r in found if r.run_id not in records)
+            if not vanished:
+                break
+        return list(records.values())
 
     @contextlib.contextmanager
     def folding(self, aside: str, on_aside: Callable[[int], object] = lambda _: None,
@@ -116,7 +133,11 @@ class AuditLog:
         try:
             for path in self._files():
                 if not path.name.endswith(_FOLDING):
-                    moved = path.with_name(path.name + _FOLDING)
+                    # A name no other file has: a fold that failed kept ``<name>.folding``,
+                    # and the appender has since written a new ``<name>`` (renaming it onto
+                    # the kept file would drop that file's records unread).
+                    moved = path.with_name(f"{path.name[:-len(_SUFFIX)]}.{secrets.token_hex(4)}"
+                                           f"{_SUFFIX}{_FOLDING}")
                     try:
                         path.rename(moved)
                     except FileNotFoundError:
@@ -186,12 +207,16 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _read(path: Path, unread: list[bytes] | None = None) -> list[ActivityRecord]:
-    """The records of the file at ``path``; the lines that are none go to ``unread``."""
+def _read(path: Path, unread: list[bytes] | None = None, *,
+          gone_raises: bool = False) -> list[ActivityRecord]:
+    """The records of the file at ``path`` (none when it is gone, or FileNotFoundError with
+    ``gone_raises``); the lines that are none go to ``unread``."""
     records = []
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
+        if gone_raises:
+            raise
         return []
     for number, line in enumerate(lines, 1):
         try:

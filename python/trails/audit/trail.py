@@ -180,11 +180,12 @@ class AuditTrail:
         wanted = ActivityFilter.checked(since=since, until=until, caller=caller, level=level,
                                         scope=scope, limit=limit)
         self.fold()
+        listed = self._pending_then_latest()
         text, bindings = wanted.query()
         found = read_records([str(v) for v in
                               select(self.kg, text, bindings or None).column("record")])
         cutoff = self._cutoff()
-        pending = [r for r in self.pending() if wanted.keeps(r, cutoff)]
+        pending = [r for r in listed if wanted.keeps(r, cutoff)]
         merged = {r.run_id: r for r in [*found, *pending]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         if level is not None and not ordered:
@@ -212,7 +213,7 @@ class AuditTrail:
         prefix = run_prefix_of(run)
         if prefix is None:
             return run_id_of(run)
-        found = {r.run_id for r in self.pending()
+        found = {r.run_id for r in self._pending_then_latest()
                  if r.run_id.startswith(prefix) and started_at_or_after(r, self._cutoff())}
         rows = select(self.kg, _PREFIXED, {"stem": run_iri(prefix)})  # bound, never pasted
         found.update(str(v).removeprefix(run_iri("")) for v in rows.column("run"))
@@ -236,7 +237,7 @@ class AuditTrail:
             UnknownRunError: no such activity (or it is past the retention).
         """
         run_id = self.resolve(run)
-        for record in self.pending():
+        for record in self._pending_then_latest():
             if record.run_id == run_id and started_at_or_after(record, self._cutoff()):
                 return record
         rows = select(self.kg, _RECORD, {"run": IRI(run_iri(run_id))})
@@ -289,15 +290,28 @@ class AuditTrail:
                 as "nobody said anything".
         """
         run_id = self.resolve(run)
+        pending = self._pending_then_latest()
         rows = select(self.kg, _FEEDBACK, {"run": IRI(run_iri(run_id))})
         found = [r for r in [*read_records([str(v) for v in rows.column("record")]),
-                             *self.pending()]
+                             *pending]
                  if isinstance(r, FeedbackRecord) and r.run == run_id
                  and started_at_or_after(r, self._cutoff())]
         unique = {r.run_id: r for r in found}
         if not unique:
             self.get(run_id)  # raises for a run that is not there (feedback may outlive it)
         return sorted(unique.values(), key=lambda r: r.started, reverse=True)
+
+    def _pending_then_latest(self) -> list[ActivityRecord]:
+        """The pending records, and then, for a read-only context, its view of the graph
+        opened again. The writer's fold writes records into the graph before it deletes their
+        files, so each record is in what this read or in the graph as it is now. A view opened
+        before the fold has neither, and nothing else renews it (audit writes leave the graph's
+        revision alone): a reader's `trails audit` said "no recorded run" of a run it had seen."""
+        pending = self.pending()
+        refresh = getattr(self.kg, "refresh", None)
+        if not self.writable and callable(refresh):
+            refresh()
+        return pending
 
     def close(self) -> None:
         """Fold what is pending (a writable context) and release the log file."""

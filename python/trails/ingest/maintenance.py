@@ -26,7 +26,7 @@ from trails.ingest.graph_updates import (
 from trails.ingest.hand_checks import chunk_types_by_hand, links_by_hand, types_by_hand
 from trails.ingest.minting import MINTED_GRAPH, chunk_nquads, chunk_quads
 from trails.ingest.payload import fields_outside
-from trails.ingest.writer import between_writes, writing_versions
+from trails.ingest.writer import between_writes, one_stored_state, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.opening import read_revision
@@ -193,7 +193,8 @@ def verify(ctx: ContextParts, repair: bool = False, *, caller: str | None = None
     through :func:`delete_recorded`: each removal is in the audit trail, with ``caller``,
     before anything of the document goes.
     """
-    with between_writes(ctx):  # in a read snapshot without it: a repair's writes refuse there
+    # One state of the store for every read (read-only: the writer is another process).
+    with between_writes(ctx), one_stored_state(ctx):
         return _verify(ctx, repair, caller)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -144,6 +144,21 @@ def between_writes(ctx: ContextParts) -> AbstractContextManager[object]:
     if getattr(ctx.vectors, "in_snapshot", False):
         return contextlib.nullcontext()
     return versions_lock(ctx.kg)
+
+
+@contextlib.contextmanager
+def one_stored_state(ctx: ContextParts) -> Iterator[None]:
+    """Held by a read-only context's reads that compare several reads of the vector store
+    (``verify()``): they all see one committed state, whatever the writing process commits
+    meanwhile. Without it a commit landing between two reads paired states that never stood
+    together. A writable context needs none: no other process writes its store, and its own
+    writes wait for :func:`between_writes`."""
+    snapshot = getattr(ctx.vectors, "snapshot", None)
+    if not ctx.read_only or snapshot is None or getattr(ctx.vectors, "in_snapshot", False):
+        yield
+        return
+    with snapshot():
+        yield
 
 
 def versions_lock(kg: KnowledgeGraph) -> threading.RLock:
