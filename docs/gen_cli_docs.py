@@ -78,9 +78,13 @@ trails --db ./kb query "how do we deploy?" --json
   ```
 - **`--json`** on every command prints only JSON on stdout, for scripts. `query` prints the
   whole result: `{"hits": [...], "mode", "plan", "candidates", "exhaustive", "rankings",
-  "fusion_weights", "notes", "run_id"}`, each hit with its provenance: `{"iri", "score",
-  "components", "document", "title", "date", "source", "snippet", "admitted_by",
-  "metadata"}` (`RetrievalResult.to_dict()` in Python). A query on a context that holds no
+  "fusion_weights", "notes", "degraded", "filter_path", "run_id"}`, each hit with its
+  provenance: `{"iri", "score", "components", "document", "title", "date", "source",
+  "snippet", "admitted_by", "metadata"}` (`RetrievalResult.to_dict()` in Python), the same
+  whether it searched or a running service did. Each note (why the list is short or empty:
+  a `--min-score` that dropped hits, a filter that could select nothing, a failed backend)
+  is also a line `note: ...` on stderr; without `--json` the notes end the line under the
+  table. A query on a context that holds no
   documents answers with no hits and a note on stderr saying how to ingest (exit 0).
 - **`--sparql`** (`query`) and the query of `sparql` take the query itself, a file holding
   it (`.rq`, `.sparql`, or any existing file), or `-` for stdin.

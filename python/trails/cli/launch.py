@@ -23,7 +23,7 @@ from typing import Any
 from trails._lazy import import_target
 from trails.cli.arguments import FLAG, REPEATED, SEARCH_FLAGS, search_fields
 from trails.cli.exits import EXIT_BROKEN_CONTEXT, EXIT_USER_ERROR, fail
-from trails.cli.output import print_hits, print_json
+from trails.cli.output import print_result
 from trails.errors import StorageError, TrailsError
 from trails.records import RetrievalResult
 from trails.service.client import NotAnswered, ServiceClient, json_term
@@ -127,13 +127,7 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     except (TrailsError, ValueError) as exc:
         return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
     result = RetrievalResult.from_dict(answer, query=options["text"])
-    if options.get("json"):
-        for note in result.notes:
-            if note.startswith("min_score"):
-                sys.stderr.write(note + "\n")
-        print_json(result.to_dict())
-    else:
-        print_hits(result, bool(options.get(FLAG)))
+    print_result(result, bool(options.get(FLAG)), bool(options.get("json")))
     return 0
 
 

@@ -20,7 +20,7 @@ from trails.display.results import hit_passage
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 
-__all__ = ["PIPE_WIDTH", "cell", "console", "escaped", "print_hits", "print_json", "solution_text",
+__all__ = ["PIPE_WIDTH", "cell", "console", "escaped", "print_hits", "print_json", "print_result", "solution_text",
            "table", "visible"]
 
 # The width of what is printed to a pipe or a file when COLUMNS does not say: wide enough for
@@ -144,3 +144,17 @@ def print_hits(hits: RetrievalResult, why: bool) -> None:
         Console(stderr=True).print(f"recorded as run {hits.run_id} "
                                    f"(trails audit show {hits.run_id})", highlight=False,
                                    markup=False)
+
+
+def print_result(hits: RetrievalResult, why: bool, as_json: bool) -> None:
+    """The answer of ``trails query``, whether this process or a running service searched:
+    with ``as_json`` the whole result as JSON on stdout and each note on stderr (the notes
+    say why a list is short or empty: a threshold, a filter that could select nothing, a
+    failed backend), else the table (:func:`print_hits`) whose last line holds them."""
+    if not as_json:
+        print_hits(hits, why)
+        return
+    for note in hits.notes:
+        sys.stderr.write(f"note: {visible(note)}\n")
+    sys.stderr.flush()
+    print_json(hits.to_dict())

@@ -10,7 +10,7 @@ import typer
 
 from trails.cli._common import db_option, open_context
 from trails.cli.arguments import REPEATED, SEARCH_OPTIONS, bindings, read_query, search_fields
-from trails.cli.output import cell, console, escaped, print_hits, print_json, table, visible
+from trails.cli.output import cell, console, escaped, print_json, print_result, table, visible
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -72,7 +72,8 @@ def query(
         False, "--json",
         help="Print only the whole result as JSON: {hits: [{iri, score, components, document, "
              "title, date, source, snippet, admitted_by, metadata}], mode, plan, candidates, "
-             "exhaustive, rankings, fusion_weights, notes, filter_path, run_id}."),
+             "exhaustive, rankings, fusion_weights, notes, degraded, filter_path, run_id}; "
+             "each note is also a line on stderr."),
 ) -> None:
     """Retrieve the chunks that best answer TEXT (read-only).
 
@@ -108,13 +109,7 @@ def query(
         typer.echo(f"note: this context holds no documents yet; add some with `trails --db "
                    f"{visible(str(db_option(ctx)))} ingest PATH...` (files or folders: .md .txt .html "
                    ".jsonl .pdf)", err=True)
-    if as_json:
-        for note in hits.notes:  # stdout holds only the JSON; a short list says why on stderr
-            if note.startswith("min_score"):
-                typer.echo(visible(note), err=True)
-        print_json(hits.to_dict())
-        return
-    print_hits(hits, why)
+    print_result(hits, why, as_json)
 
 
 def sparql(

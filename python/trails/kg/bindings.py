@@ -127,8 +127,8 @@ def _term(name: str, value: Any, exact: bool) -> Term:
         _check_well_typed(comparable)
         return comparable
     except InvalidArgumentError as exc:
-        try:
-            shown = repr(value)
+        try:  # an RDF term as SPARQL writes it, any other value as Python does
+            shown = str(value) if isinstance(value, (ox.Literal, ox.NamedNode)) else repr(value)
         except ValueError:  # an int too long to print
             shown = f"<{type(value).__name__}>"
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
@@ -156,7 +156,11 @@ def _check_well_typed(term: Term) -> None:
     cast = f"SELECT ?x WHERE {{ BIND(<{term.datatype.value}>({ox.Literal(term.value)}) AS ?x) }}"
     solutions = _CASTS.query(cast)
     assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
-    if next(solutions)["x"] is None:
+    read = next(solutions)["x"]
+    # Not left to the traceback: a service raises this in a worker thread, and the solutions
+    # cannot be dropped in another one.
+    del solutions
+    if read is None:
         kind = term.datatype.value.removeprefix(_XSD)
         raise InvalidArgumentError(
             f"{term.value!r} is no xsd:{kind} value the graph can read, so every comparison "

@@ -198,13 +198,18 @@ def check_filter(
                 "retrieval filters must be read-only SELECT queries"
             ) from exc
         raise _unparsed("filter", query, prefixes, exc) from exc
-    if not isinstance(parsed, ox.QuerySolutions):
-        kind = "an ASK" if isinstance(parsed, ox.QueryBoolean) else "a CONSTRUCT/DESCRIBE"
+    # The answer is read here and dropped before any refusal: the error's traceback would keep
+    # it, and a service raising in a worker thread cannot drop it in another one.
+    names = ([v.value for v in parsed.variables] if isinstance(parsed, ox.QuerySolutions)
+             else None)
+    boolean = isinstance(parsed, ox.QueryBoolean)
+    del parsed
+    if names is None:
+        kind = "an ASK" if boolean else "a CONSTRUCT/DESCRIBE"
         raise UnsafeFilterError(
             f"the SPARQL filter is {kind} query; it must be a SELECT projecting one variable, "
             "e.g. SELECT ?iri WHERE { ... }"
         )
-    names = [v.value for v in parsed.variables]
     if len(names) != 1:
         raise UnsafeFilterError(
             f"the SPARQL filter projects {len(names)} variables ({', '.join('?' + n for n in names) or 'none'}); "

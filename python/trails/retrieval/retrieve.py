@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -13,7 +12,7 @@ import numpy as np
 from trails.audit.records import started_now
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
-from trails.kg.terms import IRI, check_text
+from trails.kg.terms import check_text
 from trails.rank._steps import Step
 from trails.rank.fusion import ExplainedFusion, FusionFn, Ranking, auto, rrf, weighted
 from trails.rank.keyword import keyword_evidence
@@ -23,6 +22,7 @@ from trails.retrieval import spans
 from trails.retrieval.absent_terms import absent_term_notes
 from trails.retrieval.arguments import check_retrieve_arguments
 from trails.retrieval.back_references import candidate_rows, resolves_by_iri
+from trails.retrieval.binding_notes import noted
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
 from trails.retrieval.degraded import (
@@ -235,7 +235,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
                     ordered = _same_result(ordered, *run_steps(
                         steps, query, ordered, _for_steps(ctx, store, model), now))
-                answer = _shown(_noted(read.noted(ordered), bindings, _why_empty(
+                answer = _shown(noted(read.noted(ordered), bindings, _why_empty(
                     graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
             else:
                 model = embedder if embedder is not None else _need(ctx, "embedder").embedder
@@ -254,7 +254,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 result = _same_result(result, *run_steps(
                     steps, query, result, _for_steps(ctx, store, model), now))
                 result = above_min_score(_same_result(result, list(result)[:k]), threshold)
-                answer = _shown(_noted(read.noted(result), bindings, _why_empty(
+                answer = _shown(noted(read.noted(result), bindings, _why_empty(
                     graph, sparql_filter, bindings, scopes, iris)), ctx, scopes)
             if ctx is not None and ctx.audit.enabled:
                 state = revisions(ctx, store)  # in the snapshot the answer came from
@@ -277,11 +277,6 @@ def _shown(result: RetrievalResult, ctx: Context | None, scopes: list[str]) -> R
     return result if ctx is None else complete_provenance(result, ctx.kg, scopes)
 
 
-_ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
-                       r"(?:Z|[+-]\d{2}:\d{2})?$")
-
-
 def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
                bindings: Mapping[str, Any] | None, scopes: list[str],
                iris: Sequence[str] | None) -> list[str]:
@@ -294,30 +289,6 @@ def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
     return [*graph_notes(graph, sparql_filter, bindings, scopes),
             *absent_term_notes(graph, sparql_filter, scopes),
             *mismatch_notes(graph, sparql_filter, bindings, scopes)]
-
-
-def _noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,
-           notes: list[str]) -> RetrievalResult:
-    """``result`` with ``notes``, and a note for each string binding that looks like an IRI or
-    a date: bound as a string, it never equals an IRI nor compares with a date in the graph,
-    which reads as "nothing matched"."""
-    for name, value in (bindings or {}).items():
-        if not isinstance(value, str) or isinstance(value, IRI):
-            continue
-        if _ABSOLUTE_IRI.match(value):
-            notes.append(f"binding {name!r} is the string {value!r}, which never matches an "
-                         f"IRI; to match the resource bind trails.kg.IRI({value!r}) (--bind "
-                         f"{name}=<{value}>)")
-        elif _ISO_DATE.match(value):
-            notes.append(f"binding {name!r} is the string {value!r}, which never compares with "
-                         "a date or dateTime; to compare as one bind a datetime.date or "
-                         f"datetime.datetime (--bind {name}={value})")
-    if not notes:
-        return result
-    return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
-                           candidates=result.candidates, exhaustive=result.exhaustive,
-                           rankings=result.rankings, notes=[*result.notes, *notes],
-                           fusion_weights=result.fusion_weights)
 
 
 def _for_steps(ctx: Context | None, store: VectorStore, model: Embedder | None

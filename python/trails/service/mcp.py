@@ -139,8 +139,8 @@ def answer(ctx: Context, key: ApiKey, body: ToolArguments) -> dict[str, Any]:
                   if name != "admitted_by" or hit[name] is not None}
                  for hit in found["hits"]],
         **{name: found[name] for name in (
-            "mode", "plan", "filter_path", "candidates", "exhaustive", "rankings", "notes",
-            "degraded", "run_id")}},
+            "mode", "plan", "filter_path", "candidates", "exhaustive", "rankings",
+            "fusion_weights", "notes", "degraded", "run_id")}},
         body.inject_mode, body.max_tokens, body.template)
 
 

@@ -144,7 +144,8 @@ def term_bindings(bindings: Mapping[str, Any] | None) -> dict[str, Any] | None:
             if value.type == "uri":
                 if value.datatype is not None or value.xml_lang is not None:
                     raise ValueError("a uri term takes no datatype or xml:lang")
-                converted[name] = ox.NamedNode(IRI(value.value))
+                # Checked where retrieve() checks an IRI binding, in the same words.
+                converted[name] = IRI(value.value)
             elif value.xml_lang is not None:
                 if value.datatype is not None:
                     raise ValueError("a literal has a datatype or a language, not both")
