@@ -58,7 +58,9 @@ trails --db ./kb query "how do we deploy?" --json
 - **One writer, many readers**: `query`, `sparql`, `stats` and `verify` (without `--repair`)
   open the context read-only, so they work while another process ingests; they see the data
   as it was when they opened it. `init`, `ingest` and `verify --repair` need the writer's
-  place and exit 1 with a message if another process holds it.
+  place and exit 1 with a message if another process holds it. A `verify` that finds damage
+  while another process writes says so on stderr (`being_written` in `--json`): what that
+  writer has not finished yet reads like what an interrupted ingest leaves.
 - **`--bind NAME=VALUE`** binds `?NAME` in a SPARQL query as a typed RDF term, never as
   pasted text: `2024-01-01` is an `xsd:date`, an ISO datetime an `xsd:dateTime`, `42` an
   integer, `1.5` a double, `true`/`false` a boolean, `<https://...>` an IRI, anything else a

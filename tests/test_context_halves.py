@@ -130,3 +130,19 @@ def _without_id(config: str) -> str:
     raw = json.loads(config)
     raw.pop("id")
     return json.dumps(raw)
+
+
+def test_a_torn_graph_marker_says_so_and_how_to_mend_it(context):
+    """The graph's copy of the context id cut short by an interrupted write: not "another
+    context", but the marker torn, and removing it mends the context."""
+    marker = context / "graph" / GRAPH_MARKER
+    whole = marker.read_text()
+    marker.write_text(whole[: len(whole) // 2])
+    with pytest.raises(ContextDamagedError, match="cut short") as caught:
+        Context.open(context, embedder=MockEmbedder(dim=16))
+    assert "another context" not in str(caught.value) and "remove" in str(caught.value)
+    marker.unlink()
+    with Context.open(context, embedder=MockEmbedder(dim=16)) as ctx:
+        assert len(retrieve("harbour", ctx, mode="vector")) == 3
+    assert marker.read_text() == whole
+    assert not list(marker.parent.glob(f"{GRAPH_MARKER}.*"))  # no temporary file left

@@ -52,3 +52,22 @@ def test_the_writers_own_verify_after_the_delete_is_clean(writer):
     assert writer.delete_document(DOC)
     report = writer.verify()
     assert report.ok, report
+
+
+def test_trails_verify_beside_a_writer_says_the_writer_is_at_work(writer, tmp_path):
+    """What a writer has not finished reads as damage to a read-only verify: the command says
+    a writer holds the context, so nobody repairs a commit in progress; alone, it does not."""
+    from _cli import run_trails
+
+    db = tmp_path / "ctx"
+    orphan = "INSERT DATA { <trails://local/doc/half> a trails:Document }"
+    writer.kg.update(orphan)  # a document the writer is midway through, as verify sees it
+    beside = run_trails("--db", db, "verify")
+    assert beside.returncode == 2, beside
+    assert "another process is writing this context" in beside.stderr
+    assert "Traceback" not in beside.stderr
+    as_json = run_trails("--db", db, "verify", "--json")
+    assert '"being_written": true' in as_json.stdout
+    writer.close()
+    alone = run_trails("--db", db, "verify")
+    assert alone.returncode == 2 and "another process" not in alone.stderr

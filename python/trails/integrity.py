@@ -16,6 +16,8 @@ endpoint, a Qdrant server) are the operator's to keep together; they are not che
 
 from __future__ import annotations
 
+import os
+
 import uuid
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -105,6 +107,12 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
     expected = (graph_id or store_id or config.id) if creating else (
         config.id or graph_id or store_id)
     for part, recorded in (("graph", graph_id), ("vector store", store_id)):
+        if part == "graph" and recorded is not None and expected is not None and \
+                recorded != expected and expected.startswith(recorded):
+            raise ContextDamagedError(
+                f"{marker} holds the context id cut short ({recorded!r} of {expected!r}), "
+                f"torn by an interrupted write: remove {marker} and open the context again "
+                "(it is written again from trails.json)")
         if recorded is not None and recorded != expected:
             raise ContextDamagedError(
                 f"the {part} in {root} belongs to another context (it records context "
@@ -114,8 +122,13 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
         return expected
     expected = expected or new_context_id()
     if marker is not None and graph_id is None:
-        try:
-            marker.write_text(f"{expected}\n")
+        try:  # written whole or not at all: a torn id would read as another context's
+            temporary = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+            with open(temporary, "w") as out:
+                out.write(f"{expected}\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, marker)
         except OSError as exc:
             raise StorageError(f"cannot write {marker}: {exc.strerror or exc}") from exc
     if isinstance(store, ContextMarked) and store_id is None:

@@ -4,13 +4,15 @@ check it, remove documents."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import typer
 
-from trails.cli._common import EXIT_PARTIAL, open_context
+from trails.cli._common import EXIT_PARTIAL, db_option, open_context
 from trails.cli.output import cell, console, print_json, table, visible
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextLockedError
 from trails.vector.stores.base import VersionedStore
+from trails.writer_lock import hold_for_writing
 
 __all__ = ["delete", "prune", "stats", "verify"]
 
@@ -59,12 +61,29 @@ def verify(
     """
     with open_context(ctx, write=repair) as opened:
         report = opened.verify(repair=repair)
+    busy = not repair and not report.ok and _being_written(db_option(ctx))
     if as_json:
-        print_json({"ok": report.ok, **asdict(report)})
+        print_json({"ok": report.ok, **asdict(report), "being_written": busy})
     else:
         typer.echo(visible(report.summary()))
+    if busy:
+        typer.echo("note: another process is writing this context: what it has not finished "
+                   "yet reads as the parts an interrupted ingest leaves. Run verify again when "
+                   "it is done before repairing.", err=True)
     if not report.ok:
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def _being_written(db: Path) -> bool:
+    """Whether another process holds the context's writer lock (taken and let go at once:
+    only after a read that found damage, so a writer starting just then rarely meets it)."""
+    try:
+        held = hold_for_writing(db)
+    except ContextLockedError:
+        return True
+    if held is not None:
+        held.close()
+    return False
 
 
 def delete(
