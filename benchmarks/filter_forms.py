@@ -62,8 +62,8 @@ FORMS: dict[str, dict[str, Form]] = {
     "FILTER NOT EXISTS": {
         "MINUS": lambda b: f"SELECT ?iri WHERE {{ {LINK} MINUS {{ ?doc meta:classification ?c }} }}",
         "OPTIONAL, !BOUND": lambda b: (f"SELECT ?iri WHERE {{ {LINK} OPTIONAL {{ ?doc "
-                                       f"meta:classification ?k . ?doc meta:classification "
-                                       f"\"{b['c']}\" }} FILTER(!BOUND(?k)) }}"),
+                                       "meta:classification ?k FILTER(?k = ?c) } "
+                                       "FILTER(!BOUND(?k)) }"),
     },
 }
 
