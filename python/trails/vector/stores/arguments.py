@@ -195,6 +195,21 @@ def check_metadatas(metadata: object, count: int) -> list[dict[str, Any]]:
     return metas
 
 
+def check_identity(identity: object, kind: type) -> None:
+    """``identity`` is what a store records of an embedder (``kind``: ``EmbedderIdentity``),
+    never the embedder itself.
+
+    Raises:
+        InvalidArgumentTypeError: anything else (an embedder: the message says to pass its
+            ``.identity``).
+    """
+    if not isinstance(identity, kind):
+        hint = "; pass its .identity" if hasattr(identity, "identity") else ""
+        raise InvalidArgumentTypeError(
+            f"embedder must be an EmbedderIdentity (an embedder's .identity), got "
+            f"{type(identity).__name__}{hint}")
+
+
 def check_k(k: object) -> int:
     """``k``: an int >= 0 (how many hits)."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
