@@ -97,6 +97,26 @@ def test_entities_of_another_scope_raise_nothing():
         assert [h.iri for h in boosted] == [h.iri for h in plain]
 
 
+def test_one_step_serving_one_fresh_context_after_another_links_each_one_s_own_entities():
+    # A step a project builds once and uses in every test: each test's graph is new, and
+    # CPython gives a new graph the address of one gone before, at the same generation after
+    # the same writes. The step kept each graph's labels by that address and linked a query
+    # with a gone graph's labels: a test's answer depended on which test ran before.
+    step = EntityBoost(weight=0.9)
+    for n in range(150):
+        name = f"Zorg{n}x"  # the linker folds case; a new entity in every context
+        with fresh_context(dim=64) as ctx:
+            ctx.kg.update(f'PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> INSERT DATA '
+                          f'{{ <{EX}e{n}> rdfs:label "{name}" }}')
+            ingest_all([Document(id="plain", source="plain", text="report report of"),
+                        Document(id="entity", source="entity", text=f"photos of {name}")],
+                       ctx=ctx, linker=LabelLinker())
+            boosted = retrieve(f"report of {name}", ctx, k=2, steps=[step])
+            assert any(note.startswith(f"entities: {EX}e{n} linked") for note in boosted.notes), \
+                (n, boosted.notes)
+        del ctx, boosted  # the graph is gone before the next one is made
+
+
 def test_the_service_names_the_step():
     step = build_steps([("entities", {"neighbours": [EX + "subOrganizationOf"], "hops": 2})])[0]
     assert isinstance(step, EntityBoost) and step.hops == 2

@@ -56,4 +56,5 @@ def test_the_example_project_passes_from_a_temporary_directory(project_run):
 
 def test_the_examples_in_docs_testing_md_pass_in_a_user_s_project(project_run):
     passed = {line.split("::")[1] for line in passed_in(project_run, "tests/test_doc_")}
-    assert {"test_recent_notes_only", "test_hybrid_ranks_exactly_the_filtered_documents"} <= passed
+    assert {"test_recent_notes_only", "test_hybrid_ranks_exactly_the_filtered_documents",
+            "test_the_search_is_recorded_the_same_every_time"} <= passed

@@ -105,3 +105,47 @@ def test_fresh_context_takes_any_embedder():
         assert ctx.embedder is embedder and ctx.vectors.dim == 12
     with trails.testing.isolated_kernel(embedder=embedder) as ctx:
         assert ctx.embedder is embedder
+
+
+@pytest.mark.parametrize("make", [
+    lambda: trails.testing.fresh_context(embedder="mock"),
+    lambda: trails.testing.isolated_kernel(embedder=64).__enter__(),
+    lambda: trails.testing.context_directory("unused", embedder=object()).__enter__(),
+], ids=["fresh_context", "isolated_kernel", "context_directory"])
+def test_something_that_is_no_embedder_is_refused_by_name(make):
+    # It reached the store as an embedder and failed there: AttributeError: 'str' object has
+    # no attribute 'dim'.
+    from trails.errors import InvalidArgumentTypeError
+
+    with pytest.raises(InvalidArgumentTypeError, match="embedder must be an Embedder"):
+        make()
+
+
+@pytest.mark.parametrize("where", ["file", "file/context"])
+def test_a_context_directory_where_a_file_is_says_so(tmp_path, where):
+    # mkdir's FileExistsError and NotADirectoryError came out raw.
+    from trails.errors import StorageError
+
+    (tmp_path / "file").write_text("notes")
+    with pytest.raises(StorageError, match="a file stands where a directory must be"), \
+            trails.testing.context_directory(tmp_path / where):
+        pass
+    assert (tmp_path / "file").read_text() == "notes"
+
+
+def test_a_store_factory_given_an_embedder_says_to_pass_its_identity(tmp_path):
+    # new(dim, embedder=...) takes what a store records of an embedder; an embedder itself
+    # failed deep in the store: AttributeError: 'MockEmbedder' object has no attribute
+    # 'describe'.
+    from trails.errors import InvalidArgumentTypeError
+    from trails.testing.stores import factory_named
+
+    factory = factory_named("sqlite-vec-file")(tmp_path)
+    embedder = trails.testing.MockEmbedder(dim=16)
+    try:
+        with pytest.raises(InvalidArgumentTypeError, match=r"pass its \.identity"):
+            factory.new(16, embedder=embedder)
+        store = factory.new(16, embedder=embedder.identity)
+        assert store.embedder_identity == embedder.identity
+    finally:
+        factory.close_all()

@@ -25,6 +25,7 @@ from trails.errors import (
     TrailsError,
 )
 from trails.vector.embedders.base import EmbedderIdentity
+from trails.vector.embedders.mock import MockEmbedder
 from trails.vector.stores.base import (
     BackReferences,
     BaseVectorStore,
@@ -338,6 +339,21 @@ def test_dimension_error_names_both_dimensions(store_factory):
     store = store_factory.new(DIM)
     with pytest.raises(DimensionMismatchError, match=rf"\b{DIM}\b.*\b3\b"):
         store.add("a", [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("dim", ["8", 8.0, True], ids=["str", "float", "bool"])
+def test_a_dimension_that_is_no_integer_is_refused_by_name(store_factory, dim):
+    # "8" failed deep in the schema (TypeError: '<' not supported between str and int), 8.0
+    # in the vector files, and Qdrant took 8.0 as a dimension.
+    with pytest.raises(InvalidArgumentTypeError, match="dim must be a positive integer"):
+        store_factory.new(dim)
+
+
+def test_an_embedder_where_its_identity_belongs_is_refused_by_name(store_factory):
+    # It failed deep inside: AttributeError: 'MockEmbedder' object has no attribute 'describe'.
+    embedder = MockEmbedder(dim=DIM)
+    with pytest.raises(InvalidArgumentTypeError, match=r"pass its \.identity"):
+        store_factory.new(DIM, embedder=embedder)
 
 
 def test_ragged_batches_and_non_numbers(store_factory):
@@ -961,7 +977,6 @@ def test_a_store_with_only_the_protocol_retrieves_and_refuses_to_ingest(tmp_path
     from trails.context import Context
     from trails.ingest import Document, ingest_all
     from trails.kg import OxigraphGraph
-    from trails.vector.embedders.mock import MockEmbedder
     from trails.vector.stores.sqlite_vec import SqliteVecStore
 
     embedder = MockEmbedder(dim=DIM)

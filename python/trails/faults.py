@@ -37,6 +37,9 @@ _FAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
       "unable to open database file", "authorization denied"),
      "it cannot be opened (permissions, or a missing directory)",
      "check that the path exists and that this user may read and write it"),
+    (("fileexistserror", "notadirectoryerror", "not a directory"),
+     "a file stands where a directory must be (the path, or one of its parents)",
+     "give the path of a directory (new or existing), or move the file aside"),
 )
 _CORRUPT = ("corruption", "corrupterror", "notadberror", "malformed", "not a database",
             "may be corrupted", "checksum mismatch", "bad magic number",

@@ -16,8 +16,9 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trails.errors import InvalidArgumentError
 from trails.ingest.document import Chunk
@@ -52,6 +53,36 @@ MAX_KEPT_EDGES = 2_000_000
 # An entity ranking counts as far as it is selective: the share of the hits that mention
 # none of the entities, through this ramp, is its confidence (ADR 10's quality ramps).
 SELECTIVITY_RAMP = (0.2, 0.8)
+
+
+V = TypeVar("V")
+# Per graph, per scope: the generation a value was read at, and the value.
+_PerGraph = weakref.WeakKeyDictionary[Any, dict[str, tuple[int, V]]]
+
+
+def _kept(per_graph: _PerGraph[V], kg: KnowledgeGraph, scope: str,
+          generation: int | None) -> tuple[V] | None:
+    """The value kept for ``kg``'s ``scope`` at ``generation``, as a 1-tuple; None when
+    there is none (nothing is kept for a graph without generations)."""
+    if generation is None:
+        return None
+    try:
+        kept = per_graph.get(kg, {}).get(scope)
+    except TypeError:  # a graph class of one's own, unhashable or without weak references
+        return None
+    return (kept[1],) if kept is not None and kept[0] == generation else None
+
+
+def _keep(per_graph: _PerGraph[V], kg: KnowledgeGraph, scope: str, generation: int | None,
+          value: V) -> None:
+    """Keep ``value`` for ``kg``'s ``scope`` at ``generation`` (a graph with generations
+    that can be referred to weakly; the graph's other scopes stay kept)."""
+    if generation is None:
+        return
+    try:
+        per_graph.setdefault(kg, {})[scope] = (generation, value)
+    except TypeError:
+        return
 
 
 class EntityBoost:
@@ -96,8 +127,11 @@ class EntityBoost:
         self.linker: Linker = linker if linker is not None else LabelLinker()
         self.neighbours, self.hops = list(neighbours), hops
         self.decay, self.weight = float(decay), float(weight)
-        self._bound: dict[tuple[int, str], tuple[int | None, ScopeLinker]] = {}
-        self._edges: dict[tuple[int, str], tuple[int, Adjacency | None]] = {}
+        # What is kept per graph (the graph itself, weakly: a graph's id is reused once it
+        # is gone, and a new graph may reach the same generation) and scope, with the
+        # generation it was read at.
+        self._bound: _PerGraph[ScopeLinker] = weakref.WeakKeyDictionary()
+        self._edges: _PerGraph[Adjacency | None] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __call__(self, query: str, hits: Sequence[H], ctx: ContextParts | None = None
@@ -140,11 +174,11 @@ class EntityBoost:
         (reading 100,000 labels per query would cost more than the search)."""
         generation = kg.generation if isinstance(kg, GenerationGraph) else None
         with self._lock:
-            kept = self._bound.get((id(kg), scope))
-            if kept is not None and generation is not None and kept[0] == generation:
-                return kept[1]
+            kept = _kept(self._bound, kg, scope, generation)
+            if kept is not None:
+                return kept[0]
             bound = self.linker.for_scope(kg, scope)
-            self._bound[(id(kg), scope)] = (generation, bound)
+            _keep(self._bound, kg, scope, generation, bound)
             return bound
 
     def _reach(self, kg: KnowledgeGraph, scope: str, named: list[str],
@@ -184,9 +218,9 @@ class EntityBoost:
             return None
         generation = kg.generation
         with self._lock:
-            kept = self._edges.get((id(kg), scope))
-            if kept is not None and kept[0] == generation:
-                return kept[1]
+            kept = _kept(self._edges, kg, scope, generation)
+            if kept is not None:
+                return kept[0]
             rows = select(kg, f"SELECT ?a ?b WHERE {{ {values('p', self._predicates)} ?a ?p ?b "
                               f"FILTER(isIRI(?a) && isIRI(?b)) }} LIMIT {MAX_KEPT_EDGES + 1}",
                           scopes=[scope]).rows
@@ -197,7 +231,7 @@ class EntityBoost:
                     a, b = str(row["a"]), str(row["b"])
                     adjacency.setdefault(a, set()).add(b)
                     adjacency.setdefault(b, set()).add(a)
-            self._edges[(id(kg), scope)] = (generation, adjacency)
+            _keep(self._edges, kg, scope, generation, adjacency)
             return adjacency
 
     def _path(self, distance: int) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from trails import _state
 from trails.context import Context, set_default_context
+from trails.errors import InvalidArgumentTypeError
 from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
@@ -21,8 +22,22 @@ def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = N
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
 
     ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused).
+
+    Raises:
+        InvalidArgumentError: ``dim`` is no positive integer, ``seed`` no integer, or
+            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder`.
     """
-    return Context.memory(embedder if embedder is not None else MockEmbedder(dim=dim, seed=seed))
+    return Context.memory(_embedder(embedder, dim, seed))
+
+
+def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
+    if embedder is None:
+        return MockEmbedder(dim=dim, seed=seed)
+    if not isinstance(embedder, Embedder):
+        raise InvalidArgumentTypeError(
+            f"embedder must be an Embedder (MockEmbedder(dim=64), a SentenceTransformerEmbedder"
+            f"...) or None, got {type(embedder).__name__}; to set the mock's size, pass dim=")
+    return embedder
 
 
 @contextlib.contextmanager
@@ -88,11 +103,11 @@ def context_directory(directory: str | os.PathLike[str], *, dim: int = 64, seed:
     the directory with the same one.
 
     Raises:
-        StorageError: the directory cannot be created or written.
+        InvalidArgumentError: as :func:`fresh_context`.
+        StorageError: the directory cannot be created or written (or a file is in the way).
         ContextDamagedError: it holds a damaged context.
     """
-    ctx = Context.open(directory, embedder=embedder if embedder is not None
-                       else MockEmbedder(dim=dim, seed=seed))
+    ctx = Context.open(directory, embedder=_embedder(embedder, dim, seed))
     try:
         yield ctx
     finally:

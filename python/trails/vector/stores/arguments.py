@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -193,6 +194,32 @@ def check_metadatas(metadata: object, count: int) -> list[dict[str, Any]]:
         raise InvalidArgumentError(f"got {count} ids but {len(metas)} metadata entries; pass "
                                    "one mapping (or None) per id")
     return metas
+
+
+def check_dim(dim: object) -> None:
+    """``dim`` as a store's constructor takes it: None (an existing store's own) or an int.
+
+    Raises:
+        InvalidArgumentTypeError: anything else (``"64"``, ``64.0``, ``True``).
+    """
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
+        raise InvalidArgumentTypeError(
+            f"dim must be a positive integer (the embedder's dim) or None, got {_shown(dim)}")
+
+
+def check_identity(identity: object, kind: type) -> None:
+    """``identity`` is what a store records of an embedder (``kind``: ``EmbedderIdentity``),
+    never the embedder itself.
+
+    Raises:
+        InvalidArgumentTypeError: anything else (an embedder: the message says to pass its
+            ``.identity``).
+    """
+    if not isinstance(identity, kind):
+        hint = "; pass its .identity" if hasattr(identity, "identity") else ""
+        raise InvalidArgumentTypeError(
+            f"embedder must be an EmbedderIdentity (an embedder's .identity), got "
+            f"{type(identity).__name__}{hint}")
 
 
 def check_k(k: object) -> int:

@@ -308,6 +308,7 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
 
     def bind_embedder(self, identity: EmbedderIdentity) -> None:
         """Record the embedder that makes this store's vectors, or check it is the same one."""
+        arguments.check_identity(identity, EmbedderIdentity)
         if identity.dim != self._dim:
             raise DimensionMismatchError(
                 f"embedder {identity.describe()} makes {identity.dim}-d vectors but store "

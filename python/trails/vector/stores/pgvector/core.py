@@ -79,6 +79,7 @@ class PgCore(BaseVectorStore):
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         self._closed = True  # until the pool is open: close() has nothing to release
+        arguments.check_dim(dim)
         self._psycopg = require("psycopg", "PgVectorStore")
         self._pool_module = require("psycopg_pool", "PgVectorStore")
         self._register = require("pgvector.psycopg", "PgVectorStore").register_vector

@@ -50,6 +50,7 @@ class QdrantCore(BaseVectorStore):
         timeout: int | None = None,
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
+        arguments.check_dim(dim)
         qdrant = require("qdrant_client", "QdrantStore")
         self.timeout = timeout
         self.resilience = Resilience.from_settings(resilience)

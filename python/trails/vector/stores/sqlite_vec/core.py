@@ -83,8 +83,8 @@ class SqliteCore(BaseVectorStore):
         embedder: EmbedderIdentity | None = None,
         read_only: bool = False,
     ) -> None:
-        self.path = str(path)
-        self.read_only = read_only
+        self.path, self.read_only = str(path), read_only
+        arguments.check_dim(dim)
         if read_only and (self.path == ":memory:" or not os.path.exists(self.path)):
             raise ConfigurationError(
                 f"cannot open vector store {self.path!r} read-only: it does not exist yet; "
