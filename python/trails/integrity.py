@@ -17,7 +17,6 @@ endpoint, a Qdrant server) are the operator's to keep together; they are not che
 from __future__ import annotations
 
 import os
-
 import uuid
 from pathlib import Path
 from typing import Protocol, runtime_checkable
