@@ -149,3 +149,23 @@ def test_a_store_factory_given_an_embedder_says_to_pass_its_identity(tmp_path):
         assert store.embedder_identity == embedder.identity
     finally:
         factory.close_all()
+
+
+@pytest.mark.parametrize("how", ["memory", "new directory", "existing directory"])
+def test_a_context_given_something_that_is_no_embedder_refuses_it_by_name(tmp_path, how):
+    # Context.open and Context.memory failed deep inside: 'str' object has no attribute 'dim'.
+    from trails.context import Context
+    from trails.errors import InvalidArgumentTypeError
+    from trails.vector import MockEmbedder
+
+    if how == "existing directory":
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+    with pytest.raises(InvalidArgumentTypeError, match="embedder must be an Embedder.*--model"):
+        if how == "memory":
+            Context.memory("mock")  # type: ignore[arg-type]
+        else:
+            Context.open(tmp_path / "kb", embedder="mock")  # type: ignore[arg-type]
+    if how == "new directory":
+        assert not (tmp_path / "kb").exists()  # refused before anything was written
+    if how == "existing directory":  # and nothing left locked
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()

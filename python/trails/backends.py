@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from trails.config import EmbedderConfig, PartConfig, Setting
-from trails.errors import ConfigurationError, InvalidArgumentError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.base import KnowledgeGraph
 from trails.recorded import Recordable, Settings, Where
 from trails.registry import EMBEDDERS, GRAPHS, VECTOR_STORES, Backends
@@ -136,6 +136,24 @@ def new_embedder(backend: str, settings: Mapping[str, Setting] | None = None) ->
 def default_embedder() -> Embedder:
     """The local model a context gets when none is chosen (all-MiniLM-L6-v2)."""
     return new_embedder("sentence-transformers", {"model": DEFAULT_MODEL})
+
+
+def chosen_embedder(embedder: object, recorded: EmbedderConfig | None = None) -> Embedder:
+    """``embedder`` as a context is given it; when it is None, the ``recorded`` one rebuilt,
+    else the default local model.
+
+    Raises:
+        InvalidArgumentTypeError: it is no :class:`~trails.vector.embedders.base.Embedder` (a
+            backend's name, say: that is what ``trails.json`` or ``trails init`` take).
+    """
+    if embedder is None:
+        return default_embedder() if recorded is None else build_embedder(recorded)
+    if not isinstance(embedder, Embedder):
+        raise InvalidArgumentTypeError(
+            f"embedder must be an Embedder (MockEmbedder(dim=64), "
+            f"SentenceTransformerEmbedder(), ...) or None, got {type(embedder).__name__} "
+            f"{embedder!r:.60}; a model named by text is chosen with `trails init --model`")
+    return embedder
 
 
 def build_embedder(part: EmbedderConfig) -> Embedder:

@@ -8,13 +8,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from trails import _state
 from trails.audit import AuditTrail
 from trails.backends import (
     build_embedder,
-    default_embedder,
+    chosen_embedder,
     describe_embedder,
     describe_graph,
     describe_vectors,
@@ -132,7 +132,7 @@ class Context:
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
-        model = embedder if embedder is not None else default_embedder()
+        model = chosen_embedder(embedder)
         store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
             ":memory:", dim=model.dim, embedder=model.identity)
         return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base_iri)
@@ -190,9 +190,9 @@ class Context:
 
         Raises:
             InvalidArgumentError: ``base_iri`` (or the one recorded) is no absolute IRI, a
-                ``retention`` rule (given or recorded) is malformed, or ``payload`` names a
-                field that is no plain metadata key or one retrieval always keeps; nothing was
-                written.
+                ``retention`` rule (given or recorded) is malformed, ``payload`` names a field
+                that is no plain metadata key or one retrieval always keeps, or ``embedder``
+                is no Embedder; nothing was written.
             ContextLockedError: another process has the directory open for writing.
             ContextDamagedError: ``trails.json``, the graph or the vector store is corrupt
                 (the message names the file).
@@ -220,13 +220,13 @@ class Context:
                     f"{str(root)!r} holds no trails context; create it first with "
                     f"Context.open({str(root)!r}) or `trails --db {root} init`"
                 )
-            model = embedder if embedder is not None else default_embedder()
+            model = chosen_embedder(embedder)
             config = _new_config(root, model, kg, vectors, base_iri)
             with translated(str(root), "creating the context directory"):
                 root.mkdir(parents=True, exist_ok=True)
         else:
             check_parts_present(root, config)  # never recreate a lost half empty
-            model = embedder if embedder is not None else build_embedder(config.embedder)
+            model = chosen_embedder(embedder, config.embedder)
         graph = kg if kg is not None else open_graph(config.graph, root, read_only=read_only)
         store: VectorStore | None = None
         held = None
@@ -310,9 +310,8 @@ class Context:
             StorageError: the record could not be written (nothing was deleted).
         """
         self._check_writable()
-        parts: ContextParts = self
-        return delete_recorded(parts, iri, reason="deleted on request", caller=caller,
-                               include_user_triples=include_user_triples)
+        return delete_recorded(cast(ContextParts, self), iri, reason="deleted on request",
+                               caller=caller, include_user_triples=include_user_triples)
 
     def prune_expired(self, *, now: datetime | None = None,
                       dry_run: bool = False) -> list[ExpiredDocument]:
