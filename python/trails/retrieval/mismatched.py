@@ -29,6 +29,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from trails.errors import SparqlError
 from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
 from trails.kg.sparql import code_only
@@ -135,7 +136,10 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
                          f"with {shown} values; write "
                          + (f"{insteads[0]} in its place" if insteads[0] else
                             f"a constant of the type ?{variable} holds") + hint)
-    return notes + _pattern_notes(kg, sparql_filter, code, terms, scopes)
+    try:
+        return notes + _pattern_notes(kg, sparql_filter, code, terms, scopes)
+    except Exception:  # noqa: BLE001 - a probe that cannot run says nothing
+        return notes
 
 
 def _pattern_notes(kg: KnowledgeGraph, text: str, code: str, terms: Mapping[str, object],
@@ -210,12 +214,18 @@ def _spelled_alike(kg: KnowledgeGraph, prologue: str, predicate: str, term: obje
                 value, term)):
             return _written(value)
     sample = next((v for v in values if isinstance(v, ox.NamedNode)), None)
-    guesses = ([f'"{spelled}"'] if isinstance(term, ox.NamedNode) else
-               [f"<{_split(sample.value)[0]}{spelled}>"] if sample is not None else [])
+    try:  # terms made by pyoxigraph are valid SPARQL: a string no IRI can hold is no guess
+        guesses = ([str(ox.Literal(spelled or ""))] if isinstance(term, ox.NamedNode) else
+                   [str(ox.NamedNode(_split(sample.value)[0] + (spelled or "")))]
+                   if sample is not None and spelled else [])
+    except ValueError:
+        return None
     for guess in guesses:
-        if re.fullmatch(r'"[^"\\\n\r]*"|<[^<>"\s{}|^`\\]*>', guess) and kg.query(
-                f"{prologue}\nASK {{ ?s {predicate} {guess} }}", scopes=scopes) is True:
-            return guess
+        try:
+            if kg.query(f"{prologue}\nASK {{ ?s {predicate} {guess} }}", scopes=scopes) is True:
+                return guess
+        except SparqlError:  # a note is never worth the answer it explains
+            return None
     return None
 
 
