@@ -236,3 +236,27 @@ def test_a_name_sharing_only_its_namespace_is_no_suggestion(ctx):
     result = retrieve("rails", ctx, mode="graph", sparql_filter=TYPO % "meta:secretcod ?v")
     (note,) = [n for n in result.notes if "in no triple" in n]
     assert "did you mean" not in note and note.endswith("and the scopes searched")
+
+
+def test_a_probe_that_fails_costs_the_note_not_the_answer(monkeypatch, caplog):
+    """Why a filter selected nothing is worked out after the answer: a probe that fails (a
+    term it cannot write, a graph that errs) leaves the empty answer, with the other notes."""
+    import sys
+
+    from trails.errors import SparqlError
+    from trails.ingest import Document, ingest_all
+    from trails.testing import fresh_context
+
+    def failing(*args, **kwargs):
+        raise SparqlError("a probe the graph cannot parse")
+
+    ctx = fresh_context()
+    ingest_all([Document(id="a", source="a.md", text="rails notes.")], ctx=ctx)
+    retrieve_module = sys.modules["trails.retrieval.retrieve"]  # the package names a function so
+    monkeypatch.setattr(retrieve_module, "mismatch_notes", failing)
+    result = retrieve_module.retrieve(
+        "rails", ctx, sparql_filter="SELECT ?iri WHERE { ?iri schema:isPartOf ?d . "
+        "?d schema:dateCreatd ?x }")
+    assert list(result) == []
+    assert any("schema:dateCreatd" in note for note in result.notes)  # the other probes ran
+    assert "could not tell why the filter selected nothing" in caplog.text

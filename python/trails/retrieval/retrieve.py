@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from trails.vector.stores.base import VectorHit, VectorStore
 
 __all__ = ["FUSIONS", "MODES", "Mode", "retrieve"]
+
+log = logging.getLogger("trails.retrieve")
 
 # The fusions by name (FUSIONS, in trails.retrieval.request, lists the same names).
 _FUSERS: dict[str, FusionFn] = {"rrf": rrf, "weighted": weighted, "auto": auto}
@@ -286,9 +289,14 @@ def _why_empty(graph: KnowledgeGraph | None, sparql_filter: str | None,
     with never take (retrieval/mismatched.py)."""
     if graph is None or iris is None or iris or not sparql_filter:
         return []
-    return [*graph_notes(graph, sparql_filter, bindings, scopes),
-            *absent_term_notes(graph, sparql_filter, scopes),
-            *mismatch_notes(graph, sparql_filter, bindings, scopes)]
+    notes: list[str] = []
+    for probe, arguments in ((graph_notes, (bindings, scopes)), (absent_term_notes, (scopes,)),
+                             (mismatch_notes, (bindings, scopes))):
+        try:
+            notes += probe(graph, sparql_filter, *arguments)
+        except Exception as exc:  # noqa: BLE001 - a note is never worth the answer it explains
+            log.warning("could not tell why the filter selected nothing: %s", exc)
+    return notes
 
 
 def _for_steps(ctx: Context | None, store: VectorStore, model: Embedder | None
