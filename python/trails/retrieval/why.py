@@ -47,7 +47,7 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
     if shape is None:
         return [{} for _ in hits]
     written = set().union(*(item.variables for item in shape.items), {shape.variable})
-    shape = _started_from_hits(equivalent_form(shape, (bindings or {}).keys(), sets=False))
+    started = _started_from_hits(equivalent_form(shape, (bindings or {}).keys(), sets=False))
     iris = sorted({h.iri for h in hits} | {h.document for h in hits if h.document})
     try:
         # The bindings travel in the hits' VALUES rows: a separate block of them first would
@@ -56,8 +56,11 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
                  if name != shape.variable}
         names = " ".join(f"?{name}" for name in (shape.variable, *terms))
         rows = " ".join(f"({' '.join((str(ox.NamedNode(i)), *terms.values()))})" for i in iris)
-        found = select(kg, shape.solutions_text(f"VALUES ({names}) {{ {rows} }}"),
-                       scopes=list(scopes))
+        values = f"VALUES ({names}) {{ {rows} }}"
+        try:
+            found = select(kg, started.solutions_text(values), scopes=list(scopes))
+        except SparqlError:  # the faster form must not cost the explanation: as written
+            found = select(kg, shape.solutions_text(values), scopes=list(scopes))
     except (SparqlError, ValueError) as exc:  # the search answered; its explanation must not fail it
         log.warning("could not tell why the hits were admitted: %s", exc)
         return [{} for _ in hits]
