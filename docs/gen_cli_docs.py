@@ -65,7 +65,10 @@ trails --db ./kb query "how do we deploy?" --json
   pasted text: `2024-01-01` is an `xsd:date`, an ISO datetime an `xsd:dateTime`, `42` an
   integer, `1.5` a double, `true`/`false` a boolean, `<https://...>` an IRI, anything else a
   string. Force a type with `NAME:TYPE=VALUE`, TYPE one of `str int float bool date datetime
-  iri` (`--bind code:str=42`).
+  iri` (`--bind code:str=42`). A value that is none of its type (`--bind since=2024-13-01`,
+  `--bind n:int=twelve`) is refused for the reason, and with the fix, that the service gives
+  for such a typed literal and the MCP tool for such a string (`'2024-13-01' is no xsd:date
+  value the graph can read, ...`), after `--bind 'since=2024-13-01':`.
 - **Backends**: `trails init` records in `DIR/trails.json` the graph (`--graph oxigraph`,
   embedded, or `sparql` with `--endpoint URL`), the vector store (`--vectors sqlite-vec`,
   embedded, or `qdrant` with `--qdrant-url URL` or a local `--qdrant-path DIR`) and the

@@ -6,12 +6,19 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import typer
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trails.cli import app
+from _cli import run_trails
+from service_support import bearer, keys, seeded_context
+from trails import Context
+from trails.cli import app, launch
 from trails.cli.launch import answer_through_service, service_request
+from trails.service.app import create_app
+from trails.testing import MockEmbedder
 
 COMMAND = typer.main.get_command(app)
 # click's usage errors (typer >= 0.20 vendors click), and the Exit that --help raises.
@@ -135,3 +142,52 @@ def test_a_service_file_naming_another_host_is_not_followed(tmp_path):
         (tmp_path / "service.json").write_text(json.dumps(
             {"version": 1, "url": url, "pid": os.getpid(), "token": "t", "started": ""}))
         assert answer_through_service(["--db", str(tmp_path), "query", "x"]) is None
+
+
+def _answered_by(app_client, label: str):
+    """A stand-in for the service's client that asks ``app_client`` (the service's app)."""
+    class Through:
+        def __init__(self, _info: object) -> None:
+            self.asked = 0
+
+        def health(self) -> dict:
+            return {"status": "ready"}
+
+        def retrieve(self, body: dict) -> dict:
+            answer = app_client.post("/retrieve", headers=bearer(label), json=body)
+            assert answer.status_code == 200, answer.text
+            ASKED.append(body["query"])
+            return answer.json()
+
+    return Through
+
+
+ASKED: list[str] = []
+
+
+@pytest.mark.parametrize(("seeded", "label", "noted"), [
+    (False, "admin", True),
+    (True, "admin", False),  # documents, and no hits for this filter: no such note
+    (False, "alpha-reader", False),  # a key of one scope is not told of the others
+])
+def test_an_empty_context_is_noted_through_a_service_as_in_this_process(
+        tmp_path, monkeypatch, seeded, label, noted):
+    # Only the command answering in its own process printed the note.
+    db = tmp_path / "kb"
+    (seeded_context(db) if seeded else Context.open(db, embedder=MockEmbedder(dim=32))).close()
+    options = ["--sparql", "SELECT ?iri WHERE { ?iri schema:isPartOf <urn:none> }"]
+    local = run_trails("--db", db, "query", "glaciers", *options, "--local")
+    ASKED.clear()
+    with Context.open(db, embedder=MockEmbedder(dim=32)) as ctx, \
+            TestClient(create_app(ctx, keys())) as client:
+        monkeypatch.setattr(launch, "read_service", lambda _db: object())
+        monkeypatch.setattr(launch, "ServiceClient", _answered_by(client, label))
+        through = run_trails("--db", db, "query", "glaciers", *options)
+    assert ASKED == ["glaciers"]  # the service answered it
+    assert local.returncode == through.returncode == 0, (local.stderr, through.stderr)
+    note = (f"note: this context holds no documents yet; add some with `trails --db {db} "
+            "ingest PATH...` (files or folders: .md .txt .html .jsonl .pdf)")
+    assert (note in local.stderr) is (not seeded)
+    assert (note in through.stderr) is noted
+    if label == "admin":  # a key of every scope: the same answer as here
+        assert through.stdout == local.stdout

@@ -10,6 +10,7 @@ has, and a test that need not hold get none."""
 
 from __future__ import annotations
 
+import pyoxigraph as ox
 import pytest
 
 from trails import retrieve
@@ -145,5 +146,81 @@ def test_the_right_form_matches_without_a_note(ctx, pattern):
     'schema:name "meta:pages 12.0 ."',
 ])
 def test_an_empty_answer_that_is_no_mistake_gets_no_note(ctx, pattern):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % pattern)
+    assert len(result) == 0 and _noted(result) == []
+
+
+TAGGED = 'compares it with "EU"@de, a language-tagged string (@de)'
+
+
+# "EU"@de is never equal to "EU"@en: a comparison (= or IN) with another tag than the values'
+# selects nothing, as a pattern of it does.
+@pytest.mark.parametrize(("pattern", "asked", "instead"), [
+    ('meta:region ?r . FILTER(?r = "EU"@de)', TAGGED, 'write "EU"@en in its place'),
+    ('meta:region ?r . FILTER("EU"@de = ?r)', TAGGED, 'write "EU"@en in its place'),
+    ('meta:region ?r . FILTER(?r IN ("EU"@de, "UK"@DE))', 'IN ("EU"@de, "UK"@DE)',
+     'write ("EU"@en, "UK"@en) in its place'),
+    ('meta:region ?r . FILTER(?r = "EU"@de && ?doc != ex:x)', '"EU"@de',
+     'write "EU"@en in its place'),
+])
+def test_a_comparison_with_another_language_tag_is_named(ctx, pattern, asked, instead):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % pattern)
+    assert len(result) == 0
+    (note,) = _noted(result)
+    assert note.startswith("nothing matched, and nothing could: ?r holds language-tagged "
+                           "string (@en) values")
+    assert asked in note and note.endswith(instead)
+
+
+def test_a_binding_of_another_language_tag_is_named():
+    with fresh_context() as context:
+        ingest_all([Document("a", "mem", "Rails.", metadata={"x": 1})], ctx=context)
+        context.kg.update(f'INSERT DATA {{ <{context.base_iri}doc/a> meta:region "EU"@en }}')
+        result = retrieve("rails", context, mode="graph",
+                          sparql_filter=ON % "meta:region ?r . FILTER(?r = ?region)",
+                          bindings={"region": ox.Literal("EU", language="de")})
+    assert len(result) == 0
+    (note,) = _noted(result)
+    assert "?region is bound to a language-tagged string (@de)" in note
+    assert note.endswith("bind pyoxigraph.Literal('EU', language='en')")
+
+
+@pytest.mark.parametrize(("pattern", "asked", "instead"), [
+    ('meta:region "EU"@en, "UK"@de .', '"UK"@de', 'write "UK"@en in its place'),
+    ('meta:region ?r, "EU"@de .', '"EU"@de', 'write "EU"@en in its place'),
+    ('meta:code "4983", 4983 .', "4983, an xsd:integer", 'write "4983" in its place'),
+])
+def test_each_object_of_an_object_list_is_checked(ctx, pattern, asked, instead):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % pattern)
+    assert len(result) == 0
+    (note,) = _noted(result)
+    assert f"the pattern asks for {asked}" in note and note.endswith(instead)
+
+
+@pytest.mark.parametrize("pattern", [
+    'meta:region ?r . FILTER(?r = "EU"@en)', 'meta:region ?r . FILTER(?r = "EU"@EN)',
+    'meta:region ?r . FILTER(?r IN ("EU"@en, "UK"@de))', 'meta:region "EU"@en, "EU"@en .',
+])
+def test_a_comparison_or_object_list_with_the_values_tag_matches_without_a_note(ctx, pattern):
+    result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % pattern)
+    assert len(result) > 0 and _noted(result) == []
+
+
+@pytest.mark.parametrize("pattern", [
+    # the values' tag, and no document has that value
+    'meta:region ?r . FILTER(?r = "UK"@en)', 'meta:region ?r . FILTER(?r IN ("UK"@en))',
+    'meta:region "EU"@en, "UK"@en .',
+    # where the comparison need not hold, or is no = or IN
+    'meta:region ?r . FILTER(!(?r = "EU"@de) && ?doc = ex:none)',
+    'meta:region ?r . FILTER(?r = "EU"@de || ?doc = ex:none)',
+    'meta:region ?r . FILTER(IF(?r = "EU"@de, false, false))',
+    'meta:region ?r . FILTER(COALESCE(?r = "EU"@de, false))',
+    'meta:region ?r . FILTER(?r != "EU"@de) FILTER(?doc = ex:none)',
+    'meta:code "none" OPTIONAL { ?doc meta:region ?r FILTER(?r = "EU"@de) }',
+    'meta:code "none" MINUS { ?doc meta:region ?r FILTER(?r IN ("EU"@de)) }',
+    'meta:code "none" FILTER NOT EXISTS { ?doc meta:region ?r FILTER(?r = "EU"@de) }',
+    'meta:code "none" OPTIONAL { ?doc meta:region "EU"@en, "EU"@de }',
+])
+def test_an_empty_answer_with_a_language_tag_that_is_no_mistake_gets_no_note(ctx, pattern):
     result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % pattern)
     assert len(result) == 0 and _noted(result) == []

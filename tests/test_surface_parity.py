@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 from fastapi.testclient import TestClient
 
@@ -231,6 +232,52 @@ def test_an_ill_typed_literal_binding_is_shown_as_sparql_writes_it(surfaces):
     assert refused.status_code == 400
     assert refused.json()["message"].startswith(
         f"binding 'since' = \"2024-13-01\"^^<{XSD}date>: '2024-13-01' is no xsd:date value")
+
+
+# Why a binding that is no value of its type is refused, and how to write one: the same on
+# every surface, after the words each surface names the binding in.
+ILL_TYPED = ("'{text}' is no xsd:{kind} value the graph can read, so every comparison with it "
+             "would fail and the filter would select nothing; write it as XML Schema does (a "
+             "date 2024-01-31, a dateTime 2024-01-31T09:00:00Z, a number 42 or 4.2; an integer "
+             "within 64 bits)")
+
+
+@pytest.mark.parametrize(("text", "kind"), [("2024-13-01", "date"),
+                                            ("2024-13-01T09:00:00", "dateTime")])
+def test_a_binding_that_is_no_value_of_its_type_is_refused_for_the_same_reason_everywhere(
+        surfaces, text, kind):
+    ctx, client, server, db = surfaces
+    words = ILL_TYPED.format(text=text, kind=kind)
+    literal = f'"{text}"^^<{XSD}{kind}>'
+    with pytest.raises(Exception) as python:
+        retrieve("alpine", ctx, sparql_filter=SINCE, scope=BOTH,
+                 bindings={"since": ox.Literal(text, datatype=ox.NamedNode(XSD + kind))})
+    http = client.post("/retrieve", headers=bearer("admin"), json={
+        "query": "alpine", "filter": SINCE, "scopes": BOTH, "bindings": {"since": {
+            "type": "literal", "value": text, "datatype": XSD + kind}}})
+    with pytest.raises(Exception) as tool:
+        asyncio.run(server.call_tool("retrieve", {"query": "alpine", "filter": SINCE,
+                                                  "scopes": BOTH, "bindings": {"since": text}}))
+    terminal = run_trails("--db", db, "query", "alpine", "--sparql", SINCE, "--scope", "news",
+                          "--bind", f"since={text}")
+    assert str(python.value) == f"binding 'since' = {literal}: {words}"
+    assert http.status_code == 400 and http.json()["message"] == str(python.value)
+    assert str(tool.value).endswith(f"binding 'since' = '{text}': {words}")
+    assert terminal.returncode == 1 and "Traceback" not in terminal.stderr
+    assert terminal.stderr.strip() == f"Error: --bind 'since={text}': {words}"
+
+
+@pytest.mark.parametrize(("option", "kind"), [("n:int=twelve", "integer"),
+                                              ("n:float=x1", "double"),
+                                              ("n:bool=yes", "boolean")])
+def test_a_typed_bind_option_that_is_no_value_of_its_type_says_so_as_a_literal_would(
+        surfaces, option, kind):
+    db = surfaces[3]
+    terminal = run_trails("--db", db, "query", "alpine", "--sparql", PAGES, "--bind", option)
+    text = option.partition("=")[2]
+    assert terminal.returncode == 1
+    assert terminal.stderr.strip() == (f"Error: --bind '{option}': "
+                                       + ILL_TYPED.format(text=text, kind=kind))
 
 
 @pytest.mark.parametrize("filter_", [

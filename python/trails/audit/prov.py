@@ -136,6 +136,8 @@ def _search(run: ox.NamedNode, record: SearchRecord,
         yield run, _p(a, "step"), ox.Literal(step)
     if record.min_score is not None:
         yield run, _p(a, "minScore"), ox.Literal(float(record.min_score))
+    if record.fallback is not None:
+        yield run, _p(a, "fallback"), ox.Literal(record.fallback)
     if record.as_of is not None:
         yield run, _p(a, "asOf"), _time(record.as_of)
     yield run, _p(a, "plan"), ox.Literal(record.plan)

@@ -139,6 +139,9 @@ class SearchRecord(ActivityRecord):
     fusion: str | None = None
     steps: list[str] = field(default_factory=list)
     min_score: float | None = None
+    # What a failed embedder or vector store was to be answered with (retrieve(fallback=...)):
+    # "auto", "keyword", "skip" or "none"; None in a record from before it was kept.
+    fallback: str | None = None
     # The moment documents' expiries were judged at, when the search was given one
     # (retrieve(now=...)): an answer "as of" then, which a replay asks again.
     as_of: str | None = None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trails.errors import ConfigurationError, InvalidArgumentError
-from trails.kg.bindings import check_bindings
+from trails.kg.bindings import check_bindings, ill_typed
 from trails.kg.terms import IRI
 
 __all__ = ["SEARCH_FLAGS", "SEARCH_OPTIONS", "bindings", "parse_binding", "read_query",
@@ -62,6 +62,10 @@ def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
 # -- SPARQL bindings ---------------------------------------------------------------------------
 
 _BIND_TYPES = ("str", "int", "float", "bool", "date", "datetime", "iri")
+# The XML Schema type each --bind type is bound as: a value that is none is refused in the
+# words a literal of that type is (trails.kg.bindings.ill_typed).
+_XSD_TYPES = {"int": "integer", "float": "double", "bool": "boolean", "date": "date",
+              "datetime": "dateTime"}
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -88,10 +92,12 @@ def parse_binding(text: str) -> tuple[str, Any]:
         raise InvalidArgumentError(f"--bind needs NAME=VALUE or NAME:TYPE=VALUE, got {text!r}")
     if kind and kind not in _BIND_TYPES:
         raise InvalidArgumentError(f"--bind type {kind!r} is not one of {', '.join(_BIND_TYPES)}")
+    kind = kind or _guess_type(raw)
     try:
-        value = _typed(raw, kind or _guess_type(raw))
+        value = _typed(raw, kind)
     except (ValueError, OverflowError) as exc:
-        raise InvalidArgumentError(f"--bind {text!r}: {exc}") from None
+        said = ill_typed(raw, _XSD_TYPES[kind]) if kind in _XSD_TYPES else str(exc)
+        raise InvalidArgumentError(f"--bind {text!r}: {said}") from None
     check_bindings({name: value})  # a name or value no query could take: said as retrieve() says it
     return name, value
 

@@ -18,12 +18,13 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from trails._lazy import import_target
 from trails.cli.arguments import FLAG, REPEATED, SEARCH_FLAGS, search_fields
 from trails.cli.exits import EXIT_BROKEN_CONTEXT, EXIT_USER_ERROR, fail
-from trails.cli.output import print_result
+from trails.cli.output import empty_context_note, print_result
 from trails.errors import StorageError, TrailsError
 from trails.records import RetrievalResult
 from trails.service.client import NotAnswered, ServiceClient, json_term
@@ -127,6 +128,8 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     except (TrailsError, ValueError) as exc:
         return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
     result = RetrievalResult.from_dict(answer, query=options["text"])
+    if not result and answer.get("context_empty") is True:  # as the command says it
+        print(empty_context_note(str(Path(db))), file=sys.stderr)
     print_result(result, bool(options.get(FLAG)), bool(options.get("json")))
     return 0
 

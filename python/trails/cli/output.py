@@ -57,6 +57,13 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _C1 = re.compile(r"[\x7f-\x9f]")  # and DEL
 
 
+def empty_context_note(db: str) -> str:
+    """What ``trails query`` says (on stderr) of an answer without hits from a context that
+    holds no documents, in its own process or through a service."""
+    return (f"note: this context holds no documents yet; add some with `trails --db "
+            f"{visible(db)} ingest PATH...` (files or folders: .md .txt .html .jsonl .pdf)")
+
+
 def visible(text: str) -> str:
     r"""``text`` with its control characters written out (``\x1b``): an escape sequence in a
     recorded query, a caller or a title would otherwise drive the terminal (clear the screen,

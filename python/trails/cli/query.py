@@ -10,7 +10,15 @@ import typer
 
 from trails.cli._common import db_option, open_context
 from trails.cli.arguments import REPEATED, SEARCH_OPTIONS, bindings, read_query, search_fields
-from trails.cli.output import cell, console, escaped, print_json, print_result, table, visible
+from trails.cli.output import (
+    cell,
+    console,
+    empty_context_note,
+    escaped,
+    print_json,
+    print_result,
+    table,
+)
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -106,9 +114,7 @@ def query(
         hits = retrieve(request.query, opened, **request.options(), caller=caller)
         empty = not hits and opened.vectors.count() == 0
     if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
-        typer.echo(f"note: this context holds no documents yet; add some with `trails --db "
-                   f"{visible(str(db_option(ctx)))} ingest PATH...` (files or folders: .md .txt .html "
-                   ".jsonl .pdf)", err=True)
+        typer.echo(empty_context_note(str(db_option(ctx))), err=True)
     print_result(hits, why, as_json)
 
 

@@ -20,7 +20,7 @@ from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.sparql import code_only
 from trails.kg.terms import Term, to_term
 
-__all__ = ["apply_bindings", "check_bindings", "check_bindings_used"]
+__all__ = ["apply_bindings", "check_bindings", "check_bindings_used", "ill_typed"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What Oxigraph can compare: an xsd:integer of 64 bits, an xsd:decimal of 128 bits with 18
@@ -161,12 +161,21 @@ def _check_well_typed(term: Term) -> None:
     # cannot be dropped in another one.
     del solutions
     if read is None:
-        kind = term.datatype.value.removeprefix(_XSD)
-        raise InvalidArgumentError(
-            f"{term.value!r} is no xsd:{kind} value the graph can read, so every comparison "
-            "with it would fail and the filter would select nothing; write it as XML Schema "
-            "does (a date 2024-01-31, a dateTime 2024-01-31T09:00:00Z, a number 42 or 4.2; "
-            "an integer within 64 bits)")
+        raise InvalidArgumentError(ill_typed(term.value, term.datatype.value.removeprefix(_XSD)))
+
+
+def ill_typed(text: str, kind: str) -> str:
+    """Why ``text`` cannot be bound as a value of ``xsd:kind``, and how to write one: the
+    same words whichever way the binding came (a typed literal, ``--bind``, an MCP string),
+    after the words naming the binding as that way names it.
+
+    >>> ill_typed("2024-13-01", "date")[:43]
+    "'2024-13-01' is no xsd:date value the graph"
+    """
+    return (f"{text!r} is no xsd:{kind} value the graph can read, so every comparison with "
+            "it would fail and the filter would select nothing; write it as XML Schema does "
+            "(a date 2024-01-31, a dateTime 2024-01-31T09:00:00Z, a number 42 or 4.2; an "
+            "integer within 64 bits)")
 
 
 def _comparable(value: Any) -> Any:

@@ -11,10 +11,12 @@ compared variable holds: the first values of the predicates the filter's pattern
 (``?doc schema:dateCreated ?d``: ``schema:dateCreated``'s), read by index in the searched
 scopes, so the probe costs a lookup whatever the filter's joins cost. When none of them is of
 a type the binding compares with, the answer gets a note naming both types. An ``?x IN (...)``
-list none of whose items the values could equal, and a term a required triple pattern gives a
+list none of whose items the values could equal (an ``=`` or ``IN`` of a language-tagged
+string whose tag none of the values has: ``"EU"@de`` is never equal to ``"EU"@en``), and a
+term a required triple pattern gives a
 predicate whose first values are never that term's kind (``?doc meta:code 4983`` over
-``"4983"``, ``12.0`` over integers, ``ex:EU`` over ``"EU"``), get one too, with the term to
-write. The probe errs toward silence: a
+``"4983"``, ``12.0`` over integers, ``ex:EU`` over ``"EU"``; each object of an object list),
+get one too, with the term to write. The probe errs toward silence: a
 query it cannot rewrite, a comparison a FILTER negates, chooses on or weighs against another
 test (``!``, ``IF``, ``||``), or a value of a comparable type among those it reads, gives no
 note.
@@ -54,11 +56,14 @@ _IN = re.compile(rf"([?$]\w+)\s+IN\s*\(((?:\s*(?:[?$]\w+|{_CONSTANT})\s*,)*"
                  rf"\s*(?:[?$]\w+|{_CONSTANT})\s*)\)(?=\s*(?:\)|&&|$))", re.IGNORECASE)
 # A predicate (not a step of an alternative or inverse path), then its object: a constant (a
 # string, typed or tagged, a number, a boolean, an IRI) or a variable, the end of the pattern.
-_PATTERN_OBJECT = re.compile(
-    rf"(?<![\w?$:.%|^!-])(<[^<>\s]*>|{_PNAME})\s+((?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*"
+_OBJECT = (
+    rf"((?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*"
     rf"|\^\^\s*(?:<[^<>\s]*>|{_PNAME}))?|[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+\.\d*[eE][+-]?\d+"
     r"|\d+(?:[eE][+-]?\d+)?)|\b(?:true|false)\b|<[^<>\s]*>|[A-Za-z][\w.-]*:(?:[\w%-]|\.(?=[\w%-]))*"
     r"|[?$]\w+)(?=\s*[.;,}])")
+_PATTERN_OBJECT = re.compile(rf"(?<![\w?$:.%|^!-])(<[^<>\s]*>|{_PNAME})\s+{_OBJECT}")
+# Each further object of an object list (``?doc meta:j "EU"@de, "UK"@de``).
+_NEXT_OBJECT = re.compile(rf"\s*,\s*{_OBJECT}")
 _VALUES = re.compile(r"\bVALUES\b[^{}]*\{", re.IGNORECASE)
 _WHOLE_TEST = re.compile(r"(?:\(|&&)\s*$")
 _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
@@ -96,7 +101,7 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
     terms = check_bindings(bindings) if bindings else {}
     code = code_only(sparql_filter)
     notes = []
-    for variable, others in _compared(sparql_filter, code, terms):
+    for variable, others, equal in _compared(sparql_filter, code, terms):
         try:
             probe = _probe(sparql_filter, code, variable)
             values = [row.get(variable) for row in select(kg, probe, scopes=scopes).raw]
@@ -104,8 +109,11 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
                        _constant(kg, probe[:probe.rindex("\nSELECT")], o, scopes) for o in others]
         except Exception:  # noqa: BLE001, S112 - a probe that cannot run says nothing
             continue
-        found = {_kind(v) for v in values if v is not None}
-        bounds = [_kind(term) for term in written]
+        # `=` and IN hold of a language-tagged string only with the same tag: told apart by it.
+        tagged = equal and any(_tagged(term) for term in written)
+        kind_of = _term_kind_tagged if tagged else _kind
+        found = {kind_of(v) for v in values if v is not None}
+        bounds = [kind_of(term) for term in written]
         kinds = {k for k in found if k is not None}
         if not kinds or None in bounds or kinds & set(bounds) or len(kinds) < len(found):
             continue
@@ -124,6 +132,8 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
                             if None not in insteads else f"constants of the type ?{variable} holds"))
         elif other[0] in "?$":
             hint = _HINTS.get(kind, "bind a value of the type the graph holds")
+            if kind.startswith("@") and isinstance(term, ox.Literal):
+                hint = f"bind pyoxigraph.Literal({term.value!r}, language={kind[1:]!r})"
             if kind == "iri" and isinstance(term, ox.Literal):
                 hint = f"bind trails.kg.IRI({term.value!r}) (--bind NAME=<{term.value}>)"
             notes.append(f"{said}), and {other} is bound to {_a(_name(bound))}, which SPARQL "
@@ -156,10 +166,10 @@ def _pattern_notes(kg: KnowledgeGraph, text: str, code: str, terms: Mapping[str,
     spans = [*_expression_spans(code), *((m.start(), _closing(code, m.end() - 1, "{", "}"))
                                          for m in _VALUES.finditer(code, body.start()))]
     prologue, notes = text[:body.start()], []
-    for match in _PATTERN_OBJECT.finditer(text, body.start()):
-        predicate, written = match.group(1), match.group(2)
+    for match, written, at in _objects(text, body.start()):
+        predicate = match.group(1)
         if (not _read_as_code(predicate, match.start(1), code, opaque)
-                or not _read_as_code(written, match.start(2), code, opaque)
+                or not _read_as_code(written, at, code, opaque)
                 or any(b <= match.start() < e for b, e in spans)
                 or (written[0] in "?$" and written[1:] not in terms)
                 or not required(code, body.start(), match.start())):
@@ -189,6 +199,28 @@ def _pattern_notes(kg: KnowledgeGraph, text: str, code: str, terms: Mapping[str,
             + (f"bind {_bound(instead)} to {written[1:]}" if written[0] in "?$" and instead
                else "write " + (instead or _a(f"{shown} value")) + " in its place"))
     return list(dict.fromkeys(notes))
+
+
+def _objects(text: str, start: int) -> list[tuple[re.Match[str], str, int]]:
+    """Each object a predicate is given after ``start``: (the predicate's match, the object
+    as written, where it is), every object of an object list (``meta:j "EU"@de, "UK"@de``)."""
+    found = []
+    for match in _PATTERN_OBJECT.finditer(text, start):
+        found.append((match, match.group(2), match.start(2)))
+        more = _NEXT_OBJECT.match(text, match.end())
+        while more is not None:
+            found.append((match, more.group(1), more.start(1)))
+            more = _NEXT_OBJECT.match(text, more.end())
+    return found
+
+
+def _tagged(term: object) -> bool:
+    return isinstance(term, ox.Literal) and bool(term.language)
+
+
+def _term_kind_tagged(term: object) -> str | None:
+    """What ``=`` finds a term equal to: its kind, a language-tagged string by its tag."""
+    return "@" + term.language.lower() if _tagged(term) else _kind(term)  # type: ignore[attr-defined]
 
 
 def _term_kind(term: object) -> str | None:
@@ -257,7 +289,7 @@ def _bound(written: str) -> str:
 
 
 def _compared(text: str, code: str,
-              terms: Mapping[str, object]) -> list[tuple[str, tuple[str, ...]]]:
+              terms: Mapping[str, object]) -> list[tuple[str, tuple[str, ...], bool]]:
     """(variable, others) pairs the filter compares, ``others`` a binding (``?name``) or a
     constant as written, or those of an ``?x IN (...)`` list, in a FILTER that holds only when the comparison does, with an
     operator that fails on different types (``!=`` is true of an IRI and a literal: not
@@ -268,7 +300,7 @@ def _compared(text: str, code: str,
     select_at = _SELECT.search(code)
     start = 0 if select_at is None else select_at.start()
     opaque = {m.start() for m in _OPAQUE.finditer(text)}  # where strings and IRIs begin
-    pairs: list[tuple[str, tuple[str, ...]]] = []
+    pairs: list[tuple[str, tuple[str, ...], bool]] = []
     for found in _FILTER.finditer(code, start):
         close = _closing(code, found.end() - 1)
         if _NOT_SURE.search(code, found.end(), close) or not required(code, start, found.start()):
@@ -283,9 +315,11 @@ def _compared(text: str, code: str,
             variables = [side[1:] for side, _ in sides if side[0] in "?$"]
             unbound = [v for v in variables if v not in terms]
             if len(variables) == 2 and len(unbound) == 1:
-                pairs.append((unbound[0], ("?" + next(v for v in variables if v in terms),)))
+                pairs.append((unbound[0], ("?" + next(v for v in variables if v in terms),),
+                              operator == "="))
             elif len(variables) == 1 and unbound:
-                pairs.append((unbound[0], (next(s for s, _ in sides if s[0] not in "?$"),)))
+                pairs.append((unbound[0], (next(s for s, _ in sides if s[0] not in "?$"),),
+                              operator == "="))
         for match in _IN.finditer(text, found.end(), close):
             items = list(_ITEM.finditer(text, match.start(2), match.end(2)))
             if (match.group(1)[1:] not in terms and _WHOLE_TEST.search(code, found.end() - 1,
@@ -295,7 +329,7 @@ def _compared(text: str, code: str,
                         _read_as_code(i.group(1), i.start(1), code, opaque)
                         and (i.group(1)[0] not in "?$" or i.group(1)[1:] in terms)
                         for i in items)):
-                pairs.append((match.group(1)[1:], tuple(i.group(1) for i in items)))
+                pairs.append((match.group(1)[1:], tuple(i.group(1) for i in items), True))
     return list(dict.fromkeys(pairs))
 
 

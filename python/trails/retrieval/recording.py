@@ -33,13 +33,15 @@ if TYPE_CHECKING:
     from trails.context import Context
     from trails.retrieval.request import SearchRequest
 
-__all__ = ["LOG_TEXT", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
+__all__ = ["LOG_TEXT", "NO_FALLBACK", "REFUSED", "REPLAYING", "RetrieveEvent", "SearchCall", "observe",
            "record_refusal", "revisions"]
 
 log = logging.getLogger("trails.retrieve")
 
 # The plan of a search refused after its arguments were read; its note says why.
 REFUSED = "refused"
+# How a record spells fallback=None (a failure of the vector side is raised), as JSON does.
+NO_FALLBACK = "none"
 
 # Query text goes to log records (and spans) only when TRAILS_LOG_TEXT is set: logs travel
 # further than the graph.
@@ -60,6 +62,7 @@ class SearchCall:
     fusion: object
     steps: Sequence[object] = ()
     min_score: float | None = None
+    fallback: str | None = "auto"
     caller: str | None = None
     why: bool | None = None
     now: dt.datetime | None = None  # given, not the clock's: the answer is "as of" it
@@ -78,7 +81,7 @@ class SearchCall:
                       "sparql_filter": request.filter, "bindings": request.bindings,
                       "scopes": list(request.scopes or ()), "fusion": request.fusion,
                       "steps": request.steps, "min_score": request.min_score,
-                      "caller": caller, "why": request.why, "now": request.now, **recorded})
+                      "fallback": request.fallback, "caller": caller, "why": request.why, "now": request.now, **recorded})
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ def _record(result: RetrievalResult, call: SearchCall, caller: str, ended: str,
         scopes=list(call.scopes), levels=settings.levels_of(call.scopes),
         fusion=_name(call.fusion),
         steps=[_name(s) or "" for s in call.steps], min_score=call.min_score,
+        fallback=NO_FALLBACK if call.fallback is None else str(call.fallback),
         # A refused search may hold the `now` it was refused for (text that is no moment, a
         # datetime without an offset); a moment is kept in UTC, as every record's time is.
         as_of=_utc(call.now),

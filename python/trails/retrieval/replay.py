@@ -1,7 +1,8 @@
 """Run a recorded search again and say what changed (``trails replay RUN``).
 
 The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion,
-``min_score`` and, when the search was given one (``now``), the moment expiries were judged
+``min_score``, ``fallback`` (``"auto"``, the default, for a record from before it was kept:
+a note says so) and, when the search was given one (``now``), the moment expiries were judged
 at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
 admitted another number of chunks or ran another path (``RetrievalResult.filter_path``), and
@@ -22,7 +23,7 @@ from trails.errors import InvalidArgumentError
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
-from trails.retrieval.recording import REFUSED, REPLAYING
+from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import RevisionedStore
@@ -74,6 +75,9 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     if record.rewritten_sha256 is not None:
         notes.append("replayed the query the run's rewriter made of the conversation, as it "
                      "was searched (no rewriter runs again)")
+    if record.fallback is None:
+        notes.append("the run's fallback was not recorded (a record from before it was kept): "
+                     "replayed with the default, fallback='auto'")
     emptied = sorted(set(record.scopes) - set(known_scopes(ctx, record.scopes)) - {DEFAULT_SCOPE})
     if emptied:
         notes.append(f"the scope(s) {', '.join(emptied)} hold nothing now (their documents were "
@@ -83,9 +87,16 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
                           sparql_filter=record.filter,
                           bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
                           scope=record.scopes or None, fusion=fusion, caller=caller,
-                          min_score=record.min_score,
+                          min_score=record.min_score, fallback=_fallback(record),
                           now=None if record.as_of is None else parse_time(record.as_of))
     return _compare(ctx, record, result, notes)
+
+
+def _fallback(record: SearchRecord) -> str | None:
+    """The fallback the run asked for ("auto", the default, when its record does not say)."""
+    if record.fallback is None:
+        return "auto"
+    return None if record.fallback == NO_FALLBACK else record.fallback
 
 
 def _query(record: SearchRecord, query: str | None) -> str:

@@ -232,8 +232,12 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
         result = await asyncio.to_thread(keyed_search, ctx, key, request_call(body, key.label),
                                          lambda: retrieve_options(body, state.reranker))
-        return injected(result, {"query": body.query, **result.to_dict()}, body.inject_mode,
-                        body.max_tokens, body.template)
+        answer = {"query": body.query, **result.to_dict()}
+        # Why nothing came back, when nothing could: `trails query` says so through a service
+        # as in its own process. Only to a key that reads every scope: it covers them all.
+        if not result and key.scopes is None and await asyncio.to_thread(ctx.vectors.count) == 0:
+            answer["context_empty"] = True
+        return injected(result, answer, body.inject_mode, body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
         key.require("read")

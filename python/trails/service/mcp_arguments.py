@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
-from trails.kg.bindings import check_bindings
+from trails.kg.bindings import check_bindings, ill_typed
 from trails.kg.terms import IRI, check_json_text
 from trails.service.models import RetrieveRequest
 
@@ -115,13 +115,15 @@ def typed(name: str, value: str) -> Any:
     Raises:
         InvalidArgumentError: it looks like a date or an IRI but is not a valid one.
     """
+    kind = "date" if _DATE.fullmatch(value) else "dateTime" if _DATETIME.fullmatch(value) else ""
     try:
         if value.startswith("<") and value.endswith(">"):
             return IRI(value[1:-1])
-        if _DATE.fullmatch(value):
+        if kind == "date":
             return _datetime.date.fromisoformat(value)
-        if _DATETIME.fullmatch(value):
+        if kind == "dateTime":
             return _datetime.datetime.fromisoformat(value)
     except ValueError as exc:
-        raise InvalidArgumentError(f"binding {name!r} = {value!r}: {exc}") from None
+        said = ill_typed(value, kind) if kind else str(exc)
+        raise InvalidArgumentError(f"binding {name!r} = {value!r}: {said}") from None
     return value

@@ -154,6 +154,9 @@ class RetrieveResponse(BaseModel):
     degraded: list[str]
     filter_path: str | None = None
     context: ContextOut | None = None
+    context_empty: bool | None = Field(
+        default=None, description="true when the answer has no hits and the context holds no "
+        "documents at all (said only to a key that reads every scope); null otherwise")
 
 
 class DocumentIn(_Strict):
