@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from trails.kg.expressions import disjuncts, iri_list
 from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
 
 __all__ = ["ColumnPlan", "column_plan"]
@@ -24,9 +25,12 @@ _NOT_EXISTS = re.compile(r"^FILTER\s+NOT\s+EXISTS\s*\{(?P<body>.*)\}\s*$", re.DO
 @dataclass
 class ColumnPlan:
     patterns: list[Triple]  # the document variable's patterns (subject), all must hold
-    absent: list[Triple]  # FILTER NOT EXISTS { one such pattern }
+    absent: list[list[Triple]]  # FILTER NOT EXISTS { such patterns, each its own values }
     conditions: dict[str, list[Other]]  # value variable -> the FILTERs on it alone
     satellites: dict[str, list[Triple | Other]]  # value variable -> patterns that join it
+    # FILTER(A || B || ...): each part's value variable -> the part's test of it alone; a
+    # document passes when it passes one of them
+    either: list[dict[str, Other]] = field(default_factory=list)
 
 
 def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
@@ -54,13 +58,19 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
             found = _absent(item, variable, prefixes, terms)
             if found is not None:
                 absent, tests = found
-                if _correlated(absent, item, others, value_of, terms):
+                if any(_correlated(a, item, others, value_of, terms) for a in absent):
                     return None
                 plan.absent.append(absent)
-                if tests:  # FILTER NOT EXISTS { ?doc P ?k FILTER(test of ?k) }
-                    plan.conditions.setdefault(absent.object[1:], []).extend(tests)
+                for test in tests:  # FILTER NOT EXISTS { ?doc P ?k FILTER(test of ?k) }
+                    (name,) = test.variables - set(terms)
+                    plan.conditions.setdefault(name, []).append(test)
                 continue
             free = item.variables - set(terms)
+            if len(free) > 1 and variable not in item.variables:
+                parts = _either(item, value_of, terms)
+                if parts is not None:
+                    plan.either.append(parts)
+                    continue
             if variable in item.variables or len(free) != 1 or _EXISTS.search(item.text):
                 return None  # an EXISTS reads the graph: the values alone cannot answer it
             (name,) = free
@@ -72,7 +82,32 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
         return None
     if any(name in plan.satellites for name in plan.conditions):
         return None
+    tested = [name for parts in plan.either for name in parts]
+    if len(set(tested)) != len(tested) or set(tested) & (set(plan.conditions)
+                                                         | set(plan.satellites)):
+        return None  # one value tested in two places: which value passes which is a join
     return plan
+
+
+def _either(item: Other, value_of: Mapping[str, Triple], terms: Mapping[str, object],
+            ) -> dict[str, Other] | None:
+    """``FILTER(A(?x) || B(?y) || ...)`` by value variable: each part reads one value
+    variable of the document's patterns (a part per variable, joined by ``||`` again), and
+    none holds a graph pattern; None for any other FILTER."""
+    parts = disjuncts(item)
+    if parts is None or _EXISTS.search(item.text):
+        return None
+    by_name: dict[str, list[Other]] = {}
+    for part in parts:
+        free = part.variables - set(terms)
+        if len(free) != 1 or not free <= set(value_of):
+            return None
+        by_name.setdefault(next(iter(free)), []).append(part)
+    if len(by_name) < 2:
+        return None
+    return {name: group[0] if len(group) == 1 else Other(
+        "filter", "FILTER(" + " || ".join(f"({g.text[7:-1]})" for g in group) + ")",
+        frozenset().union(*(g.variables for g in group))) for name, group in by_name.items()}
 
 
 def _correlated(absent: Triple, item: Other, others: Sequence[Triple | Other],
@@ -104,8 +139,28 @@ def _satellites(loose: list[Triple | Other], value_of: Mapping[str, Triple], pla
         joined = names & set(value_of)
         if len(joined) != 1 or not any(isinstance(i, Triple) or _values(i) for i in group):
             return False
-        plan.satellites[joined.pop()] = group
+        plan.satellites[joined.pop()] = _listed_first(group, terms)
     return True
+
+
+def _listed_first(group: list[Triple | Other], terms: Mapping[str, object],
+                  ) -> list[Triple | Other]:
+    """``group`` with each ``FILTER(?b IN (<a>, <b>))`` (or ``?b = <a>``) on a variable its
+    triple patterns bind as ``VALUES ?b { <a> <b> }``, first. An IRI equals exactly itself
+    (``=`` with an IRI is never an error), so the join keeps the solutions the FILTER keeps;
+    given first, the values start the walk (``?t rdfs:subClassOf* ?b`` from every term of
+    the graph otherwise)."""
+    bound = {v for i in group if isinstance(i, Triple) for v in i.variables} - set(terms)
+    listed: list[Triple | Other] = []
+    rest: list[Triple | Other] = []
+    for item in group:
+        found = iri_list(item) if isinstance(item, Other) and item.kind == "filter" else None
+        if found is not None and found[0] in bound:
+            listed.append(Other("values", f"VALUES ?{found[0]} {{ {' '.join(found[1])} }}",
+                                frozenset({found[0]})))
+        else:
+            rest.append(item)
+    return listed + rest
 
 
 def _values(item: Triple | Other) -> bool:
@@ -123,9 +178,11 @@ def _simple(triple: Triple, variable: str) -> bool:
 
 
 def _absent(item: Other, variable: str, prefixes: Mapping[str, str],
-            terms: Mapping[str, object]) -> tuple[Triple, list[Other]] | None:
-    """The pattern of ``FILTER NOT EXISTS { ?variable <P> object }``, with the FILTERs that
-    test its value variable alone inside it (``{ ?doc P ?k FILTER(?k > 5) }``), or None."""
+            terms: Mapping[str, object]) -> tuple[list[Triple], list[Other]] | None:
+    """The patterns of ``FILTER NOT EXISTS { ?variable <P> object . ?variable <Q> object }``,
+    each object a term or a variable of its own, with the FILTERs that test one such value
+    alone inside it (``{ ?doc P ?k FILTER(?k > 5) }``), or None. A document matches the
+    patterns together exactly when it matches each: they share nothing else."""
     match = _NOT_EXISTS.match(item.text.strip())
     if match is None:
         return None
@@ -134,11 +191,13 @@ def _absent(item: Other, variable: str, prefixes: Mapping[str, str],
         return None
     triples = [i for i in inner.items if isinstance(i, Triple)]
     tests = [i for i in inner.items if isinstance(i, Other)]
-    if len(triples) != 1 or not _simple(triples[0], variable):
+    if not triples or any(not _simple(t, variable) for t in triples):
         return None
-    value = triples[0].object[1:] if triples[0].object[:1] in "?$" else None
-    if tests and (value is None or value in terms or any(
-            t.kind != "filter" or t.variables - set(terms) != {value} or _EXISTS.search(t.text)
-            for t in tests)):
+    values = [t.object[1:] for t in triples if t.object[:1] in "?$" and t.object[1:] not in terms]
+    if len(set(values)) != len(values):
+        return None  # a value shared by two patterns: a join within the group
+    if any(t.kind != "filter" or len(t.variables - set(terms)) != 1
+           or not t.variables - set(terms) <= set(values) or _EXISTS.search(t.text)
+           for t in tests):
         return None
-    return triples[0], tests
+    return triples, tests

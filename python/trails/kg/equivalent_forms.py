@@ -38,6 +38,7 @@ import dataclasses
 import re
 from collections.abc import Collection, Mapping, Sequence
 
+from trails.kg.expressions import conjuncts, without_binds
 from trails.kg.planning import FilterShape, Other, Token, Triple, _predicate, _tokens, parse_filter
 
 __all__ = ["equivalent_form"]
@@ -63,8 +64,12 @@ def equivalent_form(shape: FilterShape, bound: Collection[str] = (), *,
             items.extend(_path_steps(item, shape.prefixes, fresh) or [item])
         elif isinstance(item, Other) and item.kind == "group":
             items.extend(_union_values(item, shape.prefixes, fresh) or [item])
+        elif isinstance(item, Other) and item.kind == "filter":
+            items.extend(conjuncts(item))
         else:
             items.append(item)
+    if sets:
+        items = without_binds(items, shape, set(bound)) or items
     items = _without_unbound_optional(items, shape, set(bound), fresh) or items
     for index, item in enumerate(items):
         if isinstance(item, Other) and item.kind in _GROUP and (sets or item.kind == "minus"):

@@ -29,6 +29,7 @@ function and term equality is evaluated by Oxigraph or is plain term identity.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -244,11 +245,25 @@ class FilterIndex:
                                                                   assume_unique=True)
         if found is None:
             return None
-        for pattern in plan.absent:
-            subjects = self._pattern(pattern, plan, prologue, constants, terms)
-            if subjects is None:
-                return None
-            found = np.setdiff1d(found, subjects, assume_unique=True)
+        for parts in plan.either:  # FILTER(A(?x) || B(?y)): the documents passing one part
+            passing = []
+            for name, test in parts.items():
+                subjects = self._pattern(_value_pattern(plan, name), dataclasses.replace(
+                    plan, conditions={name: [test]}), prologue, constants, terms)
+                if subjects is None:
+                    return None
+                passing.append(subjects)
+            found = np.intersect1d(found, np.unique(np.concatenate(passing)), assume_unique=True)
+        for together in plan.absent:  # NOT EXISTS { ?doc P a . ?doc Q b }: less those with both
+            matched: np.ndarray | None = None
+            for pattern in together:
+                subjects = self._pattern(pattern, plan, prologue, constants, terms)
+                if subjects is None:
+                    return None
+                matched = subjects if matched is None else np.intersect1d(
+                    matched, subjects, assume_unique=True)
+            assert matched is not None  # column_plan keeps a pattern at least
+            found = np.setdiff1d(found, matched, assume_unique=True)
         iris = self._iris()[found].tolist()
         return [iri for iri in iris if iri is not None]
 
@@ -268,9 +283,9 @@ class FilterIndex:
                    ) -> dict[str, str] | None:
         """Each constant object (as written) and bound variable as Oxigraph writes it in TSV,
         so it compares with the columns' values as text."""
-        written = sorted({p.object for p in (*plan.patterns, *plan.absent)
-                          if p.object[:1] not in "?$"})
-        bound = sorted({p.object[1:] for p in (*plan.patterns, *plan.absent)
+        every = [*plan.patterns, *(p for together in plan.absent for p in together)]
+        written = sorted({p.object for p in every if p.object[:1] not in "?$"})
+        bound = sorted({p.object[1:] for p in every
                         if p.object[:1] in "?$" and p.object[1:] in terms})
         wanted = [*written, *(str(terms[name]) for name in bound)]
         if not wanted:
@@ -327,6 +342,11 @@ class FilterIndex:
         if len(rows) > SATELLITE_ROWS:
             return None
         return {row[0] for row in rows}
+
+
+def _value_pattern(plan: ColumnPlan, name: str) -> Triple:
+    """The document's pattern whose value is ``?name``."""
+    return next(p for p in plan.patterns if p.object[:1] in "?$" and p.object[1:] == name)
 
 
 def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: str,

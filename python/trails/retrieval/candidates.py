@@ -33,6 +33,7 @@ from trails.kg.base import FunctionGraph, GenerationGraph, KnowledgeGraph, TsvGr
 from trails.kg.bindings import check_bindings, check_bindings_used
 from trails.kg.column_files import ColumnFiles
 from trails.kg.equivalent_forms import equivalent_form
+from trails.kg.expressions import unordered
 from trails.kg.filter_index import FilterIndex
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
 from trails.kg.planning import (
@@ -163,11 +164,13 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
 def _planned(graph: GenerationGraph, generation: int, sparql: str,
              bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
              scopes: Sequence[str] | None, documents: bool, path: list[str]) -> tuple[str, ...]:
+    bound = set((bindings or {}).keys())
     shape = parse_filter(sparql, graph.prefixes)
+    if shape is None and documents and (plain := unordered(sparql, bound)) is not None:
+        shape = parse_filter(plain, graph.prefixes)  # a set: the order is not part of it
     if shape is None:
         path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
-    bound = set((bindings or {}).keys())
     if documents:  # the answer is a set of candidates: the planner's forms of the same set
         shape = equivalent_form(shape, bound)
     lifted = lift_to_documents(shape, bound) if documents else None
