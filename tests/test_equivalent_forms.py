@@ -156,6 +156,11 @@ FORMS = {
     "and, bracketed": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
                         'FILTER(((?d >= ?since)) && (!(?j = "US") && ?j != "eu")) }'), SINCE,
                        "documents-columns"),
+    # && binds tighter than ||: ``A && B || C`` is ``(A && B) || C``, no conjunction
+    "and, then or": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                      'FILTER(?j = "EU" && ?d >= ?since || ?j = "UK") }'), SINCE, None),
+    "or, then and": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                      'FILTER(?j = "US" || ?j = "EU" && ?d >= ?since) }'), SINCE, None),
     # a test of either of two values: the union of the documents passing each
     "or across two properties": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
                                   'FILTER(?j = "UK" || ?d >= ?since) }'), SINCE,

@@ -48,7 +48,7 @@ def _expression(text: str) -> tuple[str, list[Token]] | None:
 def _parts(text: str, operator: str) -> list[str]:
     """``text`` (an expression) split at its top-level ``operator`` (``&&`` or ``||``),
     brackets around a whole part dropped and each part split again; ``[text]`` when there is
-    nothing to split."""
+    nothing to split, or (for ``&&``) a top-level ``||`` binds looser than it."""
     tokens = _tokens(text)
     if not tokens:
         return [text]
@@ -60,6 +60,8 @@ def _parts(text: str, operator: str) -> list[str]:
             depth += 1
         elif token.kind == "punct" and token.text in ")]}":
             depth -= 1
+        elif depth == 0 and token.kind == "punct" and token.text == "||" != operator:
+            return [text]  # ``A && B || C`` is ``(A && B) || C``: no conjunction
         elif depth == 0 and token.kind == "punct" and token.text == operator:
             parts.append(text[start : token.start])
             start = token.end
