@@ -294,13 +294,25 @@ def test_the_rewritten_text_is_the_planners_form(ctx):
 
 
 def test_graph_mode_keeps_the_filter_as_written(ctx):
-    """Graph mode lists the filter's own IRIs in its order: no rewrite that keeps only the set."""
+    """Graph mode lists the filter's own IRIs in the order the graph answers them: no rewrite
+    that keeps only the set, and no join order of the planner's (which answers in another
+    order); a search that cannot check documents still gets the set's forms."""
     _corpus(ctx)
-    text = ('SELECT ?doc WHERE { { ?doc meta:place "EU" } UNION { ?doc meta:place "US" } }')
-    path: list[str] = []
-    found = filter_candidates(ctx.kg, text, None, None, documents=False, path=path)
-    assert path == ["as-written"]
-    assert list(found) == ctx.kg.select_iris(text)
+    for text in ('SELECT ?doc WHERE { { ?doc meta:place "EU" } UNION { ?doc meta:place "US" } }',
+                 "SELECT ?doc WHERE { ?doc meta:place ?j . ?doc meta:topic ?t . FILTER NOT "
+                 'EXISTS { ?doc meta:label "x" ; meta:place "EU" } }'):
+        path: list[str] = []
+        found = filter_candidates(ctx.kg, text, None, None, documents=False, ordered=True,
+                                  path=path)
+        assert path == ["as-written"]
+        assert list(found) == ctx.kg.select_iris(text)
+        result = retrieve("rails", ctx, mode="graph", k=50, sparql_filter=text)
+        assert result.filter_path == "as-written"
+        shown = list(dict.fromkeys(h.document or h.iri for h in result))
+        assert len(shown) >= 2 and shown == [d for d in ctx.kg.select_iris(text) if d in shown]
+        path = []
+        filter_candidates(ctx.kg, text, None, None, documents=False, path=path)
+        assert path != ["as-written"], text  # a set: planned, though not over documents
 
 
 def test_a_search_with_a_sequence_path_ranks_what_the_written_link_ranks(ctx):

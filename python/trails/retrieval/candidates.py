@@ -119,13 +119,15 @@ def _memory(graph: GenerationGraph) -> _GraphMemory:
 @traced("trails.filter", arguments=spans.filter_arguments, result=spans.filter_result)
 def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str, Any] | None,
                       scopes: Sequence[str] | None, *, documents: bool = True,
-                      path: list[str] | None = None) -> tuple[str, ...]:
+                      ordered: bool = False, path: list[str] | None = None,
+                      ) -> tuple[str, ...]:
     """The filter's candidate IRIs, as :meth:`~trails.kg.base.KnowledgeGraph.select_iris`
     finds them, planned and kept (see the module docstring).
 
     With ``documents`` the answer may be a :class:`DocumentIris` of documents whose chunks are
-    the candidates; without it (graph mode, which lists the filter's own IRIs in its order)
-    it is always the filter's own IRIs. ``path``, when given, gets how the answer was found,
+    the candidates; without it it is always the filter's own IRIs. With ``ordered`` (graph
+    mode, which lists the filter's own IRIs in the order the graph answers them) the filter
+    runs as written: a plan of the same set may answer in another order. ``path``, when given, gets how the answer was found,
     as ``explain()`` says it: ``documents-columns`` (over documents, from the graph's
     columns), ``documents-query`` (over documents, a planned query), ``chunks-reordered``,
     ``as-written`` (with why, when a lift was refused). An identical filter's answer kept
@@ -145,7 +147,7 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
     terms = check_bindings(bindings)
     check_bindings_used(sparql, terms)  # as the filter as written would: a typo is no filter
     key = (sparql, tuple(sorted((name, str(term)) for name, term in terms.items())),
-           None if scopes is None else tuple(scopes), documents)
+           None if scopes is None else tuple(scopes), documents, ordered)
     memory = _memory(graph)
     generation = graph.generation
     with memory.lock:
@@ -154,7 +156,10 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
             memory.answers.move_to_end(key)
             found.append(kept[1])  # as the answer was found
             return kept[0]
-    iris = _planned(graph, generation, sparql, bindings, terms, scopes, documents, found)
+    iris = (tuple(graph.select_iris(sparql, bindings, scopes=scopes)) if ordered else
+            _planned(graph, generation, sparql, bindings, terms, scopes, documents, found))
+    if ordered:
+        found.append("as-written")
     with memory.lock:
         if graph.generation == generation:  # nothing wrote meanwhile: the answer holds
             memory.at(generation).keep(key, iris, found[-1])
@@ -166,13 +171,12 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
              scopes: Sequence[str] | None, documents: bool, path: list[str]) -> tuple[str, ...]:
     bound = set((bindings or {}).keys())
     shape = parse_filter(sparql, graph.prefixes)
-    if shape is None and documents and (plain := unordered(sparql, bound)) is not None:
+    if shape is None and (plain := unordered(sparql, bound)) is not None:
         shape = parse_filter(plain, graph.prefixes)  # a set: the order is not part of it
     if shape is None:
         path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
-    if documents:  # the answer is a set of candidates: the planner's forms of the same set
-        shape = equivalent_form(shape, bound)
+    shape = equivalent_form(shape, bound)  # a set of candidates: the planner's forms of it
     lifted = lift_to_documents(shape, bound) if documents else None
     untyped = _without_chunk_type(shape) if documents and lifted is None else None
     if untyped is not None:
@@ -190,8 +194,8 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         if indexed is not None:
             path.append("documents-columns")
             return indexed
-    if lifted is None and documents and (own := _own_columns(graph, generation, shape, terms,
-                                                             scopes)) is not None:
+    if lifted is None and (own := _own_columns(graph, generation, shape, terms,
+                                               scopes)) is not None:
         path.append(f"columns{why}")
         return own
     variable, items = ((lifted.variable, lifted.items) if lifted is not None

@@ -232,7 +232,8 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
                 lift = (mode != "graph" and can_check_documents(graph, store, again=read.again)
                         and not resolves_by_iri(store))  # rows named by metadata["iri"]: chunks
                 iris = expired.without(read.checked(filter_candidates(
-                    graph, sparql_filter or "", bindings, scopes, documents=lift, path=path)))
+                    graph, sparql_filter or "", bindings, scopes, documents=lift,
+                    ordered=mode == "graph", path=path)))
             if mode == "graph":
                 ordered = graph_hits(list(iris or ()), store, k, ctx, scopes)
                 if steps:  # expansion steps apply to graph hits too; scoring ones refuse them
