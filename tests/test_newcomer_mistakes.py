@@ -1,0 +1,131 @@
+"""The first mistakes someone new to trails makes, each answered by one line that names the
+mistake and its fix: ``--db`` after the command, ``--db`` naming the documents' folder or a
+file, a ``trails sparql`` whose ``--bind`` was forgotten, a JSON Lines file with a line that
+is no JSON, a ``Document`` without its id.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+
+import pytest
+
+from _cli import run_trails
+from trails.errors import InvalidArgumentTypeError, TrailsError
+from trails.ingest import Document, ingest_all
+from trails.testing import fresh_context
+
+DATES = "SELECT ?doc WHERE { ?doc schema:dateCreated ?c FILTER(?c >= ?since) }"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """A context holding two dated notes, made from the folder ``notes``."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\ndate: 2024-03-05\n---\nThe drug lowered blood pressure.")
+    (notes / "b.md").write_text("---\ndate: 2023-01-10\n---\nThe pump failed in building 3.")
+    db = tmp_path / "kb"
+    assert run_trails("--db", db, "init", "--model", "mock:16").returncode == 0
+    assert run_trails("--db", db, "ingest", notes).returncode == 0
+    return db
+
+
+def _one_error_line(result) -> str:
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("command", "where"), [
+    (["ingest", "notes"], "ingest"), (["query", "pumps"], "query"), (["stats"], "stats"),
+    (["audit"], "audit"), (["audit", "show", "0123"], "audit show")])
+def test_db_after_the_command_says_it_goes_before(kb, command, where):
+    line = _one_error_line(run_trails(*command, "--db", kb))
+    assert line == f"Error: --db goes before the command: trails --db DIR {where} ..."
+
+
+def test_another_unknown_option_still_gets_clicks_suggestions(kb):
+    line = _one_error_line(run_trails("--db", kb, "query", "pumps", "--bnid", "x=1"))
+    assert "No such option: --bnid" in line and "--bind" in line
+
+
+def test_db_naming_the_documents_folder_says_to_make_the_context_elsewhere(kb):
+    notes = kb.parent / "notes"
+    line = _one_error_line(run_trails("--db", notes, "query", "pumps"))
+    assert line == (f"Error: {notes} holds no trails context (it holds other files: if they "
+                    f"are your documents, make the context elsewhere: `trails --db ./kb init`, "
+                    f"then `trails --db ./kb ingest {notes}`)")
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md", "b.md"]  # nothing made there
+
+
+def test_db_naming_a_file_says_it_is_no_context_directory(kb):
+    note = kb.parent / "notes" / "a.md"
+    line = _one_error_line(run_trails("--db", note, "stats"))
+    assert line.startswith(f"Error: {note} is a file, not a trails context directory: ")
+    assert f"`trails --db DIR ingest {note}`" in line
+
+
+def test_db_naming_a_new_directory_still_says_to_init_it(tmp_path):
+    line = _one_error_line(run_trails("--db", tmp_path / "new", "stats"))
+    assert line == (f"Error: {tmp_path / 'new'} holds no trails context; create it with "
+                    f"`trails --db {tmp_path / 'new'} init`")
+
+
+def test_sparql_with_a_forgotten_bind_is_an_error_not_zero_rows(kb):
+    line = _one_error_line(run_trails("--db", kb, "sparql", DATES))
+    assert line.startswith("Error: ?since is used in the filter but never bound")
+    assert "--bind since=" in line
+
+
+def test_sparql_with_the_bind_given_answers(kb):
+    result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01", "--json")
+    assert result.returncode == 0, result.stderr
+    assert '"trails://local/doc/a.md"' in result.stdout
+    assert "b.md" not in result.stdout
+
+
+def test_sparql_with_a_variable_bound_only_inside_optional_still_runs(kb):
+    query = ("SELECT ?doc WHERE { ?doc schema:dateCreated ?c "
+             "OPTIONAL { ?doc schema:author ?a } FILTER(!BOUND(?a)) }")
+    result = run_trails("--db", kb, "sparql", query, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "a.md" in result.stdout and "b.md" in result.stdout
+
+
+def test_a_jsonl_line_that_is_no_json_says_so_and_the_others_are_ingested(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"id": "a", "text": "Fine."}\nnot json\n'
+                                      '{"id": "b", "text": "Also fine.",}\n')
+    with fresh_context() as ctx:
+        stats = ingest_all(tmp_path, ctx=ctx)
+    assert stats.ingested == 1
+    assert [reason for _, reason in stats.failures] == [
+        ("line 2 is not JSON (Expecting value at column 1); each line of a .jsonl file "
+         "holds one JSON object"),
+        ("line 3 is not JSON (Expecting property name enclosed in double quotes at column "
+         "34); each line of a .jsonl file holds one JSON object"),
+    ]
+
+
+@pytest.mark.parametrize(("given", "missing"), [
+    ({"text": "hello"}, "id=, source="),
+    ({"id": "a", "text": "hello"}, "source="),
+    ({"source": "s", "text": "hello"}, "id="),
+    ({"id": "a", "source": "s"}, "text="),
+])
+def test_a_document_without_its_id_source_or_text_is_a_trails_error(given, missing):
+    with pytest.raises(InvalidArgumentTypeError) as raised:
+        Document(**given)
+    assert isinstance(raised.value, TrailsError) and isinstance(raised.value, TypeError)
+    assert str(raised.value).startswith(f"Document(...) needs {missing}: id= names it")
+
+
+def test_a_document_given_positionally_copies_and_pickles_as_before():
+    document = Document("a", "s", "hello", metadata={"k": 1})
+    assert (document.id, document.source, document.text) == ("a", "s", "hello")
+    assert copy.deepcopy(document) == document
+    assert pickle.loads(pickle.dumps(document)) == document
