@@ -19,6 +19,7 @@ from trails.cli.output import (
     print_result,
     table,
 )
+from trails.kg.variables import check_bound
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -145,7 +146,9 @@ def sparql(
     with open_context(ctx) as opened:
         if scope:
             check_known_scopes(normalize_scopes(scope), known_scopes(opened))
-        result = opened.kg.query(text, bindings(bind), scopes=scope or None)
+        given = bindings(bind)
+        check_bound(text, given or ())  # a forgotten --bind is no "0 rows"
+        result = opened.kg.query(text, given, scopes=scope or None)
     if isinstance(result, bool):
         typer.echo(json.dumps(result))
     elif isinstance(result, list):
