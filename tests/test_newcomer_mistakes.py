@@ -129,3 +129,33 @@ def test_a_document_given_positionally_copies_and_pickles_as_before():
     assert (document.id, document.source, document.text) == ("a", "s", "hello")
     assert copy.deepcopy(document) == document
     assert pickle.loads(pickle.dumps(document)) == document
+
+
+def test_sparql_binding_an_iri_as_a_string_notes_how_to_bind_the_iri(kb):
+    query = "SELECT ?c WHERE { ?doc schema:dateCreated ?c }"
+    result = run_trails("--db", kb, "sparql", query, "--bind", "doc=trails://local/doc/a.md",
+                        "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert ("note: binding 'doc' is the string 'trails://local/doc/a.md', which never matches "
+            "an IRI; to match the resource bind trails.kg.IRI('trails://local/doc/a.md') "
+            "(--bind doc=<trails://local/doc/a.md>)") in result.stderr.splitlines()
+    bound = run_trails("--db", kb, "sparql", query, "--bind", "doc=<trails://local/doc/a.md>",
+                       "--json")
+    assert "2024-03-05" in bound.stdout and "note:" not in bound.stderr
+
+
+def test_sparql_comparing_dates_with_a_datetime_notes_the_types(kb):
+    result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01T00:00:00Z")
+    assert result.returncode == 0, result.stderr
+    assert "0 rows" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1, result.stderr
+    assert "?c holds xsd:date values" in notes[0]
+    assert "?since is bound to an xsd:dateTime" in notes[0]
+
+
+def test_sparql_that_finds_nothing_for_no_such_reason_says_nothing_more(kb):
+    result = run_trails("--db", kb, "sparql", "SELECT ?d WHERE { ?d schema:name 'nobody' }")
+    assert result.returncode == 0
+    assert result.stderr == ""
