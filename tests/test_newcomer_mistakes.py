@@ -7,6 +7,7 @@ is no JSON, a ``Document`` without its id.
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 from pathlib import Path
 
@@ -159,3 +160,16 @@ def test_sparql_that_finds_nothing_for_no_such_reason_says_nothing_more(kb):
     result = run_trails("--db", kb, "sparql", "SELECT ?d WHERE { ?d schema:name 'nobody' }")
     assert result.returncode == 0
     assert result.stderr == ""
+
+
+def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(kb):
+    line = _one_error_line(run_trails("--db", kb, "query", "--mode", "graph", "--sparql", DATES))
+    assert line == ("Error: Missing argument 'TEXT': the question, in quotes (--mode graph, "
+                    "which ranks nothing, takes \"\"): trails --db DIR query \"how do we "
+                    "deploy?\" (see 'trails query --help')")
+    query = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc }"
+    answered = run_trails("--db", kb, "query", "", "--mode", "graph", "--sparql", query,
+                          "--json")
+    assert answered.returncode == 0, answered.stderr
+    assert sorted(hit["document"] for hit in json.loads(answered.stdout)["hits"]) == [
+        "trails://local/doc/a.md", "trails://local/doc/b.md"]
