@@ -173,3 +173,21 @@ def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(
     assert answered.returncode == 0, answered.stderr
     assert sorted(hit["document"] for hit in json.loads(answered.stdout)["hits"]) == [
         "trails://local/doc/a.md", "trails://local/doc/b.md"]
+
+
+def test_load_given_a_document_says_to_ingest_it(kb):
+    note = kb.parent / "notes" / "a.md"
+    line = _one_error_line(run_trails("--db", kb, "load", note))
+    assert line.startswith(f"Error: '{note}' is a document, not RDF: ingest it to search it "
+                           "(`trails ingest`, ingest_all() in Python); load reads RDF (")
+
+
+def test_the_suffixes_load_calls_documents_are_those_ingestion_reads():
+    from trails.ingest.loaders import KNOWN_SUFFIXES
+    from trails.kg.rdfio import DOCUMENT_SUFFIXES
+    assert sorted(DOCUMENT_SUFFIXES) == sorted(KNOWN_SUFFIXES)
+
+
+def test_export_to_a_document_suffix_still_says_the_suffix_names_no_rdf_format(kb, tmp_path):
+    line = _one_error_line(run_trails("--db", kb, "export", "-o", tmp_path / "out.txt"))
+    assert "cannot tell the RDF format of" in line and "is a document" not in line
