@@ -226,7 +226,7 @@ def test_failures_are_reported_and_loading_goes_on(kb):
     jsonl = str(kb / "records.jsonl")
     assert "not UTF-8" in reasons[str(kb / "latin1.txt")]
     assert "0xe9" in reasons[str(kb / "latin1.txt")]
-    assert reasons[f"{jsonl}:4"].startswith("line 4:")
+    assert reasons[f"{jsonl}:4"].startswith("line 4 is not JSON (")
     assert "duplicate id 'records.jsonl#a'" in reasons[f"{jsonl}:5"]
 
 

@@ -22,3 +22,11 @@ def test_readme_quickstart_prints_rails_chunks_above_the_elephant():
     assert {line.split()[0] for line in out[:2]} == {"trails://app/Chunk/1", "trails://app/Chunk/3"}
     scores = [float(line.split()[1]) for line in out]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_readme_hybrid_example_finds_the_recent_document_and_not_the_older_one(capsys):
+    block = _python_blocks((ROOT / "README.md").read_text())[1]
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1 hits, mode=hybrid, ")
+    assert out[1:] == ["trial.md 2024-03-05 The drug lowered blood pressure in most patients."]

@@ -39,6 +39,7 @@ __all__ = [
     "has_context",
     "make_embedder",
     "model_choice",
+    "no_context",
     "open_context",
 ]
 
@@ -62,13 +63,30 @@ def has_context(db: Path) -> bool:
     return (db / CONFIG_FILE).is_file()
 
 
+def no_context(db: Path) -> ConfigurationError:
+    """The error for a --db that holds no context, saying what it is when it exists: a file,
+    or a folder of other files (the documents, named where the context should be), would not
+    take the ``trails init`` the plain message suggests."""
+    if db.is_file():
+        return ConfigurationError(
+            f"{db} is a file, not a trails context directory: --db names the directory "
+            f"`trails --db DIR init` made (files to ingest go after the command: "
+            f"`trails --db DIR ingest {db}`)")
+    if db.is_dir() and any(db.iterdir()):
+        return ConfigurationError(
+            f"{db} holds no trails context (it holds other files: if they are your "
+            f"documents, make the context elsewhere: `trails --db ./kb init`, then "
+            f"`trails --db ./kb ingest {db}`)")
+    return ConfigurationError(f"{db} holds no trails context; create it with "
+                              f"`trails --db {db} init`")
+
+
 @contextmanager
 def open_context(ctx: typer.Context, *, write: bool = False) -> Iterator[Context]:
     """Open the existing context named by --db; read-only unless ``write``."""
     db = db_option(ctx)
     if not has_context(db):
-        raise ConfigurationError(f"{db} holds no trails context; create it with "
-                                 f"`trails --db {db} init`")
+        raise no_context(db)
     with context(db, read_only=not write) as opened:
         yield opened
 

@@ -18,10 +18,10 @@ from trails.audit import (
     SearchRecord,
     SparqlQueryRecord,
 )
-from trails.cli._common import context, db_option, has_context
+from trails.cli._common import context, db_option, has_context, no_context
 from trails.cli.output import console, print_json, solution_text, table, visible
 from trails.context import Context
-from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
+from trails.errors import ContextLockedError, InvalidArgumentError
 from trails.retrieval.replay import replay as replay_run
 
 __all__ = ["app", "replay"]
@@ -204,8 +204,7 @@ def _auditing(ctx: typer.Context) -> Iterator[Context]:
     read-only (they are read from the log)."""
     db = db_option(ctx)
     if not has_context(db):
-        raise ConfigurationError(f"{db} holds no trails context; create it with "
-                                 f"`trails --db {db} init`")
+        raise no_context(db)
     try:
         opened = context(db)
     except ContextLockedError:

@@ -46,6 +46,21 @@ _UsageError: Any = _click_class("UsageError")
 _ClickException: Any = _click_class("ClickException")
 
 
+def _usage_message(exc: Any, where: str) -> str:
+    """click's message, unless it is ``--db`` given after the command: then where it goes
+    (click would list the command's own options, none of them it); or ``trails query``
+    without its question: then what TEXT is, which --mode graph does not read."""
+    name = str(getattr(exc, "option_name", "") or "")
+    if type(exc).__name__ == "NoSuchOption" and name == "--db" and where != "trails":
+        return f"--db goes before the command: trails --db DIR {where.removeprefix('trails ')} ..."
+    if (type(exc).__name__ == "MissingParameter" and where == "trails query"
+            and getattr(getattr(exc, "param", None), "name", None) == "text"):
+        return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
+                "nothing, takes \"\"): trails --db DIR query \"how do we deploy?\" "
+                "(see 'trails query --help')")
+    return f"{exc.format_message()} (see '{where} --help'{_dash_hint(exc, where)})"
+
+
 def _dash_hint(exc: Exception, where: str) -> str:
     """For an unknown short option: a value that starts with "-" (a label, a query) goes after
     "--"."""
@@ -66,7 +81,7 @@ class _Group(TyperGroup):
                                 windows_expand_args=windows_expand_args, **extra)
         except _UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "trails"
-            code = fail(f"{exc.format_message()} (see '{where} --help'{_dash_hint(exc, where)})")
+            code = fail(_usage_message(exc, where))
         except _ClickException as exc:
             code = fail(exc.format_message(), exc.exit_code)
         except typer.Abort as exc:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from trails.cli._common import context, db_option, has_context
+from trails.cli._common import context, db_option, has_context, no_context
 from trails.errors import ConfigurationError
 from trails.service.keys import KeyRing
 from trails.service.mcp import chosen_key, run_stdio
@@ -46,8 +46,7 @@ def mcp(
     """
     directory = db if db is not None else db_option(ctx)
     if not has_context(directory):
-        raise ConfigurationError(f"{directory} holds no trails context; create it with "
-                                 f"`trails --db {directory} init`")
+        raise no_context(directory)
     wanted = None if scopes is None else [s.strip() for s in scopes.split(",") if s.strip()]
     if wanted == []:
         raise ConfigurationError("--scopes names no scope; give a comma-separated list, or "

@@ -19,6 +19,10 @@ from trails.cli.output import (
     print_result,
     table,
 )
+from trails.context import Context
+from trails.kg.variables import check_bound
+from trails.retrieval.binding_notes import string_notes
+from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes
@@ -131,7 +135,9 @@ def sparql(
 ) -> None:
     """Run a read-only SPARQL query: SELECT prints rows, ASK true/false, CONSTRUCT N-Triples.
 
-    The prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined.
+    The prefixes trails:, schema:, rdf:, rdfs:, xsd: are predefined. A variable used in a
+    FILTER that nothing binds is an error; an empty answer whose --bind value could never
+    match (an IRI given without <...>, a date compared with dateTimes) gets a note on stderr.
 
     Example:
 
@@ -145,7 +151,12 @@ def sparql(
     with open_context(ctx) as opened:
         if scope:
             check_known_scopes(normalize_scopes(scope), known_scopes(opened))
-        result = opened.kg.query(text, bindings(bind), scopes=scope or None)
+        given = bindings(bind)
+        check_bound(text, given or ())  # a forgotten --bind is no "0 rows"
+        result = opened.kg.query(text, given, scopes=scope or None)
+        if result is False or (not isinstance(result, (bool, list)) and len(result) == 0):
+            for note in _why_nothing(opened, text, given, scope or None):
+                typer.echo(f"note: {note}", err=True)  # exit 0: an empty answer is an answer
     if isinstance(result, bool):
         typer.echo(json.dumps(result))
     elif isinstance(result, list):
@@ -158,6 +169,17 @@ def sparql(
             rows.add_row(*(cell(row[v]) for v in result.variables))
         console().print(rows)
         typer.echo(f"{len(result)} rows")
+
+
+def _why_nothing(opened: Context, text: str, given: dict[str, Any] | None,
+                 scopes: list[str] | None) -> list[str]:
+    """What a search would say of an empty answer: a string binding that reads as an IRI or
+    a date, a compared variable whose values no binding of its type can meet."""
+    try:
+        found = mismatch_notes(opened.kg, text, given, scopes)
+    except Exception:  # noqa: BLE001 - a note is never worth the answer it explains
+        found = []
+    return string_notes(given) + found
 
 
 def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:

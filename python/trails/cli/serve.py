@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 from trails._lazy import import_target, require
-from trails.cli._common import db_option, has_context
+from trails.cli._common import db_option, has_context, no_context
 from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError, StorageError
 from trails.scopes import check_scope
@@ -65,8 +65,7 @@ def serve(
     """
     db = db_option(ctx)
     if not has_context(db):
-        raise ConfigurationError(f"{db} holds no trails context; create it with "
-                                 f"`trails --db {db} init`")
+        raise no_context(db)
     ring = KeyRing.load(keys)
     ranker = None
     if reranker is not None:

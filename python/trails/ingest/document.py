@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.vector.embedders.base import EmbedderIdentity
@@ -49,8 +49,8 @@ class Document:
     with the context's (same model and dimension), else the document fails.
 
     Raises:
-        InvalidArgumentTypeError: a field of the wrong type (``id``, ``source``, ``text`` and
-            ``media_type`` are strings, ``title`` a string or None, ``metadata`` a mapping).
+        InvalidArgumentTypeError: ``id``, ``source`` or ``text`` not given, or a field of the
+            wrong type (``id``, ``source``, ``text`` and ``media_type`` are strings, ``title`` a string or None, ``metadata`` a mapping).
         InvalidArgumentError: an empty ``id``.
 
     What the types cannot say (a lone surrogate in the text, a metadata value with no RDF
@@ -66,6 +66,18 @@ class Document:
     origin: str | None = None
     chunks: Sequence[Chunk] | None = None  # kept as a tuple
     embedded_by: EmbedderIdentity | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # Python's own "missing 2 required positional arguments" is no TrailsError and says
+        # not what the fields are for. No arguments at all is how copy and pickle make one.
+        missing = [name for place, name in enumerate(("id", "source", "text"))
+                   if len(args) <= place and name not in kwargs]
+        if missing and (args or kwargs):
+            raise InvalidArgumentTypeError(
+                f"Document(...) needs {', '.join(f'{m}=' for m in missing)}: id= names it in "
+                f"every run (a path, a record key), source= says where it came from (shown "
+                f"with each hit), text= is what is chunked and searched")
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         if self.chunks is not None and not isinstance(self.chunks, tuple):

@@ -234,7 +234,12 @@ class FileLoader:
             try:
                 parsed = parse_jsonl_record(json.loads(line), self.jsonl_text_field,
                                             self.jsonl_id_field)
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            except json.JSONDecodeError as exc:  # json's words alone name no file format
+                yield LoadFailure(where, f"line {lineno} is not JSON ({exc.msg} at column "
+                                  f"{exc.colno}); each line of a .jsonl file holds one JSON "
+                                  f"object", origin=origin)
+                continue
+            except ValueError as exc:
                 yield LoadFailure(where, f"line {lineno}: {exc}", origin=origin)
                 continue
             except Exception as exc:  # noqa: BLE001 - nesting past the recursion limit, ...

@@ -24,8 +24,9 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, RdfLimitError, RdfSyntaxError
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name, scope_graph
 
-__all__ = ["ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS", "MAX_LITERAL_CHARS",
-           "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format", "read_quads"]
+__all__ = ["DOCUMENT_SUFFIXES", "ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS",
+           "MAX_LITERAL_CHARS", "MAX_RDF_BYTES", "RDF_SUFFIXES", "RdfSource", "rdf_format",
+           "read_quads"]
 
 # Bounds on what load parses, measured before the quads are built (as front matter is): the
 # input (after its XML entities are expanded), one literal (pyoxigraph's lexers hold a token in
@@ -84,6 +85,11 @@ def rdf_format(format: str | None, name: str | os.PathLike[str] | None = None) -
         f"{', '.join(FORMAT_NAMES)}")
 
 
+# The suffixes ingestion reads as documents (trails.ingest.loaders.KNOWN_SUFFIXES): given to
+# load, such a file was meant for ingest.
+DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".pdf")
+
+
 def read_quads(source: RdfSource, format: str | None = None, scope: str | None = None,
                *, base_iri: str | None = None) -> list[ox.Quad]:
     """Parse ``source`` into quads, all or nothing.
@@ -106,6 +112,11 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     """
     path, data = _input(source)
     name = str(path) if path is not None else "the RDF text"
+    if format is None and path is not None and path.suffix.lower() in DOCUMENT_SUFFIXES:
+        raise ConfigurationError(
+            f"{name!r} is a document, not RDF: ingest it to search it (`trails ingest`, "
+            f"ingest_all() in Python); load reads RDF ({', '.join(sorted(_SUFFIX_FORMATS))}), "
+            f"or a file whose format= (--format) is named")
     data = _utf8(data, name)
     if format is not None or path is not None:
         fmt = rdf_format(format, path)

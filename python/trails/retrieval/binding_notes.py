@@ -15,7 +15,7 @@ import pyoxigraph as ox
 from trails.kg.terms import IRI
 from trails.records import RetrievalResult
 
-__all__ = ["noted"]
+__all__ = ["noted", "string_notes"]
 
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://\S+|urn:\S+)$")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
@@ -45,6 +45,19 @@ def noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,
     """``result`` with ``notes``, and a note for each string binding that looks like an IRI or
     a date: bound as a string, it never equals an IRI nor compares with a date in the graph,
     which reads as "nothing matched"."""
+    notes.extend(string_notes(bindings))
+    if not notes:
+        return result
+    return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
+                           candidates=result.candidates, exhaustive=result.exhaustive,
+                           rankings=result.rankings, notes=[*result.notes, *notes],
+                           fusion_weights=result.fusion_weights)
+
+
+def string_notes(bindings: Mapping[str, Any] | None) -> list[str]:
+    """A note for each string binding that looks like an IRI or a date (``trails sparql``
+    gives them with an empty answer, as a search does)."""
+    notes: list[str] = []
     for name, bound in (bindings or {}).items():
         value = _plain_string(bound)
         if value is None:
@@ -57,9 +70,4 @@ def noted(result: RetrievalResult, bindings: Mapping[str, Any] | None,
             notes.append(f"binding {name!r} is the string {value!r}, which never compares with "
                          "a date or dateTime; to compare as one bind a datetime.date or "
                          f"datetime.datetime (--bind {name}={value})")
-    if not notes:
-        return result
-    return RetrievalResult(list(result), mode=result.mode, plan=result.plan,
-                           candidates=result.candidates, exhaustive=result.exhaustive,
-                           rankings=result.rankings, notes=[*result.notes, *notes],
-                           fusion_weights=result.fusion_weights)
+    return notes

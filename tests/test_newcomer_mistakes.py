@@ -1,0 +1,193 @@
+"""The first mistakes someone new to trails makes, each answered by one line that names the
+mistake and its fix: ``--db`` after the command, ``--db`` naming the documents' folder or a
+file, a ``trails sparql`` whose ``--bind`` was forgotten, a JSON Lines file with a line that
+is no JSON, a ``Document`` without its id.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from _cli import run_trails
+from trails.errors import InvalidArgumentTypeError, TrailsError
+from trails.ingest import Document, ingest_all
+from trails.testing import fresh_context
+
+DATES = "SELECT ?doc WHERE { ?doc schema:dateCreated ?c FILTER(?c >= ?since) }"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """A context holding two dated notes, made from the folder ``notes``."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\ndate: 2024-03-05\n---\nThe drug lowered blood pressure.")
+    (notes / "b.md").write_text("---\ndate: 2023-01-10\n---\nThe pump failed in building 3.")
+    db = tmp_path / "kb"
+    assert run_trails("--db", db, "init", "--model", "mock:16").returncode == 0
+    assert run_trails("--db", db, "ingest", notes).returncode == 0
+    return db
+
+
+def _one_error_line(result) -> str:
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("command", "where"), [
+    (["ingest", "notes"], "ingest"), (["query", "pumps"], "query"), (["stats"], "stats"),
+    (["audit"], "audit"), (["audit", "show", "0123"], "audit show")])
+def test_db_after_the_command_says_it_goes_before(kb, command, where):
+    line = _one_error_line(run_trails(*command, "--db", kb))
+    assert line == f"Error: --db goes before the command: trails --db DIR {where} ..."
+
+
+def test_another_unknown_option_still_gets_clicks_suggestions(kb):
+    line = _one_error_line(run_trails("--db", kb, "query", "pumps", "--bnid", "x=1"))
+    assert "No such option: --bnid" in line and "--bind" in line
+
+
+def test_db_naming_the_documents_folder_says_to_make_the_context_elsewhere(kb):
+    notes = kb.parent / "notes"
+    line = _one_error_line(run_trails("--db", notes, "query", "pumps"))
+    assert line == (f"Error: {notes} holds no trails context (it holds other files: if they "
+                    f"are your documents, make the context elsewhere: `trails --db ./kb init`, "
+                    f"then `trails --db ./kb ingest {notes}`)")
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md", "b.md"]  # nothing made there
+
+
+def test_db_naming_a_file_says_it_is_no_context_directory(kb):
+    note = kb.parent / "notes" / "a.md"
+    line = _one_error_line(run_trails("--db", note, "stats"))
+    assert line.startswith(f"Error: {note} is a file, not a trails context directory: ")
+    assert f"`trails --db DIR ingest {note}`" in line
+
+
+def test_db_naming_a_new_directory_still_says_to_init_it(tmp_path):
+    line = _one_error_line(run_trails("--db", tmp_path / "new", "stats"))
+    assert line == (f"Error: {tmp_path / 'new'} holds no trails context; create it with "
+                    f"`trails --db {tmp_path / 'new'} init`")
+
+
+def test_sparql_with_a_forgotten_bind_is_an_error_not_zero_rows(kb):
+    line = _one_error_line(run_trails("--db", kb, "sparql", DATES))
+    assert line.startswith("Error: ?since is used in the filter but never bound")
+    assert "--bind since=" in line
+
+
+def test_sparql_with_the_bind_given_answers(kb):
+    result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01", "--json")
+    assert result.returncode == 0, result.stderr
+    assert '"trails://local/doc/a.md"' in result.stdout
+    assert "b.md" not in result.stdout
+
+
+def test_sparql_with_a_variable_bound_only_inside_optional_still_runs(kb):
+    query = ("SELECT ?doc WHERE { ?doc schema:dateCreated ?c "
+             "OPTIONAL { ?doc schema:author ?a } FILTER(!BOUND(?a)) }")
+    result = run_trails("--db", kb, "sparql", query, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "a.md" in result.stdout and "b.md" in result.stdout
+
+
+def test_a_jsonl_line_that_is_no_json_says_so_and_the_others_are_ingested(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"id": "a", "text": "Fine."}\nnot json\n'
+                                      '{"id": "b", "text": "Also fine.",}\n')
+    with fresh_context() as ctx:
+        stats = ingest_all(tmp_path, ctx=ctx)
+    assert stats.ingested == 1
+    assert [reason for _, reason in stats.failures] == [
+        ("line 2 is not JSON (Expecting value at column 1); each line of a .jsonl file "
+         "holds one JSON object"),
+        ("line 3 is not JSON (Expecting property name enclosed in double quotes at column "
+         "34); each line of a .jsonl file holds one JSON object"),
+    ]
+
+
+@pytest.mark.parametrize(("given", "missing"), [
+    ({"text": "hello"}, "id=, source="),
+    ({"id": "a", "text": "hello"}, "source="),
+    ({"source": "s", "text": "hello"}, "id="),
+    ({"id": "a", "source": "s"}, "text="),
+])
+def test_a_document_without_its_id_source_or_text_is_a_trails_error(given, missing):
+    with pytest.raises(InvalidArgumentTypeError) as raised:
+        Document(**given)
+    assert isinstance(raised.value, TrailsError) and isinstance(raised.value, TypeError)
+    assert str(raised.value).startswith(f"Document(...) needs {missing}: id= names it")
+
+
+def test_a_document_given_positionally_copies_and_pickles_as_before():
+    document = Document("a", "s", "hello", metadata={"k": 1})
+    assert (document.id, document.source, document.text) == ("a", "s", "hello")
+    assert copy.deepcopy(document) == document
+    assert pickle.loads(pickle.dumps(document)) == document
+
+
+def test_sparql_binding_an_iri_as_a_string_notes_how_to_bind_the_iri(kb):
+    query = "SELECT ?c WHERE { ?doc schema:dateCreated ?c }"
+    result = run_trails("--db", kb, "sparql", query, "--bind", "doc=trails://local/doc/a.md",
+                        "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert ("note: binding 'doc' is the string 'trails://local/doc/a.md', which never matches "
+            "an IRI; to match the resource bind trails.kg.IRI('trails://local/doc/a.md') "
+            "(--bind doc=<trails://local/doc/a.md>)") in result.stderr.splitlines()
+    bound = run_trails("--db", kb, "sparql", query, "--bind", "doc=<trails://local/doc/a.md>",
+                       "--json")
+    assert "2024-03-05" in bound.stdout and "note:" not in bound.stderr
+
+
+def test_sparql_comparing_dates_with_a_datetime_notes_the_types(kb):
+    result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01T00:00:00Z")
+    assert result.returncode == 0, result.stderr
+    assert "0 rows" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1, result.stderr
+    assert "?c holds xsd:date values" in notes[0]
+    assert "?since is bound to an xsd:dateTime" in notes[0]
+
+
+def test_sparql_that_finds_nothing_for_no_such_reason_says_nothing_more(kb):
+    result = run_trails("--db", kb, "sparql", "SELECT ?d WHERE { ?d schema:name 'nobody' }")
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(kb):
+    line = _one_error_line(run_trails("--db", kb, "query", "--mode", "graph", "--sparql", DATES))
+    assert line == ("Error: Missing argument 'TEXT': the question, in quotes (--mode graph, "
+                    "which ranks nothing, takes \"\"): trails --db DIR query \"how do we "
+                    "deploy?\" (see 'trails query --help')")
+    query = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc }"
+    answered = run_trails("--db", kb, "query", "", "--mode", "graph", "--sparql", query,
+                          "--json")
+    assert answered.returncode == 0, answered.stderr
+    assert sorted(hit["document"] for hit in json.loads(answered.stdout)["hits"]) == [
+        "trails://local/doc/a.md", "trails://local/doc/b.md"]
+
+
+def test_load_given_a_document_says_to_ingest_it(kb):
+    note = kb.parent / "notes" / "a.md"
+    line = _one_error_line(run_trails("--db", kb, "load", note))
+    assert line.startswith(f"Error: '{note}' is a document, not RDF: ingest it to search it "
+                           "(`trails ingest`, ingest_all() in Python); load reads RDF (")
+
+
+def test_the_suffixes_load_calls_documents_are_those_ingestion_reads():
+    from trails.ingest.loaders import KNOWN_SUFFIXES
+    from trails.kg.rdfio import DOCUMENT_SUFFIXES
+    assert sorted(DOCUMENT_SUFFIXES) == sorted(KNOWN_SUFFIXES)
+
+
+def test_export_to_a_document_suffix_still_says_the_suffix_names_no_rdf_format(kb, tmp_path):
+    line = _one_error_line(run_trails("--db", kb, "export", "-o", tmp_path / "out.txt"))
+    assert "cannot tell the RDF format of" in line and "is a document" not in line
