@@ -299,8 +299,8 @@ def test_graph_mode_keeps_the_filter_as_written(ctx):
     order); a search that cannot check documents still gets the set's forms."""
     _corpus(ctx)
     for text in ('SELECT ?doc WHERE { { ?doc meta:place "EU" } UNION { ?doc meta:place "US" } }',
-                 "SELECT ?doc WHERE { ?doc meta:place ?j . ?doc meta:topic ?t . FILTER NOT "
-                 'EXISTS { ?doc meta:label "x" ; meta:place "EU" } }'):
+                 ("SELECT ?doc WHERE { ?doc meta:place ?j . ?doc meta:topic ?t . FILTER NOT "
+                 'EXISTS { ?doc meta:label "x" ; meta:place "EU" } }')):
         path: list[str] = []
         found = filter_candidates(ctx.kg, text, None, None, documents=False, ordered=True,
                                   path=path)

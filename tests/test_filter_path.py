@@ -74,3 +74,22 @@ def test_a_refused_lift_says_why(tmp_path):
         counted = retrieve("rails", ctx, sparql_filter=SINCE)
         assert counted.filter_path == ("chunks-reordered (the graph has schema:isPartOf "
                                        "triples trails did not write)")
+
+
+def test_a_filter_that_fails_as_written_is_reported_once(caplog):
+    """A filter selecting literals fails as written too: that is the caller's error, said once,
+    with no warning about a planned form before it."""
+    import pytest
+
+    from trails.errors import SparqlError
+    from trails.ingest import Document, ingest_all
+    from trails.retrieval.retrieve import retrieve
+    from trails.testing import fresh_context
+
+    ctx = fresh_context()
+    ingest_all([Document(id="a", source="a.md", text="rails", metadata={"date": "2024-01-01"})],
+               ctx=ctx)
+    with pytest.raises(SparqlError, match="none is an IRI"):
+        retrieve("rails", ctx, sparql_filter="SELECT ?d WHERE { ?iri schema:isPartOf ?doc . "
+                 "?doc schema:dateCreated ?d }")
+    assert "planned filter failed" not in caplog.text

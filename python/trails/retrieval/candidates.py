@@ -205,9 +205,10 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     try:
         iris = graph.select_iris(text, bindings, scopes=scopes)
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer
-        log.warning("a planned filter failed (%s); running it as written", exc)
+        written = tuple(graph.select_iris(sparql, bindings, scopes=scopes))  # its errors: theirs
+        log.warning("a planned filter failed (%s); it ran as written", exc)
         path.append("as-written (the planned form failed)")
-        return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
+        return written
     if lifted is None:
         path.append(f"{'chunks-reordered' if order is not None else 'as-written'}{why}")
         return tuple(iris)
