@@ -42,6 +42,7 @@ from trails.kg.planning import (
     RDF_TYPE,
     FilterShape,
     Lift,
+    Other,
     Triple,
     lift_to_documents,
     parse_filter,
@@ -223,13 +224,7 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
     """The lifted filter's documents from the graph's columns (``kg/filter_index.py``), or
     None when it is not a shape they answer."""
     assert isinstance(graph, TsvGraph)  # checked by the caller
-    index = _index(graph, generation, scopes)
-    try:
-        found = index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
-                                terms)
-    except SparqlError as exc:  # the index must not cost the caller the answer
-        log.warning("the filter index failed (%s); the graph answers", exc)
-        return None
+    found = _from_columns(graph, generation, scopes, shape, lifted.variable, lifted.items, terms)
     if found is None:
         return None
     documents = DocumentIris(found)
@@ -251,15 +246,22 @@ def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
     if any(t.predicate in _CHUNK_PREDICATES or (t.predicate == RDF_TYPE and _named(
             t.object, shape.prefixes) == _CHUNK) for t in own):
         return None
-    index = _index(graph, generation, scopes)
-    try:
-        found = index.documents(shape.variable, shape.items, shape.prologue, shape.prefixes,
-                                terms)
-    except SparqlError as exc:  # the index must not cost the caller the answer
-        log.warning("the filter index failed (%s); the graph answers", exc)
-        return None
+    found = _from_columns(graph, generation, scopes, shape, shape.variable, shape.items, terms)
     # Nothing found: the graph answers (a filter selecting only blank nodes is an error there).
     return tuple(found) if found else None
+
+
+def _from_columns(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None,
+                  shape: FilterShape, variable: str, items: Sequence[Triple | Other],
+                  terms: Mapping[str, Any]) -> list[str] | None:
+    """``SELECT ?variable WHERE { items }`` from the graph's columns, or None when they do
+    not answer it (or fail: the index must not cost the caller the answer)."""
+    try:
+        return _index(graph, generation, scopes).documents(
+            variable, items, shape.prologue, shape.prefixes, terms)
+    except SparqlError as exc:
+        log.warning("the filter index failed (%s); the graph answers", exc)
+        return None
 
 
 def _without_chunk_type(shape: FilterShape) -> FilterShape | None:
