@@ -1,7 +1,7 @@
 """The first mistakes someone new to trails makes, each answered by one line that names the
 mistake and its fix: ``--db`` after the command, ``--db`` naming the documents' folder or a
 file, a ``trails sparql`` whose ``--bind`` was forgotten, a JSON Lines file with a line that
-is no JSON, a ``Document`` without its id.
+is no JSON, a ``Document`` without its id, ``Context.open`` on the folder of documents.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from _cli import run_trails
-from trails.errors import InvalidArgumentTypeError, TrailsError
+from trails import Context, MockEmbedder
+from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsError
 from trails.ingest import Document, ingest_all
 from trails.testing import fresh_context
 
@@ -191,3 +192,34 @@ def test_the_suffixes_load_calls_documents_are_those_ingestion_reads():
 def test_export_to_a_document_suffix_still_says_the_suffix_names_no_rdf_format(kb, tmp_path):
     line = _one_error_line(run_trails("--db", kb, "export", "-o", tmp_path / "out.txt"))
     assert "cannot tell the RDF format of" in line and "is a document" not in line
+
+
+def test_context_open_on_a_folder_of_documents_refuses_and_writes_nothing(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("a note")
+    (notes / "sub").mkdir()
+    with pytest.raises(ConfigurationError) as caught:
+        Context.open(notes, embedder=MockEmbedder(dim=8))
+    message = str(caught.value)
+    assert "notes holds files that are not a trails context (a.md, sub)" in message
+    assert "notes-trails" in message  # a place beside it, outside the folder to ingest
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md", "sub"]
+
+
+def test_context_open_on_an_empty_or_hidden_only_folder_creates_the_context(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "hidden").mkdir()
+    (tmp_path / "hidden" / ".DS_Store").write_bytes(b"\0")
+    for name in ("empty", "hidden", "new/nested"):
+        Context.open(tmp_path / name, embedder=MockEmbedder(dim=8)).close()
+        assert (tmp_path / name / "trails.json").is_file()
+
+
+def test_a_file_put_into_an_existing_context_does_not_lock_it_out(tmp_path):
+    Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+    (tmp_path / "kb" / "README.txt").write_text("what this context holds")
+    with Context.open(tmp_path / "kb") as ctx:
+        assert ctx.vectors.count() == 0
+    with Context.open(tmp_path / "kb", read_only=True) as ctx:
+        assert ctx.read_only

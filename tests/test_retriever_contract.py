@@ -52,7 +52,7 @@ DOCS = [
                                      "their own licences.")),
 ]
 QUERIES = ["rails routing", "ruby gems bundler", "graph database", "elephants remember",
-           "semantic search embeddings", "zebra", ""]
+           "semantic search embeddings", "zebra"]
 MESSAGES = [{"role": "user", "content": "tell me about bundler"},
             {"role": "assistant", "content": "Bundler installs gems."}]
 SINCE = dt.date(2023, 6, 1)
@@ -225,6 +225,17 @@ def snapshot(ctx) -> tuple[Any, ...]:
     quads = sorted(ctx.kg.store.dump(format=ox.RdfFormat.N_QUADS).splitlines())
     return (store.count(), len(ids), rows.hexdigest(), len(ctx.kg),
             hashlib.sha256(b"\n".join(quads)).hexdigest(), store.embedder_identity)
+
+
+@pytest.mark.parametrize("empty", ["", "  \n"])
+def test_an_empty_question_is_refused_where_it_would_rank(spec, retriever, empty):
+    if spec.scale == "none":  # graph order: the filter's matches, no question needed
+        assert isinstance(retriever.retrieve(empty), list)
+        return
+    with pytest.raises(InvalidArgumentError, match="query is empty; mode='(vector|hybrid)'"):
+        retriever.retrieve(empty)
+    if spec.rewriter is not None:  # the question may come from the conversation
+        assert retriever.retrieve(empty, MESSAGES)
 
 
 def test_read_only(retriever, corpus):

@@ -42,7 +42,7 @@ from trails.ingest.payload import check_payload_fields
 from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
 from trails.ingest.writer import between_writes
-from trails.integrity import check_parts_belong, check_parts_present, new_context_id
+from trails.integrity import check_parts_belong, check_parts_present, check_room, new_context_id
 from trails.kg.base import KnowledgeGraph
 from trails.parts import ContextParts
 from trails.registry import GRAPHS, VECTOR_STORES
@@ -199,8 +199,8 @@ class Context:
             StorageError: a file cannot be read or written (full disk, read-only mount,
                 permissions); nothing stays open or locked, so the same process can open the
                 directory again once that is fixed.
-            ConfigurationError: ``read_only`` on a directory that holds no context, or a
-                recorded part that cannot be reopened without being passed in.
+            ConfigurationError: ``read_only`` on a directory that holds no context, a new
+                one in a directory of other files, or a recorded part that must be passed in.
             MissingExtraError: a recorded backend's packages are not installed.
         """
         root = Path(directory)
@@ -218,9 +218,9 @@ class Context:
             if read_only:
                 raise ConfigurationError(
                     f"{str(root)!r} holds no trails context; create it first with "
-                    f"Context.open({str(root)!r}) or `trails --db {root} init`"
-                )
+                    f"Context.open({str(root)!r}) or `trails --db {root} init`")
             model = chosen_embedder(embedder)
+            check_room(root, given=(kg, vectors))  # not among someone's files
             config = _new_config(root, model, kg, vectors, base_iri)
             with translated(str(root), "creating the context directory"):
                 root.mkdir(parents=True, exist_ok=True)

@@ -21,15 +21,17 @@ import uuid
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from trails.config import ContextConfig, PartConfig
-from trails.errors import ContextDamagedError, StorageError
+from trails.audit.trail import AUDIT_DIRECTORY
+from trails.config import CONFIG_FILE, ContextConfig, PartConfig
+from trails.errors import ConfigurationError, ContextDamagedError, StorageError
 from trails.kg.base import KnowledgeGraph
 from trails.kg.oxigraph import GRAPH_DIR
 from trails.recorded import Where
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.sqlite_vec.store import VECTORS_FILE
 
-__all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "new_context_id"]
+__all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "check_room",
+           "new_context_id"]
 
 @runtime_checkable
 class ContextMarked(Protocol):
@@ -61,6 +63,44 @@ def _embedded_path(root: Path, part: PartConfig, backend: str, default: str) -> 
 
 def _graph_path(root: Path, config: ContextConfig) -> Path | None:
     return _embedded_path(root, config.graph, "oxigraph", GRAPH_DIR)
+
+
+def check_room(root: Path, *, given: tuple[object, ...] = ()) -> None:
+    """Refuse to create a context in a directory that holds files of its own (a folder of
+    documents, a project): the context's parts would sit among them, a later ingest of that
+    folder would meet them, and removing the context would mean picking its files out.
+
+    What a context writes is no obstacle (a creation cut short is finished on the next
+    open), nor are hidden files (``.DS_Store``, ``.gitkeep``).
+
+    ``given``: the parts passed in, if any (a store opened on a folder of the directory
+    may already have written there): then the caller has chosen the directory's contents.
+
+    Raises:
+        ConfigurationError: names the directory, some of its files and what to do.
+    """
+    if any(part is not None for part in given):
+        return
+    try:
+        foreign = sorted(p.name for p in root.iterdir() if not _a_context_file(p.name))
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new directory; or a file, which creating the directory reports
+    except OSError as exc:
+        raise StorageError(f"cannot read {root}: {exc.strerror or exc}") from exc
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if foreign[3:] else "")
+        beside = root.resolve()
+        raise ConfigurationError(
+            f"{root} holds files that are not a trails context ({shown}); a context needs a "
+            f"directory of its own: open a new or empty one (it is created), such as "
+            f"{beside.with_name(beside.name + '-trails')}, and ingest this folder into it")
+
+
+def _a_context_file(name: str) -> bool:
+    # trails.json and its temporary files, the writer's lock, vectors.db and its -wal, .f32
+    # and .keys files, the graph, the audit log's directory; and hidden files.
+    return name.startswith((".", CONFIG_FILE.split(".")[0], VECTORS_FILE)) or name in (
+        GRAPH_DIR, AUDIT_DIRECTORY)
 
 
 def check_parts_present(root: Path, config: ContextConfig) -> None:

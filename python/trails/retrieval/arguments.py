@@ -25,6 +25,7 @@ from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
 __all__ = [
+    "KEYWORDS_MEANT",
     "MAX_K",
     "check_fusion",
     "check_k",
@@ -32,6 +33,7 @@ __all__ = [
     "check_min_score",
     "check_mode",
     "check_query",
+    "check_rankable",
     "check_retrieve_arguments",
     "check_scope_argument",
     "check_steps",
@@ -40,6 +42,18 @@ __all__ = [
 # At most this many hits: a result is built hit by hit in memory, and a larger k (2**63)
 # would overflow the store's native integers instead of saying what is wrong.
 MAX_K = 1_000_000
+
+# Names other retrieval libraries give retrieve()'s arguments, and the one trails takes
+# (a misspelling of trails' own names is matched by closeness instead).
+KEYWORDS_MEANT = {
+    "filter": "sparql_filter", "sparql": "sparql_filter", "where": "sparql_filter",
+    "query_filter": "sparql_filter", "filters": "sparql_filter",
+    "top_k": "k", "topk": "k", "limit": "k", "n": "k", "n_results": "k", "size": "k",
+    "params": "bindings", "bind": "bindings", "parameters": "bindings",
+    "scopes": "scope", "graph": "scope", "namespace": "scope",
+    "threshold": "min_score", "score_threshold": "min_score",
+    "context": "ctx", "store": "vector_store", "history": "messages",
+}
 
 
 def check_k(k: object, name: str = "k") -> int:
@@ -66,6 +80,17 @@ def check_query(query: object) -> str:
         raise InvalidArgumentTypeError(f"query must be a str (the question), got "
                                        f"{type(query).__name__}")
     return check_text(query, "query")
+
+
+def check_rankable(query: str, mode: str, *, rewritten: bool = False) -> None:
+    """Refuse an empty question where one ranks the hits: the vector of "" is nobody's
+    question, and its order would read as an answer."""
+    if mode != "graph" and not query.strip():
+        said = "the rewriter turned the query and messages into an empty question" if rewritten \
+            else "query is empty"
+        raise InvalidArgumentError(
+            f"{said}; mode={mode!r} ranks chunks by it: pass the question to rank by, or use "
+            f"mode='graph' with a sparql_filter to list the filter's matches unranked")
 
 
 def check_min_score(min_score: object, mode: object = "hybrid") -> float | None:

@@ -13,6 +13,7 @@ import numpy as np
 from trails.audit.records import started_now
 from trails.context import Context, default_context
 from trails.errors import ConfigurationError, EndpointUnavailableError, InvalidArgumentError
+from trails.keywords import named_keywords
 from trails.kg.terms import check_text
 from trails.rank._steps import Step
 from trails.rank.fusion import ExplainedFusion, FusionFn, Ranking, auto, rrf, weighted
@@ -21,7 +22,7 @@ from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval import spans
 from trails.retrieval.absent_terms import absent_term_notes
-from trails.retrieval.arguments import check_retrieve_arguments
+from trails.retrieval.arguments import KEYWORDS_MEANT, check_rankable, check_retrieve_arguments
 from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.binding_notes import noted
 from trails.retrieval.candidates import filter_candidates
@@ -64,6 +65,7 @@ FUSION_DEPTH = 300
 STEP_DEPTH = 50
 
 
+@named_keywords(KEYWORDS_MEANT)
 @traced("trails.retrieve", arguments=spans.retrieve_arguments, result=spans.retrieve_result)
 def retrieve(
     query: str,
@@ -158,7 +160,8 @@ def retrieve(
             InvalidArgumentTypeError, also a TypeError), named in the message: an unknown
             ``mode`` or ``fusion``, ``k`` not an int from 1 to ``MAX_K``, a bad scope name,
             ``min_score`` NaN, not a number or with ``mode="graph"``, bindings that are no
-            mapping of variable names to values (``trails.retrieval.arguments``).
+            mapping of variable names to values, an empty ``query`` outside graph mode, a
+            keyword ``retrieve`` does not take (``top_k=``: the message names ``k=``).
         UnsafeFilterError, SparqlError: the filter is not allowed or does not parse.
         ConfigurationError: a needed part (graph, store, embedder) is missing, or closed.
         DimensionMismatchError, EmbeddingModelMismatchError: embedder and store disagree.
@@ -197,6 +200,7 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     clock, started = time.perf_counter(), started_now()
     if rewriter is not None and messages:
         query = rewriter.rewrite(query, list(messages))
+    check_rankable(query, mode, rewritten=rewriter is not None and bool(messages))
     if fusion == "auto" and mode != "hybrid":
         fusion = None  # one ranking: auto passes it through, so skip fusion's deeper search
     if ctx is None and vector_store is None:

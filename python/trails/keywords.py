@@ -1,0 +1,79 @@
+"""Keyword arguments a function does not take, refused with the name that was meant.
+
+Python's own ``TypeError`` ("got an unexpected keyword argument 'filter'") leaves a newcomer
+to find ``sparql_filter`` in the docs; names carried over from other libraries (``top_k``,
+``filter``, ``where``) are the usual cause. :func:`named_keywords` refuses them before the
+call with an :class:`~trails.errors.InvalidArgumentTypeError` (still a ``TypeError``)::
+
+    >>> @named_keywords({"top_k": "k"})
+    ... def search(query: str, *, k: int = 10) -> int:
+    ...     return k
+    >>> search("q", top_k=3)
+    Traceback (most recent call last):
+    ...
+    trails.errors.InvalidArgumentTypeError: search() takes no argument top_k: did you mean k=...?
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import ParamSpec, TypeVar
+
+from trails.errors import InvalidArgumentTypeError
+
+__all__ = ["named_keywords", "unknown_keywords"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def named_keywords(meant: Mapping[str, str] | None = None,
+                   ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Refuse a keyword the decorated function does not take, naming the one meant.
+
+    ``meant`` maps names used elsewhere to this function's (``{"top_k": "k"}``); any other
+    unknown name gets the closest accepted names, if one is close. A function that takes
+    ``**kwargs`` is returned as it is: every name is its to judge.
+    """
+    aliases = dict(meant or {})
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        parameters = inspect.signature(function).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            return function
+        accepted = frozenset(name for name, p in parameters.items() if p.kind in _BY_NAME)
+        unknown_target = set(aliases.values()) - accepted
+        if unknown_target:
+            raise ValueError(f"{function.__qualname__} takes no {sorted(unknown_target)}")
+
+        @functools.wraps(function)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if not accepted.issuperset(kwargs):
+                raise unknown_keywords(function.__qualname__, kwargs.keys() - accepted,
+                                       accepted, aliases)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def unknown_keywords(function: str, names: Iterable[str], accepted: Iterable[str],
+                     aliases: Mapping[str, str]) -> InvalidArgumentTypeError:
+    """The error for keywords ``names`` that ``function`` does not take: each with the name in
+    ``aliases`` it stands for, or the closest of ``accepted``, or else all of ``accepted``."""
+    accepted = sorted(accepted)
+    parts = []
+    for name in sorted(names):
+        close = ([aliases[name]] if name in aliases
+                 else difflib.get_close_matches(name, accepted, n=2, cutoff=0.6))
+        hint = " or ".join(f"{c}=..." for c in close)
+        parts.append(f"{name}: did you mean {hint}?" if hint else
+                     f"{name} (it takes {', '.join(accepted)})")
+    noun = "argument" if len(parts) == 1 else "arguments"
+    return InvalidArgumentTypeError(f"{function}() takes no {noun} {'; '.join(parts)}")

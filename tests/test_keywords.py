@@ -1,0 +1,102 @@
+"""A keyword argument the function does not take is refused naming the one meant."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+
+import trails
+from trails import Document, TrailsError, ingest_all, retrieve
+from trails.errors import InvalidArgumentTypeError
+from trails.ingest.loaders import INGEST_ARGUMENTS
+from trails.ingest.pipeline import ingest
+from trails.keywords import named_keywords
+from trails.kg.sparql import TRAILS
+from trails.retrieval.arguments import KEYWORDS_MEANT
+from trails.testing import fresh_context
+
+FILTER = f"SELECT ?iri WHERE {{ ?iri a <{TRAILS}Chunk> }}"
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = fresh_context()
+    ingest_all([Document("a", "mem", "alpha beta gamma"), Document("b", "mem", "delta")],
+               ctx=context)
+    return context
+
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("filter", "sparql_filter"), ("where", "sparql_filter"), ("top_k", "k"), ("limit", "k"),
+    ("params", "bindings"), ("scopes", "scope"), ("threshold", "min_score"),
+    ("sparql_fitler", "sparql_filter"), ("binding", "bindings"), ("min_scor", "min_score"),
+])
+def test_retrieve_names_the_argument_meant(ctx, given, meant):
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        retrieve("alpha", ctx, **{given: FILTER if meant == "sparql_filter" else 3})
+    message = str(caught.value)
+    assert f"takes no argument {given}:" in message
+    assert f"did you mean {meant}=...?" in message
+    # Still what Python raises for a bad keyword, so existing handlers keep working.
+    assert isinstance(caught.value, TypeError) and isinstance(caught.value, TrailsError)
+
+
+def test_an_unknown_name_with_nothing_close_lists_what_retrieve_takes(ctx):
+    with pytest.raises(InvalidArgumentTypeError, match="qqq \\(it takes bindings, caller, ctx"):
+        retrieve("alpha", ctx, qqq=1)
+
+
+def test_two_unknown_names_are_both_named(ctx):
+    with pytest.raises(InvalidArgumentTypeError,
+                       match="takes no arguments filter: did you mean sparql_filter=...\\?; "
+                             "top_k: did you mean k=...\\?"):
+        retrieve("alpha", ctx, top_k=1, filter=FILTER)
+
+
+def test_the_right_names_still_search(ctx):
+    result = retrieve("alpha", ctx, k=1, sparql_filter=FILTER, mode="hybrid")
+    assert [hit.snippet for hit in result] == ["alpha beta gamma"]
+
+
+def test_aretrieve_passes_the_refusal_on(ctx):
+    with pytest.raises(InvalidArgumentTypeError, match="did you mean k="):
+        asyncio.run(trails.aretrieve("alpha", ctx, top_k=2))
+
+
+def test_every_name_meant_is_an_argument_of_retrieve():
+    taken = set(inspect.signature(retrieve).parameters)
+    assert set(KEYWORDS_MEANT.values()) <= taken
+    assert not set(KEYWORDS_MEANT) & taken
+
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("scopes", "scope"), ("context", "ctx"), ("includ", "include"), ("batchsize", "batch_size"),
+])
+def test_ingest_names_the_argument_meant(given, meant):
+    context = fresh_context()
+    with pytest.raises(InvalidArgumentTypeError, match=f"ingest\\(\\) takes no argument {given}: "
+                                                       f"did you mean {meant}="):
+        ingest_all([Document("a", "mem", "alpha")], ctx=context, **{given: "x"})
+    assert context.vectors.count() == 0  # nothing was written before the refusal
+
+
+def test_ingest_arguments_are_ingests_own():
+    own = {name for name, p in inspect.signature(ingest).parameters.items()
+           if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    assert own == INGEST_ARGUMENTS
+
+
+def test_a_function_with_its_own_kwargs_is_left_alone():
+    def anything(**options: object) -> dict[str, object]:
+        return options
+
+    assert named_keywords({})(anything) is anything
+
+
+def test_an_alias_for_no_argument_is_a_mistake_at_definition():
+    with pytest.raises(ValueError, match="takes no"):
+        @named_keywords({"top_k": "limit"})
+        def search(query: str, *, k: int = 10) -> int:
+            return k
