@@ -103,3 +103,59 @@ def test_retrieve_answers_the_admitting_solution_and_degraded_as_over_http(tools
     assert found["degraded"] == []
     plain = structured(call(tools, "retrieve", {"query": "glaciers"}))
     assert "admitted_by" not in plain["hits"][0]  # nothing admitted it: no empty field
+
+
+@pytest.fixture(scope="module")
+def dated_title(tmp_path_factory) -> Any:
+    """A document whose title is a string that looks like a date."""
+    with Context.open(tmp_path_factory.mktemp("kb") / "kb",
+                      embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document("release", "mem", "Release notes for the spring.",
+                             title="2024-01-01"),
+                    Document("other", "mem", "Other notes.", title="Other")], ctx=ctx)
+        yield build_server(ctx, chosen_key(None, None, None))
+
+
+TITLED = "SELECT ?d WHERE { ?d schema:name ?t }"
+AS_STRING = {"type": "literal", "value": "2024-01-01"}
+
+
+def test_a_string_that_looks_like_a_date_binds_as_a_string_when_its_term_says_so(dated_title):
+    as_term = structured(call(dated_title, "sparql", {"query": TITLED,
+                                                      "bindings": {"t": AS_STRING}}))
+    assert as_term["rows"] == [{"d": "trails://local/doc/release"}]
+    # A bare string is typed by its look, as `trails query --bind` types it: a date.
+    as_date = structured(call(dated_title, "sparql", {"query": TITLED,
+                                                      "bindings": {"t": "2024-01-01"}}))
+    assert as_date["rows"] == []
+
+
+def test_the_retrieve_tool_takes_the_same_term_objects(dated_title):
+    found = structured(call(dated_title, "retrieve", {
+        "query": "notes", "filter": TITLED.replace("?d", "?doc"), "bindings": {"t": AS_STRING}}))
+    assert {hit["document"] for hit in found["hits"]} == {"trails://local/doc/release"}
+
+
+def test_a_typed_literal_binds_with_its_datatype(dated_title):
+    query = "SELECT ?d WHERE { ?d trails:chunkCount ?n }"
+    one = {"type": "literal", "value": "1",
+           "datatype": "http://www.w3.org/2001/XMLSchema#integer"}
+    found = structured(call(dated_title, "sparql", {"query": query, "bindings": {"n": one}}))
+    assert len(found["rows"]) == 2
+    as_string = structured(call(dated_title, "sparql", {
+        "query": query, "bindings": {"n": {"type": "literal", "value": "1"}}}))
+    assert as_string["rows"] == []
+
+
+@pytest.mark.parametrize(("term", "said"), [
+    ({"type": "literal"}, "value: Field required"),
+    ({"type": "bnode", "value": "b0"}, "type: Input should be 'uri' or 'literal'"),
+    ({"type": "uri", "value": "not an iri"}, "not an iri"),
+    ({"type": "literal", "value": "x", "lang": "en"}, "lang: Extra inputs are not permitted"),
+])
+def test_a_malformed_term_object_names_the_binding_and_the_mistake(dated_title, term, said):
+    for tool, arguments in (("sparql", {"query": TITLED}),
+                            ("retrieve", {"query": "notes", "filter": TITLED})):
+        message = refusal(dated_title, tool, {**arguments, "bindings": {"t": term}})
+        assert said in message, (tool, message)
+        assert "\n" not in message and "Traceback" not in message

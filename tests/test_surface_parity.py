@@ -55,6 +55,7 @@ def _binding(python: Any, http: Any, mcp: Any, cli: str) -> dict[str, Any]:
 
 DATE = _binding(dt.date(2024, 1, 1), {"type": "literal", "value": "2024-01-01",
                                       "datatype": XSD + "date"}, "2024-01-01", "=2024-01-01")
+PLAIN_DATE = {"type": "literal", "value": "2024-01-01"}
 # (id, the request as JSON spells it without its bindings, its bindings, words its notes hold)
 CASES: list[tuple[str, dict[str, Any], dict[str, dict[str, Any]], list[str]]] = [
     ("vector", {"mode": "vector", "k": 3}, {}, []),
@@ -78,16 +79,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, dict[str, Any]], list[str]]] = 
     ("number bound as a string", {"filter": PAGES}, {"min": _binding("5", "5", "5", ":str=5")},
      ["?min is bound to a string", "bind a number"]),
     # A string that reads as a date, given as a JSON string and as a plain literal term (the
-    # MCP tool reads "2024-01-01" as the date itself, so it cannot ask this).
+    # MCP tool reads a bare "2024-01-01" as the date itself: it says "string" with a term).
     ("date bound as a string", {"filter": SINCE},
-     {"since": _binding("2024-01-01", "2024-01-01", None, ":str=2024-01-01")},
+     {"since": _binding("2024-01-01", "2024-01-01", PLAIN_DATE, ":str=2024-01-01")},
      ["?since is bound to a string", "binding 'since' is the string '2024-01-01'"]),
     ("date bound as a plain literal", {"filter": SINCE},
-     {"since": _binding("2024-01-01", {"type": "literal", "value": "2024-01-01"}, None,
-                        ":str=2024-01-01")},
+     {"since": _binding("2024-01-01", PLAIN_DATE, PLAIN_DATE, ":str=2024-01-01")},
      ["binding 'since' is the string '2024-01-01', which never compares with a date"]),
     ("IRI bound as a plain literal", {"filter": DOC},
-     {"doc": _binding(N1, {"type": "literal", "value": N1}, None, f"={N1}")},
+     {"doc": _binding(N1, {"type": "literal", "value": N1}, {"type": "literal", "value": N1},
+                      f"={N1}")},
      [f"binding 'doc' is the string '{N1}', which never matches an IRI"]),
 ]
 

@@ -19,14 +19,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.bindings import check_bindings, ill_typed
 from trails.kg.terms import IRI, check_json_text
-from trails.service.models import RetrieveRequest
+from trails.service.models import RetrieveRequest, TermObject, term_object
+from trails.service.requests import term_bindings
 
 __all__ = ["SparqlArguments", "ToolArguments", "bound_values", "typed"]
 
+# How a binding is written, for both tools' schemas. A string is typed by its look, as
+# `trails query --bind` types it; a term object (as POST /retrieve takes) says the type
+# outright, so a string that looks like a date can still be bound as a string.
+_BINDINGS = (
+    "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
+    "date, an ISO datetime a dateTime, anything else a string. For any other term, or a "
+    "string that looks like a date or an IRI, give the term as SPARQL JSON results write it: "
+    "{\"type\": \"literal\", \"value\": \"2024-01-01\"} (a string), with \"datatype\" or "
+    "\"xml:lang\", or {\"type\": \"uri\", \"value\": \"http://...\"}.")
 Bindings = Annotated[dict[str, Any] | None, Field(description=(
     "Values for the query's variables, bound as RDF terms (never pasted into the text): "
-    "numbers and booleans as typed; a string \"<http://...>\" is an IRI, \"2024-01-01\" a "
-    "date, an ISO datetime a dateTime, anything else a string."))]
+    + _BINDINGS))]
 Scopes = Annotated[list[str] | None, Field(description=(
     "The scopes to search (default: every scope this server's key grants; for a key with "
     "every scope, the default scope)."))]
@@ -41,11 +50,10 @@ class ToolArguments(RetrieveRequest):
     descriptions, and the delivery fields), its bindings' strings typed as ``trails query
     --bind`` types them. Its JSON schema is the tool's input schema."""
 
-    bindings: dict[str, bool | int | float | str] | None = Field(  # type: ignore[assignment]
+    bindings: dict[str, TermObject | bool | int | float | str] | None = Field(
         default=None, description=(
             "Values for the filter's variables, bound as RDF terms (never pasted into the "
-            "text): numbers and booleans as typed; a string \"<http://...>\" is an IRI, "
-            "\"2024-01-01\" a date, an ISO datetime a dateTime, anything else a string."))
+            "text): " + _BINDINGS))
 
 
 class SparqlArguments(BaseModel):
@@ -90,7 +98,11 @@ def bound_values(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
         raise InvalidArgumentError("bindings must be an object of variable names to values")
     bound: dict[str, Any] = {}
     for name, value in values.items():
-        if isinstance(value, str):
+        if isinstance(value, dict):  # the sparql tool's bindings arrive as JSON objects
+            value = term_object(name, value)
+        if isinstance(value, TermObject):
+            bound.update(term_bindings({name: value}) or {})
+        elif isinstance(value, str):
             bound[name] = typed(name, value)
         elif value is None or isinstance(value, (bool, int, float)):
             if value is None:
@@ -98,8 +110,8 @@ def bound_values(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
                                            "leave it out")
             bound[name] = value
         else:
-            raise InvalidArgumentError(f"binding {name!r} must be a string, number or boolean, "
-                                       f"not {type(value).__name__}")
+            raise InvalidArgumentError(f"binding {name!r} must be a string, number, boolean or "
+                                       f"term object, not {type(value).__name__}")
     check_bindings(bound)  # a name or a value no query could take: said as retrieve() says it
     return bound
 

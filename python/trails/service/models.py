@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trails.errors import InvalidArgumentError
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
 from trails.retrieval.request import SearchRequest
@@ -46,6 +47,24 @@ class TermObject(_Strict):
 
 
 BindingValue = TermObject | bool | int | float | str
+
+
+def term_object(name: str, value: dict[str, Any]) -> TermObject:
+    """The binding ``name``'s JSON object as a term, or its one mistake said as such (left to
+    the union of binding types, it would be named after each type it is not).
+
+    Raises:
+        InvalidArgumentError: the object is no SPARQL JSON results term.
+    """
+    try:
+        return TermObject.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidArgumentError(
+            f"binding {name!r}: {where + ': ' if where else ''}{first['msg']}; a term object is "
+            f'{{"type": "uri" or "literal", "value": ...}}, with "datatype" or "xml:lang" for '
+            f"a literal") from None
 
 
 class StepSpec(_Strict):
@@ -94,7 +113,10 @@ class RetrieveRequest(SearchRequest):
     def _bindings(cls, bindings: object) -> object:
         if not isinstance(bindings, dict):
             check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
-        return bindings  # terms as JSON: each checked once converted (requests.term_bindings)
+            return bindings
+        # Terms as JSON: each checked once converted (requests.term_bindings).
+        return {name: term_object(name, value) if isinstance(value, dict) else value
+                for name, value in bindings.items()}
 
     @field_validator("steps", mode="before")
     @classmethod
