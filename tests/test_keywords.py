@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 
 import pytest
@@ -100,3 +101,24 @@ def test_an_alias_for_no_argument_is_a_mistake_at_definition():
         @named_keywords({"top_k": "limit"})
         def search(query: str, *, k: int = 10) -> int:
             return k
+
+
+@pytest.mark.parametrize(("make", "given", "meant"), [
+    (trails.HybridRetriever, "top_k", "k"), (trails.HybridRetriever, "filter", "sparql_filter"),
+    (trails.HybridRetriever, "scopes", "scope"), (trails.VectorRetriever, "limit", "k"),
+    (trails.VectorRetriever, "min_scor", "min_score"),
+])
+def test_a_retrievers_constructor_names_the_argument_meant(ctx, make, given, meant):
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=f"^{make.__name__}\\(\\) takes no argument {given}: "
+                             f"did you mean {meant}=...\\?$"):
+        make(ctx, **{given: FILTER if meant == "sparql_filter" else 3})
+
+
+def test_a_retriever_takes_only_the_names_it_has(ctx):
+    # VectorRetriever has no filter: no alias points at one it lacks.
+    with pytest.raises(InvalidArgumentTypeError, match="filter \\(it takes caller, ctx, k"):
+        trails.VectorRetriever(ctx, filter=FILTER)
+    made = trails.HybridRetriever(ctx, k=2, sparql_filter=FILTER)
+    assert [hit.snippet for hit in made.retrieve("alpha")][:1] == ["alpha beta gamma"]
+    assert dataclasses.replace(made, k=1).k == 1

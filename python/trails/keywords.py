@@ -24,10 +24,11 @@ from typing import ParamSpec, TypeVar
 
 from trails.errors import InvalidArgumentTypeError
 
-__all__ = ["named_keywords", "unknown_keywords"]
+__all__ = ["named_fields", "named_keywords", "unknown_keywords"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C", bound=type)
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
@@ -59,6 +60,29 @@ def named_keywords(meant: Mapping[str, str] | None = None,
             return function(*args, **kwargs)
 
         return wrapper
+
+    return decorate
+
+
+def named_fields(meant: Mapping[str, str] | None = None) -> Callable[[C], C]:
+    """:func:`named_keywords` for a class's constructor (a dataclass's fields), refused in
+    the class's name; of ``meant``, only the names the class takes are offered."""
+    def decorate(cls: C) -> C:
+        init: Callable[..., None] = vars(cls)["__init__"]  # its own (a dataclass makes one)
+        parameters = list(inspect.signature(init).parameters.values())[1:]  # after self
+        accepted = frozenset(p.name for p in parameters if p.kind in _BY_NAME)
+        aliases = {name: to for name, to in (meant or {}).items()
+                   if to in accepted and name not in accepted}
+
+        @functools.wraps(init)
+        def checked(self: object, *args: object, **kwargs: object) -> None:
+            if not accepted.issuperset(kwargs):
+                raise unknown_keywords(cls.__name__, kwargs.keys() - accepted, accepted,
+                                       aliases)
+            init(self, *args, **kwargs)
+
+        setattr(cls, "__init__", checked)  # noqa: B010 (a method assigned on a class)
+        return cls
 
     return decorate
 

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from trails.context import Context, default_context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.keywords import named_fields
 from trails.kg.base import FunctionGraph
 from trails.kg.bindings import apply_bindings, check_bindings
 from trails.kg.sparql import check_filter
@@ -43,6 +44,7 @@ from trails.rank.fusion import FusionFn, Ranking, rrf
 from trails.rank.rewrite import QueryRewriter
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.arguments import (
+    KEYWORDS_MEANT,
     check_fusion,
     check_k,
     check_messages_argument,
@@ -87,6 +89,7 @@ class _HasContext(Protocol):
 # -- the retrievers ------------------------------------------------------------------------
 
 
+@named_fields(KEYWORDS_MEANT)
 @dataclass(frozen=True, eq=False)
 class VectorRetriever(AsyncRetrieval):
     """Exact top-``k`` by cosine over every live vector of the scope (``mode="vector"``).
@@ -116,6 +119,7 @@ class VectorRetriever(AsyncRetrieval):
                         min_score=self.min_score, caller=self.caller)
 
 
+@named_fields(KEYWORDS_MEANT)
 @dataclass(frozen=True, eq=False)
 class HybridRetriever(AsyncRetrieval):
     """Filter with SPARQL, then rank the candidates exactly (``mode="hybrid"``).
@@ -170,6 +174,7 @@ class HybridRetriever(AsyncRetrieval):
         return result  # its steps' hits checked by retrieve() (retrieval/steps.py)
 
 
+@named_fields(KEYWORDS_MEANT)
 @dataclass(frozen=True, eq=False)
 class GraphRetriever(AsyncRetrieval):
     """The filter's IRIs in the filter's own order (``mode="graph"``); scores are None.
@@ -205,6 +210,7 @@ class GraphRetriever(AsyncRetrieval):
                         caller=self.caller)
 
 
+@named_fields(KEYWORDS_MEANT)
 @dataclass(frozen=True, eq=False)
 class RerankedRetriever(AsyncRetrieval):
     """Another retriever's hits passed through post-ranking steps (``step(query, hits, ctx)``).
@@ -256,6 +262,7 @@ class RerankedRetriever(AsyncRetrieval):
         return above_min_score(result, self.min_score)
 
 
+@named_fields(KEYWORDS_MEANT)
 @dataclass(frozen=True, eq=False)
 class CompositeRetriever(AsyncRetrieval):
     """Several retrievers' lists fused into one (RRF by default), cut to ``k``.
