@@ -127,7 +127,13 @@ def _record_stem(doc_id: str, origin: str) -> str | None:
 def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
                   read: SourcesRead | None = None) -> Iterator[DocumentPruned]:
     """Delete the scope's documents read from a file under ``roots`` that is gone, and those
-    that ``read`` says are no longer in a file this run read whole."""
+    that ``read`` says are no longer in a file this run read whole.
+
+    Raises:
+        InvalidArgumentError: a document would be pruned from a folder that is empty now (a
+            drive not mounted, a share not connected): nothing is pruned.
+    """
+    doomed = []
     for row in select(ctx.kg, _FILES, scopes=[scope]):
         file, doc = Path(str(row["file"])), str(row["doc"])
         if not file.is_absolute():
@@ -135,8 +141,10 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
         gone = not file.exists()
         if not gone and (read is None or not read.taken_out(str(file), doc)):
             continue
-        if not _under(file, roots):
-            continue
+        if _under(file, roots):
+            doomed.append((file, doc, gone))
+    _refuse_empty_roots([file for file, _, gone in doomed if gone], roots)
+    for file, doc, gone in doomed:
         with writing_versions(ctx):  # still so once no other write runs: or it is not pruned
             if (gone and file.exists()) or str(file) not in select(
                     ctx.kg, f"SELECT ?file WHERE {{ ?doc {SOURCE_FILE} ?file }}",
@@ -145,6 +153,21 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
             delete_recorded(ctx, doc, reason=(f"source removed: {file}" if gone
                                               else f"no longer in its source: {file}"))
         yield DocumentPruned(doc, str(file))
+
+
+def _refuse_empty_roots(gone: list[Path], roots: list[Path]) -> None:
+    """Refuse to prune files gone from a folder that holds no file at all: an empty mount
+    point (a drive or share not mounted) looks so, and its files are not gone."""
+    for root in roots:
+        if not root.is_dir() or any(files for _, _, files in os.walk(root)):
+            continue
+        lost = [file for file in gone if _under(file, [root])]
+        if lost:
+            raise InvalidArgumentError(
+                f"cannot prune: {root} is an empty folder (a drive or share not mounted?), "
+                f"and pruning would delete the {len(lost)} document(s) read from it; nothing "
+                "was pruned. Mount it and run again, or, if its files were removed on "
+                "purpose, delete those documents with `trails delete IRI`")
 
 
 def _under(file: Path, roots: list[Path]) -> bool:
