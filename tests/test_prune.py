@@ -4,6 +4,9 @@ source files are gone, only those, and refuses when the ingested path itself is 
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -397,3 +400,28 @@ def test_an_empty_folder_without_documents_from_it_is_no_error(tmp_path):
     empty.mkdir()
     with fresh_context() as ctx:
         assert ingest_all(empty, ctx=ctx, prune=True).pruned == 0
+
+
+@pytest.mark.parametrize("error", [errno.EACCES, errno.ESTALE, errno.EIO])
+def test_a_file_that_cannot_be_looked_at_is_not_gone(tree, monkeypatch, error):
+    """A folder this process may not enter, a network share whose handle went stale, a
+    failing disk: its files are not known to be gone, so their documents stay (they were
+    pruned, or the prune failed with a bare OSError, depending on the Python version)."""
+    docs, _ = tree
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        (docs / "b.md").unlink()
+        stat = os.stat
+        hidden = str(docs / "sub")
+
+        def refused(path, *args, **kwargs):
+            if os.fspath(path).startswith(hidden + os.sep):
+                raise OSError(error, os.strerror(error), os.fspath(path))
+            return stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", refused)
+        events = list(ingest(docs, ctx=ctx, prune=True, exclude=["sub"]))
+        monkeypatch.undo()
+        assert [e.source.rsplit("/", 1)[-1] for e in events if isinstance(e, DocumentPruned)] \
+            == ["b.md"]
+        assert sources(ctx) == ["a.md", "c.md"]

@@ -138,7 +138,7 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
         file, doc = Path(str(row["file"])), str(row["doc"])
         if not file.is_absolute():
             continue
-        gone = not file.exists()
+        gone = _gone(file)
         if not gone and (read is None or not read.taken_out(str(file), doc)):
             continue
         if _under(file, roots):
@@ -146,13 +146,26 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
     _refuse_empty_roots([file for file, _, gone in doomed if gone], roots)
     for file, doc, gone in doomed:
         with writing_versions(ctx):  # still so once no other write runs: or it is not pruned
-            if (gone and file.exists()) or str(file) not in select(
+            if (gone and not _gone(file)) or str(file) not in select(
                     ctx.kg, f"SELECT ?file WHERE {{ ?doc {SOURCE_FILE} ?file }}",
                     {"doc": IRI(doc)}, scopes=[scope]).column("file"):
                 continue  # the file came back, or the document was ingested from another
             delete_recorded(ctx, doc, reason=(f"source removed: {file}" if gone
                                               else f"no longer in its source: {file}"))
         yield DocumentPruned(doc, str(file))
+
+
+def _gone(file: Path) -> bool:
+    """Whether ``file`` is known to be gone: only a missing path (or a folder on its way that
+    is no folder) says so. A file that cannot be looked at (a folder this process may not
+    enter, a network share whose handle went stale, an I/O error) is not gone."""
+    try:
+        os.stat(file)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _refuse_empty_roots(gone: list[Path], roots: list[Path]) -> None:
