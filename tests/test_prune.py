@@ -425,3 +425,15 @@ def test_a_file_that_cannot_be_looked_at_is_not_gone(tree, monkeypatch, error):
         assert [e.source.rsplit("/", 1)[-1] for e in events if isinstance(e, DocumentPruned)] \
             == ["b.md"]
         assert sources(ctx) == ["a.md", "c.md"]
+
+
+def test_files_removed_from_a_folder_that_keeps_its_subfolders_are_pruned(tree):
+    """Only a folder holding nothing at all reads as not mounted: one whose files were
+    removed and whose subfolders stay is pruned as ever."""
+    docs, _ = tree
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        for name in ("a.md", "b.md", "sub/c.md"):
+            (docs / name).unlink()
+        assert ingest_all(docs, ctx=ctx, prune=True).pruned == 3
+        assert sources(ctx) == []

@@ -169,10 +169,10 @@ def _gone(file: Path) -> bool:
 
 
 def _refuse_empty_roots(gone: list[Path], roots: list[Path]) -> None:
-    """Refuse to prune files gone from a folder that holds no file at all: an empty mount
-    point (a drive or share not mounted) looks so, and its files are not gone."""
+    """Refuse to prune files gone from an ingested folder that holds nothing at all: an
+    empty mount point (a drive or share not mounted) looks so, and its files are not gone."""
     for root in roots:
-        if not root.is_dir() or any(files for _, _, files in os.walk(root)):
+        if not root.is_dir() or not _holds_nothing(root):
             continue
         lost = [file for file in gone if _under(file, [root])]
         if lost:
@@ -181,6 +181,14 @@ def _refuse_empty_roots(gone: list[Path], roots: list[Path]) -> None:
                 f"and pruning would delete the {len(lost)} document(s) read from it; nothing "
                 "was pruned. Mount it and run again, or, if its files were removed on "
                 "purpose, delete those documents with `trails delete IRI`")
+
+
+def _holds_nothing(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
+    except OSError:  # it cannot be listed: its files are not known to be gone either
+        return True
 
 
 def _under(file: Path, roots: list[Path]) -> bool:
