@@ -63,8 +63,9 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
 def _by_current_rules(ctx: ContextParts, expired: list[ExpiredDocument],
                       moment: dt.datetime) -> list[ExpiredDocument]:
     """Those of ``expired`` that the scopes' retention rules as they are now (and their own
-    ``expires``) expire too, with that expiry. A document's recorded expiry follows the rule of its last ingest:
-    a rule since lengthened (a legal hold) or dropped must not delete what it now keeps."""
+    ``expires``) expire too, with that expiry. A document's recorded expiry follows the rule
+    of its last ingest: a rule since lengthened (a legal hold) or dropped must not delete
+    what it now keeps."""
     own = metadata_predicate(EXPIRES_KEY, ctx.metadata_predicates)
     now_expires: dict[str, dt.datetime] = {}
     for start in range(0, len(expired), 500):
