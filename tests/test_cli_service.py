@@ -7,6 +7,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +19,9 @@ import pytest
 from _cli import run_trails
 from service_support import ALPHA_DOCS, seeded_context
 from trails import Context
+from trails.ingest import Document, ingest_all
 from trails.service.discovery import SERVICE_FILE, read_service
+from trails.testing import MockEmbedder
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -226,3 +229,20 @@ def test_the_console_script_loads_no_engine_before_it_asks_the_service():
                          timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == []
+
+
+def test_a_copy_of_a_served_context_answers_from_the_copy(served, tmp_path):
+    """`cp -a kb kb2` while kb is served copies its service.json: `trails --db kb2 query`
+    went to kb's service and answered from kb (another context, without a word), even after
+    kb2 was changed."""
+    db, _ = served
+    copy = tmp_path / "kb2"
+    with Context.open(copy, embedder=MockEmbedder(dim=32)) as ctx:  # the copy, since changed
+        ingest_all([Document(id="c1", source="c1", text="Glaciers calve icebergs.")],
+                   ctx=ctx, scope="alpha")
+    shutil.copy2(db / SERVICE_FILE, copy / SERVICE_FILE)
+    assert read_service(copy) is None  # the service serves another directory
+    out = trails("--db", str(copy), "query", "glaciers", "--scope", "alpha", "--json")
+    assert out.returncode == 0, out.stderr
+    assert [hit["source"] for hit in json.loads(out.stdout)["hits"]] == ["c1"]
+    assert read_service(db) is not None  # the served directory still finds its service

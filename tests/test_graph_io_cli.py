@@ -166,6 +166,25 @@ def test_an_export_to_a_path_that_cannot_be_written_names_that_path(db, files, t
     assert list(tmp_path.glob("**/.*.tmp")) == [] and list(folder.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["trails.json", "vectors.db", "vectors.db.f32",
+                                  "graph/CURRENT", "audit/x.jsonl", "backup.nq"])
+def test_an_export_into_the_context_directory_is_refused(db, files, tmp_path, name):
+    """`trails export -o kb/trails.json` (or kb/vectors.db) replaced a file of the context
+    with the export: its settings, or every vector, gone."""
+    trails("--db", db, "load", files / "facts.ttl")
+    before = {p: p.read_bytes() for p in db.rglob("*") if p.is_file()}
+    result = trails("--db", db, "export", "-o", db / name, "--format", "nquads")
+    assert result.exit_code == 1
+    assert "inside the context directory" in error_line(result)
+    target = db / name
+    assert (target.read_bytes() == before[target]) if target in before else not target.exists()
+    assert (db / "trails.json").read_bytes() == before[db / "trails.json"]
+    assert (db / "vectors.db").read_bytes() == before[db / "vectors.db"]
+    with Context.open(db, read_only=True) as ctx:
+        assert ctx.verify().ok
+    assert trails("--db", db, "export", "-o", tmp_path / "backup.nq").exit_code == 0
+
+
 def test_an_export_loads_into_another_context_as_the_same_graph(db, files, tmp_path):
     trails("--db", db, "load", files / "facts.ttl", "--scope", "legal")
     trails("--db", db, "load", files / "more.nq")

@@ -462,3 +462,32 @@ def test_docstring_examples():
     from trails.ingest import loaders
 
     assert doctest.testmod(loaders).failed == 0
+
+
+def test_a_trails_context_inside_the_folder_is_skipped_with_a_warning(tmp_path):
+    """`trails --db kb ingest .` walked the context's own directory: its audit log (the
+    searches people ran, their callers; rejected.txt, readers' pending .jsonl files) became
+    documents anyone could retrieve, kept past the audit trail's retention."""
+    from trails.context import Context
+    from trails.ingest import ingest_all
+    from trails.testing import MockEmbedder
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("A note about tides.")
+    kb = tmp_path / "kb"
+    with Context.open(kb, embedder=MockEmbedder(dim=16)) as ctx:
+        (kb / "audit").mkdir(exist_ok=True)
+        (kb / "audit" / "rejected.txt").write_text('{"query": "salary of alice"}\n')
+        (kb / "audit" / "123-abcd.jsonl").write_text('{"text": "salary of alice"}\n')
+        stats = ingest_all(tmp_path, ctx=ctx)
+        sources = sorted(str(s) for s in ctx.kg.query(
+            "SELECT ?s WHERE { ?d a trails:Document ; trails:source ?s }").column("s"))
+        assert [s.rsplit("/", 2)[-2:] for s in sources] == [["notes", "a.md"]]
+        assert stats.ingested == 1
+    loaded = list(FileLoader(tmp_path).load())
+    skipped = [f for f in loaded if isinstance(f, LoadFailure)]
+    assert [f.source for f in skipped] == [str(kb)] and skipped[0].skipped
+    assert "trails context" in skipped[0].reason
+    # The context's folder given itself is skipped too, said so.
+    only = list(FileLoader(kb).load())
+    assert [type(f) for f in only] == [LoadFailure] and only[0].skipped

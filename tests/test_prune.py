@@ -4,6 +4,9 @@ source files are gone, only those, and refuses when the ingested path itself is 
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 
 from trails import retrieve
 from trails.cli import app
+from trails.errors import InvalidArgumentError
 from trails.ingest import DocumentPruned, ingest, ingest_all
 from trails.testing import fresh_context
 
@@ -358,3 +362,78 @@ def test_an_emptied_jsonl_file_prunes_its_records_under_every_id(tmp_path):
         (kb / "sub" / "r.jsonl").write_text("")
         assert ingest_all(kb / "sub", ctx=ctx, prune=True).pruned == 2
         assert len(ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }")) == 0
+
+
+def test_an_empty_folder_prunes_nothing_and_says_why(tree, tmp_path):
+    """An empty folder is what a drive or share that is not mounted looks like: its files
+    are not gone, and pruning it would delete every document read from it."""
+    docs, other = tree
+    (other / "y.md").write_text("Giraffes, not rails.")
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        ingest_all(other, ctx=ctx)
+        for path in sorted(docs.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        (other / "z.md").unlink()
+        with pytest.raises(InvalidArgumentError, match="empty folder.*nothing was pruned"):
+            list(ingest([other, docs], ctx=ctx, prune=True))
+        assert sources(ctx) == ["a.md", "b.md", "c.md", "y.md", "z.md"]
+        assert ctx.verify().ok
+        (docs / "new.md").write_text("A note written since.")
+        assert ingest_all(docs, ctx=ctx, prune=True).pruned == 3  # not empty: pruned as ever
+    db = tmp_path / "kb"
+    (docs / "new.md").unlink()
+    (docs / "a.md").write_text("Rails routing guide.")
+    assert runner.invoke(app, ["--db", str(db), "init", "--model", "mock:16"]).exit_code == 0
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(docs)]).exit_code == 0
+    (docs / "a.md").unlink()
+    result = runner.invoke(app, ["--db", str(db), "ingest", str(docs), "--prune"])
+    assert result.exit_code == 1 and "empty folder" in result.output + result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    result = runner.invoke(app, ["--db", str(db), "sparql",
+                                 "SELECT ?s WHERE { ?d a trails:Document ; trails:source ?s }"])
+    assert "a.md" in result.output
+
+
+def test_an_empty_folder_without_documents_from_it_is_no_error(tmp_path):
+    empty = tmp_path / "inbox"
+    empty.mkdir()
+    with fresh_context() as ctx:
+        assert ingest_all(empty, ctx=ctx, prune=True).pruned == 0
+
+
+@pytest.mark.parametrize("error", [errno.EACCES, errno.ESTALE, errno.EIO])
+def test_a_file_that_cannot_be_looked_at_is_not_gone(tree, monkeypatch, error):
+    """A folder this process may not enter, a network share whose handle went stale, a
+    failing disk: its files are not known to be gone, so their documents stay (they were
+    pruned, or the prune failed with a bare OSError, depending on the Python version)."""
+    docs, _ = tree
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        (docs / "b.md").unlink()
+        stat = os.stat
+        hidden = str(docs / "sub")
+
+        def refused(path, *args, **kwargs):
+            if os.fspath(path).startswith(hidden + os.sep):
+                raise OSError(error, os.strerror(error), os.fspath(path))
+            return stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", refused)
+        events = list(ingest(docs, ctx=ctx, prune=True, exclude=["sub"]))
+        monkeypatch.undo()
+        assert [e.source.rsplit("/", 1)[-1] for e in events if isinstance(e, DocumentPruned)] \
+            == ["b.md"]
+        assert sources(ctx) == ["a.md", "c.md"]
+
+
+def test_files_removed_from_a_folder_that_keeps_its_subfolders_are_pruned(tree):
+    """Only a folder holding nothing at all reads as not mounted: one whose files were
+    removed and whose subfolders stay is pruned as ever."""
+    docs, _ = tree
+    with fresh_context() as ctx:
+        ingest_all(docs, ctx=ctx)
+        for name in ("a.md", "b.md", "sub/c.md"):
+            (docs / name).unlink()
+        assert ingest_all(docs, ctx=ctx, prune=True).pruned == 3
+        assert sources(ctx) == []

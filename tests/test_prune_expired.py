@@ -182,3 +182,32 @@ def test_cli_init_records_retention_rules_beside_those_recorded(tmp_path):
     assert bad.exit_code == 1 and "P30D" in bad.stderr
     bad = trails("--db", db, "init", "--retention", "tmp")
     assert bad.exit_code == 1 and "SCOPE=PERIOD" in bad.stderr
+
+
+def test_a_retention_rule_lengthened_or_dropped_since_ingest_prunes_nothing_it_now_keeps(
+        tmp_path, caplog):
+    """A scope's rule went from 30 days to ten years (a legal hold), or away: the documents'
+    recorded expiry still followed the old rule, and prune --expired deleted them."""
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    held, own = "trails://local/scope/tmp/doc/held", "trails://local/scope/tmp/doc/own"
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16),
+                      retention={"tmp": "P30D", "gone": "P30D"}) as ctx:
+        ingest_all([Document("held", "held", "Kept for a legal hold.",
+                             metadata={"date": "2026-10-01"}),
+                    Document("own", "own", "Expires by its own date.",
+                             metadata={"date": "2026-10-01", "expires": "2026-11-15"})],
+                   ctx=ctx, scope="tmp")
+        ingest_all([Document("free", "free", "No rule any more.",
+                             metadata={"date": "2026-10-01"})], ctx=ctx, scope="gone")
+        assert len(ctx.prune_expired(now=now, dry_run=True)) == 3
+    with Context.open(tmp_path / "kb", retention={"tmp": "P3650D"}) as ctx:
+        assert [d.iri for d in ctx.prune_expired(now=now, dry_run=True)] == [own]
+        assert "2 document(s) expired by a retention rule since lengthened" in caplog.text
+        assert held in caplog.text
+        assert [(d.iri, d.expires) for d in ctx.prune_expired(now=now)] == [
+            (own, dt.datetime(2026, 11, 15, tzinfo=dt.UTC))]
+        kept = ctx.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+        assert sorted(kept) == sorted([held, "trails://local/scope/gone/doc/free"])
+        assert ctx.verify().ok
+    with Context.open(tmp_path / "kb", retention={"tmp": "P10D"}) as ctx:  # shorter again
+        assert [d.iri for d in ctx.prune_expired(now=now)] == [held]

@@ -63,7 +63,7 @@ def test_service_json_round_trips_with_mode_0600(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o600
     assert json.loads(path.read_text()) == {
         "version": 1, "url": "http://127.0.0.1:1234", "pid": info.pid, "token": "trails_token",
-        "started": "2026-01-01T00:00:00+00:00"}
+        "started": "2026-01-01T00:00:00+00:00", "directory": str(tmp_path.resolve())}
     assert read_service(tmp_path) == info
     assert [p.name for p in tmp_path.iterdir()] == [SERVICE_FILE]  # no temporary left
 
@@ -78,6 +78,20 @@ def test_read_service_is_none_for_an_absent_or_malformed_file(tmp_path, content)
     if content is not None:
         (tmp_path / SERVICE_FILE).write_text(content)
     assert read_service(tmp_path) is None
+
+
+def test_read_service_is_none_for_another_directorys_file(tmp_path):
+    """A copy of a served directory holds its service.json: that service serves the other."""
+    served, copy = tmp_path / "kb", tmp_path / "kb2"
+    served.mkdir(), copy.mkdir()
+    (served / "link").symlink_to(served, target_is_directory=True)
+    write_service(served, _info(pid=os.getpid()))
+    (copy / SERVICE_FILE).write_bytes((served / SERVICE_FILE).read_bytes())
+    assert read_service(copy) is None
+    assert read_service(served / "link") == read_service(served) == _info(pid=os.getpid())
+    legacy = {**_info(pid=os.getpid()).to_dict()}  # written before the directory was
+    (copy / SERVICE_FILE).write_text(json.dumps(legacy))
+    assert read_service(copy) == _info(pid=os.getpid())
 
 
 def test_read_service_is_none_when_the_process_is_gone(tmp_path):

@@ -12,6 +12,7 @@ apsw, RocksDB (pyoxigraph ``OSError``/``RuntimeError``) or JSON errors:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -531,6 +532,21 @@ def test_a_read_only_mount_refuses_writers_and_serves_readers(small_disk):
                            "read-only")
     query = cli("--db", str(directory), "query", "ships")
     assert query.returncode == 0, query.stderr
+
+
+def test_the_audit_trail_of_a_read_only_mount_is_listed(small_disk):
+    """A snapshot mounted read-only for an audit: `trails audit` (which folds when it may
+    write) refused it as read-only, so the trail could not be read there at all."""
+    directory = small_disk / "ctx"
+    make_context(directory)
+    with Context.open(directory, read_only=True) as ctx:  # a reader's record: still pending
+        run = retrieve(TEXT, ctx, k=1).run_id
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    listed = cli("--db", str(directory), "audit", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert run in [record["run_id"] for record in json.loads(listed.stdout)]
+    shown = cli("--db", str(directory), "audit", "show", run)
+    assert shown.returncode == 0 and run in shown.stdout, shown.stderr
 
 
 # -- closed parts say so --------------------------------------------------------------------

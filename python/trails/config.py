@@ -34,8 +34,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from trails.errors import ConfigurationError
-from trails.faults import corrupt_file, translated
+from trails.errors import ConfigurationError, StorageError
+from trails.faults import corrupt_file, storage_fault, translated
 from trails.recorded import Scalar, Setting
 from trails.scopes import NAME_PATTERN
 from trails.vector.embedders.base import EmbedderIdentity
@@ -182,10 +182,16 @@ def read_config(root: Path) -> ContextConfig | None:
         StorageError: the file cannot be read (permissions, the mount).
     """
     path = root / CONFIG_FILE
-    if not path.exists():
-        return None
     with translated(str(path), "reading"):
-        raw = json.loads(path.read_bytes())
+        try:  # only a missing file is no context: one that cannot be read is no new one
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:  # a stale network share, an I/O error: never "no context"
+            raise storage_fault(exc, str(path), "reading") or StorageError(
+                f"reading {path} failed ({exc}); check the disk and the mount, then run it "
+                "again") from exc
+        raw = json.loads(data)
     if not isinstance(raw, dict):
         raise corrupt_file(str(path), f"a JSON {type(raw).__name__}, not an object")
     version = raw.get("format")

@@ -10,7 +10,8 @@ seals it (read-only) and releases the lock, reads it, adds its triples and delet
 appender that finds its file sealed or deleted once it holds the lock writes a new one, so a
 search never waits for a fold's graph write. Records are idempotent in the graph (an
 activity's IRI and triples derive from the record), so a fold that crashed before the delete
-only folds the same triples again.
+only folds the same triples again. A file the fold cannot read (another account's) is left as
+it is, logged, and the others are folded.
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ class AuditLog:
                 except FileNotFoundError:
                     vanished = True
                     continue
+                except OSError as exc:  # the others are still read
+                    _unreadable(path, exc)
+                    read.add(path.name)
+                    continue
                 read.add(path.name)
                 records.update((r.run_id, r) for r in found if r.run_id not in records)
             if not vanished:
@@ -143,7 +148,11 @@ class AuditLog:
                     except FileNotFoundError:
                         continue  # another writer's fold took it
                     path = moved
-                descriptor = os.open(path, os.O_RDONLY)
+                try:
+                    descriptor = os.open(path, os.O_RDONLY)
+                except OSError as exc:  # kept for a fold that can read it; the others go on
+                    _unreadable(path, exc)
+                    continue
                 taken.append((path, descriptor))
                 portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE)  # a line being appended ends first
                 try:
@@ -152,9 +161,19 @@ class AuditLog:
                     # nothing is added after this read, and appends never wait for the
                     # graph write that follows.
                     os.fchmod(descriptor, _SEALED)
-                    records.extend(_read(path, unread))
+                    lines: list[bytes] = []
+                    found, failed = _read(path, lines), None
+                except OSError as exc:
+                    failed = exc
                 finally:
                     portalocker.unlock(descriptor)
+                if failed is not None:  # not deleted: only a file read whole is
+                    taken.pop()
+                    os.close(descriptor)
+                    _unreadable(path, failed)
+                    continue
+                records.extend(found)
+                unread.extend(lines)
             yield records
             if unread:
                 with open(self.directory / aside, "ab") as file:
@@ -175,6 +194,12 @@ class AuditLog:
         files = [p for p in self.directory.iterdir()
                  if p.name.endswith((_SUFFIX, _SUFFIX + _FOLDING))]
         return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+def _unreadable(path: Path, error: OSError) -> None:
+    log.warning("cannot read the audit log %s (%s): its records stay in it until this "
+                "process can read and seal it (a file another account wrote: mind the "
+                "permissions of the audit folder)", path, error.strerror or error)
 
 
 def _append_whole(descriptor: int, line: bytes) -> None:

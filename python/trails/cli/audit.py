@@ -21,7 +21,7 @@ from trails.audit import (
 from trails.cli._common import context, db_option, has_context, no_context
 from trails.cli.output import console, print_json, solution_text, table, visible
 from trails.context import Context
-from trails.errors import ContextLockedError, InvalidArgumentError
+from trails.errors import ContextLockedError, InvalidArgumentError, StorageError
 from trails.retrieval.replay import replay as replay_run
 
 __all__ = ["app", "replay"]
@@ -201,13 +201,14 @@ def replay(
 @contextlib.contextmanager
 def _auditing(ctx: typer.Context) -> Iterator[Context]:
     """The context, writable when possible (then pending records are folded), else
-    read-only (they are read from the log)."""
+    read-only (they are read from the log): another process writes it, or it cannot be
+    written here (a read-only mount, such as a snapshot kept for an audit)."""
     db = db_option(ctx)
     if not has_context(db):
         raise no_context(db)
     try:
         opened = context(db)
-    except ContextLockedError:
+    except (ContextLockedError, StorageError):
         opened = context(db, read_only=True)
     with opened:
         yield opened

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
 import pyoxigraph as ox
 import typer
 
-from trails.cli._common import open_context
+from trails.cli._common import db_option, open_context
 from trails.cli.output import print_json, visible
+from trails.errors import ConfigurationError
 from trails.kg.loads import replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
@@ -108,6 +110,8 @@ def export(
     """
     fmt = rdf_format(format, output) if (format or output) else ox.RdfFormat.TRIG
     with open_context(ctx) as opened:
+        if output is not None:
+            _refuse_inside(output, db_option(ctx), opened.kg, opened.vectors)
         known = opened.kg.scopes()
         if scope is not None:
             check_known_scopes(normalize_scopes(scope), known)
@@ -132,3 +136,23 @@ def export(
                    err=True)
     if text is not None:
         typer.echo(text, nl=False)
+
+
+def _refuse_inside(output: Path, db: Path, *parts: object) -> None:
+    """Refuse an export path in the context directory or its graph's folder, or beside its
+    vector store under its name: the export would replace a file of the context (its
+    trails.json, every vector)."""
+    target = Path(os.path.realpath(output))
+    folders = [Path(os.path.realpath(db))]
+    stores: list[Path] = []
+    for part in parts:
+        path = getattr(part, "path", None)
+        if isinstance(path, str) and path != ":memory:":
+            (folders if os.path.isdir(path) else stores).append(Path(os.path.realpath(path)))
+    if any(target == folder or folder in target.parents for folder in folders) or any(
+            target.parent == store.parent and target.name.startswith(store.name)
+            for store in stores):
+        raise ConfigurationError(
+            f"{output} is inside the context directory {db} (or beside its graph or vector "
+            "store): an export there could replace a file of the context (its trails.json, "
+            "its vectors). Write it elsewhere, e.g. -o ../backup.nq")

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from trails.config import CONFIG_FILE
 from trails.errors import (
     ConfigurationError,
     InvalidArgumentError,
@@ -35,6 +36,7 @@ from trails.ingest.formats import (
 )
 from trails.keywords import unknown_keywords
 from trails.kg.rdfio import RDF_SUFFIXES
+from trails.writer_lock import LOCK_FILE
 
 __all__ = [
     "FileLoader",
@@ -64,7 +66,7 @@ class FileLoader:
 
     Args:
         paths: a file or folder, or several. Folders are walked recursively; hidden entries
-            (names starting with ".") are skipped there.
+            (names starting with ".") and trails contexts are skipped there, said so.
         root: ids are paths relative to this folder; default: relative to each folder given
             (a file given directly is identified by its name).
         include: glob patterns (``fnmatch``: ``*`` also crosses "/"), matched against the
@@ -158,11 +160,18 @@ class FileLoader:
         errors: list[OSError] = []  # folders that cannot be listed: reported, not skipped
         files, given = 0, False  # files the walk met; whether any was given (or warned of)
         inside = folder.resolve()
+        if _holds_context(folder):
+            yield LoadFailure(str(folder), _CONTEXT_SKIPPED, skipped=True)
+            return
         for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
             here = Path(dirpath)
             # Prune in place so excluded and hidden folders are never descended into.
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
                            and not _matches(_rel_id(here / d, base), d, exclude)]
+            for context in [d for d in dirnames if _holds_context(here / d)]:
+                dirnames.remove(context)  # its audit log holds who searched for what
+                given = True
+                yield LoadFailure(str(here / context), _CONTEXT_SKIPPED, skipped=True)
             for linked in [d for d in dirnames if (here / d).is_symlink()]:
                 given = True  # os.walk does not descend into it: said, not silent
                 yield LoadFailure(str(here / linked), _LINK_SKIPPED.format(
@@ -260,6 +269,14 @@ class FileLoader:
 
 _RDF_SKIPPED = ("an RDF file (facts, not a document), skipped: load it into the graph with "
                 "`trails load {}` (ctx.kg.load in Python)")
+
+
+_CONTEXT_SKIPPED = ("skipped: a trails context (its index and audit log), not documents; "
+                    "ingest the folders of your documents")
+
+
+def _holds_context(folder: Path) -> bool:
+    return (folder / CONFIG_FILE).is_file() and (folder / LOCK_FILE).exists()
 
 
 _LINK_SKIPPED = ("skipped: a symbolic link to the {} {}, not followed ({}); ingest the "

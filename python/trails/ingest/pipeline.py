@@ -144,7 +144,8 @@ def ingest(
             snapshot of its vector store (``with ctx.vectors.snapshot():``).
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
         ValueError: ``prune`` with a source that is not paths, or with a path that does not
-            exist (a typo must not delete everything under it).
+            exist (a typo must not delete everything under it); after the run, a folder
+            now empty that documents were read from (an unmounted drive): nothing is pruned.
     """
     scope, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
                                          max_batch_tokens, base_iri, prune)

@@ -127,24 +127,68 @@ def _record_stem(doc_id: str, origin: str) -> str | None:
 def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
                   read: SourcesRead | None = None) -> Iterator[DocumentPruned]:
     """Delete the scope's documents read from a file under ``roots`` that is gone, and those
-    that ``read`` says are no longer in a file this run read whole."""
+    that ``read`` says are no longer in a file this run read whole.
+
+    Raises:
+        InvalidArgumentError: a document would be pruned from a folder that is empty now (a
+            drive not mounted, a share not connected): nothing is pruned.
+    """
+    doomed = []
     for row in select(ctx.kg, _FILES, scopes=[scope]):
         file, doc = Path(str(row["file"])), str(row["doc"])
         if not file.is_absolute():
             continue
-        gone = not file.exists()
+        gone = _gone(file)
         if not gone and (read is None or not read.taken_out(str(file), doc)):
             continue
-        if not _under(file, roots):
-            continue
+        if _under(file, roots):
+            doomed.append((file, doc, gone))
+    _refuse_empty_roots([file for file, _, gone in doomed if gone], roots)
+    for file, doc, gone in doomed:
         with writing_versions(ctx):  # still so once no other write runs: or it is not pruned
-            if (gone and file.exists()) or str(file) not in select(
+            if (gone and not _gone(file)) or str(file) not in select(
                     ctx.kg, f"SELECT ?file WHERE {{ ?doc {SOURCE_FILE} ?file }}",
                     {"doc": IRI(doc)}, scopes=[scope]).column("file"):
                 continue  # the file came back, or the document was ingested from another
             delete_recorded(ctx, doc, reason=(f"source removed: {file}" if gone
                                               else f"no longer in its source: {file}"))
         yield DocumentPruned(doc, str(file))
+
+
+def _gone(file: Path) -> bool:
+    """Whether ``file`` is known to be gone: only a missing path (or a folder on its way that
+    is no folder) says so. A file that cannot be looked at (a folder this process may not
+    enter, a network share whose handle went stale, an I/O error) is not gone."""
+    try:
+        os.stat(file)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _refuse_empty_roots(gone: list[Path], roots: list[Path]) -> None:
+    """Refuse to prune files gone from an ingested folder that holds nothing at all: an
+    empty mount point (a drive or share not mounted) looks so, and its files are not gone."""
+    for root in roots:
+        if not root.is_dir() or not _holds_nothing(root):
+            continue
+        lost = [file for file in gone if _under(file, [root])]
+        if lost:
+            raise InvalidArgumentError(
+                f"cannot prune: {root} is an empty folder (a drive or share not mounted?), "
+                f"and pruning would delete the {len(lost)} document(s) read from it; nothing "
+                "was pruned. Mount it and run again, or, if its files were removed on "
+                "purpose, delete those documents with `trails delete IRI`")
+
+
+def _holds_nothing(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
+    except OSError:  # it cannot be listed: its files are not known to be gone either
+        return True
 
 
 def _under(file: Path, roots: list[Path]) -> bool:

@@ -14,13 +14,26 @@ next run finishes), and a record that cannot be written stops the deletion.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
-from trails.ingest.expiry import ExpiredDocument, expired_documents, utc_now
+import pyoxigraph as ox
+
+from trails.ingest.expiry import (
+    EXPIRES_KEY,
+    ExpiredDocument,
+    document_expiry,
+    expired_documents,
+    utc_now,
+)
 
 # The one recorded deletion path lives beside the deletion it records (repair uses it too).
 from trails.ingest.maintenance import delete_recorded, record_deletion
+from trails.ingest.minting import metadata_predicate
 from trails.ingest.writer import writing_versions
+from trails.kg.base import select
 from trails.parts import ContextParts
+
+log = logging.getLogger("trails")
 
 __all__ = ["delete_recorded", "prune_expired", "record_deletion"]
 
@@ -39,9 +52,37 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
     """
     moment = utc_now(now)
     if dry_run:
-        return expired_documents(ctx.kg, moment)[0]
+        return _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
     with writing_versions(ctx):  # no version renewed between the reading and the deletes
-        expired, _, _ = expired_documents(ctx.kg, moment)
+        expired = _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
         return [document for document in expired
                 if delete_recorded(ctx, document.iri, reason="expired",
                                    expired_at={document.iri: document.expires})]
+
+
+def _by_current_rules(ctx: ContextParts, expired: list[ExpiredDocument],
+                      moment: dt.datetime) -> list[ExpiredDocument]:
+    """Those of ``expired`` that the scopes' retention rules as they are now (and their own
+    ``expires``) expire too, with that expiry. A document's recorded expiry follows the rule
+    of its last ingest: a rule since lengthened (a legal hold) or dropped must not delete
+    what it now keeps."""
+    own = metadata_predicate(EXPIRES_KEY, ctx.metadata_predicates)
+    now_expires: dict[str, dt.datetime] = {}
+    for start in range(0, len(expired), 500):
+        values = " ".join(str(ox.NamedNode(e.iri)) for e in expired[start:start + 500])
+        for row in select(ctx.kg, f"SELECT ?doc ?scope ?created ?own WHERE {{ VALUES ?doc "
+                                  f"{{ {values} }} ?doc trails:scope ?scope OPTIONAL {{ ?doc "
+                                  f"schema:dateCreated ?created }} OPTIONAL {{ ?doc {own} ?own "
+                                  "} }"):
+            when = document_expiry({EXPIRES_KEY: row.get("own")}, row.get("created"),
+                                   str(row["scope"]), ctx.retention)
+            doc = str(row["doc"])
+            if when is not None and when <= moment:
+                now_expires[doc] = min(when, now_expires.get(doc, when))
+    kept = [e.iri for e in expired if e.iri not in now_expires]
+    if kept:
+        log.warning("%d document(s) expired by a retention rule since lengthened or dropped "
+                    "are kept (%s%s); ingest them again to record their expiry by the rules "
+                    "now (until then they stay out of answers)", len(kept),
+                    ", ".join(kept[:3]), ", ..." if len(kept) > 3 else "")
+    return [ExpiredDocument(e.iri, now_expires[e.iri]) for e in expired if e.iri in now_expires]

@@ -4,7 +4,10 @@
 at shutdown::
 
     {"version": 1, "url": "http://127.0.0.1:8000", "pid": 4242,
-     "token": "trails_...", "started": "2026-01-01T12:00:00+00:00"}
+     "token": "trails_...", "started": "2026-01-01T12:00:00+00:00", "directory": "/srv/kb"}
+
+``directory`` is the served directory's real path: a copy of the directory (``cp -a kb kb2``
+while ``kb`` is served) holds the same file, and its queries must not go to ``kb``'s service.
 
 The token is a key valid for that run only (every scope, read and write), so the file is
 written with mode 0600: whoever can read it could already open the directory itself. Clients
@@ -72,6 +75,9 @@ def read_service(directory: str | os.PathLike[str]) -> ServiceInfo | None:
     if not (isinstance(url, str) and isinstance(pid, int) and not isinstance(pid, bool)
             and isinstance(token, str) and isinstance(started, str)):
         return None
+    served = data.get("directory")  # absent from files written before it was recorded
+    if served is not None and served != os.path.realpath(directory):
+        return None  # a copy's, or a moved directory's: another context's service
     if not pid_alive(pid):
         return None
     return ServiceInfo(url=url, pid=pid, token=token, started=started)
@@ -88,7 +94,7 @@ def write_service(directory: str | os.PathLike[str], info: ServiceInfo) -> Path:
     try:
         os.fchmod(handle, 0o600)  # before a byte of the token is written
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(info.to_dict(), file)
+            json.dump({**info.to_dict(), "directory": os.path.realpath(directory)}, file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, target)
