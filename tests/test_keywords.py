@@ -11,7 +11,8 @@ import pytest
 import trails
 from trails import Document, TrailsError, ingest_all, retrieve
 from trails.errors import InvalidArgumentTypeError
-from trails.ingest.loaders import INGEST_ARGUMENTS
+from trails.ingest.checks import FILE_OPTIONS, INGEST_ARGUMENTS
+from trails.ingest.loaders import FileLoader
 from trails.ingest.pipeline import ingest
 from trails.keywords import named_keywords
 from trails.kg.sparql import TRAILS
@@ -83,10 +84,12 @@ def test_ingest_names_the_argument_meant(given, meant):
     assert context.vectors.count() == 0  # nothing was written before the refusal
 
 
-def test_ingest_arguments_are_ingests_own():
+def test_ingest_arguments_are_ingests_own_and_the_file_loaders():
     own = {name for name, p in inspect.signature(ingest).parameters.items()
            if p.kind is not inspect.Parameter.VAR_KEYWORD}
     assert own == INGEST_ARGUMENTS
+    options = {f.name for f in dataclasses.fields(FileLoader) if f.init} - {"paths"}
+    assert options == FILE_OPTIONS
 
 
 def test_a_function_with_its_own_kwargs_is_left_alone():

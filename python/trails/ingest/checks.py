@@ -28,12 +28,15 @@ from trails.ingest.dates import date_problems
 from trails.ingest.document import Chunk, Document
 from trails.ingest.linking import Mention, ScopeLinker
 from trails.ingest.minting import check_base_iri
+from trails.keywords import unknown_keywords
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
 from trails.vector.embedders.base import EmbedderIdentity, declared_price
 from trails.vector.stores.arguments import MAX_NAME_BYTES
 
 __all__ = [
+    "FILE_OPTIONS",
+    "INGEST_ARGUMENTS",
     "MAX_METADATA_DEPTH",
     "MAX_METADATA_VALUES",
     "check_ingest_arguments",
@@ -276,16 +279,32 @@ def given_vectors(document: Document, chunks: Sequence[Chunk], identity: Embedde
     return {index: vectors[n] for n, (index, _) in enumerate(given)}, None
 
 
+# The options a file loader takes (tests/test_keywords.py holds them to FileLoader's), and
+# ingest()'s own arguments; names a newcomer may mean by others (a misspelling of any of
+# them is matched by closeness).
+FILE_OPTIONS = frozenset({"root", "include", "exclude", "jsonl_text_field", "jsonl_id_field"})
+INGEST_ARGUMENTS = frozenset({
+    "source", "ctx", "scope", "chunker", "sanitizer", "batch_size", "max_batch_tokens",
+    "base_iri", "prune", "linker", "prepare_ahead"})
+_MEANT = {"scopes": "scope", "context": "ctx", "graph": "scope", "namespace": "scope",
+          "batch": "batch_size", "chunk_size": "chunker", "base": "base_iri"}
+
+
 def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: object,
                            batch_size: object, max_batch_tokens: object, base_iri: object,
-                           prune: object) -> tuple[str, str]:
+                           prune: object, loader_options: Mapping[str, object] | None = None,
+                           ) -> tuple[str, str]:
     """Refuse arguments of ``ingest()`` that cannot work, before anything is written; the
-    scope and the base IRI to use.
+    scope and the base IRI to use. ``loader_options``: the keywords ``ingest()`` passes on
+    to the file loader, where a misspelt name of its own lands.
 
     Raises:
-        InvalidArgumentTypeError: an argument of the wrong type (naming it).
+        InvalidArgumentTypeError: an argument of the wrong type (naming it), or a keyword
+            neither ``ingest()`` nor the file loader takes (naming the one meant).
         InvalidArgumentError: a number out of range, a malformed scope name or base IRI.
     """
+    if unknown := (loader_options or {}).keys() - FILE_OPTIONS:
+        raise unknown_keywords("ingest", unknown, FILE_OPTIONS | INGEST_ARGUMENTS, _MEANT)
     if not all(hasattr(ctx, part) for part in ("kg", "vectors", "embedder", "base_iri",
                                                "read_only")):
         raise InvalidArgumentTypeError(f"ctx must be a trails Context (Context.open(...)), "

@@ -34,7 +34,6 @@ from trails.ingest.formats import (
     parse_pdf,
     parse_text,
 )
-from trails.keywords import unknown_keywords
 from trails.kg.rdfio import RDF_SUFFIXES
 from trails.writer_lock import LOCK_FILE
 
@@ -412,9 +411,6 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
     >>> [d.id for d in load([Document("a", "mem", "text")])]
     ['a']
     """
-    if unknown := kwargs.keys() - _FILE_OPTIONS:
-        # ingest() passes on what it does not take itself: a misspelt name of its own lands here.
-        raise unknown_keywords("ingest", unknown, _FILE_OPTIONS | INGEST_ARGUMENTS, _MEANT)
     if isinstance(source, (str, os.PathLike)) or _is_path_list(source):
         return FileLoader(source, **kwargs).load()
     if kwargs:
@@ -435,14 +431,6 @@ def load(source: Source, **kwargs: Any) -> Iterator[Document | LoadFailure]:
     raise InvalidArgumentTypeError(_BAD_SOURCE.format(type(source).__name__))
 
 
-# The options a file loader takes, and names given for ingest()'s own arguments that a
-# newcomer may mean (a misspelling of an option is matched by closeness).
-_FILE_OPTIONS = frozenset({"root", "include", "exclude", "jsonl_text_field", "jsonl_id_field"})
-INGEST_ARGUMENTS = frozenset({  # ingest()'s own (tests/test_keywords.py holds them to it)
-    "source", "ctx", "scope", "chunker", "sanitizer", "batch_size", "max_batch_tokens",
-    "base_iri", "prune", "linker", "prepare_ahead"})
-_MEANT = {"scopes": "scope", "context": "ctx", "graph": "scope", "namespace": "scope",
-          "batch": "batch_size", "chunk_size": "chunker", "base": "base_iri"}
 _BAD_SOURCE = ("cannot load from {}: pass a path, a list of paths, a Loader (with .load()), "
                "a Document, or an iterable of Documents")
 

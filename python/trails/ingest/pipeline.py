@@ -148,7 +148,7 @@ def ingest(
             now empty that documents were read from (an unmounted drive): nothing is pruned.
     """
     scope, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
-                                         max_batch_tokens, base_iri, prune)
+                                         max_batch_tokens, base_iri, prune, loader_options)
     if ctx.read_only:
         raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
     if not isinstance(prepare_ahead, bool):
