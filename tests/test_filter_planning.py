@@ -225,6 +225,26 @@ def test_every_way_of_writing_the_graph_ends_a_kept_answer(tmp_path):
         assert after is not before or after == ()  # () is one object: nothing to tell apart
 
 
+def test_a_raw_store_held_and_written_later_hides_no_write():
+    """The raw store, once handed out, writes whenever its holder likes, long after the
+    graph last saw it used: neither a kept answer nor kept columns may hide such a write."""
+    kg, _ = world([{"date": "2024-05-01", "where": "eu", "topic": "a1", "restricted": False,
+                    "chunks": 1}, {"date": "2024-05-01", "where": "us", "topic": "a1",
+                                   "restricted": False, "chunks": 1}])
+    raw = kg.store  # held, as a caller keeps a handle
+    kept = 'SELECT ?doc WHERE { ?doc meta:jurisdiction "eu" }'
+    other = 'SELECT ?doc WHERE { ?doc meta:jurisdiction ?j FILTER(?j = "eu") }'
+    assert set(filter_candidates(kg, kept, None, None)) == {f"{X}doc0"}
+    raw.add(ox.Quad(_n(f"{X}doc1"), _n(M + "jurisdiction"), ox.Literal("eu")))
+    for text in (kept, other, kept):
+        assert set(filter_candidates(kg, text, None, None)) == set(kg.select_iris(text)) == {
+            f"{X}doc0", f"{X}doc1"}, text
+    raw.remove(ox.Quad(_n(f"{X}doc0"), _n(M + "jurisdiction"), ox.Literal("eu")))
+    for text in (kept, other):
+        assert set(filter_candidates(kg, text, None, None)) == set(kg.select_iris(text)) == {
+            f"{X}doc1"}, text
+
+
 class _VanishingOnce:
     """A read-only store whose next query finds a file a writer's compaction removed."""
 

@@ -110,6 +110,12 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def _memory(graph: GenerationGraph) -> _GraphMemory:
+    """What ``graph``'s filters left behind; an empty memory, kept nowhere, once its raw
+    store was handed out: the holder writes through it unseen, at any time, so no generation
+    names the state an answer, a column or a count was read in."""
+    marked = getattr(graph, "hand_links", None)
+    if marked is not None and marked.raw:
+        return _GraphMemory()
     with _MEMORY_LOCK:
         memory = _MEMORY.get(graph)
         if memory is None:
