@@ -194,6 +194,16 @@ FORMS = {
                                "FILTER(?u = ?u) }"), NONE, None),
     "bind joined": ((f"{LINK} ?doc meta:place ?j . BIND(STR(?j) AS ?k) ?doc meta:label ?k }}"),
                     NONE, None),
+    # a comment ends at its line's end: a part or an expression ending in one keeps that end
+    "and, a comment ending a part": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                                      'FILTER(?j = "EU" # the place\n && ?d >= ?since) }'),
+                                     SINCE, "documents-columns"),
+    "or, a comment ending the last part": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                                            'FILTER(?j = "UK" || ?d >= ?since # the date\n) }'),
+                                           SINCE, "documents-columns"),
+    "bind, a comment ending its expression": (
+        (f"{LINK} ?doc schema:dateCreated ?d . BIND(YEAR(?d) # the year\n AS ?y) "
+         "FILTER(?y >= 2021) }"), NONE, "documents-columns"),
     # NOT EXISTS of two patterns on the document: less the documents matching both
     "not exists of two patterns": ((f'{LINK} FILTER NOT EXISTS {{ ?doc meta:label "x" ; '
                                     'meta:place "EU" } }'), NONE, "documents-columns"),
