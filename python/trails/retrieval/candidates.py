@@ -136,7 +136,8 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
     mode, which lists the filter's own IRIs in the order the graph answers them) the filter
     runs as written: a plan of the same set may answer in another order. ``path``, when given, gets how the answer was found,
     as ``explain()`` says it: ``documents-columns`` (over documents, from the graph's
-    columns), ``documents-query`` (over documents, a planned query), ``chunks-reordered``,
+    columns), ``documents-query`` (over documents, a planned query), ``columns``,
+    ``chunks-reordered``, ``chunks-rewritten`` (another form of it, not reordered),
     ``as-written`` (with why, when a lift was refused). An identical filter's answer kept
     from the same graph state says how that one was found.
 
@@ -177,13 +178,15 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
              bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
              scopes: Sequence[str] | None, documents: bool, path: list[str]) -> tuple[str, ...]:
     bound = set((bindings or {}).keys())
-    shape = parse_filter(sparql, graph.prefixes)
+    shape = parsed = parse_filter(sparql, graph.prefixes)
     if shape is None and (plain := unordered(sparql, bound)) is not None:
         shape = parse_filter(plain, graph.prefixes)  # a set: the order is not part of it
     if shape is None:
         path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     shape = equivalent_form(shape, bound)  # a set of candidates: the planner's forms of it
+    # what runs when nothing else applies: the filter as written, or another form of it
+    unplanned = "as-written" if shape is parsed else "chunks-rewritten"
     lifted = lift_to_documents(shape, bound) if documents else None
     untyped = _without_chunk_type(shape) if documents and lifted is None else None
     if untyped is not None:
@@ -217,7 +220,7 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
         path.append("as-written (the planned form failed)")
         return written
     if lifted is None:
-        path.append(f"{'chunks-reordered' if order is not None else 'as-written'}{why}")
+        path.append(f"{'chunks-reordered' if order is not None else unplanned}{why}")
         return tuple(iris)
     path.append("documents-query")
     documents_found = DocumentIris(iris)
