@@ -68,6 +68,7 @@ CACHED_IRIS = 1_000_000
 _CHUNK_PREDICATES = frozenset({IS_PART_OF, *("https://schema.org/" + p for p in ("text", "position")), *(
     TRAILS + p for p in ("startOffset", "endOffset", "version", "mentions", "hasMention"))})
 _CHUNK = TRAILS + "Chunk"
+_DECLARED = re.compile(r"\bPREFIX\s+([^\s:]*):\s*<([^>]*)>", re.IGNORECASE)  # (name, IRI)
 # The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
 _COUNT_LINKS, _COUNT_CHUNKS, _COUNT_TYPED_TARGETS = (
     count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS))
@@ -401,9 +402,14 @@ def links_reach_documents(graph: GenerationGraph) -> bool:
 
 
 def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:
-    """Whether ``sparql`` may call one of the graph's Python functions (by local name: a
-    false alarm only costs the plan)."""
+    """Whether ``sparql`` may call one of the graph's Python functions: by local name, or as
+    ``prefix:rest`` where the prefix (the graph's or one the filter declares) ends where the
+    local name does not start (``schema:`` for ``https://schema.org/``); a false alarm only
+    costs the plan."""
     if not isinstance(graph, FunctionGraph):
         return False
-    return any(name.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1] in sparql
-               for name in graph.functions)
+    named = [*getattr(graph, "prefixes", {}).items(), *_DECLARED.findall(sparql)]
+    return any(iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1] in sparql
+               or any(iri.startswith(space) and f"{name}:{iri[len(space):]}" in sparql
+                      for name, space in named)
+               for iri in graph.functions)
