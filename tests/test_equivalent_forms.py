@@ -204,6 +204,9 @@ FORMS = {
     "bind, a comment ending its expression": (
         (f"{LINK} ?doc schema:dateCreated ?d . BIND(YEAR(?d) # the year\n AS ?y) "
          "FILTER(?y >= 2021) }"), NONE, "documents-columns"),
+    # a BIND nothing reads is no test: gone from the planned form, with the binding it read
+    "bind read by nothing": ((f"{LINK} ?doc meta:place ?j ; meta:label ?k . FILTER(?j != ?k) "
+                              "BIND(?j = ?c AS ?y) }"), LABEL, None),
     # NOT EXISTS of two patterns on the document: less the documents matching both
     "not exists of two patterns": ((f'{LINK} FILTER NOT EXISTS {{ ?doc meta:label "x" ; '
                                     'meta:place "EU" } }'), NONE, "documents-columns"),

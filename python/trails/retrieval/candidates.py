@@ -48,7 +48,7 @@ from trails.kg.planning import (
     parse_filter,
     reorder,
 )
-from trails.kg.sparql import TRAILS, check_filter
+from trails.kg.sparql import TRAILS, check_filter, code_only
 from trails.kg.variables import check_bound
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
@@ -213,8 +213,13 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
                        else (shape.variable, list(shape.items)))
     order = reorder(shape, lambda triple: _estimate(graph, shape, triple, terms), bound, items)
     text = shape.text(variable, order if order is not None else items)
+    # A rewrite may leave out what alone read a binding (a BIND nothing reads): a VALUES row
+    # of a variable the query does not use changes no answer, and the graph refuses it.
+    code = code_only(text)
+    used = {name: value for name, value in (bindings or {}).items()
+            if re.search(rf"[?$]{re.escape(name)}\b", code)}
     try:
-        iris = graph.select_iris(text, bindings, scopes=scopes)
+        iris = graph.select_iris(text, used, scopes=scopes)
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer
         written = tuple(graph.select_iris(sparql, bindings, scopes=scopes))  # its errors: theirs
         log.warning("a planned filter failed (%s); it ran as written", exc)
