@@ -387,3 +387,20 @@ def test_why_shows_the_solution_of_the_filter_as_written(ctx):
             assert hit.admitted_by == _written_solution(ctx, text, bindings, hit.iri,
                                                         hit.document), name
             assert not any(n.startswith("trails_via") for n in hit.admitted_by), name
+
+
+def test_why_keeps_a_values_list_before_what_reads_the_group_so_far(ctx):
+    """A VALUES list becomes a test at the group's end only where nothing after it reads the
+    solutions so far: an OPTIONAL after it matches only the listed values (a document with
+    another value leaves the OPTIONAL's variable unbound), which a test at the end would not."""
+    _corpus(ctx)
+    ctx.kg.update(f'INSERT DATA {{ <{ctx.base_iri}doc/d1> meta:q "b" }}')
+    for text in (('SELECT ?iri WHERE { VALUES ?v { "x" } OPTIONAL { ?doc meta:q ?v } '
+                  "?iri schema:isPartOf ?doc . ?doc meta:label ?v }"),
+                 ('SELECT ?iri WHERE { VALUES ?v { "x" } ?iri schema:isPartOf ?doc . '
+                  "?doc meta:label ?v . BIND(STR(?v) AS ?s) }")):
+        result = retrieve("rails", ctx, k=5, sparql_filter=text, why=True)
+        assert len(result), text
+        for hit in result:
+            assert hit.admitted_by == _written_solution(ctx, text, {}, hit.iri, hit.document)
+            assert hit.admitted_by, text
