@@ -194,6 +194,19 @@ FORMS = {
                                "FILTER(?u = ?u) }"), NONE, None),
     "bind joined": ((f"{LINK} ?doc meta:place ?j . BIND(STR(?j) AS ?k) ?doc meta:label ?k }}"),
                     NONE, None),
+    # a comment ends at its line's end: a part or an expression ending in one keeps that end
+    "and, a comment ending a part": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                                      'FILTER(?j = "EU" # the place\n && ?d >= ?since) }'),
+                                     SINCE, "documents-columns"),
+    "or, a comment ending the last part": ((f"{LINK} ?doc meta:place ?j ; schema:dateCreated ?d . "
+                                            'FILTER(?j = "UK" || ?d >= ?since # the date\n) }'),
+                                           SINCE, "documents-columns"),
+    "bind, a comment ending its expression": (
+        (f"{LINK} ?doc schema:dateCreated ?d . BIND(YEAR(?d) # the year\n AS ?y) "
+         "FILTER(?y >= 2021) }"), NONE, "documents-columns"),
+    # a BIND nothing reads is no test: gone from the planned form, with the binding it read
+    "bind read by nothing": ((f"{LINK} ?doc meta:place ?j ; meta:label ?k . FILTER(?j != ?k) "
+                              "BIND(?j = ?c AS ?y) }"), LABEL, None),
     # NOT EXISTS of two patterns on the document: less the documents matching both
     "not exists of two patterns": ((f'{LINK} FILTER NOT EXISTS {{ ?doc meta:label "x" ; '
                                     'meta:place "EU" } }'), NONE, "documents-columns"),
@@ -374,3 +387,20 @@ def test_why_shows_the_solution_of_the_filter_as_written(ctx):
             assert hit.admitted_by == _written_solution(ctx, text, bindings, hit.iri,
                                                         hit.document), name
             assert not any(n.startswith("trails_via") for n in hit.admitted_by), name
+
+
+def test_why_keeps_a_values_list_before_what_reads_the_group_so_far(ctx):
+    """A VALUES list becomes a test at the group's end only where nothing after it reads the
+    solutions so far: an OPTIONAL after it matches only the listed values (a document with
+    another value leaves the OPTIONAL's variable unbound), which a test at the end would not."""
+    _corpus(ctx)
+    ctx.kg.update(f'INSERT DATA {{ <{ctx.base_iri}doc/d1> meta:q "b" }}')
+    for text in (('SELECT ?iri WHERE { VALUES ?v { "x" } OPTIONAL { ?doc meta:q ?v } '
+                  "?iri schema:isPartOf ?doc . ?doc meta:label ?v }"),
+                 ('SELECT ?iri WHERE { VALUES ?v { "x" } ?iri schema:isPartOf ?doc . '
+                  "?doc meta:label ?v . BIND(STR(?v) AS ?s) }")):
+        result = retrieve("rails", ctx, k=5, sparql_filter=text, why=True)
+        assert len(result), text
+        for hit in result:
+            assert hit.admitted_by == _written_solution(ctx, text, {}, hit.iri, hit.document)
+            assert hit.admitted_by, text

@@ -201,6 +201,19 @@ def test_a_new_expired_document_is_excluded_at_once(ctx):
     assert documents_of(retrieve("incident runbook", ctx, mode="vector")) == {doc("a")}
 
 
+def test_an_expiry_written_later_through_a_held_raw_store_takes_effect(ctx):
+    """The raw store, once handed out, writes unseen whenever its holder likes: no kept set of
+    expired documents may outlive such a write."""
+    ingest_all([Document("a", "a", "incident runbook"), Document("b", "b", "incident runbook")],
+               ctx=ctx)
+    raw = ctx.kg.store  # held, as a caller keeps a handle
+    assert documents_of(retrieve("incident runbook", ctx, mode="vector")) == {doc("a"), doc("b")}
+    raw.update(f'INSERT DATA {{ <{doc("b")}> <https://trails.dev/ns#expires> '
+               '"2000-01-01T00:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> }')
+    for options in ({"mode": "vector"}, {"mode": "hybrid", "sparql_filter": DOCUMENTS}):
+        assert documents_of(retrieve("incident runbook", ctx, **options)) == {doc("a")}
+
+
 def test_a_metadata_only_update_moves_the_expiry(ctx):
     def version(expires):
         metadata = {} if expires is None else {"expires": expires}

@@ -171,6 +171,30 @@ def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, da
         assert planned == written, (name, bindings, scopes)
 
 
+def test_a_value_test_the_values_store_cannot_run_leaves_the_filter_to_the_graph(ctx,
+                                                                                 monkeypatch):
+    """A FILTER on a column's values runs in a small store of its own; an error of that store
+    (pyoxigraph raises SyntaxError, ValueError, RuntimeError or OSError) must cost the index,
+    not the caller's answer: the graph answers the filter."""
+    docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.",
+                     metadata={"date": DATES[n % 12].isoformat()}) for n in range(6)]
+    ingest_all(docs, ctx=ctx)
+    text = (f"SELECT ?iri WHERE {{ {LINK} ?doc schema:dateCreated ?d . "
+            'FILTER(?d >= "2020-06-01"^^xsd:date) }')
+
+    class Failing:
+        def query(self, *args, **kwargs):
+            raise RuntimeError("The custom function <https://example.org/f> is not supported")
+
+    from trails.kg import filter_index
+    monkeypatch.setattr(filter_index.Column, "store", lambda self: Failing())
+    path: list[str] = []
+    planned = filter_candidates(ctx.kg, text, None, None, path=path)
+    assert set(ctx.vectors.expand_ids(planned)) == set(ctx.vectors.expand_ids(
+        ctx.kg.select_iris(text))) != set()
+    assert path == ["documents-query"]
+
+
 def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
     """The shapes a compliance user writes are answered by the columns, not handed back."""
     docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.", metadata={

@@ -19,6 +19,14 @@ SINCE = ('SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreate
 OPTIONAL_FIRST = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . OPTIONAL { ?doc schema:name "
                   "?n } ?doc schema:dateCreated ?d }")
 LIMITED = "SELECT ?iri WHERE { ?iri a trails:Chunk } LIMIT 3"
+# another form of the same question (a path as two patterns, a UNION as VALUES, no ORDER BY),
+# run over chunks in that form, not reordered (an OPTIONAL fixes the order): no filter as written
+REWRITTEN = [("SELECT ?iri WHERE { ?iri schema:isPartOf/schema:dateCreated ?d . "
+              "OPTIONAL { ?iri schema:position ?n } }"),
+             ('SELECT ?iri WHERE { { ?iri schema:position 0 } UNION { ?iri schema:position 1 } '
+              "OPTIONAL { ?iri schema:isPartOf ?doc } }"),
+             ("SELECT ?iri WHERE { ?iri schema:position ?n . OPTIONAL { ?iri schema:isPartOf "
+              "?doc } } ORDER BY ?n")]
 
 
 def documents() -> list[Document]:
@@ -37,6 +45,7 @@ def ctx():
     (SINCE, "documents-columns"),
     (OPTIONAL_FIRST, "documents-query"),
     (LIMITED, "as-written"),
+    *((text, "chunks-rewritten") for text in REWRITTEN),
 ])
 def test_explain_names_the_filter_path(ctx, text, path):
     first = retrieve("rails", ctx, sparql_filter=text)

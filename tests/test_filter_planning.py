@@ -225,6 +225,45 @@ def test_every_way_of_writing_the_graph_ends_a_kept_answer(tmp_path):
         assert after is not before or after == ()  # () is one object: nothing to tell apart
 
 
+def test_a_raw_store_held_and_written_later_hides_no_write():
+    """The raw store, once handed out, writes whenever its holder likes, long after the
+    graph last saw it used: neither a kept answer nor kept columns may hide such a write."""
+    kg, _ = world([{"date": "2024-05-01", "where": "eu", "topic": "a1", "restricted": False,
+                    "chunks": 1}, {"date": "2024-05-01", "where": "us", "topic": "a1",
+                                   "restricted": False, "chunks": 1}])
+    raw = kg.store  # held, as a caller keeps a handle
+    kept = 'SELECT ?doc WHERE { ?doc meta:jurisdiction "eu" }'
+    other = 'SELECT ?doc WHERE { ?doc meta:jurisdiction ?j FILTER(?j = "eu") }'
+    assert set(filter_candidates(kg, kept, None, None)) == {f"{X}doc0"}
+    raw.add(ox.Quad(_n(f"{X}doc1"), _n(M + "jurisdiction"), ox.Literal("eu")))
+    for text in (kept, other, kept):
+        assert set(filter_candidates(kg, text, None, None)) == set(kg.select_iris(text)) == {
+            f"{X}doc0", f"{X}doc1"}, text
+    raw.remove(ox.Quad(_n(f"{X}doc0"), _n(M + "jurisdiction"), ox.Literal("eu")))
+    for text in (kept, other):
+        assert set(filter_candidates(kg, text, None, None)) == set(kg.select_iris(text)) == {
+            f"{X}doc1"}, text
+
+
+def test_a_registered_function_called_by_a_prefixed_name_alone_is_never_planned():
+    """A function of the graph's is evaluated by the graph only (a column's values are tested
+    in a store of their own, which has none): called as ``schema:(?j)`` or through a prefix
+    that ends inside its IRI's last segment, the call names no part of the IRI after its
+    last ``/`` or ``#``, and must still be left to the graph."""
+    kg, _ = world([{"date": "2024-05-01", "where": "eu", "topic": "a1", "restricted": False,
+                    "chunks": 1}, {"date": "2024-05-01", "where": "us", "topic": "a1",
+                                   "restricted": False, "chunks": 1}])
+    kg.register_function(S, lambda term: ox.Literal(term.value == "eu"))
+    kg.register_function(f"{X}function", lambda term: ox.Literal(term.value == "us"))
+    for text in ("SELECT ?doc WHERE { ?doc meta:jurisdiction ?j FILTER(schema:(?j)) }",
+                 ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:jurisdiction ?j "
+                  "FILTER(schema:(?j)) }"),
+                 (f"PREFIX f: <{X}func> SELECT ?doc WHERE {{ ?doc meta:jurisdiction ?j "
+                  "FILTER(f:tion(?j)) }")):
+        assert set(filter_candidates(kg, text, None, None)) == set(kg.select_iris(text)), text
+        assert kg.select_iris(text), text
+
+
 class _VanishingOnce:
     """A read-only store whose next query finds a file a writer's compaction removed."""
 

@@ -68,7 +68,15 @@ def _parts(text: str, operator: str) -> list[str]:
     if not parts:
         return [text]
     parts.append(text[start:])
-    return [piece for part in parts for piece in _parts(part.strip(), operator)]
+    return [piece for part in parts for piece in _parts(_closed(part), operator)]
+
+
+def _closed(text: str) -> str:
+    """``text`` (a part of an expression) stripped, with a line end after a comment that ends
+    it: a bracket written after the part would be in the comment."""
+    stripped = text.strip()
+    tokens = _tokens(stripped)
+    return stripped if tokens and tokens[-1].end == len(stripped) else stripped + "\n"
 
 
 def conjuncts(item: Other) -> list[Other]:
@@ -163,7 +171,7 @@ def _without_bind(items: list[Triple | Other], index: int, shape: FilterShape,
             or tokens[-2].kind != "var" or _closing(tokens, 1) != len(tokens) - 1):
         return None
     text = item.text.strip()
-    expression, name = text[tokens[2].start : tokens[-3].start].strip(), tokens[-2].text[1:]
+    expression, name = _closed(text[tokens[2].start : tokens[-3].start]), tokens[-2].text[1:]
     reads = _variables(tokens[2:-3])
     if any(t.keyword in _VOLATILE | _AGGREGATES | {"EXISTS"} for t in tokens[2:-3]):
         return None

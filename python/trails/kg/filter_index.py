@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyoxigraph as ox
 
+from trails.errors import SparqlError
 from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
@@ -361,8 +362,11 @@ def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: s
     while slot == name or re.search(rf"[?$]{slot}(?![\w\u00b7\u00c0-\ufffd])", body):
         slot += "_"
     query = f"{prologue}SELECT ?{slot} WHERE {{ {values}?{slot} <{_VALUE}> ?{name} . {body} }}"
-    solutions = column.store().query(query, prefixes=dict(prefixes))
-    assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
-    data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
+    try:
+        solutions = column.store().query(query, prefixes=dict(prefixes))
+        assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
+        data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
+    except (SyntaxError, ValueError, RuntimeError, OSError) as exc:  # the graph answers then
+        raise SparqlError(f"a test of the values of ?{name} failed: {exc}") from exc
     prefix = len(_VALUE) + 2  # "<" + value IRI + "#"
     return np.array([int(row[0][prefix:-1]) for row in tsv_rows(data)], dtype=np.int64)

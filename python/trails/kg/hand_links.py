@@ -250,6 +250,11 @@ class HandLinks:
         self._raw = True
         self.mark()
 
+    @property
+    def raw(self) -> bool:
+        """Whether the raw store was handed out (it may write, unseen, at any time)."""
+        return self._raw
+
     def mark(self) -> None:
         """Leave a mark.
 

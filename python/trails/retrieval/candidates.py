@@ -48,7 +48,7 @@ from trails.kg.planning import (
     parse_filter,
     reorder,
 )
-from trails.kg.sparql import TRAILS, check_filter
+from trails.kg.sparql import TRAILS, check_filter, code_only
 from trails.kg.variables import check_bound
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
@@ -68,6 +68,7 @@ CACHED_IRIS = 1_000_000
 _CHUNK_PREDICATES = frozenset({IS_PART_OF, *("https://schema.org/" + p for p in ("text", "position")), *(
     TRAILS + p for p in ("startOffset", "endOffset", "version", "mentions", "hasMention"))})
 _CHUNK = TRAILS + "Chunk"
+_DECLARED = re.compile(r"\bPREFIX\s+([^\s:]*):\s*<([^>]*)>", re.IGNORECASE)  # (name, IRI)
 # The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
 _COUNT_LINKS, _COUNT_CHUNKS, _COUNT_TYPED_TARGETS = (
     count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS))
@@ -110,6 +111,12 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def _memory(graph: GenerationGraph) -> _GraphMemory:
+    """What ``graph``'s filters left behind; an empty memory, kept nowhere, once its raw
+    store was handed out: the holder writes through it unseen, at any time, so no generation
+    names the state an answer, a column or a count was read in."""
+    marked = getattr(graph, "hand_links", None)
+    if marked is not None and marked.raw:
+        return _GraphMemory()
     with _MEMORY_LOCK:
         memory = _MEMORY.get(graph)
         if memory is None:
@@ -130,7 +137,8 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
     mode, which lists the filter's own IRIs in the order the graph answers them) the filter
     runs as written: a plan of the same set may answer in another order. ``path``, when given, gets how the answer was found,
     as ``explain()`` says it: ``documents-columns`` (over documents, from the graph's
-    columns), ``documents-query`` (over documents, a planned query), ``chunks-reordered``,
+    columns), ``documents-query`` (over documents, a planned query), ``columns``,
+    ``chunks-reordered``, ``chunks-rewritten`` (another form of it, not reordered),
     ``as-written`` (with why, when a lift was refused). An identical filter's answer kept
     from the same graph state says how that one was found.
 
@@ -171,13 +179,15 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
              bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
              scopes: Sequence[str] | None, documents: bool, path: list[str]) -> tuple[str, ...]:
     bound = set((bindings or {}).keys())
-    shape = parse_filter(sparql, graph.prefixes)
+    shape = parsed = parse_filter(sparql, graph.prefixes)
     if shape is None and (plain := unordered(sparql, bound)) is not None:
         shape = parse_filter(plain, graph.prefixes)  # a set: the order is not part of it
     if shape is None:
         path.append("as-written")
         return tuple(graph.select_iris(sparql, bindings, scopes=scopes))
     shape = equivalent_form(shape, bound)  # a set of candidates: the planner's forms of it
+    # what runs when nothing else applies: the filter as written, or another form of it
+    unplanned = "as-written" if shape is parsed else "chunks-rewritten"
     lifted = lift_to_documents(shape, bound) if documents else None
     untyped = _without_chunk_type(shape) if documents and lifted is None else None
     if untyped is not None:
@@ -203,15 +213,20 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
                        else (shape.variable, list(shape.items)))
     order = reorder(shape, lambda triple: _estimate(graph, shape, triple, terms), bound, items)
     text = shape.text(variable, order if order is not None else items)
+    # A rewrite may leave out what alone read a binding (a BIND nothing reads): a VALUES row
+    # of a variable the query does not use changes no answer, and the graph refuses it.
+    code = code_only(text)
+    used = {name: value for name, value in (bindings or {}).items()
+            if re.search(rf"[?$]{re.escape(name)}\b", code)}
     try:
-        iris = graph.select_iris(text, bindings, scopes=scopes)
+        iris = graph.select_iris(text, used, scopes=scopes)
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer
         written = tuple(graph.select_iris(sparql, bindings, scopes=scopes))  # its errors: theirs
         log.warning("a planned filter failed (%s); it ran as written", exc)
         path.append("as-written (the planned form failed)")
         return written
     if lifted is None:
-        path.append(f"{'chunks-reordered' if order is not None else 'as-written'}{why}")
+        path.append(f"{'chunks-reordered' if order is not None else unplanned}{why}")
         return tuple(iris)
     path.append("documents-query")
     documents_found = DocumentIris(iris)
@@ -392,9 +407,14 @@ def links_reach_documents(graph: GenerationGraph) -> bool:
 
 
 def _calls_functions(graph: KnowledgeGraph, sparql: str) -> bool:
-    """Whether ``sparql`` may call one of the graph's Python functions (by local name: a
-    false alarm only costs the plan)."""
+    """Whether ``sparql`` may call one of the graph's Python functions: by local name, or as
+    ``prefix:rest`` where the prefix (the graph's or one the filter declares) ends where the
+    local name does not start (``schema:`` for ``https://schema.org/``); a false alarm only
+    costs the plan."""
     if not isinstance(graph, FunctionGraph):
         return False
-    return any(name.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1] in sparql
-               for name in graph.functions)
+    named = [*getattr(graph, "prefixes", {}).items(), *_DECLARED.findall(sparql)]
+    return any(iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1] in sparql
+               or any(iri.startswith(space) and f"{name}:{iri[len(space):]}" in sparql
+                      for name, space in named)
+               for iri in graph.functions)

@@ -184,7 +184,9 @@ def expired_now(kg: KnowledgeGraph, store: VectorStore,
         StorageError, SparqlError: the graph or the store cannot be read.
     """
     moment = utc_now(now)
-    generation = kg.generation if isinstance(kg, GenerationGraph) else None
+    # Nothing is kept for a graph whose raw store was handed out: it writes unseen, at any time.
+    raw = getattr(getattr(kg, "hand_links", None), "raw", False)
+    generation = kg.generation if isinstance(kg, GenerationGraph) and not raw else None
     kept = None
     if generation is not None:
         with _LOCK:

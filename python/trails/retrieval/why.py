@@ -81,9 +81,9 @@ def _started_from_hits(shape: FilterShape) -> FilterShape:
     instead of joined whole with them."""
     bound = set().union(*(i.variables for i in shape.items if isinstance(i, Triple)))
     items: list[Triple | Other] = []
-    for item in shape.items:
+    for at, item in enumerate(shape.items):
         listed = _VALUES.match(item.text) if isinstance(item, Other) and item.kind == "values" \
-            else None
+            and not _reading_after(shape.items[at + 1 :]) else None
         tokens = _tokens(listed["terms"]) if listed is not None else None
         if listed is None or listed["name"] not in bound or not tokens or any(
                 t.keyword == "UNDEF" or t.kind == "punct" for t in tokens):
@@ -93,6 +93,13 @@ def _started_from_hits(shape: FilterShape) -> FilterShape:
         tests = " || ".join(f"sameTerm(?{listed['name']}, {term})" for term in terms)
         items.append(Other("filter", f"FILTER({tests or 'false'})", item.variables))
     return dataclasses.replace(shape, items=tuple(items))
+
+
+def _reading_after(items: Sequence[Triple | Other]) -> bool:
+    """Whether one of ``items`` (what follows a VALUES list) reads the solutions so far, as an
+    OPTIONAL, a MINUS or a BIND does: there the list's values are bound, a test at the
+    group's end is too late."""
+    return any(isinstance(i, Other) and i.kind in ("optional", "minus", "bind") for i in items)
 
 
 def _terms(text: str, tokens: Sequence[Token]) -> list[str]:
