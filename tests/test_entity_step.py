@@ -247,3 +247,18 @@ def test_edges_of_another_scope_are_not_walked():
                       f"{{ <{EX}a> <{_LINK}> <{EX}b> }} }}")
         assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}b"}) == {}
         assert step._reach(ctx.kg, "other", [f"{EX}a"], {f"{EX}b"}) == {f"{EX}b": 0.5}
+
+
+def test_the_kept_edges_and_labels_follow_writes_through_a_held_raw_store():
+    """A raw store handed out writes unseen, the generation unchanged: nothing is kept."""
+    step = EntityBoost(neighbours=[_LINK], hops=2)
+    with fresh_context(dim=8) as ctx:
+        ctx.kg.update(f"INSERT DATA {{ <{EX}a> <{_LINK}> <{EX}b> }}")
+        raw = ctx.kg.store
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}c"}) == {}
+        raw.update(f"INSERT DATA {{ <{EX}c> <{_LINK}> <{EX}b> }}")
+        assert step._reach(ctx.kg, "default", [f"{EX}a"], {f"{EX}c"}) == {f"{EX}c": 0.25}
+        assert step._query_entities(ctx.kg, "default", "about Umbrella") == []
+        raw.update(f'INSERT DATA {{ <{EX}umbrella> <http://www.w3.org/2000/01/rdf-schema#label> '
+                   f'"Umbrella" }}')
+        assert step._query_entities(ctx.kg, "default", "about Umbrella") == [f"{EX}umbrella"]

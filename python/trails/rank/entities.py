@@ -63,8 +63,9 @@ _PerGraph = weakref.WeakKeyDictionary[Any, dict[str, tuple[int, V]]]
 def _kept(per_graph: _PerGraph[V], kg: KnowledgeGraph, scope: str,
           generation: int | None) -> tuple[V] | None:
     """The value kept for ``kg``'s ``scope`` at ``generation``, as a 1-tuple; None when
-    there is none (nothing is kept for a graph without generations)."""
-    if generation is None:
+    there is none (nothing is kept for a graph without generations, nor for one whose raw
+    store was handed out: that store writes unseen, at any time, generation unchanged)."""
+    if generation is None or _writes_unseen(kg):
         return None
     try:
         kept = per_graph.get(kg, {}).get(scope)
@@ -77,12 +78,16 @@ def _keep(per_graph: _PerGraph[V], kg: KnowledgeGraph, scope: str, generation: i
           value: V) -> None:
     """Keep ``value`` for ``kg``'s ``scope`` at ``generation`` (a graph with generations
     that can be referred to weakly; the graph's other scopes stay kept)."""
-    if generation is None:
+    if generation is None or _writes_unseen(kg):
         return
     try:
         per_graph.setdefault(kg, {})[scope] = (generation, value)
     except TypeError:
         return
+
+
+def _writes_unseen(kg: KnowledgeGraph) -> bool:
+    return bool(getattr(getattr(kg, "hand_links", None), "raw", False))
 
 
 class EntityBoost:
