@@ -54,7 +54,7 @@ from trails.service.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, printable, status_of
+from trails.service.problems import error_body, not_json, printable, status_of
 from trails.service.requests import (
     confine_dataset,
     dataset_scopes,
@@ -204,6 +204,11 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = exc.errors()
+        if any(tuple(e.get("loc", ()))[:1] == ("body",) for e in errors):
+            wrong_type = not_json(request.method, request.url.path,
+                                  request.headers.get("content-type"))
+            if wrong_type is not None:  # its body was never read as JSON
+                return await on_error(request, wrong_type)
         if request.url.path == "/retrieve" and errors and errors[0].get("type") != "json_invalid":
             # A search is refused as retrieve() refuses it: the same error, the same message.
             inside = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]
