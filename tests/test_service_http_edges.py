@@ -61,3 +61,33 @@ def test_a_json_body_sent_as_json_is_read(client, content_type):
                            headers=headers)
     assert response.status_code == 200, response.text
     assert len(response.json()["hits"]) == 2
+
+
+@pytest.mark.parametrize("path, methods", [
+    ("/sparql", "GET, HEAD, POST"),
+    ("/sparql/", "GET, HEAD, POST"),
+    ("/runs/0123456789abcdef0123456789abcdef/feedback", "GET, HEAD, POST"),
+    ("/retrieve", "POST"),
+    ("/documents/trails://local/doc/x", "DELETE"),
+    ("/health", "GET, HEAD"),
+])
+def test_a_method_a_path_does_not_take_is_a_405_allowing_every_one_it_does(client, path, methods):
+    """The Allow header named only the first route's method: GET for /sparql, POST for a run's
+    feedback, though both take GET and POST."""
+    response = client.request("PUT", path, content=b"x", headers=bearer("admin"))
+    assert response.status_code == 405
+    assert response.headers["allow"] == methods
+    assert response.json()["error"] == "MethodNotAllowed"
+    assert methods.replace(", ", " or ") in response.json()["message"]
+
+
+@pytest.mark.parametrize("path", ["/health", "/health/ready", "/whoami",
+                                  "/sparql?query=ASK%7B%7D"])
+def test_head_answers_what_get_does_without_the_body(client, path):
+    """curl -I .../health was a 405."""
+    got = client.get(path, headers=bearer("admin"))
+    head = client.head(path, headers=bearer("admin"))
+    assert got.status_code == 200, got.text
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]

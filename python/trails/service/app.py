@@ -43,6 +43,7 @@ from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit
+from trails.service.methods import HeadAsGet, allowed_methods
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
     ErrorBody,
@@ -220,14 +221,21 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 
     fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
 
-    async def on_http(_: Request, exc: HTTPException) -> Response:
+    async def on_http(request: Request, exc: HTTPException) -> Response:
         # The router's own answers (no such route, method not allowed) in the same shape.
         phrase = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
-        return JSONResponse({"error": phrase, "message": str(exc.detail)},
-                            status_code=exc.status_code, headers=exc.headers)
+        message, headers = str(exc.detail), dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not the first route's alone
+            allowed = allowed_methods(fastapi_app.router.routes, request.scope)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} {request.url.path} is not answered: it takes " + \
+                " or ".join(allowed)
+        return JSONResponse({"error": phrase, "message": message},
+                            status_code=exc.status_code, headers=headers or None)
 
     fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
     # Added last, so they stand outermost: no route, no metric, sees a refused request.
+    fastapi_app.add_middleware(HeadAsGet)
     fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
