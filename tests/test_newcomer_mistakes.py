@@ -191,3 +191,25 @@ def test_the_suffixes_load_calls_documents_are_those_ingestion_reads():
 def test_export_to_a_document_suffix_still_says_the_suffix_names_no_rdf_format(kb, tmp_path):
     line = _one_error_line(run_trails("--db", kb, "export", "-o", tmp_path / "out.txt"))
     assert "cannot tell the RDF format of" in line and "is a document" not in line
+
+
+@pytest.mark.parametrize("given", ["file", "absolute", "moved"])
+def test_delete_given_a_documents_file_names_the_iri_to_delete(kb, given, monkeypatch):
+    """``trails delete notes/a.md`` said only "not a document of this context", though the
+    context holds the document read from that file, under another name (its IRI)."""
+    monkeypatch.chdir(kb.parent)
+    path = {"file": "notes/a.md", "absolute": str(kb.parent / "notes" / "a.md"),
+            "moved": str(kb.parent / "notes" / "a.md")}[given]
+    if given == "moved":  # the file as ingest recorded it, since moved away
+        (kb.parent / "notes" / "a.md").rename(kb.parent / "a-moved.md")
+    line = _one_error_line(run_trails("--db", kb, "delete", path))
+    assert f"{path} is the file of trails://local/doc/a.md" in line
+    assert f"trails --db {kb} delete trails://local/doc/a.md" in line
+    stats = json.loads(run_trails("--db", kb, "stats", "--json").stdout)
+    assert stats["documents"] == 2  # nothing deleted
+
+
+def test_delete_of_an_unknown_name_still_says_how_to_list_documents(kb):
+    line = _one_error_line(run_trails("--db", kb, "delete", "notes/zzz.md"))
+    assert "not a document of this context: notes/zzz.md" in line
+    assert "is the file of" not in line
