@@ -68,7 +68,8 @@ trails --db ./kb query "how do we deploy?" --json
   iri` (`--bind code:str=42`). A value that is none of its type (`--bind since=2024-13-01`,
   `--bind n:int=twelve`) is refused for the reason, and with the fix, that the service gives
   for such a typed literal and the MCP tool for such a string (`'2024-13-01' is no xsd:date
-  value the graph can read, ...`), after `--bind 'since=2024-13-01':`.
+  value the graph can read, ...`), after `--bind 'since=2024-13-01':`. A name bound twice is
+  refused (a variable takes one value; `VALUES ?NAME { ... }` in the query matches several).
 - **Backends**: `trails init` records in `DIR/trails.json` the graph (`--graph oxigraph`,
   embedded, or `sparql` with `--endpoint URL`), the vector store (`--vectors sqlite-vec`,
   embedded, or `qdrant` with `--qdrant-url URL` or a local `--qdrant-path DIR`) and the

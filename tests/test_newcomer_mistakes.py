@@ -213,3 +213,20 @@ def test_delete_of_an_unknown_name_still_says_how_to_list_documents(kb):
     line = _one_error_line(run_trails("--db", kb, "delete", "notes/zzz.md"))
     assert "not a document of this context: notes/zzz.md" in line
     assert "is the file of" not in line
+
+
+@pytest.mark.parametrize("command", [["sparql", DATES], ["query", "pumps", "--sparql", DATES]])
+def test_a_variable_bound_twice_is_refused_not_the_last_value_silently(kb, command):
+    """--bind since=... --bind since=... answered with the last value alone, as if the first
+    had never been given (which reads like "either")."""
+    line = _one_error_line(run_trails("--db", kb, *command, "--bind", "since=2023-01-01",
+                                      "--bind", "since=2024-01-01"))
+    assert "--bind since is given twice" in line
+    assert "VALUES" in line
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+def test_a_folder_given_as_the_query_says_it_is_a_folder(kb, command):
+    """A folder's name was read as the query's text: 'does not parse: at line 1, column 6'."""
+    line = _one_error_line(run_trails("--db", kb, *command, kb.parent / "notes"))
+    assert "is a folder, not a query file" in line

@@ -44,8 +44,12 @@ def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
     path = Path(argument)
     try:
         is_file = "{" not in argument and path.is_file()
+        is_folder = "{" not in argument and path.is_dir()
     except (OSError, ValueError):  # a long query is not a valid path
-        is_file = False
+        is_file = is_folder = False
+    if is_folder:
+        raise ConfigurationError(f"{option}: {argument} is a folder, not a query file; give "
+                                 "the file that holds the query (.rq), or the query itself")
     if is_file:
         try:
             return path.read_text(encoding="utf-8")
@@ -128,8 +132,23 @@ def _typed(raw: str, kind: str) -> Any:
 
 
 def bindings(values: list[str]) -> dict[str, Any] | None:
-    """The ``--bind`` options as a bindings mapping (None when there are none)."""
-    return dict(parse_binding(v) for v in values) or None
+    """The ``--bind`` options as a bindings mapping (None when there are none).
+
+    Raises:
+        InvalidArgumentError: a malformed ``--bind``, or a name given twice (one would be
+            dropped, and two values read like "either").
+    """
+    found: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for value in values:
+        name, term = parse_binding(value)
+        if name in found:
+            raise InvalidArgumentError(
+                f"--bind {name} is given twice ({given[name]!r} and {value!r}): a variable is "
+                f"bound to one value; to match any of several, write VALUES ?{name} "
+                "{ ... } in the query")
+        found[name], given[name] = term, value
+    return found or None
 
 
 # -- a search --------------------------------------------------------------------------------
