@@ -96,6 +96,9 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
     assert through.returncode == 0 and local.returncode == 0, (through.stderr, local.stderr)
     via_service, here = json.loads(through.stdout), json.loads(local.stdout)
     assert without_run_ids(via_service) == without_run_ids(here)
+    # As printed, not only equal as Python values: a rank came back 1.0 for 1 (1 == 1.0).
+    assert json.dumps(without_run_ids(via_service), sort_keys=True) == json.dumps(
+        without_run_ids(here), sort_keys=True)
     assert via_service["hits"], "the seeded context answers every one of these"
     assert _caller(db, via_service["run_id"]) == f"local:{getpass.getuser()}"
     assert _caller(db, here["run_id"]) == "cli-user"

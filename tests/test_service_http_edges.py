@@ -91,3 +91,16 @@ def test_head_answers_what_get_does_without_the_body(client, path):
     assert head.status_code == 200
     assert head.content == b""
     assert head.headers["content-type"] == got.headers["content-type"]
+
+
+def test_ranks_in_an_answer_are_integers_as_retrieve_gives_them(client):
+    """The response model read every component as a float: ranks came back 1.0, 2.0."""
+    response = client.post("/retrieve", json={"query": "glaciers", "k": 2, "scopes": ["alpha"],
+                                              "fusion": "rrf"}, headers=bearer("admin"))
+    assert response.status_code == 200, response.text
+    components = [hit["components"] for hit in response.json()["hits"]]
+    assert sorted(c["vector_rank"] for c in components) == [1, 2]
+    for part in components:
+        ranks = {name: value for name, value in part.items() if name.endswith("_rank")}
+        assert ranks and all(type(value) is int for value in ranks.values()), part
+        assert type(part["vector"]) is float

@@ -118,7 +118,7 @@ class HitOut(BaseModel):
 
     iri: str
     score: float | None
-    components: dict[str, float]
+    components: dict[str, int | float]  # a rank an int, as retrieve() gives it
     document: str | None
     title: str | None
     date: str | None
