@@ -104,3 +104,18 @@ def test_ranks_in_an_answer_are_integers_as_retrieve_gives_them(client):
         ranks = {name: value for name, value in part.items() if name.endswith("_rank")}
         assert ranks and all(type(value) is int for value in ranks.values()), part
         assert type(part["vector"]) is float
+
+
+def test_an_ingest_into_the_empty_scope_name_is_refused_not_written_to_the_default(client):
+    """"scope": "" was read as no scope: the documents went to the default scope, where
+    ingest_all(scope="") and a search's "scopes": [""] refuse the name."""
+    before = client.post("/sparql", data={"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"},
+                         headers={**bearer("admin"), "Accept": "text/csv"}).text
+    response = client.post("/ingest", json={"scope": "", "documents": [
+        {"id": "n1", "text": "Narwhals have tusks."}]}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "InvalidArgumentError"
+    assert "got ''" in response.json()["message"]
+    after = client.post("/sparql", data={"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"},
+                        headers={**bearer("admin"), "Accept": "text/csv"}).text
+    assert after == before
