@@ -8,6 +8,7 @@ import getpass
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -201,6 +202,25 @@ def test_serve_refuses_an_allowed_host_that_is_no_host_name(tmp_path):
     out = trails("--db", str(db), "serve", "--port", "0", "--allowed-host", "http://x/")
     assert out.returncode != 0
     assert "no host name" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_serve_on_a_port_in_use_is_a_user_error_naming_the_port(tmp_path):
+    """uvicorn's own exit (3, its startup failure) left the command: the code trails gives a
+    context whose files cannot be read or written, with no line of trails' own."""
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = trails("--db", str(db), "serve", "--port", str(port), "--log-level", "warning")
+    assert out.returncode == 1, out.stderr
+    error = out.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: ") and f"127.0.0.1:{port}" in error, out.stderr
+    assert "--port 0" in error and "Traceback" not in out.stderr
+    assert read_service(db) is None
+    with Context.open(db) as ctx:  # let go of: the next writer opens it
+        assert ctx.vectors.count() == 4
 
 
 @pytest.mark.parametrize("command", [
