@@ -230,3 +230,35 @@ def test_a_folder_given_as_the_query_says_it_is_a_folder(kb, command):
     """A folder's name was read as the query's text: 'does not parse: at line 1, column 6'."""
     line = _one_error_line(run_trails("--db", kb, *command, kb.parent / "notes"))
     assert "is a folder, not a query file" in line
+
+
+LATIN_1 = 'SELECT ?doc WHERE { ?doc schema:name "caf\xe9" }'.encode("latin-1")
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_query_that_is_no_utf8_names_the_byte_from_a_file_or_stdin(kb, command, where):
+    """From stdin it was "'utf-8' codec can't encode character '\\udce9'" (or a lone
+    surrogate "in sparql_filter"), from a file the codec's own words."""
+    query = kb.parent / "latin.rq"
+    query.write_bytes(LATIN_1)
+    given = ("-", LATIN_1) if where == "stdin" else (str(query), None)
+    line = _one_error_line(run_trails("--db", kb, *command, given[0], input=given[1]))
+    named = "stdin" if where == "stdin" else str(query)
+    assert f"{named} is not UTF-8 text (byte 0xe9 at offset 41)" in line
+    assert "surrogate" not in line and "codec" not in line
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_query_saved_with_a_byte_order_mark_runs(kb, command, where):
+    """A UTF-8 BOM (Windows editors write one) made the query fail to parse; the service
+    already skips it."""
+    text = "\ufeffSELECT ?doc WHERE { ?doc schema:dateCreated ?c }"
+    query = kb.parent / "bom.rq"
+    query.write_text(text, encoding="utf-8")
+    given = ("-", text.encode("utf-8")) if where == "stdin" else (str(query), None)
+    out = run_trails("--db", kb, *command, given[0], "--json", input=given[1])
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert len(answer if command == ["sparql"] else answer["hits"]) == 2

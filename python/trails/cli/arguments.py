@@ -35,12 +35,16 @@ FLAG = "why"
 def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
     """The query itself, the text of the file it names, or stdin for ``-``.
 
+    A UTF-8 byte-order mark at the start of a file or stdin is skipped.
+
     Raises:
         ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
-            not exist, or a file that cannot be read as UTF-8 text.
+            not exist, or a folder; or the file or stdin cannot be read as UTF-8 text.
     """
     if argument == "-":
-        return sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        return (sys.stdin.read() if stream is None
+                else _utf8(stream.read(), "stdin", option).removeprefix("\ufeff"))
     path = Path(argument)
     try:
         is_file = "{" not in argument and path.is_file()
@@ -52,15 +56,25 @@ def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
                                  "the file that holds the query (.rq), or the query itself")
     if is_file:
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = path.read_bytes()
+        except OSError as exc:
             raise ConfigurationError(f"{option}: cannot read the query file {argument} "
                                      f"({exc}); give a readable UTF-8 file, or the query "
                                      "itself") from None
+        return _utf8(data, argument, option).removeprefix("\ufeff")  # a BOM, as the service skips
     if path.suffix in (".rq", ".sparql") and " " not in argument:
         raise ConfigurationError(f"no such query file: {argument} ({option} takes a file or "
                                  "the query itself)")
     return argument
+
+
+def _utf8(data: bytes, what: str, option: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{option}: {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); convert the query to UTF-8") from None
 
 
 # -- SPARQL bindings ---------------------------------------------------------------------------
