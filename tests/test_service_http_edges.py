@@ -119,3 +119,19 @@ def test_an_ingest_into_the_empty_scope_name_is_refused_not_written_to_the_defau
     after = client.post("/sparql", data={"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"},
                         headers={**bearer("admin"), "Accept": "text/csv"}).text
     assert after == before
+
+
+@pytest.mark.parametrize("value, sent", [(None, "null"), (["a1", "a2"], "an array")])
+def test_a_binding_that_is_no_json_scalar_or_term_says_what_a_binding_is(client, value, sent):
+    """null or a list was refused as 'bindings.doc.TermObject: Input should be a valid
+    dictionary or instance of TermObject': about a class the caller never named."""
+    response = client.post("/retrieve", json={
+        "query": "glaciers", "scopes": ["alpha"], "bindings": {"name": value},
+        "filter": "SELECT ?doc WHERE { ?doc schema:name ?name }"}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    answer = response.json()
+    assert answer["error"] == "InvalidArgumentTypeError"
+    assert f"binding 'name' is {sent}" in answer["message"]
+    assert '{"type": "uri", "value": ' in answer["message"]
+    assert "TermObject" not in answer["message"]
+    assert ("VALUES ?name" in answer["message"]) == (sent == "an array")

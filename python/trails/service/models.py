@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trails.errors import InvalidArgumentTypeError
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
 from trails.retrieval.request import SearchRequest
@@ -94,6 +95,17 @@ class RetrieveRequest(SearchRequest):
     def _bindings(cls, bindings: object) -> object:
         if not isinstance(bindings, dict):
             check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
+            return bindings
+        for name, value in bindings.items():  # else pydantic names each member of the union
+            if not isinstance(value, (dict, bool, int, float, str)):
+                sent = "null" if value is None else "an array" if isinstance(
+                    value, list) else type(value).__name__
+                several = (f"; to match any of several values, write VALUES ?{name} {{ ... }} "
+                           "in the filter" if isinstance(value, list) else "")
+                raise InvalidArgumentTypeError(
+                    f"binding {name!r} is {sent}: a binding is a JSON string, number or "
+                    'boolean, or a SPARQL JSON term such as {"type": "uri", "value": '
+                    f'"https://..."}}{several}')
         return bindings  # terms as JSON: each checked once converted (requests.term_bindings)
 
     @field_validator("steps", mode="before")
