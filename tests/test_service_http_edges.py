@@ -135,3 +135,19 @@ def test_a_binding_that_is_no_json_scalar_or_term_says_what_a_binding_is(client,
     assert '{"type": "uri", "value": ' in answer["message"]
     assert "TermObject" not in answer["message"]
     assert ("VALUES ?name" in answer["message"]) == (sent == "an array")
+
+
+@pytest.mark.parametrize("term, said", [
+    ({"type": "bnode", "value": "b0"}, "type: Input should be 'uri' or 'literal'"),
+    ({"value": "a1"}, "type: Field required"),
+    ({"type": "literal", "value": "a1", "lang": "en"}, "lang: Extra inputs are not permitted"),
+])
+def test_a_malformed_term_binding_names_the_binding_not_the_schema_class(client, term, said):
+    """These were 'bindings.name.TermObject.type: ...': a class of the service's schema."""
+    response = client.post("/retrieve", json={
+        "query": "glaciers", "scopes": ["alpha"], "bindings": {"name": term},
+        "filter": "SELECT ?doc WHERE { ?doc schema:name ?name }"}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    message = response.json()["message"]
+    assert message.startswith(f"binding 'name' is no SPARQL JSON term ({said})"), message
+    assert "TermObject" not in message

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
 from trails.retrieval.request import SearchRequest
@@ -47,6 +47,20 @@ class TermObject(_Strict):
 
 
 BindingValue = TermObject | bool | int | float | str
+_TERM_BINDINGS = dict[str, BindingValue] | None
+
+
+def _term(name: str, value: dict[str, Any]) -> None:
+    """Refuses ``value`` unless it is a SPARQL JSON results term, naming what is wrong."""
+    try:
+        TermObject.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidArgumentError(
+            f"binding {name!r} is no SPARQL JSON term ({where + ': ' if where else ''}"
+            f"{first['msg']}): a term is {{\"type\": \"uri\" or \"literal\", \"value\": "
+            "\"...\"} with, for a literal, \"datatype\" or \"xml:lang\"") from None
 
 
 class StepSpec(_Strict):
@@ -65,7 +79,7 @@ class RetrieveRequest(SearchRequest):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    bindings: dict[str, BindingValue] | None = Field(
+    bindings: _TERM_BINDINGS = Field(
         default=None, description="values for the filter's variables: a JSON scalar (bound as "
         "the Python API binds it) or a SPARQL JSON results term {type, value, datatype?, "
         "xml:lang?}")
@@ -96,8 +110,12 @@ class RetrieveRequest(SearchRequest):
         if not isinstance(bindings, dict):
             check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
             return bindings
+        if cls.model_fields["bindings"].annotation != _TERM_BINDINGS:
+            return bindings  # a subclass binding scalars only (the MCP tool's arguments)
         for name, value in bindings.items():  # else pydantic names each member of the union
-            if not isinstance(value, (dict, bool, int, float, str)):
+            if isinstance(value, dict):
+                _term(name, value)
+            elif not isinstance(value, (bool, int, float, str)):
                 sent = "null" if value is None else "an array" if isinstance(
                     value, list) else type(value).__name__
                 several = (f"; to match any of several values, write VALUES ?{name} {{ ... }} "
