@@ -151,3 +151,20 @@ def test_a_malformed_term_binding_names_the_binding_not_the_schema_class(client,
     message = response.json()["message"]
     assert message.startswith(f"binding 'name' is no SPARQL JSON term ({said})"), message
     assert "TermObject" not in message
+
+
+@pytest.mark.parametrize("step, said", [
+    ("mmr", "steps[0] is 'mmr': a step is an object"),
+    ({"name": "mmr", "lambda_": 0.5}, "steps[0] takes name and options, not lambda_"),
+])
+def test_a_step_written_another_way_says_how_a_step_is_written(client, step, said):
+    """A step's option beside its name was 'steps.0.lambda_ is no option of a search; a search
+    takes query, mode, k, ...', a bare name 'Input should be a valid dictionary or instance of
+    StepSpec'."""
+    response = client.post("/retrieve", json={
+        "query": "glaciers", "scopes": ["alpha"], "steps": [step]}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    message = response.json()["message"]
+    assert message.startswith(said), message
+    assert '{"name": "mmr", "options": {"lambda_": 0.5}}' in message
+    assert "StepSpec" not in message and "option of a search" not in message

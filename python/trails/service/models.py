@@ -129,7 +129,21 @@ class RetrieveRequest(SearchRequest):
     @field_validator("steps", mode="before")
     @classmethod
     def _steps(cls, steps: object) -> object:
-        return steps  # names and options: checked as they are built (service/steps.py)
+        # Names and options: checked as they are built (service/steps.py). The shape here,
+        # else pydantic names the schema's class, or calls an option beside the name one "of
+        # a search".
+        example = '{"name": "mmr", "options": {"lambda_": 0.5}}'
+        for number, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict):
+                raise InvalidArgumentTypeError(
+                    f"steps[{number}] is {step!r}: a step is an object naming it, with its "
+                    f"options: {example}")
+            extra = sorted(set(step) - {"name", "options"})
+            if extra:
+                raise InvalidArgumentError(
+                    f"steps[{number}] takes name and options, not {', '.join(extra)}: a step's "
+                    f"options go in its \"options\": {example}")
+        return steps
 
     # Checked when the search runs (retrieve() builds the SearchRequest that refuses them),
     # so that a refusal of a parsed body is recorded in the audit trail, under its key.
