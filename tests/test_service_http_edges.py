@@ -168,3 +168,21 @@ def test_a_step_written_another_way_says_how_a_step_is_written(client, step, sai
     assert message.startswith(said), message
     assert '{"name": "mmr", "options": {"lambda_": 0.5}}' in message
     assert "StepSpec" not in message and "option of a search" not in message
+
+
+def test_every_refusal_in_front_of_the_routes_is_never_cached(tmp_path):
+    """docs/service.md: every answer carries Cache-Control: no-store. A keyless service's 421
+    (another Host) did not: it is written before the routes' middleware adds the header."""
+    ctx = seeded_context(tmp_path / "keyless")
+    try:
+        with TestClient(create_app(ctx, None)) as keyless:
+            refused = keyless.get("/health", headers={"Host": "evil.example"})
+            assert refused.status_code == 421
+            assert refused.headers["cache-control"] == "no-store"
+        with TestClient(create_app(ctx, keys(), max_request_bytes=10)) as capped:
+            too_large = capped.post("/retrieve", json={"query": "glaciers" * 10},
+                                    headers=bearer("admin"))
+            assert too_large.status_code == 413
+            assert too_large.headers["cache-control"] == "no-store"
+    finally:
+        ctx.close()
