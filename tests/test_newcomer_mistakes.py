@@ -262,3 +262,14 @@ def test_a_query_saved_with_a_byte_order_mark_runs(kb, command, where):
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
     assert len(answer if command == ["sparql"] else answer["hits"]) == 2
+
+
+@pytest.mark.parametrize("command", [["stats"], ["query", "pumps"], ["init"]])
+def test_an_empty_db_is_refused_not_read_as_the_working_directory(kb, monkeypatch, command):
+    """`--db "$KB"` with KB unset named the working directory: inside a context it answered
+    from it, elsewhere it said ". holds no trails context"."""
+    monkeypatch.chdir(kb)
+    line = _one_error_line(run_trails("--db", "", *command))
+    assert "--db is empty" in line
+    monkeypatch.chdir(kb.parent)
+    assert "--db is empty" in _one_error_line(run_trails("--db", " ", *command))

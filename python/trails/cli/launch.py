@@ -60,7 +60,7 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
             db = head[len("--db="):]
         else:
             return None
-    if not args or db is None:
+    if not args or db is None or not db.strip():  # an empty --db: the command refuses it
         return None
     options: dict[str, Any] = {field: [] for field in REPEATED}
     texts: list[str] = []
