@@ -3,13 +3,16 @@ under another content type (``curl -d`` sends a form's), a method a route does n
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from service_support import bearer, keys, seeded_context
 from trails.service.app import create_app
+from trails.service.steps import STEP_OPTIONS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -186,3 +189,24 @@ def test_every_refusal_in_front_of_the_routes_is_never_cached(tmp_path):
             assert too_large.headers["cache-control"] == "no-store"
     finally:
         ctx.close()
+
+
+def test_every_route_the_openapi_document_names_is_served(client):
+    """The steps' description said 'GET /steps lists them': a 404."""
+    document = client.get("/openapi.json")
+    assert document.status_code == 200
+    paths = document.json()["paths"]
+    named = set(re.findall(r"\b(GET|POST|DELETE) (/[\w/{}.-]*)", document.text))
+    assert named, "the document names routes in its descriptions"
+    for method, path in sorted(named):
+        assert method.lower() in paths.get(path.rstrip("."), {}), f"{method} {path}"
+
+
+def test_docs_service_md_lists_every_step_with_its_options():
+    """The page listed five steps; the service takes six (entities was missing)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "service.md").read_text()
+    steps = page[page.index("- `steps`, each by name"):page.index("An unknown step name")]
+    listed = dict(re.findall(r"^  - `(\w+)`: (.*)$", steps, flags=re.MULTILINE))
+    assert set(listed) == set(STEP_OPTIONS)
+    for name, options in STEP_OPTIONS.items():
+        assert all(f"`{option}`" in listed[name] for option in options), name

@@ -64,7 +64,7 @@ def _term(name: str, value: dict[str, Any]) -> None:
 
 
 class StepSpec(_Strict):
-    """A post-ranking step by name, with its options (``GET /steps`` lists them)."""
+    """A post-ranking step by name, with its options (``STEP_OPTIONS`` lists them)."""
 
     # The names build_steps knows (one list: a step added there is offered here); it refuses
     # any other, naming them.
@@ -84,8 +84,10 @@ class RetrieveRequest(SearchRequest):
         "the Python API binds it) or a SPARQL JSON results term {type, value, datatype?, "
         "xml:lang?}")
     steps: list[StepSpec] = Field(  # type: ignore[assignment]
-        default_factory=list, max_length=10, description="post-ranking steps by name (GET "
-        "/steps lists them)")
+        default_factory=list, max_length=10, description="post-ranking steps, each "
+        "{name, options}, in order: " + "; ".join(
+            f"{name} ({', '.join(options) or 'no options'})"
+            for name, options in STEP_OPTIONS.items()))
     now: str | None = Field(  # type: ignore[assignment]
         default=None, description="ISO 8601 date-time with an offset: the moment expiries "
         "are judged at")
