@@ -3,6 +3,7 @@ under another content type (``curl -d`` sends a form's), a method a route does n
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from pathlib import Path
@@ -210,3 +211,27 @@ def test_docs_service_md_lists_every_step_with_its_options():
     assert set(listed) == set(STEP_OPTIONS)
     for name, options in STEP_OPTIONS.items():
         assert all(f"`{option}`" in listed[name] for option in options), name
+
+
+@pytest.mark.parametrize("value, sent", [(None, "null"), (["a"], "an array"),
+                                         ({"type": "uri", "value": "https://x.org/"},
+                                          "an object")])
+def test_the_mcp_retrieve_tool_says_what_a_binding_is_without_offering_terms(tmp_path, value,
+                                                                          sent):
+    """Its bindings are scalars only: null or a list was 'bindings.x.bool: Input should be a
+    valid boolean', the first member of the union pydantic tried."""
+    mcp = pytest.importorskip("mcp")
+    from trails.service.mcp import build_server, chosen_key
+
+    ctx = seeded_context(tmp_path / "kb")
+    try:
+        server = build_server(ctx, chosen_key(None, None, None))
+        with pytest.raises(mcp.server.mcpserver.exceptions.ToolError) as refused:
+            asyncio.run(server.call_tool("retrieve", {
+                "query": "glaciers", "bindings": {"name": value},
+                "filter": "SELECT ?doc WHERE { ?doc schema:name ?name }"}))
+    finally:
+        ctx.close()
+    message = str(refused.value)
+    assert f"binding 'name' is {sent}: a binding is a JSON string, number or boolean" in message
+    assert "SPARQL JSON term" not in message and ".bool" not in message

@@ -112,20 +112,21 @@ class RetrieveRequest(SearchRequest):
         if not isinstance(bindings, dict):
             check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
             return bindings
-        if cls.model_fields["bindings"].annotation != _TERM_BINDINGS:
-            return bindings  # a subclass binding scalars only (the MCP tool's arguments)
+        # A subclass may bind scalars only (the MCP tool's arguments): no term is offered.
+        terms = cls.model_fields["bindings"].annotation == _TERM_BINDINGS
         for name, value in bindings.items():  # else pydantic names each member of the union
-            if isinstance(value, dict):
+            if isinstance(value, dict) and terms:
                 _term(name, value)
             elif not isinstance(value, (bool, int, float, str)):
-                sent = "null" if value is None else "an array" if isinstance(
-                    value, list) else type(value).__name__
+                sent = ("null" if value is None else "an array" if isinstance(value, list)
+                        else "an object" if isinstance(value, dict) else type(value).__name__)
                 several = (f"; to match any of several values, write VALUES ?{name} {{ ... }} "
                            "in the filter" if isinstance(value, list) else "")
+                term = (', or a SPARQL JSON term such as {"type": "uri", "value": '
+                        '"https://..."}' if terms else "")
                 raise InvalidArgumentTypeError(
                     f"binding {name!r} is {sent}: a binding is a JSON string, number or "
-                    'boolean, or a SPARQL JSON term such as {"type": "uri", "value": '
-                    f'"https://..."}}{several}')
+                    f"boolean{term}{several}")
         return bindings  # terms as JSON: each checked once converted (requests.term_bindings)
 
     @field_validator("steps", mode="before")
