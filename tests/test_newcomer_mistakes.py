@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from _cli import run_trails
+from trails.audit.records import started_now
+from trails.context import Context
 from trails.errors import InvalidArgumentTypeError, TrailsError
 from trails.ingest import Document, ingest_all
+from trails.service.requests import record_sparql
 from trails.testing import fresh_context
 
 DATES = "SELECT ?doc WHERE { ?doc schema:dateCreated ?c FILTER(?c >= ?since) }"
@@ -273,3 +276,21 @@ def test_an_empty_db_is_refused_not_read_as_the_working_directory(kb, monkeypatc
     assert "--db is empty" in line
     monkeypatch.chdir(kb.parent)
     assert "--db is empty" in _one_error_line(run_trails("--db", " ", *command))
+
+
+def test_audit_for_a_scope_nothing_holds_or_names_says_so(kb, tmp_path):
+    """`trails audit --scope defualt` listed the SPARQL queries confined to no scope (which
+    match any --scope) as if they were that scope's runs, and said nothing of the name."""
+    query = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
+    with Context.open(kb) as ctx:  # a query confined to no scope, recorded as served
+        assert record_sparql(ctx, "svc", query, [], ctx.kg.query(query), started_now())
+    assert run_trails("--db", kb, "query", "pumps").returncode == 0
+    listed = run_trails("--db", kb, "audit", "--scope", "defualt", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [run["kind"] for run in json.loads(listed.stdout)] == ["sparql"]
+    assert "note: no scope 'defualt' holds anything now, and no run listed names it" in \
+        listed.stderr
+    assert "(the scopes now: default)" in listed.stderr
+    right = run_trails("--db", kb, "audit", "--scope", "default", "--json")
+    assert "note:" not in right.stderr
+    assert "search" in [run["kind"] for run in json.loads(right.stdout)]
