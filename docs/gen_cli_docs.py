@@ -91,7 +91,8 @@ trails --db ./kb query "how do we deploy?" --json
   whether it searched or a running service did. Each note (why the list is short or empty:
   a `--min-score` that dropped hits, a filter that could select nothing, a failed backend)
   is also a line `note: ...` on stderr; without `--json` the notes end the line under the
-  table. A query on a context that holds no
+  table. A query without `--scope` whose default scope holds no documents
+  while other scopes do names them in a note on stderr. A query on a context that holds no
   documents answers with no hits and a note on stderr saying how to ingest (exit 0).
 - **`--sparql`** (`query`) and the query of `sparql` take the query itself, a file holding
   it (`.rq`, `.sparql`, or any existing file), or `-` for stdin.

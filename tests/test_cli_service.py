@@ -204,6 +204,21 @@ def test_serve_refuses_an_allowed_host_that_is_no_host_name(tmp_path):
     assert "no host name" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_query_of_the_empty_default_scope_names_the_scopes_through_the_service(served):
+    """The seeded context's documents are in alpha and beta: a query without --scope reads
+    the default scope, and says where the documents are, in its own process or not."""
+    db, _ = served
+    through = trails("--db", str(db), "query", "glaciers", "--json")
+    local = trails("--db", str(db), "query", "glaciers", "--json", "--local")
+    note = ("note: the default scope, which a query without --scope reads, holds no documents; "
+            "this context's are in the scopes alpha, beta (--scope alpha)")
+    for answer in (through, local):
+        assert answer.returncode == 0, answer.stderr
+        assert json.loads(answer.stdout)["hits"] == []
+        assert note in answer.stderr, answer.stderr
+    assert _caller(db, json.loads(through.stdout)["run_id"]).startswith("local:")
+
+
 def test_serve_on_a_port_in_use_is_a_user_error_naming_the_port(tmp_path):
     """uvicorn's own exit (3, its startup failure) left the command: the code trails gives a
     context whose files cannot be read or written, with no line of trails' own."""

@@ -294,3 +294,21 @@ def test_audit_for_a_scope_nothing_holds_or_names_says_so(kb, tmp_path):
     right = run_trails("--db", kb, "audit", "--scope", "default", "--json")
     assert "note:" not in right.stderr
     assert "search" in [run["kind"] for run in json.loads(right.stdout)]
+
+
+def test_a_query_of_the_default_scope_when_the_documents_are_in_others_says_where(tmp_path):
+    """Documents ingested with --scope, then a query without one: 0 hits and not a word,
+    though every document is one --scope away."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("The pump failed in building 3.")
+    db = tmp_path / "kb"
+    assert run_trails("--db", db, "init", "--model", "mock:16").returncode == 0
+    assert run_trails("--db", db, "ingest", notes, "--scope", "team").returncode == 0
+    for options in ([], ["--json"]):
+        answer = run_trails("--db", db, "query", "pumps", *options)
+        assert answer.returncode == 0, answer.stderr
+        assert ("note: the default scope, which a query without --scope reads, holds no "
+                "documents; this context's are in the scope team (--scope team)") in answer.stderr
+    found = run_trails("--db", db, "query", "pumps", "--scope", "team")
+    assert "holds no documents" not in found.stderr and "pump failed" in found.stdout

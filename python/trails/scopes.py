@@ -19,7 +19,7 @@ __all__ = [
     "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "check_scope_argument",
     "dataset_options",
     "is_scope_name", "normalize_scopes", "scope_graph",
-    "scope_of_graph",
+    "scope_of_graph", "scopes_elsewhere",
 ]
 
 DEFAULT_SCOPE = "default"
@@ -126,3 +126,14 @@ def dataset_options(scopes: Sequence[str] | None) -> dict[str, Any]:
     named = [g for g in graphs if isinstance(g, ox.NamedNode)]
     return {"default_graph": graphs, "named_graphs": named}
 
+
+def scopes_elsewhere(holding: Collection[str]) -> list[str]:
+    """The scopes ``holding`` documents when the default scope, which a search naming no
+    scope reads, is not one of them (so an empty answer has a cause to name); else none.
+
+    >>> scopes_elsewhere(["team", "legal"])
+    ['legal', 'team']
+    >>> scopes_elsewhere(["default", "team"])
+    []
+    """
+    return [] if DEFAULT_SCOPE in holding else sorted(holding)

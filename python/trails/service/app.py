@@ -37,6 +37,7 @@ from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
 from trails.retrieval.request import refusal
+from trails.scopes import scopes_elsewhere
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
@@ -77,6 +78,7 @@ from trails.service.sparql_protocol import (
     with_text_dataset,
 )
 from trails.service.state import ServiceState
+from trails.vector.stores.base import ScopeListing
 
 __all__ = ["create_app"]
 
@@ -250,6 +252,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         # as in its own process. Only to a key that reads every scope: it covers them all.
         if not result and key.scopes is None and await asyncio.to_thread(ctx.vectors.count) == 0:
             answer["context_empty"] = True
+        elif (not result and key.scopes is None and body.scopes is None
+              and isinstance(ctx.vectors, ScopeListing)):  # the default scope read: why empty
+            answer["scopes_elsewhere"] = scopes_elsewhere(
+                await asyncio.to_thread(ctx.vectors.scopes)) or None
         return injected(result, answer, body.inject_mode, body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:

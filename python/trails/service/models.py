@@ -204,6 +204,10 @@ class RetrieveResponse(BaseModel):
     context_empty: bool | None = Field(
         default=None, description="true when the answer has no hits and the context holds no "
         "documents at all (said only to a key that reads every scope); null otherwise")
+    scopes_elsewhere: list[str] | None = Field(
+        default=None, description="when the answer has no hits, the search named no scope and "
+        "the default scope it read holds no documents: the scopes that do (said only to a key "
+        "that reads every scope); null otherwise")
 
 
 class DocumentIn(_Strict):
