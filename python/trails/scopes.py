@@ -127,13 +127,18 @@ def dataset_options(scopes: Sequence[str] | None) -> dict[str, Any]:
     return {"default_graph": graphs, "named_graphs": named}
 
 
-def scopes_elsewhere(holding: Collection[str]) -> list[str]:
-    """The scopes ``holding`` documents when the default scope, which a search naming no
-    scope reads, is not one of them (so an empty answer has a cause to name); else none.
+def scopes_elsewhere(ctx: Any) -> list[str]:
+    """The scopes holding documents in context ``ctx`` when the default scope, which a search
+    naming no scope reads, holds none (so an empty answer has a cause to name); else none.
 
-    >>> scopes_elsewhere(["team", "legal"])
-    ['legal', 'team']
-    >>> scopes_elsewhere(["default", "team"])
-    []
+    One lookup in the graph when the default scope holds a document; the vector store's list
+    of scopes (which may read every row) only when it holds none.
     """
+    if ctx.kg.query(_DEFAULT_HOLDS_ONE, scopes=[DEFAULT_SCOPE]):
+        return []
+    listing = getattr(ctx.vectors, "scopes", None)
+    holding = listing() if callable(listing) else []
     return [] if DEFAULT_SCOPE in holding else sorted(holding)
+
+
+_DEFAULT_HOLDS_ONE = f'ASK {{ ?document trails:scope "{DEFAULT_SCOPE}" }}'

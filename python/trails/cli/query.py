@@ -27,7 +27,6 @@ from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
 from trails.scopes import check_known_scopes, normalize_scopes, scopes_elsewhere
-from trails.vector.stores.base import ScopeListing
 
 __all__ = ["query", "search_option", "sparql"]
 
@@ -119,9 +118,8 @@ def query(
     with open_context(ctx) as opened:
         hits = retrieve(request.query, opened, **request.options(), caller=caller)
         empty = not hits and opened.vectors.count() == 0
-        elsewhere = (scopes_elsewhere(opened.vectors.scopes())
-                     if not hits and not empty and request.scopes is None
-                     and isinstance(opened.vectors, ScopeListing) else [])
+        elsewhere = (scopes_elsewhere(opened)
+                     if not hits and not empty and request.scopes is None else [])
     if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
         typer.echo(empty_context_note(str(db_option(ctx))), err=True)
     if elsewhere:

@@ -78,7 +78,6 @@ from trails.service.sparql_protocol import (
     with_text_dataset,
 )
 from trails.service.state import ServiceState
-from trails.vector.stores.base import ScopeListing
 
 __all__ = ["create_app"]
 
@@ -252,10 +251,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         # as in its own process. Only to a key that reads every scope: it covers them all.
         if not result and key.scopes is None and await asyncio.to_thread(ctx.vectors.count) == 0:
             answer["context_empty"] = True
-        elif (not result and key.scopes is None and body.scopes is None
-              and isinstance(ctx.vectors, ScopeListing)):  # the default scope read: why empty
-            answer["scopes_elsewhere"] = scopes_elsewhere(
-                await asyncio.to_thread(ctx.vectors.scopes)) or None
+        elif not result and key.scopes is None and body.scopes is None:
+            # The default scope was read: why nothing came back, when its documents are all
+            # in other scopes.
+            answer["scopes_elsewhere"] = await asyncio.to_thread(scopes_elsewhere, ctx) or None
         return injected(result, answer, body.inject_mode, body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:
