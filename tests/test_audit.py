@@ -398,8 +398,10 @@ def test_the_cli_lists_by_until_and_scope_and_refuses_a_reversed_range(tmp_path)
     assert [int(r["run_id"], 16) for r in json.loads(out)] == [2]
     code, out = listed("--until", "2024-05-02T06:00:00+00:00", "--json")
     assert [int(r["run_id"], 16) for r in json.loads(out)] == [2, 1]
-    code, out = listed("--scope", "hr")
-    assert (code, out.strip()) == (0, "no recorded runs matching these options")
+    code, out = listed("--scope", "hr")  # (stderr too: a scope nothing holds or names)
+    assert (code, out.strip().splitlines()) == (0, [
+        ("note: no scope 'hr' holds anything now, and no run listed names it (the scopes now: "
+         "default); check the name"), "no recorded runs matching these options"])
     for options, says in [(("--since", "2024-05-03", "--until", "2024-05-02"),
                            "must be later than since"),
                           (("--until", "next week"), "--until 'next week' is no date"),

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -99,6 +100,9 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
     assert through.returncode == 0 and local.returncode == 0, (through.stderr, local.stderr)
     via_service, here = json.loads(through.stdout), json.loads(local.stdout)
     assert without_run_ids(via_service) == without_run_ids(here)
+    # As printed, not only equal as Python values: a rank came back 1.0 for 1 (1 == 1.0).
+    assert json.dumps(without_run_ids(via_service), sort_keys=True) == json.dumps(
+        without_run_ids(here), sort_keys=True)
     assert via_service["hits"], "the seeded context answers every one of these"
     assert _caller(db, via_service["run_id"]) == f"local:{getpass.getuser()}"
     assert _caller(db, here["run_id"]) == "cli-user"
@@ -201,6 +205,40 @@ def test_serve_refuses_an_allowed_host_that_is_no_host_name(tmp_path):
     out = trails("--db", str(db), "serve", "--port", "0", "--allowed-host", "http://x/")
     assert out.returncode != 0
     assert "no host name" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_query_of_the_empty_default_scope_names_the_scopes_through_the_service(served):
+    """The seeded context's documents are in alpha and beta: a query without --scope reads
+    the default scope, and says where the documents are, in its own process or not."""
+    db, _ = served
+    through = trails("--db", str(db), "query", "glaciers", "--json")
+    local = trails("--db", str(db), "query", "glaciers", "--json", "--local")
+    note = ("note: the default scope, which a query without --scope reads, holds no documents; "
+            "this context's are in the scopes alpha, beta (--scope alpha)")
+    for answer in (through, local):
+        assert answer.returncode == 0, answer.stderr
+        assert json.loads(answer.stdout)["hits"] == []
+        assert note in answer.stderr, answer.stderr
+    assert _caller(db, json.loads(through.stdout)["run_id"]).startswith("local:")
+
+
+def test_serve_on_a_port_in_use_is_a_user_error_naming_the_port(tmp_path):
+    """uvicorn's own exit (3, its startup failure) left the command: the code trails gives a
+    context whose files cannot be read or written, with no line of trails' own."""
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = trails("--db", str(db), "serve", "--port", str(port), "--log-level", "warning")
+    assert out.returncode == 1, out.stderr
+    error = out.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: ") and f"127.0.0.1:{port}" in error, out.stderr
+    assert "--port 0" in error and "Traceback" not in out.stderr
+    assert read_service(db) is None
+    with Context.open(db) as ctx:  # let go of: the next writer opens it
+        assert ctx.vectors.count() == 4
 
 
 @pytest.mark.parametrize("command", [

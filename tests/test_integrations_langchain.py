@@ -153,6 +153,28 @@ def test_a_call_argument_other_than_k_is_refused_not_dropped(corpus, argument, n
     assert len(adapter.invoke("graph", verbose=False)) == len(DOCS)  # LangChain's own flag
 
 
+@pytest.mark.parametrize("argument, named", [
+    ({"sparql_filter": "SELECT ?iri WHERE { ?iri a <https://example.org/Nothing> }"},
+     "sparql_filter"),
+    ({"scope": "no-such-scope"}, "scope"), ({"search_kwargs": {"k": 1}}, "search_kwargs"),
+    ({"bindings": {"x": 1}, "k": 2}, "bindings")])
+def test_a_constructor_argument_the_adapter_has_not_is_refused_not_dropped(corpus, argument,
+                                                                          named):
+    """TrailsRetriever(retriever=..., sparql_filter=...) was built, the filter ignored: every
+    chunk came back, as if it had matched (as a call's argument, it was already refused)."""
+    with pytest.raises(InvalidArgumentError, match=f"not {named}: give a filter"):
+        TrailsRetriever(retriever=HybridRetriever(corpus, k=len(DOCS)), **argument)
+    tagged = TrailsRetriever(retriever=HybridRetriever(corpus, k=len(DOCS)), k=2,
+                             tags=["t"], metadata={"m": 1})  # LangChain's own fields
+    assert len(tagged.invoke("graph")) == 2
+
+
+def test_a_context_given_by_another_name_says_to_wrap_a_retriever(ctx):
+    """TrailsRetriever(ctx=ctx) was pydantic's 'retriever: Field required'."""
+    with pytest.raises(InvalidArgumentError, match=r"not ctx: .*HybridRetriever\(ctx"):
+        TrailsRetriever(ctx=ctx)
+
+
 @pytest.mark.parametrize("wrapped", ["ctx", None, "a string"])
 def test_wrapping_what_cannot_retrieve_is_refused_with_what_to_wrap(ctx, wrapped):
     wrapped = ctx if wrapped == "ctx" else wrapped

@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("trails.ingest", "trails.rank"),
     ("trails.context",),
     ("trails.retrieval",),
-    ("trails.cli", "trails.testing", "trails.evaluation", "trails.integrations", "trails.service"),
+    ("trails.cli", "trails.testing", "trails.evaluation", "trails.integrations", "trails.service",
+     "trails.__main__"),
 ]
 
 # Optional third-party packages may be imported where they are used (so that `import trails`

@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from _cli import run_trails
-from trails import Context, MockEmbedder
+from trails import MockEmbedder
+from trails.audit.records import started_now
+from trails.context import Context
 from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsError
 from trails.ingest import Document, ingest_all
+from trails.service.requests import record_sparql
 from trails.testing import fresh_context
 
 DATES = "SELECT ?doc WHERE { ?doc schema:dateCreated ?c FILTER(?c >= ?since) }"
@@ -223,3 +226,121 @@ def test_a_file_put_into_an_existing_context_does_not_lock_it_out(tmp_path):
         assert ctx.vectors.count() == 0
     with Context.open(tmp_path / "kb", read_only=True) as ctx:
         assert ctx.read_only
+
+
+@pytest.mark.parametrize("given", ["file", "absolute", "moved"])
+def test_delete_given_a_documents_file_names_the_iri_to_delete(kb, given, monkeypatch):
+    """``trails delete notes/a.md`` said only "not a document of this context", though the
+    context holds the document read from that file, under another name (its IRI)."""
+    monkeypatch.chdir(kb.parent)
+    path = {"file": "notes/a.md", "absolute": str(kb.parent / "notes" / "a.md"),
+            "moved": str(kb.parent / "notes" / "a.md")}[given]
+    if given == "moved":  # the file as ingest recorded it, since moved away
+        (kb.parent / "notes" / "a.md").rename(kb.parent / "a-moved.md")
+    line = _one_error_line(run_trails("--db", kb, "delete", path))
+    assert f"{path} is the file of trails://local/doc/a.md" in line
+    assert f"trails --db {kb} delete trails://local/doc/a.md" in line
+    stats = json.loads(run_trails("--db", kb, "stats", "--json").stdout)
+    assert stats["documents"] == 2  # nothing deleted
+
+
+def test_delete_of_an_unknown_name_still_says_how_to_list_documents(kb):
+    line = _one_error_line(run_trails("--db", kb, "delete", "notes/zzz.md"))
+    assert "not a document of this context: notes/zzz.md" in line
+    assert "is the file of" not in line
+
+
+@pytest.mark.parametrize("command", [["sparql", DATES], ["query", "pumps", "--sparql", DATES]])
+def test_a_variable_bound_twice_is_refused_not_the_last_value_silently(kb, command):
+    """--bind since=... --bind since=... answered with the last value alone, as if the first
+    had never been given (which reads like "either")."""
+    line = _one_error_line(run_trails("--db", kb, *command, "--bind", "since=2023-01-01",
+                                      "--bind", "since=2024-01-01"))
+    assert "--bind since is given twice" in line
+    assert "VALUES" in line
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+def test_a_folder_given_as_the_query_says_it_is_a_folder(kb, command):
+    """A folder's name was read as the query's text: 'does not parse: at line 1, column 6'."""
+    line = _one_error_line(run_trails("--db", kb, *command, kb.parent / "notes"))
+    assert "is a folder, not a query file" in line
+
+
+LATIN_1 = 'SELECT ?doc WHERE { ?doc schema:name "caf\xe9" }'.encode("latin-1")
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_query_that_is_no_utf8_names_the_byte_from_a_file_or_stdin(kb, command, where):
+    """From stdin it was "'utf-8' codec can't encode character '\\udce9'" (or a lone
+    surrogate "in sparql_filter"), from a file the codec's own words."""
+    query = kb.parent / "latin.rq"
+    query.write_bytes(LATIN_1)
+    given = ("-", LATIN_1) if where == "stdin" else (str(query), None)
+    line = _one_error_line(run_trails("--db", kb, *command, given[0], input=given[1]))
+    named = "stdin" if where == "stdin" else str(query)
+    assert f"{named} is not UTF-8 text (byte 0xe9 at offset 41)" in line
+    assert "surrogate" not in line and "codec" not in line
+
+
+@pytest.mark.parametrize("command", [["sparql"], ["query", "pumps", "--sparql"]])
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_query_saved_with_a_byte_order_mark_runs(kb, command, where):
+    """A UTF-8 BOM (Windows editors write one) made the query fail to parse; the service
+    already skips it."""
+    text = "\ufeffSELECT ?doc WHERE { ?doc schema:dateCreated ?c }"
+    query = kb.parent / "bom.rq"
+    query.write_text(text, encoding="utf-8")
+    given = ("-", text.encode("utf-8")) if where == "stdin" else (str(query), None)
+    out = run_trails("--db", kb, *command, given[0], "--json", input=given[1])
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert len(answer if command == ["sparql"] else answer["hits"]) == 2
+
+
+@pytest.mark.parametrize("command", [["stats"], ["query", "pumps"], ["init"]])
+def test_an_empty_db_is_refused_not_read_as_the_working_directory(kb, monkeypatch, command):
+    """`--db "$KB"` with KB unset named the working directory: inside a context it answered
+    from it, elsewhere it said ". holds no trails context"."""
+    monkeypatch.chdir(kb)
+    line = _one_error_line(run_trails("--db", "", *command))
+    assert "--db is empty" in line
+    monkeypatch.chdir(kb.parent)
+    assert "--db is empty" in _one_error_line(run_trails("--db", " ", *command))
+
+
+def test_audit_for_a_scope_nothing_holds_or_names_says_so(kb, tmp_path):
+    """`trails audit --scope defualt` listed the SPARQL queries confined to no scope (which
+    match any --scope) as if they were that scope's runs, and said nothing of the name."""
+    query = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
+    with Context.open(kb) as ctx:  # a query confined to no scope, recorded as served
+        assert record_sparql(ctx, "svc", query, [], ctx.kg.query(query), started_now())
+    assert run_trails("--db", kb, "query", "pumps").returncode == 0
+    listed = run_trails("--db", kb, "audit", "--scope", "defualt", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [run["kind"] for run in json.loads(listed.stdout)] == ["sparql"]
+    assert "note: no scope 'defualt' holds anything now, and no run listed names it" in \
+        listed.stderr
+    assert "(the scopes now: default)" in listed.stderr
+    right = run_trails("--db", kb, "audit", "--scope", "default", "--json")
+    assert "note:" not in right.stderr
+    assert "search" in [run["kind"] for run in json.loads(right.stdout)]
+
+
+def test_a_query_of_the_default_scope_when_the_documents_are_in_others_says_where(tmp_path):
+    """Documents ingested with --scope, then a query without one: 0 hits and not a word,
+    though every document is one --scope away."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("The pump failed in building 3.")
+    db = tmp_path / "kb"
+    assert run_trails("--db", db, "init", "--model", "mock:16").returncode == 0
+    assert run_trails("--db", db, "ingest", notes, "--scope", "team").returncode == 0
+    for options in ([], ["--json"]):
+        answer = run_trails("--db", db, "query", "pumps", *options)
+        assert answer.returncode == 0, answer.stderr
+        assert ("note: the default scope, which a query without --scope reads, holds no "
+                "documents; this context's are in the scope team (--scope team)") in answer.stderr
+    found = run_trails("--db", db, "query", "pumps", "--scope", "team")
+    assert "holds no documents" not in found.stderr and "pump failed" in found.stdout

@@ -122,3 +122,19 @@ def test_a_key_added_from_the_terminal_is_read_back_with_its_label(tmp_path_fact
     key = ring.authenticate(json.loads(added.stdout)["secret"])
     assert (key.label, sorted(key.scopes)) == (label.strip(), ["finance", "public"])
     assert key.can("write")
+
+
+@pytest.mark.parametrize("command", [["keys", "add", "analyst", "--scope", "public"],
+                                     ["--db", "{db}", "serve", "--port", "0"]])
+def test_a_folder_given_as_the_keys_file_is_a_user_error_naming_it(tmp_path, command):
+    """`trails keys add --keys DIR` exited 3 ("cannot read DIR: Is a directory"), the code
+    trails gives a context whose own files cannot be read; serve said to create the file."""
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    seeded = tmp_path / "kb"
+    assert run_trails("--db", seeded, "init", "--model", "mock:8").returncode == 0
+    out = run_trails(*[part.format(db=seeded) for part in command], "--keys", folder)
+    assert out.returncode == 1, out.stderr
+    assert f"{folder} is a folder" in out.stderr and "Traceback" not in out.stderr
+    assert "Create it" not in out.stderr
+    assert list(folder.iterdir()) == []

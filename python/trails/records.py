@@ -256,7 +256,8 @@ class RetrievalResult(list[RetrievalHit]):
         hits = [RetrievalHit(
             str(hit["iri"]), None if hit.get("score") is None else float(hit["score"]),
             str(hit.get("snippet") or ""), dict(hit.get("metadata") or {}),
-            {str(k): float(v) for k, v in (hit.get("components") or {}).items()},
+            {str(k): v if type(v) is int else float(v)  # a rank stays an int
+             for k, v in (hit.get("components") or {}).items()},
             hit.get("admitted_by")) for hit in data.get("hits", [])]
         result = cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
                      candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),

@@ -19,7 +19,7 @@ __all__ = [
     "DEFAULT_SCOPE", "NAME_PATTERN", "SCOPE_BASE", "check_known_scopes", "check_scope_argument",
     "dataset_options",
     "is_scope_name", "normalize_scopes", "scope_graph",
-    "scope_of_graph",
+    "scope_of_graph", "scopes_elsewhere",
 ]
 
 DEFAULT_SCOPE = "default"
@@ -126,3 +126,19 @@ def dataset_options(scopes: Sequence[str] | None) -> dict[str, Any]:
     named = [g for g in graphs if isinstance(g, ox.NamedNode)]
     return {"default_graph": graphs, "named_graphs": named}
 
+
+def scopes_elsewhere(ctx: Any) -> list[str]:
+    """The scopes holding documents in context ``ctx`` when the default scope, which a search
+    naming no scope reads, holds none (so an empty answer has a cause to name); else none.
+
+    One lookup in the graph when the default scope holds a document; the vector store's list
+    of scopes (which may read every row) only when it holds none.
+    """
+    if ctx.kg.query(_DEFAULT_HOLDS_ONE, scopes=[DEFAULT_SCOPE]):
+        return []
+    listing = getattr(ctx.vectors, "scopes", None)
+    holding = listing() if callable(listing) else []
+    return [] if DEFAULT_SCOPE in holding else sorted(holding)
+
+
+_DEFAULT_HOLDS_ONE = f'ASK {{ ?document trails:scope "{DEFAULT_SCOPE}" }}'

@@ -35,28 +35,46 @@ FLAG = "why"
 def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
     """The query itself, the text of the file it names, or stdin for ``-``.
 
+    A UTF-8 byte-order mark at the start of a file or stdin is skipped.
+
     Raises:
         ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
-            not exist, or a file that cannot be read as UTF-8 text.
+            not exist, or a folder; or the file or stdin cannot be read as UTF-8 text.
     """
     if argument == "-":
-        return sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        return (sys.stdin.read() if stream is None
+                else _utf8(stream.read(), "stdin", option).removeprefix("\ufeff"))
     path = Path(argument)
     try:
         is_file = "{" not in argument and path.is_file()
+        is_folder = "{" not in argument and path.is_dir()
     except (OSError, ValueError):  # a long query is not a valid path
-        is_file = False
+        is_file = is_folder = False
+    if is_folder:
+        raise ConfigurationError(f"{option}: {argument} is a folder, not a query file; give "
+                                 "the file that holds the query (.rq), or the query itself")
     if is_file:
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = path.read_bytes()
+        except OSError as exc:
             raise ConfigurationError(f"{option}: cannot read the query file {argument} "
                                      f"({exc}); give a readable UTF-8 file, or the query "
                                      "itself") from None
+        return _utf8(data, argument, option).removeprefix("\ufeff")  # a BOM, as the service skips
     if path.suffix in (".rq", ".sparql") and " " not in argument:
         raise ConfigurationError(f"no such query file: {argument} ({option} takes a file or "
                                  "the query itself)")
     return argument
+
+
+def _utf8(data: bytes, what: str, option: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{option}: {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); convert the query to UTF-8") from None
 
 
 # -- SPARQL bindings ---------------------------------------------------------------------------
@@ -128,8 +146,23 @@ def _typed(raw: str, kind: str) -> Any:
 
 
 def bindings(values: list[str]) -> dict[str, Any] | None:
-    """The ``--bind`` options as a bindings mapping (None when there are none)."""
-    return dict(parse_binding(v) for v in values) or None
+    """The ``--bind`` options as a bindings mapping (None when there are none).
+
+    Raises:
+        InvalidArgumentError: a malformed ``--bind``, or a name given twice (one would be
+            dropped, and two values read like "either").
+    """
+    found: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for value in values:
+        name, term = parse_binding(value)
+        if name in found:
+            raise InvalidArgumentError(
+                f"--bind {name} is given twice ({given[name]!r} and {value!r}): a variable is "
+                f"bound to one value; to match any of several, write VALUES ?{name} "
+                "{ ... } in the query")
+        found[name], given[name] = term, value
+    return found or None
 
 
 # -- a search --------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from trails.cli.output import console, print_json, solution_text, table, visible
 from trails.context import Context
 from trails.errors import ContextLockedError, InvalidArgumentError, StorageError
 from trails.retrieval.replay import replay as replay_run
+from trails.retrieval.retrieve import known_scopes
 
 __all__ = ["app", "replay"]
 
@@ -74,6 +75,13 @@ def audit(
     with _auditing(ctx) as opened:
         runs = opened.audit.activities(since=start, until=end, caller=caller, level=level,
                                        scope=scope, limit=limit)
+        known = known_scopes(opened) if scope is not None else []
+    if scope is not None and scope not in known and not any(
+            scope in (getattr(run, "scopes", None) or ()) for run in runs):
+        # A scope gone since is still worth asking about; a typo is worth saying, since the
+        # queries confined to no scope match any name.
+        typer.echo(f"note: no scope {scope!r} holds anything now, and no run listed names it "
+                   f"(the scopes now: {', '.join(known) or 'none'}); check the name", err=True)
     if as_json:
         print_json([r.to_json() for r in runs])
         return

@@ -32,7 +32,7 @@ from trails.cli.exits import (
     EXIT_INTERRUPTED,
     fail,
 )
-from trails.errors import StorageError, TrailsError
+from trails.errors import ConfigurationError, StorageError, TrailsError
 
 __all__ = ["app", "main"]
 
@@ -125,7 +125,7 @@ def _print_version(wanted: bool) -> None:
 @app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
-    db: Optional[Path] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
+    db: Optional[str] = typer.Option(  # noqa: UP045 - typer reads the annotation at runtime
         None, "--db", envvar="TRAILS_DB", metavar="DIR",
         help="The context directory (made by `trails init`)."),
     _version: bool = typer.Option(
@@ -151,7 +151,10 @@ def _root(
     trails --db ./kb query "how do we deploy?"
     ```
     """
-    ctx.obj = db
+    if db is not None and not db.strip():  # a Path would read it as the working directory
+        raise ConfigurationError("--db is empty (a variable that is not set?): name the "
+                                 "context directory, e.g. --db ./kb")
+    ctx.obj = None if db is None else Path(db)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 

@@ -3,6 +3,7 @@ check it, remove documents."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import typer
 
 from trails.cli._common import EXIT_PARTIAL, db_option, open_context
 from trails.cli.output import cell, console, print_json, table, visible
+from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError
 from trails.vector.stores.base import VersionedStore
 from trails.writer_lock import hold_for_writing
@@ -116,15 +118,28 @@ def delete(
             known |= set(opened.vectors.current_versions(iris))
         missing = [iri for iri in iris if iri not in known]
         if missing:
-            raise ConfigurationError(
-                f"not a document of this context: {', '.join(missing)} (list documents with "
-                "`trails sparql 'SELECT ?d WHERE { ?d a trails:Document }'`)")
+            raise ConfigurationError(_not_documents(opened, db_option(ctx), missing))
         for iri in iris:
             opened.delete_document(iri, include_user_triples=all_triples)
             if not as_json:
                 typer.echo(visible(f"deleted {iri}"))
     if as_json:
         print_json({"deleted": list(dict.fromkeys(iris)), "all_triples": all_triples})
+
+
+def _not_documents(opened: Context, db: Path, missing: list[str]) -> str:
+    """Why ``missing`` are no documents: a file a document was read from is named with the
+    document's IRI (which delete takes), anything else with how to list the documents."""
+    for given in missing:
+        found = opened.kg.select_iris(
+            "SELECT DISTINCT ?doc WHERE { ?doc trails:scope ?scope "
+            "{ ?doc trails:source ?given } UNION { ?doc trails:sourceFile ?file } }",
+            {"given": given, "file": os.path.abspath(given)}, scopes=opened.kg.scopes())
+        if found:
+            return (f"{given} is the file of {', '.join(sorted(found))}, and delete takes the "
+                    f"document's IRI: trails --db {db} delete {' '.join(sorted(found))}")
+    return (f"not a document of this context: {', '.join(missing)} (list documents with "
+            "`trails sparql 'SELECT ?d WHERE { ?d a trails:Document }'`)")
 
 
 def prune(

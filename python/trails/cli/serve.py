@@ -17,7 +17,7 @@ from trails.cli._common import db_option, has_context, no_context
 from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError, StorageError
 from trails.scopes import check_scope
-from trails.service.keys import ALL_SCOPES, KeyRing, digest, new_secret
+from trails.service.keys import ALL_SCOPES, KeyRing, checked_keys_path, digest, new_secret
 from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES
 
 __all__ = ["keys_app", "serve"]
@@ -104,6 +104,7 @@ def add_key(
     if not label.strip():
         raise ConfigurationError("the label names the key in the audit trail: give one")
     scopes = [s if s == ALL_SCOPES else check_scope(s) for s in scope]
+    checked_keys_path(keys)
     secret = new_secret()
     tomli_w = require("tomli_w", "trails keys add")
     entry = "\n" + tomli_w.dumps({"key": [{

@@ -56,7 +56,8 @@ class TrailsRetriever(BaseRetriever):
         k: how many documents to return (None: the wrapped retriever's own ``k``).
 
     Raises:
-        InvalidArgumentError: ``k`` is not None or an int from 1 to ``MAX_K``.
+        InvalidArgumentError: ``k`` is not None or an int from 1 to ``MAX_K``, or an argument
+            is none of the adapter's (a filter or scope belongs to the wrapped retriever).
         InvalidArgumentTypeError: ``retriever`` has no ``retrieve`` (a ``Context``...).
 
     Raises (when invoked):
@@ -71,7 +72,15 @@ class TrailsRetriever(BaseRetriever):
     k: int | None = None
 
     def __init__(self, **fields: Any) -> None:
-        # Before pydantic, which would make True or "3" an int and wrap an error in its own.
+        # Before pydantic, which would ignore a field it does not know (a filter or scope
+        # dropped answers with hits it was meant to exclude), make True or "3" an int, and
+        # wrap an error in its own.
+        unknown = sorted(set(fields) - set(type(self).model_fields))
+        if unknown:
+            raise InvalidArgumentError(
+                f"TrailsRetriever takes retriever and k, not {', '.join(unknown)}: give a "
+                "filter, bindings or scope to the wrapped retriever (TrailsRetriever("
+                "retriever=HybridRetriever(ctx, sparql_filter=..., bindings=..., scope=...)))")
         if fields.get("k") is not None:
             check_k(fields["k"])
         if "retriever" in fields:  # (pydantic says it is missing)

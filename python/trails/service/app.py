@@ -37,12 +37,14 @@ from trails.errors import AuthenticationError, TrailsError
 from trails.rank import Step
 from trails.resilience import breakers
 from trails.retrieval.request import refusal
+from trails.scopes import scopes_elsewhere
 from trails.service.documents import delete_confined, ingest_events
 from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit
+from trails.service.methods import HeadAsGet, allowed_methods
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
     ErrorBody,
@@ -54,7 +56,7 @@ from trails.service.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, printable, status_of
+from trails.service.problems import error_body, not_json, printable, status_of
 from trails.service.requests import (
     confine_dataset,
     dataset_scopes,
@@ -204,6 +206,11 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = exc.errors()
+        if any(tuple(e.get("loc", ()))[:1] == ("body",) for e in errors):
+            wrong_type = not_json(request.method, request.url.path,
+                                  request.headers.get("content-type"))
+            if wrong_type is not None:  # its body was never read as JSON
+                return await on_error(request, wrong_type)
         if request.url.path == "/retrieve" and errors and errors[0].get("type") != "json_invalid":
             # A search is refused as retrieve() refuses it: the same error, the same message.
             inside = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]
@@ -215,14 +222,21 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
 
     fastapi_app.add_exception_handler(RequestValidationError, on_invalid)  # type: ignore[arg-type]
 
-    async def on_http(_: Request, exc: HTTPException) -> Response:
+    async def on_http(request: Request, exc: HTTPException) -> Response:
         # The router's own answers (no such route, method not allowed) in the same shape.
         phrase = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
-        return JSONResponse({"error": phrase, "message": str(exc.detail)},
-                            status_code=exc.status_code, headers=exc.headers)
+        message, headers = str(exc.detail), dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not the first route's alone
+            allowed = allowed_methods(fastapi_app.router.routes, request.scope)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} {request.url.path} is not answered: it takes " + \
+                " or ".join(allowed)
+        return JSONResponse({"error": phrase, "message": message},
+                            status_code=exc.status_code, headers=headers or None)
 
     fastapi_app.add_exception_handler(HTTPException, on_http)  # type: ignore[arg-type]
     # Added last, so they stand outermost: no route, no metric, sees a refused request.
+    fastapi_app.add_middleware(HeadAsGet)
     fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
@@ -237,6 +251,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         # as in its own process. Only to a key that reads every scope: it covers them all.
         if not result and key.scopes is None and await asyncio.to_thread(ctx.vectors.count) == 0:
             answer["context_empty"] = True
+        elif not result and key.scopes is None and body.scopes is None:
+            # The default scope was read: why nothing came back, when its documents are all
+            # in other scopes.
+            answer["scopes_elsewhere"] = await asyncio.to_thread(scopes_elsewhere, ctx) or None
         return injected(result, answer, body.inject_mode, body.max_tokens, body.template)
 
     async def sparql(request: Request, key: ApiKey = Depends(caller)) -> Response:

@@ -73,7 +73,7 @@ async def ingest_events(state: ServiceState, key: ApiKey, body: IngestRequest,
         InvalidArgumentError: a malformed scope or document.
         Whatever :func:`trails.ingest.pipeline.ingest` raises before its first event.
     """
-    scope = check_scope(body.scope or DEFAULT_SCOPE)
+    scope = check_scope(DEFAULT_SCOPE if body.scope is None else body.scope)  # "" is no name
     key.confine([scope])
     run = _IngestRun(state.ctx, _documents(body), scope, asyncio.get_running_loop())
     await state.start_write(run.run)

@@ -123,5 +123,6 @@ async def _refuse(send: Send, host: str | None, server: Any) -> None:
         f"rebound to this machine sends its own. Connect to {where}, or start the service "
         "with --allowed-host NAME for a name it is reached by (docs/security.md)")}).encode()
     await send({"type": "http.response.start", "status": 421, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store")]})
     await send({"type": "http.response.body", "body": body})

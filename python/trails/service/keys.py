@@ -31,7 +31,7 @@ from typing import Any, Literal
 from trails.errors import AuthenticationError, ConfigurationError, PermissionDeniedError
 from trails.scopes import check_scope
 
-__all__ = ["ALL_SCOPES", "ApiKey", "KeyRing", "Right", "digest", "new_secret"]
+__all__ = ["ALL_SCOPES", "ApiKey", "KeyRing", "Right", "checked_keys_path", "digest", "new_secret"]
 
 Right = Literal["read", "write"]
 RIGHTS: tuple[Right, ...] = ("read", "write")
@@ -151,7 +151,7 @@ class KeyRing:
         if path is None and env.get(KEYS_FILE_ENV):
             path = env[KEYS_FILE_ENV]
         if path is not None:
-            file = Path(path)
+            file = checked_keys_path(path)
             try:
                 text = file.read_text(encoding="utf-8")
             except OSError as exc:
@@ -230,6 +230,19 @@ def _key(entry: Any, where: str) -> ApiKey:
             or any(right not in RIGHTS for right in rights)):
         raise ConfigurationError(f"{where}: 'rights' lists \"read\" and/or \"write\"")
     return ApiKey(label.strip(), sha, granted, frozenset(rights))
+
+
+def checked_keys_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a keys file's path.
+
+    Raises:
+        ConfigurationError: it names a folder.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigurationError(f"the API keys file {file} is a folder: name the file in it "
+                                 "that holds the keys (keys.toml)")
+    return file
 
 
 def _listed(names: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_json_text
 from trails.retrieval.request import SearchRequest
@@ -62,13 +62,13 @@ def term_object(name: str, value: dict[str, Any]) -> TermObject:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidArgumentError(
-            f"binding {name!r}: {where + ': ' if where else ''}{first['msg']}; a term object is "
-            f'{{"type": "uri" or "literal", "value": ...}}, with "datatype" or "xml:lang" for '
-            f"a literal") from None
+            f"binding {name!r} is no SPARQL JSON term ({where + ': ' if where else ''}"
+            f"{first['msg']}): a term is {{\"type\": \"uri\" or \"literal\", \"value\": "
+            "\"...\"} with, for a literal, \"datatype\" or \"xml:lang\"") from None
 
 
 class StepSpec(_Strict):
-    """A post-ranking step by name, with its options (``GET /steps`` lists them)."""
+    """A post-ranking step by name, with its options (``STEP_OPTIONS`` lists them)."""
 
     # The names build_steps knows (one list: a step added there is offered here); it refuses
     # any other, naming them.
@@ -88,8 +88,10 @@ class RetrieveRequest(SearchRequest):
         "the Python API binds it) or a SPARQL JSON results term {type, value, datatype?, "
         "xml:lang?}")
     steps: list[StepSpec] = Field(  # type: ignore[assignment]
-        default_factory=list, max_length=10, description="post-ranking steps by name (GET "
-        "/steps lists them)")
+        default_factory=list, max_length=10, description="post-ranking steps, each "
+        "{name, options}, in order: " + "; ".join(
+            f"{name} ({', '.join(options) or 'no options'})"
+            for name, options in STEP_OPTIONS.items()))
     now: str | None = Field(  # type: ignore[assignment]
         default=None, description="ISO 8601 date-time with an offset: the moment expiries "
         "are judged at")
@@ -114,14 +116,41 @@ class RetrieveRequest(SearchRequest):
         if not isinstance(bindings, dict):
             check_bindings(bindings)  # None passes; anything else is refused as retrieve() does
             return bindings
-        # Terms as JSON: each checked once converted (requests.term_bindings).
-        return {name: term_object(name, value) if isinstance(value, dict) else value
-                for name, value in bindings.items()}
+        converted: dict[str, Any] = {}
+        for name, value in bindings.items():  # else pydantic names each member of the union
+            if isinstance(value, dict):
+                converted[name] = term_object(name, value)
+            elif isinstance(value, (TermObject, bool, int, float, str)):
+                converted[name] = value
+            else:
+                sent = ("null" if value is None else "an array" if isinstance(value, list)
+                        else type(value).__name__)
+                several = (f"; to match any of several values, write VALUES ?{name} {{ ... }} "
+                           "in the filter" if isinstance(value, list) else "")
+                raise InvalidArgumentTypeError(
+                    f"binding {name!r} is {sent}: a binding is a JSON string, number or "
+                    f'boolean, or a SPARQL JSON term such as {{"type": "uri", "value": '
+                    f'"https://..."}}{several}')
+        return converted  # terms as JSON: each checked once converted (requests.term_bindings)
 
     @field_validator("steps", mode="before")
     @classmethod
     def _steps(cls, steps: object) -> object:
-        return steps  # names and options: checked as they are built (service/steps.py)
+        # Names and options: checked as they are built (service/steps.py). The shape here,
+        # else pydantic names the schema's class, or calls an option beside the name one "of
+        # a search".
+        example = '{"name": "mmr", "options": {"lambda_": 0.5}}'
+        for number, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict):
+                raise InvalidArgumentTypeError(
+                    f"steps[{number}] is {step!r}: a step is an object naming it, with its "
+                    f"options: {example}")
+            extra = sorted(set(step) - {"name", "options"})
+            if extra:
+                raise InvalidArgumentError(
+                    f"steps[{number}] takes name and options, not {', '.join(extra)}: a step's "
+                    f"options go in its \"options\": {example}")
+        return steps
 
     # Checked when the search runs (retrieve() builds the SearchRequest that refuses them),
     # so that a refusal of a parsed body is recorded in the audit trail, under its key.
@@ -140,7 +169,7 @@ class HitOut(BaseModel):
 
     iri: str
     score: float | None
-    components: dict[str, float]
+    components: dict[str, int | float]  # a rank an int, as retrieve() gives it
     document: str | None
     title: str | None
     date: str | None
@@ -179,6 +208,10 @@ class RetrieveResponse(BaseModel):
     context_empty: bool | None = Field(
         default=None, description="true when the answer has no hits and the context holds no "
         "documents at all (said only to a key that reads every scope); null otherwise")
+    scopes_elsewhere: list[str] | None = Field(
+        default=None, description="when the answer has no hits, the search named no scope and "
+        "the default scope it read holds no documents: the scopes that do (said only to a key "
+        "that reads every scope); null otherwise")
 
 
 class DocumentIn(_Strict):

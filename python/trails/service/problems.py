@@ -16,6 +16,7 @@ from trails.errors import (
     EmbeddingModelMismatchError,
     EndpointRefusedError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     MissingExtraError,
     NotAcceptableError,
     PermissionDeniedError,
@@ -28,7 +29,7 @@ from trails.errors import (
     UnknownRunError,
 )
 
-__all__ = ["error_body", "printable", "status_of"]
+__all__ = ["error_body", "not_json", "printable", "status_of"]
 
 
 # Most specific first: the first class an error is an instance of gives its status.
@@ -80,3 +81,18 @@ def printable(text: str) -> str:
     """``text`` as UTF-8 can carry it: a lone surrogate (from a request's own text, quoted
     back) written as its escape, so that an error can always be answered."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def not_json(method: str, path: str, content_type: str | None) -> InvalidArgumentError | None:
+    """The error for a JSON route's body sent under another ``Content-Type`` (or none), which
+    the app does not read as JSON (so that no web page can post to it as a plain form); None
+    for a JSON type (``application/json``, ``application/*+json``), as the app reads them."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/")
+                                       and media.endswith("+json")):
+        return None
+    sent = repr(media) if media else "no Content-Type"
+    return InvalidArgumentError(
+        f"{method} {path} reads a JSON body sent with Content-Type: application/json; the "
+        f"request has {sent} (curl -d sends a form's type unless given "
+        "-H 'Content-Type: application/json'; or use curl --json)")

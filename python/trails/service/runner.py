@@ -99,14 +99,19 @@ def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: i
         server.run()
     except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C once it has shut down
         pass
+    except SystemExit:  # uvicorn's exit when it cannot start (its code, 3, is not trails')
+        if written or server.started:
+            raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         for info in written:
             remove_service(directory, info)
     if not server.started and not written:
         raise ConfigurationError(
-            f"could not serve on {host}:{port} (the address is in use, or the context could "
-            "not start; the log above says which)")
+            f"could not serve on {host}:{port}: the address is in use (another "
+            "trails serve, or another program) or cannot be bound here, or the context could "
+            "not start; the log above says which. Choose another --port (--port 0 takes a "
+            "free one) or --host")
 
 
 def _note(signum: int, frame: Any) -> None:
