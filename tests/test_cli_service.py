@@ -213,8 +213,9 @@ def test_a_query_of_the_empty_default_scope_names_the_scopes_through_the_service
     db, _ = served
     through = trails("--db", str(db), "query", "glaciers", "--json")
     local = trails("--db", str(db), "query", "glaciers", "--json", "--local")
-    note = ("note: the default scope, which a query without --scope reads, holds no documents; "
-            "this context's are in the scopes alpha, beta (--scope alpha)")
+    note = ("note: the default scope, which a search naming no scope reads, holds no "
+            "documents; this context's are in the scopes alpha, beta (scope='alpha', "
+            "--scope alpha)")
     for answer in (through, local):
         assert answer.returncode == 0, answer.stderr
         assert json.loads(answer.stdout)["hits"] == []

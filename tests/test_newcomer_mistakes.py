@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from _cli import run_trails
-from trails import MockEmbedder
+from trails import MockEmbedder, retrieve
 from trails.audit.records import started_now
 from trails.context import Context
 from trails.errors import ConfigurationError, InvalidArgumentTypeError, TrailsError
@@ -340,7 +340,23 @@ def test_a_query_of_the_default_scope_when_the_documents_are_in_others_says_wher
     for options in ([], ["--json"]):
         answer = run_trails("--db", db, "query", "pumps", *options)
         assert answer.returncode == 0, answer.stderr
-        assert ("note: the default scope, which a query without --scope reads, holds no "
-                "documents; this context's are in the scope team (--scope team)") in answer.stderr
+        said = " ".join((answer.stderr if "--json" in options else answer.stdout).split())
+        assert ("the default scope, which a search naming no scope reads, holds no documents; "
+                "this context's are in the scope team (scope='team', --scope team)") in said
     found = run_trails("--db", db, "query", "pumps", "--scope", "team")
     assert "holds no documents" not in found.stderr and "pump failed" in found.stdout
+
+
+def test_retrieve_without_a_scope_names_the_scopes_holding_the_documents():
+    ctx = fresh_context()
+    ingest_all([Document("a", "mem", "The pump failed in building 3.")], ctx=ctx, scope="team")
+    empty = retrieve("pumps", ctx)
+    assert not empty
+    assert ("the default scope, which a search naming no scope reads, holds no documents; "
+            "this context's are in the scope team (scope='team', --scope team)") in empty.notes
+    found = retrieve("pumps", ctx, scope="team")
+    assert found and not any("holds no documents" in note for note in found.notes)
+    ingest_all([Document("b", "mem", "Minutes of the board.")], ctx=ctx)  # the default's own
+    none_here = retrieve("zebra", ctx, mode="graph",
+                         sparql_filter="SELECT ?iri WHERE { ?iri schema:position 99 }")
+    assert not none_here and not any("holds no documents" in n for n in none_here.notes)

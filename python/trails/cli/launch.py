@@ -24,7 +24,7 @@ from typing import Any
 from trails._lazy import import_target
 from trails.cli.arguments import FLAG, REPEATED, SEARCH_FLAGS, search_fields
 from trails.cli.exits import EXIT_BROKEN_CONTEXT, EXIT_USER_ERROR, fail
-from trails.cli.output import empty_context_note, other_scopes_note, print_result
+from trails.cli.output import empty_context_note, print_result
 from trails.errors import StorageError, TrailsError
 from trails.records import RetrievalResult
 from trails.service.client import NotAnswered, ServiceClient, json_term
@@ -130,8 +130,6 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
     result = RetrievalResult.from_dict(answer, query=options["text"])
     if not result and answer.get("context_empty") is True:  # as the command says it
         print(empty_context_note(str(Path(db))), file=sys.stderr)
-    if not result and answer.get("scopes_elsewhere"):
-        print(other_scopes_note([str(s) for s in answer["scopes_elsewhere"]]), file=sys.stderr)
     print_result(result, bool(options.get(FLAG)), bool(options.get("json")))
     return 0
 

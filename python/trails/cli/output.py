@@ -64,15 +64,6 @@ def empty_context_note(db: str) -> str:
             f"{visible(db)} ingest PATH...` (files or folders: .md .txt .html .jsonl .pdf)")
 
 
-def other_scopes_note(scopes: list[str]) -> str:
-    """What ``trails query`` says (on stderr) of an answer without hits from the default
-    scope when the context's documents are all in ``scopes``, in its own process or through
-    a service."""
-    named = ("the scope " if len(scopes) == 1 else "the scopes ") + ", ".join(scopes)
-    return (f"note: the default scope, which a query without --scope reads, holds no "
-            f"documents; this context's are in {visible(named)} (--scope {visible(scopes[0])})")
-
-
 def visible(text: str) -> str:
     r"""``text`` with its control characters written out (``\x1b``): an escape sequence in a
     recorded query, a caller or a title would otherwise drive the terminal (clear the screen,

@@ -15,7 +15,6 @@ from trails.cli.output import (
     console,
     empty_context_note,
     escaped,
-    other_scopes_note,
     print_json,
     print_result,
     table,
@@ -26,7 +25,7 @@ from trails.retrieval.binding_notes import string_notes
 from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.request import SearchRequest
 from trails.retrieval.retrieve import known_scopes, retrieve
-from trails.scopes import check_known_scopes, normalize_scopes, scopes_elsewhere
+from trails.scopes import check_known_scopes, normalize_scopes
 
 __all__ = ["query", "search_option", "sparql"]
 
@@ -118,12 +117,8 @@ def query(
     with open_context(ctx) as opened:
         hits = retrieve(request.query, opened, **request.options(), caller=caller)
         empty = not hits and opened.vectors.count() == 0
-        elsewhere = (scopes_elsewhere(opened)
-                     if not hits and not empty and request.scopes is None else [])
     if empty:  # on stderr, exit 0: an empty answer is an answer, but this one has a cause
         typer.echo(empty_context_note(str(db_option(ctx))), err=True)
-    if elsewhere:
-        typer.echo(other_scopes_note(elsewhere), err=True)
     print_result(hits, why, as_json)
 
 

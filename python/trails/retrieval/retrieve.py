@@ -41,7 +41,7 @@ from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
 from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
 from trails.retrieval.steps import StepContext, run_steps
 from trails.retrieval.thresholds import above_min_score
-from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
+from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes, scopes_elsewhere
 from trails.tracing import span, traced
 from trails.vector.stores.base import KeywordIndex, ScopeListing, check_compatible
 from trails.vector.stores.records import back_reference
@@ -273,10 +273,27 @@ def _run(request: SearchRequest, ctx: Context | None, vector_store: VectorStore 
     call = SearchCall.asked(request, caller, scopes=scopes, started=started, revisions=state,
                             embedder=None if model is None else model.identity.describe(),
                             searched=None if query == request.query else query)
+    if not answer and request.scopes is None and ctx is not None:
+        answer.notes = (*answer.notes, *_elsewhere(ctx))
     answer.query = query  # the display marks its terms in each passage
     answer.filter_path = path[-1] if path else None
     answer.embedder = model  # to_context counts tokens with its tokenizer
     return observe(answer, ctx, call, time.perf_counter() - clock, started_now())
+
+
+def _elsewhere(ctx: Context) -> list[str]:
+    """Why a search naming no scope found nothing, when the default scope holds no document
+    and others do (ingested with a scope, searched without one)."""
+    try:
+        scopes = scopes_elsewhere(ctx)
+    except Exception as exc:  # noqa: BLE001 - a note is never worth the answer it explains
+        log.warning("could not tell which scopes hold documents: %s", exc)
+        return []
+    if not scopes:
+        return []
+    named = ("the scope " if len(scopes) == 1 else "the scopes ") + ", ".join(scopes)
+    return [(f"the default scope, which a search naming no scope reads, holds no documents; "
+            f"this context's are in {named} (scope={scopes[0]!r}, --scope {scopes[0]})")]
 
 
 def _shown(result: RetrievalResult, ctx: Context | None, scopes: list[str]) -> RetrievalResult:
