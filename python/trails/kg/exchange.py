@@ -15,7 +15,14 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
-from trails.kg.loads import ReplaceOption, replacing, source_key, target_graph
+from trails.kg.loads import (
+    ReplaceOption,
+    loaded_before,
+    refuse_emptied,
+    replacing,
+    source_key,
+    target_graph,
+)
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.rdfwrite import write_quads
@@ -31,7 +38,8 @@ LoadSource = RdfSource | Any
 
 def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format: str | None,
                scope: str | None, base_iri: str | None, *, replace: ReplaceOption = False,
-               update: Callable[[str], None] | None = None) -> int:
+               update: Callable[[str], None] | None = None,
+               query: Callable[[str], Any] | None = None, allow_empty: bool = False) -> int:
     """Parse ``source`` and ``add`` all its quads in one go; or, with ``replace``, ``update``
     the graph in one transaction so that they replace what the same source loaded with
     ``replace`` before, and are recorded for the next one (:mod:`trails.kg.loads`). How many
@@ -42,6 +50,8 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
         ConfigurationError: a quad in the audit graph, which trails alone writes; ``replace``
             with RDF that names graphs of its own.
         InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
+        ConfigurationError: ``replace`` with a source that holds no triples now, over an
+            earlier load that held some, without ``allow_empty`` (``query`` counts them).
     """
     given = source
     if is_rdflib_graph(source):
@@ -56,6 +66,9 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
         if update is None:
             raise ConfigurationError("this graph takes no update, so a load cannot replace "
                                      "what it loaded before; nothing was loaded")
+        name = key if isinstance(replace, str) else f"the file {key}"
+        if not quads and not allow_empty and query is not None:
+            refuse_emptied(name, loaded_before(query, key, target))
         update(replacing(quads, key, target, "the RDF loaded"))
     else:  # not recorded: a plain load of a large file costs what it always did (ADR 0051)
         add(quads)
