@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -12,6 +11,7 @@ import typer
 from trails.cli._common import db_option, open_context
 from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError
+from trails.kg.export_paths import OwnFiles, refuse_own_file
 from trails.kg.loads import loaded_before, refuse_emptied, replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
@@ -123,8 +123,8 @@ def export(
     """
     fmt = rdf_format(format, output) if (format or output) else ox.RdfFormat.TRIG
     with open_context(ctx) as opened:
-        if output is not None:
-            _refuse_inside(output, db_option(ctx), opened.kg, opened.vectors)
+        if output is not None:  # as kg.dump refuses it, whatever class the graph is
+            refuse_own_file(output, OwnFiles.of(db_option(ctx), [opened.kg, opened.vectors]))
         known = opened.kg.scopes()
         if scope is not None:
             check_known_scopes(normalize_scopes(scope), known)
@@ -150,22 +150,3 @@ def export(
     if text is not None:
         typer.echo(text, nl=False)
 
-
-def _refuse_inside(output: Path, db: Path, *parts: object) -> None:
-    """Refuse an export path in the context directory or its graph's folder, or beside its
-    vector store under its name: the export would replace a file of the context (its
-    trails.json, every vector)."""
-    target = Path(os.path.realpath(output))
-    folders = [Path(os.path.realpath(db))]
-    stores: list[Path] = []
-    for part in parts:
-        path = getattr(part, "path", None)
-        if isinstance(path, str) and path != ":memory:":
-            (folders if os.path.isdir(path) else stores).append(Path(os.path.realpath(path)))
-    if any(target == folder or folder in target.parents for folder in folders) or any(
-            target.parent == store.parent and target.name.startswith(store.name)
-            for store in stores):
-        raise ConfigurationError(
-            f"{output} is inside the context directory {db} (or beside its graph or vector "
-            "store): an export there could replace a file of the context (its trails.json, "
-            "its vectors). Write it elsewhere, e.g. -o ../backup.nq")

@@ -15,6 +15,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
+from trails.kg.export_paths import OwnFiles, refuse_own_file
 from trails.kg.loads import (
     ReplaceOption,
     loaded_before,
@@ -29,7 +30,7 @@ from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import AUDIT_GRAPH_IRI, check_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
-__all__ = ["QuadExport", "dump_quads", "load_quads", "rdflib_of"]
+__all__ = ["QuadExport", "dump_quads", "guard_exports", "load_quads", "rdflib_of"]
 
 _AUDIT = ox.NamedNode(AUDIT_GRAPH_IRI)
 # What load() takes: a path, RDF text or bytes, or an rdflib Graph/Dataset.
@@ -104,6 +105,7 @@ class QuadExport:
     and has its ``prefixes``."""
 
     prefixes: dict[str, str]
+    _own_files = OwnFiles(None)  # what dump must not write over (guard_exports), besides its own
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         """One scope's quads, or every graph's (``scope`` None)."""
@@ -128,7 +130,9 @@ class QuadExport:
         (``urn:trails:audit``, which no load takes: ``audit=True`` adds it); a triple format
         (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
         scope). The format comes from ``format``, else ``path``'s suffix, else TriG. A
-        ``scope`` that holds nothing is an UnknownScopeError (nothing is written).
+        ``scope`` that holds nothing is an UnknownScopeError (nothing is written); a ``path``
+        inside the graph's folder or its context's directory, or beside its vector store, a
+        ConfigurationError (it could replace a file of the context; nothing is written).
 
         >>> from trails.kg.oxigraph import OxigraphGraph
         >>> kg = OxigraphGraph()
@@ -139,6 +143,8 @@ class QuadExport:
         ...
         <https://x/a> schema:name "A" .
         """
+        if path is not None:
+            refuse_own_file(path, self._own_files.joined(OwnFiles.of(None, [self])))
         return dump_quads(self._quads, path, format, self._known(scope), self.prefixes, audit)
 
     def to_rdflib(self, scope: str | None = None, *, audit: bool = False) -> Any:
@@ -146,3 +152,10 @@ class QuadExport:
         in-memory Oxigraph store (``pip install "trails[rdflib]"``); the audit graph only
         with ``audit=True``, as for :meth:`dump`."""
         return rdflib_of(self._quads(self._known(scope)), audit)
+
+
+def guard_exports(kg: object, directory: str | os.PathLike[str] | None, *parts: object) -> None:
+    """Make ``kg.dump(path)`` refuse a path over a file of the context in ``directory`` made
+    of ``parts`` (:mod:`trails.kg.export_paths`); a graph of another class is left as it is."""
+    if isinstance(kg, QuadExport):
+        kg._own_files = kg._own_files.joined(OwnFiles.of(directory, parts))
