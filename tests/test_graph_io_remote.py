@@ -169,3 +169,14 @@ def test_a_file_loaded_again_with_replace_replaces_it_on_the_server(remote, tmp_
     assert len(sent) == 1
     assert canonical([q for q in on_server(remote) if q.graph_name == LEGAL]) == canonical(
         _legal(onto.read_text()))
+
+
+def test_a_source_emptied_since_its_replace_load_is_refused_on_a_server(remote):
+    """As on the embedded graph (tests/test_load_emptied.py): the server keeps every triple."""
+    remote.load(TURTLE.encode(), format="turtle", replace="people")
+    before = sorted(map(str, on_server(remote)))
+    with pytest.raises(ConfigurationError, match="people holds no triples now.* 4 triples"):
+        remote.load(b"", format="turtle", replace="people")
+    assert sorted(map(str, on_server(remote))) == before
+    assert remote.load(b"", format="turtle", replace="people", allow_empty=True) == 0
+    assert on_server(remote) == []

@@ -131,3 +131,55 @@ def test_ctrl_c_while_closing_still_lets_the_directory_and_its_graph_go(tmp_path
     monkeypatch.undo()
     assert other_process_can_hold(tmp_path / "kb")
     Context.open(tmp_path / "kb").close()
+
+
+def test_deleting_the_lock_file_under_a_writer_lets_no_second_writer_in(tmp_path):
+    """The lock belongs to the open file: a second process used to create a new
+    trails-writer.lock where the writer's had been deleted, lock it, and write beside it."""
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    (tmp_path / writer_lock.LOCK_FILE).unlink()
+    assert not other_process_can_hold(tmp_path)  # refused, though the file it made is free
+    assert (tmp_path / writer_lock.LOCK_FILE).exists()
+    held.close()
+    assert other_process_can_hold(tmp_path)
+
+
+def test_deleting_the_lock_file_under_an_open_context_lets_no_second_writer_in(tmp_path):
+    """On servers (a SPARQL endpoint, no graph lock of its own) the directory's lock is all
+    that keeps a second writing process out; asked of the lock itself here."""
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)):
+        (tmp_path / "kb" / writer_lock.LOCK_FILE).unlink()
+        assert not other_process_can_hold(tmp_path / "kb")
+    assert other_process_can_hold(tmp_path / "kb")
+
+
+def test_where_a_directory_cannot_be_opened_the_file_alone_is_the_lock(tmp_path, monkeypatch):
+    """Windows opens no directory: the file's lock is taken, held and let go as before."""
+    opened = os.open
+
+    def no_directories(path, flags, *args, **kwargs):
+        if os.path.isdir(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_directories)
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None and held._folder == -1
+    assert not other_process_can_hold(tmp_path)
+    held.close()
+    assert other_process_can_hold(tmp_path)
+
+
+def test_a_forked_child_lets_go_of_the_directory_too(tmp_path):
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    pid = os.fork()
+    if pid == 0:  # the child: its copies closed at the fork, it waits for nothing
+        os._exit(0 if held._folder == -1 and held._descriptor == -1 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    (tmp_path / writer_lock.LOCK_FILE).unlink()
+    assert not other_process_can_hold(tmp_path)  # the parent's still holds
+    held.close()
+    assert other_process_can_hold(tmp_path)

@@ -24,7 +24,6 @@ as an embedded Oxigraph graph and sqlite-vec store, which is what it always mean
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -34,6 +33,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from trails.durable import replace_file
 from trails.errors import ConfigurationError, StorageError
 from trails.faults import corrupt_file, storage_fault, translated
 from trails.recorded import Scalar, Setting
@@ -217,7 +217,8 @@ def _from_format_1(raw: dict[str, Any]) -> ContextConfig:
 
 
 def write_config(root: Path, config: ContextConfig) -> None:
-    """Write ``trails.json`` atomically: a crash never leaves half a configuration.
+    """Write ``trails.json`` atomically and durably: a crash, or a power loss, leaves the old
+    file or the new one, never half a configuration nor an empty file (:mod:`trails.durable`).
 
     Raises:
         StorageError: it cannot be written (a full disk, a read-only mount, permissions); the
@@ -227,14 +228,13 @@ def write_config(root: Path, config: ContextConfig) -> None:
     # A name of its own per write: two threads writing at once each replace the file whole,
     # never with a temporary file the other is still writing.
     tmp = root / f"{CONFIG_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
+    path = root / CONFIG_FILE
     try:
-        with translated(str(root / CONFIG_FILE), "writing"):
-            tmp.write_text(text)
-            os.replace(tmp, root / CONFIG_FILE)
-    except BaseException:
-        with contextlib.suppress(OSError):  # a read-only mount refuses this too
-            tmp.unlink(missing_ok=True)
-        raise
+        with translated(str(path), "writing"):  # synced: a power loss keeps one file whole
+            replace_file(path, text.encode("utf-8"), tmp)
+    except OSError as exc:  # an I/O error, a stale share: said as the others are
+        raise StorageError(f"writing {path} failed ({exc.strerror or exc}); check the disk "
+                           "and the mount, then run it again") from exc
 
 
 # Held while one thread reads trails.json, changes it and writes it back (the context

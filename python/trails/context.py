@@ -44,6 +44,7 @@ from trails.ingest.retention import delete_recorded, prune_expired
 from trails.ingest.writer import between_writes
 from trails.integrity import check_parts_belong, check_parts_present, check_room, new_context_id
 from trails.kg.base import KnowledgeGraph
+from trails.kg.exchange import guard_exports
 from trails.parts import ContextParts
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
@@ -107,14 +108,14 @@ class Context:
         self.vectors = vectors
         self.embedder = embedder
         self.base_iri = check_base_iri(base_iri)
-        # Metadata key -> predicate IRI for ingested documents (``author`` ->
-        # ``dcterms:creator``); other keys are written as ``meta:<key>``.
+        # Metadata key -> predicate IRI (``author`` -> ``dcterms:creator``; else ``meta:<key>``).
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
         # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
         self.retention: Mapping[str, str] = check_retention(retention or {})
         # Document metadata keys vectors may carry (trails.ingest.payload); none by default.
         self.payload_fields: tuple[str, ...] = check_payload_fields(payload or ())
         self.directory = directory
+        guard_exports(kg, directory, vectors)  # kg.dump(path) never over the context's files
         self.read_only = read_only
         # Searches recorded as PROV-O (docs/compliance.md): on for a directory unless its
         # trails.json says otherwise, off in memory; ``ctx.audit.enabled`` switches it.

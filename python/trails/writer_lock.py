@@ -7,7 +7,13 @@ would interleave (ADR 5: each must run whole; within a process ``writing_version
 it). A writable ``Context.open`` takes ``trails-writer.lock`` in the directory (portalocker:
 ``flock`` on POSIX, exclusive, not waiting) and keeps it until the context is closed or
 collected; the operating system lets it go with a process that dies, and a forked child lets
-go of its inherited copy at once. The file must stay where it is while a writer runs.
+go of its inherited copy at once.
+
+A lock belongs to the open file, not to its name: deleting ``trails-writer.lock`` while a writer
+ran let the next process create a new file there and lock that, a second writer. So the
+writer locks the directory itself too (``flock`` on the open directory, where the system
+opens one: not on Windows, nor where it cannot lock one), which no file deleted in it can take
+away: a second writer is refused by it whatever became of the file.
 
 A directory that cannot hold the lock (a read-only mount, a file system without locks) opens
 as it did before the lock existed, with a warning.
@@ -62,8 +68,8 @@ class WriterLock:
     """The held lock of one context directory, and its parts' on servers; :meth:`close` lets
     them go (twice is fine)."""
 
-    def __init__(self, key: str | None, descriptor: int) -> None:
-        self._key, self._descriptor = key, descriptor
+    def __init__(self, key: str | None, descriptor: int, folder: int = -1) -> None:
+        self._key, self._descriptor, self._folder = key, descriptor, folder
         self._servers: list[Callable[[], None]] = []
 
     def owned_by(self, owner: object) -> WriterLock:
@@ -78,6 +84,9 @@ class WriterLock:
                 os.close(self._descriptor)  # closing the file releases its lock
                 self._descriptor = -1
                 _HELD.discard(self._key or "")
+            if self._folder >= 0:
+                os.close(self._folder)
+                self._folder = -1
         for release in servers:
             try:
                 release()
@@ -107,9 +116,11 @@ def hold_for_writing(directory: Path) -> WriterLock | None:
             log.warning("%s cannot hold its writer lock (%s): opened without it; keep to one "
                         "writing process there", directory, exc.strerror or exc)
             return None
+        folder = -1
         try:
             portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE
                              | portalocker.LockFlags.NON_BLOCKING)
+            folder = _lock_folder(key)  # held too when the file was deleted under its writer
         except portalocker.exceptions.AlreadyLocked as exc:
             os.close(descriptor)
             raise ContextLockedError(
@@ -122,7 +133,7 @@ def hold_for_writing(directory: Path) -> WriterLock | None:
                         "writing process there", directory, exc)
             return None
         _HELD.add(key)
-        held = WriterLock(key, descriptor)
+        held = WriterLock(key, descriptor, folder)
         _LIVE.add(held)
     return held
 
@@ -159,6 +170,29 @@ def _open(path: str) -> int:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # there already, not creatable now
 
 
+def _lock_folder(key: str) -> int:
+    """The directory ``key`` opened and locked (exclusive, not waiting); -1 where a directory
+    cannot be opened (Windows) or locked (a file system without locks on one).
+
+    Raises:
+        portalocker.exceptions.AlreadyLocked: another writer holds it.
+    """
+    try:
+        folder = os.open(key, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        portalocker.lock(folder, portalocker.LockFlags.EXCLUSIVE
+                         | portalocker.LockFlags.NON_BLOCKING)
+    except portalocker.exceptions.AlreadyLocked:
+        os.close(folder)
+        raise
+    except portalocker.exceptions.LockException:  # the file's lock still holds
+        os.close(folder)
+        return -1
+    return folder
+
+
 def _forked_child() -> None:
     """In a forked child: let go of the inherited descriptors (the parent's lock stays the
     parent's, and ends when the parent closes), and forget what the parent held, on servers
@@ -167,9 +201,10 @@ def _forked_child() -> None:
     _GUARD = threading.RLock()  # another thread may have held it at the fork
     for held in list(_LIVE):
         held._servers = []  # the parent's sessions: closing one here would end it there
-        if held._descriptor >= 0:
-            os.close(held._descriptor)
-            held._descriptor = -1
+        for descriptor in (held._descriptor, held._folder):
+            if descriptor >= 0:
+                os.close(descriptor)
+        held._descriptor = held._folder = -1
     _HELD.clear()
 
 

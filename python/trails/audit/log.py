@@ -29,6 +29,7 @@ from pathlib import Path
 import portalocker
 
 from trails.audit.records import ActivityRecord, from_json
+from trails.durable import sync_directory
 
 __all__ = ["AuditLog"]
 
@@ -51,10 +52,12 @@ class AuditLog:
         self._name = f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
         self._lock = threading.Lock()  # one line at a time from this process
         self._descriptor: int | None = None  # kept open: an append is one write
+        self._unsynced: set[Path] = set()  # folders holding a new name a sync must cover
 
     def append(self, record: ActivityRecord, *, sync: bool = False) -> None:
         """Add ``record`` (raises OSError when the file cannot be written); with ``sync`` it
-        is on the disk when this returns (a record that must come before what it records)."""
+        is on the disk, and so is its file's name, when this returns (a record that must come
+        before what it records)."""
         line = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
                 + "\n").encode("utf-8")
         with self._lock:
@@ -69,6 +72,7 @@ class AuditLog:
                     _append_whole(descriptor, line)
                     if sync:
                         os.fsync(descriptor)
+                        self._sync_names()
                     return
                 finally:
                     if self._descriptor is not None:
@@ -84,12 +88,26 @@ class AuditLog:
 
     def _open(self) -> int:
         if self._descriptor is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._descriptor = os.open(self.directory / self._name,
-                                       os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                                       0o600)
+            if not self.directory.is_dir():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._unsynced.add(self.directory.parent)  # the folder's own name
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+            try:
+                self._descriptor = os.open(self.directory / self._name,
+                                           flags | os.O_CREAT | os.O_EXCL, 0o600)
+                self._unsynced.add(self.directory)  # a new file: its name is not synced yet
+            except FileExistsError:
+                self._descriptor = os.open(self.directory / self._name, flags | os.O_CREAT,
+                                           0o600)
             os.fchmod(self._descriptor, 0o600)  # writable whatever the umask: unsealed
         return self._descriptor
+
+    def _sync_names(self) -> None:
+        """Sync the folders where this process made a file or folder since the last synced
+        append: a record synced into a file whose name a power loss takes away is lost."""
+        for folder in sorted(self._unsynced, key=lambda path: len(path.parts)):
+            sync_directory(folder)
+        self._unsynced.clear()
 
     def keep_aside(self, record: ActivityRecord, name: str) -> None:
         """Append ``record`` to the file ``name`` of the log's directory, which no fold reads."""
@@ -180,6 +198,7 @@ class AuditLog:
                     file.write(b"".join(line + b"\n" for line in unread))
                     file.flush()
                     os.fsync(file.fileno())  # on the disk before the files that held them go
+                sync_directory(self.directory)  # and its name, if this made the file
                 on_aside(len(unread))
             for path, _ in taken:
                 path.unlink(missing_ok=True)

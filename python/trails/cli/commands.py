@@ -70,6 +70,11 @@ def _dash_hint(exc: Exception, where: str) -> str:
     return f"; a value that starts with '-' goes after '--': {where} [OPTIONS] -- VALUE"
 
 
+def _said(exc: BaseException) -> str:
+    """The error's message, with its notes (what a command had done before it, say)."""
+    return " ".join([str(exc) or type(exc).__name__, *getattr(exc, "__notes__", ())])
+
+
 class _Group(TyperGroup):
     """Turns every expected error into one line on stderr and the documented exit code."""
 
@@ -92,9 +97,9 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             code = fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
         except StorageError as exc:
-            code = fail(str(exc) or type(exc).__name__, EXIT_BROKEN_CONTEXT)
+            code = fail(_said(exc), EXIT_BROKEN_CONTEXT)
         except (TrailsError, ValueError, SyntaxError, OSError) as exc:
-            code = fail(str(exc) or type(exc).__name__)
+            code = fail(_said(exc))
         except Exception as exc:  # a bug: still one line, never a traceback
             if os.environ.get("TRAILS_DEBUG"):
                 raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +11,8 @@ import typer
 from trails.cli._common import db_option, open_context
 from trails.cli.output import print_json, visible
 from trails.errors import ConfigurationError
-from trails.kg.loads import replacing, target_graph
+from trails.kg.export_paths import OwnFiles, refuse_own_file
+from trails.kg.loads import loaded_before, refuse_emptied, replacing, target_graph
 from trails.kg.rdfio import FORMAT_NAMES, rdf_format, read_quads
 from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import AUDIT_GRAPH_IRI
@@ -38,6 +38,10 @@ def load(
         False, "--replace", help="Replace what each file loaded with --replace into its scope "
         "before: triples and labels taken out of the file go (run trails link after it to "
         "link again)."),
+    allow_empty: bool = typer.Option(
+        False, "--allow-empty", help="With --replace: let a file that holds no triples now "
+        "remove every triple it loaded before (without it, such a file is refused: emptied or "
+        "cut short by mistake, more likely)."),
     as_json: bool = typer.Option(
         False, "--json", help="Print only JSON: {files: [{file, quads}], quads}."),
 ) -> None:
@@ -48,7 +52,9 @@ def load(
     graph (urn:trails:audit) is written by trails alone: a file with triples in it is
     refused, and nothing is loaded (exit 1). A file loaded with --replace is recorded, so that
     after it changes, --replace again takes out what it no longer holds (ADR 0051): load an
-    ontology you will edit with --replace from the first time.
+    ontology you will edit with --replace from the first time. A file that holds no triples
+    now is refused by --replace when it loaded some before (exit 1, nothing changed): add
+    --allow-empty to remove them on purpose.
 
     Example:
 
@@ -58,8 +64,15 @@ def load(
     trails --db ./kb load ontology.ttl --replace && trails --db ./kb link
     ```
     """
+    if allow_empty and not replace:
+        raise ConfigurationError("--allow-empty lets a --replace remove what an emptied file "
+                                 "loaded before; add --replace, or leave --allow-empty out")
     with open_context(ctx, write=True) as opened:
         parsed = [(file, read_quads(file, format, scope, base_iri=base_iri)) for file in files]
+        for file, quads in parsed if replace and not allow_empty else ():
+            if not quads:  # emptied by mistake, more likely than meant to remove it all
+                refuse_emptied(str(file), loaded_before(
+                    opened.kg.query, str(file.resolve()), target_graph(quads, scope)))
         if replace:
             opened.kg.update(" ;\n".join(
                 replacing(quads, str(file.resolve()), target_graph(quads, scope), str(file))
@@ -110,8 +123,8 @@ def export(
     """
     fmt = rdf_format(format, output) if (format or output) else ox.RdfFormat.TRIG
     with open_context(ctx) as opened:
-        if output is not None:
-            _refuse_inside(output, db_option(ctx), opened.kg, opened.vectors)
+        if output is not None:  # as kg.dump refuses it, whatever class the graph is
+            refuse_own_file(output, OwnFiles.of(db_option(ctx), [opened.kg, opened.vectors]))
         known = opened.kg.scopes()
         if scope is not None:
             check_known_scopes(normalize_scopes(scope), known)
@@ -137,22 +150,3 @@ def export(
     if text is not None:
         typer.echo(text, nl=False)
 
-
-def _refuse_inside(output: Path, db: Path, *parts: object) -> None:
-    """Refuse an export path in the context directory or its graph's folder, or beside its
-    vector store under its name: the export would replace a file of the context (its
-    trails.json, every vector)."""
-    target = Path(os.path.realpath(output))
-    folders = [Path(os.path.realpath(db))]
-    stores: list[Path] = []
-    for part in parts:
-        path = getattr(part, "path", None)
-        if isinstance(path, str) and path != ":memory:":
-            (folders if os.path.isdir(path) else stores).append(Path(os.path.realpath(path)))
-    if any(target == folder or folder in target.parents for folder in folders) or any(
-            target.parent == store.parent and target.name.startswith(store.name)
-            for store in stores):
-        raise ConfigurationError(
-            f"{output} is inside the context directory {db} (or beside its graph or vector "
-            "store): an export there could replace a file of the context (its trails.json, "
-            "its vectors). Write it elsewhere, e.g. -o ../backup.nq")

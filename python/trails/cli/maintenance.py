@@ -13,6 +13,8 @@ from trails.cli._common import EXIT_PARTIAL, db_option, open_context
 from trails.cli.output import cell, console, print_json, table, visible
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError
+from trails.ingest.expiry import ExpiredDocument
+from trails.ingest.retention import prune_expired, stopped_note
 from trails.vector.stores.base import VersionedStore
 from trails.writer_lock import hold_for_writing
 
@@ -100,7 +102,9 @@ def delete(
     """Delete documents: their vectors and the triples trails wrote about them.
 
     Triples you added about a document survive unless --all-triples. Exits 1, deleting
-    nothing, when an IRI is not a document of this context.
+    nothing, when an IRI is not a document of this context. An error part way (a full disk)
+    stops it with the error's exit code, naming the documents deleted before it and those
+    not deleted (--json: {deleted, not_deleted, all_triples, error}).
 
     Example:
 
@@ -119,12 +123,30 @@ def delete(
         missing = [iri for iri in iris if iri not in known]
         if missing:
             raise ConfigurationError(_not_documents(opened, db_option(ctx), missing))
-        for iri in iris:
-            opened.delete_document(iri, include_user_triples=all_triples)
+        wanted, deleted = list(dict.fromkeys(iris)), list[str]()
+        for iri in wanted:
+            try:
+                opened.delete_document(iri, include_user_triples=all_triples)
+            except Exception as exc:
+                _stopped(exc, deleted, [i for i in wanted if i not in deleted], as_json,
+                         {"all_triples": all_triples})
+                raise
+            deleted.append(iri)
             if not as_json:
                 typer.echo(visible(f"deleted {iri}"))
     if as_json:
-        print_json({"deleted": list(dict.fromkeys(iris)), "all_triples": all_triples})
+        print_json({"deleted": deleted, "all_triples": all_triples})
+
+
+def _stopped(exc: Exception, deleted: list[str], left: list[str], as_json: bool,
+             fields: dict[str, object]) -> None:
+    """Say, on an error that stopped a deletion of several documents, which were deleted
+    before it: in the error's message (a note) and, with --json, as the JSON printed."""
+    if deleted:
+        exc.add_note(stopped_note(deleted, left))
+    if as_json:
+        print_json({"deleted": deleted, "not_deleted": left, **fields,
+                    "error": " ".join([str(exc), *getattr(exc, "__notes__", ())])})
 
 
 def _not_documents(opened: Context, db: Path, missing: list[str]) -> str:
@@ -155,7 +177,9 @@ def prune(
     A document expires at its `expires` field (front matter or metadata) or by its scope's
     retention rule; expired documents are already never retrieved, and this removes them
     from the graph and the vector store. Prints each document with its expiry (--json: a
-    list of {"iri", "expires"}). Documents whose source files are gone are pruned by
+    list of {"iri", "expires"}). An error part way stops it with the error's exit code,
+    naming the documents deleted before it (--json: {dry_run, documents, error}, documents
+    being those deleted). Documents whose source files are gone are pruned by
     `trails ingest PATH --prune` instead.
 
     Example:
@@ -169,8 +193,17 @@ def prune(
         raise ConfigurationError(
             "say what to prune: --expired deletes expired documents (documents whose source "
             "files are gone are pruned by `trails ingest PATH --prune`)")
+    done: list[ExpiredDocument] = []
     with open_context(ctx, write=not dry_run) as opened:
-        removed = opened.prune_expired(dry_run=dry_run)
+        try:  # what was deleted is known even when a later document fails
+            removed = opened.prune_expired(dry_run=True) if dry_run else prune_expired(
+                opened, on_deleted=done.append)
+        except Exception as exc:  # the note of what was deleted is prune_expired's own
+            if as_json:
+                print_json({"dry_run": dry_run, "documents": [
+                    {"iri": d.iri, "expires": d.expires.isoformat()} for d in done],
+                    "error": " ".join([str(exc), *getattr(exc, "__notes__", ())])})
+            raise
     if as_json:
         print_json({"dry_run": dry_run, "documents": [
             {"iri": document.iri, "expires": document.expires.isoformat()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable, Sequence
 
 import pyoxigraph as ox
 
@@ -35,29 +36,51 @@ from trails.parts import ContextParts
 
 log = logging.getLogger("trails")
 
-__all__ = ["delete_recorded", "prune_expired", "record_deletion"]
+__all__ = ["delete_recorded", "prune_expired", "record_deletion", "stopped_note"]
 
 
-def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None,
-                  dry_run: bool = False) -> list[ExpiredDocument]:
+def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None, dry_run: bool = False,
+                  on_deleted: Callable[[ExpiredDocument], object] | None = None,
+                  ) -> list[ExpiredDocument]:
     """Delete the documents of every scope expired at ``now`` (default: the current time);
-    with ``dry_run`` only find them. Returns ``(IRI, expiry)`` pairs, sorted by IRI.
+    with ``dry_run`` only find them. Returns ``(IRI, expiry)`` pairs, sorted by IRI;
+    ``on_deleted`` is told of each as soon as it is gone.
 
     The triples a user added about a document survive, as with ``delete_document`` (ADR
     0012); its ``trails:expires`` is trails' own and goes with it.
 
     Raises:
         InvalidArgumentError: ``now`` has no offset (InvalidArgumentTypeError: no datetime).
-        StorageError: a file cannot be read or written.
+        StorageError: a file cannot be read or written. An error after some documents were
+            deleted names them in a note (``exc.__notes__``, and the command line's message).
     """
     moment = utc_now(now)
     if dry_run:
         return _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
+    deleted: list[ExpiredDocument] = []
     with writing_versions(ctx):  # no version renewed between the reading and the deletes
         expired = _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
-        return [document for document in expired
+        try:
+            for document in expired:
                 if delete_recorded(ctx, document.iri, reason="expired",
-                                   expired_at={document.iri: document.expires})]
+                                   expired_at={document.iri: document.expires}):
+                    deleted.append(document)
+                    if on_deleted is not None:
+                        on_deleted(document)
+        except Exception as exc:
+            if deleted:  # an error alone would read as though nothing had been deleted
+                exc.add_note(stopped_note([d.iri for d in deleted],
+                                          [d.iri for d in expired if d not in deleted]))
+            raise
+    return deleted
+
+
+def stopped_note(deleted: Sequence[str], left: Sequence[str]) -> str:
+    """What a deletion of several documents that stopped on an error had done: the documents
+    deleted before it, and those it had not reached (or that failed)."""
+    return (f"Deleted before it stopped: {len(deleted)} document"
+            f"{'s' if len(deleted) != 1 else ''} ({', '.join(deleted)}); not deleted: "
+            f"{', '.join(left) if left else 'none'}. Fix the error and run it again for the rest.")
 
 
 def _by_current_rules(ctx: ContextParts, expired: list[ExpiredDocument],

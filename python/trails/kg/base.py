@@ -70,10 +70,11 @@ class KnowledgeGraph(Protocol):
 
     def load(self, source: RdfSource | Any, format: str | None = None,
              scope: str | None = None, *, base_iri: str | None = None,
-             replace: bool | str = False) -> int:
+             replace: bool | str = False, allow_empty: bool = False) -> int:
         """Add RDF (a path, RDF text or bytes, or an rdflib graph) in one transaction, into
         ``scope``'s graph (default: the default scope); how many quads it held. ``replace``:
-        first take away what the same file (or the source of that name) loaded (ADR 0051)."""
+        first take away what the same file (or the source of that name) loaded (ADR 0051);
+        an empty source takes it all away only with ``allow_empty``."""
         ...
 
     def dump(self, path: str | os.PathLike[str] | None = None, format: str | None = None,

@@ -15,14 +15,22 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError
-from trails.kg.loads import ReplaceOption, replacing, source_key, target_graph
+from trails.kg.export_paths import OwnFiles, refuse_own_file
+from trails.kg.loads import (
+    ReplaceOption,
+    loaded_before,
+    refuse_emptied,
+    replacing,
+    source_key,
+    target_graph,
+)
 from trails.kg.rdfio import RdfSource, rdf_format, read_quads
 from trails.kg.rdflib_bridge import from_rdflib, is_rdflib_graph, to_rdflib
 from trails.kg.rdfwrite import write_quads
 from trails.kg.reserved import AUDIT_GRAPH_IRI, check_quads
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes
 
-__all__ = ["QuadExport", "dump_quads", "load_quads", "rdflib_of"]
+__all__ = ["QuadExport", "dump_quads", "guard_exports", "load_quads", "rdflib_of"]
 
 _AUDIT = ox.NamedNode(AUDIT_GRAPH_IRI)
 # What load() takes: a path, RDF text or bytes, or an rdflib Graph/Dataset.
@@ -31,7 +39,8 @@ LoadSource = RdfSource | Any
 
 def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format: str | None,
                scope: str | None, base_iri: str | None, *, replace: ReplaceOption = False,
-               update: Callable[[str], None] | None = None) -> int:
+               update: Callable[[str], None] | None = None,
+               query: Callable[[str], Any] | None = None, allow_empty: bool = False) -> int:
     """Parse ``source`` and ``add`` all its quads in one go; or, with ``replace``, ``update``
     the graph in one transaction so that they replace what the same source loaded with
     ``replace`` before, and are recorded for the next one (:mod:`trails.kg.loads`). How many
@@ -42,6 +51,8 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
         ConfigurationError: a quad in the audit graph, which trails alone writes; ``replace``
             with RDF that names graphs of its own.
         InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
+        ConfigurationError: ``replace`` with a source that holds no triples now, over an
+            earlier load that held some, without ``allow_empty`` (``query`` counts them).
     """
     given = source
     if is_rdflib_graph(source):
@@ -56,6 +67,9 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
         if update is None:
             raise ConfigurationError("this graph takes no update, so a load cannot replace "
                                      "what it loaded before; nothing was loaded")
+        name = key if isinstance(replace, str) else f"the file {key}"
+        if not quads and not allow_empty and query is not None:
+            refuse_emptied(name, loaded_before(query, key, target))
         update(replacing(quads, key, target, "the RDF loaded"))
     else:  # not recorded: a plain load of a large file costs what it always did (ADR 0051)
         add(quads)
@@ -91,6 +105,7 @@ class QuadExport:
     and has its ``prefixes``."""
 
     prefixes: dict[str, str]
+    _own_files = OwnFiles(None)  # what dump must not write over (guard_exports), besides its own
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         """One scope's quads, or every graph's (``scope`` None)."""
@@ -115,7 +130,9 @@ class QuadExport:
         (``urn:trails:audit``, which no load takes: ``audit=True`` adds it); a triple format
         (Turtle, N-Triples, N3, RDF/XML) holds one scope (``scope``, default the default
         scope). The format comes from ``format``, else ``path``'s suffix, else TriG. A
-        ``scope`` that holds nothing is an UnknownScopeError (nothing is written).
+        ``scope`` that holds nothing is an UnknownScopeError (nothing is written); a ``path``
+        inside the graph's folder or its context's directory, or beside its vector store, a
+        ConfigurationError (it could replace a file of the context; nothing is written).
 
         >>> from trails.kg.oxigraph import OxigraphGraph
         >>> kg = OxigraphGraph()
@@ -126,6 +143,8 @@ class QuadExport:
         ...
         <https://x/a> schema:name "A" .
         """
+        if path is not None:
+            refuse_own_file(path, self._own_files.joined(OwnFiles.of(None, [self])))
         return dump_quads(self._quads, path, format, self._known(scope), self.prefixes, audit)
 
     def to_rdflib(self, scope: str | None = None, *, audit: bool = False) -> Any:
@@ -133,3 +152,10 @@ class QuadExport:
         in-memory Oxigraph store (``pip install "trails[rdflib]"``); the audit graph only
         with ``audit=True``, as for :meth:`dump`."""
         return rdflib_of(self._quads(self._known(scope)), audit)
+
+
+def guard_exports(kg: object, directory: str | os.PathLike[str] | None, *parts: object) -> None:
+    """Make ``kg.dump(path)`` refuse a path over a file of the context in ``directory`` made
+    of ``parts`` (:mod:`trails.kg.export_paths`); a graph of another class is left as it is."""
+    if isinstance(kg, QuadExport):
+        kg._own_files = kg._own_files.joined(OwnFiles.of(directory, parts))

@@ -17,6 +17,10 @@ the file still holds is deleted and inserted again in that same transaction, so 
 the old ontology or the new one, never neither; the user's other triples, and every other
 scope, are untouched. Blank nodes are matched through the record, which names the very same
 nodes, so a removed ``owl:Restriction`` goes too.
+
+A source that holds no triples now, loaded with replace over an earlier load that held some,
+is refused (an emptied or truncated file is a mistake far more often than a wish to remove
+everything it loaded) unless ``allow_empty=True`` (``--allow-empty``) says so.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -32,8 +38,8 @@ from trails.errors import ConfigurationError, InvalidArgumentError
 from trails.kg.sparql import TRAILS
 from trails.scopes import DEFAULT_SCOPE, scope_graph, scope_of_graph
 
-__all__ = ["LOADED_BASE", "ReplaceOption", "record_graph", "replacing", "source_key",
-           "target_graph"]
+__all__ = ["LOADED_BASE", "ReplaceOption", "loaded_before", "record_graph", "refuse_emptied",
+           "replacing", "source_key", "target_graph"]
 
 LOADED_BASE = "urn:trails:loaded:"
 # What a record's node says of each triple loaded.
@@ -96,6 +102,33 @@ def record_graph(target: ox.NamedNode | ox.DefaultGraph, key: str) -> ox.NamedNo
     no ":", so one scope's records share a prefix no other scope's has)."""
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
     return ox.NamedNode(f"{LOADED_BASE}{_scope_of(target)}:{digest}")
+
+
+def loaded_before(query: Callable[[str], Any], key: str,
+                  target: ox.NamedNode | ox.DefaultGraph | None) -> int:
+    """How many triples the source ``key`` loaded with replace into ``target`` (its record's
+    nodes; 0 when it has none)."""
+    if target is None:
+        return 0
+    rows = query(f"SELECT (COUNT(?r) AS ?n) WHERE {{ GRAPH {record_graph(target, key)} "
+                 f"{{ ?r {_PARTS[0]} ?s }} }}")
+    return int(next(iter(rows))["n"])
+
+
+def refuse_emptied(name: str, before: int) -> None:
+    """Refuse replacing the ``before`` triples ``name`` loaded by none: a file emptied or cut
+    short by mistake is far likelier than a wish to remove everything it loaded.
+
+    Raises:
+        ConfigurationError: ``before`` is not 0.
+    """
+    if before:
+        raise ConfigurationError(
+            f"{name} holds no triples now, and loading it with replace would remove the "
+            f"{before} triple{'s' if before != 1 else ''} it loaded before: nothing was "
+            "changed. Check the file (emptied or cut short?); to remove them on purpose, load "
+            "it with `trails load --replace --allow-empty FILE` (in Python: "
+            "kg.load(source, replace=..., allow_empty=True))")
 
 
 def _held(record: str, node: str = "?r") -> str:

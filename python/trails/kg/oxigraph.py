@@ -368,7 +368,8 @@ class OxigraphGraph(QuadExport):
             self._s.remove_graph(graph)
 
     def load(self, source: RdfSource | Any, format: str | None = None, scope: str | None = None,
-             *, base_iri: str | None = None, replace: ReplaceOption = False) -> int:
+             *, base_iri: str | None = None, replace: ReplaceOption = False,
+             allow_empty: bool = False) -> int:
         """Load RDF into the graph in one transaction; how many quads the source held.
 
         ``source``: a file (a ``Path``, or a one-line ``str`` naming a file or ending with
@@ -378,7 +379,7 @@ class OxigraphGraph(QuadExport):
         scope; with ``scope`` triples go into that scope's graph (scoped filters see them),
         and RDF naming graphs of its own is refused. Loading the same IRIs and literals again
         adds nothing; blank nodes are new on every load. ``replace=True`` (a file) or a name
-        (any source) replaces what that source loaded into the scope before (ADR 0051).
+        (any source) replaces what it loaded into the scope before (ADR 0051; ``allow_empty``).
 
         >>> kg = OxigraphGraph()
         >>> kg.load(b'<https://x/a> <https://x/p> "v" .', scope="legal")
@@ -390,14 +391,13 @@ class OxigraphGraph(QuadExport):
             RdfSyntaxError: the input does not parse (file, line and column named); nothing
                 is loaded.
             ConfigurationError: no such file, an unknown format, ``scope=`` (or ``replace``)
-                with named graphs, or the graph is read-only.
+                with named graphs, an empty source replacing (``allow_empty``), a read-only graph.
         """
         self._check_writable()
-        with self._faults("writing the graph in"):
-            # A method of this graph, not the store's: a traceback of a failed load must not
-            # keep the store (and its lock) alive once _faults has dropped it.
+        with self._faults("writing the graph in"):  # methods of this graph, not the store's:
+            # a traceback of a failed load must not keep the store (and its lock) alive.
             return load_quads(self.extend, source, format, scope, base_iri, replace=replace,
-                              update=self.update)
+                              update=self.update, query=self.query, allow_empty=allow_empty)
 
     def _quads(self, scope: str | None) -> Iterable[ox.Quad]:
         graph = None if scope is None else scope_graph(scope)

@@ -270,7 +270,8 @@ class SparqlEndpointGraph(QuadExport):
             self.update(f"DROP SILENT GRAPH {graph}")
 
     def load(self, source: RdfSource | Any, format: str | None = None, scope: str | None = None,
-             *, base_iri: str | None = None, replace: bool | str = False) -> int:
+             *, base_iri: str | None = None, replace: bool | str = False,
+             allow_empty: bool = False) -> int:
         """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as one
         ``INSERT DATA`` request (with ``replace``, one update), which the server applies whole
         or not at all (whatever ``batch_size`` says; raise ``timeout`` for a large file).
@@ -279,8 +280,8 @@ class SparqlEndpointGraph(QuadExport):
             ConfigurationError: as the embedded graph's, and for a graph named by a blank
                 node (an update cannot name it).
         """
-        return load_quads(self._insert_at_once, source, format, scope, base_iri,
-                          replace=replace, update=self.update)
+        return load_quads(self._insert_at_once, source, format, scope, base_iri, replace=replace,
+                          update=self.update, query=self.query, allow_empty=allow_empty)
 
     def _insert_at_once(self, quads: list[ox.Quad]) -> None:
         if not quads:
