@@ -53,7 +53,12 @@ def test_cancelling_aingest_mid_step_raises_cancelled_and_leaves_the_context_who
 
         async def main() -> BaseException | None:
             task = asyncio.create_task(consume())
-            while not embedder.waiting.is_set():  # the run's step is held in its thread
+            # The run's step is held in its thread, and the consumer has had an event: on a
+            # loaded machine the thread reading ahead reaches the held batch first.
+            deadline = asyncio.get_running_loop().time() + 10
+            while not (embedder.waiting.is_set() and seen):
+                if embedder.waiting.is_set() and asyncio.get_running_loop().time() > deadline:
+                    break
                 await asyncio.sleep(0.01)
             task.cancel()
             asyncio.get_running_loop().call_later(0.1, embedder.gate.set)

@@ -46,6 +46,7 @@ def delete_all(ctx: Context, folder: Path, how: str) -> None:
     elif how == "pruned":
         for name in NAMES:
             (folder / name).unlink(missing_ok=True)
+        (folder / "kept").mkdir(exist_ok=True)  # an empty folder, as unmounted, prunes nothing
         ingest_all(folder, ctx=ctx, prune=True)
     else:
         for iri in sorted(documents(ctx)):
