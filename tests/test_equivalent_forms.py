@@ -528,7 +528,8 @@ def test_why_shows_the_solution_of_the_filter_as_written(ctx):
     for name in ("sequence path", "one path all the way", "values", "values first",
                  "union of values", "minus", "minus bound", "optional unbound", "exists",
                  "documents returned", "inverse link", "and in one filter",
-                 "or across two properties", "bind of a value", "not exists of two patterns"):
+                 "or across two properties", "bind of a value", "not exists of two patterns",
+                 "optional or a test", "two optionals or a test"):
         text, bound, _ = FORMS[name]
         bindings = {n: EXAMPLE[n] for n in bound.split()}
         result = retrieve("rails", ctx, k=5, sparql_filter=text, bindings=bindings, why=True)
