@@ -8,6 +8,8 @@ come from the columns' own property (tests/test_filter_index.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,13 +23,14 @@ from test_filter_index import (
     documents_strategy,
     ranked_among,
 )
+from trails.context import Context
 from trails.ingest import Document, ingest_all
 from trails.kg.base import select
 from trails.kg.bindings import check_bindings
 from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.planning import parse_filter
 from trails.kg.terms import IRI
-from trails.retrieval.candidates import filter_candidates
+from trails.retrieval.candidates import chunk_links_intact, filter_candidates
 from trails.retrieval.retrieve import retrieve
 from trails.testing import fresh_context
 from trails.vector import MockEmbedder
@@ -231,6 +234,58 @@ FORMS = {
                             NONE, None),
     "ordered by a binding": ((f"{LINK} ?doc meta:place ?j OPTIONAL {{ ?doc meta:label ?k }} }} "
                               "ORDER BY (?j = ?c) ?iri"), LABEL, None),
+    # "undated, or dated after D": the documents with no value, or a value passing the test
+    "optional or a test": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                            "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, "documents-columns"),
+    "optional or, the test first, three parts": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d . }} "
+         "FILTER(?d >= ?since && YEAR(?d) < 2022 || (! bound ( ?d )) || STR(?d) = \"x\") }"),
+        SINCE, "documents-columns"),
+    "optional or beside other shapes": (
+        (f"{LINK} ?doc meta:place ?j . OPTIONAL {{ ?doc meta:label ?k }} FILTER(?j != \"US\") "
+         "FILTER NOT EXISTS { ?doc meta:place \"UK\" } FILTER(?k = ?c || !BOUND(?k)) }"), LABEL,
+        "documents-columns"),
+    "two optionals or a test": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} OPTIONAL {{ ?doc meta:label ?k }} "
+         "FILTER(!BOUND(?k) || ?k != ?c) FILTER(!BOUND(?d) || ?d >= ?since) }"), "since c",
+        "documents-columns"),
+    "optional or, documents returned": (
+        ("SELECT ?doc WHERE { ?doc a trails:Document . OPTIONAL { ?doc schema:dateCreated ?d } "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, "columns"),
+    # what must stay as written: the shape's rule does not hold
+    "optional or, the value read again": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} FILTER(!BOUND(?d) || ?d >= ?since) "
+         'FILTER(?d != "2020-01-01"^^xsd:date) }'), SINCE, None),
+    "optional or, the value joined": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} ?x schema:dateCreated ?d . "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or of two patterns": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d . ?doc meta:label ?k }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or, a filter inside": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d FILTER(?d < ?since) }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "not bound and a test": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                              "FILTER(!BOUND(?d) && ?d >= ?since) }"), SINCE, None),
+    "bound or a test": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                         "FILTER(BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or a test of another value": (
+        (f"{LINK} ?doc meta:place ?j . OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         'FILTER(!BOUND(?d) || ?j = "EU") }'), NONE, None),
+    "optional or before its document": (
+        ("SELECT ?iri WHERE { OPTIONAL { ?doc schema:dateCreated ?d } ?iri schema:isPartOf ?doc "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or, the value in a not exists": (
+        (f"{LINK} OPTIONAL {{ ?doc meta:place ?k }} FILTER(!BOUND(?k) || ?k != \"US\") "
+         "FILTER NOT EXISTS { ?doc meta:label ?k } }"), NONE, None),
+    "optional or of the type": ((f"{LINK} OPTIONAL {{ ?doc a ?k }} "
+                                 "FILTER(!BOUND(?k) || ?k = trails:Document) }"), NONE, None),
+    "optional or not bound of another": (
+        (f"{LINK} ?doc meta:place ?j . OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         "FILTER(!BOUND(?j) || ?d >= ?since) }"), SINCE, None),
+    "optional or an exists": (
+        (f"{LINK} OPTIONAL {{ ?doc meta:topic ?k }} FILTER(!BOUND(?k) || "
+         f"EXISTS {{ ?k rdfs:subClassOf <{TOPICS}A> }}) }}"), NONE, None),
 }
 
 
@@ -250,6 +305,101 @@ def test_every_form_selects_what_the_filter_as_written_selects(docs, extra, dele
             planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
         written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
         assert planned == written, (name, bindings, scopes)
+
+
+# "undated, or dated after D" (OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test)) and the
+# forms beside it that must stay as written
+ABSENT_OR = sorted(n for n in FORMS if "optional or" in n or n in (
+    "not bound and a test", "bound or a test", "optional unbound"))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(documents_strategy,
+       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=6),
+       st.lists(st.integers(0, 9), max_size=2), st.data())
+def test_absent_or_passing_selects_what_the_filter_as_written_selects(docs, extra, deleted, data):
+    """Documents with no date, one, or several (a second date, a string, a dateTime, a date in
+    the other scope's graph, on a chunk, on no document), deleted ones, two scopes."""
+    ctx = fresh_context(embedder=MockEmbedder(dim=8))
+    build(ctx, docs, extra, deleted)
+    for name in data.draw(st.lists(st.sampled_from(ABSENT_OR), min_size=1, max_size=6)):
+        text, bound, _ = FORMS[name]
+        bindings = data.draw(st.fixed_dictionaries({n: DRAWN[n] for n in bound.split()}))
+        scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+        with ctx.vectors.snapshot():
+            planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
+        written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
+        assert planned == written, (name, bindings, scopes)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(documents_strategy,
+       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=6),
+       st.lists(st.integers(0, 9), max_size=2), st.data())
+def test_absent_or_passing_on_a_context_on_disk_read_only_and_writable(docs, extra, deleted,
+                                                                       data):
+    """The same forms on a context on disk, asked by a fresh read-only process and a writable
+    one (kept columns read back), each path the expected one where the links are trails' own."""
+    queries = [(name, data.draw(st.fixed_dictionaries({n: DRAWN[n] for n in
+                                                       FORMS[name][1].split()})),
+                data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]])))
+               for name in data.draw(st.lists(st.sampled_from(ABSENT_OR), min_size=2,
+                                              max_size=6))]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "kb"
+        with Context.open(path, embedder=MockEmbedder(dim=8)) as writer:
+            build(writer, docs, extra, deleted)
+            intact = chunk_links_intact(writer.kg)
+        for read_only in (True, False):
+            with Context.open(path, embedder=MockEmbedder(dim=8), read_only=read_only) as ctx:
+                for name, bindings, scopes in queries:
+                    text, _, expected = FORMS[name]
+                    found: list[str] = []
+                    with ctx.vectors.snapshot():
+                        planned = ranked_among(ctx, filter_candidates(
+                            ctx.kg, text, bindings, scopes, path=found), scopes)
+                    written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes),
+                                           scopes)
+                    assert planned == written, (name, bindings, scopes, read_only)
+                    if expected == "documents-columns" and intact:
+                        assert found == [expected], (name, found, read_only)
+
+
+def test_undated_or_dated_after_on_documents_with_none_one_or_several_dates(ctx):
+    """A document passes with no date, or with one date at least passing the test; a date the
+    test cannot compare (a string) fails for that value alone."""
+    dates = {0: [], 1: ['"2019-01-01"^^xsd:date'], 2: ['"2023-01-01"^^xsd:date'],
+             3: ['"2019-01-01"^^xsd:date', '"2023-01-01"^^xsd:date'], 4: ['"not a date"'],
+             5: ['"not a date"', '"2023-06-01"^^xsd:date'], 6: [],
+             7: ['"2023-01-01T00:00:00Z"^^xsd:dateTime']}
+    ingest_all([Document(id=f"d{n}", source=f"d{n}.md", text=f"rails document {n}.")
+                for n in dates], ctx=ctx)
+    body = " ".join(f"<{ctx.base_iri}doc/d{n}> schema:dateCreated {value} ."
+                    for n, values in dates.items() for value in values)
+    chunk = next(i for i, m in ctx.vectors.metadata(ctx.vectors.all_ids()).items()
+                 if m["doc_iri"].endswith("/d6"))
+    ctx.kg.update(f'INSERT DATA {{ {body} <{chunk}> schema:dateCreated "2019-01-01"^^xsd:date }}')
+    since = {"since": dt.date(2022, 1, 1)}
+    passing = ["d0", "d2", "d3", "d5", "d6"]  # a date compared with a dateTime: an error
+    optional = f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }}"
+    for text, expected in ((FORMS["optional or a test"][0], passing),
+                           (f"{optional} FILTER(?d >= ?since || !BOUND(?d)) }}", passing),
+                           ((f"{optional} FILTER(!BOUND(?d) || YEAR(?d) >= YEAR(?since) || "
+                             '?d = "x") }'), [*passing, "d7"])):
+        path: list[str] = []
+        planned = ranked_among(ctx, filter_candidates(ctx.kg, text, since, None, path=path), None)
+        written = ranked_among(ctx, ctx.kg.select_iris(text, since), None)
+        assert planned == written, text
+        assert path == ["documents-columns"], text
+        metadata = ctx.vectors.metadata(list(planned))
+        assert sorted({m["doc_iri"].rsplit("/", 1)[-1] for m in metadata.values()}) == \
+            expected, text
+    result = retrieve("rails", ctx, k=20, bindings=since,
+                      sparql_filter=FORMS["optional or a test"][0])
+    assert result.filter_path == "documents-columns" and len(result) == 5
+    assert "filter=documents-columns" in result.explain()
 
 
 def _corpus(ctx):
@@ -378,7 +528,8 @@ def test_why_shows_the_solution_of_the_filter_as_written(ctx):
     for name in ("sequence path", "one path all the way", "values", "values first",
                  "union of values", "minus", "minus bound", "optional unbound", "exists",
                  "documents returned", "inverse link", "and in one filter",
-                 "or across two properties", "bind of a value", "not exists of two patterns"):
+                 "or across two properties", "bind of a value", "not exists of two patterns",
+                 "optional or a test", "two optionals or a test"):
         text, bound, _ = FORMS[name]
         bindings = {n: EXAMPLE[n] for n in bound.split()}
         result = retrieve("rails", ctx, k=5, sparql_filter=text, bindings=bindings, why=True)

@@ -16,6 +16,9 @@ from trails.vector import MockEmbedder
 
 SINCE = ('SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d '
          'FILTER(?d >= "2022-01-01"^^xsd:date) }')
+# "undated, or dated after D": the documents with no date, or a date passing
+UNDATED_OR_SINCE = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . OPTIONAL { ?doc "
+                    "schema:dateCreated ?d } FILTER(!BOUND(?d) || ?d >= \"2022-01-01\"^^xsd:date) }")
 OPTIONAL_FIRST = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . OPTIONAL { ?doc schema:name "
                   "?n } ?doc schema:dateCreated ?d }")
 LIMITED = "SELECT ?iri WHERE { ?iri a trails:Chunk } LIMIT 3"
@@ -43,6 +46,7 @@ def ctx():
 
 @pytest.mark.parametrize(("text", "path"), [
     (SINCE, "documents-columns"),
+    (UNDATED_OR_SINCE, "documents-columns"),
     (OPTIONAL_FIRST, "documents-query"),
     (LIMITED, "as-written"),
     *((text, "chunks-rewritten") for text in REWRITTEN),

@@ -1,6 +1,7 @@
 """Several forms in one filter (kg/equivalent_forms.py, kg/expressions.py, kg/column_plans.py)
 select the candidates the filter as written selects: a path beside a MINUS, a UNION beside a
-disjunction, a BIND beside NOT EXISTS, ... over values of mixed types (numbers of three types,
+disjunction, a BIND beside NOT EXISTS, "no value or a value passing" (``OPTIONAL { ?doc P ?v }
+FILTER(!BOUND(?v) || test)``) beside each, ... over values of mixed types (numbers of three types,
 strings with and without a language, dates with and without a time zone, IRIs, booleans),
 several values of one property, values on chunks and on things that are no document, in two
 scopes. The oracle is Oxigraph running the filter as written."""
@@ -33,6 +34,10 @@ PARTS = [
     "FILTER NOT EXISTS {{ ?doc {p} ?v{i} FILTER({t}) }}",
     "MINUS {{ ?doc {p} ?v{i} FILTER({t}) }}",
     "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!BOUND(?v{i}))",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!BOUND(?v{i}) || {t})",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER({t} || {s} || !BOUND(?v{i}))",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!BOUND(?v{i}) && {t})",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(BOUND(?v{i}) || {t})",
     "FILTER EXISTS {{ ?doc {p} ?v{i} FILTER({t}) }}",
     "?doc {p} ?v{i} . VALUES ?v{i} {{ {c} {d} }}",
     "{{ ?doc {p} {c} }} UNION {{ ?doc {p} {d} }}",
@@ -49,22 +54,31 @@ WRAPPERS = ["SELECT ?iri WHERE {{ ?iri schema:isPartOf ?doc . {body} }}",
             "SELECT ?iri WHERE {{ ?doc ^schema:isPartOf ?iri . {body} }}"]
 
 
+# "no value or a value passing", and beside it what must stay as written
+ABSENT_OR = [p for p in PARTS if p.startswith("OPTIONAL") and p != PARTS[5]]
+
+
 @st.composite
-def parts(draw, at: int) -> str:
+def parts(draw, at: int, templates: list[str] = PARTS) -> str:
     def test(name: str) -> str:
         text = draw(st.sampled_from(TESTS)).format(c=draw(st.sampled_from(VALUES)),
                                                     d=draw(st.sampled_from(VALUES)))
         return text.replace("?v", name)
-    template = draw(st.sampled_from(PARTS))
+    template = draw(st.sampled_from(templates))
     return template.format(i=at, p=draw(st.sampled_from(PROPERTIES)),
                            q=draw(st.sampled_from(PROPERTIES)), c=draw(st.sampled_from(VALUES)),
                            d=draw(st.sampled_from(VALUES)), t=test(f"?v{at}"),
-                           u=test(f"?w{at}"))
+                           u=test(f"?w{at}"), s=test(f"?v{at}"))
 
 
 # parts may share a value variable (a value tested by two parts is a join, not two tests)
 filters = st.integers(1, 3).flatmap(lambda n: st.tuples(*(
     st.integers(0, n - 1).flatmap(parts) for _ in range(n)))).flatmap(
+    lambda body: st.sampled_from(WRAPPERS).map(lambda w: w.format(body=" ".join(body))))
+# the same with one "no value or a value passing" part among them
+absent_or_filters = st.integers(1, 3).flatmap(lambda n: st.tuples(
+    st.integers(0, n - 1).flatmap(lambda at: parts(at, ABSENT_OR)),
+    *(st.integers(0, n - 1).flatmap(parts) for _ in range(n - 1)))).flatmap(
     lambda body: st.sampled_from(WRAPPERS).map(lambda w: w.format(body=" ".join(body))))
 # (document, property, value, in the other scope's graph): a document's values, several
 # for one property, some on a chunk (-1) or on a thing that is no document (-2)
@@ -77,6 +91,10 @@ triples = st.lists(st.tuples(st.integers(-2, 5), st.sampled_from(PROPERTIES),
 @given(triples, st.lists(filters, min_size=1, max_size=4),
        st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
 def test_forms_together_select_what_the_filter_as_written_selects(values, texts, scopes):
+    _check(values, texts, scopes)
+
+
+def _check(values, texts, scopes):
     ctx = fresh_context(embedder=MockEmbedder(dim=8))
     for scope in ("default", "legal"):
         ingest_all([Document(id=f"d{n}", source=f"d{n}.md", text=f"rails document {n}.")
@@ -94,6 +112,15 @@ def test_forms_together_select_what_the_filter_as_written_selects(values, texts,
                       if elsewhere else f"INSERT DATA {{ {triple} }}")
     for text in texts:
         assert _planned(ctx, text, scopes) == _written(ctx, text, scopes), text
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(triples, st.lists(absent_or_filters, min_size=1, max_size=4),
+       st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+def test_absent_or_passing_together_selects_what_the_filter_as_written_selects(values, texts,
+                                                                               scopes):
+    _check(values, texts, scopes)
 
 
 def _planned(ctx, text, scopes):

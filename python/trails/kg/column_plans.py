@@ -2,8 +2,9 @@
 
 :func:`column_plan` reads a group lifted to documents (``SELECT ?doc`` over triple patterns,
 FILTERs and VALUES) into the document variable's patterns, the FILTERs on their values alone,
-``FILTER NOT EXISTS`` of one such pattern, and the patterns beyond the documents that join one
-value each (a taxonomy, a VALUES list); None for any other shape. It reads text only.
+``FILTER NOT EXISTS`` of one such pattern, ``OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test
+of ?d)``, and the patterns beyond the documents that join one value each (a taxonomy, a VALUES
+list); None for any other shape. It reads text only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from trails.kg.expressions import disjuncts, iri_list
+from trails.kg.expressions import disjuncts, iri_list, unbound_test, volatile
 from trails.kg.planning import RDF_TYPE, Other, Triple, parse_filter
 
 __all__ = ["ColumnPlan", "column_plan"]
@@ -20,6 +21,7 @@ __all__ = ["ColumnPlan", "column_plan"]
 # EXISTS or NOT EXISTS anywhere in a FILTER (a graph pattern inside it).
 _EXISTS = re.compile(r"\bEXISTS\b", re.IGNORECASE)
 _NOT_EXISTS = re.compile(r"^FILTER\s+NOT\s+EXISTS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
+_OPTIONAL = re.compile(r"^OPTIONAL\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass
@@ -31,6 +33,9 @@ class ColumnPlan:
     # FILTER(A || B || ...): each part's value variable -> the part's test of it alone; a
     # document passes when it passes one of them
     either: list[dict[str, Other]] = field(default_factory=list)
+    # OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test of ?d): the pattern and the test; a
+    # document passes with no value of P, or with a value of P passing the test
+    unless: list[tuple[Triple, Other]] = field(default_factory=list)
 
 
 def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
@@ -50,6 +55,13 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
         return None  # ?doc a ?class: a column of every type, a row per chunk; the graph joins it
     plan = ColumnPlan([], [], {}, {})
     plan.patterns = list(mine)
+    first = min(items.index(t) for t in mine)
+    for at, item in enumerate(items):
+        if isinstance(item, Other) and item.kind == "optional":
+            unless = _absent_or(item, at > first, items, variable, terms, prefixes)
+            if unless is not None:
+                plan.unless.append(unless[:2])
+                others = [o for o in others if o is not item and o is not unless[2]]
     loose = []
     for item in others:
         if isinstance(item, Other) and item.kind == "values" and variable in item.variables:
@@ -108,6 +120,43 @@ def _either(item: Other, value_of: Mapping[str, Triple], terms: Mapping[str, obj
     return {name: group[0] if len(group) == 1 else Other(
         "filter", "FILTER(" + " || ".join(f"({g.text[7:-1]})" for g in group) + ")",
         frozenset().union(*(g.variables for g in group))) for name, group in by_name.items()}
+
+
+def _absent_or(item: Other, after: bool, items: Sequence[Triple | Other], variable: str,
+               terms: Mapping[str, object], prefixes: Mapping[str, str],
+               ) -> tuple[Triple, Other, Other] | None:
+    """The pattern of ``OPTIONAL { ?variable <P> ?d }`` (``item``, ``after`` a pattern on
+    ``?variable``), the test of ``?d`` in ``FILTER(!BOUND(?d) || test)`` and that FILTER, or
+    None. The left join gives a document with no value of P once, ``?d`` unbound (the FILTER
+    true), and otherwise once per value (the FILTER is then the test on it: ``false ||
+    x`` is ``x``); so a document passes with no value, or with a value passing the test.
+    Only when ``?d`` is read nowhere else and every part of the FILTER reads ``?d`` alone (or
+    bindings), without a graph pattern or a value that changes per evaluation."""
+    match = _OPTIONAL.match(item.text.strip())
+    inner = None if match is None or not after else parse_filter(
+        f"SELECT ?{variable} WHERE {{ {match['body']} }}", prefixes)
+    if inner is None or len(inner.items) != 1 or not isinstance(inner.items[0], Triple):
+        return None
+    pattern = inner.items[0]
+    name = pattern.object[1:]
+    if (not _simple(pattern, variable) or pattern.predicate in (None, RDF_TYPE)
+            or pattern.object[:1] not in "?$" or name in terms or name == variable):
+        return None
+    readers = [i for i in items if i is not item and name in i.variables]
+    if len(readers) != 1 or not isinstance(readers[0], Other) or readers[0].kind != "filter":
+        return None
+    test = readers[0]
+    parts = disjuncts(test)
+    if parts is None or _EXISTS.search(test.text) or volatile(test) or any(
+            not part.variables - set(terms) <= {name} for part in parts):
+        return None
+    rest = [part for part in parts if unbound_test(part) != name]
+    if len(rest) == len(parts) or not rest:
+        return None
+    condition = rest[0] if len(rest) == 1 else Other(
+        "filter", "FILTER(" + " || ".join(f"({g.text[7:-1]})" for g in rest) + ")",
+        frozenset().union(*(g.variables for g in rest)))
+    return pattern, condition, test
 
 
 def _correlated(absent: Triple, item: Other, others: Sequence[Triple | Other],

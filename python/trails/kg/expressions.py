@@ -29,7 +29,8 @@ from collections.abc import Collection, Sequence
 
 from trails.kg.planning import FilterShape, Other, Token, Triple, _closing, _tokens, _variables
 
-__all__ = ["conjuncts", "disjuncts", "iri_list", "unordered", "without_binds"]
+__all__ = ["conjuncts", "disjuncts", "iri_list", "unbound_test", "unordered", "volatile",
+           "without_binds"]
 
 _VOLATILE = frozenset({"RAND", "BNODE", "UUID", "STRUUID"})
 _AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT"})
@@ -136,6 +137,28 @@ def iri_list(item: Other) -> tuple[str, list[str]] | None:
     if variable.kind != "var" or not iris or any(t.kind not in ("iri", "pname") for t in iris):
         return None
     return variable.text[1:], [t.text for t in iris]
+
+
+def unbound_test(item: Other) -> str | None:
+    """The variable of ``FILTER(!BOUND(?x))`` (brackets around the test or its argument
+    allowed), or None for any other FILTER."""
+    found = _expression(item.text.strip())
+    tokens = None if found is None else _parts_tokens(found[0])
+    if not tokens or tokens[0].kind != "punct" or tokens[0].text != "!":
+        return None
+    rest = tokens[1:]
+    while rest and rest[0].text == "(" and _closing(rest, 0) == len(rest) - 1:
+        rest = rest[1:-1]
+    if (len(rest) == 4 and rest[0].keyword == "BOUND" and rest[1].text == "("
+            and rest[2].kind == "var" and rest[3].text == ")"):
+        return rest[2].text[1:]
+    return None
+
+
+def volatile(item: Other) -> bool:
+    """Whether ``item`` calls a function that gives another value each time (``RAND()``,
+    ``BNODE()``, ``UUID()``, ``STRUUID()``)."""
+    return any(t.keyword in _VOLATILE for t in _tokens(item.text) or [])
 
 
 def _parts_tokens(text: str) -> list[Token] | None:

@@ -18,11 +18,13 @@ distinct objects as terms), and a filter becomes array operations over it:
   patterns run in Oxigraph as ``SELECT DISTINCT ?t`` (small by nature; a large answer gives
   up), then the rows whose object is one of them;
 - ``FILTER NOT EXISTS { ?doc P <term-or-variable> }``: the documents found by the rest, less
-  those rows' subjects.
+  those rows' subjects;
+- ``OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test of ?d)``: the documents found by the rest,
+  less those with a value of P of which none passes the test.
 
-Patterns on ``?doc`` intersect. Anything else (OPTIONAL, UNION, paths on ``?doc``, a variable
-shared by two of ``?doc``'s patterns, a FILTER on two columns, blank nodes or triple terms
-among the values) is not answered here: :meth:`FilterIndex.documents` returns None and the
+Patterns on ``?doc`` intersect. Anything else (another OPTIONAL, UNION, paths on ``?doc``, a
+variable shared by two of ``?doc``'s patterns, a FILTER on two columns, blank nodes or triple
+terms among the values) is not answered here: :meth:`FilterIndex.documents` returns None and the
 filter runs in Oxigraph as before. Nothing here guesses a SPARQL semantics: every comparison,
 function and term equality is evaluated by Oxigraph or is plain term identity.
 """
@@ -255,6 +257,16 @@ class FilterIndex:
                     return None
                 passing.append(subjects)
             found = np.intersect1d(found, np.unique(np.concatenate(passing)), assume_unique=True)
+        for pattern, test in plan.unless:  # OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test)
+            name = pattern.object[1:]
+            valued = self._pattern(pattern, dataclasses.replace(plan, conditions={}), prologue,
+                                   constants, terms)
+            kept = self._pattern(pattern, dataclasses.replace(plan, conditions={name: [test]}),
+                                 prologue, constants, terms)
+            if valued is None or kept is None:
+                return None
+            found = np.setdiff1d(found, np.setdiff1d(valued, kept, assume_unique=True),
+                                 assume_unique=True)
         for together in plan.absent:  # NOT EXISTS { ?doc P a . ?doc Q b }: less those with both
             matched: np.ndarray | None = None
             for pattern in together:
