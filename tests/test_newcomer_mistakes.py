@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -360,3 +361,38 @@ def test_retrieve_without_a_scope_names_the_scopes_holding_the_documents():
     none_here = retrieve("zebra", ctx, mode="graph",
                          sparql_filter="SELECT ?iri WHERE { ?iri schema:position 99 }")
     assert not none_here and not any("holds no documents" in n for n in none_here.notes)
+
+
+@pytest.mark.parametrize("directory, read_only, said", [
+    (None, False, "a context's directory is a path (str or Path), got NoneType"),
+    (123, False, "got int 123"),
+    ("", False, "an empty string; name one"),
+    ("kb", "no", "read_only must be True or False, got str 'no'"),
+    ("kb", 1, "read_only must be True or False, got int 1"),
+])
+def test_context_open_refuses_arguments_of_the_wrong_kind(tmp_path, monkeypatch, directory,
+                                                           read_only, said):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TrailsError, match=re.escape(said)):
+        Context.open(directory, read_only=read_only, embedder=MockEmbedder(dim=8))
+    assert list(tmp_path.iterdir()) == []  # nothing made, the working directory included
+
+
+@pytest.mark.parametrize("base", ["https://example.org/kb", "urn:x:kb"])
+def test_a_base_iri_given_without_a_final_slash_or_hash_is_refused_naming_the_fix(tmp_path,
+                                                                                   base):
+    said = "does not end in / or #, so the IRIs minted under it would run on from it"
+    with pytest.raises(TrailsError, match=re.escape(said)) as caught:
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), base_iri=base)
+    assert f"give {base + '/'!r}" in str(caught.value)
+    assert not (tmp_path / "kb").exists()
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), base_iri=base + "/") as ctx:
+        with pytest.raises(TrailsError, match="does not end in / or #"):
+            ingest_all([Document("a", "mem", "text")], ctx=ctx, base_iri=base)
+        assert ctx.vectors.count() == 0
+        ingest_all([Document("a", "mem", "text")], ctx=ctx)
+        assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [
+            f"{base}/doc/a"]
+    refused = run_trails("--db", tmp_path / "kb2", "init", "--model", "mock:8",
+                         "--base-iri", base)
+    assert refused.returncode == 1 and "does not end in / or #" in refused.stderr

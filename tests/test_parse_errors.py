@@ -1,6 +1,6 @@
 """Every SPARQL text that does not parse gets one line naming the mistake: an unknown prefix
-(with the closest declared one), an update where a query belongs, or the parser's position
-and expectation with its Unicode ranges shortened."""
+(with the closest declared one), an update where a query belongs, a relative IRI with no
+BASE, or the parser's position and expectation with its Unicode ranges shortened."""
 
 from __future__ import annotations
 
@@ -51,6 +51,30 @@ def test_an_update_sent_as_a_query_says_so(update):
 def test_other_mistakes_keep_the_position_without_the_unicode_ranges():
     message = _message("SELECT ?x WHERE { ?x")
     assert "at line 1, column 21" in message
+
+
+@pytest.mark.parametrize(("query", "relative", "where"), [
+    ("SELECT ?iri WHERE { ?iri <isPartOf> ?d }", "isPartOf", "line 1"),
+    ("SELECT ?s WHERE {\n ?s <https://schema.org/name> ?n .\n ?s <x> ?y }", "x", "line 3"),
+    ("SELECT ?s WHERE { ?s ?p ?o FILTER(?o = <doc/a.md>) }", "doc/a.md", "line 1"),
+])
+def test_a_relative_iri_without_a_base_is_named(query, relative, where):
+    message = _message(query)
+    assert f"{where}, column" in message
+    assert f"<{relative}> is a relative IRI, and the query declares no BASE" in message
+
+
+@pytest.mark.parametrize("query", [
+    'SELECT ?s WHERE { ?s ?p ?o FILTER(?o = "<b>") ) }',  # in a string: not the mistake
+    "SELECT ?s WHERE { ?s ?p ?o } # <c>\n }",  # in a comment
+    "SELECT ?s WHERE { ?s ?p <a b> }",  # a space in an IRI with a scheme-less look
+])
+def test_what_only_looks_like_a_relative_iri_is_not_named_one(query):
+    assert "relative IRI" not in _message(query)
+
+
+def test_a_relative_iri_under_a_base_still_parses():
+    assert KG.query("BASE <https://example.org/> ASK { ?s <x> ?o }") is False
 
 
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8))

@@ -34,7 +34,12 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from trails.durable import replace_file
-from trails.errors import ConfigurationError, StorageError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    StorageError,
+)
 from trails.faults import corrupt_file, storage_fault, translated
 from trails.recorded import Scalar, Setting
 from trails.scopes import NAME_PATTERN
@@ -52,6 +57,7 @@ __all__ = [
     "PartConfig",
     "Scalar",
     "Setting",
+    "context_directory",
     "read_config",
     "write_config",
 ]
@@ -171,6 +177,26 @@ class ContextConfig(BaseModel):
     audit: AuditConfig = AuditConfig()
     # The label linker's settings last given (None: never given, so the defaults).
     linker: LinkerConfig | None = None
+
+
+def context_directory(directory: object, read_only: object = False) -> Path:
+    """``directory`` as a path, if it names one and ``read_only`` is a bool: a truthy string
+    such as ``"no"`` would open read-only, ``None`` would fail deep inside ``Path``.
+
+    Raises:
+        InvalidArgumentTypeError: either is of another type.
+        InvalidArgumentError: the directory is an empty string.
+    """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise InvalidArgumentTypeError(f"a context's directory is a path (str or Path), got "
+                                       f"{type(directory).__name__} {directory!r:.80}")
+    if not isinstance(read_only, bool):
+        raise InvalidArgumentTypeError(f"read_only must be True or False, got "
+                                       f"{type(read_only).__name__} {read_only!r:.80}")
+    if directory == "":
+        raise InvalidArgumentError("a context's directory is an empty string; name one "
+                                   "(\".\" for the working directory)")
+    return Path(directory)
 
 
 def read_config(root: Path) -> ContextConfig | None:

@@ -28,6 +28,7 @@ from trails.config import (
     ContextConfig,
     EmbedderConfig,
     PartConfig,
+    context_directory,
     read_config,
     write_config,
 )
@@ -204,10 +205,10 @@ class Context:
                 one in a directory of other files, or a recorded part that must be passed in.
             MissingExtraError: a recorded backend's packages are not installed.
         """
-        root = Path(directory)
+        root = context_directory(directory, read_only)
         _hooks(on_retrieve, "on_retrieve"), _hooks(on_ingest, "on_ingest")  # refused first
         if base_iri is not None:
-            check_base_iri(base_iri)  # refused before anything is written
+            check_base_iri(base_iri, given=True)  # refused before anything is written
         wanted_retention = None if retention is None else check_retention(retention)
         wanted_payload = None if payload is None else list(check_payload_fields(payload))
         config = read_config(root)
@@ -285,8 +286,7 @@ class Context:
         ``ctx.audit.caller``, else the login name) as who asked."""
         if repair:
             self._check_writable()
-        parts: ContextParts = self
-        return maintenance.verify(parts, repair=repair, caller=caller)
+        return maintenance.verify(self, repair=repair, caller=caller)
 
     def link(self, linker: Linker | None = None, *,
              scopes: str | Sequence[str] | None = None) -> LinkReport:

@@ -89,7 +89,7 @@ def ingest(
     ```
     """
     if base_iri is not None:
-        check_base_iri(base_iri, "--base-iri")  # before the context is opened for writing
+        check_base_iri(base_iri, "--base-iri", given=True)  # before the context opens to write
     options: dict[str, Any] = {"include": include or None, "exclude": exclude or None,
                                "jsonl_text_field": jsonl_text_field,
                                "jsonl_id_field": jsonl_id_field}

@@ -157,7 +157,7 @@ def init(
     """
     db = db_option(ctx)
     if base_iri is not None:
-        check_base_iri(base_iri, "--base-iri")  # before anything is made
+        check_base_iri(base_iri, "--base-iri", given=True)  # before anything is made
     mapping = pairs(map_metadata)
     expand_predicates(mapping)  # a predicate that is no IRI: refused before the context is made
     rules = check_retention(pairs(retention, "--retention", "SCOPE=PERIOD"))

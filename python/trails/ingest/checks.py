@@ -331,7 +331,7 @@ def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: 
     if not isinstance(prune, bool):
         raise InvalidArgumentTypeError(f"prune must be True or False, got {type(prune).__name__}")
     declared_price(ctx.embedder)  # a price that is none would report a wrong cost
-    base = check_base_iri(ctx.base_iri if base_iri is None else base_iri)
+    base = check_base_iri(ctx.base_iri if base_iri is None else base_iri, given=base_iri is not None)
     return name, base
 
 

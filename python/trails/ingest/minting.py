@@ -80,9 +80,11 @@ def _marked(segment: str, after: str) -> str:
     return segment
 
 
-def check_base_iri(base: Any, option: str = "base_iri") -> str:
+def check_base_iri(base: Any, option: str = "base_iri", *, given: bool = False) -> str:
     """``base`` itself if documents' IRIs can be minted under it, else an error, so that a
-    bad base is refused before anything is written.
+    bad base is refused before anything is written. ``given``: a base the caller passes
+    now (not one a context recorded), which must also end in ``/`` or ``#``: IRIs are minted
+    by appending, so ``https://example.org/kb`` would mint ``https://example.org/kbdoc/...``.
 
     >>> check_base_iri("https://example.org/kb/")
     'https://example.org/kb/'
@@ -106,6 +108,10 @@ def check_base_iri(base: Any, option: str = "base_iri") -> str:
     except ValueError as exc:
         raise InvalidArgumentError(f"{option} {base!r} is not an absolute IRI ({exc}); "
                                    f"{hint}") from None
+    if given and not base.endswith(("/", "#")):
+        raise InvalidArgumentError(
+            f"{option} {base!r} does not end in / or #, so the IRIs minted under it would run "
+            f"on from it ({doc_iri(base, 'a.md')!r}); give {base + '/'!r}")
     for minted in (doc_iri(base, "a.md"), doc_iri(base, "a.md", "s")):
         try:
             ox.NamedNode(minted)

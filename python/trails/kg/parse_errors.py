@@ -2,8 +2,8 @@
 
 pyoxigraph's parser says what token it expected, listing Unicode ranges (a typo'd prefix gives
 some 500 characters of them) and, for an update sent as a query, "expected CONSTRUCT". The
-two commonest mistakes are named instead: a prefix nobody declared, and an update keyword
-where a query was expected. Anything else keeps the parser's words, ranges shortened.
+commonest mistakes are named instead: a prefix nobody declared, an update keyword where a
+query was expected, and a relative IRI (``<isPartOf>``) with no BASE. Anything else keeps the parser's words, ranges shortened.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from trails.kg.sparql_text import code_only
+from trails.kg.sparql_text import code_only, iris_only
 
 __all__ = ["is_update", "parse_problem", "parse_reason"]
 
@@ -62,9 +62,36 @@ def parse_reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
                 f"{name}: <...>, or use one of {', '.join(f'{p}:' for p in sorted(declared))}")
     position = _POSITION.search(error)
     where = f"at line {position.group(1)}, column {position.group(2)}: " if position else ""
+    relative = _relative_iri(text, _offset(text, position) if position else len(text))
+    if relative is not None:
+        return (f"{where}<{relative}> is a relative IRI, and the query declares no BASE to "
+                f"resolve it against; write the whole IRI (<https://...>), a prefixed name "
+                f"(schema:..., trails:..., or one you declare with PREFIX), or BASE <...>")
     words = re.sub(r"(a name character, )+a name character", "a name character",
                    _RANGES.sub("a name character", _POSITION.sub("", error)))
     return where + " ".join(words.replace("error :", "").split()).lstrip(": ")
+
+
+def _relative_iri(text: str, before: int) -> str | None:
+    """The first IRI written in ``text`` without a scheme before offset ``before`` (where
+    the parser stopped), when no BASE is declared: the parser cannot read it, whatever it
+    says it expected there."""
+    code = iris_only(text)  # strings and comments blanked: no "<b>" inside a literal
+    if re.search(r"\bBASE\s*<", code, re.IGNORECASE):
+        return None
+    return next((m.group(1) for m in _IRI.finditer(code, 0, before + 1)
+                 if not _SCHEME.match(m.group(1))), None)
+
+
+def _offset(text: str, position: re.Match[str]) -> int:
+    """The offset of the parser's 1-based line and column in ``text``."""
+    lines = text.split("\n")
+    line = min(int(position.group(1)), len(lines))
+    return sum(len(x) + 1 for x in lines[:line - 1]) + int(position.group(2))
+
+
+_IRI = re.compile(r"<([^<>\"{}|^`\\\s]*)>")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _is_declaration(code: str, start: int) -> bool:
