@@ -286,6 +286,50 @@ FORMS = {
     "optional or an exists": (
         (f"{LINK} OPTIONAL {{ ?doc meta:topic ?k }} FILTER(!BOUND(?k) || "
          f"EXISTS {{ ?k rdfs:subClassOf <{TOPICS}A> }}) }}"), NONE, None),
+    # the same question written so that SPARQL's scoping and three-valued logic decide it: the
+    # FILTER before the OPTIONAL (a group's FILTER reads it all), tests of the term itself, a
+    # constant test, the property also joined; and forms the rule leaves as written (the
+    # negation, COALESCE, IF, a subgroup on either side, the value bound by two OPTIONALs, a
+    # GRAPH, a MINUS or another pattern's value)
+    "optional or, the filter written first": (
+        (f"{LINK} FILTER(!BOUND(?d) || ?d >= ?since) OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         "}"), SINCE, "documents-columns"),
+    "optional or, tests of the term": (
+        (f"{LINK} OPTIONAL {{ ?doc meta:place ?k }} FILTER(!BOUND(?k) || isLiteral(?k) && "
+         'DATATYPE(?k) = xsd:string || LANG(?k) != "" || sameTerm(?k, "UK")) }'), NONE,
+        "documents-columns"),
+    "optional or, a constant": ((f"{LINK} OPTIONAL {{ ?doc meta:label ?k }} "
+                                 "FILTER(!BOUND(?k) || false) }"), NONE, "documents-columns"),
+    "optional or, the property joined too": (
+        (f"{LINK} ?doc schema:dateCreated ?x . OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, "documents-columns"),
+    "optional or, the link's predicate": ((f"{LINK} OPTIONAL {{ ?doc schema:isPartOf ?k }} "
+                                           "FILTER(!BOUND(?k) || isIRI(?k)) }"), NONE,
+                                          "documents-columns"),
+    "optional or, negated and": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                                  "FILTER(!(BOUND(?d) && ?d < ?since)) }"), SINCE, None),
+    "optional or, coalesce": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                               "FILTER(COALESCE(?d >= ?since, !BOUND(?d))) }"), SINCE, None),
+    "optional or, if": ((f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+                         "FILTER(IF(BOUND(?d), ?d >= ?since, true)) }"), SINCE, None),
+    "optional or in a subgroup": (
+        (f"{LINK} {{ OPTIONAL {{ ?doc schema:dateCreated ?d }} }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or, the filter in a subgroup": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         "{ FILTER(!BOUND(?d) || ?d >= ?since) } }"), SINCE, None),
+    "optional or, the value bound twice": (
+        (f"{LINK} OPTIONAL {{ ?doc schema:dateCreated ?d }} OPTIONAL {{ ?doc meta:label ?d }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or in a graph": (
+        (f"{LINK} OPTIONAL {{ GRAPH ?g {{ ?doc schema:dateCreated ?d }} }} "
+         "FILTER(!BOUND(?d) || ?d >= ?since) }"), SINCE, None),
+    "optional or, a minus of the value": (
+        (f"{LINK} OPTIONAL {{ ?doc meta:label ?k }} MINUS {{ ?doc meta:place ?k }} "
+         "FILTER(!BOUND(?k) || ?k != \"y\") }"), NONE, None),
+    "optional or, compared with a pattern's value": (
+        (f"{LINK} ?doc schema:dateCreated ?x . OPTIONAL {{ ?doc schema:dateCreated ?d }} "
+         "FILTER(!BOUND(?d) || ?d > ?x) }"), NONE, None),
 }
 
 

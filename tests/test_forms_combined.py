@@ -38,6 +38,14 @@ PARTS = [
     "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER({t} || {s} || !BOUND(?v{i}))",
     "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!BOUND(?v{i}) && {t})",
     "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(BOUND(?v{i}) || {t})",
+    # the FILTER before the OPTIONAL, beside a second test of the value, in a subgroup; the
+    # question written with a negation, with COALESCE; the OPTIONAL in a subgroup
+    "FILTER(!BOUND(?v{i}) || {t}) OPTIONAL {{ ?doc {p} ?v{i} }}",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!BOUND(?v{i}) || {t}) FILTER({s})",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} {{ FILTER(!BOUND(?v{i}) || {t}) }}",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(!(BOUND(?v{i}) && !({t})))",
+    "OPTIONAL {{ ?doc {p} ?v{i} }} FILTER(COALESCE({t}, !BOUND(?v{i})))",
+    "{{ OPTIONAL {{ ?doc {p} ?v{i} }} }} FILTER(!BOUND(?v{i}) || {t})",
     "FILTER EXISTS {{ ?doc {p} ?v{i} FILTER({t}) }}",
     "?doc {p} ?v{i} . VALUES ?v{i} {{ {c} {d} }}",
     "{{ ?doc {p} {c} }} UNION {{ ?doc {p} {d} }}",
@@ -55,7 +63,7 @@ WRAPPERS = ["SELECT ?iri WHERE {{ ?iri schema:isPartOf ?doc . {body} }}",
 
 
 # "no value or a value passing", and beside it what must stay as written
-ABSENT_OR = [p for p in PARTS if p.startswith("OPTIONAL") and p != PARTS[5]]
+ABSENT_OR = [p for p in PARTS if "OPTIONAL" in p and p != PARTS[5]]
 
 
 @st.composite
