@@ -54,6 +54,10 @@ SHAPES = {
     "chunk position": ("?iri schema:position ?p . FILTER(?p <= ?n)",
                        st.fixed_dictionaries({"n": st.sampled_from([0, 1, 3])})),
     "chunk class": ("?iri a trails:Chunk .", st.just({})),
+    "first chunks": ("?iri schema:position 0 .", st.just({})),
+    "first chunks, created since": (("?iri schema:position 0 . ?doc schema:dateCreated ?d . "
+                                    "FILTER(?d >= ?since)"),
+                                    st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
     # A value variable named as the index's own could be.
     "value named i": ('?doc meta:place ?i . FILTER(?i != "US")', st.just({})),
     "bound named i": ("?doc schema:dateCreated ?d . FILTER(?d >= ?i)",
@@ -101,27 +105,33 @@ USER_TRIPLES = [
     '<{chunk}> schema:dateCreated "2024-06-01"^^xsd:date',
     '<{chunk}> a trails:Document',
     '<{chunk}> meta:place "EU"',
+    # a chunk's own predicate written by hand: a second position, another datatype, a value
+    # equal to 0 that is not the term 0, a position on a document, a chunk made by hand
+    '<{chunk}> schema:position 1',
+    '<{chunk}> schema:position "0"',
+    '<{chunk}> schema:position 0.0',
+    '<{doc}> schema:position 0',
+    '<https://example.org/hand> schema:position 0 ; schema:isPartOf <{doc}>',
 ]
 
 
-def build(ctx, docs, extra, deleted):
+def _document(n, d, text=None):
+    meta = {k: v for k, v in (("date", d["date"] and d["date"].isoformat()),
+                              ("place", d["place"]), ("label", d["label"])) if v is not None}
+    if d["topic"]:
+        meta["topic"] = f"<{TOPICS}{d['topic']}>"
+    return Document(id=f"d{n}", source=f"d{n}.md",
+                    text=text or f"text of document {n}. more words here.", metadata=meta)
+
+
+def build(ctx, docs, extra, deleted, revised=()):
     taxonomy = "\n".join(f"<{TOPICS}{a}> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}{b}> ."
                          for a, b in (("A1", "A"), ("A2", "A"), ("B1", "B"), ("A", "root"),
                                       ("B", "root")))
     ctx.kg.load(taxonomy.encode(), format="ntriples")
     for scope in ("default", "legal"):
-        batch = []
-        for n, d in enumerate(docs):
-            if d["scope"] != scope:
-                continue
-            meta = {k: v for k, v in (("date", d["date"] and d["date"].isoformat()),
-                                      ("place", d["place"]), ("label", d["label"]))
-                    if v is not None}
-            if d["topic"]:
-                meta["topic"] = f"<{TOPICS}{d['topic']}>"
-            batch.append(Document(id=f"d{n}", source=f"d{n}.md", text=f"text of document {n}. more words here.",
-                                  metadata=meta))
-        ingest_all(batch, ctx=ctx, scope=scope)
+        ingest_all([_document(n, d) for n, d in enumerate(docs) if d["scope"] == scope],
+                   ctx=ctx, scope=scope)
     iris = {n: f"{ctx.base_iri}doc/d{n}" for n in range(len(docs))}
     ids = ctx.vectors.metadata(ctx.vectors.all_ids())
     doc_iris = sorted({m["doc_iri"] for m in ids.values()})
@@ -134,6 +144,10 @@ def build(ctx, docs, extra, deleted):
         graph = "" if index % 2 else " GRAPH <urn:trails:scope:legal> "
         ctx.kg.update(f"INSERT DATA {{ {graph}{{ {triple} }} }}" if graph else
                       f"INSERT DATA {{ {triple} }}")
+    for n in revised:  # a new version with several chunks (positions 0, 1, 2...) supersedes
+        d = docs[n % len(docs)]
+        text = " ".join(f"Sentence {i} of the revised document {n}." for i in range(60))
+        ingest_all([_document(n % len(docs), d, text)], ctx=ctx, scope=d["scope"])
     for n in deleted:
         if doc_iris:
             ctx.delete_document(doc_iris[n % len(doc_iris)])
@@ -159,7 +173,7 @@ def ranked_among(ctx, candidates, scopes):
        st.lists(st.integers(0, 9), max_size=2), st.data())
 def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, data):
     ctx = fresh_context(embedder=MockEmbedder(dim=8))
-    build(ctx, docs, extra, deleted)
+    build(ctx, docs, extra, deleted, data.draw(st.lists(st.integers(0, 9), max_size=2)))
     for name in data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=4)):
         group, bindings_strategy = SHAPES[name]
         bindings = data.draw(bindings_strategy)
@@ -258,3 +272,49 @@ def test_a_read_only_view_lifts_only_while_no_write_has_landed_since_it_opened(t
         assert len(after) == 4 and not after.notes
     finally:
         reader.close()
+
+
+def test_positions_written_by_hand_are_answered_as_the_graph_does(ctx):
+    """Filters on a chunk's own position, after hand writes that make the graph disagree with
+    the position each chunk's IRI carries (``/c/<n>``): a plan answering from the IRIs, or from
+    positions as ingestion writes them, would fail each case; the planner must give the
+    graph's answer."""
+    text = " ".join(f"Sentence {i} of a long document." for i in range(200))
+    ingest_all([Document(id="long", source="long.md", text=text, metadata={"date": "2021-01-01"}),
+                Document(id="short", source="short.md", text="one chunk only.",
+                         metadata={"date": "2024-01-01"})], ctx=ctx)
+    ingest_all([Document(id="long", source="long.md", text=text + " Revised.",
+                         metadata={"date": "2021-01-01"})], ctx=ctx)  # a second version
+    chunks = sorted(ctx.vectors.all_ids())
+    long = sorted((c for c in chunks if "/doc/long/" in c), key=lambda c: int(c.rsplit("/", 1)[1]))
+    assert len(long) >= 3
+    first = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc ; schema:position 0 }")
+    below = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc ; schema:position ?p "
+             "FILTER(?p < 2) }")
+    since = ("SELECT ?iri WHERE { ?iri schema:isPartOf ?doc ; schema:position 0 . "
+             "?doc schema:dateCreated ?d FILTER(?d >= ?since) }")
+
+    def by_iri(limit: int) -> set[str]:
+        return {c for c in chunks if int(c.rsplit("/", 1)[1]) < limit}
+
+    cases = [  # (update, filter, what the chunk IRIs say)
+        (f"INSERT DATA {{ <{long[2]}> schema:position 0 }}", first, by_iri(1)),  # two positions
+        (f"INSERT DATA {{ <{long[2]}> schema:position 1.5 }}", below, by_iri(2)),  # a decimal
+        ((f'INSERT DATA {{ <{long[0]}> schema:position "0" }} ; '
+         f"DELETE DATA {{ <{long[0]}> schema:position 0 }}"), first, by_iri(1)),  # a string only
+        (f"INSERT DATA {{ GRAPH <urn:trails:scope:legal> {{ <{long[1]}> schema:position 0 }} }}",
+         first, by_iri(1)),  # in another scope's graph
+        (("INSERT DATA { <https://example.org/hand> schema:position 0 ; schema:isPartOf "
+         f"<{ctx.base_iri}doc/long> }}"), first, by_iri(1)),  # a chunk made by hand
+        ((f"INSERT DATA {{ <{ctx.base_iri}doc/short> schema:dateCreated "
+         '"2019-01-01"^^xsd:date }'), since, by_iri(1)),  # a document property, for contrast
+    ]
+    for update, text, from_iris in cases:
+        ctx.kg.update(update)
+        bindings = {"since": dt.date(2023, 1, 1)} if "?since" in text else None
+        for scopes in (None, ["default"], ["legal"]):
+            written = set(ctx.kg.select_iris(text, bindings, scopes=scopes))
+            planned = filter_candidates(ctx.kg, text, bindings, scopes, documents=False)
+            assert set(planned) == written, (update, scopes)
+        if "?since" not in text:
+            assert set(ctx.kg.select_iris(text, bindings)) != from_iris, update  # a real trap
