@@ -1,0 +1,41 @@
+"""A context opened by a relative path keeps working in its own directory after the process
+changes its working directory: every part, the audit log and the export guard name the
+directory it was opened in, not whatever the relative path names later."""
+
+from __future__ import annotations
+
+import pytest
+
+from trails import Context
+from trails.errors import ConfigurationError
+from trails.ingest import Document, ingest_all
+from trails.retrieval.retrieve import retrieve
+from trails.testing import MockEmbedder
+
+TRIPLE = b'<https://x/a> <https://schema.org/name> "A" .'
+
+
+def test_a_context_opened_by_a_relative_path_survives_a_change_of_directory(tmp_path,
+                                                                            monkeypatch):
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir(), elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    ctx = Context.open("kb", embedder=MockEmbedder(dim=16))
+    try:
+        ctx.kg.load(TRIPLE)
+        monkeypatch.chdir(elsewhere)
+        config = (home / "kb" / "trails.json").read_bytes()
+        for own in ("trails.json", "vectors.db", "graph/CURRENT"):
+            with pytest.raises(ConfigurationError, match="nothing was written"):
+                ctx.kg.dump(str(home / "kb" / own), format="nquads")
+        assert (home / "kb" / "trails.json").read_bytes() == config  # not replaced by RDF
+        ingest_all([Document("tides", "memo", "Tides rise twice a day.")], ctx=ctx)
+        assert [h.document for h in retrieve("tides", ctx=ctx, k=1)] == [
+            "trails://local/doc/tides"]
+        ctx.audit.fold()
+    finally:
+        ctx.close()
+    assert not (elsewhere / "kb").exists()  # nothing written under the new directory
+    with Context.open(home / "kb", embedder=MockEmbedder(dim=16), read_only=True) as again:
+        assert [h.document for h in retrieve("tides", ctx=again, k=1)] == [
+            "trails://local/doc/tides"]
