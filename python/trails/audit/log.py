@@ -122,9 +122,13 @@ class AuditLog:
         self._unsynced.clear()
 
     def keep_aside(self, record: ActivityRecord, name: str) -> None:
-        """Append ``record`` to the file ``name`` of the log's directory, which no fold reads."""
+        """Append ``record`` to the file ``name`` of the log's directory, which no fold reads;
+        on the disk, its name too, when this returns (a fold deletes the file it came from)."""
         with open(self.directory / name, "a", encoding="utf-8") as file:
             file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        sync_directory(self.directory)
 
     def pending(self) -> list[ActivityRecord]:
         """The records not folded yet, every process's, oldest file first.
