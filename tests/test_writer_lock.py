@@ -85,8 +85,9 @@ def test_a_forked_child_does_not_keep_the_parents_lock(tmp_path):
 
 def test_a_directory_that_cannot_hold_the_lock_opens_as_before_with_a_warning(
         tmp_path, monkeypatch, caplog):
-    """A read-only mount or a lock file of another user (the file cannot be created or
-    opened), or a file system without locks: the writable open goes on, as before the lock."""
+    """A lock file that cannot be created or opened (a read-only mount, another user's file)
+    where the directory cannot be locked either, or a file system without locks: the
+    writable open goes on, as before the lock."""
     Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
 
     def read_only_mount(path: str) -> int:
@@ -99,6 +100,7 @@ def test_a_directory_that_cannot_hold_the_lock_opens_as_before_with_a_warning(
         with monkeypatch.context() as patch:
             if name == "_open":
                 patch.setattr(writer_lock, "_open", failure)
+                patch.setattr(writer_lock, "_lock_folder", lambda key: -1)
             else:
                 patch.setattr(writer_lock.portalocker, "lock", failure)
             with caplog.at_level(logging.WARNING, logger="trails"):
@@ -183,3 +185,37 @@ def test_a_forked_child_lets_go_of_the_directory_too(tmp_path):
     assert not other_process_can_hold(tmp_path)  # the parent's still holds
     held.close()
     assert other_process_can_hold(tmp_path)
+
+
+UNREADABLE_LOCK_FILE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from trails import writer_lock
+    from trails.errors import ContextLockedError
+
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied", path)
+
+    writer_lock._open = unreadable  # another account's trails-writer.lock, mode 0600
+    try:
+        held = writer_lock.hold_for_writing(Path(sys.argv[1]))
+        print("unlocked" if held is None else "held")
+    except ContextLockedError:
+        print("locked")
+""")
+
+
+def test_a_lock_file_that_cannot_be_opened_still_meets_the_writers_directory_lock(tmp_path):
+    """A trails-writer.lock another account made with mode 0600 (umask 077) cannot be opened
+    by a second account sharing the directory: it opened with no lock at all, a second writer
+    beside the first, though the directory's own lock was there to refuse it."""
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    run = subprocess.run([sys.executable, "-c", UNREADABLE_LOCK_FILE, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "locked"
+    held.close()
+    run = subprocess.run([sys.executable, "-c", UNREADABLE_LOCK_FILE, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.stdout.strip() == "held"  # the directory's lock alone, once it is free
