@@ -39,3 +39,27 @@ def test_a_context_opened_by_a_relative_path_survives_a_change_of_directory(tmp_
     with Context.open(home / "kb", embedder=MockEmbedder(dim=16), read_only=True) as again:
         assert [h.document for h in retrieve("tides", ctx=again, k=1)] == [
             "trails://local/doc/tides"]
+
+
+def test_a_graph_opened_by_a_relative_path_survives_a_change_of_directory(tmp_path,
+                                                                          monkeypatch):
+    from trails.kg.oxigraph import OxigraphGraph
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir(), elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    kg = OxigraphGraph("graph")
+    try:
+        monkeypatch.chdir(elsewhere)
+        with pytest.raises(ConfigurationError, match="nothing was written"):
+            kg.dump(str(home / "graph" / "CURRENT"), format="nquads")
+        kg.load(TRIPLE)
+        kg.flush()
+    finally:
+        kg.close()
+    assert not (elsewhere / "graph").exists()
+    again = OxigraphGraph(home / "graph", read_only=True)
+    try:
+        assert again.query("SELECT ?n WHERE { ?s schema:name ?n }").rows == [{"n": "A"}]
+    finally:
+        again.close()

@@ -64,7 +64,7 @@ class OxigraphGraph(QuadExport):
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> None:
-        self.path = None if path is None else str(path)
+        self.path = None if path is None else os.path.abspath(path)  # whatever cwd is later
         self.read_only = read_only
         self.prefixes = dict(PREFIXES)
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
