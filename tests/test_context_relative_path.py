@@ -63,3 +63,25 @@ def test_a_graph_opened_by_a_relative_path_survives_a_change_of_directory(tmp_pa
         assert again.query("SELECT ?n WHERE { ?s schema:name ?n }").rows == [{"n": "A"}]
     finally:
         again.close()
+
+
+def test_a_vector_store_opened_by_a_relative_path_survives_a_change_of_directory(
+        tmp_path, monkeypatch):
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir(), elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    store = SqliteVecStore("vectors.db", dim=4)
+    try:
+        store.add("a", [1.0, 0.0, 0.0, 0.0])
+        monkeypatch.chdir(elsewhere)
+        store.add("b", [0.0, 1.0, 0.0, 0.0])  # its vector file: written where it was opened
+    finally:
+        store.close()
+    assert list(elsewhere.iterdir()) == []
+    again = SqliteVecStore(home / "vectors.db", read_only=True)
+    try:
+        assert sorted(hit.id for hit in again.search([1.0, 1.0, 0.0, 0.0], k=5)) == ["a", "b"]
+    finally:
+        again.close()
