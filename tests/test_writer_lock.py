@@ -8,9 +8,11 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import portalocker
 import pytest
@@ -219,3 +221,57 @@ def test_a_lock_file_that_cannot_be_opened_still_meets_the_writers_directory_loc
     run = subprocess.run([sys.executable, "-c", UNREADABLE_LOCK_FILE, str(tmp_path)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert run.stdout.strip() == "held"  # the directory's lock alone, once it is free
+
+
+def test_a_forked_child_cannot_write_through_the_parents_context(tmp_path):
+    """A child forked from a writing process (a multiprocessing pool of the fork kind) wrote
+    through the parent's open graph: its writes went into the parent's RocksDB files beside
+    the parent's own, its close hung (the store's background threads stay in the parent),
+    and the parent's next flush failed on a log file the child had replaced. The child is
+    now refused, says how to write from a child, and closes without touching the store."""
+    from trails.ingest import Document, ingest_all
+    from trails.ingest.maintenance import verify
+
+    read, write = os.pipe()
+    ctx = Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8))
+    try:
+        ingest_all([Document("a", "m", "Alpha text.")], ctx=ctx)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            outcome = b"wrote"
+            try:
+                ingest_all([Document("b", "m", "Beta text.")], ctx=ctx)
+            except ContextLockedError as exc:
+                outcome = b"refused" if b"forked" in str(exc).encode() else b"other"
+            except BaseException:  # noqa: BLE001 - reported to the parent
+                outcome = b"failed"
+            try:
+                ctx.kg.update('INSERT DATA { <https://x/a> <https://x/p> "v" }')
+                outcome += b" updated"
+            except ContextLockedError:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                outcome += f" update failed: {exc!r}".encode()
+            try:  # closing the parent's store here aborted the child
+                ctx.close()
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                outcome += f" close failed: {exc!r}".encode()
+            finally:
+                os.write(write, outcome)
+                os._exit(0)
+        os.close(write)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not os.waitpid(pid, os.WNOHANG)[0]:
+            time.sleep(0.05)
+        if time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert os.read(read, 100) == b"refused"
+        ingest_all([Document("c", "m", "Gamma text.")], ctx=ctx)
+    finally:
+        os.close(read)
+        ctx.close()
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), read_only=True) as again:
+        documents = again.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+        assert sorted(map(str, documents)) == ["trails://local/doc/a", "trails://local/doc/c"]
+        assert verify(again).ok
