@@ -3,6 +3,8 @@ recording never waits for the graph's writer."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -10,6 +12,8 @@ import time
 from pathlib import Path
 
 from trails.audit import SearchRecord
+from trails.audit import log as log_module
+from trails.audit.log import AuditLog
 from trails.audit.records import started_now
 from trails.context import Context
 from trails.testing import MockEmbedder
@@ -168,3 +172,70 @@ def test_a_record_whose_new_file_a_fold_takes_again_and_again_is_still_kept(tmp_
         assert [r.run_id for r in ctx.audit.pending()] == ["1" * 32]
         ctx.audit.fold()
         assert ctx.kg.query(COUNT).rows[0]["n"] == 1
+
+
+def _in_a_forked_child(action) -> int:
+    """Run ``action`` in a forked child; its exit status (124 when it hung past 20 s)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            action()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return 124
+
+
+def test_a_forked_child_records_in_a_file_of_its_own(tmp_path):
+    """A child forked from a process that had recorded kept appending to the parent's file
+    through the parent's open file: the two shared one lock, so one's unlock let a fold in
+    while the other was still appending, and its record was read before it was written,
+    then deleted with the file."""
+    log = AuditLog(tmp_path / "audit")
+    log.append(record("parent-1"))
+    assert _in_a_forked_child(lambda: log.append(record("child-1"))) == 0
+    log.append(record("parent-2"))
+    files = {path.name.split("-")[0]: path.read_text() for path in (tmp_path / "audit").iterdir()}
+    assert len(files) == 2 and str(os.getpid()) in files
+    child = next(text for name, text in files.items() if name != str(os.getpid()))
+    assert "child-1" in child and "parent" not in child
+    assert sorted(r.run_id for r in log.pending()) == ["child-1", "parent-1", "parent-2"]
+
+
+def test_a_child_forked_while_another_thread_records_can_still_record(tmp_path):
+    """Forked while another thread of the parent held the log's lock (mid-append), the child
+    inherited the lock held by a thread it does not have: its first record waited forever."""
+    log = AuditLog(tmp_path / "audit")
+    log.append(record("parent-1"))
+    appending, forked = threading.Event(), threading.Event()
+    real_append = log_module._append_whole
+
+    def slow_append(descriptor: int, line: bytes) -> None:
+        appending.set()
+        forked.wait(20)
+        real_append(descriptor, line)
+
+    log_module._append_whole = slow_append
+    try:
+        other = threading.Thread(target=log.append, args=(record("parent-2"),))
+        other.start()
+        assert appending.wait(20)
+        try:
+            log_module._append_whole = real_append  # the child appends as usual
+            status = _in_a_forked_child(lambda: log.append(record("child-1")))
+        finally:
+            forked.set()
+            other.join(20)
+    finally:
+        log_module._append_whole = real_append
+    assert status == 0, "the child's record hung (124) or failed"
+    assert sorted(r.run_id for r in log.pending()) == ["child-1", "parent-1", "parent-2"]

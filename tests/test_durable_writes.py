@@ -195,3 +195,29 @@ def test_a_fold_syncs_the_aside_file_and_its_name_before_deleting_the_log(tmp_pa
     assert [call[:2] for call in calls] == [("fsync", "file"), ("fsync", "dir"), ("unlink",)]
     assert (folder / "aside.jsonl").read_bytes() == b"{torn\n"
     log.close()
+
+
+def test_a_record_kept_aside_during_a_fold_is_synced_before_the_log_is_deleted(tmp_path, calls,
+                                                                               monkeypatch):
+    """A record the fold cannot put into the graph is kept in rejected.txt (keep_aside) while
+    the fold runs; the fold then deletes the log file that held it. Unsynced, a power loss
+    after the deletion reached the disk lost the record from both."""
+    folder = tmp_path / "audit"
+    log = AuditLog(folder)
+    record = deletion()
+    log.append(record)
+    unlink = Path.unlink
+
+    def recording_unlink(self: Path, *args, **kwargs) -> None:
+        calls.append(("unlink",))
+        unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", recording_unlink)
+    calls.clear()
+    with log.folding("aside.jsonl") as records:
+        log.keep_aside(records[0], "rejected.txt")  # as the trail does with a rejected one
+    assert [call[:2] for call in calls] == [("fsync", "file"), ("fsync", "dir"), ("unlink",)]
+    if calls[0][2]:
+        assert calls[0][2] == str(folder / "rejected.txt")
+    assert json.loads((folder / "rejected.txt").read_text())["run_id"] == record.run_id
+    log.close()

@@ -491,3 +491,29 @@ def test_a_trails_context_inside_the_folder_is_skipped_with_a_warning(tmp_path):
     # The context's folder given itself is skipped too, said so.
     only = list(FileLoader(kb).load())
     assert [type(f) for f in only] == [LoadFailure] and only[0].skipped
+
+
+def test_a_trails_context_whose_lock_file_was_removed_is_still_skipped(tmp_path):
+    """A context without ``trails-writer.lock`` (deleted, as ADR 44 expects it may be; or a
+    context copied without it) was walked as documents: its audit log's pending searches
+    (``audit/<pid>-<token>.jsonl``) were read as JSONL records."""
+    from trails.context import Context
+    from trails.testing import MockEmbedder
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("A note about tides.")
+    kb = tmp_path / "kb"
+    Context.open(kb, embedder=MockEmbedder(dim=16)).close()
+    (kb / "audit").mkdir(exist_ok=True)
+    (kb / "audit" / "123-abcd.jsonl").write_text('{"text": "salary of alice"}\n')
+    (kb / "trails-writer.lock").unlink()
+    loaded = list(FileLoader(tmp_path).load())
+    assert [d.text for d in loaded if isinstance(d, Document)] == ["A note about tides."]
+    skipped = [f for f in loaded if isinstance(f, LoadFailure)]
+    assert [f.source for f in skipped] == [str(kb)] and "trails context" in skipped[0].reason
+    # A folder of documents that merely holds a file named trails.json is walked as before.
+    (tmp_path / "hikes").mkdir()
+    (tmp_path / "hikes" / "trails.json").write_text('{"routes": []}')
+    (tmp_path / "hikes" / "b.md").write_text("A route.")
+    texts = [d.text for d in FileLoader(tmp_path / "hikes").load() if isinstance(d, Document)]
+    assert texts == ["A route."]

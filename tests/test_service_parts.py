@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +64,8 @@ def test_service_json_round_trips_with_mode_0600(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o600
     assert json.loads(path.read_text()) == {
         "version": 1, "url": "http://127.0.0.1:1234", "pid": info.pid, "token": "trails_token",
-        "started": "2026-01-01T00:00:00+00:00", "directory": str(tmp_path.resolve())}
+        "started": "2026-01-01T00:00:00+00:00", "directory": str(tmp_path.resolve()),
+        "identity": [tmp_path.stat().st_dev, tmp_path.stat().st_ino]}
     assert read_service(tmp_path) == info
     assert [p.name for p in tmp_path.iterdir()] == [SERVICE_FILE]  # no temporary left
 
@@ -92,6 +94,22 @@ def test_read_service_is_none_for_another_directorys_file(tmp_path):
     legacy = {**_info(pid=os.getpid()).to_dict()}  # written before the directory was
     (copy / SERVICE_FILE).write_text(json.dumps(legacy))
     assert read_service(copy) == _info(pid=os.getpid())
+
+
+def test_a_moved_served_directory_finds_its_service_and_a_copy_renamed_to_its_name_does_not(
+        tmp_path):
+    """The service serves the directory it opened, wherever it is moved meanwhile: ``mv kb
+    kb-old`` while served still finds it, and a copy put under the old name (``cp -a kb kb2;
+    mv kb kb-old; mv kb2 kb``) is another context, whose queries must not go to that service."""
+    served, copy, moved = tmp_path / "kb", tmp_path / "kb2", tmp_path / "kb-old"
+    served.mkdir()
+    write_service(served, _info(pid=os.getpid()))
+    shutil.copytree(served, copy)
+    served.rename(moved)
+    assert read_service(moved) == _info(pid=os.getpid())
+    copy.rename(served)  # the copy now has the served directory's former name
+    assert read_service(served) is None
+    assert read_service(moved) == _info(pid=os.getpid())
 
 
 def test_read_service_is_none_when_the_process_is_gone(tmp_path):

@@ -8,9 +8,11 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import portalocker
 import pytest
@@ -85,8 +87,9 @@ def test_a_forked_child_does_not_keep_the_parents_lock(tmp_path):
 
 def test_a_directory_that_cannot_hold_the_lock_opens_as_before_with_a_warning(
         tmp_path, monkeypatch, caplog):
-    """A read-only mount or a lock file of another user (the file cannot be created or
-    opened), or a file system without locks: the writable open goes on, as before the lock."""
+    """A lock file that cannot be created or opened (a read-only mount, another user's file)
+    where the directory cannot be locked either, or a file system without locks: the
+    writable open goes on, as before the lock."""
     Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
 
     def read_only_mount(path: str) -> int:
@@ -99,6 +102,7 @@ def test_a_directory_that_cannot_hold_the_lock_opens_as_before_with_a_warning(
         with monkeypatch.context() as patch:
             if name == "_open":
                 patch.setattr(writer_lock, "_open", failure)
+                patch.setattr(writer_lock, "_lock_folder", lambda key: -1)
             else:
                 patch.setattr(writer_lock.portalocker, "lock", failure)
             with caplog.at_level(logging.WARNING, logger="trails"):
@@ -183,3 +187,91 @@ def test_a_forked_child_lets_go_of_the_directory_too(tmp_path):
     assert not other_process_can_hold(tmp_path)  # the parent's still holds
     held.close()
     assert other_process_can_hold(tmp_path)
+
+
+UNREADABLE_LOCK_FILE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from trails import writer_lock
+    from trails.errors import ContextLockedError
+
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied", path)
+
+    writer_lock._open = unreadable  # another account's trails-writer.lock, mode 0600
+    try:
+        held = writer_lock.hold_for_writing(Path(sys.argv[1]))
+        print("unlocked" if held is None else "held")
+    except ContextLockedError:
+        print("locked")
+""")
+
+
+def test_a_lock_file_that_cannot_be_opened_still_meets_the_writers_directory_lock(tmp_path):
+    """A trails-writer.lock another account made with mode 0600 (umask 077) cannot be opened
+    by a second account sharing the directory: it opened with no lock at all, a second writer
+    beside the first, though the directory's own lock was there to refuse it."""
+    held = writer_lock.hold_for_writing(tmp_path)
+    assert held is not None
+    run = subprocess.run([sys.executable, "-c", UNREADABLE_LOCK_FILE, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "locked"
+    held.close()
+    run = subprocess.run([sys.executable, "-c", UNREADABLE_LOCK_FILE, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.stdout.strip() == "held"  # the directory's lock alone, once it is free
+
+
+def test_a_forked_child_cannot_write_through_the_parents_context(tmp_path):
+    """A child forked from a writing process (a multiprocessing pool of the fork kind) wrote
+    through the parent's open graph: its writes went into the parent's RocksDB files beside
+    the parent's own, its close hung (the store's background threads stay in the parent),
+    and the parent's next flush failed on a log file the child had replaced. The child is
+    now refused, says how to write from a child, and closes without touching the store."""
+    from trails.ingest import Document, ingest_all
+    from trails.ingest.maintenance import verify
+
+    read, write = os.pipe()
+    ctx = Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8))
+    try:
+        ingest_all([Document("a", "m", "Alpha text.")], ctx=ctx)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            outcome = b"wrote"
+            try:
+                ingest_all([Document("b", "m", "Beta text.")], ctx=ctx)
+            except ContextLockedError as exc:
+                outcome = b"refused" if b"forked" in str(exc).encode() else b"other"
+            except BaseException:  # noqa: BLE001 - reported to the parent
+                outcome = b"failed"
+            try:
+                ctx.kg.update('INSERT DATA { <https://x/a> <https://x/p> "v" }')
+                outcome += b" updated"
+            except ContextLockedError:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                outcome += f" update failed: {exc!r}".encode()
+            try:  # closing the parent's store here aborted the child
+                ctx.close()
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                outcome += f" close failed: {exc!r}".encode()
+            finally:
+                os.write(write, outcome)
+                os._exit(0)
+        os.close(write)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not os.waitpid(pid, os.WNOHANG)[0]:
+            time.sleep(0.05)
+        if time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert os.read(read, 100) == b"refused"
+        ingest_all([Document("c", "m", "Gamma text.")], ctx=ctx)
+    finally:
+        os.close(read)
+        ctx.close()
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), read_only=True) as again:
+        documents = again.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
+        assert sorted(map(str, documents)) == ["trails://local/doc/a", "trails://local/doc/c"]
+        assert verify(again).ok

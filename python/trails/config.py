@@ -180,8 +180,11 @@ class ContextConfig(BaseModel):
 
 
 def context_directory(directory: object, read_only: object = False) -> Path:
-    """``directory`` as a path, if it names one and ``read_only`` is a bool: a truthy string
-    such as ``"no"`` would open read-only, ``None`` would fail deep inside ``Path``.
+    """``directory`` as an absolute path, if it names one and ``read_only`` is a bool: a
+    truthy string such as ``"no"`` would open read-only, ``None`` would fail deep inside
+    ``Path``. Absolute, so that a process changing its working directory keeps writing its
+    graph, vectors and audit log there (and refusing exports over them), not under the
+    relative path's new meaning.
 
     Raises:
         InvalidArgumentTypeError: either is of another type.
@@ -196,7 +199,7 @@ def context_directory(directory: object, read_only: object = False) -> Path:
     if directory == "":
         raise InvalidArgumentError("a context's directory is an empty string; name one "
                                    "(\".\" for the working directory)")
-    return Path(directory)
+    return Path(os.path.abspath(directory))
 
 
 def read_config(root: Path) -> ContextConfig | None:

@@ -15,8 +15,9 @@ writer locks the directory itself too (``flock`` on the open directory, where th
 opens one: not on Windows, nor where it cannot lock one), which no file deleted in it can take
 away: a second writer is refused by it whatever became of the file.
 
-A directory that cannot hold the lock (a read-only mount, a file system without locks) opens
-as it did before the lock existed, with a warning.
+A lock file that cannot be opened (another account's, made with mode 0600) leaves the
+directory's lock to keep a second writer out. A directory that can hold neither (a file system
+without locks) opens as it did before the lock existed, with a warning.
 
 Contexts in other directories (or on other machines) may share a server. A part that can hold
 a lock there (:class:`SharedServer`: PgVectorStore, a session advisory lock on its table) is
@@ -80,10 +81,11 @@ class WriterLock:
     def close(self) -> None:
         with _GUARD:
             servers, self._servers = self._servers, []
+            if self._descriptor >= 0 or self._folder >= 0:
+                _HELD.discard(self._key or "")
             if self._descriptor >= 0:
                 os.close(self._descriptor)  # closing the file releases its lock
                 self._descriptor = -1
-                _HELD.discard(self._key or "")
             if self._folder >= 0:
                 os.close(self._folder)
                 self._folder = -1
@@ -110,23 +112,27 @@ def hold_for_writing(directory: Path) -> WriterLock | None:
                 "that handle, or close it first (ctx.close(), or open it as `with "
                 "Context.open(...) as ctx:` so it closes itself); read_only=True opens another "
                 "handle alongside it.")
+        folder = -1
         try:  # read access is all a lock needs (a read-only mount, a file of another user)
             descriptor = _open(path)
-        except OSError as exc:
-            log.warning("%s cannot hold its writer lock (%s): opened without it; keep to one "
-                        "writing process there", directory, exc.strerror or exc)
-            return None
-        folder = -1
+        except OSError as exc:  # another account's file (mode 0600): the directory's lock
+            try:
+                folder = _lock_folder(key)
+            except portalocker.exceptions.AlreadyLocked as locked:
+                raise _locked_elsewhere(directory) from locked.with_traceback(None)
+            if folder < 0:
+                log.warning("%s cannot hold its writer lock (%s): opened without it; keep to "
+                            "one writing process there", directory, exc.strerror or exc)
+                return None
+            descriptor = -1
         try:
-            portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE
-                             | portalocker.LockFlags.NON_BLOCKING)
-            folder = _lock_folder(key)  # held too when the file was deleted under its writer
+            if descriptor >= 0:
+                portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE
+                                 | portalocker.LockFlags.NON_BLOCKING)
+                folder = _lock_folder(key)  # held too when the file was deleted under its writer
         except portalocker.exceptions.AlreadyLocked as exc:
             os.close(descriptor)
-            raise ContextLockedError(
-                f"the context in {str(directory)!r} is open for writing in another process "
-                "(one writer at a time). Close that process, or open this one with "
-                "read_only=True to read alongside it.") from exc.with_traceback(None)
+            raise _locked_elsewhere(directory) from exc.with_traceback(None)
         except portalocker.exceptions.LockException as exc:  # no locks here (NFS without them)
             os.close(descriptor)
             log.warning("%s cannot hold its writer lock (%s): opened without it; keep to one "
@@ -136,6 +142,13 @@ def hold_for_writing(directory: Path) -> WriterLock | None:
         held = WriterLock(key, descriptor, folder)
         _LIVE.add(held)
     return held
+
+
+def _locked_elsewhere(directory: Path) -> ContextLockedError:
+    return ContextLockedError(
+        f"the context in {str(directory)!r} is open for writing in another process (one "
+        "writer at a time). Close that process, or open this one with read_only=True to read "
+        "alongside it.")
 
 
 def hold_on_servers(held: WriterLock | None, *parts: object) -> WriterLock | None:

@@ -2,8 +2,8 @@
 by its writer (ADR 0018).
 
 A search must not wait for the graph's one writer, nor turn a reader into one, so recording is
-an append to a file of this process's own (``audit/<pid>-<token>.jsonl``): one ``write`` of a
-whole line, under an exclusive lock on that file (portalocker: ``flock`` on POSIX). The writer folds the files into the
+an append to a file of this process's own (``audit/<pid>-<token>.jsonl``; a forked child
+starts one of its own): one ``write`` of a whole line, under an exclusive lock on that file (portalocker: ``flock`` on POSIX). The writer folds the files into the
 audit graph: it renames a file out of the appenders' way, takes its lock (an appender that
 opened it before the rename has finished its line, or writes it after and is still read),
 seals it (read-only) and releases the lock, reads it, adds its triples and deletes it. An
@@ -23,6 +23,7 @@ import logging
 import os
 import secrets
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,6 +54,17 @@ class AuditLog:
         self._lock = threading.Lock()  # one line at a time from this process
         self._descriptor: int | None = None  # kept open: an append is one write
         self._unsynced: set[Path] = set()  # folders holding a new name a sync must cover
+        _LIVE.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: a file of its own, and a lock of its own. The parent's open file
+        shares the parent's lock (one's unlock would let a fold in while the other appends),
+        and the lock may have been held by a thread the child does not have."""
+        self._lock = threading.Lock()
+        if self._descriptor is not None:
+            os.close(self._descriptor)  # the child's copy only: the parent's stays open
+            self._descriptor = None
+        self._name = f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
 
     def append(self, record: ActivityRecord, *, sync: bool = False) -> None:
         """Add ``record`` (raises OSError when the file cannot be written); with ``sync`` it
@@ -110,9 +122,13 @@ class AuditLog:
         self._unsynced.clear()
 
     def keep_aside(self, record: ActivityRecord, name: str) -> None:
-        """Append ``record`` to the file ``name`` of the log's directory, which no fold reads."""
+        """Append ``record`` to the file ``name`` of the log's directory, which no fold reads;
+        on the disk, its name too, when this returns (a fold deletes the file it came from)."""
         with open(self.directory / name, "a", encoding="utf-8") as file:
             file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        sync_directory(self.directory)
 
     def pending(self) -> list[ActivityRecord]:
         """The records not folded yet, every process's, oldest file first.
@@ -213,6 +229,17 @@ class AuditLog:
         files = [p for p in self.directory.iterdir()
                  if p.name.endswith((_SUFFIX, _SUFFIX + _FOLDING))]
         return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+_LIVE: weakref.WeakSet[AuditLog] = weakref.WeakSet()
+
+
+def _forked_child() -> None:
+    for audit_log in list(_LIVE):
+        audit_log._forked()
+
+
+os.register_at_fork(after_in_child=_forked_child)
 
 
 def _unreadable(path: Path, error: OSError) -> None:

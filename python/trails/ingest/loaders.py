@@ -274,8 +274,9 @@ _CONTEXT_SKIPPED = ("skipped: a trails context (its index and audit log), not do
                     "ingest the folders of your documents")
 
 
-def _holds_context(folder: Path) -> bool:
-    return (folder / CONFIG_FILE).is_file() and (folder / LOCK_FILE).exists()
+def _holds_context(folder: Path) -> bool:  # its lock file may be gone, not its audit folder
+    return (folder / CONFIG_FILE).is_file() and any(
+        (folder / name).exists() for name in (LOCK_FILE, "audit"))
 
 
 _LINK_SKIPPED = ("skipped: a symbolic link to the {} {}, not followed ({}); ingest the "

@@ -57,6 +57,7 @@ from trails.ingest.minting import (
 from trails.ingest.payload import document_payload, payload_patch
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.carried import Keys
+from trails.kg.opening import Stamp
 from trails.kg.planning import RDF_TYPE
 from trails.kg.sparql import TRAILS
 from trails.kg.terms import IRI
@@ -130,10 +131,15 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     Raises:
         ConfigurationError: this thread is inside a read snapshot of the vector store: a
             commit waiting for the snapshot's lock may hold this one (it would wait forever).
+        ContextLockedError: this process is a forked child of the one that opened the
+            context's embedded graph (before any part is written).
     """
     if getattr(ctx.vectors, "in_snapshot", False):
         raise ConfigurationError("cannot write documents inside a read snapshot of the vector "
                                  "store; leave the `with store.snapshot():` block first")
+    stamp = getattr(ctx.kg, "_stamp", None)  # an embedded graph knows the process that opened it
+    if isinstance(stamp, Stamp) and stamp.forked():
+        stamp.check_writable()
     return versions_lock(ctx.kg)
 
 

@@ -229,6 +229,9 @@ def kept_in_the_log() -> Iterator[None]:
                     str(exc))
 
 
+_FORKED_STORES: list[object] = []  # stores a forked child let go of, never closed there
+
+
 class Stamp:
     """The revision stamp as one graph object knows it: the one it wrote last (writable), or
     the one on disk when its view opened (read-only), and whether that names what it reads."""
@@ -239,17 +242,41 @@ class Stamp:
         self.revision = read_revision(path) if read_only else None
         self.exact = False  # a view shows the state its stamp names
         self.raw = False  # the store was handed out: writes may bypass the stamp
+        self.pid = os.getpid()  # the process that opened the store, the one that may write
+
+    def forked(self) -> bool:
+        """Whether this is a forked child of the process that opened the store."""
+        return os.getpid() != self.pid
+
+    def let_go(self, store: ox.Store | None) -> ox.Store | None:
+        """Release ``store`` (pyoxigraph closes it when it is dropped): None, what its graph
+        holds now. In a forked child closing its parent's store aborts the process (the
+        store's threads stayed in the parent): it is kept, unused, until the child ends."""
+        if store is not None and self.forked():
+            _FORKED_STORES.append(store)
+        return None
+
+    def writes_here(self) -> bool:
+        """Whether this process writes (flushes) the store on disk: opened writable, here."""
+        return not self.read_only and self.path is not None and not self.forked()
 
     def check_writable(self) -> None:
-        """Refuse a write to a graph opened read-only.
+        """Refuse a write to a graph opened read-only, or from a forked child of its writer.
 
         Raises:
-            ConfigurationError: it was.
+            ConfigurationError: it was opened read-only.
+            ContextLockedError: this process is a forked child of the one that opened it.
         """
         if self.read_only:
             raise ConfigurationError(
                 f"the knowledge graph in {self.path!r} was opened read-only; reopen it "
                 "without read_only=True (only one process may write) to change it")
+        if self.path is not None and self.forked():  # its writer's threads are the parent's
+            raise ContextLockedError(
+                f"the knowledge graph in {self.path!r} was opened for writing by process "
+                f"{self.pid}, and this process is a forked child of it: a child cannot write "
+                "through its parent's handle (one writer at a time). Write from the parent, "
+                "or use the spawn start method and open the context in the child")
 
     def on_disk(self) -> str | None:
         return read_revision(self.path)

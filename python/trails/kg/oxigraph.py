@@ -64,7 +64,7 @@ class OxigraphGraph(QuadExport):
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> None:
-        self.path = None if path is None else str(path)
+        self.path = None if path is None else os.path.abspath(path)  # whatever cwd is later
         self.read_only = read_only
         self.prefixes = dict(PREFIXES)
         self._functions: dict[str, tuple[Callable[..., Any], bool]] = {}
@@ -414,7 +414,7 @@ class OxigraphGraph(QuadExport):
         return self._read(lambda: len(self._s))
 
     def flush(self) -> None:
-        if self.path is not None and not self.read_only and self._store is not None:
+        if self._stamp.writes_here() and self._store is not None:
             with self._faults("flushing the graph in"):
                 self._store.flush()
 
@@ -432,7 +432,7 @@ class OxigraphGraph(QuadExport):
                 self.flush()
         finally:
             self._closed = True
-            self._store = None  # pyoxigraph closes on drop
+            self._store = self._stamp.let_go(self._store)  # pyoxigraph closes on drop
         self._stamp.closed()
 
     def __repr__(self) -> str:

@@ -6,8 +6,12 @@ at shutdown::
     {"version": 1, "url": "http://127.0.0.1:8000", "pid": 4242,
      "token": "trails_...", "started": "2026-01-01T12:00:00+00:00", "directory": "/srv/kb"}
 
-``directory`` is the served directory's real path: a copy of the directory (``cp -a kb kb2``
-while ``kb`` is served) holds the same file, and its queries must not go to ``kb``'s service.
+``directory`` is the served directory's real path, ``identity`` its device and inode: a copy
+of the directory (``cp -a kb kb2`` while ``kb`` is served) holds the same file, and its queries
+must not go to ``kb``'s service, even once it is renamed ``kb``; the served directory moved
+(``mv kb kb-old``) is still the one its service serves. Where ``identity`` is recorded it
+decides (a path names another directory once the served one is moved); a file without it
+(an older trails) is matched by ``directory``.
 
 The token is a key valid for that run only (every scope, read and write), so the file is
 written with mode 0600: whoever can read it could already open the directory itself. Clients
@@ -75,9 +79,12 @@ def read_service(directory: str | os.PathLike[str]) -> ServiceInfo | None:
     if not (isinstance(url, str) and isinstance(pid, int) and not isinstance(pid, bool)
             and isinstance(token, str) and isinstance(started, str)):
         return None
-    served = data.get("directory")  # absent from files written before it was recorded
-    if served is not None and served != os.path.realpath(directory):
-        return None  # a copy's, or a moved directory's: another context's service
+    identity, served = data.get("identity"), data.get("directory")  # absent: written earlier
+    if identity is not None:
+        if identity != _identity(directory):
+            return None  # a copy's, whatever its name: another context's service
+    elif served is not None and served != os.path.realpath(directory):
+        return None  # a copy's: another context's service
     if not pid_alive(pid):
         return None
     return ServiceInfo(url=url, pid=pid, token=token, started=started)
@@ -94,7 +101,8 @@ def write_service(directory: str | os.PathLike[str], info: ServiceInfo) -> Path:
     try:
         os.fchmod(handle, 0o600)  # before a byte of the token is written
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump({**info.to_dict(), "directory": os.path.realpath(directory)}, file)
+            json.dump({**info.to_dict(), "directory": os.path.realpath(directory),
+                       "identity": _identity(directory)}, file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, target)
@@ -103,6 +111,16 @@ def write_service(directory: str | os.PathLike[str], info: ServiceInfo) -> Path:
             os.unlink(temporary)
         raise
     return target
+
+
+def _identity(directory: str | os.PathLike[str]) -> list[int] | None:
+    """The directory's device and inode, which a move keeps and a copy does not (None when
+    it cannot be looked at)."""
+    try:
+        status = os.stat(directory)
+    except OSError:
+        return None
+    return [status.st_dev, status.st_ino]
 
 
 def remove_service(directory: str | os.PathLike[str], info: ServiceInfo) -> bool:

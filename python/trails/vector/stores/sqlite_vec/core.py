@@ -83,7 +83,8 @@ class SqliteCore(BaseVectorStore):
         embedder: EmbedderIdentity | None = None,
         read_only: bool = False,
     ) -> None:
-        self.path, self.read_only = str(path), read_only
+        self.path = ":memory:" if str(path) == ":memory:" else os.path.abspath(path)  # any cwd
+        self.read_only = read_only
         arguments.check_dim(dim)
         if read_only and (self.path == ":memory:" or not os.path.exists(self.path)):
             raise ConfigurationError(
