@@ -304,3 +304,20 @@ def test_the_replay_of_a_refused_search_says_it_was_refused(kb):
     assert report.new and not report.identical
     assert report.notes[0] == ("the run was refused, not answered (refused: "
                                "PermissionDeniedError: the key does not grant 'legal')")
+
+
+def test_a_run_with_an_empty_query_from_before_the_rule_replays_as_it_ran(kb, monkeypatch):
+    # A hybrid search for "" ran before ADR 52 refused one; its record must still replay
+    # (an audit is defended by replaying what ran), saying the query would now be refused.
+    import importlib
+
+    retrieve_module = importlib.import_module("trails.retrieval.retrieve")
+    with open_kb(kb) as ctx:
+        with monkeypatch.context() as old_engine:
+            old_engine.setattr(retrieve_module, "check_rankable", lambda *a, **k: None)
+            first = retrieve("", ctx, scope="legal", k=3)
+        with pytest.raises(InvalidArgumentError, match="query is empty"):
+            retrieve("", ctx, scope="legal", k=3)  # a new search is still refused
+        report = replay(ctx, first.run_id)
+    assert report.identical and len(report.same) == 3
+    assert any("query was empty" in note and "refused" in note for note in report.notes)

@@ -20,6 +20,7 @@ from trails.context import Context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.terms import check_text
 from trails.rank.rewrite import QueryRewriter, check_messages
+from trails.retrieval.replaying import REPLAYING
 from trails.scopes import check_scope_argument
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
@@ -84,8 +85,9 @@ def check_query(query: object) -> str:
 
 def check_rankable(query: str, mode: str, *, rewritten: bool = False) -> None:
     """Refuse an empty question where one ranks the hits: the vector of "" is nobody's
-    question, and its order would read as an answer."""
-    if mode != "graph" and not query.strip():
+    question, and its order would read as an answer. A replay runs a recorded search as it
+    ran, even one for "" recorded before the rule (replay notes it)."""
+    if mode != "graph" and not query.strip() and REPLAYING.get() is None:
         said = "the rewriter turned the query and messages into an empty question" if rewritten \
             else "query is empty"
         raise InvalidArgumentError(

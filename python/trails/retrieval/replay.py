@@ -75,6 +75,9 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     if record.rewritten_sha256 is not None:
         notes.append("replayed the query the run's rewriter made of the conversation, as it "
                      "was searched (no rewriter runs again)")
+    if record.mode != "graph" and not text.strip():
+        notes.append("the run's query was empty, which a search in this mode is now refused "
+                     "for (a record from before the rule): replayed as it ran")
     if record.fallback is None:
         notes.append("the run's fallback was not recorded (a record from before it was kept): "
                      "replayed with the default, fallback='auto'")
