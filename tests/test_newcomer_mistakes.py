@@ -396,3 +396,16 @@ def test_a_base_iri_given_without_a_final_slash_or_hash_is_refused_naming_the_fi
     refused = run_trails("--db", tmp_path / "kb2", "init", "--model", "mock:8",
                          "--base-iri", base)
     assert refused.returncode == 1 and "does not end in / or #" in refused.stderr
+
+
+@pytest.mark.parametrize("base", ["https://example.org/kb", "urn:x:kb"])
+def test_an_in_memory_context_refuses_a_base_iri_without_a_final_slash_or_hash(base):
+    # Context.memory takes the base from its caller, as Context.open does: without the
+    # final / the documents' IRIs ran on from it (https://example.org/kbdoc/a).
+    with pytest.raises(TrailsError, match="does not end in / or #") as caught:
+        Context.memory(MockEmbedder(dim=8), base_iri=base)
+    assert f"give {base + '/'!r}" in str(caught.value)
+    with Context.memory(MockEmbedder(dim=8), base_iri=base + "#") as ctx:
+        ingest_all([Document("a", "mem", "text")], ctx=ctx)
+        assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [
+            f"{base}#doc/a"]

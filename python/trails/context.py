@@ -134,10 +134,10 @@ class Context:
     @classmethod
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
-        model = chosen_embedder(embedder)
+        base, model = check_base_iri(base_iri, given=True), chosen_embedder(embedder)
         store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
             ":memory:", dim=model.dim, embedder=model.identity)
-        return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base_iri)
+        return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base)
 
     @classmethod
     def open(
