@@ -9,15 +9,16 @@ import inspect
 import pytest
 
 import trails
-from trails import Document, TrailsError, ingest_all, retrieve
+from trails import Context, Document, TrailsError, ingest_all, retrieve
 from trails.errors import InvalidArgumentTypeError
+from trails.ingest import Chunk
 from trails.ingest.checks import FILE_OPTIONS, INGEST_ARGUMENTS
 from trails.ingest.loaders import FileLoader
 from trails.ingest.pipeline import ingest
 from trails.keywords import named_keywords
 from trails.kg.sparql import TRAILS
 from trails.retrieval.arguments import KEYWORDS_MEANT
-from trails.testing import fresh_context
+from trails.testing import MockEmbedder, fresh_context, isolated_kernel
 
 FILTER = f"SELECT ?iri WHERE {{ ?iri a <{TRAILS}Chunk> }}"
 
@@ -125,3 +126,51 @@ def test_a_retriever_takes_only_the_names_it_has(ctx):
     made = trails.HybridRetriever(ctx, k=2, sparql_filter=FILTER)
     assert [hit.snippet for hit in made.retrieve("alpha")][:1] == ["alpha beta gamma"]
     assert dataclasses.replace(made, k=1).k == 1
+
+
+def _open_kb(tmp_path, **given):
+    return Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), **given)
+
+
+def _a_result(ctx):
+    return retrieve("alpha", ctx, k=1)
+
+
+@pytest.mark.parametrize(("call", "name", "given", "meant"), [
+    (lambda tmp, ctx, kw: _open_kb(tmp, **kw), "Context.open", "readonly", "read_only"),
+    (lambda tmp, ctx, kw: _open_kb(tmp, **kw), "Context.open", "vector_store", "vectors"),
+    (lambda tmp, ctx, kw: _open_kb(tmp, **kw), "Context.open", "graph", "kg"),
+    (lambda tmp, ctx, kw: Context.memory(**kw), "Context.memory", "model", "embedder"),
+    (lambda tmp, ctx, kw: _a_result(ctx).to_context(**kw), "RetrievalResult.to_context",
+     "max_token", "max_tokens"),
+    (lambda tmp, ctx, kw: _a_result(ctx).to_context(**kw), "RetrievalResult.to_context",
+     "budget", "max_tokens"),
+    (lambda tmp, ctx, kw: trails.replay(ctx, "run", **kw), "replay", "querry", "query"),
+    (lambda tmp, ctx, kw: fresh_context(**kw), "fresh_context", "dims", "dim"),
+    (lambda tmp, ctx, kw: isolated_kernel(**kw).__enter__(), "isolated_kernel", "dims", "dim"),
+    (lambda tmp, ctx, kw: Document("a", "mem", "x", **kw), "Document", "meta", "metadata"),
+    (lambda tmp, ctx, kw: Document(id="a", source="mem", **kw), "Document", "content", "text"),
+    (lambda tmp, ctx, kw: Document(id="a", source="mem", **kw), "Document", "page_content",
+     "text"),
+    (lambda tmp, ctx, kw: Chunk(start=0, end=1, position=0, **kw), "Chunk", "txt", "text"),
+])
+def test_the_rest_of_the_api_names_the_argument_meant(tmp_path, ctx, call, name, given,
+                                                      meant):
+    # Python's own TypeError ("got an unexpected keyword argument") named no fix and was no
+    # TrailsError; every public call a user makes refuses a wrong name as retrieve() does.
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        call(tmp_path, ctx, {given: 3})
+    assert str(caught.value) == f"{name}() takes no argument {given}: did you mean {meant}=...?"
+    assert list(tmp_path.iterdir()) == []  # Context.open made nothing before refusing
+
+
+def test_a_document_and_a_chunk_still_copy_pickle_and_take_their_names():
+    import copy
+    import pickle
+
+    doc = Document(id="a", source="mem", text="x", metadata={"k": 1})
+    chunk = Chunk(text="x", start=0, end=1, position=0)
+    assert pickle.loads(pickle.dumps(doc)) == doc == copy.deepcopy(doc)
+    assert pickle.loads(pickle.dumps(chunk)) == chunk == copy.deepcopy(chunk)
+    assert dataclasses.replace(chunk, end=1) == chunk
+    assert dataclasses.replace(doc, text="y").text == "y"

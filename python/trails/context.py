@@ -44,6 +44,7 @@ from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
 from trails.ingest.writer import between_writes
 from trails.integrity import check_parts_belong, check_parts_present, check_room, new_context_id
+from trails.keywords import named_keywords
 from trails.kg.base import KnowledgeGraph
 from trails.kg.exchange import guard_exports
 from trails.parts import ContextParts
@@ -53,18 +54,13 @@ from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore, VersionedStore
 from trails.writer_lock import WriterLock, hold_for_writing, hold_on_servers
 
-__all__ = [
-    "CONFIG_FILE",
-    "DEFAULT_BASE_IRI",
-    "Context",
-    "default_context",
-    "embedder_for",
-    "set_default_context",
-]
+__all__ = ["CONFIG_FILE", "DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for",
+           "set_default_context"]
 
 log = logging.getLogger("trails.audit")
 # Observers of a context's searches or ingests: one callable or several.
 Hooks = Callable[[Any], object] | Sequence[Callable[[Any], object]]
+_OPEN_MEANT = {"model": "embedder", "graph": "kg", "store": "vectors", "vector_store": "vectors"}
 
 
 def _hooks(hooks: Hooks, name: str) -> list[Callable[[Any], object]]:
@@ -132,6 +128,7 @@ class Context:
         register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
     @classmethod
+    @named_keywords({"model": "embedder"})
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
         base, model = check_base_iri(base_iri, given=True), chosen_embedder(embedder)
@@ -140,6 +137,7 @@ class Context:
         return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base)
 
     @classmethod
+    @named_keywords(_OPEN_MEANT)
     def open(
         cls,
         directory: str | os.PathLike[str],

@@ -14,6 +14,7 @@ from typing import Any
 from trails.display import frames
 from trails.display.context import ContextBlock, context_block
 from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hits_text, label
+from trails.keywords import named_keywords
 
 __all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
 
@@ -177,6 +178,7 @@ class RetrievalResult(list[RetrievalHit]):
         self.notes = (*marked, *notes)
         self.fusion_weights = dict(fusion_weights or {})
 
+    @named_keywords({"budget": "max_tokens", "token_budget": "max_tokens"})
     def to_context(self, max_tokens: int | None = None, template: str | None = None, *,
                    tokenizer: Any = None) -> ContextBlock:
         """The hits as a prompt's evidence block: in rank order, each a numbered passage with

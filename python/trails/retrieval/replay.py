@@ -20,6 +20,7 @@ from trails.audit import SearchRecord, query_digest
 from trails.audit.prov import parse_time
 from trails.context import Context
 from trails.errors import InvalidArgumentError
+from trails.keywords import named_keywords
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
@@ -49,6 +50,7 @@ class ReplayReport:
         return not (self.moved or self.new or self.gone)
 
 
+@named_keywords()
 def replay(ctx: Context, run: str, *, query: str | None = None,
            caller: str | None = None) -> ReplayReport:
     """Run the recorded search ``run`` again on ``ctx`` and compare.

@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from trails import _state
 from trails.context import Context, set_default_context
 from trails.errors import InvalidArgumentTypeError
+from trails.keywords import named_keywords
 from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["context_directory", "fresh_context", "isolated_kernel"]
 
 
+@named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
 def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None) -> Context:
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
 
@@ -41,6 +43,7 @@ def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
 
 
 @contextlib.contextmanager
+@named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
 def isolated_kernel(*, dim: int = 64, seed: int = 0,
                     embedder: Embedder | None = None) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
