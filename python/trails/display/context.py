@@ -86,9 +86,13 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
             continue
         if not passages:  # the best hit alone is over budget: as much of it as fits
             cut = _longest_fitting(passage, lambda p: count(render([p])) <= max_tokens)
-            if cut:
-                passages.append(cut)
-                truncated = True
+            if not cut:  # an empty block would read as "no evidence", a wrong answer
+                raise InvalidArgumentError(
+                    f"max_tokens={max_tokens} holds not even the best hit's citation line "
+                    f"({count(render([passage.split(chr(10), 1)[0]]))} tokens with the "
+                    f"template): raise max_tokens")
+            passages.append(cut)
+            truncated = True
         break
     text = render(passages)
     block = ContextBlock(text)
