@@ -174,3 +174,23 @@ def test_a_document_and_a_chunk_still_copy_pickle_and_take_their_names():
     assert pickle.loads(pickle.dumps(chunk)) == chunk == copy.deepcopy(chunk)
     assert dataclasses.replace(chunk, end=1) == chunk
     assert dataclasses.replace(doc, text="y").text == "y"
+
+
+@pytest.mark.parametrize("run", [
+    lambda docs, ctx: list(ingest(docs, ctx)), lambda docs, ctx: ingest_all(docs, ctx),
+    lambda docs, ctx: ingest_all(ctx, docs),
+    lambda docs, ctx: asyncio.run(_drain(trails.ingest.aingest(docs, ctx))),
+])
+def test_a_context_given_by_position_to_ingest_is_refused_naming_ctx(run):
+    # retrieve(query, ctx) takes the context by position, ingest only as ctx=: Python's
+    # "takes 1 positional argument but 2 were given" named neither ctx= nor the fix.
+    context = fresh_context()
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^ingest\(\) takes the context as ctx=: "
+                             r"ingest_all\(documents, ctx=ctx\), got 2 positional arguments"):
+        run([Document("a", "mem", "alpha")], context)
+    assert context.vectors.count() == 0
+
+
+async def _drain(events):
+    return [event async for event in events]
