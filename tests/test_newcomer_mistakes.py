@@ -409,3 +409,27 @@ def test_an_in_memory_context_refuses_a_base_iri_without_a_final_slash_or_hash(b
         ingest_all([Document("a", "mem", "text")], ctx=ctx)
         assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [
             f"{base}#doc/a"]
+
+
+def test_arguments_given_in_the_wrong_order_are_refused_naming_the_order():
+    # retrieve(ctx, "q") said only "got Context"; replay("run", ctx) raised an AttributeError
+    # from its inside ("'str' object has no attribute 'audit'").
+    import asyncio
+
+    from trails import aretrieve, replay
+
+    ctx = fresh_context()
+    ingest_all([Document("a", "mem", "alpha beta")], ctx=ctx)
+    for swapped in (lambda: retrieve(ctx, "alpha"),
+                    lambda: asyncio.run(aretrieve(ctx, "alpha"))):
+        with pytest.raises(InvalidArgumentTypeError,
+                           match=r"got a Context: the question goes first, "
+                                 r"retrieve\(query, ctx\)"):
+            swapped()
+    run = retrieve("alpha", ctx).run_id or "0" * 32
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^replay\(\) takes the context first: replay\(ctx, run\)$"):
+        replay(run, ctx)
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^replay\(\) takes a trails Context first .*got str$"):
+        replay("kb", run)

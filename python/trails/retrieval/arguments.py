@@ -77,6 +77,9 @@ def check_mode(mode: object, modes: Sequence[str]) -> str:
 
 def check_query(query: object) -> str:
     """The question, if it is a str that UTF-8 can encode."""
+    if isinstance(query, Context):  # retrieve(ctx, "question")
+        raise InvalidArgumentTypeError("query must be a str (the question), got a Context: "
+                                       "the question goes first, retrieve(query, ctx)")
     if not isinstance(query, str):
         raise InvalidArgumentTypeError(f"query must be a str (the question), got "
                                        f"{type(query).__name__}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from trails.audit import SearchRecord, query_digest
 from trails.audit.prov import parse_time
 from trails.context import Context
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
@@ -58,10 +58,16 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     ``query``: the query text, needed when the context kept only its SHA-256 (it must match).
 
     Raises:
+        InvalidArgumentTypeError: ``ctx`` is no Context (the arguments swapped, say).
         UnknownRunError: no such run in this context's audit trail.
         InvalidArgumentError: the run is no search, its query text was not kept and none (or
             another) was given, or its fusion was a function that cannot be named again.
     """
+    if not isinstance(ctx, Context):
+        raise InvalidArgumentTypeError(
+            "replay() takes the context first: replay(ctx, run)" if isinstance(run, Context)
+            else f"replay() takes a trails Context first (Context.open(...)), then the run "
+                 f"id; got {type(ctx).__name__}")
     record = ctx.audit.get(run)
     if not isinstance(record, SearchRecord):
         raise InvalidArgumentError(f"run {run!r} is a {record.kind}, not a search: only searches "
