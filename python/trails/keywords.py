@@ -39,7 +39,8 @@ def named_keywords(meant: Mapping[str, str] | None = None,
 
     ``meant`` maps names used elsewhere to this function's (``{"top_k": "k"}``); any other
     unknown name gets the closest accepted names, if one is close. A function that takes
-    ``**kwargs`` is returned as it is: every name is its to judge.
+    ``**kwargs`` is returned as it is: every name is its to judge. A constructor's refusal
+    is in its class's name (``Retriever()``, not ``Retriever.__init__()``).
     """
     aliases = dict(meant or {})
 
@@ -48,6 +49,7 @@ def named_keywords(meant: Mapping[str, str] | None = None,
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             return function
         accepted = frozenset(name for name, p in parameters.items() if p.kind in _BY_NAME)
+        called = function.__qualname__.removesuffix(".__init__")
         unknown_target = set(aliases.values()) - accepted
         if unknown_target:
             raise ValueError(f"{function.__qualname__} takes no {sorted(unknown_target)}")
@@ -55,8 +57,7 @@ def named_keywords(meant: Mapping[str, str] | None = None,
         @functools.wraps(function)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             if not accepted.issuperset(kwargs):
-                raise unknown_keywords(function.__qualname__, kwargs.keys() - accepted,
-                                       accepted, aliases)
+                raise unknown_keywords(called, kwargs.keys() - accepted, accepted, aliases)
             return function(*args, **kwargs)
 
         return wrapper
