@@ -194,3 +194,24 @@ def test_a_context_given_by_position_to_ingest_is_refused_naming_ctx(run):
 
 async def _drain(events):
     return [event async for event in events]
+
+
+@pytest.mark.parametrize("call", [
+    lambda made, kw: made.retrieve("alpha", **kw),
+    lambda made, kw: asyncio.run(made.aretrieve("alpha", **kw)),
+])
+def test_a_retrievers_options_given_per_call_are_refused_naming_where_they_go(ctx, call):
+    # HybridRetriever(ctx).retrieve("q", k=3) raised Python's bare "got an unexpected
+    # keyword argument 'k'": a retriever's options are fixed when it is made.
+    made = trails.HybridRetriever(ctx)
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        call(made, {"k": 1})
+    assert str(caught.value) == (
+        "HybridRetriever.retrieve() takes the query and messages only, not k: a retriever's "
+        "options are fixed when it is made (HybridRetriever(..., k=...), or "
+        "dataclasses.replace(retriever, k=...))")
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^HybridRetriever.retrieve\(\) takes no argument top_k: "
+                             r"did you mean k=\.\.\.\? \(set when the retriever is made"):
+        call(made, {"top_k": 1})
+    assert [hit.snippet for hit in call(made, {"messages": None})][:1] == ["alpha beta gamma"]
