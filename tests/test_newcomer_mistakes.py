@@ -433,3 +433,33 @@ def test_arguments_given_in_the_wrong_order_are_refused_naming_the_order():
     with pytest.raises(InvalidArgumentTypeError,
                        match=r"^replay\(\) takes a trails Context first .*got str$"):
         replay("kb", run)
+
+
+def test_a_directory_under_the_home_directory_is_opened_there(tmp_path, monkeypatch):
+    # Context.open("~/kb") made a directory named "~" in the working directory, where the
+    # next Context.open("~/kb") from elsewhere found nothing (and `rm -rf ~` removes home).
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    with Context.open("~/kb", embedder=MockEmbedder(dim=8)) as ctx:
+        ingest_all([Document("a", "mem", "alpha")], ctx=ctx)
+    assert list((tmp_path / "work").iterdir()) == []
+    assert (tmp_path / "home" / "kb" / "trails.json").is_file()
+    with Context.open("~/kb", embedder=MockEmbedder(dim=8), read_only=True) as again:
+        assert again.vectors.count() == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda model: Context.memory(model),
+    lambda model: fresh_context(embedder=model),
+    lambda model: Context.open("kb", embedder=model),
+])
+def test_an_embedder_class_given_for_an_embedder_is_refused_naming_the_fix(tmp_path,
+                                                                          monkeypatch, make):
+    # MockEmbedder (the class) passed the Embedder protocol check and failed deep inside
+    # with "dim ... got property" or a pydantic ValidationError.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
+        make(MockEmbedder)
+    assert list(tmp_path.iterdir()) == []

@@ -181,7 +181,9 @@ class ContextConfig(BaseModel):
 
 def context_directory(directory: object, read_only: object = False) -> Path:
     """``directory`` as a path, if it names one and ``read_only`` is a bool: a truthy string
-    such as ``"no"`` would open read-only, ``None`` would fail deep inside ``Path``.
+    such as ``"no"`` would open read-only, ``None`` would fail deep inside ``Path``. A
+    leading ``~`` is the home directory, as a shell reads it (else ``"~/kb"`` would make a
+    directory named ``~`` in the working directory).
 
     Raises:
         InvalidArgumentTypeError: either is of another type.
@@ -196,7 +198,11 @@ def context_directory(directory: object, read_only: object = False) -> Path:
     if directory == "":
         raise InvalidArgumentError("a context's directory is an empty string; name one "
                                    "(\".\" for the working directory)")
-    return Path(directory)
+    try:
+        return Path(directory).expanduser()
+    except RuntimeError as exc:  # ~user of no user, or no home directory to be found
+        raise InvalidArgumentError(f"a context's directory {os.fspath(directory)!r}: {exc}; "
+                                   f"give the path without ~") from None
 
 
 def read_config(root: Path) -> ContextConfig | None:
