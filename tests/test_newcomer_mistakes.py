@@ -463,3 +463,12 @@ def test_an_embedder_class_given_for_an_embedder_is_refused_naming_the_fix(tmp_p
                        match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
         make(MockEmbedder)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_embedder_class_given_to_retrieve_is_refused_naming_the_fix():
+    # It passed the protocol check and failed as "the embedder makes <property object>-d
+    # vectors".
+    ctx = fresh_context()
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
+        retrieve("alpha", ctx, embedder=MockEmbedder)

@@ -180,6 +180,9 @@ def check_retrieve_arguments(ctx: object, *, vector_store: object, embedder: obj
     if vector_store is not None and not isinstance(vector_store, VectorStore):
         raise InvalidArgumentTypeError(f"vector_store must be a VectorStore or None, got "
                                        f"{type(vector_store).__name__}")
+    if isinstance(embedder, type):  # a class passes the protocol check: its attributes exist
+        raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got the class "
+                                       f"{embedder.__name__}: make one, {embedder.__name__}(...)")
     if embedder is not None and not isinstance(embedder, Embedder):
         raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got "
                                        f"{type(embedder).__name__}")
