@@ -472,3 +472,18 @@ def test_an_embedder_class_given_to_retrieve_is_refused_naming_the_fix():
     with pytest.raises(InvalidArgumentTypeError,
                        match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
         retrieve("alpha", ctx, embedder=MockEmbedder)
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, pickle.dumps])
+def test_a_context_is_never_copied_or_pickled_and_says_what_to_do_instead(tmp_path,
+                                                                         duplicate):
+    # copy.copy made a second Context over the same open stores and writer lock (closing
+    # either closed both); deepcopy and pickle failed on a lock or a lambda inside.
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        ingest_all([Document("a", "mem", "alpha")], ctx=ctx)
+        with pytest.raises(InvalidArgumentTypeError,
+                           match=r"^a Context holds open stores and is not copied or pickled: "
+                                 r"share this one \(threads may\), or open the directory "
+                                 r"again in another process: Context\.open\("):
+            duplicate(ctx)
+        assert retrieve("alpha", ctx)  # still open and whole

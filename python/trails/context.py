@@ -47,7 +47,7 @@ from trails.integrity import check_parts_belong, check_parts_present, check_room
 from trails.keywords import named_keywords
 from trails.kg.base import KnowledgeGraph
 from trails.kg.exchange import guard_exports
-from trails.parts import ContextParts
+from trails.parts import ContextParts, NotCopied
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
@@ -71,7 +71,7 @@ def _hooks(hooks: Hooks, name: str) -> list[Callable[[Any], object]]:
                 f"{name} takes a callable or a list of callables; got {type(hook).__name__}")
     return listed
 
-class Context:
+class Context(NotCopied):
     """Everything one retrieval needs: ``kg`` (graph), ``vectors`` (store), ``embedder``.
 
     Build one from parts, open a directory with :meth:`open` (everything persisted there, or
