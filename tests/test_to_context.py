@@ -189,3 +189,15 @@ def test_a_placeholder_trails_does_not_fill_is_refused_by_name(template, unknown
 def test_mistakes_are_refused_by_name(arguments):
     with pytest.raises(InvalidArgumentError, match="template|max_tokens|tokenizer"):
         result().to_context(**arguments)
+
+
+def test_a_template_asking_for_the_query_of_a_result_without_one_is_refused():
+    # A result rebuilt from to_dict() (which holds no query) rendered {{ query }} as "":
+    # the prompt asked nothing, silently.
+    saved = RetrievalResult.from_dict(result().to_dict())
+    with pytest.raises(InvalidArgumentError, match=r"RetrievalResult.from_dict\(data, query="):
+        saved.to_context(template="Question: {{ query }}\n{{ context }}")
+    assert saved.to_context(template=TEMPLATE).startswith("Retrieved evidence:\n[1] Nvidia")
+    again = RetrievalResult.from_dict(result().to_dict(), query="Did Intel do better?")
+    assert again.to_context(template="Q: {{ query }}\n{{ context }}").startswith(
+        "Q: Did Intel do better?\n[1] Nvidia")

@@ -67,6 +67,10 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
         raise InvalidArgumentError(
             f"template placeholder {{{{ {unknown[0]} }}}} is not one trails fills: use "
             "{{ context }} (the evidence) and {{ query }} (the question) only")
+    if query is None and "query" in _PLACEHOLDER.findall(template):  # else it reads as ""
+        raise InvalidArgumentError(
+            "the template holds {{ query }} but this result has no query (one rebuilt from "
+            "to_dict(), which holds none): give it, RetrievalResult.from_dict(data, query=...)")
     count = token_counter(tokenizer)
 
     def render(passages: list[str]) -> str:
