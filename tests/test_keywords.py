@@ -10,7 +10,7 @@ import pytest
 
 import trails
 from trails import Context, Document, TrailsError, ingest_all, retrieve
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest import Chunk
 from trails.ingest.checks import FILE_OPTIONS, INGEST_ARGUMENTS
 from trails.ingest.loaders import FileLoader
@@ -215,3 +215,16 @@ def test_a_retrievers_options_given_per_call_are_refused_naming_where_they_go(ct
                              r"did you mean k=\.\.\.\? \(set when the retriever is made"):
         call(made, {"top_k": 1})
     assert [hit.snippet for hit in call(made, {"messages": None})][:1] == ["alpha beta gamma"]
+
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("top_k", "k"), ("limit", "k"), ("sparql_filter", "filter"), ("where", "filter"),
+    ("scope", "scopes"), ("threshold", "min_score"), ("min_scor", "min_score"),
+])
+def test_a_search_request_names_the_field_meant(given, meant):
+    # SearchRequest (and the service's JSON body, which shares its refusal) listed every
+    # field but named none: top_k is k, and sparql_filter (retrieve's name) is filter here.
+    with pytest.raises(InvalidArgumentError,
+                       match=rf"^{given} is no option of a search \(did you mean {meant}\?\); "
+                             r"a search takes query, mode, k, "):
+        trails.SearchRequest(query="alpha", **{given: 3})
