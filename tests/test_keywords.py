@@ -228,3 +228,19 @@ def test_a_search_request_names_the_field_meant(given, meant):
                        match=rf"^{given} is no option of a search \(did you mean {meant}\?\); "
                              r"a search takes query, mode, k, "):
         trails.SearchRequest(query="alpha", **{given: 3})
+
+
+@pytest.mark.parametrize("run", [
+    lambda docs: list(ingest(docs)), lambda docs: ingest_all(docs),
+    lambda docs: asyncio.run(_drain(trails.ingest.aingest(docs))),
+])
+def test_ingest_without_a_context_is_refused_naming_ctx_even_with_a_default_set(run):
+    # Python's "missing 1 required keyword-only argument: 'ctx'" was no TrailsError; with a
+    # default context set, retrieve() uses it and ingest does not: the refusal says so.
+    with isolated_kernel() as default:
+        with pytest.raises(InvalidArgumentTypeError,
+                           match=r"^ingest\(\) needs ctx=, the context to write into: "
+                                 r"ingest_all\(documents, ctx=ctx\) \(it never writes into the "
+                                 r"default context unasked\)"):
+            run([Document("a", "mem", "alpha")])
+        assert default.vectors.count() == 0
