@@ -244,3 +244,25 @@ def test_ingest_without_a_context_is_refused_naming_ctx_even_with_a_default_set(
                                  r"default context unasked\)"):
             run([Document("a", "mem", "alpha")])
         assert default.vectors.count() == 0
+
+
+@pytest.mark.parametrize(("call", "said"), [
+    (lambda tmp, ctx: retrieve("alpha", ctx, "vector"),
+     "retrieve() takes query and ctx by position, the rest by name (mode=..., k=..., "),
+    (lambda tmp, ctx: Context.open(tmp / "kb", MockEmbedder(dim=8)),
+     ("Context.open() takes directory by position, the rest by name (embedder=..., "
+      "read_only=..., ")),
+    (lambda tmp, ctx: Context.memory(MockEmbedder(dim=8), "https://example.org/kb/"),
+     "Context.memory() takes embedder by position, the rest by name (base_iri=...)"),
+    (lambda tmp, ctx: trails.replay(ctx, "run", "the query"),
+     "replay() takes ctx and run by position, the rest by name (query=..., caller=...)"),
+    (lambda tmp, ctx: fresh_context(8),
+     "fresh_context() takes no argument by position: name each (dim=..., seed=..., "),
+])
+def test_too_many_arguments_by_position_are_refused_naming_the_keywords(tmp_path, ctx, call,
+                                                                        said):
+    # Python's "takes from 1 to 2 positional arguments but 3 were given" named no keyword.
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        call(tmp_path, ctx)
+    assert str(caught.value).startswith(said), str(caught.value)
+    assert list(tmp_path.iterdir()) == []
