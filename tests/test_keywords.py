@@ -266,3 +266,12 @@ def test_too_many_arguments_by_position_are_refused_naming_the_keywords(tmp_path
         call(tmp_path, ctx)
     assert str(caught.value).startswith(said), str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_retrievers_options_by_position_are_refused_naming_them(ctx):
+    # HybridRetriever(ctx, 3): Python's "takes 2 positional arguments but 3 were given".
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^HybridRetriever\(\) takes ctx by position, the rest by name "
+                             r"\(k=\.\.\., sparql_filter=\.\.\., "):
+        trails.HybridRetriever(ctx, 3)
+    assert trails.VectorRetriever(ctx, 2).k == 2  # its k goes by position, as it always did

@@ -97,9 +97,13 @@ def named_fields(meant: Mapping[str, str] | None = None) -> Callable[[C], C]:
         accepted = frozenset(p.name for p in parameters if p.kind in _BY_NAME)
         aliases = {name: to for name, to in (meant or {}).items()
                    if to in accepted and name not in accepted}
+        by_position = [p.name for p in parameters if p.kind in _POSITIONAL]
+        by_name = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
         @functools.wraps(init)
         def checked(self: object, *args: object, **kwargs: object) -> None:
+            if by_name and len(args) > len(by_position):
+                raise _too_many(cls.__name__, by_position, by_name, len(args))
             if not accepted.issuperset(kwargs):
                 raise unknown_keywords(cls.__name__, kwargs.keys() - accepted, accepted,
                                        aliases)
