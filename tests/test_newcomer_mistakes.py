@@ -405,6 +405,9 @@ def test_an_in_memory_context_refuses_a_base_iri_without_a_final_slash_or_hash(b
     with pytest.raises(TrailsError, match="does not end in / or #") as caught:
         Context.memory(MockEmbedder(dim=8), base_iri=base)
     assert f"give {base + '/'!r}" in str(caught.value)
+    parts = fresh_context()  # a context built from parts takes its base from its caller too
+    with pytest.raises(TrailsError, match="does not end in / or #"):
+        Context(parts.kg, parts.vectors, parts.embedder, base_iri=base)
     with Context.memory(MockEmbedder(dim=8), base_iri=base + "#") as ctx:
         ingest_all([Document("a", "mem", "text")], ctx=ctx)
         assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [

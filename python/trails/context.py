@@ -104,7 +104,7 @@ class Context(NotCopied):
         self.kg = kg
         self.vectors = vectors
         self.embedder = embedder
-        self.base_iri = check_base_iri(base_iri)
+        self.base_iri = check_base_iri(base_iri, given=directory is None)  # else recorded
         # Metadata key -> predicate IRI (``author`` -> ``dcterms:creator``; else ``meta:<key>``).
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
         # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
