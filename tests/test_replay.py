@@ -321,3 +321,11 @@ def test_a_run_with_an_empty_query_from_before_the_rule_replays_as_it_ran(kb, mo
         report = replay(ctx, first.run_id)
     assert report.identical and len(report.same) == 3
     assert any("query was empty" in note and "refused" in note for note in report.notes)
+
+
+def test_a_query_of_another_type_given_to_replay_is_refused_by_name(kb):
+    # replay(ctx, run, query=5) failed inside: 'int' object has no attribute 'encode'.
+    with open_kb(kb) as ctx:
+        run = retrieve("pump seal failed", ctx, scope="legal").run_id
+        with pytest.raises(InvalidArgumentError, match="^query must be a str"):
+            replay(ctx, run, query=5)

@@ -24,6 +24,7 @@ from trails.keywords import named_keywords
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
+from trails.retrieval.arguments import check_query
 from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
@@ -124,7 +125,7 @@ def _query(record: SearchRecord, query: str | None) -> str:
                 f"run {record.run_id} kept only the SHA-256 of {what} (audit query_text "
                 "'sha256'); give that text to replay it (--query TEXT)")
         return kept
-    if query_digest(query) != digest:
+    if query_digest(check_query(query)) != digest:
         raise InvalidArgumentError(
             f"the query given is not {what}, which run {record.run_id} searched for (its "
             "SHA-256 differs); give the exact text")
