@@ -329,3 +329,20 @@ def test_a_query_of_another_type_given_to_replay_is_refused_by_name(kb):
         run = retrieve("pump seal failed", ctx, scope="legal").run_id
         with pytest.raises(InvalidArgumentError, match="^query must be a str"):
             replay(ctx, run, query=5)
+
+
+def test_a_replay_report_reads_as_its_verdict_in_a_repl(kb):
+    # Its repr was the dataclass's: the whole original record and result, thousands of
+    # characters, before any word of whether the answer changed.
+    with open_kb(kb) as ctx:
+        first = retrieve("pump seal failed", ctx, scope="legal", k=3)
+        report = replay(ctx, first.run_id)
+        ingest_all(docs(revision=1), ctx=ctx, scope="legal")
+        changed = replay(ctx, first.run_id)
+    assert repr(report) == (f"<ReplayReport of {first.run_id} as {report.result.run_id}: "
+                            f"the same answer (3 hits)>")
+    said = repr(changed)
+    assert said.startswith(f"<ReplayReport of {first.run_id} as {changed.result.run_id}: "
+                           f"the answer changed ({len(changed.new)} new, {len(changed.gone)} "
+                           f"gone, {len(changed.moved)} moved); graph changed")
+    assert len(said) < 400

@@ -50,6 +50,17 @@ class ReplayReport:
     def identical(self) -> bool:
         return not (self.moved or self.new or self.gone)
 
+    def __repr__(self) -> str:
+        """The verdict, not the records (the dataclass's repr printed both whole first)."""
+        again = "" if self.result.run_id is None else f" as {self.result.run_id}"
+        verdict = (f"the same answer ({len(self.same)} hits)" if self.identical else
+                   f"the answer changed ({len(self.new)} new, {len(self.gone)} gone, "
+                   f"{len(self.moved)} moved)")
+        parts = [f"{part} changed" for part, flag in self.changed.items() if flag]
+        parts += [f"{len(self.notes)} note(s) in .notes"] if self.notes else []
+        return f"<ReplayReport of {self.original.run_id}{again}: {verdict}" + "".join(
+            f"; {part}" for part in parts) + ">"
+
 
 @named_keywords()
 def replay(ctx: Context, run: str, *, query: str | None = None,
