@@ -490,3 +490,14 @@ def test_a_context_is_never_copied_or_pickled_and_says_what_to_do_instead(tmp_pa
                                  r"again in another process: Context\.open\("):
             duplicate(ctx)
         assert retrieve("alpha", ctx)  # still open and whole
+
+
+def test_a_long_documents_repr_shows_the_start_of_its_text_and_its_length():
+    # A loader's documents printed in a notebook showed every character of every text.
+    text = "River deltas. " * 10_000
+    shown = repr(Document("a.md", "a.md", text, metadata={"author": "Ann"}))
+    assert len(shown) < 400
+    assert shown.startswith("Document(id='a.md', source='a.md', text='River deltas. River")
+    assert f"… ({len(text)} characters)" in shown and "'author': 'Ann'" in shown
+    short = Document("b", "b.md", "Short.")
+    assert "text='Short.'" in repr(short) and "characters" not in repr(short)

@@ -112,6 +112,17 @@ class Document:
     def hash(self) -> str:
         return content_hash(self.text)
 
+    def __repr__(self) -> str:
+        """The fields, the text cut to its start when long (a loader's documents printed in
+        a notebook showed every character of every text)."""
+        text = (repr(self.text) if len(self.text) <= _SHOWN
+                else f"{self.text[:_SHOWN]!r}… ({len(self.text)} characters)")
+        fields = [f"{f.name}={text if f.name == 'text' else repr(getattr(self, f.name))}"
+                  for f in dataclasses.fields(self) if f.repr]
+        return f"Document({', '.join(fields)})"
+
+
+_SHOWN = 80  # characters of a long text a Document's repr shows
 
 # Names other libraries give a document's fields (LangChain's page_content, LlamaIndex's
 # id_), and the usual shorthands.
