@@ -501,3 +501,21 @@ def test_a_long_documents_repr_shows_the_start_of_its_text_and_its_length():
     assert f"… ({len(text)} characters)" in shown and "'author': 'Ann'" in shown
     short = Document("b", "b.md", "Short.")
     assert "text='Short.'" in repr(short) and "characters" not in repr(short)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"kg": "oxigraph"}, "kg must be a KnowledgeGraph"),
+    ({"vectors": "sqlite-vec"}, "vectors must be a VectorStore"),
+    ({"metadata_predicates": ["author"]}, "metadata_predicates must map metadata keys"),
+    ({"metadata_predicates": {"author": "dc terms"}}, "which is no absolute IRI"),
+    ({"audit": "yes"}, "audit must be True, False, an AuditConfig or None"),
+    ({"on_ingest": 5}, "on_ingest takes a callable or a list of callables; got int"),
+])
+def test_a_part_or_setting_of_the_wrong_kind_is_refused_before_a_context_is_made(
+        tmp_path, given, said):
+    # kg="oxigraph" wrote a trails.json recording a graph of type str, then failed closing
+    # it; vectors="sqlite-vec" and metadata_predicates=["author"] failed inside
+    # (AttributeError) after the directory was made; audit="yes" was taken as true.
+    with pytest.raises(TrailsError, match=re.escape(said)):
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), **given)
+    assert not (tmp_path / "kb").exists()
