@@ -36,7 +36,7 @@ def _post(client, **body):
                        headers=bearer("admin"))
 
 
-@pytest.mark.parametrize("budget", [None, 12, 40, 400])
+@pytest.mark.parametrize("budget", [None, 40, 400])
 @pytest.mark.parametrize("template", [None, TEMPLATE])
 def test_prompt_append_answers_the_block_python_builds(client, seeded, budget, template):
     response = _post(client, k=2, inject_mode="prompt_append", max_tokens=budget,
@@ -52,6 +52,18 @@ def test_prompt_append_answers_the_block_python_builds(client, seeded, budget, t
     assert [hit["iri"] for hit in body["hits"]] == [hit.iri for hit in
                                                     retrieve("glaciers", seeded, k=2,
                                                              scope=["alpha"])]
+
+
+@pytest.mark.parametrize("template", [None, TEMPLATE])
+def test_a_budget_holding_no_evidence_is_refused_not_answered_with_an_empty_block(client,
+                                                                                 template):
+    # 12 tokens hold not even the best hit's citation line: the block was "" (or the
+    # template alone), which a prompt reads as "no evidence found".
+    response = _post(client, k=2, inject_mode="prompt_append", max_tokens=12,
+                     template=template)
+    assert response.status_code == 400, response.text
+    assert "max_tokens=12 holds not even the best hit's citation line" in \
+        response.json()["message"]
 
 
 def test_metadata_only_is_the_plain_answer_and_none_returns_no_hits_but_says_so(client):

@@ -146,3 +146,14 @@ def test_two_rows_standing_for_one_chunk_are_two_nodes(corpus):
     assert [n.node.text for n in nodes].count("a note on the chunk") == 1
     ids = [n.node.id_ for n in nodes]
     assert len(set(ids)) == len(ids) and chunk in ids and f"{chunk} (2)" in ids
+
+
+@pytest.mark.parametrize(("given", "meant"), [("top_k", "similarity_top_k"),
+                                              ("k", "similarity_top_k"),
+                                              ("similarity_topk", "similarity_top_k")])
+def test_a_wrong_name_for_the_number_of_hits_names_similarity_top_k(corpus, given, meant):
+    # Python's "__init__() got an unexpected keyword argument 'top_k'" was no TrailsError.
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        TrailsLlamaRetriever(VectorRetriever(corpus), **{given: 3})
+    assert str(caught.value) == (f"TrailsLlamaRetriever() takes no argument {given}: "
+                                 f"did you mean {meant}=...?")

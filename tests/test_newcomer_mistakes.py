@@ -396,3 +396,126 @@ def test_a_base_iri_given_without_a_final_slash_or_hash_is_refused_naming_the_fi
     refused = run_trails("--db", tmp_path / "kb2", "init", "--model", "mock:8",
                          "--base-iri", base)
     assert refused.returncode == 1 and "does not end in / or #" in refused.stderr
+
+
+@pytest.mark.parametrize("base", ["https://example.org/kb", "urn:x:kb"])
+def test_an_in_memory_context_refuses_a_base_iri_without_a_final_slash_or_hash(base):
+    # Context.memory takes the base from its caller, as Context.open does: without the
+    # final / the documents' IRIs ran on from it (https://example.org/kbdoc/a).
+    with pytest.raises(TrailsError, match="does not end in / or #") as caught:
+        Context.memory(MockEmbedder(dim=8), base_iri=base)
+    assert f"give {base + '/'!r}" in str(caught.value)
+    parts = fresh_context()  # a context built from parts takes its base from its caller too
+    with pytest.raises(TrailsError, match="does not end in / or #"):
+        Context(parts.kg, parts.vectors, parts.embedder, base_iri=base)
+    with Context.memory(MockEmbedder(dim=8), base_iri=base + "#") as ctx:
+        ingest_all([Document("a", "mem", "text")], ctx=ctx)
+        assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [
+            f"{base}#doc/a"]
+
+
+def test_arguments_given_in_the_wrong_order_are_refused_naming_the_order():
+    # retrieve(ctx, "q") said only "got Context"; replay("run", ctx) raised an AttributeError
+    # from its inside ("'str' object has no attribute 'audit'").
+    import asyncio
+
+    from trails import aretrieve, replay
+
+    ctx = fresh_context()
+    ingest_all([Document("a", "mem", "alpha beta")], ctx=ctx)
+    for swapped in (lambda: retrieve(ctx, "alpha"),
+                    lambda: asyncio.run(aretrieve(ctx, "alpha"))):
+        with pytest.raises(InvalidArgumentTypeError,
+                           match=r"got a Context: the question goes first, "
+                                 r"retrieve\(query, ctx\)"):
+            swapped()
+    run = retrieve("alpha", ctx).run_id or "0" * 32
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^replay\(\) takes the context first: replay\(ctx, run\)$"):
+        replay(run, ctx)
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"^replay\(\) takes a trails Context first .*got str$"):
+        replay("kb", run)
+
+
+def test_a_directory_under_the_home_directory_is_opened_there(tmp_path, monkeypatch):
+    # Context.open("~/kb") made a directory named "~" in the working directory, where the
+    # next Context.open("~/kb") from elsewhere found nothing (and `rm -rf ~` removes home).
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    with Context.open("~/kb", embedder=MockEmbedder(dim=8)) as ctx:
+        ingest_all([Document("a", "mem", "alpha")], ctx=ctx)
+    assert list((tmp_path / "work").iterdir()) == []
+    assert (tmp_path / "home" / "kb" / "trails.json").is_file()
+    with Context.open("~/kb", embedder=MockEmbedder(dim=8), read_only=True) as again:
+        assert again.vectors.count() == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda model: Context.memory(model),
+    lambda model: fresh_context(embedder=model),
+    lambda model: Context.open("kb", embedder=model),
+])
+def test_an_embedder_class_given_for_an_embedder_is_refused_naming_the_fix(tmp_path,
+                                                                          monkeypatch, make):
+    # MockEmbedder (the class) passed the Embedder protocol check and failed deep inside
+    # with "dim ... got property" or a pydantic ValidationError.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
+        make(MockEmbedder)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_embedder_class_given_to_retrieve_is_refused_naming_the_fix():
+    # It passed the protocol check and failed as "the embedder makes <property object>-d
+    # vectors".
+    ctx = fresh_context()
+    with pytest.raises(InvalidArgumentTypeError,
+                       match=r"got the class MockEmbedder: make one, MockEmbedder\(\.\.\.\)"):
+        retrieve("alpha", ctx, embedder=MockEmbedder)
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, pickle.dumps])
+def test_a_context_is_never_copied_or_pickled_and_says_what_to_do_instead(tmp_path,
+                                                                         duplicate):
+    # copy.copy made a second Context over the same open stores and writer lock (closing
+    # either closed both); deepcopy and pickle failed on a lock or a lambda inside.
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        ingest_all([Document("a", "mem", "alpha")], ctx=ctx)
+        with pytest.raises(InvalidArgumentTypeError,
+                           match=r"^a Context holds open stores and is not copied or pickled: "
+                                 r"share this one \(threads may\), or open the directory "
+                                 r"again in another process: Context\.open\("):
+            duplicate(ctx)
+        assert retrieve("alpha", ctx)  # still open and whole
+
+
+def test_a_long_documents_repr_shows_the_start_of_its_text_and_its_length():
+    # A loader's documents printed in a notebook showed every character of every text.
+    text = "River deltas. " * 10_000
+    shown = repr(Document("a.md", "a.md", text, metadata={"author": "Ann"}))
+    assert len(shown) < 400
+    assert shown.startswith("Document(id='a.md', source='a.md', text='River deltas. River")
+    assert f"… ({len(text)} characters)" in shown and "'author': 'Ann'" in shown
+    short = Document("b", "b.md", "Short.")
+    assert "text='Short.'" in repr(short) and "characters" not in repr(short)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"kg": "oxigraph"}, "kg must be a KnowledgeGraph"),
+    ({"vectors": "sqlite-vec"}, "vectors must be a VectorStore"),
+    ({"metadata_predicates": ["author"]}, "metadata_predicates must map metadata keys"),
+    ({"metadata_predicates": {"author": "dc terms"}}, "which is no absolute IRI"),
+    ({"audit": "yes"}, "audit must be True, False, an AuditConfig or None"),
+    ({"on_ingest": 5}, "on_ingest takes a callable or a list of callables; got int"),
+])
+def test_a_part_or_setting_of_the_wrong_kind_is_refused_before_a_context_is_made(
+        tmp_path, given, said):
+    # kg="oxigraph" wrote a trails.json recording a graph of type str, then failed closing
+    # it; vectors="sqlite-vec" and metadata_predicates=["author"] failed inside
+    # (AttributeError) after the directory was made; audit="yes" was taken as true.
+    with pytest.raises(TrailsError, match=re.escape(said)):
+        Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8), **given)
+    assert not (tmp_path / "kb").exists()

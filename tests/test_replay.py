@@ -304,3 +304,45 @@ def test_the_replay_of_a_refused_search_says_it_was_refused(kb):
     assert report.new and not report.identical
     assert report.notes[0] == ("the run was refused, not answered (refused: "
                                "PermissionDeniedError: the key does not grant 'legal')")
+
+
+def test_a_run_with_an_empty_query_from_before_the_rule_replays_as_it_ran(kb, monkeypatch):
+    # A hybrid search for "" ran before ADR 52 refused one; its record must still replay
+    # (an audit is defended by replaying what ran), saying the query would now be refused.
+    import importlib
+
+    retrieve_module = importlib.import_module("trails.retrieval.retrieve")
+    with open_kb(kb) as ctx:
+        with monkeypatch.context() as old_engine:
+            old_engine.setattr(retrieve_module, "check_rankable", lambda *a, **k: None)
+            first = retrieve("", ctx, scope="legal", k=3)
+        with pytest.raises(InvalidArgumentError, match="query is empty"):
+            retrieve("", ctx, scope="legal", k=3)  # a new search is still refused
+        report = replay(ctx, first.run_id)
+    assert report.identical and len(report.same) == 3
+    assert any("query was empty" in note and "refused" in note for note in report.notes)
+
+
+def test_a_query_of_another_type_given_to_replay_is_refused_by_name(kb):
+    # replay(ctx, run, query=5) failed inside: 'int' object has no attribute 'encode'.
+    with open_kb(kb) as ctx:
+        run = retrieve("pump seal failed", ctx, scope="legal").run_id
+        with pytest.raises(InvalidArgumentError, match="^query must be a str"):
+            replay(ctx, run, query=5)
+
+
+def test_a_replay_report_reads_as_its_verdict_in_a_repl(kb):
+    # Its repr was the dataclass's: the whole original record and result, thousands of
+    # characters, before any word of whether the answer changed.
+    with open_kb(kb) as ctx:
+        first = retrieve("pump seal failed", ctx, scope="legal", k=3)
+        report = replay(ctx, first.run_id)
+        ingest_all(docs(revision=1), ctx=ctx, scope="legal")
+        changed = replay(ctx, first.run_id)
+    assert repr(report) == (f"<ReplayReport of {first.run_id} as {report.result.run_id}: "
+                            f"the same answer (3 hits)>")
+    said = repr(changed)
+    assert said.startswith(f"<ReplayReport of {first.run_id} as {changed.result.run_id}: "
+                           f"the answer changed ({len(changed.new)} new, {len(changed.gone)} "
+                           f"gone, {len(changed.moved)} moved); graph changed")
+    assert len(said) < 400

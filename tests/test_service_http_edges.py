@@ -232,3 +232,11 @@ def test_the_mcp_retrieve_tool_says_what_a_binding_is(tmp_path, value, sent):
     message = str(refused.value)
     assert f"binding 'name' is {sent}: a binding is a JSON string, number or boolean" in message
     assert "or a SPARQL JSON term" in message and ".bool" not in message
+
+
+def test_a_misnamed_field_of_a_search_body_names_the_field_meant(client):
+    response = client.post("/retrieve", json={"query": "glaciers", "scopes": ["alpha"],
+                                              "top_k": 2}, headers=bearer("admin"))
+    assert response.status_code == 400, response.text
+    assert response.json()["message"].startswith(
+        "top_k is no option of a search (did you mean k?); a search takes query, ")

@@ -169,3 +169,20 @@ def test_a_context_given_something_that_is_no_embedder_refuses_it_by_name(tmp_pa
         assert not (tmp_path / "kb").exists()  # refused before anything was written
     if how == "existing directory":  # and nothing left locked
         Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)).close()
+
+
+def test_a_fresh_context_mints_under_the_base_iri_a_test_gives():
+    # A test of a project's own IRIs needed Context.memory(MockEmbedder(...), base_iri=...)
+    # by hand; the kit takes the base as Context.memory does, and refuses the same bases.
+    from trails.errors import InvalidArgumentError
+    from trails.ingest import Document, ingest_all
+    from trails.testing import fresh_context, isolated_kernel
+
+    with fresh_context(base_iri="https://example.org/kb/") as ctx:
+        ingest_all([Document("a", "mem", "alpha")], ctx=ctx)
+        assert ctx.kg.select_iris("SELECT ?d WHERE { ?d a trails:Document }") == [
+            "https://example.org/kb/doc/a"]
+    with isolated_kernel(base_iri="urn:x:kb#") as ctx:
+        assert ctx.base_iri == "urn:x:kb#"
+    with pytest.raises(InvalidArgumentError, match="does not end in / or #"):
+        fresh_context(base_iri="https://example.org/kb")

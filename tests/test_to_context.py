@@ -69,6 +69,12 @@ def test_the_query_may_go_into_the_template_and_the_default_is_the_bare_block():
 @given(budget=st.integers(6, 160))
 def test_the_block_never_exceeds_the_budget_and_keeps_whole_passages_while_they_fit(budget):
     whole = [tokens(result(HITS[:n]).to_context(template=TEMPLATE)) for n in range(4)]
+    citation = "Retrieved evidence:\n[1] Nvidia results | 2024-02-21 | https://news.example/a1 | " \
+               "<https://news.example/a1/c0>"
+    if tokens(citation) > budget:  # no evidence would fit: refused, never an empty block
+        with pytest.raises(InvalidArgumentError, match="not even the best hit's citation"):
+            result().to_context(max_tokens=budget, template=TEMPLATE)
+        return
     block = result().to_context(max_tokens=budget, template=TEMPLATE)
     assert tokens(block) <= budget
     kept = len(block.hits)
@@ -105,12 +111,24 @@ def test_no_budget_is_ever_exceeded_whatever_the_hits_template_and_tokenizer(
         block = result(hits, query).to_context(max_tokens=budget, template=template,
                                                tokenizer=None if counter == "tiktoken" else count)
     except InvalidArgumentError as error:
-        assert "template alone" in str(error)
-        assert count((template or "").replace("{{ context }}", "")) > budget
+        rendered = (template or "{{ context }}").replace("{{ context }}", "{}")
+        if "template alone" in str(error):
+            assert count(rendered.format("")) > budget
+        else:  # not even the best hit's citation line fits: no empty block is made of it
+            assert "not even the best hit's citation line" in str(error)
+            assert hits and count(rendered.format(_citation(hits[0]))) > budget
         return
+    assert hits == [] or block.hits  # a block holds evidence whenever there is some
     assert count(block) <= budget and block.tokens == count(block)
     assert list(block.hits) == hits[:len(block.hits)]
     assert block.omitted == len(hits) - len(block.hits)
+
+
+def _citation(hit: RetrievalHit) -> str:
+    """The first line of a hit's passage, written here from the hit's fields."""
+    date = hit.date.isoformat() if hit.date else None
+    parts = [hit.title, date, hit.source, f"<{hit.iri}>"]
+    return "[1] " + " | ".join(" ".join(p.split()) for p in parts if p and " ".join(p.split()))
 
 
 def test_a_title_or_source_spanning_lines_stays_on_its_citation_line():
@@ -149,8 +167,8 @@ def test_the_embedders_tokenizer_counts_when_it_has_one():
     found = retrieve("one", ctx, mode="vector", k=2)
     block = found.to_context(max_tokens=5)  # "[1] <iri>" + 3 words = 5 words: one passage
     assert block.tokens == len(block.split()) == 5 and len(block.hits) == 1
-    assert found.to_context(max_tokens=5, tokenizer=ENCODING).tokens == tokens(
-        found.to_context(max_tokens=5, tokenizer=ENCODING))
+    counted = found.to_context(max_tokens=30, tokenizer=ENCODING)  # the one given wins
+    assert counted.hits and counted.tokens == tokens(counted) != len(counted.split())
 
 
 @pytest.mark.parametrize("template, unknown", [
@@ -171,3 +189,15 @@ def test_a_placeholder_trails_does_not_fill_is_refused_by_name(template, unknown
 def test_mistakes_are_refused_by_name(arguments):
     with pytest.raises(InvalidArgumentError, match="template|max_tokens|tokenizer"):
         result().to_context(**arguments)
+
+
+def test_a_template_asking_for_the_query_of_a_result_without_one_is_refused():
+    # A result rebuilt from to_dict() (which holds no query) rendered {{ query }} as "":
+    # the prompt asked nothing, silently.
+    saved = RetrievalResult.from_dict(result().to_dict())
+    with pytest.raises(InvalidArgumentError, match=r"RetrievalResult.from_dict\(data, query="):
+        saved.to_context(template="Question: {{ query }}\n{{ context }}")
+    assert saved.to_context(template=TEMPLATE).startswith("Retrieved evidence:\n[1] Nvidia")
+    again = RetrievalResult.from_dict(result().to_dict(), query="Did Intel do better?")
+    assert again.to_context(template="Q: {{ query }}\n{{ context }}").startswith(
+        "Q: Did Intel do better?\n[1] Nvidia")

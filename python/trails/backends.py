@@ -148,6 +148,10 @@ def chosen_embedder(embedder: object, recorded: EmbedderConfig | None = None) ->
     """
     if embedder is None:
         return default_embedder() if recorded is None else build_embedder(recorded)
+    if isinstance(embedder, type):  # a class passes the protocol check: its attributes exist
+        raise InvalidArgumentTypeError(
+            f"embedder must be an Embedder, got the class {embedder.__name__}: make one, "
+            f"{embedder.__name__}(...)")
     if not isinstance(embedder, Embedder):
         raise InvalidArgumentTypeError(
             f"embedder must be an Embedder (MockEmbedder(dim=64), "

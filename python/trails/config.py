@@ -182,9 +182,10 @@ class ContextConfig(BaseModel):
 def context_directory(directory: object, read_only: object = False) -> Path:
     """``directory`` as an absolute path, if it names one and ``read_only`` is a bool: a
     truthy string such as ``"no"`` would open read-only, ``None`` would fail deep inside
-    ``Path``. Absolute, so that a process changing its working directory keeps writing its
-    graph, vectors and audit log there (and refusing exports over them), not under the
-    relative path's new meaning.
+    ``Path``. A leading ``~`` is the home directory, as a shell reads it (else ``"~/kb"``
+    would make a directory named ``~`` in the working directory). Absolute, so that a
+    process changing its working directory keeps writing its graph, vectors and audit log
+    there (and refusing exports over them), not under the relative path's new meaning.
 
     Raises:
         InvalidArgumentTypeError: either is of another type.
@@ -199,7 +200,11 @@ def context_directory(directory: object, read_only: object = False) -> Path:
     if directory == "":
         raise InvalidArgumentError("a context's directory is an empty string; name one "
                                    "(\".\" for the working directory)")
-    return Path(os.path.abspath(directory))
+    try:
+        return Path(os.path.abspath(Path(directory).expanduser()))
+    except RuntimeError as exc:  # ~user of no user, or no home directory to be found
+        raise InvalidArgumentError(f"a context's directory {os.fspath(directory)!r}: {exc}; "
+                                   f"give the path without ~") from None
 
 
 def read_config(root: Path) -> ContextConfig | None:

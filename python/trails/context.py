@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Self, cast
 
-from trails import _state
+from trails import _state, integrity
 from trails.audit import AuditTrail
 from trails.backends import (
     build_embedder,
@@ -43,39 +43,34 @@ from trails.ingest.payload import check_payload_fields
 from trails.ingest.relink import LinkReport, relink
 from trails.ingest.retention import delete_recorded, prune_expired
 from trails.ingest.writer import between_writes
-from trails.integrity import check_parts_belong, check_parts_present, check_room, new_context_id
+from trails.keywords import named_keywords
 from trails.kg.base import KnowledgeGraph
 from trails.kg.exchange import guard_exports
-from trails.parts import ContextParts
+from trails.parts import ContextParts, NotCopied
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
 from trails.vector.stores.base import VectorStore, VersionedStore
 from trails.writer_lock import WriterLock, hold_for_writing, hold_on_servers
 
-__all__ = [
-    "CONFIG_FILE",
-    "DEFAULT_BASE_IRI",
-    "Context",
-    "default_context",
-    "embedder_for",
-    "set_default_context",
-]
+__all__ = ["CONFIG_FILE", "DEFAULT_BASE_IRI", "Context", "default_context", "embedder_for",
+           "set_default_context"]
 
 log = logging.getLogger("trails.audit")
 # Observers of a context's searches or ingests: one callable or several.
 Hooks = Callable[[Any], object] | Sequence[Callable[[Any], object]]
+_OPEN_MEANT = {"model": "embedder", "graph": "kg", "store": "vectors", "vector_store": "vectors"}
 
 
 def _hooks(hooks: Hooks, name: str) -> list[Callable[[Any], object]]:
-    listed = [hooks] if callable(hooks) else list(hooks)
+    listed = list(hooks) if isinstance(hooks, Sequence) and not callable(hooks) else [hooks]
     for hook in listed:
         if not callable(hook):
             raise InvalidArgumentTypeError(
                 f"{name} takes a callable or a list of callables; got {type(hook).__name__}")
     return listed
 
-class Context:
+class Context(NotCopied):
     """Everything one retrieval needs: ``kg`` (graph), ``vectors`` (store), ``embedder``.
 
     Build one from parts, open a directory with :meth:`open` (everything persisted there, or
@@ -108,7 +103,7 @@ class Context:
         self.kg = kg
         self.vectors = vectors
         self.embedder = embedder
-        self.base_iri = check_base_iri(base_iri)
+        self.base_iri = check_base_iri(base_iri, given=directory is None)  # else recorded
         # Metadata key -> predicate IRI (``author`` -> ``dcterms:creator``; else ``meta:<key>``).
         self.metadata_predicates: Mapping[str, str] = expand_predicates(metadata_predicates or {})
         # Scope -> ISO 8601 days its documents are kept after their date (ingest/expiry.py).
@@ -132,14 +127,16 @@ class Context:
         register_similarity(self)  # trails:similarity(?chunk, "text") in ctx.kg.query
 
     @classmethod
+    @named_keywords({"model": "embedder"})
     def memory(cls, embedder: Embedder | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> Context:
         """An in-memory context (nothing touches disk); defaults to the local model."""
-        model = chosen_embedder(embedder)
+        base, model = check_base_iri(base_iri, given=True), chosen_embedder(embedder)
         store: VectorStore = VECTOR_STORES.load("sqlite-vec")(
             ":memory:", dim=model.dim, embedder=model.identity)
-        return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base_iri)
+        return cls(GRAPHS.load("oxigraph")(), store, model, base_iri=base)
 
     @classmethod
+    @named_keywords(_OPEN_MEANT)
     def open(
         cls,
         directory: str | os.PathLike[str],
@@ -207,6 +204,9 @@ class Context:
         """
         root = context_directory(directory, read_only)
         _hooks(on_retrieve, "on_retrieve"), _hooks(on_ingest, "on_ingest")  # refused first
+        integrity.check_open_arguments(kg, vectors, metadata_predicates, audit)
+        wanted_predicates = None if metadata_predicates is None else expand_predicates(
+            metadata_predicates)  # a bad one refused before a directory is made
         if base_iri is not None:
             check_base_iri(base_iri, given=True)  # refused before anything is written
         wanted_retention = None if retention is None else check_retention(retention)
@@ -222,12 +222,12 @@ class Context:
                     f"{str(root)!r} holds no trails context; create it first with "
                     f"Context.open({str(root)!r}) or `trails --db {root} init`")
             model = chosen_embedder(embedder)
-            check_room(root, given=(kg, vectors))  # not among someone's files
+            integrity.check_room(root, given=(kg, vectors))  # not among someone's files
             config = _new_config(root, model, kg, vectors, base_iri)
             with translated(str(root), "creating the context directory"):
                 root.mkdir(parents=True, exist_ok=True)
         else:
-            check_parts_present(root, config)  # never recreate a lost half empty
+            integrity.check_parts_present(root, config)  # never recreate a lost half empty
             model = chosen_embedder(embedder, config.embedder)
         graph = kg if kg is not None else open_graph(config.graph, root, read_only=read_only)
         store: VectorStore | None = None
@@ -239,15 +239,14 @@ class Context:
             held = held if read_only else hold_on_servers(held, store)
             if store.embedder_identity is None and not read_only:
                 store.bind_embedder(config.embedder.identity)
-            context_id = check_parts_belong(root, config, graph if kg is None else None, store,
-                                            read_only=read_only, creating=creating)
+            context_id = integrity.check_parts_belong(
+                root, config, graph if kg is None else None, store, read_only=read_only,
+                creating=creating)
             if creating and context_id != config.id:
                 config = config.model_copy(update={"id": context_id})
-            if metadata_predicates is not None:
-                wanted = expand_predicates(metadata_predicates)
-                if wanted != config.metadata_predicates and not read_only:
-                    config = config.model_copy(update={"metadata_predicates": wanted})
-                    write_config(root, config)
+            if wanted_predicates not in (None, config.metadata_predicates) and not read_only:
+                config = config.model_copy(update={"metadata_predicates": wanted_predicates})
+                write_config(root, config)
             if (wanted_retention is not None and wanted_retention != config.retention
                     and not read_only):
                 config = config.model_copy(update={"retention": wanted_retention})
@@ -422,7 +421,7 @@ def _new_config(root: Path, embedder: Embedder, kg: KnowledgeGraph | None,
         graph=describe_graph(kg, root) if kg is not None else PartConfig(backend="oxigraph"),
         vectors=(describe_vectors(vectors, root) if vectors is not None
                  else PartConfig(backend="sqlite-vec")),
-        embedder=describe_embedder(embedder), id=new_context_id())
+        embedder=describe_embedder(embedder), id=integrity.new_context_id())
 
 
 def embedder_for(identity: EmbedderIdentity) -> Embedder:

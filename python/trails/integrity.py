@@ -18,20 +18,26 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from trails.audit.trail import AUDIT_DIRECTORY
-from trails.config import CONFIG_FILE, ContextConfig, PartConfig
-from trails.errors import ConfigurationError, ContextDamagedError, StorageError
+from trails.config import CONFIG_FILE, AuditConfig, ContextConfig, PartConfig
+from trails.errors import (
+    ConfigurationError,
+    ContextDamagedError,
+    InvalidArgumentTypeError,
+    StorageError,
+)
 from trails.kg.base import KnowledgeGraph
 from trails.kg.oxigraph import GRAPH_DIR
 from trails.recorded import Where
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.sqlite_vec.store import VECTORS_FILE
 
-__all__ = ["GRAPH_MARKER", "check_parts_belong", "check_parts_present", "check_room",
-           "new_context_id"]
+__all__ = ["GRAPH_MARKER", "check_open_arguments", "check_parts_belong", "check_parts_present",
+           "check_room", "new_context_id"]
 
 @runtime_checkable
 class ContextMarked(Protocol):
@@ -63,6 +69,31 @@ def _embedded_path(root: Path, part: PartConfig, backend: str, default: str) -> 
 
 def _graph_path(root: Path, config: ContextConfig) -> Path | None:
     return _embedded_path(root, config.graph, "oxigraph", GRAPH_DIR)
+
+
+def check_open_arguments(kg: object, vectors: object, metadata_predicates: object,
+                         audit: object) -> None:
+    """Refuse parts and settings given to ``Context.open`` that are of the wrong kind, before
+    anything is written (a graph named by text would be recorded as one of type ``str``).
+
+    Raises:
+        InvalidArgumentTypeError: naming the argument and what it takes.
+    """
+    if kg is not None and not isinstance(kg, KnowledgeGraph):
+        raise InvalidArgumentTypeError(
+            f"kg must be a KnowledgeGraph (OxigraphGraph(...), a remote graph) or None, got "
+            f"{type(kg).__name__}; a backend named by text is chosen with `trails init`")
+    if vectors is not None and not isinstance(vectors, VectorStore):
+        raise InvalidArgumentTypeError(
+            f"vectors must be a VectorStore (SqliteVecStore(...), QdrantStore(...)) or None, "
+            f"got {type(vectors).__name__}; a backend named by text is chosen with `trails init`")
+    if metadata_predicates is not None and not isinstance(metadata_predicates, Mapping):
+        raise InvalidArgumentTypeError(
+            f"metadata_predicates must map metadata keys to predicates "
+            f"({{\"author\": \"dcterms:creator\"}}), got {type(metadata_predicates).__name__}")
+    if audit is not None and not isinstance(audit, (bool, AuditConfig)):
+        raise InvalidArgumentTypeError(f"audit must be True, False, an AuditConfig or None, got "
+                                       f"{type(audit).__name__} {audit!r:.40}")
 
 
 def check_room(root: Path, *, given: tuple[object, ...] = ()) -> None:

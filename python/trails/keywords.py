@@ -31,6 +31,7 @@ R = TypeVar("R")
 C = TypeVar("C", bound=type)
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def named_keywords(meant: Mapping[str, str] | None = None,
@@ -39,7 +40,9 @@ def named_keywords(meant: Mapping[str, str] | None = None,
 
     ``meant`` maps names used elsewhere to this function's (``{"top_k": "k"}``); any other
     unknown name gets the closest accepted names, if one is close. A function that takes
-    ``**kwargs`` is returned as it is: every name is its to judge.
+    ``**kwargs`` is returned as it is: every name is its to judge. A constructor's refusal
+    is in its class's name (``Retriever()``, not ``Retriever.__init__()``). More arguments
+    by position than it takes are refused naming the ones it takes by name.
     """
     aliases = dict(meant or {})
 
@@ -48,20 +51,41 @@ def named_keywords(meant: Mapping[str, str] | None = None,
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             return function
         accepted = frozenset(name for name, p in parameters.items() if p.kind in _BY_NAME)
+        called = function.__qualname__.removesuffix(".__init__")
+        by_position = [name for name, p in parameters.items() if p.kind in _POSITIONAL]
+        by_name = [name for name, p in parameters.items()
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values()):
+            by_name = []  # *args: any number is its to judge
         unknown_target = set(aliases.values()) - accepted
         if unknown_target:
             raise ValueError(f"{function.__qualname__} takes no {sorted(unknown_target)}")
 
         @functools.wraps(function)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if by_name and len(args) > len(by_position):
+                raise _too_many(called, by_position, by_name, len(args))
             if not accepted.issuperset(kwargs):
-                raise unknown_keywords(function.__qualname__, kwargs.keys() - accepted,
-                                       accepted, aliases)
+                raise unknown_keywords(called, kwargs.keys() - accepted, accepted, aliases)
             return function(*args, **kwargs)
 
         return wrapper
 
     return decorate
+
+
+def _too_many(function: str, by_position: list[str], by_name: list[str],
+              given: int) -> InvalidArgumentTypeError:
+    """The error for ``given`` arguments by position to a function taking ``by_position``
+    (``self`` or ``cls`` first for a method, not shown) and the rest ``by_name``."""
+    shown = [name for name in by_position if name not in ("self", "cls")]
+    names = ", ".join(f"{name}=..." for name in by_name)
+    if not shown:
+        return InvalidArgumentTypeError(f"{function}() takes no argument by position: name "
+                                        f"each ({names})")
+    return InvalidArgumentTypeError(
+        f"{function}() takes {' and '.join(shown)} by position, the rest by name ({names}); "
+        f"got {given - (len(by_position) - len(shown))} arguments by position")
 
 
 def named_fields(meant: Mapping[str, str] | None = None) -> Callable[[C], C]:
@@ -73,9 +97,13 @@ def named_fields(meant: Mapping[str, str] | None = None) -> Callable[[C], C]:
         accepted = frozenset(p.name for p in parameters if p.kind in _BY_NAME)
         aliases = {name: to for name, to in (meant or {}).items()
                    if to in accepted and name not in accepted}
+        by_position = [p.name for p in parameters if p.kind in _POSITIONAL]
+        by_name = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
         @functools.wraps(init)
         def checked(self: object, *args: object, **kwargs: object) -> None:
+            if by_name and len(args) > len(by_position):
+                raise _too_many(cls.__name__, by_position, by_name, len(args))
             if not accepted.issuperset(kwargs):
                 raise unknown_keywords(cls.__name__, kwargs.keys() - accepted, accepted,
                                        aliases)

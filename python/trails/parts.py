@@ -10,11 +10,35 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from trails.audit import AuditTrail
+from trails.errors import InvalidArgumentTypeError
 from trails.kg.base import KnowledgeGraph
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
-__all__ = ["Audited", "ContextParts", "IngestObserved"]
+__all__ = ["Audited", "ContextParts", "IngestObserved", "NotCopied"]
+
+
+class NotCopied:
+    """Refuses ``copy.copy``, ``copy.deepcopy`` and pickling by name: a copy of a context
+    would share its open stores and writer lock (closing one closes both), and a pickle
+    cannot carry them; the context itself may be shared between threads."""
+
+    def __copy__(self) -> None:
+        raise self._not_copied()
+
+    def __deepcopy__(self, memo: object) -> None:
+        raise self._not_copied()
+
+    def __reduce_ex__(self, protocol: object) -> None:  # type: ignore[override]
+        raise self._not_copied()
+
+    def _not_copied(self) -> InvalidArgumentTypeError:
+        directory = getattr(self, "directory", None)
+        again = "Context.memory() makes a new, empty one" if directory is None \
+            else f"Context.open({str(directory)!r})"
+        return InvalidArgumentTypeError(
+            "a Context holds open stores and is not copied or pickled: share this one "
+            f"(threads may), or open the directory again in another process: {again}")
 
 
 class ContextParts(Protocol):

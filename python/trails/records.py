@@ -14,6 +14,8 @@ from typing import Any
 from trails.display import frames
 from trails.display.context import ContextBlock, context_block
 from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hits_text, label
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.keywords import named_keywords
 
 __all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
 
@@ -105,6 +107,27 @@ class RetrievalHit:
         return hit_html(self)
 
 
+def _hit(hit: Any, place: int) -> RetrievalHit:
+    """A hit of a result :meth:`RetrievalResult.to_dict` gave, rebuilt."""
+    try:
+        return RetrievalHit(
+            str(hit["iri"]), None if hit.get("score") is None else float(hit["score"]),
+            str(hit.get("snippet") or ""), dict(hit.get("metadata") or {}),
+            {str(k): v if type(v) is int else float(v)  # a rank stays an int
+             for k, v in (hit.get("components") or {}).items()},
+            hit.get("admitted_by"))
+    except KeyError as missing:
+        raise _not_a_result(f"hit {place} has no {missing}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise _not_a_result(f"hit {place}: {exc}") from None
+
+
+def _not_a_result(why: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"RetrievalResult.from_dict(): the data is no result "
+                                f"RetrievalResult.to_dict() gave ({why}); pass a saved "
+                                f"to_dict(), `trails query --json` output or a /retrieve answer")
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -177,6 +200,7 @@ class RetrievalResult(list[RetrievalHit]):
         self.notes = (*marked, *notes)
         self.fusion_weights = dict(fusion_weights or {})
 
+    @named_keywords({"budget": "max_tokens", "token_budget": "max_tokens"})
     def to_context(self, max_tokens: int | None = None, template: str | None = None, *,
                    tokenizer: Any = None) -> ContextBlock:
         """The hits as a prompt's evidence block: in rank order, each a numbered passage with
@@ -253,18 +277,25 @@ class RetrievalResult(list[RetrievalHit]):
         >>> RetrievalResult.from_dict(result.to_dict())[0].title
         'T'
         """
-        hits = [RetrievalHit(
-            str(hit["iri"]), None if hit.get("score") is None else float(hit["score"]),
-            str(hit.get("snippet") or ""), dict(hit.get("metadata") or {}),
-            {str(k): v if type(v) is int else float(v)  # a rank stays an int
-             for k, v in (hit.get("components") or {}).items()},
-            hit.get("admitted_by")) for hit in data.get("hits", [])]
-        result = cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
-                     candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),
-                     rankings=data.get("rankings") or (), notes=data.get("notes") or (),
-                     fusion_weights=data.get("fusion_weights") or None,
-                     run_id=data.get("run_id"), query=query if query is not None
-                     else data.get("query"))
+        if not isinstance(data, Mapping):
+            raise InvalidArgumentTypeError(f"RetrievalResult.from_dict() takes the dict "
+                                           f"RetrievalResult.to_dict() gave, got "
+                                           f"{type(data).__name__}")
+        given = data.get("hits", [])
+        if not isinstance(given, Sequence) or isinstance(given, str):
+            raise _not_a_result(f"hits must be a list, got {type(given).__name__}")
+        hits = [_hit(hit, place) for place, hit in enumerate(given)]
+        try:
+            result = cls(hits, mode=str(data["mode"]), plan=str(data["plan"]),
+                         candidates=data.get("candidates"), exhaustive=bool(data["exhaustive"]),
+                         rankings=data.get("rankings") or (), notes=data.get("notes") or (),
+                         fusion_weights=data.get("fusion_weights") or None,
+                         run_id=data.get("run_id"), query=query if query is not None
+                         else data.get("query"))
+        except KeyError as missing:
+            raise _not_a_result(f"it has no {missing}") from None
+        except (TypeError, ValueError) as exc:
+            raise _not_a_result(str(exc)) from None
         path = data.get("filter_path")
         result.filter_path = None if path is None else str(path)
         return result

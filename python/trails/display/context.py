@@ -67,6 +67,10 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
         raise InvalidArgumentError(
             f"template placeholder {{{{ {unknown[0]} }}}} is not one trails fills: use "
             "{{ context }} (the evidence) and {{ query }} (the question) only")
+    if query is None and "query" in _PLACEHOLDER.findall(template):  # else it reads as ""
+        raise InvalidArgumentError(
+            "the template holds {{ query }} but this result has no query (one rebuilt from "
+            "to_dict(), which holds none): give it, RetrievalResult.from_dict(data, query=...)")
     count = token_counter(tokenizer)
 
     def render(passages: list[str]) -> str:
@@ -86,9 +90,13 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
             continue
         if not passages:  # the best hit alone is over budget: as much of it as fits
             cut = _longest_fitting(passage, lambda p: count(render([p])) <= max_tokens)
-            if cut:
-                passages.append(cut)
-                truncated = True
+            if not cut:  # an empty block would read as "no evidence", a wrong answer
+                raise InvalidArgumentError(
+                    f"max_tokens={max_tokens} holds not even the best hit's citation line "
+                    f"({count(render([passage.split(chr(10), 1)[0]]))} tokens with the "
+                    f"template): raise max_tokens")
+            passages.append(cut)
+            truncated = True
         break
     text = render(passages)
     block = ContextBlock(text)

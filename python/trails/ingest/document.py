@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self, runtime_checkable
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.keywords import named_fields, unknown_keywords
 from trails.vector.embedders.base import EmbedderIdentity
 
 __all__ = [
@@ -70,6 +72,10 @@ class Document:
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         # Python's own "missing 2 required positional arguments" is no TrailsError and says
         # not what the fields are for. No arguments at all is how copy and pickle make one.
+        # A name it does not take is refused first: content= is a misnamed text=.
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if not fields.issuperset(kwargs):
+            raise unknown_keywords("Document", kwargs.keys() - fields, fields, _DOCUMENT_MEANT)
         missing = [name for place, name in enumerate(("id", "source", "text"))
                    if len(args) <= place and name not in kwargs]
         if missing and (args or kwargs):
@@ -106,6 +112,24 @@ class Document:
     def hash(self) -> str:
         return content_hash(self.text)
 
+    def __repr__(self) -> str:
+        """The fields, the text cut to its start when long (a loader's documents printed in
+        a notebook showed every character of every text)."""
+        text = (repr(self.text) if len(self.text) <= _SHOWN
+                else f"{self.text[:_SHOWN]!r}… ({len(self.text)} characters)")
+        fields = [f"{f.name}={text if f.name == 'text' else repr(getattr(self, f.name))}"
+                  for f in dataclasses.fields(self) if f.repr]
+        return f"Document({', '.join(fields)})"
+
+
+_SHOWN = 80  # characters of a long text a Document's repr shows
+
+# Names other libraries give a document's fields (LangChain's page_content, LlamaIndex's
+# id_), and the usual shorthands.
+_DOCUMENT_MEANT = {"content": "text", "page_content": "text", "body": "text", "meta": "metadata",
+                   "id_": "id", "doc_id": "id", "path": "source", "url": "source",
+                   "name": "title"}
+
 
 def _need(ok: bool, field: str, kind: str, value: object) -> None:
     if not ok:
@@ -113,6 +137,7 @@ def _need(ok: bool, field: str, kind: str, value: object) -> None:
                                        f"{type(value).__name__}")
 
 
+@named_fields({"content": "text", "txt": "text", "index": "position", "embedding": "vector"})
 @dataclass(frozen=True)
 class Chunk:
     """A span of a document's text: ``text == document.text[start:end]``."""

@@ -60,7 +60,7 @@ from trails.ingest.minting import (
 from trails.ingest.prune import SourcesRead, prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
-from trails.ingest.variants import in_a_thread, to_the_end
+from trails.ingest.variants import in_a_thread, one_source, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
 from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declared_price
@@ -216,8 +216,8 @@ def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
     yield from run.drain(force=True)
 
 
-ingest_all = to_the_end(ingest)
-aingest = in_a_thread(ingest)
+ingest = one_source(ingest)
+ingest_all, aingest = to_the_end(ingest), in_a_thread(ingest)
 
 
 class _Run:

@@ -8,14 +8,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import ParamSpec
 
+from trails.errors import InvalidArgumentTypeError
 from trails.ingest.events import IngestEvent, IngestionStats
 
 P = ParamSpec("P")
+
+
+def one_source(run: Callable[P, Iterator[IngestEvent]]) -> Callable[P, Iterator[IngestEvent]]:
+    """``run`` refusing, by name and at the call, a second positional argument (the usual
+    one is the context, which ``retrieve(query, ctx)`` takes by position and ``ingest`` only
+    as ``ctx=``) and a call without ``ctx=`` (``retrieve`` falls back on the default context,
+    ``ingest`` never does); Python's own refusals name neither fix."""
+    @functools.wraps(run)
+    def ingest(*args: P.args, **kwargs: P.kwargs) -> Iterator[IngestEvent]:
+        if len(args) > 1:
+            raise InvalidArgumentTypeError(
+                f"ingest() takes the context as ctx=: ingest_all(documents, ctx=ctx), got "
+                f"{len(args)} positional arguments (only the source goes first)")
+        if "ctx" not in kwargs:
+            raise InvalidArgumentTypeError(
+                "ingest() needs ctx=, the context to write into: ingest_all(documents, "
+                "ctx=ctx) (it never writes into the default context unasked)")
+        return run(*args, **kwargs)
+
+    return ingest
 
 
 def to_the_end(run: Callable[P, Iterator[IngestEvent]]) -> Callable[P, IngestionStats]:

@@ -31,6 +31,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from trails.integrations import hits
+from trails.keywords import named_keywords
 from trails.records import RetrievalHit
 from trails.retrieval.arguments import check_k
 from trails.retrieval.retrievers import Retriever
@@ -78,6 +79,7 @@ class TrailsLlamaRetriever(BaseRetriever):
         TrailsError: whatever the wrapped retriever raises (a bad filter, a closed context...).
     """
 
+    @named_keywords({"top_k": "similarity_top_k", "k": "similarity_top_k"})
     def __init__(self, retriever: Retriever, *, similarity_top_k: int | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if similarity_top_k is not None:  # said now, not at the first search

@@ -20,6 +20,7 @@ from trails.context import Context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.terms import check_text
 from trails.rank.rewrite import QueryRewriter, check_messages
+from trails.retrieval.replaying import REPLAYING
 from trails.scopes import check_scope_argument
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
@@ -76,6 +77,9 @@ def check_mode(mode: object, modes: Sequence[str]) -> str:
 
 def check_query(query: object) -> str:
     """The question, if it is a str that UTF-8 can encode."""
+    if isinstance(query, Context):  # retrieve(ctx, "question")
+        raise InvalidArgumentTypeError("query must be a str (the question), got a Context: "
+                                       "the question goes first, retrieve(query, ctx)")
     if not isinstance(query, str):
         raise InvalidArgumentTypeError(f"query must be a str (the question), got "
                                        f"{type(query).__name__}")
@@ -84,8 +88,9 @@ def check_query(query: object) -> str:
 
 def check_rankable(query: str, mode: str, *, rewritten: bool = False) -> None:
     """Refuse an empty question where one ranks the hits: the vector of "" is nobody's
-    question, and its order would read as an answer."""
-    if mode != "graph" and not query.strip():
+    question, and its order would read as an answer. A replay runs a recorded search as it
+    ran, even one for "" recorded before the rule (replay notes it)."""
+    if mode != "graph" and not query.strip() and REPLAYING.get() is None:
         said = "the rewriter turned the query and messages into an empty question" if rewritten \
             else "query is empty"
         raise InvalidArgumentError(
@@ -175,6 +180,9 @@ def check_retrieve_arguments(ctx: object, *, vector_store: object, embedder: obj
     if vector_store is not None and not isinstance(vector_store, VectorStore):
         raise InvalidArgumentTypeError(f"vector_store must be a VectorStore or None, got "
                                        f"{type(vector_store).__name__}")
+    if isinstance(embedder, type):  # a class passes the protocol check: its attributes exist
+        raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got the class "
+                                       f"{embedder.__name__}: make one, {embedder.__name__}(...)")
     if embedder is not None and not isinstance(embedder, Embedder):
         raise InvalidArgumentTypeError(f"embedder must be an Embedder or None, got "
                                        f"{type(embedder).__name__}")

@@ -18,11 +18,18 @@ concurrent calls give the answers the same calls give one after another.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import dataclasses
+import difflib
+import functools
+import inspect
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from trails.context import Context
+from trails.errors import InvalidArgumentTypeError
+from trails.keywords import unknown_keywords
 from trails.records import RetrievalHit, RetrievalResult
+from trails.retrieval.arguments import KEYWORDS_MEANT
 from trails.retrieval.retrieve import retrieve
 
 __all__ = ["AsyncRetrieval", "aretrieve"]
@@ -54,14 +61,60 @@ class AsyncRetrieval:
     """Gives a retriever ``aretrieve(query, messages=None)``: its ``retrieve``, awaited.
 
     The retriever's options are fixed at construction and it keeps no state between calls,
-    so one retriever may serve many concurrent ``aretrieve`` calls.
+    so one retriever may serve many concurrent ``aretrieve`` calls: an option given to
+    ``retrieve`` or ``aretrieve`` (``k=3``) is refused, saying where it goes.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "retrieve" in vars(cls):
+            setattr(cls, "retrieve", _options_fixed(cls.__name__, vars(cls)["retrieve"]))  # noqa: B010
+
     async def aretrieve(self: _Retrieving[Hits_co], query: str,
-                        messages: Messages | None = None) -> Hits_co:
+                        messages: Messages | None = None, **options: Any) -> Hits_co:
         """The hits ``retrieve(query, messages)`` returns, computed in a worker thread.
 
         Raises:
+            InvalidArgumentTypeError: an option given per call (``k=3``): it is fixed when
+                the retriever is made.
             Everything this retriever's ``retrieve`` raises, unchanged.
         """
+        if options:
+            raise _per_call(type(self).__name__, options.keys(), self)
         return await asyncio.to_thread(self.retrieve, query, messages)
+
+
+def _options_fixed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A retriever's ``retrieve`` refusing keywords it does not take, by :func:`_per_call`."""
+    parameters = inspect.signature(method).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return method
+    accepted = frozenset(list(parameters)[1:])  # after self
+
+    @functools.wraps(method)
+    def checked(self: object, *args: Any, **kwargs: Any) -> Any:
+        if not accepted.issuperset(kwargs):
+            raise _per_call(name, kwargs.keys() - accepted, self)
+        return method(self, *args, **kwargs)
+
+    return checked
+
+
+def _per_call(name: str, given: Collection[str], retriever: object) -> InvalidArgumentTypeError:
+    """The error for options given to a retriever's ``retrieve`` that are set when it is made:
+    its fields by name, or the field meant by a name used elsewhere (``top_k``)."""
+    fields = ({f.name for f in dataclasses.fields(retriever) if f.init}
+              if dataclasses.is_dataclass(retriever) else set())
+    made = f"{name}(..., {{0}}=...), or dataclasses.replace(retriever, {{0}}=...)"
+    if options := sorted(set(given) & fields):
+        return InvalidArgumentTypeError(
+            f"{name}.retrieve() takes the query and messages only, not {', '.join(options)}: "
+            f"a retriever's options are fixed when it is made ({made.format(options[0])})")
+    meant = {alias: to for alias, to in KEYWORDS_MEANT.items() if to in fields}
+    targets = [meant.get(g) or next(iter(difflib.get_close_matches(g, fields, n=1)), None)
+               for g in sorted(given)]
+    if all(targets):  # each an option misnamed: said as the constructor would say it
+        refusal = unknown_keywords(f"{name}.retrieve", given, fields, meant)
+        return InvalidArgumentTypeError(f"{refusal} (set when the retriever is made: "
+                                        f"{made.format(targets[0])})")
+    return unknown_keywords(f"{name}.retrieve", given, ("query", "messages"), {})

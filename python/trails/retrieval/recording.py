@@ -8,7 +8,6 @@ filter's solutions, only when a filter ran and they are wanted).
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import datetime as dt
 import logging
@@ -24,6 +23,7 @@ from trails.kg.base import RevisionGraph
 from trails.kg.bindings import check_bindings
 from trails.records import RetrievalResult
 from trails.retrieval.filter_entities import filter_entities
+from trails.retrieval.replaying import REPLAYING
 from trails.retrieval.why import admitting_solutions
 from trails.tracing import LOG_TEXT
 from trails.vector.stores.base import RevisionedStore, VectorStore
@@ -45,8 +45,6 @@ NO_FALLBACK = "none"
 
 # Query text goes to log records (and spans) only when TRAILS_LOG_TEXT is set: logs travel
 # further than the graph.
-# The record a search replays (retrieval/replay.py), for the new record to point at.
-REPLAYING: contextvars.ContextVar[str | None] = contextvars.ContextVar("replaying", default=None)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from trails.audit import SearchRecord, query_digest
 from trails.audit.prov import parse_time
 from trails.context import Context
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.keywords import named_keywords
 from trails.kg.base import RevisionGraph
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
+from trails.retrieval.arguments import check_query
 from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
@@ -48,7 +50,19 @@ class ReplayReport:
     def identical(self) -> bool:
         return not (self.moved or self.new or self.gone)
 
+    def __repr__(self) -> str:
+        """The verdict, not the records (the dataclass's repr printed both whole first)."""
+        again = "" if self.result.run_id is None else f" as {self.result.run_id}"
+        verdict = (f"the same answer ({len(self.same)} hits)" if self.identical else
+                   f"the answer changed ({len(self.new)} new, {len(self.gone)} gone, "
+                   f"{len(self.moved)} moved)")
+        parts = [f"{part} changed" for part, flag in self.changed.items() if flag]
+        parts += [f"{len(self.notes)} note(s) in .notes"] if self.notes else []
+        return f"<ReplayReport of {self.original.run_id}{again}: {verdict}" + "".join(
+            f"; {part}" for part in parts) + ">"
 
+
+@named_keywords()
 def replay(ctx: Context, run: str, *, query: str | None = None,
            caller: str | None = None) -> ReplayReport:
     """Run the recorded search ``run`` again on ``ctx`` and compare.
@@ -56,10 +70,16 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     ``query``: the query text, needed when the context kept only its SHA-256 (it must match).
 
     Raises:
+        InvalidArgumentTypeError: ``ctx`` is no Context (the arguments swapped, say).
         UnknownRunError: no such run in this context's audit trail.
         InvalidArgumentError: the run is no search, its query text was not kept and none (or
             another) was given, or its fusion was a function that cannot be named again.
     """
+    if not isinstance(ctx, Context):
+        raise InvalidArgumentTypeError(
+            "replay() takes the context first: replay(ctx, run)" if isinstance(run, Context)
+            else f"replay() takes a trails Context first (Context.open(...)), then the run "
+                 f"id; got {type(ctx).__name__}")
     record = ctx.audit.get(run)
     if not isinstance(record, SearchRecord):
         raise InvalidArgumentError(f"run {run!r} is a {record.kind}, not a search: only searches "
@@ -75,6 +95,9 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     if record.rewritten_sha256 is not None:
         notes.append("replayed the query the run's rewriter made of the conversation, as it "
                      "was searched (no rewriter runs again)")
+    if record.mode != "graph" and not text.strip():
+        notes.append("the run's query was empty, which a search in this mode is now refused "
+                     "for (a record from before the rule): replayed as it ran")
     if record.fallback is None:
         notes.append("the run's fallback was not recorded (a record from before it was kept): "
                      "replayed with the default, fallback='auto'")
@@ -113,7 +136,7 @@ def _query(record: SearchRecord, query: str | None) -> str:
                 f"run {record.run_id} kept only the SHA-256 of {what} (audit query_text "
                 "'sha256'); give that text to replay it (--query TEXT)")
         return kept
-    if query_digest(query) != digest:
+    if query_digest(check_query(query)) != digest:
         raise InvalidArgumentError(
             f"the query given is not {what}, which run {record.run_id} searched for (its "
             "SHA-256 differs); give the exact text")

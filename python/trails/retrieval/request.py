@@ -18,6 +18,7 @@ for a value of the wrong type) with the message Python callers have always seen:
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, get_args
 
@@ -38,6 +39,7 @@ from trails.ingest.expiry import utc_now
 from trails.kg.bindings import check_bindings
 from trails.kg.terms import check_text
 from trails.retrieval.arguments import (
+    KEYWORDS_MEANT,
     MAX_K,
     check_fusion,
     check_k,
@@ -237,11 +239,27 @@ def refusal(errors: Sequence[ErrorDetails],
     return _named(first, model or SearchRequest)
 
 
+# Names a search's fields have elsewhere: retrieve()'s (sparql_filter, scope) and other
+# libraries' (top_k, where, threshold).
+_RENAMED = {"sparql_filter": "filter", "scope": "scopes"}  # retrieve()'s name: the field's
+_FIELDS_MEANT = {**{alias: _RENAMED.get(to, to) for alias, to in KEYWORDS_MEANT.items()},
+                 **_RENAMED}
+
+
+def _meant(name: str, model: type[BaseModel]) -> str:
+    """`` (did you mean k?)`` for a field ``name`` that stands for one of ``model``'s."""
+    fields = list(model.model_fields)
+    meant = _FIELDS_MEANT.get(name)
+    close = [meant] if meant in fields else difflib.get_close_matches(name, fields, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentError:
     where = ".".join(str(part) for part in details["loc"]) or "request"
     if details["type"] == "extra_forbidden":
         known = ", ".join(model.model_fields)
-        return InvalidArgumentError(f"{where} is no option of a search; a search takes {known}")
+        return InvalidArgumentError(f"{where} is no option of a search{_meant(where, model)}; "
+                                    f"a search takes {known}")
     kind = (InvalidArgumentTypeError if details["type"].endswith("_type")
             else InvalidArgumentError)
     return kind(f"{where}: {details['msg']}")

@@ -10,24 +10,29 @@ import tempfile
 from collections.abc import Iterator
 
 from trails import _state
-from trails.context import Context, set_default_context
+from trails.context import DEFAULT_BASE_IRI, Context, set_default_context
 from trails.errors import InvalidArgumentTypeError
+from trails.keywords import named_keywords
 from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["context_directory", "fresh_context", "isolated_kernel"]
 
 
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None) -> Context:
+@named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
+def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+                  base_iri: str = DEFAULT_BASE_IRI) -> Context:
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
 
-    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused).
+    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused);
+    ``base_iri`` is where documents' IRIs are minted, as in :meth:`Context.memory`.
 
     Raises:
-        InvalidArgumentError: ``dim`` is no positive integer, ``seed`` no integer, or
-            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder`.
+        InvalidArgumentError: ``dim`` is no positive integer, ``seed`` no integer,
+            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder`, or ``base_iri``
+            no absolute IRI ending in ``/`` or ``#``.
     """
-    return Context.memory(_embedder(embedder, dim, seed))
+    return Context.memory(_embedder(embedder, dim, seed), base_iri=base_iri)
 
 
 def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
@@ -41,8 +46,9 @@ def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
 
 
 @contextlib.contextmanager
-def isolated_kernel(*, dim: int = 64, seed: int = 0,
-                    embedder: Embedder | None = None) -> Iterator[Context]:
+@named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
+def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+                    base_iri: str = DEFAULT_BASE_IRI) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
     Inside: a fresh in-memory context is the default context; the model cache is empty;
@@ -69,7 +75,7 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0,
         os.environ["TRAILS_HOME"] = home
         tempfile.tempdir = home
         _state.model_cache.clear()
-        ctx = fresh_context(dim=dim, seed=seed, embedder=embedder)
+        ctx = fresh_context(dim=dim, seed=seed, embedder=embedder, base_iri=base_iri)
         set_default_context(ctx)
         yield ctx
     finally:
