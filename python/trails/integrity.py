@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from trails.audit.trail import AUDIT_DIRECTORY
 from trails.config import CONFIG_FILE, AuditConfig, ContextConfig, PartConfig
+from trails.durable import replace_file
 from trails.errors import (
     ConfigurationError,
     ContextDamagedError,
@@ -193,12 +194,8 @@ def check_parts_belong(root: Path, config: ContextConfig, kg: KnowledgeGraph | N
     expected = expected or new_context_id()
     if marker is not None and graph_id is None:
         try:  # written whole or not at all: a torn id would read as another context's
-            temporary = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
-            with open(temporary, "w") as out:
-                out.write(f"{expected}\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, marker)
+            replace_file(marker, f"{expected}\n".encode(),
+                         marker.with_name(f"{marker.name}.{os.getpid()}.tmp"))
         except OSError as exc:
             raise StorageError(f"cannot write {marker}: {exc.strerror or exc}") from exc
     if isinstance(store, ContextMarked) and store_id is None:

@@ -93,23 +93,10 @@ def named_fields(meant: Mapping[str, str] | None = None) -> Callable[[C], C]:
     the class's name; of ``meant``, only the names the class takes are offered."""
     def decorate(cls: C) -> C:
         init: Callable[..., None] = vars(cls)["__init__"]  # its own (a dataclass makes one)
-        parameters = list(inspect.signature(init).parameters.values())[1:]  # after self
-        accepted = frozenset(p.name for p in parameters if p.kind in _BY_NAME)
+        taken = set(inspect.signature(init).parameters)
         aliases = {name: to for name, to in (meant or {}).items()
-                   if to in accepted and name not in accepted}
-        by_position = [p.name for p in parameters if p.kind in _POSITIONAL]
-        by_name = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
-
-        @functools.wraps(init)
-        def checked(self: object, *args: object, **kwargs: object) -> None:
-            if by_name and len(args) > len(by_position):
-                raise _too_many(cls.__name__, by_position, by_name, len(args))
-            if not accepted.issuperset(kwargs):
-                raise unknown_keywords(cls.__name__, kwargs.keys() - accepted, accepted,
-                                       aliases)
-            init(self, *args, **kwargs)
-
-        setattr(cls, "__init__", checked)  # noqa: B010 (a method assigned on a class)
+                   if to in taken and name not in taken}
+        setattr(cls, "__init__", named_keywords(aliases)(init))  # noqa: B010 (on a class)
         return cls
 
     return decorate
