@@ -211,6 +211,15 @@ def test_context_open_on_a_folder_of_documents_refuses_and_writes_nothing(tmp_pa
     assert sorted(p.name for p in notes.iterdir()) == ["a.md", "sub"]
 
 
+def test_a_document_named_like_trails_own_files_is_still_someones_file(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "trails-notes.md").write_text("what trails is")
+    with pytest.raises(ConfigurationError, match="not a trails context \\(trails-notes.md\\)"):
+        Context.open(notes, embedder=MockEmbedder(dim=8))
+    assert [p.name for p in notes.iterdir()] == ["trails-notes.md"]
+
+
 def test_context_open_on_an_empty_or_hidden_only_folder_creates_the_context(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "hidden").mkdir()

@@ -36,6 +36,7 @@ from trails.kg.oxigraph import GRAPH_DIR
 from trails.recorded import Where
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.sqlite_vec.store import VECTORS_FILE
+from trails.writer_lock import LOCK_FILE
 
 __all__ = ["GRAPH_MARKER", "check_open_arguments", "check_parts_belong", "check_parts_present",
            "check_room", "new_context_id"]
@@ -131,8 +132,8 @@ def check_room(root: Path, *, given: tuple[object, ...] = ()) -> None:
 def _a_context_file(name: str) -> bool:
     # trails.json and its temporary files, the writer's lock, vectors.db and its -wal, .f32
     # and .keys files, the graph, the audit log's directory; and hidden files.
-    return name.startswith((".", CONFIG_FILE.split(".")[0], VECTORS_FILE)) or name in (
-        GRAPH_DIR, AUDIT_DIRECTORY)
+    return name.startswith((".", f"{CONFIG_FILE}.", VECTORS_FILE)) or name in (
+        CONFIG_FILE, LOCK_FILE, GRAPH_DIR, AUDIT_DIRECTORY)
 
 
 def check_parts_present(root: Path, config: ContextConfig) -> None:
