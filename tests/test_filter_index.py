@@ -50,6 +50,17 @@ SHAPES = {
                        st.fixed_dictionaries({"j": st.sampled_from(PLACES)})),
     "string function": ('?doc meta:place ?j . FILTER(LCASE(STR(?j)) = "eu")', st.just({})),
     "any value": ("?doc meta:label ?c .", st.just({})),
+    # A user's own classes on documents, and a taxonomy of them (ADR 29, "classes joined to
+    # a taxonomy"): the members of each class the taxonomy names.
+    "type taxonomy": ("?doc a ?type . ?type rdfs:subClassOf* ?broad .",
+                      st.fixed_dictionaries({"broad": st.sampled_from(
+                          [IRI(TOPICS + n) for n in ("A", "B", "A1", "root", "none")]
+                          + [IRI("https://trails.dev/ns#Document")])})),
+    "type path": ("?doc a/rdfs:subClassOf* ?broad .",
+                  st.fixed_dictionaries({"broad": st.sampled_from(
+                      [IRI(TOPICS + n) for n in ("A", "B", "root")])})),
+    "type listed": (f"?doc a ?type . FILTER(?type IN (<{TOPICS}A1>, <{TOPICS}B>))", st.just({})),
+    "type alone": ("?doc a ?type .", st.just({})),
     # A chunk's own properties (trails writes them on every new chunk).
     "chunk position": ("?iri schema:position ?p . FILTER(?p <= ?n)",
                        st.fixed_dictionaries({"n": st.sampled_from([0, 1, 3])})),
@@ -83,6 +94,7 @@ documents_strategy = st.lists(st.fixed_dictionaries({
     "place": st.one_of(st.none(), st.sampled_from(PLACES)),
     "topic": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B1", "C"])),
     "label": st.one_of(st.none(), st.sampled_from(["x", "y"])),
+    "class": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B", "C"])),
     "scope": st.sampled_from(["default", "legal"]),
 }), min_size=1, max_size=10)
 
@@ -96,6 +108,11 @@ USER_TRIPLES = [
     '<{doc}> meta:place <https://example.org/EU>',
     '<{doc}> meta:label "x"',
     '<{doc}> meta:topic _:b',
+    # classes: a second one, one on a chunk, a blank one in the taxonomy, a literal "class"
+    '<{doc}> a <https://example.org/t/B1>',
+    '<{chunk}> a <https://example.org/t/A1>',
+    '<{doc}> a _:k . _:k rdfs:subClassOf <https://example.org/t/A>',
+    '<{doc}> a "A"',
     '<https://example.org/t/C> rdfs:subClassOf <https://example.org/t/B>',
     # links trails did not write: a chunk's second, a document's own, a chunk of nothing
     '<{chunk}> schema:isPartOf <https://example.org/collection>',
@@ -133,6 +150,10 @@ def build(ctx, docs, extra, deleted, revised=()):
         ingest_all([_document(n, d) for n, d in enumerate(docs) if d["scope"] == scope],
                    ctx=ctx, scope=scope)
     iris = {n: f"{ctx.base_iri}doc/d{n}" for n in range(len(docs))}
+    classes = [f"<{iris[n]}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{TOPICS}{d['class']}> ." for n, d in enumerate(docs)
+               if d.get("class")]  # in the default graph, as a user's own RDF loads
+    if classes:
+        ctx.kg.load("\n".join(classes).encode(), format="ntriples")
     ids = ctx.vectors.metadata(ctx.vectors.all_ids())
     doc_iris = sorted({m["doc_iri"] for m in ids.values()})
     chunks = {m["doc_iri"]: i for i, m in sorted(ids.items(), reverse=True)}  # each one's first
@@ -216,11 +237,12 @@ def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
         **({"label": "x"} if n % 2 else {})}) for n in range(12)]
     ingest_all(docs, ctx=ctx)
     ctx.kg.load(f"<{TOPICS}A1> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}A> ."
-                .encode(), format="ntriples")
+                f"\n<{ctx.base_iri}doc/d1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{TOPICS}A1> .".encode(), format="ntriples")
     index = FilterIndex(ctx.kg.select_tsv, None, ctx.kg.prefixes)
     for name, bound in (("date since", "since"), ("date range", "from to"),
                         ("equality bound", "j"), ("taxonomy", "broad"), ("not exists bound", "c"),
-                        ("string function", ""), ("two properties", "j since")):
+                        ("string function", ""), ("two properties", "j since"),
+                        ("type taxonomy", "broad")):
         group, _ = SHAPES[name]
         shape = parse_filter(f"SELECT ?iri WHERE {{ {LINK} {group} }}", ctx.kg.prefixes)
         lifted = lift_to_documents(shape)
@@ -318,3 +340,35 @@ def test_positions_written_by_hand_are_answered_as_the_graph_does(ctx):
             assert set(planned) == written, (update, scopes)
         if "?since" not in text:
             assert set(ctx.kg.select_iris(text, bindings)) != from_iris, update  # a real trap
+
+
+def test_documents_of_a_class_or_its_subclasses_are_the_members_of_each_class(ctx):
+    """``?doc a ?type . ?type rdfs:subClassOf* ?broad`` (and the path ``a/rdfs:subClassOf*``)
+    from the columns: the members of every class the taxonomy names, each class read on its
+    own; expected sets written by hand."""
+    ingest_all([Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.") for n in range(6)],
+               ctx=ctx)
+    rdf_type = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+    sub = "<http://www.w3.org/2000/01/rdf-schema#subClassOf>"
+    classes = {0: "A1", 1: "A1", 2: "A2", 3: "B", 4: "A"}  # d5 has no class of its own
+    ctx.kg.load("\n".join([f"<{TOPICS}A1> {sub} <{TOPICS}A> .", f"<{TOPICS}A2> {sub} <{TOPICS}A> .",
+                           f"<{TOPICS}A> {sub} <{TOPICS}root> .", f"<{TOPICS}B> {sub} <{TOPICS}root> ."]
+                          + [f"<{ctx.base_iri}doc/d{n}> {rdf_type} <{TOPICS}{c}> ."
+                             for n, c in classes.items()]).encode(), format="ntriples")
+    expected = {"A": {0, 1, 2, 4}, "A1": {0, 1}, "B": {3}, "root": {0, 1, 2, 3, 4}, "none": set()}
+    for group in ("?doc a ?type . ?type rdfs:subClassOf* ?broad .", "?doc a/rdfs:subClassOf* ?broad ."):
+        for broad, numbers in expected.items():
+            path: list[str] = []
+            found = filter_candidates(ctx.kg, f"SELECT ?iri WHERE {{ {LINK} {group} }} # {broad}",
+                                      {"broad": IRI(TOPICS + broad)}, None, path=path)
+            assert sorted(found) == sorted(f"{ctx.base_iri}doc/d{n}" for n in numbers), (group, broad)
+            assert path == ["documents-columns"], (group, broad)
+    # A blank class in the taxonomy: a blank node written in a query is a variable, so the
+    # graph joins it, and the answer is still the members of every class.
+    ctx.kg.update(f"INSERT DATA {{ <{ctx.base_iri}doc/d5> a _:k . _:k rdfs:subClassOf <{TOPICS}B> }}")
+    path = []
+    found = ranked_among(ctx, filter_candidates(
+        ctx.kg, f"SELECT ?iri WHERE {{ {LINK} ?doc a ?type . ?type rdfs:subClassOf* ?broad }}",
+        {"broad": IRI(TOPICS + "B")}, None, path=path), None)
+    assert {i.split("/v/")[0] for i in found} == {f"{ctx.base_iri}doc/d3", f"{ctx.base_iri}doc/d5"}
+    assert path != ["documents-columns"]

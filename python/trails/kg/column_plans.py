@@ -51,8 +51,6 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
     value_of = {t.object[1:]: t for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms}
     if len(value_of) != sum(1 for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms):
         return None  # one variable as the value of two patterns: a join, not a column test
-    if any(t.predicate == RDF_TYPE for t in value_of.values()):
-        return None  # ?doc a ?class: a column of every type, a row per chunk; the graph joins it
     plan = ColumnPlan([], [], {}, {})
     plan.patterns = list(mine)
     first = min(items.index(t) for t in mine)
@@ -93,6 +91,12 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
     if not _satellites(loose, value_of, plan, terms):
         return None
     if any(name in plan.satellites for name in plan.conditions):
+        return None
+    if any(t.predicate == RDF_TYPE and (name not in plan.satellites or name in plan.conditions)
+           for name, t in value_of.items()):
+        # ?doc a ?class tested alone: a column of every type, a row per chunk; the graph joins
+        # it. Joined to a taxonomy (?class rdfs:subClassOf* ?broad) it is the members of the
+        # few classes the taxonomy names, each read on its own.
         return None
     tested = [name for parts in plan.either for name in parts]
     if len(set(tested)) != len(tested) or set(tested) & (set(plan.conditions)

@@ -205,17 +205,16 @@ class FilterIndex:
 
     def _coded(self, kept: Kept) -> np.ndarray:
         """The rows' subjects as this index's subject codes."""
-        local = np.fromiter((self._code(name) for name in kept.names), dtype=np.int64,
+        codes = self._codes
+        # New names first, in order, then one lookup each in C: a class of thousands of
+        # members, or a column of every document, is coded without a Python call per name.
+        added = [name for name in dict.fromkeys(kept.names) if name not in codes]
+        codes.update(zip(added, range(len(self.names), len(self.names) + len(added))))
+        self.names.extend(added)
+        local = np.fromiter(map(codes.__getitem__, kept.names), dtype=np.int64,
                             count=len(kept.names))
         coded: np.ndarray = local[kept.subjects]
         return coded
-
-    def _code(self, name: str) -> int:
-        code = self._codes.get(name)
-        if code is None:
-            code = self._codes[name] = len(self.names)
-            self.names.append(name)
-        return code
 
     def typed(self, term: str) -> np.ndarray | None:
         """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk;
@@ -324,6 +323,8 @@ class FilterIndex:
         name = target[1:] if target[:1] in "?$" else None
         if pattern.predicate == RDF_TYPE and (name is None or name in terms):
             return self.typed(constants[target if name is None else f"?{name}"])
+        if pattern.predicate == RDF_TYPE and name in plan.satellites:  # ?class joined on
+            return self._members(name, plan, prologue, terms)
         column = self.column(pattern.predicate)
         if column is None or not column.plain:
             return None
@@ -341,6 +342,19 @@ class FilterIndex:
             return column.subjects if column.distinct else np.unique(column.subjects)
         return column.subjects_with(_passing(column, name, conditions, prologue,
                                              self._prefixes, terms))
+
+    def _members(self, name: str, plan: ColumnPlan, prologue: str,
+                 terms: Mapping[str, Term]) -> np.ndarray | None:
+        """The subject codes of ``?doc a ?name`` for the classes the patterns joined to
+        ``?name`` select (column_plan admits a class variable only so joined), or None."""
+        classes = self._satellite(name, plan, prologue, terms)
+        # A blank node written in a query is a variable, not that class: the graph joins it.
+        if classes is None or any(c.startswith("_:") for c in classes):
+            return None
+        members = [self.typed(c) for c in sorted(classes)]
+        if any(m is None for m in members):
+            return None  # a class with a member per chunk (trails:Chunk): too many to keep
+        return np.unique(np.concatenate([np.array([], dtype=np.int64), *members]))
 
     def _satellite(self, name: str, plan: ColumnPlan, prologue: str,
                    terms: Mapping[str, Term],
