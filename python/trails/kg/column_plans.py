@@ -36,6 +36,12 @@ class ColumnPlan:
     # OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test of ?d): the pattern and the test; a
     # document passes with no value of P, or with a value of P passing the test
     unless: list[tuple[Triple, Other]] = field(default_factory=list)
+    # Patterns joined to neither the document nor its values (``?claim ex:filed ?c``), with
+    # the FILTERs on their variables alone; ``outer_tested``: those the conditions also read
+    # (``FILTER(?d >= ?c)``). The group's solutions are the cross join: a document passes
+    # under one of the outer patterns' solutions.
+    outer: list[Triple | Other] = field(default_factory=list)
+    outer_tested: set[str] = field(default_factory=set)
 
 
 def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
@@ -60,6 +66,7 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
             if unless is not None:
                 plan.unless.append(unless[:2])
                 others = [o for o in others if o is not item and o is not unless[2]]
+    outer_names = _outer_names(others, variable, value_of, terms)
     loose = []
     for item in others:
         if isinstance(item, Other) and item.kind == "values" and variable in item.variables:
@@ -81,13 +88,28 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
                 if parts is not None:
                     plan.either.append(parts)
                     continue
+            if free and free <= outer_names and not _EXISTS.search(item.text):
+                plan.outer.append(item)  # a test of the outer patterns' solutions alone
+                continue
+            values = free & set(value_of)
+            if (variable not in item.variables and len(values) == 1 and len(free) > 1
+                    and free - values <= outer_names and not _EXISTS.search(item.text)
+                    and not volatile(item)):
+                # FILTER(?d >= ?c), ?c an outer value: a test of ?d under each outer solution
+                plan.conditions.setdefault(next(iter(values)), []).append(item)
+                plan.outer_tested |= free & outer_names
+                continue
             if variable in item.variables or len(free) != 1 or _EXISTS.search(item.text):
                 return None  # an EXISTS reads the graph: the values alone cannot answer it
             (name,) = free
             if name in value_of:
                 plan.conditions.setdefault(name, []).append(item)
                 continue
-        loose.append(item)
+        if not (isinstance(item, Triple) or _values(item)) or not item.variables - set(terms) \
+                <= outer_names:
+            loose.append(item)
+        else:
+            plan.outer.append(item)
     if not _satellites(loose, value_of, plan, terms):
         return None
     if any(name in plan.satellites for name in plan.conditions):
@@ -103,6 +125,23 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
                                                          | set(plan.satellites)):
         return None  # one value tested in two places: which value passes which is a join
     return plan
+
+
+def _outer_names(others: Sequence[Triple | Other], variable: str,
+                 value_of: Mapping[str, Triple], terms: Mapping[str, object]) -> set[str]:
+    """The variables of the triple patterns and VALUES among ``others`` that join neither
+    ``?variable`` nor any of its values, directly or through one another."""
+    groups: list[set[str]] = []
+    for item in others:
+        if not (isinstance(item, Triple) or _values(item)):
+            continue
+        names = set(item.variables) - set(terms)
+        for group in [g for g in groups if g & names]:
+            groups.remove(group)
+            names |= group
+        groups.append(names)
+    return {name for group in groups if variable not in group and not group & set(value_of)
+            for name in group}
 
 
 def _either(item: Other, value_of: Mapping[str, Triple], terms: Mapping[str, object],

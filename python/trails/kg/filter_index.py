@@ -35,6 +35,7 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +54,9 @@ __all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "keepable", "read_row
 COLUMN_ROWS = 5_000_000
 # Patterns that join the documents' values (a taxonomy) may select this many values at most.
 SATELLITE_ROWS = 100_000
+# Solutions of patterns joined to nothing of the documents' (``?claim ex:filed ?c``) the
+# columns answer one by one; past this the graph joins them.
+OUTER_ROWS = 64
 _VALUE = "urn:trails:value"
 
 Term = ox.NamedNode | ox.Literal | ox.BlankNode
@@ -235,6 +239,40 @@ class FilterIndex:
         plan = column_plan(variable, items, terms, prefixes)
         if plan is None:
             return None
+        solutions = self._outer(plan, prologue, terms) if plan.outer else [{}]
+        if solutions is None:
+            return None
+        answers = [self._subjects(plan, prologue, {**terms, **solution})
+                   for solution in solutions]
+        if any(found is None for found in answers):
+            return None
+        found = np.unique(np.concatenate([np.empty(0, dtype=np.int64), *answers]))
+        iris = self._iris()[found].tolist()
+        return [iri for iri in iris if iri is not None]
+
+    def _outer(self, plan: ColumnPlan, prologue: str,
+               terms: Mapping[str, Term]) -> list[dict[str, Any]] | None:
+        """The solutions of the patterns beyond both the documents and their values, as the
+        terms the conditions read (each a term's text, valid where a term is written), or
+        None (too many, or a blank node, which no query can name again)."""
+        body = " ".join(item.text for item in plan.outer)
+        used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
+        values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
+                                      f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+        names = sorted(plan.outer_tested)
+        slot = "_trails_found"  # a name the patterns do not use: a row even with no variable
+        while re.search(rf"[?$]{slot}(?![\w\u00b7\u00c0-\ufffd])", body):
+            slot += "_"
+        rows = tsv_rows(self._run(
+            f"{prologue}SELECT DISTINCT {' '.join('?' + n for n in [*names, slot])} WHERE {{ "
+            f"{values}{body} BIND(1 AS ?{slot}) }} LIMIT {OUTER_ROWS + 1}", self._scopes))
+        if len(rows) > OUTER_ROWS or any(t[:2] in ("_:", "<<") for row in rows for t in row):
+            return None
+        return [dict(zip(names, row)) for row in rows]
+
+    def _subjects(self, plan: ColumnPlan, prologue: str,
+                  terms: Mapping[str, Term]) -> np.ndarray | None:
+        """The subject codes the plan selects with ``terms`` bound (None: not answered)."""
         constants = self._constants(plan, prologue, terms)
         if constants is None:
             return None
@@ -276,8 +314,7 @@ class FilterIndex:
                     matched, subjects, assume_unique=True)
             assert matched is not None  # column_plan keeps a pattern at least
             found = np.setdiff1d(found, matched, assume_unique=True)
-        iris = self._iris()[found].tolist()
-        return [iri for iri in iris if iri is not None]
+        return found
 
     def _iris(self) -> np.ndarray:
         """Each subject code's IRI (None for a blank node or triple term), made as codes are
