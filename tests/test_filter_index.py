@@ -67,8 +67,8 @@ SHAPES = {
                              st.fixed_dictionaries({}, optional={"claim": st.sampled_from(
                                  [IRI(TOPICS + n) for n in ("claim1", "claim2", "none")])})),
     "date between two others'": (
-        "?doc schema:dateCreated ?d . ?claim meta:filed ?c . ?claim meta:closed ?e . "
-        "FILTER(?d >= ?c) FILTER(?d < ?e && ?e > ?since)",
+        ("?doc schema:dateCreated ?d . ?claim meta:filed ?c . ?claim meta:closed ?e . "
+        "FILTER(?d >= ?c) FILTER(?d < ?e && ?e > ?since)"),
         st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
     "another's triple exists": ("?doc meta:place ?j . ?claim meta:filed ?c .",
                                 st.fixed_dictionaries({"claim": st.sampled_from(

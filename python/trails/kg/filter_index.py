@@ -35,8 +35,8 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyoxigraph as ox
