@@ -55,16 +55,16 @@ def test_a_bad_argument_is_refused_at_the_call_without_iterating(mem, call, keyw
 @pytest.mark.parametrize("call", [ingest, aingest])
 def test_a_read_only_context_is_refused_at_the_call(tmp_path, call):
     Context.open(tmp_path / "kb").close()
-    with Context.open(tmp_path / "kb", read_only=True) as reader:
-        with pytest.raises(ConfigurationError,
-                           match="this context was opened read-only; reopen it writable"):
-            call(DOCS, ctx=reader)
+    with (Context.open(tmp_path / "kb", read_only=True) as reader,
+          pytest.raises(ConfigurationError,
+                        match="this context was opened read-only; reopen it writable")):
+        call(DOCS, ctx=reader)
 
 
 def test_a_snapshot_of_the_store_is_refused_at_the_call(tmp_path):
-    with Context.open(tmp_path / "kb") as ctx, ctx.vectors.snapshot():
-        with pytest.raises(ConfigurationError, match="inside a read snapshot"):
-            ingest(DOCS, ctx=ctx)
+    with (Context.open(tmp_path / "kb") as ctx, ctx.vectors.snapshot(),
+          pytest.raises(ConfigurationError, match="inside a read snapshot")):
+        ingest(DOCS, ctx=ctx)
 
 
 def test_a_missing_path_to_prune_is_refused_at_the_call(mem, tmp_path):
