@@ -48,6 +48,7 @@ from trails.ingest.events import (
     announce,
 )
 from trails.ingest.expiry import expiry_problem
+from trails.ingest.given_paths import check_given_paths
 from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, linker_warnings
 from trails.ingest.loaders import Source, load
@@ -152,6 +153,7 @@ def ingest(
                                         linker, prepare_ahead)
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
+    check_given_paths(source)
     # Checked at the call, not at the first event: a run never iterated, or iterated far
     # from where it was made, must still say what was wrong, and where. The run itself (its
     # span, its first read and write) starts at the first event, as a generator's would.
