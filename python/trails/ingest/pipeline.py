@@ -138,9 +138,10 @@ def ingest(
     fails alone with a ``DocumentFailed`` event before it joins a commit; the others are
     committed.
 
-    Raises (before anything is written):
+    Raises (at the call, before anything is written):
         InvalidArgumentError: an argument of the wrong type or out of range, a malformed
-            ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type).
+            ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type), a
+            source path that names nothing (text meant as a Document, a glob, a typo).
         ConfigurationError: the context is read-only, or this thread is inside a read
             snapshot of its vector store (``with ctx.vectors.snapshot():``).
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
