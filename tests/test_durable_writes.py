@@ -141,6 +141,33 @@ def test_replace_file_leaves_no_temporary_when_the_target_cannot_be_replaced(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+@pytest.mark.parametrize("bits", [0o600, 0o640, 0o664])
+def test_rewriting_trails_json_keeps_the_mode_set_on_it_by_hand(tmp_path, bits):
+    # A chmod 600 made to keep the configuration private was undone by the next write
+    # (a linker's settings remembered, an embedder recorded), which made a new file.
+    write_config(tmp_path, config("https://a.example/"))
+    os.chmod(tmp_path / CONFIG_FILE, bits)
+    old = os.umask(0o022)  # the usual one, which would take the group's write bit off 664
+    try:
+        write_config(tmp_path, config("https://b.example/"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / CONFIG_FILE).st_mode) == bits
+    assert read_config(tmp_path).base_iri == "https://b.example/"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [CONFIG_FILE]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_a_new_file_gets_the_mode_asked_less_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        durable.replace_file(tmp_path / "new", b"data", tmp_path / "new.tmp", 0o666)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "new").st_mode) == 0o640
+
+
 def deletion() -> DeletionRecord:
     now = started_now()
     return DeletionRecord(run_id="1" * 32, caller="test", started=now, ended=now,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from pathlib import Path
 
 __all__ = ["replace_file", "sync_directory"]
@@ -47,15 +48,21 @@ def replace_file(target: str | os.PathLike[str], data: bytes, temporary: str | o
     """Replace ``target`` by ``data`` so that a crash, of the process or the machine, leaves
     the old file or the new one, whole: written to ``temporary`` (beside it), flushed and
     synced, renamed over ``target``, then the directory synced. The temporary file is removed
-    when a step fails (the old file is then as it was).
+    when a step fails (the old file is then as it was). A ``target`` that exists keeps its
+    permission bits (a ``chmod 600`` made by hand); a new one gets ``mode`` less the umask.
 
     Raises:
         OSError: a step failed (a full disk, a read-only mount, permissions).
     """
     target, temporary = Path(target), Path(temporary)
+    kept = _mode_of(target)
     try:
+        # Created with the kept mode (the umask can only narrow it), so data meant for the
+        # owner alone is never readable by others, even before the chmod below.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-                             | getattr(os, "O_BINARY", 0), mode)
+                             | getattr(os, "O_BINARY", 0), mode if kept is None else kept)
+        if kept is not None:  # exactly the old bits: the umask may have taken some off
+            _set_mode(descriptor, temporary, kept)
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
             file.flush()
@@ -66,3 +73,18 @@ def replace_file(target: str | os.PathLike[str], data: bytes, temporary: str | o
             temporary.unlink(missing_ok=True)
         raise
     sync_directory(target.parent)  # the rename itself on the disk
+
+
+def _mode_of(target: Path) -> int | None:
+    """The permission bits of ``target``, or None when there is no file to keep them of."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _set_mode(descriptor: int, path: Path, mode: int) -> None:
+    if hasattr(os, "fchmod"):  # Windows has none before Python 3.13, and few bits anyway
+        os.fchmod(descriptor, mode)
+    else:
+        os.chmod(path, mode)

@@ -95,6 +95,11 @@ class RetrievalHit:
             return start, end
         return None
 
+    def __hash__(self) -> int:
+        # The generated hash would hash the metadata, a dict, and fail; equal hits have equal
+        # IRIs, scores and snippets, so a set of hits or a dict keyed by them works.
+        return hash((self.iri, self.score, self.snippet))
+
     def __repr__(self) -> str:
         score = "no score" if self.score is None else f"{self.score:.4f}"
         return f"<RetrievalHit {score} {label(self)!r} {self.iri}>"

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 import pyoxigraph as ox
 
-from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.dates import date_problems
 from trails.ingest.document import Chunk, Document
-from trails.ingest.linking import Mention, ScopeLinker
+from trails.ingest.linking import Mention, ScopeLinker, check_linker
 from trails.ingest.minting import check_base_iri
 from trails.keywords import unknown_keywords
 from trails.kg.terms import check_text
@@ -293,6 +293,7 @@ _MEANT = {"scopes": "scope", "context": "ctx", "graph": "scope", "namespace": "s
 def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: object,
                            batch_size: object, max_batch_tokens: object, base_iri: object,
                            prune: object, loader_options: Mapping[str, object] | None = None,
+                           linker: object = None, prepare_ahead: object = True,
                            ) -> tuple[str, str]:
     """Refuse arguments of ``ingest()`` that cannot work, before anything is written; the
     scope and the base IRI to use. ``loader_options``: the keywords ``ingest()`` passes on
@@ -302,6 +303,8 @@ def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: 
         InvalidArgumentTypeError: an argument of the wrong type (naming it), or a keyword
             neither ``ingest()`` nor the file loader takes (naming the one meant).
         InvalidArgumentError: a number out of range, a malformed scope name or base IRI.
+        ConfigurationError: the context is read-only, or this thread is inside a read
+            snapshot of its vector store.
     """
     if unknown := (loader_options or {}).keys() - FILE_OPTIONS:
         raise unknown_keywords("ingest", unknown, FILE_OPTIONS | INGEST_ARGUMENTS, _MEANT)
@@ -332,6 +335,15 @@ def check_ingest_arguments(ctx: Any, scope: object, chunker: object, sanitizer: 
         raise InvalidArgumentTypeError(f"prune must be True or False, got {type(prune).__name__}")
     declared_price(ctx.embedder)  # a price that is none would report a wrong cost
     base = check_base_iri(ctx.base_iri if base_iri is None else base_iri, given=base_iri is not None)
+    if ctx.read_only:
+        raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
+    if not isinstance(prepare_ahead, bool):
+        raise InvalidArgumentTypeError(
+            f"prepare_ahead must be True or False, got {type(prepare_ahead).__name__}")
+    if getattr(ctx.vectors, "in_snapshot", False):  # its writes could only fail, or wait forever
+        raise ConfigurationError("cannot ingest inside a read snapshot of the vector store; "
+                                 "leave the `with store.snapshot():` block first")
+    check_linker(linker)
     return name, base
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
-from trails.errors import ConfigurationError, InvalidArgumentTypeError
 from trails.ingest.ahead import groups, read_ahead
 from trails.ingest.checks import (
     check_ingest_arguments,
@@ -48,8 +48,9 @@ from trails.ingest.events import (
     announce,
 )
 from trails.ingest.expiry import expiry_problem
+from trails.ingest.given_paths import check_given_paths
 from trails.ingest.linker_settings import remember_linker
-from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warnings
+from trails.ingest.linking import Linker, ScopeLinker, linker_warnings
 from trails.ingest.loaders import Source, load
 from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
@@ -63,7 +64,7 @@ from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, one_source, to_the_end
 from trails.ingest.writer import PendingDocument, VersionWriter
 from trails.parts import ContextParts
-from trails.vector.embedders.base import Embedder, TokenCountingEmbedder, declared_price
+from trails.vector.embedders.base import declared_price, token_estimator
 
 __all__ = ["aingest", "ingest", "ingest_all"]
 
@@ -137,9 +138,10 @@ def ingest(
     fails alone with a ``DocumentFailed`` event before it joins a commit; the others are
     committed.
 
-    Raises (before anything is written):
+    Raises (at the call, before anything is written):
         InvalidArgumentError: an argument of the wrong type or out of range, a malformed
-            ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type).
+            ``scope`` or ``base_iri`` (an InvalidArgumentTypeError for a wrong type), a
+            source path that names nothing (text meant as a Document, a glob, a typo).
         ConfigurationError: the context is read-only, or this thread is inside a read
             snapshot of its vector store (``with ctx.vectors.snapshot():``).
         EmbeddingModelMismatchError: the context's vectors were made by another embedder.
@@ -147,23 +149,30 @@ def ingest(
             exist (a typo must not delete everything under it); after the run, a folder
             now empty that documents were read from (an unmounted drive): nothing is pruned.
     """
-    scope, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
-                                         max_batch_tokens, base_iri, prune, loader_options)
-    if ctx.read_only:
-        raise ConfigurationError("this context was opened read-only; reopen it writable to ingest")
-    if not isinstance(prepare_ahead, bool):
-        raise InvalidArgumentTypeError(
-            f"prepare_ahead must be True or False, got {type(prepare_ahead).__name__}")
-    if getattr(ctx.vectors, "in_snapshot", False):  # its writes could only fail, or wait forever
-        raise ConfigurationError("cannot ingest inside a read snapshot of the vector store; "
-                                 "leave the `with store.snapshot():` block first")
-    check_linker(linker)
-    remember_linker(ctx, linker)  # a later run without settings links the same way
+    name, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
+                                        max_batch_tokens, base_iri, prune, loader_options,
+                                        linker, prepare_ahead)
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
-    run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
-    run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
-    linked = linker is None and scope_is_linked(ctx.kg, scope)
+    check_given_paths(source)
+    # Checked at the call, not at the first event: a run never iterated, or iterated far
+    # from where it was made, must still say what was wrong, and where. The run itself (its
+    # span, its first read and write) starts at the first event, as a generator's would.
+    return _ingesting(ctx, functools.partial(_Run, ctx, name, chunker, batch_size,
+                                             max_batch_tokens),
+                      source, sanitizer, base, roots, prune, linker, prepare_ahead,
+                      loader_options)
+
+
+def _ingesting(ctx: ContextParts, begin: Callable[[], _Run], source: Source,
+               sanitizer: Sanitizer | None, base: str, roots: list[Any], prune: bool,
+               linker: Linker | None, prepare_ahead: bool, loader_options: dict[str, Any],
+               ) -> Generator[IngestEvent, None, None]:
+    """The run :func:`ingest` checked the arguments of."""
+    remember_linker(ctx, linker)  # a later run without settings links the same way
+    run = begin()
+    run.linker = None if linker is None else linker.for_scope(ctx.kg, run.scope)
+    linked = linker is None and scope_is_linked(ctx.kg, run.scope)
     stats, started = IngestionStats(), time.perf_counter()
     events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
@@ -171,7 +180,8 @@ def ingest(
             stats.record(event)
             yield event
         if linked and stats.ingested:  # what it wrote would drop out of filters on mentions
-            stats.record(note := LinkingWarning(scope, unlinked_note(scope, stats.ingested)))
+            stats.record(note := LinkingWarning(run.scope, unlinked_note(run.scope,
+                                                                         stats.ingested)))
             yield note
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         try:
@@ -230,7 +240,7 @@ class _Run:
         self.chunker = chunker if chunker is not None else default_chunker(ctx.embedder)
         self.chunker_id = chunker_id(self.chunker)
         self.embedder_id = ctx.embedder.identity.model_dump_json()
-        self.estimate_tokens = _token_estimator(ctx.embedder)
+        self.estimate_tokens = token_estimator(ctx.embedder)
         self.writer = VersionWriter(ctx, scope)
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -437,14 +447,3 @@ def _iri_if_any(base: str, doc_id: object, scope: str) -> str | None:
     except Exception:  # noqa: BLE001 - a bad id has no IRI; the failure names the id instead
         return None
 
-
-def _token_estimator(embedder: Embedder) -> Callable[[str], int]:
-    """Exact counts from an embedder limited per token; an estimate for any other."""
-    if isinstance(embedder, TokenCountingEmbedder):
-        count = embedder.count_tokens
-        return lambda text: int(count(text))
-    return _characters_to_tokens
-
-
-def _characters_to_tokens(text: str) -> int:
-    return len(text) // 4 + 1  # ~4 characters per token for English text

@@ -57,31 +57,36 @@ def to_the_end(run: Callable[P, Iterator[IngestEvent]]) -> Callable[P, Ingestion
 def in_a_thread(
     run: Callable[P, Iterator[IngestEvent]],
 ) -> Callable[P, AsyncIterator[IngestEvent]]:
-    async def aingest(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[IngestEvent]:
+    def aingest(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[IngestEvent]:
         """The async twin of :func:`ingest`: the work runs in a thread, events arrive here.
 
-        Cancelled (or stopped early), it lets the step under way in the thread end, then
-        closes the run there, as ``ingest`` stopped early closes: what was committed stays,
-        the rest is not written, and ``CancelledError`` reaches the caller.
+        Its arguments are checked at the call, as ``ingest``'s are. Cancelled (or stopped
+        early), it lets the step under way in the thread end, then closes the run there, as
+        ``ingest`` stopped early closes: what was committed stays, the rest is not written,
+        and ``CancelledError`` reaches the caller.
         """
-        events = run(*args, **kwargs)
-        done = object()
-        step: asyncio.Future[object] | None = None
-        try:
-            while True:
-                step = asyncio.ensure_future(asyncio.to_thread(next, events, done))
-                # Shielded: a cancel reaches this await, not the thread's step, which runs on.
-                event = await asyncio.shield(step)
-                step = None
-                if event is done:
-                    break
-                yield event  # type: ignore[misc]
-        finally:  # the run (and the documents it read ahead) ends in a thread, not on the loop
-            # A task of its own: a second cancel cuts this wait short, never the closing.
-            await asyncio.shield(asyncio.ensure_future(_close(events, step)))
+        return _relayed(run(*args, **kwargs))
 
     aingest.__signature__ = _returning(run, AsyncIterator[IngestEvent])  # type: ignore[attr-defined]
     return aingest
+
+
+async def _relayed(events: Iterator[IngestEvent]) -> AsyncIterator[IngestEvent]:
+    """``events``, each taken in a thread; closed there when the caller stops."""
+    done = object()
+    step: asyncio.Future[object] | None = None
+    try:
+        while True:
+            step = asyncio.ensure_future(asyncio.to_thread(next, events, done))
+            # Shielded: a cancel reaches this await, not the thread's step, which runs on.
+            event = await asyncio.shield(step)
+            step = None
+            if event is done:
+                break
+            yield event  # type: ignore[misc]
+    finally:  # the run (and the documents it read ahead) ends in a thread, not on the loop
+        # A task of its own: a second cancel cuts this wait short, never the closing.
+        await asyncio.shield(asyncio.ensure_future(_close(events, step)))
 
 
 async def _close(events: Iterator[IngestEvent], step: asyncio.Future[object] | None) -> None:

@@ -18,7 +18,7 @@ records its settings and rebuilds it from them and the identity its vectors carr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -42,6 +42,7 @@ __all__ = [
     "TokenCountingEmbedder",
     "Vectors",
     "declared_price",
+    "token_estimator",
 ]
 
 # One float32 row per text.
@@ -138,6 +139,19 @@ def declared_price(embedder: object) -> float | None:
             "price_per_million_tokens must be a finite number >= 0 (what a million tokens "
             f"cost) or None, got {price!r}")
     return float(price)
+
+
+def token_estimator(embedder: object) -> Callable[[str], int]:
+    """How ingestion counts a text's tokens for ``embedder``: exactly for one limited per
+    token (:class:`TokenCountingEmbedder`), from its characters for any other."""
+    if isinstance(embedder, TokenCountingEmbedder):
+        count = embedder.count_tokens
+        return lambda text: int(count(text))
+    return _characters_to_tokens
+
+
+def _characters_to_tokens(text: str) -> int:
+    return len(text) // 4 + 1  # ~4 characters per token for English text
 
 
 class BaseEmbedder:

@@ -88,6 +88,11 @@ class VectorHit(NamedTuple):
         """The field values in order, as a mapping's values."""
         return list(self)
 
+    def __hash__(self) -> int:
+        # A tuple's hash would hash the metadata, a dict, and fail; equal hits have equal ids
+        # and scores, so a set of hits or a dict keyed by them works.
+        return hash((self.id, self.score))
+
 
 class StoredVector(NamedTuple):
     id: str
