@@ -52,11 +52,15 @@ _ClickException: Any = _click_class("ClickException")
 
 def _usage_message(exc: Any, where: str) -> str:
     """click's message, unless it is ``--db`` given after the command: then where it goes
-    (click would list the command's own options, none of them it); or ``trails query``
+    (click would list the command's own options, none of them it); ``--filter`` for ``trails
+    query``'s ``--sparql`` (click would suggest ``--caller``); or ``trails query``
     without its question: then what TEXT is, which --mode graph does not read."""
     name = str(getattr(exc, "option_name", "") or "")
     if type(exc).__name__ == "NoSuchOption" and name == "--db" and where != "trails":
         return f"--db goes before the command: trails --db DIR {where.removeprefix('trails ')} ..."
+    if type(exc).__name__ == "NoSuchOption" and name == "--filter" and where == "trails query":
+        return ("No such option: --filter; the filter is --sparql QUERY_OR_FILE: a SPARQL "
+                "SELECT of ?iri, a file holding it, or - for stdin (see 'trails query --help')")
     if (type(exc).__name__ == "MissingParameter" and where == "trails query"
             and getattr(getattr(exc, "param", None), "name", None) == "text"):
         return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
