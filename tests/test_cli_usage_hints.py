@@ -1,7 +1,8 @@
 """Mistakes a newcomer makes on the command line, each refused with what to do: an empty
 query (an unset shell variable) was read as the path "" (the working directory) and refused
 as "a folder"; ``--filter`` for ``trails query``'s ``--sparql`` got click's suggestion of
-``--caller``."""
+``--caller``; ``-db DIR`` got "No such option: -d" and, after a command, only the advice for
+a value starting with "-"."""
 
 from __future__ import annotations
 
@@ -42,3 +43,15 @@ def test_filter_for_sparql_names_the_option_that_takes_the_filter(kb):
     assert "--caller" not in line
     assert line.startswith("Error: No such option: --filter; the filter is --sparql "
                            "QUERY_OR_FILE")
+
+
+def test_one_dash_db_names_the_option_with_two_dashes(kb):
+    line = error_line(run_trails("-db", kb, "stats"))
+    assert line == ("Error: No such option: -d; the context directory is --db, with two dashes, "
+                    "before the command: trails --db DIR COMMAND ...")
+
+
+def test_one_dash_db_after_the_command_says_both_what_it_may_be(kb):
+    line = error_line(run_trails("query", "deploy", "-db", kb))
+    assert "trails --db DIR query ..." in line
+    assert "a value that starts with '-' goes after '--'" in line  # a query "-deploy", say

@@ -52,12 +52,18 @@ _ClickException: Any = _click_class("ClickException")
 
 def _usage_message(exc: Any, where: str) -> str:
     """click's message, unless it is ``--db`` given after the command: then where it goes
-    (click would list the command's own options, none of them it); ``--filter`` for ``trails
+    (click would list the command's own options, none of them it); ``-db`` for ``--db``;
+    ``--filter`` for ``trails
     query``'s ``--sparql`` (click would suggest ``--caller``); or ``trails query``
     without its question: then what TEXT is, which --mode graph does not read."""
     name = str(getattr(exc, "option_name", "") or "")
     if type(exc).__name__ == "NoSuchOption" and name == "--db" and where != "trails":
         return f"--db goes before the command: trails --db DIR {where.removeprefix('trails ')} ..."
+    if type(exc).__name__ == "NoSuchOption" and name == "-d":  # -db DIR, one dash short
+        command = where.removeprefix("trails").strip()
+        return (f"No such option: -d; the context directory is --db, with two dashes, before "
+                f"the command: trails --db DIR {command or 'COMMAND'} ..."
+                f"{_dash_hint(exc, where) if command else ''}")
     if type(exc).__name__ == "NoSuchOption" and name == "--filter" and where == "trails query":
         return ("No such option: --filter; the filter is --sparql QUERY_OR_FILE: a SPARQL "
                 "SELECT of ?iri, a file holding it, or - for stdin (see 'trails query --help')")
