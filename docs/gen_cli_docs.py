@@ -94,6 +94,16 @@ trails --db ./kb query "how do we deploy?" --json
   table. A query without `--scope` whose default scope holds no documents
   while other scopes do names them in a note on stderr. A query on a context that holds no
   documents answers with no hits and a note on stderr saying how to ingest (exit 0).
+- **Errors with `--json`**: a command given `--json` that fails still prints one JSON
+  object on stdout, besides its line on stderr and its exit code:
+  `{"error": {"type": "UnknownScopeError", "message": "unknown scope 'nope'; ...",
+  "exit_code": 1}}`. `type` is the error's class (`ConfigurationError`, `SparqlError`,
+  `StorageError`...), `UsageError` for a mistake in the command line itself (an unknown
+  option or command, a missing argument: `--json` anywhere on the line, before a `--`, is
+  enough), `Interrupted` for Ctrl-C; `message` is the line on stderr without its `Error: `.
+  `delete` and `prune`, stopped part way, put what they had done beside it:
+  `{"deleted": [...], "not_deleted": [...], "all_triples": false, "error": {...}}`. A
+  success never holds an `error` key, so `jq -e '.error'` tells them apart.
 - **`--sparql`** (`query`) and the query of `sparql` take the query itself, a file holding
   it (`.rq`, `.sparql`, or any existing file), or `-` for stdin.
 """

@@ -410,8 +410,12 @@ def test_sparql_select_table_and_json(kb):
     assert "trails://local/doc/old.md" in table.stdout and "2024-06-01" in table.stdout
     assert table.stdout.strip().endswith("2 rows")
     rows = json.loads(trails("--db", kb, "sparql", SELECT_DATES, "--json").stdout)
-    assert rows == [{"doc": "trails://local/doc/old.md", "date": "2023-05-01"},
-                    {"doc": "trails://local/doc/new.md", "date": "2024-06-01"}]
+    date = "http://www.w3.org/2001/XMLSchema#date"
+    assert rows == {"head": {"vars": ["doc", "date"]}, "results": {"bindings": [
+        {"doc": {"type": "uri", "value": "trails://local/doc/old.md"},
+         "date": {"type": "literal", "value": "2023-05-01", "datatype": date}},
+        {"doc": {"type": "uri", "value": "trails://local/doc/new.md"},
+         "date": {"type": "literal", "value": "2024-06-01", "datatype": date}}]}}
 
 
 def test_sparql_ask_with_a_binding(kb):

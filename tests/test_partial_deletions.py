@@ -101,7 +101,9 @@ def test_cli_prune_json_stopping_part_way_lists_what_it_deleted(kb, second_fails
     printed = json.loads(result.stdout)
     assert printed["dry_run"] is False
     assert printed["documents"] == [{"iri": A, "expires": "2001-01-01T00:00:00+00:00"}]
-    assert FULL in printed["error"] and f"not deleted: {B}, {C}" in printed["error"]
+    assert printed["error"]["type"] == "StorageError" and printed["error"]["exit_code"] == 3
+    message = printed["error"]["message"]
+    assert FULL in message and f"not deleted: {B}, {C}" in message
     assert A in error_line(result)
 
 
@@ -120,7 +122,9 @@ def test_cli_delete_json_stopping_part_way_lists_what_it_deleted(kb, second_fail
     assert result.exit_code == 3
     printed = json.loads(result.stdout)
     assert printed["deleted"] == [A] and printed["not_deleted"] == [B, C]
-    assert printed["all_triples"] is False and FULL in printed["error"]
+    assert printed["all_triples"] is False and FULL in printed["error"]["message"]
+    assert printed["error"] == {"type": "StorageError", "exit_code": 3,
+                                "message": printed["error"]["message"]}
     assert documents(kb) == [B, C]
 
 
@@ -129,5 +133,6 @@ def test_cli_delete_failing_first_says_nothing_was_deleted(kb, second_fails):
     assert result.exit_code == 3
     printed = json.loads(result.stdout)
     assert printed["deleted"] == [] and printed["not_deleted"] == [B, A]
+    assert printed["error"]["message"] == FULL
     assert documents(kb) == [A, B, C]
     assert "Deleted before it stopped" not in error_line(result)

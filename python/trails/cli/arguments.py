@@ -38,9 +38,12 @@ def read_query(argument: str, option: str = "QUERY_OR_FILE") -> str:
     A UTF-8 byte-order mark at the start of a file or stdin is skipped.
 
     Raises:
-        ConfigurationError: ``argument`` names a query file (``.rq``, ``.sparql``) that does
-            not exist, or a folder; or the file or stdin cannot be read as UTF-8 text.
+        ConfigurationError: ``argument`` is empty, or names a query file (``.rq``,
+            ``.sparql``) that does not exist, or a folder; or the file or stdin cannot be read as UTF-8 text.
     """
+    if not argument:  # as a path, "" would be the working directory: "a folder"
+        raise ConfigurationError(f"{option} is empty (a variable that is not set?): give the "
+                                 "query itself, a file holding it, or - for stdin")
     if argument == "-":
         stream = getattr(sys.stdin, "buffer", None)
         return (sys.stdin.read() if stream is None

@@ -2,7 +2,8 @@
 
 Each command lives in the module of its group (``setup``, ``ingest``, ``query``,
 ``maintenance``, ``eval``, ``serve``) and is registered here. Errors become one line on stderr at the
-edge (:meth:`_Group.main`), never a traceback. Exit codes:
+edge (:meth:`_Group.main`), never a traceback; with ``--json`` on the command line, also one
+``{"error": {"type", "message", "exit_code"}}`` object on stdout. Exit codes:
 
 - ``0``: success.
 - ``1``: a user error (bad option or argument, malformed SPARQL, missing context, the
@@ -30,7 +31,10 @@ from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_USER_ERROR,
     fail,
+    json_wanted,
+    partial_of,
 )
 from trails.errors import ConfigurationError, StorageError, TrailsError
 
@@ -48,11 +52,21 @@ _ClickException: Any = _click_class("ClickException")
 
 def _usage_message(exc: Any, where: str) -> str:
     """click's message, unless it is ``--db`` given after the command: then where it goes
-    (click would list the command's own options, none of them it); or ``trails query``
+    (click would list the command's own options, none of them it); ``-db`` for ``--db``;
+    ``--filter`` for ``trails
+    query``'s ``--sparql`` (click would suggest ``--caller``); or ``trails query``
     without its question: then what TEXT is, which --mode graph does not read."""
     name = str(getattr(exc, "option_name", "") or "")
     if type(exc).__name__ == "NoSuchOption" and name == "--db" and where != "trails":
         return f"--db goes before the command: trails --db DIR {where.removeprefix('trails ')} ..."
+    if type(exc).__name__ == "NoSuchOption" and name == "-d":  # -db DIR, one dash short
+        command = where.removeprefix("trails").strip()
+        return (f"No such option: -d; the context directory is --db, with two dashes, before "
+                f"the command: trails --db DIR {command or 'COMMAND'} ..."
+                f"{_dash_hint(exc, where) if command else ''}")
+    if type(exc).__name__ == "NoSuchOption" and name == "--filter" and where == "trails query":
+        return ("No such option: --filter; the filter is --sparql QUERY_OR_FILE: a SPARQL "
+                "SELECT of ?iri, a file holding it, or - for stdin (see 'trails query --help')")
     if (type(exc).__name__ == "MissingParameter" and where == "trails query"
             and getattr(getattr(exc, "param", None), "name", None) == "text"):
         return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
@@ -76,7 +90,8 @@ def _said(exc: BaseException) -> str:
 
 
 class _Group(TyperGroup):
-    """Turns every expected error into one line on stderr and the documented exit code."""
+    """Turns every expected error into one line on stderr and the documented exit code; with
+    ``--json`` on the command line, into one JSON object on stdout too (:func:`fail`)."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -84,32 +99,38 @@ class _Group(TyperGroup):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False,
                                 windows_expand_args=windows_expand_args, **extra)
-        except _UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "trails"
-            code = fail(_usage_message(exc, where))
-        except _ClickException as exc:
-            code = fail(exc.format_message(), exc.exit_code)
-        except typer.Abort as exc:
-            if isinstance(exc.__cause__, KeyboardInterrupt):
-                code = fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
-            else:
-                code = fail("aborted")
-        except KeyboardInterrupt:
-            code = fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
-        except StorageError as exc:
-            code = fail(_said(exc), EXIT_BROKEN_CONTEXT)
-        except (TrailsError, ValueError, SyntaxError, OSError) as exc:
-            code = fail(_said(exc))
-        except Exception as exc:  # a bug: still one line, never a traceback
-            if os.environ.get("TRAILS_DEBUG"):
-                raise
-            code = fail(f"internal error ({type(exc).__name__}: {exc}); this is a bug in "
-                         "trails, please report it. TRAILS_DEBUG=1 shows the traceback",
-                         EXIT_INTERNAL)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - said, never a traceback
+            kind, message, failed = _failure(exc)
+            code = fail(message, failed, kind=kind,
+                        as_json=json_wanted(sys.argv[1:] if args is None else args),
+                        partial=partial_of(exc))
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _failure(exc: BaseException) -> tuple[str, str, int]:
+    """What a failed command says: the error's kind (its class, ``UsageError`` for any
+    mistake in the command line), its message, and the exit code."""
+    if isinstance(exc, _UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else "trails"
+        return "UsageError", _usage_message(exc, where), EXIT_USER_ERROR
+    if isinstance(exc, _ClickException):
+        return "UsageError", exc.format_message(), exc.exit_code
+    if isinstance(exc, typer.Abort) and not isinstance(exc.__cause__, KeyboardInterrupt):
+        return "Aborted", "aborted", EXIT_USER_ERROR
+    if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
+        return "Interrupted", "interrupted (Ctrl-C)", EXIT_INTERRUPTED
+    if isinstance(exc, StorageError):
+        return type(exc).__name__, _said(exc), EXIT_BROKEN_CONTEXT
+    if isinstance(exc, (TrailsError, ValueError, SyntaxError, OSError)):
+        return type(exc).__name__, _said(exc), EXIT_USER_ERROR
+    if os.environ.get("TRAILS_DEBUG"):  # a bug: still one line, never a traceback
+        raise exc
+    said = (f"internal error ({type(exc).__name__}: {exc}); this is a bug in trails, please "
+            "report it. TRAILS_DEBUG=1 shows the traceback")
+    return type(exc).__name__, said, EXIT_INTERNAL
 
 
 app = typer.Typer(
@@ -146,7 +167,8 @@ def _root(
 
     Exit codes: 0 success, 1 user error (one line on stderr), 2 partial failure, 3 the
     context's files cannot be read or written (disk full, read-only, corrupt), 4 a bug in
-    trails (TRAILS_DEBUG=1 shows the traceback), 130 interrupted by Ctrl-C.
+    trails (TRAILS_DEBUG=1 shows the traceback), 130 interrupted by Ctrl-C. With --json, a
+    failure also prints {"error": {"type", "message", "exit_code"}} on stdout.
 
     Example:
 

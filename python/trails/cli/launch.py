@@ -116,7 +116,7 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
         fields = search_fields(options["text"], {
             name: value for name, value in options.items() if name not in ("text", "json")})
     except (TrailsError, ValueError) as exc:
-        return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
+        return _failed(exc, EXIT_USER_ERROR, options)
     try:
         answer = client.retrieve(_body(fields))
     except NotAnswered:
@@ -124,14 +124,20 @@ def answer_through_service(argv: Sequence[str]) -> int | None:
             sys.stdin = io.StringIO(fields.get("filter", ""))
         return None
     except StorageError as exc:
-        return fail(str(exc), EXIT_BROKEN_CONTEXT)
+        return _failed(exc, EXIT_BROKEN_CONTEXT, options)
     except (TrailsError, ValueError) as exc:
-        return fail(str(exc) or type(exc).__name__, EXIT_USER_ERROR)
+        return _failed(exc, EXIT_USER_ERROR, options)
     result = RetrievalResult.from_dict(answer, query=options["text"])
     if not result and answer.get("context_empty") is True:  # as the command says it
         print(empty_context_note(str(Path(db))), file=sys.stderr)
     print_result(result, bool(options.get(FLAG)), bool(options.get("json")))
     return 0
+
+
+def _failed(exc: Exception, code: int, options: dict[str, Any]) -> int:
+    """The failure said as the command line says it: on stderr, and as JSON with --json."""
+    return fail(str(exc) or type(exc).__name__, code, kind=type(exc).__name__,
+                as_json=bool(options.get("json")))
 
 
 def _body(fields: dict[str, Any]) -> dict[str, Any]:

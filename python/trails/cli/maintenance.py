@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from trails.cli._common import EXIT_PARTIAL, db_option, open_context
+from trails.cli.exits import with_partial
 from trails.cli.output import cell, console, print_json, table, visible
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError
@@ -104,7 +105,8 @@ def delete(
     Triples you added about a document survive unless --all-triples. Exits 1, deleting
     nothing, when an IRI is not a document of this context. An error part way (a full disk)
     stops it with the error's exit code, naming the documents deleted before it and those
-    not deleted (--json: {deleted, not_deleted, all_triples, error}).
+    not deleted (--json: {deleted, not_deleted, all_triples, error: {type, message,
+    exit_code}}).
 
     Example:
 
@@ -128,7 +130,7 @@ def delete(
             try:
                 opened.delete_document(iri, include_user_triples=all_triples)
             except Exception as exc:
-                _stopped(exc, deleted, [i for i in wanted if i not in deleted], as_json,
+                _stopped(exc, deleted, [i for i in wanted if i not in deleted],
                          {"all_triples": all_triples})
                 raise
             deleted.append(iri)
@@ -138,15 +140,14 @@ def delete(
         print_json({"deleted": deleted, "all_triples": all_triples})
 
 
-def _stopped(exc: Exception, deleted: list[str], left: list[str], as_json: bool,
+def _stopped(exc: Exception, deleted: list[str], left: list[str],
              fields: dict[str, object]) -> None:
     """Say, on an error that stopped a deletion of several documents, which were deleted
-    before it: in the error's message (a note) and, with --json, as the JSON printed."""
+    before it: in the error's message (a note) and, with --json, in the JSON printed with
+    the error."""
     if deleted:
         exc.add_note(stopped_note(deleted, left))
-    if as_json:
-        print_json({"deleted": deleted, "not_deleted": left, **fields,
-                    "error": " ".join([str(exc), *getattr(exc, "__notes__", ())])})
+    with_partial(exc, {"deleted": deleted, "not_deleted": left, **fields})
 
 
 def _not_documents(opened: Context, db: Path, missing: list[str]) -> str:
@@ -178,8 +179,8 @@ def prune(
     retention rule; expired documents are already never retrieved, and this removes them
     from the graph and the vector store. Prints each document with its expiry (--json: a
     list of {"iri", "expires"}). An error part way stops it with the error's exit code,
-    naming the documents deleted before it (--json: {dry_run, documents, error}, documents
-    being those deleted). Documents whose source files are gone are pruned by
+    naming the documents deleted before it (--json: {dry_run, documents, error: {type,
+    message, exit_code}}, documents being those deleted). Documents whose source files are gone are pruned by
     `trails ingest PATH --prune` instead.
 
     Example:
@@ -199,10 +200,8 @@ def prune(
             removed = opened.prune_expired(dry_run=True) if dry_run else prune_expired(
                 opened, on_deleted=done.append)
         except Exception as exc:  # the note of what was deleted is prune_expired's own
-            if as_json:
-                print_json({"dry_run": dry_run, "documents": [
-                    {"iri": d.iri, "expires": d.expires.isoformat()} for d in done],
-                    "error": " ".join([str(exc), *getattr(exc, "__notes__", ())])})
+            with_partial(exc, {"dry_run": dry_run, "documents": [
+                {"iri": d.iri, "expires": d.expires.isoformat()} for d in done]})
             raise
     if as_json:
         print_json({"dry_run": dry_run, "documents": [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-import pyoxigraph as ox
 import typer
 
 from trails.cli._common import db_option, open_context
@@ -20,6 +19,7 @@ from trails.cli.output import (
     table,
 )
 from trails.context import Context
+from trails.kg.result import results_json
 from trails.kg.variables import check_bound
 from trails.retrieval.binding_notes import string_notes
 from trails.retrieval.mismatched import mismatch_notes
@@ -131,7 +131,12 @@ def sparql(
     scope: list[str] = typer.Option(
         [], "--scope", metavar="SCOPE",
         help="Query only these scopes (repeatable; default: all, as one graph)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON only."),
+    as_json: bool = typer.Option(
+        False, "--json",
+        help="Print only the answer in the SPARQL 1.1 Query Results JSON Format, each term "
+             "typed: {head: {vars}, results: {bindings: [{VAR: {type: uri|literal|bnode, "
+             "value, datatype, xml:lang}}]}}; ASK {head: {}, boolean}; CONSTRUCT and DESCRIBE "
+             "as bindings of subject, predicate, object."),
 ) -> None:
     """Run a read-only SPARQL query: SELECT prints rows, ASK true/false, CONSTRUCT N-Triples.
 
@@ -157,12 +162,13 @@ def sparql(
         if result is False or (not isinstance(result, (bool, list)) and len(result) == 0):
             for note in _why_nothing(opened, text, given, scope or None):
                 typer.echo(f"note: {note}", err=True)  # exit 0: an empty answer is an answer
-    if isinstance(result, bool):
+    if as_json:
+        print_json(results_json(result))
+    elif isinstance(result, bool):
         typer.echo(json.dumps(result))
     elif isinstance(result, list):
-        _print_triples(result, as_json)
-    elif as_json:
-        print_json(list(result))
+        for t in result:
+            typer.echo(escaped(f"{t.subject} {t.predicate} {t.object} ."))
     else:
         rows = table(*result.variables)
         for row in result:
@@ -180,11 +186,3 @@ def _why_nothing(opened: Context, text: str, given: dict[str, Any] | None,
     except Exception:  # noqa: BLE001 - a note is never worth the answer it explains
         found = []
     return string_notes(given) + found
-
-
-def _print_triples(triples: list[ox.Triple], as_json: bool) -> None:
-    if as_json:
-        print_json([[str(t.subject), str(t.predicate), str(t.object)] for t in triples])
-    else:
-        for t in triples:
-            typer.echo(escaped(f"{t.subject} {t.predicate} {t.object} ."))

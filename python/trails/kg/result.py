@@ -3,15 +3,15 @@ CONSTRUCT/DESCRIBE triples, each shown as a table in a notebook."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyoxigraph as ox
 
 from trails.display.tables import Cell, rows_html, rows_text
-from trails.kg.terms import to_python
+from trails.kg.terms import sparql_json, to_python
 
-__all__ = ["QueryResult", "Triples", "query_output", "term_cell"]
+__all__ = ["TRIPLE_VARIABLES", "QueryResult", "Triples", "query_output", "results_json", "term_cell"]
 
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -113,3 +113,31 @@ def query_output(result: Any) -> QueryResult | bool | Triples:
     if isinstance(result, ox.QueryBoolean):
         return bool(result)
     return Triples(result)
+
+
+# The columns a CONSTRUCT or DESCRIBE answer's triples take in :func:`results_json`.
+TRIPLE_VARIABLES = ("subject", "predicate", "object")
+
+
+def results_json(output: QueryResult | bool | Sequence[ox.Triple]) -> dict[str, Any]:
+    """An answer in the SPARQL 1.1 Query Results JSON Format, each term typed (``uri``,
+    ``literal`` with its ``datatype`` or ``xml:lang``, ``bnode``, 1.2's ``triple``): a
+    SELECT's ``{"head": {"vars"}, "results": {"bindings"}}``, an unbound variable left out of
+    its row; an ASK's ``{"head": {}, "boolean"}``. The triples of a CONSTRUCT or DESCRIBE,
+    which the format has no form for, come as the rows of the variables ``subject``,
+    ``predicate`` and ``object``: the same shape, read by the same code.
+
+    >>> results_json(QueryResult(["x", "y"], [{"x": ox.NamedNode("urn:a"), "y": None}]))
+    {'head': {'vars': ['x', 'y']}, 'results': {'bindings': [{'x': {'type': 'uri', 'value': 'urn:a'}}]}}
+    >>> results_json(False)
+    {'head': {}, 'boolean': False}
+    """
+    if isinstance(output, bool):
+        return {"head": {}, "boolean": output}
+    if isinstance(output, QueryResult):
+        rows = [{name: sparql_json(term) for name, term in row.items() if term is not None}
+                for row in output.raw]
+        return {"head": {"vars": list(output.variables)}, "results": {"bindings": rows}}
+    triples = [dict(zip(TRIPLE_VARIABLES, map(sparql_json, (t.subject, t.predicate, t.object)),
+                        strict=True)) for t in output]
+    return {"head": {"vars": list(TRIPLE_VARIABLES)}, "results": {"bindings": triples}}

@@ -21,9 +21,8 @@ from typing import Any
 import pyoxigraph as ox
 
 from trails.errors import InvalidArgumentError, NotAcceptableError, PermissionDeniedError
-from trails.kg.result import QueryResult
+from trails.kg.result import QueryResult, results_json
 from trails.kg.sparql_text import code_only, iris_only
-from trails.kg.terms import sparql_json
 from trails.scopes import SCOPE_BASE
 
 __all__ = ["SparqlRequest", "acceptable_types", "choose_media_type", "form_fields",
@@ -288,7 +287,7 @@ def _written(output: QueryResult | bool | Sequence[ox.Triple],
 
 def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> bytes:
     if isinstance(output, (QueryResult, bool)):
-        document = json.dumps(_results_json(output)).encode("utf-8")
+        document = json.dumps(results_json(output)).encode("utf-8")
         if _RESULTS_FORMAT[media] is ox.QueryResultsFormat.JSON:
             return document
         parsed = ox.parse_query_results(document, format=ox.QueryResultsFormat.JSON)
@@ -300,14 +299,6 @@ def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> 
     if media in _QUAD_FORMATS:
         items = [ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in items]
     return ox.serialize(items, format=rdf_format) or b""
-
-
-def _results_json(output: QueryResult | bool) -> dict[str, Any]:
-    if isinstance(output, bool):
-        return {"head": {}, "boolean": output}
-    rows = [{name: sparql_json(term) for name, term in row.items() if term is not None}
-            for row in output.raw]
-    return {"head": {"vars": list(output.variables)}, "results": {"bindings": rows}}
 
 
 def service_description(endpoint: str, union_default: bool) -> bytes:
