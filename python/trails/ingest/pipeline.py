@@ -48,10 +48,10 @@ from trails.ingest.events import (
     announce,
 )
 from trails.ingest.expiry import expiry_problem
+from trails.ingest.link_notes import end_of_run_note
 from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, check_linker, linker_warnings
 from trails.ingest.loaders import Source, load
-from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
     doc_iri,
     document_manifest,
@@ -158,21 +158,21 @@ def ingest(
         raise ConfigurationError("cannot ingest inside a read snapshot of the vector store; "
                                  "leave the `with store.snapshot():` block first")
     check_linker(linker)
+    note_for = end_of_run_note(ctx, scope, linker)  # before this run's settings are recorded
     remember_linker(ctx, linker)  # a later run without settings links the same way
     ctx.vectors.bind_embedder(ctx.embedder.identity)
     roots = prune_roots(source) if prune else []
     run = _Run(ctx, scope, chunker, batch_size, max_batch_tokens)
     run.linker = None if linker is None else linker.for_scope(ctx.kg, scope)
-    linked = linker is None and scope_is_linked(ctx.kg, scope)
     stats, started = IngestionStats(), time.perf_counter()
     events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
         for event in events:
             stats.record(event)
             yield event
-        if linked and stats.ingested:  # what it wrote would drop out of filters on mentions
-            stats.record(note := LinkingWarning(scope, unlinked_note(scope, stats.ingested)))
-            yield note
+        if (note := note_for(stats.ingested, stats.skipped)) is not None:  # links it did not make
+            stats.record(warning := LinkingWarning(scope, note))
+            yield warning
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         try:
             events.close()  # the documents read ahead, if any, stop being prepared first
