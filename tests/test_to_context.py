@@ -261,3 +261,17 @@ def test_the_only_lines_reading_as_citations_are_the_blocks_own(texts, budget):
     block = result(hits).to_context(max_tokens=budget)
     numbers = [int(m.group(1)) for line in block.split("\n") if (m := CITATION.match(line))]
     assert numbers == list(range(1, len(block.hits) + 1))
+
+
+def test_a_budget_holding_the_citation_line_but_not_its_line_break_holds_the_citation():
+    # It was refused as holding "not even the best hit's citation line (23 tokens)" with
+    # max_tokens=23: the line fitted, only the line break after it did not.
+    bare = RetrievalHit("https://ex.org/c0", 0.5, "", {"text": ""})
+    citation = "[1] <https://ex.org/c0>"
+    block = result([bare]).to_context(max_tokens=len(citation), tokenizer=len)
+    assert (block, block.truncated, block.hits) == (citation, False, (bare,))
+    texted = RetrievalHit("https://ex.org/c0", 0.5, "Some text.", {"text": "Some text."})
+    cut = result([texted]).to_context(max_tokens=len(citation), tokenizer=len)
+    assert (cut, cut.truncated) == (citation, True)
+    with pytest.raises(InvalidArgumentError, match="not even the best hit's citation line"):
+        result([texted]).to_context(max_tokens=len(citation) - 1, tokenizer=len)

@@ -99,7 +99,7 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
                     f"({count(render([passage.split(chr(10), 1)[0]]))} tokens with the "
                     f"template): raise max_tokens")
             passages.append(cut)
-            truncated = True
+            truncated = len(cut) < len(passage.rstrip("\n"))  # a bare citation lost nothing
         break
     text = render(passages)
     block = ContextBlock(text)
@@ -151,8 +151,8 @@ def _longest_fitting(passage: str, fits: Callable[[str], bool]) -> str:
     """The longest prefix of ``passage`` (its citation line whole) that ``fits``; empty when
     not even the citation does."""
     head = passage.split("\n", 1)[0] + "\n"
-    if not fits(head):
-        return ""
+    if not fits(head):  # the citation line alone, when even its line break is over budget
+        return head[:-1] if fits(head[:-1]) else ""
     low, high = len(head), len(passage)  # fits(passage[:low]); the answer is in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
