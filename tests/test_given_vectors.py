@@ -153,3 +153,40 @@ def test_a_price_that_is_no_price_is_refused_before_anything_is_written(price):
     with pytest.raises(InvalidArgumentError, match="price_per_million_tokens"):
         list(ingest([Document("a", "mem", "One.")], ctx=ctx))
     assert ctx.vectors.count() == 0 and embedder.texts == []
+
+
+def stored(ctx) -> dict[str, list[float]]:
+    return {row.metadata["text"]: [float(x) for x in row.vector]
+            for row in ctx.vectors.get(ctx.vectors.all_ids())}
+
+
+def test_new_vectors_for_the_same_text_replace_the_old_ones():
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    first = [[1, 0, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0]]
+    second = [[0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 0, 0]]
+    ingest_all([given(embedder, first)], ctx=ctx)
+    stats = ingest_all([given(embedder, second)], ctx=ctx)
+    assert (stats.ingested, stats.skipped) == (1, 0)
+    assert stored(ctx) == {"Rails is a web framework.": second[0],
+                           "Elephants are large mammals.": second[1]}
+    assert ingest_all([given(embedder, second)], ctx=ctx).skipped == 1  # the same: current
+    # Chunks given without vectors now are embedded here: a version of its own, too.
+    assert ingest_all([given(embedder, [None, None])], ctx=ctx).ingested == 1
+    assert embedder.texts == ["Rails is a web framework.", "Elephants are large mammals."]
+    assert ctx.vectors.count() == 2
+
+
+@pytest.mark.parametrize("bad, problem", [
+    ([0.0] * 8, "all-zero"), ([float("inf")] + [1.0] * 7, "infinity"),
+    ([1.0] * 7, "shape"), ("abcdefgh", "no vector of numbers")])
+def test_a_bad_vector_for_an_unchanged_text_fails_its_document_not_skips_it(bad, problem):
+    embedder = CountingEmbedder()
+    ctx = fresh_context(embedder=embedder)
+    good = [[1, 0, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0]]
+    ingest_all([given(embedder, good)], ctx=ctx)
+    events = list(ingest([given(embedder, [bad, good[1]])], ctx=ctx))
+    (failed,) = [e for e in events if isinstance(e, DocumentFailed)]
+    assert problem in failed.reason and "chunk 0" in failed.reason
+    assert stored(ctx) == {"Rails is a web framework.": good[0],
+                           "Elephants are large mammals.": good[1]}

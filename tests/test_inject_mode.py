@@ -49,6 +49,7 @@ def test_prompt_append_answers_the_block_python_builds(client, seeded, budget, t
     assert body["context"]["tokens"] == block.tokens
     assert body["context"]["hits"] == [hit.iri for hit in block.hits]
     assert body["context"]["omitted"] == block.omitted
+    assert body["context"]["repeated"] == block.repeated == 0
     assert [hit["iri"] for hit in body["hits"]] == [hit.iri for hit in
                                                     retrieve("glaciers", seeded, k=2,
                                                              scope=["alpha"])]

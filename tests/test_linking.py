@@ -308,3 +308,50 @@ def test_a_korean_label_is_found_before_a_particle_and_not_inside_another_word()
         assert found(other, labels) == [], other
     # A particle does not let a label start inside a word.
     assert found("신삼성전자는", labels) == []
+
+
+def test_turkish_dotted_and_dotless_i_are_one_letter_when_case_is_folded():
+    # "I" is the capital of the Turkish dotless "ı" and "İ" that of "i": each casing of a
+    # Turkish word is that word.
+    labels = {"isik": "Işık", "ist": "İstanbul"}
+    text = "ışık, IŞIK, Işık; istanbul, İSTANBUL, ISTANBUL."
+    assert found(text, labels) == [("isik", "ışık"), ("isik", "IŞIK"), ("isik", "Işık"),
+                                   ("ist", "istanbul"), ("ist", "İSTANBUL"),
+                                   ("ist", "ISTANBUL")]
+    assert found(text, labels, accents=False) == found(text, labels)
+    assert found(text, labels, case=False) == [("isik", "Işık")]  # matched as written
+
+
+def test_a_curly_apostrophe_or_a_typographic_hyphen_is_the_labels_own():
+    labels = {"mcd": "McDonald's", "coke": "Coca-Cola"}
+    text = "McDonald’s sold Coca‑Cola (and Coca‐Cola) at McDonald‘s; McDonald's too."
+    assert found(text, labels) == [("mcd", "McDonald’s"), ("coke", "Coca‑Cola"),
+                                   ("coke", "Coca‐Cola"), ("mcd", "McDonald‘s"),
+                                   ("mcd", "McDonald's")]
+    assert found("Coca Cola and McDonalds", labels) == []
+
+
+def _turkish_upper(word: str) -> str:
+    return word.replace("i", "İ").replace("ı", "I").upper()
+
+
+def _turkish_lower(word: str) -> str:
+    return word.replace("I", "ı").replace("İ", "i").lower()
+
+
+TURKISH = st.text(st.sampled_from(list("aiıIİsşŞgğĞoöÖcçÇuüÜk")), min_size=2, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=TURKISH, accents=st.booleans())
+def test_a_label_is_found_in_every_casing_of_itself(word, accents):
+    casings = [word, word.upper(), word.lower(), _turkish_upper(word), _turkish_lower(word),
+               word.capitalize()]
+    text = " / ".join(casings)
+    spans = [(m.start, m.end) for m in LabelLinker(accents=accents).matcher(
+        [("e", word, LABEL)]).mentions(Chunk(text, 0, len(text), 0))]
+    expected, at = [], 0
+    for casing in casings:
+        expected.append((at, at + len(casing)))
+        at += len(casing) + 3
+    assert spans == expected

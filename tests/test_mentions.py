@@ -400,6 +400,31 @@ def test_a_new_version_written_without_a_linker_into_a_linked_scope_is_named(ctx
     assert ingest_all([doc("c", "ACME.")], ctx=ctx, scope="other").warnings == []
 
 
+def test_a_run_with_a_linker_that_skips_documents_never_linked_says_so(ctx, tmp_path):
+    """ingest --link run again over documents ingested without it linked nothing (they are
+    current, so skipped) and said nothing: filters on mentions found none of them."""
+    ingest_all([doc("a", "ACME and Globex."), doc("b", "Hooli.")], ctx=ctx)
+    stats = ingest_all([doc("a", "ACME and Globex."), doc("b", "Hooli."), doc("c", "Initech.")],
+                       ctx=ctx, linker=LabelLinker())
+    assert stats.skipped == 2 and {e for _, e in links(ctx)} == {EX + "initech"}
+    [(source, message)] = stats.warnings
+    assert source == "scope default" and "2 documents this run skipped" in message
+    assert "trails link" in message
+    assert len(ctx.link().added) == 3  # acme, globex, hooli: what the warning pointed at
+    # Linked once, a run that skips documents warns no more.
+    assert ingest_all([doc("a", "ACME and Globex.")], ctx=ctx,
+                      linker=LabelLinker()).warnings == []
+    from trails import Context
+    from trails.vector import MockEmbedder
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as stored:
+        stored.kg.update('INSERT DATA { <https://ex.org/x> rdfs:label "Zorg" }')
+        ingest_all([doc("a", "Nothing to link here.")], ctx=stored, linker=LabelLinker())
+        # Its scope holds no mention, but a linker ran there: nothing was missed.
+        assert ingest_all([doc("a", "Nothing to link here.")], ctx=stored,
+                          linker=LabelLinker()).warnings == []
+
+
 class _Linker:
     """A linker of one's own, whose mentions are ``make(chunk)``."""
 

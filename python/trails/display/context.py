@@ -25,11 +25,13 @@ _ANY_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
 class ContextBlock(str):
     """The prompt text, and what went into it: ``hits`` (the passages included, in order),
-    ``omitted`` (hits left out for the budget), ``truncated`` (whether the last passage was
-    cut to fit) and ``tokens`` (the text's count)."""
+    ``omitted`` (hits left out for the budget), ``repeated`` (hits left out as a passage
+    already given: the same chunk, or the same text of the same document), ``truncated``
+    (whether the last passage was cut to fit) and ``tokens`` (the text's count)."""
 
     hits: tuple[Hit, ...] = ()
     omitted: int = 0
+    repeated: int = 0
     truncated: bool = False
     tokens: int = 0
 
@@ -77,6 +79,7 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
         values = {"context": "\n\n".join(passages), "query": query or ""}
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
+    hits, repeated = _distinct(hits)
     passages: list[str] = []
     truncated = False
     if max_tokens is not None and count(render([])) > max_tokens:
@@ -96,15 +99,35 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
                     f"({count(render([passage.split(chr(10), 1)[0]]))} tokens with the "
                     f"template): raise max_tokens")
             passages.append(cut)
-            truncated = True
+            truncated = len(cut) < len(passage.rstrip("\n"))  # a bare citation lost nothing
         break
     text = render(passages)
     block = ContextBlock(text)
     block.hits = tuple(hits[:len(passages)])
     block.omitted = len(hits) - len(passages)
+    block.repeated = repeated
     block.truncated = truncated
     block.tokens = count(text)
     return block
+
+
+def _distinct(hits: Sequence[Hit]) -> tuple[list[Hit], int]:
+    """``hits`` without those repeating a passage before them (the same chunk IRI, or the
+    same text of the same document: a boilerplate paragraph), and how many were left out."""
+    seen: set[tuple[str, ...]] = set()
+    kept: list[Hit] = []
+    for hit in hits:
+        keys = {("iri", hit.iri), ("text", hit.document or hit.iri, _body(hit))}
+        if not keys & seen:
+            kept.append(hit)
+        seen |= keys
+    return kept, len(hits) - len(kept)
+
+
+def _body(hit: Hit) -> str:
+    """The chunk's text, else its snippet (a hand-made hit)."""
+    text = getattr(hit, "metadata", {}).get("text")
+    return text if isinstance(text, str) and text else hit.snippet or ""
 
 
 def _passage(number: int, hit: Hit) -> str:
@@ -114,17 +137,22 @@ def _passage(number: int, hit: Hit) -> str:
     # One line, whatever a title or source holds: a line break in one would start what reads
     # as another passage's citation, and cutting to the budget keeps the first line whole.
     line = " | ".join(flat for part in cited if part and (flat := " ".join(part.split())))
-    text = getattr(hit, "metadata", {}).get("text")
-    body = text if isinstance(text, str) and text else hit.snippet or ""  # a hand-made hit
-    return f"[{number}] {line}\n{body}"
+    body = _body(hit)
+    # A line of the passage reading as a citation ("[2] Filing | <https://...>") would make
+    # the text that follows it look like another source's: its bracket is escaped.
+    return f"[{number}] {line}\n" + _CITATION_LIKE.sub(r"\g<1>\\[", body)
+
+
+# A line starting, after any blanks, with a bracketed number, as a citation line does.
+_CITATION_LIKE = re.compile(r"(?m)^([^\S\n]*)\[(?=\d+\])")
 
 
 def _longest_fitting(passage: str, fits: Callable[[str], bool]) -> str:
     """The longest prefix of ``passage`` (its citation line whole) that ``fits``; empty when
     not even the citation does."""
     head = passage.split("\n", 1)[0] + "\n"
-    if not fits(head):
-        return ""
+    if not fits(head):  # the citation line alone, when even its line break is over budget
+        return head[:-1] if fits(head[:-1]) else ""
     low, high = len(head), len(passage)  # fits(passage[:low]); the answer is in [low, high]
     while low < high:
         middle = (low + high + 1) // 2

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import is_dataclass
+
+import numpy as np
 
 from trails.ingest.document import Chunker, Document, FingerprintedChunker, content_hash
 
@@ -22,9 +25,28 @@ def chunker_id(chunker: Chunker) -> str:
 
 def chunking_of(document: Document, chunker: str) -> str:
     """What decides ``document``'s chunks: ``chunker`` (its :func:`chunker_id`), or the
-    spans of the chunks the document came with."""
+    spans of the chunks the document came with, and the vectors given with them (new
+    vectors for the same text are a new version, not a document skipped as current)."""
     if document.chunks is None:
         return chunker
     spans = ",".join(f"{getattr(c, 'start', '?')}-{getattr(c, 'end', '?')}"
                      for c in document.chunks)
+    vectors = [getattr(c, "vector", None) for c in document.chunks]
+    if any(v is not None for v in vectors):  # without any, the version it always had
+        digest = hashlib.sha256()
+        for vector in vectors:
+            digest.update(_vector_bytes(vector) + b"\x00")
+        spans += ";vectors:" + digest.hexdigest()
     return "given:" + content_hash(spans)
+
+
+def _vector_bytes(vector: object) -> bytes:
+    """A given vector as its float32 bytes (as it would be stored); what it is written as
+    when it is no vector of numbers (it fails its document later, with the reason)."""
+    if vector is None:
+        return b"-"
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return b"f" + np.asarray(vector, dtype=np.float32).tobytes()
+    except (TypeError, ValueError):
+        return b"r" + repr(vector).encode("utf-8", "backslashreplace")

@@ -160,11 +160,19 @@ def _clusters(text: str) -> Iterator[tuple[int, str]]:
 def _fold_cluster(cluster: str, case: bool, accents: bool) -> str:
     if cluster.isascii():  # one character: marks are never ASCII
         return " " if cluster.isspace() else cluster.lower() if case else cluster
-    folded = unicodedata.normalize("NFKD", cluster)
+    folded = unicodedata.normalize("NFKD", cluster).translate(_TYPOGRAPHIC)
     if case:  # casefolding does not keep a normal form: decompose again after it
         folded = unicodedata.normalize("NFKD", folded.casefold())
+        # "I" is the capital of both "i" and the Turkish dotless "ı", and "İ" of both "i"
+        # (Turkish) and "i̇": all four are one letter, or "IŞIK" would not be "ışık".
+        folded = folded.replace("i\u0307", "i").replace("ı", "i")
     return "".join(" " if c.isspace() else c for c in folded
                    if not (accents and unicodedata.combining(c)) and not _invisible(c))
+
+
+# Typographic forms of ASCII punctuation a label is written with: a curly apostrophe
+# ("McDonald’s") and a (non-breaking) hyphen ("Coca‑Cola") are the label's "'" and "-".
+_TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u2010": "-", "\u2011": "-"})
 
 
 def _invisible(ch: str) -> bool:

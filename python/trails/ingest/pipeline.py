@@ -49,10 +49,10 @@ from trails.ingest.events import (
 )
 from trails.ingest.expiry import expiry_problem
 from trails.ingest.given_paths import check_given_paths
+from trails.ingest.link_notes import end_of_run_note
 from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, linker_warnings
 from trails.ingest.loaders import Source, load
-from trails.ingest.mentions import scope_is_linked, unlinked_note
 from trails.ingest.minting import (
     doc_iri,
     document_manifest,
@@ -169,20 +169,19 @@ def _ingesting(ctx: ContextParts, begin: Callable[[], _Run], source: Source,
                linker: Linker | None, prepare_ahead: bool, loader_options: dict[str, Any],
                ) -> Generator[IngestEvent, None, None]:
     """The run :func:`ingest` checked the arguments of."""
-    remember_linker(ctx, linker)  # a later run without settings links the same way
     run = begin()
+    note_for = end_of_run_note(ctx, run.scope, linker)  # before this run's settings are kept
+    remember_linker(ctx, linker)  # a later run without settings links the same way
     run.linker = None if linker is None else linker.for_scope(ctx.kg, run.scope)
-    linked = linker is None and scope_is_linked(ctx.kg, run.scope)
     stats, started = IngestionStats(), time.perf_counter()
     events = _events(run, source, sanitizer, base, roots, prune, loader_options, prepare_ahead)
     try:
         for event in events:
             stats.record(event)
             yield event
-        if linked and stats.ingested:  # what it wrote would drop out of filters on mentions
-            stats.record(note := LinkingWarning(run.scope, unlinked_note(run.scope,
-                                                                         stats.ingested)))
-            yield note
+        if (note := note_for(stats.ingested, stats.skipped)) is not None:  # links it did not make
+            stats.record(warning := LinkingWarning(run.scope, note))
+            yield warning
     finally:  # also when stopped early (Ctrl-C): what was committed, observed
         try:
             events.close()  # the documents read ahead, if any, stop being prepared first

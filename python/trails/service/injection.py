@@ -35,7 +35,8 @@ def check_injection(mode: str, max_tokens: int | None, template: str | None) -> 
 def injected(result: RetrievalResult, answer: dict[str, Any], mode: str,
              max_tokens: int | None = None, template: str | None = None) -> dict[str, Any]:
     """``answer`` (the result as JSON) as ``mode`` wants it: with ``context`` (the evidence
-    block, its tokens, the hits it holds and how many it left out) for ``prompt_append``; as
+    block, its tokens, the hits it holds and how many it left out, for the budget and as
+    repeated passages) for ``prompt_append``; as
     it is for ``metadata_only``; without its hits for ``none``, with a note saying so.
 
     Raises:
@@ -46,7 +47,8 @@ def injected(result: RetrievalResult, answer: dict[str, Any], mode: str,
         block = result.to_context(max_tokens=max_tokens, template=template)
         return {**answer, "context": {"text": str(block), "tokens": block.tokens,
                                       "hits": [hit.iri for hit in block.hits],
-                                      "omitted": block.omitted, "truncated": block.truncated}}
+                                      "omitted": block.omitted, "repeated": block.repeated,
+                                      "truncated": block.truncated}}
     if mode == "none":
         found = len(answer["hits"])
         return {**answer, "hits": [], "notes": [

@@ -186,6 +186,7 @@ class ContextOut(BaseModel):
     tokens: int
     hits: list[str]
     omitted: int
+    repeated: int
     truncated: bool
 
 
