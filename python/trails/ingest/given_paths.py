@@ -55,8 +55,11 @@ def _missing(name: str | bytes) -> str:
     if not text:  # Path("") is ".": it would have read the whole working directory
         return 'cannot ingest "": an empty path names no file; for the working directory pass "."'
     where = "" if os.path.isabs(text) else f" (relative to the working directory, {Path.cwd()})"
-    message = f"cannot ingest {shown(text, 80)}: no such file or folder{where}; check the path"
-    if any(ch.isspace() for ch in text) or (len(text) > 255 and os.sep not in text):
+    prose = any(ch.isspace() for ch in text) or (len(text) > 255 and os.sep not in text)
+    # A path is named whole (its last part is the one mistyped); a paragraph by its start.
+    message = (f"cannot ingest {shown(text, 80 if prose else 1000)}: no such file or folder"
+               f"{where}; check the path")
+    if prose:
         message += ('. If it is the text to ingest, not a path, pass it as a Document: '
                     'ingest_all(Document(id="note-1", source="notes", text=...), ctx=ctx)')
     elif _GLOB & set(text):
