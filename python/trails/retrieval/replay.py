@@ -5,9 +5,10 @@ The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, 
 a note says so) and, when the search was given one (``now``), the moment expiries were judged
 at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
-admitted another number of chunks or ran another path (``RetrievalResult.filter_path``), and
-when either answer was degraded by a failed backend. Post-ranking steps are objects, not
-records: a search that had steps is replayed without them, and the report says so.
+admitted another number of chunks or ran another path (``RetrievalResult.filter_path``),
+when either answer was degraded by a failed backend, and when a hit found again was admitted
+by other values of the filter's variables than it was (its document re-dated). Post-ranking
+steps are objects, not records: a search that had steps is replayed without them, and the report says so.
 """
 
 from __future__ import annotations
@@ -154,8 +155,26 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
         new=[(i, r) for i, r in after.items() if i not in before],
         gone=[(i, r) for i, r in before.items() if i not in after],
         changed=_changes(ctx, record),
-        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result))
+        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result)
+        + _admission_notes(record, result))
     return report
+
+
+def _admission_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """The hits found again that the filter let through by other values than then (a
+    document re-dated, say): the same chunk at the same rank is then another answer to
+    defend. Only hits both answers know the admitting solution of are compared."""
+    now = {h.iri: h.admitted_by for h in result if h.admitted_by}
+    notes = []
+    for hit in record.hits:
+        then, again = hit.admitted_by, now.get(hit.iri)
+        if not then or not again or then == again:
+            continue
+        changed = "; ".join(f"{name} {then.get(name, 'unbound')} then, "
+                            f"{again.get(name, 'unbound')} now"
+                            for name in sorted({*then, *again}) if then.get(name) != again.get(name))
+        notes.append(f"{hit.iri} (rank {hit.rank} then) was admitted by other values: {changed}")
+    return notes
 
 
 def _degraded_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
