@@ -139,6 +139,17 @@ class AuditTrail:
                 return list(self._memory)
         return self._log.pending()
 
+    def set_aside(self) -> int:
+        """How many lines the folds kept aside in ``audit/rejected.txt`` (lines that are no
+        record this version reads, records with no RDF form): none of them is listed."""
+        if self._log is None:
+            return 0
+        try:
+            with open(self._log.directory / REJECTED, "rb") as file:
+                return sum(1 for line in file if line.strip())
+        except FileNotFoundError:
+            return 0
+
     def fold(self) -> int:
         """Move the pending records into the audit graph (one transaction) and drop those
         past the retention; the number folded. A read-only context cannot: 0.
