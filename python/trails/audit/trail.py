@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +30,7 @@ from trails.audit.records import (
 )
 from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
 from trails.config import AuditConfig
-from trails.errors import InvalidArgumentError, StorageError, UnknownRunError
+from trails.errors import ContextDamagedError, InvalidArgumentError, StorageError, UnknownRunError
 from trails.kg.base import KnowledgeGraph, RevisionGraph, select
 from trails.kg.hand_links import minted_links
 from trails.kg.reserved import writing_audit_graph
@@ -48,6 +50,7 @@ _RECORD = f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> 
 # one is enough to say a prefix is ambiguous and show some of what it matches.
 _PREFIXED = (f"SELECT DISTINCT ?run WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?r }} "
              "FILTER(STRSTARTS(STR(?run), ?stem)) } LIMIT 6")
+_RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id makes
 _FEEDBACK = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?feedback <{AUDIT}feedbackOn> ?run ; "
              f"<{AUDIT}record> ?record }} }}")
 
@@ -136,6 +139,17 @@ class AuditTrail:
                 return list(self._memory)
         return self._log.pending()
 
+    def set_aside(self) -> int:
+        """How many lines the folds kept aside in ``audit/rejected.txt`` (lines that are no
+        record this version reads, records with no RDF form): none of them is listed."""
+        if self._log is None:
+            return 0
+        try:
+            with open(self._log.directory / REJECTED, "rb") as file:
+                return sum(1 for line in file if line.strip())
+        except FileNotFoundError:
+            return 0
+
     def fold(self) -> int:
         """Move the pending records into the audit graph (one transaction) and drop those
         past the retention; the number folded. A read-only context cannot: 0.
@@ -186,7 +200,8 @@ class AuditTrail:
                               select(self.kg, text, bindings or None).column("record")])
         cutoff = self._cutoff()
         pending = [r for r in listed if wanted.keeps(r, cutoff)]
-        merged = {r.run_id: r for r in [*found, *pending]}
+        # A run's folded record wins over a pending line claiming its id (get() says so).
+        merged = {r.run_id: r for r in [*pending, *found]}
         ordered = sorted(merged.values(), key=lambda r: r.started, reverse=True)
         if level is not None and not ordered:
             self._check_level(level)
@@ -237,17 +252,27 @@ class AuditTrail:
             UnknownRunError: no such activity (or it is past the retention).
         """
         run_id = self.resolve(run)
-        for record in self._pending_then_latest():
-            if record.run_id == run_id and started_at_or_after(record, self._cutoff()):
-                return record
+        pending = [r for r in self._pending_then_latest()
+                   if r.run_id == run_id and started_at_or_after(r, self._cutoff())]
         rows = select(self.kg, _RECORD, {"run": IRI(run_iri(run_id))})
-        found = [r for r in read_records([str(v) for v in rows.column("record")])
-                 if r.run_id == run_id]
-        if not found:
-            raise UnknownRunError(
-                f"no recorded run {run!r} in this context; list runs with `trails audit` "
-                "(records past the retention are gone)")
-        return found[0]
+        found = list({_canonical(r): r for r in read_records([str(v) for v in
+                      rows.column("record")]) if r.run_id == run_id}.values())
+        if len(found) > 1:  # written past trails' guard: which one ran cannot be told
+            raise ContextDamagedError(
+                f"the audit graph holds {len(found)} different records of run {run_id}; it was "
+                "written outside trails (a run is recorded once): restore the audit graph "
+                "from a backup, or compare the records with `trails export --audit`")
+        if found:  # folded: a pending line claiming its id is another copy, kept aside
+            if pending and _canonical(pending[0]) != _canonical(found[0]):
+                log.warning("a pending audit line claims the recorded run %s with other "
+                            "content; the recorded one is shown (the next fold keeps the "
+                            "line in %s/%s)", run_id, AUDIT_DIRECTORY, REJECTED)
+            return found[0]
+        if pending:
+            return pending[0]
+        raise UnknownRunError(
+            f"no recorded run {run!r} in this context; list runs with `trails audit` "
+            "(records past the retention are gone)")
 
     def feedback(self, run: str, rating: str, *, note: str | None = None,
                  caller: str | None = None) -> FeedbackRecord:
@@ -336,8 +361,12 @@ class AuditTrail:
         # The one writer of the audit graph, which holds no chunk link (kg/hand_links.py).
         with quiet, writing_audit_graph(), minted_links():
             batch: list[ox.Quad] = []
+            kept = self._recorded([r.run_id for r in records])
             for record in records:
                 try:
+                    if kept.setdefault(record.run_id, _canonical(record)) != _canonical(record):
+                        raise ValueError(f"run {record.run_id} is recorded already, with other "
+                                         "content: a run is recorded once")
                     if cutoff is None or parse_time(record.started) >= cutoff:
                         batch.extend(quads(record))
                 except (ValueError, TypeError) as exc:  # one bad record must not stop a fold
@@ -351,6 +380,18 @@ class AuditTrail:
                 self.kg.update(_expired(cutoff))
 
 
+    def _recorded(self, runs: Sequence[str]) -> dict[str, str]:
+        """The records the audit graph holds of ``runs`` (run id -> its canonical JSON)."""
+        wanted = sorted({run for run in runs if _RUN_ID.fullmatch(run)})  # never pasted else
+        found: dict[str, str] = {}
+        for start in range(0, len(wanted), 1000):
+            iris = " ".join(f"<{run_iri(run)}>" for run in wanted[start:start + 1000])
+            rows = select(self.kg, f"SELECT ?record WHERE {{ VALUES ?run {{ {iris} }} "
+                                   f"GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record }} }}")
+            for record in read_records([str(v) for v in rows.column("record")]):
+                found.setdefault(record.run_id, _canonical(record))
+        return found
+
     def _count_aside(self, lines: int) -> None:
         self.failures += lines
         log.warning("%d line(s) of the audit log are no record this version reads; kept in %s",
@@ -363,6 +404,11 @@ class AuditTrail:
                     error, AUDIT_DIRECTORY + "/" + REJECTED)
         if self._log is not None:
             self._log.keep_aside(record, REJECTED)
+
+
+def _canonical(record: ActivityRecord) -> str:
+    """A record as comparable text (as the graph's ``audit:record`` literal spells it)."""
+    return json.dumps(record.to_json(), ensure_ascii=False, sort_keys=True)
 
 
 # The nodes of an activity (what prov.quads mints under its IRI) from the activity ?run.

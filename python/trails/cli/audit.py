@@ -76,6 +76,11 @@ def audit(
         runs = opened.audit.activities(since=start, until=end, caller=caller, level=level,
                                        scope=scope, limit=limit)
         known = known_scopes(opened) if scope is not None else []
+        aside = opened.audit.set_aside()
+    if aside:  # not listed: a listing must not pass for the whole trail
+        typer.echo(f"note: {aside} line(s) of the audit log could not be read as records and "
+                   f"are kept aside, not listed (a line a crash cut short, or one edited by "
+                   f"hand): read them in audit/rejected.txt of the context {opened.directory}", err=True)
     if scope is not None and scope not in known and not any(
             scope in (getattr(run, "scopes", None) or ()) for run in runs):
         # A scope gone since is still worth asking about; a typo is worth saying, since the

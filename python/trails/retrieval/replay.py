@@ -5,9 +5,11 @@ The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, 
 a note says so) and, when the search was given one (``now``), the moment expiries were judged
 at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
-admitted another number of chunks or ran another path (``RetrievalResult.filter_path``), and
-when either answer was degraded by a failed backend. Post-ranking steps are objects, not
-records: a search that had steps is replayed without them, and the report says so.
+admitted another number of chunks or ran another path (``RetrievalResult.filter_path``),
+when either answer was degraded by a failed backend, when a hit found again was admitted by
+other values of the filter's variables than it was (its document re-dated), and why a gone
+hit is gone when the trail or the graph tells (deleted, expired, a new version). Post-ranking
+steps are objects, not records: a search that had steps is replayed without them, and the report says so.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from trails.audit import SearchRecord, query_digest
-from trails.audit.prov import parse_time
+import pyoxigraph as ox
+
+from trails.audit import DeletionRecord, SearchRecord, query_digest
+from trails.audit.prov import parse_time, read_records
+from trails.audit.vocabulary import AUDIT, AUDIT_GRAPH, PROV
 from trails.context import Context
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
-from trails.kg.base import RevisionGraph
+from trails.kg.base import RevisionGraph, select
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 from trails.retrieval.arguments import check_query
+from trails.retrieval.expired import expired_now
 from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
@@ -154,8 +160,53 @@ def _compare(ctx: Context, record: SearchRecord, result: RetrievalResult,
         new=[(i, r) for i, r in after.items() if i not in before],
         gone=[(i, r) for i, r in before.items() if i not in after],
         changed=_changes(ctx, record),
-        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result))
+        notes=notes + _degraded_notes(record, result) + _filter_notes(record, result)
+        + _admission_notes(record, result) + _gone_notes(ctx, record, result))
     return report
+
+
+def _gone_notes(ctx: Context, record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """Why each gone hit is gone, when the trail or the graph can tell: its document was
+    deleted since the run (the deletion's record is named), has expired, or holds a new
+    version, whose chunk is found instead. A hit ranked out or no longer admitted gets none."""
+    found = {h.iri for h in result}
+    gone = [h for h in record.hits if h.iri not in found and h.document]
+    if not gone:
+        return []
+    now = {h.document: rank for rank, h in enumerate(result, 1)
+           if h.document and h.iri not in {g.iri for g in record.hits}}
+    deleted = _deletions(ctx, record, {h.document for h in gone if h.document})
+    moment = None if record.as_of is None else parse_time(record.as_of)
+    expired = expired_now(ctx.kg, ctx.vectors, moment).documents
+    notes = []
+    for hit in gone:
+        document, was = hit.document, f"{hit.iri} (rank {hit.rank} then) is gone"
+        if document in now:
+            notes.append(f"{was}: its document {document} holds a new version since the run, "
+                         f"found at rank {now[document]} now")
+        elif document in expired:
+            notes.append(f"{was}: its document {document} has expired")
+        elif document in deleted:
+            notes.append(f"{was}: its document {document} was deleted since the run (deletion "
+                         f"{deleted[document].run_id}, reason {deleted[document].reason})")
+    return notes
+
+
+def _admission_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
+    """The hits found again that the filter let through by other values than then (a
+    document re-dated, say): the same chunk at the same rank is then another answer to
+    defend. Only hits both answers know the admitting solution of are compared."""
+    now = {h.iri: h.admitted_by for h in result if h.admitted_by}
+    notes = []
+    for hit in record.hits:
+        then, again = hit.admitted_by, now.get(hit.iri)
+        if not then or not again or then == again:
+            continue
+        changed = "; ".join(f"{name} {then.get(name, 'unbound')} then, "
+                            f"{again.get(name, 'unbound')} now"
+                            for name in sorted({*then, *again}) if then.get(name) != again.get(name))
+        notes.append(f"{hit.iri} (rank {hit.rank} then) was admitted by other values: {changed}")
+    return notes
 
 
 def _degraded_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
@@ -180,6 +231,30 @@ def _filter_notes(record: SearchRecord, result: RetrievalResult) -> list[str]:
     if record.filter_path is not None and result.filter_path != record.filter_path:
         notes.append(f"the filter ran {record.filter_path} then, {result.filter_path} now")
     return notes
+
+
+def _deletions(ctx: Context, record: SearchRecord, documents: set[str],
+               ) -> dict[str, DeletionRecord]:
+    """The deletion recorded first since the run of each of ``documents`` that has one:
+    pending ones, then those in the graph (one query over the documents, not the trail)."""
+    rows = select(ctx.kg, f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run a "
+                          f"<{AUDIT}Deletion> ; <{PROV}invalidated> ?doc ; <{AUDIT}record> "
+                          f"?record }} VALUES ?doc {{ {_iris(documents)} }} }}")
+    found = [*ctx.audit.pending(), *read_records([str(v) for v in rows.column("record")])]
+    deleted: dict[str, DeletionRecord] = {}
+    for activity in sorted(found, key=lambda r: r.started, reverse=True):
+        if isinstance(activity, DeletionRecord) and activity.started >= record.started:
+            deleted.update((d, activity) for d in activity.documents if d in documents)
+    return deleted
+
+
+def _iris(documents: set[str]) -> str:
+    """The documents as SPARQL IRIs (a text that is none is left out, never pasted)."""
+    written = []
+    for document in sorted(documents):
+        with contextlib.suppress(ValueError):
+            written.append(str(ox.NamedNode(document)))
+    return " ".join(written)
 
 
 def _chunks(count: int | None) -> str:
