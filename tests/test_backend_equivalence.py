@@ -71,6 +71,7 @@ FILTERS = {
     "number": ("SELECT ?doc WHERE { ?doc meta:rank ?r FILTER(?r > 2) }", {}),
     "union": ('SELECT ?doc WHERE { { ?doc meta:status "final" } UNION { ?doc meta:rank 0 } }', {}),
     "nothing": ('SELECT ?doc WHERE { ?doc meta:status "nope" }', {}),
+    "typed string": ('SELECT ?doc WHERE { ?doc meta:status "final"^^xsd:string }', {}),
     "ordered": ("SELECT ?doc WHERE { ?doc meta:status ?s ; meta:rank ?r } ORDER BY ?s DESC(?r) ?doc",
                 {}),
 }
