@@ -36,7 +36,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "thorough"))
 SERVER_MODULES = {"test_cli_service", "test_mcp", "test_pgvector", "test_pgvector_crash",
                   "test_remote_virtuoso", "test_service_hardening", "test_service_jena",
                   "test_service_live", "test_w3c_protocol", "test_graph_io_remote",
-                  "test_remote_endpoint", "test_pg_writer_lock", "test_slow_peers"}
+                  "test_remote_endpoint", "test_pg_writer_lock", "test_slow_peers",
+                  "test_backend_equivalence"}
 SERVER_PARAMETERS = {"pgvector", "virtuoso", "remote"}
 # A test that asks for a fixture named `server` or `..._server` starts one (or shares one).
 SERVER_FIXTURE = re.compile(r"(^|_)server$")

@@ -53,6 +53,13 @@ def _noted(result):
      'xsd:dateTime("2025-01-01T00:00:00"), an xsd:dateTime', '"2025-01-01"^^xsd:date'),
     ("schema:dateCreated", '?v >= "2024-01-01T00:00:00Z"^^xsd:dateTime && ?v < ?until',
      "xsd:date", '"2024-01-01T00:00:00Z"^^xsd:dateTime', '"2024-01-01"^^xsd:date'),
+    # NOW() is a dateTime: a date compared with it is never less, nor more
+    ("schema:dateCreated", "?v < NOW()", "xsd:date", "NOW(), an xsd:dateTime",
+     "write xsd:date(NOW()) in its place"),
+    ("schema:dateCreated", "now() > ?v", "xsd:date", "now(), an xsd:dateTime",
+     "write xsd:date(NOW()) in its place"),
+    ("meta:pages", "?v < NOW()", "number", "NOW(), an xsd:dateTime",
+     "a constant of the type ?v holds"),
 ])
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
 def test_a_constant_of_a_type_the_values_never_take_is_named(ctx, predicate, test, held,
@@ -78,6 +85,7 @@ def test_a_constant_of_a_type_the_values_never_take_is_named(ctx, predicate, tes
     '?v + "P1D"^^xsd:duration > "2031-01-01"^^xsd:date',
     'STR(?v) = "2024-05-01T00:00:00"',
     '"?v >= \\"2024\\"" = "x"',  # a comparison only inside a string
+    '?v > xsd:date(NOW())',  # today's date, a date: nothing after it, and no note
 ])
 def test_constants_the_values_compare_with_or_not_read_give_no_note(ctx, test):
     result = retrieve("rails", ctx, mode="graph", sparql_filter=ON % ("schema:dateCreated", test))

@@ -3,7 +3,8 @@
 ``FILTER(?signed >= ?since)`` with ``since`` bound to a ``datetime.date`` selects nothing when
 the graph's ``?signed`` values are ``xsd:dateTime``: SPARQL compares a date with a date and a
 dateTime with a dateTime, and any other pair is an error, which a FILTER reads as false. So
-does a number against strings (``"4983"`` > 5000), or a string against numbers. The caller
+does a number against strings (``"4983"`` > 5000), or a string against numbers. ``NOW()`` is
+an ``xsd:dateTime``: ``?d < NOW()`` over dates selects nothing. The caller
 sees "0 hits" and would read it as an answer.
 
 Only for a filter that selected nothing, :func:`mismatch_notes` asks the graph what the
@@ -47,7 +48,7 @@ __all__ = ["mismatch_notes"]
 _PNAME = r"(?:[A-Za-z][\w.-]*:[\w%.-]*|:[\w%.-]+)"
 _CONSTANT = (rf"(?:{STRING})(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^\s*(?:<[^<>\s]*>|{_PNAME}))?"
              r"|[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|\b(?:true|false)\b"
-             rf"|(?:<[^<>\s]*>|{_PNAME})(?:\s*\(\s*(?:{STRING})\s*\))?")
+             rf"|(?:<[^<>\s]*>|{_PNAME})(?:\s*\(\s*(?:{STRING})\s*\))?|(?i:\bNOW)\s*\(\s*\)")
 _COMPARISON = re.compile(rf"([?$]\w+|{_CONSTANT})\s*(<=|>=|!=|=|<|>)\s*([?$]\w+|{_CONSTANT})"
                          r"(?=\s*(?:\)|&&|$))")
 # ?a IN (b, c, ...), a whole test of its FILTER: each of b, c a constant or a binding.
@@ -70,6 +71,7 @@ _FILTER = re.compile(r"\bFILTER\s*\(", re.IGNORECASE)
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 # What makes a FILTER hold though a comparison in it fails.
 _NOT_SURE = re.compile(r"!(?!=)|\|\||\b(?:NOT|IF|COALESCE)\b", re.IGNORECASE)
+_NOW = re.compile(r"NOW\s*\(\s*\)", re.IGNORECASE)
 _VALUES_READ = 50  # the probe's values: enough to see a column's type, cheap on any graph
 
 _NOT_INTEGERS = frozenset(XSD + t for t in ("decimal", "float", "double"))
@@ -122,7 +124,10 @@ def mismatch_notes(kg: KnowledgeGraph, sparql_filter: str, bindings: Mapping[str
         said = (f"nothing matched, and nothing could: ?{variable} holds {shown} values (the "
                 f"first {len(values)} read")
         sample = next(v for v in values if v is not None)
-        insteads = [_instead(term, kind, sample) for term in written]
+        # NOW() is a dateTime: today's date, as the filter runs, is xsd:date(NOW()).
+        insteads = [_instead(term, kind, sample) if not _NOW.fullmatch(o.strip()) else
+                    "xsd:date(NOW())" if kind == XSD + "date" else None
+                    for o, term in zip(others, written, strict=True)]
         other, term, bound = others[0], written[0], str(bounds[0])
         if len(others) > 1:
             notes.append(f"{said}, such as {_written(sample)}), and the filter asks whether it "

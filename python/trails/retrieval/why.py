@@ -8,7 +8,10 @@ that keeps every solution (``kg/equivalent_forms.py`` without its set-only rewri
 ``VALUES`` list on a variable the patterns bind as a ``sameTerm`` test), and variables only
 those forms add are not shown: the solution is the filter's as written. A filter whose shape
 cannot be opened up this way (modifiers, a dataset clause) still admitted its hits; they then
-carry an empty solution.
+carry an empty solution. A hit the VALUES rows find no solution for (an engine's fault: Virtuoso
+7 joins a ``*`` or ``+`` path with several rows to nothing) is asked for again, as written,
+the hits tested by a ``FILTER(?v IN (...))``: slower, since the engine then evaluates the whole
+filter, and only then.
 """
 
 from __future__ import annotations
@@ -61,17 +64,42 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
             found = select(kg, started.solutions_text(values), scopes=list(scopes))
         except SparqlError:  # the faster form must not cost the explanation: as written
             found = select(kg, shape.solutions_text(values), scopes=list(scopes))
+        by_iri = _by_iri(found.raw, shape.variable, written)
+        missing = [h for h in hits if not (by_iri.get(h.iri) or by_iri.get(h.document or ""))]
+        if missing:
+            # Every hit was admitted, so a hit without a solution is the engine's: Virtuoso 7
+            # joins a `*` or `+` path with a VALUES list of several rows to nothing. Asked
+            # again, as written, the hits tested by a FILTER instead of joined as rows.
+            found = select(kg, shape.solutions_text(_tested(shape.variable, terms, missing)),
+                           scopes=list(scopes))
+            by_iri |= _by_iri(found.raw, shape.variable, written)
     except (SparqlError, ValueError) as exc:  # the search answered; its explanation must not fail it
         log.warning("could not tell why the hits were admitted: %s", exc)
         return [{} for _ in hits]
+    return [by_iri.get(h.iri) or by_iri.get(h.document or "") or {} for h in hits]
+
+
+def _by_iri(raw: Sequence[Mapping[str, Any]], variable: str,
+            written: set[str]) -> dict[str, dict[str, str]]:
+    """Each selected IRI's solution (the first in term order), of the variables written."""
     by_iri: dict[str, dict[str, str]] = {}
-    solutions = [{k: v for k, v in row.items() if k in written} for row in found.raw]
+    solutions = [{k: v for k, v in row.items() if k in written} for row in raw]
     for row in sorted(solutions, key=lambda r: sorted((k, str(v)) for k, v in r.items())):
-        selected = row.get(shape.variable)
+        selected = row.get(variable)
         if isinstance(selected, ox.NamedNode) and selected.value not in by_iri:
             by_iri[selected.value] = {name: str(term) for name, term in sorted(row.items())
                                       if term is not None}
-    return [by_iri.get(h.iri) or by_iri.get(h.document or "") or {} for h in hits]
+    return by_iri
+
+
+def _tested(variable: str, terms: Mapping[str, str], hits: Sequence[RetrievalHit]) -> str:
+    """The bindings as one VALUES row (none: nothing) and a FILTER keeping ``hits``' IRIs
+    and their documents'."""
+    iris = sorted({h.iri for h in hits} | {h.document for h in hits if h.document})
+    listed = ", ".join(str(ox.NamedNode(i)) for i in iris)
+    row = (f"VALUES ({' '.join(f'?{name}' for name in terms)}) {{ ({' '.join(terms.values())}) }}\n  "
+           if terms else "")
+    return f"{row}FILTER(?{variable} IN ({listed}))"
 
 
 def _started_from_hits(shape: FilterShape) -> FilterShape:
