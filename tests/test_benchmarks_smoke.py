@@ -6,6 +6,7 @@ docs/benchmarks.md. Recall is deterministic, so it is.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -139,3 +140,29 @@ def test_service_load_benchmark_quick_run_has_no_errors_and_no_torn_reads():
     assert int(answered.replace(",", "")) > 0
     ingests = next(v for k, v in figures.items() if k.startswith("under load: ingests"))
     assert int(ingests) >= 1
+
+
+def test_related_filters_benchmark_plans_both_shapes_from_the_columns_exactly(tmp_path):
+    """benchmarks/related_filters.py on a small scale context (300 documents): a class or any
+    subclass, and a date after a claim's, select as planned exactly the chunks of the filter
+    as written, from the columns, at every share; and some (an empty answer agrees with
+    anything)."""
+    context = tmp_path / "scale"
+    benchmarks = ROOT / "benchmarks"
+    build = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(benchmarks)!r}); "
+         f"import scale, pathlib; scale.build(pathlib.Path({str(context)!r}), 300)"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert build.returncode == 0, build.stderr[-3000:]
+    script = str(benchmarks / "related_filters.py")
+    prepare = subprocess.run([sys.executable, script, str(context), "--prepare"],
+                             capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert prepare.returncode == 0, prepare.stderr[-3000:]
+    for flags in (["--read-only"], []):
+        run = subprocess.run([sys.executable, script, str(context), "--queries", "1", *flags],
+                             capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+        rows = [json.loads(line) for line in run.stdout.splitlines()[1:]]
+        assert len(rows) == 8 and all(row["same"] for row in rows), rows
+        assert {row["path"] for row in rows} == {"documents-columns"}, rows
+        assert sum(row["chunks"] for row in rows) > 0, rows
