@@ -150,8 +150,8 @@ def test_related_filters_benchmark_plans_both_shapes_from_the_columns_exactly(tm
     context = tmp_path / "scale"
     benchmarks = ROOT / "benchmarks"
     build = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(benchmarks)!r}); "
-         f"import scale, pathlib; scale.build(pathlib.Path({str(context)!r}), 300)"],
+        [sys.executable, "-c", (f"import sys; sys.path.insert(0, {str(benchmarks)!r}); "
+         f"import scale, pathlib; scale.build(pathlib.Path({str(context)!r}), 300)")],
         capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
     assert build.returncode == 0, build.stderr[-3000:]
     script = str(benchmarks / "related_filters.py")
