@@ -460,6 +460,20 @@ def test_a_request_the_protocol_cannot_read_is_answered_by_id(raw_server, line):
     still_answers(raw_server)
 
 
+@pytest.mark.parametrize(("arguments", "sent"), [
+    ('"deploy"', "str"), ('["deploy"]', "an array"), ("3", "int")])
+def test_tool_arguments_that_are_no_object_are_answered_naming_them(raw_server, arguments,
+                                                                     sent):
+    raw_server.send(f'{{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": '
+                    f'{{"name": "retrieve", "arguments": {arguments}}}}}')
+    answer = raw_server.answer()
+    assert answer["id"] == 6, answer
+    assert answer["error"]["code"] == -32602
+    assert f"params.arguments is {sent}: a tool's arguments are an object" in (
+        answer["error"]["message"])
+    still_answers(raw_server)
+
+
 @pytest.fixture(scope="module")
 def empty_keys(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("keys") / "keys.toml"

@@ -56,7 +56,14 @@ from trails.service.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from trails.service.problems import error_body, not_json, printable, status_of
+from trails.service.problems import (
+    error_body,
+    not_json,
+    printable,
+    status_of,
+    unread_body,
+    unreadable_json,
+)
 from trails.service.requests import (
     confine_dataset,
     dataset_scopes,
@@ -88,6 +95,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "A bad argument or SPARQL query"), (401, "No API key, or an unknown one"),
         (403, "The key lacks the right or the scope"), (404, "No such document"),
         (409, "The context is read-only or locked"), (503, "A backend is unavailable"))}
+# A route that reads a body (every route answers 413 to one too long: this one expects one).
+_BODY_ERRORS = {**_ERRORS, 413: {"model": ErrorBody, "description": "The body is longer than "
+                                 "the service reads (--max-request-bytes)"}}
+_SPARQL_ERRORS = {**_BODY_ERRORS, 406: {"model": ErrorBody, "description": "No format the "
+                                        "Accept header allows can carry the answer"}}
 def _sparql_doc(method: str) -> dict[str, Any]:
     """The protocol's parameters and bodies, which FastAPI cannot infer from ``Request``."""
     doc: dict[str, Any] = {
@@ -217,6 +229,8 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
             return await on_error(request, refusal(inside, RetrieveRequest))  # type: ignore[arg-type]
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
                           for e in errors[:5])
+        if errors and errors[0].get("type") == "json_invalid":  # say what, where, and the fix
+            where = unreadable_json(errors[0])
         return JSONResponse({"error": "RequestValidationError", "message": printable(where),
                              "detail": _plain(errors)}, status_code=422)
 
@@ -226,6 +240,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         # The router's own answers (no such route, method not allowed) in the same shape.
         phrase = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
         message, headers = str(exc.detail), dict(exc.headers or {})
+        if exc.status_code == 400 and exc.__cause__ is not None and \
+                "parsing the body" in message:  # FastAPI's: a JSON body it could not read
+            return JSONResponse(unread_body(exc.__cause__), status_code=400)
         if exc.status_code == 405:  # every method of the path, not the first route's alone
             allowed = allowed_methods(fastapi_app.router.routes, request.scope)
             headers["Allow"] = ", ".join(allowed)
@@ -240,7 +257,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
-    @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_ERRORS,
+    @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_BODY_ERRORS,
                       summary="Find the k best chunks for a query")
     async def retrieve(body: RetrieveRequest, key: ApiKey = Depends(caller)) -> dict[str, Any]:
         check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
@@ -263,7 +280,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         params = form_fields(request.scope["query_string"], "the query string")
         endpoint = str(request.url.replace(query=""))
         names = {name for name, _ in params}
-        if request.method == "GET" and "query" not in names and "update" not in names:
+        if request.method == "GET" and not names:  # a misspelt ?query= is no such request
             return Response(service_description(endpoint, True),
                             media_type="application/n-triples")
         parsed = with_text_dataset(parse_sparql_request(
@@ -285,9 +302,10 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                 path, sparql, methods=[method], include_in_schema=path == "/sparql",
                 operation_id=f"sparql_{method.lower()}" + ("" if path == "/sparql" else "_slash"),
                 summary="SPARQL 1.1 Protocol: queries (updates are refused)",
-                openapi_extra=_sparql_doc(method), responses=_ERRORS, response_class=Response)
+                openapi_extra=_sparql_doc(method), responses=_SPARQL_ERRORS,
+                response_class=Response)
 
-    @fastapi_app.post("/ingest", responses={**_ERRORS, 200: {
+    @fastapi_app.post("/ingest", responses={**_BODY_ERRORS, 200: {
         "description": "Server-sent events: one per ingest event, then a summary",
         "content": {"text/event-stream": {}}}}, response_class=StreamingResponse,
         summary="Ingest documents, streaming progress as server-sent events")
@@ -306,7 +324,8 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         await delete_confined(state, key, iri)
         return {"deleted": iri}
 
-    @fastapi_app.post("/runs/{run}/feedback", response_model=FeedbackOut, responses=_ERRORS,
+    @fastapi_app.post("/runs/{run}/feedback", response_model=FeedbackOut,
+                      responses=_BODY_ERRORS,
                       summary="Record feedback (up or down, a note) on a recorded run")
     async def feedback(run: str, body: FeedbackRequest,
                        key: ApiKey = Depends(caller)) -> dict[str, Any]:

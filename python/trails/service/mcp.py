@@ -311,6 +311,15 @@ def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | Non
         where = ".".join(str(part) for part in first["loc"][1:]) or "it"
         return text, (request, INVALID_REQUEST,
                       f"the message is no JSON-RPC 2.0 message: {where}: {first['msg']}")
+    params = parsed.get("params") if isinstance(parsed, dict) else None
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if isinstance(params, dict) and parsed.get("method") == "tools/call" and \
+            not isinstance(arguments, (dict, type(None))):
+        # The SDK answers it "Invalid request parameters", naming neither what nor why.
+        sent = "an array" if isinstance(arguments, list) else type(arguments).__name__
+        return text, (request, INVALID_PARAMS,
+                      (f"params.arguments is {sent}: a tool's arguments are an object of "
+                       'its argument names and values, e.g. {"query": "..."}'))
     return text, None
 
 

@@ -8,6 +8,8 @@ traceback, logged in full on the server.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trails.errors import (
     AuthenticationError,
     ContextDamagedError,
@@ -29,7 +31,7 @@ from trails.errors import (
     UnknownRunError,
 )
 
-__all__ = ["error_body", "not_json", "printable", "status_of"]
+__all__ = ["error_body", "not_json", "printable", "status_of", "unread_body", "unreadable_json"]
 
 
 # Most specific first: the first class an error is an instance of gives its status.
@@ -96,3 +98,27 @@ def not_json(method: str, path: str, content_type: str | None) -> InvalidArgumen
         f"{method} {path} reads a JSON body sent with Content-Type: application/json; the "
         f"request has {sent} (curl -d sends a form's type unless given "
         "-H 'Content-Type: application/json'; or use curl --json)")
+
+
+_SEND_JSON = "send one JSON object, encoded as UTF-8"
+
+
+def unreadable_json(error: dict[str, Any]) -> str:
+    """The message for a body that does not parse as JSON (FastAPI's ``json_invalid`` error,
+    whose location is the character offset): what the parser expected, and where."""
+    loc = tuple(error.get("loc", ()))
+    at = f" at character {loc[1]}" if len(loc) > 1 else ""
+    reason = str((error.get("ctx") or {}).get("error") or "it does not parse")
+    return printable(f"the request body is no JSON ({reason}{at}); {_SEND_JSON}")
+
+
+def unread_body(cause: BaseException) -> dict[str, str]:
+    """The answer to a JSON body the framework could not read for another reason than its
+    syntax (``cause``): bytes that are no UTF-8, nesting too deep for the parser."""
+    if isinstance(cause, UnicodeDecodeError):
+        why = f"is not UTF-8 ({cause.reason} at byte {cause.start})"
+    elif isinstance(cause, RecursionError):
+        why = "nests arrays or objects too deep to read"
+    else:
+        why = f"cannot be read as JSON ({type(cause).__name__})"
+    return {"error": "InvalidArgumentError", "message": f"the request body {why}; {_SEND_JSON}"}

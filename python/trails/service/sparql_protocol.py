@@ -107,7 +107,10 @@ def parse_sparql_request(method: str, content_type: str | None,
     if query is not None:
         queries.append(query)
     if not queries:
-        raise InvalidArgumentError("no SPARQL query: send it as ?query=..., a form field "
+        others = sorted({name for name in names} - {"default-graph-uri", "named-graph-uri"})
+        sent = (f" (the request has {', '.join(map(repr, others))}, which this endpoint does not "
+                "read)" if others else "")
+        raise InvalidArgumentError(f"no SPARQL query{sent}: send it as ?query=..., a form field "
                                    f"query=..., or a {QUERY_TYPE} body")
     if len(queries) > 1:
         raise InvalidArgumentError("more than one SPARQL query in one request; send one")
@@ -212,7 +215,7 @@ def _graph_iris(fields: Sequence[tuple[str, str]], parameter: str) -> list[str]:
 
 def choose_media_type(accept: str | None, offered: Sequence[str]) -> str:
     """The offered type the ``Accept`` header prefers (q-values, ``type/*``, ``*/*``); the
-    first offered when it names none of them (a lenient answer beats a 406)."""
+    first offered when it names none of them (:func:`render_answer` answers a 406 then)."""
     return next(iter(acceptable_types(accept, offered)), offered[0])
 
 
@@ -256,10 +259,16 @@ def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
     next format accepted).
 
     Raises:
-        NotAcceptableError: no format accepted can carry the answer; names those that can.
+        NotAcceptableError: the ``Accept`` header allows none of the formats offered for
+            the answer, or no format it allows can carry the answer; names those that can.
     """
     offered = RESULT_TYPES if isinstance(output, (QueryResult, bool)) else GRAPH_TYPES
-    wanted = acceptable_types(accept, offered) or [offered[0]]
+    wanted = acceptable_types(accept, offered)
+    if not wanted:  # a header naming only other formats: a 200 in one would be misread
+        answer = "results" if offered is RESULT_TYPES else "RDF"
+        raise NotAcceptableError(
+            f"the Accept header ({' '.join(str(accept).split())!r}) allows none of the formats "
+            f"this query's {answer} come in; accept one of {', '.join(offered)} (or */*)")
     reasons: dict[str, str] = {}
     for media in wanted:
         content, reason = _written(output, media)

@@ -1,0 +1,107 @@
+"""Mistakes a client developer makes against a running service (a real server on loopback, a
+real HTTP client): each is a 4xx whose JSON body says what was wrong and how to fix it, never
+a 200 in another format or a silent non-answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from service_support import bearer, keys, live_server, seeded_context
+from trails.service.app import create_app
+
+SELECT = "SELECT ?d WHERE { ?d a trails:Document } LIMIT 1"
+CONSTRUCT = "CONSTRUCT { ?d a trails:Document } WHERE { ?d a trails:Document } LIMIT 1"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory) -> Iterator[httpx.Client]:
+    ctx = seeded_context(tmp_path_factory.mktemp("kb") / "kb")
+    try:
+        with live_server(create_app(ctx, keys(), fold_seconds=3600)) as url, \
+                httpx.Client(base_url=url, headers=bearer("admin"), timeout=30) as client:
+            yield client
+    finally:
+        ctx.close()
+
+
+def _refused(response: httpx.Response, status: int, *words: str) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) >= {"error", "message"}
+    for word in words:
+        assert word in body["message"], body["message"]
+    return str(body["message"])
+
+
+@pytest.mark.parametrize(("query", "accept", "offered"), [
+    (SELECT, "text/html", "application/sparql-results+json"),
+    (SELECT, "image/png", "text/tab-separated-values"),
+    (SELECT, "text/csv;q=0", "text/csv"),  # q=0: "not CSV", answered in CSV's stead before
+    (CONSTRUCT, "text/csv", "text/turtle"),
+    (CONSTRUCT, "application/sparql-results+json", "application/n-triples"),
+])
+def test_an_accept_header_naming_no_offered_format_is_a_406_naming_those_offered(
+        service, query, accept, offered):
+    answer = service.get("/sparql", params={"query": query}, headers={"Accept": accept})
+    _refused(answer, 406, repr(accept), offered)
+    assert answer.headers.get("trails-run-id") is None  # no answer was given
+
+
+@pytest.mark.parametrize(("query", "accept", "media"), [
+    (SELECT, "text/html, */*;q=0.1", "application/sparql-results+json"),  # a browser's
+    (SELECT, "text/*", "text/csv"),
+    (CONSTRUCT, "text/turtle, application/sparql-results+json", "text/turtle"),
+])
+def test_an_accept_header_allowing_an_offered_format_gets_it(service, query, accept, media):
+    answer = service.get("/sparql", params={"query": query}, headers={"Accept": accept})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith(media)
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_misspelt_query_parameter_is_named_not_answered_with_the_service_description(
+        service, method):
+    sent = {"params": {"qeury": SELECT}} if method == "GET" else {"data": {"qeury": SELECT}}
+    _refused(service.request(method, "/sparql", **sent), 400, "no SPARQL query", "'qeury'")
+
+
+def test_a_get_without_parameters_still_answers_the_service_description(service):
+    answer = service.get("/sparql")
+    assert answer.status_code == 200
+    assert "sparql-service-description#Service" in answer.text
+
+
+@pytest.mark.parametrize("path", ["/retrieve", "/ingest", "/runs/" + "0" * 32 + "/feedback"])
+def test_a_body_that_is_no_json_says_where_and_why(service, path):
+    answer = service.post(path, content=b'{"query": ', headers={
+        "Content-Type": "application/json"})
+    _refused(answer, 422, "no JSON", "Expecting value", "character 10", "send one JSON object")
+
+
+@pytest.mark.parametrize("path", ["/retrieve", "/ingest"])
+def test_a_json_body_that_is_no_utf8_says_so(service, path):
+    answer = service.post(path, content=b'{"query": "caf\xe9"}', headers={
+        "Content-Type": "application/json"})
+    _refused(answer, 400, "not UTF-8", "byte 14", "UTF-8")
+
+
+def test_a_json_body_nested_too_deep_says_so(service):
+    body = b'{"query": "x", "bindings": {"v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
+    _refused(answer, 400, "too deep")
+
+
+def test_the_openapi_document_states_the_406_and_413_the_service_answers(service):
+    paths = service.get("/openapi.json").json()["paths"]
+    for method in ("get", "post"):
+        assert "406" in paths["/sparql"][method]["responses"]
+    for path in ("/retrieve", "/ingest", "/sparql", "/runs/{run}/feedback"):
+        assert "413" in paths[path]["post"]["responses"], path
+    refused = service.get("/sparql", params={"query": SELECT}, headers={"Accept": "text/html"})
+    schema = paths["/sparql"]["get"]["responses"]["406"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+    assert set(refused.json()) == {"error", "message"}
