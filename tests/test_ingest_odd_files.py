@@ -31,8 +31,10 @@ from trails.ingest.unread import unread_note
 
 PACKAGES = Path(trails.__file__).resolve().parent.parent  # the trails under test
 
-# Text without "\r" (line endings are normalised) and without a leading BOM character.
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\ufeff"))
+# Text without "\r" (line endings are normalised), a BOM character, or a NUL (binary data
+# after a UTF-16/32 mark; and a UTF-16 mark followed by a NUL is UTF-32's mark).
+TEXT = st.text(st.characters(blacklist_categories=("Cs",),
+                             blacklist_characters="\r\ufeff\x00"))
 
 
 def _loaded(folder: Path) -> dict[str, Document | LoadFailure]:
@@ -209,3 +211,24 @@ def test_a_renamed_file_is_a_new_document_and_the_old_one_goes_with_prune(tmp_pa
         stats = ingest_all(folder, ctx=ctx, prune=True)
         assert (stats.skipped, stats.pruned) == (1, 1)
         assert [row["id"] for row in ctx.kg.query(ids)] == ["new.md"]
+
+
+def test_a_warning_about_a_jsonl_record_names_the_record(tmp_path):
+    (tmp_path / "notes.jsonl").write_text('{"id": "a", "text": "Fine."}\n'
+                                          '{"id": "b", "text": " "}\n'
+                                          '{"id": "c", "text": "Dated.", "date": "2024-13-01"}\n')
+    with Context.memory(MockEmbedder(dim=8)) as ctx:
+        stats = ingest_all(tmp_path, ctx=ctx)
+    assert stats.ingested == 3
+    assert [(Path(source).name, message.split(": ")[0]) for source, message in stats.warnings] \
+        == [("notes.jsonl", "document 'notes.jsonl#b'"), ("notes.jsonl", "document 'notes.jsonl#c'")]
+    assert stats.warnings[0][1].startswith("document 'notes.jsonl#b': no text: ")
+    assert stats.warnings[1][1].startswith("document 'notes.jsonl#c': date: '2024-13-01' is not")
+
+
+def test_a_warning_about_a_markdown_file_is_as_before(tmp_path):
+    (tmp_path / "empty.md").write_text("")
+    with Context.memory(MockEmbedder(dim=8)) as ctx:
+        stats = ingest_all(tmp_path, ctx=ctx)
+    [(source, message)] = stats.warnings
+    assert (Path(source).name, message.split(":")[0]) == ("empty.md", "no text")
