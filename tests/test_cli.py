@@ -160,7 +160,7 @@ def test_ingest_prints_a_summary(db, notes):
 
 
 def test_an_undecodable_file_is_a_partial_failure_listed_at_the_end(db, notes):
-    (notes / "broken.txt").write_bytes(b"\xff\xfe\x00bad")
+    (notes / "broken.txt").write_bytes(b"\xff\xfd\x00bad")
     result = trails("--db", db, "ingest", notes)
     assert result.exit_code == 2
     assert "3 documents ingested, 0 skipped, 1 failed" in result.stdout
@@ -494,7 +494,7 @@ def test_exit_codes_and_no_traceback_in_a_real_process(kb, notes, tmp_path):
     unknown_option = run_trails("--db", kb, "stats", "--frobnicate")
     assert unknown_option.returncode == 1
     one_line_error(unknown_option.stderr)
-    (notes / "broken.txt").write_bytes(b"\xff\xfe\x00bad")
+    (notes / "broken.txt").write_bytes(b"\xff\xfd\x00bad")
     partial = run_trails("--db", kb, "ingest", notes)
     assert partial.returncode == 2
     assert "1 failed" in partial.stdout and "Traceback" not in partial.stderr

@@ -68,7 +68,7 @@ def notes(tmp_path: Path) -> Path:
     (folder / "b.md").write_text("Ruby gems and bundler.\n")
     (folder / "c.jsonl").write_text('{"id": "x", "text": "Elephants remember."}\n\n'
                                     '{"id": "y", "text": "Graphs hold triples."}\n')
-    (folder / "bad.txt").write_bytes(b"\xff\xfe not utf-8 \xff")
+    (folder / "bad.txt").write_bytes(b"\xff\xfd not utf-8 \xff")
     return folder
 
 

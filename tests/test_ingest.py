@@ -60,7 +60,7 @@ def _write_folder(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "a.md").write_text(f"---\ntitle: Alpha\ndate: 2024-05-01\n---\n{ALPHA_BODY}")
     (folder / "b.txt").write_text(BETA_TEXT)
-    (folder / "b_bad.txt").write_bytes(b"\xff\xfe broken \xc3\x28 bytes")
+    (folder / "b_bad.txt").write_bytes(b"\xff\xfd broken \xc3\x28 bytes")
     (folder / "c.md").write_text(GAMMA_BODY)
     return folder
 

@@ -25,8 +25,10 @@ from trails.context import Context
 from trails.ingest import BatchEmbedded, DocumentStarted, IngestionStats
 from trails.ingest import ingest as ingest_events
 from trails.ingest.linker_settings import remembered_linker
+from trails.ingest.loaders import FileLoader
 from trails.ingest.minting import check_base_iri
-from trails.ingest.progress import ProgressTracker, count_documents
+from trails.ingest.progress import ProgressTracker
+from trails.ingest.unread import unread_note
 
 __all__ = ["ingest"]
 
@@ -63,7 +65,8 @@ def ingest(
     as_json: bool = typer.Option(
         False, "--json", help="Print only the run's totals as JSON: {ingested, skipped, failed, "
         "chunks, tokens, seconds, embed_seconds, metadata_updated, pruned, failures: [{source, "
-        "reason}], warnings: [{source, message}], interrupted}."),
+        "reason}], warnings: [{source, message}], interrupted, left_out: {SUFFIX: files of a "
+        "type ingest does not read}}."),
 ) -> None:
     """Ingest files and folders: load, chunk, embed and commit each document.
 
@@ -72,7 +75,9 @@ def ingest(
     since are removed too, and records taken out of a JSONL file this run read whole (no line
     failing): only those (trails records each document's file when it ingests it), never a
     document given from Python or the service, whatever its source label. Prints a summary,
-    then each failure as SOURCE: REASON and each warning on stderr. Exits 2 if any document failed (the others are committed), else 0.
+    then each failure as SOURCE: REASON and each warning on stderr, and a note of how many
+    files of a folder were left out for their type (.csv, .docx: --include reads text files
+    of other types). Exits 2 if any document failed (the others are committed), else 0.
 
     The progress bar (stderr, on a terminal) shows documents done of the total counted
     before the run, chunks per second and the time left. Ctrl-C stops after the step under
@@ -93,7 +98,8 @@ def ingest(
     options: dict[str, Any] = {"include": include or None, "exclude": exclude or None,
                                "jsonl_text_field": jsonl_text_field,
                                "jsonl_id_field": jsonl_id_field}
-    total = count_documents([str(p) for p in paths], **options)
+    walk = FileLoader([str(p) for p in paths], **options)
+    total = walk.count()  # and the files it leaves out for their type: walk.unread
     with open_context(ctx, write=True) as opened:
         stats, interrupted = _run_ingest(opened, paths, total, quiet, scope=scope,
                                          base_iri=base_iri, prune=prune,
@@ -102,11 +108,13 @@ def ingest(
         print_json({**asdict(stats),
                     "failures": [{"source": s, "reason": r} for s, r in stats.failures],
                     "warnings": [{"source": s, "message": m} for s, m in stats.warnings],
-                    "interrupted": interrupted})
+                    "interrupted": interrupted, "left_out": dict(sorted(walk.unread.items()))})
     else:
         typer.echo(visible(stats.summary()))
     for problem in stats.problems():  # a document's source and error quote what it holds
         typer.echo(visible(problem), err=True)
+    if note := unread_note(walk.unread):  # a folder of .docx is not "3 documents" unsaid
+        typer.echo(visible(note), err=True)
     if interrupted:
         typer.echo(stats.interrupted("the same command"), err=True)
         raise typer.Exit(EXIT_INTERRUPTED)

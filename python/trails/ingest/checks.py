@@ -114,12 +114,15 @@ def iri_problem(iri: str) -> str | None:
 
 
 def document_warnings(document: Document) -> list[str]:
-    """What is kept but not understood in ``document``: a date that is no date, no text."""
+    """What is kept but not understood in ``document``: a date that is no date, no text.
+    A record of a file that holds several (``notes.jsonl#7``) is named, as its source is
+    the file."""
     found = date_problems(document.metadata)
     if not document.text.strip():
         found.append("no text: the document is recorded with no chunk, so no search will "
                      "find it (an empty file, or a PDF of scanned pages without a text layer)")
-    return found
+    record = f"document {shown(document.id)}: " if "#" in document.id else ""
+    return [record + problem for problem in found]
 
 
 def metadata_problem(metadata: object) -> str | None:

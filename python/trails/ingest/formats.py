@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import re
 from typing import Any, NamedTuple
 
@@ -161,6 +162,7 @@ def parse_pdf(data: bytes) -> Parsed:
         MissingExtraError: pypdf is not installed.
     """
     pypdf = require("pypdf", "loading PDF files")
+    _quiet("pypdf")
     reader = pypdf.PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not reader.decrypt(""):
         raise ValueError("the PDF is encrypted; decrypt it first")
@@ -179,3 +181,13 @@ def parse_pdf(data: bytes) -> Parsed:
             metadata["created"] = str(info["/CreationDate"])
     title = str(info.title) if info is not None and info.title else None
     return Parsed(text, title, metadata, "application/pdf")
+
+
+def _quiet(library: str) -> None:
+    """Give ``library``'s logger a handler that drops its records, unless it has one: with
+    none anywhere, Python prints a record's bare message on stderr ("EOF marker not
+    found"), naming no file, beside the failure the loader reports for that file. An
+    application that configures logging still gets the records through its own handlers."""
+    logger = logging.getLogger(library)
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())

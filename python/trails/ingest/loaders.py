@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
@@ -25,6 +26,9 @@ from trails.errors import (
     InvalidArgumentTypeError,
     MissingExtraError,
 )
+from trails.ingest.decoding import decode, undecodable_name
+from trails.ingest.decoding import read_failure as _reason
+from trails.ingest.decoding import unexpected_failure as _unexpected
 from trails.ingest.document import Document, Loader, LoadFailure
 from trails.ingest.formats import (
     Parsed,
@@ -76,7 +80,9 @@ class FileLoader:
 
     Ids: ``docs/guide.md``; a JSONL record ``data.jsonl#<id>`` (``#L<line>`` without an id).
     Files given explicitly are loaded whatever include/exclude say. Files of unknown type are
-    skipped unless include matches them. Unreadable or non-UTF-8 files become
+    skipped unless include matches them (``unread``: how many of each suffix the last walk
+    skipped so). Unreadable files, and files that are no text
+    (:mod:`trails.ingest.decoding`: UTF-8, or UTF-16/32 with a byte order mark), become
     :class:`LoadFailure` records and loading goes on. RDF files (.ttl .trig .nt .nq .n3 .rdf
     .owl .jsonld) hold facts, not documents: met in a folder, each is skipped as a
     ``LoadFailure(skipped=True)`` (a warning); given explicitly, the loader refuses them. A
@@ -98,6 +104,8 @@ class FileLoader:
     jsonl_text_field: str = "text"
     jsonl_id_field: str = "id"
     _patterns: tuple[tuple[str, ...], tuple[str, ...]] = field(init=False, repr=False)
+    # Files the last walk left out for their type (no include given): suffix -> files.
+    unread: Counter[str] = field(init=False, repr=False, default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._patterns = (_as_tuple(self.include, "include"), _as_tuple(self.exclude, "exclude"))
@@ -118,7 +126,10 @@ class FileLoader:
                 yield path
             elif doc_id not in seen:
                 seen[doc_id] = path
-                yield from self._load_file(doc_id, path)
+                if bad_name := undecodable_name(path):
+                    yield LoadFailure(str(path), bad_name)  # no IRI nor source can hold it
+                else:
+                    yield from self._load_file(doc_id, path)
             elif not _same_file(seen[doc_id], path):  # the same file named twice is no error
                 yield LoadFailure(str(path), f"same id {doc_id!r} as {seen[doc_id]}; pass root= "
                                   "(a common parent folder) so ids keep the folder names")
@@ -142,6 +153,7 @@ class FileLoader:
     def _files(self) -> list[tuple[str, Path | LoadFailure]]:
         """(id, path) for every file to load, sorted by id, so runs are reproducible."""
         found: list[tuple[str, Path | LoadFailure]] = []
+        self.unread.clear()
         for given in map(Path, _as_paths(self.paths)):
             base = Path(self.root) if self.root is not None else given.parent
             if given.is_dir():
@@ -198,6 +210,8 @@ class FileLoader:
                 elif include or Path(name).suffix.lower() in KNOWN_SUFFIXES:
                     given = True
                     yield here / name
+                else:  # said in a note (trails.ingest.unread), not silent
+                    self.unread[Path(name).suffix.lower()] += 1
         if not given and not errors:
             # A folder that gives nothing (a typo in include, an empty folder) is said so,
             # rather than read as a run with nothing to do.
@@ -221,11 +235,11 @@ class FileLoader:
             data = _read_regular(path)
             suffix = path.suffix.lower()
             if suffix == ".jsonl":
-                yield from self._load_jsonl(doc_id, source, _decode(data), origin)
+                yield from self._load_jsonl(doc_id, source, decode(data), origin)
             elif suffix == ".pdf":
                 yield _parse_pdf_safely(data).to_document(doc_id, source, origin)
             else:
-                yield _PARSERS.get(suffix, parse_text)(_decode(data)).to_document(
+                yield _PARSERS.get(suffix, parse_text)(decode(data)).to_document(
                     doc_id, source, origin)
         except (OSError, ValueError, MissingExtraError) as exc:  # UnicodeDecodeError: a ValueError
             # A missing extra fails this file only, and its message names the pip command.
@@ -359,11 +373,6 @@ def _read_regular(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _decode(data: bytes) -> str:
-    # utf-8-sig drops a BOM; one newline convention keeps content hashes equal across machines.
-    return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _parse_pdf_safely(data: bytes) -> Parsed:
     try:
         return parse_pdf(data)
@@ -371,23 +380,6 @@ def _parse_pdf_safely(data: bytes) -> Parsed:
         raise
     except Exception as exc:  # pypdf raises many types on malformed files; one file only fails
         raise ValueError(f"cannot parse PDF: {type(exc).__name__}: {exc}") from exc
-
-
-def _unexpected(exc: Exception) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply to read (thousands of levels); flatten it"
-    return f"cannot parse: {type(exc).__name__}: {exc}"
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return (f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-                "convert the file to UTF-8 first")
-    if isinstance(exc, FileNotFoundError):
-        return "no such file (a broken link?)"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    return str(exc) or type(exc).__name__
 
 
 # --------------------------------------------------------------------------- load()
