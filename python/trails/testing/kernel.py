@@ -12,12 +12,14 @@ from collections.abc import Iterator
 
 from trails import _state
 from trails.context import DEFAULT_BASE_IRI, Context, set_default_context
-from trails.errors import ConfigurationError, InvalidArgumentTypeError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
 from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["context_directory", "fresh_context", "isolated_kernel"]
+
+DEFAULT_DIM = 64  # the MockEmbedder's size when a test gives none
 
 # The thread of each open kernel, innermost last. A kernel swaps process-wide state (the
 # default context, the environment, tempfile's directory): two threads cannot each have
@@ -27,16 +29,18 @@ _kernels_lock = threading.Lock()
 
 
 @named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+def fresh_context(*, dim: int = DEFAULT_DIM, seed: int = 0, embedder: Embedder | None = None,
                   base_iri: str = DEFAULT_BASE_IRI) -> Context:
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
 
-    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused);
+    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then left out: one that
+    differs from the embedder's raises ``InvalidArgumentError``);
     ``base_iri`` is where documents' IRIs are minted, as in :meth:`Context.memory`.
 
     Raises:
         InvalidArgumentError: ``dim`` is no positive integer, ``seed`` no integer,
-            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder`, or ``base_iri``
+            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder` (or one of
+            another size or seed than ``dim`` or ``seed`` given beside it), or ``base_iri``
             no absolute IRI ending in ``/`` or ``#``.
     """
     return Context.memory(_embedder(embedder, dim, seed), base_iri=base_iri)
@@ -49,12 +53,24 @@ def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
         raise InvalidArgumentTypeError(
             f"embedder must be an Embedder (MockEmbedder(dim=64), a SentenceTransformerEmbedder"
             f"...) or None, got {type(embedder).__name__}; to set the mock's size, pass dim=")
+    # dim and seed are the MockEmbedder's: given beside another embedder, they were dropped
+    # without a word, and a test ran on another size or seed than it said.
+    if dim != DEFAULT_DIM and dim != embedder.dim:
+        raise InvalidArgumentError(
+            f"dim={dim!r} was given with an embedder of dimension {embedder.dim}: dim sizes "
+            "the MockEmbedder made when no embedder is given; leave dim out, or make the "
+            f"embedder that size (MockEmbedder(dim={dim!r}))")
+    if seed != 0 and seed != getattr(embedder, "seed", None):
+        raise InvalidArgumentError(
+            f"seed={seed!r} was given with an embedder {embedder!r} that does not use it: seed "
+            "seeds the MockEmbedder made when no embedder is given; leave seed out, or give "
+            f"it to the embedder (MockEmbedder(seed={seed!r}))")
     return embedder
 
 
 @contextlib.contextmanager
 @named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
-def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+def isolated_kernel(*, dim: int = DEFAULT_DIM, seed: int = 0, embedder: Embedder | None = None,
                     base_iri: str = DEFAULT_BASE_IRI) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
@@ -130,7 +146,7 @@ def _restore_environment(saved: dict[str, str | None]) -> None:
 
 
 @contextlib.contextmanager
-def context_directory(directory: str | os.PathLike[str], *, dim: int = 64, seed: int = 0,
+def context_directory(directory: str | os.PathLike[str], *, dim: int = DEFAULT_DIM, seed: int = 0,
                       embedder: Embedder | None = None) -> Iterator[Context]:
     """A context persisted in ``directory`` (created when new), closed when the block ends.
 
