@@ -13,6 +13,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -179,3 +180,20 @@ def test_the_same_search_answers_byte_for_byte_across_processes_with_other_hash_
         answers.add(run.stdout)
     assert len(answers) == 1
     assert '"trails://local/doc/dup0/' in answers.pop()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+def test_a_hundred_contexts_and_kernels_leave_no_file_thread_or_directory_behind():
+    def one_of_each():
+        for make in (fresh_context, isolated_kernel):
+            with make() as ctx:
+                ingest_all(RIVER, ctx=ctx)
+                assert len(retrieve("river", ctx, mode="hybrid", k=2)) == 2
+
+    one_of_each()  # what the first use loads once (modules, the mock's vocabulary) is loaded
+    files, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    temporary = set(os.listdir(tempfile.gettempdir()))
+    for _ in range(100):
+        one_of_each()
+    assert (len(os.listdir("/proc/self/fd")), threading.active_count()) == (files, threads)
+    assert set(os.listdir(tempfile.gettempdir())) == temporary
