@@ -309,6 +309,33 @@ def test_a_title_or_source_spanning_lines_prints_on_the_hit_s_first_line():
     assert lines[1:] == ["      A passage.", "      https://e.org/c"]
 
 
+def test_a_title_or_source_of_a_page_s_length_is_cut_in_every_display():
+    # A title holding a page's text made a hit's repr, text and HTML that long, and a
+    # result's ten hits a megabyte: a notebook echoing it froze.
+    title = "Annual report " + "figures " * 12_500
+    source = "exports/" + "nested/" * 700 + "report.md"
+    one = hit("https://e.org/c", 0.5, title=title, source=source)
+    shown = {"repr": repr(one), "text": str(one), "html": one._repr_html_()}
+    assert {form: len(text) < 4_000 for form, text in shown.items()} == dict.fromkeys(shown, True)
+    first_line = shown["text"].splitlines()[0]
+    assert first_line.startswith("0.5000  Annual report figures figures")
+    assert "…  (…" in first_line and first_line.endswith("nested/report.md)")
+    assert repr(one).startswith("<RetrievalHit 0.5000 'Annual report figures")
+    assert "…' https://e.org/c>" in repr(one)
+    many = RetrievalResult([hit(f"https://e.org/{i}", 0.5, title=title, source=source)
+                            for i in range(10)], mode="vector", plan="full-scan",
+                           candidates=10, exhaustive=True)
+    assert len(repr(many)) < 4_000 and len(str(many)) < 8_000
+    assert len(many._repr_html_()) < 20_000
+
+
+@pytest.mark.parametrize("length", [119, 120, 121])
+def test_a_title_is_cut_only_past_the_label_s_length(length):
+    title = "t" * length
+    label = repr(hit("https://e.org/c", 0.5, title=title)).split("'")[1]
+    assert label == (title if length <= 120 else "t" * 119 + "…")
+
+
 def test_text_forms_read_well(ctx, docs):
     ingest_all(str(docs), ctx=ctx)
     result = retrieve("chunks token limit", ctx, k=1)

@@ -7,11 +7,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trails.errors import UnsafeFilterError
-from trails.kg.sparql import check_filter
+from trails.kg.sparql import _SHAPE, check_filter
 
 
 def test_shape_not_length_is_bounded():
@@ -83,3 +86,35 @@ def test_a_hostile_shape_never_crashes_the_process():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0 and "alive" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("tail", ["# " + "note " * 40_000, " " * 200_000, "\n" * 200_000],
+                         ids=["comment", "blanks", "line-breaks"])
+def test_a_long_comment_or_blanks_at_the_end_are_read_once(tail):
+    # The shape scan retried each blank of a run no token ended: quadratic, a minute for a
+    # 30,000-character comment, hours for these, in a notebook cell or a service's request.
+    started = time.perf_counter()
+    assert check_filter("SELECT ?iri WHERE { ?iri ?p ?o }" + tail) == "iri"
+    with pytest.raises(UnsafeFilterError, match="patterns"):
+        check_filter("SELECT ?c WHERE { " + " ".join(f"?c <urn:p> ?v{i} ." for i in range(300))
+                     + " }" + tail)
+    assert time.perf_counter() - started < 10
+
+
+FRAGMENTS = ["SELECT", "?x", "{", "}", "(", ")", "[", "]", ".", ";", ",", "||", "=", "<",
+             "schema:name", "1.5", "-2", "_:b", "@en", "^^", "/", "|", "VALUES", "#", "'"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(["", " ", "\t\n", " " * 9])),
+                max_size=40))
+def test_the_shape_scan_reads_the_same_tokens_however_long_the_blanks(parts):
+    spaced = "".join(fragment + blank for fragment, blank in parts)
+    single = "".join(fragment + (" " if blank else "") for fragment, blank in parts)
+
+    def tokens(code: str) -> list[tuple[str | None, str]]:
+        return [(m.lastgroup, m.group(m.lastgroup)) for m in _SHAPE.finditer(code)
+                if m.lastgroup]
+
+    assert tokens(spaced) == tokens(single)

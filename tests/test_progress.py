@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from trails.ingest import (
     DocumentIngested,
     DocumentSkipped,
     pipeline,
+    progress,
 )
 from trails.ingest.loaders import FileLoader
 from trails.ingest.progress import (
@@ -231,6 +233,27 @@ def test_the_html_bar_shows_its_note_escaped():
     markup = html_bar(ProgressSnapshot(total=4, done=2, chunks=5, elapsed=1.0),
                       note="interrupted: <b>2</b> committed")
     assert "interrupted: &lt;b&gt;2&lt;/b&gt; committed" in markup and "<b>" not in markup
+
+
+def test_outside_a_kernel_asking_for_one_imports_no_ipython(monkeypatch):
+    # Where IPython was not imported no kernel runs; asking imported it (dozens of modules)
+    # in every script that ingests with progress, only to learn that.
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    imported = []
+    monkeypatch.setattr(progress, "require",
+                        lambda name, *_: imported.append(name) or pytest.fail(name))
+    assert progress.in_notebook() is False
+    assert imported == [] and "IPython" not in sys.modules
+
+
+@pytest.mark.parametrize(("config", "expected"), [({"IPKernelApp": {}}, True), ({}, False),
+                                                   (None, False)])
+def test_a_kernel_is_an_ipython_shell_an_ipkernel_app_runs(monkeypatch, config, expected):
+    shell = None if config is None else types.SimpleNamespace(config=config)
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert progress.in_notebook() is expected
 
 
 # -- Ctrl-C --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 
 import trails.testing
 from conftest import ROOT
+from trails import _state
 
 PACKAGE = ROOT / "python" / "trails"
 KIT = PACKAGE / "testing"
@@ -104,6 +105,39 @@ def test_fresh_context_takes_any_embedder():
     with trails.testing.fresh_context(embedder=embedder) as ctx:
         assert ctx.embedder is embedder and ctx.vectors.dim == 12
     with trails.testing.isolated_kernel(embedder=embedder) as ctx:
+        assert ctx.embedder is embedder
+
+
+@pytest.mark.parametrize(("given", "named"), [
+    ({"dim": 128}, "dim=128 was given with an embedder of dimension 12"),
+    ({"seed": 7}, "seed=7 was given with an embedder"),
+    ({"dim": "64"}, "dim='64' was given"),
+])
+@pytest.mark.parametrize("make", [
+    lambda where, **kw: trails.testing.fresh_context(**kw),
+    lambda where, **kw: trails.testing.isolated_kernel(**kw).__enter__(),
+    lambda where, **kw: trails.testing.context_directory(where, **kw).__enter__(),
+], ids=["fresh_context", "isolated_kernel", "context_directory"])
+def test_a_size_or_seed_beside_another_embedder_is_refused_not_dropped(make, given, named,
+                                                                       tmp_path):
+    # They were dropped without a word: fresh_context(embedder=MockEmbedder(dim=12), dim=128,
+    # seed=7) ran on 12 dimensions and seed 3.
+    from trails.errors import InvalidArgumentError
+    from trails.vector.embedders.mock import MockEmbedder
+
+    before = _state.default_context
+    with pytest.raises(InvalidArgumentError, match=re.escape(named)) as refused:
+        make(tmp_path / "context", embedder=MockEmbedder(dim=12, seed=3), **given)
+    assert "leave" in str(refused.value)
+    assert _state.default_context is before
+    assert not (tmp_path / "context").exists()
+
+
+def test_a_size_or_seed_the_embedder_has_may_be_repeated():
+    from trails.vector.embedders.mock import MockEmbedder
+
+    embedder = MockEmbedder(dim=12, seed=3)
+    with trails.testing.fresh_context(embedder=embedder, dim=12, seed=3) as ctx:
         assert ctx.embedder is embedder
 
 

@@ -371,7 +371,8 @@ class Context(NotCopied):
 
     def __repr__(self) -> str:
         where = "memory" if self.directory is None else str(self.directory)
-        return f"<Context {where} embedder={self.embedder.identity.describe()}>"
+        state = " closed" if self._closed else ""  # what a closed one in a list shows
+        return f"<Context {where}{state} embedder={self.embedder.identity.describe()}>"
 
     def _summary(self) -> dict[str, object]:
         """What a person wants to see of the context: where, which stores, how much."""

@@ -27,6 +27,9 @@ __all__ = ["TEXT_HITS", "Hit", "component_value", "components_text", "hit_html",
 
 # Hits a terminal shows before "… N more hits" (a notebook shows markup.MAX_ROWS).
 TEXT_HITS = 20
+# A title or source shown longer than this is cut: a title holding a page's text (a record's
+# first field, a PDF's first lines) made every display of its hits, a repr too, that long.
+LABEL_CHARS = 120
 
 
 class Hit(Protocol):
@@ -53,8 +56,19 @@ class Hit(Protocol):
 
 
 def label(hit: Hit) -> str:
-    """What a person calls the hit: its title, else its document's or its own short IRI."""
-    return hit.title or short_iri(hit.document or hit.iri)
+    """What a person calls the hit: its title (its first :data:`LABEL_CHARS` characters, on
+    one line), else its document's or its own short IRI."""
+    if not hit.title:
+        return short_iri(hit.document or hit.iri)
+    title = " ".join(hit.title.split())
+    return title if len(title) <= LABEL_CHARS else title[:LABEL_CHARS - 1] + "…"
+
+
+def _source(hit: Hit) -> str:
+    """The hit's source, on one line; a longer one than :data:`LABEL_CHARS` keeps its end
+    (the file's name), after an ellipsis."""
+    source = " ".join((hit.source or "").split())
+    return source if len(source) <= LABEL_CHARS else "…" + source[1 - LABEL_CHARS:]
 
 
 def hit_passage(hit: Hit, limit: int = SNIPPET_CHARS) -> str:
@@ -90,7 +104,7 @@ def _when(hit: Hit) -> str:
 
 
 def _meta_text(hit: Hit) -> str:
-    return " · ".join(part for part in (_when(hit), hit.source or "") if part)
+    return " · ".join(part for part in (_when(hit), _source(hit)) if part)
 
 
 def _detail(hit: Hit) -> str:
@@ -120,7 +134,7 @@ def _mentions_html(hit: Hit) -> str:
 
 
 def _hit_cells(rank: int, hit: Hit, terms: frozenset[str], best: float | None) -> list[str]:
-    meta = " · ".join(escape(part) for part in (_when(hit), hit.source or "") if part)
+    meta = escape(_meta_text(hit))
     shown = marked(hit_passage(hit), terms)
     document = (f'<div class="trails-title"><b>{escape(label(hit))}</b></div>'
                 + (f'<div class="trails-meta">{meta}</div>' if meta else "")

@@ -14,7 +14,6 @@ display handle, no widget library), elsewhere it writes a line now and then to s
 from __future__ import annotations
 
 import html
-import importlib.util
 import sys
 import time
 from collections import deque
@@ -225,10 +224,14 @@ class _PlainDisplay:
 
 
 def in_notebook() -> bool:
-    """True inside a Jupyter kernel (IPython importable, and a kernel running it)."""
-    if "IPython" not in sys.modules and importlib.util.find_spec("IPython") is None:
+    """True inside a Jupyter kernel (IPython imported, and a kernel running it).
+
+    A kernel imports IPython before any cell runs: where it is not imported, no kernel runs,
+    and a script asking is spared importing it (dozens of modules) to find out."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
         return False
-    shell = require("IPython", "notebook detection").get_ipython()
+    shell = ipython.get_ipython()
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 

@@ -65,7 +65,10 @@ _CLAUSES = re.compile(r"\b(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|
 # The tokens of a query's code (strings, IRIs and comments blanked) that its shape is made of.
 # Names, variables, numbers, blank nodes and language tags are matched whole first, so a dot,
 # a hyphen or a sign inside one is no separator or operator.
-_SHAPE = re.compile(r"""\s*  # a run of blanks in the same match: scanning them one by one is slow
+# A run of blanks goes in the token's match (scanning them one by one is slow), and only from
+# its start, taken whole: retried from each blank of a run that no token ends (a comment or
+# blanks at the end) the scan was quadratic, a minute for a filter's 30,000-character comment.
+_SHAPE = re.compile(r"""(?<!\s)\s*+
     (?:(?P<term>[?$]\w+
       | \d+\.\d*[eE][+-]?\d+ | \.?\d+(?:[eE][+-]?\d+)? | \d*\.\d+(?:[eE][+-]?\d+)?
       | _:[\w-]+(?:[\w.-]*[\w-])? | @[A-Za-z]+(?:-[A-Za-z0-9]+)*

@@ -7,29 +7,40 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 
 from trails import _state
 from trails.context import DEFAULT_BASE_IRI, Context, set_default_context
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
 from trails.vector.embedders.base import Embedder
 from trails.vector.embedders.mock import MockEmbedder
 
 __all__ = ["context_directory", "fresh_context", "isolated_kernel"]
 
+DEFAULT_DIM = 64  # the MockEmbedder's size when a test gives none
+
+# The thread of each open kernel, innermost last. A kernel swaps process-wide state (the
+# default context, the environment, tempfile's directory): two threads cannot each have
+# their own, and a second thread's kernel would swap the first's out from under it.
+_kernels: list[int] = []
+_kernels_lock = threading.Lock()
+
 
 @named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
-def fresh_context(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+def fresh_context(*, dim: int = DEFAULT_DIM, seed: int = 0, embedder: Embedder | None = None,
                   base_iri: str = DEFAULT_BASE_IRI) -> Context:
     """A new in-memory context with a deterministic MockEmbedder (nothing on disk or network).
 
-    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then unused);
+    ``embedder`` replaces the MockEmbedder (``dim`` and ``seed`` are then left out: one that
+    differs from the embedder's raises ``InvalidArgumentError``);
     ``base_iri`` is where documents' IRIs are minted, as in :meth:`Context.memory`.
 
     Raises:
         InvalidArgumentError: ``dim`` is no positive integer, ``seed`` no integer,
-            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder`, or ``base_iri``
+            ``embedder`` no :class:`~trails.vector.embedders.base.Embedder` (or one of
+            another size or seed than ``dim`` or ``seed`` given beside it), or ``base_iri``
             no absolute IRI ending in ``/`` or ``#``.
     """
     return Context.memory(_embedder(embedder, dim, seed), base_iri=base_iri)
@@ -42,12 +53,24 @@ def _embedder(embedder: Embedder | None, dim: int, seed: int) -> Embedder:
         raise InvalidArgumentTypeError(
             f"embedder must be an Embedder (MockEmbedder(dim=64), a SentenceTransformerEmbedder"
             f"...) or None, got {type(embedder).__name__}; to set the mock's size, pass dim=")
+    # dim and seed are the MockEmbedder's: given beside another embedder, they were dropped
+    # without a word, and a test ran on another size or seed than it said.
+    if dim != DEFAULT_DIM and dim != embedder.dim:
+        raise InvalidArgumentError(
+            f"dim={dim!r} was given with an embedder of dimension {embedder.dim}: dim sizes "
+            "the MockEmbedder made when no embedder is given; leave dim out, or make the "
+            f"embedder that size (MockEmbedder(dim={dim!r}))")
+    if seed != 0 and seed != getattr(embedder, "seed", None):
+        raise InvalidArgumentError(
+            f"seed={seed!r} was given with an embedder {embedder!r} that does not use it: seed "
+            "seeds the MockEmbedder made when no embedder is given; leave seed out, or give "
+            f"it to the embedder (MockEmbedder(seed={seed!r}))")
     return embedder
 
 
 @contextlib.contextmanager
 @named_keywords({"dims": "dim", "dimensions": "dim", "model": "embedder"})
-def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder: Embedder | None = None,
+def isolated_kernel(*, dim: int = DEFAULT_DIM, seed: int = 0, embedder: Embedder | None = None,
                     base_iri: str = DEFAULT_BASE_IRI) -> Iterator[Context]:
     """Isolate all process-wide engine state for the duration of a ``with`` block.
 
@@ -56,20 +79,23 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder: Embedder | None =
     but ``TRAILS_ONNX_CACHE``, the session's shared ONNX exports) are removed from the
     environment; ``TRAILS_HOME`` and
     ``tempfile`` point at a private temporary directory. Everything is restored on exit and
-    the directory removed, so nothing leaks between tests.
+    the directory removed, so nothing leaks between tests. One thread at a time has kernels
+    open (nested ones too): another thread's is refused with a ``ConfigurationError``; threads
+    inside one kernel share it, or each use a :func:`fresh_context` passed as ``ctx=``.
 
     >>> from trails import retrieve
     >>> with isolated_kernel() as ctx:
     ...     len(retrieve("anything", mode="vector"))
     0
     """
+    _hold_kernel()
     saved_default, saved_cache = _state.default_context, dict(_state.model_cache)
     saved_env = {name: os.environ.get(name)
                  for name in _state.isolated_environment(os.environ)}
     saved_tempdir = tempfile.tempdir
-    home = tempfile.mkdtemp(prefix="trails-kernel-")
-    ctx = None
+    home, ctx = None, None
     try:
+        home = tempfile.mkdtemp(prefix="trails-kernel-")
         for name in saved_env:
             os.environ.pop(name, None)
         os.environ["TRAILS_HOME"] = home
@@ -79,14 +105,33 @@ def isolated_kernel(*, dim: int = 64, seed: int = 0, embedder: Embedder | None =
         set_default_context(ctx)
         yield ctx
     finally:
-        if ctx is not None:
-            ctx.close()
-        _state.default_context = saved_default
-        _state.model_cache.clear()
-        _state.model_cache.update(saved_cache)
-        tempfile.tempdir = saved_tempdir
-        _restore_environment(saved_env)
-        shutil.rmtree(home, ignore_errors=True)
+        try:
+            if ctx is not None:
+                ctx.close()
+        finally:  # a close that fails must not leave the kernel's state in later tests
+            _state.default_context = saved_default
+            _state.model_cache.clear()
+            _state.model_cache.update(saved_cache)
+            tempfile.tempdir = saved_tempdir
+            _restore_environment(saved_env)
+            if home is not None:
+                shutil.rmtree(home, ignore_errors=True)
+            with _kernels_lock:
+                _kernels.pop()
+
+
+def _hold_kernel() -> None:
+    """Count this thread's kernel in, or refuse one while another thread has a kernel open."""
+    me = threading.get_ident()
+    with _kernels_lock:
+        if _kernels and _kernels[-1] != me:
+            raise ConfigurationError(
+                "isolated_kernel() is already open in another thread: it swaps process-wide "
+                "state (the default context, TRAILS_* variables, tempfile's directory), so a "
+                "second thread's kernel would swap the first's out from under it. In threads, "
+                "use fresh_context() and pass ctx= to retrieve() and ingest_all(); open "
+                "isolated_kernel() once, around the threads")
+        _kernels.append(me)
 
 
 def _restore_environment(saved: dict[str, str | None]) -> None:
@@ -101,7 +146,7 @@ def _restore_environment(saved: dict[str, str | None]) -> None:
 
 
 @contextlib.contextmanager
-def context_directory(directory: str | os.PathLike[str], *, dim: int = 64, seed: int = 0,
+def context_directory(directory: str | os.PathLike[str], *, dim: int = DEFAULT_DIM, seed: int = 0,
                       embedder: Embedder | None = None) -> Iterator[Context]:
     """A context persisted in ``directory`` (created when new), closed when the block ends.
 
