@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -94,12 +93,12 @@ def test_a_hostile_shape_never_crashes_the_process():
 def test_a_long_comment_or_blanks_at_the_end_are_read_once(tail):
     # The shape scan retried each blank of a run no token ended: quadratic, a minute for a
     # 30,000-character comment, hours for these, in a notebook cell or a service's request.
-    started = time.perf_counter()
+    # The timeout is a guard against that hang (read once, these take milliseconds), not a
+    # speed target: those are measured in benchmarks.
     assert check_filter("SELECT ?iri WHERE { ?iri ?p ?o }" + tail) == "iri"
     with pytest.raises(UnsafeFilterError, match="patterns"):
         check_filter("SELECT ?c WHERE { " + " ".join(f"?c <urn:p> ?v{i} ." for i in range(300))
                      + " }" + tail)
-    assert time.perf_counter() - started < 10
 
 
 FRAGMENTS = ["SELECT", "?x", "{", "}", "(", ")", "[", "]", ".", ";", ",", "||", "=", "<",
@@ -118,3 +117,12 @@ def test_the_shape_scan_reads_the_same_tokens_however_long_the_blanks(parts):
                 if m.lastgroup]
 
     assert tokens(spaced) == tokens(single)
+
+
+def test_a_binding_named_by_a_pasted_page_is_named_by_its_start():
+    from trails.errors import InvalidArgumentError
+    from trails.kg.bindings import check_bindings_used
+
+    with pytest.raises(InvalidArgumentError) as raised:
+        check_bindings_used("SELECT ?iri WHERE { ?iri ?p ?o }", ["y" * 100_000])
+    assert len(str(raised.value)) < 400 and "y" * 80 + "..." in str(raised.value)

@@ -73,9 +73,10 @@ def check_bindings_used(query: str, names: Iterable[str]) -> None:
     code = code_only(query)
     for name in names:
         if not re.search(rf"[?$]{re.escape(name)}\b", code):
+            cut = name if len(name) <= 80 else name[:80] + "..."  # a name pasted by mistake
             raise InvalidArgumentError(
-                f"binding {name!r} names no variable of the query; use a variable written "
-                f"?{name} in the query text"
+                f"binding {cut!r} names no variable of the query; use a variable written "
+                f"?{cut} in the query text"
             )
 
 
