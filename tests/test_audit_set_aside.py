@@ -47,3 +47,20 @@ def test_a_trail_with_nothing_aside_says_nothing(tmp_path):
     assert listed.returncode == 0 and "rejected" not in listed.stderr
     with Context.open(root) as ctx:
         assert ctx.audit.set_aside() == 0
+
+
+def test_a_line_cut_short_by_a_crash_is_told_from_one_edited(tmp_path, caplog):
+    """A record is appended with its line end in one write: a last line without one was cut
+    by a process that stopped while writing, a complete line that is no record was edited
+    (or written by a newer version). The warning says which."""
+    root, kept = _torn(tmp_path)
+    edited = json.dumps({"run_id": "x", "not": "a record"}) + "\n"
+    (root / "audit" / "2-edited.jsonl").write_text(edited)
+    with caplog.at_level("WARNING", logger="trails"), Context.open(root) as ctx:
+        ctx.audit.fold()
+    said = [r.getMessage() for r in caplog.records if "skipping line" in r.getMessage()]
+    assert len(said) == 2, said
+    torn_line = next(m for m in said if "1-torn" in m)
+    edited_line = next(m for m in said if "2-edited" in m)
+    assert "cut short" in torn_line and "no record this version reads" not in torn_line
+    assert "no record this version reads" in edited_line and "cut short" not in edited_line

@@ -284,16 +284,22 @@ def _read(path: Path, unread: list[bytes] | None = None, *,
     ``gone_raises``); the lines that are none go to ``unread``."""
     records = []
     try:
-        lines = path.read_bytes().splitlines()
+        data = path.read_bytes()
     except FileNotFoundError:
         if gone_raises:
             raise
         return []
+    lines = data.splitlines()
     for number, line in enumerate(lines, 1):
         try:
             records.append(from_json(json.loads(line)))
-        except (ValueError, TypeError) as exc:  # a line cut by a crash: the rest still counts
-            log.warning("skipping line %d of the audit log %s: %s", number, path, exc)
+        except (ValueError, TypeError) as exc:  # one bad line: the rest still counts
+            # A record is appended with its line end in one write: a last line without one
+            # was cut short by a process that stopped while writing it, not edited.
+            torn = number == len(lines) and not data.endswith((b"\n", b"\r"))
+            why = ("cut short (a process stopped while writing it: that run's record never "
+                   "finished)" if torn else f"no record this version reads ({exc})")
+            log.warning("skipping line %d of the audit log %s: %s", number, path, why)
             if unread is not None:
                 unread.append(line)
     return records
