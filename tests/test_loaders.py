@@ -517,3 +517,17 @@ def test_a_trails_context_whose_lock_file_was_removed_is_still_skipped(tmp_path)
     (tmp_path / "hikes" / "b.md").write_text("A route.")
     texts = [d.text for d in FileLoader(tmp_path / "hikes").load() if isinstance(d, Document)]
     assert texts == ["A route."]
+
+
+def test_a_file_deleted_after_the_folder_was_listed_is_named_as_such(tmp_path):
+    """Not "a broken link?": the file was there when the folder was listed, and is gone."""
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(f"text of {name}")
+    loaded = FileLoader(tmp_path).load()
+    first = next(loaded)
+    (tmp_path / "b.txt").unlink()  # between the listing and its read
+    rest = list(loaded)
+    assert isinstance(first, Document) and first.id == "a.txt"
+    reasons = {Path(f.source).name: f.reason for f in failures(rest)}
+    assert "deleted or moved after the folder was listed" in reasons["b.txt"], reasons
+    assert "broken link" not in reasons["b.txt"]

@@ -78,6 +78,9 @@ def read_failure(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return decode_failure(exc)
     if isinstance(exc, FileNotFoundError):
+        name = exc.filename
+        if name is not None and not os.path.islink(name):
+            return "no such file: it was deleted or moved after the folder was listed"
         return "no such file (a broken link?)"
     if isinstance(exc, PermissionError):
         return "permission denied"
