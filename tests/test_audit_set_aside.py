@@ -53,7 +53,7 @@ def test_a_line_cut_short_by_a_crash_is_told_from_one_edited(tmp_path, caplog):
     """A record is appended with its line end in one write: a last line without one was cut
     by a process that stopped while writing, a complete line that is no record was edited
     (or written by a newer version). The warning says which."""
-    root, kept = _torn(tmp_path)
+    root, _kept = _torn(tmp_path)
     edited = json.dumps({"run_id": "x", "not": "a record"}) + "\n"
     (root / "audit" / "2-edited.jsonl").write_text(edited)
     with caplog.at_level("WARNING", logger="trails"), Context.open(root) as ctx:
