@@ -398,7 +398,7 @@ def _ranked_hits(
         fuse = _FUSERS[fusion] if isinstance(fusion, str) else fusion
         with span("trails.fusion", lambda: spans.fusion(fusion, rankings)):
             fused = fuse(rankings)
-        if isinstance(fuse, ExplainedFusion) and len(rankings) > 1:
+        if isinstance(fuse, ExplainedFusion) and len(rankings) > 1 and fused:  # hits to explain
             weights = dict(fuse.explain(rankings).get("weights", {}))
     if lean:
         metadata.update(store.metadata([id for id, _ in fused[:k]]))
