@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -245,3 +246,14 @@ def test_the_same_iri_in_two_scopes_is_diversified_with_each_scopes_own_vector(c
     assert [(h.iri, h.metadata.get("scope")) for h in out] == [
         (iri, None), (other, None), (iri, "legal")]
     assert [h.score for h in out] == pytest.approx([1.0, 0.6, 0.0])
+
+
+def test_a_chunk_equal_to_the_query_is_as_relevant_as_it_is_redundant():
+    """The query equal to row 3: after it is chosen every other row's marginal value is 0 in
+    exact arithmetic (λ·cos(q, i) − (1−λ)·cos(3, i) with λ = ½), so the documented tie rule
+    picks the lowest index next. Two matrix products rounded differently decided it."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        vectors = np.abs(rng.standard_normal((4, 8))).astype(np.float32).astype(np.float64)
+        chosen = mmr(vectors[3].copy(), vectors, lambda_=0.5, k=2)
+        assert chosen.order == [3, 0] and chosen.values[1] == 0.0, chosen

@@ -52,17 +52,23 @@ def mmr(
     [0, 2]
     """
     check_setting("lambda_", lambda_, at_least=0, at_most=1)
-    matrix = _unit(np.atleast_2d(np.asarray(vectors, dtype=np.float64)))
-    n = 0 if matrix.size == 0 else len(matrix)
+    raw = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    n = 0 if raw.size == 0 else len(raw)
     k = n if k is None else max(0, min(k, n))
+    matrix = _unit(raw)
     if scores is None:
-        relevance = matrix @ _unit(np.asarray(query_vec, dtype=np.float64)) if n else np.zeros(0)
+        relevance = np.zeros(0)
+        if n:
+            # The query normalised as one more row, and every cosine the same sum: a chunk
+            # equal to the query is then exactly as relevant as it is redundant, and ties
+            # in exact arithmetic stay ties (two matrix products round differently).
+            both = _unit(np.vstack([raw, np.asarray(query_vec, dtype=np.float64)[None, :]]))
+            matrix, relevance = both[:n], _cosines(both[:n], both[n])
     else:
         relevance = np.asarray(scores, dtype=np.float64)
         if relevance.shape != (n,):
             raise InvalidArgumentError(f"scores needs one score per vector: {n} vectors, "
                                        f"{relevance.size} scores")
-    similarity = matrix @ matrix.T if n else np.zeros((0, 0))
     redundancy = np.zeros(n)  # no redundancy before the first pick, never below 0
     chosen = np.zeros(n, dtype=bool)
     order: list[int] = []
@@ -73,8 +79,14 @@ def mmr(
         order.append(best)
         gains.append(float(gain[best]))
         chosen[best] = True
-        redundancy = np.maximum(redundancy, similarity[best])
+        redundancy = np.maximum(redundancy, _cosines(matrix, matrix[best]))
     return Selection(order, gains)
+
+
+def _cosines(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``unit``, summed alike for every row and every vector."""
+    dots: np.ndarray = (matrix * unit).sum(axis=1)
+    return dots
 
 
 def _unit(array: np.ndarray) -> np.ndarray:
