@@ -51,13 +51,14 @@ from trails.retrieval.arguments import (
 )
 from trails.retrieval.degraded import FALLBACKS, check_fallback
 
-__all__ = ["FUSIONS", "MODES", "Mode", "SearchRequest", "refusal"]
+__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
 # fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
 # "auto" (the default: quality-guarded score fusion, tuned on training qrels; ADR 0010).
-FUSIONS: tuple[str, ...] = ("rrf", "weighted", "auto")
+Fusion = Literal["rrf", "weighted", "auto"]
+FUSIONS: tuple[str, ...] = get_args(Fusion)
 # How JSON (HTTP, MCP, the CLI) spells None for fusion and fallback.
 _NONE = "none"
 # retrieve()'s names for the fields it names otherwise.

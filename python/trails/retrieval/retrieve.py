@@ -38,7 +38,7 @@ from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
-from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
+from trails.retrieval.request import FUSIONS, MODES, Fusion, Mode, SearchRequest
 from trails.retrieval.steps import StepContext, run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes, scopes_elsewhere
@@ -77,7 +77,7 @@ def retrieve(
     bindings: Mapping[str, Any] | None = None,
     vector_store: VectorStore | None = None,
     embedder: Embedder | None = None,
-    fusion: str | FusionFn | None = "auto",
+    fusion: Fusion | FusionFn | None = "auto",
     scope: str | Sequence[str] | None = None,
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
