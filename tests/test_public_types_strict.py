@@ -10,6 +10,7 @@ checker, as ``retrieve``'s own are.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import textwrap
 from pathlib import Path
@@ -31,6 +32,7 @@ REVEALED = [
     ("hit.to_dict()", "TypedDict(trails.records.HitDict, {"),
     ('hit.to_dict()["components"]', "dict[str, float]"),
     ("RetrievalResult.from_dict(result.to_dict())", "trails.records.RetrievalResult"),
+    ("result.to_context(max_tokens=500).hits[0]", "trails.records.RetrievalHit"),
     ("hit.metadata", "dict[str, Any]"),  # a document's own metadata: any JSON value
 ]
 
@@ -93,6 +95,16 @@ CORRECT_PROGRAM = """
 """
 
 
+# The examples, each with the package it needs beyond trails: checked when it is installed.
+EXAMPLES = {"demo.py": "rich", "langchain_retriever.py": "langchain_core",
+            "llamaindex_retriever.py": "llama_index"}
+
+
+def _examples() -> list[Path]:
+    return [ROOT / "examples" / name for name, package in EXAMPLES.items()
+            if importlib.util.find_spec(package) is not None]
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """mypy --strict's report on each program, by file name, from one run over them all."""
@@ -109,10 +121,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         out, err, _status = mypy_api.run([
             "--config-file", str(ROOT / "pyproject.toml"),
             "--cache-dir", str(ROOT / ".venv" / ".mypy_cache"),
-            "--strict", *(str(folder / name) for name in programs)])
+            "--strict", *(str(folder / name) for name in programs),
+            *(str(example) for example in _examples())])
     assert "note: Revealed type" in out, out + err
     return {name: "\n".join(line for line in (out + err).splitlines() if f"{name}:" in line)
-            for name in programs}
+            for name in [*programs, *EXAMPLES]}
 
 
 def _revealed(report: str) -> dict[int, str]:
@@ -147,3 +160,12 @@ def test_a_mistake_in_a_keyword_option_is_caught(
     reports: dict[str, str], number: int, message: str
 ) -> None:
     assert message in reports[f"mistake_{number}.py"], reports[f"mistake_{number}.py"]
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_an_example_checks_strictly(reports: dict[str, str], example: str) -> None:
+    """What a user copies from examples/ checks under their strict checker as it is (a
+    graph query's rows read through ``trails.kg.select``, typed, not ``kg.query``'s union)."""
+    if ROOT / "examples" / example not in _examples():
+        pytest.skip(f"{EXAMPLES[example]} is not installed")
+    assert reports[example] == "", reports[example]

@@ -238,7 +238,7 @@ class RetrievalResult(list[RetrievalHit]):
 
     @named_keywords({"budget": "max_tokens", "token_budget": "max_tokens"})
     def to_context(self, max_tokens: int | None = None, template: str | None = None, *,
-                   tokenizer: Any = None) -> ContextBlock:
+                   tokenizer: Any = None) -> ContextBlock[RetrievalHit]:
         """The hits as a prompt's evidence block: in rank order, each a numbered passage with
         its citation (``[1] title | date | source | <iri>``, then the chunk's text), as many as
         fit in ``max_tokens`` (the template included; the best hit alone over budget is cut to
