@@ -57,14 +57,25 @@ MISTAKES = [
     ('HybridRetriever(ctx, fusion="rfr")', 'Argument "fusion" to "HybridRetriever"'),
 ]
 
+# The LangChain adapter's (checked when langchain_core is installed): its fields are typed
+# for the checker, though pydantic reads the retriever as Any.
+ADAPTER_MISTAKES = [
+    ("TrailsRetriever(retriever=ctx)", 'Argument "retriever" to "TrailsRetriever" has '
+                                       'incompatible type "Context"; expected "Retriever"'),
+    ("TrailsRetriever(retriever=VectorRetriever(ctx), kk=3)", 'Unexpected keyword argument "kk"'),
+    ("n: int = TrailsRetriever(retriever=VectorRetriever(ctx)).retriever",
+     'expression has type "Retriever"'),
+]
+
 MISTAKE_PROGRAM = """
     from trails import Context, HybridRetriever, VectorRetriever, aretrieve, ingest_all, retrieve
     from trails.ingest import aingest, ingest
-
+    {adapter}
 
     async def use(ctx: Context) -> None:
         {mistake}
 """
+LANGCHAIN = importlib.util.find_spec("langchain_core") is not None
 
 # What the documented calls take, written as a user would: must check with no error.
 CORRECT_PROGRAM = """
@@ -112,8 +123,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     reveals = "\n".join(f"        reveal_type({expression})" for expression, _ in REVEALED)
     programs = {"reveals.py": textwrap.dedent(REVEAL_PROGRAM.format(reveals=reveals)),
                 "correct.py": textwrap.dedent(CORRECT_PROGRAM)} | {
-        f"mistake_{n}.py": textwrap.dedent(MISTAKE_PROGRAM).format(mistake=mistake)
-        for n, (mistake, _) in enumerate(MISTAKES)}
+        f"mistake_{n}.py": textwrap.dedent(MISTAKE_PROGRAM).format(mistake=mistake, adapter="")
+        for n, (mistake, _) in enumerate(MISTAKES)} | {
+        f"adapter_mistake_{n}.py": textwrap.dedent(MISTAKE_PROGRAM).format(
+            mistake=mistake, adapter="from trails.integrations.langchain import TrailsRetriever")
+        for n, (mistake, _) in enumerate(ADAPTER_MISTAKES) if LANGCHAIN}
     for name, program in programs.items():
         (folder / name).write_text(program)
     with pytest.MonkeyPatch.context() as patch:
@@ -124,7 +138,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "--strict", *(str(folder / name) for name in programs),
             *(str(example) for example in _examples())])
     assert "note: Revealed type" in out, out + err
-    return {name: "\n".join(line for line in (out + err).splitlines() if f"{name}:" in line)
+    return {name: "\n".join(line for line in (out + err).splitlines() if f"/{name}:" in line)
             for name in [*programs, *EXAMPLES]}
 
 
@@ -169,3 +183,14 @@ def test_an_example_checks_strictly(reports: dict[str, str], example: str) -> No
     if ROOT / "examples" / example not in _examples():
         pytest.skip(f"{EXAMPLES[example]} is not installed")
     assert reports[example] == "", reports[example]
+
+
+@pytest.mark.skipif(not LANGCHAIN, reason="langchain_core is not installed")
+@pytest.mark.parametrize(("number", "message"),
+                         [(n, message) for n, (_, message) in enumerate(ADAPTER_MISTAKES)],
+                         ids=[mistake for mistake, _ in ADAPTER_MISTAKES])
+def test_a_mistake_wrapping_a_retriever_for_langchain_is_caught(
+    reports: dict[str, str], number: int, message: str
+) -> None:
+    report = reports[f"adapter_mistake_{number}.py"]
+    assert message in report, report
