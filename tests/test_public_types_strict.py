@@ -60,8 +60,8 @@ MISTAKES = [
 # The LangChain adapter's (checked when langchain_core is installed): its fields are typed
 # for the checker, though pydantic reads the retriever as Any.
 ADAPTER_MISTAKES = [
-    ("TrailsRetriever(retriever=ctx)", 'Argument "retriever" to "TrailsRetriever" has '
-                                       'incompatible type "Context"; expected "Retriever"'),
+    ("TrailsRetriever(retriever=ctx)",
+     'Argument "retriever" to "TrailsRetriever" has incompatible type "Context"; expected "Retr'),
     ("TrailsRetriever(retriever=VectorRetriever(ctx), kk=3)", 'Unexpected keyword argument "kk"'),
     ("n: int = TrailsRetriever(retriever=VectorRetriever(ctx)).retriever",
      'expression has type "Retriever"'),
