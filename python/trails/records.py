@@ -9,13 +9,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from trails.display import frames
 from trails.display.context import ContextBlock, context_block
 from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hits_text, label
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
+
+if TYPE_CHECKING:  # optional packages (trails[pandas], trails[polars]), named for the checker
+    import pandas
+    import polars
 
 __all__ = ["DEGRADED", "HitDict", "ResultDict", "RetrievalHit", "RetrievalResult"]
 
@@ -353,7 +357,7 @@ class RetrievalResult(list[RetrievalHit]):
         marked, and IRI."""
         return hits_html(self, self.explain(), self.query, self.run_id)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """One row per hit: rank, iri, score, components, title, date, source, snippet,
         document.
 
@@ -362,7 +366,7 @@ class RetrievalResult(list[RetrievalHit]):
         """
         return frames.to_pandas(self)
 
-    def to_polars(self) -> Any:
+    def to_polars(self) -> polars.DataFrame:
         """:meth:`to_pandas`'s rows as a ``polars.DataFrame``.
 
         Raises:
