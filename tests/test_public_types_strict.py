@@ -34,6 +34,7 @@ REVEALED = [
     ("RetrievalResult.from_dict(result.to_dict())", "trails.records.RetrievalResult"),
     ("result.to_context(max_tokens=500).hits[0]", "trails.records.RetrievalHit"),
     ("result.to_polars()", "polars.dataframe.frame.DataFrame"),  # trails[polars]; dev installs it
+    ('ctx.stats()["scopes"]', "list[str]"),
     ("hit.metadata", "dict[str, Any]"),  # a document's own metadata: any JSON value
 ]
 
