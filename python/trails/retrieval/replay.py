@@ -31,6 +31,7 @@ from trails.kg.base import RevisionGraph, select
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 from trails.retrieval.arguments import check_query
+from trails.retrieval.degraded import Fallback
 from trails.retrieval.expired import expired_now
 from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
 from trails.retrieval.request import Fusion
@@ -124,11 +125,12 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
     return _compare(ctx, record, result, notes)
 
 
-def _fallback(record: SearchRecord) -> str | None:
+def _fallback(record: SearchRecord) -> Fallback | None:
     """The fallback the run asked for ("auto", the default, when its record does not say)."""
     if record.fallback is None:
         return "auto"
-    return None if record.fallback == NO_FALLBACK else record.fallback
+    # A recorded fallback is one retrieve() took (and checks again).
+    return None if record.fallback == NO_FALLBACK else cast("Fallback", record.fallback)
 
 
 def _query(record: SearchRecord, query: str | None) -> str:

@@ -27,11 +27,7 @@ from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.binding_notes import noted
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
-from trails.retrieval.degraded import (
-    VectorSideFailure,
-    embed_query,
-    keyword_fallback,
-)
+from trails.retrieval.degraded import Fallback, VectorSideFailure, embed_query, keyword_fallback
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_clauses import graph_notes
 from trails.retrieval.graph_order import graph_hits, snippet
@@ -86,7 +82,7 @@ def retrieve(
     caller: str | None = None,
     why: bool | None = None,
     now: datetime | None = None,
-    fallback: str | None = "auto",
+    fallback: Fallback | None = "auto",
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 
