@@ -19,7 +19,7 @@ from trails import retrieve
 from trails.context import Context
 from trails.display.results import hit_passage
 from trails.ingest import ingest_all
-from trails.kg import IRI
+from trails.kg import IRI, select
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = sys.argv[1] if len(sys.argv) > 1 else "how are results kept exact when filtering?"
@@ -51,7 +51,7 @@ def main() -> None:
             table.add_column(column, no_wrap=column != "document", max_width=36)
         table.add_column("passage", ratio=1)
         for rank, hit in enumerate(hits, start=1):
-            doc = ctx.kg.query(DOCUMENT, {"doc": IRI(hit.metadata["doc_iri"])}).rows[0]
+            doc = select(ctx.kg, DOCUMENT, {"doc": IRI(hit.metadata["doc_iri"])}).rows[0]
             # The score components say why a hit ranks here: its place in each ranking.
             places = [str(hit.components.get(f"{name}_rank", "-"))
                       for name in ("vector", "keyword")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+from langchain_core.documents import Document as Passage
 from langchain_core.runnables import RunnableLambda
 
 from trails import HybridRetriever
@@ -33,6 +34,10 @@ SELECT ?iri WHERE { ?iri schema:dateCreated ?created . FILTER(?created >= ?since
 """
 
 
+def titles_of(passages: list[Passage]) -> list[str]:
+    return [str(passage.metadata["title"]) for passage in passages]
+
+
 def main() -> None:
     with fresh_context() as ctx:
         ingest_all(NOTES, ctx=ctx)
@@ -46,7 +51,7 @@ def main() -> None:
                   f"{document.page_content}")
 
         # A retriever is a Runnable: it composes with the rest of a chain.
-        titles = retriever | RunnableLambda(lambda docs: [d.metadata["title"] for d in docs])
+        titles = retriever | RunnableLambda(titles_of)
         print("titles:", titles.invoke("tea"))
         print("async, k=1:", [d.metadata["title"] for d in
                               asyncio.run(retriever.ainvoke("tea", k=1))])

@@ -46,7 +46,7 @@ from trails.ingest.writer import between_writes
 from trails.keywords import named_keywords
 from trails.kg.base import KnowledgeGraph
 from trails.kg.exchange import guard_exports
-from trails.parts import ContextParts, NotCopied
+from trails.parts import ContextParts, ContextStats, NotCopied
 from trails.registry import GRAPHS, VECTOR_STORES
 from trails.similarity import register_similarity
 from trails.vector.embedders.base import Embedder, EmbedderIdentity
@@ -329,7 +329,7 @@ class Context(NotCopied):
         parts: ContextParts = self
         return prune_expired(parts, now=now, dry_run=dry_run)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ContextStats:
         """Counts for people: documents, live vectors, quads, scopes, the embedder."""
         # A store without versioned commits (a user's own VectorStore) records no documents.
         versions = (self.vectors.current_versions()
@@ -384,7 +384,7 @@ class Context(NotCopied):
         if self._closed:
             return {**fields, "state": "closed"}
         try:
-            counts = self.stats()
+            counts: Mapping[str, object] = self.stats()
         except TrailsError as exc:  # a display must show what it can, never raise
             return {**fields, "counts": f"unavailable: {exc}"}
         fields.update({name: counts[name] for name in ("documents", "vectors", "quads", "scopes")})

@@ -7,7 +7,7 @@ ranking (it verifies and repairs through them), so they name this protocol inste
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from trails.audit import AuditTrail
 from trails.errors import InvalidArgumentTypeError
@@ -15,7 +15,18 @@ from trails.kg.base import KnowledgeGraph
 from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 
-__all__ = ["Audited", "ContextParts", "IngestObserved", "NotCopied"]
+__all__ = ["Audited", "ContextParts", "ContextStats", "IngestObserved", "NotCopied"]
+
+
+class ContextStats(TypedDict):
+    """``Context.stats()``: counts for people (``trails stats``)."""
+
+    documents: int
+    vectors: int
+    quads: int
+    scopes: list[str]
+    embedder: str
+    directory: str | None
 
 
 class NotCopied:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from trails.display import frames
 from trails.display.context import ContextBlock, context_block
@@ -17,10 +17,45 @@ from trails.display.results import TEXT_HITS, hit_html, hit_text, hits_html, hit
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.keywords import named_keywords
 
-__all__ = ["DEGRADED", "RetrievalHit", "RetrievalResult"]
+if TYPE_CHECKING:  # optional packages (trails[pandas], trails[polars]), named for the checker
+    import pandas
+    import polars
+
+__all__ = ["DEGRADED", "HitDict", "ResultDict", "RetrievalHit", "RetrievalResult"]
 
 # The prefix of a note that says why an answer is degraded (RetrievalResult.degraded).
 DEGRADED = "degraded: "
+
+
+class HitDict(TypedDict):
+    """:meth:`RetrievalHit.to_dict`: a hit as JSON-ready values (dates as ISO strings)."""
+
+    iri: str
+    score: float | None
+    components: dict[str, float]
+    document: str | None
+    title: str | None
+    date: str | None
+    source: str | None
+    snippet: str
+    admitted_by: dict[str, str] | None
+    metadata: dict[str, Any]
+
+
+class ResultDict(TypedDict):
+    """:meth:`RetrievalResult.to_dict`: the hits and how they were found, JSON-ready."""
+
+    hits: list[HitDict]
+    mode: str
+    plan: str
+    candidates: int | None
+    exhaustive: bool
+    rankings: list[str]
+    fusion_weights: dict[str, float]
+    notes: list[str]
+    degraded: list[str]
+    filter_path: str | None
+    run_id: str | None
 
 
 @dataclass(frozen=True)
@@ -72,7 +107,7 @@ class RetrievalHit:
         except ValueError:
             return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HitDict:
         """The hit as JSON-ready values: its IRI, score and components, where it came from
         (document, title, date, source), the snippet, the filter's solution that admitted it
         (None unless asked for or recorded) and all its metadata. Dates are ISO strings.
@@ -207,7 +242,7 @@ class RetrievalResult(list[RetrievalHit]):
 
     @named_keywords({"budget": "max_tokens", "token_budget": "max_tokens"})
     def to_context(self, max_tokens: int | None = None, template: str | None = None, *,
-                   tokenizer: Any = None) -> ContextBlock:
+                   tokenizer: Any = None) -> ContextBlock[RetrievalHit]:
         """The hits as a prompt's evidence block: in rank order, each a numbered passage with
         its citation (``[1] title | date | source | <iri>``, then the chunk's text), as many as
         fit in ``max_tokens`` (the template included; the best hit alone over budget is cut to
@@ -256,7 +291,7 @@ class RetrievalResult(list[RetrievalHit]):
         notes = "".join(f"; {note}" for note in self.notes)
         return f"{len(self)} hits, mode={self.mode}, plan={self.plan}, {admitted}, {scan}{fused}{notes}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ResultDict:
         """The whole result as JSON-ready values: the hits (:meth:`RetrievalHit.to_dict`) and
         how they were found (mode, plan, candidates, exhaustive, rankings, fusion weights,
         notes, why it is degraded if it is, the audit trail's run id). ``trails query --json``
@@ -322,7 +357,7 @@ class RetrievalResult(list[RetrievalHit]):
         marked, and IRI."""
         return hits_html(self, self.explain(), self.query, self.run_id)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """One row per hit: rank, iri, score, components, title, date, source, snippet,
         document.
 
@@ -331,7 +366,7 @@ class RetrievalResult(list[RetrievalHit]):
         """
         return frames.to_pandas(self)
 
-    def to_polars(self) -> Any:
+    def to_polars(self) -> polars.DataFrame:
         """:meth:`to_pandas`'s rows as a ``polars.DataFrame``.
 
         Raises:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from trails._lazy import load_cl100k
 from trails.display.results import Hit
@@ -19,17 +19,18 @@ from trails.errors import InvalidArgumentError
 __all__ = ["DEFAULT_TEMPLATE", "ContextBlock", "context_block", "token_counter"]
 
 DEFAULT_TEMPLATE = "{{ context }}"
+H = TypeVar("H", bound=Hit)  # the kind of hit a block holds (RetrievalResult's: RetrievalHit)
 _PLACEHOLDER = re.compile(r"\{\{\s*(context|query)\s*\}\}")
 _ANY_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
 
-class ContextBlock(str):
+class ContextBlock(str, Generic[H]):
     """The prompt text, and what went into it: ``hits`` (the passages included, in order),
     ``omitted`` (hits left out for the budget), ``repeated`` (hits left out as a passage
     already given: the same chunk, or the same text of the same document), ``truncated``
     (whether the last passage was cut to fit) and ``tokens`` (the text's count)."""
 
-    hits: tuple[Hit, ...] = ()
+    hits: tuple[H, ...] = ()
     omitted: int = 0
     repeated: int = 0
     truncated: bool = False
@@ -51,9 +52,9 @@ def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
         f"text to a token count; got {type(tokenizer).__name__}")
 
 
-def context_block(hits: Sequence[Hit], *, query: str | None = None,
+def context_block(hits: Sequence[H], *, query: str | None = None,
                   max_tokens: int | None = None, template: str | None = None,
-                  tokenizer: Any = None) -> ContextBlock:
+                  tokenizer: Any = None) -> ContextBlock[H]:
     """The evidence block for ``hits`` in rank order (see ``RetrievalResult.to_context``)."""
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                    or max_tokens < 1):
@@ -102,7 +103,7 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
             truncated = len(cut) < len(passage.rstrip("\n"))  # a bare citation lost nothing
         break
     text = render(passages)
-    block = ContextBlock(text)
+    block: ContextBlock[H] = ContextBlock(text)
     block.hits = tuple(hits[:len(passages)])
     block.omitted = len(hits) - len(passages)
     block.repeated = repeated
@@ -111,11 +112,11 @@ def context_block(hits: Sequence[Hit], *, query: str | None = None,
     return block
 
 
-def _distinct(hits: Sequence[Hit]) -> tuple[list[Hit], int]:
+def _distinct(hits: Sequence[H]) -> tuple[list[H], int]:
     """``hits`` without those repeating a passage before them (the same chunk IRI, or the
     same text of the same document: a boilerplate paragraph), and how many were left out."""
     seen: set[tuple[str, ...]] = set()
-    kept: list[Hit] = []
+    kept: list[H] = []
     for hit in hits:
         keys = {("iri", hit.iri), ("text", hit.document or hit.iri, _body(hit))}
         if not keys & seen:

@@ -23,6 +23,7 @@ from trails.ingest.chunking import chunker_id as describe_chunker
 from trails.ingest.minting import doc_iri, version_of
 from trails.rank import Step
 from trails.rank.fusion import FusionFn
+from trails.retrieval.request import Fusion
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import KeywordIndex, versioned
@@ -142,7 +143,7 @@ def doc_ids_by_iri(dataset: BeirDataset, ctx: Context, scope: str | None = None)
 
 def make_searcher(system: str, ctx: Context, *, depth: int = CHUNK_DEPTH,
                   reranker: Step | None = None,
-                  fusion: str | FusionFn | None = None) -> Searcher:
+                  fusion: Fusion | FusionFn | None = None) -> Searcher:
     """A function from a query to ranked chunk hits, for one system of :data:`SYSTEMS`.
 
     ``fusion`` overrides the fusion of ``hybrid`` (a name ``retrieve`` accepts or a callable);
@@ -182,7 +183,7 @@ def _rerank_steps(reranker: Step | None) -> list[Step]:
     return [reranker]
 
 
-def hybrid_fusion() -> str:
+def hybrid_fusion() -> Fusion:
     """The fusion the ``hybrid`` system uses: ``"auto"`` (trails' recommended hybrid) where
     ``retrieve`` has it, else plain ``"rrf"``."""
     return "auto" if "auto" in FUSIONS else "rrf"

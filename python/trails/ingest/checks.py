@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,7 @@ __all__ = [
     "INGEST_ARGUMENTS",
     "MAX_METADATA_DEPTH",
     "MAX_METADATA_VALUES",
+    "FileOptions",
     "check_ingest_arguments",
     "chunk_problem",
     "document_problem",
@@ -282,10 +284,21 @@ def given_vectors(document: Document, chunks: Sequence[Chunk], identity: Embedde
     return {index: vectors[n] for n, (index, _) in enumerate(given)}, None
 
 
+class FileOptions(TypedDict, total=False):
+    """The options a file loader takes, as ``ingest()``'s keywords (``include=["*.md"]``):
+    a user's type checker refuses a misspelt or mistyped one, as the call does."""
+
+    root: str | os.PathLike[str] | None
+    include: str | Sequence[str] | None
+    exclude: str | Sequence[str] | None
+    jsonl_text_field: str
+    jsonl_id_field: str
+
+
 # The options a file loader takes (tests/test_keywords.py holds them to FileLoader's), and
 # ingest()'s own arguments; names a newcomer may mean by others (a misspelling of any of
 # them is matched by closeness).
-FILE_OPTIONS = frozenset({"root", "include", "exclude", "jsonl_text_field", "jsonl_id_field"})
+FILE_OPTIONS = frozenset(FileOptions.__optional_keys__)
 INGEST_ARGUMENTS = frozenset({
     "source", "ctx", "scope", "chunker", "sanitizer", "batch_size", "max_batch_tokens",
     "base_iri", "prune", "linker", "prepare_ahead"})

@@ -8,10 +8,11 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import Any
+from typing import Any, Unpack
 
 from trails.ingest.ahead import groups, read_ahead
 from trails.ingest.checks import (
+    FileOptions,
     check_ingest_arguments,
     chunk_problem,
     document_problem,
@@ -104,7 +105,7 @@ def ingest(
     prune: bool = False,
     linker: Linker | None = None,
     prepare_ahead: bool = True,
-    **loader_options: Any,
+    **loader_options: Unpack[FileOptions],
 ) -> Iterator[IngestEvent]:
     """Ingest documents into ``ctx`` and yield events as work happens.
 
@@ -166,7 +167,7 @@ def ingest(
 
 def _ingesting(ctx: ContextParts, begin: Callable[[], _Run], source: Source,
                sanitizer: Sanitizer | None, base: str, roots: list[Any], prune: bool,
-               linker: Linker | None, prepare_ahead: bool, loader_options: dict[str, Any],
+               linker: Linker | None, prepare_ahead: bool, loader_options: FileOptions,
                ) -> Generator[IngestEvent, None, None]:
     """The run :func:`ingest` checked the arguments of."""
     run = begin()
@@ -195,7 +196,7 @@ def _ingesting(ctx: ContextParts, begin: Callable[[], _Run], source: Source,
 
 
 def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
-            roots: list[Any], prune: bool, loader_options: dict[str, Any], prepare_ahead: bool,
+            roots: list[Any], prune: bool, loader_options: FileOptions, prepare_ahead: bool,
             ) -> Generator[IngestEvent, None, None]:
     for note in linker_warnings(run.linker, run.scope) if run.linker is not None else ():
         yield LinkingWarning(run.scope, note)  # labels it cannot link are a mistake
@@ -211,7 +212,7 @@ def _events(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
 
 
 def _prepared(run: _Run, source: Source, sanitizer: Sanitizer | None, base: str,
-              loader_options: dict[str, Any]) -> Generator[Prepared, None, None]:
+              loader_options: FileOptions) -> Generator[Prepared, None, None]:
     """The run's first half: its events, and its documents once embedded (``Finished``)
     or needing only a graph or metadata write (``Write``), in the order of a run without
     read-ahead. Reads both stores (version records) but never writes."""

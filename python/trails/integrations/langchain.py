@@ -16,7 +16,7 @@ retriever, or per call: ``invoke(query, k=3)``) replaces the wrapped retriever's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trails._lazy import require
 
@@ -68,10 +68,17 @@ class TrailsRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    retriever: Any
+    # pydantic reads `retriever: Any` (check_retriever, below, says what one is, and what to
+    # wrap instead); a user's type checker reads the field's type and the keywords taken.
+    if TYPE_CHECKING:
+        retriever: Retriever
+
+        def __init__(self, *, retriever: Retriever, k: int | None = None) -> None: ...
+    else:
+        retriever: Any
     k: int | None = None
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: Any) -> None:  # type: ignore[no-redef]
         # Before pydantic, which would ignore a field it does not know (a filter or scope
         # dropped answers with hits it was meant to exclude), make True or "3" an int, and
         # wrap an error in its own.

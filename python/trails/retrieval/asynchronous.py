@@ -22,8 +22,8 @@ import dataclasses
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from typing import Any, Never, ParamSpec, Protocol, TypeVar
 
 from trails.context import Context
 from trails.errors import InvalidArgumentTypeError
@@ -36,8 +36,23 @@ __all__ = ["AsyncRetrieval", "aretrieve"]
 
 Messages = Sequence[Mapping[str, str]]
 Hits_co = TypeVar("Hits_co", bound=list[RetrievalHit], covariant=True)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
+def _arguments_of(
+    function: Callable[P, R],
+) -> Callable[[Callable[..., Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
+    """The coroutine function decorated, unchanged, as a type checker sees it: taking
+    ``function``'s arguments (a user's checker then refuses a misspelled or mistyped option
+    of ``aretrieve`` as it does ``retrieve``'s, where ``**options`` would take anything)."""
+    def same(coroutine: Callable[..., Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+        return coroutine
+
+    return same
+
+
+@_arguments_of(retrieve)
 async def aretrieve(query: str, ctx: Context | None = None, **options: Any) -> RetrievalResult:
     """``retrieve(query, ctx, **options)``, awaited: the same arguments, the same result.
 
@@ -71,12 +86,12 @@ class AsyncRetrieval:
             setattr(cls, "retrieve", _options_fixed(cls.__name__, vars(cls)["retrieve"]))  # noqa: B010
 
     async def aretrieve(self: _Retrieving[Hits_co], query: str,
-                        messages: Messages | None = None, **options: Any) -> Hits_co:
+                        messages: Messages | None = None, **options: Never) -> Hits_co:
         """The hits ``retrieve(query, messages)`` returns, computed in a worker thread.
 
         Raises:
             InvalidArgumentTypeError: an option given per call (``k=3``): it is fixed when
-                the retriever is made.
+                the retriever is made (``Never``: a type checker refuses it too).
             Everything this retriever's ``retrieve`` raises, unchanged.
         """
         if options:

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import pyoxigraph as ox
 
@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from trails.vector.embedders.base import Embedder
     from trails.vector.stores.base import VectorStore
 
-__all__ = ["FALLBACKS", "GRAPH_KEYWORD_LIMIT", "VectorSideFailure", "check_fallback",
-           "embed_query", "keyword_fallback"]
+__all__ = ["FALLBACKS", "GRAPH_KEYWORD_LIMIT", "Fallback", "VectorSideFailure",
+           "check_fallback", "embed_query", "keyword_fallback"]
 
-FALLBACKS: tuple[str | None, ...] = ("auto", "keyword", "skip", None)
+Fallback = Literal["auto", "keyword", "skip"]
+FALLBACKS: tuple[str | None, ...] = (*get_args(Fallback), None)
 # Most chunk texts read from the graph to rank without the store: a filter's candidates, or a
 # whole small context. Past it, an outage is reported rather than answered slowly.
 GRAPH_KEYWORD_LIMIT = 5000

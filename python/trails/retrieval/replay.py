@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import pyoxigraph as ox
 
@@ -30,8 +31,10 @@ from trails.kg.base import RevisionGraph, select
 from trails.kg.terms import term_of
 from trails.records import RetrievalResult
 from trails.retrieval.arguments import check_query
+from trails.retrieval.degraded import Fallback
 from trails.retrieval.expired import expired_now
 from trails.retrieval.recording import NO_FALLBACK, REFUSED, REPLAYING
+from trails.retrieval.request import Fusion
 from trails.retrieval.retrieve import FUSIONS, known_scopes, retrieve
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import RevisionedStore
@@ -115,17 +118,19 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
         result = retrieve(text, ctx, mode=record.mode, k=record.k,  # type: ignore[arg-type]
                           sparql_filter=record.filter,
                           bindings={n: term_of(v) for n, v in record.bindings.items()} or None,
-                          scope=record.scopes or None, fusion=fusion, caller=caller,
+                          scope=record.scopes or None, fusion=cast("Fusion | None", fusion),
+                          caller=caller,
                           min_score=record.min_score, fallback=_fallback(record),
                           now=None if record.as_of is None else parse_time(record.as_of))
     return _compare(ctx, record, result, notes)
 
 
-def _fallback(record: SearchRecord) -> str | None:
+def _fallback(record: SearchRecord) -> Fallback | None:
     """The fallback the run asked for ("auto", the default, when its record does not say)."""
     if record.fallback is None:
         return "auto"
-    return None if record.fallback == NO_FALLBACK else record.fallback
+    # A recorded fallback is one retrieve() took (and checks again).
+    return None if record.fallback == NO_FALLBACK else cast("Fallback", record.fallback)
 
 
 def _query(record: SearchRecord, query: str | None) -> str:

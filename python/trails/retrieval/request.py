@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -49,15 +49,20 @@ from trails.retrieval.arguments import (
     check_scope_argument,
     check_steps,
 )
-from trails.retrieval.degraded import FALLBACKS, check_fallback
+from trails.retrieval.degraded import FALLBACKS, Fallback, check_fallback
 
-__all__ = ["FUSIONS", "MODES", "Mode", "SearchRequest", "refusal"]
+if TYPE_CHECKING:
+    from trails.rank._steps import Step
+    from trails.rank.fusion import FusionFn
+
+__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
 # fusion="...": "rrf" (constant 60, equal weights), "weighted" (min-max scores, equal weights),
 # "auto" (the default: quality-guarded score fusion, tuned on training qrels; ADR 0010).
-FUSIONS: tuple[str, ...] = ("rrf", "weighted", "auto")
+Fusion = Literal["rrf", "weighted", "auto"]
+FUSIONS: tuple[str, ...] = get_args(Fusion)
 # How JSON (HTTP, MCP, the CLI) spells None for fusion and fallback.
 _NONE = "none"
 # retrieve()'s names for the fields it names otherwise.
@@ -106,20 +111,37 @@ class SearchRequest(BaseModel):
     scopes: tuple[str, ...] | None = Field(default=None, description=(
         "The scopes to search (default: the default scope, or over the service every "
         "scope the key grants)."))
-    fusion: _Fusion = "auto"
-    steps: _Steps = ()
+    # pydantic reads the JSON forms (the else branch); a type checker, the values held.
+    if TYPE_CHECKING:
+        fusion: Fusion | FusionFn | None = "auto"
+        steps: tuple[Step, ...] = ()
+    else:
+        fusion: _Fusion = "auto"
+        steps: _Steps = ()
     min_score: float | None = Field(default=None, description=(
         "Drop hits whose final score is below this; its scale is the fusion's: cosine in "
         "[-1, 1] for mode vector or fusion none, 0 to 1 for auto, tiny rank sums for rrf "
         "(docs/retrieval.md). Not with mode graph (no scores)."))
-    fallback: _Fallback = "auto"
+    if TYPE_CHECKING:
+        fallback: Fallback | None = "auto"
+    else:
+        fallback: _Fallback = "auto"
     why: bool | None = Field(default=None, description=(
         "Give each hit of a filtered search the filter's solution that admitted it (default: "
         "when the audit trail keeps it)."))
     now: dt.datetime | None = Field(default=None, description=(
         "The moment documents' expiries are judged at (ISO 8601 with an offset; default: now)."))
 
-    def __init__(self, **fields: Any) -> None:
+    if TYPE_CHECKING:  # the keywords taken, for a type checker ("none": JSON's None)
+        def __init__(self, *, query: str, mode: Mode = "hybrid", k: int = 10,
+                     filter: str | None = None, bindings: Mapping[str, Any] | None = None,
+                     scopes: str | Sequence[str] | None = None,
+                     fusion: Fusion | Literal["none"] | FusionFn | None = "auto",
+                     steps: Sequence[Step] = (), min_score: float | None = None,
+                     fallback: Fallback | Literal["none"] | None = "auto",
+                     why: bool | None = None, now: dt.datetime | str | None = None) -> None: ...
+
+    def __init__(self, **fields: Any) -> None:  # type: ignore[no-redef]
         try:
             super().__init__(**fields)
         except ValidationError as error:

@@ -27,18 +27,14 @@ from trails.retrieval.back_references import candidate_rows, resolves_by_iri
 from trails.retrieval.binding_notes import noted
 from trails.retrieval.candidates import filter_candidates
 from trails.retrieval.consistency import can_check_documents, pinned_reads
-from trails.retrieval.degraded import (
-    VectorSideFailure,
-    embed_query,
-    keyword_fallback,
-)
+from trails.retrieval.degraded import Fallback, VectorSideFailure, embed_query, keyword_fallback
 from trails.retrieval.expired import NOTHING_EXPIRED, expired_now
 from trails.retrieval.graph_clauses import graph_notes
 from trails.retrieval.graph_order import graph_hits, snippet
 from trails.retrieval.mismatched import mismatch_notes
 from trails.retrieval.provenance import complete_provenance
 from trails.retrieval.recording import REPLAYING, SearchCall, observe, revisions
-from trails.retrieval.request import FUSIONS, MODES, Mode, SearchRequest
+from trails.retrieval.request import FUSIONS, MODES, Fusion, Mode, SearchRequest
 from trails.retrieval.steps import StepContext, run_steps
 from trails.retrieval.thresholds import above_min_score
 from trails.scopes import DEFAULT_SCOPE, check_known_scopes, normalize_scopes, scopes_elsewhere
@@ -77,7 +73,7 @@ def retrieve(
     bindings: Mapping[str, Any] | None = None,
     vector_store: VectorStore | None = None,
     embedder: Embedder | None = None,
-    fusion: str | FusionFn | None = "auto",
+    fusion: Fusion | FusionFn | None = "auto",
     scope: str | Sequence[str] | None = None,
     messages: Sequence[Mapping[str, str]] | None = None,
     rewriter: QueryRewriter | None = None,
@@ -86,7 +82,7 @@ def retrieve(
     caller: str | None = None,
     why: bool | None = None,
     now: datetime | None = None,
-    fallback: str | None = "auto",
+    fallback: Fallback | None = "auto",
 ) -> RetrievalResult:
     """Find the ``k`` best chunks for ``query``.
 

@@ -54,6 +54,7 @@ from trails.retrieval.arguments import (
     check_steps,
 )
 from trails.retrieval.asynchronous import AsyncRetrieval
+from trails.retrieval.request import Fusion
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
@@ -148,7 +149,7 @@ class HybridRetriever(AsyncRetrieval):
     k: int = field(default=10, kw_only=True)
     sparql_filter: str | None = field(default=None, kw_only=True)
     bindings: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    fusion: str | FusionFn | None = field(default="auto", kw_only=True)
+    fusion: Fusion | FusionFn | None = field(default="auto", kw_only=True)
     scope: str | Sequence[str] | None = field(default=None, kw_only=True)
     steps: Sequence[Step] = field(default=(), kw_only=True)
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)

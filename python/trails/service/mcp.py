@@ -133,7 +133,7 @@ def answer(ctx: Context, key: ApiKey, body: ToolArguments) -> dict[str, Any]:
     check_injection(body.inject_mode, body.max_tokens, body.template)  # before searching
     result = keyed_search(ctx, key, request_call(body, key.label), lambda: {
         **retrieve_options(body, None), "bindings": bound_values(body.bindings)})
-    found = result.to_dict()
+    found: Mapping[str, Any] = result.to_dict()
     return injected(result, {
         "hits": [{name: hit[name] for name in _HIT_FIELDS
                   if name != "admitted_by" or hit[name] is not None}

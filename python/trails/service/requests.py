@@ -115,8 +115,8 @@ def _check_search(ctx: Context, call: SearchCall, arguments: Mapping[str, Any]) 
         InvalidArgumentError, UnsafeFilterError, SparqlError, UnboundVariableError: with the
             words ``retrieve()`` uses for the same mistake.
     """
-    SearchRequest(query=call.query, mode=call.mode, k=call.k, filter=call.sparql_filter,
-                  **arguments)
+    SearchRequest(query=call.query, mode=call.mode, k=call.k,  # type: ignore[arg-type]  # checked here
+                  filter=call.sparql_filter, **arguments)
     if call.sparql_filter is None:
         return
     functions = ctx.kg.functions if isinstance(ctx.kg, FunctionGraph) else ()
