@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,11 +33,13 @@ from trails.testing import fresh_context
 PAGES = ["README.md", "docs/retrieval.md", "docs/ingestion.md", "docs/graph.md",
          "docs/service.md", "docs/mcp.md", "docs/retention.md", "docs/resilience.md",
          "docs/embedders.md", "docs/security.md", "docs/scale.md", "docs/tracing.md",
-         "docs/cli.md"]
+         "docs/cli.md", "docs/testing.md", "docs/architecture.md"]
 # Pages whose every example needs a server (or that have none): their blocks are still checked
 # to be marked, so a new example there runs unless it says why not.
-NOTHING_TO_RUN = {"docs/security.md", "docs/mcp.md", "docs/scale.md", "docs/tracing.md"}
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+NOTHING_TO_RUN = {"docs/security.md", "docs/mcp.md", "docs/scale.md", "docs/tracing.md",
+                  "docs/architecture.md"}
+# A fence may be indented (inside a list item): its block is read dedented.
+FENCE = re.compile(r"^( {0,3})```(\w*)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 NOT_RUN = re.compile(r"<!-- not run: [^>]+ -->\s*\Z")
 NOT_CODE = {"json", "toml", "turtle", "sparql", "nginx", "caddyfile", "text"}
 SHELL = {"bash", "console", "sh"}
@@ -82,7 +85,7 @@ def blocks(page: str) -> list[tuple[int, str, str, bool]]:
     found = []
     for fence in FENCE.finditer(text):
         line = text.count("\n", 0, fence.start()) + 1
-        language, code = fence.group(1), fence.group(2)
+        language, code = fence.group(2), textwrap.dedent(fence.group(3))
         if page == "docs/cli.md" and "Example" in code:  # a help text: its Example lines
             code = "\n".join(x[2:] for x in code.split("Example")[-1].split("╭")[0].splitlines()
                              if x.startswith("  "))
@@ -183,3 +186,78 @@ def test_the_pages_examples_run_as_written(page, tmp_path, monkeypatch, capsys):
         capsys.readouterr()
     if page not in NOTHING_TO_RUN:
         assert ran, f"{page}: no example ran (skipped: {skipped})"
+
+
+# The pages a user relies on: every link, ADR and module they name must lead somewhere.
+USER_PAGES = PAGES + ["docs/compliance.md"]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+ADR = re.compile(r"\bADR[ -]?0*(\d+)\b")
+MODULE = re.compile(r"`(?:python/)?(?:trails/)?((?:[a-z_]+/)*[a-z_]+\.py)`")
+DEFINED_IN = re.compile(r"`(\w+)`\s+in\s+`(?:python/)?trails/((?:[a-z_]+/)*[a-z_]+\.py)`")
+
+
+def anchor(heading: str) -> str:
+    """The id GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", USER_PAGES)
+def test_every_link_and_adr_of_the_page_resolves(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    base = (ROOT / page).parent
+    broken = []
+    for target in LINK.findall(text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, fragment = target.partition("#")
+        file = (base / path) if path else ROOT / page
+        if not file.exists():
+            broken.append(target)
+        elif fragment and file.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.MULTILINE)
+            if fragment not in {anchor(h) for h in headings}:
+                broken.append(target)
+    broken += [f"ADR {n}" for n in ADR.findall(text)
+               if not list((ROOT / "adr").glob(f"{int(n):04d}-*.md"))]
+    assert not broken, f"{page} links to what is not there: {broken}"
+
+
+@pytest.mark.parametrize("page", USER_PAGES)
+def test_every_module_the_page_names_exists(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    package = ROOT / "python" / "trails"
+    missing = []
+    for module in set(MODULE.findall(text)):
+        if module.startswith(("tests/", "benchmarks/", "studies/", "examples/")):
+            if not (ROOT / module).exists():
+                missing.append(module)
+        elif not (package / module).exists() and not list(package.rglob(module)) and not any(
+                (ROOT / folder / module).exists() for folder in ("tests", "benchmarks")):
+            missing.append(module)
+    # "`name` in `trails/x/y.py`": the module defines the name.
+    for name, module in DEFINED_IN.findall(text):
+        source = package / module
+        if not source.exists() or not re.search(rf"^\s*(?:def|class) {name}\b|^{name}\b\s*[:=]",
+                                                source.read_text(), re.MULTILINE):
+            missing.append(f"{name} in {module}")
+    assert not missing, f"{page} names modules that are not there: {missing}"
+
+
+def test_the_readme_gives_two_set_up_commands_that_run_the_demo_and_the_tests():
+    """The README's set-up block is exactly `make demo` and `make test`, both Makefile targets:
+    the demo runs the main job on the embedded defaults, the tests are the whole suite."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    (block,) = FENCE.findall(section)
+    lines = [x.split("#")[0].strip() for x in block[2].splitlines() if x.strip()]
+    assert lines == ["make demo", "make test"], lines
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo = re.search(r"^demo:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert demo and demo.group(1).strip() == "$(PY) examples/demo.py"
+    script = (ROOT / "examples" / "demo.py").read_text(encoding="utf-8")
+    # the embedded defaults: a context directory opened with no graph, store or embedder given
+    assert re.search(r"Context\.open\(target\)", script), "the demo must use the defaults"
+    test = re.search(r"^test:(?:.*\\\n)*.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert test and re.search(r"\$\(PYTEST\) -n \$\(WORKERS\) \$\(DIST\) -q", test.group(1))
+    (pytest_line,) = [x for x in test.group(1).splitlines() if "$(PYTEST)" in x]
+    assert " -m " not in pytest_line, "make test runs the whole suite, no marker left out"
