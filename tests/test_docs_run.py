@@ -261,3 +261,12 @@ def test_the_readme_gives_two_set_up_commands_that_run_the_demo_and_the_tests():
     assert test and re.search(r"\$\(PYTEST\) -n \$\(WORKERS\) \$\(DIST\) -q", test.group(1))
     (pytest_line,) = [x for x in test.group(1).splitlines() if "$(PYTEST)" in x]
     assert " -m " not in pytest_line, "make test runs the whole suite, no marker left out"
+
+
+def test_the_prefixes_docs_retrieval_says_are_predeclared_are_those_of_the_graph():
+    from trails.kg import PREFIXES
+
+    text = (ROOT / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    said = re.search(r"The prefixes (.+?) are\s+predeclared", text, re.DOTALL)
+    assert said, "docs/retrieval.md no longer lists the predeclared prefixes"
+    assert set(re.findall(r"`(\w+)`", said.group(1))) == set(PREFIXES)
