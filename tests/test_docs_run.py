@@ -270,3 +270,20 @@ def test_the_prefixes_docs_retrieval_says_are_predeclared_are_those_of_the_graph
     said = re.search(r"The prefixes (.+?) are\s+predeclared", text, re.DOTALL)
     assert said, "docs/retrieval.md no longer lists the predeclared prefixes"
     assert set(re.findall(r"`(\w+)`", said.group(1))) == set(PREFIXES)
+
+
+def test_architecture_names_every_module_and_every_top_level_name():
+    """docs/architecture.md says where each module sits and what it does, and lists the
+    names ``import trails`` gives: a module or a name added is added there too."""
+    import trails
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "python" / "trails"
+    unnamed = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+               if path.stem not in ("__init__", "__main__")
+               and not re.search(rf"(?<![\w.]){re.escape(path.stem)}(?:\.py)?(?!\w)", text)]
+    assert not unnamed, f"modules docs/architecture.md does not name: {unnamed}"
+    said = re.search(r"\(`trails\.__all__`, (\d+)\s+names\):(.+?)\. The parts", text, re.DOTALL)
+    assert said, "docs/architecture.md no longer lists trails.__all__"
+    assert int(said.group(1)) == len(trails.__all__)
+    assert set(re.findall(r"`(\w+)`", said.group(2))) == set(trails.__all__)
