@@ -35,7 +35,7 @@ WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
 EX = "https://ex.org/"
 LABEL = "<http://www.w3.org/2000/01/rdf-schema#label>"
 DELETED = [f"trails://local/doc/doc{i:03d}.md" for i in range(0, DOCS, 3)]
-AUDIT_RECORDS = 300
+AUDIT_RECORDS = 1000
 
 WORKER = """
 import sys
@@ -74,14 +74,15 @@ def _write_corpus(folder: Path, edition: int = 1) -> None:
 def _arguments(op: str, ontology: Path) -> list[object]:
     return {"ingest": ["ingest", ontology.parent / "corpus2"],
             "delete": ["delete", *DELETED], "prune": ["prune", "--expired"],
+            "delete-all": ["delete", "--all-triples", *DELETED],
             "load": ["load", "--replace", ontology], "link": [], "fold": []}[op]
 
 
 def _run_again(ctx: Context, op: str, ontology: Path) -> None:
     """The same command once more, in this process, to its end."""
-    if op == "delete":
+    if op in ("delete", "delete-all"):
         for iri in DELETED:
-            ctx.delete_document(iri)
+            ctx.delete_document(iri, include_user_triples=op == "delete-all")
     elif op == "prune":
         ctx.prune_expired()
     elif op == "load":
@@ -98,9 +99,9 @@ def _state(ctx: Context) -> dict[str, object]:
     (deletion records are folded when the context closes)."""
     versions = {d: r.version for d, r in ctx.vectors.current_versions().items()}
     rows = ctx.kg.store.query(
-        "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } FILTER(?g != <urn:trails:audit> "
-        "&& !isBlank(?s) && !isBlank(?o)) }")
-    triples = {tuple(str(term) for term in row) for row in rows}
+        "SELECT ?g ?s ?p ?o WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } "
+        "FILTER(?g != <urn:trails:audit>) } FILTER(!isBlank(?s) && !isBlank(?o)) }")
+    triples = {tuple(str(term) for term in row) for row in rows}  # ?g "None": the default
     searches = ctx.kg.store.query(
         "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE { GRAPH <urn:trails:audit> "
         "{ ?r <https://trails.dev/ns/audit#querySha256> ?h } }")
@@ -135,17 +136,24 @@ def base(tmp_path_factory) -> tuple[Path, Path]:
     with Context.open(base, embedder=MockEmbedder(dim=16, seed=3)) as ctx:
         ctx.kg.load(ontology, replace=True)
         assert ingest_all(corpus, ctx=ctx, batch_size=8, linker=LabelLinker()).failed == 0
+        ctx.kg.update("INSERT DATA { " + " ".join(  # a user's own triples about each document
+            f'<trails://local/doc/doc{i:03d}.md> <{EX}reviewed> "yes" .' for i in range(DOCS))
+            + " }")
+    # Searches recorded by a reader: pending until a writer folds them (each one folds at
+    # close, so every command's run folds them; the fold op does only that).
+    with Context.open(base, read_only=True) as ctx:
         now = started_now()
         for n in range(AUDIT_RECORDS):
-            ctx.audit.record(SearchRecord(run_id=f"{n:032d}", caller="t", started=now,
-                                          ended=now, query_sha256="0" * 64, query=str(n),
-                                          scopes=["default"]))
+            assert ctx.audit.record(SearchRecord(
+                run_id=f"{n:032d}", caller="t", started=now, ended=now,
+                query_sha256="0" * 64, query=str(n), scopes=["default"]))
+    with Context.open(base, read_only=True) as ctx:
         assert len(ctx.audit.pending()) == AUDIT_RECORDS
     ontology.write_text(_ontology(2))  # what load --replace and link take from now on
     return base, ontology
 
 
-OPS = ["delete", "prune", "link", "load", "fold"]
+OPS = ["delete", "delete-all", "prune", "link", "load", "fold"]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -154,7 +162,7 @@ def test_a_write_killed_at_random_moments_is_repaired_and_finished(base, tmp_pat
     with Context.open(base_dir, read_only=True) as ctx:
         before = {d: r.version for d, r in ctx.vectors.current_versions().items()}
         expired = {d for d in before if int(d[-6:-3]) % 2}
-    gone = {"delete": set(DELETED), "prune": expired}.get(op, set())
+    gone = {"delete": set(DELETED), "delete-all": set(DELETED), "prune": expired}.get(op, set())
     expected = None
     kills = dirty = 0
     for state, untouched in killing.killed_copies(WORKER, base_dir, [op, *_arguments(op, ontology)],
@@ -164,6 +172,10 @@ def test_a_write_killed_at_random_moments_is_repaired_and_finished(base, tmp_pat
                 assert ctx.verify().ok
                 expected = _state(ctx)
             assert expected["searches"] == AUDIT_RECORDS  # a writable context folds at close
+            reviewed = {s for _, s, p, _ in expected["triples"] if p == f"<{EX}reviewed>"}
+            kept = {f"<{d}>" for d in before} - ({f"<{d}>" for d in gone}
+                                                 if op == "delete-all" else set())
+            assert reviewed == kept
         kills += 1
         with Context.open(state) as ctx:
             if not ctx.verify().ok:
