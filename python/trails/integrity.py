@@ -115,7 +115,7 @@ def check_room(root: Path, *, given: tuple[object, ...] = ()) -> None:
     if any(part is not None for part in given):
         return
     try:
-        foreign = sorted(p.name for p in root.iterdir() if not _a_context_file(p.name))
+        foreign = sorted(p.name for p in root.iterdir() if not is_context_file(p.name))
     except (FileNotFoundError, NotADirectoryError):
         return  # a new directory; or a file, which creating the directory reports
     except OSError as exc:
@@ -129,9 +129,11 @@ def check_room(root: Path, *, given: tuple[object, ...] = ()) -> None:
             f"{beside.with_name(beside.name + '-trails')}, and ingest this folder into it")
 
 
-def _a_context_file(name: str) -> bool:
-    # trails.json and its temporary files, the writer's lock, vectors.db and its -wal, .f32
-    # and .keys files, the graph, the audit log's directory; and hidden files.
+def is_context_file(name: str) -> bool:
+    """Whether a file named ``name`` in a context's directory is one a context writes (an
+    open or a `trails init` cut short leaves them without ``trails.json``): trails.json and
+    its temporary files, the writer's lock, vectors.db and its -wal, .f32 and .keys files,
+    the graph, the audit log's directory; and hidden files."""
     return name.startswith((".", f"{CONFIG_FILE}.", VECTORS_FILE)) or name in (
         CONFIG_FILE, LOCK_FILE, GRAPH_DIR, AUDIT_DIRECTORY)
 

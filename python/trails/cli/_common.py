@@ -23,6 +23,7 @@ from trails.cli.exits import (
 from trails.config import CONFIG_FILE, Scalar
 from trails.context import Context
 from trails.errors import ConfigurationError, ContextLockedError, InvalidArgumentError
+from trails.integrity import is_context_file
 from trails.service.discovery import read_service
 from trails.vector.embedders.base import Embedder
 
@@ -63,6 +64,13 @@ def has_context(db: Path) -> bool:
     return (db / CONFIG_FILE).is_file()
 
 
+def cut_short(db: Path) -> bool:
+    """Whether the directory ``db`` holds only what a context writes (or nothing): what an
+    init or a first open killed before it wrote ``trails.json`` leaves, which ``trails
+    init`` finishes as ``Context.open`` does. Hidden files are someone's, here."""
+    return all(is_context_file(p.name) and not p.name.startswith(".") for p in db.iterdir())
+
+
 def no_context(db: Path) -> ConfigurationError:
     """The error for a --db that holds no context, saying what it is when it exists: a file,
     or a folder of other files (the documents, named where the context should be), would not
@@ -72,6 +80,10 @@ def no_context(db: Path) -> ConfigurationError:
             f"{db} is a file, not a trails context directory: --db names the directory "
             f"`trails --db DIR init` made (files to ingest go after the command: "
             f"`trails --db DIR ingest {db}`)")
+    if db.is_dir() and any(db.iterdir()) and cut_short(db):
+        return ConfigurationError(
+            f"{db} holds no trails context: its creation was cut short ({CONFIG_FILE} is "
+            f"missing); run `trails --db {db} init` again to finish it")
     if db.is_dir() and any(db.iterdir()):
         return ConfigurationError(
             f"{db} holds no trails context (it holds other files: if they are your "

@@ -14,6 +14,7 @@ from trails.cli._common import (
     DEFAULT_MODEL,
     MAX_DIM,
     context,
+    cut_short,
     db_option,
     has_context,
     make_embedder,
@@ -41,7 +42,6 @@ from trails.vector.embedders.base import Embedder
 from trails.vector.stores.base import VectorStore
 from trails.vector.stores.pgvector.core import DSN_ENV as PG_DSN_ENV
 from trails.vector.stores.qdrant.store import QDRANT_DIR, QDRANT_KEY_ENV
-from trails.writer_lock import LOCK_FILE
 
 __all__ = ["GraphBackend", "VectorBackend", "init"]
 
@@ -140,7 +140,8 @@ def init(
 
     Reopening restores all three (remote ones included), so later commands need none of
     these options. Running init on an existing context changes nothing (and fails if an
-    option names something else than what it records). Secrets are never recorded: they are
+    option names something else than what it records). An init cut short (killed before it
+    wrote trails.json) is finished by running it again. Secrets are never recorded: they are
     read from the environment each time.
 
     Example:
@@ -186,7 +187,7 @@ def init(
         _report(found, _record(db, mapping, rules, fields, levels, digest_level, policy),
                 as_json=as_json)
         return
-    if db.exists() and (not db.is_dir() or any(p.name != LOCK_FILE for p in db.iterdir())):
+    if db.exists() and (not db.is_dir() or not cut_short(db)):
         raise ConfigurationError(f"{db} exists and is not an empty directory; choose a new one")
     remote_model = (model or "").startswith("openai:")
     if policy and not (remote_model or remote(graph_part) or remote(vectors_part)):
