@@ -683,3 +683,14 @@ def test_keyword_segment_rows_that_are_not_a_segment_are_a_damaged_store(tmp_pat
         store.keyword_search("lighthouse", k=5)
     assert_not_raw(caught.value)
     assert str(path) in str(caught.value)
+
+
+def test_a_full_disk_hint_names_no_operation_the_caller_did_not_run():
+    """The same hint serves a fold, a deletion and a load: it said "an interrupted ingest
+    finishes on the next run" to all of them."""
+    from trails.faults import storage_fault
+
+    error = storage_fault(OSError("IO error: No space left on device"), "kb/graph",
+                          "folding the audit trail into")
+    assert error is not None and "ingest" not in str(error)
+    assert "free some space" in str(error) and "trails verify" in str(error)

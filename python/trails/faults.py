@@ -29,7 +29,8 @@ _FAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("fullerror", "no space left", "disk is full", "database or disk is full",
       "disk quota exceeded", "file too large"),
      "the disk is full (or a file size limit was reached)",
-     "free some space, then run it again (an interrupted ingest finishes on the next run)"),
+     "free some space, then run it again (what it left half done, it finishes; `trails "
+     "verify` says whether anything is left)"),
     (("read-only file system", "readonlyerror", "readonly database", "read-only database"),
      "the file system or the file is read-only",
      "make it writable, or open the context with read_only=True to only read it"),
@@ -63,7 +64,7 @@ def storage_fault(exc: BaseException, path: str | None, action: str) -> StorageE
 
     >>> print(storage_fault(OSError("IO error: No space left on device"), "kb/graph",
     ...                     "writing the graph in"))
-    writing the graph in kb/graph failed: the disk is full (or a file size limit was reached) (IO error: No space left on device); free some space, then run it again (an interrupted ingest finishes on the next run).
+    writing the graph in kb/graph failed: the disk is full (or a file size limit was reached) (IO error: No space left on device); free some space, then run it again (what it left half done, it finishes; `trails verify` says whether anything is left).
     >>> storage_fault(ValueError("bad IRI"), "kb/graph", "writing") is None
     True
     """
