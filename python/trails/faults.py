@@ -29,8 +29,8 @@ _FAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("fullerror", "no space left", "disk is full", "database or disk is full",
       "disk quota exceeded", "file too large"),
      "the disk is full (or a file size limit was reached)",
-     "free some space, then run it again (what it left half done, it finishes; `trails "
-     "verify` says whether anything is left)"),
+     ("free some space, then run it again (what it left half done, it finishes; `trails "
+     "verify` says whether anything is left)")),
     (("read-only file system", "readonlyerror", "readonly database", "read-only database"),
      "the file system or the file is read-only",
      "make it writable, or open the context with read_only=True to only read it"),
