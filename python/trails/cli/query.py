@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+import pyoxigraph as ox
 import typer
 
 from trails.cli._common import db_option, open_context
@@ -167,8 +168,9 @@ def sparql(
     elif isinstance(result, bool):
         typer.echo(json.dumps(result))
     elif isinstance(result, list):
-        for t in result:
-            typer.echo(escaped(f"{t.subject} {t.predicate} {t.object} ."))
+        # pyoxigraph's writer, not str(): a triple term object needs its <<( )>> to load back
+        written = ox.serialize(result, format=ox.RdfFormat.N_TRIPLES) or b""
+        typer.echo(escaped(written.decode("utf-8")), nl=False)
     else:
         rows = table(*result.variables)
         for row in result:
