@@ -21,7 +21,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, RdfLimitError, RdfSyntaxError
+from trails.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    RdfLimitError,
+    RdfSyntaxError,
+)
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE, is_scope_name, scope_graph
 
 __all__ = ["DOCUMENT_SUFFIXES", "ENTITY_ALLOWANCE", "ENTITY_AMPLIFICATION", "FORMATS",
@@ -117,6 +122,11 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
             f"{name!r} is a document, not RDF: ingest it to search it (`trails ingest`, "
             f"ingest_all() in Python); load reads RDF ({', '.join(sorted(_SUFFIX_FORMATS))}), "
             f"or a file whose format= (--format) is named")
+    _check_base(base_iri)
+    if data.startswith(b"\x1f\x8b"):  # gzip's magic number: no RDF text starts with it
+        raise RdfSyntaxError(f"{name} is gzip-compressed; load reads RDF text: decompress it "
+                             "(gunzip) and load the file it gives; nothing was loaded",
+                             source=name)
     data = _utf8(data, name)
     if format is not None or path is not None:
         fmt = rdf_format(format, path)
@@ -129,7 +139,9 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         quads = list(ox.parse(data, format=fmt, base_iri=base_iri, rename_blank_nodes=True))
     except SyntaxError as exc:
         if format is not None or path is not None or fmt != ox.RdfFormat.TRIG:
-            raise _syntax_error(name, fmt, exc, _hint(source, path, data, exc)) from exc
+            hint = _hint(source, path, data, exc) or (_other_format(data, fmt, base_iri)
+                                                       if format is None else "")
+            raise _syntax_error(name, fmt, exc, hint) from exc
         # Text guessed to be TriG may be N-Quads (a dump's), which TriG does not read: the
         # reading that gets further names the error.
         quads, error = _as_nquads(data, base_iri)
@@ -143,6 +155,34 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
         _check_literals(name, quads)
     return _scope_graphs(quads, name) if scope is None else _into_scope(quads, scope, name)
+
+
+def _check_base(base_iri: str | None) -> None:
+    if base_iri is None:
+        return
+    try:
+        list(ox.parse(b"", format=ox.RdfFormat.TURTLE, base_iri=base_iri))
+    except ValueError as exc:
+        reason = str(exc).rpartition(", ")[2] or str(exc)
+        raise InvalidArgumentError(
+            f"base_iri (--base-iri) {base_iri!r} is no absolute IRI ({reason}): give one "
+            "such as https://example.org/ to resolve relative IRIs against; nothing was "
+            "loaded") from exc
+
+
+def _other_format(data: bytes, fmt: ox.RdfFormat, base_iri: str | None) -> str:
+    """A hint for a file whose suffix names a format its content is not in, when the content
+    reads as another format (a .rdf that is Turtle, a .ttl that is TriG)."""
+    other = _sniff(data)
+    if other == fmt:
+        return ""
+    try:
+        list(ox.parse(data, format=other, base_iri=base_iri))
+    except (SyntaxError, ValueError, MemoryError):
+        return ""
+    name = {ox.RdfFormat.TRIG: "trig", ox.RdfFormat.JSON_LD: "jsonld"}.get(other, "rdfxml")
+    return (f" (its suffix says {fmt.name}, but it reads as {other.name}: name the format, "
+            f"format=\"{name}\" (--format {name}), or rename the file)")
 
 
 def _scope_graphs(quads: list[ox.Quad], name: str) -> list[ox.Quad]:
