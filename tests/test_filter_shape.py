@@ -126,3 +126,40 @@ def test_a_binding_named_by_a_pasted_page_is_named_by_its_start():
     with pytest.raises(InvalidArgumentError) as raised:
         check_bindings_used("SELECT ?iri WHERE { ?iri ?p ?o }", ["y" * 100_000])
     assert len(str(raised.value)) < 400 and "y" * 80 + "..." in str(raised.value)
+
+
+def _star(n: int, between: str = ".", end: str = "") -> str:
+    return ("SELECT ?c WHERE { " + f" {between} ".join(f"?c <urn:p{i}> ?v{i}" for i in range(n))
+            + f" {end} }}")
+
+
+@pytest.mark.parametrize("between", ["{}", "OPTIONAL {}", "VALUES ?z {}", "FILTER(true)",
+                                     "BIND(1 AS ?b)"])
+def test_patterns_between_empty_groups_or_clauses_still_count(between):
+    # {} between triple patterns hid them from the count: a star of 300 passed the 48 limit
+    # and took most of a minute to run on a graph holding its triples.
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(_star(49, between).replace("?v48", "?v48 ."))
+    iris = "SELECT ?c WHERE { " + " {} ".join(f"<urn:s> <urn:p{i}> 'o'" for i in range(49)) + " }"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(iris)
+
+
+@pytest.mark.parametrize("end", ["", ".", ";"])
+def test_each_limit_holds_exactly_at_its_boundary(end):
+    """48 patterns pass however the group ends (a trailing . or ; is no pattern), 49 do not;
+    a FILTER or function call on one value is an expression, not a collection of patterns."""
+    assert check_filter(_star(48, end=end)) == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(_star(49, end=end))
+    by_semicolon = "SELECT ?c WHERE { ?c " + " ; ".join(f"<urn:p{i}> ?v{i}" for i in range(48))
+    assert check_filter(by_semicolon + f" {end} }}") == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(by_semicolon + f" ; <urn:q> ?w {end} }}")
+    checks = " ".join(f"FILTER(isIRI(?v{i}))" for i in range(48))
+    assert check_filter(_star(48, end=checks)) == "c"
+    unions = " UNION ".join("{ " + " . ".join(f"?c <urn:p{j}> ?v{j}" for j in range(32)) + " }"
+                            for _ in range(32))
+    assert check_filter(f"SELECT ?c WHERE {{ {unions} }}") == "c"  # 1,024 in all
+    with pytest.raises(UnsafeFilterError, match="1024 triple patterns"):
+        check_filter(f"SELECT ?c WHERE {{ {unions} UNION {{ ?c <urn:q> ?w }} }}")

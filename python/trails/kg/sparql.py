@@ -9,7 +9,7 @@ import pyoxigraph as ox
 
 from trails.errors import SparqlError, UnsafeFilterError
 from trails.kg.parse_errors import parse_reason
-from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only
+from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only, terms_only
 
 __all__ = [
     "META",
@@ -237,7 +237,7 @@ def check_limits(query: str, code: str | None = None) -> None:
     if clauses > MAX_CLAUSES:
         raise UnsafeFilterError(f"the SPARQL query has {clauses} clauses (OPTIONAL, FILTER, "
                                 f"UNION, SELECT...); the limit is {MAX_CLAUSES}")
-    _check_shape(code)
+    _check_shape(terms_only(query))
 
 
 def _check_shape(code: str) -> None:
@@ -245,19 +245,38 @@ def _check_shape(code: str) -> None:
 
     A VALUES block holds data, not expressions (a sign there belongs to its number). Brackets
     holding only terms are a collection, ``(1 2 3)``, two triple patterns an item; those
-    holding an operator or a comma are an expression."""
+    holding an operator or a comma, or opened by a keyword or a function's name
+    (``FILTER(?x)``, ``STR(?x)``), or inside such an expression, are an expression. A triple
+    pattern is counted where it starts: a term (or a bracket) where a group's next pattern may
+    begin (after ``{``, ``.``, a nested group or a FILTER's brackets), or after ``;`` or
+    ``,``; so a trailing ``.`` or ``;`` counts nothing, and ``{}`` between patterns does not
+    hide them."""
     stack: list[str | list[int]] = []  # the open brackets; [terms, expression?] for a "("
     in_group: list[int] = []  # triple patterns so far in each open { group
+    fresh: list[bool] = []  # whether each open { group's next term starts a triple pattern
     counts = {"operator": 0, "path": 0, "patterns": 0}
-    values_next = False
+    values_next = pending = False  # pending: after a ";" or "," (a pattern if a term follows)
+    previous = ""
     for token in _SHAPE.finditer(code):
         kind = token.lastgroup
         if kind is None:  # blanks at the end
             break
         text = token.group(kind)
         top = stack[-1] if stack else None
+        starts = kind in ("term", "open") and text != "{" and "V" not in stack and (
+            pending or (top == "{" and fresh[-1]))
+        if starts:
+            if pending or not _KEYWORD.fullmatch(text):
+                _add_patterns(in_group, counts, 1)
+            if top == "{":
+                fresh[-1] = False
+            pending = False
+        if kind in ("separator", "close"):
+            pending = False
         if kind == "open":
-            stack.append([0, 0] if text == "(" else "V" if values_next and text == "{" else text)
+            called = isinstance(top, list) and top[1] or bool(_KEYWORD.fullmatch(previous))
+            stack.append(([0, 1] if called else [0, 0]) if text == "(" else
+                         "V" if values_next and text == "{" else text)
             values_next = values_next and text != "{"  # VALUES (?a ?b) { ... }
             if len(stack) > MAX_NESTING:
                 raise UnsafeFilterError(
@@ -265,13 +284,17 @@ def _check_shape(code: str) -> None:
                     "deep; flatten it")
             if stack[-1] == "{":
                 in_group.append(0)
-                _add_patterns(in_group, counts, 1)
+                fresh.append(True)
         elif kind == "close":
             closed = stack.pop() if stack else None
             if closed == "{":
                 in_group.pop()
+                fresh.pop()
             elif isinstance(closed, list) and not closed[1] and in_group and "V" not in stack:
                 _add_patterns(in_group, counts, 2 * closed[0])
+            if stack and stack[-1] == "{" and closed not in ("[", None) and (
+                    not isinstance(closed, list) or closed[1]):
+                fresh[-1] = True  # after a nested group, VALUES or FILTER(...)
         elif "V" in stack:
             continue
         elif isinstance(top, list):
@@ -279,9 +302,19 @@ def _check_shape(code: str) -> None:
         elif kind == "term":
             values_next = values_next or text.upper() == "VALUES"
         elif kind == "separator" and in_group and top in ("{", "["):
-            _add_patterns(in_group, counts, 1)
+            if text == "." and top == "{":
+                fresh[-1] = True
+            else:
+                pending = True
         if kind in ("operator", "path") and "V" not in stack:
             _count_operator(counts, kind)
+        previous = text
+
+
+# A word where a triple's subject could start is a keyword (FILTER, OPTIONAL, GRAPH, ORDER...)
+# or a function's name, never a subject: those are variables, IRIs, prefixed names, blank
+# nodes, literals and true/false.
+_KEYWORD = re.compile(r"(?!(?:a|true|false)$)[A-Za-z_][\w-]*", re.IGNORECASE)
 
 
 def _count_operator(counts: dict[str, int], kind: str) -> None:
