@@ -163,3 +163,22 @@ def test_each_limit_holds_exactly_at_its_boundary(end):
     assert check_filter(f"SELECT ?c WHERE {{ {unions} }}") == "c"  # 1,024 in all
     with pytest.raises(UnsafeFilterError, match="1024 triple patterns"):
         check_filter(f"SELECT ?c WHERE {{ {unions} UNION {{ ?c <urn:q> ?w }} }}")
+
+
+def test_path_steps_are_counted_in_all_and_said_so():
+    path = "/".join(["<urn:p>"] * 129)  # 128 steps
+    assert check_filter(f"SELECT ?c WHERE {{ ?c {path} ?o }}") == "c"
+    # Two paths of 65 steps each: neither is over the limit alone, and the message says the
+    # count is the query's (it said "over 128 property-path steps", read as one path's).
+    half = "/".join(["<urn:p>"] * 66)
+    with pytest.raises(UnsafeFilterError, match=r"over 128 steps \(/, \| or \^\) in all"):
+        check_filter(f"SELECT ?c WHERE {{ ?c {half} ?o . ?o {half} ?z }}")
+
+
+def test_clause_words_inside_names_are_no_clauses():
+    # ?filter, schema:values or graph:x name no clause: 300 such names in 300 one-pattern
+    # groups were refused as "over 256 clauses" (counting the UNIONs and the names).
+    groups = " UNION ".join(f"{{ ?c schema:values ?filter{i} }}" for i in range(150))
+    assert check_filter(f"SELECT ?c WHERE {{ {groups} }}") == "c"
+    with pytest.raises(UnsafeFilterError, match="257 clauses"):
+        check_filter("SELECT ?c WHERE { ?c ?p ?o" + " FILTER(true)" * 256 + " }")

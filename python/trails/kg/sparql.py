@@ -60,8 +60,9 @@ MAX_PATH_STEPS = 128
 MAX_GROUP_PATTERNS = 48
 MAX_PATTERNS = 1024
 MAX_OPERATORS = 512
-_CLAUSES = re.compile(r"\b(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)\b",
-                      re.IGNORECASE)
+# Keywords only: not a variable (?filter) or a prefixed name (schema:values, graph:x).
+_CLAUSES = re.compile(r"(?<![?$:\w-])(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)"
+                      r"(?![\w:-])", re.IGNORECASE)
 # The tokens of a query's code (strings, IRIs and comments blanked) that its shape is made of.
 # Names, variables, numbers, blank nodes and language tags are matched whole first, so a dot,
 # a hyphen or a sign inside one is no separator or operator.
@@ -324,8 +325,8 @@ def _count_operator(counts: dict[str, int], kind: str) -> None:
             f"the SPARQL query has over {MAX_OPERATORS} operators (||, &&, =, <, +, ...); use "
             "VALUES or IN (...) for a long list of alternatives")
     if counts["path"] > MAX_PATH_STEPS:
-        raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATH_STEPS} property-path "
-                                f"steps; the limit is {MAX_PATH_STEPS}")
+        raise UnsafeFilterError(f"the SPARQL query's property paths have over {MAX_PATH_STEPS} "
+                                f"steps (/, | or ^) in all; the limit is {MAX_PATH_STEPS}")
 
 
 def _add_patterns(in_group: list[int], counts: dict[str, int], added: int) -> None:
