@@ -182,3 +182,17 @@ def test_clause_words_inside_names_are_no_clauses():
     assert check_filter(f"SELECT ?c WHERE {{ {groups} }}") == "c"
     with pytest.raises(UnsafeFilterError, match="257 clauses"):
         check_filter("SELECT ?c WHERE { ?c ?p ?o" + " FILTER(true)" * 256 + " }")
+
+
+@pytest.mark.parametrize("wrap", ["{{ {} }}", "OPTIONAL {{ {} }}", "GRAPH ?g {{ {} }}"])
+def test_nested_groups_count_in_the_group_that_joins_them(wrap):
+    # 200 one-pattern groups in one group passed (each group held one pattern) and took
+    # seconds to minutes to run: the planner orders them as one group's patterns.
+    def joined(n: int) -> str:
+        return "SELECT ?c WHERE { " + " ".join(wrap.format(f"?c <urn:p{i}> ?v{i}")
+                                               for i in range(n)) + " }"
+    assert check_filter(joined(48)) == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns and nested groups"):
+        check_filter(joined(49))
+    branches = " UNION ".join(f"{{ {wrap.format(f'?c <urn:p{i}> ?v{i}')} }}" for i in range(100))
+    assert check_filter(f"SELECT ?c WHERE {{ {branches} }}") == "c"  # alternatives, no join

@@ -255,6 +255,7 @@ def _check_shape(code: str) -> None:
     stack: list[str | list[int]] = []  # the open brackets; [terms, expression?] for a "("
     in_group: list[int] = []  # triple patterns so far in each open { group
     fresh: list[bool] = []  # whether each open { group's next term starts a triple pattern
+    joins: list[bool] = []  # whether each open { group is joined to its parent (no UNION branch)
     counts = {"operator": 0, "path": 0, "patterns": 0}
     values_next = pending = False  # pending: after a ";" or "," (a pattern if a term follows)
     previous = ""
@@ -286,11 +287,14 @@ def _check_shape(code: str) -> None:
             if stack[-1] == "{":
                 in_group.append(0)
                 fresh.append(True)
+                joins.append(previous.upper() != "UNION")
         elif kind == "close":
             closed = stack.pop() if stack else None
             if closed == "{":
                 in_group.pop()
                 fresh.pop()
+                if joins.pop() and stack and stack[-1] == "{":  # one more operand to order
+                    _add_patterns(in_group, counts, 1, joined=True)
             elif isinstance(closed, list) and not closed[1] and in_group and "V" not in stack:
                 _add_patterns(in_group, counts, 2 * closed[0])
             if stack and stack[-1] == "{" and closed not in ("[", None) and (
@@ -329,15 +333,18 @@ def _count_operator(counts: dict[str, int], kind: str) -> None:
                                 f"steps (/, | or ^) in all; the limit is {MAX_PATH_STEPS}")
 
 
-def _add_patterns(in_group: list[int], counts: dict[str, int], added: int) -> None:
-    """Count ``added`` more triple patterns in the innermost group."""
+def _add_patterns(in_group: list[int], counts: dict[str, int], added: int,
+                  joined: bool = False) -> None:
+    """Count ``added`` more triple patterns in the innermost group (``joined``: a nested
+    group, which the planner orders among the group's patterns, but holds none itself)."""
     in_group[-1] += added
-    counts["patterns"] += added
+    counts["patterns"] += 0 if joined else added
     if in_group[-1] > MAX_GROUP_PATTERNS:
         raise UnsafeFilterError(
-            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns, more "
-            "than the planner orders in bounded time; split it into groups (OPTIONAL, UNION) "
-            "or use fewer patterns")
+            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns and "
+            "nested groups (OPTIONAL, GRAPH, MINUS, { }), more than the planner orders in "
+            "bounded time; use fewer, VALUES for alternative values, or UNION branches (each "
+            "counted apart)")
     if counts["patterns"] > MAX_PATTERNS:
         raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATTERNS} triple patterns; "
                                 f"the limit is {MAX_PATTERNS}")
