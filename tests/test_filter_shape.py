@@ -126,3 +126,73 @@ def test_a_binding_named_by_a_pasted_page_is_named_by_its_start():
     with pytest.raises(InvalidArgumentError) as raised:
         check_bindings_used("SELECT ?iri WHERE { ?iri ?p ?o }", ["y" * 100_000])
     assert len(str(raised.value)) < 400 and "y" * 80 + "..." in str(raised.value)
+
+
+def _star(n: int, between: str = ".", end: str = "") -> str:
+    return ("SELECT ?c WHERE { " + f" {between} ".join(f"?c <urn:p{i}> ?v{i}" for i in range(n))
+            + f" {end} }}")
+
+
+@pytest.mark.parametrize("between", ["{}", "OPTIONAL {}", "VALUES ?z {}", "FILTER(true)",
+                                     "BIND(1 AS ?b)"])
+def test_patterns_between_empty_groups_or_clauses_still_count(between):
+    # {} between triple patterns hid them from the count: a star of 300 passed the 48 limit
+    # and took most of a minute to run on a graph holding its triples.
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(_star(49, between).replace("?v48", "?v48 ."))
+    iris = "SELECT ?c WHERE { " + " {} ".join(f"<urn:s> <urn:p{i}> 'o'" for i in range(49)) + " }"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(iris)
+
+
+@pytest.mark.parametrize("end", ["", ".", ";"])
+def test_each_limit_holds_exactly_at_its_boundary(end):
+    """48 patterns pass however the group ends (a trailing . or ; is no pattern), 49 do not;
+    a FILTER or function call on one value is an expression, not a collection of patterns."""
+    assert check_filter(_star(48, end=end)) == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(_star(49, end=end))
+    by_semicolon = "SELECT ?c WHERE { ?c " + " ; ".join(f"<urn:p{i}> ?v{i}" for i in range(48))
+    assert check_filter(by_semicolon + f" {end} }}") == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns"):
+        check_filter(by_semicolon + f" ; <urn:q> ?w {end} }}")
+    checks = " ".join(f"FILTER(isIRI(?v{i}))" for i in range(48))
+    assert check_filter(_star(48, end=checks)) == "c"
+    unions = " UNION ".join("{ " + " . ".join(f"?c <urn:p{j}> ?v{j}" for j in range(32)) + " }"
+                            for _ in range(32))
+    assert check_filter(f"SELECT ?c WHERE {{ {unions} }}") == "c"  # 1,024 in all
+    with pytest.raises(UnsafeFilterError, match="1024 triple patterns"):
+        check_filter(f"SELECT ?c WHERE {{ {unions} UNION {{ ?c <urn:q> ?w }} }}")
+
+
+def test_path_steps_are_counted_in_all_and_said_so():
+    path = "/".join(["<urn:p>"] * 129)  # 128 steps
+    assert check_filter(f"SELECT ?c WHERE {{ ?c {path} ?o }}") == "c"
+    # Two paths of 65 steps each: neither is over the limit alone, and the message says the
+    # count is the query's (it said "over 128 property-path steps", read as one path's).
+    half = "/".join(["<urn:p>"] * 66)
+    with pytest.raises(UnsafeFilterError, match=r"over 128 steps \(/, \| or \^\) in all"):
+        check_filter(f"SELECT ?c WHERE {{ ?c {half} ?o . ?o {half} ?z }}")
+
+
+def test_clause_words_inside_names_are_no_clauses():
+    # ?filter, schema:values or graph:x name no clause: 300 such names in 300 one-pattern
+    # groups were refused as "over 256 clauses" (counting the UNIONs and the names).
+    groups = " UNION ".join(f"{{ ?c schema:values ?filter{i} }}" for i in range(150))
+    assert check_filter(f"SELECT ?c WHERE {{ {groups} }}") == "c"
+    with pytest.raises(UnsafeFilterError, match="257 clauses"):
+        check_filter("SELECT ?c WHERE { ?c ?p ?o" + " FILTER(true)" * 256 + " }")
+
+
+@pytest.mark.parametrize("wrap", ["{{ {} }}", "OPTIONAL {{ {} }}", "GRAPH ?g {{ {} }}"])
+def test_nested_groups_count_in_the_group_that_joins_them(wrap):
+    # 200 one-pattern groups in one group passed (each group held one pattern) and took
+    # seconds to minutes to run: the planner orders them as one group's patterns.
+    def joined(n: int) -> str:
+        return "SELECT ?c WHERE { " + " ".join(wrap.format(f"?c <urn:p{i}> ?v{i}")
+                                               for i in range(n)) + " }"
+    assert check_filter(joined(48)) == "c"
+    with pytest.raises(UnsafeFilterError, match="48 triple patterns and nested groups"):
+        check_filter(joined(49))
+    branches = " UNION ".join(f"{{ {wrap.format(f'?c <urn:p{i}> ?v{i}')} }}" for i in range(100))
+    assert check_filter(f"SELECT ?c WHERE {{ {branches} }}") == "c"  # alternatives, no join

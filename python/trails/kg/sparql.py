@@ -9,7 +9,7 @@ import pyoxigraph as ox
 
 from trails.errors import SparqlError, UnsafeFilterError
 from trails.kg.parse_errors import parse_reason
-from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only
+from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only, terms_only
 
 __all__ = [
     "META",
@@ -60,8 +60,9 @@ MAX_PATH_STEPS = 128
 MAX_GROUP_PATTERNS = 48
 MAX_PATTERNS = 1024
 MAX_OPERATORS = 512
-_CLAUSES = re.compile(r"\b(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)\b",
-                      re.IGNORECASE)
+# Keywords only: not a variable (?filter) or a prefixed name (schema:values, graph:x).
+_CLAUSES = re.compile(r"(?<![?$:\w-])(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)"
+                      r"(?![\w:-])", re.IGNORECASE)
 # The tokens of a query's code (strings, IRIs and comments blanked) that its shape is made of.
 # Names, variables, numbers, blank nodes and language tags are matched whole first, so a dot,
 # a hyphen or a sign inside one is no separator or operator.
@@ -237,7 +238,7 @@ def check_limits(query: str, code: str | None = None) -> None:
     if clauses > MAX_CLAUSES:
         raise UnsafeFilterError(f"the SPARQL query has {clauses} clauses (OPTIONAL, FILTER, "
                                 f"UNION, SELECT...); the limit is {MAX_CLAUSES}")
-    _check_shape(code)
+    _check_shape(terms_only(query))
 
 
 def _check_shape(code: str) -> None:
@@ -245,19 +246,39 @@ def _check_shape(code: str) -> None:
 
     A VALUES block holds data, not expressions (a sign there belongs to its number). Brackets
     holding only terms are a collection, ``(1 2 3)``, two triple patterns an item; those
-    holding an operator or a comma are an expression."""
+    holding an operator or a comma, or opened by a keyword or a function's name
+    (``FILTER(?x)``, ``STR(?x)``), or inside such an expression, are an expression. A triple
+    pattern is counted where it starts: a term (or a bracket) where a group's next pattern may
+    begin (after ``{``, ``.``, a nested group or a FILTER's brackets), or after ``;`` or
+    ``,``; so a trailing ``.`` or ``;`` counts nothing, and ``{}`` between patterns does not
+    hide them."""
     stack: list[str | list[int]] = []  # the open brackets; [terms, expression?] for a "("
     in_group: list[int] = []  # triple patterns so far in each open { group
+    fresh: list[bool] = []  # whether each open { group's next term starts a triple pattern
+    joins: list[bool] = []  # whether each open { group is joined to its parent (no UNION branch)
     counts = {"operator": 0, "path": 0, "patterns": 0}
-    values_next = False
+    values_next = pending = False  # pending: after a ";" or "," (a pattern if a term follows)
+    previous = ""
     for token in _SHAPE.finditer(code):
         kind = token.lastgroup
         if kind is None:  # blanks at the end
             break
         text = token.group(kind)
         top = stack[-1] if stack else None
+        starts = kind in ("term", "open") and text != "{" and "V" not in stack and (
+            pending or (top == "{" and fresh[-1]))
+        if starts:
+            if pending or not _KEYWORD.fullmatch(text):
+                _add_patterns(in_group, counts, 1)
+            if top == "{":
+                fresh[-1] = False
+            pending = False
+        if kind in ("separator", "close"):
+            pending = False
         if kind == "open":
-            stack.append([0, 0] if text == "(" else "V" if values_next and text == "{" else text)
+            called = isinstance(top, list) and top[1] or bool(_KEYWORD.fullmatch(previous))
+            stack.append(([0, 1] if called else [0, 0]) if text == "(" else
+                         "V" if values_next and text == "{" else text)
             values_next = values_next and text != "{"  # VALUES (?a ?b) { ... }
             if len(stack) > MAX_NESTING:
                 raise UnsafeFilterError(
@@ -265,13 +286,20 @@ def _check_shape(code: str) -> None:
                     "deep; flatten it")
             if stack[-1] == "{":
                 in_group.append(0)
-                _add_patterns(in_group, counts, 1)
+                fresh.append(True)
+                joins.append(previous.upper() != "UNION")
         elif kind == "close":
             closed = stack.pop() if stack else None
             if closed == "{":
                 in_group.pop()
+                fresh.pop()
+                if joins.pop() and stack and stack[-1] == "{":  # one more operand to order
+                    _add_patterns(in_group, counts, 1, joined=True)
             elif isinstance(closed, list) and not closed[1] and in_group and "V" not in stack:
                 _add_patterns(in_group, counts, 2 * closed[0])
+            if stack and stack[-1] == "{" and closed not in ("[", None) and (
+                    not isinstance(closed, list) or closed[1]):
+                fresh[-1] = True  # after a nested group, VALUES or FILTER(...)
         elif "V" in stack:
             continue
         elif isinstance(top, list):
@@ -279,9 +307,19 @@ def _check_shape(code: str) -> None:
         elif kind == "term":
             values_next = values_next or text.upper() == "VALUES"
         elif kind == "separator" and in_group and top in ("{", "["):
-            _add_patterns(in_group, counts, 1)
+            if text == "." and top == "{":
+                fresh[-1] = True
+            else:
+                pending = True
         if kind in ("operator", "path") and "V" not in stack:
             _count_operator(counts, kind)
+        previous = text
+
+
+# A word where a triple's subject could start is a keyword (FILTER, OPTIONAL, GRAPH, ORDER...)
+# or a function's name, never a subject: those are variables, IRIs, prefixed names, blank
+# nodes, literals and true/false.
+_KEYWORD = re.compile(r"(?!(?:a|true|false)$)[A-Za-z_][\w-]*", re.IGNORECASE)
 
 
 def _count_operator(counts: dict[str, int], kind: str) -> None:
@@ -291,19 +329,22 @@ def _count_operator(counts: dict[str, int], kind: str) -> None:
             f"the SPARQL query has over {MAX_OPERATORS} operators (||, &&, =, <, +, ...); use "
             "VALUES or IN (...) for a long list of alternatives")
     if counts["path"] > MAX_PATH_STEPS:
-        raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATH_STEPS} property-path "
-                                f"steps; the limit is {MAX_PATH_STEPS}")
+        raise UnsafeFilterError(f"the SPARQL query's property paths have over {MAX_PATH_STEPS} "
+                                f"steps (/, | or ^) in all; the limit is {MAX_PATH_STEPS}")
 
 
-def _add_patterns(in_group: list[int], counts: dict[str, int], added: int) -> None:
-    """Count ``added`` more triple patterns in the innermost group."""
+def _add_patterns(in_group: list[int], counts: dict[str, int], added: int,
+                  joined: bool = False) -> None:
+    """Count ``added`` more triple patterns in the innermost group (``joined``: a nested
+    group, which the planner orders among the group's patterns, but holds none itself)."""
     in_group[-1] += added
-    counts["patterns"] += added
+    counts["patterns"] += 0 if joined else added
     if in_group[-1] > MAX_GROUP_PATTERNS:
         raise UnsafeFilterError(
-            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns, more "
-            "than the planner orders in bounded time; split it into groups (OPTIONAL, UNION) "
-            "or use fewer patterns")
+            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns and "
+            "nested groups (OPTIONAL, GRAPH, MINUS, { }), more than the planner orders in "
+            "bounded time; use fewer, VALUES for alternative values, or UNION branches (each "
+            "counted apart)")
     if counts["patterns"] > MAX_PATTERNS:
         raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATTERNS} triple patterns; "
                                 f"the limit is {MAX_PATTERNS}")
