@@ -117,3 +117,37 @@ def test_ask_about_an_ungranted_scope_answers_false(client, ask):
     assert response.json()["boolean"] is False
     granted = client.get("/sparql", params={"query": ask}, headers=bearer("admin"))
     assert granted.json()["boolean"] is True  # the same question, asked by a key that may
+
+
+def test_a_caller_of_the_service_cannot_see_an_expired_document_again_by_a_past_now(tmp_path):
+    """"Expired means gone": a key's request judging expiries at a moment already past would
+    show what retention removed from its answers. The service refuses it; a later moment,
+    or none, is fine; the owner's Python API may still look back."""
+    import datetime as dt
+
+    from fastapi.testclient import TestClient
+
+    from trails.context import Context
+    from trails.ingest import Document, ingest_all
+    from trails.retrieval.retrieve import retrieve
+    from trails.service.app import create_app
+    from trails.vector import MockEmbedder
+
+    root = tmp_path / "kb"
+    with Context.open(root, embedder=MockEmbedder(dim=16)) as ctx:
+        ingest_all([Document("memo", "memo.md", "Alpine memo about the merger.",
+                             metadata={"expires": "2020-01-01"})], ctx=ctx)
+        then = dt.datetime(2019, 6, 1, tzinfo=dt.timezone.utc)
+        assert len(retrieve("Alpine memo", ctx, now=then)) == 1  # the owner may look back
+        assert len(retrieve("Alpine memo", ctx)) == 0
+    with Context.open(root, embedder=MockEmbedder(dim=16)) as ctx:
+        client = TestClient(create_app(ctx, None))
+        past = client.post("/retrieve", json={"query": "Alpine memo",
+                                              "now": "2019-06-01T00:00:00+00:00"})
+        assert past.status_code == 400, past.text
+        assert "before the service's clock" in past.json()["message"]
+        later = client.post("/retrieve", json={"query": "Alpine memo",
+                                               "now": "2100-01-01T00:00:00+00:00"})
+        assert later.status_code == 200 and later.json()["hits"] == [], later.text
+        plain = client.post("/retrieve", json={"query": "Alpine memo"})
+        assert plain.status_code == 200 and plain.json()["hits"] == [], plain.text

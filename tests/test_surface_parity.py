@@ -63,7 +63,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, dict[str, Any]], list[str]]] = 
     ("hybrid rrf", {"fusion": "rrf", "k": 2}, {}, []),
     ("no fusion", {"fusion": "none"}, {}, []),
     ("one scope", {"scopes": ["news"]}, {}, []),
-    ("now", {"now": "2020-01-01T00:00:00+00:00"}, {}, []),
+    ("now", {"now": "2100-01-01T00:00:00+00:00"}, {}, []),
     ("min_score", {"min_score": 0.99}, {}, ["min_score 0.99 dropped 3 of 4 hits"]),
     ("date why", {"filter": SINCE, "why": True}, {"since": DATE}, []),
     ("int graph why", {"filter": PAGES, "mode": "graph", "why": True, "k": 2},

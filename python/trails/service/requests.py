@@ -5,6 +5,7 @@ retrieve, and a SPARQL query run within the key's scopes. Blocking: called in wo
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ import pyoxigraph as ox
 from trails.audit.records import SparqlQueryRecord, new_run_id, query_digest, started_now
 from trails.context import Context
 from trails.errors import InvalidArgumentError, PermissionDeniedError
+from trails.ingest.expiry import utc_now
 from trails.kg.base import Dataset, DatasetGraph, FunctionGraph, QueryOutput
 from trails.kg.bindings import apply_bindings
 from trails.kg.parse_errors import is_update
@@ -90,6 +92,7 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
         scopes = search_scopes(ctx, key, call.scopes or None)
         read = dataclasses.replace(call, scopes=[DEFAULT_SCOPE] if scopes is None else scopes)
         arguments = options()
+        check_later_than_clock(arguments.get("now"))
         if scopes is not None and not scopes:
             _check_search(ctx, call, arguments)  # nothing to search, but a mistake is still one
             empty = RetrievalResult([], mode=call.mode, plan="empty", candidates=0,
@@ -103,6 +106,28 @@ def keyed_search(ctx: Context, key: ApiKey, call: SearchCall,
     except Exception as error:
         record_refusal(ctx, dataclasses.replace(read, started=started), error)
         raise
+
+
+def check_later_than_clock(now: object) -> None:
+    """Refuse a ``now`` before the service's clock: a caller of the service may judge
+    expiries at a later moment, never an earlier one, so a document past its expiry stays
+    gone from every key's answers (expired means gone; the owner's Python API may look back).
+
+    Raises:
+        InvalidArgumentError: ``now`` names a moment already past.
+    """
+    if not isinstance(now, (str, dt.datetime)):
+        return
+    try:
+        moment = utc_now(dt.datetime.fromisoformat(now) if isinstance(now, str) else now)
+    except (ValueError, TypeError):
+        return  # not a moment: retrieve() names that mistake in its own words
+    clock = utc_now()
+    if moment < clock:
+        raise InvalidArgumentError(
+            f"now={moment.isoformat()} is before the service's clock ({clock.isoformat()}): "
+            "expiries are judged at now or later through the service, so a document past "
+            "its expiry stays gone; leave now out, or give a later moment")
 
 
 def _check_search(ctx: Context, call: SearchCall, arguments: Mapping[str, Any]) -> None:
