@@ -137,7 +137,7 @@ def test_a_caller_of_the_service_cannot_see_an_expired_document_again_by_a_past_
     with Context.open(root, embedder=MockEmbedder(dim=16)) as ctx:
         ingest_all([Document("memo", "memo.md", "Alpine memo about the merger.",
                              metadata={"expires": "2020-01-01"})], ctx=ctx)
-        then = dt.datetime(2019, 6, 1, tzinfo=dt.timezone.utc)
+        then = dt.datetime(2019, 6, 1, tzinfo=dt.UTC)
         assert len(retrieve("Alpine memo", ctx, now=then)) == 1  # the owner may look back
         assert len(retrieve("Alpine memo", ctx)) == 0
     with Context.open(root, embedder=MockEmbedder(dim=16)) as ctx:
