@@ -39,7 +39,7 @@ GOOD = [
     {"fusion": "rrf"},
     {"fallback": "skip"},
     {"why": False},
-    {"now": "2026-01-01T00:00:00+00:00"},
+    {"now": "2100-01-01T00:00:00+00:00"},
 ]
 BAD = [
     {"k": 0},
@@ -264,7 +264,7 @@ ANSWERED = [
     ({"fusion": "none"}, ["--fusion", "none"]),
     ({"fallback": "skip"}, ["--fallback", "skip"]),
     ({"min_score": -1.0}, ["--min-score", "-1"]),
-    ({"now": "2026-01-01T00:00:00+00:00"}, ["--now", "2026-01-01T00:00:00+00:00"]),
+    ({"now": "2100-01-01T00:00:00+00:00"}, ["--now", "2100-01-01T00:00:00+00:00"]),
     ({"filter": SKIPPING, "bindings": {"skip": "a1"}, "why": True},
      ["--sparql", SKIPPING, "--bind", "skip=a1", "--why"]),
     ({"mode": "graph", "filter": SKIPPING, "bindings": {"skip": "a2"}},
