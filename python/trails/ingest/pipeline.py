@@ -63,7 +63,7 @@ from trails.ingest.prune import SourcesRead, prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
 from trails.ingest.variants import in_a_thread, one_source, to_the_end
-from trails.ingest.writer import PendingDocument, VersionWriter
+from trails.ingest.writer import PendingDocument, VersionWriter, refuse_forked_child
 from trails.parts import ContextParts
 from trails.vector.embedders.base import declared_price, token_estimator
 
@@ -150,6 +150,7 @@ def ingest(
             exist (a typo must not delete everything under it); after the run, a folder
             now empty that documents were read from (an unmounted drive): nothing is pruned.
     """
+    refuse_forked_child(ctx)  # first: a forked child must touch no store (writer.py)
     name, base = check_ingest_arguments(ctx, scope, chunker, sanitizer, batch_size,
                                         max_batch_tokens, base_iri, prune, loader_options,
                                         linker, prepare_ahead)

@@ -69,6 +69,7 @@ __all__ = [
     "PendingDocument",
     "VersionWriter",
     "between_writes",
+    "refuse_forked_child",
     "versions_lock",
     "writing_versions",
 ]
@@ -137,10 +138,22 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     if getattr(ctx.vectors, "in_snapshot", False):
         raise ConfigurationError("cannot write documents inside a read snapshot of the vector "
                                  "store; leave the `with store.snapshot():` block first")
-    stamp = getattr(ctx.kg, "_stamp", None)  # an embedded graph knows the process that opened it
+    refuse_forked_child(ctx)
+    return versions_lock(ctx.kg)
+
+
+def refuse_forked_child(ctx: ContextParts) -> None:
+    """Refuse a write from a forked child of the process that opened the context's embedded
+    graph, before any store is read: the stores' native threads stayed in the parent, and a
+    lock one of them held at the fork is never released in the child.
+
+    Raises:
+        ContextLockedError: this process is such a child.
+    """
+    # An embedded graph knows the process that opened it (no graph: the caller's checks say)
+    stamp = getattr(getattr(ctx, "kg", None), "_stamp", None)
     if isinstance(stamp, Stamp) and stamp.forked():
         stamp.check_writable()
-    return versions_lock(ctx.kg)
 
 
 def between_writes(ctx: ContextParts) -> AbstractContextManager[object]:
