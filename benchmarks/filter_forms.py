@@ -83,6 +83,16 @@ def first_run(ctx: Context, query: str, text: str, bindings: dict[str, Any], sco
     return ms, found[0].filter_path
 
 
+def time_first_runs(row: dict[str, object], ctx: Context, texts: list[str], text: str,
+                    bindings: dict[str, Any], scope: str | None, unique: scale.Unique) -> None:
+    """Into ``row``: the median first run of exact hybrid and of the fused default (a text
+    never seen before each time) and the filter path the last one named."""
+    for fusion, label in ((None, "exact_first"), ("auto", "fused_first")):
+        timed = [first_run(ctx, q, unique(text), bindings, scope, fusion) for q in texts]
+        row[label] = round(statistics.median(ms for ms, _ in timed))
+        row["path"] = timed[-1][1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("context", type=Path, help="a context built by scale.py --keep")
@@ -105,10 +115,7 @@ def main() -> int:
                 found = chunks(ctx, unique(text), used, scope)
                 row: dict[str, object] = {"shape": shape, "share": share, "form": form,
                                           "chunks": len(found), "same": found == expected}
-                for fusion, label in ((None, "exact_first"), ("auto", "fused_first")):
-                    timed = [first_run(ctx, q, unique(text), used, scope, fusion) for q in texts]
-                    row[label] = round(statistics.median(ms for ms, _ in timed))
-                    row["path"] = timed[-1][1]
+                time_first_runs(row, ctx, texts, text, used, scope, unique)
                 print(json.dumps(row), flush=True)
     ctx.close()
     return 0

@@ -26,7 +26,7 @@ from typing import Any
 
 import _scale_corpus as corpus
 import scale
-from filter_forms import chunks, first_run
+from filter_forms import chunks, time_first_runs
 from first_runs import milliseconds, query_texts
 
 from trails.context import Context
@@ -90,10 +90,7 @@ def main() -> int:
             written = set(ctx.vectors.expand_ids(ctx.kg.select_iris(text, bound)))
             row: dict[str, object] = {"shape": shape, "share": share, "chunks": len(planned),
                                       "same": planned == written}
-            for fusion, label in ((None, "exact_first"), ("auto", "fused_first")):
-                timed = [first_run(ctx, q, unique(text), bound, None, fusion) for q in texts]
-                row[label] = round(statistics.median(ms for ms, _ in timed))
-                row["path"] = timed[-1][1]
+            time_first_runs(row, ctx, texts, text, bound, None, unique)
             print(json.dumps(row), flush=True)
     ctx.close()
     return 0

@@ -131,17 +131,25 @@ def _outer_names(others: Sequence[Triple | Other], variable: str,
                  value_of: Mapping[str, Triple], terms: Mapping[str, object]) -> set[str]:
     """The variables of the triple patterns and VALUES among ``others`` that join neither
     ``?variable`` nor any of its values, directly or through one another."""
-    groups: list[set[str]] = []
-    for item in others:
-        if not (isinstance(item, Triple) or _values(item)):
-            continue
+    patterns = [item for item in others if isinstance(item, Triple) or _values(item)]
+    return {name for names, _ in _joined(patterns, terms)
+            if variable not in names and not names & set(value_of) for name in names}
+
+
+def _joined(items: Sequence[Triple | Other], terms: Mapping[str, object],
+            ) -> list[tuple[set[str], list[Triple | Other]]]:
+    """``items`` in groups joined by their unbound variables, directly or through one
+    another: each group's variables and members, in the order of the items."""
+    parts: list[tuple[set[str], list[Triple | Other]]] = []
+    for item in items:
         names = set(item.variables) - set(terms)
-        for group in [g for g in groups if g & names]:
-            groups.remove(group)
-            names |= group
-        groups.append(names)
-    return {name for group in groups if variable not in group and not group & set(value_of)
-            for name in group}
+        joined_names, members = set(names), [item]
+        for part in [p for p in parts if p[0] & names]:
+            parts.remove(part)
+            joined_names |= part[0]
+            members += part[1]
+        parts.append((joined_names, members))
+    return parts
 
 
 def _either(item: Other, value_of: Mapping[str, Triple], terms: Mapping[str, object],
@@ -216,18 +224,10 @@ def _satellites(loose: list[Triple | Other], value_of: Mapping[str, Triple], pla
                 terms: Mapping[str, object]) -> bool:
     """Group the patterns beyond the documents by the one value variable each joins; False
     when a part joins none or several of them, or is not a triple pattern or FILTER."""
-    parts: list[tuple[set[str], list[Triple | Other]]] = []
-    for item in loose:
-        if isinstance(item, Other) and not (item.kind == "filter" or _values(item)):
-            return False
-        names = set(item.variables) - set(terms)
-        joined_names, members = set(names), [item]
-        for part in [p for p in parts if p[0] & names]:
-            parts.remove(part)
-            joined_names |= part[0]
-            members += part[1]
-        parts.append((joined_names, members))
-    for names, group in parts:
+    if any(isinstance(item, Other) and not (item.kind == "filter" or _values(item))
+           for item in loose):
+        return False
+    for names, group in _joined(loose, terms):
         joined = names & set(value_of)
         if len(joined) != 1 or not any(isinstance(i, Triple) or _values(i) for i in group):
             return False

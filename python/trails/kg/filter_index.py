@@ -256,13 +256,9 @@ class FilterIndex:
         terms the conditions read (each a term's text, valid where a term is written), or
         None (too many, or a blank node, which no query can name again)."""
         body = " ".join(item.text for item in plan.outer)
-        used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
-        values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
-                                      f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+        values = _bound_values(body, terms)
         names = sorted(plan.outer_tested)
-        slot = "_trails_found"  # a name the patterns do not use: a row even with no variable
-        while re.search(rf"[?$]{slot}(?![\w\u00b7\u00c0-\ufffd])", body):
-            slot += "_"
+        slot = _unused("_trails_found", body)  # a row even with no variable
         rows = tsv_rows(self._run(
             f"{prologue}SELECT DISTINCT {' '.join('?' + n for n in [*names, slot])} WHERE {{ "
             f"{values}{body} BIND(1 AS ?{slot}) }} LIMIT {OUTER_ROWS + 1}", self._scopes))
@@ -398,14 +394,32 @@ class FilterIndex:
                    ) -> set[str] | None:
         """The values of ``?name`` the patterns beyond the documents select (None: too many)."""
         body = " ".join(item.text for item in plan.satellites[name])
-        used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
-        values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
-                                      f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+        values = _bound_values(body, terms)
         rows = tsv_rows(self._run(f"{prologue}SELECT DISTINCT ?{name} WHERE {{ {values}{body} }}"
                                   f" LIMIT {SATELLITE_ROWS + 1}", self._scopes))
         if len(rows) > SATELLITE_ROWS:
             return None
         return {row[0] for row in rows}
+
+
+def _written(name: str, text: str) -> bool:
+    """Whether ``?name`` (or ``$name``) is written in ``text``."""
+    return re.search(rf"[?$]{re.escape(name)}(?![\w\u00b7\u00c0-\ufffd])", text) is not None
+
+
+def _bound_values(body: str, terms: Mapping[str, Term]) -> str:
+    """``VALUES`` of the bindings ``body`` reads, to start it with ("" when it reads none)."""
+    used = sorted(name for name in terms if _written(name, body))
+    return "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
+                                f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
+
+
+def _unused(slot: str, body: str, taken: str = "") -> str:
+    """``slot``, lengthened until ``body`` writes no variable of that name (nor is it
+    ``taken``): a variable of the index's own in a query around the user's text."""
+    while slot == taken or _written(slot, body):
+        slot += "_"
+    return slot
 
 
 def _value_pattern(plan: ColumnPlan, name: str) -> Triple:
@@ -418,12 +432,8 @@ def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: s
     """The value codes of ``column`` that every FILTER in ``conditions`` keeps, evaluated by
     Oxigraph over the distinct values (the filters name ``?name`` and bound variables only)."""
     body = " ".join(condition.text for condition in conditions)
-    used = sorted(v for v in terms if re.search(rf"[?$]{v}(?![\w\u00b7\u00c0-\ufffd])", body))
-    values = "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
-                                  f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
-    slot = "_trails_code"  # the value's code: a name the filters do not use
-    while slot == name or re.search(rf"[?$]{slot}(?![\w\u00b7\u00c0-\ufffd])", body):
-        slot += "_"
+    values = _bound_values(body, terms)
+    slot = _unused("_trails_code", body, name)  # the value's code
     query = f"{prologue}SELECT ?{slot} WHERE {{ {values}?{slot} <{_VALUE}> ?{name} . {body} }}"
     try:
         solutions = column.store().query(query, prefixes=dict(prefixes))
