@@ -236,6 +236,32 @@ def test_hidden_unknown_and_excluded_files_are_skipped(kb):
     assert "node_modules/junk.md" in by_id(FileLoader(kb).load())
 
 
+def test_a_hidden_entry_is_read_when_an_include_pattern_spells_its_dot(kb):
+    (kb / ".github" / "sub").mkdir(parents=True)
+    (kb / ".github" / "ci.md").write_text("ci")
+    (kb / ".github" / "sub" / "deep.md").write_text("deep")
+    (kb / ".notes.md").write_text("notes")
+    (kb / "docs" / ".draft.md").write_text("draft")
+
+    def ids(*include):
+        return set(by_id(FileLoader(kb, include=list(include)).load()))
+
+    # A "*" never reads a hidden file or folder, as in a shell.
+    assert ids("*.md") == {"docs/guide.md", "node_modules/junk.md"}
+    assert ids(".notes.md") == {".notes.md"}
+    assert ids("*.md", ".notes.md") == {"docs/guide.md", "node_modules/junk.md", ".notes.md"}
+    assert ids(".github/*.md") == {".github/ci.md", ".github/sub/deep.md"}
+    assert ids(".*.md") == {".notes.md", "docs/.draft.md"}
+    assert ids("docs/.draft.md") == {"docs/.draft.md"}
+    # A pattern naming one hidden folder opens no other.
+    assert ids(".hidden/*") == {".hidden/secret.txt"}
+    assert ids(".github/*") == {".github/ci.md", ".github/sub/deep.md"}
+    # Exclude still wins.
+    assert set(by_id(FileLoader(kb, include=[".github/*.md"], exclude=["sub"]).load())) == {
+        ".github/ci.md"}
+    assert not {i for i in ids() if i.startswith(".") or "/." in i}
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges there")
 def test_a_link_out_of_the_folder_is_skipped_with_a_warning_not_read(tmp_path):
     """A folder holding a link to a file outside it (a key, a password file) read that file

@@ -41,17 +41,8 @@ from trails.ingest.formats import (
 from trails.kg.rdfio import RDF_SUFFIXES
 from trails.writer_lock import LOCK_FILE
 
-__all__ = [
-    "FileLoader",
-    "Parsed",
-    "Source",
-    "load",
-    "parse_html",
-    "parse_jsonl_record",
-    "parse_markdown",
-    "parse_pdf",
-    "parse_text",
-]
+__all__ = ["FileLoader", "Parsed", "Source", "load", "parse_html", "parse_jsonl_record",
+           "parse_markdown", "parse_pdf", "parse_text"]
 
 PathLike = str | os.PathLike[str]
 # What load() and ingest() accept: see load().
@@ -69,7 +60,8 @@ class FileLoader:
 
     Args:
         paths: a file or folder, or several. Folders are walked recursively; hidden entries
-            (names starting with ".") and trails contexts are skipped there, said so.
+            (names starting with ".") are skipped there unless an include pattern spells
+            the dot (``.github/*.md``, ``.env.md``), and trails contexts, said so.
         root: ids are paths relative to this folder; default: relative to each folder given
             (a file given directly is identified by its name).
         include: glob patterns (``fnmatch``: ``*`` also crosses "/"), matched against the
@@ -177,7 +169,7 @@ class FileLoader:
         for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
             here = Path(dirpath)
             # Prune in place so excluded and hidden folders are never descended into.
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")
+            dirnames[:] = [d for d in dirnames if (not d.startswith(".") or _spelt(d, include))
                            and not _matches(_rel_id(here / d, base), d, exclude)]
             for context in [d for d in dirnames if _holds_context(here / d)]:
                 dirnames.remove(context)  # its audit log holds who searched for what
@@ -191,8 +183,9 @@ class FileLoader:
             files += len(filenames)
             for name in filenames:
                 rel = _rel_id(here / name, base)
-                if name.startswith(".") or _matches(rel, name, exclude):
-                    continue
+                if _matches(rel, name, exclude) or _hidden(rel) and not _matches(rel, name, [
+                        p for p in include if _hidden(p)]):
+                    continue  # hidden: read when an include pattern spells its dot
                 if include and not _matches(rel, name, include):
                     continue
                 if (here / name).is_symlink() and not Path(
@@ -338,6 +331,17 @@ def _as_paths(paths: PathLike | Sequence[PathLike]) -> list[PathLike]:
 def _matches(rel: str, name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatchcase(rel, p) or fnmatchcase(name, p)
                or (p.startswith("**/") and fnmatchcase(rel, p[3:])) for p in patterns)
+
+
+def _hidden(path: str) -> bool:
+    """Whether a part of ``path`` (a relative path or a pattern) starts with a dot."""
+    return any(part[:1] == "." and part not in (".", "..") for part in path.split("/"))
+
+
+def _spelt(name: str, patterns: Sequence[str]) -> bool:
+    """Whether a pattern spells hidden ``name``'s dot (``.github/*.md``, ``.*``): a ``*``
+    never reads a hidden file or folder, as in a shell."""
+    return any(fnmatchcase(name, part) for p in patterns for part in p.split("/") if _hidden(part))
 
 
 def _rel_id(path: Path, base: Path) -> str:
