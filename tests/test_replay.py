@@ -158,6 +158,12 @@ def test_the_command_line_lists_shows_and_replays(kb):
     assert report["identical"] and report["changed"] == {
         "graph": False, "store": False, "embedder": False}
     assert report["same"] == [h["iri"] for h in run["hits"]]
+    # The new answer whole: its scores and how its filter ran, as `trails query --json`.
+    again = report["result"]
+    assert again["run_id"] == report["replay"] != run["run_id"]
+    assert [h["iri"] for h in again["hits"]] == report["same"]
+    assert [h["score"] for h in again["hits"]] == [h["score"] for h in run["hits"]]
+    assert again["filter_path"] and again["mode"] == "hybrid"
     human = cli(kb, "replay", run["run_id"])
     assert "the same answer" in human.output
     missing = cli(kb, "audit", "show", "0" * 32)

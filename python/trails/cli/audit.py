@@ -184,11 +184,7 @@ def replay(
     with _auditing(ctx) as opened:
         report = replay_run(opened, run, query=query, caller=caller)
     if as_json:
-        print_json({"run": report.original.run_id, "replay": report.result.run_id,
-                    "identical": report.identical, "same": report.same,
-                    **{name: [list(item) for item in getattr(report, name)]
-                       for name in ("moved", "new", "gone")},
-                    "changed": report.changed, "notes": report.notes})
+        print_json(report.to_dict())
         return
     out = console()
     changed = ", ".join(f"{part} {_changed(flag)}" for part, flag in report.changed.items())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import pyoxigraph as ox
 
@@ -58,6 +58,18 @@ class ReplayReport:
     @property
     def identical(self) -> bool:
         return not (self.moved or self.new or self.gone)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as JSON-ready values: the run and its replay's ids, the verdict,
+        the hits same, moved, new and gone (with their ranks), what changed since and the
+        notes; ``result``: the new answer whole (:meth:`RetrievalResult.to_dict`: its hits
+        with their scores, the plan and filter path). ``trails replay --json`` prints it."""
+        return {"run": self.original.run_id, "replay": self.result.run_id,
+                "identical": self.identical, "same": list(self.same),
+                **{name: [list(item) for item in getattr(self, name)]
+                   for name in ("moved", "new", "gone")},
+                "changed": dict(self.changed), "notes": list(self.notes),
+                "result": self.result.to_dict()}
 
     def __repr__(self) -> str:
         """The verdict, not the records (the dataclass's repr printed both whole first)."""
