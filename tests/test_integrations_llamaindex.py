@@ -126,9 +126,9 @@ def test_an_engine_error_reaches_the_caller_unchanged():
     closed = fresh_context()
     retriever = TrailsLlamaRetriever(HybridRetriever(closed))
     closed.close()
-    with pytest.raises(ConfigurationError, match="is closed; open it again"):
+    with pytest.raises(ConfigurationError, match="in memory is closed, and what it held went with it"):
         retriever.retrieve("anything")
-    with pytest.raises(ConfigurationError, match="is closed; open it again"):
+    with pytest.raises(ConfigurationError, match="in memory is closed, and what it held went with it"):
         asyncio.run(retriever.aretrieve("anything"))
 
 

@@ -36,7 +36,7 @@ from trails.errors import (
 from trails.faults import storage_fault
 from trails.ingest import Document, ingest_all
 from trails.kg import OxigraphGraph
-from trails.testing import MockEmbedder
+from trails.testing import MockEmbedder, fresh_context
 from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
 
 DIM = 16
@@ -580,6 +580,20 @@ def test_a_closed_graph_and_context_say_so(context_dir):
             call()
     assert "closed" in repr(ctx.kg)
     reopens(context_dir)
+
+
+def test_a_closed_context_in_memory_says_it_cannot_be_opened_again():
+    # Its graph and store lived in memory alone: "open it again" was advice that cannot be
+    # followed; the message says what it held is gone and how to start anew.
+    for ctx in (Context.memory(MockEmbedder(dim=8)), fresh_context()):
+        ctx.close()
+        for call in (lambda: ctx.kg.query("ASK { ?s ?p ?o }"), lambda: retrieve(TEXT, ctx, k=1),
+                     lambda: ctx.vectors.count()):
+            with pytest.raises(ConfigurationError) as caught:
+                call()
+            message = str(caught.value)
+            assert "in memory is closed, and what it held went with it" in message
+            assert "Context.memory()" in message and "open it" not in message
 
 
 def test_closing_releases_the_graph_even_when_the_store_fails_to_close(context_dir, monkeypatch):

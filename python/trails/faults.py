@@ -16,9 +16,9 @@ import contextlib
 import json
 from collections.abc import Iterator
 
-from trails.errors import ContextDamagedError, StorageError
+from trails.errors import ConfigurationError, ContextDamagedError, StorageError
 
-__all__ = ["corrupt_file", "is_full_disk", "storage_fault", "translated"]
+__all__ = ["closed", "corrupt_file", "is_full_disk", "storage_fault", "translated"]
 
 RESTORE = ("restore the context directory from a backup, or move it aside, create a new "
            "context and ingest the sources again")
@@ -107,3 +107,15 @@ def translated(path: str | None, action: str) -> Iterator[None]:
         if fault is None:
             raise
         raise fault from exc
+
+
+def closed(what: str, path: str | None) -> ConfigurationError:
+    """The error for a store used after it was closed: ``what`` (the knowledge graph, the
+    vector store) at ``path``, None (or ``:memory:``) for one in memory, which cannot be
+    opened again: what it held lived in it alone."""
+    if path is None or path == ":memory:":
+        return ConfigurationError(
+            f"the {what} in memory is closed, and what it held went with it; make a new "
+            "context (Context.memory(), trails.testing.fresh_context()) and ingest again")
+    return ConfigurationError(f"the {what} in {path!r} is closed; open it (or its context) "
+                              "again")

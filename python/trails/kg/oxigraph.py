@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import ConfigurationError, SparqlError, StorageError
-from trails.faults import storage_fault
+from trails.errors import SparqlError, StorageError
+from trails.faults import closed, storage_fault
 from trails.kg import hand_links
 from trails.kg.base import Dataset
 from trails.kg.bindings import apply_bindings
@@ -149,9 +149,7 @@ class OxigraphGraph(QuadExport):
         """The open store; reopened if a storage fault dropped it (a full disk leaves RocksDB
         refusing every write until it is reopened)."""
         if self._closed:
-            where = "in memory" if self.path is None else f"in {self.path!r}"
-            raise ConfigurationError(
-                f"the knowledge graph {where} is closed; open it (or its context) again")
+            raise closed("knowledge graph", self.path)
         store = self._store
         if store is None:
             with self._opening:

@@ -23,7 +23,7 @@ from typing import Any
 
 from trails._lazy import require
 from trails.errors import ConfigurationError, MissingExtraError
-from trails.faults import translated
+from trails.faults import closed, translated
 
 __all__ = ["Database", "open_database"]
 
@@ -53,9 +53,7 @@ class Database:
     @property
     def _live(self) -> Any:
         if self._closed:
-            raise ConfigurationError(
-                f"vector store {self.path!r} is closed; open it again (or the context that "
-                "holds it) to use it")
+            raise closed("vector store", self.path)
         return self._connection
 
     def load_sqlite_vec(self, purpose: str) -> None:
