@@ -587,8 +587,8 @@ def test_a_closed_context_in_memory_says_it_cannot_be_opened_again():
     # followed; the message says what it held is gone and how to start anew.
     for ctx in (Context.memory(MockEmbedder(dim=8)), fresh_context()):
         ctx.close()
-        for call in (lambda: ctx.kg.query("ASK { ?s ?p ?o }"), lambda: retrieve(TEXT, ctx, k=1),
-                     lambda: ctx.vectors.count()):
+        for call in (lambda c=ctx: c.kg.query("ASK { ?s ?p ?o }"),
+                     lambda c=ctx: retrieve(TEXT, c, k=1), lambda c=ctx: c.vectors.count()):
             with pytest.raises(ConfigurationError) as caught:
                 call()
             message = str(caught.value)
