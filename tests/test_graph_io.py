@@ -348,6 +348,23 @@ def test_a_graph_named_like_a_scope_is_that_scope_or_refused():
     assert len(kg) == 2  # nothing of them was loaded
 
 
+@pytest.mark.parametrize("fmt, text", [
+    ("n3", f'@prefix ex: <{EX}> .\nex:a ex:says {{ ex:b ex:is ex:c }} .\nex:d ex:name "D" .'),
+    ("trig", f'@prefix ex: <{EX}> .\n_:g {{ ex:b ex:is ex:c }}\nex:d ex:name "D" .'),
+    ("nquads", f'<{EX}b> <{EX}is> <{EX}c> _:g .\n<{EX}d> <{EX}name> "D" .'),
+])
+@pytest.mark.parametrize("scope", [None, "legal"])
+def test_a_graph_named_by_a_blank_node_is_refused(fmt, text, scope):
+    """An N3 formula's triples went into a graph named by a blank node, renamed on load: no
+    scope read them and no query could name the graph again. Loaded, counted, never found."""
+    kg = OxigraphGraph()
+    with pytest.raises(ConfigurationError, match="graph named by a blank node.*nothing was "
+                       "loaded") as caught:
+        kg.load(text, format=fmt, scope=scope)
+    assert "N3 formula { ... }" in str(caught.value)
+    assert len(kg) == 0
+
+
 @pytest.mark.parametrize("suffix, text", [
     (".ttl", f'@prefix ex: <{EX}> .\nex:a ex:name "A" .\n'),
     (".nt", f'<{EX}a> <{EX}name> "A" .\n'),

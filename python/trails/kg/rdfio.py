@@ -154,6 +154,13 @@ def read_quads(source: RdfSource, format: str | None = None, scope: str | None =
         raise _too_long(name, "a literal or IRI") from exc
     if fmt == ox.RdfFormat.RDF_XML:  # the one reader without the lexer's bound
         _check_literals(name, quads)
+    if any(isinstance(quad.graph_name, ox.BlankNode) for quad in quads):
+        raise ConfigurationError(
+            f"{name} puts triples in a graph named by a blank node (an N3 formula {{ ... }}, "
+            "or a TriG graph _:g { ... }), which can never be named again, so no scope, "
+            "search or filter would read them: name the graph with an IRI, write its triples "
+            "as statements of their own, or quote one as an RDF 1.2 triple term <<( s p o )>>;"
+            " nothing was loaded")
     return _scope_graphs(quads, name) if scope is None else _into_scope(quads, scope, name)
 
 
