@@ -285,3 +285,51 @@ def test_a_forked_child_cannot_write_through_the_parents_context(tmp_path):
         documents = again.kg.query("SELECT ?d WHERE { ?d a trails:Document }").column("d")
         assert sorted(map(str, documents)) == ["trails://local/doc/a", "trails://local/doc/c"]
         assert verify(again).ok
+
+
+def test_a_forked_child_cannot_write_through_a_context_on_a_server(tmp_path):
+    """The refusal of a forked child's write hung on the embedded graph, which knows the
+    process that opened it: with the graph on a server (`oxigraph serve`), the child wrote
+    through its parent's context beside the parent, whose writes of versions (ADR 5) it
+    could interleave. Whatever the backend, the context's writer lock knows."""
+    from trails.testing.servers.oxigraph import OxigraphServer
+
+    with OxigraphServer(tmp_path / "server") as server:
+        script = textwrap.dedent(f"""
+            import os, sys
+            from trails.context import Context
+            from trails.errors import ContextLockedError
+            from trails.ingest import Document, ingest_all
+            from trails.kg.remote import SparqlEndpointGraph
+            from trails.testing import MockEmbedder
+
+            kg = SparqlEndpointGraph({server.query_url!r}, update_url={server.update_url!r})
+            ctx = Context.open({str(tmp_path / "kb")!r}, embedder=MockEmbedder(dim=8), kg=kg)
+            ingest_all([Document("a", "m", "Alpha text.")], ctx=ctx)
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                outcome = b"wrote"
+                try:
+                    ingest_all([Document("b", "m", "Beta text.")], ctx=ctx)
+                except ContextLockedError as exc:
+                    outcome = b"refused" if b"forked child" in str(exc).encode() else b"other"
+                except BaseException as exc:
+                    outcome = f"failed: {{exc!r}}".encode()
+                os.write(write, outcome)
+                os._exit(0)
+            os.close(write)
+            os.waitpid(pid, 0)
+            print(os.read(read, 300).decode())
+            ingest_all([Document("c", "m", "Gamma text.")], ctx=ctx)
+            print(sorted(str(d) for d in ctx.kg.query(
+                "SELECT ?d WHERE {{ ?d a trails:Document }}").column("d")))
+            ctx.close()
+        """)
+        done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  p for p in sys.path if p)})
+    assert done.returncode == 0, done.stderr
+    outcome, documents = done.stdout.strip().splitlines()
+    assert outcome == "refused"
+    assert documents == "['trails://local/doc/a', 'trails://local/doc/c']"

@@ -72,6 +72,22 @@ class WriterLock:
     def __init__(self, key: str | None, descriptor: int, folder: int = -1) -> None:
         self._key, self._descriptor, self._folder = key, descriptor, folder
         self._servers: list[Callable[[], None]] = []
+        self.forked = False  # this process is a forked child of the one that took it
+
+    def refuse_forked(self) -> None:
+        """Refuse a write from a forked child of the process that took this lock, whatever
+        the backend: the parent still writes (its lock is its own), so the child's writes
+        would interleave with the parent's, through the parent's server sessions.
+
+        Raises:
+            ContextLockedError: this process is such a child.
+        """
+        if self.forked:
+            raise ContextLockedError(
+                "this context was opened for writing by the parent of this process, a forked "
+                "child: a child cannot write through its parent's context (one writer at a "
+                "time). Write from the parent, or use the spawn start method and open the "
+                "context in the child")
 
     def owned_by(self, owner: object) -> WriterLock:
         """This lock, let go when ``owner`` (its context) is collected without being closed."""
@@ -218,6 +234,7 @@ def _forked_child() -> None:
             if descriptor >= 0:
                 os.close(descriptor)
         held._descriptor = held._folder = -1
+        held.forked = True
     _HELD.clear()
 
 

@@ -64,6 +64,7 @@ from trails.kg.terms import IRI
 from trails.parts import ContextParts
 from trails.scopes import DEFAULT_SCOPE
 from trails.vector.stores.base import DocumentVersion, versioned
+from trails.writer_lock import WriterLock
 
 __all__ = [
     "PendingDocument",
@@ -132,8 +133,7 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
     Raises:
         ConfigurationError: this thread is inside a read snapshot of the vector store: a
             commit waiting for the snapshot's lock may hold this one (it would wait forever).
-        ContextLockedError: this process is a forked child of the one that opened the
-            context's embedded graph (before any part is written).
+        ContextLockedError: a forked child of the process that opened the context.
     """
     if getattr(ctx.vectors, "in_snapshot", False):
         raise ConfigurationError("cannot write documents inside a read snapshot of the vector "
@@ -143,17 +143,18 @@ def writing_versions(ctx: ContextParts) -> AbstractContextManager[object]:
 
 
 def refuse_forked_child(ctx: ContextParts) -> None:
-    """Refuse a write from a forked child of the process that opened the context's embedded
-    graph, before any store is read: the stores' native threads stayed in the parent, and a
-    lock one of them held at the fork is never released in the child.
+    """Refuse a write from a forked child of the process that opened the context, before any
+    store is read: an embedded store's native threads stayed in the parent (a lock one held
+    at the fork is never released in the child); a server's sessions are the parent's.
 
     Raises:
         ContextLockedError: this process is such a child.
     """
-    # An embedded graph knows the process that opened it (no graph: the caller's checks say)
-    stamp = getattr(getattr(ctx, "kg", None), "_stamp", None)
+    stamp = getattr(getattr(ctx, "kg", None), "_stamp", None)  # an embedded graph's
     if isinstance(stamp, Stamp) and stamp.forked():
         stamp.check_writable()
+    if isinstance(held := getattr(ctx, "_held", None), WriterLock):  # any backend's
+        held.refuse_forked()
 
 
 def between_writes(ctx: ContextParts) -> AbstractContextManager[object]:
