@@ -53,6 +53,22 @@ def test_init_finishes_a_creation_cut_short(tmp_path):
     assert cli("--db", kb, "stats").exit_code == 0
 
 
+def test_init_with_another_model_over_a_creation_cut_short_says_what_to_do(tmp_path):
+    # The store the killed init made holds 32 dimensions: another model's init failed with
+    # the store's own advice ("a new store path"), which names nothing a user of init has.
+    made = tmp_path / "made"
+    assert cli("--db", made, "init", "--model", "mock:32").exit_code == 0
+    (made / "trails.json").unlink()
+    result = cli("--db", made, "init", "--model", "mock:16")
+    assert result.exit_code == 1
+    assert "creation was cut short (trails.json is missing)" in result.output, result.output
+    assert "naming the model it was begun with" in result.output
+    assert "holds 32-dimensional vectors" in result.output
+    assert "Traceback" not in result.output
+    assert not (made / "trails.json").exists()
+    assert cli("--db", made, "init", "--model", "mock:32").exit_code == 0
+
+
 def test_init_still_refuses_a_folder_with_files_of_its_own(tmp_path):
     kb = a_killed_init(tmp_path)
     (kb / "notes.md").write_text("Mine.")

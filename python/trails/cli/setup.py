@@ -31,7 +31,7 @@ from trails.cli.init_options import (
 from trails.cli.output import print_json, visible
 from trails.config import AuditConfig, PartConfig, Scalar, Setting, read_config
 from trails.context import Context
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, DimensionMismatchError
 from trails.ingest.expiry import check_retention
 from trails.ingest.minting import check_base_iri, expand_predicates
 from trails.ingest.payload import check_payload_fields
@@ -199,8 +199,15 @@ def init(
             f"the embedded sqlite-vec store holds vectors of at most {SQLITE_VEC_MAX_DIM} "
             f"dimensions, and {embedder.identity.describe()} makes {embedder.dim}; use "
             "--vectors qdrant, or a smaller --openai-dim")
-    with _create(db, embedder, graph_part, vectors_part, base_iri) as opened:
-        made = _made(opened, db, created=True)
+    try:
+        with _create(db, embedder, graph_part, vectors_part, base_iri) as opened:
+            made = _made(opened, db, created=True)
+    except DimensionMismatchError as exc:  # a creation cut short, begun with another model
+        raise ConfigurationError(
+            f"{db} holds a context whose creation was cut short (trails.json is missing), "
+            f"begun with another model: {exc}. Finish it with `init --model` naming the model "
+            f"it was begun with, or remove {db} (it holds no documents if only init ran "
+            "there) and init again") from exc
     _report(made, _record(db, mapping, rules, fields, levels, digest_level, policy),
             as_json=as_json)
 
