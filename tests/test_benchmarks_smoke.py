@@ -166,3 +166,18 @@ def test_related_filters_benchmark_plans_both_shapes_from_the_columns_exactly(tm
         assert len(rows) == 8 and all(row["same"] for row in rows), rows
         assert {row["path"] for row in rows} == {"documents-columns"}, rows
         assert sum(row["chunks"] for row in rows) > 0, rows
+
+
+def test_sparql_servers_benchmark_quick_run_measures_each_server():
+    """benchmarks/sparql_servers.py --quick on a real `oxigraph serve` (and Virtuoso where it
+    is installed, as `make test` installs it): every measure of every server is a time, and
+    the run checked that the server holds what was sent."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sparql_servers.py"),
+                          "--quick", "--no-write"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = {row["server"]: row for row in map(json.loads, run.stdout.splitlines())}
+    assert "oxigraph serve" in rows, run.stdout
+    for row in rows.values():
+        assert row["extend_ms"] > 0 and row["quads_per_s"] > 0 and row["start_ms"] > 0
+        assert row["len_ms"] > 0 and row["select_ms"] > 0 and set(row["listing_ms"]) == {"300"}

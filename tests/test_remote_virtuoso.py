@@ -175,6 +175,42 @@ def test_blank_nodes_written_together_stay_one_node(server, kg):
     assert isinstance(found.raw[0]["b"], ox.BlankNode)  # nodeID://... read as a blank node
 
 
+def test_loads_larger_than_one_block_of_its_compiler(server, kg, tmp_path):
+    """Virtuoso's compiler takes ~4,990 triples in one block and ~4,000 triples with blank
+    nodes in one request: a 5,000-triple file failed to load ("memory exhausted", SP030), an
+    extend of the default batch (5,000) too, and a file of blank nodes (SQ199)."""
+    plain = "\n".join(f'<{EX}s{n}> <{EX}name> "Name {n}" .' for n in range(6000))
+    blank = "\n".join(f'_:b{n} <{EX}v> "w{n}" .\n<{EX}r{n}> <{EX}has> _:b{n} .\n'
+                      f'_:b{n} <{EX}next> _:c{n} .' for n in range(2000))
+    assert kg.load(plain + "\n" + blank, format="ntriples", scope="legal") == 12000
+    held = on_server(server)
+    assert len(held) == 12000
+    assert len({q.subject for q in held if isinstance(q.subject, ox.BlankNode)}) == 2000
+    assert canonical(held) == canonical(
+        ox.Quad(t.subject, t.predicate, t.object, LEGAL) for t in ox.parse(
+            (plain + "\n" + blank).encode(), format=ox.RdfFormat.N_TRIPLES))
+    drop_everything(server)
+    kg.extend(ox.Quad(ox.NamedNode(f"{EX}e{n}"), ox.NamedNode(f"{EX}n"), ox.Literal(n), LEGAL)
+              for n in range(kg.batch_size + 1))
+    assert len(on_server(server)) == kg.batch_size + 1
+
+
+def test_a_load_with_replace(server, kg, tmp_path):
+    """Its record's nodes were blank nodes in INSERT DATA, which Virtuoso refuses (SP031): no
+    load with replace ever worked there. A file holding blank nodes is refused by name."""
+    onto = tmp_path / "onto.nt"
+    onto.write_text("\n".join(f'<{EX}c{n}> <{EX}label> "C{n}" .' for n in range(3000)))
+    assert kg.load(onto, scope="legal", replace=True) == 3000
+    onto.write_text("\n".join(f'<{EX}c{n}> <{EX}label> "C{n}" .' for n in range(10)))
+    assert kg.load(onto, scope="legal", replace=True) == 10
+    mine = [q for q in on_server(server) if q.graph_name == LEGAL]
+    assert sorted(str(q.subject) for q in mine) == sorted(f"<{EX}c{n}>" for n in range(10))
+    onto.write_text(f'_:x <{EX}label> "blank" .')
+    with pytest.raises(ConfigurationError, match="holds blank nodes.*nothing was loaded"):
+        kg.load(onto, scope="legal", replace=True)
+    assert [q for q in on_server(server) if q.graph_name == LEGAL] == mine
+
+
 def test_long_and_awkward_literals_in_insert_data(server, kg):
     text = ('a "quoted" line\nand a \\ backslash, \'\'\' and """ and \t tab ' * 4000)[:150_000]
     kg.extend([ox.Quad(ox.NamedNode(f"{EX}long"), ox.NamedNode(f"{EX}text"), ox.Literal(text))])

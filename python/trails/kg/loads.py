@@ -42,6 +42,7 @@ __all__ = ["LOADED_BASE", "ReplaceOption", "loaded_before", "record_graph", "ref
            "replacing", "source_key", "target_graph"]
 
 LOADED_BASE = "urn:trails:loaded:"
+_BLOCK = 300  # loaded triples per block of the insert (with their records' three each)
 # What a record's node says of each triple loaded.
 _PARTS = tuple(ox.NamedNode(TRAILS + "loaded" + part) for part in ("Subject", "Predicate", "Object"))
 ReplaceOption = bool | str
@@ -151,19 +152,27 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
             "replace; nothing was loaded")
     record = record_graph(target, key)
     prefix = f"{LOADED_BASE}{_scope_of(target)}:"
-    triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ." for q in quads)
     into = ("{ ?s ?p ?o }" if isinstance(target, ox.DefaultGraph)
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
     where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
              f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
     updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
     if quads:
-        block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
-        run = uuid.uuid4().hex  # labels no other operation of the request uses
+        # A record's nodes are IRIs of this load (no other names them): Virtuoso's INSERT DATA
+        # takes no blank node. Blocks of _BLOCK triples: its parser takes ~4,990 in one.
+        run = uuid.uuid4().hex
         s, p, o = _PARTS
-        names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} "
-                         f"{_term(q.object)} ." for n, q in enumerate(quads))
-        updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {names} }} }}")
+        blocks = []
+        for at in range(0, len(quads), _BLOCK):
+            part = quads[at:at + _BLOCK]
+            triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ." for q in part)
+            blocks.append(triples if isinstance(target, ox.DefaultGraph)
+                          else f"GRAPH {target} {{ {triples} }}")
+            names = " ".join(f"<urn:trails:loaded-node:{run}:{at + n}> {s} {q.subject} ; "
+                             f"{p} {q.predicate} ; {o} {_term(q.object)} ."
+                             for n, q in enumerate(part))
+            blocks.append(f"GRAPH {record} {{ {names} }}")
+        updates.append("INSERT DATA { " + "\n".join(blocks) + " }")
     return " ;\n".join(updates)
 
 

@@ -21,8 +21,8 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, EndpointRefusedError, SparqlError
 from trails.kg.result import QueryResult, Triples
 
-__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "parse_response",
-           "server_message"]
+__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "insert_requests",
+           "parse_response", "server_message"]
 
 _JSON_RESULTS = "application/sparql-results+json"
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_]")
@@ -177,6 +177,15 @@ def batches(quads: Iterable[ox.Quad], size: int) -> Iterator[list[ox.Quad]]:
         yield batch
 
 
+# Virtuoso 7 parses at most ~4,990 triples in one block of an update (its parser's stack:
+# "memory exhausted"), and compiles a request's operations that write blank nodes into one code
+# vector of at most 32 KB (SQ199, past ~4,000 such triples): triples go in blocks, those with
+# blank nodes in operations and requests, of these sizes.
+VIRTUOSO_BLOCK = 1000
+VIRTUOSO_TEMPLATE = 200
+VIRTUOSO_REQUEST = 2000
+
+
 def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
                 virtuoso: bool = False) -> str:
     """One update request adding ``quads`` (a ``GRAPH`` block per named graph).
@@ -184,23 +193,65 @@ def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
     ``INSERT DATA``, or, when a quad holds a blank node, ``INSERT { ... } WHERE { }``: the same
     quads (one solution: each label is one new node), and the form Virtuoso accepts (its
     ``INSERT DATA`` refuses blank nodes). ``default_graph`` names the graph that holds the
-    store's default graph on a server without one of its own. ``virtuoso``: Virtuoso 7 fails
-    (HTTP 500, SR002) on a template with blank nodes in two ``GRAPH`` blocks, so each graph
-    with blank nodes gets an operation of its own, and one blank node in two graphs, which
-    would become two nodes, is refused.
+    store's default graph on a server without one of its own. ``virtuoso``: the triples
+    without blank nodes go in ``INSERT DATA`` blocks of at most :data:`VIRTUOSO_BLOCK`; those
+    with blank nodes in operations of their own, each blank node's triples in one (an
+    operation per graph: Virtuoso fails, HTTP 500 SR002, on a template with blank nodes in
+    two ``GRAPH`` blocks), about :data:`VIRTUOSO_TEMPLATE` triples each. One blank node in
+    two graphs, which would become two nodes, is refused.
 
     Raises:
         TypeError: a quad's graph is a blank node, which an update cannot name.
         ConfigurationError: ``virtuoso`` and a blank node in two graphs, or a NUL character
-            in a literal of a graph that also gets blank nodes (Virtuoso cuts it off there).
+            in a literal of a triple with a blank node (Virtuoso cuts it off there).
     """
+    by_graph, blanks = _triples(quads, default_graph, virtuoso)
+    if virtuoso:
+        return " ;\n".join(text for text, _ in _virtuoso_operations(by_graph, blanks))
+    for key, rows in blanks.items():
+        by_graph.setdefault(key, []).extend(triple for triple, _ in rows)
+    parts = [_block(key, triples) for key, triples in by_graph.items()]
+    form = "INSERT {\n%s\n} WHERE { }" if blanks else "INSERT DATA {\n%s\n}"
+    return form % "\n".join(parts)
+
+
+def insert_requests(quads: list[ox.Quad], default_graph: str | None = None, *,
+                    virtuoso: bool = False) -> list[str]:
+    """The update requests adding ``quads``: the one of :func:`insert_data`, or on Virtuoso
+    as many as its compiler takes, each with at most about :data:`VIRTUOSO_REQUEST` triples
+    written with blank nodes (a request's operations compile into one code vector: SQ199
+    past ~4,000 of them). Each request is applied whole; the triples without blank nodes all
+    go in the first. Everything is checked before any text is made.
+
+    Raises:
+        as :func:`insert_data`.
+    """
+    if not virtuoso:
+        return [insert_data(quads, default_graph)]
+    by_graph, blanks = _triples(quads, default_graph, virtuoso)
+    requests: list[list[str]] = [[]]
+    held = 0
+    for operation, size in _virtuoso_operations(by_graph, blanks):
+        if size and held and held + size > VIRTUOSO_REQUEST:
+            requests.append([])
+            held = 0
+        requests[-1].append(operation)
+        held += size
+    return [" ;\n".join(request) for request in requests if request]
+
+
+Rows = list[tuple[str, tuple[ox.BlankNode, ...]]]
+
+
+def _triples(quads: list[ox.Quad], default_graph: str | None, virtuoso: bool,
+             ) -> tuple[dict[str | None, list[str]], dict[str | None, Rows]]:
+    """Each graph's triples as text: those without blank nodes, and those with them (with
+    their blank nodes). Raises as :func:`insert_data`."""
     by_graph: dict[str | None, list[str]] = {}
-    blank = False
+    blanks: dict[str | None, Rows] = {}
     homes: dict[ox.BlankNode, str | None] = {}
-    nul: dict[str | None, ox.Literal] = {}
     for q in quads:
         graph = q.graph_name
-        blank = blank or isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode)
         if isinstance(graph, ox.DefaultGraph):
             key = None if default_graph is None else f"<{default_graph}>"
         elif isinstance(graph, ox.NamedNode):
@@ -208,29 +259,65 @@ def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
         else:
             raise TypeError(f"a SPARQL update cannot name the blank-node graph {graph}; "
                             "use an IRI for the graph")
-        by_graph.setdefault(key, []).append(f"{q.subject} {q.predicate} {q.object} .")
-        if isinstance(q.object, ox.Literal) and "\x00" in q.object.value:
-            nul.setdefault(key, q.object)
-        for node in (q.subject, q.object):
-            if isinstance(node, ox.BlankNode) and homes.setdefault(node, key) != key and virtuoso:
+        triple = f"{q.subject} {q.predicate} {q.object} ."
+        nodes = tuple(n for n in (q.subject, q.object) if isinstance(n, ox.BlankNode))
+        if not nodes:
+            by_graph.setdefault(key, []).append(triple)
+            continue
+        blanks.setdefault(key, []).append((triple, nodes))
+        for node in nodes:
+            if homes.setdefault(node, key) != key and virtuoso:
                 raise ConfigurationError(
                     f"the blank node {node} is in two graphs ({homes[node] or 'default'} and "
                     f"{key or 'default'}); Virtuoso 7 cannot write one blank node into two "
                     "graphs, so nothing of this batch was sent: give it an IRI")
-    parts = {key: " ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
-             for key, triples in by_graph.items()}
-    if not blank:
-        return "INSERT DATA {\n" + "\n".join(parts.values()) + "\n}"
-    if not virtuoso:
-        return "INSERT {\n" + "\n".join(parts.values()) + "\n} WHERE { }"
-    with_blanks = set(homes.values())
-    for key, literal in nul.items():  # Virtuoso cuts it there in a template, not in DATA
-        if key in with_blanks:
+        if virtuoso and isinstance(q.object, ox.Literal) and "\x00" in q.object.value:
             raise ConfigurationError(
-                f"the literal {literal} holds a NUL character, which Virtuoso 7 cuts off in an "
-                "update that also writes blank nodes; nothing of this batch was sent: remove "
-                "the NUL characters, or write this triple in a batch without blank nodes")
-    plain = [part for key, part in parts.items() if key not in with_blanks]
-    operations = [f"INSERT {{\n{parts[key]}\n}} WHERE {{ }}" for key in parts if key in with_blanks]
-    operations += ["INSERT DATA {\n" + "\n".join(plain) + "\n}"] if plain else []
-    return " ;\n".join(operations)
+                f"the literal {q.object} holds a NUL character, which Virtuoso 7 cuts off in "
+                "a triple with a blank node; nothing of this batch was sent: remove the NUL "
+                "characters, or give the blank node an IRI")
+    return by_graph, blanks
+
+
+def _virtuoso_operations(by_graph: dict[str | None, list[str]],
+                         blanks: dict[str | None, Rows]) -> list[tuple[str, int]]:
+    """Virtuoso's operations, each with how many triples with blank nodes it writes: an
+    ``INSERT {...} WHERE { }`` per group of them, then the ``INSERT DATA`` of the others, in
+    blocks."""
+    operations = [(f"INSERT {{\n{_block(key, triples)}\n}} WHERE {{ }}", len(triples))
+                  for key, rows in blanks.items() for triples in _together(rows)]
+    blocks = [_block(key, triples[at:at + VIRTUOSO_BLOCK])
+              for key, triples in by_graph.items() for at in range(0, len(triples), VIRTUOSO_BLOCK)]
+    return operations + ([("INSERT DATA {\n" + "\n".join(blocks) + "\n}", 0)] if blocks else [])
+
+
+def _block(key: str | None, triples: list[str]) -> str:
+    return " ".join(triples) if key is None else f"GRAPH {key} {{ {' '.join(triples)} }}"
+
+
+def _together(rows: list[tuple[str, tuple[ox.BlankNode, ...]]]) -> Iterator[list[str]]:
+    """The triples of ``rows`` in groups of about :data:`VIRTUOSO_TEMPLATE`, the triples of
+    each blank node in one group (an operation makes a node of each label: two would make
+    two). A blank node with more triples than that is one larger group."""
+    parent: dict[ox.BlankNode, ox.BlankNode] = {}
+
+    def root(node: ox.BlankNode) -> ox.BlankNode:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for _, nodes in rows:
+        for other in nodes[1:]:
+            parent[root(other)] = root(nodes[0])
+    joined: dict[ox.BlankNode, list[str]] = {}
+    for triple, nodes in rows:
+        joined.setdefault(root(nodes[0]), []).append(triple)
+    group: list[str] = []
+    for triples in joined.values():
+        if group and len(group) + len(triples) > VIRTUOSO_TEMPLATE:
+            yield group
+            group = []
+        group += triples
+    if group:
+        yield group
