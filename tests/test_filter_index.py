@@ -411,7 +411,8 @@ def test_a_class_that_is_a_triple_term_holding_a_blank_node_is_that_class_only(c
     """A register lists the class ``<<( _:b ex:p ex:o )>>`` (RDF 1.2): d0 is of that class,
     d1 of ``<<( ex:x ex:p ex:o )>>``. Written back into a query, the blank node inside the
     triple term is a variable and would read d1 as a member too; the answer is d0 alone
-    (written by hand), and d1 for the register of the other class."""
+    (written by hand), and d1 for the register of the other class (from the columns: a
+    triple term of IRIs is exactly that class)."""
     ingest_all([Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.") for n in range(3)],
                ctx=ctx)
     rdf_type = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -422,9 +423,13 @@ def test_a_class_that_is_a_triple_term_holding_a_blank_node_is_that_class_only(c
                            f"<{TOPICS}two> <{TOPICS}lists> {plain} ."]).encode(),
                 format="ntriples")
     for register, number in (("one", 0), ("two", 1)):
+        path: list[str] = []
         found = filter_candidates(ctx.kg, f"SELECT ?iri WHERE {{ {LINK} ?doc a ?type . "
-                                  f"<{TOPICS}{register}> <{TOPICS}lists> ?type }}", None, None)
+                                  f"<{TOPICS}{register}> <{TOPICS}lists> ?type }}", None, None,
+                                  path=path)
         assert sorted(found) == [f"{ctx.base_iri}doc/d{number}"], register
+        if register == "two":  # a triple term of IRIs names itself: the columns answer it
+            assert path == ["documents-columns"]
 
 
 def test_a_value_compared_with_another_resources_is_answered_from_the_columns(ctx):

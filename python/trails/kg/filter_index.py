@@ -384,7 +384,8 @@ class FilterIndex:
         # A blank node written in a query is a variable, not that class, also inside a triple
         # term (``<<( _:b ex:p ex:o )>>`` would read every such triple's members): the graph
         # joins it.
-        if classes is None or any(c.startswith(("_:", "<<")) for c in classes):
+        if classes is None or any(c.startswith("_:") or (c.startswith("<<") and "_:" in c)
+                                  for c in classes):
             return None
         members = [self.typed(c) for c in sorted(classes)]
         if any(m is None for m in members):
