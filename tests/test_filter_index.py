@@ -239,6 +239,31 @@ def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, da
         assert planned == written, (name, bindings, scopes)
 
 
+CLASS_SHAPES = ["type taxonomy", "type path", "type listed", "type registered"]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries({
+    "date": st.none(), "place": st.none(), "topic": st.none(), "label": st.none(),
+    "class": st.sampled_from(["A1", "B", "triple", "blank"]),
+    "scope": st.sampled_from(["default", "legal"])}), min_size=1, max_size=6), st.data())
+def test_classes_of_every_kind_select_what_the_graph_does(docs, data):
+    """The class shapes alone, over documents whose classes are IRIs or RDF 1.2 triple terms
+    (one holding a blank node): the members the columns read are the graph's."""
+    ctx = fresh_context(embedder=MockEmbedder(dim=8))
+    build(ctx, docs, [], [])
+    for name in CLASS_SHAPES:
+        group, bindings_strategy = SHAPES[name]
+        bindings = data.draw(bindings_strategy)
+        scopes = data.draw(st.sampled_from([None, ["default"], ["legal"]]))
+        text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
+        with ctx.vectors.snapshot():
+            planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
+        written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
+        assert planned == written, (name, bindings, scopes)
+
+
 def test_a_value_test_the_values_store_cannot_run_leaves_the_filter_to_the_graph(ctx,
                                                                                  monkeypatch):
     """A FILTER on a column's values runs in a small store of its own; an error of that store
