@@ -61,6 +61,8 @@ SHAPES = {
                       [IRI(TOPICS + n) for n in ("A", "B", "root")])})),
     "type listed": (f"?doc a ?type . FILTER(?type IN (<{TOPICS}A1>, <{TOPICS}B>))", st.just({})),
     "type alone": ("?doc a ?type .", st.just({})),
+    # classes a register lists, among them RDF 1.2 triple terms (one holding a blank node)
+    "type registered": (f"?doc a ?type . <{TOPICS}register> <{TOPICS}lists> ?type .", st.just({})),
     # A value compared with another resource's (a claim's filing date): the test of the
     # document's value under each solution of the patterns joined to nothing of the document.
     "date after another's": ("?doc schema:dateCreated ?d . ?claim meta:filed ?c . FILTER(?d >= ?c)",
@@ -106,9 +108,16 @@ documents_strategy = st.lists(st.fixed_dictionaries({
     "place": st.one_of(st.none(), st.sampled_from(PLACES)),
     "topic": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B1", "C"])),
     "label": st.one_of(st.none(), st.sampled_from(["x", "y"])),
-    "class": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B", "C"])),
+    "class": st.one_of(st.none(), st.sampled_from(["A1", "A2", "B", "C", "triple", "blank"])),
     "scope": st.sampled_from(["default", "legal"]),
 }), min_size=1, max_size=10)
+
+# Classes that are RDF 1.2 triple terms, one holding a blank node, and a register listing
+# the blank one and A1 (a blank node inside a triple term written in a query is a variable).
+CLASSES = {"triple": f"<<( <{TOPICS}x> <{TOPICS}p> <{TOPICS}o> )>>",
+           "blank": f"<<( _:b <{TOPICS}p> <{TOPICS}o> )>>"}
+REGISTER = [f"<{TOPICS}register> <{TOPICS}lists> {CLASSES['blank']} .",
+            f"<{TOPICS}register> <{TOPICS}lists> <{TOPICS}A1> ."]
 
 USER_TRIPLES = [
     # a second date on a document, a date on something that is no document, a wrong datatype
@@ -156,6 +165,10 @@ def _document(n, d, text=None):
                     text=text or f"text of document {n}. more words here.", metadata=meta)
 
 
+def _class(name: str) -> str:
+    return CLASSES.get(name, f"<{TOPICS}{name}>")
+
+
 def build(ctx, docs, extra, deleted, revised=()):
     taxonomy = "\n".join(f"<{TOPICS}{a}> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}{b}> ."
                          for a, b in (("A1", "A"), ("A2", "A"), ("B1", "B"), ("A", "root"),
@@ -170,10 +183,10 @@ def build(ctx, docs, extra, deleted, revised=()):
         ingest_all([_document(n, d) for n, d in enumerate(docs) if d["scope"] == scope],
                    ctx=ctx, scope=scope)
     iris = {n: f"{ctx.base_iri}doc/d{n}" for n in range(len(docs))}
-    classes = [f"<{iris[n]}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{TOPICS}{d['class']}> ." for n, d in enumerate(docs)
+    classes = [f"<{iris[n]}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> {_class(d['class'])} ." for n, d in enumerate(docs)
                if d.get("class")]  # in the default graph, as a user's own RDF loads
-    if classes:
-        ctx.kg.load("\n".join(classes).encode(), format="ntriples")
+    if classes:  # a register listing some (one load: the blank node is the classes' own)
+        ctx.kg.load("\n".join([*classes, *REGISTER]).encode(), format="ntriples")
     ids = ctx.vectors.metadata(ctx.vectors.all_ids())
     doc_iris = sorted({m["doc_iri"] for m in ids.values()})
     chunks = {m["doc_iri"]: i for i, m in sorted(ids.items(), reverse=True)}  # each one's first
@@ -219,6 +232,31 @@ def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, da
         group, bindings_strategy = SHAPES[name]
         bindings = data.draw(bindings_strategy)
         scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
+        text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
+        with ctx.vectors.snapshot():
+            planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
+        written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
+        assert planned == written, (name, bindings, scopes)
+
+
+CLASS_SHAPES = ["type taxonomy", "type path", "type listed", "type registered"]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries({
+    "date": st.none(), "place": st.none(), "topic": st.none(), "label": st.none(),
+    "class": st.sampled_from(["A1", "B", "triple", "blank"]),
+    "scope": st.sampled_from(["default", "legal"])}), min_size=1, max_size=6), st.data())
+def test_classes_of_every_kind_select_what_the_graph_does(docs, data):
+    """The class shapes alone, over documents whose classes are IRIs or RDF 1.2 triple terms
+    (one holding a blank node): the members the columns read are the graph's."""
+    ctx = fresh_context(embedder=MockEmbedder(dim=8))
+    build(ctx, docs, [], [])
+    for name in CLASS_SHAPES:
+        group, bindings_strategy = SHAPES[name]
+        bindings = data.draw(bindings_strategy)
+        scopes = data.draw(st.sampled_from([None, ["default"], ["legal"]]))
         text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
         with ctx.vectors.snapshot():
             planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
@@ -392,6 +430,31 @@ def test_documents_of_a_class_or_its_subclasses_are_the_members_of_each_class(ct
         {"broad": IRI(TOPICS + "B")}, None, path=path), None)
     assert {i.split("/v/")[0] for i in found} == {f"{ctx.base_iri}doc/d3", f"{ctx.base_iri}doc/d5"}
     assert path != ["documents-columns"]
+
+
+def test_a_class_that_is_a_triple_term_holding_a_blank_node_is_that_class_only(ctx):
+    """A register lists the class ``<<( _:b ex:p ex:o )>>`` (RDF 1.2): d0 is of that class,
+    d1 of ``<<( ex:x ex:p ex:o )>>``. Written back into a query, the blank node inside the
+    triple term is a variable and would read d1 as a member too; the answer is d0 alone
+    (written by hand), and d1 for the register of the other class (from the columns: a
+    triple term of IRIs is exactly that class)."""
+    ingest_all([Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.") for n in range(3)],
+               ctx=ctx)
+    rdf_type = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+    blank, plain = (f"<<( {s} <{TOPICS}p> <{TOPICS}o> )>>" for s in ("_:b", f"<{TOPICS}x>"))
+    ctx.kg.load("\n".join([f"<{ctx.base_iri}doc/d0> {rdf_type} {blank} .",
+                           f"<{ctx.base_iri}doc/d1> {rdf_type} {plain} .",
+                           f"<{TOPICS}one> <{TOPICS}lists> {blank} .",
+                           f"<{TOPICS}two> <{TOPICS}lists> {plain} ."]).encode(),
+                format="ntriples")
+    for register, number in (("one", 0), ("two", 1)):
+        path: list[str] = []
+        found = filter_candidates(ctx.kg, f"SELECT ?iri WHERE {{ {LINK} ?doc a ?type . "
+                                  f"<{TOPICS}{register}> <{TOPICS}lists> ?type }}", None, None,
+                                  path=path)
+        assert sorted(found) == [f"{ctx.base_iri}doc/d{number}"], register
+        if register == "two":  # a triple term of IRIs names itself: the columns answer it
+            assert path == ["documents-columns"]
 
 
 def test_a_value_compared_with_another_resources_is_answered_from_the_columns(ctx):

@@ -381,8 +381,11 @@ class FilterIndex:
         """The subject codes of ``?doc a ?name`` for the classes the patterns joined to
         ``?name`` select (column_plan admits a class variable only so joined), or None."""
         classes = self._satellite(name, plan, prologue, terms)
-        # A blank node written in a query is a variable, not that class: the graph joins it.
-        if classes is None or any(c.startswith("_:") for c in classes):
+        # A blank node written in a query is a variable, not that class, also inside a triple
+        # term (``<<( _:b ex:p ex:o )>>`` would read every such triple's members): the graph
+        # joins it.
+        if classes is None or any(c.startswith("_:") or (c.startswith("<<") and "_:" in c)
+                                  for c in classes):
             return None
         members = [self.typed(c) for c in sorted(classes)]
         if any(m is None for m in members):
