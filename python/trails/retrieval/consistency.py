@@ -54,6 +54,7 @@ __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_vers
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
 READ_ATTEMPTS = 10
+_HEX = "0123456789abcdef"  # a version's characters (minting.version_of)
 
 
 class _TornRead(Exception):
@@ -66,11 +67,19 @@ def minted_chunk(iri: str) -> bool:
 
 
 def candidate_versions(iris: Sequence[str]) -> dict[str, set[str]]:
-    """For each document with chunk IRIs among ``iris``, the versions they name."""
+    """For each document with chunk IRIs among ``iris``, the versions they name.
+
+    Read as :data:`CHUNK_IRI` reads them, by cutting the IRI at its last ``/c/`` and the
+    fixed-length version before it; only a name that does not read so is asked of the
+    pattern (a filter's answer holds tens of thousands of chunk IRIs: the pattern cost
+    ~2 µs each)."""
     versions: dict[str, set[str]] = {}
     for iri in iris:
-        match = CHUNK_IRI.match(iri)
-        if match:
+        head, cut, position = iri.rpartition("/c/")
+        if (cut and position.isdecimal() and len(head) > 19 and head[-19:-16] == "/v/"
+                and not head[-16:].strip(_HEX) and "\n" not in head):
+            versions.setdefault(head[:-19], set()).add(head[-16:])
+        elif match := CHUNK_IRI.match(iri):
             versions.setdefault(match["doc"], set()).add(match["version"])
     return versions
 
