@@ -40,3 +40,20 @@ def test_minted_chunks_and_near_misses():
             "trails://x\ny/v/0123456789abcdef/c/1"]
     assert candidate_versions(near) == by_the_pattern(near)
     assert candidate_versions(near)[doc] == {"0123456789abcdef"}  # "1\n" and "١": as \d+$ reads
+
+
+def test_the_live_versions_a_read_checks_are_the_recorded_ones(tmp_path):
+    """The store's cheap read of current versions (two columns) says what its full records
+    say, for documents it holds, documents it does not, and a document changed since."""
+    from trails.context import Context
+    from trails.ingest import Document, ingest_all
+    from trails.testing import MockEmbedder
+
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
+        ingest_all([Document(id=f"d{n}", source="m", text=f"Text number {n}.") for n in range(5)],
+                   ctx=ctx)
+        ingest_all([Document(id="d1", source="m", text="Text changed.")], ctx=ctx)
+        records = ctx.vectors.current_versions()
+        asked = [*records, "trails://local/doc/missing"]
+        assert ctx.vectors.live_versions(asked) == {d: r.version for d, r in records.items()}
+        assert len(set(ctx.vectors.live_versions(asked).values())) == 5

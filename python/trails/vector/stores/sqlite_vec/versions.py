@@ -133,6 +133,14 @@ class SqliteVersions(SqliteCore):
         return {r[0]: DocumentVersion(*r) for r in rows}
 
     @reads
+    def live_versions(self, doc_iris: Sequence[str]) -> dict[str, str]:
+        """Each recorded document's current version alone (what a read's version check asks
+        of tens of thousands of documents: the whole records cost three times as much)."""
+        return dict(self._db.execute(
+            "SELECT doc_iri, version FROM versions WHERE doc_iri IN (SELECT value FROM "
+            "json_each(?))", (json.dumps(list(doc_iris)),)))
+
+    @reads
     def state(self) -> tuple[int, int]:
         """The committed state read (``NumberedStates``): another one after any commit."""
         return self._db.state()
