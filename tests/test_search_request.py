@@ -62,6 +62,10 @@ BAD = [
     {"why": "yes"},
     {"now": "yesterday"},
     {"now": "2026-01-01T00:00:00"},
+    # JSON has no datetime: a value of another type is refused as Python refuses it
+    {"now": 5},
+    {"now": True},
+    {"now": ["2100-01-01T00:00:00+00:00"]},
 ]
 
 

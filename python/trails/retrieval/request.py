@@ -222,7 +222,11 @@ class SearchRequest(BaseModel):
                                            f"e.g. 2026-01-01T00:00:00+00:00") from None
         if now is None:
             return None
-        utc_now(now)  # type: ignore[arg-type]  # a datetime with an offset, or refused
+        if not isinstance(now, dt.datetime):  # JSON's number, bool or array too
+            raise InvalidArgumentTypeError(
+                f"now must be a datetime with an offset, or its ISO 8601 text such as "
+                f"2026-01-01T00:00:00+00:00; got {type(now).__name__} {now!r:.80}")
+        utc_now(now)  # an offset, or refused
         return now
 
     def options(self) -> dict[str, Any]:
