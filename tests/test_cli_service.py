@@ -108,6 +108,20 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
     assert _caller(db, here["run_id"]) == "cli-user"
 
 
+def test_a_past_now_is_answered_as_the_local_command_answers_it(served):
+    """The service refuses a ``now`` before its clock (a key must not see again what
+    retention removed); the terminal's user owns the directory and may look back, so the
+    same command answers the same whether or not a service runs."""
+    db, _ = served
+    options = ["--scope", "alpha", "--now", "2020-01-01T00:00:00+00:00", "--json"]
+    through = trails("--db", str(db), "query", "glaciers meadows", *options)
+    local = trails("--db", str(db), "query", "glaciers meadows", *options, "--local")
+    assert through.returncode == local.returncode == 0, (through.stderr, local.stderr)
+    assert without_run_ids(json.loads(through.stdout)) == without_run_ids(
+        json.loads(local.stdout))
+    assert json.loads(through.stdout)["hits"]
+
+
 def test_the_table_is_the_same_through_the_service(served):
     db, _ = served
     through = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha")
