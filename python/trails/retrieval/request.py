@@ -48,6 +48,7 @@ from trails.retrieval.arguments import (
     check_query,
     check_scope_argument,
     check_steps,
+    check_why,
 )
 from trails.retrieval.degraded import FALLBACKS, Fallback, check_fallback
 
@@ -206,10 +207,7 @@ class SearchRequest(BaseModel):
     @field_validator("why", mode="before")
     @classmethod
     def _why(cls, why: object) -> bool | None:
-        if why is not None and not isinstance(why, bool):
-            raise InvalidArgumentTypeError(f"why must be True, False or None, got "
-                                           f"{type(why).__name__} {why!r:.80}")
-        return why
+        return check_why(why)
 
     @field_validator("now", mode="before")
     @classmethod
