@@ -416,3 +416,31 @@ def test_a_key_whose_scopes_hold_nothing_is_refused_as_one_whose_scopes_hold_doc
                           answer.json().get("message"))
     assert answers["alpha"][0] == 400, answers
     assert answers["gamma"] == answers["alpha"]
+
+
+# -- the published schema says what is accepted ------------------------------------------------
+
+SCOPES = [  # each accepted or refused by the check of a scope's name, whatever the context holds
+    ("alpha", True), (["alpha"], True), (["alpha", "beta"], True), (["a.b-c_9"], True),
+    ([], False), ([""], False), (["élan"], False), (["-alpha"], False), (["al pha"], False),
+    ("", False), (["a" * 129], False), (["alpha", 3], False), (3, False),
+]
+
+
+@pytest.mark.parametrize(("scopes", "well_formed"), SCOPES, ids=repr)
+def test_the_openapi_schema_of_scopes_accepts_what_the_service_accepts(service, scopes,
+                                                                       well_formed):
+    """A client that checks its body against /openapi.json sends what the service reads: a
+    scope name, or a non-empty list of them, each of the form a scope name has."""
+    jsonschema = pytest.importorskip("jsonschema")
+    _, client = service
+    document = client.get("/openapi.json").json()
+    schema = {**document["components"]["schemas"]["RetrieveRequest"],
+              "components": document["components"]}
+    body = {"query": "alpine", "scopes": scopes}
+    valid = jsonschema.Draft202012Validator(schema).is_valid(body)
+    answer = _http(client, {"scopes": scopes})
+    # well formed: the check of names passes (a9.b-c_9 holds nothing here: 400 UnknownScope)
+    named = answer.status_code == 200 or answer.json()["error"] == "UnknownScopeError"
+    assert named == well_formed, answer.text
+    assert valid == well_formed, schema["properties"]["scopes"]

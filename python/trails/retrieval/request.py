@@ -51,6 +51,7 @@ from trails.retrieval.arguments import (
     check_why,
 )
 from trails.retrieval.degraded import FALLBACKS, Fallback, check_fallback
+from trails.scopes import NAME_PATTERN
 
 if TYPE_CHECKING:
     from trails.rank._steps import Step
@@ -76,6 +77,13 @@ _Fusion = Annotated[Any, WithJsonSchema({
 _Steps = Annotated[tuple[Any, ...], WithJsonSchema({
     "type": "array", "description": "post-ranking steps (Python: callables step(query, hits, "
     "ctx); over HTTP: {name, options} objects, see GET /steps)"})]
+# A scope's name, or a non-empty list of them (what check_scope_argument takes).
+_SCOPE = {"type": "string", "pattern": NAME_PATTERN}
+_Scopes = Annotated[tuple[str, ...] | None, WithJsonSchema({
+    "anyOf": [{"type": "array", "items": _SCOPE, "minItems": 1}, _SCOPE, {"type": "null"}],
+    "default": None, "title": "Scopes",
+    "description": "The scopes to search (default: the default scope, or over the service "
+                   "every scope the key grants)."})]
 _Fallback = Annotated[str | None, WithJsonSchema({
     "anyOf": [{"enum": [f for f in FALLBACKS if f is not None] + [_NONE]},
               {"type": "null"}], "default": "auto",
@@ -109,9 +117,7 @@ class SearchRequest(BaseModel):
         "A SPARQL SELECT projecting one variable: the chunk or document IRIs to rank."))
     bindings: Mapping[str, Any] | None = Field(default=None, description=(
         "Values for the filter's variables, bound as RDF terms (never pasted into the text)."))
-    scopes: tuple[str, ...] | None = Field(default=None, description=(
-        "The scopes to search (default: the default scope, or over the service every "
-        "scope the key grants)."))
+    scopes: _Scopes = None
     # pydantic reads the JSON forms (the else branch); a type checker, the values held.
     if TYPE_CHECKING:
         fusion: Fusion | FusionFn | None = "auto"
