@@ -167,6 +167,21 @@ def test_sparql_that_finds_nothing_for_no_such_reason_says_nothing_more(kb):
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize(("command", "words"), [
+    (["query", "how", "do", "we", "deploy?"], "how do we deploy?"),
+    (["sparql", "SELECT", "?d", "WHERE", "{", "?d", "a", "trails:Document", "}"],
+     "SELECT ?d WHERE { ?d a trails:Document }"),
+])
+def test_a_question_or_query_left_unquoted_is_refused_saying_to_quote_it(kb, command, words):
+    """The shell splits an unquoted question into words; click's "Got unexpected extra
+    argument(s)" leaves a newcomer guessing, so the line says to quote it, as it was typed."""
+    line = _one_error_line(run_trails("--db", kb, *command))
+    where, argument = command[0], "TEXT" if command[0] == "query" else "QUERY_OR_FILE"
+    assert line == (f"Error: trails {where} takes one {argument}, and got {len(command) - 1} "
+                    f"words: quote it, trails --db DIR {where} '{words}' "
+                    f"(see 'trails {where} --help')")
+
+
 def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(kb):
     line = _one_error_line(run_trails("--db", kb, "query", "--mode", "graph", "--sparql", DATES))
     assert line == ("Error: Missing argument 'TEXT': the question, in quotes (--mode graph, "

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +74,29 @@ def _usage_message(exc: Any, where: str) -> str:
         return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
                 "nothing, takes \"\"): trails --db DIR query \"how do we deploy?\" "
                 "(see 'trails query --help')")
+    unquoted = _unquoted(exc, where)
+    if unquoted is not None:
+        return unquoted
     return f"{exc.format_message()} (see '{where} --help'{_dash_hint(exc, where)})"
+
+
+# The commands whose one argument is text a shell splits when it is not quoted.
+_EXTRA = re.compile(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)", re.DOTALL)
+_ONE_TEXT = {"trails query": ("text", "TEXT"), "trails sparql": ("query_or_file", "QUERY_OR_FILE")}
+
+
+def _unquoted(exc: Any, where: str) -> str | None:
+    """For ``trails query how do we deploy``: the question is one argument, to quote (click
+    says "Got unexpected extra argument(s) (do we deploy)"); None for any other mistake."""
+    extra, context = _EXTRA.fullmatch(exc.format_message()), exc.ctx
+    if where not in _ONE_TEXT or context is None or extra is None:
+        return None
+    name, metavar = _ONE_TEXT[where]
+    words = [str(context.params.get(name, "")), extra.group(1)]
+    command = where.removeprefix("trails ")
+    return (f"{where} takes one {metavar}, and got {len(' '.join(words).split())} words: "
+            f"quote it, trails --db DIR {command} {shlex.quote(' '.join(words))} "
+            f"(see '{where} --help')")
 
 
 def _dash_hint(exc: Exception, where: str) -> str:
