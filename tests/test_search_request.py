@@ -444,3 +444,20 @@ def test_the_openapi_schema_of_scopes_accepts_what_the_service_accepts(service, 
     named = answer.status_code == 200 or answer.json()["error"] == "UnknownScopeError"
     assert named == well_formed, answer.text
     assert valid == well_formed, schema["properties"]["scopes"]
+
+
+@pytest.mark.parametrize("options", BAD, ids=repr)
+def test_a_request_read_with_pydantics_own_readers_is_refused_as_python_refuses_it(service,
+                                                                                    options):
+    """``SearchRequest.model_validate`` and ``model_validate_json`` (how a request kept as JSON
+    is read back) build a request too: the same refusal, never pydantic's ValidationError."""
+    python = _refusal(lambda: _python(service[0], options))
+    body = {"query": "alpine", **options}
+    assert _refusal(lambda: SearchRequest.model_validate(body)) == python
+    assert _refusal(lambda: SearchRequest.model_validate_json(json.dumps(body))) == python
+
+
+def test_a_request_kept_as_json_reads_back_as_itself():
+    request = SearchRequest(query="alpine", k=3, fusion="none", fallback="none",
+                            scopes=["alpha"], now="2100-01-01T00:00:00+00:00")
+    assert SearchRequest.model_validate_json(request.model_dump_json()) == request

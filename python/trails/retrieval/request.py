@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -153,6 +153,22 @@ class SearchRequest(BaseModel):
             super().__init__(**fields)
         except ValidationError as error:
             raise refusal(error.errors(), type(self)) from None
+
+    # pydantic's own readers build a request too (a request kept as JSON, read back): the
+    # same refusal as the constructor's, never pydantic's ValidationError.
+    @classmethod
+    def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(*args, **kwargs)
+        except ValidationError as error:
+            raise refusal(error.errors(), cls) from None
+
+    @classmethod
+    def model_validate_json(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(*args, **kwargs)
+        except ValidationError as error:
+            raise refusal(error.errors(), cls) from None
 
     @field_validator("query", mode="before")
     @classmethod
