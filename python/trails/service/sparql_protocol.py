@@ -321,9 +321,15 @@ def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> 
     return ox.serialize(items, format=rdf_format) or b""
 
 
-def service_description(endpoint: str, union_default: bool) -> bytes:
-    """The SPARQL service description (N-Triples) a GET without a query answers: what the
-    endpoint speaks, and whether its default graph is the union of the scopes queried."""
+def service_description(endpoint: str, union_default: bool,
+                        accept: str | None = None) -> tuple[bytes, str]:
+    """The SPARQL service description a GET without a query answers (what the endpoint
+    speaks, and whether its default graph is the union of the scopes queried), and its media
+    type: in the RDF format ``accept`` prefers, as :func:`render_answer` writes any graph.
+
+    Raises:
+        NotAcceptableError: ``accept`` allows no RDF format.
+    """
     sd = "http://www.w3.org/ns/sparql-service-description#"
     node, kind = ox.NamedNode(endpoint), ox.NamedNode(
         "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -334,4 +340,4 @@ def service_description(endpoint: str, union_default: bool) -> bytes:
     if union_default:
         triples.append(ox.Triple(node, ox.NamedNode(sd + "feature"),
                                  ox.NamedNode(sd + "UnionDefaultGraph")))
-    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b""
+    return render_answer(triples, accept)
