@@ -96,6 +96,21 @@ def test_a_service_description_in_no_format_accepted_is_a_406(service):
     _refused(answer, 406, "text/turtle")
 
 
+@pytest.mark.parametrize(("body", "held", "error"), [
+    (b"", "nothing", "InvalidArgumentError"),
+    (b'["how do we deploy?"]', "an array", "InvalidArgumentTypeError"),
+    (b'"how do we deploy?"', "a string", "InvalidArgumentTypeError"),
+    (b"null", "null", "InvalidArgumentTypeError"),
+    (b"5", "a number", "InvalidArgumentTypeError"),
+])
+def test_a_search_body_that_is_no_object_says_what_a_search_is(service, body, held, error):
+    answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
+    said = _refused(answer, 400)
+    assert answer.json()["error"] == error
+    assert said == ('a search is one JSON object such as {"query": "how do we deploy?", '
+                    f'"k": 5}}; the request body holds {held}')
+
+
 @pytest.mark.parametrize("path", ["/retrieve", "/ingest", "/runs/" + "0" * 32 + "/feedback"])
 def test_a_body_that_is_no_json_says_where_and_why(service, path):
     answer = service.post(path, content=b'{"query": ', headers={

@@ -301,7 +301,9 @@ def _meant(name: str, model: type[BaseModel]) -> str:
 
 
 def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentError:
-    where = ".".join(str(part) for part in details["loc"]) or "request"
+    if not details["loc"]:  # the whole request: a body that is no JSON object, or none
+        return _no_object(details)
+    where = ".".join(str(part) for part in details["loc"])
     if details["type"] == "extra_forbidden":
         known = ", ".join(model.model_fields)
         return InvalidArgumentError(f"{where} is no option of a search{_meant(where, model)}; "
@@ -309,3 +311,15 @@ def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentErro
     kind = (InvalidArgumentTypeError if details["type"].endswith("_type")
             else InvalidArgumentError)
     return kind(f"{where}: {details['msg']}")
+
+
+def _no_object(details: ErrorDetails) -> InvalidArgumentError:
+    """A request that is no object at all (a JSON body of an array, a string, null...)."""
+    sent = details.get("input")
+    held = ("nothing" if details["type"] == "missing" else "null" if sent is None
+            else "an array" if isinstance(sent, list) else "a string" if isinstance(sent, str)
+            else "a boolean" if isinstance(sent, bool)
+            else "a number" if isinstance(sent, (int, float)) else type(sent).__name__)
+    kind = InvalidArgumentError if details["type"] == "missing" else InvalidArgumentTypeError
+    return kind('a search is one JSON object such as {"query": "how do we deploy?", "k": 5}; '
+                f"the request body holds {held}")
