@@ -88,6 +88,15 @@ def test_sparql_with_a_forgotten_bind_is_an_error_not_zero_rows(kb):
     assert "--bind since=" in line
 
 
+def test_sparql_that_does_not_parse_says_so_before_any_unbound_variable(kb):
+    """A missing ')' leaves ?x in a FILTER that never closes: the mistake is the syntax,
+    said with its place, as `trails query --sparql` says it, not "?x is never bound"."""
+    text = "SELECT ?d WHERE { ?d a trails:Document . FILTER(?x > 3 }"
+    for command in (["sparql", text], ["query", "x", "--sparql", text.replace("?d", "?iri")]):
+        line = _one_error_line(run_trails("--db", kb, *command))
+        assert "does not parse: at line 1, column " in line and "never bound" not in line
+
+
 def test_sparql_with_the_bind_given_answers(kb):
     result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01", "--json")
     assert result.returncode == 0, result.stderr
