@@ -461,3 +461,15 @@ def test_a_request_kept_as_json_reads_back_as_itself():
     request = SearchRequest(query="alpine", k=3, fusion="none", fallback="none",
                             scopes=["alpha"], now="2100-01-01T00:00:00+00:00")
     assert SearchRequest.model_validate_json(request.model_dump_json()) == request
+
+
+def test_a_retriever_takes_json_s_none_as_retrieve_does(service):
+    """``"none"`` is None for fusion and fallback wherever a search is asked, a saved one too."""
+    ctx, _ = service
+    from trails import HybridRetriever, VectorRetriever
+
+    hybrid = HybridRetriever(ctx, scope="alpha", fusion="none", fallback="none")
+    assert (hybrid.fusion, hybrid.fallback) == (None, None)
+    assert [(h.iri, h.score) for h in hybrid.retrieve("alpine")] == [
+        (h.iri, h.score) for h in retrieve("alpine", ctx, scope="alpha", fusion=None)]
+    assert VectorRetriever(ctx, fallback="none").fallback is None

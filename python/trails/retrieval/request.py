@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from trails.rank._steps import Step
     from trails.rank.fusion import FusionFn
 
-__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal"]
+__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal", "spelt_none"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -207,7 +207,7 @@ class SearchRequest(BaseModel):
     @field_validator("fusion", mode="before")
     @classmethod
     def _fusion(cls, fusion: object) -> object:
-        fusion = None if fusion == _NONE else fusion
+        fusion = spelt_none(fusion)
         check_fusion(fusion, FUSIONS)
         return fusion
 
@@ -224,7 +224,7 @@ class SearchRequest(BaseModel):
     @field_validator("fallback", mode="before")
     @classmethod
     def _fallback(cls, fallback: object) -> str | None:
-        return check_fallback(None if fallback == _NONE else fallback)
+        return check_fallback(spelt_none(fallback))
 
     @field_validator("why", mode="before")
     @classmethod
@@ -270,6 +270,12 @@ class SearchRequest(BaseModel):
             raise InvalidArgumentError("mode='graph' needs a sparql_filter selecting the IRIs "
                                        "to return")
         return self
+
+
+def spelt_none(value: object) -> object:
+    """None for ``"none"``, how JSON (HTTP, MCP, the command line) spells None for
+    ``fusion`` and ``fallback``; any other value as it is."""
+    return None if isinstance(value, str) and value == _NONE else value
 
 
 def refusal(errors: Sequence[ErrorDetails],

@@ -56,7 +56,7 @@ from trails.retrieval.arguments import (
 )
 from trails.retrieval.asynchronous import AsyncRetrieval
 from trails.retrieval.degraded import Fallback, check_fallback
-from trails.retrieval.request import Fusion
+from trails.retrieval.request import Fusion, spelt_none
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
@@ -115,7 +115,7 @@ class VectorRetriever(AsyncRetrieval):
     def __post_init__(self) -> None:
         _init_common(self)
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "vector"))
-        check_fallback(self.fallback)
+        object.__setattr__(self, "fallback", check_fallback(spelt_none(self.fallback)))
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
@@ -166,10 +166,11 @@ class HybridRetriever(AsyncRetrieval):
     def __post_init__(self) -> None:
         _init_common(self)
         _init_filter(self)
+        object.__setattr__(self, "fusion", spelt_none(self.fusion))  # "none", as retrieve()
         check_fusion(self.fusion, FUSIONS)
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "hybrid"))
         object.__setattr__(self, "steps", _checked_steps(self.steps))
-        check_fallback(self.fallback)
+        object.__setattr__(self, "fallback", check_fallback(spelt_none(self.fallback)))
         check_why(self.why)
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
