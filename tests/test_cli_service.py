@@ -237,6 +237,23 @@ def test_a_query_of_the_empty_default_scope_names_the_scopes_through_the_service
     assert _caller(db, json.loads(through.stdout)["run_id"]).startswith("local:")
 
 
+@pytest.mark.parametrize("options", [[], ["--read-only"]], ids=["writable", "read-only"])
+def test_a_second_serve_of_a_served_directory_is_refused_naming_the_first(served, options):
+    """One service per directory: a second (even read-only, which would answer from the data
+    as it was when it opened) is refused naming the one that serves it, and leaves the first's
+    service.json in place, which `trails query` and the write commands read."""
+    db, process = served
+    before = read_service(db)
+    second = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                             "--port", "0", "--log-level", "warning", *options],
+                            capture_output=True, text=True, env=ENV, timeout=60, check=False)
+    assert second.returncode == 1, second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and "Traceback" not in second.stderr
+    assert f"already served by `trails serve` (pid {process.pid}, {before.url})" in line
+    assert read_service(db) == before
+
+
 def test_serve_on_a_port_in_use_is_a_user_error_naming_the_port(tmp_path):
     """uvicorn's own exit (3, its startup failure) left the command: the code trails gives a
     context whose files cannot be read or written, with no line of trails' own."""
