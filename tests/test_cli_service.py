@@ -316,3 +316,20 @@ def test_a_copy_of_a_served_context_answers_from_the_copy(served, tmp_path):
     assert out.returncode == 0, out.stderr
     assert [hit["source"] for hit in json.loads(out.stdout)["hits"]] == ["c1"]
     assert read_service(db) is not None  # the served directory still finds its service
+
+
+def test_serve_beside_another_writer_says_so_as_the_other_commands_do(tmp_path):
+    """A writer that is no service (an ingest under way): `trails serve` says to wait for it,
+    in the command line's words, not the Python API's ("open this one with read_only=True")."""
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    with Context.open(db, embedder=MockEmbedder(dim=32)):  # the other writer, this process
+        second = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                                 "--port", "0", "--log-level", "warning"],
+                                capture_output=True, text=True, env=ENV, timeout=60,
+                                check=False)
+    assert second.returncode == 1, second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert line == (f"Error: {db} is open for writing in another process (one writer at a "
+                    "time); wait for it to finish. Read-only commands (query, sparql, stats, "
+                    "verify) work meanwhile.")
