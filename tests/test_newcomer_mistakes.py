@@ -97,6 +97,15 @@ def test_sparql_that_does_not_parse_says_so_before_any_unbound_variable(kb):
         assert "does not parse: at line 1, column " in line and "never bound" not in line
 
 
+def test_a_query_the_terminal_could_not_decode_is_named_as_a_search_names_it(kb):
+    """Bytes that are no UTF-8 reach Python as lone surrogates (a Latin-1 terminal's "é"):
+    said where they are, as `trails query` says it, not as a codec's failure."""
+    line = _one_error_line(run_trails("--db", kb, "sparql",
+                                      'SELECT ?s WHERE { ?s ?p "caf\udce9" }'))
+    assert line.startswith("Error: QUERY_OR_FILE holds a lone surrogate '\\udce9' at offset 28")
+    assert "codec" not in line
+
+
 def test_sparql_with_the_bind_given_answers(kb):
     result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01", "--json")
     assert result.returncode == 0, result.stderr

@@ -22,6 +22,7 @@ from trails.cli.output import (
 from trails.context import Context
 from trails.kg.result import results_json
 from trails.kg.sparql import parses
+from trails.kg.terms import check_text
 from trails.kg.variables import check_bound
 from trails.retrieval.binding_notes import string_notes
 from trails.retrieval.mismatched import mismatch_notes
@@ -154,7 +155,7 @@ def sparql(
         --bind since=2024-01-01
     ```
     """
-    text = read_query(query_or_file)
+    text = check_text(read_query(query_or_file), "QUERY_OR_FILE")  # as a search's filter
     with open_context(ctx) as opened:
         if scope:
             check_known_scopes(normalize_scopes(scope), known_scopes(opened))
