@@ -200,6 +200,20 @@ def test_a_question_or_query_left_unquoted_is_refused_saying_to_quote_it(kb, com
                     f"(see 'trails {where} --help')")
 
 
+@pytest.mark.parametrize(("option", "meant"), [
+    (["--limit", "3"], "-k"), (["--top-k", "3"], "-k"), (["-n", "3"], "-k"),
+    (["--threshold", "0.5"], "--min-score"), (["--where", "x"], "--sparql"),
+    (["--scopes", "alpha"], "--scope"), (["--params", "a=1"], "--bind"),
+])
+def test_an_option_named_as_other_libraries_name_it_is_refused_naming_trails_own(
+        kb, option, meant):
+    """The names retrieve() knows from other libraries (top_k, limit, threshold, where...)
+    are known to `trails query` too: the line names the option meant, not --help or --why."""
+    line = _one_error_line(run_trails("--db", kb, "query", "x", *option))
+    assert line == (f"Error: No such option: {option[0]}; did you mean {meant}? "
+                    "(see 'trails query --help')")
+
+
 def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(kb):
     line = _one_error_line(run_trails("--db", kb, "query", "--mode", "graph", "--sparql", DATES))
     assert line == ("Error: Missing argument 'TEXT': the question, in quotes (--mode graph, "

@@ -29,6 +29,7 @@ from typer.core import TyperGroup
 
 from trails.cli import audit, graph, ingest, link, maintenance, mcp, query, serve, setup
 from trails.cli import eval as evaluation
+from trails.cli.arguments import SEARCH_OPTIONS
 from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
     EXIT_INTERNAL,
@@ -39,6 +40,7 @@ from trails.cli.exits import (
     partial_of,
 )
 from trails.errors import ConfigurationError, StorageError, TrailsError
+from trails.retrieval.arguments import KEYWORDS_MEANT
 
 __all__ = ["app", "main"]
 
@@ -69,6 +71,9 @@ def _usage_message(exc: Any, where: str) -> str:
     if type(exc).__name__ == "NoSuchOption" and name == "--filter" and where == "trails query":
         return ("No such option: --filter; the filter is --sparql QUERY_OR_FILE: a SPARQL "
                 "SELECT of ?iri, a file holding it, or - for stdin (see 'trails query --help')")
+    meant = _option_meant(name) if type(exc).__name__ == "NoSuchOption" else None
+    if meant is not None and where == "trails query":
+        return f"No such option: {name}; did you mean {meant}? (see 'trails query --help')"
     if (type(exc).__name__ == "MissingParameter" and where == "trails query"
             and getattr(getattr(exc, "param", None), "name", None) == "text"):
         return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
@@ -97,6 +102,15 @@ def _unquoted(exc: Any, where: str) -> str | None:
     return (f"{where} takes one {metavar}, and got {len(' '.join(words).split())} words: "
             f"quote it, trails --db DIR {command} {shlex.quote(' '.join(words))} "
             f"(see '{where} --help')")
+
+
+def _option_meant(option: str) -> str | None:
+    """The `trails query` option for a name other libraries give a search's field (``--limit``,
+    ``--top-k``, ``-n``: ``-k``), as retrieve() names the keyword meant (KEYWORDS_MEANT)."""
+    meant = KEYWORDS_MEANT.get(option.lstrip("-").replace("-", "_").lower())
+    field = {"sparql_filter": "filter", "scope": "scopes"}.get(str(meant), meant)
+    flags = SEARCH_OPTIONS.get(str(field), ())
+    return flags[-1] if flags else None
 
 
 def _dash_hint(exc: Exception, where: str) -> str:
