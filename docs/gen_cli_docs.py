@@ -43,7 +43,10 @@ trails --db ./kb query "how do we deploy?" --json
 - **Exit codes**: `0` success; `1` user error, reported as one line on stderr with no
   traceback (this includes usage errors such as an unknown option, which click would
   report with 2; a value a search does not take, such as `-k 0` or an unknown `--mode`, is
-  refused by `trails.SearchRequest` in the words Python, HTTP and MCP use for it); `2`
+  refused by `trails.SearchRequest` in the words Python, HTTP and MCP use for it; a question
+  or query left unquoted, `trails query how do we deploy`, is refused saying to quote it, and
+  an option named as other libraries name it, `--limit` or `--threshold`, naming `-k` or
+  `--min-score`); `2`
   partial failure: `ingest` with failed documents, `verify` that found inconsistencies;
   `3` the context's files cannot be read or written; `4` a bug in trails; `130`
   interrupted by Ctrl-C (`ingest` stops after the step under way and sums up what it

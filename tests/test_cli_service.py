@@ -108,6 +108,20 @@ def test_a_query_through_the_service_answers_as_the_local_command(served, option
     assert _caller(db, here["run_id"]) == "cli-user"
 
 
+def test_a_past_now_is_answered_as_the_local_command_answers_it(served):
+    """The service refuses a ``now`` before its clock (a key must not see again what
+    retention removed); the terminal's user owns the directory and may look back, so the
+    same command answers the same whether or not a service runs."""
+    db, _ = served
+    options = ["--scope", "alpha", "--now", "2020-01-01T00:00:00+00:00", "--json"]
+    through = trails("--db", str(db), "query", "glaciers meadows", *options)
+    local = trails("--db", str(db), "query", "glaciers meadows", *options, "--local")
+    assert through.returncode == local.returncode == 0, (through.stderr, local.stderr)
+    assert without_run_ids(json.loads(through.stdout)) == without_run_ids(
+        json.loads(local.stdout))
+    assert json.loads(through.stdout)["hits"]
+
+
 def test_the_table_is_the_same_through_the_service(served):
     db, _ = served
     through = trails_process("--db", str(db), "query", "glaciers", "--scope", "alpha")
@@ -223,6 +237,23 @@ def test_a_query_of_the_empty_default_scope_names_the_scopes_through_the_service
     assert _caller(db, json.loads(through.stdout)["run_id"]).startswith("local:")
 
 
+@pytest.mark.parametrize("options", [[], ["--read-only"]], ids=["writable", "read-only"])
+def test_a_second_serve_of_a_served_directory_is_refused_naming_the_first(served, options):
+    """One service per directory: a second (even read-only, which would answer from the data
+    as it was when it opened) is refused naming the one that serves it, and leaves the first's
+    service.json in place, which `trails query` and the write commands read."""
+    db, process = served
+    before = read_service(db)
+    second = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                             "--port", "0", "--log-level", "warning", *options],
+                            capture_output=True, text=True, env=ENV, timeout=60, check=False)
+    assert second.returncode == 1, second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and "Traceback" not in second.stderr
+    assert f"already served by `trails serve` (pid {process.pid}, {before.url})" in line
+    assert read_service(db) == before
+
+
 def test_serve_on_a_port_in_use_is_a_user_error_naming_the_port(tmp_path):
     """uvicorn's own exit (3, its startup failure) left the command: the code trails gives a
     context whose files cannot be read or written, with no line of trails' own."""
@@ -285,3 +316,20 @@ def test_a_copy_of_a_served_context_answers_from_the_copy(served, tmp_path):
     assert out.returncode == 0, out.stderr
     assert [hit["source"] for hit in json.loads(out.stdout)["hits"]] == ["c1"]
     assert read_service(db) is not None  # the served directory still finds its service
+
+
+def test_serve_beside_another_writer_says_so_as_the_other_commands_do(tmp_path):
+    """A writer that is no service (an ingest under way): `trails serve` says to wait for it,
+    in the command line's words, not the Python API's ("open this one with read_only=True")."""
+    db = tmp_path / "kb"
+    seeded_context(db).close()
+    with Context.open(db, embedder=MockEmbedder(dim=32)):  # the other writer, this process
+        second = subprocess.run([sys.executable, "-m", "trails.cli", "--db", str(db), "serve",
+                                 "--port", "0", "--log-level", "warning"],
+                                capture_output=True, text=True, env=ENV, timeout=60,
+                                check=False)
+    assert second.returncode == 1, second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert line == (f"Error: {db} is open for writing in another process (one writer at a "
+                    "time); wait for it to finish. Read-only commands (query, sparql, stats, "
+                    "verify) work meanwhile.")

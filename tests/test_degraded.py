@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trails import retrieve
+from trails import GraphRetriever, HybridRetriever, VectorRetriever, retrieve
 from trails.context import Context
 from trails.errors import EndpointUnavailableError, InvalidArgumentError
 from trails.ingest import Document, ingest_all
@@ -238,3 +238,42 @@ def test_with_the_store_down_documents_are_counted_and_bounded_by_their_chunks(m
             retrieve("rails", ctx, k=3, sparql_filter=values_filter([0, 1]))
     finally:
         ctx.kg.close()
+
+
+# -- a retriever is a saved request: it takes fallback (and why) as retrieve() does ---------
+
+
+@pytest.mark.parametrize("make", [
+    lambda ctx, dead: VectorRetriever(Context(ctx.kg, ctx.vectors, dead), fallback="skip"),
+    lambda ctx, dead: HybridRetriever(Context(ctx.kg, ctx.vectors, dead), fallback="skip",
+                                      sparql_filter=values_filter([1, 2])),
+], ids=["vector", "hybrid"])
+def test_a_retriever_saves_its_fallback(served, make):
+    ctx, dead = served
+    found = make(ctx, dead).retrieve("rails")
+    assert list(found) == [] and found.plan == "skipped"
+    assert len(found.degraded) == 1 and found.degraded[0].startswith("embedder unreachable")
+
+
+def test_a_retriever_refuses_a_fallback_as_retrieve_does(served):
+    ctx, _ = served
+    with pytest.raises(InvalidArgumentError) as retrieved:
+        retrieve("rails", ctx, fallback="vector")
+    for make in (VectorRetriever, HybridRetriever):
+        with pytest.raises(InvalidArgumentError) as saved:
+            make(ctx, fallback="vector")
+        assert str(saved.value) == str(retrieved.value)
+
+
+def test_a_retriever_saves_why(served):
+    """``why=True`` gives each hit of a filtered search the solution that admitted it, from a
+    retriever as from retrieve(); a why that is no bool is refused at construction."""
+    ctx, _ = served
+    sparql = values_filter([1, 2, 3])
+    for made in (HybridRetriever(ctx, sparql_filter=sparql, why=True),
+                 GraphRetriever(ctx, sparql, why=True)):
+        hits = made.retrieve("rails")
+        assert hits and all(hit.admitted_by == {"iri": f"<{hit.document or hit.iri}>"}
+                           for hit in hits)
+    with pytest.raises(InvalidArgumentError, match="why must be True, False or None"):
+        HybridRetriever(ctx, why="yes")

@@ -121,8 +121,14 @@ def test_a_retrievers_constructor_names_the_argument_meant(ctx, make, given, mea
 
 def test_a_retriever_takes_only_the_names_it_has(ctx):
     # VectorRetriever has no filter: no alias points at one it lacks.
-    with pytest.raises(InvalidArgumentTypeError, match="filter \\(it takes caller, ctx, k"):
+    with pytest.raises(InvalidArgumentTypeError, match="filter \\(it takes caller, ctx, fallback, k"):
         trails.VectorRetriever(ctx, filter=FILTER)
+    # What it takes, as a caller may pass it: never self, which no call names.
+    with pytest.raises(InvalidArgumentTypeError) as caught:
+        trails.HybridRetriever(ctx, xyzzy=1)
+    assert str(caught.value) == (
+        "HybridRetriever() takes no argument xyzzy (it takes bindings, caller, ctx, fallback, "
+        "fusion, k, min_score, query_variable, rewriter, scope, sparql_filter, steps, why)")
     made = trails.HybridRetriever(ctx, k=2, sparql_filter=FILTER)
     assert [hit.snippet for hit in made.retrieve("alpha")][:1] == ["alpha beta gamma"]
     assert dataclasses.replace(made, k=1).k == 1

@@ -159,3 +159,14 @@ def test_a_malformed_term_object_names_the_binding_and_the_mistake(dated_title, 
         message = refusal(dated_title, tool, {**arguments, "bindings": {"t": term}})
         assert said in message, (tool, message)
         assert "\n" not in message and "Traceback" not in message
+
+
+def test_a_sparql_call_that_forgets_a_binding_is_refused_not_answered_empty(tools):
+    """As `trails sparql` without its --bind: a FILTER variable nothing binds makes every
+    solution fail, and "no rows" would read as an answer."""
+    query = "SELECT ?d WHERE { ?d a trails:Document FILTER(?d != ?skip) }"
+    message = refusal(tools, "sparql", {"query": query})
+    assert "?skip is used in" in message and "never bound" in message
+    answered = structured(call(tools, "sparql", {"query": query,
+                                                 "bindings": {"skip": "<urn:x:other>"}}))
+    assert answered["rows"] == [{"d": DOC}]

@@ -88,6 +88,24 @@ def test_sparql_with_a_forgotten_bind_is_an_error_not_zero_rows(kb):
     assert "--bind since=" in line
 
 
+def test_sparql_that_does_not_parse_says_so_before_any_unbound_variable(kb):
+    """A missing ')' leaves ?x in a FILTER that never closes: the mistake is the syntax,
+    said with its place, as `trails query --sparql` says it, not "?x is never bound"."""
+    text = "SELECT ?d WHERE { ?d a trails:Document . FILTER(?x > 3 }"
+    for command in (["sparql", text], ["query", "x", "--sparql", text.replace("?d", "?iri")]):
+        line = _one_error_line(run_trails("--db", kb, *command))
+        assert "does not parse: at line 1, column " in line and "never bound" not in line
+
+
+def test_a_query_the_terminal_could_not_decode_is_named_as_a_search_names_it(kb):
+    """Bytes that are no UTF-8 reach Python as lone surrogates (a Latin-1 terminal's "é"):
+    said where they are, as `trails query` says it, not as a codec's failure."""
+    line = _one_error_line(run_trails("--db", kb, "sparql",
+                                      'SELECT ?s WHERE { ?s ?p "caf\udce9" }'))
+    assert line.startswith("Error: QUERY_OR_FILE holds a lone surrogate '\\udce9' at offset 28")
+    assert "codec" not in line
+
+
 def test_sparql_with_the_bind_given_answers(kb):
     result = run_trails("--db", kb, "sparql", DATES, "--bind", "since=2024-01-01", "--json")
     assert result.returncode == 0, result.stderr
@@ -165,6 +183,35 @@ def test_sparql_that_finds_nothing_for_no_such_reason_says_nothing_more(kb):
     result = run_trails("--db", kb, "sparql", "SELECT ?d WHERE { ?d schema:name 'nobody' }")
     assert result.returncode == 0
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    (["query", "how", "do", "we", "deploy?"], "how do we deploy?"),
+    (["sparql", "SELECT", "?d", "WHERE", "{", "?d", "a", "trails:Document", "}"],
+     "SELECT ?d WHERE { ?d a trails:Document }"),
+])
+def test_a_question_or_query_left_unquoted_is_refused_saying_to_quote_it(kb, command, words):
+    """The shell splits an unquoted question into words; click's "Got unexpected extra
+    argument(s)" leaves a newcomer guessing, so the line says to quote it, as it was typed."""
+    line = _one_error_line(run_trails("--db", kb, *command))
+    where, argument = command[0], "TEXT" if command[0] == "query" else "QUERY_OR_FILE"
+    assert line == (f"Error: trails {where} takes one {argument}, and got {len(command) - 1} "
+                    f"words: quote it, trails --db DIR {where} '{words}' "
+                    f"(see 'trails {where} --help')")
+
+
+@pytest.mark.parametrize(("option", "meant"), [
+    (["--limit", "3"], "-k"), (["--top-k", "3"], "-k"), (["-n", "3"], "-k"),
+    (["--threshold", "0.5"], "--min-score"), (["--where", "x"], "--sparql"),
+    (["--scopes", "alpha"], "--scope"), (["--params", "a=1"], "--bind"),
+])
+def test_an_option_named_as_other_libraries_name_it_is_refused_naming_trails_own(
+        kb, option, meant):
+    """The names retrieve() knows from other libraries (top_k, limit, threshold, where...)
+    are known to `trails query` too: the line names the option meant, not --help or --why."""
+    line = _one_error_line(run_trails("--db", kb, "query", "x", *option))
+    assert line == (f"Error: No such option: {option[0]}; did you mean {meant}? "
+                    "(see 'trails query --help')")
 
 
 def test_query_without_its_question_says_what_text_is_and_what_graph_mode_takes(kb):

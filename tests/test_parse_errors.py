@@ -53,6 +53,27 @@ def test_other_mistakes_keep_the_position_without_the_unicode_ranges():
     assert "at line 1, column 21" in message
 
 
+@pytest.mark.parametrize(("query", "word", "meant"), [
+    ("SELECT ?iri WHERE { ?iri a trails:Chunk } LIMT 5", "LIMT", "LIMIT"),
+    ("SELECT ?t (COUNT(*) AS ?n) WHERE { ?s a ?t } GROPU BY ?t", "GROPU", "GROUP"),
+    ("SELECT ?s WHERE { ?s ?p ?o OPTINAL { ?s a ?t } }", "OPTINAL", "OPTIONAL"),
+    ("SELECT ?s WHERE { ?s ?p ?o FILTR(?o > 1) }", "FILTR", "FILTER"),
+    ("SELECT DISTICT ?s WHERE { ?s ?p ?o }", "DISTICT", "DISTINCT"),
+    ("select ?s where { ?s ?p ?o } limt 5", "limt", "LIMIT"),
+])
+def test_a_misspelt_keyword_is_named_with_the_one_meant(query, word, meant):
+    message = _message(query)
+    assert f"`{word}` is no SPARQL keyword: did you mean {meant}?" in message
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT ?x WHERE { ?x",  # nothing misspelt: no guess
+    "SELECT ?s WHERE { ?s ?p ?o FILTER(STRSTARTS(STR(?s), 'a') && ?o > 1 }",
+])
+def test_no_keyword_is_guessed_where_none_is_misspelt(query):
+    assert "is no SPARQL keyword" not in _message(query)
+
+
 @pytest.mark.parametrize(("query", "relative", "where"), [
     ("SELECT ?iri WHERE { ?iri <isPartOf> ?d }", "isPartOf", "line 1"),
     ("SELECT ?s WHERE {\n ?s <https://schema.org/name> ?n .\n ?s <x> ?y }", "x", "line 3"),

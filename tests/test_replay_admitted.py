@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 from trails import replay, retrieve
+from trails.config import AuditConfig
 from trails.context import Context
 from trails.ingest import Document, ingest_all
 from trails.testing import MockEmbedder
@@ -44,3 +45,20 @@ def test_a_replay_of_unchanged_documents_says_nothing_of_admission(tmp_path):
         ingest_all(_docs("2024-03-01"), ctx=ctx, scope="legal")
         report = replay(ctx, run)
     assert report.identical and report.notes == []
+
+
+def test_a_run_that_asked_why_is_replayed_asking_why_whatever_the_trail_keeps(tmp_path):
+    """A trail that does not keep admissions (audit why=False) still records them for a run
+    that asked (why=True): its replay asks too, so it compares them, and its result says
+    what the run's said."""
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16),
+                      audit=AuditConfig(why=False)) as ctx:
+        ingest_all(_docs("2024-03-01"), ctx=ctx, scope="legal")
+        ran = retrieve("pump seal", ctx, sparql_filter=SINCE, scope="legal", why=True,
+                       bindings={"since": dt.date(2024, 2, 1)})
+        ingest_all(_docs("2024-07-01"), ctx=ctx, scope="legal")  # d2 re-dated, same text
+        report = replay(ctx, ran.run_id)
+    assert all(hit.admitted_by for hit in ran)
+    assert [hit.admitted_by is not None for hit in report.result] == [True] * len(ran)
+    moved = [note for note in report.notes if "admitted" in note]
+    assert len(moved) == 1 and "/doc/d2/" in moved[0], report.notes

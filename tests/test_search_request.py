@@ -62,6 +62,10 @@ BAD = [
     {"why": "yes"},
     {"now": "yesterday"},
     {"now": "2026-01-01T00:00:00"},
+    # JSON has no datetime: a value of another type is refused as Python refuses it
+    {"now": 5},
+    {"now": True},
+    {"now": ["2100-01-01T00:00:00+00:00"]},
 ]
 
 
@@ -412,3 +416,60 @@ def test_a_key_whose_scopes_hold_nothing_is_refused_as_one_whose_scopes_hold_doc
                           answer.json().get("message"))
     assert answers["alpha"][0] == 400, answers
     assert answers["gamma"] == answers["alpha"]
+
+
+# -- the published schema says what is accepted ------------------------------------------------
+
+SCOPES = [  # each accepted or refused by the check of a scope's name, whatever the context holds
+    ("alpha", True), (["alpha"], True), (["alpha", "beta"], True), (["a.b-c_9"], True),
+    ([], False), ([""], False), (["élan"], False), (["-alpha"], False), (["al pha"], False),
+    ("", False), (["a" * 129], False), (["alpha", 3], False), (3, False),
+]
+
+
+@pytest.mark.parametrize(("scopes", "well_formed"), SCOPES, ids=repr)
+def test_the_openapi_schema_of_scopes_accepts_what_the_service_accepts(service, scopes,
+                                                                       well_formed):
+    """A client that checks its body against /openapi.json sends what the service reads: a
+    scope name, or a non-empty list of them, each of the form a scope name has."""
+    jsonschema = pytest.importorskip("jsonschema")
+    _, client = service
+    document = client.get("/openapi.json").json()
+    schema = {**document["components"]["schemas"]["RetrieveRequest"],
+              "components": document["components"]}
+    body = {"query": "alpine", "scopes": scopes}
+    valid = jsonschema.Draft202012Validator(schema).is_valid(body)
+    answer = _http(client, {"scopes": scopes})
+    # well formed: the check of names passes (a9.b-c_9 holds nothing here: 400 UnknownScope)
+    named = answer.status_code == 200 or answer.json()["error"] == "UnknownScopeError"
+    assert named == well_formed, answer.text
+    assert valid == well_formed, schema["properties"]["scopes"]
+
+
+@pytest.mark.parametrize("options", BAD, ids=repr)
+def test_a_request_read_with_pydantics_own_readers_is_refused_as_python_refuses_it(service,
+                                                                                    options):
+    """``SearchRequest.model_validate`` and ``model_validate_json`` (how a request kept as JSON
+    is read back) build a request too: the same refusal, never pydantic's ValidationError."""
+    python = _refusal(lambda: _python(service[0], options))
+    body = {"query": "alpine", **options}
+    assert _refusal(lambda: SearchRequest.model_validate(body)) == python
+    assert _refusal(lambda: SearchRequest.model_validate_json(json.dumps(body))) == python
+
+
+def test_a_request_kept_as_json_reads_back_as_itself():
+    request = SearchRequest(query="alpine", k=3, fusion="none", fallback="none",
+                            scopes=["alpha"], now="2100-01-01T00:00:00+00:00")
+    assert SearchRequest.model_validate_json(request.model_dump_json()) == request
+
+
+def test_a_retriever_takes_json_s_none_as_retrieve_does(service):
+    """``"none"`` is None for fusion and fallback wherever a search is asked, a saved one too."""
+    ctx, _ = service
+    from trails import HybridRetriever, VectorRetriever
+
+    hybrid = HybridRetriever(ctx, scope="alpha", fusion="none", fallback="none")
+    assert (hybrid.fusion, hybrid.fallback) == (None, None)
+    assert [(h.iri, h.score) for h in hybrid.retrieve("alpine")] == [
+        (h.iri, h.score) for h in retrieve("alpine", ctx, scope="alpha", fusion=None)]
+    assert VectorRetriever(ctx, fallback="none").fallback is None

@@ -8,9 +8,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import rdflib
 
 from service_support import bearer, keys, live_server, seeded_context
 from trails.service.app import create_app
+
+SD = rdflib.Namespace("http://www.w3.org/ns/sparql-service-description#")
 
 SELECT = "SELECT ?d WHERE { ?d a trails:Document } LIMIT 1"
 CONSTRUCT = "CONSTRUCT { ?d a trails:Document } WHERE { ?d a trails:Document } LIMIT 1"
@@ -73,6 +76,39 @@ def test_a_get_without_parameters_still_answers_the_service_description(service)
     answer = service.get("/sparql")
     assert answer.status_code == 200
     assert "sparql-service-description#Service" in answer.text
+
+
+@pytest.mark.parametrize(("accept", "media"), [
+    ("text/turtle", "text/turtle"), ("application/rdf+xml", "application/rdf+xml"),
+    ("application/ld+json", "application/ld+json"), ("*/*", "application/n-triples"),
+])
+def test_the_service_description_comes_in_the_format_accepted(service, accept, media):
+    """As any other RDF the endpoint answers: the Accept header chooses its format."""
+    answer = service.get("/sparql", headers={"Accept": accept})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith(media)
+    graph = rdflib.Graph().parse(data=answer.text, format=media)
+    assert (None, rdflib.RDF.type, SD.Service) in graph
+
+
+def test_a_service_description_in_no_format_accepted_is_a_406(service):
+    answer = service.get("/sparql", headers={"Accept": "text/html"})
+    _refused(answer, 406, "text/turtle")
+
+
+@pytest.mark.parametrize(("body", "held", "error"), [
+    (b"", "nothing", "InvalidArgumentError"),
+    (b'["how do we deploy?"]', "an array", "InvalidArgumentTypeError"),
+    (b'"how do we deploy?"', "a string", "InvalidArgumentTypeError"),
+    (b"null", "null", "InvalidArgumentTypeError"),
+    (b"5", "a number", "InvalidArgumentTypeError"),
+])
+def test_a_search_body_that_is_no_object_says_what_a_search_is(service, body, held, error):
+    answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
+    said = _refused(answer, 400)
+    assert answer.json()["error"] == error
+    assert said == ('a search is one JSON object such as {"query": "how do we deploy?", '
+                    f'"k": 5}}; the request body holds {held}')
 
 
 @pytest.mark.parametrize("path", ["/retrieve", "/ingest", "/runs/" + "0" * 32 + "/feedback"])

@@ -23,6 +23,7 @@ from trails.service.keys import KeyRing
 from trails.service.sparql_protocol import (
     GRAPH_TYPES,
     RESULT_TYPES,
+    acceptable_types,
     choose_media_type,
     parse_sparql_request,
 )
@@ -493,9 +494,22 @@ def test_a_body_in_another_charset_is_refused():
     ("text/*;q=0.5, application/sparql-results+xml;q=0.4", "text/csv"),
     ("image/png", RESULT_TYPES[0]),
     ("application/json;q=0.2, application/sparql-results+json;q=0", "application/json"),
+    # The most specific range that names a type decides its q-value (RFC 9110, 12.5.1): a
+    # type refused by name is not taken back by */* or type/*, nor raised by them.
+    ("application/sparql-results+json;q=0, */*", "application/sparql-results+xml"),
+    ("text/csv;q=0, text/*", "text/tab-separated-values"),
+    ("*/*;q=0.9, application/sparql-results+json;q=0.1", "application/sparql-results+xml"),
+    ("text/*;q=0.3, text/csv;q=0.2, */*;q=0.1", "text/tab-separated-values"),
 ])
 def test_content_negotiation_follows_the_q_values(accept, expected):
     assert choose_media_type(accept, RESULT_TYPES) == expected
+
+
+def test_a_type_refused_by_name_is_never_answered_whatever_else_is_accepted():
+    accept = "application/sparql-results+json;q=0, application/json;q=0, */*"
+    assert acceptable_types(accept, RESULT_TYPES) == [
+        "application/sparql-results+xml", "text/csv", "text/tab-separated-values"]
+    assert acceptable_types("text/turtle;q=0, text/*", GRAPH_TYPES) == ["text/n3"]
 
 
 def test_graph_answers_default_to_n_triples():

@@ -32,6 +32,8 @@ C = TypeVar("C", bound=type)
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+# A method's first parameter, which the call binds.
+_BOUND = ("self", "cls")
 
 
 def named_keywords(meant: Mapping[str, str] | None = None,
@@ -50,7 +52,8 @@ def named_keywords(meant: Mapping[str, str] | None = None,
         parameters = inspect.signature(function).parameters
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             return function
-        accepted = frozenset(name for name, p in parameters.items() if p.kind in _BY_NAME)
+        accepted = frozenset(name for name, p in parameters.items()  # what a caller names:
+                             if p.kind in _BY_NAME and name not in _BOUND)  # never self
         called = function.__qualname__.removesuffix(".__init__")
         by_position = [name for name, p in parameters.items() if p.kind in _POSITIONAL]
         by_name = [name for name, p in parameters.items()
@@ -78,7 +81,7 @@ def _too_many(function: str, by_position: list[str], by_name: list[str],
               given: int) -> InvalidArgumentTypeError:
     """The error for ``given`` arguments by position to a function taking ``by_position``
     (``self`` or ``cls`` first for a method, not shown) and the rest ``by_name``."""
-    shown = [name for name in by_position if name not in ("self", "cls")]
+    shown = [name for name in by_position if name not in _BOUND]
     names = ", ".join(f"{name}=..." for name in by_name)
     if not shown:
         return InvalidArgumentTypeError(f"{function}() takes no argument by position: name "

@@ -108,20 +108,29 @@ def context(db: Path, **options: Any) -> Context:
     try:
         return Context.open(db, **options)
     except ContextLockedError as exc:
-        if "this process" in str(exc):  # a handle this process forgot to close: said as is
+        reworded = locked(db, exc)
+        if reworded is exc:
             raise
-        service = read_service(db)
-        if service is not None:  # a service never finishes: waiting would be forever
-            raise ContextLockedError(
-                f"{db} is served for writing by `trails serve` (pid {service.pid}, "
-                f"{service.url}), which runs until it is stopped. Stop it (Ctrl-C where it "
-                f"runs, or kill -TERM {service.pid}) and run this command again, or send the "
-                f"write to the service: POST {service.url}/ingest, DELETE "
-                f"{service.url}/documents/IRI (docs/service.md). Read-only commands (query, "
-                "sparql, stats, verify) work meanwhile.") from exc
-        raise ContextLockedError(
-            f"{db} is open for writing in another process (one writer at a time); wait for it "
-            "to finish. Read-only commands (query, sparql, stats, verify) work meanwhile.") from exc
+        raise reworded from exc
+
+
+def locked(db: Path, exc: ContextLockedError) -> ContextLockedError:
+    """The other-writer error ``exc`` as the command line says it: the service that holds
+    ``db``, or another process to wait for (one this process forgot to close: as is)."""
+    if "this process" in str(exc) or "already served" in str(exc):
+        return exc
+    service = read_service(db)
+    if service is not None:  # a service never finishes: waiting would be forever
+        return ContextLockedError(
+            f"{db} is served for writing by `trails serve` (pid {service.pid}, "
+            f"{service.url}), which runs until it is stopped. Stop it (Ctrl-C where it "
+            f"runs, or kill -TERM {service.pid}) and run this command again, or send the "
+            f"write to the service: POST {service.url}/ingest, DELETE "
+            f"{service.url}/documents/IRI (docs/service.md). Read-only commands (query, "
+            "sparql, stats, verify) work meanwhile.")
+    return ContextLockedError(
+        f"{db} is open for writing in another process (one writer at a time); wait for it "
+        "to finish. Read-only commands (query, sparql, stats, verify) work meanwhile.")
 
 
 # -- the embedder ------------------------------------------------------------------------------

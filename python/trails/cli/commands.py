@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from typer.core import TyperGroup
 
 from trails.cli import audit, graph, ingest, link, maintenance, mcp, query, serve, setup
 from trails.cli import eval as evaluation
+from trails.cli.arguments import SEARCH_OPTIONS
 from trails.cli.exits import (
     EXIT_BROKEN_CONTEXT,
     EXIT_INTERNAL,
@@ -37,6 +40,7 @@ from trails.cli.exits import (
     partial_of,
 )
 from trails.errors import ConfigurationError, StorageError, TrailsError
+from trails.retrieval.arguments import KEYWORDS_MEANT
 
 __all__ = ["app", "main"]
 
@@ -67,12 +71,46 @@ def _usage_message(exc: Any, where: str) -> str:
     if type(exc).__name__ == "NoSuchOption" and name == "--filter" and where == "trails query":
         return ("No such option: --filter; the filter is --sparql QUERY_OR_FILE: a SPARQL "
                 "SELECT of ?iri, a file holding it, or - for stdin (see 'trails query --help')")
+    meant = _option_meant(name) if type(exc).__name__ == "NoSuchOption" else None
+    if meant is not None and where == "trails query":
+        return f"No such option: {name}; did you mean {meant}? (see 'trails query --help')"
     if (type(exc).__name__ == "MissingParameter" and where == "trails query"
             and getattr(getattr(exc, "param", None), "name", None) == "text"):
         return ("Missing argument 'TEXT': the question, in quotes (--mode graph, which ranks "
                 "nothing, takes \"\"): trails --db DIR query \"how do we deploy?\" "
                 "(see 'trails query --help')")
+    unquoted = _unquoted(exc, where)
+    if unquoted is not None:
+        return unquoted
     return f"{exc.format_message()} (see '{where} --help'{_dash_hint(exc, where)})"
+
+
+# The commands whose one argument is text a shell splits when it is not quoted.
+_EXTRA = re.compile(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)", re.DOTALL)
+_ONE_TEXT = {"trails query": ("text", "TEXT"), "trails sparql": ("query_or_file", "QUERY_OR_FILE")}
+
+
+def _unquoted(exc: Any, where: str) -> str | None:
+    """For ``trails query how do we deploy``: the question is one argument, to quote (click
+    says "Got unexpected extra argument(s) (do we deploy)"); None for any other mistake."""
+    extra, context = _EXTRA.fullmatch(exc.format_message()), exc.ctx
+    if where not in _ONE_TEXT or context is None or extra is None:
+        return None
+    name, metavar = _ONE_TEXT[where]
+    words = [str(context.params.get(name, "")), extra.group(1)]
+    command = where.removeprefix("trails ")
+    return (f"{where} takes one {metavar}, and got {len(' '.join(words).split())} words: "
+            f"quote it, trails --db DIR {command} {shlex.quote(' '.join(words))} "
+            f"(see '{where} --help')")
+
+
+def _option_meant(option: str) -> str | None:
+    """The `trails query` option for a name other libraries give a search's field (``--limit``,
+    ``--top-k``, ``-n``: ``-k``), as retrieve() names the keyword meant (KEYWORDS_MEANT)."""
+    meant = KEYWORDS_MEANT.get(option.lstrip("-").replace("-", "_").lower())
+    field = {"sparql_filter": "filter", "scope": "scopes"}.get(str(meant), meant)
+    flags = SEARCH_OPTIONS.get(str(field), ())
+    return flags[-1] if flags else None
 
 
 def _dash_hint(exc: Exception, where: str) -> str:

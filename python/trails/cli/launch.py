@@ -5,8 +5,9 @@ directory has a live service (``service.json``, :mod:`trails.service.discovery`)
 command line is a plain ``query``, this module sends it to the service and prints the answer
 exactly as the command would, loading no engine, model or HTTP package: the whole call takes a
 fraction of a second. Anything else (another command, ``--help``, an option this reader does
-not know, ``--local``, a service that is gone or not ready) runs the full command line, which
-answers in this process. Both paths read the search's options with one function
+not know, ``--local``, a ``--now`` before the clock, which the service refuses and the owner may
+ask, a service that is gone or not ready) runs the full command line, which answers in this
+process. Both paths read the search's options with one function
 (:func:`trails.cli.arguments.search_fields`) and leave every check to ``trails.SearchRequest``
 (here, the service's): a mistake is refused in the same words either way.
 ``tests/test_cli_service.py`` checks that both paths print the same.
@@ -14,6 +15,7 @@ answers in this process. Both paths read the search's options with one function
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import os
 import sys
@@ -89,10 +91,21 @@ def service_request(argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
             return None
         else:
             texts.append(token)
-    if len(texts) != 1:
+    if len(texts) != 1 or _looks_back(options.get("now")):
         return None
     options["text"] = texts[0]
     return db, options
+
+
+def _looks_back(now: object) -> bool:
+    """``--now`` names a moment before the clock: the service refuses it (its keys may not
+    see again what retention removed), while the terminal's user owns the directory and may
+    look back, so the command answers it here, as it does without a service."""
+    try:
+        moment = dt.datetime.fromisoformat(now) if isinstance(now, str) else None
+        return moment is not None and moment < dt.datetime.now(dt.UTC)
+    except (ValueError, TypeError):  # no moment, or one without an offset: the request's
+        return False                 # refusal, in the same words either way
 
 
 def answer_through_service(argv: Sequence[str]) -> int | None:

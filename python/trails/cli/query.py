@@ -21,6 +21,8 @@ from trails.cli.output import (
 )
 from trails.context import Context
 from trails.kg.result import results_json
+from trails.kg.sparql import parses
+from trails.kg.terms import check_text
 from trails.kg.variables import check_bound
 from trails.retrieval.binding_notes import string_notes
 from trails.retrieval.mismatched import mismatch_notes
@@ -153,12 +155,13 @@ def sparql(
         --bind since=2024-01-01
     ```
     """
-    text = read_query(query_or_file)
+    text = check_text(read_query(query_or_file), "QUERY_OR_FILE")  # as a search's filter
     with open_context(ctx) as opened:
         if scope:
             check_known_scopes(normalize_scopes(scope), known_scopes(opened))
         given = bindings(bind)
-        check_bound(text, given or ())  # a forgotten --bind is no "0 rows"
+        if parses(text, opened.kg.prefixes):  # else the query says where it does not parse
+            check_bound(text, given or ())  # a forgotten --bind is no "0 rows"
         result = opened.kg.query(text, given, scopes=scope or None)
         if result is False or (not isinstance(result, (bool, list)) and len(result) == 0):
             for note in _why_nothing(opened, text, given, scope or None):

@@ -13,9 +13,9 @@ from typing import Any, Optional
 import typer
 
 from trails._lazy import import_target, require
-from trails.cli._common import db_option, has_context, no_context
+from trails.cli._common import db_option, has_context, locked, no_context
 from trails.cli.output import print_json, visible
-from trails.errors import ConfigurationError, StorageError
+from trails.errors import ConfigurationError, ContextLockedError, StorageError
 from trails.scopes import check_scope
 from trails.service.keys import ALL_SCOPES, KeyRing, checked_keys_path, digest, new_secret
 from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES
@@ -75,9 +75,15 @@ def serve(
     def announce(url: str) -> None:
         typer.echo(visible(f"trails serve: listening on {url} (service.json in {db})"))
 
-    run(db, host=host, port=port, keys=ring, read_only=read_only, reranker=ranker,
-        announce=announce, log_level=log_level, allowed_hosts=allowed_host or None,
-        max_request_bytes=max_request_bytes)
+    try:
+        run(db, host=host, port=port, keys=ring, read_only=read_only, reranker=ranker,
+            announce=announce, log_level=log_level, allowed_hosts=allowed_host or None,
+            max_request_bytes=max_request_bytes)
+    except ContextLockedError as exc:  # said as every other command says it
+        reworded = locked(db, exc)
+        if reworded is exc:
+            raise
+        raise reworded from exc
 
 
 @keys_app.command("add")

@@ -3,7 +3,8 @@
 pyoxigraph's parser says what token it expected, listing Unicode ranges (a typo'd prefix gives
 some 500 characters of them) and, for an update sent as a query, "expected CONSTRUCT". The
 commonest mistakes are named instead: a prefix nobody declared, an update keyword where a
-query was expected, and a relative IRI (``<isPartOf>``) with no BASE. Anything else keeps the parser's words, ranges shortened.
+query was expected, and a relative IRI (``<isPartOf>``) with no BASE; a misspelt keyword
+(``LIMT``) is named with the one meant. Anything else keeps the parser's words, ranges shortened.
 """
 
 from __future__ import annotations
@@ -69,7 +70,44 @@ def parse_reason(text: str, prefixes: Mapping[str, str], error: str) -> str:
                 f"(schema:..., trails:..., or one you declare with PREFIX), or BASE <...>")
     words = re.sub(r"(a name character, )+a name character", "a name character",
                    _RANGES.sub("a name character", _POSITION.sub("", error)))
-    return where + " ".join(words.replace("error :", "").split()).lstrip(": ")
+    return where + " ".join(words.replace("error :", "").split()).lstrip(": ") + _misspelt(code)
+
+
+# SPARQL's keywords, then its functions:
+# a bare word that is none of them, but close to one, is named with the one meant.
+_KEYWORDS = (
+    "BASE", "PREFIX", "SELECT", "CONSTRUCT", "DESCRIBE", "ASK", "WHERE", "FROM", "NAMED",
+    "GRAPH", "OPTIONAL", "UNION", "MINUS", "FILTER", "BIND", "VALUES", "SERVICE", "SILENT",
+    "UNDEF", "AS", "ORDER", "GROUP", "BY", "ASC", "DESC", "LIMIT", "OFFSET", "HAVING",
+    "DISTINCT", "REDUCED", "EXISTS", "NOT", "IN", "LATERAL", "VERSION",
+)
+_FUNCTIONS = (
+    "COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT", "SEPARATOR", "STR", "LANG",
+    "LANGMATCHES", "DATATYPE", "BOUND", "IRI", "URI", "BNODE", "RAND", "ABS", "CEIL", "FLOOR",
+    "ROUND", "CONCAT", "STRLEN", "UCASE", "LCASE", "ENCODE_FOR_URI", "CONTAINS", "STRSTARTS",
+    "STRENDS", "STRBEFORE", "STRAFTER", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS",
+    "TIMEZONE", "TZ", "NOW", "UUID", "STRUUID", "MD5", "SHA1", "SHA256", "SHA384", "SHA512",
+    "COALESCE", "IF", "STRLANG", "STRDT", "SAMETERM", "ISIRI", "ISURI", "ISBLANK", "ISLITERAL",
+    "ISNUMERIC", "REGEX", "SUBSTR", "REPLACE", "TRIPLE", "SUBJECT", "PREDICATE", "OBJECT",
+    "ISTRIPLE", "LANGDIR", "STRLANGDIR", "HASLANG", "HASLANGDIR",
+)
+_KNOWN = {*_KEYWORDS, *_FUNCTIONS, "A", "TRUE", "FALSE"}
+# A bare word: not a variable, a prefixed name, a language tag or part of a number.
+_BARE = re.compile(r"(?<![\w?$:@.\-])([A-Za-z_][A-Za-z0-9_]*)(?![\w.\-]*:)")
+
+
+def _misspelt(code: str) -> str:
+    """``; `LIMT` is no SPARQL keyword: did you mean LIMIT?`` for the first bare word of
+    ``code`` (strings, IRIs and comments blanked) close to a keyword or function; else ""."""
+    for match in _BARE.finditer(code):
+        word = match.group(1)
+        if word.upper() in _KNOWN:
+            continue
+        close = difflib.get_close_matches(word.upper(), [*_KEYWORDS, *_FUNCTIONS], n=1,
+                                          cutoff=0.75)
+        if close:
+            return f"; `{word}` is no SPARQL keyword: did you mean {close[0]}?"
+    return ""
 
 
 def _relative_iri(text: str, before: int) -> str | None:

@@ -25,6 +25,7 @@ __all__ = [
     "iris_or_error",
     "looks_like_update",
     "parser_sees_service",
+    "parses",
     "refuse_service",
     "uses_similarity",
 ]
@@ -127,6 +128,16 @@ def parser_sees_service(query: str, prefixes: dict[str, str] | None = None) -> b
     if not _SERVICE_WORD.search(query):
         return False
     return _syntax_error(_SERVICE_WORD.sub(_NEUTRAL, query), prefixes) is not None
+
+
+def parses(query: str, prefixes: dict[str, str] | None = None) -> bool:
+    """Whether ``query`` parses as a SPARQL query (False for one whose SERVICE the parser
+    could read: it is never parsed here, see :func:`parser_sees_service`).
+
+    >>> parses("SELECT ?s WHERE { ?s ?p ?o }"), parses("SELECT ?s WHERE { FILTER(?s }")
+    (True, False)
+    """
+    return not parser_sees_service(query, prefixes) and _syntax_error(query, prefixes) is None
 
 
 def service_refusal(query: str, prefixes: dict[str, str] | None = None) -> SparqlError | None:

@@ -38,6 +38,7 @@ __all__ = [
     "check_retrieve_arguments",
     "check_scope_argument",
     "check_steps",
+    "check_why",
 ]
 
 # At most this many hits: a result is built hit by hit in memory, and a larger k (2**63)
@@ -158,6 +159,14 @@ def check_steps(steps: object) -> tuple[Callable[..., Any], ...]:
             raise InvalidArgumentTypeError(f"steps[{i}] must be callable as step(query, hits, "
                                            f"ctx), got {_shown(step)}")
     return tuple(steps)
+
+
+def check_why(why: object) -> bool | None:
+    """``why`` if it is True, False or None (None: as the audit trail keeps it)."""
+    if why is not None and not isinstance(why, bool):
+        raise InvalidArgumentTypeError(f"why must be True, False or None, got "
+                                       f"{type(why).__name__} {_shown(why)}")
+    return why
 
 
 def check_messages_argument(messages: object) -> list[dict[str, str]]:

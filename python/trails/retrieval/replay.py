@@ -2,7 +2,7 @@
 
 The search runs with the recorded query, mode, ``k``, filter, bindings, scopes, fusion,
 ``min_score``, ``fallback`` (``"auto"``, the default, for a record from before it was kept:
-a note says so) and, when the search was given one (``now``), the moment expiries were judged
+a note says so), ``why`` when its hits kept their admissions, and, when the search was given one (``now``), the moment expiries were judged
 at; it is itself recorded (``prov:wasInformedBy`` the original). The report lists the hits that kept their rank, moved, are new or are gone, and whether the graph, the store or
 the embedder changed since (their revision stamps and identity); its notes say when the filter
 admitted another number of chunks or ran another path (``RetrievalResult.filter_path``),
@@ -133,7 +133,10 @@ def replay(ctx: Context, run: str, *, query: str | None = None,
                           scope=record.scopes or None, fusion=cast("Fusion | None", fusion),
                           caller=caller,
                           min_score=record.min_score, fallback=_fallback(record),
-                          now=None if record.as_of is None else parse_time(record.as_of))
+                          now=None if record.as_of is None else parse_time(record.as_of),
+                          # a run whose hits kept admissions asked for them (why=True, or
+                          # a trail keeping them): its replay asks too, to compare them
+                          why=True if any(hit.admitted_by for hit in record.hits) else None)
     return _compare(ctx, record, result, notes)
 
 

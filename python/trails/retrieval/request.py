@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -48,14 +48,16 @@ from trails.retrieval.arguments import (
     check_query,
     check_scope_argument,
     check_steps,
+    check_why,
 )
 from trails.retrieval.degraded import FALLBACKS, Fallback, check_fallback
+from trails.scopes import NAME_PATTERN
 
 if TYPE_CHECKING:
     from trails.rank._steps import Step
     from trails.rank.fusion import FusionFn
 
-__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal"]
+__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal", "spelt_none"]
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -75,6 +77,13 @@ _Fusion = Annotated[Any, WithJsonSchema({
 _Steps = Annotated[tuple[Any, ...], WithJsonSchema({
     "type": "array", "description": "post-ranking steps (Python: callables step(query, hits, "
     "ctx); over HTTP: {name, options} objects, see GET /steps)"})]
+# A scope's name, or a non-empty list of them (what check_scope_argument takes).
+_SCOPE = {"type": "string", "pattern": NAME_PATTERN}
+_Scopes = Annotated[tuple[str, ...] | None, WithJsonSchema({
+    "anyOf": [{"type": "array", "items": _SCOPE, "minItems": 1}, _SCOPE, {"type": "null"}],
+    "default": None, "title": "Scopes",
+    "description": "The scopes to search (default: the default scope, or over the service "
+                   "every scope the key grants)."})]
 _Fallback = Annotated[str | None, WithJsonSchema({
     "anyOf": [{"enum": [f for f in FALLBACKS if f is not None] + [_NONE]},
               {"type": "null"}], "default": "auto",
@@ -108,9 +117,7 @@ class SearchRequest(BaseModel):
         "A SPARQL SELECT projecting one variable: the chunk or document IRIs to rank."))
     bindings: Mapping[str, Any] | None = Field(default=None, description=(
         "Values for the filter's variables, bound as RDF terms (never pasted into the text)."))
-    scopes: tuple[str, ...] | None = Field(default=None, description=(
-        "The scopes to search (default: the default scope, or over the service every "
-        "scope the key grants)."))
+    scopes: _Scopes = None
     # pydantic reads the JSON forms (the else branch); a type checker, the values held.
     if TYPE_CHECKING:
         fusion: Fusion | FusionFn | None = "auto"
@@ -146,6 +153,22 @@ class SearchRequest(BaseModel):
             super().__init__(**fields)
         except ValidationError as error:
             raise refusal(error.errors(), type(self)) from None
+
+    # pydantic's own readers build a request too (a request kept as JSON, read back): the
+    # same refusal as the constructor's, never pydantic's ValidationError.
+    @classmethod
+    def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(*args, **kwargs)
+        except ValidationError as error:
+            raise refusal(error.errors(), cls) from None
+
+    @classmethod
+    def model_validate_json(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(*args, **kwargs)
+        except ValidationError as error:
+            raise refusal(error.errors(), cls) from None
 
     @field_validator("query", mode="before")
     @classmethod
@@ -184,7 +207,7 @@ class SearchRequest(BaseModel):
     @field_validator("fusion", mode="before")
     @classmethod
     def _fusion(cls, fusion: object) -> object:
-        fusion = None if fusion == _NONE else fusion
+        fusion = spelt_none(fusion)
         check_fusion(fusion, FUSIONS)
         return fusion
 
@@ -201,15 +224,12 @@ class SearchRequest(BaseModel):
     @field_validator("fallback", mode="before")
     @classmethod
     def _fallback(cls, fallback: object) -> str | None:
-        return check_fallback(None if fallback == _NONE else fallback)
+        return check_fallback(spelt_none(fallback))
 
     @field_validator("why", mode="before")
     @classmethod
     def _why(cls, why: object) -> bool | None:
-        if why is not None and not isinstance(why, bool):
-            raise InvalidArgumentTypeError(f"why must be True, False or None, got "
-                                           f"{type(why).__name__} {why!r:.80}")
-        return why
+        return check_why(why)
 
     @field_validator("now", mode="before")
     @classmethod
@@ -222,7 +242,11 @@ class SearchRequest(BaseModel):
                                            f"e.g. 2026-01-01T00:00:00+00:00") from None
         if now is None:
             return None
-        utc_now(now)  # type: ignore[arg-type]  # a datetime with an offset, or refused
+        if not isinstance(now, dt.datetime):  # JSON's number, bool or array too
+            raise InvalidArgumentTypeError(
+                f"now must be a datetime with an offset, or its ISO 8601 text such as "
+                f"2026-01-01T00:00:00+00:00; got {type(now).__name__} {now!r:.80}")
+        utc_now(now)  # an offset, or refused
         return now
 
     def options(self) -> dict[str, Any]:
@@ -246,6 +270,12 @@ class SearchRequest(BaseModel):
             raise InvalidArgumentError("mode='graph' needs a sparql_filter selecting the IRIs "
                                        "to return")
         return self
+
+
+def spelt_none(value: object) -> object:
+    """None for ``"none"``, how JSON (HTTP, MCP, the command line) spells None for
+    ``fusion`` and ``fallback``; any other value as it is."""
+    return None if isinstance(value, str) and value == _NONE else value
 
 
 def refusal(errors: Sequence[ErrorDetails],
@@ -277,7 +307,9 @@ def _meant(name: str, model: type[BaseModel]) -> str:
 
 
 def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentError:
-    where = ".".join(str(part) for part in details["loc"]) or "request"
+    if not details["loc"]:  # the whole request: a body that is no JSON object, or none
+        return _no_object(details)
+    where = ".".join(str(part) for part in details["loc"])
     if details["type"] == "extra_forbidden":
         known = ", ".join(model.model_fields)
         return InvalidArgumentError(f"{where} is no option of a search{_meant(where, model)}; "
@@ -285,3 +317,15 @@ def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentErro
     kind = (InvalidArgumentTypeError if details["type"].endswith("_type")
             else InvalidArgumentError)
     return kind(f"{where}: {details['msg']}")
+
+
+def _no_object(details: ErrorDetails) -> InvalidArgumentError:
+    """A request that is no object at all (a JSON body of an array, a string, null...)."""
+    sent = details.get("input")
+    held = ("nothing" if details["type"] == "missing" else "null" if sent is None
+            else "an array" if isinstance(sent, list) else "a string" if isinstance(sent, str)
+            else "a boolean" if isinstance(sent, bool)
+            else "a number" if isinstance(sent, (int, float)) else type(sent).__name__)
+    kind = InvalidArgumentError if details["type"] == "missing" else InvalidArgumentTypeError
+    return kind('a search is one JSON object such as {"query": "how do we deploy?", "k": 5}; '
+                f"the request body holds {held}")

@@ -52,9 +52,11 @@ from trails.retrieval.arguments import (
     check_query,
     check_scope_argument,
     check_steps,
+    check_why,
 )
 from trails.retrieval.asynchronous import AsyncRetrieval
-from trails.retrieval.request import Fusion
+from trails.retrieval.degraded import Fallback, check_fallback
+from trails.retrieval.request import Fusion, spelt_none
 from trails.retrieval.retrieve import FUSIONS, retrieve
 from trails.retrieval.steps import run_steps
 from trails.retrieval.thresholds import above_min_score
@@ -108,16 +110,18 @@ class VectorRetriever(AsyncRetrieval):
     rewriter: QueryRewriter | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
     caller: str | None = field(default=None, kw_only=True)  # for the audit trail
+    fallback: Fallback | None = field(default="auto", kw_only=True)  # as retrieve()'s
 
     def __post_init__(self) -> None:
         _init_common(self)
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "vector"))
+        object.__setattr__(self, "fallback", check_fallback(spelt_none(self.fallback)))
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
         question = _standalone(query, messages, self.rewriter)
         return retrieve(question, self.ctx, mode="vector", k=self.k, scope=self.scope,
-                        min_score=self.min_score, caller=self.caller)
+                        min_score=self.min_score, caller=self.caller, fallback=self.fallback)
 
 
 @named_fields(KEYWORDS_MEANT)
@@ -156,13 +160,18 @@ class HybridRetriever(AsyncRetrieval):
     query_variable: str | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
     caller: str | None = field(default=None, kw_only=True)  # for the audit trail
+    fallback: Fallback | None = field(default="auto", kw_only=True)  # as retrieve()'s
+    why: bool | None = field(default=None, kw_only=True)  # as retrieve()'s
 
     def __post_init__(self) -> None:
         _init_common(self)
         _init_filter(self)
+        object.__setattr__(self, "fusion", spelt_none(self.fusion))  # "none", as retrieve()
         check_fusion(self.fusion, FUSIONS)
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "hybrid"))
         object.__setattr__(self, "steps", _checked_steps(self.steps))
+        object.__setattr__(self, "fallback", check_fallback(spelt_none(self.fallback)))
+        check_why(self.why)
         check_compatible(self.ctx.embedder, self.ctx.vectors)
 
     def retrieve(self, query: str, messages: Messages | None = None) -> RetrievalResult:
@@ -171,7 +180,7 @@ class HybridRetriever(AsyncRetrieval):
                           sparql_filter=self.sparql_filter,
                           bindings=_call_bindings(self, question), fusion=self.fusion,
                           scope=self.scope, steps=self.steps, min_score=self.min_score,
-                          caller=self.caller)
+                          caller=self.caller, fallback=self.fallback, why=self.why)
         return result  # its steps' hits checked by retrieve() (retrieval/steps.py)
 
 
@@ -195,10 +204,12 @@ class GraphRetriever(AsyncRetrieval):
     query_variable: str | None = field(default=None, kw_only=True)
     min_score: float | None = field(default=None, kw_only=True)
     caller: str | None = field(default=None, kw_only=True)  # for the audit trail
+    why: bool | None = field(default=None, kw_only=True)  # as retrieve()'s
 
     def __post_init__(self) -> None:
         _init_common(self)
         check_min_score(self.min_score, "graph")
+        check_why(self.why)
         if self.sparql_filter is None:
             raise InvalidArgumentError("GraphRetriever needs a sparql_filter selecting the IRIs to return")
         _init_filter(self)
@@ -208,7 +219,7 @@ class GraphRetriever(AsyncRetrieval):
         return retrieve(question, self.ctx, mode="graph", k=self.k,
                         sparql_filter=self.sparql_filter,
                         bindings=_call_bindings(self, question), scope=self.scope,
-                        caller=self.caller)
+                        caller=self.caller, why=self.why)
 
 
 @named_fields(KEYWORDS_MEANT)

@@ -281,8 +281,8 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         endpoint = str(request.url.replace(query=""))
         names = {name for name, _ in params}
         if request.method == "GET" and not names:  # a misspelt ?query= is no such request
-            return Response(service_description(endpoint, True),
-                            media_type="application/n-triples")
+            content, media = service_description(endpoint, True, request.headers.get("accept"))
+            return Response(content, media_type=media, headers={"Vary": "Accept"})
         parsed = with_text_dataset(parse_sparql_request(
             request.method, request.headers.get("content-type"), params, body),
             ctx.kg.prefixes, endpoint)

@@ -38,8 +38,9 @@ from trails.errors import (
 from trails.kg.base import DatasetGraph
 from trails.kg.bindings import apply_bindings
 from trails.kg.result import QueryResult
-from trails.kg.sparql import check_limits, looks_like_update, refuse_service
+from trails.kg.sparql import check_limits, looks_like_update, parses, refuse_service
 from trails.kg.terms import check_json_text
+from trails.kg.variables import check_bound
 from trails.scopes import normalize_scopes
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
@@ -153,6 +154,7 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
         PermissionDeniedError: a scope the key does not grant.
         UnsafeFilterError: an update, SERVICE, or a query past the size limits.
         SparqlError: the query does not parse or fails.
+        UnboundVariableError: a FILTER variable nothing binds (as ``trails sparql`` says).
     """
     started = started_now()
     confined = search_scopes(ctx, key, scopes)
@@ -161,6 +163,8 @@ def read_graph(ctx: Context, key: ApiKey, query: str,
     check_limits(query)
     refuse_service(query, ctx.kg.prefixes)  # always: even an unscoped key never calls out
     values = bound_values(bindings)
+    if parses(query, ctx.kg.prefixes):  # else the query says where it does not parse
+        check_bound(query, (values or {}).keys())  # a forgotten binding is no "no rows"
     try:
         # FROM/FROM NAMED name the dataset within the scopes read, as over HTTP (/sparql).
         dataset = text_dataset(ctx, key, query, confined)

@@ -6,9 +6,17 @@ shapes can be read and tested without the ``service`` extra.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.bindings import check_bindings
@@ -47,6 +55,10 @@ class TermObject(_Strict):
 
 
 BindingValue = TermObject | bool | int | float | str
+# A body's now: ISO 8601 text, checked by the search (see RetrieveRequest).
+_Now = Annotated[Any, WithJsonSchema({
+    "anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Now",
+    "description": "ISO 8601 date-time with an offset: the moment expiries are judged at"})]
 
 
 def term_object(name: str, value: dict[str, Any]) -> TermObject:
@@ -92,9 +104,12 @@ class RetrieveRequest(SearchRequest):
         "{name, options}, in order: " + "; ".join(
             f"{name} ({', '.join(options) or 'no options'})"
             for name, options in STEP_OPTIONS.items()))
-    now: str | None = Field(  # type: ignore[assignment]
-        default=None, description="ISO 8601 date-time with an offset: the moment expiries "
-        "are judged at")
+    # Any JSON value reaches the search, whose SearchRequest refuses one that is no moment
+    # in the words it uses in Python (a number too: not pydantic's "a valid string").
+    if TYPE_CHECKING:
+        now: str | None = None  # type: ignore[assignment]
+    else:
+        now: _Now = None
     inject_mode: Literal["prompt_append", "metadata_only", "none"] = Field(
         default="metadata_only", description="prompt_append: also answer 'context', the "
         "evidence block result.to_context() builds (max_tokens, template); metadata_only: the "

@@ -24,11 +24,13 @@ require("uvicorn", "trails serve (the HTTP service)")
 # (Imported after the check above, which names the extra to install.)
 import uvicorn
 
-from trails.errors import ConfigurationError
+from trails.errors import ConfigurationError, ContextLockedError
 from trails.rank import Step
 from trails.service.app import create_app
+from trails.service.client import NotAnswered, ServiceClient
 from trails.service.discovery import (
     ServiceInfo,
+    read_service,
     remove_service,
     write_service,
 )
@@ -51,6 +53,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _running(directory: str | os.PathLike[str]) -> ServiceInfo | None:
+    """The service ``directory/service.json`` names, if its process lives and answers (a
+    file left by a killed service, its pid since reused, names none)."""
+    info = read_service(directory)
+    if info is None:
+        return None
+    try:
+        client = ServiceClient(info)
+    except NotAnswered:  # not on loopback: its live pid is all there is to go by
+        return info
+    return info if client.health() else None
+
+
 def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000,
           keys: KeyRing | None = None, read_only: bool = False, reranker: Step | None = None,
           announce: Callable[[str], None] = print, log_level: str = "info",
@@ -66,9 +81,18 @@ def serve(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", port: i
 
     Raises:
         ConfigurationError: a host that is not loopback without keys (anyone who can reach
-            it could read and write everything), or the port cannot be bound.
+            it could read and write everything), the port cannot be bound, or a live
+            service already serves ``directory`` (ContextLockedError).
         Everything :meth:`Context.open` raises.
     """
+    running = _running(directory)
+    if running is not None:  # its service.json is what `trails query` and writes read
+        raise ContextLockedError(
+            f"{directory} is already served by `trails serve` (pid {running.pid}, "
+            f"{running.url}): send requests there (`trails query` does), or stop it (Ctrl-C "
+            f"where it runs, or kill -TERM {running.pid}) and start this one again. One "
+            "service per directory: a second, even --read-only, would answer from the data "
+            "as it was when it opened")
     if keys is None and not is_loopback(host):
         raise ConfigurationError(
             f"--host {host} is reachable from other machines, and no API keys are configured: "

@@ -224,7 +224,9 @@ def acceptable_types(accept: str | None, offered: Sequence[str]) -> list[str]:
     offered type, in order, without a header."""
     if not (accept or "").strip():
         return list(offered)
-    quality: dict[str, float] = {}
+    # Each offered type's q-value is the most specific range's that names it (RFC 9110,
+    # 12.5.1): text/csv;q=0 refuses CSV whatever */* or text/* allows.
+    decided: dict[str, tuple[int, float, int]] = {}  # type -> (specificity, q, position)
     for position, item in enumerate((accept or "").split(",")):
         parts = [part.strip() for part in item.split(";")]
         media = parts[0].lower()
@@ -236,18 +238,27 @@ def acceptable_types(accept: str | None, offered: Sequence[str]) -> list[str]:
                     weight = float(value)
                 except ValueError:
                     weight = 0.0
-        for rank, candidate in enumerate(offered):
-            if _matches(media, candidate) and weight > 0:
-                score = weight - position * 1e-6 - rank * 1e-9  # earlier wins ties
-                quality[candidate] = max(quality.get(candidate, 0.0), score)
+        for candidate in offered:
+            specific = _specificity(media, candidate)
+            known = decided.get(candidate)
+            if specific and (known is None or (specific, weight) > known[:2]):
+                decided[candidate] = (specific, weight, position)
+    quality = {candidate: weight - position * 1e-6 - rank * 1e-9  # earlier wins ties
+               for rank, candidate in enumerate(offered)
+               if candidate in decided
+               for _, weight, position in [decided[candidate]] if weight > 0}
     return sorted(quality, key=lambda media: -quality[media])
 
 
-def _matches(pattern: str, media: str) -> bool:
-    if pattern in ("*/*", media):
-        return True
+def _specificity(pattern: str, media: str) -> int:
+    """How specifically the range ``pattern`` names ``media``: 3 by name, 2 as type/*, 1 as
+    */*, 0 not at all."""
+    if pattern == media:
+        return 3
+    if pattern == "*/*":
+        return 1
     kind, _, sub = pattern.partition("/")
-    return sub == "*" and media.startswith(kind + "/")
+    return 2 if sub == "*" and media.startswith(kind + "/") else 0
 
 
 def render_answer(output: QueryResult | bool | Sequence[ox.Triple],
@@ -310,9 +321,15 @@ def _serialize(output: QueryResult | bool | Sequence[ox.Triple], media: str) -> 
     return ox.serialize(items, format=rdf_format) or b""
 
 
-def service_description(endpoint: str, union_default: bool) -> bytes:
-    """The SPARQL service description (N-Triples) a GET without a query answers: what the
-    endpoint speaks, and whether its default graph is the union of the scopes queried."""
+def service_description(endpoint: str, union_default: bool,
+                        accept: str | None = None) -> tuple[bytes, str]:
+    """The SPARQL service description a GET without a query answers (what the endpoint
+    speaks, and whether its default graph is the union of the scopes queried), and its media
+    type: in the RDF format ``accept`` prefers, as :func:`render_answer` writes any graph.
+
+    Raises:
+        NotAcceptableError: ``accept`` allows no RDF format.
+    """
     sd = "http://www.w3.org/ns/sparql-service-description#"
     node, kind = ox.NamedNode(endpoint), ox.NamedNode(
         "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -323,4 +340,4 @@ def service_description(endpoint: str, union_default: bool) -> bytes:
     if union_default:
         triples.append(ox.Triple(node, ox.NamedNode(sd + "feature"),
                                  ox.NamedNode(sd + "UnionDefaultGraph")))
-    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b""
+    return render_answer(triples, accept)
