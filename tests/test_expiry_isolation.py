@@ -1,7 +1,7 @@
-"""A document's expiry is its own scope's: triples loaded into another scope's graph about it
-(``trails:expires``, the ``expires`` metadata, a date under a scope's retention rule, a
-``trails:scope`` or a type) neither hide it from its scope's searches nor let
-``prune --expired`` delete it."""
+"""A scope's graph speaks for its own documents only: triples loaded into another scope's graph
+about a document (``trails:expires``, the ``expires`` metadata, a date under a scope's
+retention rule, a ``trails:scope``, a type, a ``trails:sourceFile``) neither hide it from its
+scope's searches nor let ``prune --expired`` or ``ingest DIR --prune`` delete it."""
 
 from __future__ import annotations
 
@@ -71,3 +71,15 @@ def test_a_scopes_own_expiry_still_hides_and_prunes(ctx):
     assert _found(ctx, "alpha") == []
     deleted = prune_expired(ctx, now=NOW)
     assert sorted(d.iri for d in deleted) == [ALPHA_DOC, BETA_DOC]
+
+
+def test_a_prune_of_one_scope_never_deletes_another_scopes_document(ctx, tmp_path):
+    """``ingest DIR --prune`` into beta: a file loaded into beta's graph that says alpha's
+    document came from a file under DIR, now gone, does not make the prune delete it."""
+    (tmp_path / "kept.md").write_text("A beta note.")
+    ctx.kg.load(PREFIXES + f'<{ALPHA_DOC}> a trails:Document ; trails:scope "beta" ; '
+                f'trails:sourceFile "{tmp_path / "gone.md"}" .',
+                format="text/turtle", scope="beta")
+    ingest_all(str(tmp_path), ctx=ctx, scope="beta", prune=True)
+    assert ALPHA_DOC in ctx.vectors.current_versions()
+    assert _found(ctx, "alpha") == [ALPHA_DOC]
