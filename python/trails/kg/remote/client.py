@@ -352,7 +352,7 @@ class SparqlEndpointGraph(QuadExport):
         """The text to send and the protocol parameters that confine it to ``scopes``."""
         if scopes is None:
             return self._union_view(text)
-        names = list(scopes)
+        names = list(dict.fromkeys(scopes))  # a scope named twice is one graph, sent once
         if not names:
             raise ValueError("scopes=[] names no scope; pass None for the union of all graphs")
         refuse_service(text)
