@@ -83,3 +83,22 @@ def test_a_prune_of_one_scope_never_deletes_another_scopes_document(ctx, tmp_pat
     ingest_all(str(tmp_path), ctx=ctx, scope="beta", prune=True)
     assert ALPHA_DOC in ctx.vectors.current_versions()
     assert _found(ctx, "alpha") == [ALPHA_DOC]
+
+
+def test_verify_repair_never_removes_a_document_for_another_scopes_claims(tmp_path):
+    """A ``trails:currentVersion`` loaded into beta's graph about alpha's document made
+    ``verify`` report alpha's document as a graph behind its record, and ``--repair``
+    delete it."""
+    context = Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=32))
+    with context:
+        ingest_all([Document("plan.md", "plan.md", "The alpha team's secret plan.")],
+                   ctx=context, scope="alpha")
+        for version in ("0000000000000000", "ffffffffffffffff"):  # before and after its own
+            context.kg.load(PREFIXES + f'<{ALPHA_DOC}> a trails:Document ; trails:scope "beta" ;'
+                            f' trails:currentVersion "{version}" ; trails:chunkCount 5 .',
+                            format="text/turtle", scope="beta")
+        report = context.verify(repair=True)
+        assert report.graph_behind == []
+        assert report.removed == []
+        assert ALPHA_DOC in context.vectors.current_versions()
+        assert _found(context, "alpha") == [ALPHA_DOC]
