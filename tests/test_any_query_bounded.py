@@ -51,3 +51,33 @@ def test_an_unscoped_query_keeps_room_a_scoped_one_has_not():
     assert kg.query(f"SELECT ?s WHERE {{ {branches} }}").column("s") == ["urn:a"]
     with pytest.raises(UnsafeFilterError, match="clauses"):
         kg.query(f"SELECT ?s WHERE {{ {branches} }}", scopes=["default"])
+
+
+HOSTILE_UPDATES = {
+    "nested groups": "INSERT { <urn:a> <urn:b> <urn:c> } WHERE " + "{ " * 5000 + " }" * 5000,
+    "a chain of ||": ("INSERT { <urn:a> <urn:b> <urn:c> } WHERE { ?s ?p ?o FILTER("
+                      + " || ".join(["?s = 1"] * 20000) + ") }"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_UPDATES))
+def test_a_users_update_of_a_hostile_shape_is_refused_not_a_crash(name):
+    script = textwrap.dedent(f"""
+        from trails.errors import UnsafeFilterError
+        from trails.kg import OxigraphGraph
+        try:
+            OxigraphGraph().update({HOSTILE_UPDATES[name]!r})
+        except UnsafeFilterError as exc:
+            print("refused:", exc)
+    """)
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr[-500:])
+    assert done.stdout.startswith("refused:") and LIMIT[name] in done.stdout
+
+
+def test_a_large_insert_of_data_is_no_hostile_shape():
+    kg = OxigraphGraph()
+    triples = " ".join(f"<urn:s{n}> <urn:p> {n} ." for n in range(20000))
+    kg.update(f"INSERT DATA {{ {triples} }}")
+    assert kg.query("SELECT (COUNT(*) AS ?n) WHERE { ?s <urn:p> ?o }").rows[0]["n"] == 20000
