@@ -259,7 +259,7 @@ def expired_in_scopes(kg: KnowledgeGraph, now: dt.datetime, owners: Owners | Non
     if owners is not None and earliest:
         recorded = owners(sorted({iri for iri, _ in earliest}))
         earliest = {(iri, scope): moment for (iri, scope), moment in earliest.items()
-                    if recorded.get(iri, scope) == scope}
+                    if (recorded.get(iri) or scope) == scope}  # no record: the graph's word
     found: dict[str, tuple[ExpiredDocument, str]] = {}
     for (iri, scope), moment in sorted(earliest.items()):
         if iri not in found or moment < found[iri][0].expires:

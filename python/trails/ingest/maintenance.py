@@ -222,7 +222,7 @@ def _verify(ctx: ContextParts, repair: bool, caller: str | None) -> VerifyReport
     for doc, record in sorted(versions.items()):
         if record.chunks != live_per_doc[doc] or record.chunks != chunks_per_doc[doc]:
             report.count_mismatches.append((doc, record.chunks, live_per_doc[doc], chunks_per_doc[doc]))
-        if graph_versions.get((doc, record.scope)) != record.version:
+        if graph_versions.get((doc, record.scope or DEFAULT_SCOPE)) != record.version:
             report.graph_behind.append(doc)
     report.orphan_documents = sorted(_graph_documents(kg) - set(versions))
     staged = _staged_manifests(kg)

@@ -149,7 +149,7 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
     owners = store_owners(ctx.vectors)  # a scope's graph speaks for its own documents only
     if owners is not None and doomed:
         recorded = owners(sorted({doc for _, doc, _ in doomed}))
-        doomed = [found for found in doomed if recorded.get(found[1], scope) == scope]
+        doomed = [found for found in doomed if (recorded.get(found[1]) or scope) == scope]
     _refuse_empty_roots([file for file, _, gone in doomed if gone], roots)
     for file, doc, gone in doomed:
         with writing_versions(ctx):  # still so once no other write runs: or it is not pruned
