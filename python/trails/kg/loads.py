@@ -156,15 +156,37 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
     where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
              f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
-    updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
+    run = uuid.uuid4().hex  # labels and a graph no other operation of the request uses
+    # Only what a load brings is its own: a triple already in the graph that no load with
+    # replace of the scope brought (the user's own, a plain load's, a document's triples) is
+    # not recorded, so dropping it from the source never deletes it. Asked first.
+    settled = [q for q in quads if not _has_nodes(q)]
+    pending = ox.NamedNode(f"urn:trails:loading:{run}")
+    updates = []
+    if settled:
+        s, p, o = _PARTS
+        rows = " ".join(f"({q.subject} {q.predicate} {_term(q.object)})" for q in settled)
+        updates.append(f"INSERT {{ GRAPH {pending} {{ _:n {s} ?s ; {p} ?p ; {o} ?o }} }} WHERE {{ "
+                       f"VALUES (?s ?p ?o) {{ {rows} }} FILTER(NOT EXISTS {into} || EXISTS "
+                       f"{{ GRAPH {_held('?by', '?was')} FILTER(STRSTARTS(STR(?by), "
+                       f'"{prefix}")) }}) }}')
+    updates += [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
     if quads:
         block = triples if isinstance(target, ox.DefaultGraph) else f"GRAPH {target} {{ {triples} }}"
-        run = uuid.uuid4().hex  # labels no other operation of the request uses
         s, p, o = _PARTS
         names = " ".join(f"_:r{run}x{n} {s} {q.subject} ; {p} {q.predicate} ; {o} "
-                         f"{_term(q.object)} ." for n, q in enumerate(quads))
+                         f"{_term(q.object)} ." for n, q in enumerate(quads) if _has_nodes(q))
         updates.append(f"INSERT DATA {{ {block} GRAPH {record} {{ {names} }} }}")
+    if settled:
+        updates += [f"ADD SILENT {pending} TO {record}", f"DROP SILENT GRAPH {pending}"]
     return " ;\n".join(updates)
+
+
+def _has_nodes(quad: ox.Quad) -> bool:
+    """Whether the quad holds a blank node or a triple term: a file's blank nodes are new at
+    each load (never already in the graph), and neither goes in a VALUES row."""
+    return any(isinstance(term, (ox.BlankNode, ox.Triple))
+               for term in (quad.subject, quad.object))
 
 
 def _term(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
