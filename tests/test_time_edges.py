@@ -13,6 +13,7 @@ from trails import retrieve
 from trails.context import Context
 from trails.errors import InvalidArgumentError
 from trails.ingest import Document, DocumentFailed, ingest, ingest_all
+from trails.rank.recency import RecencyDecay
 from trails.vector.embedders.mock import MockEmbedder
 
 UTC = dt.UTC
@@ -199,3 +200,46 @@ def test_a_datetime_whose_offset_xsd_cannot_write_is_written_as_that_instant_in_
         assert [h.document for h in hits] == ["trails://local/doc/old"]
         (written,) = ctx.kg.query("SELECT ?d WHERE { ?doc schema:dateCreated ?d }").column("d")
         assert written == value and written.utcoffset() == dt.timedelta(0)
+
+
+# -- moments outside the UTC calendar, given where a time is read ------------------------------
+
+def test_recency_ranks_documents_dated_beyond_the_utc_calendar():
+    """xsd:dateTime holds 9999-12-31T23:00:00-12:00 (after the year 9999 in UTC) and
+    0001-01-01T00:30:00+14:00 (before the year 1): every search with recency raised a raw
+    OverflowError once such a document was among its hits. The first counts as today (a date
+    in the future does), the second as older than any horizon (the floor)."""
+    with context() as ctx:
+        ingest_all([Document("late", "late", "Glaciers retreat.",
+                             metadata={"date": "9999-12-31T23:00:00-12:00"}),
+                    Document("early", "early", "Glaciers grow.",
+                             metadata={"date": "0001-01-01T00:30:00+14:00"})], ctx=ctx)
+        hits = retrieve("glaciers", ctx, steps=[RecencyDecay(floor=0.25)])
+        factors = {hit.document.rsplit("/", 1)[1]: hit.components["recency"] for hit in hits}
+        assert factors == {"late": 1.0, "early": 0.25}
+
+
+@pytest.mark.parametrize("now", [dt.datetime(9999, 12, 31, 23, tzinfo=WEST),
+                                 dt.datetime(1, 1, 1, 0, tzinfo=EAST)])
+def test_a_recency_now_outside_the_utc_calendar_is_refused_by_name(now):
+    with pytest.raises(InvalidArgumentError, match="now=.*years 1 to 9999"):
+        RecencyDecay(now=now)
+
+
+@pytest.mark.parametrize("option", ["since", "until"])
+@pytest.mark.parametrize("moment", [dt.datetime(9999, 12, 31, 23, tzinfo=WEST),
+                                    dt.datetime(1, 1, 1, 0, tzinfo=EAST)])
+def test_an_audit_listing_bound_outside_the_utc_calendar_is_refused_by_name(option, moment):
+    with context() as ctx, pytest.raises(InvalidArgumentError,
+                                         match=f"{option}=.*years 1 to 9999"):
+        ctx.audit.activities(**{option: moment})
+
+
+def test_an_audit_listing_limit_past_what_the_graph_counts_lists_every_run(tmp_path):
+    """A limit beyond 2**64 - 1 was pasted as it was, and SPARQL refused the query as one
+    that "does not parse"; it lists every run, as any limit above their number does."""
+    with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=16)) as ctx:
+        for _ in range(3):
+            retrieve("x", ctx)
+        ctx.audit.fold()
+        assert len(ctx.audit.activities(limit=10**30)) == 3 == len(ctx.audit.activities(limit=3))

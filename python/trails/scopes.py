@@ -46,13 +46,14 @@ def is_scope_name(value: object) -> bool:
 
 
 def normalize_scopes(scope: str | Sequence[str] | None) -> list[str]:
-    """``None`` -> the default scope; a name or a list of names -> the checked list."""
+    """``None`` -> the default scope; a name or a list of names -> the checked list, each
+    name once (in the order first given): a scope named twice is still one graph."""
     if scope is None:
         return [DEFAULT_SCOPE]
     names = [scope] if isinstance(scope, str) else list(scope)
     if not names:
         raise InvalidArgumentError("scope=[] names no scope; pass None for the default scope")
-    return [check_scope(s) for s in names]
+    return list(dict.fromkeys(check_scope(s) for s in names))
 
 
 def check_scope_argument(scope: object, name: str = "scope") -> list[str]:
@@ -119,10 +120,13 @@ def check_known_scopes(scopes: Sequence[str], known: Collection[str], *,
 
 
 def dataset_options(scopes: Sequence[str] | None) -> dict[str, Any]:
-    """pyoxigraph's query options for a dataset of ``scopes`` (None: every graph, as one)."""
+    """pyoxigraph's query options for a dataset of ``scopes`` (None: every graph, as one).
+
+    Each graph is listed once: Oxigraph answers a solution once per copy of a graph in the
+    default graph, so a scope named twice would double every count and multiply joins."""
     if scopes is None:
         return {"use_default_graph_as_union": True}
-    graphs = [scope_graph(s) for s in scopes]
+    graphs = [scope_graph(s) for s in dict.fromkeys(scopes)]
     named = [g for g in graphs if isinstance(g, ox.NamedNode)]
     return {"default_graph": graphs, "named_graphs": named}
 

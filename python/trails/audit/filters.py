@@ -21,6 +21,7 @@ __all__ = ["ActivityFilter", "date_time", "moment", "started_at_or_after"]
 _RECORDS = (f"SELECT ?record WHERE {{ GRAPH {AUDIT_GRAPH} {{ ?run <{AUDIT}record> ?record ; "
             f"<{PROV}startedAtTime> ?t . {{caller}} {{level}} {{scope}} }} {{since}} {{until}} }} "
             "ORDER BY DESC(?t) {limit}")
+_MOST = 2**63  # a LIMIT any SPARQL engine reads
 # In the outermost group, where the bound ?since and ?until are seen.
 _SINCE = "FILTER(?t >= ?since)"
 _UNTIL = "FILTER(?t < ?until)"
@@ -76,7 +77,9 @@ class ActivityFilter:
         parts = {"caller": _CALLER, "level": _LEVEL, "scope": _SCOPE, "since": _SINCE,
                  "until": _UNTIL}
         bindings: dict[str, object] = {}
-        text = _RECORDS.replace("{limit}", "" if self.limit is None else f"LIMIT {self.limit}")
+        # A limit past what SPARQL counts (2**64 - 1) is no limit: there are fewer records.
+        limited = self.limit is not None and self.limit < _MOST
+        text = _RECORDS.replace("{limit}", f"LIMIT {self.limit}" if limited else "")
         for name, pattern in parts.items():
             value = getattr(self, name)
             text = text.replace("{" + name + "}", "" if value is None else pattern)
@@ -107,7 +110,11 @@ def moment(value: object, name: str = "since") -> dt.datetime | None:
     if value is None:
         return None
     if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        try:
+            return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        except OverflowError:
+            raise InvalidArgumentError(f"{name}={value.isoformat()} lies outside the years 1 to "
+                                       "9999 in UTC; give a moment within them") from None
     if isinstance(value, dt.date):
         return dt.datetime.combine(value, dt.time(), dt.UTC)
     raise InvalidArgumentError(f"{name} must be a datetime or a date, not "

@@ -25,23 +25,27 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.kg.base import KnowledgeGraph, select
 from trails.scopes import check_scope
+from trails.vector.stores.base import VersionedStore
 
 __all__ = [
     "EXPIRES",
     "EXPIRES_KEY",
     "ExpiredDocument",
+    "Owners",
     "check_retention",
     "document_expiry",
     "expired_documents",
+    "expired_in_scopes",
     "expiry_problem",
     "parse_expiry",
     "retention_days",
+    "store_owners",
     "utc_now",
 ]
 
@@ -54,8 +58,14 @@ _PERIOD = re.compile(r"^P(\d{1,6})D$")
 # walked every document's type for each question (0.8 s at 20,000 documents, none expiring,
 # against 1 ms), the cost of every fresh process's first search.
 # A blank node a user typed trails:Document is no document trails can delete.
-_EXPIRIES = (f"SELECT ?doc ?expires WHERE {{ ?doc <{EXPIRES}> ?expires "
-             "FILTER(isIRI(?doc)) FILTER EXISTS { ?doc a trails:Document } }")
+# Asked of one scope's graph at a time, of the documents that graph says are that scope's:
+# a triple loaded into another scope's graph says nothing about when a document expires.
+_EXPIRIES = (f"SELECT ?doc ?expires WHERE {{ ?doc <{EXPIRES}> ?expires ; trails:scope ?scope "
+             "FILTER(isIRI(?doc) && STR(?scope) = ?own) FILTER EXISTS { ?doc a trails:Document } }")
+
+# The scope each of some documents is recorded in by the vector store (its version records):
+# what a graph's claim that a document is its scope's is checked against.
+Owners = Callable[[Sequence[str]], Mapping[str, str]]
 
 
 class ExpiredDocument(NamedTuple):
@@ -204,27 +214,54 @@ def expiry_problem(metadata: Mapping[str, Any], created: dt.date | None, scope: 
     return None
 
 
-def expired_documents(kg: KnowledgeGraph, now: dt.datetime) -> tuple[list[ExpiredDocument],
-                                                                     dt.datetime | None,
-                                                                     dt.datetime | None]:
+def store_owners(store: object) -> Owners | None:
+    """The scopes ``store`` records documents in (None: a store that records no versions)."""
+    if not isinstance(store, VersionedStore):
+        return None
+    return lambda iris: {iri: version.scope
+                         for iri, version in store.current_versions(iris).items()}
+
+
+def expired_documents(kg: KnowledgeGraph, now: dt.datetime, owners: Owners | None = None,
+                      ) -> tuple[list[ExpiredDocument], dt.datetime | None, dt.datetime | None]:
     """The documents of every scope expired at ``now`` (by IRI), the latest of their expiries
     and the next expiry still to come: the answer holds, for the same graph, from the one to
     the other.
 
+    A document's expiry is read in its own scope's graph only (``owners``, when given, says
+    which scope each document is recorded in; a graph that claims another's is not heard).
+
     Raises:
         StorageError, SparqlError: the graph cannot be read.
     """
-    earliest: dict[str, dt.datetime] = {}  # a user may have added another expiry: the first holds
-    upcoming: dt.datetime | None = None
-    for row in select(kg, _EXPIRIES):
-        moment = _moment(row["expires"])
-        if moment is None:  # a user's own malformed triple: it names no moment
-            continue
-        if moment <= now:
-            iri = str(row["doc"])
-            earliest[iri] = min(moment, earliest.get(iri, moment))
-        elif upcoming is None or moment < upcoming:
-            upcoming = moment
-    expired = sorted(ExpiredDocument(iri, moment) for iri, moment in earliest.items())
+    found, upcoming = expired_in_scopes(kg, now, owners)
+    expired = [document for document, _ in found]
     latest = max((e.expires for e in expired), default=None)
     return expired, latest, upcoming
+
+
+def expired_in_scopes(kg: KnowledgeGraph, now: dt.datetime, owners: Owners | None = None,
+                      ) -> tuple[list[tuple[ExpiredDocument, str]], dt.datetime | None]:
+    """The documents expired at ``now``, each with the scope whose graph expires it, sorted
+    by IRI, and the next expiry still to come."""
+    earliest: dict[tuple[str, str], dt.datetime] = {}  # a user may have added another expiry
+    upcoming: dt.datetime | None = None                # in the scope: the first holds
+    for scope in kg.scopes():  # one at a time: a remote endpoint may not confine to several
+        for row in select(kg, _EXPIRIES, {"own": scope}, scopes=[scope]):
+            moment = _moment(row["expires"])
+            if moment is None:  # a user's own malformed triple: it names no moment
+                continue
+            if moment <= now:
+                key = (str(row["doc"]), scope)
+                earliest[key] = min(moment, earliest.get(key, moment))
+            elif upcoming is None or moment < upcoming:
+                upcoming = moment
+    if owners is not None and earliest:
+        recorded = owners(sorted({iri for iri, _ in earliest}))
+        earliest = {(iri, scope): moment for (iri, scope), moment in earliest.items()
+                    if (recorded.get(iri) or scope) == scope}  # no record: the graph's word
+    found: dict[str, tuple[ExpiredDocument, str]] = {}
+    for (iri, scope), moment in sorted(earliest.items()):
+        if iri not in found or moment < found[iri][0].expires:
+            found[iri] = (ExpiredDocument(iri, moment), scope)
+    return sorted(found.values()), upcoming

@@ -160,9 +160,12 @@ def _unparsed_dates(kg: KnowledgeGraph) -> list[str]:
                    for d in select(kg, query, scopes=[scope]).column("doc")})
 
 
-def _graph_versions(kg: KnowledgeGraph) -> dict[str, str]:
-    rows = select(kg, "SELECT ?doc ?cv WHERE { ?doc trails:currentVersion ?cv }")
-    return {row["doc"]: row["cv"] for row in rows}
+def _graph_versions(kg: KnowledgeGraph) -> dict[tuple[str, str], str]:
+    """(doc IRI, scope) -> the version that scope's graph says the document is at: a
+    document's version is the one in its own scope's graph, whatever another graph says."""
+    return {(row["doc"], scope): row["cv"] for scope in kg.scopes()
+            for row in select(kg, "SELECT ?doc ?cv WHERE { ?doc trails:currentVersion ?cv }",
+                              scopes=[scope])}
 
 
 def _graph_documents(kg: KnowledgeGraph) -> set[str]:
@@ -219,7 +222,7 @@ def _verify(ctx: ContextParts, repair: bool, caller: str | None) -> VerifyReport
     for doc, record in sorted(versions.items()):
         if record.chunks != live_per_doc[doc] or record.chunks != chunks_per_doc[doc]:
             report.count_mismatches.append((doc, record.chunks, live_per_doc[doc], chunks_per_doc[doc]))
-        if graph_versions.get(doc) != record.version:
+        if graph_versions.get((doc, record.scope or DEFAULT_SCOPE)) != record.version:
             report.graph_behind.append(doc)
     report.orphan_documents = sorted(_graph_documents(kg) - set(versions))
     staged = _staged_manifests(kg)

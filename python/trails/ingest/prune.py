@@ -12,7 +12,9 @@ record taken out of it is pruned too, when this run read that file whole (every 
 loaded, none failing) and did not meet the record's id in it (:class:`SourcesRead`). A file
 with a line that failed prunes none of its records: a broken line is no removed record.
 
-What decides is only that recorded file, never the document's ``source`` label: a document
+Only a document the vector store records in the pruned scope is pruned: a file loaded into
+the scope's graph that claims another scope's document came from a file under DIR is not
+heard. What decides is only that recorded file, never the document's ``source`` label: a document
 given from Python or through the service (``source="runbook.md"``) has no file and is never
 pruned, whatever the working directory; nor is a document ingested before files were
 recorded (ingesting its folder again records them). A document whose file still exists is
@@ -30,6 +32,7 @@ from pathlib import Path
 from trails.errors import InvalidArgumentError
 from trails.ingest.document import Document, LoadFailure
 from trails.ingest.events import DocumentFailed, DocumentPruned, DocumentStarted
+from trails.ingest.expiry import store_owners
 from trails.ingest.minting import SOURCE_FILE, doc_iri
 from trails.ingest.retention import delete_recorded
 from trails.ingest.writer import writing_versions
@@ -143,6 +146,10 @@ def prune_missing(ctx: ContextParts, scope: str, roots: list[Path],
             continue
         if _under(file, roots):
             doomed.append((file, doc, gone))
+    owners = store_owners(ctx.vectors)  # a scope's graph speaks for its own documents only
+    if owners is not None and doomed:
+        recorded = owners(sorted({doc for _, doc, _ in doomed}))
+        doomed = [found for found in doomed if (recorded.get(found[1]) or scope) == scope]
     _refuse_empty_roots([file for file, _, gone in doomed if gone], roots)
     for file, doc, gone in doomed:
         with writing_versions(ctx):  # still so once no other write runs: or it is not pruned

@@ -23,7 +23,8 @@ from trails.ingest.expiry import (
     EXPIRES_KEY,
     ExpiredDocument,
     document_expiry,
-    expired_documents,
+    expired_in_scopes,
+    store_owners,
     utc_now,
 )
 
@@ -56,10 +57,10 @@ def prune_expired(ctx: ContextParts, *, now: dt.datetime | None = None, dry_run:
     """
     moment = utc_now(now)
     if dry_run:
-        return _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
+        return _by_current_rules(ctx, _expired(ctx, moment), moment)
     deleted: list[ExpiredDocument] = []
     with writing_versions(ctx):  # no version renewed between the reading and the deletes
-        expired = _by_current_rules(ctx, expired_documents(ctx.kg, moment)[0], moment)
+        expired = _by_current_rules(ctx, _expired(ctx, moment), moment)
         try:
             for document in expired:
                 if delete_recorded(ctx, document.iri, reason="expired",
@@ -83,29 +84,40 @@ def stopped_note(deleted: Sequence[str], left: Sequence[str]) -> str:
             f"{', '.join(left) if left else 'none'}. Fix the error and run it again for the rest.")
 
 
-def _by_current_rules(ctx: ContextParts, expired: list[ExpiredDocument],
+def _expired(ctx: ContextParts, moment: dt.datetime) -> list[tuple[ExpiredDocument, str]]:
+    return expired_in_scopes(ctx.kg, moment, store_owners(ctx.vectors))[0]
+
+
+def _by_current_rules(ctx: ContextParts, expired: list[tuple[ExpiredDocument, str]],
                       moment: dt.datetime) -> list[ExpiredDocument]:
-    """Those of ``expired`` that the scopes' retention rules as they are now (and their own
-    ``expires``) expire too, with that expiry. A document's recorded expiry follows the rule
-    of its last ingest: a rule since lengthened (a legal hold) or dropped must not delete
-    what it now keeps."""
+    """Those of ``expired`` (each with the scope whose graph expires it) that the scopes'
+    retention rules as they are now (and their own ``expires``) expire too, with that expiry.
+    A document's recorded expiry follows the rule of its last ingest: a rule since lengthened
+    (a legal hold) or dropped must not delete what it now keeps. Its date, its own ``expires``
+    and its scope are read in its scope's graph alone, as its expiry was."""
     own = metadata_predicate(EXPIRES_KEY, ctx.metadata_predicates)
     now_expires: dict[str, dt.datetime] = {}
-    for start in range(0, len(expired), 500):
-        values = " ".join(str(ox.NamedNode(e.iri)) for e in expired[start:start + 500])
-        for row in select(ctx.kg, f"SELECT ?doc ?scope ?created ?own WHERE {{ VALUES ?doc "
-                                  f"{{ {values} }} ?doc trails:scope ?scope OPTIONAL {{ ?doc "
-                                  f"schema:dateCreated ?created }} OPTIONAL {{ ?doc {own} ?own "
-                                  "} }"):
-            when = document_expiry({EXPIRES_KEY: row.get("own")}, row.get("created"),
-                                   str(row["scope"]), ctx.retention)
-            doc = str(row["doc"])
-            if when is not None and when <= moment:
-                now_expires[doc] = min(when, now_expires.get(doc, when))
-    kept = [e.iri for e in expired if e.iri not in now_expires]
+    by_scope: dict[str, list[str]] = {}
+    for document, scope in expired:
+        by_scope.setdefault(scope, []).append(document.iri)
+    for scope, iris in sorted(by_scope.items()):
+        for start in range(0, len(iris), 500):
+            values = " ".join(str(ox.NamedNode(iri)) for iri in iris[start:start + 500])
+            for row in select(ctx.kg, f"SELECT ?doc ?created ?own WHERE {{ VALUES ?doc "
+                                      f"{{ {values} }} ?doc trails:scope ?scope FILTER(STR("
+                                      "?scope) = ?in) OPTIONAL { ?doc schema:dateCreated "
+                                      f"?created }} OPTIONAL {{ ?doc {own} ?own }} }}",
+                              {"in": scope}, scopes=[scope]):
+                when = document_expiry({EXPIRES_KEY: row.get("own")}, row.get("created"),
+                                       scope, ctx.retention)
+                doc = str(row["doc"])
+                if when is not None and when <= moment:
+                    now_expires[doc] = min(when, now_expires.get(doc, when))
+    kept = [e.iri for e, _ in expired if e.iri not in now_expires]
     if kept:
         log.warning("%d document(s) expired by a retention rule since lengthened or dropped "
                     "are kept (%s%s); ingest them again to record their expiry by the rules "
                     "now (until then they stay out of answers)", len(kept),
                     ", ".join(kept[:3]), ", ..." if len(kept) > 3 else "")
-    return [ExpiredDocument(e.iri, now_expires[e.iri]) for e in expired if e.iri in now_expires]
+    return [ExpiredDocument(e.iri, now_expires[e.iri]) for e, _ in expired
+            if e.iri in now_expires]

@@ -41,7 +41,7 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
                scope: str | None, base_iri: str | None, *, replace: ReplaceOption = False,
                update: Callable[[str], None] | None = None,
                query: Callable[[str], Any] | None = None, allow_empty: bool = False,
-               blank_nodes_replaced: bool = True) -> int:
+               replace_refused: str | None = None) -> int:
     """Parse ``source`` and ``add`` all its quads in one go; or, with ``replace``, ``update``
     the graph in one transaction so that they replace what the same source loaded with
     ``replace`` before, and are recorded for the next one (:mod:`trails.kg.loads`). How many
@@ -54,8 +54,7 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
         InvalidArgumentError: ``replace=True`` for RDF text (no file name), or an empty name.
         ConfigurationError: ``replace`` with a source that holds no triples now, over an
             earlier load that held some, without ``allow_empty`` (``query`` counts them); or
-            holding blank nodes, for a graph that cannot replace them (not
-            ``blank_nodes_replaced``: Virtuoso 7).
+            and ``replace_refused``, why this graph cannot replace (nothing is sent).
     """
     given = source
     if is_rdflib_graph(source):
@@ -71,13 +70,9 @@ def load_quads(add: Callable[[list[ox.Quad]], None], source: LoadSource, format:
             raise ConfigurationError("this graph takes no update, so a load cannot replace "
                                      "what it loaded before; nothing was loaded")
         name = key if isinstance(replace, str) else f"the file {key}"
-        if not blank_nodes_replaced and any(isinstance(node, ox.BlankNode) for q in quads
-                                            for node in (q.subject, q.object)):
-            raise ConfigurationError(
-                f"{name} holds blank nodes, and this server (Virtuoso 7) cannot write a blank "
-                "node into two graphs in one update, which a load with replace needs (the "
-                "triple, and the record of what the source loaded); nothing was loaded. Give "
-                "the blank nodes IRIs, or load without replace")
+        if replace_refused:
+            raise ConfigurationError(f"{name} cannot be loaded with replace here: "
+                                     f"{replace_refused}; nothing was loaded")
         if not quads and not allow_empty and query is not None:
             refuse_emptied(name, loaded_before(query, key, target))
         update(replacing(quads, key, target, "the RDF loaded"))

@@ -46,6 +46,7 @@ from trails.kg.column_files import ColumnFiles, Kept
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
 from trails.kg.reserved import AUDIT_GRAPH_IRI
+from trails.kg.variables import written_variables
 
 __all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "keepable", "read_rows"]
 
@@ -412,7 +413,8 @@ def _written(name: str, text: str) -> bool:
 
 def _bound_values(body: str, terms: Mapping[str, Term]) -> str:
     """``VALUES`` of the bindings ``body`` reads, to start it with ("" when it reads none)."""
-    used = sorted(name for name in terms if _written(name, body))
+    written = written_variables(body)
+    used = sorted(name for name in terms if name in written)
     return "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
                                 f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
 

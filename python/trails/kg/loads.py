@@ -156,24 +156,53 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
             else f"{{ GRAPH {target} {{ ?s ?p ?o }} }}")
     where = (f"{{ GRAPH {_held(str(record))} FILTER NOT EXISTS {{ GRAPH {_held('?other', '?x')} "
              f'FILTER(?other != {record} && STRSTARTS(STR(?other), "{prefix}")) }} }}')
-    updates = [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
+    run = uuid.uuid4().hex  # names and a graph no other operation of the request uses
+    # Only what a load brings is its own: a triple already in the graph that no load with
+    # replace of the scope brought (the user's own, a plain load's, a document's triples) is
+    # not recorded, so dropping it from the source never deletes it. Asked first, _BLOCK
+    # triples an operation (a VALUES block a Virtuoso parser takes).
+    settled = [q for q in quads if not _has_nodes(q)]
+    pending = ox.NamedNode(f"urn:trails:loading:{run}")
+    s, p, o = _PARTS
+    updates = []
+    for at in range(0, len(settled), _BLOCK):
+        rows = " ".join(f"({q.subject} {q.predicate} {_term(q.object)})"
+                        for q in settled[at:at + _BLOCK])
+        updates.append(f"INSERT {{ GRAPH {pending} {{ _:n {s} ?s ; {p} ?p ; {o} ?o }} }} WHERE {{ "
+                       f"VALUES (?s ?p ?o) {{ {rows} }} FILTER(NOT EXISTS {into} || EXISTS "
+                       f"{{ GRAPH {_held('?by', '?was')} FILTER(STRSTARTS(STR(?by), "
+                       f'"{prefix}")) }}) }}')
+    updates += [f"DELETE {into} WHERE {where}", f"DROP SILENT GRAPH {record}"]
     if quads:
-        # A record's nodes are IRIs of this load (no other names them): Virtuoso's INSERT DATA
-        # takes no blank node. Blocks of _BLOCK triples: its parser takes ~4,990 in one.
-        run = uuid.uuid4().hex
-        s, p, o = _PARTS
+        # Blocks of _BLOCK triples: Virtuoso's parser takes ~4,990 in one.
         blocks = []
         for at in range(0, len(quads), _BLOCK):
-            part = quads[at:at + _BLOCK]
-            triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ." for q in part)
+            triples = " ".join(f"{q.subject} {q.predicate} {_term(q.object)} ."
+                               for q in quads[at:at + _BLOCK])
             blocks.append(triples if isinstance(target, ox.DefaultGraph)
                           else f"GRAPH {target} {{ {triples} }}")
-            names = " ".join(f"<urn:trails:loaded-node:{run}:{at + n}> {s} {q.subject} ; "
-                             f"{p} {q.predicate} ; {o} {_term(q.object)} ."
-                             for n, q in enumerate(part))
-            blocks.append(f"GRAPH {record} {{ {names} }}")
+        blocks += _recorded([q for q in quads if _has_nodes(q)], record, run, "n")
         updates.append("INSERT DATA { " + "\n".join(blocks) + " }")
+    if settled:
+        updates += [f"ADD SILENT {pending} TO {record}", f"DROP SILENT GRAPH {pending}"]
     return " ;\n".join(updates)
+
+
+def _recorded(quads: list[ox.Quad], graph: ox.NamedNode, run: str, kind: str) -> list[str]:
+    """``GRAPH`` blocks naming each of ``quads`` through a node of its own, an IRI of this
+    load (Virtuoso's ``INSERT DATA`` takes no blank node), _BLOCK triples a block."""
+    s, p, o = _PARTS
+    return [f"GRAPH {graph} {{ " + " ".join(
+        f"<urn:trails:loaded-node:{run}:{kind}{at + n}> {s} {q.subject} ; {p} {q.predicate} ; "
+        f"{o} {_term(q.object)} ." for n, q in enumerate(quads[at:at + _BLOCK])) + " }"
+        for at in range(0, len(quads), _BLOCK)]
+
+
+def _has_nodes(quad: ox.Quad) -> bool:
+    """Whether the quad holds a blank node or a triple term: a file's blank nodes are new at
+    each load (never already in the graph), and neither goes in a VALUES row."""
+    return any(isinstance(term, (ox.BlankNode, ox.Triple))
+               for term in (quad.subject, quad.object))
 
 
 def _term(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:

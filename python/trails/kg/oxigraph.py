@@ -249,8 +249,8 @@ class OxigraphGraph(QuadExport):
         Raises:
             SparqlError: the query does not parse or fails to evaluate.
         """
+        check_limits(sparql, unscoped=scopes is None)  # a parser crash is no answer either
         if scopes is not None:  # a scoped caller may read only its scopes, never call out
-            check_limits(sparql)
             refuse_service(sparql, self.prefixes)
         text = apply_bindings(sparql, bindings)
         return self._evaluate(text, dataset_options(scopes), FunctionCalls(self._functions, scopes))

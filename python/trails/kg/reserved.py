@@ -25,7 +25,7 @@ import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, SparqlError
 from trails.kg.hand_links import trails_own_writes
-from trails.kg.sparql import code_only, iri_refs, iris_only
+from trails.kg.sparql import check_limits, code_only, iri_refs, iris_only
 
 __all__ = ["AUDIT_GRAPH_IRI", "check_nquads", "check_quads", "check_removal", "check_update",
            "writing_audit_graph"]
@@ -100,7 +100,8 @@ def check_removal(graph: ox.NamedNode | ox.DefaultGraph) -> None:
 
 
 def check_update(text: str, prefixes: Mapping[str, str]) -> None:
-    """Refuse an update that names the audit graph or inserts into a variable graph.
+    """Refuse an update that names the audit graph or inserts into a variable graph, or
+    whose shape would crash the parser (:func:`~trails.kg.sparql.check_limits`).
 
     Trails' own updates (ingestion's step 4, deletes, repair, relinking: ``minted_links``)
     are not read: they name only scope graphs and ``urn:trails:minted``, a document's values
@@ -112,6 +113,7 @@ def check_update(text: str, prefixes: Mapping[str, str]) -> None:
     """
     if _WRITING.get() or trails_own_writes():
         return
+    check_limits(text, unscoped=True)  # a parser crash (deep nesting, long chains) is no write
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
     code = code_only(plain)
     declarations = iris_only(plain)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
@@ -12,11 +13,14 @@ from trails.kg.parse_errors import parse_reason
 from trails.kg.sparql_text import STRING, code_only, iri_refs, iris_only, terms_only
 
 __all__ = [
+    "ANY_QUERY_LIMITS",
     "META",
     "PREFIXES",
+    "SCOPED_LIMITS",
     "SIMILARITY",
     "STRING",
     "TRAILS",
+    "ShapeLimits",
     "check_filter",
     "check_limits",
     "code_only",
@@ -61,6 +65,27 @@ MAX_PATH_STEPS = 128
 MAX_GROUP_PATTERNS = 48
 MAX_PATTERNS = 1024
 MAX_OPERATORS = 512
+
+
+class ShapeLimits(NamedTuple):
+    """The most of each part of a query's shape (None: not counted)."""
+
+    chars: int | None = MAX_FILTER_CHARS
+    nesting: int = MAX_NESTING
+    clauses: int = MAX_CLAUSES
+    path_steps: int = MAX_PATH_STEPS
+    group_patterns: int | None = MAX_GROUP_PATTERNS
+    patterns: int | None = MAX_PATTERNS
+    operators: int = MAX_OPERATORS
+
+
+# A scoped caller's query and every filter: bounded in the time the planner takes.
+SCOPED_LIMITS = ShapeLimits()
+# Any query, the owner's too: only what crashes the parser (a stack overflow at ~3,000
+# nested groups or ~10,000 chained operators or UNIONs) or runs away (a path of 600 steps
+# took 9 s on an empty graph), with room for large queries a filter may not be.
+ANY_QUERY_LIMITS = ShapeLimits(chars=None, nesting=256, clauses=4096, path_steps=256,
+                               group_patterns=None, patterns=None, operators=4096)
 # Keywords only: not a variable (?filter) or a prefixed name (schema:values, graph:x).
 _CLAUSES = re.compile(r"(?<![?$:\w-])(OPTIONAL|FILTER|UNION|MINUS|SELECT|GRAPH|VALUES|BIND|EXISTS)"
                       r"(?![\w:-])", re.IGNORECASE)
@@ -233,26 +258,30 @@ def check_filter(
     return names[0]
 
 
-def check_limits(query: str, code: str | None = None) -> None:
+def check_limits(query: str, code: str | None = None, *, unscoped: bool = False) -> None:
     """Refuse a query whose shape the parser and planner do not handle in bounded time: nesting,
     clauses, triple patterns (in one group and in all), operators and property-path steps;
     and, as a last resort, over :data:`MAX_FILTER_CHARS` characters.
 
+    ``unscoped``: a query of every graph (the owner's), held only to
+    :data:`ANY_QUERY_LIMITS`.
+
     Raises:
         UnsafeFilterError: naming the limit that was passed.
     """
-    if len(query) > MAX_FILTER_CHARS:
+    limits = ANY_QUERY_LIMITS if unscoped else SCOPED_LIMITS
+    if limits.chars is not None and len(query) > limits.chars:
         raise UnsafeFilterError(f"the SPARQL query is {len(query):,} characters long; the limit "
-                                f"is {MAX_FILTER_CHARS:,}")
+                                f"is {limits.chars:,}")
     code = code_only(query) if code is None else code
     clauses = len(_CLAUSES.findall(code))
-    if clauses > MAX_CLAUSES:
+    if clauses > limits.clauses:
         raise UnsafeFilterError(f"the SPARQL query has {clauses} clauses (OPTIONAL, FILTER, "
-                                f"UNION, SELECT...); the limit is {MAX_CLAUSES}")
-    _check_shape(terms_only(query))
+                                f"UNION, SELECT...); the limit is {limits.clauses}")
+    _check_shape(terms_only(query), limits)
 
 
-def _check_shape(code: str) -> None:
+def _check_shape(code: str, limits: ShapeLimits) -> None:
     """One pass over the tokens of ``code``, stopping at the first limit passed.
 
     A VALUES block holds data, not expressions (a sign there belongs to its number). Brackets
@@ -280,7 +309,7 @@ def _check_shape(code: str) -> None:
             pending or (top == "{" and fresh[-1]))
         if starts:
             if pending or not _KEYWORD.fullmatch(text):
-                _add_patterns(in_group, counts, 1)
+                _add_patterns(in_group, counts, 1, limits)
             if top == "{":
                 fresh[-1] = False
             pending = False
@@ -291,9 +320,9 @@ def _check_shape(code: str) -> None:
             stack.append(([0, 1] if called else [0, 0]) if text == "(" else
                          "V" if values_next and text == "{" else text)
             values_next = values_next and text != "{"  # VALUES (?a ?b) { ... }
-            if len(stack) > MAX_NESTING:
+            if len(stack) > limits.nesting:
                 raise UnsafeFilterError(
-                    f"the SPARQL query nests groups or parentheses more than {MAX_NESTING} "
+                    f"the SPARQL query nests groups or parentheses more than {limits.nesting} "
                     "deep; flatten it")
             if stack[-1] == "{":
                 in_group.append(0)
@@ -305,9 +334,9 @@ def _check_shape(code: str) -> None:
                 in_group.pop()
                 fresh.pop()
                 if joins.pop() and stack and stack[-1] == "{":  # one more operand to order
-                    _add_patterns(in_group, counts, 1, joined=True)
+                    _add_patterns(in_group, counts, 1, limits, joined=True)
             elif isinstance(closed, list) and not closed[1] and in_group and "V" not in stack:
-                _add_patterns(in_group, counts, 2 * closed[0])
+                _add_patterns(in_group, counts, 2 * closed[0], limits)
             if stack and stack[-1] == "{" and closed not in ("[", None) and (
                     not isinstance(closed, list) or closed[1]):
                 fresh[-1] = True  # after a nested group, VALUES or FILTER(...)
@@ -323,7 +352,7 @@ def _check_shape(code: str) -> None:
             else:
                 pending = True
         if kind in ("operator", "path") and "V" not in stack:
-            _count_operator(counts, kind)
+            _count_operator(counts, kind, limits)
         previous = text
 
 
@@ -333,32 +362,33 @@ def _check_shape(code: str) -> None:
 _KEYWORD = re.compile(r"(?!(?:a|true|false)$)[A-Za-z_][\w-]*", re.IGNORECASE)
 
 
-def _count_operator(counts: dict[str, int], kind: str) -> None:
+def _count_operator(counts: dict[str, int], kind: str, limits: ShapeLimits) -> None:
     counts[kind] += 1
-    if counts["operator"] > MAX_OPERATORS:
+    if counts["operator"] > limits.operators:
         raise UnsafeFilterError(
-            f"the SPARQL query has over {MAX_OPERATORS} operators (||, &&, =, <, +, ...); use "
-            "VALUES or IN (...) for a long list of alternatives")
-    if counts["path"] > MAX_PATH_STEPS:
-        raise UnsafeFilterError(f"the SPARQL query's property paths have over {MAX_PATH_STEPS} "
-                                f"steps (/, | or ^) in all; the limit is {MAX_PATH_STEPS}")
+            f"the SPARQL query has over {limits.operators} operators (||, &&, =, <, +, ...); "
+            "use VALUES or IN (...) for a long list of alternatives")
+    if counts["path"] > limits.path_steps:
+        raise UnsafeFilterError(f"the SPARQL query's property paths have over "
+                                f"{limits.path_steps} steps (/, | or ^) in all; the limit is "
+                                f"{limits.path_steps}")
 
 
 def _add_patterns(in_group: list[int], counts: dict[str, int], added: int,
-                  joined: bool = False) -> None:
+                  limits: ShapeLimits, joined: bool = False) -> None:
     """Count ``added`` more triple patterns in the innermost group (``joined``: a nested
     group, which the planner orders among the group's patterns, but holds none itself)."""
     in_group[-1] += added
     counts["patterns"] += 0 if joined else added
-    if in_group[-1] > MAX_GROUP_PATTERNS:
+    if limits.group_patterns is not None and in_group[-1] > limits.group_patterns:
         raise UnsafeFilterError(
-            f"a group of the SPARQL query has over {MAX_GROUP_PATTERNS} triple patterns and "
+            f"a group of the SPARQL query has over {limits.group_patterns} triple patterns and "
             "nested groups (OPTIONAL, GRAPH, MINUS, { }), more than the planner orders in "
             "bounded time; use fewer, VALUES for alternative values, or UNION branches (each "
             "counted apart)")
-    if counts["patterns"] > MAX_PATTERNS:
-        raise UnsafeFilterError(f"the SPARQL query has over {MAX_PATTERNS} triple patterns; "
-                                f"the limit is {MAX_PATTERNS}")
+    if limits.patterns is not None and counts["patterns"] > limits.patterns:
+        raise UnsafeFilterError(f"the SPARQL query has over {limits.patterns} triple patterns; "
+                                f"the limit is {limits.patterns}")
 
 
 def refuse_service(query: str, prefixes: dict[str, str] | None = None) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator
 from trails.errors import UnboundVariableError
 from trails.kg.sparql import code_only
 
-__all__ = ["check_bound", "unbound_variables"]
+__all__ = ["check_bound", "unbound_variables", "written_variables"]
 
 # Expressions start here: FILTER(...), BIND(...), ORDER BY/GROUP BY/HAVING (...).
 _EXPRESSION = re.compile(r"\b(FILTER|BIND|HAVING)\s*\(", re.IGNORECASE)
@@ -34,6 +34,18 @@ _MODIFIERS = re.compile(r"\b(ORDER|GROUP)\s+BY\b(.*?)(?=\bLIMIT\b|\bOFFSET\b|\bH
 def _variable() -> re.Pattern[str]:
     """A variable's name, compiled at its first use (a wide character class)."""
     return re.compile(r"[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)")
+
+
+@functools.cache
+def _written() -> re.Pattern[str]:
+    return re.compile(r"[?$]([\w\u00b7\u00c0-\ufffd]+)")
+
+
+def written_variables(text: str) -> frozenset[str]:
+    """The names of the variables written in ``text`` (``?name`` or ``$name``, the whole
+    name), read in one pass: what a binding's name is looked up in, however many come (a
+    scan per binding cost a filter of 600 KB with 3,000 bindings 40 s)."""
+    return frozenset(_written().findall(text))
 
 
 @functools.cache

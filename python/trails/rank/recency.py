@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.rank._steps import (
     H,
     asked_at,
@@ -82,6 +82,12 @@ class RecencyDecay:
         if now is not None and not isinstance(now, dt.date):  # a datetime is a date too
             raise InvalidArgumentTypeError(f"now must be a date, a datetime or None, got "
                                            f"{type(now).__name__} {now!r:.80}")
+        if isinstance(now, dt.datetime) and now.tzinfo is not None:
+            try:
+                now.astimezone(dt.UTC)
+            except OverflowError:
+                raise InvalidArgumentError(f"now={now.isoformat()} lies outside the years 1 to "
+                                           "9999 in UTC; pass a moment within them") from None
         self.horizon_days, self.floor, self.now = horizon_days, floor, now
         self.predicate = predicate
         self._node = predicate_node(predicate)
@@ -131,8 +137,15 @@ def _as_datetime(raw: Any) -> dt.datetime | None:
 
 
 def _utc(when: dt.date | dt.datetime) -> dt.datetime:
+    """``when`` in UTC; a moment past the years 1 to 9999 in UTC (xsd:dateTime holds
+    9999-12-31T23:00:00-12:00) as the nearest one Python holds, which ranks the same."""
     if not isinstance(when, dt.datetime):
         when = dt.datetime(when.year, when.month, when.day)
     if when.tzinfo is None:
         return when.replace(tzinfo=dt.UTC)
-    return when.astimezone(dt.UTC)
+    try:
+        return when.astimezone(dt.UTC)
+    except OverflowError:
+        offset = when.utcoffset() or dt.timedelta(0)
+        return (dt.datetime.max if offset < dt.timedelta(0) else dt.datetime.min).replace(
+            tzinfo=dt.UTC)

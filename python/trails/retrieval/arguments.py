@@ -28,6 +28,7 @@ from trails.vector.stores.base import VectorStore
 __all__ = [
     "KEYWORDS_MEANT",
     "MAX_K",
+    "MAX_QUERY_CHARS",
     "check_fusion",
     "check_k",
     "check_messages_argument",
@@ -44,6 +45,9 @@ __all__ = [
 # At most this many hits: a result is built hit by hit in memory, and a larger k (2**63)
 # would overflow the store's native integers instead of saying what is wrong.
 MAX_K = 1_000_000
+# The longest question: a search is embedded, ranked and recorded (its text in the audit
+# trail) whole, so a 10 MB query cost a read-only key 10 MB of the owner's disk a request.
+MAX_QUERY_CHARS = 100_000
 
 # Names other retrieval libraries give retrieve()'s arguments, and the one trails takes
 # (a misspelling of trails' own names is matched by closeness instead).
@@ -84,6 +88,11 @@ def check_query(query: object) -> str:
     if not isinstance(query, str):
         raise InvalidArgumentTypeError(f"query must be a str (the question), got "
                                        f"{type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS and REPLAYING.get() is None:  # a replay runs as it ran
+        raise InvalidArgumentError(
+            f"query is {len(query):,} characters long; a question may be at most "
+            f"{MAX_QUERY_CHARS:,} (it is embedded and recorded whole): pass the question, and "
+            "give long text to ingest as a document")
     return check_text(query, "query")
 
 

@@ -49,7 +49,7 @@ from trails.kg.planning import (
     reorder,
 )
 from trails.kg.sparql import TRAILS, check_filter, code_only
-from trails.kg.variables import check_bound
+from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
 from trails.tracing import traced
@@ -215,9 +215,8 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     text = shape.text(variable, order if order is not None else items)
     # A rewrite may leave out what alone read a binding (a BIND nothing reads): a VALUES row
     # of a variable the query does not use changes no answer, and the graph refuses it.
-    code = code_only(text)
-    used = {name: value for name, value in (bindings or {}).items()
-            if re.search(rf"[?$]{re.escape(name)}\b", code)}
+    named = written_variables(code_only(text))
+    used = {name: value for name, value in (bindings or {}).items() if name in named}
     try:
         iris = graph.select_iris(text, used, scopes=scopes)
     except SparqlError as exc:  # a planning mistake must not cost the caller the answer

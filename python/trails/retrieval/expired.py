@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trails.ingest.expiry import expired_documents, utc_now
+from trails.ingest.expiry import expired_documents, store_owners, utc_now
 from trails.kg.base import GenerationGraph, KnowledgeGraph
 from trails.vector.stores.base import KeywordIndex, KeywordWeights, NumberedStates, VectorStore
 from trails.vector.stores.records import DocumentIris, VectorHit
@@ -194,7 +194,7 @@ def expired_now(kg: KnowledgeGraph, store: VectorStore,
         if kept is not None and not kept.holds(generation, moment):
             kept = None
     if kept is None:
-        found, since, until = expired_documents(kg, moment)
+        found, since, until = expired_documents(kg, moment, store_owners(store))
         kept = _Kept(-1 if generation is None else generation, since, until,
                      frozenset(d.iri for d in found))
         if isinstance(kg, GenerationGraph) and kg.generation == generation:

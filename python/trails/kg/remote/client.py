@@ -35,6 +35,7 @@ from trails.kg.remote.dialect import (
     virtuoso_update,
 )
 from trails.kg.remote.results import (
+    VIRTUOSO_REPLACE,
     QueryAnswer,
     batches,
     canonical_booleans,
@@ -272,17 +273,14 @@ class SparqlEndpointGraph(QuadExport):
     def load(self, source: RdfSource | Any, format: str | None = None, scope: str | None = None,
              *, base_iri: str | None = None, replace: bool | str = False,
              allow_empty: bool = False) -> int:
-        """Load RDF (see :meth:`trails.kg.OxigraphGraph.load`): parsed here, then sent as one
-        ``INSERT DATA`` request (with ``replace``, one update), which the server applies whole
-        or not at all (whatever ``batch_size`` says; raise ``timeout`` for a large file); on
-        Virtuoso 7 one a ~2,000 triples with blank nodes, and replace refuses blank nodes.
-
-        Raises:
-            ConfigurationError: as the embedded graph's.
-        """
+        """Load RDF as :meth:`trails.kg.OxigraphGraph.load` does (and raises): parsed here,
+        sent as one ``INSERT DATA`` request (with ``replace``, one update) the server applies
+        whole or not at all (whatever ``batch_size`` says; raise ``timeout`` for a large
+        file). On Virtuoso 7, one a ~2,000 triples with blank nodes, and ``replace`` is
+        refused (ConfigurationError, nothing sent): see ``VIRTUOSO_REPLACE``."""
         return load_quads(self._insert_at_once, source, format, scope, base_iri, replace=replace,
                           update=self.update, query=self.query, allow_empty=allow_empty,
-                          blank_nodes_replaced=not self._virtuoso)
+                          replace_refused=VIRTUOSO_REPLACE if self._virtuoso else None)
 
     def _insert_at_once(self, quads: list[ox.Quad]) -> None:
         if not quads:
@@ -352,7 +350,7 @@ class SparqlEndpointGraph(QuadExport):
         """The text to send and the protocol parameters that confine it to ``scopes``."""
         if scopes is None:
             return self._union_view(text)
-        names = list(scopes)
+        names = list(dict.fromkeys(scopes))  # a scope named twice is one graph, sent once
         if not names:
             raise ValueError("scopes=[] names no scope; pass None for the union of all graphs")
         refuse_service(text)
