@@ -118,3 +118,12 @@ def test_only_typed_text_is_read_back_by_the_graph_engine(monkeypatch):
                      "http://www.w3.org/2001/XMLSchema#date"))})
     assert len(casts) == 1
     ctx.close()
+
+
+def test_a_name_written_only_inside_a_longer_name_is_not_used():
+    # SPARQL names may hold a middle dot after their first character: ?via·z is one variable,
+    # so a binding of ?via is bound to nothing the query reads.
+    with pytest.raises(InvalidArgumentError, match="binding 'via' names no variable"):
+        check_bindings_used("SELECT ?s WHERE { ?s ?p ?via\u00b7z }", ["via"])
+    check_bindings_used("SELECT ?s WHERE { ?s ?p ?via\u00b7z }", ["via\u00b7z"])
+    check_bindings_used("SELECT ?s WHERE { ?s ?p ?via . ?s ?q $via }", ["via"])

@@ -35,8 +35,8 @@ from trails.retrieval.retrieve import retrieve
 from trails.testing import fresh_context
 from trails.vector import MockEmbedder
 
-# A binding named as a rewrite's first fresh variable would be: the filter uses it only inside
-# a longer name (``?trails_via0·z``, which the check that a binding is used accepts).
+# A binding named as a rewrite's first fresh variable would be (a variable written only inside
+# a longer name, ``?trails_via0·z``, is another variable: such a binding is refused as unused).
 VIA = "trails_via0"
 # What each bound variable of the forms may be, and one value the small corpus answers.
 DRAWN = {"since": st.sampled_from(DATES), "j": st.sampled_from(PLACES),
@@ -140,7 +140,7 @@ FORMS = {
     # a fresh variable must not take a binding's name: its VALUES would join the path's middle
     "path beside a binding's name": (
         ("SELECT ?iri WHERE { ?iri schema:isPartOf/meta:place ?j . "
-         "OPTIONAL { ?iri meta:label ?trails_via0\u00b7z } }"), VIA, None),
+         "OPTIONAL { ?iri meta:label ?trails_via0 } }"), VIA, None),
     # VALUES pairing the documents with their values is no list of values alone
     "values pairing documents and values": (
         ('SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?doc meta:place ?j . '
