@@ -22,7 +22,12 @@ from trails.kg.remote.dialect import (
     virtuoso_update,
     with_pragmas,
 )
-from trails.kg.remote.results import canonical_booleans, insert_data, insert_requests, parse_response
+from trails.kg.remote.results import (
+    canonical_booleans,
+    insert_data,
+    insert_requests,
+    parse_response,
+)
 from trails.kg.remote.rewrite import (
     PROLOGUE_MARK,
     exclude_graphs,
