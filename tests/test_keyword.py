@@ -508,3 +508,25 @@ def test_query_words_are_folded_as_the_index_folds_its_rows(query, found):
                    [{"text": "Die Straße ist lang"}, {"text": "strasse"}, {"text": "the ﬁle"}])
     assert [h.id for h in store.keyword_search(query, 5)] == found
     assert keyword_terms(query) == [query.lower()]
+
+
+@pytest.mark.parametrize("backend", ["sqlite-vec", "pgvector"])
+def test_scores_are_fts5s_to_the_last_bit(backend):
+    """FTS5 scores a term ``idf * ((tf * (k1 + 1)) / (tf + k1 * (1 - b + b * len / avgdl)))``
+    and adds the terms up in the query's order. PgVectorStore multiplied ``idf * tf`` first,
+    which rounds another way: keyword scores a unit in the last place apart, so fused scores
+    on PostgreSQL differed from SqliteVecStore's for the same data (a filter admitting every
+    chunk of 16,000, say)."""
+    store = make_store(backend)
+    add_texts(store, {"a": "graph graph graph rails", "b": "alpha beta gamma rails",
+                      "c": "one two three four", "d": "red green blue pink"})
+
+    def term(df: int, tf: int) -> float:  # every text has 4 words: len / avgdl = 1
+        idf = max(math.log((4 - df + 0.5) / (df + 0.5)), 1e-6)
+        return idf * ((tf * (1.2 + 1.0)) / (tf + 1.2 * (1 - 0.75 + 0.75 * 4 / 4.0)))
+
+    assert [(h.id, h.score) for h in store.keyword_search("graph", 5)] == [("a", term(1, 3))]
+    assert term(1, 3) != math.log(3.5 / 1.5) * 3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * 4 / 4.0))
+    found = {h.id: h.score for h in store.keyword_search("graph rails", 5)}
+    assert found == {"a": 0.0 + term(1, 3) + term(2, 1), "b": 0.0 + term(2, 1)}
+    store.close()

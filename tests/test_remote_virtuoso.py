@@ -379,6 +379,26 @@ def test_hybrid_retrieval_on_virtuoso_matches_the_embedded_graph(server, kg):
         embedded.close()
 
 
+@pytest.mark.slow  # ~35 s: 6,000 documents written and dropped again on the server
+def test_an_ingest_of_more_documents_than_one_request_names(server, kg):
+    """6,000 one-chunk documents commit as one batch. Step 4 named them all in one request
+    (``VALUES`` of 6,000 IRIs), which Virtuoso refuses ("Too many arguments", SP030) after
+    the vectors were published: the ingest failed with the graph behind. It goes in groups
+    now; the server holds every document's version once and no staged manifest."""
+    embedder = MockEmbedder(dim=DIM)
+    ctx = Context(kg=kg, vectors=SqliteVecStore(":memory:", dim=DIM, embedder=embedder.identity),
+                  embedder=embedder)
+    notes = [Document(id=f"n{i}", source=f"n{i}.md", text=f"Note {i} on rails.")
+             for i in range(6000)]
+    assert ingest_all(notes, ctx=ctx).ingested == 6000
+    counted = raw_select(server, f"SELECT (COUNT(DISTINCT ?d) AS ?n) WHERE {{ GRAPH <{DEFAULT}> "
+                                 "{ ?d <https://trails.dev/ns#currentVersion> ?v } }")
+    assert int(counted[0]["n"].value) == 6000
+    assert raw_select(server, "SELECT ?n WHERE { GRAPH <urn:trails:minted> "
+                              "{ ?n <https://trails.dev/ns#stagedFor> ?d } } LIMIT 1") == []
+    assert ctx.verify().ok
+
+
 # -- the command line -------------------------------------------------------------------------
 
 def test_trails_init_on_virtuoso_records_the_dialect(server, kg, tmp_path):

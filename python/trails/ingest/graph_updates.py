@@ -11,7 +11,7 @@ import pyoxigraph as ox
 
 from trails.ingest.mentions import MENTION_PREDICATES
 from trails.ingest.minting import CHUNK_PREDICATES, MINTED, MINTED_GRAPH
-from trails.kg.base import KnowledgeGraph, select
+from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
 from trails.kg.sparql import META, TRAILS
 from trails.scopes import scope_graph
 
@@ -20,6 +20,7 @@ __all__ = [
     "STAGED_FOR",
     "documents_values",
     "finish_update",
+    "finish_updates",
     "graph_block",
     "kept_manifests",
     "manifest_triples",
@@ -31,6 +32,12 @@ __all__ = [
 # A staged manifest: ``<doc>/v/<version> trails:minted "<N-Triples>" ; trails:stagedFor <doc>``
 # in the minted graph, written with the version's chunk triples (step 2), consumed by step 4.
 STAGED_FOR = ox.NamedNode(TRAILS + "stagedFor")
+
+# The most documents one step-4 update names on a graph that is not embedded: a SPARQL server
+# compiles each request whole, and Virtuoso 7 refuses a ``VALUES`` block of some thousands of
+# IRIs (SP030 "Too many arguments", SQ199 code vector) and an ``INSERT DATA`` of thousands of
+# triples; an ingest commits up to 8,192 one-chunk documents at once.
+REMOTE_DOCUMENTS_PER_UPDATE = 250
 
 
 def staged_manifest_node(doc: str, version: str) -> ox.NamedNode:
@@ -176,14 +183,22 @@ def finish_update(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
             (f"DELETE {{ {graph_block(scope, '?c ?p ?o')} }} "
              f"WHERE {{ VALUES (?doc ?keep) {{ {values} }} {stale} }}")]
     docs = documents_values([d for d, _, _ in documents])
-    staged = f"GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc ; ?sp ?so }}"
+    staged = (f"GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc OPTIONAL {{ ?vv {MINTED} ?m }} }}")
     written = "".join(graph_block(scope, manifest) + f" GRAPH {MINTED_GRAPH} {{ "
                       f"{ox.NamedNode(d)} {MINTED} {ox.Literal(manifest)} }} "
                       for d, _, manifest in documents)
     return " ;\n".join([
         *updates,
         *owned_document_deletes(kg, [d for d, _, _ in documents], scope, manifests),
-        f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?vv ?sp ?so }} }} WHERE {{ {docs} {staged} }}",
+        f"DELETE {{ GRAPH {MINTED_GRAPH} {{ ?vv <{STAGED_FOR.value}> ?doc ; {MINTED} ?m }} }} WHERE {{ {docs} {staged} }}",
         f"INSERT DATA {{ {written} }}"])
 
 
+def finish_updates(kg: KnowledgeGraph, documents: Sequence[tuple[str, str, str]],
+                   scope: str) -> list[str]:
+    """Step 4 for ``documents`` as :func:`finish_update`s: one for them all on a graph that
+    loads N-Quads (the embedded graph: one transaction), else one per group of at most
+    :data:`REMOTE_DOCUMENTS_PER_UPDATE` documents (each document still whole in one)."""
+    size = len(documents) if isinstance(kg, NQuadsGraph) else REMOTE_DOCUMENTS_PER_UPDATE
+    return [finish_update(kg, documents[start : start + size], scope)
+            for start in range(0, len(documents), max(size, 1))]

@@ -11,8 +11,8 @@ documents, in order:
    before the commit point, so repair can finish a committed version without its source;
 3. **publish**: one SQLite transaction makes the staged vectors live, deletes the previous
    version's vectors and records the version — the commit point;
-4. clean the graph, in one graph transaction: drop the previous version's chunk triples and
-   document triples, write the staged manifest's document triples, drop the staged manifest.
+4. clean the graph (one transaction; on a server one per group of documents): drop the old
+   version's triples, write the staged manifest's document triples, drop the staged manifest.
 
 Retrieval ranks only live vectors and graph mode drops chunk IRIs that are not live, so a
 crash between any two steps shows either the whole previous version or the whole new one.
@@ -38,7 +38,7 @@ from trails.ingest.document import Chunk, Document
 from trails.ingest.graph_updates import (
     STAGED_FOR,
     documents_values,
-    finish_update,
+    finish_updates,
     kept_manifests,
     staged_manifest_node,
 )
@@ -88,7 +88,6 @@ class PendingDocument:
     chunks: list[Chunk]
     replaced: bool = False
     vectors: list[Vector | None] = field(default_factory=list)
-
     missing: int = 0
     manifest: str | None = None  # its document triples (N-Triples), once built
     mentions: list[list[Mention]] = field(default_factory=list)  # per chunk, when linked
@@ -445,6 +444,7 @@ class VersionWriter:
             kg.extend(q for d in documents for q in quads(d))
 
     def clean_graph(self, documents: Sequence[PendingDocument]) -> None:
-        """Step 4 (:func:`finish_update`) for the batch, one graph transaction."""
-        self.ctx.kg.update(finish_update(
-            self.ctx.kg, [(d.iri, d.version, self.manifest(d)) for d in documents], self.scope))
+        """Step 4 (:func:`finish_updates`): one graph transaction, on a server one per group."""
+        for text in finish_updates(self.ctx.kg, [(d.iri, d.version, self.manifest(d))
+                                                 for d in documents], self.scope):
+            self.ctx.kg.update(text)

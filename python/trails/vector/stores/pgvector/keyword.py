@@ -49,8 +49,12 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
         stats, params = self._statistics(scope_list, terms)
         clause, restrict = self._live(names, None, isinstance(iris, DocumentIris), "i.")
         statement = self._sql(
-            "WITH " + stats + ", scored AS (SELECT t.id, sum(idf.idf * t.tf * %s / (t.tf + %s"
-            " * (%s + %s * p.body_len / nullif(s.avgdl, 0)))) AS score FROM {terms} t"
+            # idf * (tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl))), added up in the query's
+            # term order: SqliteVecStore's (and FTS5's) operations in its order, so the scores
+            # are the same to the last bit (idf * tf first rounds another way).
+            "WITH " + stats + ", scored AS (SELECT t.id, sum(idf.idf * ((t.tf * %s) / (t.tf + %s"
+            " * (%s + %s * p.body_len / nullif(s.avgdl, 0)))) ORDER BY"
+            " array_position(%s::text[], t.term)) AS score FROM {terms} t"
             " JOIN pool p USING (id) JOIN idf USING (term) CROSS JOIN stats s GROUP BY t.id)"
             " SELECT i.id, sc.score" + (", i.metadata" if with_metadata else "")
             + " FROM scored sc JOIN {items} i USING (id) WHERE " + clause
@@ -58,7 +62,7 @@ class PgKeywords(PgSearch, BaseKeywordIndex):
             # collation (en_US would choose and order the tied rows at the k-th place apart).
             + ' ORDER BY sc.score DESC, i.id COLLATE "C" LIMIT %s')
         rows = self._run(lambda conn: conn.execute(statement, [
-            *params, _K1 + 1, _K1, 1 - _B, _B, *restrict, k]).fetchall())
+            *params, _K1 + 1, _K1, 1 - _B, _B, params[-1], *restrict, k]).fetchall())
         return [VectorHit(r[0], float(r[1]), r[2] if with_metadata else {}) for r in rows]
 
     def _statistics(self, scopes: list[str] | None, terms: list[str]) -> tuple[str, list[Any]]:
