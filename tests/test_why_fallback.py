@@ -73,3 +73,18 @@ def test_the_fallback_carries_the_bindings(monkeypatch):
                                                    "top": "<https://ex.org/Note>",
                                                    "type": "<https://ex.org/Memo>"}]
         assert len(sent) == 2 and "FILTER(?doc IN (" in sent[1]
+
+
+def test_why_asked_of_a_search_without_a_filter_says_there_is_nothing_to_give():
+    # why=True without a filter was ignored without a word: every admitted_by None, no note,
+    # on every surface (they all answer through retrieve()).
+    ctx = _typed_context()
+    for mode in ("hybrid", "vector"):
+        asked = retrieve("graph search", ctx, mode=mode, why=True)
+        assert asked and all(hit.admitted_by is None for hit in asked)
+        assert any("this search has no filter" in note for note in asked.notes), asked.notes
+    assert not any("no filter" in n for n in retrieve("graph search", ctx, why=False).notes)
+    assert not any("no filter" in n for n in retrieve("graph search", ctx).notes)
+    filtered = retrieve("graph search", ctx, why=True, sparql_filter=TAXONOMY)
+    assert filtered and all(hit.admitted_by for hit in filtered)
+    assert not any("no filter" in note for note in filtered.notes)

@@ -123,6 +123,10 @@ def _is(part: object, protocol: type) -> bool:
     return known
 
 
+_NO_FILTER = ("why=True gives each hit the filter's solution that admitted it; this search "
+              "has no filter, so no hit has one (admitted_by is None)")
+
+
 def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seconds: float,
             ended: str) -> RetrievalResult:
     """``result``, with each hit's admitting solution when wanted, recorded, announced."""
@@ -137,6 +141,8 @@ def observe(result: RetrievalResult, ctx: Context | None, call: SearchCall, seco
                                         list(result))
         result = _with_hits(result, [dataclasses.replace(h, admitted_by=s)
                                      for h, s in zip(result, solutions, strict=True)])
+    elif call.why:  # asked for, and nothing to give: said, not silent
+        result = _with_hits(result, list(result), notes=[*result.notes, _NO_FILTER])
     if trail.enabled:
         record = _record(result, call, caller, ended, trail.settings)
         if call.sparql_filter:
@@ -234,10 +240,11 @@ def _call(hook: Callable[[RetrieveEvent], object], event: RetrieveEvent) -> None
 
 
 def _with_hits(result: RetrievalResult, hits: list[Any], run_id: str | None = None,
-               ) -> RetrievalResult:
+               notes: list[str] | None = None) -> RetrievalResult:
     copy = RetrievalResult(hits, mode=result.mode, plan=result.plan,
                            candidates=result.candidates, exhaustive=result.exhaustive,
-                           rankings=result.rankings, notes=result.notes,
+                           rankings=result.rankings,
+                           notes=result.notes if notes is None else notes,
                            fusion_weights=result.fusion_weights,
                            run_id=run_id if run_id is not None else result.run_id,
                            query=result.query)
