@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trails.errors import InvalidArgumentTypeError
 from trails.ingest import chunkers
 from trails.ingest.checks import chunk_problem
 from trails.ingest.chunkers import (
@@ -191,6 +192,19 @@ def test_long_sentence_is_cut_at_whitespace_and_long_words_anywhere():
     assert [c.text for c in words] == ["alpha beta", "gamma delta"]
     long_word = SentenceChunker(max_chars=4, overlap=0).chunk(doc("abcdefghij"))
     assert [c.text for c in long_word] == ["abcd", "efgh", "ij"]
+
+
+def test_sentence_chunker_refuses_a_design_keyword_and_sizes_that_are_not_ints():
+    # The retrieval runtime design writes SentenceChunker(chunk_size=5, overlap=2) (five
+    # sentences); trails sizes chunks in characters. Both mistakes are named, never a bare
+    # TypeError from Python or from a comparison.
+    with pytest.raises(InvalidArgumentTypeError, match="chunk_size.*max_chars"):
+        SentenceChunker(chunk_size=5, overlap=2)  # type: ignore[call-arg]
+    for bad in ({"max_chars": "200"}, {"max_chars": None}, {"max_chars": 2.5},
+                {"max_chars": True}, {"overlap": None}, {"max_tokens": "5"}):
+        name = next(iter(bad))
+        with pytest.raises(InvalidArgumentTypeError, match=f"{name} must be an int"):
+            SentenceChunker(**bad)  # type: ignore[arg-type]
 
 
 def test_empty_and_blank_documents_have_no_chunks():

@@ -190,3 +190,24 @@ def test_a_bad_vector_for_an_unchanged_text_fails_its_document_not_skips_it(bad,
     assert problem in failed.reason and "chunk 0" in failed.reason
     assert stored(ctx) == {"Rails is a web framework.": good[0],
                            "Elephants are large mammals.": good[1]}
+
+
+def test_a_given_chunk_longer_than_the_model_reads_is_named_in_a_warning():
+    # The retrieval runtime design drops a chunk over the model's token limit and says so;
+    # trails embedded a given chunk of 1,500 words silently, though all-MiniLM-L6-v2 reads
+    # only its first 256 word pieces: the rest could never be found.
+    from trails.context import Context
+    from trails.ingest.events import DocumentWarning
+    from trails.vector import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    long_text = " ".join(f"word{i}" for i in range(1500))
+    short = "A short chunk."
+    text = short + " " + long_text
+    chunks = [Chunk(short, 0, len(short), 0), Chunk(long_text, len(short) + 1, len(text), 1)]
+    with Context.memory(embedder) as ctx:
+        events = list(ingest([Document("big", "big", text, chunks=chunks)], ctx=ctx))
+    warnings = [e.message for e in events if isinstance(e, DocumentWarning)]
+    assert len(warnings) == 1 and "chunk 1" in warnings[0] and "chunk 0" not in warnings[0]
+    assert "254" in warnings[0]  # 256 word pieces less [CLS] and [SEP]
+    assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored

@@ -27,6 +27,7 @@ from trails.errors import (
     ConfigurationError,
     ContextLockedError,
     EndpointUnavailableError,
+    InvalidArgumentError,
     MissingExtraError,
     UnknownScopeError,
 )
@@ -645,3 +646,10 @@ def test_a_snapshot_pins_each_documents_version_across_rankings():
     assert {h.id.split("/v/")[1][0] for h in before} == {"1"}
     assert {h.id.split("/v/")[1][0] for h in during} <= {"1"}  # v1's points, or none: never v2
     assert {h.id.split("/v/")[1][0] for h in after} == {"2"}
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", 123, None])
+def test_a_collection_name_qdrant_cannot_hold_is_refused_by_name(bad: object) -> None:
+    # Qdrant's client answered a bare ValueError (or TypeError for a number) from inside.
+    with pytest.raises(InvalidArgumentError, match="collection must be a non-empty str"):
+        QdrantStore(collection=bad, dim=4)  # type: ignore[arg-type]

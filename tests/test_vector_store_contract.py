@@ -176,6 +176,17 @@ def test_add_many_with_one_bad_vector_stores_nothing(store_factory, bad, error):
     assert ids_of(store.search(basis(0), k=5)) == ["old1", "old2"]
 
 
+@pytest.mark.parametrize("bad", [[float("nan")] + [1.0] * (DIM - 1), [0.0] * DIM])
+def test_a_bad_query_vector_is_refused_as_a_search_not_a_write(store_factory, bad):
+    # A query vector that is all zeros or holds NaN (an embedder's failure, say) was refused
+    # with "nothing was stored", though nothing was being stored.
+    store = store_factory.new(DIM)
+    store.add("a", basis(0))
+    with pytest.raises(InvalidVectorError, match="the search was not run") as refused:
+        store.search(bad, k=1)
+    assert "stored" not in str(refused.value)
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), [1, -float("inf")],
                                  {"deep": {"x": float("nan")}}])
 def test_metadata_json_cannot_hold_is_refused_and_nothing_is_stored(store_factory, bad):

@@ -29,6 +29,7 @@ from trails.errors import SparqlError
 from trails.kg.base import FunctionGraph
 from trails.kg.sparql import SIMILARITY
 from trails.scopes import DEFAULT_SCOPE
+from trails.vector.stores.arrays import SEARCH_REFUSED
 from trails.vector.stores.base import as_matrix, check_compatible, unit_rows
 from trails.vector.stores.rows import rows_standing_for
 
@@ -91,7 +92,7 @@ class _Similarity:
             ctx = self._context()
             embedder = ctx.embedder
             check_compatible(embedder, ctx.vectors)  # the same checks as retrieve()
-            vector = as_matrix([embedder.embed(text)], embedder.dim).astype(np.float64)
+            vector = as_matrix([embedder.embed(text)], embedder.dim, refused=SEARCH_REFUSED).astype(np.float64)
             self._queries[text] = unit_rows(vector)[0]
         return self._queries[text]
 

@@ -293,7 +293,7 @@ class _Run:
             return
         self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
-        for problem in document_warnings(document):
+        for problem in document_warnings(document, self.ctx.embedder):
             yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, chunking_of(document, self.chunker_id), self.embedder_id)
         try:  # the document's triples, built now: what fails here must not fail a commit

@@ -6,15 +6,17 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.chunkers.sentences import split_sentences
 from trails.ingest.chunkers.spans import SPLITTER_VERSION, longest_fit, trim
 from trails.ingest.chunkers.tokens import token_name, tokens_behind
 from trails.ingest.document import Chunk, Document
+from trails.keywords import named_fields
 
 __all__ = ["SentenceChunker"]
 
 
+@named_fields()  # chunk_size=... (a count of sentences elsewhere) is refused by name
 @dataclass(frozen=True)
 class SentenceChunker:
     """Packs whole sentences into chunks of at most ``max_chars`` characters.
@@ -41,6 +43,14 @@ class SentenceChunker:
     count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        for name in ("max_chars", "overlap", "max_tokens"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, int)) and not (
+                    name == "max_tokens" and value is None):
+                raise InvalidArgumentTypeError(
+                    f"SentenceChunker: {name} must be an int, got {value!r:.40}"
+                    + (" (max_chars counts characters, overlap sentences)"
+                       if name != "max_tokens" else " (or None)"))
         if self.max_chars < 1 or self.overlap < 0:
             raise InvalidArgumentError(
                 f"need max_chars >= 1 and overlap >= 0, got max_chars="

@@ -17,6 +17,7 @@ records its settings and rebuilds it from them and the identity its vectors carr
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
@@ -27,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from trails.errors import InvalidArgumentError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.recorded import Settings
 
 if TYPE_CHECKING:
@@ -150,6 +151,12 @@ def token_estimator(embedder: object) -> Callable[[str], int]:
     return _characters_to_tokens
 
 
+def _text(i: int, text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgumentTypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    return text
+
+
 def _characters_to_tokens(text: str) -> int:
     return len(text) // 4 + 1  # ~4 characters per token for English text
 
@@ -183,8 +190,12 @@ class BaseEmbedder:
 
     def embed_array(self, texts: Iterable[str]) -> Vectors:
         """Embed any number of texts in batches of ``batch_size``; float32, one row per text."""
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise InvalidArgumentTypeError(
+                f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
+                "embeds one text, embed_many([text, ...]) several")
         parts = []
-        iterator = iter(texts)
+        iterator = map(_text, itertools.count(), texts)
         while batch := list(islice(iterator, self.batch_size)):
             parts.append(np.asarray(self.embed_batch(batch), dtype=np.float32))
         if not parts:
@@ -195,6 +206,10 @@ class BaseEmbedder:
         return cast(list[list[float]], self.embed_array(texts).tolist())
 
     def embed(self, text: str) -> list[float]:
+        if not isinstance(text, str):
+            raise InvalidArgumentTypeError(
+                f"embed(text) takes one str, got {type(text).__name__}; for several texts "
+                "use embed_many([text, ...])")
         return cast(list[float], self.embed_array([text])[0].tolist())
 
     def __repr__(self) -> str:

@@ -9,17 +9,21 @@ import numpy as np
 
 from trails.errors import DimensionMismatchError, InvalidVectorError
 
-__all__ = ["VectorLike", "as_matrix", "decode", "encode", "normalize_rows", "optional_str",
+__all__ = ["SEARCH_REFUSED", "VectorLike", "as_matrix", "decode", "encode", "normalize_rows", "optional_str",
            "unit_rows"]
 
 VectorLike = Sequence[float] | np.ndarray
+# What a refused query vector did not do (a write says "nothing was stored").
+SEARCH_REFUSED = "the search was not run"
 
 
-def as_matrix(vectors: VectorLike | Sequence[VectorLike], dim: int) -> np.ndarray:
+def as_matrix(vectors: VectorLike | Sequence[VectorLike], dim: int, *,
+              refused: str = "nothing was stored") -> np.ndarray:
     """Validate vectors and return them as a float64 ``(n, dim)`` array.
 
     Raises DimensionMismatchError for a wrong width and InvalidVectorError for NaN, inf or a
-    zero vector (whose cosine similarity is undefined).
+    zero vector (whose cosine similarity is undefined); ``refused`` says what did not happen
+    (a search passes ``SEARCH_REFUSED``).
     """
     try:
         array = np.asarray(vectors, dtype=np.float64)
@@ -28,7 +32,7 @@ def as_matrix(vectors: VectorLike | Sequence[VectorLike], dim: int) -> np.ndarra
         if row is not None:
             raise DimensionMismatchError(
                 f"expected vectors of dimension {dim}, but vector {row} has dimension {width}; "
-                "nothing was stored"
+                f"{refused}"
             ) from exc
         raise InvalidVectorError(
             f"vectors must be sequences of {dim} numbers of equal length: {exc}"
@@ -44,12 +48,12 @@ def as_matrix(vectors: VectorLike | Sequence[VectorLike], dim: int) -> np.ndarra
     finite = np.isfinite(array).all(axis=1)
     if not finite.all():
         row = int(np.argmin(finite))
-        raise InvalidVectorError(f"vector {row} contains NaN or infinity; nothing was stored")
+        raise InvalidVectorError(f"vector {row} contains NaN or infinity; {refused}")
     nonzero = (array != 0).any(axis=1)
     if not nonzero.all():
         row = int(np.argmin(nonzero))
         raise InvalidVectorError(
-            f"vector {row} is all zeros, so its cosine similarity is undefined; nothing was stored"
+            f"vector {row} is all zeros, so its cosine similarity is undefined; {refused}"
         )
     return array
 

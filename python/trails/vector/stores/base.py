@@ -40,6 +40,7 @@ from trails.vector.stores import arguments
 
 # Re-exported: the checks every store applies to input vectors, and their encoding.
 from trails.vector.stores.arrays import (
+    SEARCH_REFUSED,
     VectorLike,
     as_matrix,
     decode,
@@ -379,7 +380,8 @@ class BaseVectorStore(MetadataLookups, abc.ABC):
         the few it keeps, which :meth:`metadata` fetches."""
         k = arguments.check_k(k)
         ids = None if ids is None else arguments.check_ids(ids)
-        query = unit_rows(as_matrix(arguments.check_vector(vector), self._dim))[0]
+        query = unit_rows(as_matrix(arguments.check_vector(vector), self._dim,
+                                     refused=SEARCH_REFUSED))[0]
         return self._search_unit(query, k, ids, arguments.check_scopes(scopes),
                                  with_metadata=with_metadata)
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from trails.vector.stores.arrays import VectorLike, as_matrix, unit_rows
+from trails.vector.stores.arrays import SEARCH_REFUSED, VectorLike, as_matrix, unit_rows
 from trails.vector.stores.matrix import _exact_cosine
 from trails.vector.stores.pgvector.ann import PgAnn
 from trails.vector.stores.pgvector.schema import as_array, held
@@ -132,7 +132,7 @@ class PgSearch(PgAnn):
         if where is None or plan.candidates == 0:
             return Explanation(plan, False, "")
         clause, params = where
-        query = unit_rows(as_matrix(vector, self._dim))[0].astype(np.float32)
+        query = unit_rows(as_matrix(vector, self._dim, refused=SEARCH_REFUSED))[0].astype(np.float32)
         index = plan.name == "pg-hnsw"
         limit = max(1, k) + OVERFETCH
 

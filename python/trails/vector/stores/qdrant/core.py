@@ -12,7 +12,12 @@ import numpy as np
 
 from trails import deadline
 from trails._lazy import require
-from trails.errors import ConfigurationError, DimensionMismatchError, InvalidArgumentError
+from trails.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from trails.faults import translated
 from trails.resilience import Resilience, public_url
 from trails.vector.embedders.base import EmbedderIdentity
@@ -51,6 +56,10 @@ class QdrantCore(BaseVectorStore):
         resilience: Resilience | Mapping[str, Any] | None = None,
     ) -> None:
         arguments.check_dim(dim)
+        if not isinstance(collection, str) or not collection.strip() or "/" in collection:
+            raise (InvalidArgumentError if isinstance(collection, str) else InvalidArgumentTypeError)(
+                f"collection must be a non-empty str without '/' (a Qdrant collection name), "
+                f"got {collection!r:.80}")
         qdrant = require("qdrant_client", "QdrantStore")
         self.timeout = timeout
         self.resilience = Resilience.from_settings(resilience)

@@ -16,7 +16,13 @@ from trails.recorded import Settings, Where, relative
 from trails.scopes import DEFAULT_SCOPE
 from trails.text import keyword_terms
 from trails.vector.stores import arguments
-from trails.vector.stores.arrays import VectorLike, as_matrix, encode, normalize_rows
+from trails.vector.stores.arrays import (
+    SEARCH_REFUSED,
+    VectorLike,
+    as_matrix,
+    encode,
+    normalize_rows,
+)
 from trails.vector.stores.base import BaseKeywordIndex, StoredVector, VectorHit
 from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
@@ -244,7 +250,7 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         vectors are stored once, in the vector files, so the ``vec0`` table is built on demand
         (in this connection's temp schema, again after each change): slow for a large store.
         """
-        query = encode(normalize_rows(as_matrix(vector, self._dim))[0])
+        query = encode(normalize_rows(as_matrix(vector, self._dim, refused=SEARCH_REFUSED))[0])
         if getattr(self, "_knn_generation", None) != self._index.generation:
             self._db.load_sqlite_vec("SqliteVecStore.knn_sqlite_vec")
             self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.knn_items USING"

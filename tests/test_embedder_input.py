@@ -1,0 +1,28 @@
+"""What an embedder is given by hand (the trails.vector quickstart's ``embedder.embed(text)``):
+a text, or texts; anything else is refused by name, never embedded as something else."""
+
+from __future__ import annotations
+
+import pytest
+
+from trails.errors import InvalidArgumentTypeError
+from trails.vector import MockEmbedder
+
+
+@pytest.mark.parametrize("bad", [None, 123, b"bytes", ["a list"]])
+def test_embed_refuses_what_is_not_a_text(bad: object) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"embed\(text\).*str"):
+        MockEmbedder(dim=16, seed=1).embed(bad)  # type: ignore[arg-type]
+
+
+def test_embed_many_refuses_one_string_and_items_that_are_not_texts() -> None:
+    embedder = MockEmbedder(dim=16, seed=1)
+    # A single string is not three one-letter texts.
+    with pytest.raises(InvalidArgumentTypeError, match="a list of str.*not one str"):
+        embedder.embed_many("abc")
+    with pytest.raises(InvalidArgumentTypeError, match=r"texts\[1\] must be a str"):
+        embedder.embed_many(["fine", None])  # type: ignore[list-item]
+    with pytest.raises(InvalidArgumentTypeError, match="a list of str"):
+        embedder.embed_array(None)  # type: ignore[arg-type]
+    # What is right still embeds: one vector a text, the same as embed().
+    assert embedder.embed_many(["a b", "c"]) == [embedder.embed("a b"), embedder.embed("c")]
