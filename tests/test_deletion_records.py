@@ -13,7 +13,7 @@ import pytest
 
 from trails.audit import AUDIT_DIRECTORY
 from trails.context import Context
-from trails.errors import StorageError
+from trails.errors import InvalidArgumentError, StorageError
 from trails.ingest import Document, ingest_all
 from trails.testing import MockEmbedder, fresh_context
 
@@ -162,3 +162,18 @@ def test_every_document_repair_removes_is_recorded_first(tmp_path, damage):
         assert [(r.documents, r.caller) for r in deletions] == [([victim], "repairer")]
         assert deletions[0].reason.startswith("repair")
         assert victim not in documents(ctx) and ctx.verify().ok
+
+
+def test_a_document_id_given_for_its_iri_is_refused_naming_the_iri():
+    # The designs pass a document's id; the message was about a SPARQL variable ('binding
+    # doc = ...: not an absolute IRI'), naming nothing a caller wrote.
+    from trails.testing import fresh_context
+
+    with fresh_context() as ctx:
+        with pytest.raises(InvalidArgumentError, match=(
+                "named by its IRI, and 'notes/a.txt' is none; the document of id 'notes/a.txt'"
+                " in the default scope is 'trails://local/doc/notes/a.txt'")):
+            ctx.delete_document("notes/a.txt")
+        with pytest.raises(InvalidArgumentError, match="named by its IRI, and '' is none"):
+            ctx.delete_document("")
+        assert ctx.delete_document("trails://local/doc/nothing") is False

@@ -24,7 +24,7 @@ from trails.ingest.graph_updates import (
     owned_document_deletes,
 )
 from trails.ingest.hand_checks import chunk_types_by_hand, links_by_hand, types_by_hand
-from trails.ingest.minting import MINTED_GRAPH, chunk_nquads, chunk_quads
+from trails.ingest.minting import MINTED_GRAPH, chunk_nquads, chunk_quads, document_named
 from trails.ingest.payload import fields_outside
 from trails.ingest.writer import between_writes, one_stored_state, writing_versions
 from trails.kg.base import KnowledgeGraph, NQuadsGraph, select
@@ -374,9 +374,9 @@ def delete_document(ctx: ContextParts, doc_iri: str, *, include_user_triples: bo
     survive unless ``include_user_triples``, which removes every triple whose subject is the
     document or one of its chunks. Returns False if nothing was found.
 
-    ``before_removal`` is called once the document is found and before anything of it is
-    removed (its audit record: it must exist before the deletion does); if it raises, nothing
-    is removed."""
+    ``before_removal`` is called once the document is found, before anything is removed (its
+    audit record first); if it raises, nothing is removed. An id is an InvalidArgumentError."""
+    doc_iri = document_named(doc_iri, ctx.base_iri)
     with writing_versions(ctx), minted_links():  # its own chunk links go with its vectors
         return _delete_document(ctx, doc_iri, include_user_triples, before_removal)
 

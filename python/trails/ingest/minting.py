@@ -22,7 +22,8 @@ from trails.scopes import DEFAULT_SCOPE, scope_graph
 
 __all__ = ["CHUNK_IRI", "CHUNK_PREDICATES", "MINTED", "MINTED_GRAPH", "SOURCE_FILE",
            "check_base_iri", "chunk_iri", "chunk_nquads", "chunk_quads",
-           "doc_iri", "document_manifest", "document_nquads", "document_quads", "document_title",
+           "doc_iri", "document_manifest", "document_named", "document_nquads", "document_quads",
+           "document_title",
            "expand_predicates", "metadata_predicate", "version_of"]
 
 SCHEMA = "https://schema.org/"
@@ -36,6 +37,25 @@ def _s(local: str) -> ox.NamedNode:
 
 def _t(local: str) -> ox.NamedNode:
     return ox.NamedNode(TRAILS + local)
+
+
+def document_named(given: object, base: str) -> str:
+    """``given``, a document's IRI, refused when it is none (an id passed where the IRI goes).
+
+    Raises:
+        InvalidArgumentError: it is no absolute IRI, naming the IRI an id would have.
+    """
+    if isinstance(given, str) and _ABSOLUTE.match(given) and not any(c in given for c in " <>\""):
+        return given
+    hint = (f"; the document of id {given!r} in the default scope is {doc_iri(base, given)!r}"
+            if isinstance(given, str) and given.strip() else "")
+    raise InvalidArgumentError(
+        f"a document is named by its IRI, and {given!r} is none{hint}. A hit names its "
+        "document's IRI as hit.document; trails.ingest.minting.doc_iri(base_iri, id, scope) "
+        "mints one")
+
+
+_ABSOLUTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def doc_iri(base: str, doc_id: str, scope: str = DEFAULT_SCOPE) -> str:
