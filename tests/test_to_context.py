@@ -275,3 +275,24 @@ def test_a_budget_holding_the_citation_line_but_not_its_line_break_holds_the_cit
     assert (cut, cut.truncated) == (citation, True)
     with pytest.raises(InvalidArgumentError, match="not even the best hit's citation line"):
         result([texted]).to_context(max_tokens=len(citation) - 1, tokenizer=len)
+
+
+def test_a_parent_document_fetched_by_a_step_is_the_passage_the_prompt_gets():
+    """The data flow's parent document retrieval: a hit given its document's text by
+    ``ParentDocument`` brings that text to the prompt, once per document."""
+    from trails.ingest import ingest
+    from trails.ingest.chunkers.packing import SentenceChunker
+    from trails.ingest.document import Document
+    from trails.rank.expand import ParentDocument
+
+    article = "Acme agreed to buy Beta. The deal is worth two billion. Regulators must approve it."
+    ctx = fresh_context(dim=16)
+    list(ingest([Document("news/acme.txt", "news/acme.txt", article)], ctx=ctx,
+                chunker=SentenceChunker(max_chars=30, overlap=0)))
+    expanded = retrieve("Acme deal worth", ctx, mode="vector", k=3, steps=[ParentDocument()])
+    assert len(expanded) == 3 and {h.metadata["document_text"] for h in expanded} == {article}
+    block = expanded.to_context()
+    assert block.count(article) == 1 and block.repeated == 2
+    assert str(block).endswith(f"\n{article}")
+    plain = retrieve("Acme deal worth", ctx, mode="vector", k=3).to_context()
+    assert article not in plain and plain.repeated == 0  # without the step: the chunks

@@ -126,13 +126,18 @@ def _distinct(hits: Sequence[H]) -> tuple[list[H], int]:
 
 
 def _body(hit: Hit) -> str:
-    """The chunk's text, else its snippet (a hand-made hit)."""
-    text = getattr(hit, "metadata", {}).get("text")
-    return text if isinstance(text, str) and text else hit.snippet or ""
+    """The document's text a ``ParentDocument`` step attached, else the chunk's text, else
+    its snippet (a hand-made hit)."""
+    metadata = getattr(hit, "metadata", {})
+    for name in ("document_text", "text"):
+        text = metadata.get(name)
+        if isinstance(text, str) and text:
+            return text
+    return hit.snippet or ""
 
 
 def _passage(number: int, hit: Hit) -> str:
-    """``[n] title | date | source | <iri>``, then the chunk's text (else its snippet)."""
+    """``[n] title | date | source | <iri>``, then its text (:func:`_body`)."""
     date = hit.date
     cited = [hit.title, None if date is None else date.isoformat(), hit.source, f"<{hit.iri}>"]
     # One line, whatever a title or source holds: a line break in one would start what reads
