@@ -296,3 +296,21 @@ def test_a_parent_document_fetched_by_a_step_is_the_passage_the_prompt_gets():
     assert str(block).endswith(f"\n{article}")
     plain = retrieve("Acme deal worth", ctx, mode="vector", k=3).to_context()
     assert article not in plain and plain.repeated == 0  # without the step: the chunks
+
+
+def test_a_chunk_of_a_document_already_given_whole_is_not_given_again():
+    from trails.ingest import ingest
+    from trails.ingest.chunkers.packing import SentenceChunker
+    from trails.ingest.document import Document
+    from trails.rank.expand import ParentDocument
+
+    article = "Acme agreed to buy Beta. The deal is worth two billion. Regulators must approve it."
+    ctx = fresh_context(dim=16)
+    list(ingest([Document("news/acme.txt", "news/acme.txt", article)], ctx=ctx,
+                chunker=SentenceChunker(max_chars=30, overlap=0)))
+    scores = sorted(h.score for h in retrieve("Acme deal worth", ctx, mode="vector", k=3))
+    only_best = ParentDocument(min_score=scores[-1])  # expands the best hit alone
+    expanded = retrieve("Acme deal worth", ctx, mode="vector", k=3, steps=[only_best])
+    assert [bool(h.metadata.get("document_text")) for h in expanded] == [True, False, False]
+    block = expanded.to_context()
+    assert len(block.hits) == 1 and block.repeated == 2 and block.count(article) == 1

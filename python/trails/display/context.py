@@ -113,27 +113,35 @@ def context_block(hits: Sequence[H], *, query: str | None = None,
 
 
 def _distinct(hits: Sequence[H]) -> tuple[list[H], int]:
-    """``hits`` without those repeating a passage before them (the same chunk IRI, or the
-    same text of the same document: a boilerplate paragraph), and how many were left out."""
+    """``hits`` without those repeating a passage before them (the same chunk IRI, the
+    same text of the same document: a boilerplate paragraph, or a chunk of a document already
+    given whole by a ``ParentDocument`` step), and how many were left out."""
     seen: set[tuple[str, ...]] = set()
     kept: list[H] = []
     for hit in hits:
-        keys = {("iri", hit.iri), ("text", hit.document or hit.iri, _body(hit))}
-        if not keys & seen:
+        document = hit.document or hit.iri
+        keys = {("iri", hit.iri), ("text", document, _body(hit))}
+        if not keys & seen and ("whole", document) not in seen:
             kept.append(hit)
+            if _whole(hit):
+                keys.add(("whole", document))
         seen |= keys
     return kept, len(hits) - len(kept)
+
+
+def _whole(hit: Hit) -> bool:
+    text = getattr(hit, "metadata", {}).get("document_text")
+    return isinstance(text, str) and bool(text)
 
 
 def _body(hit: Hit) -> str:
     """The document's text a ``ParentDocument`` step attached, else the chunk's text, else
     its snippet (a hand-made hit)."""
     metadata = getattr(hit, "metadata", {})
-    for name in ("document_text", "text"):
-        text = metadata.get(name)
-        if isinstance(text, str) and text:
-            return text
-    return hit.snippet or ""
+    if _whole(hit):
+        return str(metadata["document_text"])
+    text = metadata.get("text")
+    return text if isinstance(text, str) and text else hit.snippet or ""
 
 
 def _passage(number: int, hit: Hit) -> str:
