@@ -187,6 +187,11 @@ def test_the_embedders_tokenizer_counts_when_it_has_one():
     assert block.tokens == len(block.split()) == 5 and len(block.hits) == 1
     counted = found.to_context(max_tokens=30, tokenizer=ENCODING)  # the one given wins
     assert counted.hits and counted.tokens == tokens(counted) != len(counted.split())
+    # The data flow's tiktoken cl100k_base by name, whatever the embedder (offline too):
+    named = found.to_context(max_tokens=30, tokenizer="cl100k_base")
+    assert named == counted and named.tokens == tokens(named)
+    with pytest.raises(InvalidArgumentError, match="cl100k_base"):
+        found.to_context(tokenizer="gpt2")
 
 
 @pytest.mark.parametrize("template, unknown", [

@@ -1,8 +1,8 @@
 """Hits as a prompt's evidence block: one numbered passage per hit, each with its citation
 (title, date, source, IRI), within a token budget (``RetrievalResult.to_context``).
 
-Tokens are counted with the tokenizer given: a tiktoken ``Encoding``, a Hugging Face
-tokenizer, or any callable from text to a count; by default tiktoken's ``cl100k_base`` (the
+Tokens are counted with the tokenizer given: ``"cl100k_base"``, a tiktoken ``Encoding``, a
+Hugging Face tokenizer, or any callable from text to a count; by default tiktoken's ``cl100k_base`` (the
 bundled offline copy), the tokenizer of OpenAI's chat and embedding models.
 """
 
@@ -39,7 +39,7 @@ class ContextBlock(str, Generic[H]):
 
 def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
     """How many tokens a text is, for ``tokenizer`` (see the module docstring)."""
-    if tokenizer is None:
+    if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "cl100k_base"):
         tokenizer = load_cl100k("counting a prompt's tokens")
     if callable(getattr(tokenizer, "encode_ordinary", None)):  # a tiktoken Encoding
         return lambda text: len(tokenizer.encode_ordinary(text))
@@ -48,8 +48,9 @@ def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
     if callable(tokenizer):
         return lambda text: int(tokenizer(text))
     raise InvalidArgumentError(
-        f"tokenizer must be a tiktoken Encoding, a Hugging Face tokenizer or a callable from "
-        f"text to a token count; got {type(tokenizer).__name__}")
+        f"tokenizer must be \"cl100k_base\", a tiktoken Encoding, a Hugging Face tokenizer or "
+        f"a callable from text to a token count; got {type(tokenizer).__name__} "
+        f"{tokenizer!r:.40}")
 
 
 def context_block(hits: Sequence[H], *, query: str | None = None,
