@@ -449,6 +449,21 @@ def test_query_text_reaches_the_log_only_when_asked(tmp_path, caplog, monkeypatc
     assert "a loggable question" in caplog.text
 
 
+def test_the_search_log_record_names_the_threshold_and_the_scores_it_kept(tmp_path, caplog):
+    with make(tmp_path / "kb") as ctx:
+        every = retrieve("rail", ctx, mode="vector", k=3)
+        scores = sorted((h.score for h in every), reverse=True)
+        threshold = scores[1]  # keeps the best two
+        with caplog.at_level(logging.INFO, logger="trails.retrieve"):
+            kept = retrieve("rail", ctx, mode="vector", k=3, min_score=threshold)
+    assert len(kept) == 2
+    (line,) = [r for r in caplog.records if r.name == "trails.retrieve" and r.levelno == logging.INFO]
+    assert line.trails["k"] == 3 and line.trails["min_score"] == threshold
+    assert line.trails["hits"] == 2
+    assert (line.trails["top_score"], line.trails["lowest_score"]) == (scores[0], scores[1])
+    assert f"min_score={threshold}" in line.getMessage()
+
+
 def test_a_search_record_round_trips_through_the_graph(tmp_path):
     with make(tmp_path / "kb") as ctx:
         retrieve("rail", ctx, sparql_filter=SINCE, bindings={"since": dt.date(2022, 1, 1)})

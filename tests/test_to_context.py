@@ -187,6 +187,11 @@ def test_the_embedders_tokenizer_counts_when_it_has_one():
     assert block.tokens == len(block.split()) == 5 and len(block.hits) == 1
     counted = found.to_context(max_tokens=30, tokenizer=ENCODING)  # the one given wins
     assert counted.hits and counted.tokens == tokens(counted) != len(counted.split())
+    # The data flow's tiktoken cl100k_base by name, whatever the embedder (offline too):
+    named = found.to_context(max_tokens=30, tokenizer="cl100k_base")
+    assert named == counted and named.tokens == tokens(named)
+    with pytest.raises(InvalidArgumentError, match="cl100k_base"):
+        found.to_context(tokenizer="gpt2")
 
 
 @pytest.mark.parametrize("template, unknown", [
@@ -275,3 +280,42 @@ def test_a_budget_holding_the_citation_line_but_not_its_line_break_holds_the_cit
     assert (cut, cut.truncated) == (citation, True)
     with pytest.raises(InvalidArgumentError, match="not even the best hit's citation line"):
         result([texted]).to_context(max_tokens=len(citation) - 1, tokenizer=len)
+
+
+def test_a_parent_document_fetched_by_a_step_is_the_passage_the_prompt_gets():
+    """The data flow's parent document retrieval: a hit given its document's text by
+    ``ParentDocument`` brings that text to the prompt, once per document."""
+    from trails.ingest import ingest
+    from trails.ingest.chunkers.packing import SentenceChunker
+    from trails.ingest.document import Document
+    from trails.rank.expand import ParentDocument
+
+    article = "Acme agreed to buy Beta. The deal is worth two billion. Regulators must approve it."
+    ctx = fresh_context(dim=16)
+    list(ingest([Document("news/acme.txt", "news/acme.txt", article)], ctx=ctx,
+                chunker=SentenceChunker(max_chars=30, overlap=0)))
+    expanded = retrieve("Acme deal worth", ctx, mode="vector", k=3, steps=[ParentDocument()])
+    assert len(expanded) == 3 and {h.metadata["document_text"] for h in expanded} == {article}
+    block = expanded.to_context()
+    assert block.count(article) == 1 and block.repeated == 2
+    assert str(block).endswith(f"\n{article}")
+    plain = retrieve("Acme deal worth", ctx, mode="vector", k=3).to_context()
+    assert article not in plain and plain.repeated == 0  # without the step: the chunks
+
+
+def test_a_chunk_of_a_document_already_given_whole_is_not_given_again():
+    from trails.ingest import ingest
+    from trails.ingest.chunkers.packing import SentenceChunker
+    from trails.ingest.document import Document
+    from trails.rank.expand import ParentDocument
+
+    article = "Acme agreed to buy Beta. The deal is worth two billion. Regulators must approve it."
+    ctx = fresh_context(dim=16)
+    list(ingest([Document("news/acme.txt", "news/acme.txt", article)], ctx=ctx,
+                chunker=SentenceChunker(max_chars=30, overlap=0)))
+    scores = sorted(h.score for h in retrieve("Acme deal worth", ctx, mode="vector", k=3))
+    only_best = ParentDocument(min_score=scores[-1])  # expands the best hit alone
+    expanded = retrieve("Acme deal worth", ctx, mode="vector", k=3, steps=[only_best])
+    assert [bool(h.metadata.get("document_text")) for h in expanded] == [True, False, False]
+    block = expanded.to_context()
+    assert len(block.hits) == 1 and block.repeated == 2 and block.count(article) == 1

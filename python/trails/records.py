@@ -248,8 +248,8 @@ class RetrievalResult(list[RetrievalHit]):
         fit in ``max_tokens`` (the template included; the best hit alone over budget is cut to
         fit). ``template`` holds ``{{ context }}`` where the passages go and may hold
         ``{{ query }}``; any other ``{{ ... }}`` is refused (it would reach the prompt as
-        written). Tokens are counted with ``tokenizer`` (a tiktoken Encoding, a Hugging
-        Face tokenizer or a callable), else the tokenizer of the embedder that embedded the
+        written). Tokens are counted with ``tokenizer`` (``"cl100k_base"``, a tiktoken
+        Encoding, a Hugging Face tokenizer or a callable), else the tokenizer of the embedder that embedded the
         query when it has one, else tiktoken's ``cl100k_base``. The answer is a ``str`` that
         also says which hits it holds (``.hits``, ``.omitted``, ``.truncated``, ``.tokens``).
 

@@ -1,8 +1,8 @@
 """Hits as a prompt's evidence block: one numbered passage per hit, each with its citation
 (title, date, source, IRI), within a token budget (``RetrievalResult.to_context``).
 
-Tokens are counted with the tokenizer given: a tiktoken ``Encoding``, a Hugging Face
-tokenizer, or any callable from text to a count; by default tiktoken's ``cl100k_base`` (the
+Tokens are counted with the tokenizer given: ``"cl100k_base"``, a tiktoken ``Encoding``, a
+Hugging Face tokenizer, or any callable from text to a count; by default tiktoken's ``cl100k_base`` (the
 bundled offline copy), the tokenizer of OpenAI's chat and embedding models.
 """
 
@@ -39,7 +39,7 @@ class ContextBlock(str, Generic[H]):
 
 def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
     """How many tokens a text is, for ``tokenizer`` (see the module docstring)."""
-    if tokenizer is None:
+    if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "cl100k_base"):
         tokenizer = load_cl100k("counting a prompt's tokens")
     if callable(getattr(tokenizer, "encode_ordinary", None)):  # a tiktoken Encoding
         return lambda text: len(tokenizer.encode_ordinary(text))
@@ -48,8 +48,9 @@ def token_counter(tokenizer: Any = None) -> Callable[[str], int]:
     if callable(tokenizer):
         return lambda text: int(tokenizer(text))
     raise InvalidArgumentError(
-        f"tokenizer must be a tiktoken Encoding, a Hugging Face tokenizer or a callable from "
-        f"text to a token count; got {type(tokenizer).__name__}")
+        f"tokenizer must be \"cl100k_base\", a tiktoken Encoding, a Hugging Face tokenizer or "
+        f"a callable from text to a token count; got {type(tokenizer).__name__} "
+        f"{tokenizer!r:.40}")
 
 
 def context_block(hits: Sequence[H], *, query: str | None = None,
@@ -113,26 +114,39 @@ def context_block(hits: Sequence[H], *, query: str | None = None,
 
 
 def _distinct(hits: Sequence[H]) -> tuple[list[H], int]:
-    """``hits`` without those repeating a passage before them (the same chunk IRI, or the
-    same text of the same document: a boilerplate paragraph), and how many were left out."""
+    """``hits`` without those repeating a passage before them (the same chunk IRI, the
+    same text of the same document: a boilerplate paragraph, or a chunk of a document already
+    given whole by a ``ParentDocument`` step), and how many were left out."""
     seen: set[tuple[str, ...]] = set()
     kept: list[H] = []
     for hit in hits:
-        keys = {("iri", hit.iri), ("text", hit.document or hit.iri, _body(hit))}
-        if not keys & seen:
+        document = hit.document or hit.iri
+        keys = {("iri", hit.iri), ("text", document, _body(hit))}
+        if not keys & seen and ("whole", document) not in seen:
             kept.append(hit)
+            if _whole(hit):
+                keys.add(("whole", document))
         seen |= keys
     return kept, len(hits) - len(kept)
 
 
+def _whole(hit: Hit) -> bool:
+    text = getattr(hit, "metadata", {}).get("document_text")
+    return isinstance(text, str) and bool(text)
+
+
 def _body(hit: Hit) -> str:
-    """The chunk's text, else its snippet (a hand-made hit)."""
-    text = getattr(hit, "metadata", {}).get("text")
+    """The document's text a ``ParentDocument`` step attached, else the chunk's text, else
+    its snippet (a hand-made hit)."""
+    metadata = getattr(hit, "metadata", {})
+    if _whole(hit):
+        return str(metadata["document_text"])
+    text = metadata.get("text")
     return text if isinstance(text, str) and text else hit.snippet or ""
 
 
 def _passage(number: int, hit: Hit) -> str:
-    """``[n] title | date | source | <iri>``, then the chunk's text (else its snippet)."""
+    """``[n] title | date | source | <iri>``, then its text (:func:`_body`)."""
     date = hit.date
     cited = [hit.title, None if date is None else date.isoformat(), hit.source, f"<{hit.iri}>"]
     # One line, whatever a title or source holds: a line break in one would start what reads

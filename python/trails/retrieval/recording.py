@@ -220,9 +220,11 @@ def _name(part: object) -> str | None:
 
 def _announce(ctx: Context, event: RetrieveEvent) -> None:
     result, call = event.result, event.call
-    extra = {"mode": call.mode, "k": call.k, "hits": len(result), "candidates": result.candidates,
-             "plan": result.plan, "seconds": round(event.seconds, 6), "run_id": result.run_id,
-             "caller": event.caller}
+    scores = [h.score for h in result if h.score is not None]
+    extra = {"mode": call.mode, "k": call.k, "min_score": call.min_score, "hits": len(result),
+             "top_score": max(scores, default=None), "lowest_score": min(scores, default=None),
+             "candidates": result.candidates, "plan": result.plan,
+             "seconds": round(event.seconds, 6), "run_id": result.run_id, "caller": event.caller}
     if log.isEnabledFor(logging.INFO):
         if os.environ.get(LOG_TEXT) and not ctx.audit.settings.digest_only(call.scopes):
             extra["query"] = call.query
