@@ -181,19 +181,19 @@ def replacing(quads: list[ox.Quad], key: str, target: ox.NamedNode | ox.DefaultG
                                for q in quads[at:at + _BLOCK])
             blocks.append(triples if isinstance(target, ox.DefaultGraph)
                           else f"GRAPH {target} {{ {triples} }}")
-        blocks += _recorded([q for q in quads if _has_nodes(q)], record, run, "n")
+        blocks += _recorded([q for q in quads if _has_nodes(q)], record, run)
         updates.append("INSERT DATA { " + "\n".join(blocks) + " }")
     if settled:
         updates += [f"ADD SILENT {pending} TO {record}", f"DROP SILENT GRAPH {pending}"]
     return " ;\n".join(updates)
 
 
-def _recorded(quads: list[ox.Quad], graph: ox.NamedNode, run: str, kind: str) -> list[str]:
+def _recorded(quads: list[ox.Quad], graph: ox.NamedNode, run: str) -> list[str]:
     """``GRAPH`` blocks naming each of ``quads`` through a node of its own, an IRI of this
     load (Virtuoso's ``INSERT DATA`` takes no blank node), _BLOCK triples a block."""
     s, p, o = _PARTS
     return [f"GRAPH {graph} {{ " + " ".join(
-        f"<urn:trails:loaded-node:{run}:{kind}{at + n}> {s} {q.subject} ; {p} {q.predicate} ; "
+        f"<urn:trails:loaded-node:{run}:{at + n}> {s} {q.subject} ; {p} {q.predicate} ; "
         f"{o} {_term(q.object)} ." for n, q in enumerate(quads[at:at + _BLOCK])) + " }"
         for at in range(0, len(quads), _BLOCK)]
 

@@ -17,9 +17,10 @@ for a value of the wrong type) with the message Python callers have always seen:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
@@ -58,6 +59,15 @@ if TYPE_CHECKING:
     from trails.rank.fusion import FusionFn
 
 __all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal", "spelt_none"]
+
+
+@contextlib.contextmanager
+def _refused(model: type[BaseModel]) -> Iterator[None]:
+    """pydantic's ValidationError raised inside, as the refusal of ``model``'s fields."""
+    try:
+        yield
+    except ValidationError as error:
+        raise refusal(error.errors(), model) from None
 
 Mode = Literal["vector", "graph", "hybrid"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -149,26 +159,20 @@ class SearchRequest(BaseModel):
                      why: bool | None = None, now: dt.datetime | str | None = None) -> None: ...
 
     def __init__(self, **fields: Any) -> None:  # type: ignore[no-redef]
-        try:
+        with _refused(type(self)):
             super().__init__(**fields)
-        except ValidationError as error:
-            raise refusal(error.errors(), type(self)) from None
 
     # pydantic's own readers build a request too (a request kept as JSON, read back): the
     # same refusal as the constructor's, never pydantic's ValidationError.
     @classmethod
     def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
-        try:
+        with _refused(cls):
             return super().model_validate(*args, **kwargs)
-        except ValidationError as error:
-            raise refusal(error.errors(), cls) from None
 
     @classmethod
     def model_validate_json(cls, *args: Any, **kwargs: Any) -> Self:
-        try:
+        with _refused(cls):
             return super().model_validate_json(*args, **kwargs)
-        except ValidationError as error:
-            raise refusal(error.errors(), cls) from None
 
     @field_validator("query", mode="before")
     @classmethod

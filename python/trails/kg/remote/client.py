@@ -24,6 +24,7 @@ from trails.kg.remote.connection import auth_headers, split_credentials, ssl_con
 from trails.kg.remote.connection import update_url as _default_update_url
 from trails.kg.remote.dialect import (
     VIRTUOSO_DEFAULT_GRAPH,
+    VIRTUOSO_REPLACE,
     Params,
     check_dialect,
     dataset,
@@ -35,7 +36,6 @@ from trails.kg.remote.dialect import (
     virtuoso_update,
 )
 from trails.kg.remote.results import (
-    VIRTUOSO_REPLACE,
     QueryAnswer,
     batches,
     canonical_booleans,

@@ -70,6 +70,7 @@ __all__ = [
     "DIALECTS",
     "EMPTY_GRAPH",
     "VIRTUOSO_DEFAULT_GRAPH",
+    "VIRTUOSO_REPLACE",
     "VIRTUOSO_SYSTEM_GRAPHS",
     "Params",
     "check_dialect",
@@ -94,6 +95,15 @@ _XSD = "http://www.w3.org/2001/XMLSchema#"
 # (left as they are: what they hold is not code).
 _TYPED_STRING = re.compile(rf"(?P<literal>{STRING})\s*\^\^\s*(?P<type><{_XSD}string>"
                            r"|(?:[A-Za-z][\w.-]*)?:string(?![\w-]|\.[\w-]))|" + _OPAQUE.pattern)
+
+# Why a load with replace (ADR 51) is refused on Virtuoso 7: its one update asks of each
+# triple whether the graph held it, which Virtuoso answers with nothing (so nothing would be
+# recorded, and nothing replaced) or refuses past ~1,200 triples (SP031, its SQL too long);
+# and its blank nodes would go into two graphs in one operation, which Virtuoso cannot write.
+VIRTUOSO_REPLACE = ("Virtuoso 7 cannot run the one update a replace is (it answers the "
+                    "question of which triples the graph held with nothing, and cannot write "
+                    "a blank node into two graphs); load without replace, after removing what "
+                    "the earlier load added (DROP or DELETE it in an update of your own)")
 
 # Protocol parameters of one request: (name, value) pairs, a name may repeat.
 Params = list[tuple[str, str]]

@@ -21,8 +21,8 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, EndpointRefusedError, SparqlError
 from trails.kg.result import QueryResult, Triples
 
-__all__ = ["VIRTUOSO_REPLACE", "Response", "batches", "canonical_booleans", "insert_data",
-           "insert_requests", "parse_response", "server_message"]
+__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "insert_requests",
+           "parse_response", "server_message"]
 
 _JSON_RESULTS = "application/sparql-results+json"
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_]")
@@ -184,14 +184,6 @@ def batches(quads: Iterable[ox.Quad], size: int) -> Iterator[list[ox.Quad]]:
 VIRTUOSO_BLOCK = 1000
 VIRTUOSO_TEMPLATE = 200
 VIRTUOSO_REQUEST = 2000
-# Why a load with replace (ADR 51) is refused on Virtuoso 7: its one update asks of each
-# triple whether the graph held it, which Virtuoso answers with nothing (so nothing would be
-# recorded, and nothing replaced) or refuses past ~1,200 triples (SP031, its SQL too long);
-# and its blank nodes would go into two graphs in one operation, which Virtuoso cannot write.
-VIRTUOSO_REPLACE = ("Virtuoso 7 cannot run the one update a replace is (it answers the "
-                    "question of which triples the graph held with nothing, and cannot write "
-                    "a blank node into two graphs); load without replace, after removing what "
-                    "the earlier load added (DROP or DELETE it in an update of your own)")
 
 
 def insert_data(quads: list[ox.Quad], default_graph: str | None = None, *,
