@@ -49,6 +49,7 @@ from trails.kg.planning import (
     reorder,
 )
 from trails.kg.sparql import TRAILS, check_filter, code_only
+from trails.kg.unrelated import ask_text, split_unrelated
 from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
@@ -188,6 +189,28 @@ def _planned(graph: GenerationGraph, generation: int, sparql: str,
     shape = equivalent_form(shape, bound)  # a set of candidates: the planner's forms of it
     # what runs when nothing else applies: the filter as written, or another form of it
     unplanned = "as-written" if shape is parsed else "chunks-rewritten"
+    if (split := split_unrelated(shape)) is not None:  # asked once, not joined
+        shape, groups = split
+        for group in groups:
+            text = ask_text(shape, group)
+            named = written_variables(code_only(text))
+            if graph.query(text, {n: v for n, v in (bindings or {}).items() if n in named},
+                           scopes=scopes) is not True:
+                path.append("unrelated-empty")
+                return ()
+        iris = _planned_shape(graph, generation, sparql, bindings, terms, scopes, documents,
+                              path, shape, "chunks-rewritten")
+        path[-1] += f" ({len(groups)} unrelated group{'s' * (len(groups) > 1)} asked once)"
+        return iris
+    return _planned_shape(graph, generation, sparql, bindings, terms, scopes, documents, path,
+                          shape, unplanned)
+
+
+def _planned_shape(graph: GenerationGraph, generation: int, sparql: str,
+                   bindings: Mapping[str, Any] | None, terms: Mapping[str, Any],
+                   scopes: Sequence[str] | None, documents: bool, path: list[str],
+                   shape: FilterShape, unplanned: str) -> tuple[str, ...]:
+    bound = set((bindings or {}).keys())
     lifted = lift_to_documents(shape, bound) if documents else None
     untyped = _without_chunk_type(shape) if documents and lifted is None else None
     if untyped is not None:
