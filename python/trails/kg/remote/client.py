@@ -1,8 +1,9 @@
 """``SparqlEndpointGraph``: the embedded graph's surface over the SPARQL 1.1 Protocol (httpx).
 
-The query texts it sends are built in :mod:`trails.kg.remote.rewrite` and the responses read in
-:mod:`trails.kg.remote.results`; this module holds the requests, the protocol dataset that
-confines a query to scopes, and how failures are reported.
+The query texts it sends are built in :mod:`trails.kg.remote.rewrite`, the responses read in
+:mod:`trails.kg.remote.results` (a result the server cut, again in pages: ``paging``); this
+module holds the requests, the protocol dataset that confines a query to scopes, and how
+failures are reported.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from trails.kg.remote.dialect import (
     virtuoso_union,
     virtuoso_update,
 )
+from trails.kg.remote.paging import read_all
 from trails.kg.remote.results import (
     QueryAnswer,
     batches,
     canonical_booleans,
     insert_requests,
-    parse_response,
     server_message,
 )
 from trails.kg.remote.rewrite import (
@@ -195,8 +196,8 @@ class SparqlEndpointGraph(QuadExport):
         form = query_form(text)
         # One type per form: Virtuoso answers a CONSTRUCT with a result set if allowed to.
         accept = _N_TRIPLES if form in ("CONSTRUCT", "DESCRIBE") else _RESULTS_JSON
-        response = self._post(self.query_url, "query", text, params, accept=accept)
-        answer = parse_response(response, self.query_url, form)
+        answer = read_all(lambda sent: self._post(self.query_url, "query", sent, params,
+                                                  accept=accept), text, self.query_url, form)
         return canonical_booleans(answer) if self._virtuoso else answer
 
     def select_iris(
@@ -326,8 +327,8 @@ class SparqlEndpointGraph(QuadExport):
             self._check_default_graph_mode(purpose)
             text = (f"SELECT {projection} WHERE {{ {{ ?s ?p ?o }} UNION "
                     "{ GRAPH ?g { ?s ?p ?o } } }")
-        response = self._post(self.query_url, "query", text, [], accept=_RESULTS_JSON)
-        result = parse_response(response, self.query_url)
+        result = read_all(lambda sent: self._post(self.query_url, "query", sent, [],
+                                                  accept=_RESULTS_JSON), text, self.query_url)
         if self._virtuoso:
             result = canonical_booleans(result)
         if not isinstance(result, QueryResult):  # pragma: no cover - a SELECT's answer

@@ -37,7 +37,8 @@ graph contract suite, ``tests/test_kg_contract.py``):
   (:class:`SparqlError`) before any request; drop graphs one at a time.
 - Answers (read in :mod:`~trails.kg.remote.results`): ``ASK`` comes back as a one-column
   result set (``__ASK_RETVAL``), blank nodes in JSON results as ``nodeID://b10001``, results
-  cut at ``ResultSetMaxRows`` are flagged by an ``X-SPARQL-MaxRows`` header (refused, never
+  cut at ``ResultSetMaxRows`` are flagged by an ``X-SPARQL-MaxRows`` header (a plain SELECT
+  is read again in pages, :mod:`~trails.kg.remote.paging`; any other is refused, never
   returned short), and a refused permission is HTTP 500 with ``SR186`` (a configuration error).
 - Values: ``xsd:double`` comes back in Virtuoso's own lexical form (``"2.5E0"`` as ``"2.5"``,
   the same number), booleans as ``1``/``0`` (read back as ``true``/``false``); other typed

@@ -6,7 +6,8 @@ boolean, or triples); quads become ``INSERT DATA`` texts. Nothing here talks to 
 Readings for Virtuoso 7 (see :mod:`trails.kg.remote.dialect`), harmless elsewhere: an ``ASK``
 answered as a one-row result set is a boolean, blank node labels that are not labels
 (``nodeID://b10001``) are made labels, and a result cut at the server's row limit
-(``X-SPARQL-MaxRows``) is refused.
+(``X-SPARQL-MaxRows``) is refused (:mod:`trails.kg.remote.paging` reads a plain SELECT's
+result in pages instead).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import pyoxigraph as ox
 from trails.errors import ConfigurationError, EndpointRefusedError, SparqlError
 from trails.kg.result import QueryResult, Triples
 
-__all__ = ["Response", "batches", "canonical_booleans", "insert_data", "insert_requests",
-           "parse_response", "server_message"]
+__all__ = ["Response", "batches", "canonical_booleans", "cut_error", "insert_data",
+           "insert_requests", "parse_response", "server_message"]
 
 _JSON_RESULTS = "application/sparql-results+json"
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_]")
@@ -52,22 +53,20 @@ def server_message(response: Response) -> str:
     return text if len(text) <= 600 else text[:600] + "…"
 
 
-def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryAnswer:
+def parse_response(response: Response, url: str, form: str = "SELECT", *,
+                   partial: bool = False) -> QueryAnswer:
     """SPARQL results or RDF, by the response's content type; ``form`` is the query's.
+    ``partial``: a result the server cut is read as it came (to learn its variables).
 
     Raises:
         EndpointRefusedError: the body does not parse as its content type, or the type is
             neither (the URL names no SPARQL endpoint, or a proxy answers in its place), or
             it is another kind of answer than ``form`` asks for.
-        SparqlError: the server cut the result at its row limit.
+        SparqlError: the server cut the result at its row limit (unless ``partial``).
     """
     limit = response.headers.get("x-sparql-maxrows")
-    if limit is not None:
-        raise SparqlError(
-            f"the SPARQL endpoint {url} cut the result at its limit of {limit} rows "
-            "(X-SPARQL-MaxRows); trails does not return partial results. Raise the limit "
-            "(Virtuoso: ResultSetMaxRows in the [SPARQL] section of virtuoso.ini) or narrow "
-            "the query (LIMIT/OFFSET)")
+    if limit is not None and not partial:
+        raise cut_error(url, limit)
     media = response.headers.get("content-type", "").split(";")[0].strip().lower()
     content = response.content
     if media == _JSON_RESULTS and b'"bnode"' in content:
@@ -96,6 +95,16 @@ def parse_response(response: Response, url: str, form: str = "SELECT") -> QueryA
             f"{wanted}. Check that the URL names a SPARQL endpoint and that its dialect is "
             "the server's (dialect=)")
     return answer
+
+
+def cut_error(url: str, limit: str, why: str = "") -> SparqlError:
+    """The refusal of a result the server cut at its row limit of ``limit`` rows; ``why``:
+    why it was not read in pages instead (:mod:`trails.kg.remote.paging`)."""
+    return SparqlError(
+        f"the SPARQL endpoint {url} cut the result at its limit of {limit} rows "
+        f"(X-SPARQL-MaxRows){why}; trails does not return partial results. Raise the limit "
+        "(Virtuoso: ResultSetMaxRows in the [SPARQL] section of virtuoso.ini) or narrow "
+        "the query (LIMIT/OFFSET)")
 
 
 # What each query form is answered with (and, for a message, how it is called).

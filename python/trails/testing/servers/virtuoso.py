@@ -65,7 +65,7 @@ CheckpointInterval = 0
 NumberOfBuffers = 10000
 MaxDirtyBuffers = 6000
 DirsAllowed = .
-
+{sorted_rows}
 [HTTPServer]
 ServerPort = {host}:{http_port}
 ServerRoot = {dir}
@@ -74,8 +74,8 @@ MaxClientConnections = 10
 Charset = UTF-8
 
 [SPARQL]
-; Debian's default of 10000 rows cuts larger results (trails refuses them: X-SPARQL-MaxRows).
-ResultSetMaxRows = 1000000
+; Debian's default of 10000 rows cuts larger results (flagged: X-SPARQL-MaxRows).
+ResultSetMaxRows = {max_rows}
 MaxQueryExecutionTime = 120
 """
 
@@ -102,11 +102,18 @@ class VirtuosoServer:
             directory unless given).
         host: the loopback address to listen on.
         startup_timeout: seconds to wait for the HTTP endpoint to answer.
+        max_rows: the server's ``ResultSetMaxRows``, the most rows of a result it sends (it
+            cuts larger ones and says so in an ``X-SPARQL-MaxRows`` header), and its
+            ``MaxSortedTopRows``, the most rows an ``ORDER BY`` with ``LIMIT``/``OFFSET``
+            sorts (it refuses more: SR353). Debian's virtuoso.ini sets the first to 10,000
+            and leaves the second at Virtuoso's 10,000; give a small one to test reads past
+            them cheaply. None: 1,000,000 result rows, ``MaxSortedTopRows`` left as it is.
     """
 
     def __init__(self, parent: str | os.PathLike[str] | None = None, *, host: str = "127.0.0.1",
-                 startup_timeout: float = 90.0) -> None:
+                 startup_timeout: float = 90.0, max_rows: int | None = None) -> None:
         self.host = host
+        self.max_rows = max_rows
         self.startup_timeout = startup_timeout
         self.sql_port = _free_port(host)
         self.http_port = _free_port(host)
@@ -155,7 +162,10 @@ class VirtuosoServer:
                 self.sql_port, self.http_port = _free_port(self.host), _free_port(self.host)
             ini = self.directory / "virtuoso.ini"
             ini.write_text(_INI.format(dir=self.directory, host=self.host,
-                                       sql_port=self.sql_port, http_port=self.http_port))
+                                       sql_port=self.sql_port, http_port=self.http_port,
+                                       max_rows=1_000_000 if self.max_rows is None else self.max_rows,
+                                       sorted_rows="" if self.max_rows is None else
+                                       f"MaxSortedTopRows = {self.max_rows}\n"))
             with open(self.directory / "stdout.log", "ab") as log:
                 self._process = subprocess.Popen(
                     [server, "+foreground", "+configfile", str(ini)], cwd=self.directory,
