@@ -132,3 +132,36 @@ def test_a_binding_read_only_by_an_unrelated_group_is_bound_there():
         assert len(ctx.kg.select_iris(text, {"n": n})) == expected  # as written
         result = retrieve("alpha", ctx, sparql_filter=text, bindings={"n": n}, k=10)
         assert result.candidates == expected
+
+
+def _first_in_term_order(ctx, text: str) -> dict[str, dict[str, str]]:
+    """The reference: every solution as written, the first in term order per chunk."""
+    body = text[text.index("{"):]
+    first: dict[str, dict[str, str]] = {}
+    rows = ctx.kg.query(f"SELECT * WHERE {body}").raw
+    for row in sorted(rows, key=lambda r: sorted((k, str(v)) for k, v in r.items())):
+        first.setdefault(row["iri"].value, {k: str(v) for k, v in sorted(row.items())})
+    return first
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?x schema:position ?n FILTER(?n >= 0) }",
+    "SELECT ?iri WHERE { ?c1 schema:isPartOf ?c2 . ?iri schema:isPartOf ?doc . ?t a ?class }",
+])
+def test_why_gives_the_first_solution_in_term_order_as_the_filter_as_written_has_it(text):
+    ctx = _context(4)
+    expected = _first_in_term_order(ctx, text)
+    result = retrieve("alpha", ctx, sparql_filter=text, k=4, why=True)
+    assert len(result) == 4
+    for hit in result:
+        assert hit.admitted_by == expected[hit.iri]
+
+
+@pytest.mark.timeout(120, method="thread")  # native code: a signal would wait for it
+def test_why_over_unrelated_groups_that_never_end_as_written_is_answered():
+    ctx = _context(200)
+    text = "SELECT ?iri WHERE { ?iri schema:isPartOf ?doc . ?x ?p ?y . ?a ?b ?c . ?e ?f ?g }"
+    result = retrieve("alpha", ctx, sparql_filter=text, k=2, why=True)
+    assert len(result) == 2
+    assert all({"x", "p", "y", "a", "b", "c", "e", "f", "g", "iri", "doc"} <= set(h.admitted_by)
+               for h in result)

@@ -11,7 +11,9 @@ cannot be opened up this way (modifiers, a dataset clause) still admitted its hi
 carry an empty solution. A hit the VALUES rows find no solution for (an engine's fault: Virtuoso
 7 joins a ``*`` or ``+`` path with several rows to nothing) is asked for again, as written,
 the hits tested by a ``FILTER(?v IN (...))``: slower, since the engine then evaluates the whole
-filter, and only then.
+filter, and only then. A group sharing no variable with the hits (``kg/unrelated.py``) is read
+once on its own and its first solution given beside each hit's: joined with the hits it would
+multiply their solutions by its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
 from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.planning import FilterShape, Other, Token, Triple, _tokens, parse_filter
+from trails.kg.unrelated import split_unrelated
 from trails.records import RetrievalHit
 
 __all__ = ["admitting_solutions"]
@@ -50,6 +53,10 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
     if shape is None:
         return [{} for _ in hits]
     written = set().union(*(item.variables for item in shape.items), {shape.variable})
+    # Groups sharing nothing with the hits (kg/unrelated.py): each solution of the rest pairs
+    # with each of theirs, so the first in term order is the rest's first beside theirs.
+    split = split_unrelated(shape)
+    shape, unrelated = split if split is not None else (shape, [])
     started = _started_from_hits(equivalent_form(shape, (bindings or {}).keys(), sets=False))
     iris = sorted({h.iri for h in hits} | {h.document for h in hits if h.document})
     try:
@@ -73,10 +80,35 @@ def admitting_solutions(kg: KnowledgeGraph, sparql: str, bindings: Mapping[str, 
             found = select(kg, shape.solutions_text(_tested(shape.variable, terms, missing)),
                            scopes=list(scopes))
             by_iri |= _by_iri(found.raw, shape.variable, written)
+        beside = _first_solutions(kg, shape.prologue, unrelated, terms, scopes, written)
     except (SparqlError, ValueError) as exc:  # the search answered; its explanation must not fail it
         log.warning("could not tell why the hits were admitted: %s", exc)
         return [{} for _ in hits]
-    return [by_iri.get(h.iri) or by_iri.get(h.document or "") or {} for h in hits]
+    solutions = [by_iri.get(h.iri) or by_iri.get(h.document or "") or {} for h in hits]
+    return [dict(sorted({**found, **beside}.items())) if found else {} for found in solutions]
+
+
+def _first_solutions(kg: KnowledgeGraph, prologue: str,
+                     groups: Sequence[tuple[Triple | Other, ...]], terms: Mapping[str, str],
+                     scopes: Sequence[str], written: set[str]) -> dict[str, str]:
+    """The first solution in term order of each of ``groups`` (``terms``: the bindings, as
+    N-Triples terms), together: each group is read once, not joined with the hits."""
+    first: dict[str, str] = {}
+    for group in groups:
+        named = set().union(*(item.variables for item in group))
+        bound = [name for name in terms if name in named]
+        values = (f"VALUES ({' '.join(f'?{n}' for n in bound)}) "
+                  f"{{ ({' '.join(terms[n] for n in bound)}) }}\n  " if bound else "")
+        body = "\n  ".join(item.text for item in group)
+        found = select(kg, f"{prologue}SELECT * WHERE {{\n  {values}{body}\n}}",
+                       scopes=list(scopes))
+        solutions: list[dict[str, str]] = [
+            {k: str(v) for k, v in row.items() if k in written and v is not None}
+            for row in found.raw]
+        if solutions:
+            chosen = min(solutions, key=lambda solution: sorted(solution.items()))
+            first.update(chosen)
+    return first
 
 
 def _by_iri(raw: Sequence[Mapping[str, Any]], variable: str,
