@@ -211,3 +211,28 @@ def test_a_given_chunk_longer_than_the_model_reads_is_named_in_a_warning():
     assert len(warnings) == 1 and "chunk 1" in warnings[0] and "chunk 0" not in warnings[0]
     assert "254" in warnings[0]  # 256 word pieces less [CLS] and [SEP]
     assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored
+
+
+def test_a_custom_chunkers_chunk_longer_than_the_model_reads_is_named_in_a_warning():
+    # The same over-long chunk, made by the caller's own chunker rather than given, was
+    # embedded cut short with no warning at all.
+    from trails.context import Context
+    from trails.ingest.events import DocumentWarning
+    from trails.vector import SentenceTransformerEmbedder
+
+    class WholeParagraphs:
+        def chunk(self, document):
+            first = document.text.index(" ")
+            return [Chunk(document.text[:first], 0, first, 0),
+                    Chunk(document.text[first + 1:], first + 1, len(document.text), 1)]
+
+    text = "Short. " + " ".join(f"word{i}" for i in range(1500))
+    with Context.memory(SentenceTransformerEmbedder()) as ctx:
+        events = list(ingest([Document("big", "big", text)], ctx=ctx, chunker=WholeParagraphs()))
+        quiet = list(ingest([Document("small", "small", "Short. Also short.")], ctx=ctx,
+                            chunker=WholeParagraphs()))
+    warnings = [e.message for e in events if isinstance(e, DocumentWarning)]
+    assert len(warnings) == 1 and "chunk 1" in warnings[0] and "chunk 0" not in warnings[0]
+    assert "254" in warnings[0] and "chunker" in warnings[0]  # whose chunks, and the limit
+    assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored
+    assert not [e for e in quiet if isinstance(e, DocumentWarning)]
