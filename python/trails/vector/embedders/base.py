@@ -42,6 +42,7 @@ __all__ = [
     "TokenAwareEmbedder",
     "TokenCountingEmbedder",
     "Vectors",
+    "batch_texts",
     "declared_price",
     "token_estimator",
 ]
@@ -151,6 +152,25 @@ def token_estimator(embedder: object) -> Callable[[str], int]:
     return _characters_to_tokens
 
 
+def batch_texts(texts: object) -> list[str]:
+    """``texts`` as a list, refused as ``embed_many`` refuses it: one text rather than a list
+    of them (a str would be embedded letter by letter), or an item that is no str. Every
+    ``embed_batch`` calls it first, as callers may call that method directly.
+
+    Raises:
+        InvalidArgumentTypeError: naming what was given, and what to give instead.
+    """
+    _check_several(texts)
+    return list(map(_text, itertools.count(), cast(Iterable[object], texts)))
+
+
+def _check_several(texts: object) -> None:
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise InvalidArgumentTypeError(
+            f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
+            "embeds one text, embed_many([text, ...]) several")
+
+
 def _text(i: int, text: object) -> str:
     if not isinstance(text, str):
         raise InvalidArgumentTypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
@@ -190,10 +210,7 @@ class BaseEmbedder:
 
     def embed_array(self, texts: Iterable[str]) -> Vectors:
         """Embed any number of texts in batches of ``batch_size``; float32, one row per text."""
-        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
-            raise InvalidArgumentTypeError(
-                f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
-                "embeds one text, embed_many([text, ...]) several")
+        _check_several(texts)
         parts = []
         iterator = map(_text, itertools.count(), texts)
         while batch := list(islice(iterator, self.batch_size)):

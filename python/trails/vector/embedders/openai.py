@@ -30,7 +30,13 @@ from trails.resilience import (
     public_url,
     retry_after,
 )
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
+from trails.vector.embedders.base import (
+    BaseEmbedder,
+    EmbedderIdentity,
+    Vectors,
+    batch_texts,
+    declared_price,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -203,7 +209,7 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
                 failed (nothing was sent; :mod:`trails.resilience`).
             ValueError: an empty text (the API refuses those).
         """
-        texts = list(texts)
+        texts = batch_texts(texts)
         if not texts:
             return np.empty((0, self._dim), dtype=np.float32)
         counts = self._checked_counts(texts)
