@@ -474,6 +474,22 @@ def test_tool_arguments_that_are_no_object_are_answered_naming_them(raw_server, 
     still_answers(raw_server)
 
 
+@pytest.mark.parametrize(("arguments", "key"), [
+    ('{"query": "deploy", "query": "secrets"}', '"query"'),
+    (('{"query": "x", "filter": "SELECT ?iri WHERE { ?iri ?p ?o }", '
+      '"bindings": {"o": "a", "o": "b"}}'), '"o"'),
+])
+def test_a_key_given_twice_is_answered_naming_it_not_read_as_its_last_value(
+        raw_server, arguments, key):
+    # A tool call whose arguments said two things was run with the last one, silently.
+    raw_server.send(f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": '
+                    f'{{"name": "retrieve", "arguments": {arguments}}}}}')
+    answer = raw_server.answer()
+    assert answer["id"] == 7 and answer["error"]["code"] == -32600, answer
+    assert f"the key {key} more than once" in answer["error"]["message"]
+    still_answers(raw_server)
+
+
 @pytest.fixture(scope="module")
 def empty_keys(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("keys") / "keys.toml"

@@ -125,6 +125,21 @@ def test_a_json_body_that_is_no_utf8_says_so(service, path):
     _refused(answer, 400, "not UTF-8", "byte 14", "UTF-8")
 
 
+@pytest.mark.parametrize(("path", "body", "key"), [
+    ("/retrieve", b'{"query": "deploy", "query": "secrets"}', '"query"'),
+    ("/retrieve", (b'{"query": "x", "bindings": {"v": {"type": "uri", "value": "urn:a", '
+                   b'"value": "urn:b"}}}'), '"value"'),                     # nested two deep
+    ("/ingest", b'{"documents": [{"id": "a", "text": "one", "text": "two"}]}', '"text"'),
+    ("/runs/" + "0" * 32 + "/feedback", b'{"rating": 1, "rating": -1}', '"rating"'),
+])
+def test_a_json_body_giving_a_key_twice_is_refused_naming_it(service, path, body, key):
+    # Such a body was read as its last value for the key: a request kept as evidence must
+    # mean one thing to every reader of it.
+    answer = service.post(path, content=body, headers={"Content-Type": "application/json"})
+    _refused(answer, 400, f"the key {key} more than once", "give each key once")
+    assert answer.json()["error"] == "InvalidArgumentError"
+
+
 def test_a_json_body_nested_too_deep_says_so(service):
     body = b'{"query": "x", "bindings": {"v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
     answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})

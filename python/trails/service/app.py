@@ -28,6 +28,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from starlette.exceptions import HTTPException
 
@@ -85,6 +86,7 @@ from trails.service.sparql_protocol import (
     with_text_dataset,
 )
 from trails.service.state import ServiceState
+from trails.service.unique_json import loads
 
 __all__ = ["create_app"]
 
@@ -100,6 +102,28 @@ _BODY_ERRORS = {**_ERRORS, 413: {"model": ErrorBody, "description": "The body is
                                  "the service reads (--max-request-bytes)"}}
 _SPARQL_ERRORS = {**_BODY_ERRORS, 406: {"model": ErrorBody, "description": "No format the "
                                         "Accept header allows can carry the answer"}}
+class _UniqueKeysRequest(Request):
+    """A request whose JSON body is read by :func:`~trails.service.unique_json.loads`: a key
+    given twice is refused (400, through ``on_http``), never read as its last value."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = loads(await self.body())
+        return self._json
+
+
+class _UniqueKeysRoute(APIRoute):
+    """Every route's request as a :class:`_UniqueKeysRequest`: one place for every JSON body."""
+
+    def get_route_handler(self) -> Any:
+        handler = super().get_route_handler()
+
+        async def with_unique_keys(request: Request) -> Response:
+            return await handler(_UniqueKeysRequest(request.scope, request.receive))
+
+        return with_unique_keys
+
+
 def _sparql_doc(method: str) -> dict[str, Any]:
     """The protocol's parameters and bodies, which FastAPI cannot infer from ``Request``."""
     doc: dict[str, Any] = {
@@ -177,6 +201,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         title="trails", lifespan=lifespan,
         description="Knowledge-graph plus vector hybrid retrieval over one context: "
                     "retrieve, SPARQL 1.1 Protocol (queries), ingest. docs/service.md.")
+    fastapi_app.router.route_class = _UniqueKeysRoute  # before any route is declared
     fastapi_app.state.service = state
     fastapi_app.state.metrics = metrics
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")

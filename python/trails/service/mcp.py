@@ -42,6 +42,7 @@ from trails.kg.sparql import check_limits, looks_like_update, parses, refuse_ser
 from trails.kg.terms import check_json_text
 from trails.kg.variables import check_bound
 from trails.scopes import normalize_scopes
+from trails.service import unique_json
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.mcp_arguments import SparqlArguments, ToolArguments, bound_values
@@ -298,7 +299,9 @@ def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | Non
     if not text.strip():
         return text, None
     try:
-        parsed = json.loads(text)
+        parsed = unique_json.loads(text)
+    except InvalidArgumentError as exc:  # a key given twice: it means two things
+        return text, (_request_id(text), INVALID_REQUEST, str(exc))
     except (ValueError, RecursionError) as exc:
         return text, (None, PARSE_ERROR,
                       f"the message is not JSON ({exc}); send one JSON-RPC message per line")

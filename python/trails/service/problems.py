@@ -114,7 +114,10 @@ def unreadable_json(error: dict[str, Any]) -> str:
 
 def unread_body(cause: BaseException) -> dict[str, str]:
     """The answer to a JSON body the framework could not read for another reason than its
-    syntax (``cause``): bytes that are no UTF-8, nesting too deep for the parser."""
+    syntax (``cause``): bytes that are no UTF-8, nesting too deep for the parser, a key
+    given twice in one object (:mod:`trails.service.unique_json`)."""
+    if isinstance(cause, InvalidArgumentError):
+        return error_body(cause)
     if isinstance(cause, UnicodeDecodeError):
         why = f"is not UTF-8 ({cause.reason} at byte {cause.start})"
     elif isinstance(cause, RecursionError):
