@@ -179,7 +179,10 @@ def test_new_vectors_for_the_same_text_replace_the_old_ones():
 
 @pytest.mark.parametrize("bad, problem", [
     ([0.0] * 8, "all-zero"), ([float("inf")] + [1.0] * 7, "infinity"),
-    ([1.0] * 7, "shape"), ("abcdefgh", "no vector of numbers")])
+    ([1.0] * 7, "shape"), ("abcdefgh", "no vector of numbers"),
+    # An int no float holds (from a JSON reader keeping big numbers exact) raised an
+    # OverflowError out of the whole run.
+    ([10**400] + [1.0] * 7, "beyond float32")])
 def test_a_bad_vector_for_an_unchanged_text_fails_its_document_not_skips_it(bad, problem):
     embedder = CountingEmbedder()
     ctx = fresh_context(embedder=embedder)
@@ -236,3 +239,22 @@ def test_a_custom_chunkers_chunk_longer_than_the_model_reads_is_named_in_a_warni
     assert "254" in warnings[0] and "chunker" in warnings[0]  # whose chunks, and the limit
     assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored
     assert not [e for e in quiet if isinstance(e, DocumentWarning)]
+
+
+def test_a_chunk_of_whitespace_only_is_named_in_a_warning_given_or_chunked():
+    # A blank chunk was stored and embedded without a word: it holds nothing to find, and a
+    # hit on it (its vector is the empty text's) shows no text.
+    from trails.ingest.events import DocumentWarning
+
+    class WithGaps:
+        def chunk(self, document):
+            return [Chunk("x", 0, 1, 0), Chunk("   ", 1, 4, 1), Chunk("y", 4, 5, 2)]
+
+    text = "x   y"
+    ctx = fresh_context(embedder=MockEmbedder(dim=8, seed=3))
+    given = list(ingest([Document("a", "a", text, chunks=WithGaps().chunk(None))], ctx=ctx))
+    chunked = list(ingest([Document("b", "b", text)], ctx=ctx, chunker=WithGaps()))
+    for events, whose in ((given, ""), (chunked, "chunker: ")):
+        (warning,) = [e.message for e in events if isinstance(e, DocumentWarning)]
+        assert warning.startswith(whose + "chunk 1 (1 of 3 chunks): whitespace only"), warning
+        assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [3]

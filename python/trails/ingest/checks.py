@@ -247,6 +247,8 @@ def vector_problems(vectors: object, count: int, dim: int,
         for index, row in enumerate(rows):
             try:
                 vector = np.asarray(row, dtype=np.float32)
+            except OverflowError:  # an int beyond any float: refused as a float32 overflow is
+                vector = np.full(dim, np.inf, dtype=np.float32)
             except (TypeError, ValueError) as exc:
                 problems.append(f"the embedder returned no vector of numbers ({exc})")
                 continue

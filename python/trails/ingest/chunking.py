@@ -48,5 +48,5 @@ def _vector_bytes(vector: object) -> bytes:
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             return b"f" + np.asarray(vector, dtype=np.float32).tobytes()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
         return b"r" + repr(vector).encode("utf-8", "backslashreplace")

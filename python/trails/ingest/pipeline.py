@@ -24,6 +24,7 @@ from trails.ingest.checks import (
     shown,
     vector_problems,
 )
+from trails.ingest.chunk_warnings import chunk_warnings
 from trails.ingest.chunkers import default_chunker
 from trails.ingest.chunking import chunker_id, chunking_of
 from trails.ingest.commits import Commits, Finished, Prepared, Write, chunks_of, ingested
@@ -50,7 +51,6 @@ from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, linker_warnings
 from trails.ingest.loaders import Source, load
 from trails.ingest.minting import doc_iri, document_manifest, version_of
-from trails.ingest.model_limit import over_the_model
 from trails.ingest.prune import SourcesRead, prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
@@ -318,7 +318,7 @@ class _Run:
                      else f"document {shown(document.id)}: its given chunks: ")
             yield DocumentFailed(document.source, whose + problem, iri)
             return
-        for problem in over_the_model(document, chunks, self.ctx.embedder, self.chunker_given):
+        for problem in chunk_warnings(document, chunks, self.ctx.embedder, self.chunker_given):
             yield DocumentWarning(iri, document.source, problem)
         given, problem = given_vectors(document, chunks, self.ctx.embedder.identity)
         if problem is not None:
