@@ -111,6 +111,19 @@ def test_a_search_body_that_is_no_object_says_what_a_search_is(service, body, he
                     f'"k": 5}}; the request body holds {held}')
 
 
+@pytest.mark.parametrize(("path", "example"), [
+    ("/ingest", '{"documents": [{"id": "handbook", "text": "..."}], "scope": "public"}'),
+    ("/runs/" + "0" * 32 + "/feedback", '{"rating": "up", "note": "..."}')])
+@pytest.mark.parametrize(("body", "held"), [
+    (b"", "nothing"), (b"null", "null"), (b'[{"id": "a", "text": "t"}]', "an array")])
+def test_a_body_that_is_no_object_says_what_the_route_reads(service, path, example, body, held):
+    # As a search's does; these said "body: Field required" or "Input should be a valid
+    # dictionary or object to extract fields from", naming neither what to send nor why.
+    answer = service.post(path, content=body, headers={"Content-Type": "application/json"})
+    said = _refused(answer, 400)
+    assert said.endswith(f"is one JSON object such as {example}; the request body holds {held}")
+
+
 @pytest.mark.parametrize("path", ["/retrieve", "/ingest", "/runs/" + "0" * 32 + "/feedback"])
 def test_a_body_that_is_no_json_says_where_and_why(service, path):
     answer = service.post(path, content=b'{"query": ', headers={
@@ -138,6 +151,13 @@ def test_a_json_body_giving_a_key_twice_is_refused_naming_it(service, path, body
     answer = service.post(path, content=body, headers={"Content-Type": "application/json"})
     _refused(answer, 400, f"the key {key} more than once", "give each key once")
     assert answer.json()["error"] == "InvalidArgumentError"
+
+
+def test_a_json_body_holding_an_integer_too_long_to_read_says_so(service):
+    # It was refused as a body that "cannot be read as JSON (ValueError)": no word of why.
+    body = b'{"query": "x", "k": ' + b"9" * 5000 + b"}"
+    answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
+    _refused(answer, 400, "an integer of more than 4,300 digits", "send a shorter number")
 
 
 def test_a_json_body_nested_too_deep_says_so(service):

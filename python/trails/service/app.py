@@ -59,6 +59,7 @@ from trails.service.models import (
 )
 from trails.service.problems import (
     error_body,
+    no_object_body,
     not_json,
     printable,
     status_of,
@@ -248,6 +249,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                                   request.headers.get("content-type"))
             if wrong_type is not None:  # its body was never read as JSON
                 return await on_error(request, wrong_type)
+        no_object = no_object_body(getattr(request.scope.get("route"), "path", ""), errors)
+        if no_object is not None:  # not a field's mistake: say what the body is
+            return await on_error(request, no_object)
         if request.url.path == "/retrieve" and errors and errors[0].get("type") != "json_invalid":
             # A search is refused as retrieve() refuses it: the same error, the same message.
             inside = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]

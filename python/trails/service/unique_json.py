@@ -6,6 +6,7 @@ reader of it. The HTTP routes and the MCP server read their JSON through :func:`
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from trails.errors import InvalidArgumentError
@@ -17,10 +18,20 @@ def loads(text: str | bytes) -> Any:
     """``json.loads(text)``, refusing an object that gives a key twice.
 
     Raises:
-        InvalidArgumentError: an object gives a key twice (the message names it).
+        InvalidArgumentError: an object gives a key twice (the message names it), or an
+            integer has more digits than Python reads (``sys.get_int_max_str_digits()``).
         json.JSONDecodeError, UnicodeDecodeError, RecursionError: as ``json.loads``.
     """
-    return json.loads(text, object_pairs_hook=_once_each)
+    try:
+        return json.loads(text, object_pairs_hook=_once_each)
+    except ValueError as exc:
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, InvalidArgumentError)):
+            raise
+        # The only other ValueError json raises: int() refusing a literal of too many digits
+        # (a denial-of-service guard), which said no more than "ValueError" to the caller.
+        raise InvalidArgumentError(
+            f"the JSON holds an integer of more than {sys.get_int_max_str_digits():,} digits, "
+            "more than it is read with; send a shorter number") from None
 
 
 def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
