@@ -207,7 +207,8 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             ConfigurationError: no API key (before any request).
             EndpointUnavailableError: the endpoint's circuit is open after calls in a row
                 failed (nothing was sent; :mod:`trails.resilience`).
-            ValueError: an empty text (the API refuses those).
+            InvalidArgumentError: an empty text (the API refuses those), before any request;
+                InvalidArgumentTypeError: one str, None, or an item that is no str.
         """
         texts = batch_texts(texts)
         if not texts:
@@ -226,9 +227,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
     def _checked_counts(self, texts: list[str]) -> list[int]:
         counts = []
         for i, text in enumerate(texts):
-            if not isinstance(text, str) or not text:
-                raise ValueError(f"text {i} is {'empty' if text == '' else type(text).__name__}: "
-                                 "the OpenAI embeddings API needs non-empty strings")
+            if not text:  # batch_texts refused what is no str
+                raise InvalidArgumentError(f"text {i} is empty: the OpenAI embeddings API "
+                                           "refuses empty texts; leave it out")
             n = self.count_tokens(text)
             if n > self.max_tokens:
                 raise EmbeddingError(
