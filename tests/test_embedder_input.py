@@ -55,3 +55,16 @@ def test_embed_batch_called_directly_refuses_what_embed_many_refuses(make) -> No
         embedder.embed_batch(None)
     with pytest.raises(InvalidArgumentTypeError, match=r"texts\[1\] must be a str, got int"):
         embedder.embed_batch(["fine", 5])
+
+
+@pytest.mark.parametrize("make", [_mock, _minilm, _openai], ids=["mock", "minilm", "openai"])
+def test_a_text_holding_a_lone_surrogate_is_refused_by_name_on_every_embedder(make) -> None:
+    # The local model's tokenizer raised "TextEncodeInput must be Union[...]", naming neither
+    # the text nor the fault; the mock embedded it. (ingest and retrieve refuse it already.)
+    from trails.errors import InvalidArgumentError
+
+    embedder = make()
+    for call in (lambda: embedder.embed("caf\ud800"),
+                 lambda: embedder.embed_batch(["fine", "caf\ud800"])):
+        with pytest.raises(InvalidArgumentError, match=r"texts\[\d\] holds a lone surrogate"):
+            call()

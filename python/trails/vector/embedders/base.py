@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.recorded import Settings
+from trails.vector.stores.arguments import utf8
 
 if TYPE_CHECKING:
     from typing import Self
@@ -174,6 +175,10 @@ def _check_several(texts: object) -> None:
 def _text(i: int, text: object) -> str:
     if not isinstance(text, str):
         raise InvalidArgumentTypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    if not utf8(text):  # the local model's tokenizer raised a TypeError naming no text
+        raise InvalidArgumentError(
+            f"texts[{i}] holds a lone surrogate (half of a UTF-16 pair), which no model reads "
+            "as text; decode the text it came from properly (or with errors='replace')")
     return text
 
 
