@@ -313,6 +313,25 @@ def test_overlapping_chunks_that_advance_are_fine_and_a_blank_document_needs_non
     assert ctx.verify().ok
 
 
+class _Returning:
+    def __init__(self, made: object) -> None:
+        self.made = made
+
+    def chunk(self, document: Document) -> object:
+        return self.made
+
+
+@pytest.mark.parametrize(("made", "said"), [
+    (None, "None"), (Chunk("One two.", 0, 8, 0), "one Chunk"), ("One two.", "one str")])
+def test_a_chunker_returning_no_list_of_chunks_fails_its_document_saying_so(ctx, made, said):
+    # These failed with Python's "'NoneType' object is not iterable", or, for a str, as
+    # "chunk 0 is a str": the chunker's mistake was never named.
+    events = list(ingest([Document("o", "mem:o", "One two.")], ctx=ctx, chunker=_Returning(made)))
+    (failed,) = [e for e in events if isinstance(e, DocumentFailed)]
+    assert f"_Returning.chunk() returned {said}, not a list of trails.ingest.Chunk" in (
+        failed.reason)
+
+
 def test_the_default_chunkers_always_pass_the_chunk_checks(ctx):
     from trails.ingest.checks import chunk_problem
     from trails.ingest.chunkers import SentenceChunker

@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import is_dataclass
 
 import numpy as np
 
-from trails.ingest.document import Chunker, Document, FingerprintedChunker, content_hash
+from trails.errors import InvalidArgumentTypeError
+from trails.ingest.document import Chunk, Chunker, Document, FingerprintedChunker, content_hash
 
-__all__ = ["chunker_id", "chunking_of"]
+__all__ = ["chunker_id", "chunking_of", "chunks_made"]
+
+
+def chunks_made(chunker: Chunker, document: Document) -> list[Chunk]:
+    """``chunker.chunk(document)`` as a list (each item checked later, with the spans:
+    ``chunk_problem``).
+
+    Raises:
+        InvalidArgumentTypeError: it returned no list of chunks (None, one Chunk, a str),
+            named as such rather than as Python's "object is not iterable".
+    """
+    made = chunker.chunk(document)
+    if isinstance(made, (str, bytes, Mapping, Chunk)) or not isinstance(made, Iterable):
+        what = "None" if made is None else f"one {type(made).__name__}"
+        raise InvalidArgumentTypeError(
+            f"{type(chunker).__name__}.chunk() returned {what}, not a list of "
+            "trails.ingest.Chunk (one for each piece of the text)")
+    return list(made)
 
 
 def chunker_id(chunker: Chunker) -> str:

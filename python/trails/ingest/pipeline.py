@@ -26,7 +26,7 @@ from trails.ingest.checks import (
 )
 from trails.ingest.chunk_warnings import chunk_warnings
 from trails.ingest.chunkers import default_chunker
-from trails.ingest.chunking import chunker_id, chunking_of
+from trails.ingest.chunking import chunker_id, chunking_of, chunks_made
 from trails.ingest.commits import Commits, Finished, Prepared, Write, chunks_of, ingested
 from trails.ingest.dates import date_created
 from trails.ingest.document import Chunker, Document, LoadFailure, Sanitizer
@@ -306,8 +306,8 @@ class _Run:
             return
         try:
             with self.trace.chunk() as chunking:
-                chunks = list(self.chunker.chunk(document) if document.chunks is None
-                              else document.chunks)
+                chunks = (chunks_made(self.chunker, document) if document.chunks is None
+                          else list(document.chunks))
                 chunking.set({"trails.ingest.chunks": len(chunks)})
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
