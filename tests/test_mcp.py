@@ -490,6 +490,15 @@ def test_a_key_given_twice_is_answered_naming_it_not_read_as_its_last_value(
     still_answers(raw_server)
 
 
+def test_an_id_given_twice_is_answered_under_no_id(raw_server):
+    # Two ids name no one request: the error goes to neither.
+    raw_server.send('{"jsonrpc": "2.0", "id": 8, "id": 9, "method": "tools/call", "params": '
+                    '{"name": "retrieve", "arguments": {"query": "x"}}}')
+    answer = raw_server.answer()
+    assert answer["id"] is None and 'the key "id" more than once' in answer["error"]["message"]
+    still_answers(raw_server)
+
+
 @pytest.fixture(scope="module")
 def empty_keys(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("keys") / "keys.toml"

@@ -301,7 +301,7 @@ def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | Non
     try:
         parsed = unique_json.loads(text)
     except InvalidArgumentError as exc:  # a key given twice: it means two things
-        return text, (_request_id(text), INVALID_REQUEST, str(exc))
+        return text, (_unique_id(text), INVALID_REQUEST, str(exc))
     except (ValueError, RecursionError) as exc:
         return text, (None, PARSE_ERROR,
                       f"the message is not JSON ({exc}); send one JSON-RPC message per line")
@@ -337,6 +337,16 @@ def _request_id(message: object) -> int | str | None:
             message = json.loads(message)
     found = message.get("id") if isinstance(message, dict) else None
     return found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
+
+
+def _unique_id(text: str) -> int | str | None:
+    """The id of a message that gives some key twice, if both readings agree on it: an id
+    given twice with two values names no one request."""
+    last = _request_id(text)
+    with contextlib.suppress(ValueError, RecursionError):
+        first = json.loads(text, object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+        return last if _request_id(first) == last else None
+    return None
 
 
 def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:
