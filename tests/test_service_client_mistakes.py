@@ -10,7 +10,7 @@ import httpx
 import pytest
 import rdflib
 
-from service_support import bearer, keys, live_server, seeded_context
+from service_support import SECRETS, bearer, keys, live_server, seeded_context
 from trails.service.app import create_app
 
 SD = rdflib.Namespace("http://www.w3.org/ns/sparql-service-description#")
@@ -164,6 +164,21 @@ def test_a_json_body_nested_too_deep_says_so(service):
     body = b'{"query": "x", "bindings": {"v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
     answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
     _refused(answer, 400, "too deep")
+
+
+@pytest.mark.parametrize("headers", [
+    [("Authorization", f"Bearer {SECRETS['alpha-reader']}"), ("X-API-Key", SECRETS["admin"])],
+    [("Authorization", f"Bearer {SECRETS['alpha-reader']}"),
+     ("Authorization", f"Bearer {SECRETS['admin']}")],
+])
+def test_a_request_presenting_two_different_keys_is_refused(service, headers):
+    # It was answered as the first key its headers held, and recorded under that key's label:
+    # which key a request was made with depended on the order of its headers.
+    with httpx.Client(base_url=service.base_url, timeout=30) as bare:
+        answer = bare.get("/whoami", headers=httpx.Headers(headers))
+        _refused(answer, 401, "2 different API keys", "send the one key")
+        same = [("Authorization", f"Bearer {SECRETS['admin']}"), ("X-API-Key", SECRETS["admin"])]
+        assert bare.get("/whoami", headers=httpx.Headers(same)).json()["label"] == "admin"
 
 
 def test_the_openapi_document_states_the_406_and_413_the_service_answers(service):
