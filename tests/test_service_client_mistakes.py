@@ -4,6 +4,7 @@ a 200 in another format or a silent non-answer."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 
 import httpx
@@ -179,6 +180,26 @@ def test_a_request_presenting_two_different_keys_is_refused(service, headers):
         _refused(answer, 401, "2 different API keys", "send the one key")
         same = [("Authorization", f"Bearer {SECRETS['admin']}"), ("X-API-Key", SECRETS["admin"])]
         assert bare.get("/whoami", headers=httpx.Headers(same)).json()["label"] == "admin"
+
+
+@pytest.mark.parametrize(("path", "content_type", "body"), [
+    ("/retrieve", "application/json", b'{"query": "deploy"}'),
+    ("/sparql", "application/sparql-query", b"ASK {}"),
+])
+@pytest.mark.parametrize("coding", ["gzip", "br", "identity, deflate"])
+def test_a_body_with_a_content_coding_is_refused_naming_it(service, path, content_type, body,
+                                                          coding):
+    # The service decodes no coding: a gzipped body was "not UTF-8 (invalid start byte at
+    # byte 1)", and a plain one labelled gzip was read as plain, though it means something
+    # else to every reader that decodes it as its header says.
+    for sent in (gzip.compress(body), body):
+        answer = service.post(path, content=sent, headers={
+            "Content-Type": content_type, "Content-Encoding": coding})
+        _refused(answer, 400, f"Content-Encoding: {coding.removeprefix('identity, ')}",
+                 "send the body uncompressed")
+    plain = service.post(path, content=body, headers={"Content-Type": content_type,
+                                                      "Content-Encoding": "identity"})
+    assert plain.status_code == 200, plain.text
 
 
 def test_the_openapi_document_states_the_406_and_413_the_service_answers(service):

@@ -44,7 +44,7 @@ from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
-from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit
+from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit, NoContentCoding
 from trails.service.methods import HeadAsGet, allowed_methods
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
@@ -284,6 +284,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     # Added last, so they stand outermost: no route, no metric, sees a refused request.
     fastapi_app.add_middleware(HeadAsGet)
     fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
+    fastapi_app.add_middleware(NoContentCoding)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_BODY_ERRORS,
