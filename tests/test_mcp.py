@@ -460,6 +460,18 @@ def test_a_request_the_protocol_cannot_read_is_answered_by_id(raw_server, line):
     still_answers(raw_server)
 
 
+@pytest.mark.parametrize(("sent", "shown"), [
+    ("null", "null"), ("1.5", "1.5"), ("true", "true"), ("NaN", "NaN"), ('["a"]', '["a"]')])
+def test_a_request_whose_id_is_no_string_or_integer_is_answered(raw_server, sent, shown):
+    # The SDK read it as a notification, which gets no answer: the client waited forever.
+    raw_server.send(f'{{"jsonrpc": "2.0", "id": {sent}, "method": "ping"}}')
+    answer = raw_server.answer(timeout=20)
+    assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+    assert f"the request's id is {shown}: an MCP request's id is a string or an integer" in (
+        answer["error"]["message"])
+    still_answers(raw_server)
+
+
 @pytest.mark.parametrize(("arguments", "sent"), [
     ('"deploy"', "str"), ('["deploy"]', "an array"), ("3", "int")])
 def test_tool_arguments_that_are_no_object_are_answered_naming_them(raw_server, arguments,

@@ -306,6 +306,12 @@ def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | Non
         return text, (None, PARSE_ERROR,
                       f"the message is not JSON ({exc}); send one JSON-RPC message per line")
     request = _request_id(parsed)
+    if isinstance(parsed, dict) and "id" in parsed and "method" in parsed and request is None:
+        # The SDK reads it as a notification, and a notification gets no answer: the client
+        # would wait for one forever.
+        return text, (None, INVALID_REQUEST,
+                      (f"the request's id is {json.dumps(parsed['id'])}: an MCP request's id "
+                       "is a string or an integer (a notification has no id)"))
     try:
         check_json_text(parsed, "message")
     except InvalidArgumentError as exc:
