@@ -258,3 +258,29 @@ def test_a_chunk_of_whitespace_only_is_named_in_a_warning_given_or_chunked():
         (warning,) = [e.message for e in events if isinstance(e, DocumentWarning)]
         assert warning.startswith(whose + "chunk 1 (1 of 3 chunks): whitespace only"), warning
         assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [3]
+
+
+def test_text_that_no_chunk_holds_is_named_in_a_warning_given_or_chunked():
+    # A chunker that kept only the first sentence (or given chunks with a gap) lost the rest
+    # of the text in silence: only chunks are embedded and indexed, so no search finds it.
+    from trails.ingest.events import DocumentWarning
+
+    class FirstSentenceOnly:
+        def chunk(self, document):
+            end = document.text.index(".") + 1
+            return [Chunk(document.text[:end], 0, end, 0)]
+
+    text = "Keep this. Lose this one.  "
+    ctx = fresh_context(embedder=MockEmbedder(dim=8, seed=3))
+    given = list(ingest([Document("a", "a", text, chunks=FirstSentenceOnly().chunk(
+        Document("a", "a", text)))], ctx=ctx))
+    chunked = list(ingest([Document("b", "b", text)], ctx=ctx, chunker=FirstSentenceOnly()))
+    whole = list(ingest([Document("c", "c", text)], ctx=ctx, chunker=SentenceChunker()))
+    for events, whose in ((given, ""), (chunked, "chunker: ")):
+        (warning,) = [e.message for e in events if isinstance(e, DocumentWarning)]
+        # The gap runs from the end of the chunk to the end of the text; 17 of its characters
+        # are the lost sentence and the spaces around it.
+        assert warning.startswith(whose + "characters [10, 27) (17 of 27) are in no chunk"), (
+            warning)
+        assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [1]
+    assert not [e for e in whole if isinstance(e, DocumentWarning)]

@@ -2,7 +2,8 @@
 reads (the model embeds their start only, so the rest of such a chunk is never found),
 named whether the caller gave the chunks or the chunker that made them (the default chunker
 cuts at the limit, so its chunks are not counted again); and chunks of whitespace only
-(embedded as no words, a hit on one shows nothing)."""
+(embedded as no words, a hit on one shows nothing); and text that no chunk holds, which no
+search finds (only the chunks are embedded and indexed)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def chunk_warnings(document: Document, chunks: Sequence[Chunk], embedder: Embedd
     ``chunk_problem`` already): its given chunks, or those of a chunker the caller gave
     (``chunker_given``). An embedder without a tokenizer has no limit to check."""
     own = "" if document.chunks is not None else "chunker: "
-    return [f"{record_prefix(document)}{own}{warning}" for warning in
-            (_over_the_model(document, chunks, embedder, chunker_given), _blank(chunks))
+    found = (_over_the_model(document, chunks, embedder, chunker_given), _blank(chunks),
+             _uncovered(document, chunks) if document.chunks is not None or chunker_given
+             else None)
+    return [f"{record_prefix(document)}{own}{warning}" for warning in found
             if warning is not None]
 
 
@@ -58,3 +61,19 @@ def _blank(chunks: Sequence[Chunk]) -> str | None:
     return (f"{_listed(blank, len(chunks))}: whitespace only, so it is stored and embedded but "
             "holds no word to find, and a hit on it shows no text; leave blank stretches out "
             "of the chunks")
+
+
+def _uncovered(document: Document, chunks: Sequence[Chunk]) -> str | None:
+    """The stretches of text, other than whitespace, in no chunk (the chunks follow the text:
+    ``chunk_problem`` checked that each starts and ends no earlier than the one before)."""
+    text, gaps, covered = document.text, [], 0
+    for start, end in [(c.start, c.end) for c in chunks] + [(len(text), len(text))]:
+        if start > covered and not text[covered:start].isspace():
+            gaps.append((covered, start))
+        covered = max(covered, end)
+    if not gaps:
+        return None
+    missing = sum(end - start for start, end in gaps)
+    shown = ", ".join(f"[{start}, {end})" for start, end in gaps[:3])
+    return (f"characters {shown}{' ...' if len(gaps) > 3 else ''} ({missing} of {len(text)}) "
+            "are in no chunk, so no search finds them; make the chunks cover the text")
