@@ -58,6 +58,15 @@ def test_embed_batch_called_directly_refuses_what_embed_many_refuses(make) -> No
 
 
 @pytest.mark.parametrize("make", [_mock, _minilm, _openai], ids=["mock", "minilm", "openai"])
+def test_a_mapping_of_texts_is_refused_not_embedded_by_its_keys(make) -> None:
+    # {id: text} went through as its keys: vectors of the ids, in silence.
+    embedder = make()
+    for call in (embedder.embed_many, embedder.embed_batch, embedder.embed_array):
+        with pytest.raises(InvalidArgumentTypeError, match=r"not a dict \(its keys would be"):
+            call({"doc-1": "Glaciers retreat.", "doc-2": "Rails is a framework."})
+
+
+@pytest.mark.parametrize("make", [_mock, _minilm, _openai], ids=["mock", "minilm", "openai"])
 def test_a_text_holding_a_lone_surrogate_is_refused_by_name_on_every_embedder(make) -> None:
     # The local model's tokenizer raised "TextEncodeInput must be Union[...]", naming neither
     # the text nor the fault; the mock embedded it. (ingest and retrieve refuse it already.)

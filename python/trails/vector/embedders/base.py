@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -170,6 +170,10 @@ def _check_several(texts: object) -> None:
         raise InvalidArgumentTypeError(
             f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
             "embeds one text, embed_many([text, ...]) several")
+    if isinstance(texts, Mapping):  # iterating it gives its keys, which would be embedded
+        raise InvalidArgumentTypeError(
+            f"texts must be a list of str, not a {type(texts).__name__} (its keys would be "
+            "embedded): pass list(texts.values()) for its values")
 
 
 def _text(i: int, text: object) -> str:
