@@ -103,6 +103,8 @@ _BODY_ERRORS = {**_ERRORS, 413: {"model": ErrorBody, "description": "The body is
                                  "the service reads (--max-request-bytes)"}}
 _SPARQL_ERRORS = {**_BODY_ERRORS, 406: {"model": ErrorBody, "description": "No format the "
                                         "Accept header allows can carry the answer"}}
+
+
 class _UniqueKeysRequest(Request):
     """A request whose JSON body is read by :func:`~trails.service.unique_json.loads`: a key
     given twice is refused (400, through ``on_http``), never read as its last value."""

@@ -155,11 +155,13 @@ def token_estimator(embedder: object) -> Callable[[str], int]:
 
 def batch_texts(texts: object) -> list[str]:
     """``texts`` as a list, refused as ``embed_many`` refuses it: one text rather than a list
-    of them (a str would be embedded letter by letter), or an item that is no str. Every
-    ``embed_batch`` calls it first, as callers may call that method directly.
+    of them (a str would be embedded letter by letter), a mapping (its keys would be), an
+    item that is no str or that holds a lone surrogate. Every ``embed_batch`` calls it
+    first, as callers may call that method directly.
 
     Raises:
         InvalidArgumentTypeError: naming what was given, and what to give instead.
+        InvalidArgumentError: a text holding a lone surrogate, naming its index.
     """
     _check_several(texts)
     return list(map(_text, itertools.count(), cast(Iterable[object], texts)))
