@@ -313,6 +313,72 @@ def test_overlapping_chunks_that_advance_are_fine_and_a_blank_document_needs_non
     assert ctx.verify().ok
 
 
+class _Returning:
+    def __init__(self, made: object) -> None:
+        self.made = made
+
+    def chunk(self, document: Document) -> object:
+        return self.made
+
+
+@pytest.mark.parametrize(("made", "said"), [
+    (None, "None"), (Chunk("One two.", 0, 8, 0), "one Chunk"), ("One two.", "one str")])
+def test_a_chunker_returning_no_list_of_chunks_fails_its_document_saying_so(ctx, made, said):
+    # These failed with Python's "'NoneType' object is not iterable", or, for a str, as
+    # "chunk 0 is a str": the chunker's mistake was never named.
+    events = list(ingest([Document("o", "mem:o", "One two.")], ctx=ctx, chunker=_Returning(made)))
+    (failed,) = [e for e in events if isinstance(e, DocumentFailed)]
+    assert f"_Returning.chunk() returned {said}, not a list of trails.ingest.Chunk" in (
+        failed.reason)
+
+
+class _Separators:
+    """A splitter described by a list and a dict, as text splitters often are."""
+
+    def __init__(self, separators: list[str], options: dict[str, int]) -> None:
+        self.separators = separators
+        self.options = options
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        cut = document.text.find(self.separators[0]) + len(self.separators[0])
+        return [_span(document, 0, cut, 0), _span(document, cut, len(document.text), 1)]
+
+
+def test_a_chunker_whose_list_setting_changed_chunks_its_documents_again(ctx):
+    # Only its number, string and boolean attributes described a chunker: new separators
+    # were the same version, so every document was skipped as current and kept the chunks
+    # of the old ones, in silence.
+    text = "One two. Three four. Five six."
+    first = ingest_all([Document("s", "mem:s", text)], ctx=ctx,
+                       chunker=_Separators([". "], {"a": 1, "b": 2}))
+    same = ingest_all([Document("s", "mem:s", text)], ctx=ctx,  # the same settings, reordered
+                      chunker=_Separators([". "], {"b": 2, "a": 1}))
+    changed = ingest_all([Document("s", "mem:s", text)], ctx=ctx,
+                         chunker=_Separators(["four. "], {"a": 1, "b": 2}))
+    assert (first.ingested, same.skipped, changed.ingested) == (1, 1, 1)
+    assert sorted(ctx.vectors.get(ctx.vectors.all_ids())[i].metadata["text"]
+                  for i in range(2)) == ["Five six.", "One two. Three four. "]
+
+
+class _Slotted:
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [_span(document, 0, len(document.text), 0)]
+
+
+def test_a_chunker_with_slots_is_read_and_described_by_them(ctx):
+    # vars() has no slots: such a chunker stopped the run with "TypeError: vars() argument
+    # must have __dict__ attribute".
+    assert ingest_all([Document("s", "mem:s", "One two.")], ctx=ctx,
+                      chunker=_Slotted(5)).ingested == 1
+    assert ingest_all([Document("s", "mem:s", "One two.")], ctx=ctx,
+                      chunker=_Slotted(6)).ingested == 1  # another setting: chunked again
+
+
 def test_the_default_chunkers_always_pass_the_chunk_checks(ctx):
     from trails.ingest.checks import chunk_problem
     from trails.ingest.chunkers import SentenceChunker

@@ -179,7 +179,10 @@ def test_new_vectors_for_the_same_text_replace_the_old_ones():
 
 @pytest.mark.parametrize("bad, problem", [
     ([0.0] * 8, "all-zero"), ([float("inf")] + [1.0] * 7, "infinity"),
-    ([1.0] * 7, "shape"), ("abcdefgh", "no vector of numbers")])
+    ([1.0] * 7, "shape"), ("abcdefgh", "no vector of numbers"),
+    # An int no float holds (from a JSON reader keeping big numbers exact) raised an
+    # OverflowError out of the whole run.
+    ([10**400] + [1.0] * 7, "beyond float32")])
 def test_a_bad_vector_for_an_unchanged_text_fails_its_document_not_skips_it(bad, problem):
     embedder = CountingEmbedder()
     ctx = fresh_context(embedder=embedder)
@@ -211,3 +214,73 @@ def test_a_given_chunk_longer_than_the_model_reads_is_named_in_a_warning():
     assert len(warnings) == 1 and "chunk 1" in warnings[0] and "chunk 0" not in warnings[0]
     assert "254" in warnings[0]  # 256 word pieces less [CLS] and [SEP]
     assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored
+
+
+def test_a_custom_chunkers_chunk_longer_than_the_model_reads_is_named_in_a_warning():
+    # The same over-long chunk, made by the caller's own chunker rather than given, was
+    # embedded cut short with no warning at all.
+    from trails.context import Context
+    from trails.ingest.events import DocumentWarning
+    from trails.vector import SentenceTransformerEmbedder
+
+    class WholeParagraphs:
+        def chunk(self, document):
+            first = document.text.index(" ")
+            return [Chunk(document.text[:first], 0, first, 0),
+                    Chunk(document.text[first + 1:], first + 1, len(document.text), 1)]
+
+    text = "Short. " + " ".join(f"word{i}" for i in range(1500))
+    with Context.memory(SentenceTransformerEmbedder()) as ctx:
+        events = list(ingest([Document("big", "big", text)], ctx=ctx, chunker=WholeParagraphs()))
+        quiet = list(ingest([Document("small", "small", "Short. Also short.")], ctx=ctx,
+                            chunker=WholeParagraphs()))
+    warnings = [e.message for e in events if isinstance(e, DocumentWarning)]
+    assert len(warnings) == 1 and "chunk 1" in warnings[0] and "chunk 0" not in warnings[0]
+    assert "254" in warnings[0] and "chunker" in warnings[0]  # whose chunks, and the limit
+    assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [2]  # still stored
+    assert not [e for e in quiet if isinstance(e, DocumentWarning)]
+
+
+def test_a_chunk_of_whitespace_only_is_named_in_a_warning_given_or_chunked():
+    # A blank chunk was stored and embedded without a word: it holds nothing to find, and a
+    # hit on it (its vector is the empty text's) shows no text.
+    from trails.ingest.events import DocumentWarning
+
+    class WithGaps:
+        def chunk(self, document):
+            return [Chunk("x", 0, 1, 0), Chunk("   ", 1, 4, 1), Chunk("y", 4, 5, 2)]
+
+    text = "x   y"
+    ctx = fresh_context(embedder=MockEmbedder(dim=8, seed=3))
+    given = list(ingest([Document("a", "a", text, chunks=WithGaps().chunk(None))], ctx=ctx))
+    chunked = list(ingest([Document("b", "b", text)], ctx=ctx, chunker=WithGaps()))
+    for events, whose in ((given, ""), (chunked, "chunker: ")):
+        (warning,) = [e.message for e in events if isinstance(e, DocumentWarning)]
+        assert warning.startswith(whose + "chunk 1 (1 of 3 chunks): whitespace only"), warning
+        assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [3]
+
+
+def test_text_that_no_chunk_holds_is_named_in_a_warning_given_or_chunked():
+    # A chunker that kept only the first sentence (or given chunks with a gap) lost the rest
+    # of the text in silence: only chunks are embedded and indexed, so no search finds it.
+    from trails.ingest.events import DocumentWarning
+
+    class FirstSentenceOnly:
+        def chunk(self, document):
+            end = document.text.index(".") + 1
+            return [Chunk(document.text[:end], 0, end, 0)]
+
+    text = "Keep this. Lose this one.  "
+    ctx = fresh_context(embedder=MockEmbedder(dim=8, seed=3))
+    given = list(ingest([Document("a", "a", text, chunks=FirstSentenceOnly().chunk(
+        Document("a", "a", text)))], ctx=ctx))
+    chunked = list(ingest([Document("b", "b", text)], ctx=ctx, chunker=FirstSentenceOnly()))
+    whole = list(ingest([Document("c", "c", text)], ctx=ctx, chunker=SentenceChunker()))
+    for events, whose in ((given, ""), (chunked, "chunker: ")):
+        (warning,) = [e.message for e in events if isinstance(e, DocumentWarning)]
+        # The gap runs from the end of the chunk to the end of the text; 17 of its characters
+        # are the lost sentence and the spaces around it.
+        assert warning.startswith(whose + "characters [10, 27) (17 of 27) are in no chunk"), (
+            warning)
+        assert [e.chunks for e in events if isinstance(e, DocumentIngested)] == [1]
+    assert not [e for e in whole if isinstance(e, DocumentWarning)]

@@ -460,6 +460,18 @@ def test_a_request_the_protocol_cannot_read_is_answered_by_id(raw_server, line):
     still_answers(raw_server)
 
 
+@pytest.mark.parametrize(("sent", "shown"), [
+    ("null", "null"), ("1.5", "1.5"), ("true", "true"), ("NaN", "NaN"), ('["a"]', '["a"]')])
+def test_a_request_whose_id_is_no_string_or_integer_is_answered(raw_server, sent, shown):
+    # The SDK read it as a notification, which gets no answer: the client waited forever.
+    raw_server.send(f'{{"jsonrpc": "2.0", "id": {sent}, "method": "ping"}}')
+    answer = raw_server.answer(timeout=20)
+    assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+    assert f"the request's id is {shown}: an MCP request's id is a string or an integer" in (
+        answer["error"]["message"])
+    still_answers(raw_server)
+
+
 @pytest.mark.parametrize(("arguments", "sent"), [
     ('"deploy"', "str"), ('["deploy"]', "an array"), ("3", "int")])
 def test_tool_arguments_that_are_no_object_are_answered_naming_them(raw_server, arguments,
@@ -471,6 +483,31 @@ def test_tool_arguments_that_are_no_object_are_answered_naming_them(raw_server, 
     assert answer["error"]["code"] == -32602
     assert f"params.arguments is {sent}: a tool's arguments are an object" in (
         answer["error"]["message"])
+    still_answers(raw_server)
+
+
+@pytest.mark.parametrize(("arguments", "key"), [
+    ('{"query": "deploy", "query": "secrets"}', '"query"'),
+    (('{"query": "x", "filter": "SELECT ?iri WHERE { ?iri ?p ?o }", '
+      '"bindings": {"o": "a", "o": "b"}}'), '"o"'),
+])
+def test_a_key_given_twice_is_answered_naming_it_not_read_as_its_last_value(
+        raw_server, arguments, key):
+    # A tool call whose arguments said two things was run with the last one, silently.
+    raw_server.send(f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": '
+                    f'{{"name": "retrieve", "arguments": {arguments}}}}}')
+    answer = raw_server.answer()
+    assert answer["id"] == 7 and answer["error"]["code"] == -32600, answer
+    assert f"the key {key} more than once" in answer["error"]["message"]
+    still_answers(raw_server)
+
+
+def test_an_id_given_twice_is_answered_under_no_id(raw_server):
+    # Two ids name no one request: the error goes to neither.
+    raw_server.send('{"jsonrpc": "2.0", "id": 8, "id": 9, "method": "tools/call", "params": '
+                    '{"name": "retrieve", "arguments": {"query": "x"}}}')
+    answer = raw_server.answer()
+    assert answer["id"] is None and 'the key "id" more than once' in answer["error"]["message"]
     still_answers(raw_server)
 
 

@@ -346,8 +346,10 @@ def test_an_over_long_text_names_its_length_and_a_chunker(server, make):
     assert server.requests == []
 
 
-def test_an_empty_text_is_a_value_error(server, make):
-    with pytest.raises(ValueError, match="empty"):
+def test_an_empty_text_is_refused_as_a_bad_argument(server, make):
+    # A plain ValueError before: the service answered it 400 but no caller catching
+    # TrailsError saw it. InvalidArgumentError is still a ValueError.
+    with pytest.raises(InvalidArgumentError, match="text 1 is empty"):
         make().embed_array(["x", ""])
     assert server.requests == []
 

@@ -4,13 +4,14 @@ a 200 in another format or a silent non-answer."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 
 import httpx
 import pytest
 import rdflib
 
-from service_support import bearer, keys, live_server, seeded_context
+from service_support import SECRETS, bearer, keys, live_server, seeded_context
 from trails.service.app import create_app
 
 SD = rdflib.Namespace("http://www.w3.org/ns/sparql-service-description#")
@@ -111,6 +112,19 @@ def test_a_search_body_that_is_no_object_says_what_a_search_is(service, body, he
                     f'"k": 5}}; the request body holds {held}')
 
 
+@pytest.mark.parametrize(("path", "example"), [
+    ("/ingest", '{"documents": [{"id": "handbook", "text": "..."}], "scope": "public"}'),
+    ("/runs/" + "0" * 32 + "/feedback", '{"rating": "up", "note": "..."}')])
+@pytest.mark.parametrize(("body", "held"), [
+    (b"", "nothing"), (b"null", "null"), (b'[{"id": "a", "text": "t"}]', "an array")])
+def test_a_body_that_is_no_object_says_what_the_route_reads(service, path, example, body, held):
+    # As a search's does; these said "body: Field required" or "Input should be a valid
+    # dictionary or object to extract fields from", naming neither what to send nor why.
+    answer = service.post(path, content=body, headers={"Content-Type": "application/json"})
+    said = _refused(answer, 400)
+    assert said.endswith(f"is one JSON object such as {example}; the request body holds {held}")
+
+
 @pytest.mark.parametrize("path", ["/retrieve", "/ingest", "/runs/" + "0" * 32 + "/feedback"])
 def test_a_body_that_is_no_json_says_where_and_why(service, path):
     answer = service.post(path, content=b'{"query": ', headers={
@@ -125,10 +139,67 @@ def test_a_json_body_that_is_no_utf8_says_so(service, path):
     _refused(answer, 400, "not UTF-8", "byte 14", "UTF-8")
 
 
+@pytest.mark.parametrize(("path", "body", "key"), [
+    ("/retrieve", b'{"query": "deploy", "query": "secrets"}', '"query"'),
+    ("/retrieve", (b'{"query": "x", "bindings": {"v": {"type": "uri", "value": "urn:a", '
+                   b'"value": "urn:b"}}}'), '"value"'),                     # nested two deep
+    ("/ingest", b'{"documents": [{"id": "a", "text": "one", "text": "two"}]}', '"text"'),
+    ("/runs/" + "0" * 32 + "/feedback", b'{"rating": 1, "rating": -1}', '"rating"'),
+])
+def test_a_json_body_giving_a_key_twice_is_refused_naming_it(service, path, body, key):
+    # Such a body was read as its last value for the key: a request kept as evidence must
+    # mean one thing to every reader of it.
+    answer = service.post(path, content=body, headers={"Content-Type": "application/json"})
+    _refused(answer, 400, f"the key {key} more than once", "give each key once")
+    assert answer.json()["error"] == "InvalidArgumentError"
+
+
+def test_a_json_body_holding_an_integer_too_long_to_read_says_so(service):
+    # It was refused as a body that "cannot be read as JSON (ValueError)": no word of why.
+    body = b'{"query": "x", "k": ' + b"9" * 5000 + b"}"
+    answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
+    _refused(answer, 400, "an integer of more than 4,300 digits", "send a shorter number")
+
+
 def test_a_json_body_nested_too_deep_says_so(service):
     body = b'{"query": "x", "bindings": {"v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
     answer = service.post("/retrieve", content=body, headers={"Content-Type": "application/json"})
     _refused(answer, 400, "too deep")
+
+
+@pytest.mark.parametrize("headers", [
+    [("Authorization", f"Bearer {SECRETS['alpha-reader']}"), ("X-API-Key", SECRETS["admin"])],
+    [("Authorization", f"Bearer {SECRETS['alpha-reader']}"),
+     ("Authorization", f"Bearer {SECRETS['admin']}")],
+])
+def test_a_request_presenting_two_different_keys_is_refused(service, headers):
+    # It was answered as the first key its headers held, and recorded under that key's label:
+    # which key a request was made with depended on the order of its headers.
+    with httpx.Client(base_url=service.base_url, timeout=30) as bare:
+        answer = bare.get("/whoami", headers=httpx.Headers(headers))
+        _refused(answer, 401, "2 different API keys", "send the one key")
+        same = [("Authorization", f"Bearer {SECRETS['admin']}"), ("X-API-Key", SECRETS["admin"])]
+        assert bare.get("/whoami", headers=httpx.Headers(same)).json()["label"] == "admin"
+
+
+@pytest.mark.parametrize(("path", "content_type", "body"), [
+    ("/retrieve", "application/json", b'{"query": "deploy"}'),
+    ("/sparql", "application/sparql-query", b"ASK {}"),
+])
+@pytest.mark.parametrize("coding", ["gzip", "br", "identity, deflate"])
+def test_a_body_with_a_content_coding_is_refused_naming_it(service, path, content_type, body,
+                                                          coding):
+    # The service decodes no coding: a gzipped body was "not UTF-8 (invalid start byte at
+    # byte 1)", and a plain one labelled gzip was read as plain, though it means something
+    # else to every reader that decodes it as its header says.
+    for sent in (gzip.compress(body), body):
+        answer = service.post(path, content=sent, headers={
+            "Content-Type": content_type, "Content-Encoding": coding})
+        _refused(answer, 400, f"Content-Encoding: {coding.removeprefix('identity, ')}",
+                 "send the body uncompressed")
+    plain = service.post(path, content=body, headers={"Content-Type": content_type,
+                                                      "Content-Encoding": "identity"})
+    assert plain.status_code == 200, plain.text
 
 
 def test_the_openapi_document_states_the_406_and_413_the_service_answers(service):

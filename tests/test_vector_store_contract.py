@@ -152,6 +152,8 @@ BAD_VECTORS = [
     pytest.param([float("inf")] + [1.0] * (DIM - 1), InvalidVectorError, id="inf"),
     pytest.param([-float("inf")] + [0.0] * (DIM - 1), InvalidVectorError, id="-inf"),
     pytest.param([0.0] * DIM, InvalidVectorError, id="zero"),
+    # An int no float holds raised an OverflowError, no TrailsError.
+    pytest.param([10**400] + [1.0] * (DIM - 1), InvalidVectorError, id="int-beyond-float"),
     pytest.param([1.0] * (DIM + 1), DimensionMismatchError, id="too-long"),
     pytest.param([1.0] * (DIM - 1), DimensionMismatchError, id="too-short"),
 ]
@@ -176,7 +178,8 @@ def test_add_many_with_one_bad_vector_stores_nothing(store_factory, bad, error):
     assert ids_of(store.search(basis(0), k=5)) == ["old1", "old2"]
 
 
-@pytest.mark.parametrize("bad", [[float("nan")] + [1.0] * (DIM - 1), [0.0] * DIM])
+@pytest.mark.parametrize("bad", [[float("nan")] + [1.0] * (DIM - 1), [0.0] * DIM,
+                                 [10**400] + [1.0] * (DIM - 1)])
 def test_a_bad_query_vector_is_refused_as_a_search_not_a_write(store_factory, bad):
     # A query vector that is all zeros or holds NaN (an embedder's failure, say) was refused
     # with "nothing was stored", though nothing was being stored.

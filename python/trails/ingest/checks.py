@@ -25,8 +25,6 @@ import numpy.typing as npt
 import pyoxigraph as ox
 
 from trails.errors import ConfigurationError, InvalidArgumentError, InvalidArgumentTypeError
-from trails.ingest.chunkers.choice import token_budget
-from trails.ingest.chunkers.tokens import tokens_of
 from trails.ingest.dates import date_problems
 from trails.ingest.document import Chunk, Document
 from trails.ingest.linking import Mention, ScopeLinker, check_linker
@@ -34,7 +32,7 @@ from trails.ingest.minting import check_base_iri
 from trails.keywords import unknown_keywords
 from trails.kg.terms import check_text
 from trails.scopes import DEFAULT_SCOPE, check_scope
-from trails.vector.embedders.base import Embedder, EmbedderIdentity, declared_price
+from trails.vector.embedders.base import EmbedderIdentity, declared_price
 from trails.vector.stores.arguments import MAX_NAME_BYTES
 
 __all__ = [
@@ -51,6 +49,7 @@ __all__ = [
     "linked",
     "mention_problem",
     "printable",
+    "record_prefix",
     "shown",
     "vector_problems",
 ]
@@ -117,30 +116,20 @@ def iri_problem(iri: str) -> str | None:
             "id: use a shorter id (a hash of it)")
 
 
-def document_warnings(document: Document, embedder: Embedder | None = None) -> list[str]:
-    """What is kept but not understood in ``document``: a date that is no date, no text,
-    given chunks longer than ``embedder`` reads. A record of a file that holds several
-    (``notes.jsonl#7``) is named, as its source is the file."""
+def document_warnings(document: Document) -> list[str]:
+    """What is kept but not understood in ``document``: a date that is no date, no text.
+    A record of a file that holds several (``notes.jsonl#7``) is named, as its source is
+    the file (:func:`record_prefix`)."""
     found = date_problems(document.metadata)
     if not document.text.strip():
         found.append("no text: the document is recorded with no chunk, so no search will "
                      "find it (an empty file, or a PDF of scanned pages without a text layer)")
-    found += _over_the_model(document.chunks, embedder)
-    record = f"document {shown(document.id)}: " if "#" in document.id else ""
-    return [record + problem for problem in found]
+    return [record_prefix(document) + problem for problem in found]
 
 
-def _over_the_model(chunks: Sequence[Chunk] | None, embedder: Embedder | None) -> list[str]:
-    """Given chunks to embed that hold more tokens than the model reads (it embeds their start
-    only, so the rest is never found); the default chunker never makes one."""
-    if chunks is None or (budget := token_budget(embedder)) is None:
-        return []
-    count, most = tokens_of(budget[0]).count, budget[1]
-    over = [f"chunk {c.position} ({n} tokens)" for c in chunks if isinstance(c, Chunk)
-            and c.vector is None and isinstance(c.text, str) and (n := count(c.text)) > most]
-    return [(f"{', '.join(over[:5])}{' ...' if len(over) > 5 else ''}: longer than the "
-             f"{most} tokens the embedder reads; only the start is embedded. Give shorter "
-             "chunks, or leave chunks=None for the default chunker")] if over else []
+def record_prefix(document: Document) -> str:
+    """``document ID: `` for a record of a file that holds several, else nothing."""
+    return f"document {shown(document.id)}: " if "#" in document.id else ""
 
 
 def metadata_problem(metadata: object) -> str | None:
@@ -258,6 +247,8 @@ def vector_problems(vectors: object, count: int, dim: int,
         for index, row in enumerate(rows):
             try:
                 vector = np.asarray(row, dtype=np.float32)
+            except OverflowError:  # an int beyond any float: refused as a float32 overflow is
+                vector = np.full(dim, np.inf, dtype=np.float32)
             except (TypeError, ValueError) as exc:
                 problems.append(f"the embedder returned no vector of numbers ({exc})")
                 continue

@@ -183,7 +183,8 @@ class FingerprintedChunker(Chunker, Protocol):
     """A chunker that names the settings deciding its chunks, stable across machines.
 
     The fingerprint is part of every document version, so changing a setting re-chunks the
-    documents; a chunker without one is described by its simple attributes instead.
+    documents; a chunker without one is described by its attributes that are numbers,
+    strings, booleans or containers of those instead (``chunking.chunker_id``).
     """
 
     @property

@@ -24,16 +24,12 @@ from trails.ingest.checks import (
     shown,
     vector_problems,
 )
+from trails.ingest.chunk_warnings import chunk_warnings
 from trails.ingest.chunkers import default_chunker
-from trails.ingest.chunking import chunker_id, chunking_of
+from trails.ingest.chunking import chunker_id, chunking_of, chunks_made
 from trails.ingest.commits import Commits, Finished, Prepared, Write, chunks_of, ingested
 from trails.ingest.dates import date_created
-from trails.ingest.document import (
-    Chunker,
-    Document,
-    LoadFailure,
-    Sanitizer,
-)
+from trails.ingest.document import Chunker, Document, LoadFailure, Sanitizer
 from trails.ingest.events import (
     BatchEmbedded,
     DocumentFailed,
@@ -54,11 +50,7 @@ from trails.ingest.link_notes import end_of_run_note
 from trails.ingest.linker_settings import remember_linker
 from trails.ingest.linking import Linker, ScopeLinker, linker_warnings
 from trails.ingest.loaders import Source, load
-from trails.ingest.minting import (
-    doc_iri,
-    document_manifest,
-    version_of,
-)
+from trails.ingest.minting import doc_iri, document_manifest, version_of
 from trails.ingest.prune import SourcesRead, prune_missing, prune_roots
 from trails.ingest.sanitize import sanitized
 from trails.ingest.spans import IngestTrace
@@ -239,6 +231,7 @@ class _Run:
         self.ctx = ctx
         self.scope = scope
         self.chunker = chunker if chunker is not None else default_chunker(ctx.embedder)
+        self.chunker_given = chunker is not None  # the default one cuts at the model's limit
         self.chunker_id = chunker_id(self.chunker)
         self.embedder_id = ctx.embedder.identity.model_dump_json()
         self.estimate_tokens = token_estimator(ctx.embedder)
@@ -293,7 +286,7 @@ class _Run:
             return
         self.seen[iri] = document.source
         yield DocumentStarted(iri, document.source)
-        for problem in document_warnings(document, self.ctx.embedder):
+        for problem in document_warnings(document):
             yield DocumentWarning(iri, document.source, problem)
         version = version_of(document, chunking_of(document, self.chunker_id), self.embedder_id)
         try:  # the document's triples, built now: what fails here must not fail a commit
@@ -313,8 +306,8 @@ class _Run:
             return
         try:
             with self.trace.chunk() as chunking:
-                chunks = list(self.chunker.chunk(document) if document.chunks is None
-                              else document.chunks)
+                chunks = (chunks_made(self.chunker, document) if document.chunks is None
+                          else list(document.chunks))
                 chunking.set({"trails.ingest.chunks": len(chunks)})
         except Exception as exc:  # noqa: BLE001 - a chunker's failure is that document's failure
             yield DocumentFailed(document.source, f"chunking failed: {type(exc).__name__}: {exc}", iri)
@@ -325,6 +318,8 @@ class _Run:
                      else f"document {shown(document.id)}: its given chunks: ")
             yield DocumentFailed(document.source, whose + problem, iri)
             return
+        for problem in chunk_warnings(document, chunks, self.ctx.embedder, self.chunker_given):
+            yield DocumentWarning(iri, document.source, problem)
         given, problem = given_vectors(document, chunks, self.ctx.embedder.identity)
         if problem is not None:
             yield DocumentFailed(document.source, f"document {shown(document.id)}: {problem}",

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     from trails.rank._steps import Step
     from trails.rank.fusion import FusionFn
 
-__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "refusal", "spelt_none"]
+__all__ = ["FUSIONS", "MODES", "Fusion", "Mode", "SearchRequest", "no_object", "refusal",
+           "spelt_none"]
 
 
 @contextlib.contextmanager
@@ -325,11 +326,17 @@ def _named(details: ErrorDetails, model: type[BaseModel]) -> InvalidArgumentErro
 
 def _no_object(details: ErrorDetails) -> InvalidArgumentError:
     """A request that is no object at all (a JSON body of an array, a string, null...)."""
+    return no_object('a search is one JSON object such as {"query": "how do we deploy?", '
+                     '"k": 5}', details)
+
+
+def no_object(what: str, details: ErrorDetails) -> InvalidArgumentError:
+    """The error of a request body that is no object at all (the validation error of the
+    whole body, ``details``): ``what`` (what the body is, by example), and what it holds."""
     sent = details.get("input")
     held = ("nothing" if details["type"] == "missing" else "null" if sent is None
             else "an array" if isinstance(sent, list) else "a string" if isinstance(sent, str)
             else "a boolean" if isinstance(sent, bool)
             else "a number" if isinstance(sent, (int, float)) else type(sent).__name__)
     kind = InvalidArgumentError if details["type"] == "missing" else InvalidArgumentTypeError
-    return kind('a search is one JSON object such as {"query": "how do we deploy?", "k": 5}; '
-                f"the request body holds {held}")
+    return kind(f"{what}; the request body holds {held}")

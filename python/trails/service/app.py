@@ -28,6 +28,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from starlette.exceptions import HTTPException
 
@@ -43,7 +44,7 @@ from trails.service.feedback import give_feedback, listed_feedback
 from trails.service.hosts import ANY_HOST, HostCheck, check_allowed_hosts
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
-from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit
+from trails.service.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimit, NoContentCoding
 from trails.service.methods import HeadAsGet, allowed_methods
 from trails.service.metrics import CONTENT_TYPE, ServiceMetrics
 from trails.service.models import (
@@ -58,6 +59,7 @@ from trails.service.models import (
 )
 from trails.service.problems import (
     error_body,
+    no_object_body,
     not_json,
     printable,
     status_of,
@@ -85,6 +87,7 @@ from trails.service.sparql_protocol import (
     with_text_dataset,
 )
 from trails.service.state import ServiceState
+from trails.service.unique_json import loads
 
 __all__ = ["create_app"]
 
@@ -100,6 +103,30 @@ _BODY_ERRORS = {**_ERRORS, 413: {"model": ErrorBody, "description": "The body is
                                  "the service reads (--max-request-bytes)"}}
 _SPARQL_ERRORS = {**_BODY_ERRORS, 406: {"model": ErrorBody, "description": "No format the "
                                         "Accept header allows can carry the answer"}}
+
+
+class _UniqueKeysRequest(Request):
+    """A request whose JSON body is read by :func:`~trails.service.unique_json.loads`: a key
+    given twice is refused (400, through ``on_http``), never read as its last value."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = loads(await self.body())
+        return self._json
+
+
+class _UniqueKeysRoute(APIRoute):
+    """Every route's request as a :class:`_UniqueKeysRequest`: one place for every JSON body."""
+
+    def get_route_handler(self) -> Any:
+        handler = super().get_route_handler()
+
+        async def with_unique_keys(request: Request) -> Response:
+            return await handler(_UniqueKeysRequest(request.scope, request.receive))
+
+        return with_unique_keys
+
+
 def _sparql_doc(method: str) -> dict[str, Any]:
     """The protocol's parameters and bodies, which FastAPI cannot infer from ``Request``."""
     doc: dict[str, Any] = {
@@ -177,6 +204,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
         title="trails", lifespan=lifespan,
         description="Knowledge-graph plus vector hybrid retrieval over one context: "
                     "retrieve, SPARQL 1.1 Protocol (queries), ingest. docs/service.md.")
+    fastapi_app.router.route_class = _UniqueKeysRoute  # before any route is declared
     fastapi_app.state.service = state
     fastapi_app.state.metrics = metrics
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
@@ -223,6 +251,9 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                                   request.headers.get("content-type"))
             if wrong_type is not None:  # its body was never read as JSON
                 return await on_error(request, wrong_type)
+        no_object = no_object_body(getattr(request.scope.get("route"), "path", ""), errors)
+        if no_object is not None:  # not a field's mistake: say what the body is
+            return await on_error(request, no_object)
         if request.url.path == "/retrieve" and errors and errors[0].get("type") != "json_invalid":
             # A search is refused as retrieve() refuses it: the same error, the same message.
             inside = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]
@@ -255,6 +286,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
     # Added last, so they stand outermost: no route, no metric, sees a refused request.
     fastapi_app.add_middleware(HeadAsGet)
     fastapi_app.add_middleware(BodyLimit, max_bytes=max_request_bytes)
+    fastapi_app.add_middleware(NoContentCoding)
     fastapi_app.add_middleware(HostCheck, allowed=hosts)
 
     @fastapi_app.post("/retrieve", response_model=RetrieveResponse, responses=_BODY_ERRORS,

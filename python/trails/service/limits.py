@@ -5,7 +5,10 @@ so a body without a bound could fill the service's memory. A request that announ
 body (``Content-Length``) is answered 413 before any of it is read; one sent in chunks is
 answered 413 once its bytes pass the cap, and no more of it is read.
 
-A plain ASGI middleware, so that it stands in front of every route.
+A plain ASGI middleware, so that it stands in front of every route; so does
+:class:`NoContentCoding`, which refuses a body sent with a ``Content-Encoding`` (gzip...):
+the service decodes none, and read as it is, such a body would mean one thing to the service
+and another to every reader that decodes it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from trails.errors import InvalidArgumentError, RequestTooLargeError
 from trails.service.hosts import Receive, Scope, Send
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "BodyLimit", "too_large"]
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "BodyLimit", "NoContentCoding", "too_large"]
 
 DEFAULT_MAX_REQUEST_BYTES = 50 * 1024 * 1024
 
@@ -51,7 +54,8 @@ class BodyLimit:
         declared = [value.strip() for name, value in scope.get("headers", ())
                     if name.lower() == b"content-length"]
         if declared and declared[0].isdigit() and int(declared[0]) > self.max_bytes:
-            await _refuse(send, too_large(f"announces {int(declared[0]):,} bytes", self.max_bytes))
+            await _refuse(send, too_large(f"announces {int(declared[0]):,} bytes", self.max_bytes),
+                          413)
             return
         seen, refused, started = 0, False, False
 
@@ -78,12 +82,33 @@ class BodyLimit:
             if not refused:
                 raise
         if refused and not started:
-            await _refuse(send, too_large(f"passed {self.max_bytes:,} bytes", self.max_bytes))
+            await _refuse(send, too_large(f"passed {self.max_bytes:,} bytes", self.max_bytes), 413)
 
 
-async def _refuse(send: Send, error: RequestTooLargeError) -> None:
+class NoContentCoding:
+    """ASGI middleware answering 400 to a request whose body has a content coding (a
+    ``Content-Encoding`` other than ``identity``), which no route decodes."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        codings = [coding.strip() for name, value in scope.get("headers", ())
+                   if name.lower() == b"content-encoding"
+                   for coding in value.decode("latin-1").lower().split(",")]
+        sent = [coding for coding in codings if coding not in ("", "identity")]
+        if scope["type"] != "http" or not sent:
+            await self.app(scope, receive, send)
+            return
+        await _refuse(send, InvalidArgumentError(
+            f"the request body has Content-Encoding: {', '.join(sent)}, "
+            "which this service does not decode; send the body uncompressed, without that "
+            "header"), 400)
+
+
+async def _refuse(send: Send, error: Exception, status: int) -> None:
     body = json.dumps({"error": type(error).__name__, "message": str(error)}).encode()
-    await send({"type": "http.response.start", "status": 413, "headers": [
+    await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"), (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})

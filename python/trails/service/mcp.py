@@ -42,6 +42,7 @@ from trails.kg.sparql import check_limits, looks_like_update, parses, refuse_ser
 from trails.kg.terms import check_json_text
 from trails.kg.variables import check_bound
 from trails.scopes import normalize_scopes
+from trails.service import unique_json
 from trails.service.injection import check_injection, injected
 from trails.service.keys import ApiKey, KeyRing
 from trails.service.mcp_arguments import SparqlArguments, ToolArguments, bound_values
@@ -298,11 +299,19 @@ def unreadable(raw: bytes) -> tuple[str, tuple[int | str | None, int, str] | Non
     if not text.strip():
         return text, None
     try:
-        parsed = json.loads(text)
+        parsed = unique_json.loads(text)
+    except InvalidArgumentError as exc:  # a key given twice: it means two things
+        return text, (_unique_id(text), INVALID_REQUEST, str(exc))
     except (ValueError, RecursionError) as exc:
         return text, (None, PARSE_ERROR,
                       f"the message is not JSON ({exc}); send one JSON-RPC message per line")
     request = _request_id(parsed)
+    if isinstance(parsed, dict) and "id" in parsed and "method" in parsed and request is None:
+        # The SDK reads it as a notification, and a notification gets no answer: the client
+        # would wait for one forever.
+        return text, (None, INVALID_REQUEST,
+                      (f"the request's id is {json.dumps(parsed['id'])}: an MCP request's id "
+                       "is a string or an integer (a notification has no id)"))
     try:
         check_json_text(parsed, "message")
     except InvalidArgumentError as exc:
@@ -334,6 +343,16 @@ def _request_id(message: object) -> int | str | None:
             message = json.loads(message)
     found = message.get("id") if isinstance(message, dict) else None
     return found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
+
+
+def _unique_id(text: str) -> int | str | None:
+    """The id of a message that gives some key twice, if both readings agree on it: an id
+    given twice with two values names no one request."""
+    last = _request_id(text)
+    with contextlib.suppress(ValueError, RecursionError):
+        first = json.loads(text, object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+        return last if _request_id(first) == last else None
+    return None
 
 
 def _as_tool_error(sdk: Any, call: Callable[[], T]) -> T:

@@ -8,6 +8,7 @@ traceback, logged in full on the server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trails.errors import (
@@ -30,8 +31,10 @@ from trails.errors import (
     UnknownDocumentError,
     UnknownRunError,
 )
+from trails.retrieval.request import no_object
 
-__all__ = ["error_body", "not_json", "printable", "status_of", "unread_body", "unreadable_json"]
+__all__ = ["error_body", "no_object_body", "not_json", "printable", "status_of", "unread_body",
+           "unreadable_json"]
 
 
 # Most specific first: the first class an error is an instance of gives its status.
@@ -114,7 +117,10 @@ def unreadable_json(error: dict[str, Any]) -> str:
 
 def unread_body(cause: BaseException) -> dict[str, str]:
     """The answer to a JSON body the framework could not read for another reason than its
-    syntax (``cause``): bytes that are no UTF-8, nesting too deep for the parser."""
+    syntax (``cause``): bytes that are no UTF-8, nesting too deep for the parser, a key
+    given twice in one object (:mod:`trails.service.unique_json`)."""
+    if isinstance(cause, InvalidArgumentError):
+        return error_body(cause)
     if isinstance(cause, UnicodeDecodeError):
         why = f"is not UTF-8 ({cause.reason} at byte {cause.start})"
     elif isinstance(cause, RecursionError):
@@ -122,3 +128,22 @@ def unread_body(cause: BaseException) -> dict[str, str]:
     else:
         why = f"cannot be read as JSON ({type(cause).__name__})"
     return {"error": "InvalidArgumentError", "message": f"the request body {why}; {_SEND_JSON}"}
+
+
+# What each JSON route's body is, by example (POST /retrieve's: retrieve()'s own words).
+_BODIES = {
+    "/ingest": 'an ingest request is one JSON object such as {"documents": [{"id": '
+               '"handbook", "text": "..."}], "scope": "public"}',
+    "/runs/{run}/feedback": 'feedback is one JSON object such as {"rating": "up", "note": '
+                            '"..."}',
+}
+
+
+def no_object_body(route: str, errors: Sequence[Any]) -> InvalidArgumentError | None:
+    """The error for a body of ``route`` (its path template) that is no JSON object at all
+    (nothing, null, an array...), saying what it should be; None for any other mistake."""
+    what = _BODIES.get(route)
+    if what is None or not errors or tuple(errors[0].get("loc", ())) != ("body",) or \
+            errors[0].get("type") not in ("missing", "model_attributes_type", "model_type"):
+        return None
+    return no_object(what, errors[0])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from trails.context import Context
-from trails.errors import ReadOnlyServiceError
+from trails.errors import AuthenticationError, ReadOnlyServiceError
 from trails.rank import Step
 from trails.records import RetrievalHit
 from trails.retrieval.retrieve import retrieve
@@ -187,10 +187,23 @@ class ServiceState:
 
 
 def _presented(headers: Mapping[str, str]) -> str | None:
-    authorization = headers.get("authorization", "")
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    key = headers.get("x-api-key", "").strip()
-    return key or None
+    """The one API key the request presents, in any of its headers (the same key in several
+    is one key).
+
+    Raises:
+        AuthenticationError: it presents two different keys: which of them it is made by,
+            and recorded under, would depend on the order of its headers.
+    """
+    every = getattr(headers, "getlist", lambda name: [headers.get(name, "")])
+    secrets = []
+    for authorization in every("authorization"):
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            secrets.append(token.strip())
+    secrets += [key.strip() for key in every("x-api-key") if key.strip()]
+    if len(set(secrets)) > 1:
+        raise AuthenticationError(
+            f"the request presents {len(set(secrets))} different API keys (Authorization: "
+            "Bearer and X-API-Key headers); send the one key the request is made with")
+    return secrets[0] if secrets else None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.recorded import Settings
+from trails.vector.stores.arguments import utf8
 
 if TYPE_CHECKING:
     from typing import Self
@@ -42,6 +43,7 @@ __all__ = [
     "TokenAwareEmbedder",
     "TokenCountingEmbedder",
     "Vectors",
+    "batch_texts",
     "declared_price",
     "token_estimator",
 ]
@@ -151,9 +153,38 @@ def token_estimator(embedder: object) -> Callable[[str], int]:
     return _characters_to_tokens
 
 
+def batch_texts(texts: object) -> list[str]:
+    """``texts`` as a list, refused as ``embed_many`` refuses it: one text rather than a list
+    of them (a str would be embedded letter by letter), a mapping (its keys would be), an
+    item that is no str or that holds a lone surrogate. Every ``embed_batch`` calls it
+    first, as callers may call that method directly.
+
+    Raises:
+        InvalidArgumentTypeError: naming what was given, and what to give instead.
+        InvalidArgumentError: a text holding a lone surrogate, naming its index.
+    """
+    _check_several(texts)
+    return list(map(_text, itertools.count(), cast(Iterable[object], texts)))
+
+
+def _check_several(texts: object) -> None:
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise InvalidArgumentTypeError(
+            f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
+            "embeds one text, embed_many([text, ...]) several")
+    if isinstance(texts, Mapping):  # iterating it gives its keys, which would be embedded
+        raise InvalidArgumentTypeError(
+            f"texts must be a list of str, not a {type(texts).__name__} (its keys would be "
+            "embedded): pass list(texts.values()) for its values")
+
+
 def _text(i: int, text: object) -> str:
     if not isinstance(text, str):
         raise InvalidArgumentTypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    if not utf8(text):  # the local model's tokenizer raised a TypeError naming no text
+        raise InvalidArgumentError(
+            f"texts[{i}] holds a lone surrogate (half of a UTF-16 pair), which no model reads "
+            "as text; decode the text it came from properly (or with errors='replace')")
     return text
 
 
@@ -190,10 +221,7 @@ class BaseEmbedder:
 
     def embed_array(self, texts: Iterable[str]) -> Vectors:
         """Embed any number of texts in batches of ``batch_size``; float32, one row per text."""
-        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
-            raise InvalidArgumentTypeError(
-                f"texts must be a list of str, not one {type(texts).__name__}: embed(text) "
-                "embeds one text, embed_many([text, ...]) several")
+        _check_several(texts)
         parts = []
         iterator = map(_text, itertools.count(), texts)
         while batch := list(islice(iterator, self.batch_size)):

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from trails import _state
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.recorded import Settings
-from trails.vector.embedders.base import BaseEmbedder
+from trails.vector.embedders.base import BaseEmbedder, batch_texts
 
 __all__ = ["MockEmbedder"]
 
@@ -106,6 +106,7 @@ class MockEmbedder(BaseEmbedder):
         self.batches = 0
 
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        texts = batch_texts(texts)
         self.batches += 1
         vocabulary = _vocabulary(self.seed, self._dim)
         words = [Counter(tokens(text)) for text in texts]

@@ -30,7 +30,13 @@ from trails.resilience import (
     public_url,
     retry_after,
 )
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors, declared_price
+from trails.vector.embedders.base import (
+    BaseEmbedder,
+    EmbedderIdentity,
+    Vectors,
+    batch_texts,
+    declared_price,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -201,9 +207,10 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
             ConfigurationError: no API key (before any request).
             EndpointUnavailableError: the endpoint's circuit is open after calls in a row
                 failed (nothing was sent; :mod:`trails.resilience`).
-            ValueError: an empty text (the API refuses those).
+            InvalidArgumentError: an empty text (the API refuses those), before any request;
+                InvalidArgumentTypeError: one str, None, or an item that is no str.
         """
-        texts = list(texts)
+        texts = batch_texts(texts)
         if not texts:
             return np.empty((0, self._dim), dtype=np.float32)
         counts = self._checked_counts(texts)
@@ -220,9 +227,9 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
     def _checked_counts(self, texts: list[str]) -> list[int]:
         counts = []
         for i, text in enumerate(texts):
-            if not isinstance(text, str) or not text:
-                raise ValueError(f"text {i} is {'empty' if text == '' else type(text).__name__}: "
-                                 "the OpenAI embeddings API needs non-empty strings")
+            if not text:  # batch_texts refused what is no str
+                raise InvalidArgumentError(f"text {i} is empty: the OpenAI embeddings API "
+                                           "refuses empty texts; leave it out")
             n = self.count_tokens(text)
             if n > self.max_tokens:
                 raise EmbeddingError(

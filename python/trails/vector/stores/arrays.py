@@ -27,6 +27,9 @@ def as_matrix(vectors: VectorLike | Sequence[VectorLike], dim: int, *,
     """
     try:
         array = np.asarray(vectors, dtype=np.float64)
+    except OverflowError:  # an int no float holds: as infinite as a float beyond the range
+        raise InvalidVectorError(f"a vector holds an integer too large for a float (so "
+                                 f"infinity); {refused}") from None
     except (TypeError, ValueError) as exc:
         row, width = _first_wrong_width(vectors, dim)
         if row is not None:

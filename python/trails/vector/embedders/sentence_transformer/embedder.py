@@ -14,7 +14,12 @@ from trails import _state
 from trails._lazy import require
 from trails.errors import ConfigurationError, EmbeddingError, MissingExtraError
 from trails.recorded import Settings
-from trails.vector.embedders.base import BaseEmbedder, EmbedderIdentity, Vectors
+from trails.vector.embedders.base import (
+    BaseEmbedder,
+    EmbedderIdentity,
+    Vectors,
+    batch_texts,
+)
 from trails.vector.embedders.sentence_transformer.backends import (
     backend_of_revision,
     backend_revision,
@@ -157,6 +162,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     # -- embedding -------------------------------------------------------------------------
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        texts = batch_texts(texts)
         if self.backend != "torch":
             return self._onnx_encoder().encode(list(texts))
         vectors = self._torch_model().encode(
