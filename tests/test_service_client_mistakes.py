@@ -195,19 +195,21 @@ def test_a_body_with_a_content_coding_is_refused_naming_it(service, path, conten
     for sent in (gzip.compress(body), body):
         answer = service.post(path, content=sent, headers={
             "Content-Type": content_type, "Content-Encoding": coding})
-        _refused(answer, 400, f"Content-Encoding: {coding.removeprefix('identity, ')}",
+        # RFC 9110, 15.5.16: an unsupported content coding is a 415 saying which it takes
+        _refused(answer, 415, f"Content-Encoding: {coding.removeprefix('identity, ')}",
                  "send the body uncompressed")
+        assert answer.headers["accept-encoding"] == "identity"
     plain = service.post(path, content=body, headers={"Content-Type": content_type,
                                                       "Content-Encoding": "identity"})
     assert plain.status_code == 200, plain.text
 
 
-def test_the_openapi_document_states_the_406_and_413_the_service_answers(service):
+def test_the_openapi_document_states_the_406_413_and_415_the_service_answers(service):
     paths = service.get("/openapi.json").json()["paths"]
     for method in ("get", "post"):
         assert "406" in paths["/sparql"][method]["responses"]
     for path in ("/retrieve", "/ingest", "/sparql", "/runs/{run}/feedback"):
-        assert "413" in paths[path]["post"]["responses"], path
+        assert {"413", "415"} <= set(paths[path]["post"]["responses"]), path
     refused = service.get("/sparql", params={"query": SELECT}, headers={"Accept": "text/html"})
     schema = paths["/sparql"]["get"]["responses"]["406"]["content"]["application/json"]["schema"]
     assert schema == {"$ref": "#/components/schemas/ErrorBody"}

@@ -100,7 +100,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (409, "The context is read-only or locked"), (503, "A backend is unavailable"))}
 # A route that reads a body (every route answers 413 to one too long: this one expects one).
 _BODY_ERRORS = {**_ERRORS, 413: {"model": ErrorBody, "description": "The body is longer than "
-                                 "the service reads (--max-request-bytes)"}}
+                                 "the service reads (--max-request-bytes)"},
+                415: {"model": ErrorBody, "description": "The body has a Content-Encoding "
+                      "(gzip...): the service decodes none"}}
 _SPARQL_ERRORS = {**_BODY_ERRORS, 406: {"model": ErrorBody, "description": "No format the "
                                         "Accept header allows can carry the answer"}}
 

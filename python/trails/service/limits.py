@@ -86,7 +86,7 @@ class BodyLimit:
 
 
 class NoContentCoding:
-    """ASGI middleware answering 400 to a request whose body has a content coding (a
+    """ASGI middleware answering 415 to a request whose body has a content coding (a
     ``Content-Encoding`` other than ``identity``), which no route decodes."""
 
     def __init__(self, app: Any) -> None:
@@ -103,12 +103,13 @@ class NoContentCoding:
         await _refuse(send, InvalidArgumentError(
             f"the request body has Content-Encoding: {', '.join(sent)}, "
             "which this service does not decode; send the body uncompressed, without that "
-            "header"), 400)
+            "header"), 415, [(b"accept-encoding", b"identity")])  # RFC 9110, 15.5.16
 
 
-async def _refuse(send: Send, error: Exception, status: int) -> None:
+async def _refuse(send: Send, error: Exception, status: int,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"error": type(error).__name__, "message": str(error)}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), (b"connection", b"close")]})
+        (b"cache-control", b"no-store"), (b"connection", b"close"), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})

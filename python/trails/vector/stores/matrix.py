@@ -21,6 +21,10 @@ __all__ = ["GATHER_FRACTION", "VectorMatrix", "shortlist"]
 # docs/benchmarks.md): the blocked gather in search() wins up to ~35-40% of the rows (5.7 ms
 # at 30% against ~7.5 ms for the full product, which stays one pass over memory).
 GATHER_FRACTION = 0.35
+# A masked scan multiplies blocks of this many rows, and only those holding a candidate: a
+# scope or a filter whose rows were written together (a scope ingested in one run) reads that
+# part of the matrix, not all of it. Large enough that a dense mask costs what one product does.
+MASK_BLOCK = 1 << 16
 
 
 class VectorMatrix:
@@ -232,7 +236,7 @@ def shortlist(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | No
             np.take(data, part, axis=0, out=block[: len(part)], mode="clip")
             np.dot(block[: len(part)], q32, out=scores[start : start + len(part)])
     elif rows is not None:  # masked-scan
-        scores = (data @ q32)[rows]
+        scores = _masked_scores(data, q32, rows)
     else:
         scores = data @ q32
     eps = (data.shape[1] + 2) * 2.0**-23
@@ -250,6 +254,19 @@ def shortlist(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | No
         chosen = _shortlist(scores, k, eps)
     chosen_rows = chosen if rows is None else rows[chosen]
     return chosen_rows, _exact_cosine(data[chosen_rows], query), name, candidates
+
+
+def _masked_scores(data: np.ndarray, q32: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(data @ q32)[rows]`` (``rows`` sorted, unique), the product taken only over the
+    blocks of :data:`MASK_BLOCK` rows that hold one of ``rows``."""
+    first = int(rows[0]) // MASK_BLOCK
+    starts = np.arange(first, int(rows[-1]) // MASK_BLOCK + 2) * MASK_BLOCK
+    cuts = np.searchsorted(rows, starts)  # where each block's rows begin in ``rows``
+    scores = np.empty(len(rows), dtype=np.float32)
+    for start, lo, hi in zip(starts[:-1].tolist(), cuts[:-1].tolist(), cuts[1:].tolist()):
+        if lo < hi:
+            scores[lo:hi] = (data[start : start + MASK_BLOCK] @ q32)[rows[lo:hi] - start]
+    return scores
 
 
 def _shortlist(scores: np.ndarray, k: int, eps: float) -> np.ndarray:
