@@ -65,3 +65,14 @@ def test_a_masked_scan_reads_only_the_blocks_holding_candidates():
         patch.setattr(matrix, "GATHER_FRACTION", 0.0)
         shortlist(data.view(Watched), query, 3, np.array([17, 20, 31, 50]))
     assert [(start, stop) for start, stop in read if stop is not None] == [(16, 32), (48, 64)]
+
+
+def test_a_gather_or_a_masked_scan_is_chosen_by_the_rows_the_scan_would_read():
+    # 10 candidates in one block of 16, among 160 rows: a gather would read 10 rows, the
+    # masked scan 16, so the scan (a gather wins below 35% of what the scan reads).
+    data = _unit(160, 4, 0)
+    query = np.ones(4) / 2.0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix, "MASK_BLOCK", 16)
+        assert shortlist(data, query, 3, np.arange(32, 42))[2] == "masked-scan"
+        assert shortlist(data, query, 3, np.arange(0, 160, 16))[2] == "gather"  # 10 blocks

@@ -2,7 +2,8 @@
 
 Exact search is bounded by memory bandwidth, so the index keeps every unit vector in one
 C-contiguous float32 matrix and scores with a single BLAS matrix-vector product. A small
-candidate set is a gather of its rows; a large one is a full product masked to the candidates.
+candidate set is a gather of its rows; a large one is a product over the blocks of rows holding
+candidates, masked to them.
 Either way the top-k is then re-scored in float64 with a provable error margin, so the ranking
 (ties broken by id) does not depend on which path or which BLAS produced the float32 scores.
 """
@@ -16,8 +17,8 @@ import numpy as np
 
 __all__ = ["GATHER_FRACTION", "VectorMatrix", "shortlist"]
 
-# Up to this fraction of the rows a gather (copy candidate rows, then multiply) beats a full
-# masked product. Measured with benchmarks/hybrid.py (100,000 x 384, 2 cores; table in
+# Up to this fraction of the rows a masked scan would read (the blocks holding candidates) a
+# gather (copy candidate rows, then multiply) beats the masked product. Measured with benchmarks/hybrid.py (100,000 x 384, 2 cores; table in
 # docs/benchmarks.md): the blocked gather in search() wins up to ~35-40% of the rows (5.7 ms
 # at 30% against ~7.5 ms for the full product, which stays one pass over memory).
 GATHER_FRACTION = 0.35
@@ -214,17 +215,19 @@ def shortlist(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | No
     """
     n = len(data)
     if rows is None:
-        name, candidates = "full-scan", n
+        name, candidates, gather = "full-scan", n, False
     else:
         candidates = len(rows)
-        name = plan or ("gather" if candidates <= GATHER_FRACTION * n else "masked-scan")
+        # A masked scan reads the blocks holding candidates: a gather wins below a share of those.
+        gather = candidates <= GATHER_FRACTION * _spanned(rows, n)
+        name = plan or ("gather" if gather else "masked-scan")
     empty = np.empty(0, dtype=np.int64)
     if candidates == 0 or k <= 0:
         return empty, np.empty(0), name, candidates
     q32 = query.astype(np.float32)
     if rows is not None and (rows.min() < 0 or rows.max() >= n):
         raise IndexError(f"rows must lie in [0, {n})")
-    if rows is not None and candidates <= GATHER_FRACTION * n:
+    if rows is not None and gather:
         # 256 rows at a time through a buffer that stays in the L2 cache: 2-2.5x faster
         # than one fancy-indexed copy of every candidate row (fresh pages, and a round
         # trip to memory before the product). mode="clip" skips np.take's buffered
@@ -254,6 +257,14 @@ def shortlist(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | No
         chosen = _shortlist(scores, k, eps)
     chosen_rows = chosen if rows is None else rows[chosen]
     return chosen_rows, _exact_cosine(data[chosen_rows], query), name, candidates
+
+
+def _spanned(rows: np.ndarray, n: int) -> int:
+    """How many of ``n`` rows the blocks of :data:`MASK_BLOCK` holding ``rows`` (sorted) hold."""
+    if not len(rows):
+        return 0
+    blocks = rows // MASK_BLOCK
+    return min(n, (1 + int(np.count_nonzero(blocks[1:] != blocks[:-1]))) * MASK_BLOCK)
 
 
 def _masked_scores(data: np.ndarray, q32: np.ndarray, rows: np.ndarray) -> np.ndarray:
