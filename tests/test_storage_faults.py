@@ -708,3 +708,22 @@ def test_a_full_disk_hint_names_no_operation_the_caller_did_not_run():
                           "folding the audit trail into")
     assert error is not None and "ingest" not in str(error)
     assert "free some space" in str(error) and "trails verify" in str(error)
+
+
+
+def test_a_live_vector_slot_without_its_row_is_a_damaged_store(tmp_path, monkeypatch):
+    # A damaged page of vectors.db can leave an index listing a live slot whose row the table
+    # no longer gives back (found by the property above): the search met a bare KeyError.
+    path = tmp_path / "v.db"
+    with SqliteVecStore(path, dim=4) as store:
+        store.add_many([f"id{i}" for i in range(30)], np.random.default_rng(1).random((30, 4)),
+                       [{"text": f"word{i}"} for i in range(30)])
+    names = SqliteVecStore._names
+
+    def lost_one(self, slots):
+        return dict(list(names(self, slots).items())[1:])
+
+    monkeypatch.setattr(SqliteVecStore, "_names", lost_one)
+    with SqliteVecStore(path, read_only=True) as store, pytest.raises(ContextDamagedError,
+                                                                       match="no row"):
+        store.search([1, 0, 0, 0], k=5)

@@ -342,6 +342,8 @@ class SqliteCore(BaseVectorStore):
         while True:
             slots, scores, plan, candidates = self._index.search(query, k, rows)
             names = self._names(slots)
+            if len(names) < len(slots):  # the vector files hold a slot no row names
+                raise corrupt_file(self.path, "a live vector slot has no row in its table")
             strangers = [] if named is None else [
                 s for s in slots.tolist() if not named.admits(*names[s])]
             if not strangers or rows is None:
@@ -389,9 +391,8 @@ class SqliteCore(BaseVectorStore):
                 self._memo.move_to_end(key)
                 answer: tuple[np.ndarray | None, Candidates | None] = cached[2]
                 return answer
-        named = None
-        if ids is not None:
-            named = self._index.rows_for(ids if isinstance(ids, (list, tuple)) else list(ids))
+        named = None if ids is None else self._index.rows_for(
+            ids if isinstance(ids, (list, tuple)) else list(ids))
         rows = None if named is None else named.slots
         if scopes is not None:
             rows = self._index.in_scopes(list(scopes), rows)
@@ -424,8 +425,7 @@ class SqliteCore(BaseVectorStore):
             return {}
         rows = self._db.execute(
             f"SELECT id, {ROW} FROM items WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        )
+            (json.dumps(ids),))
         return {r[0]: unfold(*r) for r in rows}
 
     @reads
