@@ -19,6 +19,7 @@ from trails.context import Context
 from trails.ingest.events import IngestionStats
 from trails.kg import SparqlEndpointGraph
 from trails.resilience import Resilience, breaker_for
+from trails.service import state as state_module
 from trails.service.app import create_app
 from trails.service.state import WARM_UP_CALLER
 from trails.vector import SqliteVecStore
@@ -475,3 +476,23 @@ def test_a_graph_backend_that_refuses_the_service_is_a_503_not_the_callers_400(s
         ctx.close()
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_service_that_stops_lets_its_warm_up_end_before_closing_its_context(tmp_path,
+                                                                            monkeypatch):
+    # Closed under a warm-up still searching, the context's graph stayed locked by the
+    # warm-up's search after the service ended: the next writer of the directory was refused.
+    seeded_context(tmp_path / "kb").close()
+    real = state_module.retrieve
+
+    def still_loading(*args, **kwargs):
+        time.sleep(0.5)  # the model still loading when the service is stopped
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(state_module, "retrieve", still_loading)
+    app = create_app(tmp_path / "kb", keys())
+    with TestClient(app):
+        pass  # stopped at once, the warm-up half-way
+    assert app.state.service.warmup.status == "ready", app.state.service.warmup
+    with Context.open(tmp_path / "kb") as ctx:  # free for the next writer
+        assert len(ctx.kg) > 0

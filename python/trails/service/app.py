@@ -198,6 +198,7 @@ def create_app(ctx_or_dir: Context | str | os.PathLike[str], keys: KeyRing | Non
                 folding.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await folding
+            await asyncio.to_thread(state.wait_warmup)
             await asyncio.to_thread(state.fold)
             if owned:
                 ctx.close()

@@ -29,6 +29,8 @@ log = logging.getLogger("trails.service")
 
 # Who the audit trail names for the search the service makes to warm itself up.
 WARM_UP_CALLER = "trails serve (warm-up)"
+# How long a service that stops waits for its warm-up (a model loading) before closing.
+WARM_UP_WAIT = 120.0
 
 # The key of every request when the service has no keys (loopback only): it may do anything.
 ANONYMOUS = ApiKey("anonymous", "", None, frozenset({"read", "write"}))
@@ -80,6 +82,7 @@ class ServiceState:
         self.warmup = Warmup()
         self.write_lock = asyncio.Lock()  # one ingest or delete at a time: one writer
         self._stop = threading.Event()
+        self._warming: threading.Thread | None = None
 
     @property
     def read_only(self) -> bool:
@@ -145,7 +148,17 @@ class ServiceState:
         so the first real query pays no loading."""
         thread = threading.Thread(target=self._warm, name="trails-warmup", daemon=True)
         thread.start()
+        self._warming = thread
         return thread
+
+    def wait_warmup(self, seconds: float = WARM_UP_WAIT) -> None:
+        """Let a warm-up still running finish (at most ``seconds``) before the context closes:
+        closed under it, its search held the graph's files until it failed, so the next
+        writer of the directory found it locked though the service had ended."""
+        if self._warming is not None:
+            self._warming.join(seconds)
+            if self._warming.is_alive():
+                log.warning("the warm-up did not end within %.0f s; closing anyway", seconds)
 
     def _warm(self) -> None:
         started = time.perf_counter()
