@@ -33,13 +33,12 @@ from typing import Any
 
 from trails.errors import SparqlError
 from trails.kg.remote.results import QueryAnswer, Response, cut_error, parse_response
+from trails.kg.remote.rewrite import QUERY_FORM
 from trails.kg.result import QueryResult
 from trails.kg.sparql_text import code_only
 
 __all__ = ["own_limit", "page_text", "pageable", "read_all"]
 
-# The query form: the first of these keywords outside the prologue (no prologue word matches).
-_FORM = re.compile(r"(?<![?$:@\w-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
 # What a query outside every group may hold that a page cannot keep.
 _UNPAGEABLE = re.compile(r"(?<![?$:@\w-])(LIMIT|OFFSET|ORDER|FROM)(?![\w:-])|[{}]",
                          re.IGNORECASE)
@@ -59,7 +58,7 @@ def pageable(text: str) -> tuple[str, str] | str:
     'it has its own ORDER BY'
     """
     code = code_only(text)
-    form = _FORM.search(code)
+    form = QUERY_FORM.search(code)
     if form is None or form.group(1).upper() != "SELECT":
         return "it is no SELECT query"
     found = _outermost(code, form.end())
@@ -75,7 +74,7 @@ def own_limit(text: str) -> int | None:
     10
     """
     code = code_only(text)
-    form = _FORM.search(code)
+    form = QUERY_FORM.search(code)
     found = None if form is None else _outermost(code, form.end(), "LIMIT")
     number = None if found is None else _NUMBER.match(code, found.end())
     return None if number is None else int(number.group(1))

@@ -33,6 +33,7 @@ from trails.kg.sparql import uses_similarity
 
 __all__ = [
     "PROLOGUE_MARK",
+    "QUERY_FORM",
     "caller_positions",
     "default_scope_only",
     "exclude_graphs",
@@ -80,7 +81,7 @@ _PNAME = re.compile(r"[^\s{}()<>\"'#,;]*:[^\s{}()<>\"'#,;]*")
 # One letter of each word changes (a letter for a letter: the text's tokens keep their extent).
 _MUTATIONS = {"graph": 3, "from": 2, "service": 3}
 # The query form: the first of these keywords outside the prologue (no prologue word matches).
-_FORM = re.compile(r"(?<![?$:@\w-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
+QUERY_FORM = re.compile(r"(?<![?$:@\w-])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:-])", re.IGNORECASE)
 # Updates on every graph at once: DROP/CLEAR ALL/NAMED.
 _WHOLE_STORE = re.compile(r"(?<![?$:@\w-])(DROP|CLEAR)\s+(?:SILENT\s+)?(ALL|NAMED)(?![\w:-])",
                           re.IGNORECASE)
@@ -129,7 +130,7 @@ def query_form(text: str) -> str:
     >>> query_form('PREFIX ask: <https://x/> # ASK\\nconstruct { ?s ?p "SELECT" } WHERE { ?s ?p ?o }')
     'CONSTRUCT'
     """
-    match = _FORM.search(_code(text)[0])
+    match = QUERY_FORM.search(_code(text)[0])
     return match.group(1).upper() if match else "SELECT"
 
 
