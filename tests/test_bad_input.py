@@ -922,3 +922,35 @@ def test_a_filter_binding_error_in_retrieve_names_the_binding(ctx):
                  bindings={"d": IRI("no iri")})
     with pytest.raises(SparqlError):  # a valid binding in a broken filter is still a SparqlError
         retrieve("web", ctx, sparql_filter="SELECT ?iri WHERE { ?iri ?d", bindings={"d": 1})
+
+
+class _Fingerprinted:
+    def __init__(self, fingerprint: object) -> None:
+        self._fingerprint = fingerprint
+
+    @property
+    def fingerprint(self) -> object:
+        if isinstance(self._fingerprint, Exception):
+            raise self._fingerprint
+        return self._fingerprint
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [_span(document, 0, len(document.text), 0)]
+
+
+@pytest.mark.parametrize(("given", "error", "said"), [
+    (ValueError("no settings yet"), InvalidArgumentError, "raised ValueError: no settings yet"),
+    (AttributeError("self.size"), InvalidArgumentError, "raised AttributeError: self.size"),
+    (42, InvalidArgumentTypeError, "gave int, not a str"),
+])
+def test_a_chunker_whose_fingerprint_fails_is_refused_naming_it_before_any_write(
+        ctx, given, error, said):
+    # The user's exception went through the run as it was; an AttributeError inside the
+    # property, or a fingerprint that is no str, silently versioned documents by something else.
+    with pytest.raises(error, match=said) as raised:
+        ingest_all([Document("s", "mem:s", "One two.")], ctx=ctx,
+                   chunker=_Fingerprinted(given))
+    assert "_Fingerprinted.fingerprint" in str(raised.value)
+    assert ctx.vectors.count() == 0
+    assert ingest_all([Document("s", "mem:s", "One two.")], ctx=ctx,
+                      chunker=_Fingerprinted("mine/1")).ingested == 1

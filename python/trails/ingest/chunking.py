@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import is_dataclass
+from typing import cast
 
 import numpy as np
 
-from trails.errors import InvalidArgumentTypeError
+from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
 from trails.ingest.document import Chunk, Chunker, Document, FingerprintedChunker, content_hash
 
 __all__ = ["chunker_id", "chunking_of", "chunks_made"]
@@ -45,8 +47,9 @@ def chunker_id(chunker: Chunker) -> str:
     again rather than skipped as current. Other attributes (a compiled pattern, a model) say
     nothing stable across runs and are left out.
     """
-    if isinstance(chunker, FingerprintedChunker) and isinstance(chunker.fingerprint, str):
-        return chunker.fingerprint
+    fingerprint = _fingerprint(chunker)
+    if fingerprint is not None:
+        return fingerprint
     described: object = chunker  # any chunker may be a dataclass: its repr lists its fields
     if is_dataclass(described):
         return repr(chunker)
@@ -61,6 +64,26 @@ def chunker_id(chunker: Chunker) -> str:
     if len(text) <= _LONGEST_DESCRIPTION:
         return text
     return f"{type(chunker).__qualname__}#sha256:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def _fingerprint(chunker: Chunker) -> str | None:
+    """The chunker's own ``fingerprint`` (None: it has none). One that raises, or gives no
+    string, is refused before anything is written: every version would otherwise be named by
+    something other than the settings its author meant."""
+    if inspect.getattr_static(chunker, "fingerprint", None) is None:
+        return None  # (looked up without running it: a property raising AttributeError too)
+    try:
+        given = cast(FingerprintedChunker, chunker).fingerprint
+    except Exception as exc:  # the user's own code: any failure is theirs to see, named
+        raise InvalidArgumentError(
+            f"{type(chunker).__name__}.fingerprint raised {type(exc).__name__}: {exc}; a "
+            "chunker's fingerprint must give a str naming the settings that decide its "
+            "chunks") from exc
+    if given is not None and not isinstance(given, str):
+        raise InvalidArgumentTypeError(
+            f"{type(chunker).__name__}.fingerprint gave {type(given).__name__}, not a str; "
+            "make it a property returning a str naming the settings that decide its chunks")
+    return given
 
 
 def _attributes(chunker: object) -> list[tuple[str, object]]:
