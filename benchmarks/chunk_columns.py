@@ -37,8 +37,7 @@ import numpy as np
 from first_runs import query_texts
 
 from trails.context import Context
-from trails.kg.column_files import ColumnFiles, Kept
-from trails.kg.filter_index import read_rows
+from trails.kg.column_files import ColumnFiles, Kept, read_rows
 from trails.vector import MockEmbedder
 
 run_module = importlib.import_module("trails.retrieval.retrieve")

@@ -35,8 +35,7 @@ from test_filter_index import (
 from trails.ingest import Document, ingest_all
 from trails.kg import carried
 from trails.kg.base import select
-from trails.kg.column_files import ColumnFiles
-from trails.kg.filter_index import read_rows
+from trails.kg.column_files import ColumnFiles, read_rows
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS
 from trails.kg.opening import read_revision
 

@@ -234,9 +234,14 @@ def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, da
         scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
         text = f"SELECT ?iri WHERE {{ {LINK} {group} }}"
         with ctx.vectors.snapshot():
-            planned = ranked_among(ctx, filter_candidates(ctx.kg, text, bindings, scopes), scopes)
+            found = filter_candidates(ctx.kg, text, bindings, scopes)
+            planned = ranked_among(ctx, found, scopes)
         written = ranked_among(ctx, ctx.kg.select_iris(text, bindings, scopes=scopes), scopes)
         assert planned == written, (name, bindings, scopes)
+        coded = getattr(found, "coded", None)
+        if coded is not None:  # the codes a store may hash by are those of these very IRIs
+            _, names, codes = coded
+            assert names[codes].tolist() == list(found), (name, bindings, scopes)
 
 
 CLASS_SHAPES = ["type taxonomy", "type path", "type listed", "type registered"]
@@ -481,3 +486,16 @@ def test_a_value_compared_with_another_resources_is_answered_from_the_columns(ct
     path = []
     found = filter_candidates(ctx.kg, text, {"claim": IRI(TOPICS + "many")}, None, path=path)
     assert len(found) == 6 and path != ["documents-columns"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=60))
+def test_subjects_of_a_sorted_column_once_each_are_numpys_unique(values):
+    """A column's subjects are sorted; a test's rows keep that order, so each subject is kept
+    once by comparing neighbours (numpy's own unique is the reference)."""
+    import numpy as np
+
+    from trails.kg.filter_index import _once_each
+
+    ordered = np.array(sorted(values), dtype=np.int64)
+    assert _once_each(ordered).tolist() == np.unique(ordered).tolist()

@@ -76,3 +76,17 @@ def test_a_gather_or_a_masked_scan_is_chosen_by_the_rows_the_scan_would_read():
         patch.setattr(matrix, "MASK_BLOCK", 16)
         assert shortlist(data, query, 3, np.arange(32, 42))[2] == "masked-scan"
         assert shortlist(data, query, 3, np.arange(0, 160, 16))[2] == "gather"  # 10 blocks
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 400), block=st.sampled_from([1, 7, 16, 64, 1 << 16]),
+       picks=st.lists(st.integers(0, 399), max_size=400))
+def test_the_rows_a_masked_scan_reads_are_the_blocks_holding_candidates(n, block, picks):
+    """What decides between a gather and a masked scan: the rows of every block holding a
+    candidate (all rows at most), counted here block by block."""
+    rows = np.array(sorted({p % n for p in picks}), dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix, "MASK_BLOCK", block)
+        spanned = matrix._spanned(rows, n)
+    blocks = {int(r) // block for r in rows}
+    assert spanned == min(n, len(blocks) * block)

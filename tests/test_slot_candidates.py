@@ -80,3 +80,75 @@ def test_remembered_name_keys_are_the_names_hashes(batches: list[list[str]], cap
             assert keys.dtype == np.uint64
             assert keys.tolist() == vector_file.key_hashes(names).tolist()
             assert len(index._name_keys) <= cap
+
+
+# Steps on a store of chunks: ("add", document, chunk), ("delete", chunk), ("ask", documents).
+_STEP = st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 5), st.integers(0, 3)),
+    st.tuples(st.just("delete"), st.integers(0, 5), st.integers(0, 3)),
+    st.tuples(st.just("ask"), st.sets(st.integers(0, 6), max_size=7),
+              st.sampled_from([None, ["a"], ["b"], ["a", "b"], ["c"]])))
+
+
+@settings(max_examples=80, deadline=None)
+@example(steps=[("add", 0, 0), ("ask", {0}, None), ("add", 1, 0), ("add", 0, 1),
+                ("ask", {0, 1}, ["b"])],
+         pass_every=10**9)
+@example(steps=[("add", 0, 0), ("add", 0, 1), ("ask", {0}, None), ("delete", 0, 0),
+                ("ask", {0}, ["a"])],
+         pass_every=10**9)
+@given(steps=st.lists(_STEP, max_size=14),
+       pass_every=st.sampled_from([0, 10**9]))
+def test_documents_rows_are_their_live_chunks_as_the_store_changes(
+        steps: list[tuple], pass_every: int) -> None:
+    """A filter's documents find exactly their live chunks, by a binary search per document
+    or by the pass over every slot's document (its table made at one state, then the store
+    grows, loses rows and gains documents between lookups), within the scopes asked for
+    (a document's chunks in two scopes; scope "c" holds none)."""
+    store = SqliteVecStore(dim=2)
+    live: dict[str, str] = {}  # chunk id -> its document
+    scope_of = {}  # chunk id -> its scope
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(slot_index, "DOCUMENT_PASS", pass_every)
+        for n, step in enumerate(steps):
+            if step[0] == "add":
+                chunk, doc = f"doc:{step[1]}/c/{step[2]}", f"doc:{step[1]}"
+                if chunk not in live:
+                    scope_of[chunk] = "ab"[step[2] % 2]
+                    store.add(chunk, [1.0, float(n)], {"doc_iri": doc, "text": "word",
+                                                       "scope": scope_of[chunk]})
+                    live[chunk] = doc
+            elif step[0] == "delete":
+                chunk = f"doc:{step[1]}/c/{step[2]}"
+                assert store.delete(chunk) == (chunk in live)
+                live.pop(chunk, None)
+            else:
+                asked, scopes = sorted(f"doc:{d}" for d in step[1]), step[2]
+                expected = {c for c, doc in live.items()
+                            if doc in asked and (scopes is None or scope_of[c] in scopes)}
+                found = store.search([1.0, 0.0], k=100, ids=DocumentIris(asked), scopes=scopes)
+                assert {hit.id for hit in found} == expected
+                keyword = store.keyword_search("word", 100, DocumentIris(asked), scopes=scopes)
+                assert {hit.id for hit in keyword} == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(names=st.lists(st.one_of(st.none(), st.text(max_size=5)), min_size=1, max_size=30),
+       asks=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 30), st.data()), max_size=8))
+def test_hashes_picked_by_code_are_the_names_hashes(names: list, asks: list) -> None:
+    """Names given as codes into a list that grows under its token (``DocumentIris.coded``)
+    hash as the names themselves would: the list hashed in parts as it grows, three tokens
+    kept apart, and asks too small to be worth hashing the list answered by name."""
+    index = slot_index.SlotIndex(vector_file.VectorFiles(":memory:", 2))
+    tokens = [object(), object(), object()]
+    for token_number, length, data in asks:
+        universe = np.array([*names[:length], None], dtype=object)[:-1]  # shared prefixes
+        if token_number:  # other tokens see other lists
+            universe = np.array([*[f"{token_number}:{n}" for n in names[:length]], None],
+                                dtype=object)[:-1]
+        iris = [i for i, n in enumerate(universe) if n is not None]
+        codes = np.array(data.draw(st.lists(st.sampled_from(iris), unique=True)) if iris
+                         else [], dtype=np.int64)
+        asked = DocumentIris(universe[codes].tolist())
+        asked.coded = (tokens[token_number], universe, codes)
+        assert index._keys(asked).tolist() == vector_file.key_hashes(list(asked)).tolist()

@@ -349,9 +349,9 @@ def test_the_same_ids_tuple_is_looked_up_once_per_state_and_scopes(built, monkey
     calls: list[int] = []
     real = slot_index.SlotIndex.rows_for
 
-    def counted(self, names):
+    def counted(self, names, scopes=None):
         calls.append(len(names))
-        return real(self, names)
+        return real(self, names, scopes)
 
     monkeypatch.setattr(slot_index.SlotIndex, "rows_for", counted)
     chosen = tuple(list(rows)[:20]) + ("d5",)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from trails.ingest.minting import CHUNK_IRI
 from trails.kg.base import KnowledgeGraph, TsvGraph
-from trails.kg.filter_index import tsv_rows
+from trails.kg.column_files import tsv_rows
 from trails.scopes import DEFAULT_SCOPE, SCOPE_BASE
 from trails.vector.stores.base import DocumentVersion
 

@@ -25,7 +25,7 @@ Exactness rests on two rules, both checked here rather than trusted:
 - the files are written for the revision the graph settles on only if it is settled (no raw
   store handed out, no write in flight) and every write since the files' revision was
   declared; they are then the same files a reader would have built (same keys, digests, and
-  the audit-graph rule of ``filter_index.keepable``).
+  the audit-graph rule of ``column_files.keepable``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from trails.kg.column_files import ColumnFiles, Kept
-from trails.kg.filter_index import RunTsv, keepable, read_rows
+from trails.kg.column_files import ColumnFiles, Kept, RunTsv, keepable, read_rows
 from trails.kg.link_counts import LINK_COUNTS, Lookups
 from trails.kg.planning import RDF_TYPE
 

@@ -1,11 +1,11 @@
 """Columns of the graph kept on disk per graph revision, so a fresh process starts warm (ADR 0029).
 
-A column (``kg/filter_index.py``) is read from the graph once per process; for a process that
-asks one question (``trails query``) that read *is* the question's cost. Here each column built
-under a **settled** revision stamp (``kg/opening.py``: a stamp on disk names exactly one state
-of the graph, and every write replaces it with a mark before it starts) is written to
-``<graph>/trails-columns/<revision>/<key>.npz`` and read back by any process whose graph shows
-that same revision.
+A column (``kg/filter_index.py``) is read from the graph once per process (:func:`read_rows`);
+for a process that asks one question (``trails query``) that read *is* the question's cost.
+Here each column built under a **settled** revision stamp (``kg/opening.py``: a stamp on disk
+names exactly one state of the graph, and every write replaces it with a mark before it
+starts) is written to ``<graph>/trails-columns/<revision>/<key>.npz`` and read back by any
+process whose graph shows that same revision.
 
 Exactness does not depend on the files being intact: each holds its revision, scopes and
 predicate and a digest of its arrays, is renamed into place whole, and is used only when all of
@@ -25,12 +25,14 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FOLDER", "ColumnFiles", "Kept"]
+from trails.kg.reserved import AUDIT_GRAPH_IRI
+
+__all__ = ["COLUMN_ROWS", "FOLDER", "ColumnFiles", "Kept", "RunTsv", "keepable", "read_rows", "tsv_rows"]
 
 FOLDER = "trails-columns"
 _FORMAT = 1
@@ -47,6 +49,45 @@ class Kept:
     names: list[str]
     values: list[str]
     whole: bool = True
+
+
+# A column is read whole only up to this many triples; a predicate with more is left to
+# Oxigraph (its column would cost more memory than the scan it saves).
+COLUMN_ROWS = 5_000_000
+# (query text, scopes) -> TSV bytes of its solutions, as the graph's own serialiser writes them
+RunTsv = Callable[[str, "Sequence[str] | None"], bytes]
+
+
+def tsv_rows(data: bytes) -> list[list[str]]:
+    """The rows of a TSV result (the header dropped), each a list of terms as text."""
+    lines = data.decode().split("\n")
+    return [line.split("\t") for line in lines[1:] if line]
+
+
+def keepable(run: RunTsv, pattern: str, scopes: Sequence[str] | None) -> bool:
+    """Whether what ``pattern`` matches in ``scopes`` may be kept per revision: the audit
+    graph, which a union of all graphs reads too, is written without a new revision (ADR 0021)."""
+    if scopes is not None:
+        return True
+    probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
+    return not tsv_rows(run(probe, None))
+
+
+def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | None) -> Kept:
+    """The rows of ``pattern`` (``?s``, and ``?o`` with ``pairs``) in ``scopes``, read whole
+    from the graph (not ``whole`` past :data:`COLUMN_ROWS`)."""
+    rows = tsv_rows(run(f"SELECT ?s{' ?o' if pairs else ''} WHERE {{ {pattern} }} "
+                        f"LIMIT {COLUMN_ROWS + 1}", scopes))
+    if len(rows) > COLUMN_ROWS:
+        return Kept(np.empty(0, np.int64), np.empty(0, np.int64), [], [], whole=False)
+    names: dict[str, int] = {}
+    subjects = np.fromiter((names.setdefault(r[0], len(names)) for r in rows),
+                           dtype=np.int64, count=len(rows))
+    codes: dict[str, int] = {}
+    objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
+                          dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
+    return Kept(subjects, objects, list(names), list(codes))
+
 
 
 class ColumnFiles:

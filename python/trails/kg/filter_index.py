@@ -42,17 +42,13 @@ import numpy as np
 import pyoxigraph as ox
 
 from trails.errors import SparqlError
-from trails.kg.column_files import ColumnFiles, Kept
+from trails.kg.column_files import ColumnFiles, Kept, RunTsv, keepable, read_rows, tsv_rows
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
-from trails.kg.reserved import AUDIT_GRAPH_IRI
 from trails.kg.variables import written_variables
 
-__all__ = ["COLUMN_ROWS", "SATELLITE_ROWS", "FilterIndex", "keepable", "read_rows"]
+__all__ = ["SATELLITE_ROWS", "FilterIndex", "Selected"]
 
-# A column is read whole only up to this many triples; a predicate with more is left to
-# Oxigraph (its column would cost more memory than the scan it saves).
-COLUMN_ROWS = 5_000_000
 # Patterns that join the documents' values (a taxonomy) may select this many values at most.
 SATELLITE_ROWS = 100_000
 # Solutions of patterns joined to nothing of the documents' (``?claim ex:filed ?c``) the
@@ -61,39 +57,15 @@ OUTER_ROWS = 64
 _VALUE = "urn:trails:value"
 
 Term = ox.NamedNode | ox.Literal | ox.BlankNode
-# (query text, scopes) -> TSV bytes of its solutions, as the graph's own serialiser writes them
-RunTsv = Callable[[str, "Sequence[str] | None"], bytes]
+class Selected(list[str]):
+    """IRIs a :class:`FilterIndex` selected, with ``coded``: ``(token, names, codes)``, the
+    index's token, its names so far (an object array, only ever appended to while the token
+    stays the same) and the IRIs' places among them. A store that hashes names hashes an
+    index's names once and then picks a filter's by code (``slot_index.SlotIndex._keys``)."""
 
-
-def tsv_rows(data: bytes) -> list[list[str]]:
-    """The rows of a TSV result (the header dropped), each a list of terms as text."""
-    lines = data.decode().split("\n")
-    return [line.split("\t") for line in lines[1:] if line]
-
-
-def keepable(run: RunTsv, pattern: str, scopes: Sequence[str] | None) -> bool:
-    """Whether what ``pattern`` matches in ``scopes`` may be kept per revision: the audit
-    graph, which a union of all graphs reads too, is written without a new revision (ADR 0021)."""
-    if scopes is not None:
-        return True
-    probe = f"SELECT ?s WHERE {{ GRAPH <{AUDIT_GRAPH_IRI}> {{ {pattern} }} }} LIMIT 1"
-    return not tsv_rows(run(probe, None))
-
-
-def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | None) -> Kept:
-    """The rows of ``pattern`` (``?s``, and ``?o`` with ``pairs``) in ``scopes``, read whole
-    from the graph (not ``whole`` past :data:`COLUMN_ROWS`)."""
-    rows = tsv_rows(run(f"SELECT ?s{' ?o' if pairs else ''} WHERE {{ {pattern} }} "
-                        f"LIMIT {COLUMN_ROWS + 1}", scopes))
-    if len(rows) > COLUMN_ROWS:
-        return Kept(np.empty(0, np.int64), np.empty(0, np.int64), [], [], whole=False)
-    names: dict[str, int] = {}
-    subjects = np.fromiter((names.setdefault(r[0], len(names)) for r in rows),
-                           dtype=np.int64, count=len(rows))
-    codes: dict[str, int] = {}
-    objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
-                          dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
-    return Kept(subjects, objects, list(names), list(codes))
+    def __init__(self, iris: list[str], coded: tuple[object, np.ndarray, np.ndarray]) -> None:
+        super().__init__(iris)
+        self.coded = coded
 
 
 @dataclass
@@ -120,7 +92,7 @@ class Column:
         if not len(codes):
             return np.empty(0, dtype=np.int64)
         chosen = self.subjects[np.isin(self.objects, codes)]
-        return chosen if self.distinct else np.unique(chosen)
+        return chosen if self.distinct else _once_each(chosen)
 
     def store(self) -> ox.Store:
         """The distinct values as triples ``<urn:trails:value#i> <urn:trails:value> value``:
@@ -157,6 +129,8 @@ class FilterIndex:
         self.names: list[str] = []  # subject code -> subject term (TSV)
         self._codes: dict[str, int] = {}
         self._iri_array = np.empty(0, dtype=object)  # subject code -> IRI or None (_iris)
+        self._is_iri = np.empty(0, dtype=bool)  # subject code -> has an IRI (_iris)
+        self._token = object()  # names this index's codes (Selected.coded)
 
     # -- columns ----------------------------------------------------------------------------
 
@@ -233,7 +207,7 @@ class FilterIndex:
     # -- filters ----------------------------------------------------------------------------
 
     def documents(self, variable: str, items: Sequence[Triple | Other], prologue: str,
-                  prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> list[str] | None:
+                  prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> Selected | None:
         """The IRIs ``SELECT ?variable WHERE { items }`` selects (bindings ``terms``; the
         items' prefixed names resolved with ``prefixes``), or None when the group is not one
         this index answers (then nothing was decided)."""
@@ -245,11 +219,15 @@ class FilterIndex:
             return None
         answers = [self._subjects(plan, prologue, {**terms, **solution})
                    for solution in solutions]
-        if any(found is None for found in answers):
+        found_each = [found for found in answers if found is not None]
+        if len(found_each) < len(answers):
             return None
-        found = np.unique(np.concatenate([np.empty(0, dtype=np.int64), *answers]))
-        iris = self._iris()[found].tolist()
-        return [iri for iri in iris if iri is not None]
+        # Each answer is sorted and unique (a column's subjects, or set operations on them).
+        found = found_each[0] if len(found_each) == 1 else np.unique(
+            np.concatenate([np.empty(0, dtype=np.int64), *found_each]))
+        named, is_iri = self._iris()
+        found = found[is_iri[found]]  # blank nodes and triple terms are no documents
+        return Selected(named[found].tolist(), (self._token, named, found))
 
     def _outer(self, plan: ColumnPlan, prologue: str,
                terms: Mapping[str, Term]) -> list[dict[str, Any]] | None:
@@ -269,7 +247,8 @@ class FilterIndex:
 
     def _subjects(self, plan: ColumnPlan, prologue: str,
                   terms: Mapping[str, Term]) -> np.ndarray | None:
-        """The subject codes the plan selects with ``terms`` bound (None: not answered)."""
+        """The subject codes (sorted, unique) the plan selects with ``terms`` bound (None: not
+        answered)."""
         constants = self._constants(plan, prologue, terms)
         if constants is None:
             return None
@@ -313,16 +292,19 @@ class FilterIndex:
             found = np.setdiff1d(found, matched, assume_unique=True)
         return found
 
-    def _iris(self) -> np.ndarray:
-        """Each subject code's IRI (None for a blank node or triple term), made as codes are
-        added: a filter selecting half the documents names them without a loop in Python."""
+    def _iris(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each subject code's IRI (None for a blank node or triple term) and whether it has
+        one, made as codes are added: a filter selecting half the documents names them
+        without a loop in Python."""
         with self._lock:
             made = len(self._iri_array)
             if made < len(self.names):
                 added = np.array([n[1:-1] if n[:1] == "<" and n[:2] != "<<" else None
                                   for n in self.names[made:]] + [None], dtype=object)[:-1]
+                named = np.fromiter((a is not None for a in added), dtype=bool, count=len(added))
                 self._iri_array = np.concatenate([self._iri_array, added])
-            return self._iri_array
+                self._is_iri = np.concatenate([self._is_iri, named])
+            return self._iri_array, self._is_iri
 
     def _constants(self, plan: ColumnPlan, prologue: str,
                    terms: Mapping[str, Term],
@@ -373,7 +355,7 @@ class FilterIndex:
             return column.subjects_with(np.array(codes, dtype=np.int64))
         conditions = plan.conditions.get(name, [])
         if not conditions:
-            return column.subjects if column.distinct else np.unique(column.subjects)
+            return column.subjects if column.distinct else _once_each(column.subjects)
         return column.subjects_with(_passing(column, name, conditions, prologue,
                                              self._prefixes, terms))
 
@@ -404,6 +386,17 @@ class FilterIndex:
         if len(rows) > SATELLITE_ROWS:
             return None
         return {row[0] for row in rows}
+
+
+def _once_each(ordered: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an array already sorted, in one pass (a hash of every element is 20x
+    slower when a test selects most documents)."""
+    if not len(ordered):
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _written(name: str, text: str) -> bool:
@@ -446,5 +439,9 @@ def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: s
         data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
     except (SyntaxError, ValueError, RuntimeError, OSError) as exc:  # the graph answers then
         raise SparqlError(f"a test of the values of ?{name} failed: {exc}") from exc
-    prefix = len(_VALUE) + 2  # "<" + value IRI + "#"
-    return np.array([int(row[0][prefix:-1]) for row in tsv_rows(data)], dtype=np.int64)
+    # One code per line, read in C: a date range over ten years passes thousands of values.
+    codes = _CODE.findall(data)
+    return np.array(codes, dtype=np.bytes_).astype(np.int64) if codes else np.empty(0, np.int64)
+
+
+_CODE = re.compile(rb"^<" + re.escape(_VALUE.encode()) + rb"#(\d+)>", re.MULTILINE)

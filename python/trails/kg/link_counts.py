@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from trails.kg.filter_index import RunTsv, tsv_rows
+from trails.kg.column_files import RunTsv, tsv_rows
 from trails.kg.planning import RDF_TYPE
 
 __all__ = ["COUNT_CHUNKS", "COUNT_LINKS", "COUNT_TYPED_TARGETS", "LINK_COUNTS", "LinkCount",
@@ -57,7 +57,7 @@ class LinkCount:
 
     @property
     def texts(self) -> list[str]:
-        """Each pattern as text (``filter_index.keepable`` checks them one by one)."""
+        """Each pattern as text (``column_files.keepable`` checks them one by one)."""
         return [" ".join(p).replace(f" {_RDF_TYPE} ", " a ") for p in self.patterns]
 
     def on(self, lookups: Lookups, subjects: Collection[str]) -> int:

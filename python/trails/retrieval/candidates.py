@@ -34,7 +34,7 @@ from trails.kg.bindings import check_bindings, check_bindings_used
 from trails.kg.column_files import ColumnFiles
 from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.expressions import unordered
-from trails.kg.filter_index import FilterIndex
+from trails.kg.filter_index import FilterIndex, Selected
 from trails.kg.link_counts import COUNT_CHUNKS, COUNT_LINKS, COUNT_TYPED_TARGETS, LINK_COUNTS
 from trails.kg.planning import (
     ESTIMATE_CAP,
@@ -266,6 +266,7 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
         return None
     documents = DocumentIris(found)
     documents.generation = generation
+    documents.coded = found.coded
     return documents
 
 
@@ -290,7 +291,7 @@ def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
 
 def _from_columns(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None,
                   shape: FilterShape, variable: str, items: Sequence[Triple | Other],
-                  terms: Mapping[str, Any]) -> list[str] | None:
+                  terms: Mapping[str, Any]) -> Selected | None:
     """``SELECT ?variable WHERE { items }`` from the graph's columns, or None when they do
     not answer it (or fail: the index must not cost the caller the answer)."""
     try:

@@ -291,6 +291,8 @@ def committed_in_flight(kg: KnowledgeGraph, store: VectorStore,
         marker, doc = str(row["m"]), str(row["doc"])
         if marker.startswith(doc + "/v/"):
             staged.setdefault(doc, set()).add(marker[len(doc) + 3:])
+    if not staged:  # no ingest in flight (the usual case): no set of every candidate to make
+        return []
     wanted = set(documents) & set(staged)
     if not wanted or not isinstance(store, VersionedStore):
         return []

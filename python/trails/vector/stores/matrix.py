@@ -263,8 +263,10 @@ def _spanned(rows: np.ndarray, n: int) -> int:
     """How many of ``n`` rows the blocks of :data:`MASK_BLOCK` holding ``rows`` (sorted) hold."""
     if not len(rows):
         return 0
-    blocks = rows // MASK_BLOCK
-    return min(n, (1 + int(np.count_nonzero(blocks[1:] != blocks[:-1]))) * MASK_BLOCK)
+    # Where each block's rows begin: no array as long as ``rows`` is made (half a million
+    # candidates would cost a fresh 4 MB here, and fresh memory is slow on some machines).
+    cuts = np.searchsorted(rows, np.arange(int(rows[-1]) // MASK_BLOCK + 2) * MASK_BLOCK)
+    return min(n, int(np.count_nonzero(np.diff(cuts))) * MASK_BLOCK)
 
 
 def _masked_scores(data: np.ndarray, q32: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -24,9 +24,13 @@ class DocumentIris(tuple[str, ...]):
     """Candidate IRIs that are documents: a store's ``search(ids=...)`` and
     ``keyword_search`` rank each one's chunks and never read one as a vector id (a filter
     evaluated over documents may also select other resources, which have no chunks).
-    ``generation``: the graph generation the filter read (None: not known)."""
+    ``generation``: the graph generation the filter read (None: not known). ``coded``: the
+    names (distinct strings, as set by their source) as codes into a list of names that source
+    keeps appending to, ``(token, names, codes)`` (``kg.filter_index.Selected``), so a store
+    that hashes names can hash that list once per token (None: not known)."""
 
     generation: int | None = None
+    coded: tuple[object, Any, Any] | None = None
 
 
 def distinct_names(ids: Iterable[object]) -> Sequence[str]:
@@ -36,6 +40,9 @@ def distinct_names(ids: Iterable[object]) -> Sequence[str]:
     >>> distinct_names(["a", "b", "a"]), type(distinct_names(DocumentIris(["d", "d"]))).__name__
     (['a', 'b'], 'DocumentIris')
     """
+    if isinstance(ids, DocumentIris) and (ids.coded is not None or (
+            set(map(type, ids)) <= {str} and len(set(ids)) == len(ids))):
+        return ids  # already so (a filter index's answer is, by its codes): the same tuple
     names = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
     return DocumentIris(names) if isinstance(ids, DocumentIris) else names
 

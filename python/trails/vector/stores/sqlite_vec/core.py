@@ -392,11 +392,11 @@ class SqliteCore(BaseVectorStore):
                 answer: tuple[np.ndarray | None, Candidates | None] = cached[2]
                 return answer
         named = None if ids is None else self._index.rows_for(
-            ids if isinstance(ids, (list, tuple)) else list(ids))
+            ids if isinstance(ids, (list, tuple)) else list(ids), scopes)
         rows = None if named is None else named.slots
-        if scopes is not None:
+        if scopes is not None and ids is None:
             rows = self._index.in_scopes(list(scopes), rows)
-            if ids is None and len(rows) == len(self._index):
+            if len(rows) == len(self._index):
                 rows = None  # every row is in scope: a plain full scan
         if key is not None:
             self._memo[key] = (ids, self._index.generation, (rows, named))
