@@ -152,3 +152,20 @@ def test_hashes_picked_by_code_are_the_names_hashes(names: list, asks: list) -> 
         asked = DocumentIris(universe[codes].tolist())
         asked.coded = (tokens[token_number], universe, codes)
         assert index._keys(asked).tolist() == vector_file.key_hashes(list(asked)).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=st.lists(st.integers(0, 6), max_size=40),
+       wanted=st.lists(st.integers(0, 8), max_size=8))
+def test_a_documents_slots_through_its_runs_or_one_pass_are_its_slots(docs, wanted):
+    """Each slot's document from the runs of slots documents hold, in any slot order (a
+    document's slots interleaved with others', in several runs): its slots through the runs
+    and through one pass over every slot are the slots holding it, counted here one by one."""
+    from trails.vector.stores.sqlite_vec.document_runs import DocumentRuns
+
+    runs = DocumentRuns(np.array(docs, dtype=np.uint64))
+    ordinals = runs.ordinals(np.array(sorted(wanted), dtype=np.uint64))
+    expected = [slot for slot, doc in enumerate(docs) if doc in wanted]
+    assert runs.slots_of(ordinals).tolist() == expected
+    assert np.flatnonzero(runs.mask(ordinals)).tolist() == expected
+    assert sorted(runs.distinct.tolist()) == sorted(set(docs))

@@ -57,6 +57,8 @@ OUTER_ROWS = 64
 _VALUE = "urn:trails:value"
 
 Term = ox.NamedNode | ox.Literal | ox.BlankNode
+
+
 class Selected(list[str]):
     """IRIs a :class:`FilterIndex` selected, with ``coded``: ``(token, names, codes)``, the
     index's token, its names so far (an object array, only ever appended to while the token

@@ -3,9 +3,10 @@
 Nothing here holds a Python object per row. A committed state of the store is the number of
 slots committed and the set of live slots (a boolean mask, read from SQLite in one aggregate);
 the vectors and each slot's key record stay in the memory-mapped files
-(:mod:`.vector_file`). Names become slots through the keys' 64-bit hashes, kept sorted (built
-on the first lookup, extended as slots are appended): a chunk IRI finds its slots, a document
-IRI all its chunks' slots, and only live ones are kept. A hash only shortlists; the store
+(:mod:`.vector_file`). Names become slots through the keys' 64-bit hashes: a chunk IRI
+finds its slots in the id hashes kept sorted (built on the first lookup of a chunk id,
+extended as slots are appended), a document IRI all its chunks' slots through the runs of
+slots each document holds (:mod:`.document_runs`), and only live ones are kept. A hash only shortlists; the store
 checks the real names of what it returns (:meth:`Candidates.admits`).
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from trails.vector.stores.matrix import shortlist
 from trails.vector.stores.records import DocumentIris
+from trails.vector.stores.sqlite_vec.document_runs import DocumentRuns, spread
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, key_hashes
 
 __all__ = ["Candidates", "SlotIndex"]
@@ -27,9 +29,9 @@ __all__ = ["Candidates", "SlotIndex"]
 # The most names whose key hashes are remembered (~100 bytes each): every document of a
 # million-chunk context, or a chunk-level filter's names.
 NAME_KEYS = 2_000_000
-# Documents named at least once per this many slots are found by a pass over every slot's
-# document (:meth:`SlotIndex._document_rows`) rather than by a binary search per document.
-DOCUMENT_PASS = 64
+# At least one document in this many named: their slots are found by a pass over every
+# slot's document (:meth:`SlotIndex._document_rows`) rather than through their runs.
+DOCUMENT_PASS = 16
 # The lists of names (a filter index's, ``DocumentIris.coded``) whose hashes are kept.
 CODED_LISTS = 8
 
@@ -77,14 +79,8 @@ class SlotIndex:
         self._covered = 0
         self._ids = np.empty(0, dtype=np.uint64)  # sorted id hashes
         self._id_slots = np.empty(0, dtype=np.int64)  # the slot of each
-        self._docs = np.empty(0, dtype=np.uint64)
-        self._doc_slots = np.empty(0, dtype=np.int64)
         self._scopes = np.empty(0, dtype=np.int32)  # each slot's scope code
-        # The distinct document hashes (sorted) and each slot's place among them, made when a
-        # filter names many documents (-1: not made for the slots covered now).
-        self._distinct_docs = np.empty(0, dtype=np.uint64)
-        self._slot_docs = np.empty(0, dtype=np.int32)
-        self._ordinals_covered = -1
+        self._runs: DocumentRuns | None = None  # each slot's document, made for self.slots
         # Each slot's SQLite rowid (-1: not read yet), so a candidate set of slots becomes a
         # mask over the keyword postings (by rowid) without a lookup by name.
         self._rowids = np.full(0, -1, dtype=np.int64)
@@ -115,10 +111,10 @@ class SlotIndex:
         """Read another generation of the vector files (slots renumbered: lookups rebuilt)."""
         self.files = files
         self.slots = self.count = self._covered = 0
-        self._ids = self._docs = np.empty(0, dtype=np.uint64)
-        self._id_slots = self._doc_slots = np.empty(0, dtype=np.int64)
+        self._ids = np.empty(0, dtype=np.uint64)
+        self._id_slots = np.empty(0, dtype=np.int64)
         self._scopes = np.empty(0, dtype=np.int32)
-        self._ordinals_covered = -1
+        self._runs = None
         self._rowids = np.full(0, -1, dtype=np.int64)
         self._changed()
 
@@ -175,71 +171,62 @@ class SlotIndex:
     # -- lookups --------------------------------------------------------------------------
 
     def _tables(self) -> None:
-        """Bring the sorted hash tables and the scope codes up to every committed slot."""
+        """Bring the sorted id hashes up to every committed slot (lookups of chunk ids)."""
         if self._covered >= self.slots:
             return
         keys = self.files.keys(self.slots)[self._covered :]
         new_slots = np.arange(self._covered, self.slots, dtype=np.int64)
         self._ids, self._id_slots = _merged(self._ids, self._id_slots, keys["id"], new_slots)
-        self._docs, self._doc_slots = _merged(self._docs, self._doc_slots, keys["doc"],
-                                              new_slots)
-        self._scopes = np.concatenate([self._scopes, keys["scope"].astype(np.int32)])
         self._covered = self.slots
+
+    def _slot_scopes(self) -> np.ndarray:
+        """Each committed slot's scope code (extended as slots are appended)."""
+        if len(self._scopes) < self.slots:
+            added = self.files.keys(self.slots)["scope"][len(self._scopes) :]
+            self._scopes = np.concatenate([self._scopes, added.astype(np.int32)])
+        return self._scopes
+
+    def _documents(self) -> DocumentRuns:
+        """Each committed slot's document (made again when slots were appended)."""
+        if self._runs is None or self._runs.slots != self.slots:
+            self._runs = DocumentRuns(np.asarray(self.files.keys(self.slots)["doc"]))
+        return self._runs
 
     def rows_for(self, names: Sequence[str], scopes: Sequence[str] | None = None
                  ) -> Candidates:
         """The live slots of ``names`` (in ``scopes``, when given): chunk ids, or document IRIs
         (all their chunks); only the chunks of documents when ``names`` is a
         ``DocumentIris``."""
-        self._tables()
-        hashes = self._keys(names)
         documents_only = isinstance(names, DocumentIris)
-        # Sorted needles: each binary search starts where the last ended (2-3x faster).
-        needles = np.sort(hashes)
-        if documents_only and len(needles) * DOCUMENT_PASS >= self.slots:
-            return Candidates(self._document_rows(needles, scopes), names, documents_only=True)
-        found = _matches(self._docs, self._doc_slots, needles)
-        if not documents_only:
-            found = np.concatenate([_matches(self._ids, self._id_slots, needles), found])
-        found = found[found < self.slots]
-        found = found[self._alive[found]]
-        if len(found) * 16 < self.slots:  # a few rows: sort, then drop repeats
-            found.sort()
-            slots = found[np.diff(found, prepend=-1) != 0]
-        else:  # many: a mask sorts and de-duplicates in one pass
-            mask = np.zeros(self.slots, dtype=bool)
-            mask[found] = True
-            slots = np.flatnonzero(mask)
-        if scopes is not None:
-            slots = self.in_scopes(scopes, slots)
+        needles = np.sort(self._keys(names))
+        slots = self._document_rows(needles, scopes)
+        if not documents_only:  # chunk ids too
+            self._tables()
+            found = _matches(self._ids, self._id_slots, needles)
+            found = found[found < self.slots]
+            found = found[self._alive[found]]
+            if scopes is not None:
+                found = self.in_scopes(scopes, np.unique(found))
+            slots = np.union1d(slots, found)
         return Candidates(slots, names, documents_only=documents_only)
 
     def _document_rows(self, needles: np.ndarray, scopes: Sequence[str] | None
                        ) -> np.ndarray:
         """The live slots (in ``scopes``, when given) of the documents whose hashes are
-        ``needles`` (sorted): each document found once among the distinct ones, then one pass
-        over every slot's document. A binary search per chunk row costs 3x more once a filter
-        names a few percent of the documents, and the scopes are tested in the same pass
-        rather than over the rows it finds (two fewer arrays of them)."""
-        if self._ordinals_covered != self._covered:
-            docs = self._docs
-            first = np.empty(len(docs), dtype=bool)
-            first[:1] = True
-            np.not_equal(docs[1:], docs[:-1], out=first[1:])
-            self._distinct_docs = docs[first]
-            self._slot_docs = np.empty(len(docs), dtype=np.int32)
-            self._slot_docs[self._doc_slots] = np.cumsum(first, dtype=np.int32) - 1
-            self._ordinals_covered = self._covered
-        distinct = self._distinct_docs
-        where = np.searchsorted(distinct, needles)
-        where = where[where < len(distinct)]
-        chosen = np.zeros(len(distinct), dtype=bool)
-        chosen[where[distinct[where] == needles[: len(where)]]] = True
-        mask = chosen[self._slot_docs[: self.slots]]
+        ``needles`` (sorted), sorted. Many documents: one pass over every slot's document,
+        with the scopes tested in the same pass (no arrays as long as the rows it finds, then
+        cut); a few: through their runs."""
+        runs = self._documents()
+        ordinals = runs.ordinals(needles)
+        if len(ordinals) * DOCUMENT_PASS < len(runs.distinct):
+            found = runs.slots_of(ordinals)
+            found = found[self._alive[found]]
+            return found if scopes is None else self.in_scopes(scopes, found)
+        mask = runs.mask(ordinals)
         mask &= self._alive[: self.slots]
         if scopes is not None:
             codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
-            found = self._scopes[: self.slots]
+            found = self._slot_scopes()[: self.slots]
             mask &= found == codes[0] if len(codes) == 1 else np.isin(found, codes)
         return np.flatnonzero(mask)
 
@@ -287,10 +274,9 @@ class SlotIndex:
 
     def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
-        self._tables()
         codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
         rows = self.live() if rows is None else rows
-        found = self._scopes[rows]
+        found = self._slot_scopes()[rows]
         # one scope: a comparison, 4x faster than isin's sort
         kept = found == codes[0] if len(codes) == 1 else np.isin(found, codes)
         return rows[kept]
@@ -323,11 +309,6 @@ def _merged(keys: np.ndarray, slots: np.ndarray, new_keys: np.ndarray, new_slots
 def _matches(keys: np.ndarray, slots: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """The slots whose key equals any of ``wanted`` (``keys`` sorted)."""
     left = np.searchsorted(keys, wanted, side="left")
-    counts = np.searchsorted(keys, wanted, side="right") - left
-    total = int(counts.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    hit = counts > 0
-    left, counts = left[hit], counts[hit]
-    starts = np.repeat(left - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return slots[starts + np.arange(total)]
+    right = np.searchsorted(keys, wanted, side="right")
+    found: np.ndarray = slots[spread(left, right - left)]
+    return found
