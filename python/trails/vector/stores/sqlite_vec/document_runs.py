@@ -44,8 +44,12 @@ class DocumentRuns:
         some slot's document."""
         where = np.searchsorted(self.distinct, needles)
         where = where[where < len(self.distinct)]  # needles are sorted: a prefix stays
-        found: np.ndarray = np.unique(where[self.distinct[where] == needles[: len(where)]])
-        return found
+        found = where[self.distinct[where] == needles[: len(where)]]
+        # Sorted too, so a name asked twice is a neighbour: kept once without np.unique's hash.
+        once = np.ones(len(found), dtype=bool)
+        np.not_equal(found[1:], found[:-1], out=once[1:])
+        kept: np.ndarray = found[once]
+        return kept
 
     def mask(self, ordinals: np.ndarray) -> np.ndarray:
         """Whether each slot belongs to one of the documents ``ordinals``."""
