@@ -20,10 +20,12 @@ __all__ = ["top_k"]
 Ranked = list[tuple[str, float]]
 
 
-def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None) -> Ranked:
+def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None, *,
+          among: np.ndarray | None = None) -> Ranked:
     """The ``k`` best ``(id, score)`` of the rows with a positive score (and an ``allowed``
-    id, when given), best first, ties by id."""
-    matched = np.flatnonzero(scores > 0)
+    id, when given; among the rowids ``among`` (unique), when given), best first, ties by
+    id."""
+    matched = np.flatnonzero(scores > 0) if among is None else among[scores[among] > 0]
     if k < 1 or not len(matched) or (allowed is not None and not allowed):
         return []
     if allowed is None:

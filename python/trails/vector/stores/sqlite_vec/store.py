@@ -128,11 +128,9 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         scoped = scopes is not None and not postings.covers_all(scopes)
         mask = postings.scope_mask(state, scopes) if scoped and scopes is not None else None
         scores = postings.scores(stems, mask, scoped)[1]
-        wanted = np.zeros(len(scores), dtype=bool)
-        wanted[rowids[rowids < len(scores)]] = True
-        scores[~wanted] = 0.0
+        among = rowids[rowids < len(scores)]  # only these are read: no pass over every row
         while True:
-            ranked = top_k(self._db, scores, k, None)
+            ranked = top_k(self._db, scores, k, None, among=among)
             strangers = [] if named is None else self._strangers(ranked, named)
             if not strangers:
                 return ranked
