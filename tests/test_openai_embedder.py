@@ -27,7 +27,7 @@ from trails.errors import (
     InvalidArgumentError,
     TrailsError,
 )
-from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest
+from trails.ingest import BatchEmbedded, Document, DocumentIngested, ingest, ingest_all
 from trails.resilience import CircuitBreaker, Failure
 from trails.testing import fresh_context
 from trails.testing.servers.openai import OpenAICompatibleServer
@@ -339,11 +339,31 @@ def test_batch_size_is_validated():
 
 
 def test_an_over_long_text_names_its_length_and_a_chunker(server, make):
+    # The caller's text is what is wrong: an InvalidArgumentError (a 400 from the service),
+    # not an EmbeddingError (a 503, as if the service were down).
     embedder = make()
     text = " word" * 9000  # 9000 tokens
-    with pytest.raises(EmbeddingError, match=r"text 1 is 9000 tokens.*8191.*token_chunker_for"):
+    with pytest.raises(InvalidArgumentError,
+                       match=r"text 1 is 9000 tokens.*8191.*token_chunker_for"):
         embedder.embed_array(["fine", text])
     assert server.requests == []
+
+
+def test_an_over_long_query_is_refused_not_answered_by_keywords_alone(server, make):
+    # An EmbeddingError from the query's embedding fell back to a keyword-only answer (or a
+    # 503 from the service): the caller's mistake read as the embedder being down.
+    with fresh_context(embedder=make()) as ctx:
+        ingest_all([Document("d", "mem:d", "Rails is a web framework written in Ruby.")],
+                   ctx=ctx)
+        with pytest.raises(InvalidArgumentError, match="Shorten a query"):
+            retrieve(" word" * 9000, ctx)
+        from trails.service.problems import status_of
+        try:
+            retrieve(" word" * 9000, ctx, mode="vector")
+        except InvalidArgumentError as exc:
+            assert status_of(exc) == 400
+        else:
+            raise AssertionError("an over-long query was answered")
 
 
 def test_an_empty_text_is_refused_as_a_bad_argument(server, make):

@@ -202,13 +202,14 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
         """Embed ``texts`` in as few requests as the limits allow; unit float32 rows.
 
         Raises:
-            EmbeddingError: a text is over 8191 tokens (before any request), the API rejected
-                a request (4xx other than 408/409/429), or it kept failing past ``max_retries``.
+            EmbeddingError: the API rejected a request (4xx other than 408/409/429), or it
+                kept failing past ``max_retries``.
             ConfigurationError: no API key (before any request).
             EndpointUnavailableError: the endpoint's circuit is open after calls in a row
                 failed (nothing was sent; :mod:`trails.resilience`).
-            InvalidArgumentError: an empty text (the API refuses those), before any request;
-                InvalidArgumentTypeError: one str, None, or an item that is no str.
+            InvalidArgumentError: an empty text (the API refuses those), or one over 8191
+                tokens, before any request; InvalidArgumentTypeError: one str, None, or an
+                item that is no str.
         """
         texts = batch_texts(texts)
         if not texts:
@@ -231,11 +232,12 @@ class OpenAIEmbedder(BaseEmbedder, OpenAIClient):
                 raise InvalidArgumentError(f"text {i} is empty: the OpenAI embeddings API "
                                            "refuses empty texts; leave it out")
             n = self.count_tokens(text)
-            if n > self.max_tokens:
-                raise EmbeddingError(
+            if n > self.max_tokens:  # the caller's text, not the service: never retried
+                raise InvalidArgumentError(
                     f"text {i} is {n} tokens long ({len(text)} characters); {self.model} takes "
-                    f"at most {self.max_tokens} tokens per text. Split it with a token-aware "
-                    "chunker: trails.ingest.chunkers.token_chunker_for(embedder) or "
+                    f"at most {self.max_tokens} tokens per text. Shorten a query; split a "
+                    "document with a token-aware chunker: "
+                    "trails.ingest.chunkers.token_chunker_for(embedder) or "
                     "default_chunker(embedder)"
                 )
             counts.append(n)
