@@ -31,8 +31,7 @@ class DocumentRuns:
         hashes = docs[self.starts]
         self.order = np.argsort(hashes, kind="stable")  # the runs, by their document's hash
         ordered = hashes[self.order]
-        first = np.ones(len(ordered), dtype=bool)
-        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        first = _firsts(ordered)
         self.ranked = np.cumsum(first, dtype=np.int32) - 1  # each run's ordinal, runs in order
         self.distinct = ordered[first]  # the distinct document hashes, sorted
         ordinals = np.empty(len(self.starts), dtype=np.int32)
@@ -46,9 +45,7 @@ class DocumentRuns:
         where = where[where < len(self.distinct)]  # needles are sorted: a prefix stays
         found = where[self.distinct[where] == needles[: len(where)]]
         # Sorted too, so a name asked twice is a neighbour: kept once without np.unique's hash.
-        once = np.ones(len(found), dtype=bool)
-        np.not_equal(found[1:], found[:-1], out=once[1:])
-        kept: np.ndarray = found[once]
+        kept: np.ndarray = found[_firsts(found)]
         return kept
 
     def mask(self, ordinals: np.ndarray) -> np.ndarray:
@@ -67,6 +64,13 @@ class DocumentRuns:
         slots = spread(self.starts[runs], self.lengths[runs])
         slots.sort()
         return slots
+
+
+def _firsts(ordered: np.ndarray) -> np.ndarray:
+    """Whether each value of the sorted ``ordered`` is the first of its equals."""
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return first
 
 
 def spread(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

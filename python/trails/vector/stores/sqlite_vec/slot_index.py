@@ -6,7 +6,8 @@ the vectors and each slot's key record stay in the memory-mapped files
 (:mod:`.vector_file`). Names become slots through the keys' 64-bit hashes: a chunk IRI
 finds its slots in the id hashes kept sorted (built on the first lookup of a chunk id,
 extended as slots are appended), a document IRI all its chunks' slots through the runs of
-slots each document holds (:mod:`.document_runs`), and only live ones are kept. A hash only shortlists; the store
+slots each document holds (:mod:`.document_runs`), and only live ones are kept. A hash only
+shortlists; the store
 checks the real names of what it returns (:meth:`Candidates.admits`).
 """
 
@@ -206,8 +207,8 @@ class SlotIndex:
             found = found[found < self.slots]
             found = found[self._alive[found]]
             if scopes is not None:
-                found = self.in_scopes(scopes, np.unique(found))
-            slots = np.union1d(slots, found)
+                found = self.in_scopes(scopes, found)
+            slots = np.union1d(slots, found)  # sorted, each once
         return Candidates(slots, names, documents_only=documents_only)
 
     def _document_rows(self, needles: np.ndarray, scopes: Sequence[str] | None
@@ -225,9 +226,7 @@ class SlotIndex:
         mask = runs.mask(ordinals)
         mask &= self._alive[: self.slots]
         if scopes is not None:
-            codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
-            found = self._slot_scopes()[: self.slots]
-            mask &= found == codes[0] if len(codes) == 1 else np.isin(found, codes)
+            mask &= self._scoped(self._slot_scopes()[: self.slots], scopes)
         return np.flatnonzero(mask)
 
     def _keys(self, names: Sequence[str]) -> np.ndarray:
@@ -274,12 +273,17 @@ class SlotIndex:
 
     def in_scopes(self, scopes: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """The live slots (all, or of ``rows``) whose scope is one of ``scopes``; sorted."""
-        codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
         rows = self.live() if rows is None else rows
-        found = self._slot_scopes()[rows]
-        # one scope: a comparison, 4x faster than isin's sort
-        kept = found == codes[0] if len(codes) == 1 else np.isin(found, codes)
-        return rows[kept]
+        kept: np.ndarray = rows[self._scoped(self._slot_scopes()[rows], scopes)]
+        return kept
+
+    def _scoped(self, codes: np.ndarray, scopes: Sequence[str]) -> np.ndarray:
+        """Whether each scope code of ``codes`` is one of ``scopes``'."""
+        wanted = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
+        if len(wanted) == 1:  # one scope: a comparison, 4x faster than isin's sort
+            same: np.ndarray = codes == wanted[0]
+            return same
+        return np.isin(codes, wanted)
 
     # -- search ---------------------------------------------------------------------------
 
