@@ -412,3 +412,45 @@ def test_rankings_of_documents_chunks_equal_fts5_restricted_to_them(rows, asked,
         allowed = {n for n, (d, _) in zip(names, rows) if d in chosen}
         k = data.draw(st.integers(1, 25))
         same(ranked(store, query, k, ids=documents), fts5_ranking(store, query, allowed)[:k])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(OPERATIONS, st.data())
+def test_scores_of_some_rows_are_those_rows_of_every_rows_scores_bit_for_bit(operations, data):
+    """Scoring only candidate rows (a filter's) gives each exactly the score it has among
+    every row's, with dead rows, re-indexed rows, scope masks and scoped statistics; and the
+    k best of them are those of every row's scores kept to the candidates."""
+    from trails.vector.stores.sqlite_vec.keyword_top import top_k
+
+    store = SqliteVecStore(dim=2)
+    vocabulary = ["alpha", "beta", "gamma", "running", "runs", "café"]
+    for step, (kind, rows, seed) in enumerate(operations):
+        rng = random.Random(seed)
+        texts = {f"r{r}": " ".join(rng.choices(vocabulary, k=rng.randint(0, 9))) for r in rows}
+        if kind in ("add", "stage"):
+            extra = {"doc_iri": f"doc{seed % 3}", "version": f"v{step}"} if kind == "stage" else {}
+            add(store, texts, rng.choice(["public", "secret"]), **extra)
+        elif kind == "delete":
+            store.delete_many(sorted(texts))
+        else:
+            versions = {r[0]: r[1] for r in store.managed_rows() if r[3]}
+            store.publish([DocumentVersion(d, v, "x", "h", 1) for d, v in versions.items()])
+    postings = store._keywords.postings
+    with store.snapshot():
+        stems = postings.stems(keyword_terms(data.draw(st.sampled_from(
+            ["alpha running", "café beta gamma", "runs", "beta beta alpha"]))))
+        state = postings.state()
+        if stems is None or state is None:
+            return
+        size = len(state.segment_of)
+        among = np.array(sorted(data.draw(st.sets(st.integers(0, max(size - 1, 0))))),
+                         dtype=np.int64)[:size]
+        mask = data.draw(st.sampled_from([None, postings.scope_mask(state, ["public"])]))
+        for scoped in (False, True):
+            whole = postings.scores(stems, mask, scoped)[1]
+            some = postings.scores(stems, mask, scoped, among)[1]
+            assert some.tobytes() == whole[among].tobytes()
+            kept = np.zeros(size)
+            kept[among] = whole[among]
+            k = data.draw(st.integers(1, 5))
+            assert top_k(store._db, some, k, None, among=among) == top_k(store._db, kept, k, None)

@@ -46,7 +46,9 @@ __all__ = ["K1", "B", "KeywordPostings", "KeywordState", "apsw_tokenizers", "fts
 Ranked = list[tuple[str, float]]
 Tokenize = Callable[[str], list[str]]
 Postings = tuple[np.ndarray, np.ndarray]  # rowids, term frequencies
-Dense = tuple[int, np.ndarray, "np.ndarray | None"]  # first rowid, frequencies, rows counted
+# A dense list: first rowid, frequencies by rowid from there, and the segment whose live rows
+# count (None: every row of the span is live in it).
+Dense = tuple[int, np.ndarray, "int | None"]
 # A segment collects at most this many dead-row blobs before they are written as one.
 _DEAD_BLOBS = 32
 # Segments of one size tier (a power of this many live rows) merged at once.
@@ -119,6 +121,9 @@ class KeywordPostings:
         self._state: KeywordState | None = None
         self._masks: dict[tuple[str, ...], tuple[str, np.ndarray]] = {}
         self._norms: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(mask) -> mask, norm
+        # (state token, stem, id(mask) or None) -> mask, live rows holding the stem within it:
+        # read once per state, not by every ranking (every change has a new token)
+        self._held: dict[tuple[str, str, int | None], tuple[np.ndarray | None, int]] = {}
 
     # -- the committed state --------------------------------------------------------------
 
@@ -278,8 +283,7 @@ class KeywordPostings:
     def _postings(self, state: KeywordState, stem: str,
                   mask: np.ndarray | None) -> tuple[int, Postings, list[Dense]]:
         """The live rows holding ``stem``: how many (within ``mask``, when given), the sparse
-        lists' rowids and counts, and the dense lists as (first rowid, counts by rowid from
-        there, which rows count at all: None for every one)."""
+        lists' live rowids and counts, and the dense lists (:data:`Dense`)."""
         listed = self._db.execute(
             "SELECT segment, first, count, gaps, tfs FROM keyword_postings"
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
@@ -295,19 +299,25 @@ class KeywordPostings:
                               [int(r[2]) for r in sparse])
             keep = state.segment_of[rowids] == owner
             rowids, counts = rowids[keep], counts[keep]
-        held = len(rowids) if mask is None else int(mask[rowids].sum())
-        dense = []
-        for segment, first, count, gaps, tfs in listed:
-            if gaps is not None:
-                continue
-            frequencies = dense_frequencies(tfs)
-            span = slice(int(first), int(first) + len(frequencies))
-            counted = None if segment in state.whole else state.segment_of[span] == segment
-            if mask is not None:
-                counted = mask[span] if counted is None else counted & mask[span]
-            held += int(count) if counted is None else int(np.count_nonzero(
-                frequencies[counted]))
-            dense.append((int(first), frequencies, counted))
+        lists = [r for r in listed if r[3] is None]
+        dense = [(int(first), dense_frequencies(tfs), None if segment in state.whole
+                  else int(segment)) for segment, first, _, _, tfs in lists]
+        key = (state.token, stem, None if mask is None else id(mask))
+        cached = self._held.get(key)
+        if cached is not None and cached[0] is mask:
+            held = cached[1]
+        else:  # this reads every row of a dense span: once per state, not per ranking
+            held = len(rowids) if mask is None else int(mask[rowids].sum())
+            for (first, frequencies, segment), listed_count in zip(dense, (r[2] for r in lists)):
+                span = slice(first, first + len(frequencies))
+                counted = None if segment is None else state.segment_of[span] == segment
+                if mask is not None:
+                    counted = mask[span] if counted is None else counted & mask[span]
+                held += int(listed_count) if counted is None else int(np.count_nonzero(
+                    frequencies[counted]))
+            if len(self._held) > 256:
+                self._held.clear()
+            self._held[key] = (mask, held)
         return held, (rowids, counts.astype(np.float64)), dense
 
     def scope_mask(self, state: KeywordState, scopes: Sequence[str]) -> np.ndarray:
@@ -328,37 +338,60 @@ class KeywordPostings:
         assert state is not None  # after stems() answered
         return int(self.scope_mask(state, scopes).sum()) == state.rows
 
-    def scores(self, stems: Sequence[str], mask: np.ndarray | None,
-               scoped: bool) -> tuple[KeywordState, np.ndarray]:
+    def scores(self, stems: Sequence[str], mask: np.ndarray | None, scoped: bool,
+               among: np.ndarray | None = None) -> tuple[KeywordState, np.ndarray]:
         """BM25 of every row (by rowid; 0: no stem, or outside ``mask``). With ``scoped``,
-        the statistics are those of the rows in ``mask``; else of every live row."""
+        the statistics are those of the rows in ``mask``; else of every live row.
+
+        With ``among`` (rowids below the state's length, sorted, unique), only those rows
+        are scored, and the scores are theirs in that order: the same operations per row, at
+        a cost that follows the candidates, not every row."""
         state = self.state()
         assert state is not None  # after stems() answered
-        scores = np.zeros(len(state.segment_of))
+        scores = np.zeros(len(state.segment_of) if among is None else len(among))
         rows = int(mask.sum()) if scoped and mask is not None else state.rows
-        if not rows:
+        if not rows or not len(scores):
             return state, scores
         norms = self._scoped_norm(state, mask, rows) if scoped and mask is not None \
             else state.norm
+        admitted = mask  # by position in ``scores``: rows outside the mask score 0
+        if among is not None:
+            norms = norms[among]
+            admitted = None if mask is None else mask[among]
         for stem in stems:
             held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
-            if mask is not None:
-                keep = mask[rowids]
-                rowids, tfs = rowids[keep], tfs[keep]
+            at, keep = rowids, None
+            if among is not None:
+                at = np.minimum(np.searchsorted(among, rowids), len(among) - 1)
+                keep = among[at] == rowids
+            if admitted is not None:
+                keep = admitted[at] if keep is None else keep & admitted[at]
+            if keep is not None:
+                at, tfs = at[keep], tfs[keep]
             weight = idf(rows, held)
-            norm = norms[rowids]
-            scores[rowids] += weight * ((tfs * (K1 + 1.0)) / (tfs + norm))
-            for first, frequencies, counted in dense:
-                span = slice(first, first + len(frequencies))
-                tf = frequencies.astype(np.float64)
-                scored = counted
-                if mask is not None:
-                    scored = mask[span] if scored is None else scored & mask[span]
+            scores[at] += weight * ((tfs * (K1 + 1.0)) / (tfs + norms[at]))
+            for first, frequencies, segment in dense:
+                end = first + len(frequencies)
+                rows_of: slice | np.ndarray = slice(first, end)  # the rowids scored here
+                inside: slice | np.ndarray = slice(None)  # their places in the list
+                lo, hi = first, end  # their places in ``scores``
+                if among is not None:
+                    lo, hi = (int(i) for i in np.searchsorted(among, (first, end)))
+                    rows_of = among[lo:hi]
+                    inside = rows_of - first
+                tf = frequencies[inside].astype(np.float64)
+                scored = None if segment is None else state.segment_of[rows_of] == segment
+                if admitted is not None:
+                    scored = admitted[lo:hi] if scored is None else scored & admitted[lo:hi]
                 if scored is not None:
                     tf[~scored] = 0.0
-                norm = norms[span]
-                # A row without the term adds weight * 0.0: its score does not change.
-                scores[span] += weight * ((tf * (K1 + 1.0)) / (tf + norm))
+                # A row without the term adds weight * 0.0: its score does not change. In
+                # place, ``weight * ((tf * (K1 + 1)) / (tf + norm))`` rounds the same way.
+                part = np.add(tf, norms[lo:hi])
+                np.multiply(tf, K1 + 1.0, out=tf)
+                np.divide(tf, part, out=tf)
+                np.multiply(tf, weight, out=tf)
+                scores[lo:hi] += tf
         return state, scores
 
     def _scoped_norm(self, state: KeywordState, mask: np.ndarray, rows: int) -> np.ndarray:
@@ -384,14 +417,24 @@ class KeywordPostings:
         if scopes is None:
             return sum(idf(state.rows, self._holding(state, s)) for s in stems)
         mask = self.scope_mask(state, scopes)
-        return sum(idf(int(mask.sum()), self._postings(state, s, mask)[0]) for s in stems)
+        return sum(idf(int(mask.sum()), self._holding_within(state, s, mask)) for s in stems)
 
     def _holding(self, state: KeywordState, stem: str) -> int:
         """How many live rows hold ``stem``: the lists' counts, unless a segment has dead
-        rows (then its lists are read)."""
+        rows (then its lists are read, unless a ranking has)."""
+        cached = self._held.get((state.token, stem, None))
+        if cached is not None:
+            return cached[1]
         counts = self._db.execute(
             "SELECT segment, count FROM keyword_postings"
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
         if all(int(segment) in state.whole for segment, _ in counts):
             return sum(int(count) for _, count in counts)
-        return self._postings(state, stem, None)[0]
+        return self._holding_within(state, stem, None)
+
+    def _holding_within(self, state: KeywordState, stem: str, mask: np.ndarray | None) -> int:
+        """How many live rows (within ``mask``) hold ``stem``, as :meth:`_postings` counts."""
+        cached = self._held.get((state.token, stem, None if mask is None else id(mask)))
+        if cached is not None and cached[0] is mask:
+            return cached[1]
+        return int(self._postings(state, stem, mask)[0])

@@ -15,7 +15,7 @@ import numpy as np
 
 from trails.vector.stores.sqlite_vec.driver import Database
 
-__all__ = ["top_k"]
+__all__ = ["positions", "top_k"]
 
 Ranked = list[tuple[str, float]]
 
@@ -23,20 +23,24 @@ Ranked = list[tuple[str, float]]
 def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None, *,
           among: np.ndarray | None = None) -> Ranked:
     """The ``k`` best ``(id, score)`` of the rows with a positive score (and an ``allowed``
-    id, when given; among the rowids ``among`` (unique), when given), best first, ties by
-    id."""
-    matched = np.flatnonzero(scores > 0) if among is None else among[scores[among] > 0]
+    id, when given), best first, ties by id. ``scores`` are by rowid, or with ``among``
+    (sorted, unique rowids) those rows' scores in that order."""
+    matched = np.flatnonzero(scores > 0)  # positions in ``scores``
     if k < 1 or not len(matched) or (allowed is not None and not allowed):
         return []
+
+    def ranked(best: np.ndarray, wanted: set[str] | None) -> Ranked:
+        return _ranked(db, best if among is None else among[best], scores[best], wanted, k)
+
     if allowed is None:
-        return _ranked(db, _best(matched, scores, k), scores, None, k)
+        return ranked(_best(matched, scores, k), None)
     # Walking down the ranking reads about k / fraction rows; mapping reads every allowed id.
     fraction = len(allowed) / max(len(matched), len(allowed))
     reach = max(4 * k, int(2 * k / fraction))
     wanted = set(allowed)
     while reach < len(allowed):
         best = _best(matched, scores, reach)
-        found = _ranked(db, best, scores, wanted, k)
+        found = ranked(best, wanted)
         if len(found) >= k or len(best) == len(matched):
             return found
         reach *= 4  # fewer allowed rows match than their number suggested
@@ -44,8 +48,18 @@ def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | Non
         "SELECT rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(wanted)),))], dtype=np.int64)
     keep = np.zeros(len(scores), dtype=bool)
-    keep[rowids[rowids < len(scores)]] = True
-    return _ranked(db, _best(matched[keep[matched]], scores, k), scores, None, k)
+    keep[positions(rowids, len(scores), among)] = True
+    return ranked(_best(matched[keep[matched]], scores, k), None)
+
+
+def positions(rowids: np.ndarray, size: int, among: np.ndarray | None) -> np.ndarray:
+    """Where ``rowids`` stand in scores of ``size`` rows by rowid, or of the rows ``among``
+    (sorted); a rowid not there is left out."""
+    if among is None:
+        return rowids[(rowids >= 0) & (rowids < size)]
+    at = np.minimum(np.searchsorted(among, rowids), max(size - 1, 0))
+    found: np.ndarray = at[among[at] == rowids] if size else at[:0]
+    return found
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
@@ -58,17 +72,19 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     return best
 
 
-def _ranked(db: Database, rows: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
+def _ranked(db: Database, rowids: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
             k: int) -> Ranked:
-    """The rows' ``(id, score)`` (ids in ``wanted`` only, when given), sorted, the k first.
+    """The ``(id, score)`` of ``rowids`` scoring ``scores`` (ids in ``wanted`` only, when
+    given), sorted, the k first.
 
     Among the best rows, the k-th wanted row's score is at least the worst score read, so
     every row tied with it was read too: the tie order by id is complete."""
-    if not len(rows):
+    if not len(rowids):
         return []
+    score_of = dict(zip(rowids.tolist(), scores.tolist()))
     names = db.execute("SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
-                       (json.dumps(rows.tolist()),))
-    ranked = [(str(id), float(scores[rowid])) for rowid, id in names
+                       (json.dumps(list(score_of)),))
+    ranked = [(str(id), float(score_of[rowid])) for rowid, id in names
               if wanted is None or id in wanted]
     ranked.sort(key=lambda pair: (-pair[1], pair[0]))
     return ranked[:k]

@@ -28,7 +28,7 @@ from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.folding import ROW, unfold
-from trails.vector.stores.sqlite_vec.keyword_top import top_k
+from trails.vector.stores.sqlite_vec.keyword_top import positions, top_k
 from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 from trails.vector.stores.sqlite_vec.slot_index import Candidates
 
@@ -127,16 +127,17 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         assert state is not None  # stems() answered
         scoped = scopes is not None and not postings.covers_all(scopes)
         mask = postings.scope_mask(state, scopes) if scoped and scopes is not None else None
-        scores = postings.scores(stems, mask, scoped)[1]
-        among = rowids[rowids < len(scores)]  # only these are read: no pass over every row
+        among = rowids[rowids < len(state.segment_of)]  # a row no segment reached holds no term
+        if len(among) > 1 and not bool((among[1:] > among[:-1]).all()):
+            among = np.unique(among)
+        scores = postings.scores(stems, mask, scoped, among)[1]  # only the candidates'
         while True:
             ranked = top_k(self._db, scores, k, None, among=among)
             strangers = [] if named is None else self._strangers(ranked, named)
             if not strangers:
                 return ranked
             # A hash collision let in a row the names do not stand for: rank without it.
-            for rowid in strangers:
-                scores[rowid] = 0.0
+            scores[positions(np.array(strangers, dtype=np.int64), len(scores), among)] = 0.0
 
     def _strangers(self, ranked: Ranked, named: Candidates) -> list[int]:
         """The rowids among ``ranked`` that the candidate names do not stand for."""
