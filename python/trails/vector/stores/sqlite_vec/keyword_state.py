@@ -37,9 +37,9 @@ class KeywordState:
     come); a rowid no segment holds is -1 in ``segment_of``."""
 
     token: str
-    segment_of: np.ndarray  # int64: the segment holding the live row, -1: none
-    lengths: np.ndarray  # float64: tokens in the row
-    scopes: np.ndarray  # int64: scope code, -1: none
+    segment_of: np.ndarray  # int32: the segment holding the live row, -1: none
+    lengths: np.ndarray  # int32: tokens in the row
+    scopes: np.ndarray  # int32: scope code, -1: none
     rows: int
     tokens: int
     whole: frozenset[int]  # segments without a dead row: their postings need no live check
@@ -110,7 +110,7 @@ class KeywordState:
         room = size + size // 8
         return dataclasses.replace(
             self, segment_of=_grown(self.segment_of, room, -1),
-            lengths=_grown(self.lengths, room, 0.0), scopes=_grown(self.scopes, room, -1))
+            lengths=_grown(self.lengths, room, 0), scopes=_grown(self.scopes, room, -1))
 
 
 def build_state(token: str, held: Sequence[tuple[int, SegmentRows]],
@@ -118,9 +118,11 @@ def build_state(token: str, held: Sequence[tuple[int, SegmentRows]],
     """The state of segments ``held`` (in segment order: a newer segment re-indexes a row)
     and their ``dead`` rows' blobs."""
     size = max((int(rows.rowids[-1]) + 1 for _, rows in held if len(rows.rowids)), default=0)
-    segment_of = np.full(size, -1, dtype=np.int64)
-    lengths = np.zeros(size, dtype=np.float64)
-    scopes = np.full(size, -1, dtype=np.int64)
+    # 32 bits each, half the memory a fresh process fills (a million rows: 12 MB, not 24).
+    # Lengths are counts: norm's float64 arithmetic converts them exactly, as before.
+    segment_of = np.full(size, -1, dtype=np.int32)
+    lengths = np.zeros(size, dtype=np.int32)
+    scopes = np.full(size, -1, dtype=np.int32)
     for segment, rows in held:
         segment_of[rows.rowids] = segment
         lengths[rows.rowids] = rows.lengths
