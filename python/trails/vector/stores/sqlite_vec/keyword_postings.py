@@ -122,7 +122,7 @@ class KeywordPostings:
         self._masks: dict[tuple[str, ...], tuple[str, np.ndarray]] = {}
         self._norms: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(mask) -> mask, norm
         # (state token, stem, id(mask) or None) -> mask, live rows holding the stem within it:
-        # read once per state, not by every ranking (every change has a new token)
+        # read once per state, not by every ranking (emptied when the state changes)
         self._held: dict[tuple[str, str, int | None], tuple[np.ndarray | None, int]] = {}
 
     # -- the committed state --------------------------------------------------------------
@@ -150,6 +150,7 @@ class KeywordPostings:
                 self._segments[segment] = (stamp, read_segment(self._db, segment))
         self._masks.clear()
         self._norms.clear()
+        self._held.clear()
         return build_state(token, [(s, self._segments[s][1]) for s in sorted(current)],
                            self._db.execute("SELECT segment, rowids FROM keyword_dead"))
 
@@ -158,6 +159,7 @@ class KeywordPostings:
         change left them, :mod:`.keyword_state`) as its state; None: built when next read."""
         token = new_token()
         self._db.execute("UPDATE keyword_state SET value = ? WHERE key = 'token'", (token,))
+        self._held.clear()  # counts of the state before (they hold its masks)
         self._state = None if state is None else dataclasses.replace(state, token=token)
 
     # -- upkeep, inside the store's write transactions ------------------------------------
@@ -315,7 +317,7 @@ class KeywordPostings:
                     counted = mask[span] if counted is None else counted & mask[span]
                 held += int(listed_count) if counted is None else int(np.count_nonzero(
                     frequencies[counted]))
-            if len(self._held) > 256:
+            if len(self._held) >= 4096:  # one state asked many words: start over
                 self._held.clear()
             self._held[key] = (mask, held)
         return held, (rowids, counts.astype(np.float64)), dense
@@ -358,6 +360,8 @@ class KeywordPostings:
         if among is not None:
             norms = norms[among]
             admitted = None if mask is None else mask[among]
+            if admitted is not None and bool(admitted.all()):
+                admitted = None  # candidates are rows of the scopes: nothing to mask
         for stem in stems:
             held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
             at, keep = rowids, None
