@@ -304,11 +304,8 @@ class KeywordPostings:
         lists = [r for r in listed if r[3] is None]
         dense = [(int(first), dense_frequencies(tfs), None if segment in state.whole
                   else int(segment)) for segment, first, _, _, tfs in lists]
-        key = (state.token, stem, None if mask is None else id(mask))
-        cached = self._held.get(key)
-        if cached is not None and cached[0] is mask:
-            held = cached[1]
-        else:  # this reads every row of a dense span: once per state, not per ranking
+        held = self._known(state, stem, mask)
+        if held is None:  # this reads every row of a dense span: once per state, not per ranking
             held = len(rowids) if mask is None else int(mask[rowids].sum())
             for (first, frequencies, segment), listed_count in zip(dense, (r[2] for r in lists)):
                 span = slice(first, first + len(frequencies))
@@ -319,7 +316,7 @@ class KeywordPostings:
                     frequencies[counted]))
             if len(self._held) >= 4096:  # one state asked many words: start over
                 self._held.clear()
-            self._held[key] = (mask, held)
+            self._held[(state.token, stem, None if mask is None else id(mask))] = (mask, held)
         return held, (rowids, counts.astype(np.float64)), dense
 
     def scope_mask(self, state: KeywordState, scopes: Sequence[str]) -> np.ndarray:
@@ -350,6 +347,9 @@ class KeywordPostings:
         a cost that follows the candidates, not every row."""
         state = self.state()
         assert state is not None  # after stems() answered
+        # Sorted and in range is the caller's promise (a binary search relies on it).
+        assert among is None or not len(among) or 0 <= among[0] <= among[-1] < len(
+            state.segment_of)
         scores = np.zeros(len(state.segment_of) if among is None else len(among))
         rows = int(mask.sum()) if scoped and mask is not None else state.rows
         if not rows or not len(scores):
@@ -426,9 +426,9 @@ class KeywordPostings:
     def _holding(self, state: KeywordState, stem: str) -> int:
         """How many live rows hold ``stem``: the lists' counts, unless a segment has dead
         rows (then its lists are read, unless a ranking has)."""
-        cached = self._held.get((state.token, stem, None))
-        if cached is not None:
-            return cached[1]
+        known = self._known(state, stem, None)
+        if known is not None:
+            return known
         counts = self._db.execute(
             "SELECT segment, count FROM keyword_postings"
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
@@ -438,7 +438,10 @@ class KeywordPostings:
 
     def _holding_within(self, state: KeywordState, stem: str, mask: np.ndarray | None) -> int:
         """How many live rows (within ``mask``) hold ``stem``, as :meth:`_postings` counts."""
+        known = self._known(state, stem, mask)
+        return int(self._postings(state, stem, mask)[0]) if known is None else known
+
+    def _known(self, state: KeywordState, stem: str, mask: np.ndarray | None) -> int | None:
+        """:meth:`_holding_within`'s count when this state has counted it already."""
         cached = self._held.get((state.token, stem, None if mask is None else id(mask)))
-        if cached is not None and cached[0] is mask:
-            return cached[1]
-        return int(self._postings(state, stem, mask)[0])
+        return cached[1] if cached is not None and cached[0] is mask else None

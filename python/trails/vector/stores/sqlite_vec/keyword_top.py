@@ -53,12 +53,14 @@ def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | Non
 
 
 def positions(rowids: np.ndarray, size: int, among: np.ndarray | None) -> np.ndarray:
-    """Where ``rowids`` stand in scores of ``size`` rows by rowid, or of the rows ``among``
-    (sorted); a rowid not there is left out."""
+    """Where ``rowids`` stand in scores of ``size`` rows by rowid, or in scores of the rows
+    ``among`` (sorted); a rowid not there is left out."""
     if among is None:
         return rowids[(rowids >= 0) & (rowids < size)]
-    at = np.minimum(np.searchsorted(among, rowids), max(size - 1, 0))
-    found: np.ndarray = at[among[at] == rowids] if size else at[:0]
+    if not len(among):
+        return rowids[:0]
+    at = np.minimum(np.searchsorted(among, rowids), len(among) - 1)
+    found: np.ndarray = at[among[at] == rowids]
     return found
 
 
