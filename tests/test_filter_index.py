@@ -495,7 +495,7 @@ def test_subjects_of_a_sorted_column_once_each_are_numpys_unique(values):
     once by comparing neighbours (numpy's own unique is the reference)."""
     import numpy as np
 
-    from trails.kg.filter_index import _once_each
+    from trails._arrays import firsts
 
     ordered = np.array(sorted(values), dtype=np.int64)
-    assert _once_each(ordered).tolist() == np.unique(ordered).tolist()
+    assert ordered[firsts(ordered)].tolist() == np.unique(ordered).tolist()

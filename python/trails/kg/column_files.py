@@ -89,7 +89,6 @@ def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | No
     return Kept(subjects, objects, list(names), list(codes))
 
 
-
 class ColumnFiles:
     """The kept columns of one graph directory, one revision and one set of scopes."""
 

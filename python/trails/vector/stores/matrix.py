@@ -263,18 +263,22 @@ def _spanned(rows: np.ndarray, n: int) -> int:
     """How many of ``n`` rows the blocks of :data:`MASK_BLOCK` holding ``rows`` (sorted) hold."""
     if not len(rows):
         return 0
-    # Where each block's rows begin: no array as long as ``rows`` is made (half a million
-    # candidates would cost a fresh 4 MB here, and fresh memory is slow on some machines).
-    cuts = np.searchsorted(rows, np.arange(int(rows[-1]) // MASK_BLOCK + 2) * MASK_BLOCK)
-    return min(n, int(np.count_nonzero(np.diff(cuts))) * MASK_BLOCK)
+    return min(n, int(np.count_nonzero(np.diff(_blocks(rows)[1]))) * MASK_BLOCK)
+
+
+def _blocks(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each block of :data:`MASK_BLOCK` from ``rows``' (sorted, not empty)
+    first to one past its last, and where each block's rows begin in ``rows``: no array as
+    long as ``rows`` is made (half a million candidates would cost a fresh 4 MB, and fresh
+    memory is slow on some machines)."""
+    starts = np.arange(int(rows[0]) // MASK_BLOCK, int(rows[-1]) // MASK_BLOCK + 2) * MASK_BLOCK
+    return starts, np.searchsorted(rows, starts)
 
 
 def _masked_scores(data: np.ndarray, q32: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``(data @ q32)[rows]`` (``rows`` sorted, unique), the product taken only over the
     blocks of :data:`MASK_BLOCK` rows that hold one of ``rows``."""
-    first = int(rows[0]) // MASK_BLOCK
-    starts = np.arange(first, int(rows[-1]) // MASK_BLOCK + 2) * MASK_BLOCK
-    cuts = np.searchsorted(rows, starts)  # where each block's rows begin in ``rows``
+    starts, cuts = _blocks(rows)
     scores = np.empty(len(rows), dtype=np.float32)
     for start, lo, hi in zip(starts[:-1].tolist(), cuts[:-1].tolist(), cuts[1:].tolist()):
         if lo < hi:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DocumentRuns", "spread"]
+from trails._arrays import firsts, spread
+
+__all__ = ["DocumentRuns"]
 
 
 class DocumentRuns:
@@ -31,7 +33,7 @@ class DocumentRuns:
         hashes = docs[self.starts]
         self.order = np.argsort(hashes, kind="stable")  # the runs, by their document's hash
         ordered = hashes[self.order]
-        first = _firsts(ordered)
+        first = firsts(ordered)
         self.ranked = np.cumsum(first, dtype=np.int32) - 1  # each run's ordinal, runs in order
         self.distinct = ordered[first]  # the distinct document hashes, sorted
         ordinals = np.empty(len(self.starts), dtype=np.int32)
@@ -45,7 +47,7 @@ class DocumentRuns:
         where = where[where < len(self.distinct)]  # needles are sorted: a prefix stays
         found = where[self.distinct[where] == needles[: len(where)]]
         # Sorted too, so a name asked twice is a neighbour: kept once without np.unique's hash.
-        kept: np.ndarray = found[_firsts(found)]
+        kept: np.ndarray = found[firsts(found)]
         return kept
 
     def mask(self, ordinals: np.ndarray) -> np.ndarray:
@@ -64,25 +66,3 @@ class DocumentRuns:
         slots = spread(self.starts[runs], self.lengths[runs])
         slots.sort()
         return slots
-
-
-def _firsts(ordered: np.ndarray) -> np.ndarray:
-    """Whether each value of the sorted ``ordered`` is the first of its equals."""
-    first = np.ones(len(ordered), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    return first
-
-
-def spread(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``start, start + 1, ...`` (``count`` of them) for each pair, concatenated.
-
-    >>> spread(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
-    [5, 6, 9, 10, 11]
-    """
-    total = int(counts.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    hit = counts > 0
-    starts, counts = starts[hit], counts[hit]
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return offsets + np.arange(total)

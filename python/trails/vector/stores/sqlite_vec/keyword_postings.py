@@ -40,6 +40,7 @@ from trails.vector.stores.sqlite_vec.keyword_segments import (
     write_segment,
 )
 from trails.vector.stores.sqlite_vec.keyword_state import K1, B, KeywordState, build_state
+from trails.vector.stores.sqlite_vec.keyword_top import located
 
 __all__ = ["K1", "B", "KeywordPostings", "KeywordState", "apsw_tokenizers", "fts5_tokenizers"]
 
@@ -366,8 +367,7 @@ class KeywordPostings:
             held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
             at, keep = rowids, None
             if among is not None:
-                at = np.minimum(np.searchsorted(among, rowids), len(among) - 1)
-                keep = among[at] == rowids
+                at, keep = located(rowids, among)
             if admitted is not None:
                 keep = admitted[at] if keep is None else keep & admitted[at]
             if keep is not None:
@@ -434,7 +434,7 @@ class KeywordPostings:
             " WHERE segment IN (SELECT segment FROM keyword_segments) AND term = ?", (stem,))
         if all(int(segment) in state.whole for segment, _ in counts):
             return sum(int(count) for _, count in counts)
-        return self._holding_within(state, stem, None)
+        return int(self._postings(state, stem, None)[0])
 
     def _holding_within(self, state: KeywordState, stem: str, mask: np.ndarray | None) -> int:
         """How many live rows (within ``mask``) hold ``stem``, as :meth:`_postings` counts."""

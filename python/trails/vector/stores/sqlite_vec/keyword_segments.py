@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from trails._arrays import spread
 from trails.vector.stores.sqlite_vec.driver import Database
 
 __all__ = ["SegmentRows", "create_tables", "decode_postings", "dense_frequencies", "merge_segments",
@@ -138,8 +139,7 @@ def _widen_all(blobs: Sequence[bytes], counts: np.ndarray) -> np.ndarray:
         held = counts[members]
         values = np.frombuffer(b"".join([bytes(blobs[i]) for i in members.tolist()]),
                                dtype=_WIDTHS[width])
-        out[np.repeat(starts[members] - (np.cumsum(held) - held), held)
-            + np.arange(int(held.sum()))] = values
+        out[spread(starts[members], held)] = values
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from trails.vector.stores.sqlite_vec.driver import Database
 
-__all__ = ["positions", "top_k"]
+__all__ = ["located", "positions", "top_k"]
 
 Ranked = list[tuple[str, float]]
 
@@ -59,9 +59,15 @@ def positions(rowids: np.ndarray, size: int, among: np.ndarray | None) -> np.nda
         return rowids[(rowids >= 0) & (rowids < size)]
     if not len(among):
         return rowids[:0]
+    at, found = located(rowids, among)
+    kept: np.ndarray = at[found]
+    return kept
+
+
+def located(rowids: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``rowids``' place in ``among`` (sorted, not empty), and whether it is there."""
     at = np.minimum(np.searchsorted(among, rowids), len(among) - 1)
-    found: np.ndarray = at[among[at] == rowids]
-    return found
+    return at, among[at] == rowids
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:

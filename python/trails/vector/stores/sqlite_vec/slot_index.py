@@ -19,9 +19,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from trails._arrays import spread
 from trails.vector.stores.matrix import shortlist
 from trails.vector.stores.records import DocumentIris
-from trails.vector.stores.sqlite_vec.document_runs import DocumentRuns, spread
+from trails.vector.stores.sqlite_vec.document_runs import DocumentRuns
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, key_hashes
 
 __all__ = ["Candidates", "SlotIndex"]
