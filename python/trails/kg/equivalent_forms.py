@@ -40,6 +40,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from trails.kg.expressions import conjuncts, without_binds
 from trails.kg.planning import FilterShape, Other, Token, Triple, _predicate, _tokens, parse_filter
+from trails.kg.sparql_text import WORD_CHAR
 
 __all__ = ["equivalent_form"]
 
@@ -48,7 +49,7 @@ _GROUP = {"minus": re.compile(r"^MINUS\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.I
                                re.DOTALL | re.IGNORECASE)}
 _MODIFIERS = frozenset("*+?")
 _OPTIONAL = re.compile(r"^OPTIONAL\s*\{(?P<body>.*)\}\s*$", re.DOTALL | re.IGNORECASE)
-_NOT_BOUND = re.compile(r"^FILTER\s*\(\s*!\s*BOUND\s*\(\s*[?$](?P<name>[\w\u00b7\u00c0-\ufffd]+)"
+_NOT_BOUND = re.compile(rf"^FILTER\s*\(\s*!\s*BOUND\s*\(\s*[?$](?P<name>{WORD_CHAR}+)"
                         r"\s*\)\s*\)$", re.IGNORECASE)
 
 
@@ -87,7 +88,7 @@ class _Fresh:
     join a fresh variable of that name)."""
 
     def __init__(self, shape: FilterShape, bound: Collection[str] = ()) -> None:
-        self._used = set(re.findall(r"[?$]([\w\u00b7\u00c0-\ufffd]+)",
+        self._used = set(re.findall(rf"[?$]({WORD_CHAR}+)",
                                     shape.prologue + shape.text())) | set(bound)
         self._next = 0
 

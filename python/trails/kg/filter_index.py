@@ -46,6 +46,7 @@ from trails.errors import SparqlError
 from trails.kg.column_files import ColumnFiles, Kept, RunTsv, keepable, read_rows, tsv_rows
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
+from trails.kg.sparql_text import WORD_CHAR
 from trails.kg.variables import written_variables
 
 __all__ = ["SATELLITE_ROWS", "FilterIndex", "Selected"]
@@ -394,7 +395,7 @@ class FilterIndex:
 
 def _written(name: str, text: str) -> bool:
     """Whether ``?name`` (or ``$name``) is written in ``text``."""
-    return re.search(rf"[?$]{re.escape(name)}(?![\w\u00b7\u00c0-\ufffd])", text) is not None
+    return re.search(rf"[?$]{re.escape(name)}(?!{WORD_CHAR})", text) is not None
 
 
 def _bound_values(body: str, terms: Mapping[str, Term]) -> str:

@@ -39,6 +39,7 @@ import pyoxigraph as ox
 from trails.errors import StorageError
 from trails.kg.planning import RDF_TYPE
 from trails.kg.sparql import STRING, TRAILS
+from trails.kg.sparql_text import WIDE_CHAR, WORD_CHAR
 
 __all__ = ["IS_PART_OF", "MARKS_DIR", "HandLinks", "minted_links", "nquads_may_change_links",
            "quads_change_links", "trails_own_writes", "update_may_change_links"]
@@ -58,7 +59,6 @@ _MINTED = contextvars.ContextVar("trails_minted_links", default=False)
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 # An IRI with a scheme: one a BASE cannot resolve to another.
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_NAME = r"\w\u00b7\u00c0-\ufffd"
 _TERMS = frozenset({"string", "iri", "var", "blank", "name", "number", "word"})
 # Operations on whole graphs: any of them can take links with it.
 _GRAPH_OPERATIONS = frozenset({"CLEAR", "DROP", "MOVE", "COPY", "ADD", "LOAD"})
@@ -66,18 +66,17 @@ _GRAPH_OPERATIONS = frozenset({"CLEAR", "DROP", "MOVE", "COPY", "ADD", "LOAD"})
 
 @functools.cache
 def _token() -> re.Pattern[str]:
-    """The tokenizer, compiled at its first use: its wide character classes take tens of
-    milliseconds, which every process importing the package would otherwise pay."""
+    """The tokenizer, compiled at its first use (a few milliseconds a process)."""
     return re.compile(
         rf"(?P<string>{STRING})"
         r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
         r"|(?P<comment>#[^\n\r]*)"
         r"|(?P<space>\s+)"
         r"|(?P<suffix>\^\^|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
-        rf"|(?P<var>[?$][{_NAME}]+)"
-        rf"|(?P<blank>_:[{_NAME}.-]*)"
-        rf"|(?P<name>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:"
-        rf"(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
+        rf"|(?P<var>[?$]{WORD_CHAR}+)"
+        rf"|(?P<blank>_:(?:{WORD_CHAR}|[.-])*)"
+        rf"|(?P<name>(?:(?:[A-Za-z]|{WIDE_CHAR})(?:{WORD_CHAR}|[.-])*)?:"
+        rf"(?:(?:{WORD_CHAR}|[:%-])(?:(?:{WORD_CHAR}|[.:%-])*(?:{WORD_CHAR}|[:%-]))?)?)"
         r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
         r"|(?P<word>[A-Za-z_]\w*)"
         r"|(?P<punct>[{}()\[\].;,])"

@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trails.kg.sparql import PREFIXES, STRING
+from trails.kg.sparql_text import NAME_CHAR, WIDE_CHAR
 
 __all__ = ["ESTIMATE_CAP", "FilterShape", "Lift", "Triple", "lift_to_documents", "parse_filter",
            "reorder"]
@@ -42,7 +43,6 @@ DOCUMENT = "https://trails.dev/ns#Document"
 # a scan, at a bounded cost per pattern.
 ESTIMATE_CAP = 10_000
 
-_NAME = r"A-Za-z_0-9\u00b7\u00c0-\ufffd"
 _OPEN, _CLOSE = "{([", "})]"
 _GROUP_KEYWORDS = {"FILTER", "OPTIONAL", "MINUS", "GRAPH", "SERVICE", "BIND", "VALUES"}
 _PATH_PUNCT = set("/|^*+?()!")
@@ -52,8 +52,7 @@ _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 @functools.cache
 def _token() -> re.Pattern[str]:
-    """The tokenizer, compiled at its first use: its wide character classes take tens of
-    milliseconds, which every process importing the package would otherwise pay."""
+    """The tokenizer, compiled at its first use (a few milliseconds a process)."""
     return re.compile(
         rf"(?P<string>{STRING})"
         r'|(?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)'
@@ -61,8 +60,9 @@ def _token() -> re.Pattern[str]:
         r"|(?P<space>\s+)"
         r"|(?P<datatype>\^\^)"
         r"|(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)"
-        rf"|(?P<var>[?$][{_NAME}]+)"
-        rf"|(?P<pname>(?:[A-Za-z\u00c0-\ufffd][{_NAME}.-]*)?:(?:[{_NAME}:%-](?:[{_NAME}.:%-]*[{_NAME}:%-])?)?)"
+        rf"|(?P<var>[?$]{NAME_CHAR}+)"
+        rf"|(?P<pname>(?:(?:[A-Za-z]|{WIDE_CHAR})(?:{NAME_CHAR}|[.-])*)?:"
+        rf"(?:(?:{NAME_CHAR}|[:%-])(?:(?:{NAME_CHAR}|[.:%-])*(?:{NAME_CHAR}|[:%-]))?)?)"
         r"|(?P<number>[+-]?(?:\d*\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?))"
         r"|(?P<word>[A-Za-z_][A-Za-z_0-9]*)"
         r"|(?P<punct>&&|\|\||!=|<=|>=|[{}()\[\].;,*+/|^!=<>?-])"
@@ -204,7 +204,7 @@ def parse_filter(query: str, prefixes: Mapping[str, str] | None = None) -> Filte
     if items is None:
         return None
     simple = all(isinstance(i, Triple) or i.kind == "filter" for i in items)
-    occurrences = len(re.findall(rf"[?$]{re.escape(variable)}(?![{_NAME}])", query))
+    occurrences = len(re.findall(rf"[?$]{re.escape(variable)}(?!{NAME_CHAR})", query))
     return FilterShape(prologue, variable, tuple(items), simple, occurrences, known)
 
 

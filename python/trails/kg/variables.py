@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterator
 
 from trails.errors import UnboundVariableError
 from trails.kg.sparql import code_only
+from trails.kg.sparql_text import NAME_CHAR, WORD_CHAR
 
 __all__ = ["check_bound", "unbound_variables", "written_variables"]
 
@@ -32,13 +33,13 @@ _MODIFIERS = re.compile(r"\b(ORDER|GROUP)\s+BY\b(.*?)(?=\bLIMIT\b|\bOFFSET\b|\bH
 
 @functools.cache
 def _variable() -> re.Pattern[str]:
-    """A variable's name, compiled at its first use (a wide character class)."""
-    return re.compile(r"[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)")
+    """A variable's name, compiled at its first use."""
+    return re.compile(rf"[?$]({NAME_CHAR}+)")
 
 
 @functools.cache
 def _written() -> re.Pattern[str]:
-    return re.compile(r"[?$]([\w\u00b7\u00c0-\ufffd]+)")
+    return re.compile(rf"[?$]({WORD_CHAR}+)")
 
 
 def written_variables(text: str) -> frozenset[str]:
@@ -50,8 +51,8 @@ def written_variables(text: str) -> frozenset[str]:
 
 @functools.cache
 def _as() -> re.Pattern[str]:
-    """``AS ?name``, compiled at its first use (a wide character class, case folded)."""
-    return re.compile(r"\bAS\s+[?$]([A-Za-z_0-9\u00b7\u00c0-\ufffd]+)", re.IGNORECASE)
+    """``AS ?name``, compiled at its first use."""
+    return re.compile(rf"\bAS\s+[?$]({NAME_CHAR}+)", re.IGNORECASE)
 
 
 def unbound_variables(query: str, bound: Collection[str] = ()) -> list[str]:

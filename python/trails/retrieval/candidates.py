@@ -49,6 +49,7 @@ from trails.kg.planning import (
     reorder,
 )
 from trails.kg.sparql import TRAILS, check_filter, code_only
+from trails.kg.sparql_text import WORD_CHAR
 from trails.kg.unrelated import ask_text, split_unrelated
 from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
@@ -317,7 +318,7 @@ def _without_chunk_type(shape: FilterShape) -> FilterShape | None:
     # How often the variable is written, as the lift counts it: in the text the items write,
     # plus any place of the filter as written they do not account for (a comment, a string).
     def written(text: str) -> int:
-        return len(re.findall(rf"[?$]{re.escape(shape.variable)}(?![\w\u00b7\u00c0-\ufffd])",
+        return len(re.findall(rf"[?$]{re.escape(shape.variable)}(?!{WORD_CHAR})",
                               text))
     beyond = max(0, shape.occurrences - written(shape.text()))
     return dataclasses.replace(shape, items=items,

@@ -31,6 +31,7 @@ from trails.kg.base import KnowledgeGraph, select
 from trails.kg.bindings import check_bindings
 from trails.kg.equivalent_forms import equivalent_form
 from trails.kg.planning import FilterShape, Other, Token, Triple, _tokens, parse_filter
+from trails.kg.sparql_text import WORD_CHAR
 from trails.kg.unrelated import split_unrelated
 from trails.records import RetrievalHit
 
@@ -38,7 +39,7 @@ __all__ = ["admitting_solutions"]
 
 log = logging.getLogger("trails.retrieve")
 # VALUES ?v { terms }: one variable, its list.
-_VALUES = re.compile(r"^VALUES\s*[?$](?P<name>[\w\u00b7\u00c0-\ufffd]+)\s*\{(?P<terms>.*)\}\s*$",
+_VALUES = re.compile(rf"^VALUES\s*[?$](?P<name>{WORD_CHAR}+)\s*\{{(?P<terms>.*)\}}\s*$",
                      re.DOTALL | re.IGNORECASE)
 
 
