@@ -169,3 +169,20 @@ def test_a_documents_slots_through_its_runs_or_one_pass_are_its_slots(docs, want
     assert runs.slots_of(ordinals).tolist() == expected
     assert np.flatnonzero(runs.mask(ordinals)).tolist() == expected
     assert sorted(runs.distinct.tolist()) == sorted(set(docs))
+
+
+def test_colliding_rows_that_outrank_the_named_ones_leave_the_k_best_named_rows(monkeypatch):
+    """Rows a hash collision lets in are dropped from a keyword ranking and their places are
+    taken by named rows: k hits, the best of the named rows, however many strangers scored
+    higher."""
+    monkeypatch.setattr(vector_file, "key_hashes", _colliding)
+    monkeypatch.setattr(slot_index, "key_hashes", _colliding)
+    store = SqliteVecStore(dim=2)
+    for n in range(6):  # strangers: the word often, in short texts
+        store.add(f"s{n}", [1.0, float(n)], {"doc_iri": "doc:other", "text": "word " * 6})
+    for n in range(4):  # named: the word n + 1 times among the same filler
+        store.add(f"n{n}", [1.0, float(n)],
+                  {"doc_iri": "doc:named", "text": "word " * (n + 1) + "filler " * 12})
+    assert [h.id for h in store.keyword_search("word", 2, ["doc:named"])] == ["n3", "n2"]
+    assert [h.id for h in store.keyword_search("word", 3, ["doc:named", "s0"])] == [
+        "s0", "n3", "n2"]

@@ -9,7 +9,7 @@ the best rows down until k allowed ones are found (cost: about k / the allowed f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -18,19 +18,36 @@ from trails.vector.stores.sqlite_vec.driver import Database
 __all__ = ["located", "positions", "top_k"]
 
 Ranked = list[tuple[str, float]]
+Admits = Callable[[str, "str | None"], bool]
 
 
 def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None, *,
-          among: np.ndarray | None = None) -> Ranked:
+          among: np.ndarray | None = None, admits: Admits | None = None) -> Ranked:
     """The ``k`` best ``(id, score)`` of the rows with a positive score (and an ``allowed``
     id, when given), best first, ties by id. ``scores`` are by rowid, or with ``among``
-    (sorted, unique rowids) those rows' scores in that order."""
+    (sorted, unique rowids) those rows' scores in that order.
+
+    With ``admits`` (a row's id and document IRI: whether it is a candidate), a row it
+    refuses (a hash collision let it among the candidates) scores 0 in ``scores`` and the
+    ranking is taken again. It is asked of the rows whose names are read anyway: a lookup
+    by id would read the id index too (on a cold cache ~0.1 ms a row)."""
+    while True:
+        refused: list[int] = []
+        ranked = _top_k(db, scores, k, allowed, among, admits, refused)
+        if not refused:
+            return ranked
+        scores[positions(np.array(refused, dtype=np.int64), len(scores), among)] = 0.0
+
+
+def _top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None,
+           among: np.ndarray | None, admits: Admits | None, refused: list[int]) -> Ranked:
     matched = np.flatnonzero(scores > 0)  # positions in ``scores``
     if k < 1 or not len(matched) or (allowed is not None and not allowed):
         return []
 
     def ranked(best: np.ndarray, wanted: set[str] | None) -> Ranked:
-        return _ranked(db, best if among is None else among[best], scores[best], wanted, k)
+        return _ranked(db, best if among is None else among[best], scores[best], wanted, k,
+                       admits, refused)
 
     if allowed is None:
         return ranked(_best(matched, scores, k), None)
@@ -81,18 +98,24 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def _ranked(db: Database, rowids: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
-            k: int) -> Ranked:
+            k: int, admits: Admits | None, refused: list[int]) -> Ranked:
     """The ``(id, score)`` of ``rowids`` scoring ``scores`` (ids in ``wanted`` only, when
-    given), sorted, the k first.
+    given), sorted, the k first; the rows ``admits`` refuses are left out and added to
+    ``refused``.
 
     Among the best rows, the k-th wanted row's score is at least the worst score read, so
     every row tied with it was read too: the tie order by id is complete."""
     if not len(rowids):
         return []
     score_of = dict(zip(rowids.tolist(), scores.tolist()))
-    names = db.execute("SELECT rowid, id FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
-                       (json.dumps(list(score_of)),))
-    ranked = [(str(id), float(score_of[rowid])) for rowid, id in names
-              if wanted is None or id in wanted]
+    names = db.execute(
+        "SELECT rowid, id, doc_iri FROM items WHERE rowid IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(score_of)),))
+    ranked = []
+    for rowid, id, doc in names:
+        if admits is not None and not admits(id, doc):
+            refused.append(int(rowid))
+        elif wanted is None or id in wanted:
+            ranked.append((str(id), float(score_of[rowid])))
     ranked.sort(key=lambda pair: (-pair[1], pair[0]))
     return ranked[:k]

@@ -28,7 +28,7 @@ from trails.vector.stores.matrix import VectorMatrix
 from trails.vector.stores.records import DocumentIris
 from trails.vector.stores.sqlite_vec.core import reads
 from trails.vector.stores.sqlite_vec.folding import ROW, unfold
-from trails.vector.stores.sqlite_vec.keyword_top import positions, top_k
+from trails.vector.stores.sqlite_vec.keyword_top import top_k
 from trails.vector.stores.sqlite_vec.lookups import SqliteLookups
 from trails.vector.stores.sqlite_vec.slot_index import Candidates
 
@@ -131,20 +131,8 @@ class SqliteVecStore(SqliteLookups, BaseKeywordIndex):
         if len(among) > 1 and not bool((among[1:] > among[:-1]).all()):
             among = np.unique(among)
         scores = postings.scores(stems, mask, scoped, among)[1]  # only the candidates'
-        while True:
-            ranked = top_k(self._db, scores, k, None, among=among)
-            strangers = [] if named is None else self._strangers(ranked, named)
-            if not strangers:
-                return ranked
-            # A hash collision let in a row the names do not stand for: rank without it.
-            scores[positions(np.array(strangers, dtype=np.int64), len(scores), among)] = 0.0
-
-    def _strangers(self, ranked: Ranked, named: Candidates) -> list[int]:
-        """The rowids among ``ranked`` that the candidate names do not stand for."""
-        rows = self._db.execute(
-            "SELECT rowid, id, doc_iri FROM items WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([id for id, _ in ranked]),))
-        return [int(r[0]) for r in rows if not named.admits(r[1], r[2])]
+        return top_k(self._db, scores, k, None, among=among,
+                     admits=None if named is None else named.admits)
 
     def _ranked(self, match: str, terms: list[str], k: int, rows: np.ndarray | None,
                 iris: list[str] | None, scopes: list[str] | None, *,
