@@ -87,6 +87,34 @@ SHAPES = {
     "value named i": ('?doc meta:place ?i . FILTER(?i != "US")', st.just({})),
     "bound named i": ("?doc schema:dateCreated ?d . FILTER(?d >= ?i)",
                       st.fixed_dictionaries({"i": st.sampled_from(DATES)})),
+    # A UNION: one group per branch (kg/unions.py), or as written where a branch is a scope
+    # of its own (a FILTER there sees neither the bindings nor the rest of the group).
+    "union of two properties": ("{ ?doc meta:place ?j } UNION { ?doc meta:topic ?t . "
+                                "?t rdfs:subClassOf* ?broad }",
+                                st.fixed_dictionaries({"j": st.sampled_from(PLACES),
+                                                       "broad": st.sampled_from(
+                                    [IRI(TOPICS + n) for n in ("A", "B1", "none")])})),
+    "union beside a date": ('?doc schema:dateCreated ?d . FILTER(?d >= ?since) '
+                            '{ ?doc meta:place "EU" } UNION { ?doc meta:label ?c } UNION '
+                            '{ ?doc a ?c }',
+                            st.fixed_dictionaries({"since": st.sampled_from(DATES),
+                                                   "c": st.sampled_from(["x", "y"])})),
+    "union of tests": ('{ ?doc schema:dateCreated ?d FILTER(?d < "2021-01-01"^^xsd:date) } '
+                       'UNION { ?doc meta:place ?p FILTER(?p != "US") FILTER NOT EXISTS '
+                       '{ ?doc meta:label ?any } }', st.just({})),
+    "union testing a binding": ("{ ?doc schema:dateCreated ?d FILTER(?d >= ?since) } UNION "
+                                '{ ?doc meta:label "x" }',
+                                st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
+    "union testing the group": ('?doc meta:place ?j . { ?doc schema:dateCreated ?d '
+                                'FILTER(?j = "EU") } UNION { ?doc meta:label "y" }', st.just({})),
+    "union sharing a value": ("?doc meta:place ?j . { ?doc meta:label ?j } UNION "
+                              "{ ?doc meta:topic ?t }", st.just({})),
+    "union of another resource": ('{ ?doc meta:place "UK" } UNION { ?claim meta:filed ?c }',
+                                  st.just({})),
+    "union with a blank node": ('{ ?doc meta:place "EU" } UNION { ?doc meta:topic _:t . '
+                                "_:t rdfs:subClassOf ?broad }",
+                                st.fixed_dictionaries({"broad": st.sampled_from(
+                                    [IRI(TOPICS + n) for n in ("A", "B")])})),
     # Shapes the index leaves to the graph: the answer must still be Oxigraph's.
     "optional": ("?doc meta:place ?j . OPTIONAL { ?doc meta:label ?c }", st.just({})),
     "shared value": ("?doc meta:place ?j . ?doc meta:label ?j .", st.just({})),
@@ -226,9 +254,25 @@ def ranked_among(ctx, candidates, scopes):
        st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
        st.lists(st.integers(0, 9), max_size=2), st.data())
 def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, data):
+    planned_equal_written(docs, extra, deleted, data, sorted(SHAPES))
+
+
+UNION_SHAPES = sorted(name for name in SHAPES if name.startswith("union"))
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(documents_strategy,
+       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
+       st.lists(st.integers(0, 9), max_size=2), st.data())
+def test_planned_candidates_of_a_union_equal_the_filter_as_written(docs, extra, deleted, data):
+    planned_equal_written(docs, extra, deleted, data, UNION_SHAPES)
+
+
+def planned_equal_written(docs, extra, deleted, data, shapes):
     ctx = fresh_context(embedder=MockEmbedder(dim=8))
     build(ctx, docs, extra, deleted, data.draw(st.lists(st.integers(0, 9), max_size=2)))
-    for name in data.draw(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=4)):
+    for name in data.draw(st.lists(st.sampled_from(shapes), min_size=1, max_size=4)):
         group, bindings_strategy = SHAPES[name]
         bindings = data.draw(bindings_strategy)
         scopes = data.draw(st.sampled_from([None, ["default"], ["legal"], ["default", "legal"]]))
@@ -305,7 +349,8 @@ def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
     for name, bound in (("date since", "since"), ("date range", "from to"),
                         ("equality bound", "j"), ("taxonomy", "broad"), ("not exists bound", "c"),
                         ("string function", ""), ("two properties", "j since"),
-                        ("type taxonomy", "broad")):
+                        ("type taxonomy", "broad"), ("union of two properties", "j broad"),
+                        ("union beside a date", "since c"), ("union of tests", "")):
         group, _ = SHAPES[name]
         shape = parse_filter(f"SELECT ?iri WHERE {{ {LINK} {group} }}", ctx.kg.prefixes)
         lifted = lift_to_documents(shape)
@@ -317,6 +362,16 @@ def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
         used = {k: terms[k] for k in bound.split()}
         assert index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
                                used) is not None, name
+    # A branch whose FILTER reads a binding or the rest of the group, or that holds a blank
+    # node, is a scope of its own: the graph answers it as written.
+    for name, bound in (("union testing a binding", "since"), ("union testing the group", ""),
+                        ("union with a blank node", "broad")):
+        shape = parse_filter(f"SELECT ?iri WHERE {{ {LINK} {SHAPES[name][0]} }}",
+                             ctx.kg.prefixes)
+        lifted = lift_to_documents(shape)
+        used = {k: terms[k] for k in bound.split()}
+        assert index.documents(lifted.variable, lifted.items, shape.prologue, shape.prefixes,
+                               used) is None, name
 
 
 def test_a_filtered_search_through_the_index_ranks_the_same_candidates_as_the_graph(ctx):

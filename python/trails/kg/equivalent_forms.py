@@ -41,6 +41,7 @@ from collections.abc import Collection, Mapping, Sequence
 from trails.kg.expressions import conjuncts, without_binds
 from trails.kg.planning import FilterShape, Other, Token, Triple, _predicate, _tokens, parse_filter
 from trails.kg.sparql_text import WORD_CHAR
+from trails.kg.unions import branches
 
 __all__ = ["equivalent_form"]
 
@@ -155,29 +156,10 @@ def _literal(term: str) -> bool:
 def _union_values(item: Other, prefixes: Mapping[str, str], fresh: _Fresh,
                   ) -> list[Triple | Other] | None:
     """``?s P ?v . VALUES ?v { o1 o2 }`` for ``{ ?s P o1 } UNION { ?s P o2 }``, or None."""
-    tokens = _tokens(item.text)
-    if not tokens:
+    parts = branches(item, prefixes)
+    if parts is None or any(len(p) != 1 or not isinstance(p[0], Triple) for p in parts):
         return None
-    branches: list[str] = []
-    at = 0
-    while at < len(tokens):
-        if branches:
-            if tokens[at].keyword != "UNION":
-                return None
-            at += 1
-        if at >= len(tokens) or tokens[at].text != "{":
-            return None
-        close = _close(tokens, at)
-        if close is None:
-            return None
-        branches.append(item.text[tokens[at].end : tokens[close].start])
-        at = close + 1
-    patterns = []
-    for body in branches:
-        inner = parse_filter(f"SELECT ?trails_branch WHERE {{ {body} }}", prefixes)
-        if inner is None or len(inner.items) != 1 or not isinstance(inner.items[0], Triple):
-            return None
-        patterns.append(inner.items[0])
+    patterns = [p[0] for p in parts if isinstance(p[0], Triple)]
     first = patterns[0]
     if (len(patterns) < 2 or first.subject[:1] not in "?$" or first.predicate is None
             or any(p.subject != first.subject or p.predicate != first.predicate
@@ -189,16 +171,6 @@ def _union_values(item: Other, prefixes: Mapping[str, str], fresh: _Fresh,
                    first.predicate),
             Other("values", f"VALUES ?{name} {{ {' '.join(p.object for p in patterns)} }}",
                   frozenset({name}))]
-
-
-def _close(tokens: Sequence[Token], at: int) -> int | None:
-    depth = 0
-    for index in range(at, len(tokens)):
-        if tokens[index].kind == "punct" and tokens[index].text in "{}":
-            depth += 1 if tokens[index].text == "{" else -1
-            if depth == 0:
-                return index
-    return None
 
 
 def _without_group(items: Sequence[Triple | Other], index: int, shape: FilterShape,

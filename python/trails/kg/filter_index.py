@@ -22,11 +22,12 @@ distinct objects as terms), and a filter becomes array operations over it:
 - ``OPTIONAL { ?doc P ?d } FILTER(!BOUND(?d) || test of ?d)``: the documents found by the rest,
   less those with a value of P of which none passes the test.
 
-Patterns on ``?doc`` intersect. Anything else (another OPTIONAL, UNION, paths on ``?doc``, a
-variable shared by two of ``?doc``'s patterns, a FILTER on two columns, blank nodes or triple
-terms among the values) is not answered here: :meth:`FilterIndex.documents` returns None and the
-filter runs in Oxigraph as before. Nothing here guesses a SPARQL semantics: every comparison,
-function and term equality is evaluated by Oxigraph or is plain term identity.
+Patterns on ``?doc`` intersect; a UNION's branches unite (``kg/unions.py``). Anything else
+(another OPTIONAL, paths on ``?doc``, a variable shared by two of ``?doc``'s patterns, a FILTER
+on two columns, blank nodes or triple terms among the values) is not answered here:
+:meth:`FilterIndex.documents` returns None and the filter runs in Oxigraph as before. Nothing
+here guesses a SPARQL semantics: every comparison, function and term equality is evaluated by
+Oxigraph or is plain term identity.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from trails.kg.column_files import ColumnFiles, Kept, RunTsv, keepable, read_row
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
 from trails.kg.sparql_text import WORD_CHAR
+from trails.kg.unions import distributed
 from trails.kg.variables import written_variables
 
 __all__ = ["SATELLITE_ROWS", "FilterIndex", "Selected"]
@@ -214,24 +216,31 @@ class FilterIndex:
                   prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> Selected | None:
         """The IRIs ``SELECT ?variable WHERE { items }`` selects (bindings ``terms``; the
         items' prefixed names resolved with ``prefixes``), or None when the group is not one
-        this index answers (then nothing was decided)."""
-        plan = column_plan(variable, items, terms, prefixes)
-        if plan is None:
-            return None
-        solutions = self._outer(plan, prologue, terms) if plan.outer else [{}]
-        if solutions is None:
-            return None
-        answers = [self._subjects(plan, prologue, {**terms, **solution})
-                   for solution in solutions]
-        found_each = [found for found in answers if found is not None]
-        if len(found_each) < len(answers):
-            return None
+        this index answers (then nothing was decided). A UNION: a group per branch."""
+        answers = []
+        for group in distributed(items, variable, terms, prefixes) or [list(items)]:
+            found = self._selected(variable, group, prologue, prefixes, terms)
+            if found is None:
+                return None
+            answers.append(found)
         # Each answer is sorted and unique (a column's subjects, or set operations on them).
-        found = found_each[0] if len(found_each) == 1 else np.unique(
-            np.concatenate([np.empty(0, dtype=np.int64), *found_each]))
+        found = answers[0] if len(answers) == 1 else np.unique(np.concatenate(answers))
         named, is_iri = self._iris()
         found = found[is_iri[found]]  # blank nodes and triple terms are no documents
         return Selected(named[found].tolist(), (self._token, named, found))
+
+    def _selected(self, variable: str, items: Sequence[Triple | Other], prologue: str,
+                  prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> np.ndarray | None:
+        """The subject codes (sorted, unique) of :meth:`documents` for a group without UNION."""
+        plan = column_plan(variable, items, terms, prefixes)
+        solutions = None if plan is None else self._outer(plan, prologue, terms) \
+            if plan.outer else [{}]
+        if plan is None or solutions is None:
+            return None
+        answers = [self._subjects(plan, prologue, {**terms, **row}) for row in solutions]
+        found = [subjects for subjects in answers if subjects is not None]
+        return None if len(found) < len(answers) else found[0] if len(found) == 1 else \
+            np.unique(np.concatenate([np.empty(0, dtype=np.int64), *found]))
 
     def _outer(self, plan: ColumnPlan, prologue: str,
                terms: Mapping[str, Term]) -> list[dict[str, Any]] | None:
