@@ -87,6 +87,45 @@ def test_a_fresh_process_reads_the_kept_columns_instead_of_the_graph(tmp_path):
             assert reads == [], read_only
 
 
+def test_kept_columns_of_the_same_documents_are_coded_once_and_alike(tmp_path):
+    """Two properties of every document, kept and read back by a fresh process: both files
+    list the documents alike (read_rows lists subjects by name), the second column is coded
+    by the first's codes without reading its names, and each row's code still names the row's
+    own subject, as the first read from the graph does."""
+    from trails.kg.column_files import ColumnFiles, SubjectCodes, Terms, read_rows
+    from trails.kg.opening import read_revision
+
+    docs = [Document(id=f"d{i}", source=f"d{i}.md", text=f"rails document {i}.",
+                     metadata={"date": f"{2019 + i % 4}-06-01", "place": ["EU", "US"][i % 2],
+                               **({"label": "x"} if i % 3 == 0 else {})})
+            for i in reversed(range(9))]
+    with open_context(tmp_path / "kb") as writer:
+        ingest_all(docs, ctx=writer)
+        text = (f"SELECT ?iri WHERE {{ {LINK} ?doc schema:dateCreated ?d . ?doc meta:place ?p "
+                "FILTER(?d >= ?since && ?p = \"EU\") FILTER NOT EXISTS { ?doc meta:label ?l } }")
+        filter_candidates(writer.kg, text, SINCE, None)  # reads and keeps both columns
+        predicates = ["https://schema.org/dateCreated", "https://trails.dev/meta#place",
+                      "https://trails.dev/meta#label"]
+        from_graph = {p: read_rows(writer.kg.select_tsv, f"?s <{p}> ?o", True, None)
+                      for p in predicates}
+    files = ColumnFiles(str(tmp_path / "kb" / "graph"), read_revision(str(tmp_path / "kb" /
+                                                                         "graph")), None)
+    kept = {p: files.load("column", p) for p in predicates}
+    assert all(k is not None and k.names_key for k in kept.values())
+    first, second, some = (kept[p] for p in predicates)
+    assert first.names_key == second.names_key != some.names_key
+    assert list(first.names) == sorted(first.names)
+    codes = SubjectCodes()
+    coded = [codes.coded(first), codes.coded(second), codes.coded(some)]
+    assert isinstance(second.names, Terms) and second.names._terms is None  # never read
+    assert len(codes.names) == len(set(codes.names)) == 9
+    for (p, graph), rows in zip(from_graph.items(), coded):
+        pairs = sorted(zip([codes.names[c] for c in rows],
+                           [kept[p].values[o] for o in kept[p].objects]))
+        assert pairs == sorted(zip([graph.names[s] for s in graph.subjects],
+                                   [graph.values[o] for o in graph.objects])), p
+
+
 def test_a_column_is_kept_once_per_revision_and_the_old_ones_go(tmp_path):
     corpus(tmp_path / "kb")
     first = kept_files(tmp_path / "kb")

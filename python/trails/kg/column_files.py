@@ -25,14 +25,16 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from trails.kg.reserved import AUDIT_GRAPH_IRI
 
-__all__ = ["COLUMN_ROWS", "FOLDER", "ColumnFiles", "Kept", "RunTsv", "keepable", "read_rows", "tsv_rows"]
+__all__ = ["COLUMN_ROWS", "FOLDER", "ColumnFiles", "Kept", "RunTsv", "SubjectCodes", "Terms",
+           "keepable", "read_rows", "tsv_rows"]
 
 FOLDER = "trails-columns"
 _FORMAT = 1
@@ -42,13 +44,45 @@ log = logging.getLogger("trails.filter")
 @dataclass
 class Kept:
     """What one file holds: rows as (subject, object) pairs of local codes, the subjects and
-    objects as TSV terms; ``whole`` False: the column was too large to keep."""
+    objects as TSV terms; ``whole`` False: the column was too large to keep. ``names_key``
+    (a file's) names its list of subjects: kept columns of the same subjects share it."""
 
     subjects: np.ndarray  # int64 index into names
     objects: np.ndarray  # int64 index into values
-    names: list[str]
-    values: list[str]
+    names: Sequence[str]
+    values: Sequence[str]
     whole: bool = True
+    names_key: str | None = None
+
+
+class SubjectCodes:
+    """One code per subject of every column an index reads (``names``: code -> TSV term).
+
+    Coding a column's subjects looks each name up: ~0.4 us a name, 25-50 ms for a column of
+    every document, paid again by every column of the same documents. A column read from the
+    graph lists its subjects by name (:func:`read_rows`), so two files of the same subjects
+    list them alike (``names_key``), and the second is coded by the first's codes."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []  # only ever appended to: a code never changes
+        self._codes: dict[str, int] = {}
+        self._local: dict[str, np.ndarray] = {}  # names_key -> code of each of those names
+
+    def coded(self, kept: Kept) -> np.ndarray:
+        """The rows' subjects of ``kept`` as codes."""
+        local = None if kept.names_key is None else self._local.get(kept.names_key)
+        if local is None:
+            codes = self._codes
+            # New names first, in order, then one lookup each in C: no Python call per name.
+            added = [name for name in dict.fromkeys(kept.names) if name not in codes]
+            codes.update(zip(added, range(len(self.names), len(self.names) + len(added))))
+            self.names.extend(added)
+            local = np.fromiter(map(codes.__getitem__, kept.names), dtype=np.int64,
+                                count=len(kept.names))
+            if kept.names_key is not None:
+                self._local[kept.names_key] = local
+        coded: np.ndarray = local[kept.subjects]
+        return coded
 
 
 # A column is read whole only up to this many triples; a predicate with more is left to
@@ -86,7 +120,12 @@ def read_rows(run: RunTsv, pattern: str, pairs: bool, scopes: Sequence[str] | No
     codes: dict[str, int] = {}
     objects = np.fromiter((codes.setdefault(r[1], len(codes)) for r in rows),
                           dtype=np.int64, count=len(rows)) if pairs else subjects[:0]
-    return Kept(subjects, objects, list(names), list(codes))
+    # The subjects by name: columns of the same subjects then keep the same list of names,
+    # and a process codes them once (SubjectCodes).
+    ordered = sorted(names)
+    place = dict(zip(ordered, range(len(ordered))))
+    rank = np.fromiter(map(place.__getitem__, names), dtype=np.int64, count=len(names))
+    return Kept(rank[subjects], objects, ordered, list(codes))
 
 
 class ColumnFiles:
@@ -122,9 +161,11 @@ class ColumnFiles:
             if any(meta.get(name) != value for name, value in expected.items()):
                 log.info("kept column %s %s ignored: not this revision's, or torn", kind, key)
                 return None
+            names_key = meta.get("names_key")
             return Kept(arrays["subjects"].astype(np.int64), arrays["objects"].astype(np.int64),
-                        _terms(arrays["names"], int(meta["names"])),
-                        _terms(arrays["values"], int(meta["values"])), bool(meta["whole"]))
+                        Terms(arrays["names"], int(meta["names"])),
+                        Terms(arrays["values"], int(meta["values"])), bool(meta["whole"]),
+                        names_key if isinstance(names_key, str) else None)
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             log.info("kept column %s %s ignored: %s", kind, key, exc)
             return None
@@ -150,11 +191,12 @@ class ColumnFiles:
 
     def save(self, kind: str, key: str, kept: Kept) -> None:
         """Keep ``kept`` as the column ``kind``/``key`` of this revision (best effort)."""
+        names = _blob(kept.names)
         arrays = {"subjects": kept.subjects.astype(np.int64), "objects":
-                  kept.objects.astype(np.int64), "names": _blob(kept.names),
-                  "values": _blob(kept.values)}
+                  kept.objects.astype(np.int64), "names": names, "values": _blob(kept.values)}
         meta = {**self._meta(kind, key), "names": len(kept.names), "values": len(kept.values),
-                "whole": kept.whole, "digest": _digest(arrays)}
+                "whole": kept.whole, "digest": _digest(arrays),
+                "names_key": hashlib.blake2b(names.tobytes(), digest_size=16).hexdigest()}
         target = self._path(kind, key)
         temporary = f"{target}.{secrets.token_hex(4)}.tmp.npz"
         try:
@@ -180,16 +222,35 @@ class ColumnFiles:
                     shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
-def _blob(terms: list[str]) -> np.ndarray:
+def _blob(terms: Sequence[str]) -> np.ndarray:
     """TSV terms joined by newlines (TSV escapes a literal's newlines), as bytes."""
     return np.frombuffer("\n".join(terms).encode(), dtype=np.uint8)
 
 
-def _terms(blob: np.ndarray, count: int) -> list[str]:
-    terms = blob.tobytes().decode().split("\n") if count else []
-    if len(terms) != count:
-        raise ValueError(f"{len(terms)} terms where {count} were kept")
-    return terms
+class Terms(Sequence[str]):
+    """The ``count`` terms of a blob, read at their first use: a column coded by another's
+    codes (:class:`SubjectCodes`) never reads its names."""
+
+    def __init__(self, blob: np.ndarray, count: int) -> None:
+        found = int(np.count_nonzero(blob == ord("\n"))) + 1 if count else 0
+        if found != count:
+            raise ValueError(f"{found} terms where {count} were kept")
+        self._blob, self._count = blob, count
+        self._terms: list[str] | None = None
+
+    def _read(self) -> list[str]:
+        if self._terms is None:
+            self._terms = self._blob.tobytes().decode().split("\n") if self._count else []
+        return self._terms
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._read()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
 
 
 def _digest(arrays: dict[str, np.ndarray]) -> str:

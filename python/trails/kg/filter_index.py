@@ -44,7 +44,15 @@ import pyoxigraph as ox
 
 from trails._arrays import firsts
 from trails.errors import SparqlError
-from trails.kg.column_files import ColumnFiles, Kept, RunTsv, keepable, read_rows, tsv_rows
+from trails.kg.column_files import (
+    ColumnFiles,
+    Kept,
+    RunTsv,
+    SubjectCodes,
+    keepable,
+    read_rows,
+    tsv_rows,
+)
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.planning import RDF_TYPE, Other, Triple
 from trails.kg.sparql_text import WORD_CHAR
@@ -132,8 +140,8 @@ class FilterIndex:
         self._lock = threading.Lock()
         self._columns: dict[str, Column | None] = {}
         self._typed: dict[str, np.ndarray | None] = {}
-        self.names: list[str] = []  # subject code -> subject term (TSV)
-        self._codes: dict[str, int] = {}
+        self._subject_codes = SubjectCodes()
+        self.names = self._subject_codes.names  # subject code -> subject term (TSV)
         self._iri_array = np.empty(0, dtype=object)  # subject code -> IRI or None (_iris)
         self._is_iri = np.empty(0, dtype=bool)  # subject code -> has an IRI (_iris)
         self._token = object()  # names this index's codes (Selected.coded)
@@ -148,10 +156,11 @@ class FilterIndex:
                 if not kept.whole:
                     self._columns[predicate] = None
                 else:
-                    codes = {value: code for code, value in enumerate(kept.values)}
-                    plain = not any(v.startswith(("_:", "<<")) for v in kept.values)
-                    self._columns[predicate] = Column(self._coded(kept), kept.objects,
-                                                      kept.values, codes, plain)
+                    values = list(kept.values)
+                    codes = {value: code for code, value in enumerate(values)}
+                    plain = not any(v.startswith(("_:", "<<")) for v in values)
+                    self._columns[predicate] = Column(self._subject_codes.coded(kept),
+                                                      kept.objects, values, codes, plain)
             return self._columns[predicate]
 
     def _kept(self, kind: str, key: str, pattern: str, *, pairs: bool) -> Kept:
@@ -188,26 +197,13 @@ class FilterIndex:
     def _read(self, pattern: str, pairs: bool) -> Kept:
         return read_rows(self._run, pattern, pairs, self._scopes)
 
-    def _coded(self, kept: Kept) -> np.ndarray:
-        """The rows' subjects as this index's subject codes."""
-        codes = self._codes
-        # New names first, in order, then one lookup each in C: a class of thousands of
-        # members, or a column of every document, is coded without a Python call per name.
-        added = [name for name in dict.fromkeys(kept.names) if name not in codes]
-        codes.update(zip(added, range(len(self.names), len(self.names) + len(added))))
-        self.names.extend(added)
-        local = np.fromiter(map(codes.__getitem__, kept.names), dtype=np.int64,
-                            count=len(kept.names))
-        coded: np.ndarray = local[kept.subjects]
-        return coded
-
     def typed(self, term: str) -> np.ndarray | None:
         """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk;
         None: too many to keep)."""
         with self._lock:
             if term not in self._typed:
                 kept = self._kept("class", term, f"?s <{RDF_TYPE}> {term}", pairs=False)
-                self._typed[term] = np.unique(self._coded(kept)) if kept.whole else None
+                self._typed[term] = np.unique(self._subject_codes.coded(kept)) if kept.whole else None
             return self._typed[term]
 
     # -- filters ----------------------------------------------------------------------------
