@@ -554,3 +554,25 @@ def test_subjects_of_a_sorted_column_once_each_are_numpys_unique(values):
 
     ordered = np.array(sorted(values), dtype=np.int64)
     assert ordered[firsts(ordered)].tolist() == np.unique(ordered).tolist()
+
+
+def test_a_union_branch_on_a_chunk_predicate_reads_no_column_of_every_chunk(ctx):
+    """A filter on its own variable leaves chunks' own predicates to the graph's indexes (a
+    column of them has a row per chunk), inside a UNION's branches as at the top."""
+    docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.\n\nmore {n}.",
+                     metadata={"place": PLACES[n % 3]}) for n in range(6)]
+    ingest_all(docs, ctx=ctx)
+    reads: list[str] = []
+    select_tsv = ctx.kg.select_tsv
+
+    def recorded(text, scopes=None):
+        reads.append(text)
+        return select_tsv(text, scopes)
+
+    ctx.kg.select_tsv = recorded
+    for text in ('SELECT ?x WHERE { { ?x schema:position 0 } UNION { ?x meta:place "EU" } }',
+                 'SELECT ?x WHERE { { ?x meta:place "EU" } UNION { ?x a trails:Chunk } }'):
+        found = set(filter_candidates(ctx.kg, text, None, None))
+        assert found == set(ctx.kg.select_iris(text)) and found, text
+    columns = [r for r in reads if r.startswith("SELECT ?s")]  # a column's or class's rows
+    assert not [r for r in columns if "position" in r or "Chunk" in r], columns

@@ -50,6 +50,7 @@ from trails.kg.planning import (
 )
 from trails.kg.sparql import TRAILS, check_filter, code_only
 from trails.kg.sparql_text import WORD_CHAR
+from trails.kg.unions import distributed
 from trails.kg.unrelated import ask_text, split_unrelated
 from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
@@ -281,7 +282,9 @@ def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
     if not isinstance(graph, TsvGraph) or (getattr(graph, "read_only", False)
                                           and not view_current(graph)):
         return None
-    own = [t for t in shape.items if isinstance(t, Triple) and shape.variable in t.variables]
+    groups = distributed(shape.items, shape.variable, terms, shape.prefixes) or [list(shape.items)]
+    own = [t for group in groups for t in group  # a UNION's branches are read as groups too
+           if isinstance(t, Triple) and shape.variable in t.variables]
     if any(t.predicate in _CHUNK_PREDICATES or (t.predicate == RDF_TYPE and _named(
             t.object, shape.prefixes) == _CHUNK) for t in own):
         return None
