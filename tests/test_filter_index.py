@@ -89,30 +89,31 @@ SHAPES = {
                       st.fixed_dictionaries({"i": st.sampled_from(DATES)})),
     # A UNION: one group per branch (kg/unions.py), or as written where a branch is a scope
     # of its own (a FILTER there sees neither the bindings nor the rest of the group).
-    "union of two properties": ("{ ?doc meta:place ?j } UNION { ?doc meta:topic ?t . "
-                                "?t rdfs:subClassOf* ?broad }",
+    "union of two properties": (("{ ?doc meta:place ?j } UNION { ?doc meta:topic ?t . "
+                                 "?t rdfs:subClassOf* ?broad }"),
                                 st.fixed_dictionaries({"j": st.sampled_from(PLACES),
                                                        "broad": st.sampled_from(
                                     [IRI(TOPICS + n) for n in ("A", "B1", "none")])})),
-    "union beside a date": ('?doc schema:dateCreated ?d . FILTER(?d >= ?since) '
-                            '{ ?doc meta:place "EU" } UNION { ?doc meta:label ?c } UNION '
-                            '{ ?doc a ?c }',
+    "union beside a date": (('?doc schema:dateCreated ?d . FILTER(?d >= ?since) '
+                             '{ ?doc meta:place "EU" } UNION { ?doc meta:label ?c } UNION '
+                             '{ ?doc a ?c }'),
                             st.fixed_dictionaries({"since": st.sampled_from(DATES),
                                                    "c": st.sampled_from(["x", "y"])})),
-    "union of tests": ('{ ?doc schema:dateCreated ?d FILTER(?d < "2021-01-01"^^xsd:date) } '
-                       'UNION { ?doc meta:place ?p FILTER(?p != "US") FILTER NOT EXISTS '
-                       '{ ?doc meta:label ?any } }', st.just({})),
-    "union testing a binding": ("{ ?doc schema:dateCreated ?d FILTER(?d >= ?since) } UNION "
-                                '{ ?doc meta:label "x" }',
+    "union of tests": (('{ ?doc schema:dateCreated ?d FILTER(?d < "2021-01-01"^^xsd:date) } '
+                        'UNION { ?doc meta:place ?p FILTER(?p != "US") FILTER NOT EXISTS '
+                        '{ ?doc meta:label ?any } }'), st.just({})),
+    "union testing a binding": (("{ ?doc schema:dateCreated ?d FILTER(?d >= ?since) } UNION "
+                                 '{ ?doc meta:label "x" }'),
                                 st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
-    "union testing the group": ('?doc meta:place ?j . { ?doc schema:dateCreated ?d '
-                                'FILTER(?j = "EU") } UNION { ?doc meta:label "y" }', st.just({})),
-    "union sharing a value": ("?doc meta:place ?j . { ?doc meta:label ?j } UNION "
-                              "{ ?doc meta:topic ?t }", st.just({})),
+    "union testing the group": (('?doc meta:place ?j . { ?doc schema:dateCreated ?d '
+                                 'FILTER(?j = "EU") } UNION { ?doc meta:label "y" }'),
+                                st.just({})),
+    "union sharing a value": (("?doc meta:place ?j . { ?doc meta:label ?j } UNION "
+                               "{ ?doc meta:topic ?t }"), st.just({})),
     "union of another resource": ('{ ?doc meta:place "UK" } UNION { ?claim meta:filed ?c }',
                                   st.just({})),
-    "union with a blank node": ('{ ?doc meta:place "EU" } UNION { ?doc meta:topic _:t . '
-                                "_:t rdfs:subClassOf ?broad }",
+    "union with a blank node": (('{ ?doc meta:place "EU" } UNION { ?doc meta:topic _:t . '
+                                 "_:t rdfs:subClassOf ?broad }"),
                                 st.fixed_dictionaries({"broad": st.sampled_from(
                                     [IRI(TOPICS + n) for n in ("A", "B")])})),
     # Shapes the index leaves to the graph: the answer must still be Oxigraph's.
