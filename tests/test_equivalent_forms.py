@@ -20,8 +20,10 @@ from test_filter_index import (
     TOPICS,
     USER_TRIPLES,
     build,
+    deleted_strategy,
     documents_strategy,
     ranked_among,
+    user_triples_strategy,
 )
 from trails.context import Context
 from trails.ingest import Document, ingest_all
@@ -335,9 +337,7 @@ FORMS = {
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(documents_strategy,
-       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
-       st.lists(st.integers(0, 9), max_size=2), st.data())
+@given(documents_strategy, user_triples_strategy, deleted_strategy, st.data())
 def test_every_form_selects_what_the_filter_as_written_selects(docs, extra, deleted, data):
     ctx = fresh_context(embedder=MockEmbedder(dim=8))
     build(ctx, docs, extra, deleted)

@@ -183,6 +183,10 @@ USER_TRIPLES = [
     '<{doc}> schema:position 0',
     '<https://example.org/hand> schema:position 0 ; schema:isPartOf <{doc}>',
 ]
+# Which user triples go on which of the documents, and which documents are deleted.
+user_triples_strategy = st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1),
+                                           st.integers(0, 9)), max_size=4)
+deleted_strategy = st.lists(st.integers(0, 9), max_size=2)
 
 
 def _document(n, d, text=None):
@@ -251,9 +255,7 @@ def ranked_among(ctx, candidates, scopes):
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(documents_strategy,
-       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
-       st.lists(st.integers(0, 9), max_size=2), st.data())
+@given(documents_strategy, user_triples_strategy, deleted_strategy, st.data())
 def test_planned_candidates_equal_the_filter_as_written(docs, extra, deleted, data):
     planned_equal_written(docs, extra, deleted, data, sorted(SHAPES))
 
@@ -263,9 +265,7 @@ UNION_SHAPES = sorted(name for name in SHAPES if name.startswith("union"))
 
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(documents_strategy,
-       st.lists(st.tuples(st.integers(0, len(USER_TRIPLES) - 1), st.integers(0, 9)), max_size=4),
-       st.lists(st.integers(0, 9), max_size=2), st.data())
+@given(documents_strategy, user_triples_strategy, deleted_strategy, st.data())
 def test_planned_candidates_of_a_union_equal_the_filter_as_written(docs, extra, deleted, data):
     planned_equal_written(docs, extra, deleted, data, UNION_SHAPES)
 

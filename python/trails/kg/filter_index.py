@@ -213,30 +213,33 @@ class FilterIndex:
         """The IRIs ``SELECT ?variable WHERE { items }`` selects (bindings ``terms``; the
         items' prefixed names resolved with ``prefixes``), or None when the group is not one
         this index answers (then nothing was decided). A UNION: a group per branch."""
-        answers = []
+        answers: list[np.ndarray] = []
         for group in distributed(items, variable, terms, prefixes) or [list(items)]:
-            found = self._selected(variable, group, prologue, prefixes, terms)
-            if found is None:
+            found_each = self._selected(variable, group, prologue, prefixes, terms)
+            if found_each is None:
                 return None
-            answers.append(found)
+            answers.extend(found_each)
         # Each answer is sorted and unique (a column's subjects, or set operations on them).
-        found = answers[0] if len(answers) == 1 else np.unique(np.concatenate(answers))
+        found = answers[0] if len(answers) == 1 else np.unique(
+            np.concatenate([np.empty(0, dtype=np.int64), *answers]))
         named, is_iri = self._iris()
         found = found[is_iri[found]]  # blank nodes and triple terms are no documents
         return Selected(named[found].tolist(), (self._token, named, found))
 
     def _selected(self, variable: str, items: Sequence[Triple | Other], prologue: str,
-                  prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> np.ndarray | None:
-        """The subject codes (sorted, unique) of :meth:`documents` for a group without UNION."""
+                  prefixes: Mapping[str, str], terms: Mapping[str, Term],
+                  ) -> list[np.ndarray] | None:
+        """:meth:`documents`' subject codes for a group without UNION, one sorted array per
+        solution of the patterns beyond the documents (None: not answered)."""
         plan = column_plan(variable, items, terms, prefixes)
-        solutions = None if plan is None else self._outer(plan, prologue, terms) \
-            if plan.outer else [{}]
-        if plan is None or solutions is None:
+        if plan is None:
+            return None
+        solutions = self._outer(plan, prologue, terms) if plan.outer else [{}]
+        if solutions is None:
             return None
         answers = [self._subjects(plan, prologue, {**terms, **row}) for row in solutions]
         found = [subjects for subjects in answers if subjects is not None]
-        return None if len(found) < len(answers) else found[0] if len(found) == 1 else \
-            np.unique(np.concatenate([np.empty(0, dtype=np.int64), *found]))
+        return found if len(found) == len(answers) else None
 
     def _outer(self, plan: ColumnPlan, prologue: str,
                terms: Mapping[str, Term]) -> list[dict[str, Any]] | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from trails.kg.planning import Other, Token, Triple, _tokens, parse_filter
+from trails.kg.planning import Other, Triple, _closing, _tokens, parse_filter
 
 __all__ = ["branches", "distributed"]
 
@@ -41,7 +41,7 @@ def branches(item: Other, prefixes: Mapping[str, str]) -> list[tuple[Item, ...]]
             at += 1
         if at >= len(tokens) or tokens[at].text != "{":
             return None
-        close = _close(tokens, at)
+        close = _closing(tokens, at)
         if close is None:
             return None
         bodies.append(item.text[tokens[at].end : tokens[close].start])
@@ -83,13 +83,3 @@ def distributed(items: Sequence[Item], projected: str, bound: Collection[str],
                 return None
     return [[*items[:at], *part, *items[at + 1:]] for part in parts]
 
-
-def _close(tokens: Sequence[Token], at: int) -> int | None:
-    """The index of the ``}`` closing the ``{`` at ``at``."""
-    depth = 0
-    for index in range(at, len(tokens)):
-        if tokens[index].kind == "punct" and tokens[index].text in "{}":
-            depth += 1 if tokens[index].text == "{" else -1
-            if depth == 0:
-                return index
-    return None
