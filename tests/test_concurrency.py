@@ -23,6 +23,7 @@ a context on PostgreSQL keeps its graph in its directory as any other).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import threading
@@ -393,28 +394,52 @@ def two_handles(tmp_path, store_kind):
 def _reingest_around_the_filter(monkeypatch, reader, writer, times: int, *,
                                 after: bool) -> list[int]:
     """Make each of the first ``times`` graph filters of ``reader`` let the writer commit a
-    whole new revision of d0 (steps 1-4) just before it reads the graph (so after the snapshot
-    was pinned), and with ``after`` another one just after it. Returns the revisions each
-    filter saw."""
-    real = reader.kg.select_iris
+    whole new revision of d0 (steps 1-4) just before it first reads the graph (so after the
+    snapshot was pinned, and after the filter noted the graph's generation), and with
+    ``after`` another one just after the filter. The graph is read by its evaluation
+    (``select_iris``) or through its columns (``select_tsv``) alike. Returns the revisions
+    each filter that read the graph saw."""
+    run_module = importlib.import_module("trails.retrieval.retrieve")  # the module, not
+    real = run_module.filter_candidates  # the function trails.retrieval exports by its name
     seen: list[int] = []
     revision = [0]
+    filtering = {"now": False, "read": False}
 
     def commit() -> None:
         revision[0] += 1
-        ingest_all(documents(revision[0], range(1)), ctx=writer, chunker=CHUNKER)
+        filtering["now"] = False  # the writer's own reads of the shared graph are no filter's
+        try:
+            ingest_all(documents(revision[0], range(1)), ctx=writer, chunker=CHUNKER)
+        finally:
+            filtering["now"] = True
 
-    def select_iris(*args, **kwargs):
-        moving = len(seen) < times
-        if moving:
+    def first_read(name):
+        read = getattr(reader.kg, name)
+
+        def reading(*args, **kwargs):
+            if filtering["now"] and not filtering["read"]:
+                filtering["read"] = True
+                if len(seen) < times:
+                    commit()
+                seen.append(revision[0])
+            return read(*args, **kwargs)
+        return reading
+
+    def filter_candidates(graph, *args, **kwargs):
+        assert graph is reader.kg
+        filtering.update(now=True, read=False)
+        try:
+            iris = real(graph, *args, **kwargs)
+        finally:
+            filtering["now"] = False
+        if filtering["read"] and len(seen) <= times and after:
             commit()
-        seen.append(revision[0])
-        iris = real(*args, **kwargs)
-        if moving and after:
-            commit()
+            filtering["now"] = False
         return iris
 
-    monkeypatch.setattr(reader.kg, "select_iris", select_iris)
+    for name in ("select_iris", "select_tsv"):
+        monkeypatch.setattr(reader.kg, name, first_read(name))
+    monkeypatch.setattr(run_module, "filter_candidates", filter_candidates)
     return seen
 
 
@@ -423,39 +448,63 @@ ONE_DOC = "SELECT ?c WHERE { ?c schema:isPartOf ?d . FILTER(?d = <trails://local
 # (ADR 13), so its answer names versions and the chunk-level checks run.
 ONE_DOC_CHUNKS = ("SELECT ?c WHERE { ?c schema:isPartOf ?d ; trails:version ?v . "
                   "FILTER(?d = <trails://local/doc/d0>) }")
+# The same again, answered by the graph's evaluation rather than its columns (a test of the
+# chunks' text is never a column): both reads must be checked alike.
+ONE_DOC_TEXTS = ("SELECT ?c WHERE { ?c schema:isPartOf ?d ; schema:text ?t . "
+                 "FILTER(?d = <trails://local/doc/d0>) }")
 
 
+# The chunk-level filters and the path each takes in hybrid mode (graph mode runs as written).
+CHUNK_READS = pytest.mark.parametrize("chunks", [(ONE_DOC_CHUNKS, "columns"),
+                                                 (ONE_DOC_TEXTS, "chunks-reordered")],
+                                      ids=["columns", "graph-read"])
+
+
+def _answered(result, mode, chunks):
+    """``result``, once its filter path is checked to be the one ``chunks`` names."""
+    assert mode == "graph" or result.filter_path == chunks[1], result.filter_path
+    return result
+
+
+@CHUNK_READS
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
-def test_a_graph_newer_than_the_snapshot_gets_a_newer_snapshot(two_handles, monkeypatch, mode):
+def test_a_graph_newer_than_the_snapshot_gets_a_newer_snapshot(two_handles, monkeypatch, mode,
+                                                               chunks):
     """The filter sees revision 1 only (steps 1-4 done after the pin): d0 would vanish with
     the snapshot of revision 0; a snapshot pinned after the filter shows revision 1 whole."""
     reader, writer = two_handles
     seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=1, after=False)
-    result = retrieve("lighthouse", reader, mode=mode, k=100, sparql_filter=ONE_DOC_CHUNKS)
+    result = _answered(retrieve("lighthouse", reader, mode=mode, k=100,
+                                sparql_filter=chunks[0]), mode, chunks)
     assert seen == [1]  # the filter ran once
     assert problems(list(result), {doc_iri(0)}) == (0, 0)
     assert {REVISION.search(h.metadata["text"]).group(1) for h in result} == {"1"}
     assert not result.notes
 
 
+@CHUNK_READS
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
-def test_a_graph_that_moved_on_again_is_read_again(two_handles, monkeypatch, mode):
+def test_a_graph_that_moved_on_again_is_read_again(two_handles, monkeypatch, mode, chunks):
     """Revision 2 commits right after the filter saw revision 1: no snapshot fits that
     filter's answer any more, so the whole read runs again."""
     reader, writer = two_handles
     seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=1, after=True)
-    result = retrieve("lighthouse", reader, mode=mode, k=100, sparql_filter=ONE_DOC_CHUNKS)
+    result = _answered(retrieve("lighthouse", reader, mode=mode, k=100,
+                                sparql_filter=chunks[0]), mode, chunks)
     assert seen == [1, 2]
     assert problems(list(result), {doc_iri(0)}) == (0, 0)
     assert {REVISION.search(h.metadata["text"]).group(1) for h in result} == {"2"}
     assert not result.notes
 
 
-def test_a_graph_that_keeps_moving_gives_the_last_answer_with_a_note(two_handles, monkeypatch):
+@CHUNK_READS
+def test_a_graph_that_keeps_moving_gives_the_last_answer_with_a_note(two_handles, monkeypatch,
+                                                                     chunks):
     reader, writer = two_handles
     seen = _reingest_around_the_filter(monkeypatch, reader, writer, times=READ_ATTEMPTS,
                                        after=True)
-    result = retrieve("lighthouse", reader, k=100, sparql_filter=ONE_DOC_CHUNKS)
+    result = _answered(retrieve("lighthouse", reader, k=100, sparql_filter=chunks[0]),
+                       "hybrid", chunks)
     assert len(seen) == READ_ATTEMPTS  # bounded
     assert problems(list(result), set()) == (0, 0)  # never two versions, even then
     assert any("trails://local/doc/d0" in note and "retrieve again" in note
@@ -487,7 +536,7 @@ def test_a_filter_that_skips_the_live_version_is_no_tear(two_handles, monkeypatc
     reader.kg.update(f'INSERT DATA {{ <{stale}> schema:isPartOf <trails://local/doc/d0> ; '
                      'trails:version "0000000000000000" ; trails:mark 1 }')
     seen = _reingest_around_the_filter(monkeypatch, reader, reader, times=0, after=False)
-    # (a chunk's own predicate in the filter keeps it on the graph's read, which is counted)
+    # (a chunk's own predicate in the filter keeps it over chunks, read from the columns)
     result = retrieve("lighthouse", reader, k=10,
                       sparql_filter="SELECT ?c WHERE { ?c trails:mark 1 ; trails:version ?v }")
     assert seen == [0] and list(result) == [] and not result.notes

@@ -83,6 +83,13 @@ SHAPES = {
     "first chunks, created since": (("?iri schema:position 0 . ?doc schema:dateCreated ?d . "
                                     "FILTER(?d >= ?since)"),
                                     st.fixed_dictionaries({"since": st.sampled_from(DATES)})),
+    # A chunk's value tested beside its document's (the documents' columns answer those).
+    "chunk position, created since": (("?iri schema:position ?p . ?doc schema:dateCreated ?d . "
+                                       "FILTER(?p <= ?n) FILTER(?d >= ?since)"),
+                                      st.fixed_dictionaries({"n": st.sampled_from([0, 2]),
+                                                             "since": st.sampled_from(DATES)})),
+    "chunk offset, a place": ("?iri trails:startOffset ?o . ?doc meta:place ?j . FILTER(?o < 40)",
+                              st.fixed_dictionaries({"j": st.sampled_from(PLACES)})),
     # A value variable named as the index's own could be.
     "value named i": ('?doc meta:place ?i . FILTER(?i != "US")', st.just({})),
     "bound named i": ("?doc schema:dateCreated ?d . FILTER(?d >= ?i)",
@@ -557,23 +564,54 @@ def test_subjects_of_a_sorted_column_once_each_are_numpys_unique(values):
     assert ordered[firsts(ordered)].tolist() == np.unique(ordered).tolist()
 
 
-def test_a_union_branch_on_a_chunk_predicate_reads_no_column_of_every_chunk(ctx):
-    """A filter on its own variable leaves chunks' own predicates to the graph's indexes (a
-    column of them has a row per chunk), inside a UNION's branches as at the top."""
+def test_a_chunk_predicate_is_a_column_when_its_value_is_a_variable(ctx):
+    """A predicate on every chunk (a position) whose value is a variable, at the top or in a
+    UNION's branch, is answered from its column, as the graph answers it; with its value given
+    (``schema:position 0``, ``a trails:Chunk``) the graph's index answers, until the column is
+    at hand; a test of the chunks' text is never a column (it would be the corpus). A column
+    answer selecting nothing is that answer, not a second evaluation by the graph."""
     docs = [Document(id=f"d{n}", source=f"d{n}.md", text=f"text {n}.\n\nmore {n}.",
                      metadata={"place": PLACES[n % 3]}) for n in range(6)]
     ingest_all(docs, ctx=ctx)
     reads: list[str] = []
-    select_tsv = ctx.kg.select_tsv
+    select_tsv, select_iris = ctx.kg.select_tsv, ctx.kg.select_iris
 
     def recorded(text, scopes=None):
         reads.append(text)
         return select_tsv(text, scopes)
 
+    def evaluated(text, *args, **kwargs):
+        reads.append(f"evaluated {text}")
+        return select_iris(text, *args, **kwargs)
+
+    given = 'SELECT ?x WHERE { { ?x schema:position 0 } UNION { ?x meta:place "EU" } }'
+    typed = 'SELECT ?x WHERE { { ?x meta:place "EU" } UNION { ?x a trails:Chunk } }'
+    cases = [  # (the filter, answered from columns), in this order
+        (given, False), (typed, False),
+        ('SELECT ?x WHERE { ?x schema:text ?t FILTER(CONTAINS(?t, "more 3")) }', False),
+        ('SELECT ?x WHERE { ?x schema:position ?p FILTER(?p < 1 && ?p >= 0) }', True),
+        (('SELECT ?x WHERE { { ?x schema:position ?p FILTER(?p < 1) } UNION { ?x meta:place '
+          '"EU" } }'), True),
+        # the chunk's document's condition: the documents' columns answer it too
+        (('SELECT ?x WHERE { ?x schema:isPartOf ?doc ; schema:position ?p . ?doc meta:place '
+          '"EU" FILTER(?p < 1) }'), True),
+        ('SELECT ?x WHERE { ?x schema:position ?p FILTER(?p > 7) }', True),  # nothing
+        (given + " # again", True),  # the position column is at hand now
+        (typed + " # again", False),  # the class of every chunk is not
+    ]
     ctx.kg.select_tsv = recorded
-    for text in ('SELECT ?x WHERE { { ?x schema:position 0 } UNION { ?x meta:place "EU" } }',
-                 'SELECT ?x WHERE { { ?x meta:place "EU" } UNION { ?x a trails:Chunk } }'):
-        found = set(filter_candidates(ctx.kg, text, None, None))
-        assert found == set(ctx.kg.select_iris(text)) and found, text
-    columns = [r for r in reads if r.startswith("SELECT ?s")]  # a column's or class's rows
-    assert not [r for r in columns if "position" in r or "Chunk" in r], columns
+    for text, columns in cases:
+        path: list[str] = []
+        start = len(reads)
+        ctx.kg.select_iris = evaluated
+        found = filter_candidates(ctx.kg, text, None, None, path=path)
+        ctx.kg.select_iris = select_iris
+        assert set(found) == set(ctx.kg.select_iris(text)), text
+        assert bool(found) == ("?p > 7" not in text), text
+        assert (path[0] == "columns") == columns, (text, path)
+        evaluated_here = [r for r in reads[start:] if r.startswith("evaluated")]
+        assert bool(evaluated_here) != columns, (text, evaluated_here)  # one way, not both
+    read = [r for r in reads if r.startswith("SELECT ?s")]  # a column's or class's rows
+    assert [r for r in read if "position" in r], read
+    assert not [r for r in read if "Chunk" in r or "schema.org/text" in r], read
+    assert not [r for r in reads if "SELECT DISTINCT ?doc" in r], reads  # no graph query

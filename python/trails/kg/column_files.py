@@ -144,6 +144,10 @@ class ColumnFiles:
         return {"format": _FORMAT, "revision": self.revision, "scopes": self.scopes,
                 "kind": kind, "key": key}
 
+    def has(self, kind: str, key: str) -> bool:
+        """Whether a file is kept for the column ``kind``/``key`` (not yet read: see load)."""
+        return os.path.exists(self._path(kind, key))
+
     def load(self, kind: str, key: str) -> Kept | None:
         """The column ``kind``/``key`` kept for this revision and scopes, or None (no file, or
         one that is not exactly it)."""

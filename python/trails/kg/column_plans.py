@@ -42,6 +42,7 @@ class ColumnPlan:
     # under one of the outer patterns' solutions.
     outer: list[Triple | Other] = field(default_factory=list)
     outer_tested: set[str] = field(default_factory=set)
+    prefixes: Mapping[str, str] = field(default_factory=dict)  # the group's prefixed names
 
 
 def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[str, object],
@@ -57,7 +58,7 @@ def column_plan(variable: str, items: Sequence[Triple | Other], terms: Mapping[s
     value_of = {t.object[1:]: t for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms}
     if len(value_of) != sum(1 for t in mine if t.object[:1] in "?$" and t.object[1:] not in terms):
         return None  # one variable as the value of two patterns: a join, not a column test
-    plan = ColumnPlan([], [], {}, {})
+    plan = ColumnPlan([], [], {}, {}, prefixes=prefixes)
     plan.patterns = list(mine)
     first = min(items.index(t) for t in mine)
     for at, item in enumerate(items):

@@ -1,13 +1,13 @@
-"""Document-level filters answered from columns of the graph instead of a scan (ADR 0029).
+"""Filters on a resource's properties answered from columns of the graph, not a scan (ADR 0029).
 
 A filter lifted to documents (``kg/planning.py``: ``SELECT ?doc`` over triple patterns and
 FILTERs) mostly tests properties of documents: ``?doc schema:dateCreated ?d . FILTER(?d >=
 ?since)``, ``?doc meta:jurisdiction "EU"``, ``?doc meta:topic ?t . ?t rdfs:subClassOf*
-?broad``, ``FILTER NOT EXISTS { ?doc meta:classification ?c }``. Oxigraph answers each by
-walking every matching triple and writing a row per document; with a new date or a new
-jurisdiction the walk is paid again. Here a predicate's triples are read once per graph state
-into a **column** (one row per triple: the subject's code, the object's code, and the
-distinct objects as terms), and a filter becomes array operations over it:
+?broad``, ``FILTER NOT EXISTS { ?doc meta:classification ?c }``; a chunk-level one, a chunk's
+(``?iri schema:position ?p``). Oxigraph walks every matching triple each time. Here a
+predicate's triples are read once per graph state into a **column** (``kg/columns.py``: one
+row per triple, the subject's code and the object's code, and the distinct objects as
+terms), and a filter becomes array operations over it:
 
 - ``?doc P <term>`` (a constant or a bound variable): the rows whose object is that term (RDF
   term equality, as a triple pattern matches);
@@ -33,17 +33,13 @@ Oxigraph or is plain term identity.
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyoxigraph as ox
 
 from trails._arrays import firsts
-from trails.errors import SparqlError
 from trails.kg.column_files import (
     ColumnFiles,
     Kept,
@@ -54,10 +50,9 @@ from trails.kg.column_files import (
     tsv_rows,
 )
 from trails.kg.column_plans import ColumnPlan, column_plan
+from trails.kg.columns import Column, Term, bound_values, passing, unused
 from trails.kg.planning import RDF_TYPE, Other, Triple
-from trails.kg.sparql_text import WORD_CHAR
 from trails.kg.unions import distributed
-from trails.kg.variables import written_variables
 
 __all__ = ["SATELLITE_ROWS", "FilterIndex", "Selected"]
 
@@ -66,58 +61,20 @@ SATELLITE_ROWS = 100_000
 # Solutions of patterns joined to nothing of the documents' (``?claim ex:filed ?c``) the
 # columns answer one by one; past this the graph joins them.
 OUTER_ROWS = 64
-_VALUE = "urn:trails:value"
-
-Term = ox.NamedNode | ox.Literal | ox.BlankNode
 
 
 class Selected(list[str]):
     """IRIs a :class:`FilterIndex` selected, with ``coded``: ``(token, names, codes)``, the
     index's token, its names so far (an object array, only ever appended to while the token
     stays the same) and the IRIs' places among them. A store that hashes names hashes an
-    index's names once and then picks a filter's by code (``slot_index.SlotIndex._keys``)."""
+    index's names once and then picks a filter's by code (``slot_index.SlotIndex._keys``).
+    ``others``: how many blank nodes and triple terms it selected too (no IRIs, left out)."""
 
-    def __init__(self, iris: list[str], coded: tuple[object, np.ndarray, np.ndarray]) -> None:
+    def __init__(self, iris: list[str], coded: tuple[object, np.ndarray, np.ndarray],
+                 others: int = 0) -> None:
         super().__init__(iris)
         self.coded = coded
-
-
-@dataclass
-class Column:
-    """The triples of one predicate (within one dataset): subjects and objects as codes."""
-
-    subjects: np.ndarray  # int64: the subject code of each triple (FilterIndex.names)
-    objects: np.ndarray  # int64: the object code of each triple (index into values)
-    values: list[str]  # the distinct objects, as TSV terms
-    codes: dict[str, int]
-    plain: bool  # no blank node or triple term among the values
-    _store: ox.Store | None = field(default=None, repr=False)
-    distinct: bool = field(default=False, repr=False)  # no subject in two rows
-
-    def __post_init__(self) -> None:
-        # Rows in subject order: when no subject repeats (a document's one date), the rows a
-        # test selects are already sorted and unique, with no np.unique over half a corpus.
-        order = np.argsort(self.subjects, kind="stable")
-        self.subjects, self.objects = self.subjects[order], self.objects[order]
-        self.distinct = not bool(np.any(self.subjects[1:] == self.subjects[:-1]))
-
-    def subjects_with(self, codes: np.ndarray) -> np.ndarray:
-        """The (sorted, unique) subject codes of the rows whose object code is in ``codes``."""
-        if not len(codes):
-            return np.empty(0, dtype=np.int64)
-        chosen = self.subjects[np.isin(self.objects, codes)]
-        return chosen if self.distinct else chosen[firsts(chosen)]
-
-    def store(self) -> ox.Store:
-        """The distinct values as triples ``<urn:trails:value#i> <urn:trails:value> value``:
-        FILTERs on a value run here, in Oxigraph, once per value."""
-        if self._store is None:
-            store = ox.Store()
-            body = " ".join(f"<{_VALUE}#{i}> <{_VALUE}> {value} ."
-                            for i, value in enumerate(self.values))
-            store.update(f"INSERT DATA {{ {body} }}")
-            self._store = store
-        return self._store
+        self.others = others
 
 
 class FilterIndex:
@@ -165,8 +122,7 @@ class FilterIndex:
 
     def _kept(self, kind: str, key: str, pattern: str, *, pairs: bool) -> Kept:
         """The rows of ``pattern`` (``?s`` and ``?o``: a column, or ``?s`` alone: a class's
-        members), from this revision's file when there is one, else from the graph (and then
-        kept for the next process)."""
+        members), from this revision's file, else from the graph (then kept in a file)."""
         files = self._files if self._keepable(pattern) else None
         if files is not None and self._current():
             kept = files.load(kind, key)
@@ -178,8 +134,8 @@ class FilterIndex:
         return kept
 
     def counted(self, query: str, patterns: Sequence[str], count: Callable[[], int]) -> int:
-        """``count()``, the answer of ``query`` (a COUNT of ``patterns`` over the graph), kept
-        per revision like the columns (a fresh process's link checks then read no graph)."""
+        """``count()``, the answer of ``query`` (a COUNT of ``patterns``), kept per revision
+        like the columns (a fresh process's link checks then read no graph)."""
         files = self._files if all(self._keepable(p) for p in patterns) else None
         if files is not None and self._current():
             kept = files.load("count", query)
@@ -191,6 +147,13 @@ class FilterIndex:
                                             np.empty(0, np.int64), [], []))
         return found
 
+    def at_hand(self, kind: str, key: str) -> bool:
+        """Whether the column (``kind`` "column") or class ("class") ``key`` is read in this
+        process or kept for this revision: using it then reads no graph."""
+        held = self._columns if kind == "column" else self._typed
+        return held.get(key) is not None or (self._files is not None and self._current()
+                                             and self._files.has(kind, key))
+
     def _keepable(self, pattern: str) -> bool:
         return self._files is not None and keepable(self._run, pattern, self._scopes)
 
@@ -198,8 +161,7 @@ class FilterIndex:
         return read_rows(self._run, pattern, pairs, self._scopes)
 
     def typed(self, term: str) -> np.ndarray | None:
-        """The subject codes of ``?s a <term>`` (read per class: rdf:type has a row per chunk;
-        None: too many to keep)."""
+        """The subject codes of ``?s a <term>`` (per class; None: too many to keep)."""
         with self._lock:
             if term not in self._typed:
                 kept = self._kept("class", term, f"?s <{RDF_TYPE}> {term}", pairs=False)
@@ -223,8 +185,8 @@ class FilterIndex:
         found = answers[0] if len(answers) == 1 else np.unique(
             np.concatenate([np.empty(0, dtype=np.int64), *answers]))
         named, is_iri = self._iris()
-        found = found[is_iri[found]]  # blank nodes and triple terms are no documents
-        return Selected(named[found].tolist(), (self._token, named, found))
+        iris = found[is_iri[found]]  # blank nodes and triple terms are no documents
+        return Selected(named[iris].tolist(), (self._token, named, iris), len(found) - len(iris))
 
     def _selected(self, variable: str, items: Sequence[Triple | Other], prologue: str,
                   prefixes: Mapping[str, str], terms: Mapping[str, Term],
@@ -247,9 +209,9 @@ class FilterIndex:
         terms the conditions read (each a term's text, valid where a term is written), or
         None (too many, or a blank node, which no query can name again)."""
         body = " ".join(item.text for item in plan.outer)
-        values = _bound_values(body, terms)
+        values = bound_values(body, terms)
         names = sorted(plan.outer_tested)
-        slot = _unused("_trails_found", body)  # a row even with no variable
+        slot = unused("_trails_found", body)  # a row even with no variable
         rows = tsv_rows(self._run(
             f"{prologue}SELECT DISTINCT {' '.join('?' + n for n in [*names, slot])} WHERE {{ "
             f"{values}{body} BIND(1 AS ?{slot}) }} LIMIT {OUTER_ROWS + 1}", self._scopes))
@@ -306,8 +268,7 @@ class FilterIndex:
 
     def _iris(self) -> tuple[np.ndarray, np.ndarray]:
         """Each subject code's IRI (None for a blank node or triple term) and whether it has
-        one, made as codes are added: a filter selecting half the documents names them
-        without a loop in Python."""
+        one, made as codes are added (naming half the documents is then no Python loop)."""
         with self._lock:
             made = len(self._iri_array)
             if made < len(self.names):
@@ -359,8 +320,8 @@ class FilterIndex:
         if name is None or name in terms:
             code = column.codes.get(constants[target if name is None else f"?{name}"])
             return column.subjects_with(np.array([] if code is None else [code], dtype=np.int64))
-        if name in plan.satellites:
-            chosen = self._satellite(name, plan, prologue, terms)
+        if name in plan.satellites:  # a plain column's values hold IRIs and literals only
+            chosen = self._satellite(name, plan, prologue, terms, iris=True)
             if chosen is None:
                 return None
             codes = [column.codes[v] for v in chosen if v in column.codes]
@@ -369,7 +330,7 @@ class FilterIndex:
         if not conditions:
             subjects = column.subjects  # in subject order: the first of equals keeps each once
             return subjects if column.distinct else subjects[firsts(subjects)]
-        return column.subjects_with(_passing(column, name, conditions, prologue,
+        return column.subjects_with(passing(column, name, conditions, prologue,
                                              self._prefixes, terms))
 
     def _members(self, name: str, plan: ColumnPlan, prologue: str,
@@ -389,11 +350,16 @@ class FilterIndex:
         return np.unique(np.concatenate([np.array([], dtype=np.int64), *members]))
 
     def _satellite(self, name: str, plan: ColumnPlan, prologue: str,
-                   terms: Mapping[str, Term],
-                   ) -> set[str] | None:
-        """The values of ``?name`` the patterns beyond the documents select (None: too many)."""
+                   terms: Mapping[str, Term], iris: bool = False) -> set[str] | None:
+        """The values of ``?name`` the patterns beyond the documents select (None: too many);
+        with ``iris`` (only IRIs count) from the columns when they answer those patterns (a
+        chunk's document's: ``?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d``)."""
+        chosen = self.documents(name, plan.satellites[name], prologue, plan.prefixes,
+                                terms) if iris else None
+        if chosen is not None:
+            return {f"<{iri}>" for iri in chosen}
         body = " ".join(item.text for item in plan.satellites[name])
-        values = _bound_values(body, terms)
+        values = bound_values(body, terms)
         rows = tsv_rows(self._run(f"{prologue}SELECT DISTINCT ?{name} WHERE {{ {values}{body} }}"
                                   f" LIMIT {SATELLITE_ROWS + 1}", self._scopes))
         if len(rows) > SATELLITE_ROWS:
@@ -401,49 +367,6 @@ class FilterIndex:
         return {row[0] for row in rows}
 
 
-def _written(name: str, text: str) -> bool:
-    """Whether ``?name`` (or ``$name``) is written in ``text``."""
-    return re.search(rf"[?$]{re.escape(name)}(?!{WORD_CHAR})", text) is not None
-
-
-def _bound_values(body: str, terms: Mapping[str, Term]) -> str:
-    """``VALUES`` of the bindings ``body`` reads, to start it with ("" when it reads none)."""
-    written = written_variables(body)
-    used = sorted(name for name in terms if name in written)
-    return "" if not used else (f"VALUES ({' '.join('?' + v for v in used)}) "
-                                f"{{ ({' '.join(str(terms[v]) for v in used)}) }} ")
-
-
-def _unused(slot: str, body: str, taken: str = "") -> str:
-    """``slot``, lengthened until ``body`` writes no variable of that name (nor is it
-    ``taken``): a variable of the index's own in a query around the user's text."""
-    while slot == taken or _written(slot, body):
-        slot += "_"
-    return slot
-
-
 def _value_pattern(plan: ColumnPlan, name: str) -> Triple:
     """The document's pattern whose value is ``?name``."""
     return next(p for p in plan.patterns if p.object[:1] in "?$" and p.object[1:] == name)
-
-
-def _passing(column: Column, name: str, conditions: Sequence[Other], prologue: str,
-             prefixes: Mapping[str, str], terms: Mapping[str, Term]) -> np.ndarray:
-    """The value codes of ``column`` that every FILTER in ``conditions`` keeps, evaluated by
-    Oxigraph over the distinct values (the filters name ``?name`` and bound variables only)."""
-    body = " ".join(condition.text for condition in conditions)
-    values = _bound_values(body, terms)
-    slot = _unused("_trails_code", body, name)  # the value's code
-    query = f"{prologue}SELECT ?{slot} WHERE {{ {values}?{slot} <{_VALUE}> ?{name} . {body} }}"
-    try:
-        solutions = column.store().query(query, prefixes=dict(prefixes))
-        assert isinstance(solutions, ox.QuerySolutions)  # a SELECT
-        data = solutions.serialize(format=ox.QueryResultsFormat.TSV) or b""
-    except (SyntaxError, ValueError, RuntimeError, OSError) as exc:  # the graph answers then
-        raise SparqlError(f"a test of the values of ?{name} failed: {exc}") from exc
-    # One code per line, read in C: a date range over ten years passes thousands of values.
-    codes = _CODE.findall(data)
-    return np.array(codes, dtype=np.bytes_).astype(np.int64) if codes else np.empty(0, np.int64)
-
-
-_CODE = re.compile(rb"^<" + re.escape(_VALUE.encode()) + rb"#(\d+)>", re.MULTILINE)

@@ -56,7 +56,7 @@ from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
 from trails.tracing import traced
-from trails.vector.stores.records import DocumentIris
+from trails.vector.stores.records import CodedIris, DocumentIris
 
 __all__ = ["CACHED_FILTERS", "CACHED_IRIS", "chunk_links_intact", "filter_candidates",
            "links_reach_documents"]
@@ -66,10 +66,10 @@ log = logging.getLogger("trails.retrieve")
 # Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
 CACHED_FILTERS = 64
 CACHED_IRIS = 1_000_000
-# Predicates on every chunk: a column of one is a row per chunk, which the graph's own indexes
-# answer faster on a first run.
-_CHUNK_PREDICATES = frozenset({IS_PART_OF, *("https://schema.org/" + p for p in ("text", "position")), *(
-    TRAILS + p for p in ("startOffset", "endOffset", "version", "mentions", "hasMention"))})
+_TEXT = "https://schema.org/text"
+_CHUNK_VALUES = frozenset({"https://schema.org/position", *(  # on every chunk, a row each
+    TRAILS + p for p in ("startOffset", "endOffset", "version"))})
+_EVERY_CHUNK = _CHUNK_VALUES | {IS_PART_OF, TRAILS + "mentions", TRAILS + "hasMention"}
 _CHUNK = TRAILS + "Chunk"
 _DECLARED = re.compile(r"\bPREFIX\s+([^\s:]*):\s*<([^>]*)>", re.IGNORECASE)  # (name, IRI)
 # The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
@@ -114,9 +114,8 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def _memory(graph: GenerationGraph) -> _GraphMemory:
-    """What ``graph``'s filters left behind; an empty memory, kept nowhere, once its raw
-    store was handed out: the holder writes through it unseen, at any time, so no generation
-    names the state an answer, a column or a count was read in."""
+    """What ``graph``'s filters left behind; an empty memory, kept nowhere, once its raw store
+    was handed out (its holder writes unseen: no generation names the state read)."""
     marked = getattr(graph, "hand_links", None)
     if marked is not None and marked.raw:
         return _GraphMemory()
@@ -274,23 +273,32 @@ def _indexed(graph: GenerationGraph, generation: int, shape: FilterShape, lifted
 
 def _own_columns(graph: GenerationGraph, generation: int, shape: FilterShape,
                  terms: Mapping[str, Any], scopes: Sequence[str] | None,
-                 ) -> tuple[str, ...] | None:
-    """The IRIs of a filter that tests its own variable's properties (``SELECT ?doc WHERE {
-    ?doc schema:dateCreated ?d ... }``: documents, or any resource a user described) from
-    the graph's columns, as a set; None when the shape is not one they answer, or would read
-    a column of every chunk (chunks' own predicates: the graph's indexes answer those)."""
+                 ) -> CodedIris | None:
+    """The IRIs of a filter testing its own variable's properties (a document's, a chunk's...)
+    from the graph's columns, as a set (None: not answered). The chunks' text is no column; a
+    predicate on every chunk is read as one if a chunk's value is tested as a variable (the
+    graph would scan it per binding: ``?iri schema:position ?p``), else only if at hand (the
+    graph's index finds ``schema:position 0``; a refused lift's document filter runs there)."""
     if not isinstance(graph, TsvGraph) or (getattr(graph, "read_only", False)
                                           and not view_current(graph)):
         return None
     groups = distributed(shape.items, shape.variable, terms, shape.prefixes) or [list(shape.items)]
     own = [t for group in groups for t in group  # a UNION's branches are read as groups too
            if isinstance(t, Triple) and shape.variable in t.variables]
-    if any(t.predicate in _CHUNK_PREDICATES or (t.predicate == RDF_TYPE and _named(
-            t.object, shape.prefixes) == _CHUNK) for t in own):
+    every = [("class", f"<{_CHUNK}>") if t.predicate == RDF_TYPE else ("column", t.predicate)
+             for t in own if t.predicate in _EVERY_CHUNK or (  # as ingestion writes them
+                 t.predicate == RDF_TYPE and _named(t.object, shape.prefixes) == _CHUNK)]
+    scans = any(t.predicate in _CHUNK_VALUES and t.object[:1] in "?$" and t.object[1:] not in
+                terms for t in own)  # the graph would read every chunk's value
+    if any(t.predicate == _TEXT for t in own) or not scans and not all(
+            _index(graph, generation, scopes).at_hand(kind, key) for kind, key in every):
         return None
     found = _from_columns(graph, generation, scopes, shape, shape.variable, shape.items, terms)
-    # Nothing found: the graph answers (a filter selecting only blank nodes is an error there).
-    return tuple(found) if found else None
+    if found is None or (not found and found.others):  # only blank nodes: an error there
+        return None
+    named = CodedIris(found)  # the store hashes the index's names once, not a filter's:
+    named.coded = found.coded
+    return named
 
 
 def _from_columns(graph: GenerationGraph, generation: int, scopes: Sequence[str] | None,
@@ -321,8 +329,7 @@ def _without_chunk_type(shape: FilterShape) -> FilterShape | None:
     # How often the variable is written, as the lift counts it: in the text the items write,
     # plus any place of the filter as written they do not account for (a comment, a string).
     def written(text: str) -> int:
-        return len(re.findall(rf"[?$]{re.escape(shape.variable)}(?!{WORD_CHAR})",
-                              text))
+        return len(re.findall(rf"[?$]{re.escape(shape.variable)}(?!{WORD_CHAR})", text))
     beyond = max(0, shape.occurrences - written(shape.text()))
     return dataclasses.replace(shape, items=items,
                                occurrences=written(shape.text(items=items)) + beyond)
@@ -391,7 +398,6 @@ def _count(graph: GenerationGraph, query: str) -> int:
     def counted() -> int:
         rows = select(graph, query).rows
         return int(rows[0]["n"]) if rows else 0
-
     count = (_index(graph, generation, None).counted(query, LINK_COUNTS[query].texts, counted)
              if query in LINK_COUNTS and isinstance(graph, TsvGraph) else counted())
     with memory.lock:
@@ -403,20 +409,17 @@ def chunk_links_intact(graph: GenerationGraph) -> bool:
     """Whether every ``schema:isPartOf`` triple can be the link trails minted from a chunk to
     its document: as many of them as chunks (trails writes one per chunk, so a user's own
     ``isPartOf`` triple, anywhere, makes the counts differ). Counted once per generation.
-
-    Filters are evaluated over documents only while this holds; a chunk's document is then
-    exactly the group the store expands a document into. A write that may have moved links
-    unseen by the counts (one left marked, ``kg/hand_links.py``) makes it False until
-    ``verify()`` has read every link."""
+    Filters are evaluated over documents only while this holds (a chunk's document is then
+    exactly the group the store expands a document into). A write that may have moved links
+    unseen by the counts (marked, ``kg/hand_links.py``) makes it False until ``verify()``."""
     return _links_refusal(graph) is None
 
 
 def _links_refusal(graph: GenerationGraph) -> str | None:
-    """Why the chunk links may not stand for documents (None: they may).
-
-    A read-only view older than the graph's files is refused too: the marks read now may
-    have been cleared after a write its state still holds (``retrieve()`` refreshes such a
-    view before it filters; a caller of :func:`filter_candidates` may not)."""
+    """Why the chunk links may not stand for documents (None: they may). A read-only view
+    older than the graph's files is refused too: the marks read now may have been cleared
+    after a write its state still holds (``retrieve()`` refreshes such a view first; a caller
+    of :func:`filter_candidates` may not)."""
     marked = getattr(graph, "hand_links", None)
     if marked is not None and marked.marks():
         return "chunk links or document types changed by hand: trails verify plans it again"

@@ -37,62 +37,26 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from trails.ingest.minting import CHUNK_IRI
 from trails.kg.base import GenerationGraph, KnowledgeGraph, RevisionGraph, select
 from trails.kg.opening import read_revision
 from trails.records import RetrievalResult
+from trails.retrieval.chunk_versions import candidate_versions, coded_unselected, unselected_live
 from trails.vector.stores.base import NumberedStates, Snapshots, VectorStore, VersionedStore
-from trails.vector.stores.records import DocumentIris
+from trails.vector.stores.records import CodedIris, DocumentIris
 
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "candidate_versions",
-           "committed_in_flight", "gone_from_graph", "minted_chunk", "pinned_reads",
-           "torn_documents", "unselected_live", "view_current"]
+__all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "committed_in_flight",
+           "gone_from_graph", "pinned_reads", "torn_documents", "view_current"]
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
 READ_ATTEMPTS = 10
-_HEX = "0123456789abcdef"  # a version's characters (minting.version_of)
 
 
 class _TornRead(Exception):
     """The graph moved past the pinned snapshot: read again."""
-
-
-def minted_chunk(iri: str) -> bool:
-    """Whether ``iri`` has the shape of a chunk IRI ingestion mints."""
-    return CHUNK_IRI.match(iri) is not None
-
-
-def candidate_versions(iris: Sequence[str]) -> dict[str, set[str]]:
-    """For each document with chunk IRIs among ``iris``, the versions they name.
-
-    Read as :data:`CHUNK_IRI` reads them, by cutting the IRI at its last ``/c/`` and the
-    fixed-length version before it; only a name that does not read so is asked of the
-    pattern (a filter's answer holds tens of thousands of chunk IRIs: the pattern cost
-    ~2 µs each)."""
-    versions: dict[str, set[str]] = {}
-    for iri in iris:
-        head, cut, position = iri.rpartition("/c/")
-        if (cut and position.isdecimal() and len(head) > 19 and head[-19:-16] == "/v/"
-                and not head[-16:].strip(_HEX) and "\n" not in head):
-            versions.setdefault(head[:-19], set()).add(head[-16:])
-        elif match := CHUNK_IRI.match(iri):
-            versions.setdefault(match["doc"], set()).add(match["version"])
-    return versions
-
-
-def unselected_live(versions: dict[str, set[str]], store: VersionedStore) -> dict[str, str]:
-    """Documents whose live version (in the store's pinned state) is not among the versions
-    their candidates name: document -> live version."""
-    if not versions:
-        return {}
-    quick = getattr(store, "live_versions", None)  # a store's cheaper read of them, if it has one
-    live = quick(list(versions)) if callable(quick) else {
-        doc: record.version for doc, record in store.current_versions(list(versions)).items()}
-    return {doc: version for doc, version in live.items() if version not in versions[doc]}
 
 
 def gone_from_graph(suspects: dict[str, str], kg: KnowledgeGraph) -> list[str]:
@@ -168,10 +132,16 @@ class PinnedRead:
         store = self.store
         if isinstance(iris, DocumentIris):
             return self._checked_documents(iris)
-        versions = candidate_versions(iris)
-        if self.kg is None or not versions or not isinstance(store, VersionedStore):
+        if self.kg is None or not isinstance(store, VersionedStore):
             return iris
-        suspects = unselected_live(versions, store)
+        coded = iris.coded if isinstance(iris, CodedIris) else None
+        versions = {} if coded is not None else candidate_versions(iris)
+
+        def unselected() -> dict[str, str]:  # under the store's snapshot pinned now
+            return (coded_unselected(coded, store) if coded is not None
+                    else unselected_live(versions, store))
+
+        suspects = unselected()
         if not suspects:
             return iris
         # Judged under the first snapshot (pinned before the graph read, so sound), while it
@@ -195,7 +165,7 @@ class PinnedRead:
             # It may also be newer, and the graph can then not judge it: each document must
             # show a version the filter named, or (not selected) the same live version.
             legit = {doc: version for doc, version in suspects.items() if doc not in torn}
-            torn = sorted(doc for doc, version in unselected_live(versions, store).items()
+            torn = sorted(doc for doc, version in unselected().items()
                           if legit.get(doc) != version)
             if not torn:
                 return iris

@@ -11,7 +11,7 @@ import pyoxigraph as ox
 from trails.kg.base import select
 from trails.records import RetrievalHit, RetrievalResult
 from trails.retrieval.back_references import live_rows, rows_standing_for
-from trails.retrieval.consistency import minted_chunk
+from trails.retrieval.chunk_versions import minted_chunk
 from trails.scopes import DEFAULT_SCOPE
 
 if TYPE_CHECKING:

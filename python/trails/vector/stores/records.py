@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, SupportsIndex, overload
 
-__all__ = ["DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit",
+__all__ = ["CodedIris", "DocumentIris", "DocumentVersion", "SearchPlan", "StoredVector", "VectorHit",
            "back_reference", "distinct_names"]
 
 
@@ -20,17 +20,25 @@ def back_reference(id: str, metadata: Mapping[str, Any]) -> str:
     return iri if isinstance(iri, str) and iri else id
 
 
-class DocumentIris(tuple[str, ...]):
+class CodedIris(tuple[str, ...]):
+    """Distinct candidate IRIs that know their place in their source's list of names.
+
+    ``coded``: ``(token, names, codes)``, the names as codes into a list of names that source
+    keeps appending to while the token stays the same (``kg.filter_index.Selected``), so a
+    store that hashes names hashes that list once per token, and a check that parses them
+    parses each once (None: not known)."""
+
+    coded: tuple[object, Any, Any] | None = None
+
+
+class DocumentIris(CodedIris):
     """Candidate IRIs that are documents: a store's ``search(ids=...)`` and
     ``keyword_search`` rank each one's chunks and never read one as a vector id (a filter
     evaluated over documents may also select other resources, which have no chunks).
-    ``generation``: the graph generation the filter read (None: not known). ``coded``: the
-    names (distinct strings, as set by their source) as codes into a list of names that source
-    keeps appending to, ``(token, names, codes)`` (``kg.filter_index.Selected``), so a store
-    that hashes names can hash that list once per token (None: not known)."""
+    ``generation``: the graph generation the filter read (None: not known); ``coded`` as
+    :class:`CodedIris` says."""
 
     generation: int | None = None
-    coded: tuple[object, Any, Any] | None = None
 
 
 def distinct_names(ids: Iterable[object]) -> Sequence[str]:
@@ -40,8 +48,9 @@ def distinct_names(ids: Iterable[object]) -> Sequence[str]:
     >>> distinct_names(["a", "b", "a"]), type(distinct_names(DocumentIris(["d", "d"]))).__name__
     (['a', 'b'], 'DocumentIris')
     """
-    if isinstance(ids, DocumentIris) and (ids.coded is not None or (
-            set(map(type, ids)) <= {str} and len(set(ids)) == len(ids))):
+    if (isinstance(ids, CodedIris) and ids.coded is not None) or (
+            isinstance(ids, DocumentIris) and set(map(type, ids)) <= {str}
+            and len(set(ids)) == len(ids)):
         return ids  # already so (a filter index's answer is, by its codes): the same tuple
     names = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
     return DocumentIris(names) if isinstance(ids, DocumentIris) else names
