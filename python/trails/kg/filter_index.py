@@ -51,7 +51,7 @@ from trails.kg.column_files import (
 )
 from trails.kg.column_plans import ColumnPlan, column_plan
 from trails.kg.columns import Column, Term, bound_values, passing, unused
-from trails.kg.planning import RDF_TYPE, Other, Triple
+from trails.kg.planning import IS_PART_OF, RDF_TYPE, Other, Triple
 from trails.kg.unions import distributed
 
 __all__ = ["SATELLITE_ROWS", "FilterIndex", "Selected"]
@@ -320,8 +320,9 @@ class FilterIndex:
         if name is None or name in terms:
             code = column.codes.get(constants[target if name is None else f"?{name}"])
             return column.subjects_with(np.array([] if code is None else [code], dtype=np.int64))
-        if name in plan.satellites:  # a plain column's values hold IRIs and literals only
-            chosen = self._satellite(name, plan, prologue, terms, iris=True)
+        if name in plan.satellites:  # a chunk's document: its conditions are columns too
+            chosen = self._satellite(name, plan, prologue, terms,
+                                     documents=pattern.predicate == IS_PART_OF)
             if chosen is None:
                 return None
             codes = [column.codes[v] for v in chosen if v in column.codes]
@@ -350,12 +351,14 @@ class FilterIndex:
         return np.unique(np.concatenate([np.array([], dtype=np.int64), *members]))
 
     def _satellite(self, name: str, plan: ColumnPlan, prologue: str,
-                   terms: Mapping[str, Term], iris: bool = False) -> set[str] | None:
-        """The values of ``?name`` the patterns beyond the documents select (None: too many);
-        with ``iris`` (only IRIs count) from the columns when they answer those patterns (a
-        chunk's document's: ``?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d``)."""
+                   terms: Mapping[str, Term], documents: bool = False) -> set[str] | None:
+        """The values of ``?name`` the patterns beyond the documents select (None: too many).
+        With ``documents`` (``?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d``: a
+        chunk's document, an IRI, with conditions that the columns answer over documents
+        alike) from the columns when they answer those patterns, else from the graph (its
+        index finds ``?t skos:broader <x>`` without reading a whole column)."""
         chosen = self.documents(name, plan.satellites[name], prologue, plan.prefixes,
-                                terms) if iris else None
+                                terms) if documents else None
         if chosen is not None:
             return {f"<{iri}>" for iri in chosen}
         body = " ".join(item.text for item in plan.satellites[name])
