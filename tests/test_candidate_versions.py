@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trails.ingest.minting import CHUNK_IRI, chunk_iri, doc_iri
-from trails.retrieval.chunk_versions import candidate_versions
+from trails.retrieval.chunk_versions import candidate_versions, coded_unselected, unselected_live
 
 PIECES = st.sampled_from(["/v/", "/c/", "/", "v", "c", "0", "7", "a", "f", "A", "g", "\n", "٣",
                           "0123456789abcdef", "deadbeefdeadbeef", "x:", "é", " "])
@@ -96,7 +96,6 @@ def test_a_coded_answer_is_checked_as_its_names_are(data):
     version kept from the state before would keep a torn document hidden)."""
     import numpy as np
 
-    from trails.retrieval.chunk_versions import coded_unselected, unselected_live
     from trails.vector.stores.records import CodedIris
 
     token, names, store = object(), np.empty(0, dtype=object), LiveVersions()
@@ -125,7 +124,6 @@ def test_a_live_version_first_named_by_a_later_answer_is_seen_there():
     the list grows by a chunk of that version, an answer naming it is whole (in one state)."""
     import numpy as np
 
-    from trails.retrieval.chunk_versions import coded_unselected
     from trails.vector.stores.records import CodedIris
 
     store, token = LiveVersions(), object()
@@ -158,3 +156,21 @@ def test_a_name_beside_a_chunk_of_its_head_is_read_on_its_own():
         alone = CodedIris([name])
         alone.coded = (token, names, np.array([code]))
         assert candidate_versions(alone) == by_the_pattern([name]), name
+
+
+def test_two_stores_in_the_same_state_number_are_asked_each():
+    """One graph's answer checked against two stores (a reader's and a writer's handles, or
+    two contexts over one graph) whose state numbers happen to be equal: each store's own
+    live versions decide, not those kept from the other."""
+    import numpy as np
+
+    from trails.vector.stores.records import CodedIris
+
+    names = np.array([chunk_iri(DOCS[0], VERSIONS[0], 0)], dtype=object)
+    answer = CodedIris(list(names))
+    answer.coded = (object(), names, np.array([0]))
+    same, other = LiveVersions(), LiveVersions()
+    same.live, other.live = {DOCS[0]: VERSIONS[0]}, {DOCS[0]: VERSIONS[1]}
+    assert coded_unselected(answer.coded, same) == {}
+    assert coded_unselected(answer.coded, other) == {DOCS[0]: VERSIONS[1]}
+    assert coded_unselected(answer.coded, same) == {}

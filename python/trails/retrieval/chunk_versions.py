@@ -81,7 +81,7 @@ class _ReadVersions:
         self.pair_doc = np.empty(0, dtype=np.int64)  # pair place -> document code
         self.docs: dict[str, int] = {}
         self.of = np.empty(0, dtype=np.int64)
-        self.state: object = _NO_STATE
+        self.state: Any = _NO_STATE  # (the store, its state) the live versions are of
         self.live_pair = np.empty(0, dtype=np.int64)
         self.live_version: dict[int, str] = {}
 
@@ -145,8 +145,9 @@ class _ReadVersions:
                    store: VersionedStore, state: object) -> dict[str, str]:
         """``unselected_live(candidate_versions(...), store)``, ``state`` the store's."""
         used = self.used(names, codes)
-        if state != self.state:  # another commit: every live version is asked again
-            self.state, self.live_version = state, {}
+        if self.state is _NO_STATE or self.state[0] is not store or self.state[1] != state:
+            # another store (one graph may serve two), or another commit: asked again
+            self.state, self.live_version = (store, state), {}
             self.live_pair = np.full(len(self.docs), -3, dtype=np.int64)
         self._grow_live()
         present = np.zeros(len(self.docs), dtype=bool)
