@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trails.errors import InvalidArgumentError, InvalidArgumentTypeError
-from trails.vector.stores.records import DocumentVersion
+from trails.vector.stores.records import CodedIris, DocumentVersion
 
 __all__ = ["MAX_NAME_BYTES", "check_filters", "check_id", "check_ids", "check_k",
            "check_metadata", "check_metadatas", "check_payload_fields", "check_scopes",
@@ -91,6 +91,8 @@ def check_ids(ids: object, name: str = "ids") -> Sequence[str]:
         raise InvalidArgumentTypeError(
             f"{name} must be a list (or another iterable) of str, got {_shown(ids)}"
             + ("; wrap one in a list" if isinstance(ids, str) else ""))
+    if isinstance(ids, CodedIris) and ids.coded is not None:
+        return ids  # a filter index's names: strings by construction (a chunk-level 200,000)
     checked = ids if isinstance(ids, (list, tuple)) else list(ids)
     if set(map(type, checked)) <= {str}:  # the usual case, checked in C (a filter's 100,000 ids)
         return checked

@@ -26,7 +26,8 @@ class CodedIris(tuple[str, ...]):
     ``coded``: ``(token, names, codes)``, the names as codes into a list of names that source
     keeps appending to while the token stays the same (``kg.filter_index.Selected``), so a
     store that hashes names hashes that list once per token, and a check that parses them
-    parses each once (None: not known)."""
+    parses each once (None: not known). With ``coded`` set, every IRI is a ``str``: a store
+    does not check each again."""
 
     coded: tuple[object, Any, Any] | None = None
 
