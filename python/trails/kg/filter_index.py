@@ -322,7 +322,7 @@ class FilterIndex:
             return column.subjects_with(np.array([] if code is None else [code], dtype=np.int64))
         if name in plan.satellites:  # a chunk's document: its conditions are columns too
             chosen = self._satellite(name, plan, prologue, terms,
-                                     documents=pattern.predicate == IS_PART_OF)
+                                     linked=pattern.predicate == IS_PART_OF)
             if chosen is None:
                 return None
             codes = [column.codes[v] for v in chosen if v in column.codes]
@@ -351,14 +351,14 @@ class FilterIndex:
         return np.unique(np.concatenate([np.array([], dtype=np.int64), *members]))
 
     def _satellite(self, name: str, plan: ColumnPlan, prologue: str,
-                   terms: Mapping[str, Term], documents: bool = False) -> set[str] | None:
+                   terms: Mapping[str, Term], linked: bool = False) -> set[str] | None:
         """The values of ``?name`` the patterns beyond the documents select (None: too many).
-        With ``documents`` (``?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d``: a
+        With ``linked`` (``?iri schema:isPartOf ?doc . ?doc schema:dateCreated ?d``: a
         chunk's document, an IRI, with conditions that the columns answer over documents
         alike) from the columns when they answer those patterns, else from the graph (its
         index finds ``?t skos:broader <x>`` without reading a whole column)."""
         chosen = self.documents(name, plan.satellites[name], prologue, plan.prefixes,
-                                terms) if documents else None
+                                terms) if linked else None
         if chosen is not None:
             return {f"<{iri}>" for iri in chosen}
         body = " ".join(item.text for item in plan.satellites[name])
