@@ -29,6 +29,7 @@ import numpy as np
 from trails.errors import TrailsError
 from trails.faults import corrupt_file
 from trails.vector.stores.sqlite_vec.driver import Database
+from trails.vector.stores.sqlite_vec.keyword_buffers import DenseAddends, Workspace
 from trails.vector.stores.sqlite_vec.keyword_segments import (
     SegmentRows,
     decode_postings,
@@ -125,6 +126,7 @@ class KeywordPostings:
         # (state token, stem, id(mask) or None) -> mask, live rows holding the stem within it:
         # read once per state, not by every ranking (emptied when the state changes)
         self._held: dict[tuple[str, str, int | None], tuple[np.ndarray | None, int]] = {}
+        self._work = Workspace()  # a ranking's large arrays, kept for the next one
 
     # -- the committed state --------------------------------------------------------------
 
@@ -345,13 +347,17 @@ class KeywordPostings:
 
         With ``among`` (rowids below the state's length, sorted, unique), only those rows
         are scored, and the scores are theirs in that order: the same operations per row, at
-        a cost that follows the candidates, not every row."""
+        a cost that follows the candidates, not every row.
+
+        The scores are the connection's workspace (:mod:`.keyword_buffers`): read them before
+        the next ranking, which writes over them."""
         state = self.state()
         assert state is not None  # after stems() answered
         # Sorted and in range is the caller's promise (a binary search relies on it).
         assert among is None or not len(among) or 0 <= among[0] <= among[-1] < len(
             state.segment_of)
-        scores = np.zeros(len(state.segment_of) if among is None else len(among))
+        work = self._work
+        scores = work.zeros("scores", len(state.segment_of) if among is None else len(among))
         rows = int(mask.sum()) if scoped and mask is not None else state.rows
         if not rows or not len(scores):
             return state, scores
@@ -359,10 +365,14 @@ class KeywordPostings:
             else state.norm
         admitted = mask  # by position in ``scores``: rows outside the mask score 0
         if among is not None:
-            norms = norms[among]
-            admitted = None if mask is None else mask[among]
+            # "clip" only skips take's buffered bounds check: ``among`` is in range (above).
+            norms = np.take(norms, among, out=work.array("norms", len(among), np.float64),
+                            mode="clip")
+            admitted = None if mask is None else np.take(
+                mask, among, out=work.array("admitted", len(among), np.bool_), mode="clip")
             if admitted is not None and bool(admitted.all()):
                 admitted = None  # candidates are rows of the scopes: nothing to mask
+        addends = DenseAddends(scores, norms, admitted, among, state.segment_of, work)
         for stem in stems:
             held, (rowids, tfs), dense = self._postings(state, stem, mask if scoped else None)
             at, keep = rowids, None
@@ -375,27 +385,7 @@ class KeywordPostings:
             weight = idf(rows, held)
             scores[at] += weight * ((tfs * (K1 + 1.0)) / (tfs + norms[at]))
             for first, frequencies, segment in dense:
-                end = first + len(frequencies)
-                rows_of: slice | np.ndarray = slice(first, end)  # the rowids scored here
-                inside: slice | np.ndarray = slice(None)  # their places in the list
-                lo, hi = first, end  # their places in ``scores``
-                if among is not None:
-                    lo, hi = (int(i) for i in np.searchsorted(among, (first, end)))
-                    rows_of = among[lo:hi]
-                    inside = rows_of - first
-                tf = frequencies[inside].astype(np.float64)
-                scored = None if segment is None else state.segment_of[rows_of] == segment
-                if admitted is not None:
-                    scored = admitted[lo:hi] if scored is None else scored & admitted[lo:hi]
-                if scored is not None:
-                    tf[~scored] = 0.0
-                # A row without the term adds weight * 0.0: its score does not change. In
-                # place, ``weight * ((tf * (K1 + 1)) / (tf + norm))`` rounds the same way.
-                part = np.add(tf, norms[lo:hi])
-                np.multiply(tf, K1 + 1.0, out=tf)
-                np.divide(tf, part, out=tf)
-                np.multiply(tf, weight, out=tf)
-                scores[lo:hi] += tf
+                addends.add(first, frequencies, segment, weight)
         return state, scores
 
     def _scoped_norm(self, state: KeywordState, mask: np.ndarray, rows: int) -> np.ndarray:

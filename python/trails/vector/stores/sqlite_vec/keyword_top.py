@@ -41,8 +41,7 @@ def top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | Non
 
 def _top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | None,
            among: np.ndarray | None, admits: Admits | None, refused: list[int]) -> Ranked:
-    matched = np.flatnonzero(scores > 0)  # positions in ``scores``
-    if k < 1 or not len(matched) or (allowed is not None and not allowed):
+    if k < 1 or (allowed is not None and not allowed):
         return []
 
     def ranked(best: np.ndarray, wanted: set[str] | None) -> Ranked:
@@ -50,7 +49,10 @@ def _top_k(db: Database, scores: np.ndarray, k: int, allowed: Sequence[str] | No
                        admits, refused)
 
     if allowed is None:
-        return ranked(_best(matched, scores, k), None)
+        return ranked(_best_positive(scores, k), None)
+    matched = np.flatnonzero(scores > 0)  # positions in ``scores``
+    if not len(matched):
+        return []
     # Walking down the ranking reads about k / fraction rows; mapping reads every allowed id.
     fraction = len(allowed) / max(len(matched), len(allowed))
     reach = max(4 * k, int(2 * k / fraction))
@@ -95,6 +97,21 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     kth = np.partition(values, len(values) - k)[len(values) - k]
     best: np.ndarray = rows[values >= kth]
     return best
+
+
+def _best_positive(scores: np.ndarray, k: int) -> np.ndarray:
+    """``_best(np.flatnonzero(scores > 0), scores, k)``, without a list of every matching
+    row when k blocks of 256 scores hold a positive one: the k-th largest of the blocks'
+    maxima is then a positive lower bound on the k-th best score (k blocks each hold a score
+    that high), so only the scores at or above it are read (a common word matches nearly
+    every candidate, and that list would be as long as the scores)."""
+    blocks = len(scores) // 256
+    if blocks >= 4 * k:
+        peaks = scores[: blocks * 256].reshape(blocks, 256).max(axis=1)
+        bound = np.partition(peaks, blocks - k)[blocks - k]
+        if bound > 0:
+            return _best(np.flatnonzero(scores >= bound), scores, k)
+    return _best(np.flatnonzero(scores > 0), scores, k)
 
 
 def _ranked(db: Database, rowids: np.ndarray, scores: np.ndarray, wanted: set[str] | None,
