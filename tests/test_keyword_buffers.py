@@ -121,3 +121,45 @@ def test_every_score_tied_with_the_k_th_is_kept_beside_the_bound():
     scores[7] = 2.0  # tied with the k-th, in a block already counted
     best = _best_positive(scores, 3)
     assert best.tolist() == np.flatnonzero(scores >= 2.0).tolist()
+
+
+def test_rankings_in_threads_sharing_one_store_are_each_their_own():
+    """The workspace is the connection's: rankings from threads sharing a store take turns
+    (the store's snapshot lock), so none writes over another's scores. Each thread's answers
+    must be those its queries get alone, over many interleavings."""
+    import random
+    import threading
+
+    from trails.vector.stores.sqlite_vec import SqliteVecStore
+
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    store = SqliteVecStore(dim=2)
+    names = [f"r{i:04}" for i in range(1500)]
+    store.add_many(names, np.ones((len(names), 2)), [
+        {"text": " ".join(rng.choices(words, k=rng.randint(1, 12))),
+         "scope": rng.choice(["one", "two"])} for _ in names])
+    asked = [(" ".join(rng.sample(words, 2)), sorted(rng.sample(names, rng.randint(50, 1200))),
+              rng.choice([None, ["one"]])) for _ in range(8)]
+    alone = [[(h.id, h.score) for h in store.keyword_search(q, 20, ids, scopes=s)]
+             for q, ids, s in asked]
+    wrong: list[object] = []
+
+    def ask(offset: int) -> None:
+        for turn in range(60):
+            n = (offset + turn) % len(asked)
+            q, ids, s = asked[n]
+            try:
+                got = [(h.id, h.score) for h in store.keyword_search(q, 20, ids, scopes=s)]
+            except Exception as exc:  # noqa: BLE001 - a thread's failure is the test's
+                wrong.append(exc)
+                continue
+            if got != alone[n]:
+                wrong.append(n)
+
+    threads = [threading.Thread(target=ask, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
