@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from typing import Self
 
 __all__ = ["READ_ATTEMPTS", "PinnedRead", "can_check_documents", "committed_in_flight",
-           "gone_from_graph", "pinned_reads", "torn_documents", "view_current"]
+           "gone_from_graph", "pinned_reads", "view_current"]
 
 # Reads of one retrieve() at most: each ends torn only if a writer commits a version of a
 # candidate document in the moment between the graph filter and the next snapshot.
@@ -68,19 +68,6 @@ def gone_from_graph(suspects: dict[str, str], kg: KnowledgeGraph) -> list[str]:
     present = select(kg, f"SELECT DISTINCT ?doc WHERE {{ VALUES (?doc ?v) {{ {values} }} "
                          "?c schema:isPartOf ?doc ; trails:version ?v }")
     return sorted(set(suspects) - set(present.column("doc")))
-
-
-def torn_documents(iris: Sequence[str], store: VectorStore, kg: KnowledgeGraph) -> list[str]:
-    """Documents the filter's answer ``iris`` loses under the store's pinned state: their
-    candidates are chunks of other versions than the live one, and the graph holds no chunk
-    of the live one any more (the graph moved past the snapshot). A document whose live
-    version's chunks are still in the graph is no tear: the filter did not select them.
-
-    Sound when the graph was read after the snapshot was pinned (a version's chunks, once
-    removed, do not come back)."""
-    if not isinstance(store, VersionedStore):
-        return []
-    return gone_from_graph(unselected_live(candidate_versions(iris), store), kg)
 
 
 class PinnedRead:
