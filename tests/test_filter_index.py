@@ -353,7 +353,7 @@ def test_the_index_answers_the_benchmarked_shapes_itself(ctx):
     ingest_all(docs, ctx=ctx)
     ctx.kg.load(f"<{TOPICS}A1> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{TOPICS}A> ."
                 f"\n<{ctx.base_iri}doc/d1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{TOPICS}A1> .".encode(), format="ntriples")
-    index = FilterIndex(ctx.kg.select_tsv, None, ctx.kg.prefixes)
+    index = FilterIndex(ctx.kg.select_tsv, None)
     for name, bound in (("date since", "since"), ("date range", "from to"),
                         ("equality bound", "j"), ("taxonomy", "broad"), ("not exists bound", "c"),
                         ("string function", ""), ("two properties", "j since"),

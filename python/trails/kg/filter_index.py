@@ -87,12 +87,11 @@ class FilterIndex:
     """
 
     def __init__(self, run: RunTsv, scopes: Sequence[str] | None,
-                 prefixes: Mapping[str, str], files: ColumnFiles | None = None,
+                 files: ColumnFiles | None = None,
                  current: Callable[[], bool] = lambda: False) -> None:
         self._run = run
         self._files = files
         self._current = current
-        self._prefixes = dict(prefixes)
         self._scopes = None if scopes is None else list(scopes)
         self._lock = threading.Lock()
         self._columns: dict[str, Column | None] = {}
@@ -331,8 +330,10 @@ class FilterIndex:
         if not conditions:
             subjects = column.subjects  # in subject order: the first of equals keeps each once
             return subjects if column.distinct else subjects[firsts(subjects)]
+        # The group's prefixes (the graph's as the filter was read, and its own): the
+        # graph's may change while the index lives (``kg.prefixes`` is a plain dict).
         return column.subjects_with(passing(column, name, conditions, prologue,
-                                             self._prefixes, terms))
+                                             plan.prefixes, terms))
 
     def _members(self, name: str, plan: ColumnPlan, prologue: str,
                  terms: Mapping[str, Term]) -> np.ndarray | None:

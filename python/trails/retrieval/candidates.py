@@ -22,9 +22,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,6 +52,8 @@ from trails.kg.unrelated import ask_text, split_unrelated
 from trails.kg.variables import check_bound, written_variables
 from trails.retrieval import spans
 from trails.retrieval.consistency import view_current
+from trails.retrieval.filter_memory import CACHED_FILTERS, CACHED_IRIS, answer_key
+from trails.retrieval.filter_memory import memory as _memory
 from trails.tracing import traced
 from trails.vector.stores.records import CodedIris, DocumentIris
 
@@ -63,9 +62,6 @@ __all__ = ["CACHED_FILTERS", "CACHED_IRIS", "chunk_links_intact", "filter_candid
 
 log = logging.getLogger("trails.retrieve")
 
-# Answers kept per graph: at most this many filters, and this many IRIs in all (about 100 MB).
-CACHED_FILTERS = 64
-CACHED_IRIS = 1_000_000
 _TEXT = "https://schema.org/text"
 _CHUNK_VALUES = frozenset({"https://schema.org/position", *(  # on every chunk, a row each
     TRAILS + p for p in ("startOffset", "endOffset", "version"))})
@@ -75,55 +71,6 @@ _DECLARED = re.compile(r"\bPREFIX\s+([^\s:]*):\s*<([^>]*)>", re.IGNORECASE)  # (
 # The link checks' counts, kept per graph revision with the columns (kg/link_counts.py)
 _COUNT_LINKS, _COUNT_CHUNKS, _COUNT_TYPED_TARGETS = (
     count.query for count in (COUNT_LINKS, COUNT_CHUNKS, COUNT_TYPED_TARGETS))
-
-
-class _GraphMemory:
-    """What one graph object's filters left behind, valid for one generation."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.generation = -1
-        # Each kept answer with how it was found (its filter path).
-        self.answers: OrderedDict[tuple[Any, ...], tuple[tuple[str, ...], str]] = OrderedDict()
-        self.iris = 0
-        self.counts: dict[str, int] = {}  # COUNT queries' answers: estimates, link checks
-        self.indexes: dict[tuple[str, ...] | None, FilterIndex] = {}  # columns, per scopes
-
-    def at(self, generation: int) -> _GraphMemory:
-        """This memory, emptied first if the graph has moved on."""
-        if generation != self.generation:
-            self.answers.clear()
-            self.iris = 0
-            self.counts.clear()
-            self.indexes.clear()
-            self.generation = generation
-        return self
-
-    def keep(self, key: tuple[Any, ...], iris: tuple[str, ...], path: str) -> None:
-        if len(iris) > CACHED_IRIS:
-            return
-        self.answers[key] = iris, path
-        self.iris += len(iris)
-        while len(self.answers) > CACHED_FILTERS or self.iris > CACHED_IRIS:
-            _, (dropped, _) = self.answers.popitem(last=False)
-            self.iris -= len(dropped)
-
-
-_MEMORY: weakref.WeakKeyDictionary[Any, _GraphMemory] = weakref.WeakKeyDictionary()
-_MEMORY_LOCK = threading.Lock()
-
-
-def _memory(graph: GenerationGraph) -> _GraphMemory:
-    """What ``graph``'s filters left behind; an empty memory, kept nowhere, once its raw store
-    was handed out (its holder writes unseen: no generation names the state read)."""
-    marked = getattr(graph, "hand_links", None)
-    if marked is not None and marked.raw:
-        return _GraphMemory()
-    with _MEMORY_LOCK:
-        memory = _MEMORY.get(graph)
-        if memory is None:
-            memory = _MEMORY[graph] = _GraphMemory()
-        return memory
 
 
 @traced("trails.filter", arguments=spans.filter_arguments, result=spans.filter_result)
@@ -157,8 +104,7 @@ def filter_candidates(graph: KnowledgeGraph, sparql: str, bindings: Mapping[str,
     check_bound(sparql, (bindings or {}).keys())
     terms = check_bindings(bindings)
     check_bindings_used(sparql, terms)  # as the filter as written would: a typo is no filter
-    key = (sparql, tuple(sorted((name, str(term)) for name, term in terms.items())),
-           None if scopes is None else tuple(scopes), documents, ordered)
+    key = answer_key(graph, sparql, terms, scopes, documents, ordered)
     memory = _memory(graph)
     generation = graph.generation
     with memory.lock:
@@ -365,8 +311,8 @@ def _new_index(graph: TsvGraph, scopes: Sequence[str] | None) -> FilterIndex:
     path: str | None = getattr(graph, "path", None)
     revision: str | None = getattr(graph, "settled_revision", None)
     if path is None or revision is None:
-        return FilterIndex(graph.select_tsv, scopes, graph.prefixes)
-    return FilterIndex(graph.select_tsv, scopes, graph.prefixes,
+        return FilterIndex(graph.select_tsv, scopes)
+    return FilterIndex(graph.select_tsv, scopes,
                        files=ColumnFiles(path, revision, scopes),
                        current=lambda: getattr(graph, "settled_revision", None) == revision)
 
