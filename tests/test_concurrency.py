@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import threading
 import time
@@ -45,7 +46,7 @@ from trails.kg import OxigraphGraph, opening
 from trails.retrieval.consistency import READ_ATTEMPTS
 from trails.testing import MockEmbedder
 from trails.vector.stores.base import VectorStore
-from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore
+from trails.vector.stores.sqlite_vec import DocumentVersion, SqliteVecStore, core
 
 DIM = 32
 DOCS = 6
@@ -579,19 +580,25 @@ def test_keyword_search_reads_one_state_when_rows_go_between_its_statements(tmp_
     writer.close()
 
 
-def test_a_commit_during_a_matrix_reload_is_never_missed(tmp_path):
-    """The reload reads the data version and the rows in one read transaction: a commit
-    landing between the two cannot leave the matrix stale for good."""
+@pytest.mark.parametrize("kept", [True, False], ids=["live-file", "rows"])
+def test_a_commit_during_a_matrix_reload_is_never_missed(tmp_path, monkeypatch, kept):
+    """The reload reads the data version and the live slots (from the file kept for the
+    state, or from the rows) in one read transaction: a commit landing between the two cannot
+    leave the matrix stale for good."""
     path = tmp_path / "v.db"
     writer = SqliteVecStore(path, dim=2)
     writer.add("a", [1.0, 0.0])
     reader = SqliteVecStore(path, read_only=True)
     writer.add("b", [0.0, 1.0])  # the reader reloads at its next read
+    if kept:  # both reloads take the file: the rows are never read
+        monkeypatch.setattr(core, "read_rows", _rows_read)
+    else:
+        os.remove(f"{path}.live")
     real = reader._index_rows
     landed = []
 
-    def index_rows(where, params=()):
-        real(where, params)
+    def index_rows(where, params=(), stamp=None):
+        real(where, params, stamp)
         if not landed:  # between the row read and the end of the reload
             writer.add("c", [1.0, 1.0])
             landed.append(True)
@@ -602,6 +609,10 @@ def test_a_commit_during_a_matrix_reload_is_never_missed(tmp_path):
     assert sorted(h.id for h in reader.search([1.0, 0.0], k=10)) == ["a", "b", "c"]
     reader.close()
     writer.close()
+
+
+def _rows_read(*args, **kwargs):
+    raise AssertionError("the live slots were read from the rows, not the kept file")
 
 
 def test_threads_sharing_a_store_with_a_writer_thread_see_whole_versions(tmp_path, store_kind):

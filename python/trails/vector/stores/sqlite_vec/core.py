@@ -45,6 +45,7 @@ from trails.vector.stores.sqlite_vec.compaction import compact, worth_compacting
 from trails.vector.stores.sqlite_vec.driver import open_database
 from trails.vector.stores.sqlite_vec.folding import ROW, fold, unfold
 from trails.vector.stores.sqlite_vec.keyword import Fts5Index, take_texts
+from trails.vector.stores.sqlite_vec.live_slots import keep_live, read_live, read_rows, stamp_of
 from trails.vector.stores.sqlite_vec.slot_index import Candidates, SlotIndex
 from trails.vector.stores.sqlite_vec.vector_file import VectorFiles, make_keys, vector_checksums
 
@@ -205,24 +206,18 @@ class SqliteCore(BaseVectorStore):
             self._index.use(files)
         self._index.reset(slots, np.empty(0, dtype=np.int64),
                           json.loads(self._meta("scopes") or "[]"))
-        self._index_rows("WHERE i.pending = 0")
+        self._index_rows("WHERE i.pending = 0",
+                         stamp=None if self.path == ":memory:" else stamp_of(self._meta))
         self._version = version
 
-    def _index_rows(self, where: str, params: Sequence[Any] = ()) -> None:
-        """Mark the rows matching ``where`` (items ``i``) live in the index, reading their
-        slots as one string: no Python object per row."""
-        joined = self._db.execute(
-            f"SELECT group_concat(i.slot), group_concat(i.rowid) FROM items i {where}", params)
-        text = joined[0][0] if joined else None
-        if text:
-            slots = np.fromstring(str(text), dtype=np.int64, sep=",")  # C speed, no list
-            if slots.min() < 0 or slots.max() >= self._index.slots:
-                raise corrupt_file(self.path, "a row names a vector slot that was never "
-                                              "committed")
-            # Both aggregates walk the same rows in the same order.
-            self._index.note_rowids(slots, np.fromstring(str(joined[0][1]), dtype=np.int64,
-                                                         sep=","))
-            self._index.set_alive(slots, True)
+    def _index_rows(self, where: str, params: Sequence[Any] = (),
+                    stamp: dict[str, object] | None = None) -> None:
+        """Mark the rows matching ``where`` (items ``i``) live in the index; given the
+        ``stamp`` of the snapshot's state, from the file kept for it when there is one."""
+        kept = None if stamp is None else read_live(self.path, stamp, self._index.slots)
+        slots, rowids = kept or read_rows(self._db, self.path, self._index.slots, where, params)
+        self._index.note_rowids(slots, rowids)
+        self._index.set_alive(slots, True)
 
     def _refresh(self) -> None:
         """Reload if another process committed since we last looked (cheap pragma check), or
@@ -248,6 +243,8 @@ class SqliteCore(BaseVectorStore):
                     # Renewed in every commit: another process, or a later run, can tell
                     # the store changed (RevisionedStore).
                     schema.write_meta(self._db, "revision", secrets.token_hex(8))
+                    if self.path != ":memory:":  # the live slots of the state committed
+                        keep_live(self.path, stamp_of(self._meta), self._files, self._index)
             except BaseException:
                 self._version = -1
                 raise
