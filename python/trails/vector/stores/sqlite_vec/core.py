@@ -215,7 +215,8 @@ class SqliteCore(BaseVectorStore):
         """Mark the rows matching ``where`` (items ``i``) live in the index; given the
         ``stamp`` of the snapshot's state, from the file kept for it when there is one."""
         kept = None if stamp is None else read_live(self.path, stamp, self._index.slots)
-        slots, rowids = kept or read_rows(self._db, self.path, self._index.slots, where, params)
+        slots, rowids = read_rows(self._db, self.path, self._index.slots, where, params) \
+            if kept is None else kept
         self._index.note_rowids(slots, rowids)
         self._index.set_alive(slots, True)
 

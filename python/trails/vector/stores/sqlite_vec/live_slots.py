@@ -99,14 +99,16 @@ def keep_live(store_path: str, stamp: Mapping[str, object], files: VectorFiles,
     readers time only, never the commit. ~7-11 ms a commit at 1.18M live slots (a pass over
     the live flags and rowids)."""
     path = live_path(store_path)
+    if files.file_id != stamp["vector_file"] or index.slots != stamp["slots"]:
+        _remove(path)  # the index is not of this state: no pass over it
+        return
     live = index.live()
     rowids = index.rowids(live)
+    runs = None if rowids is None else runs_of(live, rowids)
+    if runs is None or len(runs) > max(64, MOST_RUNS * len(live)):
+        _remove(path)
+        return
     try:
-        if files.file_id != stamp["vector_file"] or index.slots != stamp["slots"] \
-                or rowids is None or len(runs := runs_of(live, rowids)) > max(
-                    64, MOST_RUNS * len(live)):
-            _remove(path)
-            return
         body = runs.astype("<i8").tobytes()
         head = json.dumps({**stamp, "runs": len(runs), "crc": zlib.crc32(body)},
                           sort_keys=True).encode()
