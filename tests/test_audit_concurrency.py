@@ -156,16 +156,16 @@ def test_a_record_whose_new_file_a_fold_takes_again_and_again_is_still_kept(tmp_
     kept however often that happens (three attempts ran out under load: the record was lost)."""
     from trails.audit import log as audit_log
 
-    real, taken = audit_log._sealed, []
+    real, taken = audit_log._taken, []
 
-    def taken_by_a_fold(descriptor: int) -> bool:
-        if len(taken) < 10:  # as a fold that sealed the file between the open and the lock
+    def taken_by_a_fold(descriptor: int, path: Path) -> bool:
+        if len(taken) < 10:  # as a fold that took the file between the open and the lock
             taken.append(descriptor)
             return True
-        return real(descriptor)
+        return real(descriptor, path)
 
     with Context.open(tmp_path / "kb", embedder=MockEmbedder(dim=8)) as ctx:
-        monkeypatch.setattr(audit_log, "_sealed", taken_by_a_fold)
+        monkeypatch.setattr(audit_log, "_taken", taken_by_a_fold)
         assert ctx.audit.record(record("1" * 32))
         monkeypatch.undo()
         assert len(taken) == 10 and ctx.audit.failures == 0
@@ -239,3 +239,31 @@ def test_a_child_forked_while_another_thread_records_can_still_record(tmp_path):
         log_module._append_whole = real_append
     assert status == 0, "the child's record hung (124) or failed"
     assert sorted(r.run_id for r in log.pending()) == ["child-1", "parent-1", "parent-2"]
+
+
+def test_a_fold_sealing_a_new_file_before_its_appender_made_it_writable_loses_nothing(
+        tmp_path, monkeypatch):
+    """An appender opens a new file and then makes it writable (whatever the umask). A fold
+    that renamed and sealed the file in between had its seal undone by that: the appender
+    found the file unsealed, appended after the fold had read it, and the fold deleted the
+    line with the file (two records of 600 lost under load). The appender must see the file
+    was taken whatever its mode says."""
+    audit_log = AuditLog(tmp_path / "audit")
+    audit_log.append(record("0" * 32))
+    with audit_log.folding("rejected.txt") as first:  # the next append opens a new file
+        assert [r.run_id for r in first] == ["0" * 32]
+    real_fchmod, folded = os.fchmod, []
+
+    def a_fold_between(descriptor: int, mode: int) -> None:
+        if mode == 0o600 and not folded:  # the appender's, right after its open
+            folding = audit_log.folding("rejected.txt")
+            folded.append((folding, folding.__enter__()))  # renamed, sealed, read
+        real_fchmod(descriptor, mode)
+
+    monkeypatch.setattr(os, "fchmod", a_fold_between)
+    audit_log.append(record("1" * 32))
+    monkeypatch.undo()
+    (folding, read), = folded
+    assert read == []  # the fold took the new file before the line was in it
+    folding.__exit__(None, None, None)  # the fold has written the graph: it deletes the file
+    assert [r.run_id for r in audit_log.pending()] == ["1" * 32]

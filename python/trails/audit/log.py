@@ -7,7 +7,8 @@ starts one of its own): one ``write`` of a whole line, under an exclusive lock o
 audit graph: it renames a file out of the appenders' way, takes its lock (an appender that
 opened it before the rename has finished its line, or writes it after and is still read),
 seals it (read-only) and releases the lock, reads it, adds its triples and deletes it. An
-appender that finds its file sealed or deleted once it holds the lock writes a new one, so a
+appender that finds its file renamed, sealed or deleted once it holds the lock writes a new
+one (the name decides: a new file's mode is set after its open, which can undo a seal), so a
 search never waits for a fold's graph write. Records are idempotent in the graph (an
 activity's IRI and triples derive from the record), so a fold that crashed before the delete
 only folds the same triples again. A file the fold cannot read (another account's) is left as
@@ -77,7 +78,7 @@ class AuditLog:
                 descriptor = self._open()
                 portalocker.lock(descriptor, portalocker.LockFlags.EXCLUSIVE)
                 try:
-                    if _sealed(descriptor):  # a fold took the file: a new one
+                    if _taken(descriptor, self.directory / self._name):  # a new one
                         os.close(descriptor)
                         self._descriptor = None
                         continue
@@ -265,10 +266,21 @@ def _append_whole(descriptor: int, line: bytes) -> None:
         raise
 
 
-def _sealed(descriptor: int) -> bool:
-    """Whether a fold has taken the file: sealed (read-only) or already deleted."""
+def _taken(descriptor: int, path: Path) -> bool:
+    """Whether a fold has taken the appender's file: no longer at the appender's ``path``
+    (every fold renames a file before it locks and reads it, so under the lock this is
+    decided before the fold reads), deleted, or sealed. The mode alone does not tell: an
+    appender makes its new file writable after opening it, which undid the seal of a fold
+    that took the file in between, and the line appended after that fold's read was
+    deleted with the file."""
     status = os.fstat(descriptor)
-    return status.st_nlink == 0 or not status.st_mode & 0o200
+    if status.st_nlink == 0 or not status.st_mode & 0o200:
+        return True
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return True
+    return (named.st_dev, named.st_ino) != (status.st_dev, status.st_ino)
 
 
 def _mtime(path: Path) -> float:
