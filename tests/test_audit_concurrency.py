@@ -267,3 +267,19 @@ def test_a_fold_sealing_a_new_file_before_its_appender_made_it_writable_loses_no
     assert read == []  # the fold took the new file before the line was in it
     folding.__exit__(None, None, None)  # the fold has written the graph: it deletes the file
     assert [r.run_id for r in audit_log.pending()] == ["1" * 32]
+
+
+def test_a_log_opened_by_a_relative_path_keeps_its_file_after_a_change_of_directory(
+        tmp_path, monkeypatch):
+    """The appender knows its file by its name; a relative name would point elsewhere once
+    the working directory changed, and the records would scatter into another folder."""
+    (tmp_path / "home").mkdir(), (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "home")
+    audit_log = AuditLog("audit")
+    audit_log.append(record("0" * 32))
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    audit_log.append(record("1" * 32))
+    assert not (tmp_path / "elsewhere" / "audit").exists()
+    files = list((tmp_path / "home" / "audit").iterdir())
+    assert len(files) == 1 and len(files[0].read_bytes().splitlines()) == 2
+    assert [r.run_id for r in audit_log.pending()] == ["0" * 32, "1" * 32]

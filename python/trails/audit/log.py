@@ -50,7 +50,9 @@ class AuditLog:
     """The append-only files of one context's audit records (``directory``)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
+        # Absolute: the appender's file is known by its name (see _taken), and a relative one
+        # would name another file once the process changed its working directory.
+        self.directory = Path(directory).absolute()
         self._name = f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
         self._lock = threading.Lock()  # one line at a time from this process
         self._descriptor: int | None = None  # kept open: an append is one write
